@@ -1,0 +1,36 @@
+// pipescope: where every GPU of a pipeline-parallel training run was busy,
+// where it sat in a bubble, and where each step began and ended.
+#include <cstdio>
+#include <exception>
+
+#include <fmt/core.h>
+
+#include "command.h"
+
+int main(int argc, char** argv) {
+  using namespace pipescope::cli;
+  CLI::App app{
+      "pipescope: pipeline-parallel training timelines from worker logs.\n"
+      "Finds each GPU's jobs, step windows, busy/idle time and pipeline bubbles."};
+  app.name("pipescope");
+  app.set_version_flag("--version", "pipescope 0.1.0");
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  int status = kExitOk;
+  register_analyze_command(app, status);
+  register_simulate_command(app, status);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version are "errors" with exit code 0.
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "pipescope: error: {}\n", e.what());
+    return kExitUsage;
+  }
+  return status;
+}

@@ -1,0 +1,33 @@
+// A single self-updating progress line on a terminal (nothing when the
+// stream is not a terminal, so logs and pipes stay clean).
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+
+#include "scan/log_scanner.h"
+
+namespace pipescope::cli {
+
+class ProgressLine {
+ public:
+  explicit ProgressLine(std::FILE* stream);
+  ~ProgressLine() { finish(); }
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+
+  bool enabled() const { return enabled_; }
+  /// Redraws at most ten times a second.
+  void update(const ScanProgress& progress);
+  /// Clears the line.
+  void finish();
+
+ private:
+  std::FILE* stream_;
+  bool enabled_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_draw_;
+};
+
+}  // namespace pipescope::cli

@@ -1,0 +1,133 @@
+#include "analysis/metrics.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "analysis/job_kind.h"
+
+namespace pipescope {
+
+namespace {
+
+constexpr std::int64_t kNoTime = std::numeric_limits<std::int64_t>::min();
+
+/// a / b as a double, 0 when b is 0. long double holds any int64 exactly.
+double ratio(std::int64_t a, std::int64_t b) {
+  return b == 0 ? 0.0 : static_cast<double>(static_cast<long double>(a) / static_cast<long double>(b));
+}
+
+/// Assigns each job of one device (in start order) to a step index: a step
+/// begins at the first job, and at every forward-kind job of micro-batch 0
+/// whose previous forward/backward/optimizer job is not a forward.
+std::vector<std::int32_t> detect_steps(const Device& device, const std::vector<JobKind>& kinds) {
+  std::vector<std::int32_t> step_of(device.jobs.size());
+  std::int32_t step = 0;
+  std::optional<JobKind> previous_compute;
+  for (std::size_t i = 0; i < device.jobs.size(); ++i) {
+    const Job& job = device.jobs[i];
+    const JobKind kind = kinds[job.type];
+    if (i > 0 && kind == JobKind::forward && job.micro_batch == 0 && previous_compute &&
+        *previous_compute != JobKind::forward) {
+      ++step;
+    }
+    step_of[i] = step;
+    if (kind == JobKind::forward || kind == JobKind::backward || kind == JobKind::optimizer) {
+      previous_compute = kind;
+    }
+  }
+  return step_of;
+}
+
+/// The union of a device's job intervals as sorted, disjoint [start, end).
+std::vector<std::pair<std::int64_t, std::int64_t>> merged_intervals(const Device& device) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> merged;
+  for (const Job& job : device.jobs) {  // sorted by start
+    if (job.end_ns <= job.start_ns) continue;
+    if (!merged.empty() && job.start_ns <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, job.end_ns);
+    } else {
+      merged.emplace_back(job.start_ns, job.end_ns);
+    }
+  }
+  return merged;
+}
+
+}  // namespace
+
+Metrics compute_metrics(const Run& run) {
+  Metrics metrics;
+  const std::size_t device_count = run.devices.size();
+  const std::int64_t first_step = run.first_step.value_or(0);
+
+  std::vector<JobKind> kinds(run.types.size());
+  for (TypeId t = 0; t < run.types.size(); ++t) kinds[t] = classify_job_type(run.types.name(t));
+
+  // Steps per device, and each step's first start and last end per device.
+  std::size_t step_count = 0;
+  metrics.job_step.resize(device_count);
+  metrics.devices.resize(device_count);
+  for (std::size_t d = 0; d < device_count; ++d) {
+    metrics.job_step[d] = detect_steps(run.devices[d], kinds);
+    const std::size_t steps = run.devices[d].jobs.empty() ? 0 : metrics.job_step[d].back() + 1;
+    metrics.devices[d].steps = static_cast<std::int64_t>(steps);
+    step_count = std::max(step_count, steps);
+  }
+  std::vector<std::int64_t> first_start(step_count, std::numeric_limits<std::int64_t>::max());
+  std::vector<std::int64_t> last_end(step_count, kNoTime);
+  for (std::size_t d = 0; d < device_count; ++d) {
+    const auto& jobs = run.devices[d].jobs;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      const auto k = static_cast<std::size_t>(metrics.job_step[d][i]);
+      first_start[k] = std::min(first_start[k], jobs[i].start_ns);
+      last_end[k] = std::max(last_end[k], jobs[i].end_ns);
+    }
+  }
+
+  // Windows: S_k = max(min_d first start, E_{k-1}); E_k = max_d last end.
+  metrics.steps.resize(step_count);
+  for (std::size_t k = 0; k < step_count; ++k) {
+    StepWindow& window = metrics.steps[k];
+    window.step = first_step + static_cast<std::int64_t>(k);
+    window.start_ns = k == 0 ? first_start[k] : std::max(first_start[k], metrics.steps[k - 1].end_ns);
+    window.end_ns = std::max(last_end[k], window.start_ns);  // an empty window, never negative
+    window.devices.resize(device_count);
+  }
+
+  // busy(d,k) = |union of d's jobs ∩ [S_k, E_k)|, by a merge of two sorted lists.
+  for (std::size_t d = 0; d < device_count; ++d) {
+    const auto merged = merged_intervals(run.devices[d]);
+    std::size_t i = 0;
+    for (StepWindow& window : metrics.steps) {
+      while (i < merged.size() && merged[i].second <= window.start_ns) ++i;
+      std::int64_t busy = 0;
+      for (std::size_t j = i; j < merged.size() && merged[j].first < window.end_ns; ++j) {
+        busy += std::min(merged[j].second, window.end_ns) - std::max(merged[j].first, window.start_ns);
+      }
+      window.devices[d] = {busy, window.window_ns() - busy};
+    }
+  }
+
+  // Ratios: per step, per device and overall.
+  std::int64_t total_idle = 0;
+  for (StepWindow& window : metrics.steps) {
+    std::int64_t idle = 0;
+    for (std::size_t d = 0; d < device_count; ++d) {
+      idle += window.devices[d].idle_ns;
+      metrics.devices[d].busy_ns += window.devices[d].busy_ns;
+      metrics.devices[d].idle_ns += window.devices[d].idle_ns;
+    }
+    window.bubble_ratio = ratio(idle, static_cast<std::int64_t>(device_count) * window.window_ns());
+    metrics.total_window_ns += window.window_ns();
+    total_idle += idle;
+  }
+  for (DeviceTotals& totals : metrics.devices) {
+    totals.utilization = ratio(totals.busy_ns, metrics.total_window_ns);
+  }
+  metrics.bubble_ratio =
+      ratio(total_idle, static_cast<std::int64_t>(device_count) * metrics.total_window_ns);
+  return metrics;
+}
+
+}  // namespace pipescope

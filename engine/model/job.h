@@ -1,0 +1,34 @@
+// One executed job (forward, backward, optimizer, ...) of one device, as read
+// from any input format. Times are integer nanoseconds since the Unix epoch.
+#pragma once
+
+#include <cstdint>
+
+namespace pipescope {
+
+/// Index into Run::job_types.
+using TypeId = std::uint32_t;
+
+struct Job {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  /// The number printed in `Job (ID)`: a job index, a per-type counter or the
+  /// micro-batch id, depending on the PaddlePaddle version.
+  std::int64_t job_id = 0;
+  std::int64_t micro_batch = 0;
+  TypeId type = 0;
+  /// 1-based line in the input file (0 when the input has no lines).
+  std::uint32_t line = 0;
+
+  std::int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+/// Jobs on one device are analysed in start order; ties are broken by end time
+/// and then by input line so that every run orders them identically.
+inline bool job_start_order(const Job& a, const Job& b) {
+  if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+  if (a.end_ns != b.end_ns) return a.end_ns < b.end_ns;
+  return a.line < b.line;
+}
+
+}  // namespace pipescope

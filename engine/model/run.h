@@ -1,0 +1,86 @@
+// The in-memory model every importer writes and every analysis reads: the
+// devices of one training run, their jobs, and what was read to find them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "model/job.h"
+
+namespace pipescope {
+
+/// One GPU (one rank's worker log).
+struct Device {
+  /// Global device index: machines in order, ranks in order within each.
+  int index = 0;
+  /// Machine ordinal (0-based, in discovery order).
+  int machine = 0;
+  /// The machine's folder name (`machine3`), empty for a single-machine layout.
+  std::string machine_name;
+  /// Rank within the machine, from `workerlog.N`.
+  int rank = 0;
+  /// The file the jobs came from.
+  std::string path;
+  /// After Run::finalize(): sorted by job_start_order.
+  std::vector<Job> jobs;
+};
+
+/// What reading one input file found; reported in the summary.
+struct InputStats {
+  std::string path;
+  std::uint64_t bytes = 0;
+  std::uint64_t lines = 0;
+  /// Lines the prefilter selected and the grammar accepted as job lines.
+  std::uint64_t matched = 0;
+  /// Lines the prefilter selected but the grammar rejected (skipped).
+  std::uint64_t malformed = 0;
+  /// Lines longer than the reader's limit (skipped unread).
+  std::uint64_t oversized = 0;
+  /// Set when the file could not be read at all (or stopped being readable).
+  std::string error;
+};
+
+/// A problem found in one line of one input (a skipped line), kept for the
+/// report: `path:line: message`.
+struct Diagnostic {
+  std::string path;
+  std::uint64_t line = 0;
+  std::string message;
+};
+
+/// Interns job type names so each Job stores a small id.
+class TypeTable {
+ public:
+  TypeId intern(std::string_view name);
+  const std::string& name(TypeId id) const { return names_[id]; }
+  std::size_t size() const { return names_.size(); }
+  const std::vector<std::string>& names() const { return names_; }
+
+ private:
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, TypeId> ids_;
+};
+
+struct Run {
+  TypeTable types;
+  /// The analysed devices in global device order. Device::index is the global
+  /// index (a label: with a --devices selection it may have gaps); analyses
+  /// index their per-device results by position in this vector.
+  std::vector<Device> devices;
+  /// One entry per input file, in discovery order.
+  std::vector<InputStats> inputs;
+  /// `Schedule Profiler start at step N`, when some input printed it.
+  std::optional<std::int64_t> first_step;
+  /// The first few problems of each input (see LogScanOptions), in input order.
+  std::vector<Diagnostic> diagnostics;
+
+  std::uint64_t job_count() const;
+  /// Sorts every device's jobs into start order.
+  void finalize();
+};
+
+}  // namespace pipescope

@@ -1,0 +1,69 @@
+// Scans one chunk of complete lines: the prefilter finds candidate lines,
+// the job-line parser extracts their fields, and everything else is only
+// counted. Results use chunk-relative line numbers; the caller, which sees
+// chunks in file order, turns them into file line numbers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "scan/job_line_parser.h"
+#include "scan/prefilter.h"
+
+namespace pipescope {
+
+struct ScannedJob {
+  std::int64_t job_id = 0;
+  std::int64_t micro_batch = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::uint32_t local_type = 0;  ///< index into ChunkScan::types
+  std::uint64_t line = 0;        ///< 0-based line index within the chunk
+};
+
+struct LineProblem {
+  std::uint64_t line = 0;  ///< 0-based line index within the chunk
+  LineError error = LineError::none;
+};
+
+struct ChunkScan {
+  /// Lines in the chunk (a final line without '\n' counts when it is the
+  /// end of the file).
+  std::uint64_t lines = 0;
+  std::vector<ScannedJob> jobs;
+  /// Job type names seen in this chunk; ScannedJob::local_type indexes it.
+  std::vector<std::string> types;
+  std::uint64_t malformed = 0;
+  /// Candidate lines longer than ChunkScanOptions::max_line_bytes (not parsed).
+  std::uint64_t oversized = 0;
+  /// The first few rejected lines (at most `max_problems`).
+  std::vector<LineProblem> problems;
+  /// N of the first `Schedule Profiler start at step N` line.
+  std::optional<std::int64_t> first_step;
+  /// Offset in the chunk of the first NUL byte, when asked to look.
+  std::optional<std::uint64_t> first_nul;
+
+  void clear();
+};
+
+struct ChunkScanOptions {
+  bool end_of_file = false;
+  std::size_t max_problems = 8;
+  bool look_for_binary = false;
+  /// Candidate lines longer than this are rejected unparsed, so that a line
+  /// is treated the same whether or not it fitted in one read chunk.
+  std::size_t max_line_bytes = std::size_t{1} << 20;
+};
+
+/// Scans `text` (complete lines) into `out`, which is cleared first and
+/// whose vectors keep their capacity across calls.
+void scan_chunk(std::string_view text, const Prefilter& prefilter, Prefilter::Scratch& scratch,
+                const ChunkScanOptions& options, ChunkScan& out);
+
+/// Number of '\n' bytes in `text`.
+std::uint64_t count_newlines(std::string_view text);
+
+}  // namespace pipescope

@@ -1,0 +1,23 @@
+// Exact conversion of PaddlePaddle's millisecond timestamps ("1697793307213.760986")
+// to integer nanoseconds, straight from the decimal text: a double holds only
+// ~16 significant digits, so 1.697793307213760986e12 ms would lose the last
+// nanoseconds on the way.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace pipescope {
+
+/// Parses `DIGITS[.DIGITS]` milliseconds (1–13 integer digits, 1–9 fraction
+/// digits, at most 9223372036853.999999999 so the result fits int64) into nanoseconds. Fraction digits beyond the 6th are sub-nanosecond
+/// and rounded half up (.0000005 ms -> 1 ns). Returns nullopt for anything
+/// else: empty text, a sign, other characters, too many digits.
+std::optional<std::int64_t> parse_millis_to_ns(std::string_view text);
+
+/// Formats nanoseconds as milliseconds with 6 decimals ("1697793307213.760986"),
+/// the inverse of parse_millis_to_ns for whole nanoseconds. Non-negative input.
+std::string format_ns_as_millis(std::int64_t ns);
+
+}  // namespace pipescope

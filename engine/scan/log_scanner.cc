@@ -1,0 +1,241 @@
+#include "scan/log_scanner.h"
+
+#include <tbb/concurrent_queue.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/global_control.h>
+#include <tbb/info.h>
+#include <tbb/parallel_pipeline.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <system_error>
+
+#include <fmt/core.h>
+
+#include "scan/chunk_scanner.h"
+#include "scan/prefilter.h"
+
+namespace pipescope {
+
+namespace {
+
+/// One chunk travelling through the pipeline, with its buffer and results.
+/// Work items are pooled so their buffers and vectors are reused (fresh
+/// allocations per chunk caused page-fault storms).
+struct WorkItem {
+  explicit WorkItem(const ReadLimits& limits) : buffer(limits) {}
+  std::size_t file = 0;
+  ChunkBuffer buffer;
+  LineChunk chunk;
+  std::string error;  // the file failed here (open or read)
+  ChunkScan scan;
+};
+
+class WorkItemPool {
+ public:
+  explicit WorkItemPool(const ReadLimits& limits) : limits_(limits) {}
+  WorkItem* acquire() {
+    WorkItem* item = nullptr;
+    if (free_.try_pop(item)) return item;
+    all_.push_back(std::make_unique<WorkItem>(limits_));  // only the serial input stage acquires
+    return all_.back().get();
+  }
+  void release(WorkItem* item) { free_.push(item); }
+
+ private:
+  ReadLimits limits_;
+  std::vector<std::unique_ptr<WorkItem>> all_;
+  tbb::concurrent_queue<WorkItem*> free_;
+};
+
+/// The serial reading stage's state: which file, and its chunker.
+class InputCursor {
+ public:
+  InputCursor(const std::vector<InputFile>& inputs, const ReadLimits& limits)
+      : inputs_(inputs), limits_(limits) {}
+
+  /// Fills `item` with the next chunk or file error; false when all is read.
+  bool next(WorkItem& item) {
+    while (file_ < inputs_.size()) {
+      item.file = file_;
+      item.error.clear();
+      item.chunk = {};
+      try {
+        if (!chunker_) chunker_.emplace(inputs_[file_].path, limits_);
+        if (chunker_->next(item.buffer, item.chunk)) return true;
+      } catch (const std::system_error& e) {
+        item.error = e.what();
+        advance();
+        return true;
+      }
+      advance();
+    }
+    return false;
+  }
+
+ private:
+  void advance() {
+    chunker_.reset();
+    ++file_;
+  }
+  const std::vector<InputFile>& inputs_;
+  ReadLimits limits_;
+  std::size_t file_ = 0;
+  std::optional<LineChunker> chunker_;
+};
+
+/// The ordered stage: owns the Run while it is built.
+class RunBuilder {
+ public:
+  RunBuilder(const std::vector<InputFile>& inputs, const ScanOptions& options)
+      : inputs_(inputs), options_(options), lines_(inputs.size(), 0),
+        diagnostics_(inputs.size()), first_step_(inputs.size()) {
+    run_.devices.resize(inputs.size());
+    run_.inputs.resize(inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      Device& device = run_.devices[i];
+      device.index = inputs[i].device;
+      device.machine = inputs[i].machine;
+      device.machine_name = inputs[i].machine_name;
+      device.rank = inputs[i].rank;
+      device.path = inputs[i].path;
+      run_.inputs[i].path = inputs[i].path;
+      progress_.bytes_total += inputs[i].size_bytes;
+    }
+    progress_.files_total = inputs.size();
+  }
+
+  void consume(WorkItem& item) {
+    const std::size_t f = item.file;
+    InputStats& stats = run_.inputs[f];
+    if (!item.error.empty()) {
+      stats.error = item.error;
+      note(f, 0, item.error);
+      return;
+    }
+    for (const SkippedLine& skipped : item.chunk.skipped_before) {
+      ++lines_[f];
+      ++stats.oversized;
+      stats.bytes += skipped.length + (skipped.has_newline ? 1 : 0);
+      progress_.bytes_done += skipped.length + (skipped.has_newline ? 1 : 0);
+      note(f, lines_[f],
+           fmt::format("line of {} bytes at byte offset {} is longer than the {}-byte limit; "
+                       "skipped",
+                       skipped.length, skipped.offset, options_.limits.max_line_bytes));
+    }
+    const ChunkScan& scan = item.scan;
+    const std::uint64_t base = lines_[f];
+    stats.bytes += item.chunk.text.size();
+    stats.lines = lines_[f] = base + scan.lines;
+    stats.malformed += scan.malformed;
+    stats.oversized += scan.oversized;
+    stats.matched += scan.jobs.size();
+    if (scan.first_nul) {
+      note(f, 0,
+           fmt::format("binary data (NUL byte at byte offset {}); scanning it as text",
+                       item.chunk.file_offset + *scan.first_nul));
+    }
+    for (const LineProblem& problem : scan.problems) {
+      note(f, base + problem.line + 1, std::string(describe(problem.error)));
+    }
+    if (scan.first_step && !first_step_[f]) first_step_[f] = scan.first_step;
+
+    type_map_.clear();
+    for (const std::string& name : scan.types) type_map_.push_back(run_.types.intern(name));
+    auto& jobs = run_.devices[f].jobs;
+    for (const ScannedJob& job : scan.jobs) {
+      jobs.push_back({job.start_ns, job.end_ns, job.job_id, job.micro_batch,
+                      type_map_[job.local_type],
+                      static_cast<std::uint32_t>(std::min<std::uint64_t>(base + job.line + 1,
+                                                                         UINT32_MAX))});
+    }
+    if (item.chunk.end_of_file) ++progress_.files_done;
+    progress_.bytes_done += item.chunk.text.size();
+    if (options_.on_progress) options_.on_progress(progress_);
+  }
+
+  Run finish() {
+    for (std::size_t f = 0; f < inputs_.size(); ++f) {
+      if (run_.inputs[f].error.empty() && run_.inputs[f].bytes == 0) note(f, 0, "file is empty");
+      if (first_step_[f] && (!run_.first_step || *first_step_[f] < *run_.first_step)) {
+        run_.first_step = first_step_[f];
+      }
+      for (auto& d : diagnostics_[f]) run_.diagnostics.push_back(std::move(d));
+    }
+    run_.finalize();
+    return std::move(run_);
+  }
+
+ private:
+  void note(std::size_t file, std::uint64_t line, std::string message) {
+    if (diagnostics_[file].size() < options_.diagnostics_per_file) {
+      diagnostics_[file].push_back({inputs_[file].path, line, std::move(message)});
+    }
+  }
+
+  const std::vector<InputFile>& inputs_;
+  const ScanOptions& options_;
+  Run run_;
+  std::vector<std::uint64_t> lines_;
+  std::vector<std::vector<Diagnostic>> diagnostics_;
+  std::vector<std::optional<std::int64_t>> first_step_;
+  std::vector<TypeId> type_map_;
+  ScanProgress progress_;
+};
+
+}  // namespace
+
+Run scan_worker_logs(const std::vector<InputFile>& inputs, const ScanOptions& options) {
+  const unsigned threads =
+      options.threads > 0 ? options.threads : static_cast<unsigned>(tbb::info::default_concurrency());
+  tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, threads);
+
+  const Prefilter prefilter;
+  tbb::enumerable_thread_specific<Prefilter::Scratch> scratches(
+      [&prefilter] { return Prefilter::Scratch(prefilter); });
+
+  WorkItemPool pool(options.limits);
+  InputCursor cursor(inputs, options.limits);
+  RunBuilder builder(inputs, options);
+  // Enough chunks in flight to keep every thread busy while one is read and
+  // one is merged; each costs one chunk buffer.
+  const std::size_t max_in_flight = 2 * static_cast<std::size_t>(threads) + 2;
+
+  tbb::parallel_pipeline(
+      max_in_flight,
+      tbb::make_filter<void, WorkItem*>(
+          tbb::filter_mode::serial_in_order,
+          [&](tbb::flow_control& flow) -> WorkItem* {
+            WorkItem* item = pool.acquire();
+            if (!cursor.next(*item)) {
+              pool.release(item);
+              flow.stop();
+              return nullptr;
+            }
+            return item;
+          }) &
+          tbb::make_filter<WorkItem*, WorkItem*>(
+              tbb::filter_mode::parallel,
+              [&](WorkItem* item) {
+                item->scan.clear();
+                if (item->error.empty()) {
+                  ChunkScanOptions scan_options;
+                  scan_options.end_of_file = item->chunk.end_of_file;
+                  scan_options.max_problems = options.diagnostics_per_file;
+                  scan_options.look_for_binary = item->chunk.file_offset == 0;
+                  scan_options.max_line_bytes = options.limits.max_line_bytes;
+                  scan_chunk(item->chunk.text, prefilter, scratches.local(), scan_options,
+                             item->scan);
+                }
+                return item;
+              }) &
+          tbb::make_filter<WorkItem*, void>(tbb::filter_mode::serial_in_order,
+                                            [&](WorkItem* item) {
+                                              builder.consume(*item);
+                                              pool.release(item);
+                                            }));
+  return builder.finish();
+}
+
+}  // namespace pipescope

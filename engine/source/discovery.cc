@@ -1,0 +1,225 @@
+#include "source/discovery.h"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <system_error>
+
+#include <fmt/core.h>
+
+namespace pipescope {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The number after `prefix` when the whole name is prefix + digits, else -1.
+long numbered_name(std::string_view name, std::string_view prefix) {
+  if (!name.starts_with(prefix) || name.size() == prefix.size()) return -1;
+  std::string_view digits = name.substr(prefix.size());
+  if (digits.size() > 9) return -1;
+  long value = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (ec != std::errc{} || end != digits.data() + digits.size()) return -1;
+  return value;
+}
+
+struct Machine {
+  std::string name;
+  std::vector<InputFile> ranks;  // machine/device filled in at the end
+};
+
+std::uint64_t file_size_or_zero(const fs::path& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  return ec ? 0 : size;
+}
+
+/// Lists the entries of `dir` or throws InputError saying why not.
+std::vector<fs::directory_entry> list_folder(const fs::path& dir) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) throw InputError(fmt::format("cannot list folder {}: {}", dir.string(), ec.message()));
+  std::vector<fs::directory_entry> entries;
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    entries.push_back(*it);
+  }
+  if (ec) throw InputError(fmt::format("cannot list folder {}: {}", dir.string(), ec.message()));
+  return entries;
+}
+
+bool is_regular(const fs::directory_entry& entry) {
+  std::error_code ec;
+  return entry.is_regular_file(ec);  // follows symlinks; a dangling link is not a file
+}
+
+bool is_folder(const fs::directory_entry& entry) {
+  std::error_code ec;
+  return entry.is_directory(ec);
+}
+
+/// The worker logs directly inside `dir`, ordered by rank.
+std::vector<InputFile> worker_logs_in(const std::vector<fs::directory_entry>& entries) {
+  std::vector<InputFile> logs;
+  for (const auto& entry : entries) {
+    const int rank = worker_log_rank(entry.path().filename().string());
+    if (rank < 0 || !is_regular(entry)) continue;
+    InputFile file;
+    file.path = entry.path().string();
+    file.size_bytes = file_size_or_zero(entry.path());
+    file.rank = rank;
+    logs.push_back(std::move(file));
+  }
+  std::sort(logs.begin(), logs.end(),
+            [](const InputFile& a, const InputFile& b) { return a.rank < b.rank; });
+  return logs;
+}
+
+void add_folder(const fs::path& dir, std::vector<Machine>& machines) {
+  const auto entries = list_folder(dir);
+  auto direct = worker_logs_in(entries);
+  const bool has_direct = !direct.empty();
+  if (has_direct) {
+    const std::string name = dir.filename().string();
+    machines.push_back({numbered_name(name, "machine") >= 0 ? name : std::string(), std::move(direct)});
+  }
+  std::vector<std::pair<long, fs::path>> machine_dirs;
+  for (const auto& entry : entries) {
+    const long k = numbered_name(entry.path().filename().string(), "machine");
+    if (k >= 0 && is_folder(entry)) machine_dirs.emplace_back(k, entry.path());
+  }
+  std::sort(machine_dirs.begin(), machine_dirs.end());
+  const std::size_t before = machines.size();
+  for (const auto& [k, path] : machine_dirs) {
+    auto logs = worker_logs_in(list_folder(path));
+    if (logs.empty()) continue;
+    machines.push_back({path.filename().string(), std::move(logs)});
+  }
+  if (machines.size() == before && !has_direct) {
+    throw InputError(fmt::format(
+        "no worker logs in {}: looked for files named workerlog.N (N = rank) in it, or in "
+        "machineK/ sub-folders of it",
+        dir.string()));
+  }
+}
+
+void add_file(const fs::path& file, std::vector<Machine>& machines,
+              std::map<std::string, std::size_t>& machine_of_parent) {
+  const fs::path parent = fs::absolute(file).parent_path();
+  auto [it, inserted] = machine_of_parent.try_emplace(parent.string(), machines.size());
+  if (inserted) {
+    const std::string name = parent.filename().string();
+    machines.push_back({numbered_name(name, "machine") >= 0 ? name : std::string(), {}});
+  }
+  Machine& machine = machines[it->second];
+  InputFile input;
+  input.path = file.string();
+  input.size_bytes = file_size_or_zero(file);
+  const int rank = worker_log_rank(file.filename().string());
+  input.rank = rank >= 0 ? rank : static_cast<int>(machine.ranks.size());
+  machine.ranks.push_back(std::move(input));
+}
+
+}  // namespace
+
+int worker_log_rank(std::string_view file_name) {
+  return static_cast<int>(numbered_name(file_name, "workerlog."));
+}
+
+std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths) {
+  if (paths.empty()) throw InputError("no input paths given");
+  std::vector<Machine> machines;
+  std::map<std::string, std::size_t> machine_of_parent;  // files given directly
+  for (const auto& text : paths) {
+    const fs::path path(text);
+    std::error_code ec;
+    const auto status = fs::status(path, ec);
+    if (ec || !fs::exists(status)) {
+      throw InputError(fmt::format("{}: {}", text,
+                                   ec ? ec.message() : std::string("no such file or folder")));
+    }
+    if (fs::is_directory(status)) {
+      add_folder(path, machines);
+    } else {
+      add_file(path, machines, machine_of_parent);
+    }
+  }
+
+  std::vector<InputFile> inputs;
+  std::set<std::string> seen;
+  int device = 0;
+  for (std::size_t m = 0; m < machines.size(); ++m) {
+    auto& ranks = machines[m].ranks;
+    std::stable_sort(ranks.begin(), ranks.end(),
+                     [](const InputFile& a, const InputFile& b) { return a.rank < b.rank; });
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      if (i > 0 && ranks[i].rank == ranks[i - 1].rank) {
+        throw InputError(fmt::format("{} and {} are both rank {} of one machine",
+                                     ranks[i - 1].path, ranks[i].path, ranks[i].rank));
+      }
+      std::error_code ec;
+      const auto canonical = fs::weakly_canonical(ranks[i].path, ec).string();
+      if (!seen.insert(ec ? ranks[i].path : canonical).second) {
+        throw InputError(fmt::format("{} is given twice", ranks[i].path));
+      }
+      InputFile input = std::move(ranks[i]);
+      input.machine = static_cast<int>(m);
+      input.machine_name = machines[m].name;
+      input.device = device++;
+      inputs.push_back(std::move(input));
+    }
+  }
+  return inputs;
+}
+
+std::vector<int> parse_device_list(std::string_view text) {
+  std::vector<int> devices;
+  auto bad = [&] {
+    return InputError(fmt::format(
+        "bad device list '{}': expected device indices like 0,2,3 or ranges like 0-3", text));
+  };
+  auto parse_int = [&](std::string_view s) {
+    int value = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (s.empty() || ec != std::errc{} || end != s.data() + s.size() || value < 0) throw bad();
+    return value;
+  };
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string_view item = text.substr(pos, comma - pos);
+    const std::size_t dash = item.find('-');
+    if (dash == std::string_view::npos) {
+      devices.push_back(parse_int(item));
+    } else {
+      const int first = parse_int(item.substr(0, dash));
+      const int last = parse_int(item.substr(dash + 1));
+      if (last < first || last - first > 1'000'000) throw bad();
+      for (int d = first; d <= last; ++d) devices.push_back(d);
+    }
+    pos = comma + 1;
+  }
+  std::sort(devices.begin(), devices.end());
+  devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+  return devices;
+}
+
+std::vector<InputFile> select_devices(std::vector<InputFile> inputs, const std::vector<int>& devices) {
+  std::vector<InputFile> kept;
+  for (const int d : devices) {
+    auto it = std::find_if(inputs.begin(), inputs.end(),
+                           [d](const InputFile& f) { return f.device == d; });
+    if (it == inputs.end()) {
+      throw InputError(fmt::format("--devices: there is no device {} (found {} device{}: 0-{})", d,
+                                   inputs.size(), inputs.size() == 1 ? "" : "s",
+                                   inputs.empty() ? 0 : inputs.size() - 1));
+    }
+    kept.push_back(*it);
+  }
+  return kept;
+}
+
+}  // namespace pipescope

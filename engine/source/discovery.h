@@ -1,0 +1,51 @@
+// Finds the worker logs of a training run and gives every one its place:
+// machine, rank and global device index.
+//
+// A folder holds `workerlog.N` files (one per rank) or `machineK/` folders
+// each holding them. Machines and ranks are ordered numerically (machine10
+// after machine9); the global device index counts ranks of machine 0, then of
+// machine 1, and so on. Several paths: machines in argument order. A file
+// given directly is one rank of the machine named by its folder.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace pipescope {
+
+/// A fatal set-up problem with the inputs (nothing sensible can be analysed).
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct InputFile {
+  std::string path;
+  std::uint64_t size_bytes = 0;
+  int machine = 0;           ///< machine ordinal
+  std::string machine_name;  ///< `machineK` folder name, or empty
+  int rank = 0;              ///< N of workerlog.N (or the file's position)
+  int device = 0;            ///< global device index
+};
+
+/// Returns the rank N of a `workerlog.N` name, or -1.
+int worker_log_rank(std::string_view file_name);
+
+/// Discovers the worker logs under `paths`. Throws InputError for a path that
+/// does not exist or cannot be listed, and for a folder without worker logs
+/// (naming what was looked for), or when two inputs claim the same machine
+/// and rank.
+std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths);
+
+/// Parses a device selection like "0,2,3" or "0-3,6" into sorted, distinct
+/// device indices. Throws InputError on bad syntax.
+std::vector<int> parse_device_list(std::string_view text);
+
+/// Keeps the inputs whose device index is in `devices` (the analysed set);
+/// they keep their global device index. Throws InputError when a selected
+/// device does not exist.
+std::vector<InputFile> select_devices(std::vector<InputFile> inputs, const std::vector<int>& devices);
+
+}  // namespace pipescope
