@@ -12,7 +12,10 @@ TEST(DecimalTime, ConvertsMillisecondsExactly) {
   EXPECT_EQ(parse_millis_to_ns("0.000001"), 1);
   EXPECT_EQ(parse_millis_to_ns("0"), 0);
   // Beyond what int64 nanoseconds hold (year 2262): rejected, not wrapped.
-  EXPECT_EQ(parse_millis_to_ns("9223372036853.999999"), 9223372036853999999);
+  EXPECT_EQ(parse_millis_to_ns("9223372036854.775807"), INT64_MAX);
+  EXPECT_EQ(parse_millis_to_ns("9223372036854.7758074"), INT64_MAX);
+  EXPECT_EQ(parse_millis_to_ns("9223372036854.7758075"), std::nullopt);  // rounds past the end
+  EXPECT_EQ(parse_millis_to_ns("9223372036854.775808"), std::nullopt);
   EXPECT_EQ(parse_millis_to_ns("9999999999999.999999"), std::nullopt);
 }
 

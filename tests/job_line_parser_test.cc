@@ -117,7 +117,9 @@ TEST(JobLineParser, NeverReadsPastTheLine) {
   const std::string line(kBody);
   for (std::size_t n = 0; n <= line.size(); ++n) {
     const auto p = parse(std::string_view(line).substr(0, n));
-    if (p.error == LineError::none) EXPECT_GT(n, line.size() - 20);
+    if (p.error == LineError::none) {
+      EXPECT_GT(n, line.size() - 20);
+    }
   }
 }
 

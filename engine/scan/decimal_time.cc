@@ -8,8 +8,8 @@ namespace {
 constexpr std::size_t kMaxIntegerDigits = 13;   // ms since the epoch until year 2286
 constexpr std::size_t kMaxFractionDigits = 9;   // down to picoseconds, as printed
 
-// The largest count whose nanoseconds, with any fraction, fit in int64.
-constexpr std::int64_t kMaxMillis = 9'223'372'036'853;
+// The largest millisecond count whose nanoseconds can fit in int64.
+constexpr std::int64_t kMaxMillis = 9'223'372'036'854;
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 }  // namespace
@@ -48,9 +48,9 @@ std::optional<std::int64_t> parse_millis_to_ns(std::string_view text) {
   } else {
     sub_ns *= kPow10[kMaxFractionDigits - fraction_digits];  // scale to thousandths
   }
-  ns += sub_ms;
-  if (sub_ns >= 500) ++ns;  // round half up
-  return ns;
+  // Beyond int64 nanoseconds (after 2262-04-11) is rejected, never wrapped.
+  if (__builtin_add_overflow(ns, sub_ms + (sub_ns >= 500 ? 1 : 0), &ns)) return std::nullopt;
+  return ns;  // sub-nanosecond digits rounded half up
 }
 
 std::string format_ns_as_millis(std::int64_t ns) {

@@ -11,7 +11,7 @@
 namespace pipescope {
 
 /// Parses `DIGITS[.DIGITS]` milliseconds (1–13 integer digits, 1–9 fraction
-/// digits, at most 9223372036853.999999999 so the result fits int64) into nanoseconds. Fraction digits beyond the 6th are sub-nanosecond
+/// digits) into nanoseconds; values beyond int64 nanoseconds are rejected. Fraction digits beyond the 6th are sub-nanosecond
 /// and rounded half up (.0000005 ms -> 1 ns). Returns nullopt for anything
 /// else: empty text, a sign, other characters, too many digits.
 std::optional<std::int64_t> parse_millis_to_ns(std::string_view text);

@@ -250,7 +250,6 @@ def analyse(paths, device_filter=None):
             type_counts[j["type"]] = type_counts.get(j["type"], 0) + 1
     return {
         "schema": "pipescope.summary/1",
-        "tool": {"name": "pipescope-reference", "version": "0.1.0"},
         "jobs": sum(len(d["jobs"]) for d in devices),
         "first_step": first_step,
         "bubble_ratio": ratio(total_idle, D * total_window),

@@ -1,0 +1,82 @@
+// Writes an output file so that readers only ever see the old file or the
+// complete new one: the bytes go to a temporary file in the same folder (same
+// filesystem, so the final rename is atomic) which commit() renames over the
+// destination. A writer destroyed without commit() removes its temporary file,
+// so a failed or interrupted export never leaves a truncated summary behind.
+//
+// Usage:
+//   ensure_output_dir(out_dir);
+//   AtomicFile file(out_dir + "/summary.json");
+//   fmt::format_to(std::back_inserter(file.buffer()), "{}", 42);
+//   file.flush_if_full();           // writers call this between records
+//   file.append("\n");
+//   file.commit();                  // flush, close, rename
+//
+// Every failure throws std::system_error whose what() reads
+// "cannot write /x/summary.json: No space left on device".
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace pipescope {
+
+/// Creates `path` and its missing parents (mkdir -p). Throws std::system_error
+/// ("cannot create output folder PATH: ...") when that fails or when `path`
+/// exists and is not a folder.
+void ensure_output_dir(const std::string& path);
+
+class AtomicFile {
+ public:
+  /// Bytes buffered before a block is written with write(2).
+  static constexpr std::size_t kDefaultBlock = std::size_t{1} << 20;
+
+  /// Opens a fresh temporary file next to `path`. The folder must exist.
+  explicit AtomicFile(std::string path, std::size_t block_size = kDefaultBlock);
+  ~AtomicFile();
+
+  AtomicFile(AtomicFile&& other) noexcept;
+  AtomicFile& operator=(AtomicFile&& other) noexcept;
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  void append(std::string_view bytes);
+  void append(char c) {
+    buffer_.push_back(c);
+    flush_if_full();
+  }
+
+  /// The pending bytes; format into it directly, then call flush_if_full().
+  fmt::memory_buffer& buffer() { return buffer_; }
+  /// Writes the buffer out once it holds a whole block.
+  void flush_if_full() {
+    if (buffer_.size() >= block_size_) flush();
+  }
+  /// Writes every buffered byte to the temporary file.
+  void flush();
+
+  /// Flushes, closes and renames the temporary file over the destination.
+  /// After commit() the object only holds the path.
+  void commit();
+
+  /// The destination path.
+  const std::string& path() const { return path_; }
+  /// The temporary file's path (empty once committed or moved from).
+  const std::string& temp_path() const { return temp_path_; }
+
+ private:
+  [[noreturn]] void fail(int error) const;
+  void write_all(const char* data, std::size_t size);
+  void discard() noexcept;
+
+  std::string path_;
+  std::string temp_path_;
+  int fd_ = -1;
+  std::size_t block_size_;
+  fmt::memory_buffer buffer_;
+};
+
+}  // namespace pipescope

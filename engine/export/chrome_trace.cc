@@ -1,0 +1,296 @@
+#include "export/chrome_trace.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/job_kind.h"
+#include "export/atomic_file.h"
+#include "export/json_writer.h"
+
+namespace pipescope {
+
+namespace {
+
+constexpr std::string_view kGenerator = "pipescope 0.1.0";
+constexpr std::int64_t kStepsPid = 1;
+constexpr std::int64_t kStepsTid = 1;
+// Thread sort indices leave room for this many lanes per device before they
+// would run into the next device's.
+constexpr std::int64_t kMinLaneStride = 16;
+
+// Reserved colour names of the trace viewer (tracing/base/color_scheme.html),
+// chosen so the kinds are told apart at a glance.
+std::string_view kind_colour(JobKind kind) {
+  switch (kind) {
+    case JobKind::forward:
+      return "thread_state_running";  // green
+    case JobKind::backward:
+      return "rail_response";  // blue
+    case JobKind::optimizer:
+      return "rail_animation";  // red
+    case JobKind::comm:
+      return "grey";
+    case JobKind::other:
+      return "generic_work";
+  }
+  return "generic_work";
+}
+constexpr std::string_view kStepColour = "thread_state_iowait";  // orange
+
+std::int64_t machine_pid(int machine) { return std::int64_t{machine} + 2; }
+
+// a - b without signed overflow for any pair whose true difference fits.
+std::int64_t ns_diff(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
+}
+
+std::string thread_name(const Device& device, int lane) {
+  // U+00B7 MIDDLE DOT, in UTF-8.
+  return lane == 0 ? fmt::format("GPU {} (machine {})", device.index, device.machine)
+                   : fmt::format("GPU {} (machine {}) \xC2\xB7 overlap {}", device.index,
+                                 device.machine, lane);
+}
+
+std::string machine_label(const Device& device) {
+  return device.machine_name.empty() ? fmt::format("Machine {}", device.machine)
+                                     : device.machine_name;
+}
+
+// Lane of each job (in Run order): the lowest lane whose previous job has
+// ended by the job's start, so one lane never holds two overlapping slices.
+std::vector<int> assign_lanes(const std::vector<Job>& jobs, int& lane_count) {
+  std::vector<std::size_t> order(jobs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  // Run::finalize() has sorted them already; stay correct if it has not.
+  if (!std::is_sorted(jobs.begin(), jobs.end(), job_start_order)) {
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return job_start_order(jobs[a], jobs[b]);
+    });
+  }
+  std::vector<int> lanes(jobs.size(), 0);
+  std::vector<std::int64_t> lane_end;
+  for (const std::size_t i : order) {
+    const Job& job = jobs[i];
+    std::size_t lane = 0;
+    while (lane < lane_end.size() && lane_end[lane] > job.start_ns) ++lane;
+    if (lane == lane_end.size()) lane_end.push_back(job.end_ns);
+    // A zero-length job must not make the lane end earlier than it did.
+    lane_end[lane] = std::max(lane_end[lane], job.end_ns);
+    lanes[i] = static_cast<int>(lane);
+  }
+  lane_count = std::max<int>(1, static_cast<int>(lane_end.size()));
+  return lanes;
+}
+
+class TraceWriter {
+ public:
+  TraceWriter(AtomicFile& file, std::int64_t origin_ns)
+      : w_(file, JsonStyle{0, false}), origin_ns_(origin_ns) {}
+
+  JsonWriter& json() { return w_; }
+
+  void time_field(std::string_view key, std::int64_t ns) {
+    scratch_.clear();
+    append_ns_as_us(scratch_, ns);
+    w_.key(key);
+    w_.raw_value(std::string_view(scratch_.data(), scratch_.size()));
+  }
+
+  void metadata(std::string_view name, std::int64_t pid, std::int64_t tid, std::string_view key,
+                std::string_view text) {
+    begin_metadata(name, pid, tid);
+    w_.field(key, text);
+    end_metadata();
+  }
+  void metadata(std::string_view name, std::int64_t pid, std::int64_t tid, std::string_view key,
+                std::int64_t number) {
+    begin_metadata(name, pid, tid);
+    w_.field(key, number);
+    end_metadata();
+  }
+
+  // One complete event; the caller writes its args object's fields.
+  void begin_slice(std::string_view name, std::string_view category, std::int64_t start_ns,
+                   std::int64_t duration_ns, std::int64_t pid, std::int64_t tid,
+                   std::string_view colour) {
+    w_.begin_object(/*one_line=*/true);
+    w_.field("name", name);
+    w_.field("cat", category);
+    w_.field("ph", "X");
+    time_field("ts", ns_diff(start_ns, origin_ns_));
+    time_field("dur", duration_ns);
+    w_.field("pid", pid);
+    w_.field("tid", tid);
+    w_.field("cname", colour);
+    w_.key("args");
+    w_.begin_object();
+  }
+  void end_slice() {
+    w_.end_object();
+    w_.end_object();
+  }
+
+ private:
+  // Metadata events carry no "ts": viewers accept that, and a ts of 0 would
+  // stretch an absolute-time trace back to 1970 in some of them.
+  void begin_metadata(std::string_view name, std::int64_t pid, std::int64_t tid) {
+    w_.begin_object(/*one_line=*/true);
+    w_.field("name", name);
+    w_.field("ph", "M");
+    w_.field("pid", pid);
+    w_.field("tid", tid);
+    w_.key("args");
+    w_.begin_object();
+  }
+  void end_metadata() {
+    w_.end_object();
+    w_.end_object();
+  }
+
+  JsonWriter w_;
+  std::int64_t origin_ns_;
+  fmt::memory_buffer scratch_;
+};
+
+}  // namespace
+
+void append_ns_as_us(fmt::memory_buffer& out, std::int64_t ns) {
+  // Magnitude in unsigned arithmetic so INT64_MIN has one too.
+  const bool negative = ns < 0;
+  const std::uint64_t magnitude =
+      negative ? std::uint64_t{0} - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
+  if (negative) out.push_back('-');
+  const fmt::format_int whole(magnitude / 1000);
+  out.append(whole.data(), whole.data() + whole.size());
+  const auto frac = static_cast<unsigned>(magnitude % 1000);
+  const char digits[4] = {'.', static_cast<char>('0' + frac / 100),
+                          static_cast<char>('0' + frac / 10 % 10),
+                          static_cast<char>('0' + frac % 10)};
+  out.append(digits, digits + 4);
+}
+
+void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,
+                        const std::string& path) {
+  std::int64_t origin_ns = 0;
+  if (!options.absolute_time) {
+    std::int64_t earliest = std::numeric_limits<std::int64_t>::max();
+    for (const Device& device : run.devices) {
+      for (const Job& job : device.jobs) earliest = std::min(earliest, job.start_ns);
+    }
+    if (earliest != std::numeric_limits<std::int64_t>::max()) origin_ns = earliest;
+  }
+
+  // Lanes first: the sort-index stride must fit the busiest device.
+  std::vector<std::vector<int>> lanes(run.devices.size());
+  std::vector<int> lane_counts(run.devices.size(), 1);
+  std::int64_t stride = kMinLaneStride;
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    lanes[d] = assign_lanes(run.devices[d].jobs, lane_counts[d]);
+    stride = std::max<std::int64_t>(stride, lane_counts[d]);
+  }
+  const auto tid_of = [&](std::size_t d, int lane) {
+    return kStepsTid + 1 + static_cast<std::int64_t>(d) * stride + lane;
+  };
+
+  // Per type: the slice category and colour, looked up once.
+  std::vector<std::string_view> type_kind(run.types.size());
+  std::vector<std::string_view> type_colour(run.types.size());
+  for (TypeId id = 0; id < run.types.size(); ++id) {
+    const JobKind kind = classify_job_type(run.types.name(id));
+    type_kind[id] = job_kind_name(kind);
+    type_colour[id] = kind_colour(kind);
+  }
+
+  AtomicFile file(path);
+  TraceWriter trace(file, origin_ns);
+  JsonWriter& w = trace.json();
+  w.begin_object();
+  w.key("traceEvents");
+  w.begin_array();
+
+  trace.metadata("process_name", kStepsPid, kStepsTid, "name", "Steps");
+  trace.metadata("process_sort_index", kStepsPid, kStepsTid, "sort_index", std::int64_t{0});
+  trace.metadata("thread_name", kStepsPid, kStepsTid, "name", "Steps");
+  trace.metadata("thread_sort_index", kStepsPid, kStepsTid, "sort_index", std::int64_t{0});
+
+  // One process per machine, named after its first device's machine folder.
+  std::map<int, std::size_t> first_device_of_machine;
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    first_device_of_machine.emplace(run.devices[d].machine, d);
+  }
+  for (const auto& [machine, d] : first_device_of_machine) {
+    const std::int64_t pid = machine_pid(machine);
+    trace.metadata("process_name", pid, tid_of(d, 0), "name", machine_label(run.devices[d]));
+    trace.metadata("process_sort_index", pid, tid_of(d, 0), "sort_index",
+                   std::int64_t{machine} + 1);
+  }
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const Device& device = run.devices[d];
+    for (int lane = 0; lane < lane_counts[d]; ++lane) {
+      const std::int64_t pid = machine_pid(device.machine);
+      trace.metadata("thread_name", pid, tid_of(d, lane), "name", thread_name(device, lane));
+      trace.metadata("thread_sort_index", pid, tid_of(d, lane), "sort_index",
+                     static_cast<std::int64_t>(d) * stride + lane);
+    }
+  }
+
+  std::string name;
+  for (const StepWindow& step : metrics.steps) {
+    name = fmt::format("step {}", step.step);
+    trace.begin_slice(name, "step", step.start_ns, step.window_ns(), kStepsPid, kStepsTid,
+                      kStepColour);
+    w.field("bubble_ratio", step.bubble_ratio);
+    w.field("duration_ns", step.window_ns());
+    trace.end_slice();
+  }
+
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const Device& device = run.devices[d];
+    const std::int64_t pid = machine_pid(device.machine);
+    const std::vector<std::int32_t>* job_steps =
+        d < metrics.job_step.size() && metrics.job_step[d].size() == device.jobs.size()
+            ? &metrics.job_step[d]
+            : nullptr;
+    for (std::size_t i = 0; i < device.jobs.size(); ++i) {
+      const Job& job = device.jobs[i];
+      const bool known_type = job.type < run.types.size();
+      name.assign(known_type ? std::string_view(run.types.name(job.type)) : "?");
+      name += " mb";
+      name += fmt::format_int(job.micro_batch).c_str();
+      trace.begin_slice(name, known_type ? type_kind[job.type] : "other", job.start_ns,
+                        job.duration_ns(), pid, tid_of(d, lanes[d][i]),
+                        known_type ? type_colour[job.type] : kind_colour(JobKind::other));
+      w.field("job_id", job.job_id);
+      w.field("micro_batch", job.micro_batch);
+      w.key("step");
+      const std::int32_t k = job_steps != nullptr ? (*job_steps)[i] : -1;
+      if (k >= 0 && static_cast<std::size_t>(k) < metrics.steps.size()) {
+        w.value(metrics.steps[static_cast<std::size_t>(k)].step);
+      } else {
+        w.null();
+      }
+      w.field("duration_ns", job.duration_ns());
+      w.field("line", job.line);
+      trace.end_slice();
+    }
+  }
+  w.end_array();
+
+  w.field("displayTimeUnit", "ms");
+  w.key("otherData");
+  w.begin_object(/*one_line=*/true);
+  w.field("origin_ns", origin_ns);
+  w.field("time_unit", "us");
+  w.field("generator", kGenerator);
+  w.end_object();
+  w.end_object();
+  file.append('\n');
+  file.commit();
+}
+
+}  // namespace pipescope

@@ -1,0 +1,42 @@
+// The run as a Chrome trace (JSON object form), for the Perfetto UI and
+// chrome://tracing: one process per machine, one thread per device, one
+// complete ("X") slice per job, plus a "Steps" process with one slice per
+// step window. Times are microseconds with exactly three decimals, formatted
+// from the integer nanoseconds so no precision is lost on the way.
+//
+// Layout (deterministic: the same Run and Metrics give the same bytes):
+//   pid 1            "Steps" (sorted first), thread "Steps": slice "step N"
+//   pid machine+2    the machine's name, or "Machine <ordinal>"
+//   tid per lane     "GPU <device> (machine <ordinal>)"; jobs that overlap on
+//                    one device go to extra lanes "... · overlap <lane>" so
+//                    every job stays visible (viewers drop slices that
+//                    overlap without nesting on one thread).
+// pid 0 is avoided: trace viewers treat it as the kernel's swapper process.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <string>
+
+#include "analysis/metrics.h"
+#include "model/run.h"
+
+namespace pipescope {
+
+struct TraceOptions {
+  /// false: time zero is the earliest job start (otherData.origin_ns says
+  /// which epoch time that is); true: timestamps are epoch microseconds.
+  bool absolute_time = false;
+};
+
+/// Writes the trace to `path` atomically. The folder must exist. Throws
+/// std::system_error ("cannot write PATH: ...") on I/O failure.
+void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,
+                        const std::string& path);
+
+/// Appends `ns` as microseconds with exactly three decimals, e.g. 1234567 ->
+/// "1234.567", -1 -> "-0.001". Exact for every int64.
+void append_ns_as_us(fmt::memory_buffer& out, std::int64_t ns);
+
+}  // namespace pipescope

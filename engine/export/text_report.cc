@@ -1,0 +1,279 @@
+#include "export/text_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <set>
+#include <string_view>
+#include <vector>
+
+namespace pipescope {
+
+namespace {
+
+constexpr std::size_t kStepsListedInFull = 20;
+constexpr std::size_t kStepsHead = 10;
+constexpr std::size_t kStepsTail = 5;
+constexpr std::size_t kDiagnosticsShown = 20;
+
+// "<whole>.<3 digits>" of magnitude/unit, rounded half up, from integers.
+std::string fixed3(std::uint64_t magnitude, std::uint64_t unit) {
+  const std::uint64_t thousandths =
+      unit >= 1000 ? (magnitude + unit / 2000) / (unit / 1000) : magnitude * (1000 / unit);
+  return fmt::format("{}.{:03}", thousandths / 1000, thousandths % 1000);
+}
+
+std::uint64_t magnitude_of(std::int64_t v) {
+  return v < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
+}
+
+std::string count(std::uint64_t n, std::string_view noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
+}
+
+std::string percent(double ratio) {
+  if (!std::isfinite(ratio)) return "-";
+  return fmt::format("{:.1f}%", ratio * 100.0);
+}
+
+// Start of a step relative to the first window, in milliseconds.
+std::string relative_ms(std::int64_t ns, std::int64_t origin) {
+  const auto diff = static_cast<std::int64_t>(static_cast<std::uint64_t>(ns) -
+                                              static_cast<std::uint64_t>(origin));
+  return fmt::format("{}{}", diff < 0 ? "-" : "", fixed3(magnitude_of(diff), 1'000'000));
+}
+
+// Terminal-safe text: paths and messages may hold arbitrary log bytes, and a
+// stray escape sequence must not repaint the user's terminal.
+std::string printable(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7F) c = '?';
+  }
+  return out;
+}
+
+// Columns are measured in code points so UTF-8 paths still line up.
+std::size_t display_width(std::string_view text) {
+  return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
+class Style {
+ public:
+  explicit Style(bool enabled) : enabled_(enabled) {}
+  std::string bold(std::string_view s) const { return wrap("\x1b[1m", s); }
+  std::string red(std::string_view s) const { return wrap("\x1b[31m", s); }
+  std::string yellow(std::string_view s) const { return wrap("\x1b[33m", s); }
+
+ private:
+  std::string wrap(std::string_view code, std::string_view s) const {
+    if (!enabled_) return std::string(s);
+    return fmt::format("{}{}\x1b[0m", code, s);
+  }
+  bool enabled_;
+};
+
+class Table {
+ public:
+  enum Align { left, right };
+  struct Column {
+    std::string header;
+    Align align;
+  };
+
+  explicit Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
+
+  void add_row(std::vector<std::string> cells) { rows_.push_back({std::move(cells), {}}); }
+  /// A line of text between rows (e.g. "... 80 steps not shown ...").
+  void add_note(std::string text) { rows_.push_back({{}, std::move(text)}); }
+
+  void render(fmt::memory_buffer& out, const Style& style) const {
+    std::vector<std::size_t> widths(columns_.size());
+    for (std::size_t c = 0; c < columns_.size(); ++c) widths[c] = display_width(columns_[c].header);
+    for (const Row& row : rows_) {
+      for (std::size_t c = 0; c < row.cells.size() && c < widths.size(); ++c) {
+        widths[c] = std::max(widths[c], display_width(row.cells[c]));
+      }
+    }
+    std::vector<std::string> header;
+    for (const Column& column : columns_) header.push_back(column.header);
+    out_line(out, style.bold(line(header, widths)));
+    for (const Row& row : rows_) {
+      out_line(out, row.cells.empty() ? fmt::format("  {}", row.note) : line(row.cells, widths));
+    }
+  }
+
+ private:
+  struct Row {
+    std::vector<std::string> cells;
+    std::string note;
+  };
+
+  std::string line(const std::vector<std::string>& cells,
+                   const std::vector<std::size_t>& widths) const {
+    std::string text = " ";
+    for (std::size_t c = 0; c < cells.size() && c < widths.size(); ++c) {
+      const std::size_t pad = widths[c] - display_width(cells[c]);
+      text += ' ';
+      if (columns_[c].align == right) text.append(pad, ' ');
+      text += cells[c];
+      if (columns_[c].align == left) text.append(pad, ' ');
+      if (c + 1 < cells.size()) text += ' ';
+    }
+    // No trailing blanks (an empty last cell would leave some).
+    text.erase(text.find_last_not_of(' ') + 1);
+    return text;
+  }
+
+  static void out_line(fmt::memory_buffer& out, std::string_view text) {
+    out.append(text.data(), text.data() + text.size());
+    out.push_back('\n');
+  }
+
+  std::vector<Column> columns_;
+  std::vector<Row> rows_;
+};
+
+void append_line(fmt::memory_buffer& out, std::string_view text) {
+  out.append(text.data(), text.data() + text.size());
+  out.push_back('\n');
+}
+
+void write_devices(fmt::memory_buffer& out, const Run& run, const Metrics& metrics,
+                   const Style& style) {
+  append_line(out, style.bold("Devices"));
+  Table table({{"device", Table::right},
+               {"machine", Table::left},
+               {"rank", Table::right},
+               {"jobs", Table::right},
+               {"steps", Table::right},
+               {"busy", Table::right},
+               {"idle", Table::right},
+               {"utilization", Table::right}});
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const Device& device = run.devices[d];
+    const DeviceTotals totals = d < metrics.devices.size() ? metrics.devices[d] : DeviceTotals{};
+    table.add_row({std::to_string(device.index),
+                   device.machine_name.empty() ? std::to_string(device.machine)
+                                               : printable(device.machine_name),
+                   std::to_string(device.rank), std::to_string(device.jobs.size()),
+                   std::to_string(totals.steps), format_duration(totals.busy_ns),
+                   format_duration(totals.idle_ns), percent(totals.utilization)});
+  }
+  table.render(out, style);
+}
+
+void write_steps(fmt::memory_buffer& out, const Metrics& metrics, const Style& style) {
+  append_line(out, style.bold("Steps"));
+  if (metrics.steps.empty()) {
+    append_line(out, "  no steps found");
+    return;
+  }
+  Table table({{"step", Table::right},
+               {"start ms", Table::right},
+               {"duration", Table::right},
+               {"bubble", Table::right}});
+  const std::int64_t origin = metrics.steps.front().start_ns;
+  const auto add = [&](const StepWindow& step) {
+    table.add_row({std::to_string(step.step), relative_ms(step.start_ns, origin),
+                   format_duration(step.window_ns()), percent(step.bubble_ratio)});
+  };
+  const std::size_t n = metrics.steps.size();
+  if (n <= kStepsListedInFull) {
+    for (const StepWindow& step : metrics.steps) add(step);
+  } else {
+    for (std::size_t k = 0; k < kStepsHead; ++k) add(metrics.steps[k]);
+    table.add_note(fmt::format("... {} steps not shown (first {} and last {} of {} listed) ...",
+                               n - kStepsHead - kStepsTail, kStepsHead, kStepsTail, n));
+    for (std::size_t k = n - kStepsTail; k < n; ++k) add(metrics.steps[k]);
+  }
+  table.render(out, style);
+}
+
+void write_inputs(fmt::memory_buffer& out, const Run& run, const Style& style) {
+  append_line(out, style.bold("Inputs"));
+  const bool any_error = std::any_of(run.inputs.begin(), run.inputs.end(),
+                                     [](const InputStats& input) { return !input.error.empty(); });
+  std::vector<Table::Column> columns = {{"path", Table::left},
+                                        {"lines", Table::right},
+                                        {"matched", Table::right},
+                                        {"malformed", Table::right},
+                                        {"oversized", Table::right}};
+  if (any_error) columns.push_back({"error", Table::left});
+  Table table(std::move(columns));
+  for (const InputStats& input : run.inputs) {
+    std::vector<std::string> cells = {
+        printable(input.path), std::to_string(input.lines), std::to_string(input.matched),
+        std::to_string(input.malformed), std::to_string(input.oversized)};
+    if (any_error) cells.push_back(input.error.empty() ? "" : printable(input.error));
+    table.add_row(std::move(cells));
+  }
+  table.render(out, style);
+}
+
+void write_diagnostics(fmt::memory_buffer& out, const Run& run, const Style& style) {
+  const std::size_t n = run.diagnostics.size();
+  const std::size_t shown = std::min(n, kDiagnosticsShown);
+  append_line(out, style.bold(shown == n ? fmt::format("Diagnostics ({})", n)
+                                         : fmt::format("Diagnostics (first {} of {})", shown, n)));
+  for (std::size_t i = 0; i < shown; ++i) {
+    const Diagnostic& diagnostic = run.diagnostics[i];
+    append_line(out, fmt::format("  {}:{}: {}", printable(diagnostic.path), diagnostic.line,
+                                 printable(diagnostic.message)));
+  }
+}
+
+}  // namespace
+
+std::string format_duration(std::int64_t ns) {
+  const std::string_view sign = ns < 0 ? "-" : "";
+  const std::uint64_t abs = magnitude_of(ns);
+  if (abs < 1'000) return fmt::format("{}{} ns", sign, abs);
+  if (abs < 1'000'000) return fmt::format("{}{} us", sign, fixed3(abs, 1'000));
+  // Rounding can carry into the next unit (999.9996 ms is 1.000 s).
+  if ((abs + 500) / 1'000 < 1'000'000) return fmt::format("{}{} ms", sign, fixed3(abs, 1'000'000));
+  return fmt::format("{}{} s", sign, fixed3(abs, 1'000'000'000));
+}
+
+void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
+                       const ReportOptions& options) {
+  const Style style(options.color);
+  fmt::memory_buffer text;
+
+  std::set<int> machines;
+  for (const Device& device : run.devices) machines.insert(device.machine);
+  append_line(text, style.bold(fmt::format(
+                        "pipescope: {} on {}, {}, {} (first step {}), {}",
+                        count(run.devices.size(), "device"), count(machines.size(), "machine"),
+                        count(run.job_count(), "job"), count(metrics.steps.size(), "step"),
+                        run.first_step.value_or(0), count(run.inputs.size(), "input"))));
+  append_line(text, "");
+
+  write_devices(text, run, metrics, style);
+  append_line(text, "");
+  write_steps(text, metrics, style);
+  append_line(text, "");
+
+  const std::string overall = percent(metrics.bubble_ratio);
+  append_line(text,
+              fmt::format("Bubble ratio: {} (idle share of {} devices over {} of step windows)",
+                          metrics.bubble_ratio >= 0.5   ? style.red(overall)
+                          : metrics.bubble_ratio >= 0.2 ? style.yellow(overall)
+                                                        : style.bold(overall),
+                          run.devices.size(), format_duration(metrics.total_window_ns)));
+  append_line(text, "");
+
+  write_inputs(text, run, style);
+  if (!run.diagnostics.empty()) {
+    append_line(text, "");
+    write_diagnostics(text, run, style);
+  }
+  std::fwrite(text.data(), 1, text.size(), out);
+}
+
+}  // namespace pipescope

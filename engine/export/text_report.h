@@ -1,0 +1,31 @@
+// The human-readable result of `pipescope analyze`: aligned tables of
+// devices, steps and inputs, the overall bubble ratio and the first
+// diagnostics. Durations are printed from the integer nanoseconds
+// ("12.345 ms", "1.234 s"); nothing is re-read from the logs.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "analysis/metrics.h"
+#include "model/run.h"
+
+namespace pipescope {
+
+struct ReportOptions {
+  /// ANSI bold/colour escapes; callers enable it only for a terminal.
+  bool color = false;
+};
+
+/// Writes the report to `out` (e.g. stdout). With more than 20 steps only the
+/// first 10 and the last 5 are listed, with a line saying how many were left
+/// out. Does not close or flush `out`.
+void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
+                       const ReportOptions& options = {});
+
+/// "999 ns", "12.345 us", "12.345 ms", "1.234 s" (three decimals, rounded
+/// half away from zero, computed in integers).
+std::string format_duration(std::int64_t ns);
+
+}  // namespace pipescope

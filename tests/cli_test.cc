@@ -1,0 +1,150 @@
+// End-to-end tests of the `pipescope analyze` command line: exit statuses,
+// files written, JSON that parses, counts that match the bundled samples.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "temp_dir.h"
+
+namespace pipescope {
+namespace {
+
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+struct Result {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Result run_cli(const std::string& args) {
+  const std::string command = std::string(PIPESCOPE_CLI) + " " + args + " 2>&1";
+  Result result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
+  const int raw = ::pclose(pipe);
+  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return result;
+}
+
+std::string sample(const char* name) { return std::string(PIPESCOPE_TESTDATA) + "/" + name; }
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+TEST(Cli, AnalyzeWritesSummaryAndTrace) {
+  TempDir out;
+  const Result r = run_cli("analyze " + sample("multi") + " -o " + quoted(out / "o"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("Bubble ratio"), std::string::npos) << r.output;
+
+  simdjson::dom::parser parser;
+  simdjson::dom::element summary;
+  ASSERT_EQ(parser.load(out / "o/summary.json").get(summary), simdjson::SUCCESS);
+  EXPECT_EQ(std::string_view(summary["schema"]), "pipescope.summary/1");
+  EXPECT_EQ(int64_t(summary["jobs"]), 76);
+  EXPECT_EQ(simdjson::dom::array(summary["devices"]).size(), 4u);
+  EXPECT_EQ(simdjson::dom::array(summary["steps"]).size(), 2u);
+  EXPECT_EQ(simdjson::dom::array(summary["inputs"]).size(), 4u);
+
+  simdjson::dom::parser trace_parser;
+  simdjson::dom::element trace;
+  ASSERT_EQ(trace_parser.load(out / "o/trace.json").get(trace), simdjson::SUCCESS);
+  std::size_t jobs = 0, steps = 0;
+  for (simdjson::dom::element event : simdjson::dom::array(trace["traceEvents"])) {
+    if (std::string_view(event["ph"]) != "X") continue;
+    if (std::string_view(event["cat"]) == "step") {
+      ++steps;
+    } else {
+      ++jobs;
+    }
+  }
+  EXPECT_EQ(jobs, 76u);
+  EXPECT_EQ(steps, 2u);
+  // No temp files left beside the outputs.
+  for (const auto& entry : fs::directory_iterator(out.path() / "o")) {
+    EXPECT_TRUE(entry.path().filename() == "summary.json" || entry.path().filename() == "trace.json")
+        << entry.path();
+  }
+}
+
+TEST(Cli, StrictTurnsSkippedLinesIntoStatusOne) {
+  TempDir out;
+  EXPECT_EQ(run_cli("analyze " + sample("single") + " -q -o " + quoted(out / "a")).status, 0);
+  const Result strict = run_cli("analyze " + sample("single") + " -q --strict -o " + quoted(out / "b"));
+  EXPECT_EQ(strict.status, 1) << strict.output;
+  EXPECT_NE(strict.output.find("--strict"), std::string::npos) << strict.output;
+  // Malformed lines are reported as file:line: reason.
+  const Result report = run_cli("analyze " + sample("edge") + " -o " + quoted(out / "c"));
+  EXPECT_NE(report.output.find("edge/workerlog.0:4: job_start_time is not a millisecond timestamp"),
+            std::string::npos)
+      << report.output;
+}
+
+TEST(Cli, UsageAndInputErrorsAreStatusTwo) {
+  TempDir dir;
+  dir.write("notes.txt", "no logs here\n");
+  dir.write("nojobs/workerlog.0", "I1020 09:15:07.265326 1 x.cc:1] hello\n");
+  const std::pair<std::string, std::string> cases[] = {
+      {"", "subcommand"},
+      {"analyze", "paths"},
+      {"analyze --bogus-flag " + sample("multi"), "bogus"},
+      {"analyze " + quoted(dir / "missing"), "No such file"},
+      {"analyze " + quoted(dir.path().string()), "workerlog.N"},
+      {"analyze " + quoted(dir / "nojobs") + " -o " + quoted(dir / "o"), "nothing to analyse"},
+      {"analyze " + sample("multi") + " --devices 9 -o " + quoted(dir / "o"), "no device 9"},
+      {"analyze " + sample("multi") + " --devices x -o " + quoted(dir / "o"), "bad device list"},
+      {"analyze " + sample("multi") + " -o " + sample("multi/out"), "inside input folder"},
+  };
+  for (const auto& [args, message] : cases) {
+    const Result r = run_cli(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
+  }
+  EXPECT_FALSE(fs::exists(sample("multi/out")));
+  EXPECT_FALSE(fs::exists(dir / "o/summary.json"));
+}
+
+TEST(Cli, HelpAndVersionAreStatusZero) {
+  const Result help = run_cli("analyze --help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.output.find("--devices"), std::string::npos);
+  EXPECT_EQ(run_cli("--version").status, 0);
+}
+
+TEST(Cli, DeviceSelectionKeepsGlobalIndices) {
+  TempDir out;
+  const Result r = run_cli("analyze " + sample("multi") + " --devices 1-2 --no-trace -q -o " +
+                           quoted(out / "o"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(fs::exists(out / "o/trace.json"));
+  simdjson::dom::parser parser;
+  simdjson::dom::element summary;
+  ASSERT_EQ(parser.load(out / "o/summary.json").get(summary), simdjson::SUCCESS);
+  simdjson::dom::array devices = summary["devices"];
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(int64_t(devices.at(0)["device"]), 1);
+  EXPECT_EQ(int64_t(devices.at(1)["device"]), 2);
+  EXPECT_EQ(int64_t(devices.at(1)["machine"]), 1);
+}
+
+TEST(Cli, RewritingOutputsReplacesThemWhole) {
+  TempDir out;
+  ASSERT_EQ(run_cli("analyze " + sample("single") + " -q -o " + quoted(out / "o")).status, 0);
+  const auto first = fs::file_size(out / "o/summary.json");
+  ASSERT_EQ(run_cli("analyze " + sample("multi") + " -q -o " + quoted(out / "o")).status, 0);
+  EXPECT_NE(fs::file_size(out / "o/summary.json"), first);
+  simdjson::dom::parser parser;
+  simdjson::dom::element summary;
+  ASSERT_EQ(parser.load(out / "o/summary.json").get(summary), simdjson::SUCCESS);
+  EXPECT_EQ(int64_t(summary["jobs"]), 76);
+}
+
+}  // namespace
+}  // namespace pipescope
