@@ -68,14 +68,14 @@ Job make_job(std::int64_t start, std::int64_t end, TypeId type, std::int64_t mb,
   return job;
 }
 
-Device make_device(int index, int machine, std::string machine_name, std::vector<Job> jobs) {
+Device make_device(int index, int machine, std::string machine_name, const std::vector<Job>& jobs) {
   Device device;
   device.index = index;
   device.machine = machine;
   device.machine_name = std::move(machine_name);
   device.rank = index;
   device.path = "workerlog." + std::to_string(index);
-  device.jobs = std::move(jobs);
+  device.jobs.assign(jobs.begin(), jobs.end());
   return device;
 }
 

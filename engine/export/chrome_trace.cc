@@ -63,7 +63,7 @@ std::string machine_label(const Device& device) {
 
 // Lane of each job (in Run order): the lowest lane whose previous job has
 // ended by the job's start, so one lane never holds two overlapping slices.
-std::vector<int> assign_lanes(const std::vector<Job>& jobs, int& lane_count) {
+std::vector<int> assign_lanes(const JobVector& jobs, int& lane_count) {
   std::vector<std::size_t> order(jobs.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   // Run::finalize() has sorted them already; stay correct if it has not.

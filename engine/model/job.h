@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
+
+#include "model/large_page_allocator.h"
 
 namespace pipescope {
 
@@ -17,11 +20,15 @@ struct Job {
   std::int64_t job_id = 0;
   std::int64_t micro_batch = 0;
   TypeId type = 0;
-  /// 1-based line in the input file (0 when the input has no lines).
+  /// 1-based line in the input file (0 when the input has no lines;
+  /// saturates at 2^32-1, beyond which it only labels diagnostics).
   std::uint32_t line = 0;
 
   std::int64_t duration_ns() const { return end_ns - start_ns; }
 };
+
+/// The jobs of one device (possibly hundreds of MB).
+using JobVector = std::vector<Job, LargePageAllocator<Job>>;
 
 /// Jobs on one device are analysed in start order; ties are broken by end time
 /// and then by input line so that every run orders them identically.

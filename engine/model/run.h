@@ -26,7 +26,7 @@ struct Device {
   /// The file the jobs came from.
   std::string path;
   /// After Run::finalize(): sorted by job_start_order.
-  std::vector<Job> jobs;
+  JobVector jobs;
 };
 
 /// What reading one input file found; reported in the summary.

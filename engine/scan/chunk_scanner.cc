@@ -90,8 +90,9 @@ class CandidateLines {
       JobLine job;
       const LineError error = parse_job_line(line, job, scratch_);
       if (error == LineError::none) {
-        out_.jobs.push_back({job.job_id, job.micro_batch, job.start_ns, job.end_ns,
-                             intern_local(out_.types, job.type), line_index_});
+        out_.jobs.push_back({job.start_ns, job.end_ns, job.job_id, job.micro_batch,
+                             intern_local(out_.types, job.type),
+                             static_cast<std::uint32_t>(line_index_)});
       } else {
         ++out_.malformed;
         if (out_.problems.size() < options_.max_problems) {

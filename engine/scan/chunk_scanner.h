@@ -10,19 +10,11 @@
 #include <string_view>
 #include <vector>
 
+#include "model/job.h"
 #include "scan/job_line_parser.h"
 #include "scan/prefilter.h"
 
 namespace pipescope {
-
-struct ScannedJob {
-  std::int64_t job_id = 0;
-  std::int64_t micro_batch = 0;
-  std::int64_t start_ns = 0;
-  std::int64_t end_ns = 0;
-  std::uint32_t local_type = 0;  ///< index into ChunkScan::types
-  std::uint64_t line = 0;        ///< 0-based line index within the chunk
-};
 
 struct LineProblem {
   std::uint64_t line = 0;  ///< 0-based line index within the chunk
@@ -33,8 +25,11 @@ struct ChunkScan {
   /// Lines in the chunk (a final line without '\n' counts when it is the
   /// end of the file).
   std::uint64_t lines = 0;
-  std::vector<ScannedJob> jobs;
-  /// Job type names seen in this chunk; ScannedJob::local_type indexes it.
+  /// The chunk's jobs, already in the model's layout so the ordered stage
+  /// only patches two fields: Job::type indexes `types` (a chunk-local id)
+  /// and Job::line is the 0-based line index within the chunk.
+  std::vector<Job> jobs;
+  /// Job type names seen in this chunk.
   std::vector<std::string> types;
   std::uint64_t malformed = 0;
   /// Candidate lines longer than ChunkScanOptions::max_line_bytes (not parsed).

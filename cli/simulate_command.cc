@@ -1,0 +1,294 @@
+// `pipescope simulate`: writes a synthetic pipeline-parallel run as worker
+// logs plus the metrics it must yield (expected.json), for tests and benchmarks.
+#include <fmt/core.h>
+
+#include <charconv>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "command.h"
+#include "simulate/log_writer.h"
+
+namespace pipescope::cli {
+
+namespace {
+
+struct SimulateOptions {
+  std::string output;
+  bool force = false;
+  std::string schedule = "1f1b";
+  int stages = 4;
+  int micro_batches = 8;
+  /// 0: one chunk, or two for the interleaved schedule.
+  int chunks = 0;
+  int steps = 3;
+  int machines = 1;
+  int devices_per_stage = 1;
+  std::optional<std::int64_t> first_step;
+  std::uint64_t seed = 1;
+  int noise_per_job = 0;
+  bool shuffle = false;
+  bool ansi = false;
+  bool crlf = false;
+  bool comm = false;
+  std::vector<std::string> slow_stages;
+  std::vector<std::string> skews;
+  std::string chunk_names = "digit";
+  std::string job_id = "index";
+  std::string target_bytes;
+  int time_decimals = 6;
+  std::string resolution = "us";
+  std::int64_t start_ns = 1'697'793'307'213'000'000;
+  double forward_ms = 12;
+  double backward_ms = 12;
+  double weight_ms = 10;
+  double optimizer_ms = 8;
+  double latency_us = 150;
+  double jitter = 0.1;
+};
+
+std::int64_t parse_int(std::string_view text, std::string_view what) {
+  std::int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    throw std::invalid_argument(fmt::format("{}: '{}' is not an integer", what, text));
+  }
+  return value;
+}
+
+double parse_double(std::string_view text, std::string_view what) {
+  try {
+    std::size_t used = 0;
+    const double value = std::stod(std::string(text), &used);
+    if (used == text.size()) return value;
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument(fmt::format("{}: '{}' is not a number", what, text));
+}
+
+/// "KEY:VALUE" split at the first ':'.
+std::pair<std::string_view, std::string_view> split_pair(std::string_view text,
+                                                         std::string_view what) {
+  const auto colon = text.find(':');
+  if (colon == std::string_view::npos) {
+    throw std::invalid_argument(fmt::format("{}: '{}' is not of the form A:B", what, text));
+  }
+  return {text.substr(0, colon), text.substr(colon + 1)};
+}
+
+/// "1000000", "64K", "512M", "1G" (binary multiples).
+std::uint64_t parse_bytes(std::string_view text) {
+  if (text.empty()) return 0;
+  std::uint64_t scale = 1;
+  switch (text.back()) {
+    case 'k':
+    case 'K':
+      scale = 1ULL << 10;
+      break;
+    case 'm':
+    case 'M':
+      scale = 1ULL << 20;
+      break;
+    case 'g':
+    case 'G':
+      scale = 1ULL << 30;
+      break;
+    default:
+      break;
+  }
+  if (scale != 1) text.remove_suffix(1);
+  const std::int64_t value = parse_int(text, "--target-bytes");
+  if (value < 0 || static_cast<std::uint64_t>(value) > (1ULL << 42) / scale) {
+    throw std::invalid_argument(fmt::format("--target-bytes must be in 0..4T, got {}", text));
+  }
+  return static_cast<std::uint64_t>(value) * scale;
+}
+
+std::int64_t ms_to_ns(double ms, std::string_view what) {
+  if (!(ms > 0 && ms < 1e9)) {
+    throw std::invalid_argument(fmt::format("{} must be positive, got {}", what, ms));
+  }
+  return static_cast<std::int64_t>(ms * 1e6 + 0.5);
+}
+
+sim::SimConfig make_config(const SimulateOptions& o) {
+  sim::SimConfig config;
+  const auto kind = sim::parse_schedule_kind(o.schedule);
+  if (!kind) throw std::invalid_argument(fmt::format("unknown schedule '{}'", o.schedule));
+  config.shape.kind = *kind;
+  config.shape.stages = o.stages;
+  config.shape.micro_batches = o.micro_batches;
+  config.shape.chunks =
+      o.chunks != 0 ? o.chunks : (*kind == sim::ScheduleKind::interleaved ? 2 : 1);
+  config.steps = o.steps;
+  config.machines = o.machines;
+  config.devices_per_stage = o.devices_per_stage;
+  config.seed = o.seed;
+  config.start_ns = o.start_ns;
+  config.resolution_ns = o.resolution == "ns" ? 1 : 1000;
+  config.costs = {ms_to_ns(o.forward_ms, "--forward-ms"), ms_to_ns(o.backward_ms, "--backward-ms"),
+                  ms_to_ns(o.weight_ms, "--weight-ms")};
+  config.optimizer_ns = ms_to_ns(o.optimizer_ms, "--optimizer-ms");
+  if (!(o.latency_us >= 0 && o.latency_us < 1e9)) {
+    throw std::invalid_argument(fmt::format("--latency-us must be >= 0, got {}", o.latency_us));
+  }
+  config.p2p_latency_ns = static_cast<std::int64_t>(o.latency_us * 1e3 + 0.5);
+  config.jitter = o.jitter;
+  config.comm_jobs = o.comm;
+  if (!o.slow_stages.empty()) {
+    config.stage_slowdown.assign(o.stages > 0 ? o.stages : 0, 1.0);
+    for (const auto& spec : o.slow_stages) {
+      const auto [stage_text, factor_text] = split_pair(spec, "--slow-stage");
+      const std::int64_t stage = parse_int(stage_text, "--slow-stage");
+      if (stage < 0 || stage >= o.stages) {
+        throw std::invalid_argument(
+            fmt::format("--slow-stage: stage {} is not in 0..{}", stage, o.stages - 1));
+      }
+      config.stage_slowdown[stage] = parse_double(factor_text, "--slow-stage");
+    }
+  }
+  if (!o.skews.empty()) {
+    config.machine_skew_ns.assign(o.machines > 0 ? o.machines : 0, 0);
+    for (const auto& spec : o.skews) {
+      const auto [machine_text, ns_text] = split_pair(spec, "--skew");
+      const std::int64_t machine = parse_int(machine_text, "--skew");
+      if (machine < 0 || machine >= o.machines) {
+        throw std::invalid_argument(
+            fmt::format("--skew: machine {} is not in 0..{}", machine, o.machines - 1));
+      }
+      config.machine_skew_ns[machine] = parse_int(ns_text, "--skew");
+    }
+  }
+  return config;
+}
+
+sim::LogWriterOptions make_writer_options(const SimulateOptions& o) {
+  sim::LogWriterOptions options;
+  options.dir = o.output;
+  options.force = o.force;
+  options.first_step = o.first_step;
+  options.noise_per_job = o.noise_per_job;
+  options.shuffle = o.shuffle;
+  options.ansi = o.ansi;
+  options.crlf = o.crlf;
+  options.chunk_naming =
+      o.chunk_names == "paren" ? sim::ChunkNaming::paren : sim::ChunkNaming::digit;
+  options.job_id = o.job_id == "counter"      ? sim::JobIdStyle::counter
+                   : o.job_id == "microbatch" ? sim::JobIdStyle::micro_batch
+                                              : sim::JobIdStyle::index;
+  options.time_decimals = o.time_decimals;
+  options.target_bytes = parse_bytes(o.target_bytes);
+  return options;
+}
+
+int run_simulate(const SimulateOptions& o) {
+  const sim::SimConfig config = make_config(o);
+  const sim::WriteReport report = sim::write_simulated_logs(config, make_writer_options(o));
+  fmt::print(
+      "wrote {} worker logs to {}: {} jobs, {} steps, {} devices on {} machine{}, "
+      "{} lines, {} bytes\n",
+      report.files.size(), o.output, report.jobs, report.steps, report.devices, report.machines,
+      report.machines == 1 ? "" : "s", report.lines, report.bytes);
+  for (const auto& file : report.files) {
+    fmt::print("  {}  {} jobs, {} bytes\n", file.path.string(), file.jobs, file.bytes);
+  }
+  fmt::print("expected metrics: {} (bubble ratio {:.6f}, {} step windows)\n",
+             report.expected_path.string(), report.expected.bubble_ratio,
+             report.expected.steps.size());
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_simulate_command(CLI::App& app, int& status) {
+  auto options = std::make_shared<SimulateOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "simulate",
+      "Write a synthetic pipeline-parallel training run as PaddlePaddle worker logs\n"
+      "(DIR/workerlog.R, or DIR/machineK/workerlog.R) plus DIR/expected.json, the\n"
+      "metrics `pipescope analyze DIR` must report for it.");
+  auto& o = *options;
+  sub->add_option("-o,--output", o.output, "Folder to write (created when missing)")->required();
+  sub->add_flag("--force", o.force,
+                "Write into a non-empty folder, replacing the worker logs already there");
+
+  sub->add_option("--schedule", o.schedule,
+                  "Pipeline schedule: fthenb (GPipe), 1f1b, vpp (Megatron interleaved 1F1B),\n"
+                  "zbh1 (zero-bubble H1: backward split into backward_b and backward_w)")
+      ->check(CLI::IsMember({"fthenb", "1f1b", "vpp", "interleaved", "zbh1", "zb-h1"}))
+      ->capture_default_str();
+  sub->add_option("--stages", o.stages, "Pipeline stages P")->capture_default_str();
+  sub->add_option("--micro-batches", o.micro_batches, "Micro-batches M per step (vpp: M % P == 0)")
+      ->capture_default_str();
+  sub->add_option("--chunks", o.chunks, "Model chunks V per stage (vpp only; default 2 for vpp)");
+  sub->add_option("--steps", o.steps, "Training steps (at least; --target-bytes may add more)")
+      ->capture_default_str();
+  sub->add_option("--machines", o.machines,
+                  "Machines; devices are split evenly over them (machineK/ folders when > 1)")
+      ->capture_default_str();
+  sub->add_option("--devices-per-stage", o.devices_per_stage,
+                  "Devices per stage (a tensor-parallel group running identical jobs)")
+      ->capture_default_str();
+  sub->add_option("--first-step", o.first_step,
+                  "Print `Schedule Profiler start at step N` at the top of every log");
+  sub->add_option("--seed", o.seed, "Seed of the cost jitter, noise, shuffle and colours")
+      ->capture_default_str();
+
+  sub->add_option("--forward-ms", o.forward_ms, "Mean forward time per stage, ms")
+      ->capture_default_str();
+  sub->add_option("--backward-ms", o.backward_ms,
+                  "Mean input-gradient backward time, ms (non-ZB backwards also include the "
+                  "weight part)")
+      ->capture_default_str();
+  sub->add_option("--weight-ms", o.weight_ms, "Mean weight-gradient backward time, ms")
+      ->capture_default_str();
+  sub->add_option("--optimizer-ms", o.optimizer_ms, "Mean optimizer time, ms")
+      ->capture_default_str();
+  sub->add_option("--latency-us", o.latency_us, "P2P latency between stages, us")
+      ->capture_default_str();
+  sub->add_option("--jitter", o.jitter, "Relative cost jitter, uniform in [-j, j)")
+      ->capture_default_str();
+  sub->add_option("--slow-stage", o.slow_stages,
+                  "STAGE:FACTOR, multiply a stage's costs (repeatable), e.g. 2:1.5");
+  sub->add_option("--skew", o.skews,
+                  "MACHINE:NS, add a clock skew to every time of a machine (repeatable)");
+  sub->add_option("--resolution", o.resolution, "Round times to whole us or ns")
+      ->check(CLI::IsMember({"us", "ns"}))
+      ->capture_default_str();
+  sub->add_option("--start-ns", o.start_ns, "Start of the first step, epoch ns")
+      ->capture_default_str();
+  sub->add_flag("--comm", o.comm,
+                "Also log send_forward/recv_forward/send_backward/recv_backward jobs");
+
+  sub->add_option("--noise-per-job", o.noise_per_job,
+                  "Average non-job lines after each job line (49: one job line in 50)")
+      ->capture_default_str();
+  sub->add_flag("--shuffle", o.shuffle, "Write job lines in random order, not time order");
+  sub->add_flag("--ansi", o.ansi, "Put ANSI colour codes around some lines");
+  sub->add_flag("--crlf", o.crlf, "End lines with CR LF");
+  sub->add_option("--chunk-names", o.chunk_names,
+                  "Chunk in vpp type names: digit (forward0) or paren (forward(chunk0))")
+      ->check(CLI::IsMember({"digit", "paren"}))
+      ->capture_default_str();
+  sub->add_option("--job-id", o.job_id,
+                  "Number in `Job (ID)`: index (job index on the device), counter (per type) or "
+                  "microbatch")
+      ->check(CLI::IsMember({"index", "counter", "microbatch"}))
+      ->capture_default_str();
+  sub->add_option("--time-decimals", o.time_decimals,
+                  "Fraction digits of the ms times: 3, 6 (exact ns) or 9 (sub-ns digits that "
+                  "round to the ns)")
+      ->check(CLI::IsMember({3, 6, 9}))
+      ->capture_default_str();
+  sub->add_option("--target-bytes", o.target_bytes,
+                  "Keep adding steps until the folder holds this many bytes (suffix K, M, G)");
+
+  sub->callback([options, &status] { status = run_simulate(*options); });
+}
+
+}  // namespace pipescope::cli

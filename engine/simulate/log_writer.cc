@@ -1,0 +1,444 @@
+#include "simulate/log_writer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "simulate/log_format.h"
+#include "simulate/noise.h"
+
+namespace pipescope::sim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kJobSource = "standalone_executor.cc:217";
+constexpr std::string_view kFirstStepSource = "pipeline_parallel.py:1288";
+constexpr std::string_view kTempSuffix = ".pipescope-tmp";
+// Unshuffled output is written in chunks of about this size.
+constexpr std::size_t kDirectFlushBytes = std::size_t{1} << 20;
+// Shuffled job lines are held back (and shuffled) in blocks of about this
+// size over all files: one block for small runs, i.e. a whole-file shuffle.
+constexpr std::size_t kShuffleBlockBytes = std::size_t{64} << 20;
+constexpr int kMaxNoisePerJob = 100'000;
+
+bool is_numbered(std::string_view name, std::string_view prefix) {
+  if (!name.starts_with(prefix) || name.size() == prefix.size()) return false;
+  return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(prefix.size()), name.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool is_ours(std::string_view name) {
+  return is_numbered(name, "workerlog.") || name == "expected.json" || name == "simulation.json" ||
+         name.ends_with(kTempSuffix);
+}
+
+// Creates dir, or empties it of what a previous simulation wrote (only with
+// force; nothing else in it is touched).
+void prepare_dir(const fs::path& dir, bool force) {
+  std::error_code ec;
+  if (fs::exists(dir, ec)) {
+    if (!fs::is_directory(dir, ec)) {
+      throw std::invalid_argument(fmt::format("{} exists and is not a folder", dir.string()));
+    }
+    if (!fs::is_empty(dir, ec)) {
+      if (!force) {
+        throw std::invalid_argument(fmt::format(
+            "output folder {} is not empty; use --force to replace the worker logs in it",
+            dir.string()));
+      }
+      for (const auto& entry : fs::directory_iterator(dir)) {
+        const std::string name = entry.path().filename().string();
+        if (entry.is_directory() && is_numbered(name, "machine")) {
+          for (const auto& inner : fs::directory_iterator(entry.path())) {
+            if (is_ours(inner.path().filename().string())) fs::remove(inner.path());
+          }
+          if (fs::is_empty(entry.path())) fs::remove(entry.path());
+        } else if (!entry.is_directory() && is_ours(name)) {
+          fs::remove(entry.path());
+        }
+      }
+    }
+  }
+  fs::create_directories(dir);
+}
+
+struct FileCloser {
+  void operator()(std::FILE* file) const {
+    if (file != nullptr) std::fclose(file);
+  }
+};
+using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
+
+[[noreturn]] void throw_io(std::string_view what, const fs::path& path) {
+  throw std::runtime_error(
+      fmt::format("cannot {} {}: {}", what, path.string(), std::strerror(errno)));
+}
+
+std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
+  return SplitMix(a * 0x9E3779B97F4A7C15ULL ^ b).next();
+}
+
+// One worker log being written: renders lines into memory, shuffles them in
+// blocks when asked, and writes big chunks to a temporary file.
+class DeviceLog {
+ public:
+  DeviceLog(fs::path path, const SimDeviceInfo& device, int stages, std::uint64_t seed,
+            const LogWriterOptions& options, const std::vector<std::string>& type_names, int chunks)
+      : path_(std::move(path)),
+        temp_path_(path_.string() + std::string(kTempSuffix)),
+        options_(options),
+        type_names_(type_names),
+        chunks_(chunks),
+        thread_id_(static_cast<int>(20000 + mix(seed, device.index) % 40000)),
+        random_(mix(seed, 1000 + device.index)),
+        noise_(mix(seed, 2000 + device.index), thread_id_, device.rank, stages),
+        counters_(type_names.size(), 0) {
+    file_.reset(std::fopen(temp_path_.c_str(), "wb"));
+    if (!file_) throw_io("create", temp_path_);
+    eol_ = options.crlf ? "\r\n" : "\n";
+  }
+
+  const fs::path& path() const { return path_; }
+  const fs::path& temp_path() const { return temp_path_; }
+  std::uint64_t bytes() const { return written_ + pending_bytes(); }
+  std::uint64_t lines() const { return lines_; }
+  std::uint64_t jobs() const { return jobs_; }
+  std::size_t pending_bytes() const {
+    return direct_.size() + jobs_text_.size() + noise_text_.size();
+  }
+
+  /// A GLOG line of this device's process after the latest job (or at the top).
+  void add_glog_line(std::int64_t ns, std::string_view source, std::string_view text) {
+    fmt::memory_buffer line;
+    append_glog_prefix(line, 'I', ns, thread_id_, source);
+    append_text(line, text);
+    add_line(std::string_view(line.data(), line.size()));
+  }
+
+  /// A line after the latest job (or at the top of the file before any job).
+  void add_line(std::string_view text) {
+    auto& out = in_block() ? noise_text_ : direct_;
+    append_text(out, text);
+    end_line(out);
+    extend_group();
+  }
+
+  /// `count` noise lines after the latest job (or at the top of the file).
+  void add_noise(std::int64_t ns, int count) {
+    auto& out = in_block() ? noise_text_ : direct_;
+    for (int i = 0; i < count; ++i) {
+      const bool colour = options_.ansi && random_.below(6) == 0;
+      if (colour) append_text(out, "\x1b[33m");
+      noise_.append_line(out, ns + i * 137'000);
+      if (colour) append_text(out, "\x1b[0m");
+      end_line(out);
+    }
+    extend_group();
+  }
+
+  void add_job(const SimJob& job) {
+    const std::size_t slot = static_cast<std::size_t>(job.type) * chunks_ + job.chunk;
+    std::int64_t id = 0;
+    switch (options_.job_id) {
+      case JobIdStyle::index:
+        id = next_index_++;
+        break;
+      case JobIdStyle::counter:
+        id = counters_[slot]++;
+        break;
+      case JobIdStyle::micro_batch:
+        id = job.micro_batch;
+        break;
+    }
+    if (options_.shuffle) {
+      const std::size_t begin = jobs_text_.size();
+      render_job(jobs_text_, job, type_names_[slot], id);
+      job_slices_.emplace_back(begin, jobs_text_.size() - begin);
+      noise_groups_.emplace_back(noise_text_.size(), 0);
+    } else {
+      render_job(direct_, job, type_names_[slot], id);
+    }
+    ++jobs_;
+    const int noise = options_.noise_per_job == 0
+                          ? 0
+                          : static_cast<int>(random_.below(2 * options_.noise_per_job + 1));
+    add_noise(job.end_ns + 50'000, noise);
+  }
+
+  /// Writes out what is held back once it exceeds `limit` bytes.
+  void flush_if_over(std::size_t limit) {
+    if (pending_bytes() >= limit) flush();
+  }
+
+  void flush() {
+    if (options_.shuffle) {
+      // Fisher-Yates over the job lines; the noise after each position stays.
+      const std::size_t n = job_slices_.size();
+      for (std::size_t i = n; i > 1; --i) {
+        std::swap(job_slices_[i - 1], job_slices_[random_.below(i)]);
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto [job_begin, job_size] = job_slices_[i];
+        direct_.append(jobs_text_.data() + job_begin, jobs_text_.data() + job_begin + job_size);
+        const auto [noise_begin, noise_size] = noise_groups_[i];
+        direct_.append(noise_text_.data() + noise_begin,
+                       noise_text_.data() + noise_begin + noise_size);
+        if (direct_.size() >= kDirectFlushBytes) write_direct();
+      }
+      jobs_text_.clear();
+      noise_text_.clear();
+      job_slices_.clear();
+      noise_groups_.clear();
+    }
+    write_direct();
+  }
+
+  /// Flushes and closes the temporary file (the caller renames it).
+  void close() {
+    flush();
+    std::FILE* file = file_.release();
+    const bool failed = std::ferror(file) != 0;
+    if (std::fclose(file) != 0 || failed) throw_io("write", temp_path_);
+  }
+
+ private:
+  void end_line(fmt::memory_buffer& out) {
+    append_text(out, eol_);
+    ++lines_;
+  }
+
+  // Shuffle mode holds a block of job lines back; text after a job line
+  // belongs to that job's position, which the shuffle keeps.
+  bool in_block() const { return options_.shuffle && !job_slices_.empty(); }
+
+  void extend_group() {
+    if (in_block()) noise_groups_.back().second = noise_text_.size() - noise_groups_.back().first;
+  }
+
+  void render_job(fmt::memory_buffer& out, const SimJob& job, std::string_view type,
+                  std::int64_t id) {
+    // 0: whole line coloured, 1: GLOG prefix coloured, 2: erase-line code.
+    const std::uint64_t r = random_.next();
+    const int ansi = options_.ansi ? static_cast<int>(r % 6) : -1;
+    if (ansi == 0) append_text(out, "\x1b[0;32m");
+    if (ansi == 1) append_text(out, "\x1b[1m");
+    if (ansi == 2) append_text(out, "\x1b[2K");
+    append_glog_prefix(out, 'I', job.end_ns, thread_id_, kJobSource);
+    if (ansi == 1) append_text(out, "\x1b[0m");
+    append_text(out, "Profiler Info: Job (");
+    append_int(out, id);
+    append_text(out, "), type = ");
+    append_text(out, type);
+    append_text(out, ", micro_batch_id = ");
+    append_int(out, job.micro_batch);
+    append_text(out, ", job_start_time = ");
+    append_ms_time(out, job.start_ns, options_.time_decimals, r >> 8);
+    append_text(out, ", job_end_time = ");
+    append_ms_time(out, job.end_ns, options_.time_decimals, r >> 24);
+    if (ansi == 0) append_text(out, "\x1b[0m");
+    end_line(out);
+  }
+
+  void write_direct() {
+    if (direct_.size() == 0) return;
+    if (std::fwrite(direct_.data(), 1, direct_.size(), file_.get()) != direct_.size()) {
+      throw_io("write", temp_path_);
+    }
+    written_ += direct_.size();
+    direct_.clear();
+  }
+
+  fs::path path_;
+  fs::path temp_path_;
+  const LogWriterOptions& options_;
+  const std::vector<std::string>& type_names_;
+  int chunks_;
+  int thread_id_;
+  SplitMix random_;
+  NoiseGenerator noise_;
+  std::vector<std::int64_t> counters_;
+  std::int64_t next_index_ = 0;
+  std::string_view eol_;
+  FilePtr file_;
+  std::uint64_t written_ = 0;
+  std::uint64_t lines_ = 0;
+  std::uint64_t jobs_ = 0;
+  // Unshuffled text, in file order.
+  fmt::memory_buffer direct_;
+  // Shuffle mode: job lines and the noise after each, held back until flush().
+  fmt::memory_buffer jobs_text_;
+  fmt::memory_buffer noise_text_;
+  std::vector<std::pair<std::size_t, std::size_t>> job_slices_;
+  std::vector<std::pair<std::size_t, std::size_t>> noise_groups_;
+};
+
+std::string simulation_json(const SimConfig& config, const LogWriterOptions& options, int steps) {
+  auto id_name = [](JobIdStyle style) {
+    switch (style) {
+      case JobIdStyle::index:
+        return "index";
+      case JobIdStyle::counter:
+        return "counter";
+      case JobIdStyle::micro_batch:
+        return "microbatch";
+    }
+    return "index";
+  };
+  return fmt::format(
+      "{{\"schedule\": \"{}\", \"stages\": {}, \"micro_batches\": {}, \"chunks\": {}, "
+      "\"steps\": {}, \"devices_per_stage\": {}, \"machines\": {}, \"seed\": {}, "
+      "\"start_ns\": {}, \"resolution_ns\": {}, \"comm_jobs\": {}, \"noise_per_job\": {}, "
+      "\"shuffle\": {}, \"ansi\": {}, \"crlf\": {}, \"time_decimals\": {}, "
+      "\"chunk_names\": \"{}\", \"job_id\": \"{}\"}}\n",
+      schedule_kind_name(config.shape.kind), config.shape.stages, config.shape.micro_batches,
+      config.shape.chunks, steps, config.devices_per_stage, config.machines, config.seed,
+      config.start_ns, config.resolution_ns, config.comm_jobs, options.noise_per_job,
+      options.shuffle, options.ansi, options.crlf, options.time_decimals,
+      options.chunk_naming == ChunkNaming::paren ? "paren" : "digit", id_name(options.job_id));
+}
+
+void write_file_atomically(const fs::path& path, std::string_view text) {
+  const fs::path temp = path.string() + std::string(kTempSuffix);
+  {
+    FilePtr file(std::fopen(temp.c_str(), "wb"));
+    if (!file) throw_io("create", temp);
+    if (std::fwrite(text.data(), 1, text.size(), file.get()) != text.size()) {
+      throw_io("write", temp);
+    }
+    std::FILE* raw = file.release();
+    if (std::fclose(raw) != 0) throw_io("write", temp);
+  }
+  fs::rename(temp, path);
+}
+
+void validate(const LogWriterOptions& options) {
+  if (options.dir.empty()) throw std::invalid_argument("no output folder given");
+  if (options.time_decimals != 3 && options.time_decimals != 6 && options.time_decimals != 9) {
+    throw std::invalid_argument(
+        fmt::format("time decimals must be 3, 6 or 9, got {}", options.time_decimals));
+  }
+  if (options.noise_per_job < 0 || options.noise_per_job > kMaxNoisePerJob) {
+    throw std::invalid_argument(fmt::format("noise lines per job must be in 0..{}, got {}",
+                                            kMaxNoisePerJob, options.noise_per_job));
+  }
+  if (options.first_step && (*options.first_step < 0 || *options.first_step > 1'000'000'000'000)) {
+    throw std::invalid_argument(
+        fmt::format("first step must be in 0..10^12, got {}", *options.first_step));
+  }
+}
+
+}  // namespace
+
+WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions& options) {
+  validate(options);
+  Simulator simulator(config);
+  const auto& devices = simulator.devices();
+  const int chunks = config.shape.chunks;
+  const bool interleaved = config.shape.kind == ScheduleKind::interleaved;
+
+  // Type names by (SimJobType, chunk), built once.
+  constexpr int kTypeCount = static_cast<int>(SimJobType::recv_backward) + 1;
+  std::vector<std::string> type_names;
+  for (int t = 0; t < kTypeCount; ++t) {
+    for (int c = 0; c < chunks; ++c) {
+      SimJob job;
+      job.type = static_cast<SimJobType>(t);
+      job.chunk = static_cast<std::int16_t>(c);
+      type_names.push_back(job_type_name(job, interleaved, options.chunk_naming));
+    }
+  }
+
+  prepare_dir(options.dir, options.force);
+  std::vector<std::unique_ptr<DeviceLog>> logs;
+  logs.reserve(devices.size());
+  auto remove_temps = [&] {
+    std::error_code ec;
+    for (const auto& log : logs) fs::remove(log->temp_path(), ec);
+  };
+
+  WriteReport report;
+  try {
+    for (const auto& device : devices) {
+      fs::path folder = options.dir;
+      if (config.machines > 1) {
+        folder /= fmt::format("machine{}", device.machine);
+        fs::create_directories(folder);
+      }
+      logs.push_back(std::make_unique<DeviceLog>(folder / fmt::format("workerlog.{}", device.rank),
+                                                 device, config.shape.stages, config.seed, options,
+                                                 type_names, chunks));
+    }
+
+    const std::int64_t start = config.start_ns;
+    for (auto& log : logs) {
+      if (options.first_step) {
+        log->add_glog_line(start - 6'000'000'000, kFirstStepSource,
+                           fmt::format("Schedule Profiler start at step {}", *options.first_step));
+      }
+      log->add_noise(start - 5'000'000'000, options.noise_per_job);
+    }
+
+    ExpectedMetricsBuilder expected(devices, options.first_step.value_or(0));
+    std::vector<std::vector<SimJob>> step_jobs;
+    const std::size_t block_limit =
+        options.shuffle ? std::max(kShuffleBlockBytes / devices.size(), std::size_t{4} << 20)
+                        : kDirectFlushBytes;
+    const int decimals = options.time_decimals;
+    for (;;) {
+      simulator.next_step(step_jobs);
+      std::uint64_t total = 0;
+      for (std::size_t d = 0; d < logs.size(); ++d) {
+        for (const SimJob& job : step_jobs[d]) {
+          logs[d]->add_job(job);
+          expected.add_job(static_cast<int>(d), job.step, printed_ns(job.start_ns, decimals),
+                           printed_ns(job.end_ns, decimals));
+        }
+        if (simulator.steps_done() == 1 && options.first_step && options.noise_per_job > 0) {
+          // Only the first occurrence in a file counts; a later one must be ignored.
+          logs[d]->add_glog_line(
+              step_jobs[d].back().end_ns, kFirstStepSource,
+              fmt::format("Schedule Profiler start at step {}", *options.first_step + 1000));
+        }
+        logs[d]->flush_if_over(block_limit);
+        total += logs[d]->bytes();
+      }
+      if (simulator.steps_done() >= config.steps && total >= options.target_bytes) break;
+    }
+
+    for (auto& log : logs) log->close();
+    for (auto& log : logs) fs::rename(log->temp_path(), log->path());
+
+    report.expected = expected.finish();
+    report.expected_path = options.dir / "expected.json";
+    write_file_atomically(report.expected_path, expected_metrics_json(report.expected));
+    write_file_atomically(options.dir / "simulation.json",
+                          simulation_json(config, options, simulator.steps_done()));
+  } catch (...) {
+    remove_temps();
+    throw;
+  }
+
+  for (const auto& log : logs) {
+    report.files.push_back({log->path(), log->bytes(), log->lines(), log->jobs()});
+    report.bytes += log->bytes();
+    report.lines += log->lines();
+    report.jobs += log->jobs();
+  }
+  report.steps = simulator.steps_done();
+  report.devices = static_cast<int>(devices.size());
+  report.machines = config.machines;
+  return report;
+}
+
+}  // namespace pipescope::sim

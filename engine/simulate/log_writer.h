@@ -1,0 +1,83 @@
+// Writes a simulated run as PaddlePaddle worker logs in the discovery layout
+// (DIR/workerlog.R, or DIR/machineK/workerlog.R for several machines), one
+// GLOG job line per job:
+//   I1020 09:15:07.265326 22317 standalone_executor.cc:217] Profiler Info: Job (3),
+//   type = forward, micro_batch_id = 2, job_start_time = 1697793307213.760986, job_end_time = ...
+// plus DIR/expected.json: the metrics the metric contract implies, computed
+// independently of the analysis engine (see expected_metrics.h), and
+// DIR/simulation.json: the configuration, for people reading the folder.
+//
+// Every file is written to a temporary name and renamed when complete, so a
+// failed run never leaves a truncated workerlog behind.
+//
+// Usage:
+//   LogWriterOptions options;  options.dir = "out";  options.noise_per_job = 49;
+//   WriteReport report = write_simulated_logs(config, options);  // throws on error
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "simulate/expected_metrics.h"
+#include "simulate/simulator.h"
+
+namespace pipescope::sim {
+
+/// What the number in `Job (ID)` is (it differs between Paddle versions).
+enum class JobIdStyle {
+  index,        ///< running index of the job on its device
+  counter,      ///< running count of jobs of the same type on the device
+  micro_batch,  ///< the job's micro-batch id
+};
+
+struct LogWriterOptions {
+  std::filesystem::path dir;
+  /// Replace the worker logs of a non-empty folder instead of refusing.
+  bool force = false;
+  /// Print `Schedule Profiler start at step N` at the top of every file.
+  std::optional<std::int64_t> first_step;
+  /// Average number of noise lines after each job line (0: none); 49 gives
+  /// one job line per 50 lines.
+  int noise_per_job = 0;
+  /// Write each file's job lines in random order instead of time order.
+  bool shuffle = false;
+  /// Wrap some lines (or their GLOG prefix) in ANSI colour codes.
+  bool ansi = false;
+  /// End lines with "\r\n".
+  bool crlf = false;
+  ChunkNaming chunk_naming = ChunkNaming::digit;
+  JobIdStyle job_id = JobIdStyle::index;
+  /// Fraction digits of the millisecond times: 3, 6 or 9 (see log_format.h).
+  int time_decimals = 6;
+  /// When non-zero, keep simulating steps past SimConfig::steps until the
+  /// folder holds at least this many bytes (stops at a step boundary).
+  std::uint64_t target_bytes = 0;
+};
+
+struct WrittenFile {
+  std::filesystem::path path;
+  std::uint64_t bytes = 0;
+  std::uint64_t lines = 0;
+  std::uint64_t jobs = 0;
+};
+
+struct WriteReport {
+  std::vector<WrittenFile> files;
+  std::filesystem::path expected_path;
+  std::uint64_t bytes = 0;
+  std::uint64_t lines = 0;
+  std::uint64_t jobs = 0;
+  int steps = 0;
+  int devices = 0;
+  int machines = 0;
+  ExpectedMetrics expected;
+};
+
+/// Simulates config and writes the logs, expected.json and simulation.json into options.dir
+/// (created when missing). Throws std::invalid_argument for bad options or a
+/// non-empty folder without force, std::runtime_error for I/O failures.
+WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions& options);
+
+}  // namespace pipescope::sim

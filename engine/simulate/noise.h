@@ -1,0 +1,52 @@
+// Realistic non-job lines for simulated worker logs: GLOG lines of other
+// components, Python logging and warnings, launcher output, long config dumps,
+// and near misses that mention "Profiler Info" or "Job (" without ever
+// containing the job-line literal `Profiler Info: Job` or the first-step
+// phrase `Schedule Profiler start at step`.
+//
+// Usage:
+//   NoiseGenerator noise(seed, /*thread_id=*/22317, /*rank=*/0, /*stages=*/4);
+//   noise.append_line(buffer, time_ns);   // no line ending
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+
+namespace pipescope::sim {
+
+/// A small deterministic random source (splitmix64).
+class SplitMix {
+ public:
+  explicit SplitMix(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in [0, n) (n > 0); the tiny modulo bias does not matter here.
+  std::uint64_t below(std::uint64_t n) { return next() % n; }
+
+ private:
+  std::uint64_t state_;
+};
+
+class NoiseGenerator {
+ public:
+  NoiseGenerator(std::uint64_t seed, int thread_id, int rank, int stages);
+
+  /// Appends one noise line stamped near time ns, without a line ending.
+  void append_line(fmt::memory_buffer& out, std::int64_t ns);
+
+  SplitMix& random() { return random_; }
+
+ private:
+  SplitMix random_;
+  int thread_id_;
+  int rank_;
+  int stages_;
+  std::int64_t counter_ = 0;
+};
+
+}  // namespace pipescope::sim

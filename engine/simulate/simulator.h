@@ -1,0 +1,155 @@
+// Event-driven timing of a pipeline schedule: when every job of every device
+// starts and ends, step after step, under a simple cost model.
+//
+// Each stage runs its ScheduleOps in order; an op starts when its device is
+// free and its input has arrived (list scheduling):
+//   F(m, v) on stage s waits for F(m, v) on s-1 (stage 0, v > 0: F(m, v-1) on P-1);
+//   B(m, v) on stage s waits for B(m, v) on s+1 (stage P-1, v < V-1: B(m, v+1) on 0);
+//   W and the last stage's first B follow their own F/B on the same device by order.
+// Data sent between stages arrives p2p_latency_ns after the producer (or its
+// send job) ends. After its last op each stage runs an optimizer job; its next
+// step starts step_gap_ns later. Tensor-parallel peers of a stage run the
+// same jobs at the same times; a per-machine clock skew is then added.
+//
+// Usage:
+//   SimConfig config;  config.shape = {ScheduleKind::zb_h1, 4, 8};
+//   SimulatedRun run = simulate(config);      // throws std::invalid_argument
+//   for (const SimJob& job : run.jobs[device]) ...
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "simulate/schedule.h"
+
+namespace pipescope::sim {
+
+/// Mean durations of one stage's ops, in ns.
+struct StageCosts {
+  std::int64_t forward_ns = 12'000'000;
+  /// B (input gradient) under ZB-H1; other schedules run B+W as one backward.
+  std::int64_t backward_ns = 12'000'000;
+  std::int64_t weight_ns = 10'000'000;
+};
+
+struct SimConfig {
+  ScheduleShape shape;
+  /// Training steps simulate() runs (Simulator::next_step can go on).
+  int steps = 3;
+  /// Devices per stage (a tensor-parallel group running identical jobs).
+  int devices_per_stage = 1;
+  /// Devices are split evenly over this many machines, stage-major.
+  int machines = 1;
+  std::uint64_t seed = 1;
+  /// Start of the first step, epoch ns (rounded down to resolution_ns).
+  std::int64_t start_ns = 1'697'793'307'213'000'000;
+  /// Every duration, latency and gap is rounded to a multiple of this (1000 =
+  /// whole microseconds, 1 = nanoseconds); job durations are at least one unit.
+  std::int64_t resolution_ns = 1000;
+  /// Costs of every stage unless stage_costs (one entry per stage) is given.
+  StageCosts costs;
+  std::vector<StageCosts> stage_costs;
+  /// Multiplies a stage's op costs (a slow stage); empty or one per stage.
+  std::vector<double> stage_slowdown;
+  std::int64_t optimizer_ns = 8'000'000;
+  std::int64_t p2p_latency_ns = 150'000;
+  /// Duration of a send job and the minimum duration of a recv job.
+  std::int64_t comm_ns = 30'000;
+  std::int64_t step_gap_ns = 2'000'000;
+  /// Each cost is mean · (1 + jitter · u), u uniform in [-1, 1) from the seed.
+  double jitter = 0.1;
+  /// Emit recv_forward/send_forward/recv_backward/send_backward jobs around
+  /// compute jobs (blocking: a recv lasts until its data has arrived).
+  bool comm_jobs = false;
+  /// ns added to every time of a machine's devices; empty or one per machine.
+  std::vector<std::int64_t> machine_skew_ns;
+};
+
+enum class SimJobType : std::uint8_t {
+  forward,
+  /// A whole backward (non-ZB schedules).
+  backward,
+  /// ZB-H1's input-gradient backward.
+  backward_b,
+  /// ZB-H1's weight-gradient backward.
+  backward_w,
+  optimizer,
+  send_forward,
+  recv_forward,
+  send_backward,
+  recv_backward,
+};
+
+struct SimJob {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  /// 0-based step this job belongs to under the metric contract. A recv job
+  /// that precedes a step's first forward still belongs to the previous step,
+  /// because the contract starts a step at that forward.
+  std::int32_t step = 0;
+  std::int32_t micro_batch = 0;
+  std::int16_t chunk = 0;
+  SimJobType type = SimJobType::forward;
+};
+
+struct SimDeviceInfo {
+  /// Global device index (machines in order, ranks in order).
+  int index = 0;
+  int machine = 0;
+  int rank = 0;
+  int stage = 0;
+};
+
+/// Validates config (throws std::invalid_argument) and lays out the devices.
+std::vector<SimDeviceInfo> layout_devices(const SimConfig& config);
+
+/// Simulates step after step; keeps only what the next step needs, so that
+/// arbitrarily long runs can be streamed to disk.
+class Simulator {
+ public:
+  /// Throws std::invalid_argument for an invalid config.
+  explicit Simulator(SimConfig config);
+
+  const SimConfig& config() const { return config_; }
+  const std::vector<SimDeviceInfo>& devices() const { return devices_; }
+  int steps_done() const { return step_; }
+
+  /// Simulates the next step; jobs[d] receives device d's jobs in execution
+  /// order (non-overlapping, increasing times). jobs is resized to the device count.
+  void next_step(std::vector<std::vector<SimJob>>& jobs);
+
+ private:
+  std::int64_t cost(int stage, int op_index, int salt, std::int64_t mean_ns) const;
+
+  SimConfig config_;
+  std::vector<SimDeviceInfo> devices_;
+  std::vector<std::vector<ScheduleOp>> ops_;  // per stage
+  std::vector<std::int64_t> stage_start_;     // next step's start, per stage
+  int step_ = 0;
+};
+
+struct SimulatedRun {
+  std::vector<SimDeviceInfo> devices;
+  /// jobs[d]: device d's jobs of all steps, in execution order.
+  std::vector<std::vector<SimJob>> jobs;
+};
+
+/// Runs config.steps steps.
+SimulatedRun simulate(const SimConfig& config);
+
+/// How chunk numbers appear in interleaved type names.
+enum class ChunkNaming {
+  digit,  ///< forward0, backward1
+  paren,  ///< forward(chunk0), backward(chunk1)
+};
+
+/// The PaddlePaddle type name of a job: forward, backward, backward_b,
+/// backward_w, optimizer, send_forward, ...; interleaved compute jobs carry
+/// their chunk ("forward1" or "forward(chunk1)").
+std::string job_type_name(const SimJob& job, bool interleaved, ChunkNaming naming);
+
+/// Whether a type begins a compute op (not a send/recv/optimizer job).
+bool is_compute(SimJobType type);
+
+}  // namespace pipescope::sim
