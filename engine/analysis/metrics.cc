@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
-#include <utility>
 
 #include "analysis/job_kind.h"
 
@@ -40,18 +39,46 @@ std::vector<std::int32_t> detect_steps(const Device& device, const std::vector<J
   return step_of;
 }
 
-/// The union of a device's job intervals as sorted, disjoint [start, end).
-std::vector<std::pair<std::int64_t, std::int64_t>> merged_intervals(const Device& device) {
-  std::vector<std::pair<std::int64_t, std::int64_t>> merged;
-  for (const Job& job : device.jobs) {  // sorted by start
-    if (job.end_ns <= job.start_ns) continue;
-    if (!merged.empty() && job.start_ns <= merged.back().second) {
-      merged.back().second = std::max(merged.back().second, job.end_ns);
-    } else {
-      merged.emplace_back(job.start_ns, job.end_ns);
+/// Adds |[begin, end) ∩ window| to busy(d, k) for every window it meets.
+/// Intervals arrive sorted and disjoint, so the first window that can still
+/// meet one only moves forward.
+class BusyAccumulator {
+ public:
+  BusyAccumulator(std::vector<StepWindow>& windows, std::size_t device)
+      : windows_(windows), device_(device) {}
+
+  void add(std::int64_t begin, std::int64_t end) {
+    while (next_ < windows_.size() && windows_[next_].end_ns <= begin) ++next_;
+    for (std::size_t k = next_; k < windows_.size() && windows_[k].start_ns < end; ++k) {
+      const std::int64_t overlap =
+          std::min(end, windows_[k].end_ns) - std::max(begin, windows_[k].start_ns);
+      if (overlap > 0) windows_[k].devices[device_].busy_ns += overlap;
     }
   }
-  return merged;
+
+ private:
+  std::vector<StepWindow>& windows_;
+  std::size_t device_;
+  std::size_t next_ = 0;
+};
+
+/// Feeds the union of a device's job intervals (jobs sorted by start) to
+/// `busy`, one maximal merged interval at a time; overlapping jobs count once.
+void add_busy_time(const Device& device, BusyAccumulator& busy) {
+  bool open = false;
+  std::int64_t begin = 0, end = 0;
+  for (const Job& job : device.jobs) {
+    if (job.end_ns <= job.start_ns) continue;
+    if (open && job.start_ns <= end) {
+      end = std::max(end, job.end_ns);
+      continue;
+    }
+    if (open) busy.add(begin, end);
+    open = true;
+    begin = job.start_ns;
+    end = job.end_ns;
+  }
+  if (open) busy.add(begin, end);
 }
 
 }  // namespace
@@ -95,17 +122,12 @@ Metrics compute_metrics(const Run& run) {
     window.devices.resize(device_count);
   }
 
-  // busy(d,k) = |union of d's jobs ∩ [S_k, E_k)|, by a merge of two sorted lists.
+  // busy(d,k) = |union of d's jobs ∩ [S_k, E_k)|; idle is the rest.
   for (std::size_t d = 0; d < device_count; ++d) {
-    const auto merged = merged_intervals(run.devices[d]);
-    std::size_t i = 0;
+    BusyAccumulator busy(metrics.steps, d);
+    add_busy_time(run.devices[d], busy);
     for (StepWindow& window : metrics.steps) {
-      while (i < merged.size() && merged[i].second <= window.start_ns) ++i;
-      std::int64_t busy = 0;
-      for (std::size_t j = i; j < merged.size() && merged[j].first < window.end_ns; ++j) {
-        busy += std::min(merged[j].second, window.end_ns) - std::max(merged[j].first, window.start_ns);
-      }
-      window.devices[d] = {busy, window.window_ns() - busy};
+      window.devices[d].idle_ns = window.window_ns() - window.devices[d].busy_ns;
     }
   }
 

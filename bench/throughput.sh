@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# End-to-end throughput: pipescope vs `rg -c 'Profiler Info'` on the same
+# simulated log folders, from page cache, in one run, median of N repetitions.
+#
+#   bash bench/throughput.sh [SIZE] [REPS]     e.g. bash bench/throughput.sh 1G 5
+#
+# Needs a Release build in build/ (bash scripts/dev.sh build) and ripgrep.
+# Folders are generated once under ${BENCH_DIR:-/tmp/pipescope-bench}.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cli=${PIPESCOPE:-$here/build/cli/pipescope}
+size=${1:-1G}
+reps=${2:-5}
+work=${BENCH_DIR:-/tmp/pipescope-bench}
+command -v rg > /dev/null || { echo "ripgrep (rg) is needed: apt-get install ripgrep" >&2; exit 2; }
+mkdir -p "$work"
+
+# name, simulate options: sparse = 1 job line in 50 (realistic), dense = job lines only.
+declare -A shapes=(
+  [sparse]="--noise-per-job 49"
+  [dense]="--noise-per-job 0"
+)
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+# Seconds of wall time of one run of "$@", output discarded.
+seconds() {
+  local start end
+  start=$(date +%s.%N)
+  "$@" > /dev/null 2>&1
+  end=$(date +%s.%N)
+  echo "$end - $start" | bc -l
+}
+
+printf '%-7s %8s  %-28s %9s %9s %8s\n' shape size command median_s GB/s vs_rg
+for shape in sparse dense; do
+  dir=$work/$shape-$size
+  if [ ! -f "$dir/expected.json" ]; then
+    # shellcheck disable=SC2086
+    "$cli" simulate -o "$dir" --force --stages 8 --micro-batches 16 --seed 7 \
+      --target-bytes "$size" ${shapes[$shape]} > /dev/null
+  fi
+  bytes=$(cat "$dir"/workerlog.* | wc -c)
+  cat "$dir"/workerlog.* > /dev/null  # into page cache
+  declare -A times=()
+  for cmd in rg notrace trace notrace1; do
+    samples=()
+    for _ in $(seq "$reps"); do
+      case $cmd in
+        rg) samples+=("$(seconds rg -c 'Profiler Info' "$dir")") ;;
+        notrace) samples+=("$(seconds "$cli" analyze "$dir" -o "$work/out" --no-trace -q)") ;;
+        notrace1) samples+=("$(seconds "$cli" analyze "$dir" -o "$work/out" --no-trace -q -j 1)") ;;
+        trace) samples+=("$(seconds "$cli" analyze "$dir" -o "$work/out" -q)") ;;
+      esac
+    done
+    times[$cmd]=$(printf '%s\n' "${samples[@]}" | median)
+  done
+  for cmd in rg notrace notrace1 trace; do
+    case $cmd in
+      rg) label="rg -c 'Profiler Info'" ;;
+      notrace) label="analyze --no-trace" ;;
+      notrace1) label="analyze --no-trace -j 1" ;;
+      trace) label="analyze (with trace.json)" ;;
+    esac
+    t=${times[$cmd]}
+    printf '%-7s %8s  %-28s %9.3f %9.2f %8.2f\n' "$shape" "$size" "$label" "$t" \
+      "$(echo "$bytes / $t / 1000000000" | bc -l)" "$(echo "$t / ${times[rg]}" | bc -l)"
+  done
+done
