@@ -93,11 +93,7 @@ int run_analyze(const AnalyzeOptions& options) {
   const Metrics metrics = compute_metrics(run);
   if (run.job_count() == 0) {
     for (const Diagnostic& d : run.diagnostics) {
-      if (d.line == 0) {
-        fmt::print(stderr, "pipescope: {}: {}\n", d.path, d.message);
-      } else {
-        fmt::print(stderr, "pipescope: {}:{}: {}\n", d.path, d.line, d.message);
-      }
+      fmt::print(stderr, "pipescope: {}: {}\n", d.location(), d.message);
     }
     fmt::print(stderr,
                "pipescope: error: no job lines found in {} input file{} (looked for lines "

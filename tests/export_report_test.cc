@@ -80,7 +80,8 @@ Sample make_sample(int steps) {
                   {"/logs/machine0/workerlog.1", 100, 12, 3, 0, 0, ""},
                   {"/logs/machine1/workerlog.0", 0, 0, 0, 0, 0, "cannot read: Permission denied"}};
   s.run.diagnostics = {{"/logs/machine0/workerlog.0", 7, "malformed job line"},
-                       {"/logs/machine0/workerlog.0", 9, "bad\x1b[2Jescape"}};
+                       {"/logs/machine0/workerlog.0", 9, "bad\x1b[2Jescape"},
+                       {"/logs/machine1/workerlog.0", 0, "file is empty"}};
   for (int k = 0; k < steps; ++k) {
     StepWindow w;
     w.step = 40 + k;
@@ -153,10 +154,11 @@ TEST(ExportReport, ContainsTheFigures) {
             "  /logs/machine1/workerlog.0      0        0          0          0  cannot read: "
             "Permission denied");
 
-  const auto diagnostics = section(text, "Diagnostics (2)");
-  ASSERT_EQ(diagnostics.size(), 2u);
+  const auto diagnostics = section(text, "Diagnostics (3)");
+  ASSERT_EQ(diagnostics.size(), 3u);
   EXPECT_EQ(diagnostics[0], "  /logs/machine0/workerlog.0:7: malformed job line");
   EXPECT_EQ(diagnostics[1], "  /logs/machine0/workerlog.0:9: bad?[2Jescape");
+  EXPECT_EQ(diagnostics[2], "  /logs/machine1/workerlog.0: file is empty");  // no ":0"
 }
 
 TEST(ExportReport, ManyStepsAreElided) {

@@ -223,7 +223,7 @@ void write_diagnostics(fmt::memory_buffer& out, const Run& run, const Style& sty
                                          : fmt::format("Diagnostics (first {} of {})", shown, n)));
   for (std::size_t i = 0; i < shown; ++i) {
     const Diagnostic& diagnostic = run.diagnostics[i];
-    append_line(out, fmt::format("  {}:{}: {}", printable(diagnostic.path), diagnostic.line,
+    append_line(out, fmt::format("  {}: {}", printable(diagnostic.location()),
                                  printable(diagnostic.message)));
   }
 }

@@ -4,6 +4,10 @@
 
 namespace pipescope {
 
+std::string Diagnostic::location() const {
+  return line == 0 ? path : path + ":" + std::to_string(line);
+}
+
 TypeId TypeTable::intern(std::string_view name) {
   if (auto it = ids_.find(std::string(name)); it != ids_.end()) return it->second;
   const auto id = static_cast<TypeId>(names_.size());

@@ -48,8 +48,12 @@ struct InputStats {
 /// report: `path:line: message`.
 struct Diagnostic {
   std::string path;
+  /// 1-based line, or 0 for a problem of the whole file.
   std::uint64_t line = 0;
   std::string message;
+
+  /// "path:line" or, for a whole-file problem, "path".
+  std::string location() const;
 };
 
 /// Interns job type names so each Job stores a small id.
