@@ -132,6 +132,20 @@ TEST(Cli, DeviceSelectionKeepsGlobalIndices) {
   EXPECT_EQ(int64_t(devices.at(0)["device"]), 1);
   EXPECT_EQ(int64_t(devices.at(1)["device"]), 2);
   EXPECT_EQ(int64_t(devices.at(1)["machine"]), 1);
+  simdjson::dom::array step_devices = summary["steps"].at(0)["devices"];
+  EXPECT_EQ(int64_t(step_devices.at(0)["device"]), 1);
+  EXPECT_EQ(int64_t(step_devices.at(1)["device"]), 2);
+}
+
+TEST(Cli, DeviceSelectionAgreesWithTheReference) {
+  TempDir out;
+  ASSERT_EQ(run_cli("analyze " + sample("multi") + " --devices 0,2-3 -q -o " + quoted(out / "o")).status, 0);
+  const std::string reference = std::string(PIPESCOPE_SOURCE_DIR) + "/tests/reference/";
+  const std::string command = "python3 " + reference + "pipescope_reference.py " + sample("multi") +
+                              " --devices 0,2-3 > " + quoted(out / "ref.json") + " && python3 " +
+                              reference + "compare_summary.py " + quoted(out / "o/summary.json") +
+                              " " + quoted(out / "ref.json");
+  EXPECT_EQ(std::system(command.c_str()), 0) << command;
 }
 
 TEST(Cli, RewritingOutputsReplacesThemWhole) {

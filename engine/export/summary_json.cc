@@ -40,7 +40,7 @@ void write_devices(JsonWriter& w, const Run& run, const Metrics& metrics) {
   w.end_array();
 }
 
-void write_steps(JsonWriter& w, const Metrics& metrics) {
+void write_steps(JsonWriter& w, const Run& run, const Metrics& metrics) {
   w.key("steps");
   w.begin_array();
   for (const StepWindow& step : metrics.steps) {
@@ -54,7 +54,12 @@ void write_steps(JsonWriter& w, const Metrics& metrics) {
     w.begin_array();
     for (std::size_t d = 0; d < step.devices.size(); ++d) {
       w.begin_object(/*one_line=*/true);
-      w.field("device", static_cast<std::uint64_t>(d));
+      // The global device index, as in "devices" (a --devices selection leaves gaps).
+      if (d < run.devices.size()) {
+        w.field("device", run.devices[d].index);
+      } else {
+        w.field("device", static_cast<std::uint64_t>(d));
+      }
       w.field("busy_ns", step.devices[d].busy_ns);
       w.field("idle_ns", step.devices[d].idle_ns);
       w.end_object();
@@ -141,7 +146,7 @@ void write_summary_json(const Run& run, const Metrics& metrics, const std::strin
   w.field("bubble_ratio", metrics.bubble_ratio);
   w.field("total_window_ns", metrics.total_window_ns);
   write_devices(w, run, metrics);
-  write_steps(w, metrics);
+  write_steps(w, run, metrics);
   write_job_types(w, run);
   write_inputs(w, run);
   write_diagnostics(w, run);
