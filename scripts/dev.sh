@@ -33,15 +33,16 @@ install_missing() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+# build [TARGET]: configure and build everything, or one target.
 build() {
   cmake -S "$here" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release
-  cmake --build "$build_dir" -j "$jobs"
+  cmake --build "$build_dir" -j "$jobs" ${1:+--target "$1"}
 }
 
 case "${1:-}" in
   demo)
     install_missing
-    build
+    build pipescope
     "$build_dir/cli/pipescope" analyze "$here/testdata/multi" -o "$here/pipescope-out"
     echo
     echo "Open $here/pipescope-out/trace.json in https://ui.perfetto.dev or chrome://tracing."

@@ -111,6 +111,31 @@ TEST(Cli, UsageAndInputErrorsAreStatusTwo) {
   EXPECT_FALSE(fs::exists(dir / "o/summary.json"));
 }
 
+TEST(Cli, AHundredMegabyteLineWithoutNewlineIsSkippedNotFatal) {
+  TempDir dir;
+  const std::string job =
+      "Profiler Info: Job (0), type = forward, micro_batch_id = 0, job_start_time = "
+      "1697793307213.5, job_end_time = 1697793307214.5\n";
+  std::string log = job;
+  log.append(std::size_t{100} << 20, 'x');  // 100 MB, no newline: the file's last line
+  dir.write("logs/workerlog.0", log);
+  dir.write("logs/workerlog.1", job + std::string(std::size_t{3} << 20, '\xff') + "\n" + job);
+  const Result r = run_cli("analyze " + quoted(dir / "logs") + " -o " + quoted(dir / "o"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("workerlog.0:2: line of 104857600 bytes at byte offset " +
+                          std::to_string(job.size())),
+            std::string::npos)
+      << r.output;
+  simdjson::dom::parser parser;
+  simdjson::dom::element summary;
+  ASSERT_EQ(parser.load(dir / "o/summary.json").get(summary), simdjson::SUCCESS);
+  EXPECT_EQ(int64_t(summary["jobs"]), 3);
+  EXPECT_EQ(int64_t(summary["inputs"].at(0)["oversized"]), 1);
+  EXPECT_EQ(int64_t(summary["inputs"].at(1)["oversized"]), 1);
+  EXPECT_EQ(int64_t(summary["inputs"].at(1)["lines"]), 3);
+  EXPECT_EQ(int64_t(summary["inputs"].at(0)["bytes"]), int64_t(log.size()));
+}
+
 TEST(Cli, HelpAndVersionAreStatusZero) {
   const Result help = run_cli("analyze --help");
   EXPECT_EQ(help.status, 0);
