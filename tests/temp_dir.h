@@ -31,8 +31,13 @@ class TempDir {
   std::string write(std::string_view name, std::string_view content) const {
     const auto file = path_ / name;
     std::filesystem::create_directories(file.parent_path());
-    std::ofstream(file, std::ios::binary).write(content.data(), static_cast<std::streamsize>(content.size()));
+    write_to(file.string(), content);
     return file.string();
+  }
+
+  /// Writes `content` to an existing path (a file, or a FIFO: blocks until read).
+  static void write_to(const std::string& path, std::string_view content) {
+    std::ofstream(path, std::ios::binary).write(content.data(), static_cast<std::streamsize>(content.size()));
   }
 
  private:

@@ -15,6 +15,7 @@
 
 #include "scan/chunk_scanner.h"
 #include "scan/prefilter.h"
+#include "source/range_reader.h"
 
 namespace pipescope {
 
@@ -26,6 +27,12 @@ namespace {
 struct WorkItem {
   explicit WorkItem(const ReadLimits& limits) : buffer(limits) {}
   std::size_t file = 0;
+  /// Set for a regular file: the parallel stage reads [range_begin,
+  /// range_end) itself. Null when the serial stage already read `chunk`.
+  std::shared_ptr<const RangeFile> range_file;
+  std::uint64_t range_begin = 0;
+  std::uint64_t range_end = 0;
+  bool last_of_file = false;
   ChunkBuffer buffer;
   LineChunk chunk;
   std::string error;  // the file failed here (open or read)
@@ -49,39 +56,70 @@ class WorkItemPool {
   tbb::concurrent_queue<WorkItem*> free_;
 };
 
-/// The serial reading stage's state: which file, and its chunker.
+/// The serial first stage: walks the files in order. A regular file is cut
+/// into byte ranges that the parallel stage reads itself (so reads run on
+/// every thread and one huge file is split across them); anything else (a
+/// pipe, a device) is read here, in order, by a LineChunker.
 class InputCursor {
  public:
   InputCursor(const std::vector<InputFile>& inputs, const ReadLimits& limits)
       : inputs_(inputs), limits_(limits) {}
 
-  /// Fills `item` with the next chunk or file error; false when all is read.
+  /// Fills `item` with the next range, chunk or file error; false when done.
   bool next(WorkItem& item) {
     while (file_ < inputs_.size()) {
       item.file = file_;
       item.error.clear();
       item.chunk = {};
+      item.range_file.reset();
+      item.last_of_file = false;
       try {
-        if (!chunker_) chunker_.emplace(inputs_[file_].path, limits_);
+        if (!range_file_ && !chunker_) open(inputs_[file_].path);
+        if (range_file_) {
+          const std::uint64_t size = range_file_->size();
+          const std::uint64_t chunk = std::max<std::size_t>(limits_.chunk_bytes, 1);
+          item.range_file = range_file_;
+          item.range_begin = offset_;
+          item.range_end = std::min(size, offset_ + chunk);
+          offset_ = item.range_end;
+          item.last_of_file = offset_ >= size;
+          if (item.last_of_file) advance();
+          return true;
+        }
         if (chunker_->next(item.buffer, item.chunk)) return true;
+        item.chunk = {};
+        item.last_of_file = true;  // an empty item marks the end of the stream
+        advance();
+        return true;
       } catch (const std::system_error& e) {
         item.error = e.what();
+        item.last_of_file = true;
         advance();
         return true;
       }
-      advance();
     }
     return false;
   }
 
  private:
+  void open(const std::string& path) {
+    offset_ = 0;
+    if (is_regular_file(path)) {
+      range_file_ = std::make_shared<const RangeFile>(path);
+    } else {
+      chunker_.emplace(path, limits_);
+    }
+  }
   void advance() {
     chunker_.reset();
+    range_file_.reset();
     ++file_;
   }
   const std::vector<InputFile>& inputs_;
   ReadLimits limits_;
   std::size_t file_ = 0;
+  std::shared_ptr<const RangeFile> range_file_;
+  std::uint64_t offset_ = 0;
   std::optional<LineChunker> chunker_;
 };
 
@@ -114,16 +152,7 @@ class RunBuilder {
       note(f, 0, item.error);
       return;
     }
-    for (const SkippedLine& skipped : item.chunk.skipped_before) {
-      ++lines_[f];
-      ++stats.oversized;
-      stats.bytes += skipped.length + (skipped.has_newline ? 1 : 0);
-      progress_.bytes_done += skipped.length + (skipped.has_newline ? 1 : 0);
-      note(f, lines_[f],
-           fmt::format("line of {} bytes at byte offset {} is longer than the {}-byte limit; "
-                       "skipped",
-                       skipped.length, skipped.offset, options_.limits.max_line_bytes));
-    }
+    for (const SkippedLine& skipped : item.chunk.skipped_before) skip_line(f, skipped);
     const ChunkScan& scan = item.scan;
     const std::uint64_t base = lines_[f];
     stats.bytes += item.chunk.text.size();
@@ -164,7 +193,8 @@ class RunBuilder {
       job.type = type_map_[job.type];
       job.line = static_cast<std::uint32_t>(std::min<std::uint64_t>(base + job.line + 1, UINT32_MAX));
     }
-    if (item.chunk.end_of_file) ++progress_.files_done;
+    if (item.chunk.skipped_after) skip_line(f, *item.chunk.skipped_after);
+    if (item.last_of_file) ++progress_.files_done;
     progress_.bytes_done += item.chunk.text.size();
     if (options_.on_progress) options_.on_progress(progress_);
   }
@@ -182,6 +212,20 @@ class RunBuilder {
   }
 
  private:
+  /// Accounts for a line the reader dropped as over-long.
+  void skip_line(std::size_t f, const SkippedLine& skipped) {
+    InputStats& stats = run_.inputs[f];
+    ++lines_[f];
+    stats.lines = lines_[f];
+    ++stats.oversized;
+    const std::uint64_t bytes = skipped.length + (skipped.has_newline ? 1 : 0);
+    stats.bytes += bytes;
+    progress_.bytes_done += bytes;
+    note(f, lines_[f],
+         fmt::format("line of {} bytes at byte offset {} is longer than the {}-byte limit; skipped",
+                     skipped.length, skipped.offset, options_.limits.max_line_bytes));
+  }
+
   void note(std::size_t file, std::uint64_t line, std::string message) {
     if (diagnostics_[file].size() < options_.diagnostics_per_file) {
       diagnostics_[file].push_back({inputs_[file].path, line, std::move(message)});
@@ -233,11 +277,21 @@ Run scan_worker_logs(const std::vector<InputFile>& inputs, const ScanOptions& op
               tbb::filter_mode::parallel,
               [&](WorkItem* item) {
                 item->scan.clear();
+                if (item->range_file) {
+                  try {
+                    item->range_file->read_lines(item->range_begin, item->range_end,
+                                                 options.limits, item->buffer, item->chunk);
+                  } catch (const std::system_error& e) {
+                    item->error = e.what();
+                  }
+                  item->range_file.reset();  // the last range closes the file
+                }
                 if (item->error.empty()) {
                   ChunkScanOptions scan_options;
                   scan_options.end_of_file = item->chunk.end_of_file;
                   scan_options.max_problems = options.diagnostics_per_file;
-                  scan_options.look_for_binary = item->chunk.file_offset == 0;
+                  scan_options.look_for_binary =
+                      item->chunk.file_offset == 0 && item->chunk.skipped_before.empty();
                   scan_options.max_line_bytes = options.limits.max_line_bytes;
                   scan_chunk(item->chunk.text, prefilter, scratches.local(), scan_options,
                              item->scan);

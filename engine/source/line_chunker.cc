@@ -11,22 +11,6 @@
 
 namespace pipescope {
 
-namespace {
-constexpr std::size_t kAlignment = 4096;
-
-std::size_t round_up(std::size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
-}  // namespace
-
-void ChunkBuffer::Free::operator()(char* p) const { std::free(p); }
-
-ChunkBuffer::ChunkBuffer(const ReadLimits& limits)
-    : carry_capacity_(round_up(std::max<std::size_t>(limits.max_line_bytes, 1))),
-      read_capacity_(std::max<std::size_t>(limits.chunk_bytes, 1)) {
-  void* memory = std::aligned_alloc(kAlignment, carry_capacity_ + round_up(read_capacity_));
-  if (memory == nullptr) throw std::bad_alloc();
-  memory_.reset(static_cast<char*>(memory));
-}
-
 LineChunker::LineChunker(std::string path, const ReadLimits& limits)
     : path_(std::move(path)), limits_(limits) {
   limits_.chunk_bytes = std::max<std::size_t>(limits_.chunk_bytes, 1);
@@ -72,7 +56,7 @@ bool LineChunker::next(ChunkBuffer& buffer, LineChunk& chunk) {
     char* const begin = read_area - carry_.size();
     std::memcpy(begin, carry_.data(), carry_.size());
     const std::uint64_t begin_offset = offset_ - carry_.size();
-    const std::size_t n = read_full(read_area, std::min(limits_.chunk_bytes, buffer.read_capacity()));
+    const std::size_t n = read_full(read_area, std::min(limits_.chunk_bytes, buffer.chunk_bytes()));
     carry_.clear();
     std::string_view view(begin, static_cast<std::size_t>(read_area + n - begin));
     std::uint64_t view_offset = begin_offset;

@@ -7,57 +7,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
 
+#include "source/chunk.h"
+
 namespace pipescope {
-
-struct ReadLimits {
-  /// Bytes read per chunk (rounded up to 4 KiB for the buffer).
-  std::size_t chunk_bytes = std::size_t{8} << 20;
-  /// Longest line kept; longer lines are skipped and reported.
-  std::size_t max_line_bytes = std::size_t{1} << 20;
-};
-
-/// A reusable read buffer: a carry-over region followed by a 4 KiB-aligned
-/// read area, so that read(2) always copies into aligned memory (unaligned
-/// destinations were measured several times slower) and the carried partial
-/// line is copied, small, just in front of it.
-class ChunkBuffer {
- public:
-  explicit ChunkBuffer(const ReadLimits& limits);
-  char* read_area() const { return memory_.get() + carry_capacity_; }
-  std::size_t read_capacity() const { return read_capacity_; }
-  std::size_t carry_capacity() const { return carry_capacity_; }
-
- private:
-  struct Free {
-    void operator()(char* p) const;
-  };
-  std::size_t carry_capacity_;
-  std::size_t read_capacity_;
-  std::unique_ptr<char, Free> memory_;
-};
-
-/// A line the chunker dropped because it exceeded the limit.
-struct SkippedLine {
-  std::uint64_t offset = 0;  ///< byte offset of its first byte in the file
-  std::uint64_t length = 0;  ///< bytes, without the '\n'
-  bool has_newline = true;   ///< false for an unterminated last line
-};
-
-struct LineChunk {
-  /// Complete lines, each ending in '\n', except that the last line of the
-  /// file may lack it when `end_of_file` is set. Points into the ChunkBuffer.
-  std::string_view text;
-  /// Byte offset of text[0] in the file.
-  std::uint64_t file_offset = 0;
-  /// Over-long lines dropped since the previous chunk (they come before `text`).
-  std::vector<SkippedLine> skipped_before;
-  bool end_of_file = false;
-};
 
 class LineChunker {
  public:
