@@ -15,26 +15,17 @@ LineChunker::LineChunker(std::string path, const ReadLimits& limits)
     : path_(std::move(path)), limits_(limits) {
   limits_.chunk_bytes = std::max<std::size_t>(limits_.chunk_bytes, 1);
   limits_.max_line_bytes = std::max<std::size_t>(limits_.max_line_bytes, 1);
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "cannot open " + path_);
-  ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+  stream_ = open_byte_stream(path_);
 }
 
-LineChunker::~LineChunker() {
-  if (fd_ >= 0) ::close(fd_);
-}
+LineChunker::~LineChunker() = default;
 
 std::size_t LineChunker::read_full(char* destination, std::size_t capacity) {
   std::size_t filled = 0;
   while (filled < capacity) {
-    const ssize_t n = ::read(fd_, destination + filled, capacity - filled);
+    const std::size_t n = stream_->read(destination + filled, capacity - filled);
     if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw std::system_error(errno, std::generic_category(),
-                              "cannot read " + path_ + " at byte " + std::to_string(offset_ + filled));
-    }
-    filled += static_cast<std::size_t>(n);
+    filled += n;
   }
   offset_ += filled;
   return filled;

@@ -7,17 +7,22 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "source/byte_stream.h"
 #include "source/chunk.h"
 
 namespace pipescope {
 
+/// Reads a ByteStream in order: pipes, and compressed files (decompressed on
+/// the fly). Regular uncompressed files are read faster, in parallel ranges,
+/// by RangeFile.
 class LineChunker {
  public:
-  /// Opens `path` for reading. Throws std::system_error (with the path in the
-  /// message) when it cannot be opened.
+  /// Opens `path` (see open_byte_stream). Throws std::system_error (with the
+  /// path in the message) when it cannot be opened.
   LineChunker(std::string path, const ReadLimits& limits);
   ~LineChunker();
   LineChunker(const LineChunker&) = delete;
@@ -29,13 +34,15 @@ class LineChunker {
   bool next(ChunkBuffer& buffer, LineChunk& chunk);
 
   std::uint64_t bytes_read() const { return offset_; }
+  /// Why the stream ended early (corrupt or truncated compressed data), or empty.
+  const std::string& stream_error() const { return stream_->error(); }
 
  private:
   std::size_t read_full(char* destination, std::size_t capacity);
 
   std::string path_;
   ReadLimits limits_;
-  int fd_ = -1;
+  std::unique_ptr<ByteStream> stream_;
   std::uint64_t offset_ = 0;  // bytes read so far
   std::string carry_;         // partial last line of the previous chunk
   bool end_of_file_ = false;
