@@ -41,6 +41,7 @@ struct SimulateOptions {
   std::string chunk_names = "digit";
   std::string job_id = "index";
   std::string target_bytes;
+  std::string ivl_dir;
   int time_decimals = 6;
   std::string resolution = "us";
   std::int64_t start_ns = 1'697'793'307'213'000'000;
@@ -183,6 +184,7 @@ sim::LogWriterOptions make_writer_options(const SimulateOptions& o) {
                                               : sim::JobIdStyle::index;
   options.time_decimals = o.time_decimals;
   options.target_bytes = parse_bytes(o.target_bytes);
+  options.ivl_dir = o.ivl_dir;
   return options;
 }
 
@@ -197,6 +199,7 @@ int run_simulate(const SimulateOptions& o) {
   for (const auto& file : report.files) {
     fmt::print("  {}  {} jobs, {} bytes\n", file.path.string(), file.jobs, file.bytes);
   }
+  if (!o.ivl_dir.empty()) fmt::print("wrote the same run as .ivl records to {}\n", o.ivl_dir);
   fmt::print("expected metrics: {} (bubble ratio {:.6f}, {} step windows)\n",
              report.expected_path.string(), report.expected.bubble_ratio,
              report.expected.steps.size());
@@ -287,6 +290,10 @@ void register_simulate_command(CLI::App& app, int& status) {
       ->capture_default_str();
   sub->add_option("--target-bytes", o.target_bytes,
                   "Keep adding steps until the folder holds this many bytes (suffix K, M, G)");
+
+  sub->add_option("--ivl", o.ivl_dir,
+                  "Also write the same run as .ivl records into this folder (workerlog.R.ivl,\n"
+                  "same layout), through the job timer's record writer");
 
   sub->callback([options, &status] { status = run_simulate(*options); });
 }

@@ -5,16 +5,21 @@
 #include <tbb/global_control.h>
 #include <tbb/info.h>
 #include <tbb/parallel_pipeline.h>
+#include <tbb/task_group.h>
 
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <system_error>
 
 #include <fmt/core.h>
 
+#include "records/record_import.h"
 #include "scan/chunk_scanner.h"
 #include "scan/prefilter.h"
+#include "source/byte_stream.h"
+#include "source/line_chunker.h"
 #include "source/range_reader.h"
 
 namespace pipescope {
@@ -56,72 +61,67 @@ class WorkItemPool {
   tbb::concurrent_queue<WorkItem*> free_;
 };
 
-/// The serial first stage: walks the files in order. A regular file is cut
-/// into byte ranges that the parallel stage reads itself (so reads run on
-/// every thread and one huge file is split across them); anything else (a
-/// pipe, a device) is read here, in order, by a LineChunker.
-class InputCursor {
+/// The serial first stage: cuts the regular, uncompressed files into byte
+/// ranges, in order, without reading them; the parallel stage reads each
+/// range itself, so reads run on every thread and one huge file is split
+/// across them.
+class RangeCursor {
  public:
-  InputCursor(const std::vector<InputFile>& inputs, const ReadLimits& limits)
-      : inputs_(inputs), limits_(limits) {}
+  RangeCursor(const std::vector<InputFile>& inputs, std::vector<std::size_t> files,
+              const ReadLimits& limits)
+      : inputs_(inputs), files_(std::move(files)), limits_(limits) {}
 
-  /// Fills `item` with the next range, chunk or file error; false when done.
+  /// Fills `item` with the next range or file error; false when done.
   bool next(WorkItem& item) {
-    while (file_ < inputs_.size()) {
-      item.file = file_;
-      item.error.clear();
-      item.chunk = {};
-      item.range_file.reset();
-      item.last_of_file = false;
-      try {
-        if (!range_file_ && !chunker_) open(inputs_[file_].path);
-        if (range_file_) {
-          const std::uint64_t size = range_file_->size();
-          const std::uint64_t chunk = std::max<std::size_t>(limits_.chunk_bytes, 1);
-          item.range_file = range_file_;
-          item.range_begin = offset_;
-          item.range_end = std::min(size, offset_ + chunk);
-          offset_ = item.range_end;
-          item.last_of_file = offset_ >= size;
-          if (item.last_of_file) advance();
-          return true;
-        }
-        if (chunker_->next(item.buffer, item.chunk)) return true;
-        item.chunk = {};
-        item.last_of_file = true;  // an empty item marks the end of the stream
-        advance();
-        return true;
-      } catch (const std::system_error& e) {
-        item.error = e.what();
-        item.last_of_file = true;
-        advance();
-        return true;
+    if (next_ == files_.size()) return false;
+    item.file = files_[next_];
+    item.error.clear();
+    item.chunk = {};
+    item.range_file.reset();
+    item.last_of_file = false;
+    try {
+      if (!file_) {
+        file_ = std::make_shared<const RangeFile>(inputs_[item.file].path);
+        offset_ = 0;
       }
+      const std::uint64_t chunk = std::max<std::size_t>(limits_.chunk_bytes, 1);
+      item.range_file = file_;
+      item.range_begin = offset_;
+      item.range_end = std::min(file_->size(), offset_ + chunk);
+      offset_ = item.range_end;
+      item.last_of_file = offset_ >= file_->size();  // an empty file is one empty range
+    } catch (const std::system_error& e) {
+      item.error = e.what();
+      item.last_of_file = true;
     }
-    return false;
+    if (item.last_of_file) {
+      file_.reset();
+      ++next_;
+    }
+    return true;
   }
 
  private:
-  void open(const std::string& path) {
-    offset_ = 0;
-    if (is_regular_file(path)) {
-      range_file_ = std::make_shared<const RangeFile>(path);
-    } else {
-      chunker_.emplace(path, limits_);
-    }
-  }
-  void advance() {
-    chunker_.reset();
-    range_file_.reset();
-    ++file_;
-  }
   const std::vector<InputFile>& inputs_;
+  std::vector<std::size_t> files_;
   ReadLimits limits_;
-  std::size_t file_ = 0;
-  std::shared_ptr<const RangeFile> range_file_;
+  std::size_t next_ = 0;
+  std::shared_ptr<const RangeFile> file_;
   std::uint64_t offset_ = 0;
-  std::optional<LineChunker> chunker_;
 };
+
+/// Scans one chunk already read into `item` (no-op for an item with an error).
+void scan_item(WorkItem& item, const Prefilter& prefilter, Prefilter::Scratch& scratch,
+               const ScanOptions& options) {
+  item.scan.clear();
+  if (!item.error.empty()) return;
+  ChunkScanOptions scan_options;
+  scan_options.end_of_file = item.chunk.end_of_file;
+  scan_options.max_problems = options.diagnostics_per_file;
+  scan_options.look_for_binary = item.chunk.file_offset == 0 && item.chunk.skipped_before.empty();
+  scan_options.max_line_bytes = options.limits.max_line_bytes;
+  scan_chunk(item.chunk.text, prefilter, scratch, scan_options, item.scan);
+}
 
 /// The ordered stage: owns the Run while it is built.
 class RunBuilder {
@@ -144,7 +144,10 @@ class RunBuilder {
     progress_.files_total = inputs.size();
   }
 
+  /// Thread-safe: the ordered stage and the stream readers both call it
+  /// (for different files; one file's chunks always arrive in order).
   void consume(WorkItem& item) {
+    std::lock_guard lock(mutex_);
     const std::size_t f = item.file;
     InputStats& stats = run_.inputs[f];
     if (!item.error.empty()) {
@@ -232,6 +235,7 @@ class RunBuilder {
     }
   }
 
+  std::mutex mutex_;
   const std::vector<InputFile>& inputs_;
   const ScanOptions& options_;
   Run run_;
@@ -242,9 +246,36 @@ class RunBuilder {
   ScanProgress progress_;
 };
 
+/// Reads one stream file (compressed, or not a regular file) in order on
+/// one thread: decompression cannot be split, so such files run in parallel
+/// with each other and with the range pipeline instead.
+void scan_stream(std::size_t file, const InputFile& input, const Prefilter& prefilter,
+                 tbb::enumerable_thread_specific<Prefilter::Scratch>& scratches,
+                 const ScanOptions& options, RunBuilder& builder) {
+  auto item = std::make_unique<WorkItem>(options.limits);
+  item->file = file;
+  try {
+    LineChunker chunker(input.path, options.limits);
+    while (chunker.next(item->buffer, item->chunk)) {
+      scan_item(*item, prefilter, scratches.local(), options);
+      builder.consume(*item);
+    }
+    item->chunk = {};
+    item->scan.clear();
+    item->error = chunker.stream_error();
+  } catch (const std::system_error& e) {
+    item->error = e.what();
+  }
+  item->last_of_file = true;
+  builder.consume(*item);
+}
+
 }  // namespace
 
 Run scan_worker_logs(const std::vector<InputFile>& inputs, const ScanOptions& options) {
+  // .ivl record files are imported by records/record_import.h, not scanned as
+  // text; that path calls back here with the worker logs alone.
+  if (has_ivl_inputs(inputs)) return scan_mixed_inputs(inputs, options);
   const unsigned threads =
       options.threads > 0 ? options.threads : static_cast<unsigned>(tbb::info::default_concurrency());
   tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, threads);
@@ -252,12 +283,22 @@ Run scan_worker_logs(const std::vector<InputFile>& inputs, const ScanOptions& op
   const Prefilter prefilter;
   tbb::enumerable_thread_specific<Prefilter::Scratch> scratches(
       [&prefilter] { return Prefilter::Scratch(prefilter); });
+  RunBuilder builder(inputs, options);
+
+  std::vector<std::size_t> range_files;
+  tbb::task_group streams;
+  for (std::size_t f = 0; f < inputs.size(); ++f) {
+    if (compression_of(inputs[f].path) == Compression::none && is_regular_file(inputs[f].path)) {
+      range_files.push_back(f);
+    } else {
+      streams.run([&, f] { scan_stream(f, inputs[f], prefilter, scratches, options, builder); });
+    }
+  }
 
   WorkItemPool pool(options.limits);
-  InputCursor cursor(inputs, options.limits);
-  RunBuilder builder(inputs, options);
-  // Enough chunks in flight to keep every thread busy while one is read and
-  // one is merged; each costs one chunk buffer.
+  RangeCursor cursor(inputs, std::move(range_files), options.limits);
+  // Enough ranges in flight to keep every thread busy while one is merged;
+  // each costs one chunk buffer.
   const std::size_t max_in_flight = 2 * static_cast<std::size_t>(threads) + 2;
 
   tbb::parallel_pipeline(
@@ -276,7 +317,6 @@ Run scan_worker_logs(const std::vector<InputFile>& inputs, const ScanOptions& op
           tbb::make_filter<WorkItem*, WorkItem*>(
               tbb::filter_mode::parallel,
               [&](WorkItem* item) {
-                item->scan.clear();
                 if (item->range_file) {
                   try {
                     item->range_file->read_lines(item->range_begin, item->range_end,
@@ -286,16 +326,7 @@ Run scan_worker_logs(const std::vector<InputFile>& inputs, const ScanOptions& op
                   }
                   item->range_file.reset();  // the last range closes the file
                 }
-                if (item->error.empty()) {
-                  ChunkScanOptions scan_options;
-                  scan_options.end_of_file = item->chunk.end_of_file;
-                  scan_options.max_problems = options.diagnostics_per_file;
-                  scan_options.look_for_binary =
-                      item->chunk.file_offset == 0 && item->chunk.skipped_before.empty();
-                  scan_options.max_line_bytes = options.limits.max_line_bytes;
-                  scan_chunk(item->chunk.text, prefilter, scratches.local(), scan_options,
-                             item->scan);
-                }
+                scan_item(*item, prefilter, scratches.local(), options);
                 return item;
               }) &
           tbb::make_filter<WorkItem*, void>(tbb::filter_mode::serial_in_order,
@@ -303,6 +334,7 @@ Run scan_worker_logs(const std::vector<InputFile>& inputs, const ScanOptions& op
                                               builder.consume(*item);
                                               pool.release(item);
                                             }));
+  streams.wait();
   return builder.finish();
 }
 

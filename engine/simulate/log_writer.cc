@@ -13,6 +13,7 @@
 #include <system_error>
 #include <utility>
 
+#include "records/ivl_writer.h"
 #include "simulate/log_format.h"
 #include "simulate/noise.h"
 
@@ -40,7 +41,7 @@ bool is_numbered(std::string_view name, std::string_view prefix) {
 
 bool is_ours(std::string_view name) {
   return is_numbered(name, "workerlog.") || name == "expected.json" || name == "simulation.json" ||
-         name.ends_with(kTempSuffix);
+         name.ends_with(kTempSuffix) || name.ends_with(".ivl");
 }
 
 // Creates dir, or empties it of what a previous simulation wrote (only with
@@ -362,9 +363,18 @@ WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions
   prepare_dir(options.dir, options.force);
   std::vector<std::unique_ptr<DeviceLog>> logs;
   logs.reserve(devices.size());
+  // --ivl: the same jobs as .ivl records, one writer per device, one block per step.
+  if (!options.ivl_dir.empty() &&
+      fs::weakly_canonical(options.ivl_dir) == fs::weakly_canonical(options.dir)) {
+    throw std::invalid_argument("the .ivl folder must differ from the worker log folder");
+  }
+  if (!options.ivl_dir.empty()) prepare_dir(options.ivl_dir, options.force);
+  std::vector<std::unique_ptr<ivl::Writer>> ivls;
+  std::vector<fs::path> ivl_paths;
   auto remove_temps = [&] {
     std::error_code ec;
     for (const auto& log : logs) fs::remove(log->temp_path(), ec);
+    for (const auto& path : ivl_paths) fs::remove(path.string() + std::string(kTempSuffix), ec);
   };
 
   WriteReport report;
@@ -378,6 +388,21 @@ WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions
       logs.push_back(std::make_unique<DeviceLog>(folder / fmt::format("workerlog.{}", device.rank),
                                                  device, config.shape.stages, config.seed, options,
                                                  type_names, chunks));
+      if (!options.ivl_dir.empty()) {
+        const fs::path ivl_folder = options.ivl_dir / folder.lexically_relative(options.dir);
+        fs::create_directories(ivl_folder);
+        ivl_paths.push_back(ivl_folder / fmt::format("workerlog.{}.ivl", device.rank));
+        ivl::FileInfo info;
+        info.machine = device.machine;
+        info.rank = device.rank;
+        info.machine_name = config.machines > 1 ? fmt::format("machine{}", device.machine) : "";
+        info.producer = "pipescope simulate";
+        info.anchor_realtime_ns = config.start_ns;
+        info.first_step = options.first_step;
+        info.types = type_names;  // id = type * chunks + chunk, as in DeviceLog::add_job
+        ivls.push_back(std::make_unique<ivl::Writer>(
+            ivl_paths.back().string() + std::string(kTempSuffix), info));
+      }
     }
 
     const std::int64_t start = config.start_ns;
@@ -401,6 +426,14 @@ WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions
       for (std::size_t d = 0; d < logs.size(); ++d) {
         for (const SimJob& job : step_jobs[d]) {
           logs[d]->add_job(job);
+          if (!ivls.empty()) {
+            const auto slot = static_cast<std::uint32_t>(static_cast<int>(job.type) * chunks +
+                                                         job.chunk);
+            ivls[d]->append({printed_ns(job.start_ns, decimals), printed_ns(job.end_ns, decimals),
+                             slot, job.micro_batch,
+                             static_cast<std::int32_t>(options.first_step.value_or(0) + job.step),
+                             0});
+          }
           expected.add_job(static_cast<int>(d), job.step, printed_ns(job.start_ns, decimals),
                            printed_ns(job.end_ns, decimals));
         }
@@ -411,6 +444,7 @@ WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions
               fmt::format("Schedule Profiler start at step {}", *options.first_step + 1000));
         }
         logs[d]->flush_if_over(block_limit);
+        if (!ivls.empty()) ivls[d]->flush();
         total += logs[d]->bytes();
       }
       if (simulator.steps_done() >= config.steps && total >= options.target_bytes) break;
@@ -418,6 +452,10 @@ WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions
 
     for (auto& log : logs) log->close();
     for (auto& log : logs) fs::rename(log->temp_path(), log->path());
+    for (std::size_t d = 0; d < ivls.size(); ++d) {
+      ivls[d]->close();
+      fs::rename(ivls[d]->path(), ivl_paths[d]);
+    }
 
     report.expected = expected.finish();
     report.expected_path = options.dir / "expected.json";

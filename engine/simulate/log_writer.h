@@ -54,6 +54,10 @@ struct LogWriterOptions {
   /// When non-zero, keep simulating steps past SimConfig::steps until the
   /// folder holds at least this many bytes (stops at a step boundary).
   std::uint64_t target_bytes = 0;
+  /// When not empty, also write the same run as .ivl records into this folder
+  /// (same layout, `workerlog.R.ivl`; one block per step) through the job
+  /// timer's record writer (records/ivl_writer.h). Must differ from dir.
+  std::filesystem::path ivl_dir;
 };
 
 struct WrittenFile {

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <charconv>
+#include <climits>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <system_error>
 
 #include <fmt/core.h>
+
+#include "records/ivl_reader.h"
 
 namespace pipescope {
 
@@ -78,8 +81,48 @@ std::vector<InputFile> worker_logs_in(const std::vector<fs::directory_entry>& en
   return logs;
 }
 
+bool is_ivl_file(const fs::directory_entry& entry) {
+  const std::string name = entry.path().filename().string();
+  return name.size() > 4 && name.ends_with(".ivl") && is_regular(entry);
+}
+
+/// Places .ivl files by their headers: files naming one machine index form
+/// one machine (ordered by that index), ranks from the header. A file whose
+/// header cannot be read goes to a last machine of its own kind, so that the
+/// importer reports it and the other files are still analysed.
+/// `machine_of_key` maps header machine index -> position in `machines`.
+void add_ivl_files(std::vector<fs::path> files, std::vector<Machine>& machines,
+                   std::map<long, std::size_t>& machine_of_key) {
+  std::sort(files.begin(), files.end());
+  constexpr long kUnreadable = LONG_MAX;
+  std::map<long, std::vector<InputFile>> found;
+  std::map<long, std::string> names;
+  for (const auto& path : files) {
+    InputFile input;
+    input.path = path.string();
+    input.format = InputFormat::ivl;
+    input.size_bytes = file_size_or_zero(path);
+    std::string error;
+    const auto header = ivl::read_header(input.path, error);
+    const long key = header ? header->machine : kUnreadable;
+    auto& ranks = found[key];
+    input.rank = header ? header->rank : static_cast<int>(ranks.size());
+    if (header && names[key].empty()) names[key] = header->machine_name;
+    ranks.push_back(std::move(input));
+  }
+  for (auto& [key, ranks] : found) {
+    auto [it, inserted] = machine_of_key.try_emplace(key, machines.size());
+    if (inserted) machines.push_back({names[key], {}});
+    for (auto& input : ranks) machines[it->second].ranks.push_back(std::move(input));
+  }
+}
+
 void add_folder(const fs::path& dir, std::vector<Machine>& machines) {
   const auto entries = list_folder(dir);
+  std::vector<fs::path> ivl_files;
+  for (const auto& entry : entries) {
+    if (is_ivl_file(entry)) ivl_files.push_back(entry.path());
+  }
   auto direct = worker_logs_in(entries);
   const bool has_direct = !direct.empty();
   if (has_direct) {
@@ -94,14 +137,20 @@ void add_folder(const fs::path& dir, std::vector<Machine>& machines) {
   std::sort(machine_dirs.begin(), machine_dirs.end());
   const std::size_t before = machines.size();
   for (const auto& [k, path] : machine_dirs) {
-    auto logs = worker_logs_in(list_folder(path));
+    const auto listing = list_folder(path);
+    for (const auto& entry : listing) {
+      if (is_ivl_file(entry)) ivl_files.push_back(entry.path());
+    }
+    auto logs = worker_logs_in(listing);
     if (logs.empty()) continue;
     machines.push_back({path.filename().string(), std::move(logs)});
   }
+  std::map<long, std::size_t> ivl_machines;  // .ivl machines of this folder
+  add_ivl_files(std::move(ivl_files), machines, ivl_machines);
   if (machines.size() == before && !has_direct) {
     throw InputError(fmt::format(
-        "no worker logs in {}: looked for files named workerlog.N (N = rank) in it, or in "
-        "machineK/ sub-folders of it",
+        "no worker logs in {}: looked for files named workerlog.N (N = rank) or *.ivl in it, "
+        "or in machineK/ sub-folders of it",
         dir.string()));
   }
 }
@@ -126,6 +175,13 @@ void add_file(const fs::path& file, std::vector<Machine>& machines,
 }  // namespace
 
 int worker_log_rank(std::string_view file_name) {
+  // Compressed logs (workerlog.3.gz, workerlog.3.zst) are the same rank.
+  for (const std::string_view suffix : {".gz", ".zst"}) {
+    if (file_name.ends_with(suffix)) {
+      file_name.remove_suffix(suffix.size());
+      break;
+    }
+  }
   return static_cast<int>(numbered_name(file_name, "workerlog."));
 }
 
@@ -133,6 +189,7 @@ std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths) {
   if (paths.empty()) throw InputError("no input paths given");
   std::vector<Machine> machines;
   std::map<std::string, std::size_t> machine_of_parent;  // files given directly
+  std::map<long, std::size_t> ivl_machine_of_key;        // .ivl files given directly
   for (const auto& text : paths) {
     const fs::path path(text);
     std::error_code ec;
@@ -143,6 +200,8 @@ std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths) {
     }
     if (fs::is_directory(status)) {
       add_folder(path, machines);
+    } else if (path.filename().string().ends_with(".ivl")) {
+      add_ivl_files({path}, machines, ivl_machine_of_key);
     } else {
       add_file(path, machines, machine_of_parent);
     }

@@ -21,8 +21,15 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// How an input file is read.
+enum class InputFormat {
+  worker_log,  ///< text worker log, scanned line by line
+  ivl,         ///< `.ivl` binary interval records (records/ivl_format.h)
+};
+
 struct InputFile {
   std::string path;
+  InputFormat format = InputFormat::worker_log;
   std::uint64_t size_bytes = 0;
   int machine = 0;           ///< machine ordinal
   std::string machine_name;  ///< `machineK` folder name, or empty
@@ -30,10 +37,13 @@ struct InputFile {
   int device = 0;            ///< global device index
 };
 
-/// Returns the rank N of a `workerlog.N` name, or -1.
+/// Returns the rank N of a `workerlog.N` name (also `workerlog.N.gz` and
+/// `workerlog.N.zst`), or -1.
 int worker_log_rank(std::string_view file_name);
 
-/// Discovers the worker logs under `paths`. Throws InputError for a path that
+/// Discovers the worker logs (and `.ivl` record files: any name ending in
+/// `.ivl`, in a folder or its machineK/ sub-folders, or given directly; their
+/// header names machine and rank) under `paths`. Throws InputError for a path that
 /// does not exist or cannot be listed, and for a folder without worker logs
 /// (naming what was looked for), or when two inputs claim the same machine
 /// and rank.
