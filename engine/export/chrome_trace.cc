@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "analysis/job_kind.h"
@@ -191,7 +192,8 @@ void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptio
   std::int64_t stride = kMinLaneStride;
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
     lanes[d] = assign_lanes(run.devices[d].jobs, lane_counts[d]);
-    stride = std::max<std::int64_t>(stride, lane_counts[d]);
+    // With pipeline analysis, the lane after a device's job lanes holds its bubbles.
+    stride = std::max<std::int64_t>(stride, lane_counts[d] + (options.pipeline ? 1 : 0));
   }
   const auto tid_of = [&](std::size_t d, int lane) {
     return kStepsTid + 1 + static_cast<std::int64_t>(d) * stride + lane;
@@ -237,6 +239,15 @@ void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptio
       trace.metadata("thread_sort_index", pid, tid_of(d, lane), "sort_index",
                      static_cast<std::int64_t>(d) * stride + lane);
     }
+    if (options.pipeline != nullptr) {
+      const std::int64_t pid = machine_pid(device.machine);
+      // U+00B7 MIDDLE DOT, in UTF-8.
+      trace.metadata("thread_name", pid, tid_of(d, lane_counts[d]), "name",
+                     fmt::format("GPU {} (machine {}) \xC2\xB7 bubbles", device.index,
+                                 device.machine));
+      trace.metadata("thread_sort_index", pid, tid_of(d, lane_counts[d]), "sort_index",
+                     static_cast<std::int64_t>(d) * stride + lane_counts[d]);
+    }
   }
 
   std::string name;
@@ -247,6 +258,35 @@ void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptio
     w.field("bubble_ratio", step.bubble_ratio);
     w.field("duration_ns", step.window_ns());
     trace.end_slice();
+  }
+  if (options.pipeline != nullptr) {
+    // A stacked counter of each step's idle share by bubble kind; it drops
+    // to 0 where the last window ends.
+    const auto& per_step = options.pipeline->bubbles.per_step;
+    const auto devices = static_cast<double>(run.devices.size());
+    for (std::size_t k = 0; k <= metrics.steps.size() && !metrics.steps.empty(); ++k) {
+      const bool end = k == metrics.steps.size();
+      const StepWindow& step = metrics.steps[end ? k - 1 : k];
+      BubbleTotals totals;
+      if (!end && k < per_step.size()) {
+        for (const BubbleTotals& t : per_step[k]) totals.add(t);
+      }
+      const double denominator = devices * static_cast<double>(step.window_ns());
+      w.begin_object(/*one_line=*/true);
+      w.field("name", "bubble ratio");
+      w.field("ph", "C");
+      trace.time_field("ts", ns_diff(end ? step.end_ns : step.start_ns, origin_ns));
+      w.field("pid", kStepsPid);
+      w.field("tid", kStepsTid);
+      w.key("args");
+      w.begin_object();
+      for (const BubbleKind kind : {BubbleKind::fill, BubbleKind::interior, BubbleKind::drain}) {
+        w.field(bubble_kind_name(kind),
+                denominator > 0 ? static_cast<double>(totals.of(kind)) / denominator : 0.0);
+      }
+      w.end_object();
+      w.end_object();
+    }
   }
 
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
@@ -277,6 +317,52 @@ void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptio
       w.field("duration_ns", job.duration_ns());
       w.field("line", job.line);
       trace.end_slice();
+    }
+  }
+  if (options.pipeline != nullptr) {
+    for_each_bubble(run, metrics, [&](const Bubble& bubble) {
+      const Device& device = run.devices[bubble.device];
+      std::string_view colour = "yellow";
+      if (bubble.kind == BubbleKind::interior) colour = "bad";
+      if (bubble.kind == BubbleKind::drain) colour = "olive";
+      trace.begin_slice(bubble_kind_name(bubble.kind), "bubble", bubble.start_ns,
+                        bubble.length_ns(), machine_pid(device.machine),
+                        tid_of(bubble.device, lane_counts[bubble.device]), colour);
+      w.field("step", metrics.steps[bubble.step].step);
+      w.field("length_ns", bubble.length_ns());
+      trace.end_slice();
+    });
+  }
+  if (options.pipeline != nullptr && options.flows) {
+    // Dependencies on a critical path get their own category, to filter on.
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> critical;
+    for (const CriticalPath& path : options.pipeline->critical_paths) {
+      for (const CriticalPathJob& entry : path.jobs) {
+        if (entry.via_dependency) critical.emplace_back(entry.job.device, entry.job.job);
+      }
+    }
+    std::sort(critical.begin(), critical.end());
+    std::int64_t id = 0;
+    for (const Dependency& dep : options.pipeline->dependencies) {
+      const bool on_path = std::binary_search(critical.begin(), critical.end(),
+                                              std::make_pair(dep.consumer.device, dep.consumer.job));
+      const std::string_view category = on_path ? "critical_path" : "dependency";
+      ++id;
+      for (const bool start : {true, false}) {
+        const JobRef ref = start ? dep.producer : dep.consumer;
+        const Job& job = run.devices[ref.device].jobs[ref.job];
+        w.begin_object(/*one_line=*/true);
+        w.field("name", "dependency");
+        w.field("cat", category);
+        w.field("ph", start ? "s" : "f");
+        if (!start) w.field("bp", "e");
+        w.field("id", id);
+        // Inside the slice it belongs to, so viewers bind the arrow to it.
+        trace.time_field("ts", ns_diff(job.start_ns, origin_ns));
+        w.field("pid", machine_pid(run.devices[ref.device].machine));
+        w.field("tid", tid_of(ref.device, lanes[ref.device][ref.job]));
+        w.end_object();
+      }
     }
   }
   w.end_array();

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "analysis/metrics.h"
+#include "analysis/pipeline.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -28,6 +29,13 @@ struct TraceOptions {
   /// false: time zero is the earliest job start (otherData.origin_ns says
   /// which epoch time that is); true: timestamps are epoch microseconds.
   bool absolute_time = false;
+  /// When set: a "· bubbles" lane per device with one slice per bubble (named
+  /// by kind), and a "bubble ratio" counter track (fill/interior/drain) in Steps.
+  const PipelineAnalysis* pipeline = nullptr;
+  /// With `pipeline`: flow arrows from each job to the jobs of other stages
+  /// that depend on it (category "dependency", or "critical_path" on a step's
+  /// critical path).
+  bool flows = false;
 };
 
 /// Writes the trace to `path` atomically. The folder must exist. Throws

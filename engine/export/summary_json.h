@@ -6,6 +6,7 @@
 #include <string>
 
 #include "analysis/metrics.h"
+#include "analysis/pipeline.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -15,5 +16,11 @@ namespace pipescope {
 /// Run and Metrics always give the same bytes. Throws std::system_error
 /// ("cannot write PATH: ...") on I/O failure.
 void write_summary_json(const Run& run, const Metrics& metrics, const std::string& path);
+
+/// The same summary plus the pipeline sections (README, "Explaining the
+/// bubbles"): schedule, stages, bubbles, bottleneck, critical_path, clock,
+/// warnings. Same errors.
+void write_summary_json(const Run& run, const Metrics& metrics, const PipelineAnalysis& pipeline,
+                        const std::string& path);
 
 }  // namespace pipescope

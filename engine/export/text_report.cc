@@ -228,6 +228,151 @@ void write_diagnostics(fmt::memory_buffer& out, const Run& run, const Style& sty
   }
 }
 
+
+// --- pipeline section (analysis/pipeline.h) ---------------------------------
+
+std::string job_name(const Run& run, const Device& device, std::int64_t job) {
+  if (job < 0 || static_cast<std::size_t>(job) >= device.jobs.size()) return "-";
+  const Job& j = device.jobs[static_cast<std::size_t>(job)];
+  return printable(fmt::format("{} mb{}",
+                               j.type < run.types.size() ? run.types.name(j.type) : "?",
+                               j.micro_batch));
+}
+
+std::string share(std::int64_t part, std::int64_t whole) {
+  return whole > 0 ? percent(static_cast<double>(part) / static_cast<double>(whole)) : "-";
+}
+
+void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metrics,
+                    const PipelineAnalysis& a, const Style& style) {
+  append_line(out, style.bold("Pipeline"));
+  const ScheduleReport& sr = a.schedule;
+  const ScheduleDetection& d = sr.detection;
+  append_line(out, fmt::format("  schedule: {}{} (P={} stages, M={} micro-batches, V={} chunk{}; "
+                               "{} of {} steps agree)",
+                               pipeline_schedule_name(d.schedule),
+                               d.exact || d.schedule == PipelineSchedule::unknown ? ""
+                                                                                  : "-like",
+                               d.stages, d.micro_batches, d.chunks, d.chunks == 1 ? "" : "s",
+                               sr.steps_agreeing, sr.steps_examined));
+  if (sr.ideal_bubble_ratio) {
+    append_line(out, fmt::format("  bubble: measured {}, ideal {} for this schedule under uniform "
+                                 "costs, excess {:+.1f} points",
+                                 percent(sr.measured_bubble_ratio),
+                                 percent(*sr.ideal_bubble_ratio), *sr.excess * 100.0));
+  }
+  const BubbleTotals& t = a.bubbles.total;
+  append_line(out, fmt::format("  idle by kind: fill {} ({}), interior {} ({}), drain {} ({})",
+                               format_duration(t.of(BubbleKind::fill)),
+                               share(t.of(BubbleKind::fill), t.idle_ns()),
+                               format_duration(t.of(BubbleKind::interior)),
+                               share(t.of(BubbleKind::interior), t.idle_ns()),
+                               format_duration(t.of(BubbleKind::drain)),
+                               share(t.of(BubbleKind::drain), t.idle_ns())));
+  const BottleneckReport& b = a.bottleneck;
+  if (b.slowest_stage >= 0) {
+    const auto slowest = static_cast<std::size_t>(b.slowest_stage);
+    append_line(out, fmt::format("  bottleneck: stage {} (device {}), {} of compute per device "
+                                 "and step, {:.2f}x the mean of the stages",
+                                 b.slowest_stage, describe_stage_devices(run, a.stages, slowest),
+                                 format_duration(b.stages[slowest].compute_per_step_ns),
+                                 b.imbalance));
+  }
+  const ClockReport& c = a.clock;
+  if (c.method != "single-machine") {
+    std::string offsets;
+    for (const MachineClock& m : c.machines) {
+      if (m.offset_ns == 0 && m.estimate_ns == 0) continue;
+      offsets += fmt::format("{}{} {}{}", offsets.empty() ? "" : ", ", printable(m.name),
+                             m.offset_ns != 0 ? (m.offset_ns > 0 ? "+" : "")
+                                              : (m.estimate_ns > 0 ? "estimate +" : "estimate "),
+                             format_duration(m.offset_ns != 0 ? m.offset_ns : m.estimate_ns));
+    }
+    append_line(out, fmt::format("  clocks: {}{}{}; dependency violations {} before, {} after",
+                                 c.method, offsets.empty() ? "" : ": ", offsets,
+                                 c.violations_before, c.violations_after));
+  }
+  append_line(out, "");
+
+  Table stages({{"stage", Table::right},
+                {"devices", Table::left},
+                {"forward mean", Table::right},
+                {"p95", Table::right},
+                {"backward mean", Table::right},
+                {"p95", Table::right},
+                {"weight mean", Table::right},
+                {"compute/step", Table::right}});
+  for (std::size_t s = 0; s < b.stages.size(); ++s) {
+    const auto& r = b.stages[s].by_role;
+    auto mean = [&](PipelineRole role) {
+      const DurationStats& st = r[static_cast<std::size_t>(role)];
+      return st.count == 0 ? std::string("-") : format_duration(st.mean_ns);
+    };
+    auto p95 = [&](PipelineRole role) {
+      const DurationStats& st = r[static_cast<std::size_t>(role)];
+      return st.count == 0 ? std::string("-") : format_duration(st.p95_ns);
+    };
+    stages.add_row({std::to_string(s) + (static_cast<int>(s) == b.slowest_stage ? " *" : ""),
+                    describe_stage_devices(run, a.stages, s), mean(PipelineRole::forward),
+                    p95(PipelineRole::forward), mean(PipelineRole::backward),
+                    p95(PipelineRole::backward), mean(PipelineRole::weight),
+                    format_duration(b.stages[s].compute_per_step_ns)});
+  }
+  append_line(out, style.bold("Stages (* = bottleneck)"));
+  stages.render(out, style);
+
+  if (!a.bubbles.longest.empty() && !metrics.steps.empty()) {
+    append_line(out, "");
+    append_line(out, style.bold(fmt::format("Longest bubbles ({})", a.bubbles.longest.size())));
+    Table longest({{"device", Table::right},
+                   {"step", Table::right},
+                   {"start ms", Table::right},
+                   {"length", Table::right},
+                   {"kind", Table::left},
+                   {"job before", Table::left},
+                   {"job after", Table::left}});
+    const std::int64_t origin = metrics.steps.front().start_ns;
+    for (const Bubble& bubble : a.bubbles.longest) {
+      const Device& device = run.devices[bubble.device];
+      longest.add_row({std::to_string(device.index), std::to_string(metrics.steps[bubble.step].step),
+                       relative_ms(bubble.start_ns, origin), format_duration(bubble.length_ns()),
+                       std::string(bubble_kind_name(bubble.kind)),
+                       job_name(run, device, bubble.job_before),
+                       job_name(run, device, bubble.job_after)});
+    }
+    longest.render(out, style);
+  }
+
+  const CriticalPath* path = nullptr;
+  for (const CriticalPath& p : a.critical_paths) {
+    if (path == nullptr || metrics.steps[p.step].window_ns() > metrics.steps[path->step].window_ns()) {
+      path = &p;
+    }
+  }
+  if (path != nullptr) {
+    const std::int64_t window = metrics.steps[path->step].window_ns();
+    append_line(out, "");
+    append_line(out, style.bold(fmt::format(
+                         "Critical path of step {} (the longest, {}): {} jobs, waits {}",
+                         metrics.steps[path->step].step, format_duration(window),
+                         path->jobs.size(), format_duration(path->wait_ns))));
+    Table table({{"stage", Table::right}, {"time on path", Table::right}, {"share", Table::right}});
+    for (std::size_t s = 0; s < path->stage_ns.size(); ++s) {
+      table.add_row({std::to_string(s), format_duration(path->stage_ns[s]),
+                     share(path->stage_ns[s], window)});
+    }
+    table.render(out, style);
+  }
+
+  if (!a.warnings.empty()) {
+    append_line(out, "");
+    append_line(out, style.yellow(fmt::format("Warnings ({})", a.warnings.size())));
+    for (const QualityWarning& warning : a.warnings) {
+      append_line(out, fmt::format("  {}", printable(warning.message)));
+    }
+  }
+}
+
 }  // namespace
 
 std::string format_duration(std::int64_t ns) {
@@ -267,6 +412,10 @@ void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
                                                         : style.bold(overall),
                           run.devices.size(), format_duration(metrics.total_window_ns)));
   append_line(text, "");
+  if (options.pipeline != nullptr) {
+    write_pipeline(text, run, metrics, *options.pipeline, style);
+    append_line(text, "");
+  }
 
   write_inputs(text, run, style);
   if (!run.diagnostics.empty()) {

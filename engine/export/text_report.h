@@ -9,6 +9,7 @@
 #include <string>
 
 #include "analysis/metrics.h"
+#include "analysis/pipeline.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -16,6 +17,10 @@ namespace pipescope {
 struct ReportOptions {
   /// ANSI bold/colour escapes; callers enable it only for a terminal.
   bool color = false;
+  /// When set, a "Pipeline" section follows the bubble ratio: schedule and
+  /// ideal bubble, bubbles by kind, the longest bubbles, stages and the
+  /// bottleneck, the critical path of the longest step, clocks and warnings.
+  const PipelineAnalysis* pipeline = nullptr;
 };
 
 /// Writes the report to `out` (e.g. stdout). With more than 20 steps only the

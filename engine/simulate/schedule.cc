@@ -99,6 +99,7 @@ std::vector<ScheduleOp> interleaved_ops(const ScheduleShape& shape, int stage) {
 std::optional<ScheduleKind> parse_schedule_kind(std::string_view name) {
   if (name == "fthenb" || name == "FThenB" || name == "gpipe") return ScheduleKind::fthenb;
   if (name == "1f1b" || name == "1F1B") return ScheduleKind::one_f_one_b;
+  if (name == "eager1f1b" || name == "Eager1F1B") return ScheduleKind::eager_one_f_one_b;
   if (name == "vpp" || name == "VPP" || name == "interleaved") return ScheduleKind::interleaved;
   if (name == "zbh1" || name == "zb-h1" || name == "ZBH1" || name == "ZB-H1") {
     return ScheduleKind::zb_h1;
@@ -112,6 +113,8 @@ std::string_view schedule_kind_name(ScheduleKind kind) {
       return "fthenb";
     case ScheduleKind::one_f_one_b:
       return "1f1b";
+    case ScheduleKind::eager_one_f_one_b:
+      return "eager1f1b";
     case ScheduleKind::interleaved:
       return "vpp";
     case ScheduleKind::zb_h1:
@@ -155,6 +158,8 @@ int warmup_forwards(const ScheduleShape& shape, int stage) {
     case ScheduleKind::one_f_one_b:
     case ScheduleKind::zb_h1:
       return std::min(p - stage - 1, m);
+    case ScheduleKind::eager_one_f_one_b:
+      return std::min(2 * (p - stage - 1), m);
     case ScheduleKind::interleaved: {
       const int total = m * shape.chunks;
       // Megatron runs everything as warm-up when M == P.
@@ -170,6 +175,7 @@ std::vector<ScheduleOp> stage_ops(const ScheduleShape& shape, int stage) {
     case ScheduleKind::fthenb:
       return fthenb_ops(shape.micro_batches);
     case ScheduleKind::one_f_one_b:
+    case ScheduleKind::eager_one_f_one_b:
       return one_f_one_b_ops(shape, stage);
     case ScheduleKind::interleaved:
       return interleaved_ops(shape, stage);

@@ -21,14 +21,17 @@ enum class ScheduleKind {
   one_f_one_b,
   /// Megatron-LM interleaved 1F1B with V model chunks per stage (VPP).
   interleaved,
+  /// PaddlePaddle's Eager1F1B: 1F1B with 2(P-s-1) warm-up forwards on stage s,
+  /// so activations are sent earlier (at the cost of memory).
+  eager_one_f_one_b,
   /// ZB-H1 ("Zero Bubble Pipeline Parallelism", Qi et al. 2023): the backward is
   /// split into B (input gradient) and W (weight gradient); W is deferred.
   zb_h1,
 };
 
-/// Accepts "fthenb", "1f1b", "vpp" (or "interleaved") and "zbh1" (or "zb-h1").
+/// Accepts "fthenb", "1f1b", "eager1f1b", "vpp" (or "interleaved") and "zbh1" (or "zb-h1").
 std::optional<ScheduleKind> parse_schedule_kind(std::string_view name);
-/// The name parse_schedule_kind accepts first ("fthenb", "1f1b", "vpp", "zbh1").
+/// The name parse_schedule_kind accepts first ("fthenb", "1f1b", "eager1f1b", "vpp", "zbh1").
 std::string_view schedule_kind_name(ScheduleKind kind);
 
 enum class OpKind : std::uint8_t {

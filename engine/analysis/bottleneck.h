@@ -1,0 +1,58 @@
+// Per-stage job statistics and the stage that limits the pipeline: the one
+// whose compute (F + B + W time per device per step) is largest. In a
+// pipeline every stage waits for the slowest one, so its excess over the mean
+// is paid by every stage as idle time.
+//
+// Usage:
+//   BottleneckReport b = find_bottleneck(run, metrics, stages, roles);
+//   b.stages[b.slowest_stage].compute_per_step_ns, b.imbalance
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "analysis/job_role.h"
+#include "analysis/metrics.h"
+#include "analysis/stage_map.h"
+#include "model/run.h"
+
+namespace pipescope {
+
+/// Integer statistics of a set of job durations (ns). Median and p95 are
+/// nearest-rank (an actual duration); mean is rounded toward zero.
+struct DurationStats {
+  std::uint64_t count = 0;
+  std::int64_t total_ns = 0;
+  std::int64_t mean_ns = 0;
+  std::int64_t median_ns = 0;
+  std::int64_t p95_ns = 0;
+  std::int64_t max_ns = 0;
+};
+
+/// Sorts `durations` and summarises them (all zero when empty).
+DurationStats duration_stats(std::vector<std::int64_t>& durations);
+
+inline constexpr std::size_t kRoleCount = 6;  // PipelineRole values
+
+struct StageStats {
+  /// by_role[r]: durations of the stage's jobs of PipelineRole r, all its devices.
+  std::array<DurationStats, kRoleCount> by_role;
+  /// (F + B + W total of the stage) / (devices of the stage · step windows).
+  std::int64_t compute_per_step_ns = 0;
+};
+
+struct BottleneckReport {
+  std::vector<StageStats> stages;
+  /// The stage with the largest compute_per_step_ns (-1 without stages).
+  int slowest_stage = -1;
+  /// Slowest stage's compute_per_step_ns over the mean of all stages (1 when
+  /// balanced; 0 without compute jobs).
+  double imbalance = 0;
+  std::int64_t mean_compute_per_step_ns = 0;
+};
+
+BottleneckReport find_bottleneck(const Run& run, const Metrics& metrics, const StageMap& stages,
+                                 const std::vector<JobRole>& roles);
+
+}  // namespace pipescope

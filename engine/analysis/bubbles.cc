@@ -1,0 +1,139 @@
+#include "analysis/bubbles.h"
+
+#include <algorithm>
+
+namespace pipescope {
+
+namespace {
+
+// One maximal busy interval of a device: the union of overlapping jobs.
+struct BusyInterval {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+  std::int64_t first_job = kNoJob;  // the job that starts it
+  std::int64_t last_job = kNoJob;   // the job whose end is its end
+};
+
+// The contract's busy union (metrics.cc, add_busy_time), kept with the jobs
+// at its edges so that bubbles can name their neighbours.
+std::vector<BusyInterval> busy_intervals(const Device& device) {
+  std::vector<BusyInterval> out;
+  for (std::size_t i = 0; i < device.jobs.size(); ++i) {
+    const Job& job = device.jobs[i];
+    if (job.end_ns <= job.start_ns) continue;
+    if (!out.empty() && job.start_ns <= out.back().end) {
+      if (job.end_ns > out.back().end) {
+        out.back().end = job.end_ns;
+        out.back().last_job = static_cast<std::int64_t>(i);
+      }
+      continue;
+    }
+    out.push_back(
+        {job.start_ns, job.end_ns, static_cast<std::int64_t>(i), static_cast<std::int64_t>(i)});
+  }
+  return out;
+}
+
+// Orders bubbles for the "longest" list: longer first, then earlier, then device.
+bool longer(const Bubble& a, const Bubble& b) {
+  if (a.length_ns() != b.length_ns()) return a.length_ns() > b.length_ns();
+  if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+  return a.device < b.device;
+}
+
+}  // namespace
+
+std::string_view bubble_kind_name(BubbleKind kind) {
+  switch (kind) {
+    case BubbleKind::fill:
+      return "fill";
+    case BubbleKind::interior:
+      return "interior";
+    case BubbleKind::drain:
+      return "drain";
+  }
+  return "interior";
+}
+
+void BubbleTotals::add(const BubbleTotals& other) {
+  for (std::size_t i = 0; i < 3; ++i) {
+    ns[i] += other.ns[i];
+    count[i] += other.count[i];
+  }
+}
+
+void for_each_bubble(const Run& run, const Metrics& metrics,
+                     const std::function<void(const Bubble&)>& visit) {
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const std::vector<BusyInterval> busy = busy_intervals(run.devices[d]);
+    std::size_t first = 0;  // first interval that may still meet a window
+    for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
+      const StepWindow& window = metrics.steps[k];
+      if (window.window_ns() <= 0) continue;
+      while (first < busy.size() && busy[first].end <= window.start_ns) ++first;
+      Bubble bubble;
+      bubble.device = d;
+      bubble.step = k;
+      std::int64_t cursor = window.start_ns;
+      std::int64_t before = first > 0 ? busy[first - 1].last_job : kNoJob;
+      bool seen_busy = false;
+      std::size_t i = first;
+      for (; i < busy.size() && busy[i].begin < window.end_ns; ++i) {
+        const std::int64_t begin = std::max(busy[i].begin, window.start_ns);
+        if (begin > cursor) {
+          bubble.start_ns = cursor;
+          bubble.end_ns = begin;
+          bubble.kind = seen_busy ? BubbleKind::interior : BubbleKind::fill;
+          bubble.job_before = before;
+          bubble.job_after = busy[i].first_job;
+          visit(bubble);
+        }
+        seen_busy = true;
+        cursor = std::min(busy[i].end, window.end_ns);
+        before = busy[i].last_job;
+      }
+      if (cursor < window.end_ns) {
+        bubble.start_ns = cursor;
+        bubble.end_ns = window.end_ns;
+        bubble.kind = seen_busy ? BubbleKind::drain : BubbleKind::fill;
+        bubble.job_before = before;
+        bubble.job_after = i < busy.size() ? busy[i].first_job : kNoJob;
+        visit(bubble);
+      }
+    }
+  }
+}
+
+BubbleSummary summarize_bubbles(const Run& run, const Metrics& metrics, std::size_t top_n) {
+  BubbleSummary summary;
+  const std::size_t devices = run.devices.size();
+  summary.per_step.assign(metrics.steps.size(), std::vector<BubbleTotals>(devices));
+  summary.per_device.assign(devices, BubbleTotals{});
+  // A min-heap (by `longer`) of the top_n longest seen so far.
+  std::vector<Bubble>& heap = summary.longest;
+  for_each_bubble(run, metrics, [&](const Bubble& b) {
+    const auto kind = static_cast<std::size_t>(b.kind);
+    BubbleTotals& t = summary.per_step[b.step][b.device];
+    t.ns[kind] += b.length_ns();
+    ++t.count[kind];
+    if (top_n == 0) return;
+    if (heap.size() < top_n) {
+      heap.push_back(b);
+      std::push_heap(heap.begin(), heap.end(), longer);
+    } else if (longer(b, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), longer);
+      heap.back() = b;
+      std::push_heap(heap.begin(), heap.end(), longer);
+    }
+  });
+  std::sort(heap.begin(), heap.end(), longer);
+  for (const auto& step : summary.per_step) {
+    for (std::size_t d = 0; d < devices; ++d) {
+      summary.per_device[d].add(step[d]);
+      summary.total.add(step[d]);
+    }
+  }
+  return summary;
+}
+
+}  // namespace pipescope

@@ -1,0 +1,78 @@
+// Pipeline bubbles: every maximal idle gap of each device inside each step
+// window, classified by where it lies:
+//   fill      before the device's first busy time in the window (also the
+//             whole window when the device has no job in it)
+//   interior  between two busy intervals
+//   drain     after the device's last busy time in the window
+// Busy time is the contract's (README "Metrics"): the union of all job
+// intervals, so for every device d and step k
+//   fill(d,k) + interior(d,k) + drain(d,k) == idle(d,k)   exactly.
+//
+// Usage:
+//   for_each_bubble(run, metrics, [](const Bubble& b) { ... });   // all of them
+//   BubbleSummary s = summarize_bubbles(run, metrics, /*top_n=*/10);
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "analysis/metrics.h"
+#include "model/run.h"
+
+namespace pipescope {
+
+enum class BubbleKind : std::uint8_t { fill, interior, drain };
+
+/// "fill", "interior", "drain".
+std::string_view bubble_kind_name(BubbleKind kind);
+
+inline constexpr std::int64_t kNoJob = -1;
+
+struct Bubble {
+  /// Position in Run::devices and index into Metrics::steps.
+  std::size_t device = 0;
+  std::size_t step = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  BubbleKind kind = BubbleKind::interior;
+  /// The device's job (index into Device::jobs) whose end starts the gap and
+  /// the one whose start ends it, possibly outside the window (the previous
+  /// step's optimizer before a fill bubble); kNoJob when there is none.
+  std::int64_t job_before = kNoJob;
+  std::int64_t job_after = kNoJob;
+
+  std::int64_t length_ns() const { return end_ns - start_ns; }
+};
+
+/// Idle time by kind, indexed by BubbleKind; `count` bubbles of each kind.
+struct BubbleTotals {
+  std::array<std::int64_t, 3> ns{0, 0, 0};
+  std::array<std::uint64_t, 3> count{0, 0, 0};
+
+  std::int64_t of(BubbleKind kind) const { return ns[static_cast<std::size_t>(kind)]; }
+  std::int64_t idle_ns() const { return ns[0] + ns[1] + ns[2]; }
+  void add(const BubbleTotals& other);
+};
+
+struct BubbleSummary {
+  /// per_step[k][d]: device d's bubbles in step window k.
+  std::vector<std::vector<BubbleTotals>> per_step;
+  /// Summed over steps, per device; and over everything.
+  std::vector<BubbleTotals> per_device;
+  BubbleTotals total;
+  /// The longest bubbles, longest first (ties: earlier start, lower device).
+  std::vector<Bubble> longest;
+};
+
+/// Calls `visit` for every bubble: devices in order, then windows, then time.
+/// Empty windows have no bubble; zero-length jobs are not busy (the contract).
+void for_each_bubble(const Run& run, const Metrics& metrics,
+                     const std::function<void(const Bubble&)>& visit);
+
+/// Totals by kind per device and step, and the `top_n` longest bubbles.
+BubbleSummary summarize_bubbles(const Run& run, const Metrics& metrics, std::size_t top_n);
+
+}  // namespace pipescope

@@ -1,0 +1,304 @@
+#include "analysis/clock_skew.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <stdexcept>
+
+#include "analysis/job_role.h"
+#include "analysis/metrics.h"
+
+namespace pipescope {
+
+namespace {
+
+constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+
+int machine_count(const Run& run) {
+  int n = 0;
+  for (const Device& device : run.devices) n = std::max(n, device.machine + 1);
+  return n;
+}
+
+std::string machine_name(const Run& run, int machine) {
+  for (const Device& device : run.devices) {
+    if (device.machine == machine && !device.machine_name.empty()) return device.machine_name;
+  }
+  return fmt::format("machine{}", machine);
+}
+
+// Violations per pair with the current times.
+void count_violations(const Run& run, const std::vector<Dependency>& deps,
+                      std::map<std::pair<int, int>, MachinePairClock>& pairs, bool before) {
+  for (const Dependency& dep : deps) {
+    const Device& pd = run.devices[dep.producer.device];
+    const Device& cd = run.devices[dep.consumer.device];
+    const Job& p = pd.jobs[dep.producer.job];
+    const Job& c = cd.jobs[dep.consumer.job];
+    const auto key = std::minmax(pd.machine, cd.machine);
+    MachinePairClock& pair = pairs[{key.first, key.second}];
+    pair.machine_a = key.first;
+    pair.machine_b = key.second;
+    if (before) ++pair.dependencies;
+    if (c.start_ns < p.end_ns) ++(before ? pair.violations_before : pair.violations_after);
+  }
+}
+
+// Solves the least-squares offsets: minimise Σ (o_b - o_a - e_ab)² with the
+// lowest machine of each connected group at 0 (Gaussian elimination on the
+// normal equations; a handful of machines).
+std::vector<double> solve_offsets(int n, const std::vector<std::tuple<int, int, double>>& edges) {
+  std::vector<int> group(n, -1);
+  std::vector<std::vector<int>> adjacent(n);
+  for (const auto& [a, b, e] : edges) {
+    adjacent[a].push_back(b);
+    adjacent[b].push_back(a);
+  }
+  for (int start = 0; start < n; ++start) {
+    if (group[start] >= 0) continue;
+    std::vector<int> stack{start};
+    group[start] = start;
+    while (!stack.empty()) {
+      const int x = stack.back();
+      stack.pop_back();
+      for (const int y : adjacent[x]) {
+        if (group[y] < 0) {
+          group[y] = start;
+          stack.push_back(y);
+        }
+      }
+    }
+  }
+  // Unknowns: every machine that is not its group's anchor.
+  std::vector<int> column(n, -1);
+  int unknowns = 0;
+  for (int m = 0; m < n; ++m) {
+    if (group[m] != m) column[m] = unknowns++;
+  }
+  std::vector<std::vector<long double>> a(unknowns, std::vector<long double>(unknowns + 1, 0));
+  for (const auto& [x, y, e] : edges) {
+    // Residual r = o_y - o_x - e; normal equations add ∂r²/∂o.
+    const int cx = column[x], cy = column[y];
+    if (cy >= 0) {
+      a[cy][cy] += 1;
+      if (cx >= 0) a[cy][cx] -= 1;
+      a[cy][unknowns] += e;
+    }
+    if (cx >= 0) {
+      a[cx][cx] += 1;
+      if (cy >= 0) a[cx][cy] -= 1;
+      a[cx][unknowns] -= e;
+    }
+  }
+  for (int i = 0; i < unknowns; ++i) {
+    int pivot = i;
+    for (int r = i + 1; r < unknowns; ++r) {
+      if (std::fabs(static_cast<double>(a[r][i])) > std::fabs(static_cast<double>(a[pivot][i]))) {
+        pivot = r;
+      }
+    }
+    std::swap(a[i], a[pivot]);
+    if (a[i][i] == 0) continue;
+    for (int r = 0; r < unknowns; ++r) {
+      if (r == i || a[r][i] == 0) continue;
+      const long double f = a[r][i] / a[i][i];
+      for (int c = i; c <= unknowns; ++c) a[r][c] -= f * a[i][c];
+    }
+  }
+  std::vector<double> offsets(n, 0.0);
+  for (int m = 0; m < n; ++m) {
+    const int c = column[m];
+    if (c >= 0 && a[c][c] != 0) offsets[m] = static_cast<double>(a[c][unknowns] / a[c][c]);
+  }
+  return offsets;
+}
+
+}  // namespace
+
+std::optional<std::int64_t> parse_duration_ns(std::string_view text) {
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  bool negative = false;
+  if (!text.empty() && (text.front() == '+' || text.front() == '-')) {
+    negative = text.front() == '-';
+    text.remove_prefix(1);
+  }
+  std::int64_t scale = 0;
+  int scale_digits = 0;
+  struct Unit {
+    std::string_view suffix;
+    std::int64_t ns;
+    int digits;
+  };
+  constexpr Unit units[] = {
+      {"ns", 1, 0}, {"us", 1000, 3}, {"ms", 1'000'000, 6}, {"s", 1'000'000'000, 9}};
+  for (const Unit& unit : units) {
+    if (text.ends_with(unit.suffix)) {
+      text.remove_suffix(unit.suffix.size());
+      scale = unit.ns;
+      scale_digits = unit.digits;
+      break;
+    }
+  }
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  if (scale == 0 || text.empty()) return std::nullopt;
+  const std::size_t dot = text.find('.');
+  const std::string_view whole = text.substr(0, dot);
+  const std::string_view frac = dot == std::string_view::npos ? "" : text.substr(dot + 1);
+  if (whole.empty() && frac.empty()) return std::nullopt;
+  if (static_cast<int>(frac.size()) > scale_digits || whole.size() > 12) return std::nullopt;
+  std::int64_t value = 0;
+  for (const char c : whole) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  std::int64_t fraction = 0;
+  std::int64_t place = scale;
+  for (const char c : frac) {
+    if (c < '0' || c > '9') return std::nullopt;
+    place /= 10;
+    fraction += (c - '0') * place;
+  }
+  if (value > kMax / scale) return std::nullopt;
+  const std::int64_t ns = value * scale + fraction;
+  return negative ? -ns : ns;
+}
+
+std::pair<std::string, std::int64_t> parse_clock_offset(std::string_view spec) {
+  const std::size_t eq = spec.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    throw std::invalid_argument(
+        fmt::format("--clock-offset {}: expected MACHINE=OFFSET, e.g. machine1=+2.5ms", spec));
+  }
+  const auto ns = parse_duration_ns(spec.substr(eq + 1));
+  if (!ns) {
+    throw std::invalid_argument(
+        fmt::format("--clock-offset {}: '{}' is not a duration with a unit (ns, us, ms, s)", spec,
+                    spec.substr(eq + 1)));
+  }
+  return {std::string(spec.substr(0, eq)), *ns};
+}
+
+ClockReport estimate_clock_offsets(const Run& run, const std::vector<Dependency>& deps) {
+  ClockReport report;
+  const int n = machine_count(run);
+  std::map<std::pair<int, int>, MachinePairClock> pairs;
+  count_violations(run, deps, pairs, /*before=*/true);
+  for (const Dependency& dep : deps) {
+    const Device& pd = run.devices[dep.producer.device];
+    const Device& cd = run.devices[dep.consumer.device];
+    if (pd.machine == cd.machine) continue;
+    // offset(consumer) - offset(producer) <= slack, as a bound on o_b - o_a.
+    const std::int64_t slack =
+        cd.jobs[dep.consumer.job].start_ns - pd.jobs[dep.producer.job].end_ns;
+    MachinePairClock& pair = pairs[std::minmax(pd.machine, cd.machine)];
+    if (cd.machine == pair.machine_b) {
+      pair.upper_ns = pair.upper_ns ? std::min(*pair.upper_ns, slack) : slack;
+    } else {
+      pair.lower_ns = pair.lower_ns ? std::max(*pair.lower_ns, -slack) : -slack;
+    }
+  }
+  std::vector<std::tuple<int, int, double>> edges;
+  for (auto& [key, pair] : pairs) {
+    report.dependencies += pair.dependencies;
+    if (pair.machine_a != pair.machine_b) report.violations_before += pair.violations_before;
+    if (!pair.lower_ns && !pair.upper_ns) continue;
+    double estimate = 0;
+    if (pair.lower_ns && pair.upper_ns) {
+      estimate = (static_cast<double>(*pair.lower_ns) + static_cast<double>(*pair.upper_ns)) / 2;
+    } else if (pair.lower_ns) {
+      estimate = std::max<double>(0, static_cast<double>(*pair.lower_ns));
+    } else {
+      estimate = std::min<double>(0, static_cast<double>(*pair.upper_ns));
+    }
+    edges.emplace_back(pair.machine_a, pair.machine_b, estimate);
+  }
+  const std::vector<double> offsets = solve_offsets(n, edges);
+  for (int m = 0; m < n; ++m) {
+    report.machines.push_back({m, machine_name(run, m), std::llround(offsets[m]), 0});
+  }
+  for (auto& [key, pair] : pairs) report.pairs.push_back(pair);
+  report.violations_after = report.violations_before;
+  for (auto& pair : report.pairs) pair.violations_after = pair.violations_before;
+  report.method = n < 2 ? "single-machine" : "consistent";
+  return report;
+}
+
+void apply_clock_offsets(Run& run, const std::vector<std::int64_t>& offsets) {
+  for (Device& device : run.devices) {
+    const auto m = static_cast<std::size_t>(device.machine);
+    if (m >= offsets.size() || offsets[m] == 0) continue;
+    for (Job& job : device.jobs) {
+      job.start_ns -= offsets[m];
+      job.end_ns -= offsets[m];
+    }
+  }
+}
+
+ClockReport correct_clocks(Run& run, const StageMap& stages, const ClockOptions& options) {
+  const int n = machine_count(run);
+  // Offsets to apply, resolved before any work so a bad name fails fast.
+  std::vector<std::int64_t> imposed(n, 0);
+  for (const auto& [name, ns] : options.imposed) {
+    int found = -1;
+    for (int m = 0; m < n && found < 0; ++m) {
+      if (machine_name(run, m) == name) found = m;
+    }
+    if (found < 0) {
+      std::string_view digits = name;
+      if (digits.starts_with("machine")) digits.remove_prefix(7);
+      int value = 0;
+      bool ok = !digits.empty() && digits.size() < 9;
+      for (const char c : digits) {
+        ok &= c >= '0' && c <= '9';
+        value = value * 10 + (c - '0');
+      }
+      if (ok && value < n) found = value;
+    }
+    if (found < 0) {
+      throw std::invalid_argument(fmt::format(
+          "--clock-offset: no machine '{}' (the run has {} machine{}: machine0..machine{})", name,
+          n, n == 1 ? "" : "s", n - 1));
+    }
+    imposed[found] = ns;
+  }
+
+  const Metrics metrics = compute_metrics(run);
+  const std::vector<JobRole> roles = classify_job_roles(run.types);
+  const std::vector<Dependency> deps = find_dependencies(run, metrics.job_step, stages, roles);
+  ClockReport report = estimate_clock_offsets(run, deps);
+
+  std::vector<std::int64_t> offsets(n, 0);
+  if (!options.fix) {
+    report.method = "disabled";
+  } else if (!options.imposed.empty()) {
+    report.method = "imposed";
+    offsets = imposed;
+  } else if (n >= 2 && report.violations_before > 0) {
+    report.method = "estimated";
+    for (const MachineClock& m : report.machines) offsets[m.machine] = m.estimate_ns;
+  }
+  const bool any =
+      std::any_of(offsets.begin(), offsets.end(), [](std::int64_t o) { return o != 0; });
+  if (!any) return report;
+
+  apply_clock_offsets(run, offsets);
+  report.applied = true;
+  for (MachineClock& m : report.machines) m.offset_ns = offsets[m.machine];
+  std::map<std::pair<int, int>, MachinePairClock> pairs;
+  for (const MachinePairClock& pair : report.pairs) pairs[{pair.machine_a, pair.machine_b}] = pair;
+  for (auto& [key, pair] : pairs) pair.violations_after = 0;
+  count_violations(run, deps, pairs, /*before=*/false);
+  report.pairs.clear();
+  report.violations_after = 0;
+  for (auto& [key, pair] : pairs) {
+    report.pairs.push_back(pair);
+    if (pair.machine_a != pair.machine_b) report.violations_after += pair.violations_after;
+  }
+  return report;
+}
+
+}  // namespace pipescope

@@ -1,0 +1,97 @@
+// Clock skew between machines, seen through the pipeline's dependencies and
+// corrected before any metric is computed.
+//
+// Each machine's clock reads `offset` ahead of machine 0's (observed = true +
+// offset). A dependency (producer P on machine a, consumer C on machine b)
+// says C started after P ended, in true time:
+//     offset(b) - offset(a) <= start(C) - end(P)          (observed times)
+// so forward dependencies bound the difference from one side and backward
+// ones from the other. Per machine pair the estimate is the middle of the
+// interval they leave (the value that satisfies them all with the largest
+// margin, as NTP takes the middle of a round trip); with one side only, the
+// smallest correction that removes the violations. Pair estimates are joined
+// into one offset per machine by least squares, the lowest machine of each
+// connected group fixed at 0.
+//
+// Offsets are applied only when the logs prove the clocks wrong (some
+// dependency is violated across machines): without a violation the data
+// cannot tell skew from the schedule's slack, and the times are left as read.
+//
+// Usage (before compute_metrics, so the contract's figures use corrected times):
+//   ClockReport clock = correct_clocks(run, stages, options);
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "analysis/dependencies.h"
+#include "analysis/stage_map.h"
+#include "model/run.h"
+
+namespace pipescope {
+
+struct ClockOptions {
+  /// false: count violations only (`--no-clock-fix`).
+  bool fix = true;
+  /// Imposed offsets (`--clock-offset`), machine as named by the user; when
+  /// given, nothing is estimated and unnamed machines keep offset 0.
+  std::vector<std::pair<std::string, std::int64_t>> imposed;
+};
+
+/// "2.5ms", "+250us", "-3000000ns", "1s", "-0.5 ms" -> ns, exactly (decimal
+/// digits below a nanosecond are rejected). nullopt if malformed or out of range.
+std::optional<std::int64_t> parse_duration_ns(std::string_view text);
+
+/// "machine1=+2.5ms" -> {"machine1", 2500000}. Throws std::invalid_argument.
+std::pair<std::string, std::int64_t> parse_clock_offset(std::string_view spec);
+
+/// Dependencies between one pair of machines (a <= b; a == b: within one machine).
+struct MachinePairClock {
+  int machine_a = 0;
+  int machine_b = 0;
+  std::uint64_t dependencies = 0;
+  /// Dependencies whose consumer started before its producer ended.
+  std::uint64_t violations_before = 0;
+  std::uint64_t violations_after = 0;
+  /// The interval of offset(b) - offset(a) the dependencies allow (times as read).
+  std::optional<std::int64_t> lower_ns;
+  std::optional<std::int64_t> upper_ns;
+};
+
+struct MachineClock {
+  int machine = 0;
+  std::string name;
+  /// What the dependencies suggest, and what was subtracted from its times.
+  std::int64_t estimate_ns = 0;
+  std::int64_t offset_ns = 0;
+};
+
+struct ClockReport {
+  /// "single-machine", "disabled", "imposed", "consistent" (no violation across
+  /// machines: nothing applied), "estimated" (offsets applied).
+  std::string method = "single-machine";
+  bool applied = false;
+  std::vector<MachineClock> machines;
+  std::vector<MachinePairClock> pairs;
+  std::uint64_t dependencies = 0;
+  std::uint64_t violations_before = 0;
+  std::uint64_t violations_after = 0;
+};
+
+/// Counts violations per machine pair and estimates offsets; changes nothing.
+ClockReport estimate_clock_offsets(const Run& run, const std::vector<Dependency>& deps);
+
+/// Subtracts offsets[machine] from every job time of that machine's devices.
+void apply_clock_offsets(Run& run, const std::vector<std::int64_t>& offsets);
+
+/// The whole step: finds the dependencies (with the contract's steps), then
+/// estimates, imposes or skips offsets as `options` say, applies them and
+/// recounts. Throws std::invalid_argument for an imposed machine that is not
+/// in the run.
+ClockReport correct_clocks(Run& run, const StageMap& stages, const ClockOptions& options);
+
+}  // namespace pipescope

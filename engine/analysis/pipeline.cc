@@ -1,0 +1,54 @@
+#include "analysis/pipeline.h"
+
+#include <fmt/core.h>
+
+namespace pipescope {
+
+ClockReport correct_run_clocks(Run& run, const PipelineOptions& options) {
+  const StageMap stages = resolve_stage_map(run, options.stages);
+  return correct_clocks(run, stages, options.clock);
+}
+
+PipelineAnalysis analyze_pipeline(const Run& run, const Metrics& metrics,
+                                  const PipelineOptions& options, ClockReport clock) {
+  PipelineAnalysis a;
+  a.stages = resolve_stage_map(run, options.stages);
+  a.roles = classify_job_roles(run.types);
+  a.schedule = detect_run_schedule(run, metrics, a.stages, a.roles);
+  a.bubbles = summarize_bubbles(run, metrics, options.top_bubbles);
+  a.bottleneck = find_bottleneck(run, metrics, a.stages, a.roles);
+  a.dependencies = find_dependencies(run, metrics.job_step, a.stages, a.roles);
+  a.critical_paths = critical_paths(run, metrics, a.stages, a.dependencies, a.roles);
+  a.clock = std::move(clock);
+  a.warnings = check_data_quality(run, metrics, a.stages);
+
+  if (a.clock.violations_after > 0) {
+    a.warnings.push_back(
+        {"dependency_violations",
+         fmt::format("{} of {} dependencies between machines still start before their input "
+                     "ended{} (clock skew, or jobs matched across stages wrongly)",
+                     a.clock.violations_after, a.clock.dependencies,
+                     a.clock.method == "disabled" ? " (--no-clock-fix)" : ""),
+         -1, -1, a.clock.violations_after});
+  }
+  if (a.stages.source == "device") {
+    const StageMap guess = guess_stage_map(run);
+    if (guess.stage_count() < a.stages.stage_count()) {
+      std::string groups;
+      for (std::size_t s = 0; s < guess.stage_count() && s < 4; ++s) {
+        if (guess.devices[s].size() < 2) continue;
+        groups +=
+            fmt::format("{}{}", groups.empty() ? "" : ", ", describe_stage_devices(run, guess, s));
+      }
+      a.warnings.push_back(
+          {"stage_map",
+           fmt::format("devices {} run the same jobs at the same times: they look like one "
+                       "stage each (tensor-parallel peers); pass --stages auto or --stages MAP",
+                       groups),
+           -1, -1, static_cast<std::uint64_t>(a.stages.stage_count() - guess.stage_count())});
+    }
+  }
+  return a;
+}
+
+}  // namespace pipescope

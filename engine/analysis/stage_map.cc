@@ -1,0 +1,174 @@
+#include "analysis/stage_map.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <charconv>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace pipescope {
+
+namespace {
+
+StageMap from_groups(std::vector<std::vector<std::size_t>> groups, std::size_t device_count,
+                     std::string source) {
+  StageMap map;
+  map.stage_of.assign(device_count, -1);
+  for (auto& group : groups) std::sort(group.begin(), group.end());
+  std::sort(groups.begin(), groups.end());
+  for (std::size_t s = 0; s < groups.size(); ++s) {
+    for (const std::size_t d : groups[s]) map.stage_of[d] = static_cast<int>(s);
+  }
+  map.devices = std::move(groups);
+  map.source = std::move(source);
+  return map;
+}
+
+std::int64_t parse_index(std::string_view text, std::string_view spec) {
+  std::int64_t value = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || value < 0) {
+    throw std::invalid_argument(fmt::format("--stages {}: '{}' is not a device index", spec, text));
+  }
+  return value;
+}
+
+// Whether two devices look like tensor-parallel peers (see guess_stage_map).
+bool peers(const Device& a, const Device& b) {
+  if (a.machine != b.machine || a.jobs.size() != b.jobs.size() || a.jobs.empty()) return false;
+  std::size_t close = 0;
+  for (std::size_t i = 0; i < a.jobs.size(); ++i) {
+    const Job& x = a.jobs[i];
+    const Job& y = b.jobs[i];
+    if (x.type != y.type || x.micro_batch != y.micro_batch) return false;
+    const std::int64_t diff =
+        x.start_ns > y.start_ns ? x.start_ns - y.start_ns : y.start_ns - x.start_ns;
+    const std::int64_t length = std::max(x.duration_ns(), y.duration_ns());
+    if (diff <= length / 4) ++close;
+  }
+  return close * 10 >= a.jobs.size() * 9;
+}
+
+}  // namespace
+
+std::size_t StageMap::rank_in_stage(std::size_t d) const {
+  if (d >= stage_of.size() || stage_of[d] < 0) return 0;
+  const auto& group = devices[static_cast<std::size_t>(stage_of[d])];
+  return static_cast<std::size_t>(std::lower_bound(group.begin(), group.end(), d) - group.begin());
+}
+
+StageMap one_stage_per_device(std::size_t device_count) {
+  std::vector<std::vector<std::size_t>> groups(device_count);
+  for (std::size_t d = 0; d < device_count; ++d) groups[d] = {d};
+  return from_groups(std::move(groups), device_count, "device");
+}
+
+StageMap guess_stage_map(const Run& run) {
+  std::vector<std::vector<std::size_t>> groups;
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    if (!groups.empty() && peers(run.devices[groups.back().front()], run.devices[d])) {
+      groups.back().push_back(d);
+    } else {
+      groups.push_back({d});
+    }
+  }
+  return from_groups(std::move(groups), run.devices.size(), "auto");
+}
+
+StageMap resolve_stage_map(const Run& run, std::string_view spec) {
+  const std::size_t n = run.devices.size();
+  if (spec.empty() || spec == "device") return one_stage_per_device(n);
+  if (spec == "auto") return guess_stage_map(run);
+  if (spec.starts_with("tp=")) {
+    const std::int64_t size = parse_index(spec.substr(3), spec);
+    if (size < 1 || n % static_cast<std::size_t>(size) != 0) {
+      throw std::invalid_argument(
+          fmt::format("--stages {}: {} devices cannot be split into groups of {}", spec, n, size));
+    }
+    std::vector<std::vector<std::size_t>> groups(n / static_cast<std::size_t>(size));
+    for (std::size_t d = 0; d < n; ++d) groups[d / static_cast<std::size_t>(size)].push_back(d);
+    return from_groups(std::move(groups), n, "tp");
+  }
+
+  std::unordered_map<std::int64_t, std::size_t> position;
+  for (std::size_t d = 0; d < n; ++d) position.emplace(run.devices[d].index, d);
+  auto position_of = [&](std::int64_t index) {
+    const auto it = position.find(index);
+    if (it == position.end()) {
+      throw std::invalid_argument(
+          fmt::format("--stages {}: device {} is not an analysed device", spec, index));
+    }
+    return it->second;
+  };
+
+  std::vector<std::vector<std::size_t>> groups;
+  std::vector<int> seen(n, 0);
+  std::string_view rest = spec;
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    std::vector<std::size_t> group;
+    if (const std::size_t dash = item.find('-'); dash != std::string_view::npos) {
+      const std::int64_t lo = parse_index(item.substr(0, dash), spec);
+      const std::int64_t hi = parse_index(item.substr(dash + 1), spec);
+      if (hi < lo || hi - lo > 1'000'000) {
+        throw std::invalid_argument(fmt::format("--stages {}: bad range '{}'", spec, item));
+      }
+      for (std::int64_t i = lo; i <= hi; ++i) group.push_back(position_of(i));
+    } else {
+      std::string_view parts = item;
+      while (true) {
+        const std::size_t plus = parts.find('+');
+        group.push_back(position_of(parse_index(parts.substr(0, plus), spec)));
+        if (plus == std::string_view::npos) break;
+        parts.remove_prefix(plus + 1);
+      }
+    }
+    for (const std::size_t d : group) {
+      if (seen[d]++ != 0) {
+        throw std::invalid_argument(
+            fmt::format("--stages {}: device {} is in two stages", spec, run.devices[d].index));
+      }
+    }
+    groups.push_back(std::move(group));
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  for (std::size_t d = 0; d < n; ++d) {
+    if (seen[d] == 0) {
+      throw std::invalid_argument(
+          fmt::format("--stages {}: device {} is in no stage", spec, run.devices[d].index));
+    }
+  }
+  // Stages keep the order given (pipeline order), not sorted by device.
+  StageMap map;
+  map.stage_of.assign(n, -1);
+  for (auto& group : groups) std::sort(group.begin(), group.end());
+  for (std::size_t s = 0; s < groups.size(); ++s) {
+    for (const std::size_t d : groups[s]) map.stage_of[d] = static_cast<int>(s);
+  }
+  map.devices = std::move(groups);
+  map.source = "list";
+  return map;
+}
+
+std::string describe_stage_devices(const Run& run, const StageMap& map, std::size_t stage) {
+  if (stage >= map.devices.size()) return "";
+  const auto& group = map.devices[stage];
+  std::vector<int> indices;
+  for (const std::size_t d : group) indices.push_back(run.devices[d].index);
+  if (indices.empty()) return "";
+  bool consecutive = true;
+  for (std::size_t i = 1; i < indices.size(); ++i) consecutive &= indices[i] == indices[i - 1] + 1;
+  if (indices.size() == 1) return fmt::format("{}", indices[0]);
+  if (consecutive) return fmt::format("{}-{}", indices.front(), indices.back());
+  std::string out;
+  for (const int i : indices) {
+    if (!out.empty()) out.push_back('+');
+    out += fmt::format("{}", i);
+  }
+  return out;
+}
+
+}  // namespace pipescope

@@ -1,0 +1,57 @@
+// Which devices form one pipeline stage. A stage is a group of devices that
+// run the same pipeline ops (a tensor-parallel group); stages are numbered in
+// pipeline order. Devices are referred to by position in Run::devices.
+//
+// Specs (the `--stages` option of `analyze`):
+//   ""  or "device"   one stage per device, in device order (the default)
+//   "tp=4"            groups of 4 consecutive devices
+//   "0-3,4-7"         one comma-separated item per stage, of global device
+//                     indices: N, A-B, or A+B+C for devices that are not
+//                     consecutive ("0+4,1+5")
+//   "auto"            the guess of guess_stage_map()
+//
+// Usage:
+//   StageMap stages = resolve_stage_map(run, "tp=2");  // throws std::invalid_argument
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/run.h"
+
+namespace pipescope {
+
+struct StageMap {
+  /// stage_of[d]: the stage of the device at position d of Run::devices.
+  std::vector<int> stage_of;
+  /// devices[s]: positions of stage s's devices, ascending.
+  std::vector<std::vector<std::size_t>> devices;
+  /// "device", "tp", "list" or "auto": where the map came from.
+  std::string source = "device";
+
+  std::size_t stage_count() const { return devices.size(); }
+  /// Position of device d within its stage (its tensor-parallel rank).
+  std::size_t rank_in_stage(std::size_t d) const;
+};
+
+/// One stage per device.
+StageMap one_stage_per_device(std::size_t device_count);
+
+/// Groups consecutive devices of one machine whose job sequences are the same
+/// (type and micro-batch of every job) and whose jobs start at nearly the same
+/// times (within a quarter of the job's length for 90% of them): tensor-parallel
+/// peers. Devices of different stages differ in order or are offset by whole
+/// jobs. Falls back to one stage per device when nothing groups.
+StageMap guess_stage_map(const Run& run);
+
+/// Builds the map a spec describes (see above). Throws std::invalid_argument
+/// naming the problem: a malformed spec, tp=N not dividing the device count,
+/// an index that is not an analysed device, a device in two stages or in none.
+StageMap resolve_stage_map(const Run& run, std::string_view spec);
+
+/// "0-3" / "0+4" / "5": the global indices of a stage's devices, compactly.
+std::string describe_stage_devices(const Run& run, const StageMap& map, std::size_t stage);
+
+}  // namespace pipescope
