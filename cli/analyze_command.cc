@@ -7,14 +7,17 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/core.h>
 
 #include "analysis/metrics.h"
+#include "analysis/pipeline.h"
 #include "command.h"
 #include "export/atomic_file.h"
 #include "export/chrome_trace.h"
+#include "export/html_report.h"
 #include "export/summary_json.h"
 #include "export/text_report.h"
 #include "progress.h"
@@ -37,8 +40,16 @@ struct AnalyzeOptions {
   bool strict = false;
   bool absolute_time = false;
   bool no_trace = false;
+  std::string html;        // --html FILE
+  std::string html_steps;  // --html-steps LIST
   bool quiet = false;
   bool allow_output_in_input = false;
+  // Pipeline analysis (README, "Explaining the bubbles").
+  std::string stages;
+  bool no_clock_fix = false;
+  std::vector<std::string> clock_offsets;
+  std::size_t top_bubbles = 10;
+  bool flows = false;
 };
 
 /// True when `inner` is `outer` or lies below it.
@@ -75,6 +86,13 @@ void check_output_location(const AnalyzeOptions& options) {
 
 int run_analyze(const AnalyzeOptions& options) {
   if (!options.allow_output_in_input) check_output_location(options);
+  PipelineOptions pipeline;
+  pipeline.stages = options.stages;
+  pipeline.top_bubbles = options.top_bubbles;
+  pipeline.clock.fix = !options.no_clock_fix;
+  for (const std::string& spec : options.clock_offsets) {
+    pipeline.clock.imposed.push_back(parse_clock_offset(spec));  // throws: usage error
+  }
 
   std::vector<InputFile> inputs = discover_inputs(options.paths);
   if (!options.devices.empty()) inputs = select_devices(inputs, parse_device_list(options.devices));
@@ -90,6 +108,9 @@ int run_analyze(const AnalyzeOptions& options) {
   Run run = scan_worker_logs(inputs, scan);
   progress.finish();
 
+  // Clock correction shifts machines' job times, so it runs before the
+  // contract's metrics, which are then computed on corrected times.
+  ClockReport clock = correct_run_clocks(run, pipeline);
   const Metrics metrics = compute_metrics(run);
   if (run.job_count() == 0) {
     for (const Diagnostic& d : run.diagnostics) {
@@ -102,17 +123,38 @@ int run_analyze(const AnalyzeOptions& options) {
     return kExitUsage;
   }
 
+  const PipelineAnalysis analysis = analyze_pipeline(run, metrics, pipeline, std::move(clock));
+  for (const QualityWarning& warning : analysis.warnings) {
+    fmt::print(stderr, "pipescope: warning: {}\n", warning.message);
+  }
+
   ensure_output_dir(options.output_dir);
   const fs::path out(options.output_dir);
-  write_summary_json(run, metrics, (out / "summary.json").string());
+  write_summary_json(run, metrics, analysis, (out / "summary.json").string());
   if (!options.no_trace) {
     TraceOptions trace;
     trace.absolute_time = options.absolute_time;
+    trace.pipeline = &analysis;
+    trace.flows = options.flows;
     write_chrome_trace(run, metrics, trace, (out / "trace.json").string());
+  }
+  if (!options.html.empty()) {
+    HtmlOptions html;
+    html.title = "pipescope:";
+    for (const std::string& path : options.paths) html.title += " " + path;
+    try {
+      html.steps = choose_html_steps(metrics, options.html_steps);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(e.what());
+    }
+    const fs::path parent = fs::path(options.html).parent_path();
+    if (!parent.empty()) ensure_output_dir(parent.string());
+    write_html_report(run, metrics, html, options.html);
   }
 
   if (!options.quiet) {
     ReportOptions report;
+    report.pipeline = &analysis;
     write_text_report(run, metrics, stdout, report);
     fmt::print("\nwrote {}{}\n", (out / "summary.json").string(),
                options.no_trace ? "" : fmt::format(" and {}", (out / "trace.json").string()));
@@ -153,9 +195,29 @@ void register_analyze_command(CLI::App& app, int& status) {
   cmd->add_flag("--absolute-time", options->absolute_time,
                 "Trace timestamps in epoch microseconds instead of relative to the first job");
   cmd->add_flag("--no-trace", options->no_trace, "Do not write trace.json");
+  cmd->add_option("--html", options->html,
+                  "Also write a self-contained HTML report (timeline, utilization, bubble chart) "
+                  "to FILE");
+  cmd->add_option("--html-steps", options->html_steps,
+                  "Steps drawn in the HTML timeline, e.g. 5 or 3-4 (default: the median-duration "
+                  "and the slowest step; at most 8)");
   cmd->add_flag("-q,--quiet", options->quiet, "Do not print the table");
   cmd->add_flag("--allow-output-in-input", options->allow_output_in_input,
                 "Allow the output folder to be inside an input folder");
+  cmd->add_option("--stages", options->stages,
+                  "Pipeline stage map: tp=N (groups of N consecutive devices), a list such as\n"
+                  "0-3,4-7 or 0+4,1+5 (one item per stage, global device indices), auto (guess\n"
+                  "tensor-parallel peers), or device (one stage per device, the default)");
+  cmd->add_flag("--no-clock-fix", options->no_clock_fix,
+                "Do not correct clock skew between machines (violations are still counted)");
+  cmd->add_option("--clock-offset", options->clock_offsets,
+                  "Impose a machine's clock offset instead of estimating, e.g. machine1=+2.5ms\n"
+                  "(units ns, us, ms, s; subtracted from that machine's times); repeatable");
+  cmd->add_option("--top-bubbles", options->top_bubbles, "How many of the longest bubbles to list")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  cmd->add_flag("--flows", options->flows,
+                "Draw flow arrows between dependent jobs in trace.json (can be many)");
   cmd->add_option("--chunk-mib", options->chunk_mib, "Read chunk size in MiB")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();

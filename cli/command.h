@@ -18,5 +18,8 @@ enum ExitStatus : int {
 /// Registers a subcommand; its callback stores its exit status in `status`.
 void register_analyze_command(CLI::App& app, int& status);
 void register_simulate_command(CLI::App& app, int& status);
+void register_convert_command(CLI::App& app, int& status);
+void register_check_command(CLI::App& app, int& status);
+void register_diff_command(CLI::App& app, int& status);
 
 }  // namespace pipescope::cli

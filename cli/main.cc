@@ -20,6 +20,9 @@ int main(int argc, char** argv) {
   int status = kExitOk;
   register_analyze_command(app, status);
   register_simulate_command(app, status);
+  register_convert_command(app, status);
+  register_check_command(app, status);
+  register_diff_command(app, status);
 
   try {
     app.parse(argc, argv);

@@ -17,7 +17,8 @@ jobs=${JOBS:-$(nproc)}
 packages=(
   build-essential cmake pkg-config python3
   libhyperscan-dev libtbb-dev libfmt-dev libsimdjson-dev libcli11-dev
-  libgtest-dev libbenchmark-dev
+  libgtest-dev libbenchmark-dev zlib1g-dev libzstd-dev
+  chromium  # headless, renders the HTML report in its tests
 )
 
 install_missing() {

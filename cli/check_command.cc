@@ -1,0 +1,125 @@
+// `pipescope check RUN --baseline BASE`: the CI regression gate. Loads both
+// runs (logs, records or summary.json), compares per-step medians, evaluates
+// the thresholds, prints a verdict and writes the markdown/JUnit reports.
+// Exit status: 0 pass, 1 regression, 2 usage or input error.
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "command.h"
+#include "compare/check.h"
+#include "compare/check_report.h"
+#include "compare/run_loader.h"
+#include "export/atomic_file.h"
+
+namespace pipescope::cli {
+
+namespace {
+
+struct CheckOptions {
+  std::string current;
+  std::string baseline;
+  std::string max_bubble_ratio;
+  std::string max_bubble_increase;
+  std::string max_step_time_increase;
+  std::string max_utilization_drop;
+  std::int64_t skip_steps = -1;
+  std::string config;
+  std::string markdown;
+  std::string junit;
+  unsigned threads = 0;
+  bool quiet = false;
+};
+
+void write_text(const std::string& path, const std::string& text) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) ensure_output_dir(parent.string());
+  AtomicFile file(path);
+  file.append(text);
+  file.commit();
+}
+
+int run_check(const CheckOptions& o) {
+  CheckThresholds t;
+  if (!o.max_bubble_ratio.empty())
+    t.max_bubble_ratio = parse_ratio(o.max_bubble_ratio, "--max-bubble-ratio");
+  if (!o.max_bubble_increase.empty()) {
+    t.max_bubble_increase = parse_ratio(o.max_bubble_increase, "--max-bubble-increase");
+  }
+  if (!o.max_step_time_increase.empty()) {
+    t.max_step_time_increase = parse_ratio(o.max_step_time_increase, "--max-step-time-increase");
+  }
+  if (!o.max_utilization_drop.empty()) {
+    t.max_utilization_drop = parse_ratio(o.max_utilization_drop, "--max-utilization-drop");
+  }
+  if (o.skip_steps >= 0) t.skip_steps = o.skip_steps;
+  // Flags win over the config file, threshold by threshold.
+  if (!o.config.empty()) t.fill_from(read_check_config(o.config));
+  if (!t.any()) {
+    fmt::print(stderr,
+               "pipescope: error: no threshold given: use --max-bubble-ratio, "
+               "--max-bubble-increase, --max-step-time-increase, --max-utilization-drop or "
+               "--config (see pipescope check --help)\n");
+    return kExitUsage;
+  }
+
+  LoadOptions load;
+  load.threads = o.threads;
+  const RunFigures baseline = load_run_figures(o.baseline, load);
+  const RunFigures current = load_run_figures(o.current, load);
+  const CheckReport report = evaluate_check(baseline, current, t);
+
+  if (!o.markdown.empty()) write_text(o.markdown, format_check_markdown(report));
+  if (!o.junit.empty()) write_text(o.junit, format_check_junit(report));
+  if (!o.quiet || report.regression()) {
+    std::fputs(format_check_verdict(report).c_str(), report.regression() ? stderr : stdout);
+  }
+  return report.regression() ? kExitFailed : kExitOk;
+}
+
+}  // namespace
+
+void register_check_command(CLI::App& app, int& status) {
+  auto o = std::make_shared<CheckOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "check",
+      "CI regression gate: compare a run with a baseline on per-step medians and fail when a\n"
+      "threshold is crossed. RUN and BASE are log folders, record files/folders or summary.json\n"
+      "files. Ratios are written 0.05 or 5%.\n"
+      "Exit status: 0 pass, 1 regression, 2 usage or input error.\n\n"
+      "Example:\n  pipescope check logs/ --baseline baseline/summary.json --max-bubble-increase 2% "
+      "\\\n"
+      "      --max-step-time-increase 5% --markdown summary.md --junit junit.xml");
+  cmd->add_option("run", o->current, "The current run: log folder, record input or summary.json")
+      ->required();
+  cmd->add_option("-b,--baseline", o->baseline,
+                  "The baseline run: log folder, record input or summary.json")
+      ->required();
+  cmd->add_option("--max-bubble-ratio", o->max_bubble_ratio,
+                  "Fail when the current median bubble ratio exceeds this (e.g. 0.25 or 25%)");
+  cmd->add_option("--max-bubble-increase", o->max_bubble_increase,
+                  "Fail when the median bubble ratio grows by more than this many points over the "
+                  "baseline (0.02 or 2%)");
+  cmd->add_option("--max-step-time-increase", o->max_step_time_increase,
+                  "Fail when the median step time grows by more than this fraction (5% or 0.05)");
+  cmd->add_option("--max-utilization-drop", o->max_utilization_drop,
+                  "Fail when any device's median utilization drops by more than this many points "
+                  "(0.03 or 3%)");
+  cmd->add_option("--skip-steps", o->skip_steps,
+                  "Warm-up steps left out of both runs (default: 1 when both have more than 2 "
+                  "steps, else 0)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--config", o->config,
+                  "JSON file with thresholds (max_bubble_ratio, max_bubble_increase, "
+                  "max_step_time_increase, max_utilization_drop, skip_steps); flags override it");
+  cmd->add_option("--markdown", o->markdown, "Write a GitHub-flavoured markdown report to FILE");
+  cmd->add_option("--junit", o->junit,
+                  "Write a JUnit XML report (one testcase per threshold) to FILE");
+  cmd->add_option("-j,--threads", o->threads, "Scan threads for log inputs (0 = one per core)");
+  cmd->add_flag("-q,--quiet", o->quiet, "Print nothing when the check passes");
+  cmd->callback([o, &status] { status = run_check(*o); });
+}
+
+}  // namespace pipescope::cli

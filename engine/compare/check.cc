@@ -1,0 +1,289 @@
+#include "compare/check.h"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+
+#include "compare/figure_format.h"
+#include "source/discovery.h"
+
+namespace pipescope {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+FigureComparison compare(std::vector<double> base, std::vector<double> cur) {
+  FigureComparison c;
+  c.baseline = spread_of(std::move(base));
+  c.current = spread_of(std::move(cur));
+  c.delta = c.current.median - c.baseline.median;
+  c.beyond_noise = std::abs(c.delta) > std::max(c.baseline.iqr(), c.current.iqr());
+  return c;
+}
+
+// Per-step utilization of each device over the compared steps, by global index.
+std::map<int, std::vector<double>> utilization_by_device(const std::vector<StepFigures>& steps) {
+  std::map<int, std::vector<double>> out;
+  for (const StepFigures& s : steps) {
+    if (s.duration_ns <= 0) continue;
+    for (const StepDeviceFigures& d : s.devices) {
+      out[d.device].push_back(static_cast<double>(d.busy_ns) / static_cast<double>(s.duration_ns));
+    }
+  }
+  return out;
+}
+
+std::vector<StepFigures> compared_steps(const RunFigures& run, std::int64_t skip) {
+  if (skip >= static_cast<std::int64_t>(run.steps.size())) {
+    throw InputError(fmt::format(
+        "{}: {} step{}, none left after skipping {} warm-up step{} (lower --skip-steps)",
+        run.source, run.steps.size(), run.steps.size() == 1 ? "" : "s", skip,
+        skip == 1 ? "" : "s"));
+  }
+  return {run.steps.begin() + skip, run.steps.end()};
+}
+
+std::vector<double> bubble_ratios(const std::vector<StepFigures>& steps) {
+  std::vector<double> v;
+  for (const StepFigures& s : steps) v.push_back(s.bubble_ratio);
+  return v;
+}
+
+std::vector<double> durations(const std::vector<StepFigures>& steps) {
+  std::vector<double> v;
+  for (const StepFigures& s : steps) v.push_back(static_cast<double>(s.duration_ns));
+  return v;
+}
+
+// Limits are inclusive; the slack absorbs rounding in ratios of integers
+// (0.14 - 0.10 is not exactly 0.04 in doubles).
+constexpr double kSlack = 1e-9;
+bool within(double value, double limit) { return value <= limit + kSlack; }
+
+std::string noise_note(const FigureComparison& c) {
+  return c.beyond_noise ? "beyond noise" : "within noise";
+}
+
+}  // namespace
+
+void CheckThresholds::fill_from(const CheckThresholds& other) {
+  if (!max_bubble_ratio) max_bubble_ratio = other.max_bubble_ratio;
+  if (!max_bubble_increase) max_bubble_increase = other.max_bubble_increase;
+  if (!max_step_time_increase) max_step_time_increase = other.max_step_time_increase;
+  if (!max_utilization_drop) max_utilization_drop = other.max_utilization_drop;
+  if (!skip_steps) skip_steps = other.skip_steps;
+}
+
+double parse_ratio(std::string_view text, std::string_view what) {
+  std::string_view t = trim(text);
+  bool percent = false;
+  if (!t.empty() && t.back() == '%') {
+    percent = true;
+    t = trim(t.substr(0, t.size() - 1));
+  }
+  double value = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size() || !std::isfinite(value) ||
+      value < 0) {
+    throw InputError(fmt::format("{}: '{}' is not a ratio (write 0.05 or 5%)", what, text));
+  }
+  return percent ? value / 100 : value;
+}
+
+CheckThresholds read_check_config(const std::string& path) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (auto error = parser.load(path).get(root)) {
+    throw InputError(
+        fmt::format("{}: cannot read config ({})", path, simdjson::error_message(error)));
+  }
+  simdjson::dom::object object;
+  if (root.get(object) != simdjson::SUCCESS) {
+    throw InputError(fmt::format("{}: the config must be a JSON object", path));
+  }
+  CheckThresholds t;
+  for (auto [key, value] : object) {
+    const std::string where = fmt::format("{}: \"{}\"", path, key);
+    if (key == "skip_steps") {
+      std::int64_t n = 0;
+      if (value.get(n) != simdjson::SUCCESS || n < 0) {
+        throw InputError(where + " must be an integer >= 0");
+      }
+      t.skip_steps = n;
+      continue;
+    }
+    std::optional<double>* slot = nullptr;
+    if (key == "max_bubble_ratio") slot = &t.max_bubble_ratio;
+    if (key == "max_bubble_increase") slot = &t.max_bubble_increase;
+    if (key == "max_step_time_increase") slot = &t.max_step_time_increase;
+    if (key == "max_utilization_drop") slot = &t.max_utilization_drop;
+    if (slot == nullptr) {
+      throw InputError(fmt::format(
+          "{} is not a known key (max_bubble_ratio, max_bubble_increase, max_step_time_increase, "
+          "max_utilization_drop, skip_steps)",
+          where));
+    }
+    double number = 0;
+    std::int64_t integer = 0;
+    std::string_view text;
+    if (value.get(number) == simdjson::SUCCESS) {
+      *slot = parse_ratio(fmt::format("{}", number), where);
+    } else if (value.get(integer) == simdjson::SUCCESS) {
+      *slot = parse_ratio(fmt::format("{}", integer), where);
+    } else if (value.get(text) == simdjson::SUCCESS) {
+      *slot = parse_ratio(text, where);
+    } else {
+      throw InputError(where + " must be a number or a string like \"5%\"");
+    }
+  }
+  return t;
+}
+
+Spread spread_of(std::vector<double> values) {
+  Spread s;
+  s.count = values.size();
+  if (values.empty()) return s;
+  std::sort(values.begin(), values.end());
+  s.median = quantile(values, 0.5);
+  s.p25 = quantile(values, 0.25);
+  s.p75 = quantile(values, 0.75);
+  s.min = values.front();
+  s.max = values.back();
+  return s;
+}
+
+bool CheckReport::regression() const {
+  return std::any_of(thresholds.begin(), thresholds.end(),
+                     [](const ThresholdResult& t) { return !t.passed; });
+}
+
+std::int64_t default_skip_steps(const RunFigures& baseline, const RunFigures& current) {
+  return baseline.steps.size() > 2 && current.steps.size() > 2 ? 1 : 0;
+}
+
+CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current,
+                           const CheckThresholds& thresholds) {
+  CheckReport r;
+  r.baseline_source = baseline.source;
+  r.current_source = current.source;
+  r.skip_defaulted = !thresholds.skip_steps.has_value();
+  r.skip_steps = thresholds.skip_steps.value_or(default_skip_steps(baseline, current));
+
+  const std::vector<StepFigures> base_steps = compared_steps(baseline, r.skip_steps);
+  const std::vector<StepFigures> cur_steps = compared_steps(current, r.skip_steps);
+  r.baseline_steps = base_steps.size();
+  r.current_steps = cur_steps.size();
+
+  r.bubble_ratio = compare(bubble_ratios(base_steps), bubble_ratios(cur_steps));
+  r.step_time_ns = compare(durations(base_steps), durations(cur_steps));
+
+  auto base_util = utilization_by_device(base_steps);
+  auto cur_util = utilization_by_device(cur_steps);
+  for (const DeviceFigures& d : baseline.devices) {
+    if (cur_util.count(d.device) == 0 && base_util.count(d.device) != 0) {
+      r.only_in_baseline.push_back(d.device);
+    }
+  }
+  for (auto& [device, values] : cur_util) {
+    auto it = base_util.find(device);
+    if (it == base_util.end()) {
+      r.only_in_current.push_back(device);
+      continue;
+    }
+    r.devices.push_back({device, compare(std::move(it->second), std::move(values))});
+  }
+
+  if (thresholds.max_bubble_ratio) {
+    const double limit = *thresholds.max_bubble_ratio;
+    ThresholdResult t{"max-bubble-ratio", within(r.bubble_ratio.current.median, limit), "", {}};
+    t.detail = fmt::format("median bubble ratio {} {} limit {} (baseline {})",
+                           format_percent(r.bubble_ratio.current.median), t.passed ? "<=" : ">",
+                           format_percent(limit), format_percent(r.bubble_ratio.baseline.median));
+    r.thresholds.push_back(std::move(t));
+  }
+  if (thresholds.max_bubble_increase) {
+    const double limit = *thresholds.max_bubble_increase;
+    ThresholdResult t{"max-bubble-increase", within(r.bubble_ratio.delta, limit), "", {}};
+    t.detail = fmt::format("median bubble ratio {} -> {}: {} {} limit {} ({}; IQR {} / {})",
+                           format_percent(r.bubble_ratio.baseline.median),
+                           format_percent(r.bubble_ratio.current.median),
+                           format_points(r.bubble_ratio.delta), t.passed ? "<=" : ">",
+                           format_points(limit), noise_note(r.bubble_ratio),
+                           format_points(r.bubble_ratio.baseline.iqr()).substr(1),
+                           format_points(r.bubble_ratio.current.iqr()).substr(1));
+    r.thresholds.push_back(std::move(t));
+  }
+  if (thresholds.max_step_time_increase) {
+    const double limit = *thresholds.max_step_time_increase;
+    const double base = r.step_time_ns.baseline.median;
+    // A baseline with empty windows has no step time to grow from.
+    const double change = base > 0 ? r.step_time_ns.delta / base : 0;
+    ThresholdResult t{"max-step-time-increase", within(change, limit), "", {}};
+    t.detail =
+        fmt::format("median step time {} -> {}: {} {} limit {} ({}; IQR {} / {})",
+                    format_duration_ns(base), format_duration_ns(r.step_time_ns.current.median),
+                    format_relative(change), t.passed ? "<=" : ">", format_relative(limit),
+                    noise_note(r.step_time_ns), format_duration_ns(r.step_time_ns.baseline.iqr()),
+                    format_duration_ns(r.step_time_ns.current.iqr()));
+    r.thresholds.push_back(std::move(t));
+  }
+  if (thresholds.max_utilization_drop) {
+    const double limit = *thresholds.max_utilization_drop;
+    ThresholdResult t{"max-utilization-drop", true, "", {}};
+    double worst = 0;
+    int worst_device = -1;
+    for (const DeviceComparison& d : r.devices) {
+      const double drop = -d.utilization.delta;
+      if (worst_device < 0 || drop > worst) {
+        worst = drop;
+        worst_device = d.device;
+      }
+      if (!within(drop, limit)) {
+        t.passed = false;
+        t.failures.push_back(
+            fmt::format("device {}: median utilization {} -> {}: drop {} > limit {} ({})", d.device,
+                        format_percent(d.utilization.baseline.median),
+                        format_percent(d.utilization.current.median), format_points(drop).substr(1),
+                        format_points(limit).substr(1), noise_note(d.utilization)));
+      }
+    }
+    t.detail =
+        worst_device < 0
+            ? "no device in both runs"
+            : fmt::format("{} of {} device{} over the limit {}; largest drop {} on device {}",
+                          t.failures.size(), r.devices.size(), r.devices.size() == 1 ? "" : "s",
+                          format_points(limit).substr(1), format_points(worst), worst_device);
+    r.thresholds.push_back(std::move(t));
+  }
+
+  // The largest idle stretches of the current run, as device-steps.
+  for (const StepFigures& s : cur_steps) {
+    for (const StepDeviceFigures& d : s.devices) {
+      r.worst_bubbles.push_back({s.step, d.device, d.idle_ns, s.duration_ns});
+    }
+  }
+  std::stable_sort(
+      r.worst_bubbles.begin(), r.worst_bubbles.end(),
+      [](const WorstBubble& a, const WorstBubble& b) { return a.idle_ns > b.idle_ns; });
+  if (r.worst_bubbles.size() > 5) r.worst_bubbles.resize(5);
+  return r;
+}
+
+}  // namespace pipescope

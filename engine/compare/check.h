@@ -1,0 +1,146 @@
+// The regression gate of `pipescope check`: compares a current run with a
+// baseline on per-step medians and evaluates the thresholds.
+//
+// Noise: every figure is the median over the compared steps (warm-up steps
+// left out of both sides), and its spread is the interquartile range
+// (p25..p75) over those steps. A change is "beyond noise" when its size
+// exceeds the larger IQR of the two sides; thresholds are evaluated on the
+// medians regardless, and the report shows both so a reader can tell a real
+// change from jitter.
+//
+// Figures compared:
+//   bubble ratio  median of steps[].bubble_ratio
+//   step time     median of steps[].duration_ns
+//   utilization   per device (matched by global index): median over steps of
+//                 busy/duration of that step
+//
+// Usage:
+//   CheckThresholds t; t.max_bubble_increase = 0.02;
+//   CheckReport r = evaluate_check(baseline, current, t);
+//   return r.regression() ? 1 : 0;
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compare/run_figures.h"
+
+namespace pipescope {
+
+struct CheckThresholds {
+  /// Current median bubble ratio must be <= this (0.25 = 25%).
+  std::optional<double> max_bubble_ratio;
+  /// Current minus baseline median bubble ratio must be <= this (absolute
+  /// points as a fraction: 0.02 = 2 percentage points).
+  std::optional<double> max_bubble_increase;
+  /// (current − baseline) / baseline median step time must be <= this (0.05 = 5%).
+  std::optional<double> max_step_time_increase;
+  /// Per device, baseline minus current median utilization must be <= this.
+  std::optional<double> max_utilization_drop;
+  /// Warm-up steps left out of both sides; unset: 1 when both sides have more
+  /// than 2 steps, else 0.
+  std::optional<std::int64_t> skip_steps;
+
+  bool any() const {
+    return max_bubble_ratio || max_bubble_increase || max_step_time_increase ||
+           max_utilization_drop;
+  }
+  /// Fills the thresholds that are unset here from `other` (command line over
+  /// config file).
+  void fill_from(const CheckThresholds& other);
+};
+
+/// Parses a ratio: "0.05", "5%", "5.5 %". Throws InputError naming `what`
+/// for anything else, and for a negative or non-finite value.
+double parse_ratio(std::string_view text, std::string_view what);
+
+/// Reads thresholds from a JSON config file (kept in the repository under
+/// test). Keys, all optional: "max_bubble_ratio", "max_bubble_increase",
+/// "max_step_time_increase", "max_utilization_drop" (numbers, or strings like
+/// "5%"), "skip_steps" (integer >= 0). An unknown key, a wrong type or
+/// invalid JSON throws InputError naming the file and the key.
+CheckThresholds read_check_config(const std::string& path);
+
+/// Median and spread of one figure over the compared steps.
+struct Spread {
+  std::size_t count = 0;
+  double median = 0;
+  double p25 = 0;
+  double p75 = 0;
+  double min = 0;
+  double max = 0;
+
+  double iqr() const { return p75 - p25; }
+};
+
+/// Linear-interpolated quantiles of `values` (any order; count 0 gives zeros).
+Spread spread_of(std::vector<double> values);
+
+struct FigureComparison {
+  Spread baseline;
+  Spread current;
+  /// current.median − baseline.median.
+  double delta = 0;
+  /// |delta| exceeds the larger IQR of the two sides.
+  bool beyond_noise = false;
+};
+
+struct DeviceComparison {
+  int device = 0;  ///< global device index
+  FigureComparison utilization;
+};
+
+struct ThresholdResult {
+  /// The flag: "max-bubble-ratio", "max-bubble-increase", ...
+  std::string name;
+  bool passed = true;
+  /// One line with the numbers: "median bubble ratio 31.2% <= 25.0%: ...".
+  std::string detail;
+  /// Failing devices of max-utilization-drop, one line each.
+  std::vector<std::string> failures;
+};
+
+/// A device-step of the current run with much idle time.
+struct WorstBubble {
+  std::int64_t step = 0;
+  int device = 0;
+  std::int64_t idle_ns = 0;
+  std::int64_t window_ns = 0;
+};
+
+struct CheckReport {
+  std::string baseline_source;
+  std::string current_source;
+  std::int64_t skip_steps = 0;
+  /// True when skip_steps was chosen by the default rule (the output says so).
+  bool skip_defaulted = false;
+  std::size_t baseline_steps = 0;  ///< steps compared on each side
+  std::size_t current_steps = 0;
+
+  FigureComparison bubble_ratio;
+  /// In nanoseconds (doubles: medians of integers may fall between two).
+  FigureComparison step_time_ns;
+  /// Devices present on both sides, by global index.
+  std::vector<DeviceComparison> devices;
+  std::vector<int> only_in_baseline;
+  std::vector<int> only_in_current;
+
+  std::vector<ThresholdResult> thresholds;
+  /// Up to 5, largest idle first.
+  std::vector<WorstBubble> worst_bubbles;
+
+  bool regression() const;
+};
+
+/// Compares and evaluates. Throws InputError when, after skipping warm-up
+/// steps, a side has no step left to compare.
+CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current,
+                           const CheckThresholds& thresholds);
+
+/// The default warm-up skip: 1 when both runs have more than 2 steps, else 0.
+std::int64_t default_skip_steps(const RunFigures& baseline, const RunFigures& current);
+
+}  // namespace pipescope

@@ -1,0 +1,192 @@
+#include "compare/check_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+
+#include "compare/figure_format.h"
+#include "export/html_report.h"
+
+namespace pipescope {
+
+namespace {
+
+// Markdown table cells must not break the table.
+std::string cell(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string spread_ratio(const Spread& s) {
+  return fmt::format("{} – {}", format_percent(s.p25), format_percent(s.p75));
+}
+
+std::string spread_duration(const Spread& s) {
+  return fmt::format("{} – {}", format_duration_ns(s.p25), format_duration_ns(s.p75));
+}
+
+std::string skip_line(const CheckReport& r) {
+  return fmt::format(
+      "{} warm-up step{} left out of both runs{}; comparing {} baseline and {} "
+      "current step{}",
+      r.skip_steps, r.skip_steps == 1 ? "" : "s",
+      r.skip_defaulted ? " (default: 1 when both runs have more than 2 steps; "
+                         "change with --skip-steps)"
+                       : "",
+      r.baseline_steps, r.current_steps, r.current_steps == 1 ? "" : "s");
+}
+
+}  // namespace
+
+std::string format_check_verdict(const CheckReport& r) {
+  std::string out;
+  auto it = std::back_inserter(out);
+  const std::size_t failed =
+      static_cast<std::size_t>(std::count_if(r.thresholds.begin(), r.thresholds.end(),
+                                             [](const ThresholdResult& t) { return !t.passed; }));
+  if (failed > 0) {
+    fmt::format_to(it, "pipescope check: REGRESSION ({} of {} threshold{} failed)\n", failed,
+                   r.thresholds.size(), r.thresholds.size() == 1 ? "" : "s");
+  } else {
+    fmt::format_to(it, "pipescope check: PASS ({} threshold{})\n", r.thresholds.size(),
+                   r.thresholds.size() == 1 ? "" : "s");
+  }
+  fmt::format_to(it, "  baseline {}\n  current  {}\n  {}\n", r.baseline_source, r.current_source,
+                 skip_line(r));
+  for (const ThresholdResult& t : r.thresholds) {
+    fmt::format_to(it, "  {} {}: {}\n", t.passed ? "ok  " : "FAIL", t.name, t.detail);
+    for (const std::string& f : t.failures) fmt::format_to(it, "         {}\n", f);
+  }
+  if (!r.only_in_baseline.empty() || !r.only_in_current.empty()) {
+    fmt::format_to(it,
+                   "  note: devices only in the baseline: [{}]; only in the current run: [{}]\n",
+                   fmt::join(r.only_in_baseline, ", "), fmt::join(r.only_in_current, ", "));
+  }
+  return out;
+}
+
+std::string format_check_markdown(const CheckReport& r) {
+  std::string out;
+  auto it = std::back_inserter(out);
+  const bool regression = r.regression();
+  fmt::format_to(it, "## pipescope check: {}\n\n", regression ? "❌ regression" : "✅ pass");
+  fmt::format_to(it,
+                 "Baseline `{}`, current `{}`.  \n{}. Figures are medians over steps; the "
+                 "spread is the interquartile range (p25 – p75) over those steps, and a change "
+                 "larger than the wider spread is marked *beyond noise*.\n\n",
+                 cell(r.baseline_source), cell(r.current_source), skip_line(r));
+
+  if (!r.thresholds.empty()) {
+    fmt::format_to(it, "### Thresholds\n\n| threshold | result | numbers |\n| --- | --- | --- |\n");
+    for (const ThresholdResult& t : r.thresholds) {
+      std::string numbers = cell(t.detail);
+      for (const std::string& f : t.failures) numbers += "<br>" + cell(f);
+      fmt::format_to(it, "| `--{}` | {} | {} |\n", t.name, t.passed ? "✅ pass" : "❌ fail", numbers);
+    }
+    fmt::format_to(it, "\n");
+  }
+
+  fmt::format_to(it,
+                 "### Metrics\n\n| metric | baseline | current | delta | spread baseline | "
+                 "spread current | noise |\n| --- | ---: | ---: | ---: | ---: | ---: | --- |\n");
+  const auto& b = r.bubble_ratio;
+  fmt::format_to(it, "| bubble ratio | {} | {} | {} | {} | {} | {} |\n",
+                 format_percent(b.baseline.median), format_percent(b.current.median),
+                 format_points(b.delta), spread_ratio(b.baseline), spread_ratio(b.current),
+                 b.beyond_noise ? "**beyond noise**" : "within noise");
+  const auto& s = r.step_time_ns;
+  const double rel = s.baseline.median > 0 ? s.delta / s.baseline.median : 0;
+  fmt::format_to(it, "| step time | {} | {} | {} ({}) | {} | {} | {} |\n",
+                 format_duration_ns(s.baseline.median), format_duration_ns(s.current.median),
+                 format_signed_duration_ns(s.delta), format_relative(rel),
+                 spread_duration(s.baseline), spread_duration(s.current),
+                 s.beyond_noise ? "**beyond noise**" : "within noise");
+  fmt::format_to(it, "\n");
+
+  if (!r.devices.empty()) {
+    fmt::format_to(it,
+                   "### Utilization per device\n\n| device | baseline | current | delta | spread "
+                   "baseline | spread current | noise |\n| ---: | ---: | ---: | ---: | ---: | ---: "
+                   "| --- |\n");
+    for (const DeviceComparison& d : r.devices) {
+      const auto& u = d.utilization;
+      fmt::format_to(it, "| {} | {} | {} | {} | {} | {} | {} |\n", d.device,
+                     format_percent(u.baseline.median), format_percent(u.current.median),
+                     format_points(u.delta), spread_ratio(u.baseline), spread_ratio(u.current),
+                     u.beyond_noise ? "**beyond noise**" : "within noise");
+    }
+    fmt::format_to(it, "\n");
+  }
+  if (!r.only_in_baseline.empty() || !r.only_in_current.empty()) {
+    fmt::format_to(
+        it, "Devices only in the baseline: {}; only in the current run: {}.\n\n",
+        r.only_in_baseline.empty() ? "none"
+                                   : fmt::format("{}", fmt::join(r.only_in_baseline, ", ")),
+        r.only_in_current.empty() ? "none" : fmt::format("{}", fmt::join(r.only_in_current, ", ")));
+  }
+
+  if (!r.worst_bubbles.empty()) {
+    fmt::format_to(it,
+                   "### Worst bubbles (current run)\n\n| step | device | idle | share of step |\n"
+                   "| ---: | ---: | ---: | ---: |\n");
+    for (const WorstBubble& w : r.worst_bubbles) {
+      const double share =
+          w.window_ns > 0 ? static_cast<double>(w.idle_ns) / static_cast<double>(w.window_ns) : 0;
+      fmt::format_to(it, "| {} | {} | {} | {} |\n", w.step, w.device,
+                     format_duration_ns(static_cast<double>(w.idle_ns)), format_percent(share));
+    }
+    fmt::format_to(it, "\n");
+  }
+  return out;
+}
+
+std::string format_check_junit(const CheckReport& r) {
+  std::string out;
+  auto it = std::back_inserter(out);
+  std::size_t failures = 0;
+  for (const ThresholdResult& t : r.thresholds) failures += t.passed ? 0 : 1;
+  fmt::format_to(it, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+  fmt::format_to(it,
+                 "<testsuites name=\"pipescope\" tests=\"{}\" failures=\"{}\" errors=\"0\" "
+                 "time=\"0\">\n",
+                 r.thresholds.size(), failures);
+  fmt::format_to(it,
+                 "  <testsuite name=\"pipescope check\" tests=\"{}\" failures=\"{}\" "
+                 "errors=\"0\" skipped=\"0\" time=\"0\">\n",
+                 r.thresholds.size(), failures);
+  fmt::format_to(it, "    <properties>\n");
+  fmt::format_to(it, "      <property name=\"baseline\" value=\"{}\"/>\n",
+                 markup_escape(r.baseline_source));
+  fmt::format_to(it, "      <property name=\"current\" value=\"{}\"/>\n",
+                 markup_escape(r.current_source));
+  fmt::format_to(it, "      <property name=\"skip_steps\" value=\"{}\"/>\n", r.skip_steps);
+  fmt::format_to(it, "    </properties>\n");
+  for (const ThresholdResult& t : r.thresholds) {
+    fmt::format_to(it, "    <testcase classname=\"pipescope.check\" name=\"{}\" time=\"0\"",
+                   markup_escape(t.name));
+    if (t.passed) {
+      fmt::format_to(it, ">\n      <system-out>{}</system-out>\n    </testcase>\n",
+                     markup_escape(t.detail));
+      continue;
+    }
+    std::string body = t.detail;
+    for (const std::string& f : t.failures) body += "\n" + f;
+    fmt::format_to(
+        it, ">\n      <failure message=\"{}\" type=\"regression\">{}</failure>\n    </testcase>\n",
+        markup_escape(t.detail), markup_escape(body));
+  }
+  fmt::format_to(it, "  </testsuite>\n</testsuites>\n");
+  return out;
+}
+
+}  // namespace pipescope

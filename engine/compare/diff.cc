@@ -1,0 +1,425 @@
+#include "compare/diff.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+#include <optional>
+
+#include "compare/check.h"
+#include "compare/figure_format.h"
+#include "export/json_writer.h"
+
+namespace pipescope {
+
+namespace {
+
+enum class Unit { count, ratio, ns };
+
+struct Row {
+  std::string name;
+  std::optional<double> a;
+  std::optional<double> b;
+  Unit unit = Unit::count;
+};
+
+std::string value_text(std::optional<double> v, Unit unit) {
+  if (!v) return "n/a";
+  switch (unit) {
+    case Unit::count:
+      return fmt::format("{:.0f}", *v);
+    case Unit::ratio:
+      return format_percent(*v);
+    case Unit::ns:
+      return format_duration_ns(*v);
+  }
+  return "n/a";
+}
+
+std::string delta_text(const Row& r) {
+  if (!r.a || !r.b) return "n/a";
+  const double d = *r.b - *r.a;
+  switch (r.unit) {
+    case Unit::count:
+      return fmt::format("{:+.0f}", d);
+    case Unit::ratio:
+      return format_points(d);
+    case Unit::ns: {
+      const std::string rel = *r.a != 0 ? fmt::format(" ({})", format_relative(d / *r.a)) : "";
+      return format_signed_duration_ns(d) + rel;
+    }
+  }
+  return "n/a";
+}
+
+double median_of(const std::vector<StepFigures>& steps, bool duration) {
+  std::vector<double> v;
+  for (const StepFigures& s : steps) {
+    v.push_back(duration ? static_cast<double>(s.duration_ns) : s.bubble_ratio);
+  }
+  return spread_of(std::move(v)).median;
+}
+
+std::vector<Row> metric_rows(const RunFigures& a, const RunFigures& b) {
+  const auto d = [](auto v) { return static_cast<double>(v); };
+  return {
+      {"jobs", d(a.jobs), d(b.jobs), Unit::count},
+      {"devices", d(a.devices.size()), d(b.devices.size()), Unit::count},
+      {"steps", d(a.steps.size()), d(b.steps.size()), Unit::count},
+      {"bubble ratio (overall)", a.bubble_ratio, b.bubble_ratio, Unit::ratio},
+      {"bubble ratio (median step)", median_of(a.steps, false), median_of(b.steps, false),
+       Unit::ratio},
+      {"step time (median)", median_of(a.steps, true), median_of(b.steps, true), Unit::ns},
+      {"total step time", d(a.total_window_ns), d(b.total_window_ns), Unit::ns},
+  };
+}
+
+struct DevicePair {
+  int device = 0;
+  const DeviceFigures* a = nullptr;
+  const DeviceFigures* b = nullptr;
+};
+
+std::vector<DevicePair> device_pairs(const RunFigures& a, const RunFigures& b) {
+  std::map<int, DevicePair> pairs;
+  for (const DeviceFigures& d : a.devices) pairs[d.device].a = &d;
+  for (const DeviceFigures& d : b.devices) pairs[d.device].b = &d;
+  std::vector<DevicePair> out;
+  for (auto& [device, pair] : pairs) {
+    pair.device = device;
+    out.push_back(pair);
+  }
+  return out;
+}
+
+struct KindFigures {
+  std::int64_t jobs = 0;
+  std::optional<std::int64_t> total_ns = 0;
+
+  std::optional<double> mean_ns() const {
+    if (!total_ns || jobs == 0) return std::nullopt;
+    return static_cast<double>(*total_ns) / static_cast<double>(jobs);
+  }
+};
+
+// Per kind (or per type with by_type): jobs and total duration; the total is
+// unknown as soon as one contributing type has none.
+std::map<std::string, KindFigures> by_kind(const RunFigures& run, bool by_type) {
+  std::map<std::string, KindFigures> out;
+  for (const JobTypeFigures& t : run.job_types) {
+    KindFigures& k = out[by_type ? t.type : t.kind];
+    k.jobs += t.jobs;
+    if (k.total_ns && t.total_ns) {
+      *k.total_ns += *t.total_ns;
+    } else {
+      k.total_ns.reset();
+    }
+  }
+  return out;
+}
+
+std::vector<Row> kind_rows(const RunFigures& a, const RunFigures& b, bool by_type) {
+  const auto ka = by_kind(a, by_type);
+  const auto kb = by_kind(b, by_type);
+  std::map<std::string, int> names;
+  for (const auto& [name, k] : ka) names[name] = 0;
+  for (const auto& [name, k] : kb) names[name] = 0;
+  std::vector<Row> rows;
+  for (const auto& [name, unused] : names) {
+    const auto ia = ka.find(name);
+    const auto ib = kb.find(name);
+    rows.push_back({name, ia == ka.end() ? std::nullopt : ia->second.mean_ns(),
+                    ib == kb.end() ? std::nullopt : ib->second.mean_ns(), Unit::ns});
+    rows.push_back(
+        {name + " jobs",
+         ia == ka.end() ? std::optional<double>(0) : static_cast<double>(ia->second.jobs),
+         ib == kb.end() ? std::optional<double>(0) : static_cast<double>(ib->second.jobs),
+         Unit::count});
+  }
+  return rows;
+}
+
+std::string schedule_text(const std::optional<ScheduleFigures>& s) {
+  if (!s) return "not analysed";
+  const auto n = [](const std::optional<std::int64_t>& v) {
+    return v ? std::to_string(*v) : std::string("?");
+  };
+  std::string text =
+      fmt::format("{} P={} M={} V={}", s->name, n(s->stages), n(s->micro_batches), n(s->chunks));
+  if (s->exact) text += *s->exact ? " (canonical order)" : " (order differs from canonical)";
+  return text;
+}
+
+// What changed between two analysed schedules, one phrase per difference.
+std::vector<std::string> schedule_changes(const ScheduleFigures& a, const ScheduleFigures& b) {
+  std::vector<std::string> out;
+  if (a.name != b.name) out.push_back(fmt::format("schedule {} -> {}", a.name, b.name));
+  const auto num = [&](const char* what, const std::optional<std::int64_t>& x,
+                       const std::optional<std::int64_t>& y) {
+    if (x && y && *x != *y) out.push_back(fmt::format("{} {} -> {}", what, *x, *y));
+  };
+  num("P (stages)", a.stages, b.stages);
+  num("M (micro-batches)", a.micro_batches, b.micro_batches);
+  num("V (chunks)", a.chunks, b.chunks);
+  if (a.exact && b.exact && *a.exact != *b.exact) {
+    out.push_back(*b.exact ? "order now matches the canonical one"
+                           : "order no longer matches the canonical one");
+  }
+  return out;
+}
+
+void table(std::back_insert_iterator<std::string> it, const std::vector<Row>& rows,
+           std::string_view first) {
+  std::size_t w = first.size();
+  for (const Row& r : rows) w = std::max(w, r.name.size());
+  fmt::format_to(it, "  {:<{}}  {:>14}  {:>14}  {}\n", first, w, "A", "B", "delta");
+  for (const Row& r : rows) {
+    fmt::format_to(it, "  {:<{}}  {:>14}  {:>14}  {}\n", r.name, w, value_text(r.a, r.unit),
+                   value_text(r.b, r.unit), delta_text(r));
+  }
+}
+
+void json_value(JsonWriter& w, std::optional<double> v, Unit unit) {
+  if (!v) {
+    w.null();
+  } else if (unit == Unit::ratio) {
+    w.value(*v);
+  } else if (*v == static_cast<double>(static_cast<std::int64_t>(*v))) {
+    w.value(static_cast<std::int64_t>(*v));
+  } else {
+    w.value(*v);
+  }
+}
+
+void json_rows(JsonWriter& w, const std::vector<Row>& rows, std::string_view key) {
+  w.begin_array();
+  for (const Row& r : rows) {
+    w.begin_object(true);
+    w.field(key, r.name);
+    w.key("a");
+    json_value(w, r.a, r.unit);
+    w.key("b");
+    json_value(w, r.b, r.unit);
+    w.key("delta");
+    if (r.a && r.b) {
+      json_value(w, *r.b - *r.a, r.unit);
+    } else {
+      w.null();
+    }
+    w.end_object();
+  }
+  w.end_array();
+}
+
+void json_schedule(JsonWriter& w, const std::optional<ScheduleFigures>& s) {
+  if (!s) {
+    w.null();
+    return;
+  }
+  w.begin_object(true);
+  w.field("name", s->name);
+  const auto opt = [&](std::string_view k, const std::optional<std::int64_t>& v) {
+    w.key(k);
+    if (v) {
+      w.value(*v);
+    } else {
+      w.null();
+    }
+  };
+  opt("stages", s->stages);
+  opt("micro_batches", s->micro_batches);
+  opt("chunks", s->chunks);
+  w.key("exact");
+  if (s->exact) {
+    w.value(*s->exact);
+  } else {
+    w.null();
+  }
+  w.end_object();
+}
+
+constexpr std::size_t kStepsInFull = 20;
+constexpr std::size_t kStepsHead = 10;
+constexpr std::size_t kStepsTail = 5;
+
+}  // namespace
+
+std::string format_diff_text(const RunFigures& a, const RunFigures& b) {
+  std::string out;
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "pipescope diff\n  A  {} ({})\n  B  {} ({})\n\nMetrics\n", a.source, a.origin,
+                 b.source, b.origin);
+  table(it, metric_rows(a, b), "metric");
+
+  fmt::format_to(it, "\nDevices (utilization; busy and idle per device below)\n");
+  std::vector<Row> util, busy;
+  for (const DevicePair& p : device_pairs(a, b)) {
+    const auto u = [](const DeviceFigures* d) {
+      return d ? std::optional<double>(d->utilization) : std::nullopt;
+    };
+    const auto bz = [](const DeviceFigures* d) {
+      return d ? std::optional<double>(static_cast<double>(d->busy_ns)) : std::nullopt;
+    };
+    util.push_back({fmt::format("device {}", p.device), u(p.a), u(p.b), Unit::ratio});
+    busy.push_back({fmt::format("device {} busy", p.device), bz(p.a), bz(p.b), Unit::ns});
+  }
+  table(it, util, "device");
+  table(it, busy, "device");
+
+  fmt::format_to(it, "\nSteps (matched by position)\n");
+  const std::size_t n = std::max(a.steps.size(), b.steps.size());
+  fmt::format_to(it, "  {:>5}  {:>7}  {:>7}  {:>12}  {:>12}  {:>24}  {:>8}  {:>8}  {}\n", "#",
+                 "step A", "step B", "duration A", "duration B", "delta", "bubble A", "bubble B",
+                 "delta");
+  const auto step_row = [&](std::size_t k) {
+    const StepFigures* sa = k < a.steps.size() ? &a.steps[k] : nullptr;
+    const StepFigures* sb = k < b.steps.size() ? &b.steps[k] : nullptr;
+    const auto dur = [](const StepFigures* s) {
+      return s ? std::optional<double>(static_cast<double>(s->duration_ns)) : std::nullopt;
+    };
+    const auto bub = [](const StepFigures* s) {
+      return s ? std::optional<double>(s->bubble_ratio) : std::nullopt;
+    };
+    const Row d{"", dur(sa), dur(sb), Unit::ns};
+    const Row r{"", bub(sa), bub(sb), Unit::ratio};
+    fmt::format_to(it, "  {:>5}  {:>7}  {:>7}  {:>12}  {:>12}  {:>24}  {:>8}  {:>8}  {}\n", k,
+                   sa ? std::to_string(sa->step) : "-", sb ? std::to_string(sb->step) : "-",
+                   value_text(d.a, d.unit), value_text(d.b, d.unit), delta_text(d),
+                   value_text(r.a, r.unit), value_text(r.b, r.unit), delta_text(r));
+  };
+  if (n <= kStepsInFull) {
+    for (std::size_t k = 0; k < n; ++k) step_row(k);
+  } else {
+    for (std::size_t k = 0; k < kStepsHead; ++k) step_row(k);
+    fmt::format_to(it, "  ... {} steps not shown ...\n", n - kStepsHead - kStepsTail);
+    for (std::size_t k = n - kStepsTail; k < n; ++k) step_row(k);
+  }
+
+  fmt::format_to(it, "\nJob kinds (mean job duration, job count)\n");
+  table(it, kind_rows(a, b, false), "kind");
+  fmt::format_to(it, "\nJob types (mean job duration, job count)\n");
+  table(it, kind_rows(a, b, true), "type");
+
+  fmt::format_to(it, "\nSchedule\n  A  {}\n  B  {}\n", schedule_text(a.schedule),
+                 schedule_text(b.schedule));
+  if (!a.schedule || !b.schedule) {
+    fmt::format_to(it, "  schedule not analysed in {}; no schedule comparison\n",
+                   !a.schedule && !b.schedule ? "either run" : (!a.schedule ? "A" : "B"));
+  } else {
+    const auto changes = schedule_changes(*a.schedule, *b.schedule);
+    if (changes.empty()) fmt::format_to(it, "  unchanged\n");
+    for (const std::string& c : changes) fmt::format_to(it, "  changed: {}\n", c);
+  }
+  return out;
+}
+
+std::string format_diff_json(const RunFigures& a, const RunFigures& b) {
+  fmt::memory_buffer buffer;
+  JsonWriter w(buffer, JsonStyle::pretty());
+  w.begin_object();
+  w.field("schema", "pipescope.diff/1");
+  w.key("a");
+  w.begin_object(true);
+  w.field("source", a.source);
+  w.field("origin", a.origin);
+  w.end_object();
+  w.key("b");
+  w.begin_object(true);
+  w.field("source", b.source);
+  w.field("origin", b.origin);
+  w.end_object();
+  w.key("metrics");
+  json_rows(w, metric_rows(a, b), "metric");
+
+  w.key("devices");
+  w.begin_array();
+  for (const DevicePair& p : device_pairs(a, b)) {
+    w.begin_object(true);
+    w.field("device", p.device);
+    for (const auto& [key, d] : {std::pair{"a", p.a}, std::pair{"b", p.b}}) {
+      w.key(key);
+      if (d == nullptr) {
+        w.null();
+        continue;
+      }
+      w.begin_object(true);
+      w.field("busy_ns", d->busy_ns);
+      w.field("idle_ns", d->idle_ns);
+      w.field("utilization", d->utilization);
+      w.end_object();
+    }
+    w.key("utilization_delta");
+    if (p.a && p.b) {
+      w.value(p.b->utilization - p.a->utilization);
+    } else {
+      w.null();
+    }
+    w.end_object();
+  }
+  w.end_array();
+
+  w.key("steps");
+  w.begin_array();
+  for (std::size_t k = 0; k < std::max(a.steps.size(), b.steps.size()); ++k) {
+    w.begin_object(true);
+    w.field("index", static_cast<std::uint64_t>(k));
+    for (const auto& [key, run] : {std::pair{"a", &a}, std::pair{"b", &b}}) {
+      w.key(key);
+      if (k >= run->steps.size()) {
+        w.null();
+        continue;
+      }
+      const StepFigures& s = run->steps[k];
+      w.begin_object(true);
+      w.field("step", s.step);
+      w.field("duration_ns", s.duration_ns);
+      w.field("bubble_ratio", s.bubble_ratio);
+      w.end_object();
+    }
+    w.end_object();
+  }
+  w.end_array();
+
+  for (const bool by_type : {false, true}) {
+    w.key(by_type ? "job_types" : "job_kinds");
+    w.begin_array();
+    const std::vector<Row> rows = kind_rows(a, b, by_type);
+    for (std::size_t i = 0; i + 1 < rows.size(); i += 2) {
+      w.begin_object(true);
+      w.field(by_type ? "type" : "kind", rows[i].name);
+      w.key("jobs_a");
+      json_value(w, rows[i + 1].a, Unit::count);
+      w.key("jobs_b");
+      json_value(w, rows[i + 1].b, Unit::count);
+      w.key("mean_ns_a");
+      json_value(w, rows[i].a, Unit::ns);
+      w.key("mean_ns_b");
+      json_value(w, rows[i].b, Unit::ns);
+      w.end_object();
+    }
+    w.end_array();
+  }
+
+  w.key("schedule");
+  w.begin_object();
+  w.key("a");
+  json_schedule(w, a.schedule);
+  w.key("b");
+  json_schedule(w, b.schedule);
+  w.key("changes");
+  if (a.schedule && b.schedule) {
+    w.begin_array(true);
+    for (const std::string& c : schedule_changes(*a.schedule, *b.schedule)) w.value(c);
+    w.end_array();
+  } else {
+    w.null();
+  }
+  w.field("note", a.schedule && b.schedule ? "" : "schedule not analysed");
+  w.end_object();
+  w.end_object();
+  buffer.push_back('\n');
+  return std::string(buffer.data(), buffer.size());
+}
+
+}  // namespace pipescope

@@ -1,0 +1,24 @@
+// `pipescope diff A B`: two runs side by side, without a verdict. Compares
+// the overall figures, each device (matched by global index), each step
+// (matched by position: the k-th step of A with the k-th of B, since step
+// numbers may start elsewhere), job kinds and types (count and mean job
+// duration, when the source has durations) and the pipeline schedule (name,
+// P, M, V, whether the order matched the canonical one). A figure a source
+// does not carry is shown as "n/a" (text) or null (JSON), and a schedule no
+// source analysed reads "schedule not analysed".
+#pragma once
+
+#include <string>
+
+#include "compare/run_figures.h"
+
+namespace pipescope {
+
+/// Aligned text for a terminal. With more than 20 steps, the first 10 and
+/// the last 5 step rows are listed.
+std::string format_diff_text(const RunFigures& a, const RunFigures& b);
+
+/// A JSON document, schema "pipescope.diff/1" (README.md, "pipescope diff").
+std::string format_diff_json(const RunFigures& a, const RunFigures& b);
+
+}  // namespace pipescope

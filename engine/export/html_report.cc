@@ -1,0 +1,534 @@
+#include "export/html_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <stdexcept>
+
+#include "analysis/job_kind.h"
+#include "export/atomic_file.h"
+#include "export/text_report.h"
+
+namespace pipescope {
+
+namespace {
+
+constexpr std::size_t kMaxDrawnSteps = 8;
+constexpr std::size_t kMaxStepBars = 400;
+// Timeline geometry (SVG user units = CSS pixels at 100%).
+constexpr double kLabelWidth = 120;
+constexpr double kPlotWidth = 1000;
+constexpr double kRowHeight = 20;
+constexpr double kAxisHeight = 22;
+// A box needs this many pixels to carry its micro-batch number.
+constexpr double kMinLabelWidth = 16;
+
+using Out = std::back_insert_iterator<std::string>;
+
+const char* kind_color(JobKind kind) {
+  switch (kind) {
+    case JobKind::forward:
+      return "#4e79a7";
+    case JobKind::backward:
+      return "#59a14f";
+    case JobKind::optimizer:
+      return "#f28e2b";
+    case JobKind::comm:
+      return "#9d9d9d";
+    case JobKind::other:
+      return "#b07aa1";
+  }
+  return "#b07aa1";
+}
+
+std::string percent(double ratio) { return fmt::format("{:.1f}%", ratio * 100); }
+
+std::string device_label(const Device& d) {
+  return fmt::format("GPU {} (m{})", d.index, d.machine);
+}
+
+// A tick spacing of 1, 2 or 5 × 10^k ns giving about `target` ticks.
+std::int64_t tick_step(std::int64_t span, int target) {
+  if (span <= 0) return 1;
+  const double raw = static_cast<double>(span) / target;
+  double base = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (base * m >= raw) return std::max<std::int64_t>(1, static_cast<std::int64_t>(base * m));
+  }
+  return static_cast<std::int64_t>(base * 10);
+}
+
+// One box in the making: consecutive jobs of one kind narrower than a pixel
+// are merged so that a step of a million jobs still draws ~1000 boxes a row.
+struct Box {
+  JobKind kind = JobKind::other;
+  double x0 = 0;
+  double x1 = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::size_t jobs = 0;
+  std::string type;
+  std::int64_t micro_batch = 0;
+};
+
+void write_box(Out it, const Box& b, double y) {
+  const double w = std::max(b.x1 - b.x0, 0.5);
+  fmt::format_to(it,
+                 "<rect class=\"job\" data-kind=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" "
+                 "height=\"{:.1f}\" fill=\"{}\"><title>",
+                 job_kind_name(b.kind), kLabelWidth + b.x0, y + 2, w, kRowHeight - 4,
+                 kind_color(b.kind));
+  if (b.jobs == 1) {
+    fmt::format_to(it, "{} mb{}: {}", markup_escape(b.type), b.micro_batch,
+                   format_duration(b.end_ns - b.start_ns));
+  } else {
+    fmt::format_to(it, "{} {} jobs over {}", b.jobs, job_kind_name(b.kind),
+                   format_duration(b.end_ns - b.start_ns));
+  }
+  fmt::format_to(it, "</title></rect>");
+  if (b.jobs == 1 && w >= kMinLabelWidth) {
+    fmt::format_to(it, "<text class=\"mb\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>",
+                   kLabelWidth + b.x0 + w / 2, y + kRowHeight / 2 + 4, b.micro_batch);
+  }
+}
+
+void write_idle(Out it, double x0, double x1, std::int64_t ns, double y) {
+  if (x1 - x0 < 0.5) return;
+  fmt::format_to(
+      it,
+      "<rect class=\"idle\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\">"
+      "<title>idle {}</title></rect>",
+      kLabelWidth + x0, y + 2, x1 - x0, kRowHeight - 4, format_duration(ns));
+}
+
+// The first job of `jobs` (sorted by start) that may overlap [start, ...):
+// jobs starting before `start` are included when they still run at `start`
+// (looking back a bounded number of jobs).
+std::size_t first_overlapping(const JobVector& jobs, std::int64_t start) {
+  auto it = std::lower_bound(jobs.begin(), jobs.end(), start,
+                             [](const Job& j, std::int64_t t) { return j.start_ns < t; });
+  std::size_t i = static_cast<std::size_t>(it - jobs.begin());
+  std::size_t first = i;
+  for (std::size_t back = 0; back < 64 && i > 0; ++back) {
+    --i;
+    if (jobs[i].end_ns > start) first = i;
+  }
+  return first;
+}
+
+void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t k) {
+  const StepWindow& w = metrics.steps[k];
+  const std::int64_t span = std::max<std::int64_t>(w.window_ns(), 1);
+  const double scale = kPlotWidth / static_cast<double>(span);
+  const auto x_of = [&](std::int64_t t) {
+    return static_cast<double>(std::clamp(t, w.start_ns, w.end_ns) - w.start_ns) * scale;
+  };
+  const double height = kAxisHeight + kRowHeight * static_cast<double>(run.devices.size()) + 4;
+
+  fmt::format_to(it, "<section class=\"step\"><h3>Step {} — {}, bubble ratio {}</h3>\n", w.step,
+                 format_duration(w.window_ns()), percent(w.bubble_ratio));
+  fmt::format_to(it,
+                 "<svg class=\"timeline\" data-step=\"{}\" width=\"{:.0f}\" height=\"{:.0f}\" "
+                 "viewBox=\"0 0 {:.0f} {:.0f}\" xmlns=\"http://www.w3.org/2000/svg\">\n",
+                 w.step, kLabelWidth + kPlotWidth + 10, height, kLabelWidth + kPlotWidth + 10,
+                 height);
+  // Time axis: ticks relative to the window start.
+  const std::int64_t tick = tick_step(span, 8);
+  for (std::int64_t t = 0; t <= span; t += tick) {
+    const double x = kLabelWidth + static_cast<double>(t) * scale;
+    fmt::format_to(
+        it,
+        "<line class=\"grid\" x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1:.1f}\" y2=\"{2:.1f}\"/>"
+        "<text class=\"tick\" x=\"{0:.1f}\" y=\"14\">{3}</text>\n",
+        x, kAxisHeight - 4, height, format_duration(t));
+  }
+
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const Device& device = run.devices[d];
+    const double y = kAxisHeight + kRowHeight * static_cast<double>(d);
+    fmt::format_to(it, "<g class=\"device-row\" data-device=\"{}\">", device.index);
+    fmt::format_to(it, "<text class=\"row-label\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>",
+                   kLabelWidth - 6, y + kRowHeight / 2 + 4, markup_escape(device_label(device)));
+
+    // Bubbles: the gaps in the union of job intervals inside the window.
+    std::int64_t covered = w.start_ns;
+    const JobVector& jobs = device.jobs;
+    std::string boxes;
+    auto box_out = std::back_inserter(boxes);
+    Box pending;
+    bool has_pending = false;
+    for (std::size_t i = first_overlapping(jobs, w.start_ns);
+         i < jobs.size() && jobs[i].start_ns < w.end_ns; ++i) {
+      const Job& job = jobs[i];
+      if (job.end_ns <= w.start_ns) continue;
+      if (job.start_ns > covered) {
+        write_idle(it, x_of(covered), x_of(job.start_ns), job.start_ns - covered, y);
+      }
+      covered = std::max(covered, job.end_ns);
+
+      const JobKind kind = classify_job_type(run.types.name(job.type));
+      const double x0 = x_of(job.start_ns);
+      const double x1 = x_of(job.end_ns);
+      const bool tiny = x1 - x0 < 1.0;
+      if (has_pending && tiny && pending.kind == kind && x0 - pending.x1 < 1.0 &&
+          (pending.x1 - pending.x0 < 1.0 || pending.jobs > 1)) {
+        pending.x1 = std::max(pending.x1, x1);
+        pending.end_ns = std::max(pending.end_ns, job.end_ns);
+        ++pending.jobs;
+        continue;
+      }
+      if (has_pending) write_box(box_out, pending, y);
+      pending = Box{kind,
+                    x0,
+                    x1,
+                    std::max(job.start_ns, w.start_ns),
+                    std::min(job.end_ns, w.end_ns),
+                    1,
+                    run.types.name(job.type),
+                    job.micro_batch};
+      has_pending = true;
+    }
+    if (has_pending) write_box(box_out, pending, y);
+    if (covered < w.end_ns) write_idle(it, x_of(covered), x_of(w.end_ns), w.end_ns - covered, y);
+    fmt::format_to(it, "{}</g>\n", boxes);
+  }
+  fmt::format_to(it, "</svg></section>\n");
+}
+
+void write_utilization(Out it, const Run& run, const Metrics& metrics) {
+  constexpr double kBarWidth = 600;
+  const double height = kRowHeight * static_cast<double>(run.devices.size()) + 4;
+  fmt::format_to(it,
+                 "<h2>Utilization per device</h2>\n<svg class=\"utilization\" width=\"{0:.0f}\" "
+                 "height=\"{1:.0f}\" viewBox=\"0 0 {0:.0f} {1:.0f}\" "
+                 "xmlns=\"http://www.w3.org/2000/svg\">\n",
+                 kLabelWidth + kBarWidth + 80, height);
+  for (std::size_t d = 0; d < run.devices.size() && d < metrics.devices.size(); ++d) {
+    const double y = kRowHeight * static_cast<double>(d);
+    const double u = metrics.devices[d].utilization;
+    fmt::format_to(
+        it,
+        "<text class=\"row-label\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>"
+        "<rect class=\"util-track\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/>"
+        "<rect class=\"util-bar\" data-device=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" "
+        "width=\"{:.1f}\" height=\"{:.1f}\"><title>busy {}, idle {}</title></rect>"
+        "<text class=\"value\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
+        kLabelWidth - 6, y + kRowHeight / 2 + 4, markup_escape(device_label(run.devices[d])),
+        kLabelWidth, y + 3, kBarWidth, kRowHeight - 6, run.devices[d].index, kLabelWidth, y + 3,
+        kBarWidth * std::clamp(u, 0.0, 1.0), kRowHeight - 6,
+        format_duration(metrics.devices[d].busy_ns), format_duration(metrics.devices[d].idle_ns),
+        kLabelWidth + kBarWidth + 6, y + kRowHeight / 2 + 4, percent(u));
+  }
+  fmt::format_to(it, "</svg>\n");
+}
+
+void write_step_chart(Out it, const Metrics& metrics, const std::vector<std::size_t>& chosen) {
+  constexpr double kHeight = 160;
+  constexpr double kTop = 10;
+  const std::size_t n = metrics.steps.size();
+  const std::size_t bars = std::min(n, kMaxStepBars);
+  const std::size_t per_bar = (n + bars - 1) / std::max<std::size_t>(bars, 1);
+  const double bar_width = kPlotWidth / static_cast<double>(std::max<std::size_t>(bars, 1));
+  fmt::format_to(it, "<h2>Bubble ratio per step</h2>\n");
+  if (per_bar > 1) {
+    fmt::format_to(it, "<p class=\"note\">{} steps, {} per bar: bar = mean, tick = max.</p>\n", n,
+                   per_bar);
+  }
+  fmt::format_to(it,
+                 "<svg class=\"steps\" width=\"{0:.0f}\" height=\"{1:.0f}\" viewBox=\"0 0 {0:.0f} "
+                 "{1:.0f}\" xmlns=\"http://www.w3.org/2000/svg\">\n",
+                 kLabelWidth + kPlotWidth + 10, kHeight + kTop + 24);
+  for (int pct = 0; pct <= 100; pct += 25) {
+    const double y = kTop + kHeight * (1 - pct / 100.0);
+    fmt::format_to(
+        it,
+        "<line class=\"grid\" x1=\"{0:.1f}\" x2=\"{1:.1f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\"/>"
+        "<text class=\"row-label\" x=\"{3:.1f}\" y=\"{4:.1f}\">{5}%</text>\n",
+        kLabelWidth, kLabelWidth + kPlotWidth, y, kLabelWidth - 6, y + 4, pct);
+  }
+  for (std::size_t b = 0; b * per_bar < n; ++b) {
+    const std::size_t first = b * per_bar;
+    const std::size_t last = std::min(n, first + per_bar);
+    double sum = 0, max = 0;
+    bool selected = false;
+    for (std::size_t k = first; k < last; ++k) {
+      sum += metrics.steps[k].bubble_ratio;
+      max = std::max(max, metrics.steps[k].bubble_ratio);
+      selected = selected || std::find(chosen.begin(), chosen.end(), k) != chosen.end();
+    }
+    const double mean = sum / static_cast<double>(last - first);
+    const double x = kLabelWidth + bar_width * static_cast<double>(b);
+    const double h = kHeight * std::clamp(mean, 0.0, 1.0);
+    const std::string label =
+        last - first == 1
+            ? fmt::format("step {}", metrics.steps[first].step)
+            : fmt::format("steps {}-{}", metrics.steps[first].step, metrics.steps[last - 1].step);
+    fmt::format_to(it,
+                   "<rect class=\"step-bar{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" "
+                   "height=\"{:.1f}\"><title>{}: bubble ratio {}</title></rect>",
+                   selected ? " selected" : "", x + bar_width * 0.1, kTop + kHeight - h,
+                   std::max(bar_width * 0.8, 0.5), h, label, percent(mean));
+    if (last - first > 1) {
+      const double ym = kTop + kHeight * (1 - std::clamp(max, 0.0, 1.0));
+      fmt::format_to(
+          it, "<line class=\"max-tick\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>",
+          x, x + bar_width, ym, ym);
+    }
+    fmt::format_to(it, "\n");
+  }
+  if (n > 0) {
+    fmt::format_to(it,
+                   "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\">step {}</text>"
+                   "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\">step {}</text>\n",
+                   kLabelWidth + 20, kTop + kHeight + 18, metrics.steps.front().step,
+                   kLabelWidth + kPlotWidth - 20, kTop + kHeight + 18, metrics.steps.back().step);
+  }
+  fmt::format_to(it, "</svg>\n");
+}
+
+std::int64_t median_step_ns(const Metrics& metrics) {
+  if (metrics.steps.empty()) return 0;
+  std::vector<std::int64_t> d;
+  for (const StepWindow& s : metrics.steps) d.push_back(s.window_ns());
+  std::sort(d.begin(), d.end());
+  return d[(d.size() - 1) / 2];
+}
+
+constexpr std::string_view kStyle = R"(
+body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#222;background:#fff}
+h1{font-size:20px;margin:0 0 12px}h2{font-size:16px;margin:24px 0 8px}h3{font-size:14px;margin:16px 0 4px;font-weight:600}
+dl.figures{display:grid;grid-template-columns:repeat(6,auto);gap:4px 24px;justify-content:start;margin:0}
+dl.figures dt{color:#666;font-size:12px}dl.figures dd{margin:0;font-size:18px;font-weight:600}
+.figures div{display:flex;flex-direction:column}
+svg text{font-size:11px;fill:#333}svg .row-label{text-anchor:end}svg .tick{text-anchor:middle;fill:#666}
+svg .mb{text-anchor:middle;fill:#fff;font-size:10px;font-weight:600}
+svg .grid{stroke:#e4e4e4;stroke-width:1}svg .job{stroke:#fff;stroke-width:0.6}svg .idle{fill:#f6c9c4}
+svg .util-track{fill:#f6c9c4}svg .util-bar{fill:#4e79a7}
+svg .step-bar{fill:#e15759}svg .step-bar.selected{fill:#8b1e1f}svg .max-tick{stroke:#8b1e1f;stroke-width:1}
+.legend span{display:inline-block;margin-right:14px;font-size:12px}
+.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px;border-radius:2px}
+table{border-collapse:collapse;font-size:13px}td,th{padding:2px 10px;text-align:right;border-bottom:1px solid #eee}
+.note{color:#666;font-size:12px}
+)";
+
+}  // namespace
+
+std::string markup_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = s[i];
+    if (c < 0x80) {
+      switch (c) {
+        case '&':
+          out += "&amp;";
+          break;
+        case '<':
+          out += "&lt;";
+          break;
+        case '>':
+          out += "&gt;";
+          break;
+        case '"':
+          out += "&quot;";
+          break;
+        case '\'':
+          out += "&#39;";
+          break;
+        default:
+          if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+            out += "\xEF\xBF\xBD";
+          } else {
+            out += static_cast<char>(c);
+          }
+      }
+      ++i;
+      continue;
+    }
+    // A well-formed UTF-8 sequence is copied; anything else becomes U+FFFD.
+    std::size_t len = 0;
+    std::uint32_t cp = 0;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      cp = c & 0x07;
+    }
+    bool ok = len > 0 && i + len <= n;
+    for (std::size_t j = 1; ok && j < len; ++j) {
+      if ((s[i + j] & 0xC0) != 0x80) ok = false;
+      cp = (cp << 6) | (s[i + j] & 0x3F);
+    }
+    if (ok) {
+      // Overlong forms, surrogates and values past U+10FFFF are not UTF-8;
+      // U+FFFE/U+FFFF are not XML characters.
+      ok = !(len == 3 && cp < 0x800) && !(len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) &&
+           !(cp >= 0xD800 && cp <= 0xDFFF) && cp != 0xFFFE && cp != 0xFFFF;
+    }
+    if (ok) {
+      out.append(text.substr(i, len));
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::vector<std::size_t> choose_html_steps(const Metrics& metrics, std::string_view spec) {
+  std::vector<std::size_t> chosen;
+  const std::size_t n = metrics.steps.size();
+  if (n == 0) return chosen;
+  const auto trimmed = [](std::string_view s) {
+    while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+    while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+    return s;
+  };
+  if (trimmed(spec).empty()) {
+    std::vector<std::size_t> order(n);
+    for (std::size_t k = 0; k < n; ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return metrics.steps[a].window_ns() < metrics.steps[b].window_ns();
+    });
+    const std::size_t median = order[(n - 1) / 2];
+    const std::size_t slowest = order.back();
+    chosen.push_back(median);
+    if (slowest != median) chosen.push_back(slowest);
+    std::sort(chosen.begin(), chosen.end());
+    return chosen;
+  }
+  const std::int64_t first = metrics.steps.front().step;
+  const std::int64_t last = metrics.steps.back().step;
+  const auto parse = [&](std::string_view t) {
+    t = trimmed(t);
+    std::int64_t v = 0;
+    bool digits = !t.empty();
+    for (char c : t) {
+      if (c < '0' || c > '9' || v > (INT64_MAX - 9) / 10) {
+        digits = false;
+        break;
+      }
+      v = v * 10 + (c - '0');
+    }
+    if (!digits)
+      throw std::invalid_argument(fmt::format("--html-steps: '{}' is not a step number", t));
+    return v;
+  };
+  std::size_t pos = 0;
+  while (pos <= spec.size()) {
+    const std::size_t comma = std::min(spec.find(',', pos), spec.size());
+    const std::string_view item = spec.substr(pos, comma - pos);
+    const std::size_t dash = item.find('-');
+    const std::int64_t a = parse(item.substr(0, dash));
+    const std::int64_t b = dash == std::string_view::npos ? a : parse(item.substr(dash + 1));
+    if (b < a)
+      throw std::invalid_argument(fmt::format("--html-steps: '{}' is an empty range", item));
+    for (std::int64_t s = a; s <= b; ++s) {
+      if (s < first || s > last) {
+        throw std::invalid_argument(
+            fmt::format("--html-steps: the run has no step {} (steps {}-{})", s, first, last));
+      }
+      if (chosen.size() > kMaxDrawnSteps) break;
+      chosen.push_back(static_cast<std::size_t>(s - first));
+    }
+    pos = comma + 1;
+  }
+  std::sort(chosen.begin(), chosen.end());
+  chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+  if (chosen.size() > kMaxDrawnSteps) {
+    throw std::invalid_argument(
+        fmt::format("--html-steps: at most {} steps can be drawn", kMaxDrawnSteps));
+  }
+  return chosen;
+}
+
+std::string render_html_report(const Run& run, const Metrics& metrics, const HtmlOptions& options) {
+  std::string out;
+  auto it = std::back_inserter(out);
+  std::size_t machines = 0;
+  for (const Device& d : run.devices) machines = std::max<std::size_t>(machines, d.machine + 1);
+
+  fmt::format_to(it,
+                 "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+                 "<meta name=\"viewport\" content=\"width=device-width\">\n"
+                 "<title>{}</title>\n<style>{}</style></head>\n<body>\n",
+                 markup_escape(options.title), kStyle);
+  fmt::format_to(it, "<h1>{}</h1>\n", markup_escape(options.title));
+  fmt::format_to(it, "<dl class=\"figures\">\n");
+  const auto figure = [&](std::string_view id, std::string_view name, const std::string& value) {
+    fmt::format_to(it, "<div><dt>{}</dt><dd id=\"{}\">{}</dd></div>\n", name, id, value);
+  };
+  figure("fig-devices", "devices",
+         fmt::format("{} on {} machine{}", run.devices.size(), machines, machines == 1 ? "" : "s"));
+  figure("fig-jobs", "jobs", std::to_string(run.job_count()));
+  figure("fig-steps", "steps", std::to_string(metrics.steps.size()));
+  figure("fig-bubble-ratio", "bubble ratio", percent(metrics.bubble_ratio));
+  figure("fig-window", "total step time", format_duration(metrics.total_window_ns));
+  figure("fig-median-step", "median step", format_duration(median_step_ns(metrics)));
+  fmt::format_to(it, "</dl>\n");
+
+  // Timelines of the chosen steps.
+  fmt::format_to(it, "<h2>Timeline</h2>\n<div class=\"legend\">");
+  for (JobKind k :
+       {JobKind::forward, JobKind::backward, JobKind::optimizer, JobKind::comm, JobKind::other}) {
+    fmt::format_to(it, "<span><i style=\"background:{}\"></i>{}</span>", kind_color(k),
+                   job_kind_name(k));
+  }
+  fmt::format_to(it,
+                 "<span><i style=\"background:#f6c9c4\"></i>idle (bubble)</span></div>\n"
+                 "<p class=\"note\">Numbers on the boxes are micro-batch ids. Only the steps "
+                 "below are drawn; the chart further down covers every step.</p>\n");
+  for (std::size_t k : options.steps) {
+    if (k < metrics.steps.size()) write_timeline(it, run, metrics, k);
+  }
+  if (options.steps.empty()) fmt::format_to(it, "<p class=\"note\">No step to draw.</p>\n");
+
+  write_utilization(it, run, metrics);
+  write_step_chart(it, metrics, options.steps);
+
+  // The drawn steps in figures, and the rest summarised.
+  fmt::format_to(it,
+                 "<h2>Steps</h2>\n<table class=\"step-table\"><tr><th>step</th><th>duration"
+                 "</th><th>bubble ratio</th></tr>\n");
+  for (std::size_t k : options.steps) {
+    if (k >= metrics.steps.size()) continue;
+    const StepWindow& s = metrics.steps[k];
+    fmt::format_to(it, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", s.step,
+                   format_duration(s.window_ns()), percent(s.bubble_ratio));
+  }
+  fmt::format_to(it, "</table>\n");
+  if (metrics.steps.size() > options.steps.size()) {
+    std::int64_t lo = INT64_MAX, hi = 0;
+    for (const StepWindow& s : metrics.steps) {
+      lo = std::min(lo, s.window_ns());
+      hi = std::max(hi, s.window_ns());
+    }
+    fmt::format_to(it,
+                   "<p class=\"note\">All {} steps: duration {} – {} (median {}); overall bubble "
+                   "ratio {}.</p>\n",
+                   metrics.steps.size(), format_duration(lo), format_duration(hi),
+                   format_duration(median_step_ns(metrics)), percent(metrics.bubble_ratio));
+  }
+  fmt::format_to(it,
+                 "<p class=\"note\">Written by pipescope; self-contained, no network "
+                 "access.</p>\n</body></html>\n");
+  return out;
+}
+
+void write_html_report(const Run& run, const Metrics& metrics, const HtmlOptions& options,
+                       const std::string& path) {
+  AtomicFile file(path);
+  file.append(render_html_report(run, metrics, options));
+  file.commit();
+}
+
+}  // namespace pipescope

@@ -1,0 +1,60 @@
+// A self-contained HTML report of one run (`analyze --html FILE`): one file
+// with inline CSS and SVG, no script, no network access, that opens in any
+// browser. It holds the summary figures, a timeline of a few chosen steps
+// (devices as rows, jobs as boxes coloured by kind with the micro-batch
+// number when it fits, idle time shaded so bubbles stand out), per-device
+// utilization bars and a bubble-ratio-per-step chart.
+//
+// It stays small for big runs: only the chosen steps are drawn job by job
+// (jobs narrower than a pixel are merged into one box per run of same-kind
+// jobs), the step chart groups steps into at most 400 bars (each bar the
+// mean, with the max as a tick), and only the chosen steps are listed.
+//
+// Stable hooks for tests and scripts: the figures are <dd> elements with ids
+// (fig-devices, fig-jobs, fig-steps, fig-bubble-ratio, fig-window,
+// fig-median-step); each timeline is <svg class="timeline" data-step="N">
+// with one <g class="device-row" data-device="D"> per device holding
+// <rect class="job" data-kind="K"> boxes and <rect class="idle"> bubbles;
+// utilization bars are <rect class="util-bar" data-device="D">; step bars
+// are <rect class="step-bar">.
+//
+// Usage:
+//   HtmlOptions o; o.steps = choose_html_steps(metrics, "");  // default choice
+//   write_html_report(run, metrics, o, "out/report.html");
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/metrics.h"
+#include "model/run.h"
+
+namespace pipescope {
+
+struct HtmlOptions {
+  /// Indices into Metrics::steps of the steps drawn as timelines.
+  std::vector<std::size_t> steps;
+  /// Title shown at the top (e.g. the input path).
+  std::string title = "pipescope report";
+};
+
+/// The steps to draw: `spec` lists step numbers ("5", "3-4", "3,7"); empty
+/// picks the slowest step and the median-duration step (one step when they
+/// coincide). At most 8 steps. Throws std::invalid_argument naming a step
+/// that the run does not have, or a malformed spec.
+std::vector<std::size_t> choose_html_steps(const Metrics& metrics, std::string_view spec);
+
+/// Renders the report into a string.
+std::string render_html_report(const Run& run, const Metrics& metrics, const HtmlOptions& options);
+
+/// Writes render_html_report() to `path` atomically. The folder must exist.
+void write_html_report(const Run& run, const Metrics& metrics, const HtmlOptions& options,
+                       const std::string& path);
+
+/// Escapes text for HTML/XML content and attribute values (& < > " '), with
+/// invalid UTF-8 and control characters XML 1.0 forbids replaced by U+FFFD.
+std::string markup_escape(std::string_view text);
+
+}  // namespace pipescope
