@@ -1,6 +1,7 @@
 #include "analysis/dependencies.h"
 
 #include <algorithm>
+#include <optional>
 #include <tuple>
 
 namespace pipescope {
@@ -17,34 +18,99 @@ struct OpKey {
   auto tie() const { return std::tie(step, role, chunk, micro_batch, job); }
 };
 
-// A device's F and B jobs, sorted for lookup by (step, role, chunk, micro-batch).
-std::vector<OpKey> index_device(const Device& device, const std::vector<std::int32_t>& steps,
-                                const std::vector<JobRole>& roles) {
-  std::vector<OpKey> keys;
-  for (std::size_t i = 0; i < device.jobs.size() && i < steps.size(); ++i) {
-    const Job& job = device.jobs[i];
-    if (job.type >= roles.size()) continue;
-    const JobRole& r = roles[job.type];
-    if (r.role != PipelineRole::forward && r.role != PipelineRole::backward) continue;
-    keys.push_back({steps[i], r.role, r.chunk, job.micro_batch, static_cast<std::uint32_t>(i)});
+// A device's F and B jobs, indexed by (step, role, chunk, micro-batch). The
+// normal case (micro-batches 0..M-1, chunks 0..V-1) uses a dense table, one
+// slot per possible key: a dense 1 GB log has millions of jobs, and sorting
+// them and binary-searching each dependency was most of the analysis time.
+// Odd ids (negative or huge micro-batches) fall back to a sorted list.
+class OpIndex {
+ public:
+  OpIndex(const Device& device, const std::vector<std::int32_t>& steps,
+          const std::vector<JobRole>& roles) {
+    // Pass 1: the key ranges, to size the table (no per-op allocation).
+    std::int32_t max_step = -1, max_chunk = 0;
+    std::int64_t max_mb = 0;
+    std::size_t ops = 0;
+    bool dense = true;
+    for_each(device, steps, roles, [&](const OpKey& key) {
+      ++ops;
+      max_step = std::max(max_step, key.step);
+      max_chunk = std::max(max_chunk, key.chunk);
+      max_mb = std::max(max_mb, key.micro_batch);
+      dense = dense && key.micro_batch >= 0 && key.chunk >= 0;
+    });
+    steps_ = static_cast<std::size_t>(max_step + 1);
+    chunks_ = static_cast<std::size_t>(max_chunk) + 1;
+    micro_batches_ = static_cast<std::size_t>(max_mb) + 1;
+    const double slots = static_cast<double>(steps_) * 2.0 * static_cast<double>(chunks_) *
+                         static_cast<double>(micro_batches_);
+    // Pass 2: fill the table, or the sorted fallback.
+    if (dense && slots <= 4.0 * static_cast<double>(ops) + 4096.0) {
+      table_.assign(static_cast<std::size_t>(slots), kEmpty);
+      for_each(device, steps, roles, [&](const OpKey& key) {
+        std::uint32_t& slot = table_[slot_of(key.step, key.role, key.chunk, key.micro_batch)];
+        if (slot == kEmpty) slot = key.job;  // the first job with this key, as the sorted list
+      });
+    } else {
+      keys_.reserve(ops);
+      for_each(device, steps, roles, [&](const OpKey& key) { keys_.push_back(key); });
+      std::sort(keys_.begin(), keys_.end(),
+                [](const OpKey& a, const OpKey& b) { return a.tie() < b.tie(); });
+    }
   }
-  std::sort(keys.begin(), keys.end(),
-            [](const OpKey& a, const OpKey& b) { return a.tie() < b.tie(); });
-  return keys;
-}
 
-const OpKey* lookup(const std::vector<OpKey>& keys, std::int32_t step, PipelineRole role,
-                    std::int32_t chunk, std::int64_t micro_batch) {
-  const OpKey probe{step, role, chunk, micro_batch, 0};
-  const auto it =
-      std::lower_bound(keys.begin(), keys.end(), probe,
-                       [](const OpKey& a, const OpKey& b) { return a.tie() < b.tie(); });
-  if (it == keys.end() || it->step != step || it->role != role || it->chunk != chunk ||
-      it->micro_batch != micro_batch) {
-    return nullptr;
+  /// The job with this key, or nullopt.
+  std::optional<std::uint32_t> find(std::int32_t step, PipelineRole role, std::int32_t chunk,
+                                    std::int64_t micro_batch) const {
+    if (!table_.empty()) {
+      if (step < 0 || static_cast<std::size_t>(step) >= steps_ || chunk < 0 ||
+          static_cast<std::size_t>(chunk) >= chunks_ || micro_batch < 0 ||
+          static_cast<std::uint64_t>(micro_batch) >= micro_batches_) {
+        return std::nullopt;
+      }
+      const std::uint32_t job = table_[slot_of(step, role, chunk, micro_batch)];
+      if (job == kEmpty) return std::nullopt;
+      return job;
+    }
+    const OpKey probe{step, role, chunk, micro_batch, 0};
+    const auto it =
+        std::lower_bound(keys_.begin(), keys_.end(), probe,
+                         [](const OpKey& a, const OpKey& b) { return a.tie() < b.tie(); });
+    if (it == keys_.end() || it->step != step || it->role != role || it->chunk != chunk ||
+        it->micro_batch != micro_batch) {
+      return std::nullopt;
+    }
+    return it->job;
   }
-  return &*it;
-}
+
+  /// Every indexed op, in job order (the order dependencies are reported in).
+  template <typename F>
+  static void for_each(const Device& device, const std::vector<std::int32_t>& steps,
+                       const std::vector<JobRole>& roles, F&& f) {
+    for (std::size_t i = 0; i < device.jobs.size() && i < steps.size(); ++i) {
+      const Job& job = device.jobs[i];
+      if (job.type >= roles.size()) continue;
+      const JobRole& r = roles[job.type];
+      if (r.role != PipelineRole::forward && r.role != PipelineRole::backward) continue;
+      f(OpKey{steps[i], r.role, r.chunk, job.micro_batch, static_cast<std::uint32_t>(i)});
+    }
+  }
+
+ private:
+  static constexpr std::uint32_t kEmpty = UINT32_MAX;
+
+  std::size_t slot_of(std::int32_t step, PipelineRole role, std::int32_t chunk,
+                      std::int64_t micro_batch) const {
+    const std::size_t r = role == PipelineRole::forward ? 0 : 1;
+    return ((static_cast<std::size_t>(step) * 2 + r) * chunks_ + static_cast<std::size_t>(chunk)) *
+               micro_batches_ +
+           static_cast<std::size_t>(micro_batch);
+  }
+
+  std::vector<OpKey> keys_;  // sorted fallback
+  std::vector<std::uint32_t> table_;
+  std::size_t steps_ = 0, chunks_ = 0, micro_batches_ = 0;
+};
 
 }  // namespace
 
@@ -68,15 +134,20 @@ std::vector<Dependency> find_dependencies(const Run& run,
   }
   const std::int32_t v = max_chunk + 1;
 
-  std::vector<std::vector<OpKey>> index(devices);
-  for (std::size_t d = 0; d < devices; ++d)
-    index[d] = index_device(run.devices[d], job_step[d], roles);
+  std::vector<OpIndex> index;
+  index.reserve(devices);
+  std::size_t jobs = 0;
+  for (std::size_t d = 0; d < devices; ++d) {
+    index.emplace_back(run.devices[d], job_step[d], roles);
+    jobs += run.devices[d].jobs.size();
+  }
+  deps.reserve(jobs);  // at most one producer per F/B job: no regrowth copies
 
   for (std::size_t d = 0; d < devices; ++d) {
     if (d >= stages.stage_of.size() || stages.stage_of[d] < 0) continue;
     const int s = stages.stage_of[d];
     const std::size_t rank = stages.rank_in_stage(d);
-    for (const OpKey& op : index[d]) {
+    OpIndex::for_each(run.devices[d], job_step[d], roles, [&](const OpKey& op) {
       int from_stage = -1;
       std::int32_t from_chunk = op.chunk;
       if (op.role == PipelineRole::forward) {
@@ -94,21 +165,25 @@ std::vector<Dependency> find_dependencies(const Run& run,
           from_chunk = op.chunk + 1;
         }
       }
-      if (from_stage < 0) continue;
+      if (from_stage < 0) return;
       const auto& group = stages.devices[static_cast<std::size_t>(from_stage)];
-      if (group.empty()) continue;
+      if (group.empty()) return;
       const std::size_t producer = group[rank % group.size()];
-      if (producer >= devices || producer == d) continue;
-      const OpKey* found = lookup(index[producer], op.step, op.role, from_chunk, op.micro_batch);
-      if (found == nullptr) continue;
-      deps.push_back({{static_cast<std::uint32_t>(producer), found->job},
+      if (producer >= devices || producer == d) return;
+      const auto found = index[producer].find(op.step, op.role, from_chunk, op.micro_batch);
+      if (!found) return;
+      deps.push_back({{static_cast<std::uint32_t>(producer), *found},
                       {static_cast<std::uint32_t>(d), op.job}});
-    }
+    });
   }
-  std::sort(deps.begin(), deps.end(), [](const Dependency& a, const Dependency& b) {
+  // Consumers were visited in (device, job) order, so this is already sorted.
+  const auto by_consumer = [](const Dependency& a, const Dependency& b) {
     return std::tie(a.consumer.device, a.consumer.job) <
            std::tie(b.consumer.device, b.consumer.job);
-  });
+  };
+  if (!std::is_sorted(deps.begin(), deps.end(), by_consumer)) {
+    std::sort(deps.begin(), deps.end(), by_consumer);
+  }
   return deps;
 }
 

@@ -402,9 +402,9 @@ void write_warnings(JsonWriter& w, const PipelineAnalysis& a) {
   w.end_array();
 }
 
-}  // namespace
-
-void write_summary_json(const Run& run, const Metrics& metrics, const std::string& path) {
+/// The contract's sections, then the pipeline analysis when there is one.
+void write_summary(const Run& run, const Metrics& metrics, const PipelineAnalysis* pipeline,
+                   const std::string& path) {
   AtomicFile file(path);
   JsonWriter w(file, JsonStyle::pretty());
   w.begin_object();
@@ -423,41 +423,29 @@ void write_summary_json(const Run& run, const Metrics& metrics, const std::strin
   write_job_types(w, run);
   write_inputs(w, run);
   write_diagnostics(w, run);
+  if (pipeline != nullptr) {
+    write_schedule(w, *pipeline);
+    write_stages(w, run, *pipeline);
+    write_bubbles(w, run, metrics, *pipeline);
+    write_bottleneck(w, *pipeline);
+    write_critical_path(w, run, metrics, *pipeline);
+    write_clock(w, *pipeline);
+    write_warnings(w, *pipeline);
+  }
   w.end_object();
   file.append('\n');
   file.commit();
 }
 
+}  // namespace
+
+void write_summary_json(const Run& run, const Metrics& metrics, const std::string& path) {
+  write_summary(run, metrics, nullptr, path);
+}
+
 void write_summary_json(const Run& run, const Metrics& metrics, const PipelineAnalysis& pipeline,
                         const std::string& path) {
-  AtomicFile file(path);
-  JsonWriter w(file, JsonStyle::pretty());
-  w.begin_object();
-  w.field("schema", kSchema);
-  w.key("tool");
-  w.begin_object(/*one_line=*/true);
-  w.field("name", kToolName);
-  w.field("version", kToolVersion);
-  w.end_object();
-  w.field("jobs", run.job_count());
-  w.field("first_step", run.first_step.value_or(0));
-  w.field("bubble_ratio", metrics.bubble_ratio);
-  w.field("total_window_ns", metrics.total_window_ns);
-  write_devices(w, run, metrics);
-  write_steps(w, run, metrics);
-  write_job_types(w, run);
-  write_inputs(w, run);
-  write_diagnostics(w, run);
-  write_schedule(w, pipeline);
-  write_stages(w, run, pipeline);
-  write_bubbles(w, run, metrics, pipeline);
-  write_bottleneck(w, pipeline);
-  write_critical_path(w, run, metrics, pipeline);
-  write_clock(w, pipeline);
-  write_warnings(w, pipeline);
-  w.end_object();
-  file.append('\n');
-  file.commit();
+  write_summary(run, metrics, &pipeline, path);
 }
 
 }  // namespace pipescope
