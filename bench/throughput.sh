@@ -4,6 +4,10 @@
 #
 #   bash bench/throughput.sh [SIZE] [REPS]     e.g. bash bench/throughput.sh 1G 5
 #
+# Also times `grep -c` and, on a PYTHON_MB slice of one file (default 16 MB:
+# it runs at about 1 MB/s), bench/paddle_baseline.py, the approach of
+# PaddlePaddle's helper script; its ratio is computed from throughputs.
+#
 # Needs a Release build in build/ (bash scripts/dev.sh build) and ripgrep.
 # Folders are generated once under ${BENCH_DIR:-/tmp/pipescope-bench}.
 set -euo pipefail
@@ -44,11 +48,12 @@ for shape in sparse dense; do
   bytes=$(cat "$dir"/workerlog.* | wc -c)
   cat "$dir"/workerlog.* > /dev/null  # into page cache
   declare -A times=()
-  for cmd in rg notrace trace notrace1; do
+  for cmd in rg grep notrace trace notrace1; do
     samples=()
     for _ in $(seq "$reps"); do
       case $cmd in
         rg) samples+=("$(seconds rg -c 'Profiler Info' "$dir")") ;;
+        grep) samples+=("$(seconds grep -c 'Profiler Info' -r "$dir")") ;;
         notrace) samples+=("$(seconds "$cli" analyze "$dir" -o "$work/out" --no-trace -q)") ;;
         notrace1) samples+=("$(seconds "$cli" analyze "$dir" -o "$work/out" --no-trace -q -j 1)") ;;
         trace) samples+=("$(seconds "$cli" analyze "$dir" -o "$work/out" -q)") ;;
@@ -56,9 +61,10 @@ for shape in sparse dense; do
     done
     times[$cmd]=$(printf '%s\n' "${samples[@]}" | median)
   done
-  for cmd in rg notrace notrace1 trace; do
+  for cmd in rg grep notrace notrace1 trace; do
     case $cmd in
       rg) label="rg -c 'Profiler Info'" ;;
+      grep) label="grep -c 'Profiler Info'" ;;
       notrace) label="analyze --no-trace" ;;
       notrace1) label="analyze --no-trace -j 1" ;;
       trace) label="analyze (with trace.json)" ;;
@@ -67,4 +73,14 @@ for shape in sparse dense; do
     printf '%-7s %8s  %-28s %9.3f %9.2f %8.2f\n' "$shape" "$size" "$label" "$t" \
       "$(echo "$bytes / $t / 1000000000" | bc -l)" "$(echo "$t / ${times[rg]}" | bc -l)"
   done
+  # The Python baseline on a slice (one run: it is slow and its noise is small).
+  slice=$work/$shape-python-slice
+  head -c "$((${PYTHON_MB:-16} * 1000000))" "$dir/workerlog.0" > "$slice"
+  t=$(seconds python3 "$here/bench/paddle_baseline.py" "$slice")
+  slice_bytes=$(wc -c < "$slice")
+  py_rate=$(echo "$slice_bytes / $t" | bc -l)
+  ps_rate=$(echo "$bytes / ${times[notrace]}" | bc -l)
+  printf '%-7s %8s  %-28s %9.3f %9.4f %8s   (analyze --no-trace is %.0fx faster)\n' "$shape" \
+    "$((slice_bytes / 1000000))M" "python baseline (slice)" "$t" \
+    "$(echo "$py_rate / 1000000000" | bc -l)" "-" "$(echo "$ps_rate / $py_rate" | bc -l)"
 done

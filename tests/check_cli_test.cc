@@ -2,50 +2,23 @@
 // and JUnit files (the JUnit XML parsed and checked by Python's XML parser),
 // summary and log inputs, the config file.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 
+#include "command_runner.h"
 #include "temp_dir.h"
 
 namespace pipescope {
 namespace {
 
+using testing::CommandResult;
+using testing::read_file;
+using testing::run_cli;
+using testing::run_command;
+using testing::shell_quote;
 using testing::TempDir;
 
-struct Result {
-  int status = -1;
-  std::string output;
-};
-
-Result run_command(const std::string& command) {
-  Result result;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
-  const int raw = ::pclose(pipe);
-  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return result;
-}
-
-Result run_cli(const std::string& args) {
-  return run_command(std::string(PIPESCOPE_CLI) + " " + args);
-}
-
-std::string q(const std::string& s) { return "'" + s + "'"; }
 std::string sample(const char* name) { return std::string(PIPESCOPE_TESTDATA) + "/" + name; }
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Two simulated runs: the current one has fewer micro-batches per step, so
 // its pipeline bubbles are larger (a regression of the bubble ratio).
@@ -54,9 +27,14 @@ class CheckCli : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir();
     const std::string common = " --schedule 1f1b --stages 4 --steps 5 --seed 7 ";
-    ASSERT_EQ(run_cli("simulate -o " + q(*dir_ / "base") + common + "--micro-batches 8").status, 0);
-    ASSERT_EQ(run_cli("simulate -o " + q(*dir_ / "cur") + common + "--micro-batches 4").status, 0);
-    ASSERT_EQ(run_cli("analyze -q --no-trace " + q(*dir_ / "base") + " -o " + q(*dir_ / "base-out"))
+    ASSERT_EQ(
+        run_cli("simulate -o " + shell_quote(*dir_ / "base") + common + "--micro-batches 8").status,
+        0);
+    ASSERT_EQ(
+        run_cli("simulate -o " + shell_quote(*dir_ / "cur") + common + "--micro-batches 4").status,
+        0);
+    ASSERT_EQ(run_cli("analyze -q --no-trace " + shell_quote(*dir_ / "base") + " -o " +
+                      shell_quote(*dir_ / "base-out"))
                   .status,
               0);
   }
@@ -70,8 +48,9 @@ TempDir* CheckCli::dir_ = nullptr;
 
 TEST_F(CheckCli, SameRunPasses) {
   // Logs against the summary of the same logs: identical figures.
-  const Result r =
-      run_cli("check " + q(*dir_ / "base") + " --baseline " + q(*dir_ / "base-out/summary.json") +
+  const CommandResult r =
+      run_cli("check " + shell_quote(*dir_ / "base") + " --baseline " +
+              shell_quote(*dir_ / "base-out/summary.json") +
               " --max-bubble-increase 0 --max-step-time-increase 0% --max-utilization-drop 0");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("pipescope check: PASS (3 thresholds)"), std::string::npos) << r.output;
@@ -81,17 +60,18 @@ TEST_F(CheckCli, SameRunPasses) {
 
 TEST_F(CheckCli, RegressionFailsWithMarkdownAndJunit) {
   TempDir out;
-  const Result r = run_cli("check " + q(*dir_ / "cur") + " --baseline " + q(*dir_ / "base-out") +
-                           " --max-bubble-increase 2% --max-bubble-ratio 0.9 --skip-steps 1"
-                           " --markdown " +
-                           q(out / "reports/summary.md") + " --junit " + q(out / "junit.xml"));
+  const CommandResult r = run_cli(
+      "check " + shell_quote(*dir_ / "cur") + " --baseline " + shell_quote(*dir_ / "base-out") +
+      " --max-bubble-increase 2% --max-bubble-ratio 0.9 --skip-steps 1"
+      " --markdown " +
+      shell_quote(out / "reports/summary.md") + " --junit " + shell_quote(out / "junit.xml"));
   ASSERT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("REGRESSION (1 of 2 thresholds failed)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("FAIL max-bubble-increase"), std::string::npos) << r.output;
   // An explicit --skip-steps is not called a default.
   EXPECT_EQ(r.output.find("(default"), std::string::npos) << r.output;
 
-  const std::string md = slurp(out / "reports/summary.md");
+  const std::string md = read_file(out / "reports/summary.md");
   EXPECT_NE(md.find("## pipescope check: ❌ regression"), std::string::npos) << md;
   EXPECT_NE(md.find("| bubble ratio |"), std::string::npos) << md;
   EXPECT_NE(md.find("### Utilization per device"), std::string::npos) << md;
@@ -117,60 +97,67 @@ TEST_F(CheckCli, RegressionFailsWithMarkdownAndJunit) {
       "print('junit ok')\n";
   TempDir py;
   const std::string script_path = py.write("check_junit.py", script);
-  const Result v = run_command("python3 " + q(script_path) + " " + q(out / "junit.xml"));
-  EXPECT_EQ(v.status, 0) << v.output << slurp(out / "junit.xml");
+  const CommandResult v = run_command("python3 " + shell_quote(script_path) + " " +
+                                      shell_quote(out / "junit.xml") + " 2>&1");
+  EXPECT_EQ(v.status, 0) << v.output << read_file(out / "junit.xml");
 }
 
 TEST_F(CheckCli, ConfigFileThresholds) {
   TempDir cfg;
   const std::string config = cfg.write("pipescope.json", R"({"max_bubble_increase": "2%"})");
-  EXPECT_EQ(
-      run_cli("check " + q(*dir_ / "cur") + " -b " + q(*dir_ / "base") + " --config " + q(config))
-          .status,
-      1);
-  // A flag overrides the config file's value.
-  EXPECT_EQ(run_cli("check -q " + q(*dir_ / "cur") + " -b " + q(*dir_ / "base") + " --config " +
-                    q(config) + " --max-bubble-increase 0.99")
+  EXPECT_EQ(run_cli("check " + shell_quote(*dir_ / "cur") + " -b " + shell_quote(*dir_ / "base") +
+                    " --config " + shell_quote(config))
                 .status,
-            0);
+            1);
+  // A flag overrides the config file's value.
+  EXPECT_EQ(
+      run_cli("check -q " + shell_quote(*dir_ / "cur") + " -b " + shell_quote(*dir_ / "base") +
+              " --config " + shell_quote(config) + " --max-bubble-increase 0.99")
+          .status,
+      0);
   const std::string bad = cfg.write("bad.json", R"({"max_bubble": 1})");
-  const Result r =
-      run_cli("check " + q(*dir_ / "cur") + " -b " + q(*dir_ / "base") + " --config " + q(bad));
+  const CommandResult r = run_cli("check " + shell_quote(*dir_ / "cur") + " -b " +
+                                  shell_quote(*dir_ / "base") + " --config " + shell_quote(bad));
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("is not a known key"), std::string::npos) << r.output;
 }
 
 TEST_F(CheckCli, UsageAndInputErrorsExitTwo) {
-  const std::string base = " -b " + q(*dir_ / "base-out/summary.json");
-  Result r = run_cli("check " + q(*dir_ / "cur") + base);
+  const std::string base = " -b " + shell_quote(*dir_ / "base-out/summary.json");
+  CommandResult r = run_cli("check " + shell_quote(*dir_ / "cur") + base);
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("no threshold given"), std::string::npos) << r.output;
 
   TempDir tmp;
-  std::string v2 = slurp(*dir_ / "base-out/summary.json");
+  std::string v2 = read_file(*dir_ / "base-out/summary.json");
   v2.replace(v2.find("pipescope.summary/1"), 19, "pipescope.summary/2");
   const std::string v2_path = tmp.write("v2.json", v2);
-  r = run_cli("check " + q(*dir_ / "cur") + " -b " + q(v2_path) + " --max-bubble-ratio 1");
+  r = run_cli("check " + shell_quote(*dir_ / "cur") + " -b " + shell_quote(v2_path) +
+              " --max-bubble-ratio 1");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("summary schema 'pipescope.summary/2' is not supported"),
             std::string::npos)
       << r.output;
 
-  r = run_cli("check " + q(*dir_ / "cur") + base + " --max-bubble-ratio 1 --skip-steps 5");
+  r = run_cli("check " + shell_quote(*dir_ / "cur") + base +
+              " --max-bubble-ratio 1 --skip-steps 5");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("none left after skipping 5 warm-up steps"), std::string::npos)
       << r.output;
 
-  EXPECT_EQ(run_cli("check " + q(*dir_ / "cur") + base + " --max-bubble-ratio lots").status, 2);
-  EXPECT_EQ(run_cli("check " + q(tmp / "nowhere") + base + " --max-bubble-ratio 1").status, 2);
-  EXPECT_EQ(run_cli("check " + q(*dir_ / "cur") + " --max-bubble-ratio 1").status,
+  EXPECT_EQ(
+      run_cli("check " + shell_quote(*dir_ / "cur") + base + " --max-bubble-ratio lots").status, 2);
+  EXPECT_EQ(
+      run_cli("check " + shell_quote(tmp / "nowhere") + base + " --max-bubble-ratio 1").status, 2);
+  EXPECT_EQ(run_cli("check " + shell_quote(*dir_ / "cur") + " --max-bubble-ratio 1").status,
             2);  // no baseline
 }
 
 TEST_F(CheckCli, BundledSampleAgainstItsExpectedSummary) {
   // testdata/single has 2 steps, so nothing is skipped by default.
-  const Result r = run_cli("check " + sample("single") + " -b " + sample("single/expected.json") +
-                           " --max-bubble-ratio 0.43 --max-bubble-increase 0");
+  const CommandResult r =
+      run_cli("check " + sample("single") + " -b " + sample("single/expected.json") +
+              " --max-bubble-ratio 0.43 --max-bubble-increase 0");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("0 warm-up steps left out"), std::string::npos) << r.output;
 }

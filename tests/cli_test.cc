@@ -2,45 +2,27 @@
 // files written, JSON that parses, counts that match the bundled samples.
 #include <gtest/gtest.h>
 #include <simdjson.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
+#include "command_runner.h"
 #include "temp_dir.h"
 
 namespace pipescope {
 namespace {
 
+using testing::CommandResult;
+using testing::run_cli;
+using testing::shell_quote;
 using testing::TempDir;
 namespace fs = std::filesystem;
 
-struct Result {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Result run_cli(const std::string& args) {
-  const std::string command = std::string(PIPESCOPE_CLI) + " " + args + " 2>&1";
-  Result result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
-  const int raw = ::pclose(pipe);
-  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return result;
-}
-
 std::string sample(const char* name) { return std::string(PIPESCOPE_TESTDATA) + "/" + name; }
-
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
 TEST(Cli, AnalyzeWritesSummaryAndTrace) {
   TempDir out;
-  const Result r = run_cli("analyze " + sample("multi") + " -o " + quoted(out / "o"));
+  const CommandResult r = run_cli("analyze " + sample("multi") + " -o " + shell_quote(out / "o"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("Bubble ratio"), std::string::npos) << r.output;
 
@@ -76,12 +58,14 @@ TEST(Cli, AnalyzeWritesSummaryAndTrace) {
 
 TEST(Cli, StrictTurnsSkippedLinesIntoStatusOne) {
   TempDir out;
-  EXPECT_EQ(run_cli("analyze " + sample("single") + " -q -o " + quoted(out / "a")).status, 0);
-  const Result strict = run_cli("analyze " + sample("single") + " -q --strict -o " + quoted(out / "b"));
+  EXPECT_EQ(run_cli("analyze " + sample("single") + " -q -o " + shell_quote(out / "a")).status, 0);
+  const CommandResult strict =
+      run_cli("analyze " + sample("single") + " -q --strict -o " + shell_quote(out / "b"));
   EXPECT_EQ(strict.status, 1) << strict.output;
   EXPECT_NE(strict.output.find("--strict"), std::string::npos) << strict.output;
   // Malformed lines are reported as file:line: reason.
-  const Result report = run_cli("analyze " + sample("edge") + " -o " + quoted(out / "c"));
+  const CommandResult report =
+      run_cli("analyze " + sample("edge") + " -o " + shell_quote(out / "c"));
   EXPECT_NE(report.output.find("edge/workerlog.0:4: job_start_time is not a millisecond timestamp"),
             std::string::npos)
       << report.output;
@@ -95,15 +79,17 @@ TEST(Cli, UsageAndInputErrorsAreStatusTwo) {
       {"", "subcommand"},
       {"analyze", "paths"},
       {"analyze --bogus-flag " + sample("multi"), "bogus"},
-      {"analyze " + quoted(dir / "missing"), "No such file"},
-      {"analyze " + quoted(dir.path().string()), "workerlog.N"},
-      {"analyze " + quoted(dir / "nojobs") + " -o " + quoted(dir / "o"), "nothing to analyse"},
-      {"analyze " + sample("multi") + " --devices 9 -o " + quoted(dir / "o"), "no device 9"},
-      {"analyze " + sample("multi") + " --devices x -o " + quoted(dir / "o"), "bad device list"},
+      {"analyze " + shell_quote(dir / "missing"), "No such file"},
+      {"analyze " + shell_quote(dir.path().string()), "workerlog.N"},
+      {"analyze " + shell_quote(dir / "nojobs") + " -o " + shell_quote(dir / "o"),
+       "nothing to analyse"},
+      {"analyze " + sample("multi") + " --devices 9 -o " + shell_quote(dir / "o"), "no device 9"},
+      {"analyze " + sample("multi") + " --devices x -o " + shell_quote(dir / "o"),
+       "bad device list"},
       {"analyze " + sample("multi") + " -o " + sample("multi/out"), "inside input folder"},
   };
   for (const auto& [args, message] : cases) {
-    const Result r = run_cli(args);
+    const CommandResult r = run_cli(args);
     EXPECT_EQ(r.status, 2) << args << "\n" << r.output;
     EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
   }
@@ -123,7 +109,8 @@ TEST(Cli, AHundredMegabyteLineWithoutNewlineIsSkippedNotFatal) {
   // still refused by the line limit, not parsed.
   dir.write("logs/workerlog.1", job + "Profiler Info: Job" + std::string(std::size_t{3} << 20, '\xff') +
                                     "\n" + job);
-  const Result r = run_cli("analyze " + quoted(dir / "logs") + " -o " + quoted(dir / "o"));
+  const CommandResult r =
+      run_cli("analyze " + shell_quote(dir / "logs") + " -o " + shell_quote(dir / "o"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("workerlog.0:2: line of 104857600 bytes at byte offset " +
                           std::to_string(job.size())),
@@ -140,7 +127,7 @@ TEST(Cli, AHundredMegabyteLineWithoutNewlineIsSkippedNotFatal) {
 }
 
 TEST(Cli, HelpAndVersionAreStatusZero) {
-  const Result help = run_cli("analyze --help");
+  const CommandResult help = run_cli("analyze --help");
   EXPECT_EQ(help.status, 0);
   EXPECT_NE(help.output.find("--devices"), std::string::npos);
   EXPECT_EQ(run_cli("--version").status, 0);
@@ -148,8 +135,8 @@ TEST(Cli, HelpAndVersionAreStatusZero) {
 
 TEST(Cli, DeviceSelectionKeepsGlobalIndices) {
   TempDir out;
-  const Result r = run_cli("analyze " + sample("multi") + " --devices 1-2 --no-trace -q -o " +
-                           quoted(out / "o"));
+  const CommandResult r = run_cli("analyze " + sample("multi") +
+                                  " --devices 1-2 --no-trace -q -o " + shell_quote(out / "o"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_FALSE(fs::exists(out / "o/trace.json"));
   simdjson::dom::parser parser;
@@ -167,20 +154,23 @@ TEST(Cli, DeviceSelectionKeepsGlobalIndices) {
 
 TEST(Cli, DeviceSelectionAgreesWithTheReference) {
   TempDir out;
-  ASSERT_EQ(run_cli("analyze " + sample("multi") + " --devices 0,2-3 -q -o " + quoted(out / "o")).status, 0);
+  ASSERT_EQ(
+      run_cli("analyze " + sample("multi") + " --devices 0,2-3 -q -o " + shell_quote(out / "o"))
+          .status,
+      0);
   const std::string reference = std::string(PIPESCOPE_SOURCE_DIR) + "/tests/reference/";
-  const std::string command = "python3 " + reference + "pipescope_reference.py " + sample("multi") +
-                              " --devices 0,2-3 > " + quoted(out / "ref.json") + " && python3 " +
-                              reference + "compare_summary.py " + quoted(out / "o/summary.json") +
-                              " " + quoted(out / "ref.json");
+  const std::string command =
+      "python3 " + reference + "pipescope_reference.py " + sample("multi") + " --devices 0,2-3 > " +
+      shell_quote(out / "ref.json") + " && python3 " + reference + "compare_summary.py " +
+      shell_quote(out / "o/summary.json") + " " + shell_quote(out / "ref.json");
   EXPECT_EQ(std::system(command.c_str()), 0) << command;
 }
 
 TEST(Cli, RewritingOutputsReplacesThemWhole) {
   TempDir out;
-  ASSERT_EQ(run_cli("analyze " + sample("single") + " -q -o " + quoted(out / "o")).status, 0);
+  ASSERT_EQ(run_cli("analyze " + sample("single") + " -q -o " + shell_quote(out / "o")).status, 0);
   const auto first = fs::file_size(out / "o/summary.json");
-  ASSERT_EQ(run_cli("analyze " + sample("multi") + " -q -o " + quoted(out / "o")).status, 0);
+  ASSERT_EQ(run_cli("analyze " + sample("multi") + " -q -o " + shell_quote(out / "o")).status, 0);
   EXPECT_NE(fs::file_size(out / "o/summary.json"), first);
   simdjson::dom::parser parser;
   simdjson::dom::element summary;

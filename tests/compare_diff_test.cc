@@ -2,11 +2,10 @@
 // the schedule comparison.
 #include <gtest/gtest.h>
 #include <simdjson.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <string>
 
+#include "command_runner.h"
 #include "compare/diff.h"
 
 namespace pipescope {
@@ -58,16 +57,11 @@ TEST(CompareDiff, ScheduleChangesAndDeltas) {
 
 TEST(CompareDiff, CliLogsAgainstSummary) {
   const std::string sample = std::string(PIPESCOPE_TESTDATA) + "/single";
-  const std::string command = std::string(PIPESCOPE_CLI) + " diff '" + sample + "' '" + sample +
-                              "/expected.json' --json - 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string out;
-  char buffer[4096];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  const int raw = ::pclose(pipe);
-  ASSERT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << out;
+  const testing::CommandResult r =
+      testing::run_cli("diff " + testing::shell_quote(sample) + " " +
+                       testing::shell_quote(sample + "/expected.json") + " --json -");
+  const std::string& out = r.output;
+  ASSERT_EQ(r.status, 0) << out;
 
   simdjson::dom::parser parser;
   simdjson::dom::element doc;

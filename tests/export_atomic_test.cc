@@ -3,55 +3,23 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
-#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
 
 #include "export/atomic_file.h"
+#include "temp_dir.h"
 
 namespace pipescope {
 namespace {
 
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() / ("pipescope-export-atomic-" + std::to_string(::getpid()) +
-                                         "-" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write_plain(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+using testing::read_file;
+using testing::TempDir;
 
 std::vector<std::string> entries(const fs::path& dir) {
   std::vector<std::string> names;
@@ -64,7 +32,7 @@ std::vector<std::string> entries(const fs::path& dir) {
 
 TEST(ExportAtomic, CommitWritesAndLeavesNoTemp) {
   TempDir dir;
-  const std::string path = dir.file("summary.json");
+  const std::string path = dir / "summary.json";
   {
     AtomicFile file(path);
     EXPECT_EQ(file.path(), path);
@@ -84,8 +52,8 @@ TEST(ExportAtomic, CommitWritesAndLeavesNoTemp) {
 
 TEST(ExportAtomic, CommitReplacesExistingFile) {
   TempDir dir;
-  const std::string path = dir.file("out.json");
-  write_plain(path, "old contents that are longer");
+  const std::string path = dir / "out.json";
+  TempDir::write_to(path, "old contents that are longer");
   AtomicFile file(path);
   file.append("new");
   file.commit();
@@ -95,8 +63,8 @@ TEST(ExportAtomic, CommitReplacesExistingFile) {
 
 TEST(ExportAtomic, DestroyWithoutCommitKeepsOldFile) {
   TempDir dir;
-  const std::string path = dir.file("out.json");
-  write_plain(path, "old");
+  const std::string path = dir / "out.json";
+  TempDir::write_to(path, "old");
   {
     AtomicFile file(path, /*block_size=*/8);
     file.append("0123456789abcdefghij");  // larger than a block: reaches the disk
@@ -108,7 +76,7 @@ TEST(ExportAtomic, DestroyWithoutCommitKeepsOldFile) {
 
 TEST(ExportAtomic, SmallBlocksKeepOrder) {
   TempDir dir;
-  const std::string path = dir.file("big.txt");
+  const std::string path = dir / "big.txt";
   std::string expected;
   {
     AtomicFile file(path, /*block_size=*/16);
@@ -129,12 +97,12 @@ TEST(ExportAtomic, SmallBlocksKeepOrder) {
 
 TEST(ExportAtomic, MoveTransfersOwnership) {
   TempDir dir;
-  const std::string path = dir.file("moved.txt");
+  const std::string path = dir / "moved.txt";
   AtomicFile first(path);
   first.append("abc");
   AtomicFile second(std::move(first));
   second.append("def");
-  AtomicFile third(dir.file("other.txt"));
+  AtomicFile third(dir / "other.txt");
   third = std::move(second);  // discards other.txt's temporary file
   third.commit();
   EXPECT_EQ(read_file(path), "abcdef");
@@ -143,7 +111,7 @@ TEST(ExportAtomic, MoveTransfersOwnership) {
 
 TEST(ExportAtomic, MissingFolderFailsWithPath) {
   TempDir dir;
-  const std::string path = dir.file("no/such/folder/summary.json");
+  const std::string path = dir / "no/such/folder/summary.json";
   try {
     AtomicFile file(path);
     FAIL() << "expected an error";
@@ -176,8 +144,8 @@ TEST(ExportAtomic, FolderRemovedBeforeCommitFails) {
 // Writing past RLIMIT_FSIZE fails with EFBIG: a real write error, even as root.
 TEST(ExportAtomic, WriteErrorKeepsOldFileAndRemovesTemp) {
   TempDir dir;
-  const std::string path = dir.file("summary.json");
-  write_plain(path, "old");
+  const std::string path = dir / "summary.json";
+  TempDir::write_to(path, "old");
 
   struct sigaction ignore {};
   struct sigaction previous {};
@@ -218,8 +186,8 @@ TEST(ExportAtomic, EnsureOutputDirCreatesParents) {
 
 TEST(ExportAtomic, EnsureOutputDirRejectsFile) {
   TempDir dir;
-  const std::string file = dir.file("plain");
-  write_plain(file, "x");
+  const std::string file = dir / "plain";
+  TempDir::write_to(file, "x");
   for (const std::string& target : {file, file + "/sub"}) {
     try {
       ensure_output_dir(target);

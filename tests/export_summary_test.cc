@@ -2,12 +2,8 @@
 // hand-built Run and Metrics (the exporter never looks at the logs).
 #include <gtest/gtest.h>
 #include <simdjson.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -15,37 +11,14 @@
 #include <vector>
 
 #include "export/summary_json.h"
+#include "temp_dir.h"
 
 namespace pipescope {
 namespace {
 
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() / ("pipescope-export-summary-" + std::to_string(::getpid()) +
-                                         "-" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::read_file;
+using testing::TempDir;
 
 Job make_job(std::int64_t start, std::int64_t end, TypeId type, std::int64_t mb,
              std::uint32_t line) {
@@ -160,7 +133,7 @@ std::vector<simdjson::dom::element> elements(simdjson::dom::array array) {
 TEST(ExportSummary, WritesEveryField) {
   TempDir dir;
   const Sample s = make_sample();
-  const std::string path = dir.file("summary.json");
+  const std::string path = dir / "summary.json";
   write_summary_json(s.run, s.metrics, path);
 
   simdjson::dom::parser parser;
@@ -240,7 +213,7 @@ TEST(ExportSummary, WritesEveryField) {
 TEST(ExportSummary, KeysInSchemaOrder) {
   TempDir dir;
   const Sample s = make_sample();
-  const std::string path = dir.file("summary.json");
+  const std::string path = dir / "summary.json";
   write_summary_json(s.run, s.metrics, path);
   const std::string text = read_file(path);
   std::size_t last = 0;
@@ -261,9 +234,9 @@ TEST(ExportSummary, KeysInSchemaOrder) {
 TEST(ExportSummary, DeterministicBytes) {
   TempDir dir;
   const Sample s = make_sample();
-  write_summary_json(s.run, s.metrics, dir.file("a.json"));
-  write_summary_json(s.run, s.metrics, dir.file("b.json"));
-  EXPECT_EQ(read_file(dir.file("a.json")), read_file(dir.file("b.json")));
+  write_summary_json(s.run, s.metrics, dir / "a.json");
+  write_summary_json(s.run, s.metrics, dir / "b.json");
+  EXPECT_EQ(read_file(dir / "a.json"), read_file(dir / "b.json"));
 
   // Interning order does not change the job_types list.
   Sample t = make_sample();
@@ -278,13 +251,13 @@ TEST(ExportSummary, DeterministicBytes) {
     for (Job& job : device.jobs) job.type = remap[job.type];
   }
   t.run.types = reordered.types;
-  write_summary_json(t.run, t.metrics, dir.file("c.json"));
-  EXPECT_EQ(read_file(dir.file("a.json")), read_file(dir.file("c.json")));
+  write_summary_json(t.run, t.metrics, dir / "c.json");
+  EXPECT_EQ(read_file(dir / "a.json"), read_file(dir / "c.json"));
 }
 
 TEST(ExportSummary, EmptyRun) {
   TempDir dir;
-  const std::string path = dir.file("summary.json");
+  const std::string path = dir / "summary.json";
   write_summary_json(pipescope::Run{}, Metrics{}, path);
   simdjson::dom::parser parser;
   simdjson::dom::element root;
@@ -300,7 +273,7 @@ TEST(ExportSummary, EmptyRun) {
 
 TEST(ExportSummary, UnwritableFolderThrows) {
   TempDir dir;
-  const std::string path = dir.file("missing/summary.json");
+  const std::string path = dir / "missing/summary.json";
   const Sample s = make_sample();
   EXPECT_THROW(write_summary_json(s.run, s.metrics, path), std::system_error);
 }

@@ -2,15 +2,11 @@
 // slices and exact microsecond timestamps, read back with simdjson.
 #include <gtest/gtest.h>
 #include <simdjson.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -18,37 +14,14 @@
 #include <vector>
 
 #include "export/chrome_trace.h"
+#include "temp_dir.h"
 
 namespace pipescope {
 namespace {
 
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() / ("pipescope-export-trace-" + std::to_string(::getpid()) +
-                                         "-" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::read_file;
+using testing::TempDir;
 
 std::string us(std::int64_t ns) {
   fmt::memory_buffer out;
@@ -206,7 +179,7 @@ TEST(ExportTrace, MicrosecondsFromIntegerNanoseconds) {
 TEST(ExportTrace, ProcessesThreadsAndLanes) {
   TempDir dir;
   const Sample s = make_sample();
-  const std::string path = dir.file("trace.json");
+  const std::string path = dir / "trace.json";
   write_chrome_trace(s.run, s.metrics, TraceOptions{}, path);
   const Trace trace(path);
 
@@ -283,7 +256,7 @@ TEST(ExportTrace, ProcessesThreadsAndLanes) {
 TEST(ExportTrace, SlicesFieldsAndRelativeTimes) {
   TempDir dir;
   const Sample s = make_sample();
-  const std::string path = dir.file("trace.json");
+  const std::string path = dir / "trace.json";
   write_chrome_trace(s.run, s.metrics, TraceOptions{}, path);
   const Trace trace(path);
 
@@ -334,7 +307,7 @@ TEST(ExportTrace, AbsoluteTimes) {
   Metrics metrics;
   metrics.job_step = {{-1}};
 
-  const std::string absolute = dir.file("absolute.json");
+  const std::string absolute = dir / "absolute.json";
   write_chrome_trace(run, metrics, TraceOptions{.absolute_time = true}, absolute);
   const Trace a(absolute);
   EXPECT_NE(a.line_of("forward mb0").find("\"ts\":1697793307213760.986,\"dur\":1.000,"),
@@ -343,7 +316,7 @@ TEST(ExportTrace, AbsoluteTimes) {
   EXPECT_EQ(std::int64_t(a.root["otherData"]["origin_ns"]), 0);
   EXPECT_EQ(a.process_names.at(a.x("forward mb0").pid), "machine0");
 
-  const std::string relative = dir.file("relative.json");
+  const std::string relative = dir / "relative.json";
   write_chrome_trace(run, metrics, TraceOptions{}, relative);
   const Trace r(relative);
   EXPECT_NE(r.line_of("forward mb0").find("\"ts\":0.000,\"dur\":1.000,"), std::string::npos);
@@ -353,17 +326,17 @@ TEST(ExportTrace, AbsoluteTimes) {
 TEST(ExportTrace, DeterministicAndEmpty) {
   TempDir dir;
   const Sample s = make_sample();
-  write_chrome_trace(s.run, s.metrics, TraceOptions{}, dir.file("a.json"));
-  write_chrome_trace(s.run, s.metrics, TraceOptions{}, dir.file("b.json"));
-  EXPECT_EQ(read_file(dir.file("a.json")), read_file(dir.file("b.json")));
+  write_chrome_trace(s.run, s.metrics, TraceOptions{}, dir / "a.json");
+  write_chrome_trace(s.run, s.metrics, TraceOptions{}, dir / "b.json");
+  EXPECT_EQ(read_file(dir / "a.json"), read_file(dir / "b.json"));
 
   // Metrics that do not match the run (none computed) still give a trace.
-  write_chrome_trace(s.run, Metrics{}, TraceOptions{}, dir.file("c.json"));
-  const Trace c(dir.file("c.json"));
+  write_chrome_trace(s.run, Metrics{}, TraceOptions{}, dir / "c.json");
+  const Trace c(dir / "c.json");
   EXPECT_TRUE(c.x("forward mb0").args["step"].is_null());
 
-  write_chrome_trace(pipescope::Run{}, Metrics{}, TraceOptions{}, dir.file("empty.json"));
-  const Trace empty(dir.file("empty.json"));
+  write_chrome_trace(pipescope::Run{}, Metrics{}, TraceOptions{}, dir / "empty.json");
+  const Trace empty(dir / "empty.json");
   EXPECT_EQ(empty.events.size(), 4u);  // the Steps process and thread only
 }
 

@@ -8,48 +8,25 @@
 #include "export/html_report.h"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
-#include <sstream>
 #include <string>
 
 #include "analysis/metrics.h"
+#include "command_runner.h"
 #include "temp_dir.h"
 
 namespace pipescope {
 namespace {
 
+using testing::CommandResult;
+using testing::read_file;
+using testing::run_cli;
+using testing::run_command;
+using testing::shell_quote;
 using testing::TempDir;
-
-struct Result {
-  int status = -1;
-  std::string output;
-};
-
-Result run_command(const std::string& command) {
-  Result result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
-  const int raw = ::pclose(pipe);
-  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return result;
-}
-
-std::string q(const std::string& s) { return "'" + s + "'"; }
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::size_t count(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
@@ -75,7 +52,7 @@ std::string chromium(const std::string& profile) {
   return "timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
          "--disable-background-networking --disable-component-update --disable-sync "
          "--hide-scrollbars --user-data-dir=" +
-         q(profile) + " ";
+         shell_quote(profile) + " ";
 }
 
 TEST(HtmlReportBrowser, ChromiumRendersRowsBoxesFiguresAndScreenshot) {
@@ -87,21 +64,22 @@ TEST(HtmlReportBrowser, ChromiumRendersRowsBoxesFiguresAndScreenshot) {
 
   TempDir dir;
   const std::string html = dir / "out/report.html";
-  const Result analyze = run_command(std::string(PIPESCOPE_CLI) + " analyze -q --no-trace " +
-                                     q(std::string(PIPESCOPE_TESTDATA) + "/single") + " -o " +
-                                     q(dir / "out") + " --html " + q(html) + " 2>&1");
+  const CommandResult analyze =
+      run_cli("analyze -q --no-trace " + shell_quote(std::string(PIPESCOPE_TESTDATA) + "/single") +
+              " -o " + shell_quote(dir / "out") + " --html " + shell_quote(html));
   ASSERT_EQ(analyze.status, 0) << analyze.output;
 
   // The DOM dump and the screenshot run side by side to keep the wall time down.
   const std::string url = "file://" + html;
   const std::string png = dir / "shot.png";
-  const Result browser =
-      run_command("(" + chromium(dir / "p1") + "--dump-dom " + q(url) + " > " +
-                  q(dir / "dom.html") + " 2>" + q(dir / "dom.err") + " & " + chromium(dir / "p2") +
-                  "--window-size=1200,1000 --screenshot=" + q(png) + " " + q(url) + " >" +
-                  q(dir / "shot.err") + " 2>&1 & wait)");
-  const std::string dom = slurp(dir / "dom.html");
-  ASSERT_FALSE(dom.empty()) << "chromium --dump-dom printed nothing: " << slurp(dir / "dom.err");
+  const CommandResult browser = run_command(
+      "(" + chromium(dir / "p1") + "--dump-dom " + shell_quote(url) + " > " +
+      shell_quote(dir / "dom.html") + " 2>" + shell_quote(dir / "dom.err") + " & " +
+      chromium(dir / "p2") + "--window-size=1200,1000 --screenshot=" + shell_quote(png) + " " +
+      shell_quote(url) + " >" + shell_quote(dir / "shot.err") + " 2>&1 & wait)");
+  const std::string dom = read_file(dir / "dom.html");
+  ASSERT_FALSE(dom.empty()) << "chromium --dump-dom printed nothing: "
+                            << read_file(dir / "dom.err");
 
   // testdata/single: 4 devices, 72 jobs in 2 steps (5 and 6), bubble ratio 42.2%.
   EXPECT_EQ(element_text(dom, "fig-devices"), "4 on 1 machine");
@@ -128,7 +106,7 @@ TEST(HtmlReportBrowser, ChromiumRendersRowsBoxesFiguresAndScreenshot) {
   EXPECT_EQ(dom.find("http://w"), dom.find("http://www.w3.org"));
 
   std::ifstream shot(png, std::ios::binary);
-  ASSERT_TRUE(shot.good()) << "no screenshot: " << slurp(dir / "shot.err") << browser.output;
+  ASSERT_TRUE(shot.good()) << "no screenshot: " << read_file(dir / "shot.err") << browser.output;
   char magic[8] = {};
   shot.read(magic, 8);
   EXPECT_EQ(std::string(magic, 8), std::string("\x89PNG\r\n\x1a\n", 8));

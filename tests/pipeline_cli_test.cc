@@ -3,42 +3,30 @@
 // and flow arrows.
 #include <gtest/gtest.h>
 #include <simdjson.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "command_runner.h"
 #include "temp_dir.h"
 
 namespace pipescope {
 namespace {
 
-int run_cli(const std::string& args, std::string* output = nullptr) {
-  const std::string command = std::string(PIPESCOPE_CLI) + " " + args + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buffer[4096];
-  std::size_t n;
-  std::string text;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) text.append(buffer, n);
-  const int raw = ::pclose(pipe);
-  if (output != nullptr) *output = text;
-  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-}
+using testing::CommandResult;
+using testing::run_cli;
 
 TEST(PipelineCli, AcceptanceRunThroughTheCli) {
   testing::TempDir dir;
   ASSERT_EQ(run_cli("simulate -o '" + (dir / "run") +
                     "' --schedule vpp --stages 4 --micro-batches 8 --chunks 2 --machines 2 "
-                    "--slow-stage 2:1.5 --skew 1:3000000 --steps 3"),
+                    "--slow-stage 2:1.5 --skew 1:3000000 --steps 3")
+                .status,
             0);
-  std::string out;
-  ASSERT_EQ(
-      run_cli("analyze '" + (dir / "run") + "' -o '" + (dir / "out") + "' --flows --top-bubbles 4",
-              &out),
-      0)
-      << out;
+  const CommandResult analyze =
+      run_cli("analyze '" + (dir / "run") + "' -o '" + (dir / "out") + "' --flows --top-bubbles 4");
+  const std::string& out = analyze.output;
+  ASSERT_EQ(analyze.status, 0) << out;
   EXPECT_NE(out.find("schedule: VPP (P=4 stages, M=8 micro-batches, V=2 chunks"), std::string::npos)
       << out;
   EXPECT_NE(out.find("bottleneck: stage 2"), std::string::npos) << out;
@@ -86,10 +74,12 @@ TEST(PipelineCli, AcceptanceRunThroughTheCli) {
   EXPECT_GT(critical, 0u);
 
   // Bad flag values are usage errors.
-  EXPECT_EQ(run_cli("analyze '" + (dir / "run") + "' -o '" + (dir / "o2") + "' --stages tp=3"), 2);
-  EXPECT_EQ(run_cli("analyze '" + (dir / "run") + "' -o '" + (dir / "o2") +
-                    "' --clock-offset machine1=3"),
-            2);
+  EXPECT_EQ(
+      run_cli("analyze '" + (dir / "run") + "' -o '" + (dir / "o2") + "' --stages tp=3").status, 2);
+  EXPECT_EQ(
+      run_cli("analyze '" + (dir / "run") + "' -o '" + (dir / "o2") + "' --clock-offset machine1=3")
+          .status,
+      2);
 }
 
 }  // namespace

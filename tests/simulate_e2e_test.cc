@@ -7,13 +7,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <simdjson.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -24,30 +22,15 @@
 #include <string_view>
 #include <vector>
 
+#include "command_runner.h"
 #include "temp_dir.h"
 
 namespace pipescope {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct CliResult {
-  int status = -1;
-  std::string output;
-};
-
-CliResult run_pipescope(const std::string& args) {
-  const std::string command = std::string(PIPESCOPE_CLI) + " " + args + " 2>&1";
-  CliResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
-  const int raw = ::pclose(pipe);
-  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return result;
-}
+using testing::CommandResult;
+using testing::run_cli;
 
 // ~30 configurations drawn from a fixed seed, covering every option.
 std::vector<std::string> random_configs() {
@@ -104,8 +87,7 @@ class SimulateE2E : public ::testing::Test {
     dir_ = std::make_unique<testing::TempDir>();
     configs_ = random_configs();
     for (std::size_t i = 0; i < configs_.size(); ++i) {
-      const CliResult r =
-          run_pipescope(fmt::format("simulate -o '{}' {}", run_dir(i), configs_[i]));
+      const CommandResult r = run_cli(fmt::format("simulate -o '{}' {}", run_dir(i), configs_[i]));
       simulate_status_.push_back(r.status);
       simulate_output_.push_back(r.output);
     }
@@ -448,10 +430,9 @@ TEST_F(SimulateE2E, LogsAgreeWithExpectedByIndependentCheck) {
 TEST_F(SimulateE2E, AnalyzeReportsTheExpectedMetrics) {
   for (std::size_t i = 0; i < configs_.size(); ++i) {
     if (simulate_status_[i] != 0) continue;
-    const CliResult r =
+    const CommandResult r =
         // --no-clock-fix: the expected figures are those of the skewed clocks as written.
-        run_pipescope(fmt::format("analyze '{}' -o '{}' --quiet --no-clock-fix", run_dir(i),
-                                  out_dir(i)));
+        run_cli(fmt::format("analyze '{}' -o '{}' --quiet --no-clock-fix", run_dir(i), out_dir(i)));
     ASSERT_EQ(r.status, 0) << configs_[i] << "\n" << r.output;
     simdjson::dom::parser expected_parser, actual_parser;
     simdjson::dom::element expected, actual;
@@ -466,14 +447,14 @@ TEST_F(SimulateE2E, AnalyzeReportsTheExpectedMetrics) {
 }
 
 TEST_F(SimulateE2E, RefusesANonEmptyFolderWithoutForce) {
-  const CliResult again = run_pipescope(fmt::format("simulate -o '{}'", run_dir(0)));
+  const CommandResult again = run_cli(fmt::format("simulate -o '{}'", run_dir(0)));
   EXPECT_EQ(again.status, 2) << again.output;
   EXPECT_NE(again.output.find("--force"), std::string::npos) << again.output;
-  const CliResult bad = run_pipescope(
+  const CommandResult bad = run_cli(
       fmt::format("simulate -o '{}' --schedule vpp --stages 4 --micro-batches 6", *dir_ / "bad"));
   EXPECT_EQ(bad.status, 2) << bad.output;
   EXPECT_NE(bad.output.find("multiple"), std::string::npos) << bad.output;
-  const CliResult help = run_pipescope("simulate --help");
+  const CommandResult help = run_cli("simulate --help");
   EXPECT_EQ(help.status, 0);
   EXPECT_NE(help.output.find("--target-bytes"), std::string::npos) << help.output;
 }

@@ -6,10 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -26,6 +24,7 @@
 namespace pipescope::sim {
 namespace {
 
+using testing::read_file;
 using testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -453,13 +452,6 @@ TEST(ExpectedMetrics, FollowsTheContractOnAHandExample) {
   EXPECT_DOUBLE_EQ(m.bubble_ratio, (50.0 + 70.0 + 20.0 + 20.0) / 640.0);
   EXPECT_DOUBLE_EQ(m.devices[1].utilization, 230.0 / 320.0);
   EXPECT_EQ(m.devices[1].steps, 2);
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 std::size_t count(const std::string& text, std::string_view what) {
