@@ -32,7 +32,8 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2
 seconds() {
   local start end
   start=$(date +%s.%N)
-  "$@" > /dev/null 2>&1
+  # Not /dev/null: GNU grep notices it and stops at the first match.
+  "$@" > "$work/command.out" 2>&1
   end=$(date +%s.%N)
   echo "$end - $start" | bc -l
 }
