@@ -84,6 +84,25 @@ void check_output_location(const AnalyzeOptions& options) {
   }
 }
 
+/// Refuses an output file that is one of the inputs (`--html logs/workerlog.0`,
+/// `-o logs` with a summary.json given as input): an input is never
+/// overwritten, whatever --allow-output-in-input says.
+void check_outputs_are_not_inputs(const AnalyzeOptions& options,
+                                  const std::vector<InputFile>& inputs) {
+  std::vector<fs::path> outputs = {fs::path(options.output_dir) / "summary.json"};
+  if (!options.no_trace) outputs.push_back(fs::path(options.output_dir) / "trace.json");
+  if (!options.html.empty()) outputs.push_back(options.html);
+  for (const fs::path& output : outputs) {
+    const fs::path out = resolved(output);
+    for (const InputFile& input : inputs) {
+      if (out == resolved(input.path)) {
+        throw InputError(fmt::format("output file {} is the input {}; inputs are never overwritten",
+                                     output.string(), input.path));
+      }
+    }
+  }
+}
+
 int run_analyze(const AnalyzeOptions& options) {
   if (!options.allow_output_in_input) check_output_location(options);
   PipelineOptions pipeline;
@@ -96,6 +115,7 @@ int run_analyze(const AnalyzeOptions& options) {
 
   std::vector<InputFile> inputs = discover_inputs(options.paths);
   if (!options.devices.empty()) inputs = select_devices(inputs, parse_device_list(options.devices));
+  check_outputs_are_not_inputs(options, inputs);
 
   ScanOptions scan;
   scan.threads = options.threads;

@@ -1,5 +1,6 @@
 // pipescope: where every GPU of a pipeline-parallel training run was busy,
 // where it sat in a bubble, and where each step began and ended.
+#include <csignal>
 #include <cstdio>
 #include <exception>
 
@@ -12,6 +13,10 @@ int main(int argc, char** argv) {
   CLI::App app{
       "pipescope: pipeline-parallel training timelines from worker logs.\n"
       "Finds each GPU's jobs, step windows, busy/idle time and pipeline bubbles."};
+  // Over a file-size limit (ulimit -f) write(2) fails with EFBIG when SIGXFSZ
+  // is ignored, and the failure is reported like a full disk; by default the
+  // signal would kill the process, leaving temporary files behind.
+  std::signal(SIGXFSZ, SIG_IGN);
   app.name("pipescope");
   app.set_version_flag("--version", "pipescope 0.1.0");
   app.require_subcommand(1);

@@ -5,6 +5,8 @@
 #   bash scripts/dev.sh demo   install what is missing, build, analyse testdata/multi
 #   bash scripts/dev.sh test   install what is missing, build, run the whole test suite
 #   bash scripts/dev.sh build  install what is missing and build only
+#   bash scripts/dev.sh sanitize [asan|tsan]  test suite under ASan+UBSan / TSan
+#   bash scripts/dev.sh fuzz [SECONDS [TARGET...]]  libFuzzer targets (fuzz/run.sh)
 #
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores).
 set -euo pipefail
@@ -40,6 +42,38 @@ build() {
   cmake --build "$build_dir" -j "$jobs" ${1:+--target "$1"}
 }
 
+# sanitize [asan|tsan]: the test suite under sanitizers, each in its own build
+# dir (build-asan, build-tsan; the CUDA timer is left out: cudart is not built
+# with them). asan: AddressSanitizer + UndefinedBehaviorSanitizer over the whole
+# suite. tsan: ThreadSanitizer over the parallel scanner/pipeline tests
+# (TSAN_FILTER, a gtest filter), which include wild_* tests with many files,
+# many threads and tiny chunks. TSan needs a oneTBB built with
+# -fsanitize=thread (TSAN_TBB_DIR: its lib/cmake/TBB folder); with Debian's
+# libtbb it cannot see the hand-offs inside the library and reports false races.
+sanitize_one() {
+  local kind=$1 dir=$here/build-$1 flags
+  case "$kind" in
+    asan) flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined" ;;
+    tsan) flags="-fsanitize=thread" ;;
+  esac
+  cmake -S "$here" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g -fno-omit-frame-pointer $flags" \
+    -DCMAKE_EXE_LINKER_FLAGS="$flags" -DPIPESCOPE_BUILD_BENCH=OFF \
+    -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON \
+    ${TSAN_TBB_DIR:+$([ "$kind" = tsan ] && echo "-DTBB_DIR=$TSAN_TBB_DIR")}
+  cmake --build "$dir" -j "$jobs" --target pipescope_tests
+  local start=$SECONDS
+  if [ "$kind" = asan ]; then
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PIPESCOPE_NO_BROWSER=1 \
+      ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900
+  else
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$here/scripts/tsan.supp" \
+      "$dir/tests/pipescope_tests" --gtest_filter="${TSAN_FILTER:-LogScanner*:LineReaders*:ChunkScanner*:CompressedInput*:Wild*Parallel*:RecordImport*}"
+  fi
+  echo "sanitize $kind: tests took $((SECONDS - start)) s"
+}
+
 case "${1:-}" in
   demo)
     install_missing
@@ -57,8 +91,18 @@ case "${1:-}" in
     install_missing
     build
     ;;
+  sanitize)
+    install_missing
+    for kind in ${2:-asan tsan}; do sanitize_one "$kind"; done
+    ;;
+  fuzz)  # fuzz [SECONDS [TARGET...]]: fuzz/run.sh (libFuzzer needs clang and its runtime)
+    packages+=(clang-14 libclang-rt-14-dev)
+    install_missing
+    shift
+    bash "$here/fuzz/run.sh" "$@"
+    ;;
   *)
-    echo "usage: bash scripts/dev.sh demo|test|build" >&2
+    echo "usage: bash scripts/dev.sh demo|test|build|sanitize [asan|tsan]|fuzz [SECONDS]" >&2
     exit 2
     ;;
 esac

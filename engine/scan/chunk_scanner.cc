@@ -126,7 +126,8 @@ void scan_chunk(std::string_view text, const Prefilter& prefilter, Prefilter::Sc
   });
   out.lines = candidates.total_newlines();
   if (options.end_of_file && !text.empty() && text.back() != '\n') ++out.lines;
-  if (options.look_for_binary) {
+  // memchr on an empty chunk's null data() is undefined (UBSan: nonnull).
+  if (options.look_for_binary && !text.empty()) {
     if (const void* nul = std::memchr(text.data(), '\0', text.size())) {
       out.first_nul = static_cast<const char*>(nul) - text.data();
     }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <filesystem>
 #include <system_error>
 
 #include <fmt/core.h>
@@ -205,6 +206,17 @@ class RunBuilder {
   Run finish() {
     for (std::size_t f = 0; f < inputs_.size(); ++f) {
       if (run_.inputs[f].error.empty() && run_.inputs[f].bytes == 0) note(f, 0, "file is empty");
+      // A log truncated (or replaced by a shorter one) while it was read:
+      // ranges past the new end read nothing, so say so instead of silently
+      // reporting fewer lines.
+      std::error_code ec;
+      const std::uint64_t now = std::filesystem::file_size(inputs_[f].path, ec);
+      if (!ec && run_.inputs[f].error.empty() && now < inputs_[f].size_bytes) {
+        note(f, 0,
+             fmt::format("file shrank from {} to {} bytes while it was read (truncated or "
+                         "replaced); lines past byte {} are missing",
+                         inputs_[f].size_bytes, now, now));
+      }
       if (first_step_[f] && (!run_.first_step || *first_step_[f] < *run_.first_step)) {
         run_.first_step = first_step_[f];
       }

@@ -64,12 +64,22 @@ bool is_folder(const fs::directory_entry& entry) {
   return entry.is_directory(ec);
 }
 
+/// A symbolic link that does not resolve (dangling, or a loop). Such a
+/// `workerlog.N` is kept as an input so that the scan reports why it cannot be
+/// opened ("Too many levels of symbolic links"), instead of the rank
+/// silently vanishing from the run.
+bool is_broken_link(const fs::directory_entry& entry) {
+  std::error_code ec;
+  if (!entry.is_symlink(ec) || ec) return false;
+  return !fs::exists(entry.path(), ec);  // ELOOP or ENOENT through the link
+}
+
 /// The worker logs directly inside `dir`, ordered by rank.
 std::vector<InputFile> worker_logs_in(const std::vector<fs::directory_entry>& entries) {
   std::vector<InputFile> logs;
   for (const auto& entry : entries) {
     const int rank = worker_log_rank(entry.path().filename().string());
-    if (rank < 0 || !is_regular(entry)) continue;
+    if (rank < 0 || !(is_regular(entry) || is_broken_link(entry))) continue;
     InputFile file;
     file.path = entry.path().string();
     file.size_bytes = file_size_or_zero(entry.path());

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (build-fuzz/, clang-14 with ASan+UBSan) and runs
+# each for SECONDS (default 15), after replaying the checked-in crash
+# regressions (fuzz/regressions/TARGET/). Seeds come from testdata (logs, and
+# .ivl files, summary.json and gzip/zstd files made from them); the growing
+# corpus is kept in build-fuzz/corpus/TARGET, crashes in build-fuzz/artifacts/.
+#
+#   bash fuzz/run.sh [SECONDS] [TARGET...]      e.g. bash fuzz/run.sh 600 fuzz_ivl_reader
+#
+# Environment: FUZZ_BUILD_DIR (default build-fuzz), JOBS (build jobs),
+# PIPESCOPE (a pipescope binary to make the seeds; default build/cli/pipescope,
+# else the one built here). Exit status 1 when a target crashed, hung or leaked.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${FUZZ_BUILD_DIR:-$here/build-fuzz}
+seconds=${1:-15}
+shift || true
+all=(fuzz_job_line_parser fuzz_line_readers fuzz_ivl_reader fuzz_summary_reader fuzz_decompress)
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
+
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
+  -DPIPESCOPE_FUZZ=ON -DPIPESCOPE_BUILD_TESTS=OFF -DPIPESCOPE_BUILD_BENCH=OFF \
+  -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON >/dev/null
+pipescope=${PIPESCOPE:-$here/build/cli/pipescope}
+build_targets=("${targets[@]}")
+[ -x "$pipescope" ] || { build_targets+=(pipescope); pipescope=$build/cli/pipescope; }
+cmake --build "$build" -j "${JOBS:-$(nproc)}" --target "${build_targets[@]}"
+
+# Seeds, made once per build folder.
+seeds=$build/seeds
+make_seeds() {
+  local tmp
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' RETURN
+  mkdir -p "$seeds"/{fuzz_job_line_parser,fuzz_line_readers,fuzz_ivl_reader,fuzz_summary_reader,fuzz_decompress}
+  # Job lines (and step lines) of every sample, one per seed.
+  local i=0
+  grep -h -e 'Profiler' "$here"/testdata/*/workerlog.* "$here"/testdata/*/*/workerlog.* 2>/dev/null |
+    head -n 300 | while IFS= read -r line; do
+      i=$((i + 1)); printf '%s' "$line" > "$seeds/fuzz_job_line_parser/line$i"
+    done
+  # Log text with reader parameters in front (chunk u16, range u16, line limit).
+  for f in "$here"/testdata/single/workerlog.* "$here"/testdata/edge/workerlog.*; do
+    [ -f "$f" ] || continue
+    { printf '\x07\x00\x40\x00\x50'; head -c 6000 "$f"; } > "$seeds/fuzz_line_readers/$(basename "$f")"
+    { printf '\x00\x10\x01\x00\xff'; head -c 6000 "$f"; } > "$seeds/fuzz_line_readers/$(basename "$f").big"
+  done
+  # Compressed logs (first byte: 0 gzip, 1 zstd).
+  local log=$here/testdata/single/workerlog.0
+  { printf '\x00'; gzip -c "$log"; } > "$seeds/fuzz_decompress/log.gz"
+  { printf '\x01'; zstd -q -c "$log"; } > "$seeds/fuzz_decompress/log.zst"
+  { printf '\x01'; head -c 3000 "$log" | zstd -q -c; head -c 2000 "$log" | zstd -q -c; } \
+    > "$seeds/fuzz_decompress/frames.zst"
+  # .ivl files (first byte 1: the target fixes checksums after mutation).
+  "$pipescope" simulate -o "$tmp/sim" --ivl "$tmp/ivl" --steps 2 --stages 2 --micro-batches 2 \
+    --force >/dev/null
+  for f in $(find "$tmp/ivl" -name '*.ivl' | head -n 4); do
+    { printf '\x01'; cat "$f"; } > "$seeds/fuzz_ivl_reader/$(basename "$f")"
+    { printf '\x00'; cat "$f"; } > "$seeds/fuzz_ivl_reader/$(basename "$f").raw"
+  done
+  # Summaries and check configs.
+  "$pipescope" analyze "$here/testdata/single" -o "$tmp/out" -q --no-trace >/dev/null
+  cp "$tmp/out/summary.json" "$seeds/fuzz_summary_reader/summary.json"
+  printf '{"max_bubble_increase": "2%%", "max_step_time_increase": 0.05, "skip_steps": 1}' \
+    > "$seeds/fuzz_summary_reader/config.json"
+  printf '{"max_bubble_ratio": 0.5, "max_utilization_drop": "3 %%"}' > "$seeds/fuzz_summary_reader/config2.json"
+}
+[ -d "$seeds" ] || make_seeds
+
+status=0
+export TMPDIR=${TMPDIR:-/tmp}
+for t in "${targets[@]}"; do
+  corpus=$build/corpus/$t
+  artifacts=$build/artifacts/$t
+  regressions=$here/fuzz/regressions/$t
+  mkdir -p "$corpus" "$artifacts"
+  if compgen -G "$regressions/*" >/dev/null; then
+    echo "== $t: replaying $(ls "$regressions" | wc -l) regression inputs"
+    "$build/fuzz/$t" -rss_limit_mb=2048 "$regressions"/* >"$build/$t.replay.log" 2>&1 ||
+      { echo "== $t: a regression input fails again"; tail -n 30 "$build/$t.replay.log"; status=1; continue; }
+  fi
+  echo "== $t: fuzzing for ${seconds}s"
+  log=$build/$t.log
+  if "$build/fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+      -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" "$seeds/$t" >"$log" 2>&1; then
+    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
+    echo "== $t: ok, $execs executions, corpus $(ls "$corpus" | wc -l) inputs"
+  else
+    echo "== $t: FAILED (log $log, inputs in $artifacts)"
+    grep -m1 -A 25 -e 'ERROR' -e 'runtime error' -e '==ABORT' -e 'deadly signal' "$log" || tail -n 30 "$log"
+    status=1
+  fi
+done
+exit $status
