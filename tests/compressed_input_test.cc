@@ -2,19 +2,20 @@
 // jobs, lines and line numbers of the plain file; damaged streams keep what
 // was readable and say where they broke.
 #include <gtest/gtest.h>
-#include <zlib.h>
-#include <zstd.h>
 
 #include <string>
 
 #include "scan/log_scanner.h"
 #include "source/discovery.h"
+#include "compress_util.h"
 #include "temp_dir.h"
 
 namespace pipescope {
 namespace {
 
+using testing::gzip;
 using testing::TempDir;
+using testing::zstd;
 
 std::string sample_log(int jobs) {
   std::string log;
@@ -26,26 +27,6 @@ std::string sample_log(int jobs) {
            ".123456, job_end_time = " + std::to_string(1697793307002 + 3 * i) + ".5\n";
   }
   return log;
-}
-
-std::string gzip(std::string_view data) {
-  z_stream z{};
-  deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);  // +16: gzip wrapper
-  std::string out(deflateBound(&z, data.size()), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
-std::string zstd(std::string_view data) {
-  std::string out(ZSTD_compressBound(data.size()), '\0');
-  out.resize(ZSTD_compress(out.data(), out.size(), data.data(), data.size(), 3));
-  return out;
 }
 
 pipescope::Run scan(const std::vector<std::string>& paths, std::size_t chunk = 4096) {

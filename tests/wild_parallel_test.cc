@@ -3,8 +3,6 @@
 // chunk boundary. The result must equal a one-thread, one-big-chunk scan.
 // Small enough for the ThreadSanitizer build (dev.sh sanitize tsan).
 #include <gtest/gtest.h>
-#include <zlib.h>
-#include <zstd.h>
 
 #include <filesystem>
 #include <string>
@@ -12,6 +10,7 @@
 #include <vector>
 
 #include "scan/log_scanner.h"
+#include "compress_util.h"
 #include "source/discovery.h"
 #include "temp_dir.h"
 #include "wild_util.h"
@@ -20,27 +19,6 @@ namespace pipescope {
 namespace {
 
 using testing::TempDir;
-
-std::string gzip_of(const std::string& text) {
-  uLongf size = compressBound(static_cast<uLong>(text.size())) + 32;
-  std::string out(size, '\0');
-  z_stream z{};
-  deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  z.avail_in = static_cast<uInt>(text.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
-std::string zstd_of(const std::string& text) {
-  std::string out(ZSTD_compressBound(text.size()), '\0');
-  out.resize(ZSTD_compress(out.data(), out.size(), text.data(), text.size(), 3));
-  return out;
-}
 
 using Jobs = std::vector<std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::uint32_t>>;
 
@@ -68,9 +46,9 @@ TEST(WildParallel, ManyFilesManyThreadsTinyChunksEqualOneThread) {
     if (r % 7 == 0) log.pop_back();
     const std::string name = "logs/workerlog." + std::to_string(r);
     if (r % 6 == 1) {
-      dir.write(name + ".gz", gzip_of(log));
+      dir.write(name + ".gz", testing::gzip(log));
     } else if (r % 6 == 2) {
-      dir.write(name + ".zst", zstd_of(log));
+      dir.write(name + ".zst", testing::zstd(log));
     } else {
       dir.write(name, log);
     }
