@@ -38,7 +38,7 @@ struct Snapshot {
   std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string,
                          std::uint32_t>>
       jobs;
-  std::uint64_t lines = 0, matched = 0, malformed = 0, oversized = 0, bytes = 0;
+  std::uint64_t lines = 0, matched = 0, malformed = 0, oversized = 0, bytes = 0, partial = 0;
   std::vector<std::string> diagnostics;
   std::optional<std::int64_t> first_step;
   bool operator==(const Snapshot&) const = default;
@@ -57,6 +57,7 @@ Snapshot snapshot(const Run& run) {
     s.matched += input.matched;
     s.malformed += input.malformed;
     s.oversized += input.oversized;
+    s.partial += input.partial_last_line_bytes;
     s.bytes += input.bytes;
   }
   for (const auto& d : run.diagnostics) s.diagnostics.push_back(fmt::format("{}:{}: {}", d.path, d.line, d.message));
@@ -108,7 +109,8 @@ TEST(LogScanner, EveryChunkSizeAndThreadCountGivesTheSameResult) {
   ScanOptions reference_options;
   reference_options.threads = 1;
   const Snapshot reference = snapshot(scan_worker_logs(inputs_for(paths), reference_options));
-  ASSERT_EQ(reference.jobs.size(), 30u + 37u + 44u);
+  // File 1 ends in a job line without its newline: a partial line, not read.
+  ASSERT_EQ(reference.jobs.size(), 30u + 36u + 44u);
   for (const std::size_t chunk : {1ul, 2ul, 7ul, 64ul, 200ul, 4096ul, 1ul << 20}) {
     for (const unsigned threads : {1u, 2u, 4u}) {
       ScanOptions options;

@@ -111,6 +111,7 @@ void write_inputs(JsonWriter& w, const Run& run) {
     w.field("matched", input.matched);
     w.field("malformed", input.malformed);
     w.field("oversized", input.oversized);
+    w.field("partial_last_line_bytes", input.partial_last_line_bytes);
     if (!input.error.empty()) w.field("error", std::string_view(input.error));
     w.end_object();
   }

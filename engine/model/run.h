@@ -42,6 +42,9 @@ struct InputStats {
   std::uint64_t oversized = 0;
   /// Set when the file could not be read at all (or stopped being readable).
   std::string error;
+  /// Bytes of a last line without its '\n' (a file still being written, or
+  /// cut off): counted in `lines` and `bytes`, never parsed, not an error.
+  std::uint64_t partial_last_line_bytes = 0;
 };
 
 /// A problem found in one line of one input (a skipped line), kept for the

@@ -13,6 +13,7 @@ void ChunkScan::clear() {
   problems.clear();
   first_step.reset();
   first_nul.reset();
+  partial_last_line = 0;
 }
 
 std::uint64_t count_newlines(std::string_view text) {
@@ -119,13 +120,20 @@ class CandidateLines {
 void scan_chunk(std::string_view text, const Prefilter& prefilter, Prefilter::Scratch& scratch,
                 const ChunkScanOptions& options, ChunkScan& out) {
   out.clear();
-  CandidateLines candidates(text, options, out);
-  prefilter.scan(text, scratch, [&](LiteralId, std::size_t end) {
+  // The file's unterminated last line is left out of the search (see
+  // ChunkScan::partial_last_line).
+  std::string_view complete = text;
+  if (options.end_of_file && !text.empty() && text.back() != '\n') {
+    const std::size_t last_newline = text.rfind('\n');
+    complete = text.substr(0, last_newline == std::string_view::npos ? 0 : last_newline + 1);
+    out.partial_last_line = text.size() - complete.size();
+  }
+  CandidateLines candidates(complete, options, out);
+  prefilter.scan(complete, scratch, [&](LiteralId, std::size_t end) {
     candidates.on_match(end);
     return true;
   });
-  out.lines = candidates.total_newlines();
-  if (options.end_of_file && !text.empty() && text.back() != '\n') ++out.lines;
+  out.lines = candidates.total_newlines() + (out.partial_last_line > 0 ? 1 : 0);
   // memchr on an empty chunk's null data() is undefined (UBSan: nonnull).
   if (options.look_for_binary && !text.empty()) {
     if (const void* nul = std::memchr(text.data(), '\0', text.size())) {

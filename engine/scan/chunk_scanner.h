@@ -40,6 +40,11 @@ struct ChunkScan {
   std::optional<std::int64_t> first_step;
   /// Offset in the chunk of the first NUL byte, when asked to look.
   std::optional<std::uint64_t> first_nul;
+  /// Bytes of the file's last line when it lacks its '\n' (end_of_file
+  /// chunks only). Such a line is counted in `lines` but never parsed: glog
+  /// ends every line, so it is a write still in progress (or a cut-off file)
+  /// and its numbers may be cut short, e.g. `job_end_time = 1697793307254.0`.
+  std::uint64_t partial_last_line = 0;
 
   void clear();
 };

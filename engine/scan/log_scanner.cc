@@ -173,9 +173,14 @@ class RunBuilder {
       note(f, base + problem.line + 1, std::string(describe(problem.error)));
     }
     if (scan.first_step && !first_step_[f]) first_step_[f] = scan.first_step;
+    if (scan.partial_last_line > 0) {
+      stats.partial_last_line_bytes = scan.partial_last_line;
+      note(f, stats.lines,
+           fmt::format("last line has no newline ({} bytes): the file is still being written or "
+                       "was cut off; the line is not read",
+                       scan.partial_last_line));
+    }
 
-    type_map_.clear();
-    for (const std::string& name : scan.types) type_map_.push_back(run_.types.intern(name));
     auto& jobs = run_.devices[f].jobs;
     if (jobs.capacity() == 0 && !scan.jobs.empty()) {
       // Reserve once for the whole file from the first chunk's job density,

@@ -94,8 +94,12 @@ def read_log(path):
     """Parses one worker log: (jobs, input stats, first step or None)."""
     data = Path(path).read_bytes()
     lines = split_lines(data)
+    # A last line without its newline is a write in progress (or a cut-off
+    # file): counted as a line, never parsed.
+    partial = len(lines[-1]) if lines and not data.endswith(b"\n") else 0
+    complete = lines[:-1] if partial else lines
     jobs, malformed, first_step = [], 0, None
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in enumerate(complete, start=1):
         if first_step is None:
             m = FIRST_STEP.search(raw)
             if m:
@@ -109,7 +113,8 @@ def read_log(path):
         job["line"] = number
         jobs.append(job)
     stats = {"path": str(path), "bytes": len(data), "lines": len(lines),
-             "matched": len(jobs), "malformed": malformed, "oversized": 0}
+             "matched": len(jobs), "malformed": malformed, "oversized": 0,
+             "partial_last_line_bytes": partial}
     return jobs, stats, first_step
 
 
