@@ -252,3 +252,47 @@ TEST(PipelineAnalysis, DataQualityWarnings) {
 
 }  // namespace
 }  // namespace pipescope
+
+namespace pipescope {
+namespace {
+
+// analyze_run matches the dependencies once, before the clock correction;
+// the two-call path matches them again on corrected times. The results must
+// be the same: a machine's offset moves all its jobs alike.
+TEST(PipelineAnalysis, OneCallEqualsTheTwoCallPathOnASkewedRun) {
+  pipescope::Run one = testing::run_from_simulation(acceptance_config(3'000'000));
+  pipescope::Run two = testing::run_from_simulation(acceptance_config(3'000'000));
+  const PipelineOptions options;
+  const AnalyzedRun a = analyze_run(one, options);
+  const ClockReport clock = correct_run_clocks(two, options);
+  const Metrics metrics = compute_metrics(two);
+  const PipelineAnalysis b = analyze_pipeline(two, metrics, options, clock);
+
+  ASSERT_TRUE(a.pipeline.clock.applied);
+  EXPECT_EQ(a.pipeline.clock.machines[1].offset_ns, b.clock.machines[1].offset_ns);
+  EXPECT_EQ(a.pipeline.clock.violations_after, b.clock.violations_after);
+  ASSERT_EQ(a.metrics.steps.size(), metrics.steps.size());
+  for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
+    EXPECT_EQ(a.metrics.steps[k].start_ns, metrics.steps[k].start_ns) << k;
+    EXPECT_EQ(a.metrics.steps[k].end_ns, metrics.steps[k].end_ns) << k;
+  }
+  EXPECT_EQ(a.metrics.bubble_ratio, metrics.bubble_ratio);
+  ASSERT_EQ(a.pipeline.dependencies.size(), b.dependencies.size());
+  for (std::size_t i = 0; i < b.dependencies.size(); ++i) {
+    EXPECT_EQ(a.pipeline.dependencies[i].producer.device, b.dependencies[i].producer.device);
+    EXPECT_EQ(a.pipeline.dependencies[i].producer.job, b.dependencies[i].producer.job);
+    EXPECT_EQ(a.pipeline.dependencies[i].consumer.device, b.dependencies[i].consumer.device);
+    EXPECT_EQ(a.pipeline.dependencies[i].consumer.job, b.dependencies[i].consumer.job);
+  }
+  ASSERT_EQ(a.pipeline.critical_paths.size(), b.critical_paths.size());
+  for (std::size_t k = 0; k < b.critical_paths.size(); ++k) {
+    EXPECT_EQ(a.pipeline.critical_paths[k].jobs.size(), b.critical_paths[k].jobs.size()) << k;
+    EXPECT_EQ(a.pipeline.critical_paths[k].wait_ns, b.critical_paths[k].wait_ns) << k;
+  }
+  EXPECT_EQ(a.pipeline.bubbles.total.count, b.bubbles.total.count);
+  EXPECT_EQ(a.pipeline.bubbles.total.ns, b.bubbles.total.ns);
+  EXPECT_EQ(a.pipeline.warnings.size(), b.warnings.size());
+}
+
+}  // namespace
+}  // namespace pipescope

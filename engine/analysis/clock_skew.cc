@@ -239,6 +239,13 @@ void apply_clock_offsets(Run& run, const std::vector<std::int64_t>& offsets) {
 }
 
 ClockReport correct_clocks(Run& run, const StageMap& stages, const ClockOptions& options) {
+  const Metrics metrics = compute_metrics(run);
+  const std::vector<JobRole> roles = classify_job_roles(run.types);
+  return correct_clocks(run, find_dependencies(run, metrics.job_step, stages, roles), options);
+}
+
+ClockReport correct_clocks(Run& run, const std::vector<Dependency>& deps,
+                           const ClockOptions& options) {
   const int n = machine_count(run);
   // Offsets to apply, resolved before any work so a bad name fails fast.
   std::vector<std::int64_t> imposed(n, 0);
@@ -266,9 +273,6 @@ ClockReport correct_clocks(Run& run, const StageMap& stages, const ClockOptions&
     imposed[found] = ns;
   }
 
-  const Metrics metrics = compute_metrics(run);
-  const std::vector<JobRole> roles = classify_job_roles(run.types);
-  const std::vector<Dependency> deps = find_dependencies(run, metrics.job_step, stages, roles);
   ClockReport report = estimate_clock_offsets(run, deps);
 
   std::vector<std::int64_t> offsets(n, 0);

@@ -94,4 +94,10 @@ void apply_clock_offsets(Run& run, const std::vector<std::int64_t>& offsets);
 /// in the run.
 ClockReport correct_clocks(Run& run, const StageMap& stages, const ClockOptions& options);
 
+/// The same with the dependencies already found (on the uncorrected times:
+/// a machine's offset moves all its jobs alike, so which job depends on
+/// which does not change, and `deps` stays valid after the correction).
+ClockReport correct_clocks(Run& run, const std::vector<Dependency>& deps,
+                           const ClockOptions& options);
+
 }  // namespace pipescope

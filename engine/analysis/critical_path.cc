@@ -3,12 +3,47 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <utility>
 
 namespace pipescope {
 
 namespace {
 
-constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+/// The dependency whose consumer is `job`, if any (deps are sorted by
+/// consumer: device, then job).
+const Dependency* dependency_of(const std::vector<Dependency>& deps, JobRef job) {
+  const auto it = std::lower_bound(deps.begin(), deps.end(), job,
+                                   [](const Dependency& dep, JobRef key) {
+                                     return std::pair(dep.consumer.device, dep.consumer.job) <
+                                            std::pair(key.device, key.job);
+                                   });
+  if (it == deps.end() || it->consumer.device != job.device || it->consumer.job != job.job) {
+    return nullptr;
+  }
+  return &*it;
+}
+
+/// The cross-stage input of `job`: its own dependency's producer, or for a
+/// blocking recv (a run of comm jobs) just before a job with one, that
+/// producer: the recv waits for the same data. Looked up per hop of a path
+/// instead of tabulated per job, which cost 8 bytes per job of the run.
+std::optional<JobRef> producer_of(const Run& run, const std::vector<Dependency>& deps,
+                                  const std::vector<JobRole>& roles, JobRef job) {
+  const auto& jobs = run.devices[job.device].jobs;
+  const auto is_comm = [&](std::size_t i) {
+    const TypeId t = jobs[i].type;
+    return t < roles.size() && roles[t].role == PipelineRole::comm;
+  };
+  if (const Dependency* own = dependency_of(deps, job)) return own->producer;
+  if (!is_comm(job.job)) return std::nullopt;
+  for (std::size_t k = job.job + 1; k < jobs.size(); ++k) {
+    if (const Dependency* next = dependency_of(deps, {job.device, static_cast<std::uint32_t>(k)})) {
+      return next->producer;
+    }
+    if (!is_comm(k)) break;
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -18,24 +53,6 @@ std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
                                          const std::vector<JobRole>& roles) {
   std::vector<CriticalPath> paths;
   const std::size_t devices = std::min(run.devices.size(), metrics.job_step.size());
-
-  // producer[d][i]: the cross-stage input of job i of device d (device kNone if none).
-  std::vector<std::vector<JobRef>> producer(devices);
-  for (std::size_t d = 0; d < devices; ++d) {
-    producer[d].assign(run.devices[d].jobs.size(), JobRef{kNone, 0});
-  }
-  for (const Dependency& dep : deps) {
-    if (dep.consumer.device >= devices) continue;
-    auto& of = producer[dep.consumer.device];
-    of[dep.consumer.job] = dep.producer;
-    // A blocking recv just before the job waits for the same producer.
-    const auto& jobs = run.devices[dep.consumer.device].jobs;
-    for (std::uint32_t i = dep.consumer.job; i-- > 0;) {
-      const TypeId t = jobs[i].type;
-      if (t >= roles.size() || roles[t].role != PipelineRole::comm) break;
-      if (of[i].device == kNone) of[i] = dep.producer;
-    }
-  }
 
   // The job that ends each step (latest end; ties: lower device, earlier job).
   std::vector<std::optional<JobRef>> last(metrics.steps.size());
@@ -71,11 +88,10 @@ std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
       if (at.job > 0 && metrics.job_step[at.device][at.job - 1] == static_cast<std::int32_t>(k)) {
         previous = JobRef{at.device, at.job - 1};
       }
-      std::optional<JobRef> input;
-      const JobRef from = producer[at.device][at.job];
-      if (from.device != kNone &&
-          metrics.job_step[from.device][from.job] == static_cast<std::int32_t>(k)) {
-        input = from;
+      std::optional<JobRef> input = producer_of(run, deps, roles, at);
+      if (input && (input->device >= devices ||
+                    metrics.job_step[input->device][input->job] != static_cast<std::int32_t>(k))) {
+        input.reset();
       }
       // The input that arrived last released the job; on a tie, the dependency.
       if (input && (!previous || job_of(*input).end_ns >= job_of(*previous).end_ns)) {

@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <utility>
+
 namespace pipescope {
 
 ClockReport correct_run_clocks(Run& run, const PipelineOptions& options) {
@@ -9,15 +11,14 @@ ClockReport correct_run_clocks(Run& run, const PipelineOptions& options) {
   return correct_clocks(run, stages, options.clock);
 }
 
-PipelineAnalysis analyze_pipeline(const Run& run, const Metrics& metrics,
-                                  const PipelineOptions& options, ClockReport clock) {
-  PipelineAnalysis a;
-  a.stages = resolve_stage_map(run, options.stages);
-  a.roles = classify_job_roles(run.types);
+namespace {
+
+/// The analysis once the stage map, roles and dependencies are known.
+PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const PipelineOptions& options,
+                          PipelineAnalysis a, ClockReport clock) {
   a.schedule = detect_run_schedule(run, metrics, a.stages, a.roles);
   a.bubbles = summarize_bubbles(run, metrics, options.top_bubbles);
   a.bottleneck = find_bottleneck(run, metrics, a.stages, a.roles);
-  a.dependencies = find_dependencies(run, metrics.job_step, a.stages, a.roles);
   a.critical_paths = critical_paths(run, metrics, a.stages, a.dependencies, a.roles);
   a.clock = std::move(clock);
   a.warnings = check_data_quality(run, metrics, a.stages);
@@ -49,6 +50,32 @@ PipelineAnalysis analyze_pipeline(const Run& run, const Metrics& metrics,
     }
   }
   return a;
+}
+
+}  // namespace
+
+PipelineAnalysis analyze_pipeline(const Run& run, const Metrics& metrics,
+                                  const PipelineOptions& options, ClockReport clock) {
+  PipelineAnalysis a;
+  a.stages = resolve_stage_map(run, options.stages);
+  a.roles = classify_job_roles(run.types);
+  a.dependencies = find_dependencies(run, metrics.job_step, a.stages, a.roles);
+  return assemble(run, metrics, options, std::move(a), std::move(clock));
+}
+
+AnalyzedRun analyze_run(Run& run, const PipelineOptions& options) {
+  PipelineAnalysis a;
+  a.stages = resolve_stage_map(run, options.stages);
+  a.roles = classify_job_roles(run.types);
+  // The steps (and so the dependencies) follow each device's job order,
+  // which a machine's clock offset does not change; only the step windows
+  // move, so the metrics are recomputed when offsets were applied.
+  Metrics metrics = compute_metrics(run);
+  a.dependencies = find_dependencies(run, metrics.job_step, a.stages, a.roles);
+  ClockReport clock = correct_clocks(run, a.dependencies, options.clock);
+  if (clock.applied) metrics = compute_metrics(run);
+  PipelineAnalysis pipeline = assemble(run, metrics, options, std::move(a), std::move(clock));
+  return {std::move(metrics), std::move(pipeline)};
 }
 
 }  // namespace pipescope

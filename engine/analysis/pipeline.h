@@ -1,9 +1,12 @@
 // Pipeline analysis that explains the bubbles: the aggregate the exporters
 // and the CLI use. It reads only the model and the contract's Metrics.
 //
-// Two calls, because clock correction changes the Run and must come before
-// the contract's metrics are computed (they are then computed on corrected
-// times):
+// Clock correction changes the Run and must come before the contract's
+// metrics are computed (they are then computed on corrected times). One call
+// does it all in that order and matches the dependencies (the costliest part)
+// once:
+//   AnalyzedRun result = analyze_run(run, options);
+// or, in two calls that each find the dependencies again:
 //   ClockReport clock = correct_run_clocks(run, options);  // shifts machines' times
 //   Metrics metrics = compute_metrics(run);
 //   PipelineAnalysis a = analyze_pipeline(run, metrics, options, clock);
@@ -56,5 +59,16 @@ ClockReport correct_run_clocks(Run& run, const PipelineOptions& options);
 /// std::invalid_argument for a bad stage spec.
 PipelineAnalysis analyze_pipeline(const Run& run, const Metrics& metrics,
                                   const PipelineOptions& options, ClockReport clock = {});
+
+struct AnalyzedRun {
+  /// The contract's figures, on corrected times.
+  Metrics metrics;
+  PipelineAnalysis pipeline;
+};
+
+/// Clock correction, metrics and the analysis, with each intermediate (stage
+/// map, roles, dependencies) computed once. Throws std::invalid_argument for
+/// a bad stage spec or imposed machine.
+AnalyzedRun analyze_run(Run& run, const PipelineOptions& options);
 
 }  // namespace pipescope

@@ -245,35 +245,40 @@ ScheduleReport detect_run_schedule(const Run& run, const Metrics& metrics, const
     *means[r] = counts[r] == 0 ? 0.0 : static_cast<double>(sums[r] / counts[r]);
   }
 
-  // orders[k][s]: stage s's compute ops of step k (its first device).
-  std::vector<std::vector<std::vector<ScheduleStep>>> orders(
-      steps, std::vector<std::vector<ScheduleStep>>(p));
-  for (std::size_t s = 0; s < p; ++s) {
-    if (stages.devices[s].empty()) continue;
-    const std::size_t d = stages.devices[s].front();
-    if (d >= run.devices.size() || d >= metrics.job_step.size()) continue;
-    const auto& jobs = run.devices[d].jobs;
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-      const Job& job = jobs[i];
-      if (job.type >= roles.size() || !roles[job.type].compute()) continue;
-      const auto k = static_cast<std::size_t>(metrics.job_step[d][i]);
-      if (k < steps)
-        orders[k][s].push_back({roles[job.type].role, job.micro_batch, roles[job.type].chunk});
-    }
-  }
-
   struct Vote {
     ScheduleDetection detection;
     std::int64_t count = 0;
   };
   std::vector<Vote> votes;
-  for (const auto& step_orders : orders) {
-    if (p == 0 || std::any_of(step_orders.begin(), step_orders.end(),
-                              [](const auto& ops) { return ops.empty(); })) {
+  // One step at a time, so memory holds one step's ops, not the run's:
+  // order[s] is stage s's compute ops of step k (its first device). Each
+  // device's job_step never decreases along its jobs, so a cursor per stage
+  // walks every job once.
+  std::vector<std::vector<ScheduleStep>> order(p);
+  std::vector<std::size_t> cursor(p, 0);
+  for (std::size_t k = 0; k < steps; ++k) {
+    for (std::size_t s = 0; s < p; ++s) {
+      order[s].clear();
+      if (stages.devices[s].empty()) continue;
+      const std::size_t d = stages.devices[s].front();
+      if (d >= run.devices.size() || d >= metrics.job_step.size()) continue;
+      const auto& jobs = run.devices[d].jobs;
+      const auto& job_step = metrics.job_step[d];
+      std::size_t& i = cursor[s];
+      for (; i < jobs.size() && i < job_step.size(); ++i) {
+        if (job_step[i] >= 0 && static_cast<std::size_t>(job_step[i]) > k) break;
+        if (job_step[i] < 0 || static_cast<std::size_t>(job_step[i]) < k) continue;
+        const Job& job = jobs[i];
+        if (job.type >= roles.size() || !roles[job.type].compute()) continue;
+        order[s].push_back({roles[job.type].role, job.micro_batch, roles[job.type].chunk});
+      }
+    }
+    if (p == 0 ||
+        std::any_of(order.begin(), order.end(), [](const auto& ops) { return ops.empty(); })) {
       continue;
     }
     ++report.steps_examined;
-    const ScheduleDetection d = detect_schedule(step_orders);
+    const ScheduleDetection d = detect_schedule(order);
     auto same = [&](const Vote& v) {
       return v.detection.schedule == d.schedule && v.detection.exact == d.exact &&
              v.detection.stages == d.stages && v.detection.micro_batches == d.micro_batches &&
