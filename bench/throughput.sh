@@ -4,7 +4,9 @@
 #
 #   bash bench/throughput.sh [SIZE] [REPS]     e.g. bash bench/throughput.sh 1G 5
 #
-# Also times `grep -c` and, on a PYTHON_MB slice of one file (default 16 MB:
+# Also: one file of the folder with 1 and 2 threads (range splitting, ratio
+# to rg on that file), the folder gzip-compressed (GB/s of decompressed
+# text), the Perfetto trace, `grep -c` and, on a PYTHON_MB slice of one file (default 16 MB:
 # it runs at about 1 MB/s), bench/paddle_baseline.py, the approach of
 # PaddlePaddle's helper script; its ratio is computed from throughputs.
 #
@@ -49,7 +51,17 @@ for shape in sparse dense; do
   bytes=$(cat "$dir"/workerlog.* | wc -c)
   cat "$dir"/workerlog.* > /dev/null  # into page cache
   declare -A times=()
-  for cmd in rg grep notrace trace notrace1; do
+  # One file of the folder (one rank): split into byte ranges across threads.
+  single=$dir/workerlog.0
+  single_bytes=$(wc -c < "$single")
+  # The folder compressed (once): decompression runs one file per task.
+  gz=$work/$shape-$size-gz
+  if [ ! -f "$gz/workerlog.0.gz" ]; then
+    mkdir -p "$gz"
+    for f in "$dir"/workerlog.*; do gzip -1 -c "$f" > "$gz/$(basename "$f").gz"; done
+  fi
+  cat "$gz"/* > /dev/null
+  for cmd in rg grep notrace trace notrace1 perfetto single1 single2 rgsingle gz; do
     samples=()
     for _ in $(seq "$reps"); do
       case $cmd in
@@ -58,21 +70,33 @@ for shape in sparse dense; do
         notrace) samples+=("$(seconds "$cli" analyze "$dir" -o "$work/out" --no-trace -q)") ;;
         notrace1) samples+=("$(seconds "$cli" analyze "$dir" -o "$work/out" --no-trace -q -j 1)") ;;
         trace) samples+=("$(seconds "$cli" analyze "$dir" -o "$work/out" -q)") ;;
+        perfetto) samples+=("$(seconds "$cli" analyze "$dir" -o "$work/out" -q --no-trace --perfetto)") ;;
+        single1) samples+=("$(seconds "$cli" analyze "$single" -o "$work/out" --no-trace -q -j 1)") ;;
+        single2) samples+=("$(seconds "$cli" analyze "$single" -o "$work/out" --no-trace -q -j 2)") ;;
+        rgsingle) samples+=("$(seconds rg -c 'Profiler Info' "$single")") ;;
+        gz) samples+=("$(seconds "$cli" analyze "$gz" -o "$work/out" --no-trace -q)") ;;
       esac
     done
     times[$cmd]=$(printf '%s\n' "${samples[@]}" | median)
   done
-  for cmd in rg grep notrace notrace1 trace; do
+  for cmd in rg grep notrace notrace1 trace perfetto gz rgsingle single1 single2; do
+    input=$bytes
+    base=${times[rg]}
     case $cmd in
       rg) label="rg -c 'Profiler Info'" ;;
       grep) label="grep -c 'Profiler Info'" ;;
       notrace) label="analyze --no-trace" ;;
       notrace1) label="analyze --no-trace -j 1" ;;
       trace) label="analyze (with trace.json)" ;;
+      perfetto) label="analyze --perfetto (pftrace)" ;;
+      gz) label="analyze --no-trace, .gz (text)" ;;
+      rgsingle) label="rg -c, one file"; input=$single_bytes; base=${times[rgsingle]} ;;
+      single1) label="one file, -j 1"; input=$single_bytes; base=${times[rgsingle]} ;;
+      single2) label="one file, -j 2"; input=$single_bytes; base=${times[rgsingle]} ;;
     esac
     t=${times[$cmd]}
     printf '%-7s %8s  %-28s %9.3f %9.2f %8.2f\n' "$shape" "$size" "$label" "$t" \
-      "$(echo "$bytes / $t / 1000000000" | bc -l)" "$(echo "$t / ${times[rg]}" | bc -l)"
+      "$(echo "$input / $t / 1000000000" | bc -l)" "$(echo "$t / $base" | bc -l)"
   done
   # The Python baseline on a slice (one run: it is slow and its noise is small).
   slice=$work/$shape-python-slice

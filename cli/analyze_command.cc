@@ -14,12 +14,16 @@
 
 #include "analysis/metrics.h"
 #include "analysis/pipeline.h"
+#include "analysis/step_selection.h"
 #include "command.h"
+#include "distributed/cluster.h"
 #include "export/atomic_file.h"
 #include "export/chrome_trace.h"
 #include "export/html_report.h"
+#include "export/perfetto_trace.h"
 #include "export/summary_json.h"
 #include "export/text_report.h"
+#include "export/trace_size.h"
 #include "progress.h"
 #include "scan/log_scanner.h"
 #include "source/discovery.h"
@@ -40,6 +44,7 @@ struct AnalyzeOptions {
   bool strict = false;
   bool absolute_time = false;
   bool no_trace = false;
+  bool perfetto = false;   // --perfetto: trace.pftrace, also with --no-trace
   std::string html;        // --html FILE
   std::string html_steps;  // --html-steps LIST
   bool quiet = false;
@@ -50,6 +55,12 @@ struct AnalyzeOptions {
   std::vector<std::string> clock_offsets;
   std::size_t top_bubbles = 10;
   bool flows = false;
+  std::string steps;  // --steps LIST: what goes into the traces
+  // Distributed over MPI ranks (README, "Running on a cluster").
+  bool mpi = false;
+  std::string local;  // --local TEMPLATE: node-local folder, {node} = node index
+  double mpi_timeout = 300;
+  bool progress = false;  // --progress: draw the progress line even without a terminal
 };
 
 /// True when `inner` is `outer` or lies below it.
@@ -91,6 +102,7 @@ void check_outputs_are_not_inputs(const AnalyzeOptions& options,
                                   const std::vector<InputFile>& inputs) {
   std::vector<fs::path> outputs = {fs::path(options.output_dir) / "summary.json"};
   if (!options.no_trace) outputs.push_back(fs::path(options.output_dir) / "trace.json");
+  if (options.perfetto) outputs.push_back(fs::path(options.output_dir) / "trace.pftrace");
   if (!options.html.empty()) outputs.push_back(options.html);
   for (const fs::path& output : outputs) {
     const fs::path out = resolved(output);
@@ -103,6 +115,19 @@ void check_outputs_are_not_inputs(const AnalyzeOptions& options,
   }
 }
 
+/// Says so when trace.json came out too big for the viewers, and what to do.
+void warn_if_trace_too_big(const fs::path& trace, const AnalyzeOptions& options) {
+  std::error_code ec;
+  const std::uintmax_t bytes = fs::file_size(trace, ec);
+  if (ec) return;
+  const std::string advice = chrome_trace_size_advice(trace.string(), bytes, options.perfetto);
+  if (!advice.empty()) fmt::print(stderr, "pipescope: warning: {}\n", advice);
+}
+
+int analyze_scanned(Run& run, std::size_t input_count, const AnalyzeOptions& options,
+                    const PipelineOptions& pipeline);
+int run_analyze_mpi(const AnalyzeOptions& options, const PipelineOptions& pipeline);
+
 int run_analyze(const AnalyzeOptions& options) {
   if (!options.allow_output_in_input) check_output_location(options);
   PipelineOptions pipeline;
@@ -112,6 +137,8 @@ int run_analyze(const AnalyzeOptions& options) {
   for (const std::string& spec : options.clock_offsets) {
     pipeline.clock.imposed.push_back(parse_clock_offset(spec));  // throws: usage error
   }
+  if (options.mpi) return run_analyze_mpi(options, pipeline);
+  if (!options.local.empty()) throw InputError("--local needs --mpi");
 
   std::vector<InputFile> inputs = discover_inputs(options.paths);
   if (!options.devices.empty()) inputs = select_devices(inputs, parse_device_list(options.devices));
@@ -121,17 +148,18 @@ int run_analyze(const AnalyzeOptions& options) {
   scan.threads = options.threads;
   scan.limits.chunk_bytes = options.chunk_mib << 20;
   scan.limits.max_line_bytes = options.max_line_kib << 10;
-  ProgressLine progress(stderr);
+  ProgressLine progress(stderr, options.progress);
   if (progress.enabled()) {
     scan.on_progress = [&progress](const ScanProgress& p) { progress.update(p); };
   }
   Run run = scan_worker_logs(inputs, scan);
   progress.finish();
+  return analyze_scanned(run, inputs.size(), options, pipeline);
+}
 
-  // Clock correction shifts machines' job times, so it runs before the
-  // contract's metrics, which are then computed on corrected times.
-  ClockReport clock = correct_run_clocks(run, pipeline);
-  const Metrics metrics = compute_metrics(run);
+/// The analysis and exports of a scanned run (with --mpi: rank 0's part).
+int analyze_scanned(Run& run, std::size_t input_count, const AnalyzeOptions& options,
+                    const PipelineOptions& pipeline) {
   if (run.job_count() == 0) {
     for (const Diagnostic& d : run.diagnostics) {
       fmt::print(stderr, "pipescope: {}: {}\n", d.location(), d.message);
@@ -139,24 +167,43 @@ int run_analyze(const AnalyzeOptions& options) {
     fmt::print(stderr,
                "pipescope: error: no job lines found in {} input file{} (looked for lines "
                "containing 'Profiler Info: Job'); nothing to analyse\n",
-               inputs.size(), inputs.size() == 1 ? "" : "s");
+               input_count, input_count == 1 ? "" : "s");
     return kExitUsage;
   }
 
-  const PipelineAnalysis analysis = analyze_pipeline(run, metrics, pipeline, std::move(clock));
+  // Clock correction shifts machines' job times, so it runs before the
+  // contract's metrics, which are then computed on corrected times.
+  const AnalyzedRun analyzed = pipescope::analyze_run(run, pipeline);
+  const Metrics& metrics = analyzed.metrics;
+  const PipelineAnalysis& analysis = analyzed.pipeline;
   for (const QualityWarning& warning : analysis.warnings) {
     fmt::print(stderr, "pipescope: warning: {}\n", warning.message);
+  }
+
+  // Checked before anything is written.
+  StepSelection steps;
+  try {
+    steps = StepSelection::parse(options.steps, metrics, "--steps");
+  } catch (const std::invalid_argument& e) {
+    throw InputError(e.what());
   }
 
   ensure_output_dir(options.output_dir);
   const fs::path out(options.output_dir);
   write_summary_json(run, metrics, analysis, (out / "summary.json").string());
-  if (!options.no_trace) {
+  if (!options.no_trace || options.perfetto) {
     TraceOptions trace;
     trace.absolute_time = options.absolute_time;
     trace.pipeline = &analysis;
     trace.flows = options.flows;
-    write_chrome_trace(run, metrics, trace, (out / "trace.json").string());
+    trace.steps = std::move(steps);
+    if (!options.no_trace) {
+      write_chrome_trace(run, metrics, trace, (out / "trace.json").string());
+      warn_if_trace_too_big(out / "trace.json", options);
+    }
+    if (options.perfetto) {
+      write_perfetto_trace(run, metrics, trace, (out / "trace.pftrace").string());
+    }
   }
   if (!options.html.empty()) {
     HtmlOptions html;
@@ -176,8 +223,9 @@ int run_analyze(const AnalyzeOptions& options) {
     ReportOptions report;
     report.pipeline = &analysis;
     write_text_report(run, metrics, stdout, report);
-    fmt::print("\nwrote {}{}\n", (out / "summary.json").string(),
-               options.no_trace ? "" : fmt::format(" and {}", (out / "trace.json").string()));
+    fmt::print("\nwrote {}{}{}\n", (out / "summary.json").string(),
+               options.no_trace ? "" : fmt::format(" and {}", (out / "trace.json").string()),
+               options.perfetto ? fmt::format(" and {}", (out / "trace.pftrace").string()) : "");
   }
 
   std::uint64_t malformed = 0;
@@ -188,6 +236,41 @@ int run_analyze(const AnalyzeOptions& options) {
     return kExitFailed;
   }
   return kExitOk;
+}
+
+/// `--mpi`: discovery and scan spread over the MPI ranks (engine/distributed);
+/// rank 0 analyses and writes as above; every rank exits with its status.
+int run_analyze_mpi(const AnalyzeOptions& options, const PipelineOptions& pipeline) {
+  if (options.local.empty() == options.paths.empty()) {
+    throw InputError("--mpi needs input paths or --local TEMPLATE (one of the two)");
+  }
+  distributed::ClusterOptions cluster;
+  cluster.paths = options.paths;
+  cluster.local_template = options.local;
+  cluster.devices = options.devices;
+  cluster.scan.threads = options.threads;
+  cluster.scan.limits.chunk_bytes = options.chunk_mib << 20;
+  cluster.scan.limits.max_line_bytes = options.max_line_kib << 10;
+  cluster.timeout_s = options.mpi_timeout;
+  ProgressLine progress(stderr, options.progress);
+  distributed::ClusterCallbacks callbacks;
+  callbacks.on_plan = [&](const std::vector<InputFile>& inputs) {
+    check_outputs_are_not_inputs(options, inputs);
+  };
+  if (progress.enabled()) {
+    callbacks.on_progress = [&](const ScanProgress& p) { progress.update(p); };
+  }
+  callbacks.on_result = [&](distributed::ClusterScan& scan) {
+    progress.finish();
+    const int status = analyze_scanned(scan.run, scan.inputs.size(), options, pipeline);
+    if (options.strict && !scan.failures.empty()) {
+      fmt::print(stderr, "pipescope: --strict: {} input{} could not be read\n",
+                 scan.failures.size(), scan.failures.size() == 1 ? "" : "s");
+      return static_cast<int>(kExitUsage);
+    }
+    return status;
+  };
+  return distributed::run_on_cluster(cluster, callbacks, kExitUsage);
 }
 
 }  // namespace
@@ -203,8 +286,7 @@ void register_analyze_command(CLI::App& app, int& status) {
       "logs/machine1 --devices 0-3 --no-trace");
   cmd->add_option("paths", options->paths,
                   "Log folders (holding workerlog.N files, or machineK/ folders of them) or "
-                  "individual log files")
-      ->required();
+                  "individual log files (none with --local)");
   cmd->add_option("-o,--output", options->output_dir, "Output folder (created if missing)")
       ->capture_default_str();
   cmd->add_option("--devices", options->devices,
@@ -215,6 +297,9 @@ void register_analyze_command(CLI::App& app, int& status) {
   cmd->add_flag("--absolute-time", options->absolute_time,
                 "Trace timestamps in epoch microseconds instead of relative to the first job");
   cmd->add_flag("--no-trace", options->no_trace, "Do not write trace.json");
+  cmd->add_flag("--perfetto", options->perfetto,
+                "Also write trace.pftrace (native Perfetto protobuf, ~1/3 the size of\n"
+                "trace.json); written even with --no-trace");
   cmd->add_option("--html", options->html,
                   "Also write a self-contained HTML report (timeline, utilization, bubble chart) "
                   "to FILE");
@@ -236,8 +321,24 @@ void register_analyze_command(CLI::App& app, int& status) {
   cmd->add_option("--top-bubbles", options->top_bubbles, "How many of the longest bubbles to list")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
+  cmd->add_option("--steps", options->steps,
+                  "Only these steps in trace.json / trace.pftrace, e.g. 10-20 or 3,5,7-9 (the\n"
+                  "summary and the table always cover the whole run)");
   cmd->add_flag("--flows", options->flows,
                 "Draw flow arrows between dependent jobs in trace.json (can be many)");
+  cmd->add_flag("--mpi", options->mpi,
+                "Spread the scan over the MPI ranks (run under mpirun or srun); rank 0 analyses\n"
+                "and writes the outputs");
+  cmd->add_option("--local", options->local,
+                  "With --mpi: logs on node-local disks; each node reads TEMPLATE with {node}\n"
+                  "replaced by its node index, e.g. /local/logs/machine{node}");
+  cmd->add_option("--mpi-timeout", options->mpi_timeout,
+                  "With --mpi: seconds a rank may stay silent before the run is aborted")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_flag("--progress", options->progress,
+                "Draw the progress line even when stderr is not a terminal (mpirun never gives\n"
+                "ranks one)");
   cmd->add_option("--chunk-mib", options->chunk_mib, "Read chunk size in MiB")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();

@@ -18,9 +18,9 @@ std::string human_bytes(double bytes) {
 }
 }  // namespace
 
-ProgressLine::ProgressLine(std::FILE* stream)
+ProgressLine::ProgressLine(std::FILE* stream, bool force)
     : stream_(stream),
-      enabled_(::isatty(::fileno(stream)) == 1),
+      enabled_(force || ::isatty(::fileno(stream)) == 1),
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {}
 

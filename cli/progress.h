@@ -11,7 +11,9 @@ namespace pipescope::cli {
 
 class ProgressLine {
  public:
-  explicit ProgressLine(std::FILE* stream);
+  /// `force`: draw even when `stream` is not a terminal (under mpirun the
+  /// ranks' stderr is a pipe to the launcher, whatever the user sees).
+  explicit ProgressLine(std::FILE* stream, bool force = false);
   ~ProgressLine() { finish(); }
   ProgressLine(const ProgressLine&) = delete;
   ProgressLine& operator=(const ProgressLine&) = delete;

@@ -12,6 +12,7 @@
 #include "analysis/job_kind.h"
 #include "export/atomic_file.h"
 #include "export/json_writer.h"
+#include "export/trace_lanes.h"
 
 namespace pipescope {
 
@@ -48,44 +49,6 @@ std::int64_t machine_pid(int machine) { return std::int64_t{machine} + 2; }
 // a - b without signed overflow for any pair whose true difference fits.
 std::int64_t ns_diff(std::int64_t a, std::int64_t b) {
   return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
-}
-
-std::string thread_name(const Device& device, int lane) {
-  // U+00B7 MIDDLE DOT, in UTF-8.
-  return lane == 0 ? fmt::format("GPU {} (machine {})", device.index, device.machine)
-                   : fmt::format("GPU {} (machine {}) \xC2\xB7 overlap {}", device.index,
-                                 device.machine, lane);
-}
-
-std::string machine_label(const Device& device) {
-  return device.machine_name.empty() ? fmt::format("Machine {}", device.machine)
-                                     : device.machine_name;
-}
-
-// Lane of each job (in Run order): the lowest lane whose previous job has
-// ended by the job's start, so one lane never holds two overlapping slices.
-std::vector<int> assign_lanes(const JobVector& jobs, int& lane_count) {
-  std::vector<std::size_t> order(jobs.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  // Run::finalize() has sorted them already; stay correct if it has not.
-  if (!std::is_sorted(jobs.begin(), jobs.end(), job_start_order)) {
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return job_start_order(jobs[a], jobs[b]);
-    });
-  }
-  std::vector<int> lanes(jobs.size(), 0);
-  std::vector<std::int64_t> lane_end;
-  for (const std::size_t i : order) {
-    const Job& job = jobs[i];
-    std::size_t lane = 0;
-    while (lane < lane_end.size() && lane_end[lane] > job.start_ns) ++lane;
-    if (lane == lane_end.size()) lane_end.push_back(job.end_ns);
-    // A zero-length job must not make the lane end earlier than it did.
-    lane_end[lane] = std::max(lane_end[lane], job.end_ns);
-    lanes[i] = static_cast<int>(lane);
-  }
-  lane_count = std::max<int>(1, static_cast<int>(lane_end.size()));
-  return lanes;
 }
 
 class TraceWriter {
@@ -177,11 +140,22 @@ void append_ns_as_us(fmt::memory_buffer& out, std::int64_t ns) {
 
 void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,
                         const std::string& path) {
+  const StepSelection& selected = options.steps;
+  // The step index of device d's i-th job, -1 when it has none.
+  const auto job_step = [&](std::size_t d, std::size_t i) -> std::int32_t {
+    if (d >= metrics.job_step.size() || metrics.job_step[d].size() != run.devices[d].jobs.size()) {
+      return -1;
+    }
+    return metrics.job_step[d][i];
+  };
   std::int64_t origin_ns = 0;
   if (!options.absolute_time) {
     std::int64_t earliest = std::numeric_limits<std::int64_t>::max();
-    for (const Device& device : run.devices) {
-      for (const Job& job : device.jobs) earliest = std::min(earliest, job.start_ns);
+    for (std::size_t d = 0; d < run.devices.size(); ++d) {
+      const JobVector& jobs = run.devices[d].jobs;
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        if (selected.contains(job_step(d, i))) earliest = std::min(earliest, jobs[i].start_ns);
+      }
     }
     if (earliest != std::numeric_limits<std::int64_t>::max()) origin_ns = earliest;
   }
@@ -191,7 +165,7 @@ void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptio
   std::vector<int> lane_counts(run.devices.size(), 1);
   std::int64_t stride = kMinLaneStride;
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    lanes[d] = assign_lanes(run.devices[d].jobs, lane_counts[d]);
+    lanes[d] = assign_trace_lanes(run.devices[d].jobs, lane_counts[d]);
     // With pipeline analysis, the lane after a device's job lanes holds its bubbles.
     stride = std::max<std::int64_t>(stride, lane_counts[d] + (options.pipeline ? 1 : 0));
   }
@@ -227,7 +201,7 @@ void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptio
   }
   for (const auto& [machine, d] : first_device_of_machine) {
     const std::int64_t pid = machine_pid(machine);
-    trace.metadata("process_name", pid, tid_of(d, 0), "name", machine_label(run.devices[d]));
+    trace.metadata("process_name", pid, tid_of(d, 0), "name", trace_machine_label(run.devices[d]));
     trace.metadata("process_sort_index", pid, tid_of(d, 0), "sort_index",
                    std::int64_t{machine} + 1);
   }
@@ -235,23 +209,23 @@ void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptio
     const Device& device = run.devices[d];
     for (int lane = 0; lane < lane_counts[d]; ++lane) {
       const std::int64_t pid = machine_pid(device.machine);
-      trace.metadata("thread_name", pid, tid_of(d, lane), "name", thread_name(device, lane));
+      trace.metadata("thread_name", pid, tid_of(d, lane), "name", trace_lane_name(device, lane));
       trace.metadata("thread_sort_index", pid, tid_of(d, lane), "sort_index",
                      static_cast<std::int64_t>(d) * stride + lane);
     }
     if (options.pipeline != nullptr) {
       const std::int64_t pid = machine_pid(device.machine);
-      // U+00B7 MIDDLE DOT, in UTF-8.
       trace.metadata("thread_name", pid, tid_of(d, lane_counts[d]), "name",
-                     fmt::format("GPU {} (machine {}) \xC2\xB7 bubbles", device.index,
-                                 device.machine));
+                     trace_bubble_lane_name(device));
       trace.metadata("thread_sort_index", pid, tid_of(d, lane_counts[d]), "sort_index",
                      static_cast<std::int64_t>(d) * stride + lane_counts[d]);
     }
   }
 
   std::string name;
-  for (const StepWindow& step : metrics.steps) {
+  for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
+    if (!selected.contains(static_cast<std::int64_t>(k))) continue;
+    const StepWindow& step = metrics.steps[k];
     name = fmt::format("step {}", step.step);
     trace.begin_slice(name, "step", step.start_ns, step.window_ns(), kStepsPid, kStepsTid,
                       kStepColour);
@@ -261,12 +235,19 @@ void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptio
   }
   if (options.pipeline != nullptr) {
     // A stacked counter of each step's idle share by bubble kind; it drops
-    // to 0 where the last window ends.
+    // to 0 where a run of selected windows ends.
     const auto& per_step = options.pipeline->bubbles.per_step;
     const auto devices = static_cast<double>(run.devices.size());
-    for (std::size_t k = 0; k <= metrics.steps.size() && !metrics.steps.empty(); ++k) {
-      const bool end = k == metrics.steps.size();
-      const StepWindow& step = metrics.steps[end ? k - 1 : k];
+    std::vector<std::pair<std::size_t, bool>> samples;  // (step index, end of a run of steps)
+    for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
+      if (!selected.contains(static_cast<std::int64_t>(k))) continue;
+      samples.emplace_back(k, false);
+      if (k + 1 == metrics.steps.size() || !selected.contains(static_cast<std::int64_t>(k + 1))) {
+        samples.emplace_back(k, true);
+      }
+    }
+    for (const auto& [k, end] : samples) {
+      const StepWindow& step = metrics.steps[k];
       BubbleTotals totals;
       if (!end && k < per_step.size()) {
         for (const BubbleTotals& t : per_step[k]) totals.add(t);
@@ -292,11 +273,9 @@ void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptio
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
     const Device& device = run.devices[d];
     const std::int64_t pid = machine_pid(device.machine);
-    const std::vector<std::int32_t>* job_steps =
-        d < metrics.job_step.size() && metrics.job_step[d].size() == device.jobs.size()
-            ? &metrics.job_step[d]
-            : nullptr;
     for (std::size_t i = 0; i < device.jobs.size(); ++i) {
+      const std::int32_t k = job_step(d, i);
+      if (!selected.contains(k)) continue;
       const Job& job = device.jobs[i];
       const bool known_type = job.type < run.types.size();
       name.assign(known_type ? std::string_view(run.types.name(job.type)) : "?");
@@ -308,7 +287,6 @@ void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptio
       w.field("job_id", job.job_id);
       w.field("micro_batch", job.micro_batch);
       w.key("step");
-      const std::int32_t k = job_steps != nullptr ? (*job_steps)[i] : -1;
       if (k >= 0 && static_cast<std::size_t>(k) < metrics.steps.size()) {
         w.value(metrics.steps[static_cast<std::size_t>(k)].step);
       } else {
@@ -321,6 +299,7 @@ void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptio
   }
   if (options.pipeline != nullptr) {
     for_each_bubble(run, metrics, [&](const Bubble& bubble) {
+      if (!selected.contains(static_cast<std::int64_t>(bubble.step))) return;
       const Device& device = run.devices[bubble.device];
       std::string_view colour = "yellow";
       if (bubble.kind == BubbleKind::interior) colour = "bad";
@@ -344,6 +323,10 @@ void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptio
     std::sort(critical.begin(), critical.end());
     std::int64_t id = 0;
     for (const Dependency& dep : options.pipeline->dependencies) {
+      if (!selected.contains(job_step(dep.producer.device, dep.producer.job)) ||
+          !selected.contains(job_step(dep.consumer.device, dep.consumer.job))) {
+        continue;
+      }
       const bool on_path = std::binary_search(critical.begin(), critical.end(),
                                               std::make_pair(dep.consumer.device, dep.consumer.job));
       const std::string_view category = on_path ? "critical_path" : "dependency";

@@ -21,6 +21,7 @@
 
 #include "analysis/metrics.h"
 #include "analysis/pipeline.h"
+#include "analysis/step_selection.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -36,6 +37,10 @@ struct TraceOptions {
   /// that depend on it (category "dependency", or "critical_path" on a step's
   /// critical path).
   bool flows = false;
+  /// Only these steps' windows, jobs, bubbles and flows (`--steps`); jobs
+  /// outside any step are left out of a selection. Time zero is then the
+  /// earliest selected job.
+  StepSelection steps{};
 };
 
 /// Writes the trace to `path` atomically. The folder must exist. Throws

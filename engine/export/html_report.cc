@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "analysis/job_kind.h"
+#include "analysis/step_selection.h"
 #include "export/atomic_file.h"
 #include "export/text_report.h"
 
@@ -406,44 +407,7 @@ std::vector<std::size_t> choose_html_steps(const Metrics& metrics, std::string_v
     std::sort(chosen.begin(), chosen.end());
     return chosen;
   }
-  const std::int64_t first = metrics.steps.front().step;
-  const std::int64_t last = metrics.steps.back().step;
-  const auto parse = [&](std::string_view t) {
-    t = trimmed(t);
-    std::int64_t v = 0;
-    bool digits = !t.empty();
-    for (char c : t) {
-      if (c < '0' || c > '9' || v > (INT64_MAX - 9) / 10) {
-        digits = false;
-        break;
-      }
-      v = v * 10 + (c - '0');
-    }
-    if (!digits)
-      throw std::invalid_argument(fmt::format("--html-steps: '{}' is not a step number", t));
-    return v;
-  };
-  std::size_t pos = 0;
-  while (pos <= spec.size()) {
-    const std::size_t comma = std::min(spec.find(',', pos), spec.size());
-    const std::string_view item = spec.substr(pos, comma - pos);
-    const std::size_t dash = item.find('-');
-    const std::int64_t a = parse(item.substr(0, dash));
-    const std::int64_t b = dash == std::string_view::npos ? a : parse(item.substr(dash + 1));
-    if (b < a)
-      throw std::invalid_argument(fmt::format("--html-steps: '{}' is an empty range", item));
-    for (std::int64_t s = a; s <= b; ++s) {
-      if (s < first || s > last) {
-        throw std::invalid_argument(
-            fmt::format("--html-steps: the run has no step {} (steps {}-{})", s, first, last));
-      }
-      if (chosen.size() > kMaxDrawnSteps) break;
-      chosen.push_back(static_cast<std::size_t>(s - first));
-    }
-    pos = comma + 1;
-  }
-  std::sort(chosen.begin(), chosen.end());
-  chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+  chosen = parse_step_list(spec, metrics, "--html-steps");
   if (chosen.size() > kMaxDrawnSteps) {
     throw std::invalid_argument(
         fmt::format("--html-steps: at most {} steps can be drawn", kMaxDrawnSteps));

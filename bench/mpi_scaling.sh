@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Scaling of `analyze --mpi` over 1, 2 and 4 MPI ranks on this machine, on the
+# simulated logs of bench/throughput.sh (same generator and folders), from page
+# cache, median of REPS runs; then an estimate for a 1 TB, 1024-rank run from
+# the measured per-rank throughput and record sizes.
+#
+#   bash bench/mpi_scaling.sh [SIZE] [REPS]      e.g. bash bench/mpi_scaling.sh 1G 3
+#
+# Environment: PIPESCOPE (binary, default build/cli/pipescope, built with MPI),
+# RANKS (default "1 2 4"; each rank gets cores/ranks scan threads), STAGES
+# (files in the generated folder, default 8), SHAPE (sparse: 1 job line in 50, the default; dense:
+# job lines only), BENCH_DIR (default /tmp/pipescope-bench),
+# LINK_GBPS (rank 0's network bandwidth in the estimate, default 12.5 GB/s =
+# 100 Gb/s InfiniBand/Ethernet).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cli=${PIPESCOPE:-$here/build/cli/pipescope}
+size=${1:-1G}
+reps=${2:-3}
+ranks=${RANKS:-1 2 4}
+shape=${SHAPE:-sparse}
+link_gbps=${LINK_GBPS:-12.5}
+work=${BENCH_DIR:-/tmp/pipescope-bench}
+command -v mpirun > /dev/null || { echo "mpirun is needed: apt-get install openmpi-bin" >&2; exit 2; }
+mkdir -p "$work"
+
+case $shape in
+  sparse) noise=49 ;;
+  dense) noise=0 ;;
+  *) echo "SHAPE is sparse or dense" >&2; exit 2 ;;
+esac
+dir=$work/$shape-$size
+if [ ! -f "$dir/expected.json" ]; then
+  "$cli" simulate -o "$dir" --force --stages "${STAGES:-8}" --micro-batches 16 --seed 7 \
+    --target-bytes "$size" --noise-per-job "$noise" > /dev/null
+fi
+bytes=$(cat "$dir"/workerlog.* | wc -c)
+cat "$dir"/workerlog.* > /dev/null  # into page cache
+cores=$(nproc)
+
+launch=(mpirun --oversubscribe --bind-to none)
+[ "$(id -u)" -eq 0 ] && launch+=(--allow-run-as-root)
+
+calc() { awk "BEGIN { printf \"%.6f\", $* }"; }
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+seconds() {
+  local start end
+  start=$(date +%s.%N)
+  "$@" > "$work/command.out" 2>&1 || { cat "$work/command.out" >&2; exit 1; }
+  end=$(date +%s.%N)
+  calc "$end - $start"
+}
+timed() {  # timed COMMAND...: median seconds of REPS runs
+  local samples=()
+  for _ in $(seq "$reps"); do samples+=("$(seconds "$@")"); done
+  printf '%s\n' "${samples[@]}" | median
+}
+
+out=$work/mpi-out
+echo "input: $dir ($bytes bytes, $(ls "$dir"/workerlog.* | wc -l) files), $cores cores, median of $reps"
+printf '%-26s %6s %9s %8s %8s %12s\n' run ranks seconds GB/s speedup GB/s/rank
+single=$(timed "$cli" analyze "$dir" -o "$out" --no-trace -q)
+printf '%-26s %6s %9.3f %8.2f %8s %12s\n' "single process (no MPI)" - "$single" \
+  "$(calc "$bytes / $single / 1000000000")" - -
+t1=""
+for np in $ranks; do
+  # The node's cores shared among the ranks (each rank's scan pool would
+  # otherwise take every core and the ranks oversubscribe the node).
+  threads=$((cores / np > 0 ? cores / np : 1))
+  t=$(timed "${launch[@]}" -np "$np" "$cli" analyze --mpi "$dir" -o "$out" --no-trace -q -j "$threads")
+  [ -z "$t1" ] && t1=$t
+  printf '%-26s %6s %9.3f %8.2f %8.2f %12.2f\n' "analyze --mpi" "$np" "$t" \
+    "$(calc "$bytes / $t / 1000000000")" "$(calc "$t1 / $t")" \
+    "$(calc "$bytes / $t / $np / 1000000000")"
+done
+# One rank, one scan thread: the per-core rate a rank gets on a full node.
+t=$(timed "${launch[@]}" -np 1 "$cli" analyze --mpi "$dir" -o "$out" --no-trace -q -j 1)
+printf '%-26s %6s %9.3f %8.2f %8s %12.2f\n' "analyze --mpi -j 1" 1 "$t" \
+  "$(calc "$bytes / $t / 1000000000")" - "$(calc "$bytes / $t / 1000000000")"
+per_core=$(calc "$bytes / $t")
+
+# Records: jobs found per input byte (from the summary above). Rank 0's
+# analysis cost per job: a dense run given as .ivl records (no text to scan),
+# a large one minus a small one so that the start-up cost drops out.
+jobs=$(python3 -c 'import json,sys; print(sum(d["jobs"] for d in json.load(open(sys.argv[1]))["devices"]))' "$out/summary.json")
+for kind in small large; do
+  d=$work/analysis-$kind
+  if [ ! -d "$d/ivl" ]; then
+    rm -rf "$d"
+    if [ $kind = small ]; then extra=(--steps 1); else extra=(--target-bytes "${ANALYSIS_SIZE:-256M}"); fi
+    "$cli" simulate -o "$d/logs" --stages 8 --micro-batches 16 --seed 7 --noise-per-job 0 \
+      --ivl "$d/ivl" "${extra[@]}" > /dev/null
+  fi
+  t=$(timed "$cli" analyze "$d/ivl" -o "$out" --no-trace -q)
+  n=$(python3 -c 'import json,sys; print(sum(d["jobs"] for d in json.load(open(sys.argv[1]))["devices"]))' "$out/summary.json")
+  eval "t_$kind=$t n_$kind=$n"
+done
+t_ivl=$(calc "($t_large - $t_small) / ($n_large - $n_small) * $jobs")
+
+echo
+python3 - "$bytes" "$jobs" "$per_core" "$t_ivl" "$link_gbps" "$cores" <<'EOF'
+import sys
+bytes_, jobs, per_core, t_ivl, link_gbps, cores = map(float, sys.argv[1:])
+tb, ranks = 1e12, 1024
+per_rank = tb / ranks
+jobs_tb = jobs / bytes_ * tb
+wire = jobs_tb * 40            # Job records sent to rank 0 (40 B each)
+ivl = jobs_tb * 32             # the same records as .ivl files
+analyse = t_ivl / jobs * jobs_tb
+print(f"measured: {jobs:.0f} jobs in {bytes_/1e9:.2f} GB = one job per {bytes_/jobs:.0f} input bytes; "
+      f"{per_core/1e9:.2f} GB/s per rank with one scan thread; rank 0 analyses "
+      f"{jobs/t_ivl/1e6:.2f} M jobs/s (analyze of .ivl records, start-up cost left out)")
+print(f"estimate, 1 TB over {ranks} ranks (one core each; {per_rank/1e9:.2f} GB per rank):")
+print(f"  scan          {per_rank/per_core:8.1f} s   (each rank at {per_core/1e9:.2f} GB/s, in parallel)")
+print(f"  records       {jobs_tb/1e6:8.1f} M jobs: {wire/1e9:.2f} GB to rank 0 "
+      f"({ivl/1e9:.2f} GB as .ivl), {wire/tb*100:.3f}% of the input")
+print(f"  gather        {wire/(link_gbps*1e9):8.1f} s   at {link_gbps:g} GB/s into rank 0 "
+      f"(overlaps the scan: ranks send as they finish)")
+print(f"  analysis      {analyse:8.1f} s   on rank 0 (single node), memory about {wire/1e9:.1f} GB of jobs")
+print(f"  total         {per_rank/per_core + wire/(link_gbps*1e9) + analyse:8.1f} s   (scan + gather + analysis, no overlap)")
+EOF

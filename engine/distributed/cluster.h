@@ -1,0 +1,88 @@
+// `analyze --mpi`: discovery, scan and gather over MPI ranks; rank 0 then
+// runs the usual analysis and exports on the merged Run, which equals the
+// Run of a single process on the same inputs.
+//
+//   Shared storage (`paths`): rank 0 lists the folders once (one listing
+//   instead of one per rank, which spares a parallel file system's metadata
+//   server) and hands every rank its share of the files, balanced by size,
+//   largest first.
+//   Node-local storage (`local_template`): on every node the lowest rank lists
+//   the template with {node} replaced by the node index (node_layout.h) and
+//   the node's files are shared among that node's ranks only; each file is
+//   read by one rank.
+//
+// Each rank scans its share with the normal parallel pipeline and sends the
+// records to rank 0 in messages of at most `max_message_bytes`. A file that
+// cannot be read is reported (which rank, which file, why) and the run goes
+// on with what was read. No rank waits forever: a rank that is silent for
+// `timeout_s` (no scan progress, no message) makes the waiting rank call
+// MPI_Abort with a message saying whom it waited for.
+//
+// Usage (every rank calls it; the callbacks run on rank 0 only):
+//   ClusterCallbacks cb;
+//   cb.on_result = [&](ClusterScan& scan) { ...analyse, export...; return status; };
+//   return run_on_cluster(options, cb);   // the same status on every rank
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/run.h"
+#include "scan/log_scanner.h"
+#include "source/discovery.h"
+
+namespace pipescope::distributed {
+
+struct ClusterOptions {
+  std::vector<std::string> paths;  ///< inputs on storage every rank sees
+  std::string local_template;      ///< or: node-local folder, `{node}` = node index
+  std::string devices;             ///< --devices selection, empty for all
+  /// Threads: 0 = the node's cores shared among its ranks. on_progress is
+  /// ignored (see ClusterCallbacks).
+  ScanOptions scan;
+  double timeout_s = 300;
+  std::size_t max_message_bytes = std::size_t{4} << 20;
+};
+
+/// A file (or a node's folder) that some rank could not read.
+struct ReadFailure {
+  int rank = 0;
+  int node = 0;
+  std::string path;
+  std::string error;
+  /// The node's --local folder could not be listed (not a single file).
+  bool folder = false;
+};
+
+/// Rank 0's result.
+struct ClusterScan {
+  Run run;
+  std::vector<InputFile> inputs;  ///< the global input list, in order
+  std::vector<ReadFailure> failures;
+  int ranks = 1;
+  int nodes = 1;
+};
+
+struct ClusterCallbacks {
+  /// After discovery, before the scan (e.g. to refuse an output that is an
+  /// input); throwing stops every rank.
+  std::function<void(const std::vector<InputFile>&)> on_plan;
+  /// Bytes and files scanned so far, summed over all ranks (coarse).
+  std::function<void(const ScanProgress&)> on_progress;
+  /// The analysis and exports; its return value is every rank's status.
+  std::function<int(ClusterScan&)> on_result;
+};
+
+/// True when this build has the MPI engine.
+bool cluster_support_built();
+
+/// Initialises MPI (unless already initialised), runs everything, finalises
+/// MPI, returns the status. An exception on rank 0 (discovery, on_plan,
+/// on_result) is rethrown there after every other rank has been told to
+/// return `error_status`. Without MPI in the build: throws InputError.
+int run_on_cluster(const ClusterOptions& options, const ClusterCallbacks& callbacks,
+                   int error_status = 2);
+
+}  // namespace pipescope::distributed

@@ -1,0 +1,77 @@
+// The byte encoding of what ranks send each other. Every rank runs the same
+// pipescope binary on the same kind of machine, so integers and Job records
+// travel in the machine's own byte order and layout (Job: 40 bytes, no
+// padding); strings as a 32-bit length and the bytes. Pure: no MPI here.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "source/discovery.h"
+
+namespace pipescope::distributed {
+
+/// A message that ends early or holds an impossible value.
+class WireError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class ByteWriter {
+ public:
+  template <typename T>
+  void put(T value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    bytes(&value, sizeof value);
+  }
+  void str(std::string_view s) {
+    put(static_cast<std::uint32_t>(s.size()));
+    bytes(s.data(), s.size());
+  }
+  void bytes(const void* data, std::size_t n) { out_.append(static_cast<const char*>(data), n); }
+
+  std::size_t size() const { return out_.size(); }
+  std::string& data() { return out_; }
+  std::string take() { return std::move(out_); }
+  void clear() { out_.clear(); }
+
+ private:
+  std::string out_;
+};
+
+class ByteReader {
+ public:
+  explicit ByteReader(std::string_view in) : in_(in) {}
+  template <typename T>
+  T get() {
+    static_assert(std::is_trivially_copyable_v<T>);
+    T value;
+    std::memcpy(&value, bytes(sizeof value), sizeof value);
+    return value;
+  }
+  std::string str() {
+    const auto n = get<std::uint32_t>();
+    return std::string(bytes(n), n);
+  }
+  const char* bytes(std::size_t n) {
+    if (n > in_.size() - pos_) throw WireError("message ends early");
+    const char* p = in_.data() + pos_;
+    pos_ += n;
+    return p;
+  }
+  bool done() const { return pos_ == in_.size(); }
+  std::size_t left() const { return in_.size() - pos_; }
+
+ private:
+  std::string_view in_;
+  std::size_t pos_ = 0;
+};
+
+void put_input(ByteWriter& w, const InputFile& input);
+InputFile get_input(ByteReader& r);
+
+}  // namespace pipescope::distributed

@@ -1,0 +1,135 @@
+#!/bin/sh
+# `analyze --mpi` under mpirun with 1, 2 and 4 ranks on one machine must write
+# the summary.json (and trace.json) of a single-process run, byte for byte.
+#
+#   sh check_mpi.sh PIPESCOPE MPIRUN WORKDIR CASE
+#
+# CASE: single | multi (the bundled samples), simulated (a generated
+# two-machine run, sent in tiny messages so every file takes many batches),
+# local (per-node folders read with --local; PIPESCOPE_NODE places the ranks
+# on two "nodes", and a template without {node} is one shared folder read
+# once), failure (an unreadable file: warning, same figures; --strict: exit 2;
+# a missing node folder), hang (a rank blocked on a FIFO: abort, no hang).
+set -eu
+cli=$1
+mpirun=$2
+work=$3
+case=$4
+testdata=$(cd "$(dirname "$0")/../../testdata" && pwd)
+
+rm -rf "$work"
+mkdir -p "$work"
+launch="$mpirun --oversubscribe"
+[ "$(id -u)" -eq 0 ] && launch="$launch --allow-run-as-root"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# reference OUT PATH...: the single-process run.
+reference() {
+  out=$1
+  shift
+  "$cli" analyze "$@" -o "$out" -q --allow-output-in-input 2> "$out.err" || fail "single-process run failed: $(cat "$out.err")"
+}
+
+# same_as REF OUT: the MPI run wrote the same files.
+same_as() {
+  cmp "$1/summary.json" "$2/summary.json" || fail "$2/summary.json differs from $1/summary.json"
+  cmp "$1/trace.json" "$2/trace.json" || fail "$2/trace.json differs from $1/trace.json"
+}
+
+# mpi NP OUT ARGS...: analyze --mpi under mpirun (60 s at most).
+mpi() {
+  np=$1
+  out=$2
+  shift 2
+  timeout 60 $launch -np "$np" "$cli" analyze --mpi -o "$out" -q --allow-output-in-input "$@" \
+    > "$out.log" 2>&1
+}
+
+# on_nodes NODES NP OUT ARGS...: like mpi, rank r on node (r * NODES / NP).
+on_nodes() {
+  nodes=$1
+  np=$2
+  out=$3
+  shift 3
+  timeout 60 $launch -np "$np" sh -c 'n=$0 p=$1; shift; PIPESCOPE_NODE=$((OMPI_COMM_WORLD_RANK * n / p)) exec "$@"' \
+    "$nodes" "$np" "$cli" analyze --mpi -o "$out" -q --allow-output-in-input "$@" > "$out.log" 2>&1
+}
+
+case $case in
+  single | multi)
+    reference "$work/ref" "$testdata/$case"
+    for np in 1 2 4; do
+      mpi $np "$work/np$np" "$testdata/$case" || fail "np $np: $(cat "$work/np$np.log")"
+      same_as "$work/ref" "$work/np$np"
+    done
+    ;;
+  simulated)
+    "$cli" simulate -o "$work/run" --schedule vpp --stages 4 --micro-batches 8 --machines 2 \
+      --steps 4 --noise-per-job 3 --comm --seed 5 > /dev/null
+    gzip "$work/run/machine1/workerlog.1"  # one compressed input among plain ones
+    reference "$work/ref" "$work/run"
+    for np in 1 2 4; do
+      PIPESCOPE_MPI_MESSAGE_BYTES=4096 mpi $np "$work/np$np" "$work/run" ||
+        fail "np $np: $(cat "$work/np$np.log")"
+      same_as "$work/ref" "$work/np$np"
+    done
+    # A --devices selection keeps global indices the same way.
+    reference "$work/ref-sel" "$work/run" --devices 0,2-3
+    mpi 4 "$work/sel" "$work/run" --devices 0,2-3 || fail "--devices: $(cat "$work/sel.log")"
+    same_as "$work/ref-sel" "$work/sel"
+    ;;
+  local)
+    # Two "nodes", each with its own folder: local/machine0, local/machine1.
+    "$cli" simulate -o "$work/local" --schedule 1f1b --stages 4 --micro-batches 8 --machines 2 \
+      --noise-per-job 2 --seed 9 > /dev/null
+    reference "$work/ref1" "$work/local/machine0"
+    reference "$work/ref2" "$work/local/machine0" "$work/local/machine1"
+    on_nodes 1 1 "$work/np1" --local "$work/local/machine{node}" || fail "np 1: $(cat "$work/np1.log")"
+    same_as "$work/ref1" "$work/np1"
+    for np in 2 4; do
+      on_nodes 2 $np "$work/np$np" --local "$work/local/machine{node}" ||
+        fail "np $np: $(cat "$work/np$np.log")"
+      same_as "$work/ref2" "$work/np$np"
+    done
+    # Without {node} every node names the same folder: its files are read once.
+    reference "$work/ref-shared" "$work/local"
+    on_nodes 2 4 "$work/shared" --local "$work/local" || fail "shared: $(cat "$work/shared.log")"
+    same_as "$work/ref-shared" "$work/shared"
+    ;;
+  failure)
+    cp -r "$testdata/multi" "$work/logs"
+    rm "$work/logs/machine1/workerlog.1"
+    ln -s "$work/nowhere" "$work/logs/machine1/workerlog.1"  # listed, cannot be opened
+    reference "$work/ref" "$work/logs"
+    mpi 2 "$work/warn" "$work/logs" || fail "unreadable file should not fail: $(cat "$work/warn.log")"
+    same_as "$work/ref" "$work/warn"
+    grep -q "could not read $work/logs/machine1/workerlog.1" "$work/warn.log" ||
+      fail "no warning naming the file: $(cat "$work/warn.log")"
+    status=0
+    mpi 2 "$work/strict" "$work/logs" --strict || status=$?
+    [ "$status" -eq 2 ] || fail "--strict: exit status $status, expected 2: $(cat "$work/strict.log")"
+    # A node whose --local folder is missing: warning, the other nodes' figures.
+    reference "$work/ref-nodes" "$testdata/multi/machine0" "$testdata/multi/machine1"
+    on_nodes 3 3 "$work/nodes" --local "$testdata/multi/machine{node}" ||
+      fail "missing node folder should not fail: $(cat "$work/nodes.log")"
+    same_as "$work/ref-nodes" "$work/nodes"
+    grep -q "node 2) could not list its --local folder" "$work/nodes.log" ||
+      fail "no warning naming node 2: $(cat "$work/nodes.log")"
+    ;;
+  hang)
+    # Rank 1 gets the FIFO (smaller than the log) and blocks opening it.
+    cp "$testdata/single/workerlog.0" "$work/workerlog.0"
+    mkfifo "$work/workerlog.1"
+    start=$(date +%s)
+    status=0
+    mpi 2 "$work/out" "$work/workerlog.0" "$work/workerlog.1" --mpi-timeout 2 || status=$?
+    [ "$status" -ne 0 ] || fail "a hung rank should abort the run"
+    [ "$status" -ne 124 ] || fail "the run hung: $(cat "$work/out.log")"
+    grep -q "no progress from rank 1" "$work/out.log" || fail "no message naming rank 1: $(cat "$work/out.log")"
+    [ $(($(date +%s) - start)) -lt 30 ] || fail "took too long to abort"
+    ;;
+  *)
+    fail "unknown case $case"
+    ;;
+esac
+echo "ok: $case"
