@@ -221,9 +221,11 @@ void register_simulate_command(CLI::App& app, int& status) {
                 "Write into a non-empty folder, replacing the worker logs already there");
 
   sub->add_option("--schedule", o.schedule,
-                  "Pipeline schedule: fthenb (GPipe), 1f1b, vpp (Megatron interleaved 1F1B),\n"
+                  "Pipeline schedule: fthenb (GPipe), 1f1b, eager1f1b (PaddlePaddle's Eager1F1B:\n"
+                  "2(P-s-1) warm-up forwards on stage s), vpp (Megatron interleaved 1F1B),\n"
                   "zbh1 (zero-bubble H1: backward split into backward_b and backward_w)")
-      ->check(CLI::IsMember({"fthenb", "1f1b", "vpp", "interleaved", "zbh1", "zb-h1"}))
+      ->check(CLI::IsMember(
+          {"fthenb", "1f1b", "eager1f1b", "vpp", "interleaved", "zbh1", "zb-h1"}))
       ->capture_default_str();
   sub->add_option("--stages", o.stages, "Pipeline stages P")->capture_default_str();
   sub->add_option("--micro-batches", o.micro_batches, "Micro-batches M per step (vpp: M % P == 0)")

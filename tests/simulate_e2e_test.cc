@@ -38,10 +38,10 @@ std::vector<std::string> random_configs() {
   auto pick = [&](int lo, int hi) {  // inclusive; avoids distribution differences
     return lo + static_cast<int>(random() % static_cast<std::uint64_t>(hi - lo + 1));
   };
-  const char* schedules[] = {"fthenb", "1f1b", "vpp", "zbh1"};
+  const char* schedules[] = {"fthenb", "1f1b", "vpp", "zbh1", "eager1f1b"};
   std::vector<std::string> configs;
   for (int i = 0; i < 30; ++i) {
-    const std::string schedule = schedules[i % 4];
+    const std::string schedule = schedules[i % 5];
     const int stages = pick(2, 8);
     const int per_stage = pick(0, 4) == 0 ? 2 : 1;
     const int devices = stages * per_stage;
