@@ -27,6 +27,18 @@ TEST(CudaTimer, RecordsGpuIntervals) {
 }
 #else
 
+std::vector<ivl::Record> read_records(const std::string& path) {
+  std::vector<ivl::Record> records;
+  ivl::ReadCallbacks cb;
+  cb.on_records = [&](const ivl::RecordBlock& block) {
+    for (std::uint32_t i = 0; i < block.count; ++i) records.push_back(block.record(i));
+  };
+  const ivl::ReadResult result = ivl::read_file(path, cb);
+  EXPECT_TRUE(result.header_ok);
+  EXPECT_EQ(result.problems, 0u);
+  return records;
+}
+
 TEST(CudaTimer, RecordsGpuIntervals) {
   std::string why;
   if (!timer::cuda_timer_available(&why)) GTEST_SKIP() << "no usable GPU: " << why;
@@ -69,13 +81,7 @@ TEST(CudaTimer, RecordsGpuIntervals) {
   cudaStreamDestroy(a);
   cudaStreamDestroy(b);
 
-  std::vector<ivl::Record> records;
-  ivl::ReadCallbacks cb;
-  cb.on_records = [&](const ivl::RecordBlock& block) {
-    for (std::uint32_t i = 0; i < block.count; ++i) records.push_back(block.record(i));
-  };
-  const ivl::ReadResult result = ivl::read_file(options.path, cb);
-  ASSERT_TRUE(result.header_ok);
+  const std::vector<ivl::Record> records = read_records(options.path);
   ASSERT_EQ(records.size(), 12u);
   for (std::size_t i = 0; i < records.size(); ++i) {
     const ivl::Record& r = records[i];
@@ -108,17 +114,6 @@ void CUDART_CB sleep_on_stream(void* data) {
   span->end_ns = timer::realtime_ns();
 }
 
-std::vector<ivl::Record> read_records(const std::string& path) {
-  std::vector<ivl::Record> records;
-  ivl::ReadCallbacks cb;
-  cb.on_records = [&](const ivl::RecordBlock& block) {
-    for (std::uint32_t i = 0; i < block.count; ++i) records.push_back(block.record(i));
-  };
-  const ivl::ReadResult result = ivl::read_file(path, cb);
-  EXPECT_TRUE(result.header_ok);
-  EXPECT_EQ(result.problems, 0u);
-  return records;
-}
 
 // The accuracy of the clock anchoring, checked against the host's own wall
 // clock: a host function enqueued between begin() and end() holds the stream
