@@ -30,7 +30,7 @@ struct DurationStats {
   std::int64_t max_ns = 0;
 };
 
-/// Sorts `durations` and summarises them (all zero when empty).
+/// Summarises `durations` (all zero when empty); reorders them.
 DurationStats duration_stats(std::vector<std::int64_t>& durations);
 
 inline constexpr std::size_t kRoleCount = 6;  // PipelineRole values

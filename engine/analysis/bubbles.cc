@@ -16,8 +16,10 @@ struct BusyInterval {
 
 // The contract's busy union (metrics.cc, add_busy_time), kept with the jobs
 // at its edges so that bubbles can name their neighbours.
-std::vector<BusyInterval> busy_intervals(const Device& device) {
-  std::vector<BusyInterval> out;
+/// The device's busy time as disjoint intervals, into `out` (cleared; its
+/// memory is reused from one device to the next).
+void busy_intervals(const Device& device, std::vector<BusyInterval>& out) {
+  out.clear();
   for (std::size_t i = 0; i < device.jobs.size(); ++i) {
     const Job& job = device.jobs[i];
     if (job.end_ns <= job.start_ns) continue;
@@ -31,7 +33,6 @@ std::vector<BusyInterval> busy_intervals(const Device& device) {
     out.push_back(
         {job.start_ns, job.end_ns, static_cast<std::int64_t>(i), static_cast<std::int64_t>(i)});
   }
-  return out;
 }
 
 // Orders bubbles for the "longest" list: longer first, then earlier, then device.
@@ -64,8 +65,9 @@ void BubbleTotals::add(const BubbleTotals& other) {
 
 void for_each_bubble(const Run& run, const Metrics& metrics,
                      const std::function<void(const Bubble&)>& visit) {
+  std::vector<BusyInterval> busy;
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    const std::vector<BusyInterval> busy = busy_intervals(run.devices[d]);
+    busy_intervals(run.devices[d], busy);
     std::size_t first = 0;  // first interval that may still meet a window
     for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
       const StepWindow& window = metrics.steps[k];

@@ -1,0 +1,46 @@
+// duration_stats: count, total, mean and the nearest-rank median, p95 and
+// maximum, against a plain sort on every size from 1 to 300 (with ties).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "analysis/bottleneck.h"
+
+namespace pipescope {
+namespace {
+
+std::int64_t nearest_rank(const std::vector<std::int64_t>& sorted, std::uint64_t percent) {
+  const std::uint64_t r = (percent * sorted.size() + 99) / 100;
+  return sorted[std::max<std::uint64_t>(r, 1) - 1];
+}
+
+TEST(DurationStats, EqualsTheSortedDefinitionOnEverySize) {
+  std::mt19937_64 random(7);
+  for (std::size_t n = 1; n <= 300; ++n) {
+    std::vector<std::int64_t> values(n);
+    // Few distinct values for small ranges: many ties.
+    const std::int64_t range = n % 3 == 0 ? 5 : 1'000'000;
+    for (auto& v : values) v = static_cast<std::int64_t>(random() % range);
+    std::vector<std::int64_t> sorted = values;
+    std::sort(sorted.begin(), sorted.end());
+    std::int64_t total = 0;
+    for (const std::int64_t v : sorted) total += v;
+
+    const DurationStats s = duration_stats(values);
+    EXPECT_EQ(s.count, n);
+    EXPECT_EQ(s.total_ns, total);
+    EXPECT_EQ(s.mean_ns, total / static_cast<std::int64_t>(n));
+    EXPECT_EQ(s.median_ns, nearest_rank(sorted, 50)) << n;
+    EXPECT_EQ(s.p95_ns, nearest_rank(sorted, 95)) << n;
+    EXPECT_EQ(s.max_ns, sorted.back()) << n;
+  }
+  std::vector<std::int64_t> none;
+  const DurationStats empty = duration_stats(none);
+  EXPECT_EQ(empty.count, 0u);
+  EXPECT_EQ(empty.max_ns, 0);
+}
+
+}  // namespace
+}  // namespace pipescope
