@@ -12,6 +12,7 @@
 #include "analysis/job_kind.h"
 #include "export/atomic_file.h"
 #include "export/json_writer.h"
+#include "export/trace_content.h"
 #include "export/trace_lanes.h"
 
 namespace pipescope {
@@ -141,24 +142,11 @@ void append_ns_as_us(fmt::memory_buffer& out, std::int64_t ns) {
 void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,
                         const std::string& path) {
   const StepSelection& selected = options.steps;
-  // The step index of device d's i-th job, -1 when it has none.
-  const auto job_step = [&](std::size_t d, std::size_t i) -> std::int32_t {
-    if (d >= metrics.job_step.size() || metrics.job_step[d].size() != run.devices[d].jobs.size()) {
-      return -1;
-    }
-    return metrics.job_step[d][i];
+  const auto job_step = [&](std::size_t d, std::size_t i) {
+    return trace_job_step(run, metrics, d, i);
   };
-  std::int64_t origin_ns = 0;
-  if (!options.absolute_time) {
-    std::int64_t earliest = std::numeric_limits<std::int64_t>::max();
-    for (std::size_t d = 0; d < run.devices.size(); ++d) {
-      const JobVector& jobs = run.devices[d].jobs;
-      for (std::size_t i = 0; i < jobs.size(); ++i) {
-        if (selected.contains(job_step(d, i))) earliest = std::min(earliest, jobs[i].start_ns);
-      }
-    }
-    if (earliest != std::numeric_limits<std::int64_t>::max()) origin_ns = earliest;
-  }
+  const std::int64_t origin_ns =
+      options.absolute_time ? 0 : earliest_selected_start(run, metrics, selected).value_or(0);
 
   // Lanes first: the sort-index stride must fit the busiest device.
   std::vector<std::vector<int>> lanes(run.devices.size());
@@ -236,34 +224,18 @@ void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptio
   if (options.pipeline != nullptr) {
     // A stacked counter of each step's idle share by bubble kind; it drops
     // to 0 where a run of selected windows ends.
-    const auto& per_step = options.pipeline->bubbles.per_step;
-    const auto devices = static_cast<double>(run.devices.size());
-    std::vector<std::pair<std::size_t, bool>> samples;  // (step index, end of a run of steps)
-    for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
-      if (!selected.contains(static_cast<std::int64_t>(k))) continue;
-      samples.emplace_back(k, false);
-      if (k + 1 == metrics.steps.size() || !selected.contains(static_cast<std::int64_t>(k + 1))) {
-        samples.emplace_back(k, true);
-      }
-    }
-    for (const auto& [k, end] : samples) {
-      const StepWindow& step = metrics.steps[k];
-      BubbleTotals totals;
-      if (!end && k < per_step.size()) {
-        for (const BubbleTotals& t : per_step[k]) totals.add(t);
-      }
-      const double denominator = devices * static_cast<double>(step.window_ns());
+    for (const BubbleRatioSample& sample :
+         bubble_ratio_samples(run, metrics, options.pipeline->bubbles, selected)) {
       w.begin_object(/*one_line=*/true);
       w.field("name", "bubble ratio");
       w.field("ph", "C");
-      trace.time_field("ts", ns_diff(end ? step.end_ns : step.start_ns, origin_ns));
+      trace.time_field("ts", ns_diff(sample.time_ns, origin_ns));
       w.field("pid", kStepsPid);
       w.field("tid", kStepsTid);
       w.key("args");
       w.begin_object();
       for (const BubbleKind kind : {BubbleKind::fill, BubbleKind::interior, BubbleKind::drain}) {
-        w.field(bubble_kind_name(kind),
-                denominator > 0 ? static_cast<double>(totals.of(kind)) / denominator : 0.0);
+        w.field(bubble_kind_name(kind), sample.share[static_cast<std::size_t>(kind)]);
       }
       w.end_object();
       w.end_object();

@@ -18,6 +18,7 @@
 #include "analysis/pipeline.h"
 #include "export/atomic_file.h"
 #include "export/perfetto/perfetto_trace.pb.h"
+#include "export/trace_content.h"
 #include "export/trace_lanes.h"
 
 namespace pipescope {
@@ -169,11 +170,7 @@ class PerfettoWriter {
  private:
   // The step index of device d's i-th job, -1 when it has none.
   std::int32_t job_step(std::size_t d, std::size_t i) const {
-    if (d >= metrics_.job_step.size() ||
-        metrics_.job_step[d].size() != run_.devices[d].jobs.size()) {
-      return -1;
-    }
-    return metrics_.job_step[d][i];
+    return trace_job_step(run_, metrics_, d, i);
   }
   bool selected(std::int64_t step_index) const { return options_.steps.contains(step_index); }
 
@@ -183,14 +180,8 @@ class PerfettoWriter {
 
   void compute_origin() {
     // With a --steps selection, time zero is the earliest selected job.
-    std::int64_t earliest = std::numeric_limits<std::int64_t>::max();
-    for (std::size_t d = 0; d < run_.devices.size(); ++d) {
-      const JobVector& jobs = run_.devices[d].jobs;
-      for (std::size_t i = 0; i < jobs.size(); ++i) {
-        if (selected(job_step(d, i))) earliest = std::min(earliest, jobs[i].start_ns);
-      }
-    }
-    if (earliest == std::numeric_limits<std::int64_t>::max()) earliest = 0;
+    const std::int64_t earliest =
+        earliest_selected_start(run_, metrics_, options_.steps).value_or(0);
     // Packet timestamps are unsigned: an epoch time before 1970 (only
     // possible after a large clock correction) falls back to relative times.
     origin_ns_ = options_.absolute_time ? std::min<std::int64_t>(0, earliest) : earliest;
@@ -356,29 +347,13 @@ class PerfettoWriter {
   // counters drop to 0 where a run of selected windows ends (as in the
   // Chrome trace).
   void write_bubble_counters() {
-    const auto& per_step = options_.pipeline->bubbles.per_step;
-    const auto devices = static_cast<double>(run_.devices.size());
-    const std::size_t steps = metrics_.steps.size();
-    std::vector<std::pair<std::size_t, bool>> samples;  // (step index, end of a run of steps)
-    for (std::size_t k = 0; k < steps; ++k) {
-      if (!selected(static_cast<std::int64_t>(k))) continue;
-      samples.emplace_back(k, false);
-      if (k + 1 == steps || !selected(static_cast<std::int64_t>(k + 1)))
-        samples.emplace_back(k, true);
-    }
-    for (const auto& [k, end] : samples) {
-      const StepWindow& step = metrics_.steps[k];
-      BubbleTotals totals;
-      if (!end && k < per_step.size()) {
-        for (const BubbleTotals& t : per_step[k]) totals.add(t);
-      }
-      const double denominator = devices * static_cast<double>(step.window_ns());
+    for (const BubbleRatioSample& sample :
+         bubble_ratio_samples(run_, metrics_, options_.pipeline->bubbles, options_.steps)) {
       for (const BubbleKind kind : kBubbleKinds) {
         pb::TrackEvent& event =
-            begin_event(end ? step.end_ns : step.start_ns, pb::TrackEvent::TYPE_COUNTER,
+            begin_event(sample.time_ns, pb::TrackEvent::TYPE_COUNTER,
                         counter_tracks_[static_cast<std::size_t>(kind)]);
-        event.set_double_counter_value(
-            denominator > 0 ? static_cast<double>(totals.of(kind)) / denominator : 0.0);
+        event.set_double_counter_value(sample.share[static_cast<std::size_t>(kind)]);
         out_.finish();
       }
     }

@@ -1,0 +1,56 @@
+#include "export/trace_content.h"
+
+#include <algorithm>
+
+namespace pipescope {
+
+std::int32_t trace_job_step(const Run& run, const Metrics& metrics, std::size_t d, std::size_t i) {
+  if (d >= metrics.job_step.size() || metrics.job_step[d].size() != run.devices[d].jobs.size()) {
+    return -1;
+  }
+  return metrics.job_step[d][i];
+}
+
+std::optional<std::int64_t> earliest_selected_start(const Run& run, const Metrics& metrics,
+                                                    const StepSelection& selection) {
+  std::optional<std::int64_t> earliest;
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const JobVector& jobs = run.devices[d].jobs;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      if (!selection.contains(trace_job_step(run, metrics, d, i))) continue;
+      earliest = std::min(earliest.value_or(jobs[i].start_ns), jobs[i].start_ns);
+    }
+  }
+  return earliest;
+}
+
+std::vector<BubbleRatioSample> bubble_ratio_samples(const Run& run, const Metrics& metrics,
+                                                    const BubbleSummary& bubbles,
+                                                    const StepSelection& selection) {
+  const auto devices = static_cast<double>(run.devices.size());
+  const std::size_t steps = metrics.steps.size();
+  const auto selected = [&](std::size_t k) {
+    return selection.contains(static_cast<std::int64_t>(k));
+  };
+  std::vector<BubbleRatioSample> samples;
+  for (std::size_t k = 0; k < steps; ++k) {
+    if (!selected(k)) continue;
+    const StepWindow& step = metrics.steps[k];
+    BubbleTotals totals;
+    if (k < bubbles.per_step.size()) {
+      for (const BubbleTotals& t : bubbles.per_step[k]) totals.add(t);
+    }
+    const double denominator = devices * static_cast<double>(step.window_ns());
+    BubbleRatioSample sample;
+    sample.time_ns = step.start_ns;
+    for (std::size_t kind = 0; kind < sample.share.size(); ++kind) {
+      sample.share[kind] =
+          denominator > 0 ? static_cast<double>(totals.ns[kind]) / denominator : 0.0;
+    }
+    samples.push_back(sample);
+    if (k + 1 == steps || !selected(k + 1)) samples.push_back({step.end_ns, {0, 0, 0}});
+  }
+  return samples;
+}
+
+}  // namespace pipescope
