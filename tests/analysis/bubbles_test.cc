@@ -1,0 +1,142 @@
+// Bubbles: kinds, lengths and neighbours on a hand-built run, and on
+// simulated runs of every schedule fill + interior + drain == idle(d, k)
+// exactly, for every device and step.
+#include <gtest/gtest.h>
+
+#include "analysis/bubbles.h"
+#include "analysis/metrics.h"
+#include "support/pipeline_sim_run.h"
+
+namespace pipescope {
+namespace {
+
+Job job(pipescope::Run& run, std::string_view type, std::int64_t mb, std::int64_t start,
+        std::int64_t end) {
+  Job j;
+  j.type = run.types.intern(type);
+  j.micro_batch = mb;
+  j.start_ns = start;
+  j.end_ns = end;
+  return j;
+}
+
+TEST(Bubbles, HandWorkedKindsAndNeighbours) {
+  // The metric contract's worked example (tests/analysis/metrics_test.cc): windows
+  // [0,66) and [66,90).
+  pipescope::Run run;
+  run.devices.resize(2);
+  run.devices[0].index = 0;
+  run.devices[1].index = 1;
+  run.devices[0].jobs = {job(run, "forward", 0, 0, 10),    job(run, "forward", 1, 10, 20),
+                         job(run, "backward", 0, 30, 40),  job(run, "backward", 1, 40, 50),
+                         job(run, "optimizer", 0, 50, 55), job(run, "forward", 0, 60, 70),
+                         job(run, "backward", 0, 80, 90)};
+  run.devices[1].jobs = {job(run, "forward", 0, 10, 20),   job(run, "forward", 1, 20, 30),
+                         job(run, "backward", 0, 25, 35),  job(run, "backward", 1, 35, 45),
+                         job(run, "optimizer", 0, 45, 50), job(run, "recv_forward", 0, 62, 66),
+                         job(run, "forward", 0, 70, 80),   job(run, "backward", 0, 80, 85)};
+  run.finalize();
+  const Metrics metrics = compute_metrics(run);
+  ASSERT_EQ(metrics.steps.size(), 2u);
+
+  std::vector<Bubble> all;
+  for_each_bubble(run, metrics, [&](const Bubble& b) { all.push_back(b); });
+  // Device 0, step 0: [20,30) interior, [55,60) interior, [66,66) none: the
+  // forward at 60 runs into step 1's window; drain none (busy until 70).
+  // Device 0, step 1: [70,80) interior. Device 1 step 0: [0,10) fill,
+  // [50,62) interior. Device 1 step 1: [66,70) fill, [85,90) drain.
+  struct Expect {
+    std::size_t device, step;
+    std::int64_t start, end;
+    BubbleKind kind;
+    std::int64_t before, after;
+  };
+  const std::vector<Expect> expected = {
+      {0, 0, 20, 30, BubbleKind::interior, 1, 2},  {0, 0, 55, 60, BubbleKind::interior, 4, 5},
+      {0, 1, 70, 80, BubbleKind::interior, 5, 6},  {1, 0, 0, 10, BubbleKind::fill, kNoJob, 0},
+      {1, 0, 50, 62, BubbleKind::interior, 4, 5},  {1, 1, 66, 70, BubbleKind::fill, 5, 6},
+      {1, 1, 85, 90, BubbleKind::drain, 7, kNoJob}};
+  ASSERT_EQ(all.size(), expected.size());
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(all[i].device, expected[i].device) << i;
+    EXPECT_EQ(all[i].step, expected[i].step) << i;
+    EXPECT_EQ(all[i].start_ns, expected[i].start) << i;
+    EXPECT_EQ(all[i].end_ns, expected[i].end) << i;
+    EXPECT_EQ(all[i].kind, expected[i].kind) << i;
+    EXPECT_EQ(all[i].job_before, expected[i].before) << i;
+    EXPECT_EQ(all[i].job_after, expected[i].after) << i;
+  }
+
+  const BubbleSummary summary = summarize_bubbles(run, metrics, 3);
+  for (std::size_t k = 0; k < 2; ++k) {
+    for (std::size_t d = 0; d < 2; ++d) {
+      EXPECT_EQ(summary.per_step[k][d].idle_ns(), metrics.steps[k].devices[d].idle_ns);
+    }
+  }
+  EXPECT_EQ(summary.total.of(BubbleKind::fill), 14);
+  EXPECT_EQ(summary.total.of(BubbleKind::interior), 37);
+  EXPECT_EQ(summary.total.of(BubbleKind::drain), 5);
+  EXPECT_EQ(summary.total.count[static_cast<std::size_t>(BubbleKind::interior)], 4u);
+  // Longest first; [50,62) = 12, then two of 10 ordered by start.
+  ASSERT_EQ(summary.longest.size(), 3u);
+  EXPECT_EQ(summary.longest[0].length_ns(), 12);
+  EXPECT_EQ(summary.longest[1].start_ns, 0);
+  EXPECT_EQ(summary.longest[2].start_ns, 20);
+}
+
+TEST(Bubbles, ADeviceWithoutJobsIsOneFillBubblePerWindow) {
+  pipescope::Run run;
+  run.devices.resize(2);
+  run.devices[0].jobs = {job(run, "forward", 0, 100, 200)};
+  run.finalize();
+  const Metrics metrics = compute_metrics(run);
+  const BubbleSummary s = summarize_bubbles(run, metrics, 10);
+  EXPECT_EQ(s.per_step[0][1].of(BubbleKind::fill), 100);
+  EXPECT_EQ(s.per_step[0][0].idle_ns(), 0);
+  ASSERT_EQ(s.longest.size(), 1u);
+  EXPECT_EQ(s.longest[0].job_before, kNoJob);
+  EXPECT_EQ(s.longest[0].job_after, kNoJob);
+}
+
+TEST(Bubbles, KindsAddUpToIdleOnSimulatedRunsOfEverySchedule) {
+  int runs = 0;
+  for (const auto kind : {sim::ScheduleKind::fthenb, sim::ScheduleKind::one_f_one_b,
+                          sim::ScheduleKind::eager_one_f_one_b, sim::ScheduleKind::interleaved,
+                          sim::ScheduleKind::zb_h1}) {
+    for (const bool comm : {false, true}) {
+      sim::SimConfig config =
+          testing::sim_config(kind, 4, 8, kind == sim::ScheduleKind::interleaved ? 2 : 1);
+      config.comm_jobs = comm;
+      config.machines = 2;
+      config.machine_skew_ns = {0, comm ? 3'000'000 : -1'500'000};
+      config.stage_slowdown = {1, 1, 1.6, 1};
+      config.steps = 4;
+      const pipescope::Run run = testing::run_from_simulation(config);
+      const Metrics metrics = compute_metrics(run);
+      const BubbleSummary s = summarize_bubbles(run, metrics, 5);
+      std::int64_t idle = 0;
+      for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
+        for (std::size_t d = 0; d < run.devices.size(); ++d) {
+          EXPECT_EQ(s.per_step[k][d].idle_ns(), metrics.steps[k].devices[d].idle_ns)
+              << sim::schedule_kind_name(kind) << " step " << k << " device " << d;
+          idle += metrics.steps[k].devices[d].idle_ns;
+        }
+      }
+      for (std::size_t d = 0; d < run.devices.size(); ++d) {
+        EXPECT_EQ(s.per_device[d].idle_ns(), metrics.devices[d].idle_ns);
+      }
+      EXPECT_EQ(s.total.idle_ns(), idle);
+      // Every stage but the first waits for the pipeline to fill.
+      EXPECT_GT(s.per_device[3].of(BubbleKind::fill), 0);
+      ASSERT_EQ(s.longest.size(), 5u);
+      for (std::size_t i = 1; i < s.longest.size(); ++i) {
+        EXPECT_GE(s.longest[i - 1].length_ns(), s.longest[i].length_ns());
+      }
+      ++runs;
+    }
+  }
+  EXPECT_EQ(runs, 10);
+}
+
+}  // namespace
+}  // namespace pipescope

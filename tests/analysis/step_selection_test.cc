@@ -1,0 +1,187 @@
+// `--steps`: the step list parser shared by the trace and HTML options, the
+// Chrome trace restricted to the selected steps, the CLI flag, and the
+// advice given when a JSON trace is too big for the viewers.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "analysis/pipeline.h"
+#include "analysis/step_selection.h"
+#include "support/command_runner.h"
+#include "export/chrome_trace.h"
+#include "export/trace_size.h"
+#include "support/pipeline_sim_run.h"
+#include "support/temp_dir.h"
+
+namespace pipescope {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_cli;
+using testing::shell_quote;
+using testing::TempDir;
+
+Metrics steps_numbered(std::int64_t first, std::size_t count) {
+  Metrics m;
+  for (std::size_t k = 0; k < count; ++k) {
+    StepWindow w;
+    w.step = first + static_cast<std::int64_t>(k);
+    w.start_ns = 1000 * static_cast<std::int64_t>(k);
+    w.end_ns = w.start_ns + 900;
+    m.steps.push_back(w);
+  }
+  return m;
+}
+
+TEST(StepSelection, ParsesNumbersRangesAndListsIntoStepIndices) {
+  const Metrics m = steps_numbered(10, 6);  // steps 10..15
+  EXPECT_EQ(parse_step_list("12", m, "--steps"), (std::vector<std::size_t>{2}));
+  EXPECT_EQ(parse_step_list("10-12", m, "--steps"), (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_EQ(parse_step_list(" 15 , 11-12,11", m, "--steps"), (std::vector<std::size_t>{1, 2, 5}));
+  const StepSelection s = StepSelection::parse("11,13-14", m, "--steps");
+  EXPECT_FALSE(s.everything());
+  EXPECT_FALSE(s.contains(0));
+  EXPECT_TRUE(s.contains(1));
+  EXPECT_FALSE(s.contains(2));
+  EXPECT_TRUE(s.contains(3));
+  EXPECT_TRUE(s.contains(4));
+  EXPECT_FALSE(s.contains(-1));  // jobs outside any step
+  EXPECT_FALSE(s.contains(99));
+  EXPECT_EQ(s.start_ns(), 1000);
+  EXPECT_EQ(s.end_ns(), 4900);
+  const StepSelection all = StepSelection::parse("  ", m, "--steps");
+  EXPECT_TRUE(all.everything());
+  EXPECT_TRUE(all.contains(-1));
+}
+
+TEST(StepSelection, RejectsWhatTheRunDoesNotHaveNamingTheFlag) {
+  const Metrics m = steps_numbered(10, 6);
+  const auto message = [&](std::string_view spec) {
+    try {
+      parse_step_list(spec, m, "--steps");
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("9"), "--steps: the run has no step 9 (steps 10-15)");
+  EXPECT_EQ(message("14-16"), "--steps: the run has no step 16 (steps 10-15)");
+  EXPECT_EQ(message("12-11"), "--steps: '12-11' is an empty range");
+  EXPECT_EQ(message("a"), "--steps: 'a' is not a step number");
+  EXPECT_EQ(message("11,"), "--steps: '' is not a step number");
+  EXPECT_EQ(message("-3"), "--steps: '' is not a step number");
+  EXPECT_EQ(message("99999999999999999999"),
+            "--steps: '99999999999999999999' is not a step number");
+  EXPECT_THROW(parse_step_list("1", Metrics{}, "--steps"), std::invalid_argument);
+}
+
+struct TraceEvents {
+  std::set<std::int64_t> job_steps;  // args.step of the job slices
+  std::size_t jobs = 0;
+  std::set<std::string> step_slices;
+  std::size_t bubbles = 0;
+  std::size_t flow_ends = 0;
+  double earliest_job_ts = 1e300;
+};
+
+TraceEvents read_trace(const std::string& path) {
+  TraceEvents out;
+  simdjson::dom::parser parser;
+  const simdjson::dom::element doc = parser.load(path);
+  for (const simdjson::dom::element e : doc["traceEvents"].get_array()) {
+    const std::string_view ph = e["ph"].get_string().value();
+    if (ph == "f") ++out.flow_ends;
+    if (ph != "X") continue;
+    const std::string_view cat = e["cat"].get_string().value();
+    if (cat == "step") {
+      out.step_slices.emplace(e["name"].get_string().value());
+    } else if (cat == "bubble") {
+      ++out.bubbles;
+    } else {
+      ++out.jobs;
+      out.job_steps.insert(e["args"]["step"].get_int64().value());
+      out.earliest_job_ts = std::min(out.earliest_job_ts, e["ts"].get_double().value());
+    }
+  }
+  return out;
+}
+
+TEST(StepSelection, TheChromeTraceHoldsOnlyTheSelectedSteps) {
+  sim::SimConfig config = testing::sim_config(sim::ScheduleKind::one_f_one_b, 4, 8, 1);
+  config.steps = 5;
+  pipescope::Run run = testing::run_from_simulation(config);
+  const AnalyzedRun analyzed = analyze_run(run, PipelineOptions{});
+  const Metrics& metrics = analyzed.metrics;
+  ASSERT_EQ(metrics.steps.size(), 5u);
+  const std::int64_t first = metrics.steps[0].step;
+
+  TempDir dir;
+  TraceOptions options;
+  options.pipeline = &analyzed.pipeline;
+  options.flows = true;
+  write_chrome_trace(run, metrics, options, dir / "all.json");
+  const std::string spec = fmt::format("{}-{}", first + 1, first + 2);
+  options.steps = StepSelection::parse(spec, metrics, "--steps");
+  write_chrome_trace(run, metrics, options, dir / "some.json");
+
+  const TraceEvents all = read_trace(dir / "all.json");
+  const TraceEvents some = read_trace(dir / "some.json");
+  std::size_t expected_jobs = 0;
+  std::size_t total_jobs = 0;
+  for (const auto& steps : metrics.job_step) {
+    for (const std::int32_t k : steps) {
+      ++total_jobs;
+      expected_jobs += (k == 1 || k == 2);
+    }
+  }
+  EXPECT_EQ(all.jobs, total_jobs);
+  EXPECT_EQ(some.jobs, expected_jobs);
+  EXPECT_EQ(some.job_steps, (std::set<std::int64_t>{first + 1, first + 2}));
+  EXPECT_EQ(some.step_slices, (std::set<std::string>{fmt::format("step {}", first + 1),
+                                                     fmt::format("step {}", first + 2)}));
+  EXPECT_GT(some.bubbles, 0u);
+  EXPECT_LT(some.bubbles, all.bubbles);
+  EXPECT_GT(some.flow_ends, 0u);
+  EXPECT_LT(some.flow_ends, all.flow_ends);
+  // Time zero is the earliest selected job.
+  EXPECT_EQ(some.earliest_job_ts, 0.0);
+}
+
+TEST(StepSelection, CliStepsFlagSelectsAndRejectsBeforeWritingAnything) {
+  TempDir dir;
+  const std::string data = std::string(PIPESCOPE_TESTDATA) + "/multi";
+  const auto ok = run_cli("analyze " + shell_quote(data) + " -q --steps 11 -o " +
+                          shell_quote(dir / "out"));
+  ASSERT_EQ(ok.status, 0) << ok.output;
+  const TraceEvents trace = read_trace(dir / "out/trace.json");
+  EXPECT_EQ(trace.job_steps, (std::set<std::int64_t>{11}));
+  EXPECT_EQ(trace.step_slices, (std::set<std::string>{"step 11"}));
+
+  const auto bad = run_cli("analyze " + shell_quote(data) + " -q --steps 12 -o " +
+                           shell_quote(dir / "bad"));
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--steps: the run has no step 12 (steps 10-11)"), std::string::npos)
+      << bad.output;
+  EXPECT_FALSE(fs::exists(dir / "bad"));
+}
+
+TEST(TraceSize, AdvisesOnlyAboveWhatViewersOpen) {
+  EXPECT_EQ(chrome_trace_size_advice("t.json", 200'000'000, false), "");
+  EXPECT_EQ(chrome_trace_size_advice("t.json", kChromeTracingLimitBytes, false), "");
+  const std::string big = chrome_trace_size_advice("out/trace.json", 300'000'000, false);
+  EXPECT_NE(big.find("out/trace.json is 300 MB"), std::string::npos) << big;
+  EXPECT_NE(big.find("chrome://tracing"), std::string::npos) << big;
+  EXPECT_NE(big.find("--steps"), std::string::npos) << big;
+  EXPECT_NE(big.find("--perfetto"), std::string::npos) << big;
+  EXPECT_EQ(big.find("Perfetto UI"), std::string::npos) << big;
+  const std::string huge = chrome_trace_size_advice("t.json", 2'000'000'000, true);
+  EXPECT_NE(huge.find("Perfetto UI struggles"), std::string::npos) << huge;
+  EXPECT_NE(huge.find("open trace.pftrace"), std::string::npos) << huge;
+  EXPECT_EQ(huge.find("--perfetto"), std::string::npos) << huge;
+}
+
+}  // namespace
+}  // namespace pipescope

@@ -1,0 +1,166 @@
+// End-to-end tests of `pipescope check`: exit statuses 0/1/2, the markdown
+// and JUnit files (the JUnit XML parsed and checked by Python's XML parser),
+// summary and log inputs, the config file.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "support/command_runner.h"
+#include "support/temp_dir.h"
+
+namespace pipescope {
+namespace {
+
+using testing::CommandResult;
+using testing::read_file;
+using testing::run_cli;
+using testing::run_command;
+using testing::shell_quote;
+using testing::TempDir;
+
+std::string sample(const char* name) { return std::string(PIPESCOPE_TESTDATA) + "/" + name; }
+
+// Two simulated runs: the current one has fewer micro-batches per step, so
+// its pipeline bubbles are larger (a regression of the bubble ratio).
+class CheckCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    const std::string common = " --schedule 1f1b --stages 4 --steps 5 --seed 7 ";
+    ASSERT_EQ(
+        run_cli("simulate -o " + shell_quote(*dir_ / "base") + common + "--micro-batches 8").status,
+        0);
+    ASSERT_EQ(
+        run_cli("simulate -o " + shell_quote(*dir_ / "cur") + common + "--micro-batches 4").status,
+        0);
+    ASSERT_EQ(run_cli("analyze -q --no-trace " + shell_quote(*dir_ / "base") + " -o " +
+                      shell_quote(*dir_ / "base-out"))
+                  .status,
+              0);
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  static TempDir* dir_;
+};
+TempDir* CheckCli::dir_ = nullptr;
+
+TEST_F(CheckCli, SameRunPasses) {
+  // Logs against the summary of the same logs: identical figures.
+  const CommandResult r =
+      run_cli("check " + shell_quote(*dir_ / "base") + " --baseline " +
+              shell_quote(*dir_ / "base-out/summary.json") +
+              " --max-bubble-increase 0 --max-step-time-increase 0% --max-utilization-drop 0");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("pipescope check: PASS (3 thresholds)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1 warm-up step left out of both runs (default"), std::string::npos)
+      << r.output;
+}
+
+TEST_F(CheckCli, RegressionFailsWithMarkdownAndJunit) {
+  TempDir out;
+  const CommandResult r = run_cli(
+      "check " + shell_quote(*dir_ / "cur") + " --baseline " + shell_quote(*dir_ / "base-out") +
+      " --max-bubble-increase 2% --max-bubble-ratio 0.9 --skip-steps 1"
+      " --markdown " +
+      shell_quote(out / "reports/summary.md") + " --junit " + shell_quote(out / "junit.xml"));
+  ASSERT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("REGRESSION (1 of 2 thresholds failed)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("FAIL max-bubble-increase"), std::string::npos) << r.output;
+  // An explicit --skip-steps is not called a default.
+  EXPECT_EQ(r.output.find("(default"), std::string::npos) << r.output;
+
+  const std::string md = read_file(out / "reports/summary.md");
+  EXPECT_NE(md.find("## pipescope check: ❌ regression"), std::string::npos) << md;
+  EXPECT_NE(md.find("| bubble ratio |"), std::string::npos) << md;
+  EXPECT_NE(md.find("### Utilization per device"), std::string::npos) << md;
+  EXPECT_NE(md.find("### Worst bubbles (current run)"), std::string::npos) << md;
+
+  // The JUnit file must be well-formed XML with the structure CI systems read.
+  const std::string script =
+      "import sys, xml.etree.ElementTree as ET\n"
+      "root = ET.parse(sys.argv[1]).getroot()\n"
+      "assert root.tag == 'testsuites', root.tag\n"
+      "suites = root.findall('testsuite')\n"
+      "assert len(suites) == 1\n"
+      "s = suites[0]\n"
+      "cases = s.findall('testcase')\n"
+      "assert int(s.get('tests')) == len(cases) == 2, s.attrib\n"
+      "assert int(s.get('failures')) == 1 and s.get('errors') == '0'\n"
+      "names = [c.get('name') for c in cases]\n"
+      "assert names == ['max-bubble-ratio', 'max-bubble-increase'], names\n"
+      "f = cases[1].find('failure')\n"
+      "assert f is not None and 'pp' in f.get('message') and f.get('type') == 'regression'\n"
+      "assert cases[0].find('failure') is None\n"
+      "for c in cases: assert c.get('classname') and c.get('time') is not None\n"
+      "print('junit ok')\n";
+  TempDir py;
+  const std::string script_path = py.write("check_junit.py", script);
+  const CommandResult v = run_command("python3 " + shell_quote(script_path) + " " +
+                                      shell_quote(out / "junit.xml") + " 2>&1");
+  EXPECT_EQ(v.status, 0) << v.output << read_file(out / "junit.xml");
+}
+
+TEST_F(CheckCli, ConfigFileThresholds) {
+  TempDir cfg;
+  const std::string config = cfg.write("pipescope.json", R"({"max_bubble_increase": "2%"})");
+  EXPECT_EQ(run_cli("check " + shell_quote(*dir_ / "cur") + " -b " + shell_quote(*dir_ / "base") +
+                    " --config " + shell_quote(config))
+                .status,
+            1);
+  // A flag overrides the config file's value.
+  EXPECT_EQ(
+      run_cli("check -q " + shell_quote(*dir_ / "cur") + " -b " + shell_quote(*dir_ / "base") +
+              " --config " + shell_quote(config) + " --max-bubble-increase 0.99")
+          .status,
+      0);
+  const std::string bad = cfg.write("bad.json", R"({"max_bubble": 1})");
+  const CommandResult r = run_cli("check " + shell_quote(*dir_ / "cur") + " -b " +
+                                  shell_quote(*dir_ / "base") + " --config " + shell_quote(bad));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("is not a known key"), std::string::npos) << r.output;
+}
+
+TEST_F(CheckCli, UsageAndInputErrorsExitTwo) {
+  const std::string base = " -b " + shell_quote(*dir_ / "base-out/summary.json");
+  CommandResult r = run_cli("check " + shell_quote(*dir_ / "cur") + base);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("no threshold given"), std::string::npos) << r.output;
+
+  TempDir tmp;
+  std::string v2 = read_file(*dir_ / "base-out/summary.json");
+  v2.replace(v2.find("pipescope.summary/1"), 19, "pipescope.summary/2");
+  const std::string v2_path = tmp.write("v2.json", v2);
+  r = run_cli("check " + shell_quote(*dir_ / "cur") + " -b " + shell_quote(v2_path) +
+              " --max-bubble-ratio 1");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("summary schema 'pipescope.summary/2' is not supported"),
+            std::string::npos)
+      << r.output;
+
+  r = run_cli("check " + shell_quote(*dir_ / "cur") + base +
+              " --max-bubble-ratio 1 --skip-steps 5");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("none left after skipping 5 warm-up steps"), std::string::npos)
+      << r.output;
+
+  EXPECT_EQ(
+      run_cli("check " + shell_quote(*dir_ / "cur") + base + " --max-bubble-ratio lots").status, 2);
+  EXPECT_EQ(
+      run_cli("check " + shell_quote(tmp / "nowhere") + base + " --max-bubble-ratio 1").status, 2);
+  EXPECT_EQ(run_cli("check " + shell_quote(*dir_ / "cur") + " --max-bubble-ratio 1").status,
+            2);  // no baseline
+}
+
+TEST_F(CheckCli, BundledSampleAgainstItsExpectedSummary) {
+  // testdata/single has 2 steps, so nothing is skipped by default.
+  const CommandResult r =
+      run_cli("check " + sample("single") + " -b " + sample("single/expected.json") +
+              " --max-bubble-ratio 0.43 --max-bubble-increase 0");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("0 warm-up steps left out"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace pipescope

@@ -1,0 +1,86 @@
+// `pipescope diff`: the text and JSON forms, figures that a source lacks, and
+// the schedule comparison.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <string>
+
+#include "support/command_runner.h"
+#include "compare/diff.h"
+
+namespace pipescope {
+namespace {
+
+RunFigures with_schedule(const std::string& name, std::int64_t m) {
+  RunFigures r;
+  r.source = name;
+  r.origin = "test";
+  r.jobs = 10;
+  r.bubble_ratio = 0.25;
+  r.steps.push_back({0, 0, 100, 100, 0.25, {{0, 75, 25}}});
+  r.devices.push_back({0, 0, "", 0, 10, 75, 25, 0.75});
+  r.job_types.push_back({"forward", "forward", 5, 50 * 5});
+  r.schedule = ScheduleFigures{"1F1B", 4, m, 1, true};
+  return r;
+}
+
+TEST(CompareDiff, ScheduleChangesAndDeltas) {
+  RunFigures a = with_schedule("a", 8);
+  RunFigures b = with_schedule("b", 4);
+  b.schedule->name = "FThenB";
+  b.bubble_ratio = 0.40;
+  b.job_types[0].total_ns = 60 * 5;
+  const std::string text = format_diff_text(a, b);
+  EXPECT_NE(text.find("changed: schedule 1F1B -> FThenB"), std::string::npos) << text;
+  EXPECT_NE(text.find("changed: M (micro-batches) 8 -> 4"), std::string::npos) << text;
+  EXPECT_NE(text.find("+15.00 pp"), std::string::npos) << text;
+  EXPECT_NE(text.find("+10 ns (+20.00%)"), std::string::npos) << text;  // forward mean 50 -> 60 ns
+
+  b.schedule.reset();
+  b.job_types[0].total_ns.reset();
+  const std::string degraded = format_diff_text(a, b);
+  EXPECT_NE(degraded.find("schedule not analysed in B"), std::string::npos) << degraded;
+
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  const std::string json = format_diff_json(a, b);
+  ASSERT_EQ(parser.parse(json).get(doc), simdjson::SUCCESS) << json;
+  EXPECT_EQ(std::string_view(doc["schema"]), "pipescope.diff/1");
+  EXPECT_TRUE(doc["schedule"]["b"].is_null());
+  EXPECT_EQ(std::string_view(doc["schedule"]["note"]), "schedule not analysed");
+  simdjson::dom::element kinds = doc["job_kinds"].at(0);
+  EXPECT_EQ(std::string_view(kinds["kind"]), "forward");
+  EXPECT_EQ(int64_t(kinds["mean_ns_a"]), 50);
+  EXPECT_TRUE(kinds["mean_ns_b"].is_null());
+  EXPECT_NEAR(double(doc["metrics"].at(3)["delta"]), 0.15, 1e-12);
+}
+
+TEST(CompareDiff, CliLogsAgainstSummary) {
+  const std::string sample = std::string(PIPESCOPE_TESTDATA) + "/single";
+  const testing::CommandResult r =
+      testing::run_cli("diff " + testing::shell_quote(sample) + " " +
+                       testing::shell_quote(sample + "/expected.json") + " --json -");
+  const std::string& out = r.output;
+  ASSERT_EQ(r.status, 0) << out;
+
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(out).get(doc), simdjson::SUCCESS) << out;
+  EXPECT_EQ(std::string_view(doc["a"]["origin"]), "logs");
+  EXPECT_EQ(std::string_view(doc["b"]["origin"]), "summary");
+  // Same run: every metric delta is 0.
+  for (simdjson::dom::element m : simdjson::dom::array(doc["metrics"])) {
+    EXPECT_EQ(double(m["delta"]), 0.0) << std::string_view(m["metric"]);
+  }
+  EXPECT_EQ(simdjson::dom::array(doc["devices"]).size(), 4u);
+  EXPECT_EQ(simdjson::dom::array(doc["steps"]).size(), 2u);
+  EXPECT_EQ(int64_t(doc["steps"].at(0)["a"]["step"]), 5);
+  // Logs carry job durations, the hand-written expected.json does not.
+  for (simdjson::dom::element k : simdjson::dom::array(doc["job_kinds"])) {
+    EXPECT_FALSE(k["mean_ns_a"].is_null());
+    EXPECT_TRUE(k["mean_ns_b"].is_null());
+  }
+}
+
+}  // namespace
+}  // namespace pipescope

@@ -1,0 +1,203 @@
+// AtomicFile: the destination only ever holds the old file or the complete new
+// one, and no temporary file survives, whatever happens while writing.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iterator>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "export/atomic_file.h"
+#include "support/temp_dir.h"
+
+namespace pipescope {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::read_file;
+using testing::TempDir;
+
+std::vector<std::string> entries(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(ExportAtomic, CommitWritesAndLeavesNoTemp) {
+  TempDir dir;
+  const std::string path = dir / "summary.json";
+  {
+    AtomicFile file(path);
+    EXPECT_EQ(file.path(), path);
+    EXPECT_EQ(fs::path(file.temp_path()).parent_path(), dir.path());
+    EXPECT_NE(file.temp_path().find(".summary.json.tmp-"), std::string::npos);
+    file.append("hello ");
+    fmt::format_to(std::back_inserter(file.buffer()), "{} {}", 42, "world");
+    file.flush_if_full();
+    file.append('\n');
+    EXPECT_FALSE(fs::exists(path));  // nothing visible before commit
+    file.commit();
+    EXPECT_TRUE(file.temp_path().empty());
+  }
+  EXPECT_EQ(read_file(path), "hello 42 world\n");
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"summary.json"});
+}
+
+TEST(ExportAtomic, CommitReplacesExistingFile) {
+  TempDir dir;
+  const std::string path = dir / "out.json";
+  TempDir::write_to(path, "old contents that are longer");
+  AtomicFile file(path);
+  file.append("new");
+  file.commit();
+  EXPECT_EQ(read_file(path), "new");
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"out.json"});
+}
+
+TEST(ExportAtomic, DestroyWithoutCommitKeepsOldFile) {
+  TempDir dir;
+  const std::string path = dir / "out.json";
+  TempDir::write_to(path, "old");
+  {
+    AtomicFile file(path, /*block_size=*/8);
+    file.append("0123456789abcdefghij");  // larger than a block: reaches the disk
+    file.append("more");
+  }
+  EXPECT_EQ(read_file(path), "old");
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"out.json"});
+}
+
+TEST(ExportAtomic, SmallBlocksKeepOrder) {
+  TempDir dir;
+  const std::string path = dir / "big.txt";
+  std::string expected;
+  {
+    AtomicFile file(path, /*block_size=*/16);
+    for (int i = 0; i < 1000; ++i) {
+      const std::string piece = std::to_string(i) + (i % 7 == 0 ? std::string(40, 'x') : ",");
+      expected += piece;
+      if (i % 2 == 0) {
+        file.append(piece);
+      } else {
+        file.buffer().append(piece.data(), piece.data() + piece.size());
+        file.flush_if_full();
+      }
+    }
+    file.commit();
+  }
+  EXPECT_EQ(read_file(path), expected);
+}
+
+TEST(ExportAtomic, MoveTransfersOwnership) {
+  TempDir dir;
+  const std::string path = dir / "moved.txt";
+  AtomicFile first(path);
+  first.append("abc");
+  AtomicFile second(std::move(first));
+  second.append("def");
+  AtomicFile third(dir / "other.txt");
+  third = std::move(second);  // discards other.txt's temporary file
+  third.commit();
+  EXPECT_EQ(read_file(path), "abcdef");
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"moved.txt"});
+}
+
+TEST(ExportAtomic, MissingFolderFailsWithPath) {
+  TempDir dir;
+  const std::string path = dir / "no/such/folder/summary.json";
+  try {
+    AtomicFile file(path);
+    FAIL() << "expected an error";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot write " + path + ": No such file or directory");
+    EXPECT_EQ(e.code().value(), ENOENT);
+  }
+  EXPECT_TRUE(entries(dir.path()).empty());
+}
+
+TEST(ExportAtomic, FolderRemovedBeforeCommitFails) {
+  TempDir dir;
+  const fs::path sub = dir.path() / "out";
+  fs::create_directories(sub);
+  const std::string path = (sub / "trace.json").string();
+  {
+    AtomicFile file(path);
+    file.append("{}");
+    fs::remove_all(sub);
+    try {
+      file.commit();
+      FAIL() << "expected an error";
+    } catch (const std::system_error& e) {
+      EXPECT_NE(std::string(e.what()).find("cannot write " + path), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_FALSE(fs::exists(sub));
+}
+
+// Writing past RLIMIT_FSIZE fails with EFBIG: a real write error, even as root.
+TEST(ExportAtomic, WriteErrorKeepsOldFileAndRemovesTemp) {
+  TempDir dir;
+  const std::string path = dir / "summary.json";
+  TempDir::write_to(path, "old");
+
+  struct sigaction ignore {};
+  struct sigaction previous {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGXFSZ, &ignore, &previous), 0);
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  rlimit small = saved;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+
+  std::string message;
+  {
+    AtomicFile file(path, /*block_size=*/1024);
+    try {
+      for (int i = 0; i < 100; ++i) file.append(std::string(1000, 'x'));
+      file.commit();
+    } catch (const std::system_error& e) {
+      message = e.what();
+    }
+  }
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  ::sigaction(SIGXFSZ, &previous, nullptr);
+
+  EXPECT_EQ(message, "cannot write " + path + ": File too large");
+  EXPECT_EQ(read_file(path), "old");
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"summary.json"});
+}
+
+TEST(ExportAtomic, EnsureOutputDirCreatesParents) {
+  TempDir dir;
+  const fs::path nested = dir.path() / "a" / "b" / "c";
+  ensure_output_dir(nested.string());
+  EXPECT_TRUE(fs::is_directory(nested));
+  ensure_output_dir(nested.string());  // existing folder: fine
+  EXPECT_TRUE(fs::is_directory(nested));
+}
+
+TEST(ExportAtomic, EnsureOutputDirRejectsFile) {
+  TempDir dir;
+  const std::string file = dir / "plain";
+  TempDir::write_to(file, "x");
+  for (const std::string& target : {file, file + "/sub"}) {
+    try {
+      ensure_output_dir(target);
+      FAIL() << "expected an error for " << target;
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("cannot create output folder " + target + ": ", 0), 0u)
+          << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pipescope

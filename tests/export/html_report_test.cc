@@ -1,0 +1,178 @@
+// The HTML report: rendered by headless Chromium (Debian's `chromium`), which
+// must parse it into the expected DOM (device rows, job boxes, bubbles,
+// figures, bars) and take a screenshot; plus unit tests of the step choice,
+// escaping and the size bound for big steps.
+//
+// Chromium is required (CI installs it); set PIPESCOPE_NO_BROWSER=1 to skip
+// the browser tests on a machine without it.
+#include "export/html_report.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <string>
+
+#include "analysis/metrics.h"
+#include "support/command_runner.h"
+#include "support/temp_dir.h"
+
+namespace pipescope {
+namespace {
+
+using testing::CommandResult;
+using testing::read_file;
+using testing::run_cli;
+using testing::run_command;
+using testing::shell_quote;
+using testing::TempDir;
+
+std::size_t count(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+// The text content of the element with id `id` in a DOM dump.
+std::string element_text(const std::string& dom, const std::string& id) {
+  const std::regex re("id=\"" + id + "\">([^<]*)<");
+  std::smatch m;
+  return std::regex_search(dom, m, re) ? m[1].str() : "<missing " + id + ">";
+}
+
+bool browser_skipped() {
+  const char* skip = std::getenv("PIPESCOPE_NO_BROWSER");
+  return skip != nullptr && std::string(skip) == "1";
+}
+
+// Chromium flags for a sandbox-less CI container with no network: every
+// background request is switched off so nothing tries to leave the machine.
+std::string chromium(const std::string& profile) {
+  return "timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+         "--disable-background-networking --disable-component-update --disable-sync "
+         "--hide-scrollbars --user-data-dir=" +
+         shell_quote(profile) + " ";
+}
+
+TEST(HtmlReportBrowser, ChromiumRendersRowsBoxesFiguresAndScreenshot) {
+  if (browser_skipped()) GTEST_SKIP() << "PIPESCOPE_NO_BROWSER=1";
+  ASSERT_EQ(run_command("command -v chromium >/dev/null 2>&1").status, 0)
+      << "chromium is not installed: the HTML report tests need Debian's `chromium` package "
+         "(apt-get install chromium; scripts/dev.sh installs it), or set PIPESCOPE_NO_BROWSER=1 "
+         "to skip them";
+
+  TempDir dir;
+  const std::string html = dir / "out/report.html";
+  const CommandResult analyze =
+      run_cli("analyze -q --no-trace " + shell_quote(std::string(PIPESCOPE_TESTDATA) + "/single") +
+              " -o " + shell_quote(dir / "out") + " --html " + shell_quote(html));
+  ASSERT_EQ(analyze.status, 0) << analyze.output;
+
+  // The DOM dump and the screenshot run side by side to keep the wall time down.
+  const std::string url = "file://" + html;
+  const std::string png = dir / "shot.png";
+  const CommandResult browser = run_command(
+      "(" + chromium(dir / "p1") + "--dump-dom " + shell_quote(url) + " > " +
+      shell_quote(dir / "dom.html") + " 2>" + shell_quote(dir / "dom.err") + " & " +
+      chromium(dir / "p2") + "--window-size=1200,1000 --screenshot=" + shell_quote(png) + " " +
+      shell_quote(url) + " >" + shell_quote(dir / "shot.err") + " 2>&1 & wait)");
+  const std::string dom = read_file(dir / "dom.html");
+  ASSERT_FALSE(dom.empty()) << "chromium --dump-dom printed nothing: "
+                            << read_file(dir / "dom.err");
+
+  // testdata/single: 4 devices, 72 jobs in 2 steps (5 and 6), bubble ratio 42.2%.
+  EXPECT_EQ(element_text(dom, "fig-devices"), "4 on 1 machine");
+  EXPECT_EQ(element_text(dom, "fig-jobs"), "72");
+  EXPECT_EQ(element_text(dom, "fig-steps"), "2");
+  EXPECT_EQ(element_text(dom, "fig-bubble-ratio"), "42.2%");
+  EXPECT_EQ(element_text(dom, "fig-window"), "435.000 ms");
+  // Default choice with two steps: the median (step 5) and the slowest (6).
+  EXPECT_EQ(count(dom, "<svg class=\"timeline\""), 2u);
+  EXPECT_NE(dom.find("data-step=\"5\""), std::string::npos);
+  EXPECT_NE(dom.find("data-step=\"6\""), std::string::npos);
+  EXPECT_EQ(count(dom, "<g class=\"device-row\""), 8u);  // 4 devices x 2 steps
+  // Every job of both windows is one box (none is narrower than a pixel here).
+  EXPECT_EQ(count(dom, "<rect class=\"job\""), 72u);
+  EXPECT_EQ(count(dom, "data-kind=\"forward\""), 32u);
+  EXPECT_EQ(count(dom, "data-kind=\"optimizer\""), 8u);
+  EXPECT_GT(count(dom, "<rect class=\"idle\""), 8u);  // bubbles are drawn
+  EXPECT_GT(count(dom, "<text class=\"mb\""), 40u);   // micro-batch numbers on the boxes
+  EXPECT_EQ(count(dom, "<rect class=\"util-bar\""), 4u);
+  EXPECT_EQ(count(dom, "<rect class=\"step-bar"), 2u);
+  // Self-contained: nothing is fetched.
+  EXPECT_EQ(dom.find("<script src"), std::string::npos);
+  EXPECT_EQ(dom.find("<link"), std::string::npos);
+  EXPECT_EQ(dom.find("http://w"), dom.find("http://www.w3.org"));
+
+  std::ifstream shot(png, std::ios::binary);
+  ASSERT_TRUE(shot.good()) << "no screenshot: " << read_file(dir / "shot.err") << browser.output;
+  char magic[8] = {};
+  shot.read(magic, 8);
+  EXPECT_EQ(std::string(magic, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  shot.seekg(0, std::ios::end);
+  EXPECT_GT(static_cast<long>(shot.tellg()), 20000) << "a blank page compresses far smaller";
+}
+
+TEST(HtmlReport, StepChoice) {
+  Metrics m;
+  for (std::int64_t k = 0; k < 5; ++k) {
+    StepWindow w;
+    w.step = 10 + k;
+    w.start_ns = k * 1000;
+    w.end_ns = w.start_ns + (k == 3 ? 900 : 100 + k);  // step 13 is the slowest
+    m.steps.push_back(w);
+  }
+  EXPECT_EQ(choose_html_steps(m, ""), (std::vector<std::size_t>{2, 3}));
+  EXPECT_EQ(choose_html_steps(m, "12-13"), (std::vector<std::size_t>{2, 3}));
+  EXPECT_EQ(choose_html_steps(m, "14,10"), (std::vector<std::size_t>{0, 4}));
+  EXPECT_THROW(choose_html_steps(m, "9"), std::invalid_argument);
+  EXPECT_THROW(choose_html_steps(m, "12-x"), std::invalid_argument);
+  EXPECT_THROW(choose_html_steps(m, "13-12"), std::invalid_argument);
+  EXPECT_TRUE(choose_html_steps(Metrics{}, "").empty());
+}
+
+TEST(HtmlReport, EscapesMarkupAndInvalidUtf8) {
+  EXPECT_EQ(markup_escape("a<b>&\"'"), "a&lt;b&gt;&amp;&quot;&#39;");
+  EXPECT_EQ(markup_escape("\xC3\xA9"), "\xC3\xA9");
+  EXPECT_EQ(markup_escape("x\xFFy"), "x\xEF\xBF\xBDy");
+  EXPECT_EQ(markup_escape(std::string("a\0b", 3)),
+            "a\xEF\xBF\xBD"
+            "b");
+  EXPECT_EQ(markup_escape("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // a surrogate
+}
+
+TEST(HtmlReport, BigStepStaysSmall) {
+  // One step of 200,000 one-microsecond jobs per device: boxes narrower than
+  // a pixel are merged, so the page stays far below one box per job.
+  pipescope::Run run;
+  const TypeId fwd = run.types.intern("forward");
+  const TypeId bwd = run.types.intern("backward");
+  for (int d = 0; d < 4; ++d) {
+    Device device;
+    device.index = d;
+    for (std::int64_t i = 0; i < 200000; ++i) {
+      Job job;
+      job.start_ns = i * 2000;
+      job.end_ns = job.start_ns + 1000;
+      job.micro_batch = i % 8;
+      job.type = i < 100000 ? fwd : bwd;
+      device.jobs.push_back(job);
+    }
+    run.devices.push_back(std::move(device));
+  }
+  run.finalize();
+  const Metrics metrics = compute_metrics(run);
+  HtmlOptions options;
+  options.steps = choose_html_steps(metrics, "");
+  const std::string html = render_html_report(run, metrics, options);
+  EXPECT_LT(html.size(), 1000000u);
+  EXPECT_EQ(count(html, "<g class=\"device-row\""), 4u * options.steps.size());
+  const std::size_t boxes = count(html, "<rect class=\"job\"");
+  EXPECT_GT(boxes, 4u);
+  EXPECT_LT(boxes, 4u * 2000u);
+  EXPECT_NE(html.find("jobs over"), std::string::npos);  // merged boxes say how many jobs
+}
+
+}  // namespace
+}  // namespace pipescope

@@ -1,0 +1,533 @@
+// Unit tests of the schedule simulator: schedule construction, timing
+// dependencies, step membership, time formatting, noise and the log writer.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "scan/decimal_time.h"
+#include "simulate/expected_metrics.h"
+#include "simulate/log_format.h"
+#include "simulate/log_writer.h"
+#include "simulate/noise.h"
+#include "simulate/schedule.h"
+#include "simulate/simulator.h"
+#include "support/temp_dir.h"
+
+namespace pipescope::sim {
+namespace {
+
+using testing::read_file;
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+constexpr ScheduleKind kAllKinds[] = {ScheduleKind::fthenb, ScheduleKind::one_f_one_b,
+                                      ScheduleKind::interleaved, ScheduleKind::zb_h1};
+
+std::vector<ScheduleShape> shapes_to_test() {
+  std::vector<ScheduleShape> shapes;
+  for (ScheduleKind kind : kAllKinds) {
+    for (int p : {1, 2, 3, 4, 7}) {
+      for (int m : {1, 2, 3, 4, 5, 8, 14, 16}) {
+        for (int v : {1, 2, 3}) {
+          ScheduleShape shape{kind, p, m, v};
+          if (kind != ScheduleKind::interleaved && v != 1) continue;
+          if (kind == ScheduleKind::interleaved && m % p != 0) continue;
+          shapes.push_back(shape);
+        }
+      }
+    }
+  }
+  return shapes;
+}
+
+std::string describe(const ScheduleShape& s) {
+  return std::string(schedule_kind_name(s.kind)) + " P=" + std::to_string(s.stages) +
+         " M=" + std::to_string(s.micro_batches) + " V=" + std::to_string(s.chunks);
+}
+
+TEST(Schedule, EveryStageRunsEachOpOnce) {
+  for (const ScheduleShape& shape : shapes_to_test()) {
+    validate_schedule(shape);
+    for (int s = 0; s < shape.stages; ++s) {
+      const auto ops = stage_ops(shape, s);
+      std::map<std::tuple<OpKind, int, int>, int> seen;
+      for (const auto& op : ops) ++seen[{op.kind, op.micro_batch, op.chunk}];
+      const int expected_kinds = shape.kind == ScheduleKind::zb_h1 ? 3 : 2;
+      const std::size_t per_kind = static_cast<std::size_t>(shape.micro_batches) * shape.chunks;
+      ASSERT_EQ(ops.size(), per_kind * expected_kinds) << describe(shape) << " stage " << s;
+      ASSERT_EQ(seen.size(), ops.size()) << describe(shape) << " stage " << s;
+      // Within a stage, B(m, v) follows F(m, v) and W(m) follows B(m).
+      std::map<std::tuple<OpKind, int, int>, std::size_t> position;
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        position[{ops[i].kind, ops[i].micro_batch, ops[i].chunk}] = i;
+      }
+      for (const auto& op : ops) {
+        if (op.kind == OpKind::backward) {
+          EXPECT_LT((position[{OpKind::forward, op.micro_batch, op.chunk}]),
+                    (position[{op.kind, op.micro_batch, op.chunk}]));
+        }
+        if (op.kind == OpKind::weight) {
+          EXPECT_LT((position[{OpKind::backward, op.micro_batch, op.chunk}]),
+                    (position[{op.kind, op.micro_batch, op.chunk}]));
+        }
+      }
+    }
+  }
+}
+
+TEST(Schedule, OneFOneBWarmUpSteadyCoolDown) {
+  const ScheduleShape shape{ScheduleKind::one_f_one_b, 4, 8, 1};
+  for (int s = 0; s < 4; ++s) {
+    const int warmup = 4 - s - 1;
+    EXPECT_EQ(warmup_forwards(shape, s), warmup);
+    const auto ops = stage_ops(shape, s);
+    std::size_t i = 0;
+    for (int m = 0; m < warmup; ++m, ++i) EXPECT_EQ(ops[i], (ScheduleOp{OpKind::forward, m, 0}));
+    for (int k = 0; k < 8 - warmup; ++k) {
+      EXPECT_EQ(ops[i++], (ScheduleOp{OpKind::forward, warmup + k, 0}));
+      EXPECT_EQ(ops[i++], (ScheduleOp{OpKind::backward, k, 0}));
+    }
+    for (int m = 8 - warmup; m < 8; ++m, ++i) {
+      EXPECT_EQ(ops[i], (ScheduleOp{OpKind::backward, m, 0}));
+    }
+  }
+  // Fewer micro-batches than warm-up slots: all forwards first.
+  const ScheduleShape few{ScheduleKind::one_f_one_b, 8, 3, 1};
+  EXPECT_EQ(warmup_forwards(few, 0), 3);
+  EXPECT_EQ(warmup_forwards(few, 7), 0);
+}
+
+TEST(Schedule, InterleavedFollowsMegatron) {
+  const ScheduleShape shape{ScheduleKind::interleaved, 4, 8, 2};
+  EXPECT_EQ(warmup_forwards(shape, 0), 3 * 2 + 4);
+  EXPECT_EQ(warmup_forwards(shape, 3), 4);
+  const auto ops = stage_ops(shape, 0);
+  // Micro-batches in groups of P per chunk: chunk 0 of 0-3, chunk 1 of 0-3, chunk 0 of 4-7...
+  const std::vector<ScheduleOp> head = {
+      {OpKind::forward, 0, 0}, {OpKind::forward, 1, 0}, {OpKind::forward, 2, 0},
+      {OpKind::forward, 3, 0}, {OpKind::forward, 0, 1}, {OpKind::forward, 1, 1},
+      {OpKind::forward, 2, 1}, {OpKind::forward, 3, 1}, {OpKind::forward, 4, 0},
+      {OpKind::forward, 5, 0}, {OpKind::forward, 6, 0}, {OpKind::backward, 0, 1}};
+  EXPECT_TRUE(std::equal(head.begin(), head.end(), ops.begin()));
+  // M == P: everything is warm-up, as in Megatron.
+  EXPECT_EQ(warmup_forwards({ScheduleKind::interleaved, 4, 4, 2}, 2), 8);
+}
+
+TEST(Schedule, InterleavedNeedsMicroBatchesMultipleOfStages) {
+  try {
+    validate_schedule({ScheduleKind::interleaved, 4, 6, 2});
+    FAIL() << "accepted M=6, P=4";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("multiple"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Megatron"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(validate_schedule({ScheduleKind::one_f_one_b, 4, 8, 2}), std::invalid_argument);
+  EXPECT_THROW(validate_schedule({ScheduleKind::one_f_one_b, 0, 8, 1}), std::invalid_argument);
+  EXPECT_EQ(parse_schedule_kind("vpp"), ScheduleKind::interleaved);
+  EXPECT_EQ(parse_schedule_kind("zbh1"), ScheduleKind::zb_h1);
+  EXPECT_EQ(parse_schedule_kind("nope"), std::nullopt);
+}
+
+TEST(Schedule, ZeroBubbleDefersWeightGradients) {
+  const ScheduleShape shape{ScheduleKind::zb_h1, 4, 8, 1};
+  // The last stage runs F B W from the start.
+  const auto last = stage_ops(shape, 3);
+  EXPECT_EQ(last[0], (ScheduleOp{OpKind::forward, 0, 0}));
+  EXPECT_EQ(last[1], (ScheduleOp{OpKind::backward, 0, 0}));
+  EXPECT_EQ(last[2], (ScheduleOp{OpKind::weight, 0, 0}));
+  // Stage s defers its first P-s-1 W's: P-s B's run before its first W.
+  for (int s = 0; s < 4; ++s) {
+    const auto ops = stage_ops(shape, s);
+    const auto first_w = std::find_if(
+        ops.begin(), ops.end(), [](const ScheduleOp& op) { return op.kind == OpKind::weight; });
+    EXPECT_EQ(std::count_if(ops.begin(), first_w,
+                            [](const ScheduleOp& op) { return op.kind == OpKind::backward; }),
+              4 - s);
+  }
+  const auto first = stage_ops(shape, 0);
+  EXPECT_EQ(first.back().kind, OpKind::weight);
+}
+
+SimConfig small_config(ScheduleKind kind, int p, int m, int v) {
+  SimConfig config;
+  config.shape = {kind, p, m, v};
+  config.steps = 3;
+  return config;
+}
+
+struct Key {
+  SimJobType type;
+  int step, micro_batch, chunk;
+  auto operator<=>(const Key&) const = default;
+};
+
+// Checks the timing rules of every job of a simulated run (no clock skew).
+void check_dependencies(const SimConfig& config) {
+  const SimulatedRun run = simulate(config);
+  const int p = config.shape.stages;
+  const int v = config.shape.chunks;
+  const std::int64_t latency = config.p2p_latency_ns;
+  // Per stage (first device of each stage): compute jobs by key.
+  std::vector<std::map<Key, SimJob>> by_stage(p);
+  for (const auto& device : run.devices) {
+    const auto& jobs = run.jobs[device.index];
+    // Jobs on one device run in order and never overlap.
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      ASSERT_LT(jobs[i].start_ns, jobs[i].end_ns);
+      if (i > 0) {
+        ASSERT_LE(jobs[i - 1].end_ns, jobs[i].start_ns);
+      }
+    }
+    for (const auto& job : jobs) {
+      if (!is_compute(job.type)) continue;
+      by_stage[device.stage][{job.type, job.step, job.micro_batch, job.chunk}] = job;
+    }
+    // Tensor-parallel peers run the same jobs at the same times.
+    const auto& first_of_stage = run.jobs[device.stage * config.devices_per_stage];
+    ASSERT_EQ(jobs.size(), first_of_stage.size());
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      ASSERT_EQ(jobs[i].start_ns, first_of_stage[i].start_ns);
+    }
+  }
+  const bool zb = config.shape.kind == ScheduleKind::zb_h1;
+  const SimJobType backward = zb ? SimJobType::backward_b : SimJobType::backward;
+  for (int s = 0; s < p; ++s) {
+    for (const auto& [key, job] : by_stage[s]) {
+      if (key.type == SimJobType::forward) {
+        const SimJob* upstream = nullptr;
+        if (s > 0) {
+          upstream = &by_stage[s - 1].at({key.type, key.step, key.micro_batch, key.chunk});
+        } else if (key.chunk > 0) {
+          upstream = &by_stage[p - 1].at({key.type, key.step, key.micro_batch, key.chunk - 1});
+        }
+        if (upstream) {
+          ASSERT_GE(job.start_ns, upstream->end_ns + latency);
+        }
+      } else if (key.type == backward) {
+        const SimJob* upstream = nullptr;
+        if (s < p - 1) {
+          upstream = &by_stage[s + 1].at({key.type, key.step, key.micro_batch, key.chunk});
+        } else if (key.chunk < v - 1) {
+          upstream = &by_stage[0].at({key.type, key.step, key.micro_batch, key.chunk + 1});
+        }
+        if (upstream) {
+          ASSERT_GE(job.start_ns, upstream->end_ns + latency);
+        }
+        const auto& own =
+            by_stage[s].at({SimJobType::forward, key.step, key.micro_batch, key.chunk});
+        ASSERT_GE(job.start_ns, own.end_ns);
+      } else if (key.type == SimJobType::backward_w) {
+        const auto& b = by_stage[s].at({backward, key.step, key.micro_batch, key.chunk});
+        ASSERT_GE(job.start_ns, b.end_ns);
+      }
+    }
+  }
+}
+
+TEST(Simulator, TimingRespectsDependencies) {
+  for (const ScheduleShape& shape : shapes_to_test()) {
+    if (shape.micro_batches > 8) continue;
+    for (bool comm : {false, true}) {
+      SimConfig config = small_config(shape.kind, shape.stages, shape.micro_batches, shape.chunks);
+      config.comm_jobs = comm;
+      config.devices_per_stage = shape.stages == 3 ? 2 : 1;
+      config.seed = 7 + shape.stages;
+      SCOPED_TRACE(describe(shape) + (comm ? " comm" : ""));
+      check_dependencies(config);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+// The contract's step detection, applied to the simulated (time-ordered,
+// non-overlapping) jobs, must give the step numbers the simulator assigned.
+TEST(Simulator, StepMembershipMatchesTheContract) {
+  for (const ScheduleShape& shape : shapes_to_test()) {
+    SimConfig config = small_config(shape.kind, shape.stages, shape.micro_batches, shape.chunks);
+    config.comm_jobs = shape.micro_batches % 2 == 0;
+    const SimulatedRun run = simulate(config);
+    for (const auto& jobs : run.jobs) {
+      int step = -1;
+      std::optional<SimJobType> previous;  // last non-comm job
+      for (const auto& job : jobs) {
+        const bool comm = !is_compute(job.type) && job.type != SimJobType::optimizer;
+        const bool forward = job.type == SimJobType::forward;
+        if (step < 0 ||
+            (forward && job.micro_batch == 0 && previous && *previous != SimJobType::forward)) {
+          ++step;
+        }
+        if (!comm) previous = job.type;
+        ASSERT_EQ(job.step, step) << describe(shape);
+      }
+      ASSERT_EQ(step, config.steps - 1) << describe(shape);
+    }
+  }
+}
+
+TEST(Simulator, FThenBBubbleMatchesTheFormula) {
+  for (int p : {2, 3, 4, 8}) {
+    for (int m : {1, 4, 8, 13}) {
+      SimConfig config = small_config(ScheduleKind::fthenb, p, m, 1);
+      config.jitter = 0;
+      config.p2p_latency_ns = 0;
+      config.costs = {5'000'000, 7'000'000, 3'000'000};
+      config.steps = 2;
+      const SimulatedRun run = simulate(config);
+      for (int step = 0; step < config.steps; ++step) {
+        // The step's window without the optimizer: first compute start to last compute end.
+        std::int64_t begin = INT64_MAX, end = INT64_MIN, busy = 0;
+        for (const auto& jobs : run.jobs) {
+          for (const auto& job : jobs) {
+            if (job.step != step || job.type == SimJobType::optimizer) continue;
+            begin = std::min(begin, job.start_ns);
+            end = std::max(end, job.end_ns);
+            busy += job.end_ns - job.start_ns;
+          }
+        }
+        const double bubble =
+            1.0 - static_cast<double>(busy) / (static_cast<double>(end - begin) * p);
+        EXPECT_NEAR(bubble, static_cast<double>(p - 1) / (m + p - 1), 1e-9)
+            << "P=" << p << " M=" << m;
+      }
+    }
+  }
+}
+
+TEST(Simulator, DeterministicAndSeeded) {
+  SimConfig config = small_config(ScheduleKind::zb_h1, 4, 8, 1);
+  config.machines = 2;
+  config.machine_skew_ns = {0, 123'456'789};
+  const auto a = simulate(config);
+  const auto b = simulate(config);
+  config.seed = 2;
+  const auto c = simulate(config);
+  ASSERT_EQ(a.jobs.size(), 4u);
+  bool differs = false;
+  for (std::size_t d = 0; d < a.jobs.size(); ++d) {
+    for (std::size_t i = 0; i < a.jobs[d].size(); ++i) {
+      EXPECT_EQ(a.jobs[d][i].start_ns, b.jobs[d][i].start_ns);
+      EXPECT_EQ(a.jobs[d][i].start_ns % 1000, d >= 2 ? 789 : 0);  // whole us plus the skew
+      differs |= a.jobs[d][i].start_ns != c.jobs[d][i].start_ns;
+    }
+  }
+  EXPECT_TRUE(differs);
+  EXPECT_EQ(a.devices[3].machine, 1);
+  EXPECT_EQ(a.devices[3].rank, 1);
+  EXPECT_EQ(a.jobs[0].front().start_ns, 1'697'793'307'213'000'000);
+}
+
+TEST(Simulator, SlowStageSlowsItsJobs) {
+  SimConfig config = small_config(ScheduleKind::one_f_one_b, 4, 8, 1);
+  config.jitter = 0;
+  config.stage_slowdown = {1, 1, 2.5, 1};
+  const auto run = simulate(config);
+  EXPECT_EQ(run.jobs[2][0].end_ns - run.jobs[2][0].start_ns, 30'000'000);
+  EXPECT_EQ(run.jobs[1][0].end_ns - run.jobs[1][0].start_ns, 12'000'000);
+  config.machines = 3;
+  EXPECT_THROW(simulate(config), std::invalid_argument);  // 4 devices over 3 machines
+}
+
+TEST(Simulator, TypeNames) {
+  SimJob job;
+  job.type = SimJobType::forward;
+  job.chunk = 1;
+  EXPECT_EQ(job_type_name(job, true, ChunkNaming::digit), "forward1");
+  EXPECT_EQ(job_type_name(job, true, ChunkNaming::paren), "forward(chunk1)");
+  EXPECT_EQ(job_type_name(job, false, ChunkNaming::paren), "forward");
+  job.type = SimJobType::backward_w;
+  EXPECT_EQ(job_type_name(job, false, ChunkNaming::digit), "backward_w");
+  job.type = SimJobType::recv_backward;
+  EXPECT_EQ(job_type_name(job, true, ChunkNaming::digit), "recv_backward");
+}
+
+// The grammar's conversion, written out independently: Decimal(text)·10^6
+// rounded half up.
+std::int64_t reference_ms_to_ns(const std::string& text) {
+  const auto dot = text.find('.');
+  std::int64_t ns = std::stoll(text.substr(0, dot)) * 1'000'000;
+  if (dot == std::string::npos) return ns;
+  std::string frac = text.substr(dot + 1);
+  frac.resize(9, '0');
+  ns += std::stoll(frac.substr(0, 6));
+  if (frac[6] >= '5') ++ns;
+  return ns;
+}
+
+std::string ms_text(std::int64_t ns, int decimals, std::uint64_t bits) {
+  fmt::memory_buffer out;
+  append_ms_time(out, ns, decimals, bits);
+  return fmt::to_string(out);
+}
+
+TEST(LogFormat, MillisecondTimesRoundTrip) {
+  EXPECT_EQ(ms_text(1697793307213760986, 6, 0), "1697793307213.760986");
+  EXPECT_EQ(ms_text(1697793307213000001, 6, 0), "1697793307213.000001");
+  EXPECT_EQ(ms_text(1697793307213760500, 3, 0), "1697793307213.761");
+  EXPECT_EQ(ms_text(1697793307213000000, 9, 1), "1697793307212.999999500");
+  EXPECT_EQ(ms_text(1697793307213000000, 9, 998), "1697793307213.000000499");
+  SplitMix random(42);
+  std::vector<std::int64_t> values = {1,
+                                      999,
+                                      1000,
+                                      999'999,
+                                      1'000'000,
+                                      1'000'001,
+                                      1'697'793'307'213'000'000,
+                                      8'999'999'999'999'999'999};
+  for (int i = 0; i < 20000; ++i) {
+    values.push_back(1'600'000'000'000'000'000 +
+                     static_cast<std::int64_t>(random.below(1ULL << 62) % 400'000'000'000'000'000));
+  }
+  for (std::int64_t ns : values) {
+    for (int decimals : {3, 6, 9}) {
+      const std::string text = ms_text(ns, decimals, random.next());
+      const std::int64_t printed = printed_ns(ns, decimals);
+      ASSERT_EQ(reference_ms_to_ns(text), printed) << text;
+      ASSERT_EQ(parse_millis_to_ns(text), printed) << text;
+      if (decimals != 3) {
+        ASSERT_EQ(printed, ns);
+      }
+    }
+  }
+}
+
+TEST(LogFormat, GlogAndPythonPrefixesUseUtc) {
+  fmt::memory_buffer out;
+  append_glog_prefix(out, 'I', 1'697'793'307'265'326'999, 22317, "standalone_executor.cc:217");
+  EXPECT_EQ(fmt::to_string(out), "I1020 09:15:07.265326 22317 standalone_executor.cc:217] ");
+  out.clear();
+  append_python_time(out, 1'709'210'096'789'000'000);  // leap day 2024
+  EXPECT_EQ(fmt::to_string(out), "2024-02-29 12:34:56,789");
+}
+
+TEST(Noise, NeverLooksLikeAJobLine) {
+  NoiseGenerator noise(5, 22317, 3, 8);
+  fmt::memory_buffer out;
+  std::map<std::string, int> kinds;
+  for (int i = 0; i < 20000; ++i) {
+    out.clear();
+    noise.append_line(out, 1'697'793'307'213'000'000 + i * 1000LL);
+    const std::string line = fmt::to_string(out);
+    ASSERT_EQ(line.find("Profiler Info: Job"), std::string::npos) << line;
+    ASSERT_EQ(line.find("Schedule Profiler start at step"), std::string::npos) << line;
+    ASSERT_EQ(line.find('\n'), std::string::npos) << line;
+    ++kinds[line.substr(0, 5)];
+  }
+  EXPECT_GT(kinds.size(), 5u);
+}
+
+TEST(ExpectedMetrics, FollowsTheContractOnAHandExample) {
+  // Two devices, two steps; device 1's step-1 job starts inside window 0 and
+  // overlaps another job of its own.
+  std::vector<SimDeviceInfo> devices = {{0, 0, 0, 0}, {1, 0, 1, 1}};
+  ExpectedMetricsBuilder builder(devices, 5);
+  builder.add_job(0, 0, 100, 200);
+  builder.add_job(0, 0, 250, 300);
+  builder.add_job(1, 0, 150, 260);
+  builder.add_job(1, 1, 280, 400);
+  builder.add_job(1, 1, 350, 380);
+  builder.add_job(0, 1, 320, 420);
+  const ExpectedMetrics m = builder.finish();
+  ASSERT_EQ(m.steps.size(), 2u);
+  EXPECT_EQ(m.steps[0].step, 5);
+  EXPECT_EQ(m.steps[0].start_ns, 100);
+  EXPECT_EQ(m.steps[0].end_ns, 300);
+  EXPECT_EQ(m.steps[1].start_ns, 300);  // max(280, E_0)
+  EXPECT_EQ(m.steps[1].end_ns, 420);
+  EXPECT_EQ(m.steps[0].devices[0].busy_ns, 150);
+  EXPECT_EQ(m.steps[0].devices[1].busy_ns, 110 + 20);
+  EXPECT_EQ(m.steps[1].devices[0].busy_ns, 100);
+  EXPECT_EQ(m.steps[1].devices[1].busy_ns, 100);
+  EXPECT_EQ(m.total_window_ns, 320);
+  EXPECT_EQ(m.jobs, 6);
+  EXPECT_DOUBLE_EQ(m.steps[0].bubble_ratio, (50.0 + 70.0) / 400.0);
+  EXPECT_DOUBLE_EQ(m.bubble_ratio, (50.0 + 70.0 + 20.0 + 20.0) / 640.0);
+  EXPECT_DOUBLE_EQ(m.devices[1].utilization, 230.0 / 320.0);
+  EXPECT_EQ(m.devices[1].steps, 2);
+}
+
+std::size_t count(const std::string& text, std::string_view what) {
+  std::size_t n = 0;
+  for (auto pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
+  return n;
+}
+
+TEST(LogWriter, WritesTheDiscoveryLayoutAndExpectedJson) {
+  TempDir dir;
+  SimConfig config = small_config(ScheduleKind::interleaved, 2, 4, 2);
+  config.machines = 2;
+  config.devices_per_stage = 2;
+  LogWriterOptions options;
+  options.dir = dir.path() / "run";
+  options.first_step = 40;
+  options.noise_per_job = 3;
+  options.shuffle = true;
+  options.ansi = true;
+  options.crlf = true;
+  options.chunk_naming = ChunkNaming::paren;
+  const WriteReport report = write_simulated_logs(config, options);
+  ASSERT_EQ(report.files.size(), 4u);
+  EXPECT_EQ(report.files[3].path, options.dir / "machine1" / "workerlog.1");
+  std::uint64_t jobs = 0;
+  for (const auto& file : report.files) {
+    const std::string text = read_file(file.path);
+    EXPECT_EQ(text.size(), file.bytes);
+    EXPECT_EQ(count(text, "Profiler Info: Job"), file.jobs);
+    EXPECT_EQ(count(text, "\r\n"), file.lines);
+    EXPECT_EQ(count(text, "\n"), file.lines);
+    // The first occurrence names the first step; a later one must be ignored.
+    EXPECT_EQ(text.find("Schedule Profiler start at step"),
+              text.find("Schedule Profiler start at step 40\r\n"));
+    EXPECT_NE(text.find("Schedule Profiler start at step 1040"), std::string::npos);
+    EXPECT_NE(text.find("type = forward(chunk1)"), std::string::npos);
+    jobs += file.jobs;
+  }
+  EXPECT_EQ(jobs, report.jobs);
+
+  simdjson::dom::parser parser;
+  simdjson::dom::element expected;
+  ASSERT_EQ(parser.load((options.dir / "expected.json").string()).get(expected), simdjson::SUCCESS);
+  EXPECT_EQ(int64_t(expected["jobs"]), static_cast<std::int64_t>(report.jobs));
+  EXPECT_EQ(int64_t(expected["first_step"]), 40);
+  EXPECT_EQ(simdjson::dom::array(expected["steps"]).size(), 3u);
+  EXPECT_EQ(simdjson::dom::array(expected["devices"]).size(), 4u);
+  EXPECT_TRUE(fs::exists(options.dir / "simulation.json"));
+
+  // A non-empty folder is refused, and replaced with force (old machine folders go).
+  EXPECT_THROW(write_simulated_logs(config, options), std::invalid_argument);
+  config.machines = 1;
+  options.force = true;
+  const WriteReport again = write_simulated_logs(config, options);
+  EXPECT_EQ(again.files.size(), 4u);
+  EXPECT_FALSE(fs::exists(options.dir / "machine0"));
+  EXPECT_TRUE(fs::exists(options.dir / "workerlog.3"));
+  for (const auto& entry : fs::directory_iterator(options.dir)) {
+    EXPECT_EQ(entry.path().filename().string().find("tmp"), std::string::npos) << entry.path();
+  }
+}
+
+TEST(LogWriter, TargetBytesAddsSteps) {
+  TempDir dir;
+  SimConfig config = small_config(ScheduleKind::one_f_one_b, 2, 4, 1);
+  config.steps = 1;
+  LogWriterOptions options;
+  options.dir = dir.path() / "big";
+  options.noise_per_job = 4;
+  options.target_bytes = 300'000;
+  const WriteReport report = write_simulated_logs(config, options);
+  EXPECT_GE(report.bytes, 300'000u);
+  EXPECT_LT(report.bytes, 330'000u);
+  EXPECT_GT(report.steps, 1);
+  EXPECT_EQ(report.expected.steps.size(), static_cast<std::size_t>(report.steps));
+}
+
+}  // namespace
+}  // namespace pipescope::sim
