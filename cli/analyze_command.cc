@@ -25,8 +25,7 @@
 #include "export/text_report.h"
 #include "export/trace_size.h"
 #include "progress.h"
-#include "scan/log_scanner.h"
-#include "source/discovery.h"
+#include "load/load_run.h"
 
 namespace pipescope::cli {
 
@@ -124,42 +123,38 @@ void warn_if_trace_too_big(const fs::path& trace, const AnalyzeOptions& options)
   if (!advice.empty()) fmt::print(stderr, "pipescope: warning: {}\n", advice);
 }
 
-int analyze_scanned(Run& run, std::size_t input_count, const AnalyzeOptions& options,
-                    const PipelineOptions& pipeline);
-int run_analyze_mpi(const AnalyzeOptions& options, const PipelineOptions& pipeline);
+int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOptions& options);
+int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load);
 
 int run_analyze(const AnalyzeOptions& options) {
   if (!options.allow_output_in_input) check_output_location(options);
-  PipelineOptions pipeline;
-  pipeline.stages = options.stages;
-  pipeline.top_bubbles = options.top_bubbles;
-  pipeline.clock.fix = !options.no_clock_fix;
+  LoadOptions load;
+  load.pipeline.stages = options.stages;
+  load.pipeline.top_bubbles = options.top_bubbles;
+  load.pipeline.clock.fix = !options.no_clock_fix;
   for (const std::string& spec : options.clock_offsets) {
-    pipeline.clock.imposed.push_back(parse_clock_offset(spec));  // throws: usage error
+    load.pipeline.clock.imposed.push_back(parse_clock_offset(spec));  // throws: usage error
   }
-  if (options.mpi) return run_analyze_mpi(options, pipeline);
+  load.ingest.threads = options.threads;
+  load.ingest.limits.chunk_bytes = options.chunk_mib << 20;
+  load.ingest.limits.max_line_bytes = options.max_line_kib << 10;
+  if (options.mpi) return run_analyze_mpi(options, load);
   if (!options.local.empty()) throw InputError("--local needs --mpi");
 
-  std::vector<InputFile> inputs = discover_inputs(options.paths);
-  if (!options.devices.empty()) inputs = select_devices(inputs, parse_device_list(options.devices));
+  const std::vector<InputFile> inputs = find_inputs(options.paths, options.devices);
   check_outputs_are_not_inputs(options, inputs);
-
-  ScanOptions scan;
-  scan.threads = options.threads;
-  scan.limits.chunk_bytes = options.chunk_mib << 20;
-  scan.limits.max_line_bytes = options.max_line_kib << 10;
   ProgressLine progress(stderr, options.progress);
   if (progress.enabled()) {
-    scan.on_progress = [&progress](const ScanProgress& p) { progress.update(p); };
+    load.ingest.on_progress = [&progress](const IngestProgress& p) { progress.update(p); };
   }
-  Run run = scan_worker_logs(inputs, scan);
+  LoadedRun loaded = load_run(inputs, load);
   progress.finish();
-  return analyze_scanned(run, inputs.size(), options, pipeline);
+  return analyze_loaded(loaded, inputs.size(), options);
 }
 
-/// The analysis and exports of a scanned run (with --mpi: rank 0's part).
-int analyze_scanned(Run& run, std::size_t input_count, const AnalyzeOptions& options,
-                    const PipelineOptions& pipeline) {
+/// The exports of a loaded run (with --mpi: rank 0's part).
+int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOptions& options) {
+  const Run& run = loaded.run;
   if (run.job_count() == 0) {
     for (const Diagnostic& d : run.diagnostics) {
       fmt::print(stderr, "pipescope: {}: {}\n", d.location(), d.message);
@@ -170,12 +165,8 @@ int analyze_scanned(Run& run, std::size_t input_count, const AnalyzeOptions& opt
                input_count, input_count == 1 ? "" : "s");
     return kExitUsage;
   }
-
-  // Clock correction shifts machines' job times, so it runs before the
-  // contract's metrics, which are then computed on corrected times.
-  const AnalyzedRun analyzed = pipescope::analyze_run(run, pipeline);
-  const Metrics& metrics = analyzed.metrics;
-  const PipelineAnalysis& analysis = analyzed.pipeline;
+  const Metrics& metrics = loaded.metrics;
+  const PipelineAnalysis& analysis = loaded.pipeline;
   for (const QualityWarning& warning : analysis.warnings) {
     fmt::print(stderr, "pipescope: warning: {}\n", warning.message);
   }
@@ -240,7 +231,7 @@ int analyze_scanned(Run& run, std::size_t input_count, const AnalyzeOptions& opt
 
 /// `--mpi`: discovery and scan spread over the MPI ranks (engine/distributed);
 /// rank 0 analyses and writes as above; every rank exits with its status.
-int run_analyze_mpi(const AnalyzeOptions& options, const PipelineOptions& pipeline) {
+int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load) {
   if (options.local.empty() == options.paths.empty()) {
     throw InputError("--mpi needs input paths or --local TEMPLATE (one of the two)");
   }
@@ -248,9 +239,7 @@ int run_analyze_mpi(const AnalyzeOptions& options, const PipelineOptions& pipeli
   cluster.paths = options.paths;
   cluster.local_template = options.local;
   cluster.devices = options.devices;
-  cluster.scan.threads = options.threads;
-  cluster.scan.limits.chunk_bytes = options.chunk_mib << 20;
-  cluster.scan.limits.max_line_bytes = options.max_line_kib << 10;
+  cluster.scan = load.ingest;
   cluster.timeout_s = options.mpi_timeout;
   ProgressLine progress(stderr, options.progress);
   distributed::ClusterCallbacks callbacks;
@@ -258,11 +247,12 @@ int run_analyze_mpi(const AnalyzeOptions& options, const PipelineOptions& pipeli
     check_outputs_are_not_inputs(options, inputs);
   };
   if (progress.enabled()) {
-    callbacks.on_progress = [&](const ScanProgress& p) { progress.update(p); };
+    callbacks.on_progress = [&](const IngestProgress& p) { progress.update(p); };
   }
   callbacks.on_result = [&](distributed::ClusterScan& scan) {
     progress.finish();
-    const int status = analyze_scanned(scan.run, scan.inputs.size(), options, pipeline);
+    LoadedRun loaded = analyse_run(std::move(scan.run), load);
+    const int status = analyze_loaded(loaded, scan.inputs.size(), options);
     if (options.strict && !scan.failures.empty()) {
       fmt::print(stderr, "pipescope: --strict: {} input{} could not be read\n",
                  scan.failures.size(), scan.failures.size() == 1 ? "" : "s");

@@ -66,7 +66,7 @@ int run_check(const CheckOptions& o) {
   }
 
   LoadOptions load;
-  load.threads = o.threads;
+  load.ingest.threads = o.threads;
   const RunFigures baseline = load_run_figures(o.baseline, load);
   const RunFigures current = load_run_figures(o.current, load);
   const CheckReport report = evaluate_check(baseline, current, t);

@@ -10,19 +10,15 @@
 #include <system_error>
 #include <vector>
 
-#include "analysis/metrics.h"
 #include "command.h"
-#include "records/ivl_writer.h"
-#include "scan/log_scanner.h"
-#include "source/discovery.h"
+#include "export/ivl_export.h"
+#include "load/load_run.h"
 
 namespace pipescope::cli {
 
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr std::string_view kTempSuffix = ".pipescope-tmp";
 
 struct ConvertOptions {
   std::vector<std::string> paths;
@@ -80,12 +76,15 @@ void prepare_output(const ConvertOptions& o) {
 }
 
 int run_convert(const ConvertOptions& o) {
-  std::vector<InputFile> inputs = discover_inputs(o.paths);
-  if (!o.devices.empty()) inputs = select_devices(inputs, parse_device_list(o.devices));
+  const std::vector<InputFile> inputs = find_inputs(o.paths, o.devices);
   prepare_output(o);
-  ScanOptions scan;
-  scan.threads = o.threads;
-  Run run = scan_worker_logs(inputs, scan);
+  LoadOptions load;
+  load.ingest.threads = o.threads;
+  // Records keep the times as logged; reading them back corrects the clocks
+  // exactly as reading the logs does.
+  load.metrics_only = true;
+  const LoadedRun loaded = load_run(inputs, load);
+  const Run& run = loaded.run;
   for (const Diagnostic& d : run.diagnostics) {
     fmt::print(stderr, "pipescope: {}: {}\n", d.location(), d.message);
   }
@@ -95,59 +94,16 @@ int run_convert(const ConvertOptions& o) {
                inputs.size(), inputs.size() == 1 ? "" : "s");
     return kExitUsage;
   }
-  // Records carry the step the metric contract assigns to each job.
-  const Metrics metrics = compute_metrics(run);
-
-  int machines = 0;
-  for (const Device& d : run.devices) machines = std::max(machines, d.machine + 1);
-  std::vector<fs::path> temps;
-  std::uint64_t bytes = 0;
-  try {
-    for (std::size_t d = 0; d < run.devices.size(); ++d) {
-      const Device& device = run.devices[d];
-      fs::path folder = o.output_dir;
-      if (machines > 1) folder /= fmt::format("machine{}", device.machine);
-      fs::create_directories(folder);
-      const fs::path path = folder / fmt::format("workerlog.{}.ivl", device.rank);
-      ivl::FileInfo info;
-      info.machine = device.machine;
-      info.rank = device.rank;
-      info.machine_name = device.machine_name;
-      info.producer = "pipescope convert";
-      info.first_step = run.first_step;
-      info.types = run.types.names();
-      if (!device.jobs.empty()) info.anchor_realtime_ns = device.jobs.front().start_ns;
-      temps.push_back(path.string() + std::string(kTempSuffix));
-      {
-        ivl::Writer writer(temps.back().string(), info);
-        for (std::size_t i = 0; i < device.jobs.size(); ++i) {
-          const Job& job = device.jobs[i];
-          const std::int32_t k = metrics.job_step[d][i];
-          const auto step = k >= 0 && static_cast<std::size_t>(k) < metrics.steps.size()
-                                ? static_cast<std::int32_t>(metrics.steps[k].step)
-                                : -1;
-          writer.append({job.start_ns, job.end_ns, job.type,
-                         static_cast<std::int32_t>(job.micro_batch), step, 0});
-        }
-        writer.close();
-        bytes += writer.bytes_written();
-      }
-      fs::rename(temps.back(), path);
-      temps.back().clear();
-      fmt::print("  {} -> {}  {} jobs\n", device.path, path.string(), device.jobs.size());
-    }
-  } catch (...) {
-    std::error_code ec;
-    for (const auto& temp : temps) {
-      if (!temp.empty()) fs::remove(temp, ec);
-    }
-    throw;
+  const IvlExport written =
+      write_ivl_records(run, loaded.metrics, o.output_dir, "pipescope convert");
+  for (const IvlExportedFile& file : written.files) {
+    fmt::print("  {} -> {}  {} jobs\n", file.input, file.output, file.jobs);
   }
   std::uint64_t read = 0;
   for (const InputStats& s : run.inputs) read += s.bytes;
   fmt::print("converted {} input{} ({} bytes) into {} .ivl files in {}: {} jobs, {} bytes\n",
              inputs.size(), inputs.size() == 1 ? "" : "s", read, run.devices.size(), o.output_dir,
-             run.job_count(), bytes);
+             run.job_count(), written.bytes);
   return kExitOk;
 }
 

@@ -26,7 +26,7 @@ struct DiffOptions {
 
 int run_diff(const DiffOptions& o) {
   LoadOptions load;
-  load.threads = o.threads;
+  load.ingest.threads = o.threads;
   const RunFigures a = load_run_figures(o.a, load);
   const RunFigures b = load_run_figures(o.b, load);
   if (o.json == "-") {

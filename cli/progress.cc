@@ -24,7 +24,7 @@ ProgressLine::ProgressLine(std::FILE* stream, bool force)
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {}
 
-void ProgressLine::update(const ScanProgress& progress) {
+void ProgressLine::update(const IngestProgress& progress) {
   const auto now = std::chrono::steady_clock::now();
   if (!enabled_ || now - last_draw_ < std::chrono::milliseconds(100)) return;
   last_draw_ = now;

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "scan/log_scanner.h"
+#include "ingest/ingest.h"
 
 namespace pipescope::cli {
 
@@ -20,7 +20,7 @@ class ProgressLine {
 
   bool enabled() const { return enabled_; }
   /// Redraws at most ten times a second.
-  void update(const ScanProgress& progress);
+  void update(const IngestProgress& progress);
   /// Clears the line.
   void finish();
 

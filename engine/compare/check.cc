@@ -9,7 +9,7 @@
 #include <map>
 
 #include "compare/figure_format.h"
-#include "source/discovery.h"
+#include "ingest/discovery.h"
 
 namespace pipescope {
 

@@ -4,10 +4,7 @@
 
 #include <filesystem>
 
-#include "analysis/pipeline.h"
 #include "compare/summary_reader.h"
-#include "scan/log_scanner.h"
-#include "source/discovery.h"
 
 namespace pipescope {
 
@@ -37,19 +34,14 @@ LoadedRun load_log_run(const std::string& path, const LoadOptions& options) {
   if (is_json_file(path)) {
     throw InputError(fmt::format("{}: a summary has no jobs to draw; give the log folder", path));
   }
-  const std::vector<InputFile> inputs = discover_inputs({path});
-  ScanOptions scan;
-  scan.threads = options.threads;
-  LoadedRun loaded{scan_worker_logs(inputs, scan), {}};
+  const std::vector<InputFile> inputs = find_inputs({path});
+  LoadedRun loaded = load_run(inputs, options);
   if (loaded.run.job_count() == 0) {
     throw InputError(fmt::format(
         "{}: no job lines found in {} input file{} (looked for lines containing 'Profiler Info: "
         "Job')",
         path, inputs.size(), inputs.size() == 1 ? "" : "s"));
   }
-  // As in `analyze`: machines' clocks are corrected before the metrics.
-  correct_run_clocks(loaded.run, PipelineOptions{});
-  loaded.metrics = compute_metrics(loaded.run);
   return loaded;
 }
 

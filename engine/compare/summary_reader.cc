@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
-#include "source/discovery.h"
+#include "ingest/discovery.h"
 
 namespace pipescope {
 

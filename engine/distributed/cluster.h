@@ -30,8 +30,8 @@
 #include <vector>
 
 #include "model/run.h"
-#include "scan/log_scanner.h"
-#include "source/discovery.h"
+#include "ingest/ingest.h"
+#include "ingest/discovery.h"
 
 namespace pipescope::distributed {
 
@@ -41,7 +41,7 @@ struct ClusterOptions {
   std::string devices;             ///< --devices selection, empty for all
   /// Threads: 0 = the node's cores shared among its ranks. on_progress is
   /// ignored (see ClusterCallbacks).
-  ScanOptions scan;
+  IngestOptions scan;
   double timeout_s = 300;
   std::size_t max_message_bytes = std::size_t{4} << 20;
 };
@@ -70,7 +70,7 @@ struct ClusterCallbacks {
   /// input); throwing stops every rank.
   std::function<void(const std::vector<InputFile>&)> on_plan;
   /// Bytes and files scanned so far, summed over all ranks (coarse).
-  std::function<void(const ScanProgress&)> on_progress;
+  std::function<void(const IngestProgress&)> on_progress;
   /// The analysis and exports; its return value is every rank's status.
   std::function<int(ClusterScan&)> on_result;
 };

@@ -386,14 +386,14 @@ class Session {
   /// Scans this rank's share on a helper thread.
   class LocalScan {
    public:
-    LocalScan(const Share& share, ScanOptions options) {
-      options.on_progress = [this](const ScanProgress& p) {
+    LocalScan(const Share& share, IngestOptions options) {
+      options.on_progress = [this](const IngestProgress& p) {
         bytes_ = p.bytes_done;
         files_ = p.files_done;
       };
       thread_ = std::jthread([this, &share, options] {
         try {
-          if (!share.inputs.empty()) run_ = scan_worker_logs(share.inputs, options);
+          if (!share.inputs.empty()) files_read_ = read_input_files(share.inputs, options);
         } catch (...) {
           error_ = std::current_exception();
         }
@@ -404,24 +404,24 @@ class Session {
     bool finished() const { return finished_; }
     std::uint64_t bytes() const { return bytes_; }
     std::uint64_t files() const { return files_; }
-    /// The run (after finished()); rethrows the scan's exception.
-    Run take() {
+    /// The results (after finished()); rethrows the scan's exception.
+    std::vector<FileResult> take() {
       thread_.join();
       if (error_) std::rethrow_exception(error_);
-      return std::move(run_);
+      return std::move(files_read_);
     }
 
    private:
     std::atomic<std::uint64_t> bytes_{0};
     std::atomic<std::uint64_t> files_{0};
     std::atomic<bool> finished_{false};
-    Run run_;
+    std::vector<FileResult> files_read_;
     std::exception_ptr error_;
     std::jthread thread_;
   };
 
-  ScanOptions scan_options() const {
-    ScanOptions scan = options_.scan;
+  IngestOptions scan_options() const {
+    IngestOptions scan = options_.scan;
     scan.on_progress = nullptr;
     if (scan.threads == 0) {
       // A rank the launcher bound to some cores uses those; an unbound one
@@ -533,7 +533,7 @@ class Session {
     std::vector<Peer> peers(static_cast<std::size_t>(size_));
     std::vector<std::uint64_t> files_of(static_cast<std::size_t>(size_), 0);
     for (const int o : owner_) ++files_of[static_cast<std::size_t>(o)];
-    ScanProgress total;
+    IngestProgress total;
     total.files_total = inputs_.size();
     for (const InputFile& input : inputs_) total.bytes_total += input.size_bytes;
 
@@ -672,7 +672,7 @@ class Session {
 
   void scan_and_send() {
     std::uint64_t progress_sent = 0;
-    Run run;
+    std::vector<FileResult> files;
     {
       LocalScan scan(share_, scan_options());
       std::uint64_t progress[2] = {0, 0};
@@ -694,7 +694,7 @@ class Session {
       }
       if (request != MPI_REQUEST_NULL) wait_plain(request, "rank 0 to take a progress message");
       try {
-        run = scan.take();
+        files = scan.take();
       } catch (const std::exception& e) {
         mpi_.abort(fmt::format("scan failed: {}", e.what()));
       }
@@ -703,8 +703,8 @@ class Session {
     // Two messages in flight: one is encoded while the other travels.
     std::uint64_t batches = 0;
     std::uint64_t bytes = 0;
-    for (const InputStats& s : run.inputs) bytes += s.bytes;
-    BatchEncoder encoder(run, share_.global_index, max_message_);
+    for (const FileResult& f : files) bytes += f.stats.bytes;
+    BatchEncoder encoder(files, share_.global_index, max_message_);
     std::string buffers[2];
     MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     for (int k = 0;; k ^= 1) {

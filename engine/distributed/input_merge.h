@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "source/discovery.h"
+#include "ingest/discovery.h"
 
 namespace pipescope::distributed {
 

@@ -1,24 +1,24 @@
-// Moving scanned runs between ranks: each rank cuts the Run of its own files
-// into bounded messages (BatchEncoder) and rank 0 puts the messages of every
-// rank back together into the Run a single process would have built
-// (RunAssembler). Pure: no MPI here, so the round trip is unit-tested.
+// Moving read files between ranks: each rank cuts the per-file results of its
+// own files (ingest/ingest.h, read_input_files) into bounded messages
+// (BatchEncoder) and rank 0 collects the results of every rank and hands
+// them to the same merge a single process uses (ingest/run_merge.h), so the
+// Run is the one a single process would have built (RunAssembler). Pure: no
+// MPI here, so the round trip is unit-tested.
 //
 // A message is a sequence of records, each a kind byte and its fields:
-//   types      (first id, count, names)      the sender's job type table, in pieces
-//   file       (global index, device, input stats, diagnostics, job count)
+//   file       (global index, device, input stats, diagnostics, first step,
+//               job type names, job count)
 //   jobs       (global index, count, count x 40-byte Job)
-//   first step (step)
 // A file's jobs follow its header, split over as many messages as needed.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ingest/file_result.h"
 #include "model/run.h"
 
 namespace pipescope::distributed {
@@ -30,11 +30,12 @@ inline constexpr std::size_t kDefaultMessageBytes = std::size_t{4} << 20;
 
 class BatchEncoder {
  public:
-  /// `run`: scan_worker_logs() over this rank's files (kept alive by the
-  /// caller); `global_index[i]`: where run.devices[i]'s file is in the global
-  /// input list. A message holds at most `max_bytes`, except a single file
-  /// header larger than that (paths and a few diagnostics: never in practice).
-  BatchEncoder(const Run& run, std::vector<std::size_t> global_index, std::size_t max_bytes);
+  /// `files`: read_input_files() over this rank's files (kept alive by the
+  /// caller); `global_index[i]`: where files[i] is in the global input list.
+  /// A message holds at most `max_bytes`, except a single file header larger
+  /// than that (paths, type names and a few diagnostics: never in practice).
+  BatchEncoder(const std::vector<FileResult>& files, std::vector<std::size_t> global_index,
+               std::size_t max_bytes);
 
   /// Fills `message` with the next batch; false when everything was sent.
   bool next(std::string& message);
@@ -42,15 +43,12 @@ class BatchEncoder {
  private:
   void put_file_header(std::size_t file, std::string& out) const;
 
-  const Run& run_;
+  const std::vector<FileResult>& files_;
   std::vector<std::size_t> global_index_;
   std::size_t max_bytes_;
-  std::vector<std::vector<const Diagnostic*>> diagnostics_;  // per local file
-  std::size_t next_type_ = 0;
   std::size_t next_file_ = 0;
   bool header_sent_ = false;
   std::size_t next_job_ = 0;
-  bool first_step_sent_ = false;
 };
 
 class RunAssembler {
@@ -61,14 +59,14 @@ class RunAssembler {
   /// Adds one message from rank `source`. Throws WireError for a message
   /// that does not decode or contradicts what arrived before.
   void add_message(int source, std::string_view message);
-  /// Adds rank `source`'s own run without encoding it.
-  void add_local(int source, Run&& run, const std::vector<std::size_t>& global_index);
+  /// Adds rank `source`'s own results without encoding them.
+  void add_local(int source, std::vector<FileResult>&& files,
+                 const std::vector<std::size_t>& global_index);
 
   /// Files whose header or some jobs have not arrived yet.
   std::size_t missing() const;
-  /// The merged run: devices, inputs and diagnostics in global input order,
-  /// one type table (ids given in that order), smallest first step,
-  /// finalized. Throws WireError when something is missing.
+  /// The merged run (merge_file_results over the files in global input
+  /// order). Throws WireError when something is missing.
   Run finish();
 
  private:
@@ -76,15 +74,11 @@ class RunAssembler {
     bool seen = false;
     int source = -1;
     std::uint64_t expected_jobs = 0;
-    Device device;
-    InputStats stats;
-    std::vector<Diagnostic> diagnostics;
+    FileResult file;
   };
   Slot& slot(std::uint64_t file);
 
   std::vector<Slot> slots_;
-  std::map<int, std::vector<std::string>> types_;  // per source rank
-  std::optional<std::int64_t> first_step_;
 };
 
 }  // namespace pipescope::distributed

@@ -11,15 +11,13 @@
 #include <string_view>
 #include <type_traits>
 
-#include "source/discovery.h"
+#include "ingest/discovery.h"
+#include "model/errors.h"
 
 namespace pipescope::distributed {
 
-/// A message that ends early or holds an impossible value.
-class WireError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+/// A message that ends early or holds an impossible value (model/errors.h).
+using pipescope::WireError;
 
 class ByteWriter {
  public:

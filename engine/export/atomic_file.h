@@ -1,8 +1,8 @@
-// Writes an output file so that readers only ever see the old file or the
-// complete new one: the bytes go to a temporary file in the same folder (same
-// filesystem, so the final rename is atomic) which commit() renames over the
-// destination. A writer destroyed without commit() removes its temporary file,
-// so a failed or interrupted export never leaves a truncated summary behind.
+// A buffered, fmt-formatting writer of an output file that readers only ever
+// see whole: io/atomic_output.h's temporary file and rename, with a block
+// buffer the exporters format into. A writer destroyed without commit()
+// removes its temporary file, so a failed or interrupted export never leaves
+// a truncated summary behind.
 //
 // Usage:
 //   ensure_output_dir(out_dir);
@@ -22,12 +22,11 @@
 #include <string>
 #include <string_view>
 
+#include "io/atomic_output.h"
+
 namespace pipescope {
 
-/// Creates `path` and its missing parents (mkdir -p). Throws std::system_error
-/// ("cannot create output folder PATH: ...") when that fails or when `path`
-/// exists and is not a folder.
-void ensure_output_dir(const std::string& path);
+using io::ensure_output_dir;
 
 class AtomicFile {
  public:
@@ -36,10 +35,8 @@ class AtomicFile {
 
   /// Opens a fresh temporary file next to `path`. The folder must exist.
   explicit AtomicFile(std::string path, std::size_t block_size = kDefaultBlock);
-  ~AtomicFile();
-
-  AtomicFile(AtomicFile&& other) noexcept;
-  AtomicFile& operator=(AtomicFile&& other) noexcept;
+  AtomicFile(AtomicFile&& other) noexcept = default;
+  AtomicFile& operator=(AtomicFile&& other) noexcept = default;
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
@@ -63,18 +60,12 @@ class AtomicFile {
   void commit();
 
   /// The destination path.
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return output_.path(); }
   /// The temporary file's path (empty once committed or moved from).
-  const std::string& temp_path() const { return temp_path_; }
+  const std::string& temp_path() const { return output_.temp_path(); }
 
  private:
-  [[noreturn]] void fail(int error) const;
-  void write_all(const char* data, std::size_t size);
-  void discard() noexcept;
-
-  std::string path_;
-  std::string temp_path_;
-  int fd_ = -1;
+  io::AtomicOutput output_;
   std::size_t block_size_;
   fmt::memory_buffer buffer_;
 };

@@ -1,4 +1,5 @@
 #include "records/ivl_reader.h"
+#include "io/file_descriptor.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -61,11 +62,8 @@ class Window {
       capacity_ = n;
     }
     while (size_ < n && !eof_) {
-      const ssize_t got = ::read(fd_, buffer_.get() + size_, capacity_ - size_);
-      if (got < 0) {
-        if (errno == EINTR) continue;
-        fail();
-      }
+      const ssize_t got = io::read_retrying(fd_, buffer_.get() + size_, capacity_ - size_);
+      if (got < 0) fail();
       if (got == 0) eof_ = true;
       size_ += static_cast<std::size_t>(got);
     }
@@ -95,20 +93,6 @@ class Window {
   std::uint64_t start_ = 0;
   std::size_t size_ = 0;
   bool eof_ = false;
-};
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
 };
 
 /// Reads names (u16 length + bytes) from a bounded span.
@@ -415,7 +399,7 @@ void report(const ReadCallbacks& callbacks, ReadResult& result, ProblemKind kind
 
 ReadResult read_file(const std::string& path, const ReadCallbacks& callbacks) {
   ReadResult result;
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  io::FileDescriptor fd = io::FileDescriptor::open(path.c_str(), O_RDONLY);
   if (fd.get() < 0) {
     report(callbacks, result, ProblemKind::io, cat("cannot open: ", std::strerror(errno)));
     return result;
@@ -450,7 +434,7 @@ ReadResult read_file(const std::string& path, const ReadCallbacks& callbacks) {
 }
 
 std::optional<Header> read_header(const std::string& path, std::string& error) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  io::FileDescriptor fd = io::FileDescriptor::open(path.c_str(), O_RDONLY);
   if (fd.get() < 0) {
     error = cat("cannot open: ", std::strerror(errno));
     return std::nullopt;

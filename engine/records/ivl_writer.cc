@@ -1,4 +1,5 @@
 #include "records/ivl_writer.h"
+#include "io/file_descriptor.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -203,16 +204,10 @@ void Writer::close() {
 }
 
 void Writer::write_all(const unsigned char* data, std::size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd_, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw std::system_error(errno, std::generic_category(), "cannot write " + path_);
-    }
-    data += n;
-    size -= static_cast<std::size_t>(n);
-    bytes_written_ += static_cast<std::uint64_t>(n);
+  if (const int error = io::write_all(fd_, data, size); error != 0) {
+    throw std::system_error(error, std::generic_category(), "cannot write " + path_);
   }
+  bytes_written_ += size;
 }
 
 }  // namespace pipescope::ivl

@@ -1,4 +1,5 @@
 #include "source/byte_stream.h"
+#include "io/file_descriptor.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -28,17 +29,13 @@ class FileDescriptor {
   FileDescriptor& operator=(const FileDescriptor&) = delete;
 
   std::size_t read_some(char* destination, std::size_t capacity) {
-    while (true) {
-      const ssize_t n = ::read(fd_, destination, capacity);
-      if (n >= 0) {
-        offset_ += static_cast<std::uint64_t>(n);
-        return static_cast<std::size_t>(n);
-      }
-      if (errno != EINTR) {
-        throw std::system_error(errno, std::generic_category(),
-                                fmt::format("cannot read {} at byte {}", path_, offset_));
-      }
+    const ssize_t n = io::read_retrying(fd_, destination, capacity);
+    if (n < 0) {
+      throw std::system_error(errno, std::generic_category(),
+                              fmt::format("cannot read {} at byte {}", path_, offset_));
     }
+    offset_ += static_cast<std::uint64_t>(n);
+    return static_cast<std::size_t>(n);
   }
   std::uint64_t offset() const { return offset_; }
   const std::string& path() const { return path_; }

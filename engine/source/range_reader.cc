@@ -1,4 +1,5 @@
 #include "source/range_reader.h"
+#include "io/file_descriptor.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -51,16 +52,9 @@ RangeFile::~RangeFile() {
 
 std::size_t RangeFile::read_at(char* destination, std::size_t length, std::uint64_t offset) const {
   std::size_t filled = 0;
-  while (filled < length) {
-    const ssize_t n = ::pread(fd_, destination + filled, length - filled,
-                              static_cast<off_t>(offset + filled));
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw std::system_error(errno, std::generic_category(),
-                              "cannot read " + path_ + " at byte " + std::to_string(offset + filled));
-    }
-    filled += static_cast<std::size_t>(n);
+  if (io::pread_full(fd_, destination, length, offset, &filled) < 0) {
+    throw std::system_error(errno, std::generic_category(),
+                            "cannot read " + path_ + " at byte " + std::to_string(offset + filled));
   }
   return filled;
 }

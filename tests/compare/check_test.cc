@@ -8,7 +8,7 @@
 #include "compare/check.h"
 #include "compare/check_report.h"
 #include "compare/summary_reader.h"
-#include "source/discovery.h"
+#include "ingest/discovery.h"
 #include "support/temp_dir.h"
 
 namespace pipescope {

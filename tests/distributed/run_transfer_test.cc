@@ -14,8 +14,8 @@
 #include "distributed/node_layout.h"
 #include "distributed/run_transfer.h"
 #include "distributed/wire.h"
-#include "scan/log_scanner.h"
-#include "source/discovery.h"
+#include "ingest/ingest.h"
+#include "ingest/discovery.h"
 #include "support/temp_dir.h"
 
 namespace pipescope {
@@ -183,7 +183,7 @@ pipescope::Run scan_as_ranks(const std::vector<InputFile>& inputs, int ranks,
   for (const InputFile& f : inputs) sizes.push_back(f.size_bytes);
   const auto owner = assign_files(sizes, ranks);
   distributed::RunAssembler assembler(inputs.size());
-  ScanOptions options;
+  IngestOptions options;
   options.threads = 2;
   // Senders in reverse order: rank 0 must not depend on arrival order.
   for (int r = ranks - 1; r >= 0; --r) {
@@ -195,12 +195,14 @@ pipescope::Run scan_as_ranks(const std::vector<InputFile>& inputs, int ranks,
         global.push_back(f);
       }
     }
-    pipescope::Run run = share.empty() ? pipescope::Run{} : scan_worker_logs(share, options);
+    std::vector<pipescope::FileResult> files = read_input_files(share, options);
     if (r == 0) {
-      assembler.add_local(0, std::move(run), global);
+      assembler.add_local(0, std::move(files), global);
       continue;
     }
-    distributed::BatchEncoder encoder(run, global, max_bytes);
+    std::uint64_t jobs = 0;
+    for (const pipescope::FileResult& f : files) jobs += f.device.jobs.size();
+    distributed::BatchEncoder encoder(files, global, max_bytes);
     std::string message;
     std::size_t messages = 0;
     while (encoder.next(message)) {
@@ -213,7 +215,7 @@ pipescope::Run scan_as_ranks(const std::vector<InputFile>& inputs, int ranks,
       ++messages;
     }
     // A share's jobs are split over as many messages as the bound needs.
-    EXPECT_GE(messages, run.job_count() * sizeof(Job) / max_bytes);
+    EXPECT_GE(messages, jobs * sizeof(Job) / max_bytes);
   }
   EXPECT_EQ(assembler.missing(), 0u);
   return assembler.finish();
@@ -222,9 +224,9 @@ pipescope::Run scan_as_ranks(const std::vector<InputFile>& inputs, int ranks,
 TEST(DistributedTransfer, MergedRunEqualsTheSingleProcessRun) {
   for (const char* sample : {"single", "multi", "edge"}) {
     const auto inputs = discover_inputs({std::string(PIPESCOPE_TESTDATA) + "/" + sample});
-    ScanOptions options;
+    IngestOptions options;
     options.threads = 2;
-    const pipescope::Run reference = scan_worker_logs(inputs, options);
+    const pipescope::Run reference = ingest_inputs(inputs, options);
     for (const int ranks : {1, 2, 3, 4, 7}) {
       for (const std::size_t max_bytes : {std::size_t{512}, distributed::kDefaultMessageBytes}) {
         SCOPED_TRACE(std::string(sample) + " ranks " + std::to_string(ranks) + " max " +
@@ -237,10 +239,10 @@ TEST(DistributedTransfer, MergedRunEqualsTheSingleProcessRun) {
 
 TEST(DistributedTransfer, MissingOrContradictoryMessagesAreRefused) {
   const auto inputs = discover_inputs({std::string(PIPESCOPE_TESTDATA) + "/multi"});
-  ScanOptions options;
-  const pipescope::Run run = scan_worker_logs(inputs, options);
+  IngestOptions options;
+  const std::vector<pipescope::FileResult> files = read_input_files(inputs, options);
   std::vector<std::size_t> global = {0, 1, 2, 3};
-  distributed::BatchEncoder encoder(run, global, 256);
+  distributed::BatchEncoder encoder(files, global, 256);
   std::vector<std::string> messages;
   for (std::string m; encoder.next(m);) messages.push_back(m);
   ASSERT_GT(messages.size(), 4u);

@@ -22,8 +22,8 @@
 #include "analysis/step_selection.h"
 #include "support/command_runner.h"
 #include "export/perfetto/perfetto_trace.pb.h"
-#include "scan/log_scanner.h"
-#include "source/discovery.h"
+#include "ingest/ingest.h"
+#include "ingest/discovery.h"
 #include "support/temp_dir.h"
 
 namespace pipescope {
@@ -114,8 +114,8 @@ struct Exported {
 std::unique_ptr<Exported> export_multi(bool absolute_time = false, bool flows = false,
                                        std::string_view steps = "") {
   auto e = std::make_unique<Exported>();
-  e->run = scan_worker_logs(discover_inputs({std::string(PIPESCOPE_TESTDATA) + "/multi"}),
-                            ScanOptions{});
+  e->run = ingest_inputs(discover_inputs({std::string(PIPESCOPE_TESTDATA) + "/multi"}),
+                            IngestOptions{});
   PipelineOptions pipeline;
   ClockReport clock = correct_run_clocks(e->run, pipeline);
   e->metrics = compute_metrics(e->run);

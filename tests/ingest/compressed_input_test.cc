@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "scan/log_scanner.h"
-#include "source/discovery.h"
+#include "ingest/ingest.h"
+#include "ingest/discovery.h"
 #include "support/compress_util.h"
 #include "support/temp_dir.h"
 
@@ -30,7 +30,7 @@ std::string sample_log(int jobs) {
 }
 
 pipescope::Run scan(const std::vector<std::string>& paths, std::size_t chunk = 4096) {
-  ScanOptions options;
+  IngestOptions options;
   options.limits.chunk_bytes = chunk;
   options.limits.max_line_bytes = 1024;
   std::vector<InputFile> inputs;
@@ -40,7 +40,7 @@ pipescope::Run scan(const std::vector<std::string>& paths, std::size_t chunk = 4
     f.device = f.rank = static_cast<int>(i);
     inputs.push_back(f);
   }
-  return scan_worker_logs(inputs, options);
+  return ingest_inputs(inputs, options);
 }
 
 TEST(CompressedInput, SameJobsAsThePlainFile) {

@@ -9,8 +9,8 @@
 
 #include "support/command_runner.h"
 #include "support/compress_util.h"
-#include "scan/log_scanner.h"
-#include "source/discovery.h"
+#include "ingest/ingest.h"
+#include "ingest/discovery.h"
 #include "support/temp_dir.h"
 
 namespace pipescope {
@@ -29,9 +29,9 @@ void write(const std::string& path, const std::string& text) {
 }
 
 pipescope::Run scan(const std::string& dir, std::size_t chunk_bytes = 8 << 20) {
-  ScanOptions options;
+  IngestOptions options;
   options.limits.chunk_bytes = chunk_bytes;
-  return scan_worker_logs(discover_inputs({dir}), options);
+  return ingest_inputs(discover_inputs({dir}), options);
 }
 
 TEST(GrowingFile, PartialLastLineIsNotReadNorMalformedUntilComplete) {

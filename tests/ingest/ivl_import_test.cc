@@ -11,9 +11,9 @@
 
 #include "analysis/metrics.h"
 #include "records/ivl_writer.h"
-#include "records/record_import.h"
-#include "scan/log_scanner.h"
-#include "source/discovery.h"
+#include "ingest/ivl_import.h"
+#include "ingest/ingest.h"
+#include "ingest/discovery.h"
 #include "support/temp_dir.h"
 
 namespace pipescope {
@@ -63,7 +63,7 @@ TEST(RecordImport, ReadsJobsAndReportsBadRecords) {
   input.device = 4;
   input.rank = 2;
   input.size_bytes = std::filesystem::file_size(path);
-  const ImportedRecords r = import_ivl_file(input);
+  const FileResult r = import_ivl_file(input);
   ASSERT_EQ(r.device.jobs.size(), 2u);
   EXPECT_EQ(r.device.index, 4);
   EXPECT_EQ(r.device.jobs[0].start_ns, 1000);
@@ -105,9 +105,9 @@ TEST(RecordImport, DiscoveryPlacesFilesByHeaderAndMixesWithLogs) {
   EXPECT_EQ(inputs[4].path, dir / "recs/broken.ivl");  // unreadable header: last
   for (std::size_t i = 1; i < 5; ++i) EXPECT_EQ(inputs[i].format, InputFormat::ivl);
 
-  ScanOptions options;
+  IngestOptions options;
   options.threads = 2;
-  const pipescope::Run run = scan_worker_logs(inputs, options);
+  const pipescope::Run run = ingest_inputs(inputs, options);
   ASSERT_EQ(run.devices.size(), 5u);
   EXPECT_EQ(run.devices[0].jobs.size(), 1u);
   EXPECT_EQ(run.devices[1].jobs.size(), 4u);

@@ -1,4 +1,4 @@
-#include "scan/log_scanner.h"
+#include "ingest/ingest.h"
 
 #include <gtest/gtest.h>
 
@@ -79,8 +79,8 @@ std::vector<InputFile> inputs_for(const std::vector<std::string>& paths) {
 TEST(LogScanner, FindsEveryJobWithExactLineNumbers) {
   TempDir dir;
   const std::string path = dir.write("workerlog.0", sample_log(40));
-  ScanOptions options;
-  const pipescope::Run run = scan_worker_logs(inputs_for({path}), options);
+  IngestOptions options;
+  const pipescope::Run run = ingest_inputs(inputs_for({path}), options);
   ASSERT_EQ(run.devices.size(), 1u);
   ASSERT_EQ(run.devices[0].jobs.size(), 40u);
   // Line 1 banner, 2 step start, then per job: noise, job (+ a malformed line).
@@ -106,17 +106,17 @@ TEST(LogScanner, EveryChunkSizeAndThreadCountGivesTheSameResult) {
     if (f == 1) log.pop_back();  // last line without '\n'
     paths.push_back(dir.write(fmt::format("workerlog.{}", f), log));
   }
-  ScanOptions reference_options;
+  IngestOptions reference_options;
   reference_options.threads = 1;
-  const Snapshot reference = snapshot(scan_worker_logs(inputs_for(paths), reference_options));
+  const Snapshot reference = snapshot(ingest_inputs(inputs_for(paths), reference_options));
   // File 1 ends in a job line without its newline: a partial line, not read.
   ASSERT_EQ(reference.jobs.size(), 30u + 36u + 44u);
   for (const std::size_t chunk : {1ul, 2ul, 7ul, 64ul, 200ul, 4096ul, 1ul << 20}) {
     for (const unsigned threads : {1u, 2u, 4u}) {
-      ScanOptions options;
+      IngestOptions options;
       options.threads = threads;
       options.limits.chunk_bytes = chunk;
-      const Snapshot got = snapshot(scan_worker_logs(inputs_for(paths), options));
+      const Snapshot got = snapshot(ingest_inputs(inputs_for(paths), options));
       EXPECT_EQ(got, reference) << "chunk " << chunk << " threads " << threads;
     }
   }
@@ -131,10 +131,10 @@ TEST(LogScanner, SkipsOverlongLinesAndReportsWhere) {
   const std::string path = dir.write("workerlog.0", log);
   // Chunks smaller than the long lines: the reader skips all three of them.
   for (const std::size_t chunk : {100ul, 1000ul, 3000ul}) {
-    ScanOptions options;
+    IngestOptions options;
     options.limits.chunk_bytes = chunk;
     options.limits.max_line_bytes = 1024;
-    const auto run = scan_worker_logs(inputs_for({path}), options);
+    const auto run = ingest_inputs(inputs_for({path}), options);
     ASSERT_EQ(run.devices[0].jobs.size(), 2u) << chunk;
     EXPECT_EQ(run.devices[0].jobs[1].line, 3u);
     EXPECT_EQ(run.inputs[0].oversized, 3u) << chunk;
@@ -150,10 +150,10 @@ TEST(LogScanner, SkipsOverlongLinesAndReportsWhere) {
   // Chunks that hold them whole: a long candidate line is still rejected the
   // same way, so the jobs never depend on where chunks happen to end.
   for (const std::size_t chunk : {6000ul, 1ul << 20}) {
-    ScanOptions options;
+    IngestOptions options;
     options.limits.chunk_bytes = chunk;
     options.limits.max_line_bytes = 1024;
-    const auto run = scan_worker_logs(inputs_for({path}), options);
+    const auto run = ingest_inputs(inputs_for({path}), options);
     ASSERT_EQ(run.devices[0].jobs.size(), 2u) << chunk;
     EXPECT_EQ(run.inputs[0].lines, 5u) << chunk;
     EXPECT_GE(run.inputs[0].oversized, 1u) << chunk;
@@ -171,7 +171,7 @@ TEST(LogScanner, EmptyUnreadableAndBinaryFilesDoNotStopTheRest) {
   std::string junk("\x00\xff\xfe binary \x80\x81\n", 15);
   junk += job_line(0, "forward", 0, 3, 4) + std::string("\xc3\x28 invalid utf-8\n");
   const std::string binary = dir.write("workerlog.3", junk);
-  const pipescope::Run run = scan_worker_logs(inputs_for({good, empty, missing, binary}), {});
+  const pipescope::Run run = ingest_inputs(inputs_for({good, empty, missing, binary}), {});
   EXPECT_EQ(run.devices[0].jobs.size(), 1u);
   EXPECT_EQ(run.devices[1].jobs.size(), 0u);
   EXPECT_EQ(run.devices[3].jobs.size(), 1u);

@@ -1,4 +1,4 @@
-#include "source/discovery.h"
+#include "ingest/discovery.h"
 
 #include <gtest/gtest.h>
 

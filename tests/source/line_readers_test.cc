@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "scan/log_scanner.h"
+#include "ingest/ingest.h"
 #include "source/line_chunker.h"
 #include "source/range_reader.h"
 #include "support/temp_dir.h"
@@ -117,9 +117,9 @@ TEST(LineReaders, APipeIsReadInOrderWithTheSameResult) {
   a.path = regular;
   b.path = fifo;
   b.device = b.rank = 1;
-  ScanOptions options;
+  IngestOptions options;
   options.limits.chunk_bytes = 4096;
-  const auto run = scan_worker_logs({a, b}, options);
+  const auto run = ingest_inputs({a, b}, options);
   writer.join();
   ASSERT_EQ(run.devices[0].jobs.size(), 2000u);
   ASSERT_EQ(run.devices[1].jobs.size(), 2000u);

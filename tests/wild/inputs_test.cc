@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "support/command_runner.h"
-#include "scan/log_scanner.h"
-#include "source/discovery.h"
+#include "ingest/ingest.h"
+#include "ingest/discovery.h"
 #include "source/range_reader.h"
 #include "support/temp_dir.h"
 #include "support/wild_util.h"
@@ -39,7 +39,7 @@ TEST(WildInputs, SymlinkLoopAndDanglingLinkAreReportedNotSkippedSilently) {
   fs::create_symlink("gone/file", dir / "logs/workerlog.2");     // dangling
   const auto inputs = discover_inputs({dir / "logs"});
   ASSERT_EQ(inputs.size(), 3u);  // the two broken links keep their ranks
-  const pipescope::Run run = scan_worker_logs(inputs, {});
+  const pipescope::Run run = ingest_inputs(inputs, {});
   EXPECT_EQ(run.job_count(), 8u);
   EXPECT_NE(run.inputs[1].error.find("Too many levels of symbolic links"), std::string::npos)
       << run.inputs[1].error;
@@ -136,9 +136,9 @@ TEST(WildInputs, FileTruncatedWhileReadKeepsWhatWasThereAndSaysSo) {
   // Cut inside a job line, before its fields: a partial line that is no job.
   const std::size_t cut = log.find("Profiler Info: Job", log.size() / 2) + 10;
   ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(cut)), 0);
-  ScanOptions options;
+  IngestOptions options;
   options.limits.chunk_bytes = 4096;
-  const pipescope::Run run = scan_worker_logs(inputs, options);
+  const pipescope::Run run = ingest_inputs(inputs, options);
   // Every job line wholly before the cut is kept.
   std::size_t complete = 0;
   for (std::size_t pos = 0; (pos = log.find("Profiler Info: Job", pos)) != std::string::npos; ++pos) {
@@ -183,7 +183,7 @@ TEST(WildInputs, FileGrowingWhileReadIsReadUpToItsSizeAtOpen) {
   EXPECT_EQ(chunk.text.size(), size);  // ends on a line boundary at the old size
   // The scan reads the file as it is when the scan opens it: no crash, no
   // message (growing logs are normal), every line counted once.
-  const pipescope::Run run = scan_worker_logs(inputs, {});
+  const pipescope::Run run = ingest_inputs(inputs, {});
   EXPECT_EQ(run.job_count(), 100u);
   EXPECT_FALSE(has_diagnostic(run, "shrank"));
 }
@@ -196,10 +196,10 @@ TEST(WildInputs, FileReplacedDuringTheRunIsReadAsTheNewFile) {
   // Replaced (rename over it, as log rotation does) by a shorter file.
   const std::string fresh = dir.write("fresh", testing::wild_log(10));
   fs::rename(fresh, path);
-  ScanOptions options;
+  IngestOptions options;
   options.threads = 2;
   options.limits.chunk_bytes = 4096;
-  const pipescope::Run run = scan_worker_logs(inputs, options);
+  const pipescope::Run run = ingest_inputs(inputs, options);
   EXPECT_EQ(run.devices[0].jobs.size(), 10u);
   EXPECT_EQ(run.devices[1].jobs.size(), 80u);
   EXPECT_TRUE(has_diagnostic(run, "file shrank from"));

@@ -13,8 +13,8 @@
 #include <string>
 
 #include "support/command_runner.h"
-#include "scan/log_scanner.h"
-#include "source/discovery.h"
+#include "ingest/ingest.h"
+#include "ingest/discovery.h"
 #include "support/temp_dir.h"
 #include "support/wild_util.h"
 

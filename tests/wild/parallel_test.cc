@@ -9,9 +9,9 @@
 #include <tuple>
 #include <vector>
 
-#include "scan/log_scanner.h"
+#include "ingest/ingest.h"
 #include "support/compress_util.h"
-#include "source/discovery.h"
+#include "ingest/discovery.h"
 #include "support/temp_dir.h"
 #include "support/wild_util.h"
 
@@ -56,18 +56,18 @@ TEST(WildParallel, ManyFilesManyThreadsTinyChunksEqualOneThread) {
   const auto inputs = discover_inputs({dir / "logs"});
   ASSERT_EQ(inputs.size(), 48u);
 
-  ScanOptions reference;
+  IngestOptions reference;
   reference.threads = 1;
   reference.limits.chunk_bytes = std::size_t{8} << 20;
   reference.limits.max_line_bytes = 512;
-  const pipescope::Run expected = scan_worker_logs(inputs, reference);
+  const pipescope::Run expected = ingest_inputs(inputs, reference);
   ASSERT_GT(expected.job_count(), 3000u);
 
   for (const std::size_t chunk : {std::size_t{64}, std::size_t{997}, std::size_t{4096}}) {
-    ScanOptions options = reference;
+    IngestOptions options = reference;
     options.threads = 8;
     options.limits.chunk_bytes = chunk;
-    const pipescope::Run run = scan_worker_logs(inputs, options);
+    const pipescope::Run run = ingest_inputs(inputs, options);
     EXPECT_EQ(jobs_of(run), jobs_of(expected)) << "chunk " << chunk;
     std::uint64_t oversized = 0, expected_oversized = 0;
     for (const auto& s : run.inputs) oversized += s.oversized;

@@ -1,4 +1,4 @@
-#include "source/discovery.h"
+#include "ingest/discovery.h"
 
 #include <algorithm>
 #include <charconv>
@@ -10,6 +10,7 @@
 
 #include <fmt/core.h>
 
+#include "ingest/input_formats.h"
 #include "records/ivl_reader.h"
 
 namespace pipescope {
@@ -92,8 +93,7 @@ std::vector<InputFile> worker_logs_in(const std::vector<fs::directory_entry>& en
 }
 
 bool is_ivl_file(const fs::directory_entry& entry) {
-  const std::string name = entry.path().filename().string();
-  return name.size() > 4 && name.ends_with(".ivl") && is_regular(entry);
+  return format_by_name(entry.path().filename().string()) == InputFormat::ivl && is_regular(entry);
 }
 
 /// Places .ivl files by their headers: files naming one machine index form
@@ -182,6 +182,12 @@ void add_file(const fs::path& file, std::vector<Machine>& machines,
   machine.ranks.push_back(std::move(input));
 }
 
+/// A file given directly: its name decides, else its first bytes.
+InputFormat format_of_given_file(const fs::path& path) {
+  if (const auto by_name = format_by_name(path.filename().string())) return *by_name;
+  return format_by_content(path.string());
+}
+
 }  // namespace
 
 int worker_log_rank(std::string_view file_name) {
@@ -210,7 +216,9 @@ std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths) {
     }
     if (fs::is_directory(status)) {
       add_folder(path, machines);
-    } else if (path.filename().string().ends_with(".ivl")) {
+    } else if (format_of_given_file(path) == InputFormat::ivl) {
+      // A file given directly is sniffed when its name says nothing: records
+      // saved under another name are still read as records.
       add_ivl_files({path}, machines, ivl_machine_of_key);
     } else {
       add_file(path, machines, machine_of_parent);

@@ -1,22 +1,20 @@
-#include "scan/log_scanner.h"
+#include "ingest/text_log_reader.h"
 
 #include <tbb/concurrent_queue.h>
 #include <tbb/enumerable_thread_specific.h>
-#include <tbb/global_control.h>
 #include <tbb/info.h>
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_group.h>
 
 #include <algorithm>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <filesystem>
 #include <system_error>
 
 #include <fmt/core.h>
 
-#include "records/record_import.h"
+#include "ingest/ingest.h"
 #include "scan/chunk_scanner.h"
 #include "scan/prefilter.h"
 #include "source/byte_stream.h"
@@ -113,7 +111,7 @@ class RangeCursor {
 
 /// Scans one chunk already read into `item` (no-op for an item with an error).
 void scan_item(WorkItem& item, const Prefilter& prefilter, Prefilter::Scratch& scratch,
-               const ScanOptions& options) {
+               const IngestOptions& options) {
   item.scan.clear();
   if (!item.error.empty()) return;
   ChunkScanOptions scan_options;
@@ -124,43 +122,41 @@ void scan_item(WorkItem& item, const Prefilter& prefilter, Prefilter::Scratch& s
   scan_chunk(item.chunk.text, prefilter, scratch, scan_options, item.scan);
 }
 
-/// The ordered stage: owns the Run while it is built.
-class RunBuilder {
+/// Builds each file's result from its chunks. One file's chunks always
+/// arrive in order and from one thread at a time (the ordered stage, or the
+/// file's stream task), so files need no lock of their own.
+class ResultBuilder {
  public:
-  RunBuilder(const std::vector<InputFile>& inputs, const ScanOptions& options)
-      : inputs_(inputs), options_(options), lines_(inputs.size(), 0),
-        diagnostics_(inputs.size()), first_step_(inputs.size()) {
-    run_.devices.resize(inputs.size());
-    run_.inputs.resize(inputs.size());
+  ResultBuilder(const std::vector<InputFile>& inputs, const IngestOptions& options,
+                ProgressMeter& progress)
+      : inputs_(inputs), options_(options), progress_(progress), files_(inputs.size()) {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
-      Device& device = run_.devices[i];
+      Device& device = files_[i].result.device;
       device.index = inputs[i].device;
       device.machine = inputs[i].machine;
       device.machine_name = inputs[i].machine_name;
       device.rank = inputs[i].rank;
       device.path = inputs[i].path;
-      run_.inputs[i].path = inputs[i].path;
-      progress_.bytes_total += inputs[i].size_bytes;
+      files_[i].result.stats.path = inputs[i].path;
     }
-    progress_.files_total = inputs.size();
   }
 
-  /// Thread-safe: the ordered stage and the stream readers both call it
-  /// (for different files; one file's chunks always arrive in order).
   void consume(WorkItem& item) {
-    std::lock_guard lock(mutex_);
     const std::size_t f = item.file;
-    InputStats& stats = run_.inputs[f];
+    File& file = files_[f];
+    InputStats& stats = file.result.stats;
     if (!item.error.empty()) {
       stats.error = item.error;
       note(f, 0, item.error);
+      if (item.last_of_file) progress_.advance(0, 1);
       return;
     }
-    for (const SkippedLine& skipped : item.chunk.skipped_before) skip_line(f, skipped);
+    std::uint64_t bytes = item.chunk.text.size();
+    for (const SkippedLine& skipped : item.chunk.skipped_before) bytes += skip_line(f, skipped);
     const ChunkScan& scan = item.scan;
-    const std::uint64_t base = lines_[f];
+    const std::uint64_t base = file.lines;
     stats.bytes += item.chunk.text.size();
-    stats.lines = lines_[f] = base + scan.lines;
+    stats.lines = file.lines = base + scan.lines;
     stats.malformed += scan.malformed;
     stats.oversized += scan.oversized;
     stats.matched += scan.jobs.size();
@@ -172,7 +168,7 @@ class RunBuilder {
     for (const LineProblem& problem : scan.problems) {
       note(f, base + problem.line + 1, std::string(describe(problem.error)));
     }
-    if (scan.first_step && !first_step_[f]) first_step_[f] = scan.first_step;
+    if (scan.first_step && !file.result.first_step) file.result.first_step = scan.first_step;
     if (scan.partial_last_line > 0) {
       stats.partial_last_line_bytes = scan.partial_last_line;
       note(f, stats.lines,
@@ -181,7 +177,7 @@ class RunBuilder {
                        scan.partial_last_line));
     }
 
-    auto& jobs = run_.devices[f].jobs;
+    auto& jobs = file.result.device.jobs;
     if (jobs.capacity() == 0 && !scan.jobs.empty()) {
       // Reserve once for the whole file from the first chunk's job density,
       // instead of doubling (each doubling copies every job and faults in
@@ -193,74 +189,73 @@ class RunBuilder {
                                             static_cast<double>(inputs_[f].size_bytes)) +
                    scan.jobs.size());
     }
-    type_map_.clear();
-    for (const std::string& name : scan.types) type_map_.push_back(run_.types.intern(name));
+    file.type_map.clear();
+    for (const std::string& name : scan.types) file.type_map.push_back(file.result.types.intern(name));
     const std::size_t first = jobs.size();
     jobs.insert(jobs.end(), scan.jobs.begin(), scan.jobs.end());
     for (std::size_t i = first; i < jobs.size(); ++i) {
       Job& job = jobs[i];
-      job.type = type_map_[job.type];
+      job.type = file.type_map[job.type];
       job.line = static_cast<std::uint32_t>(std::min<std::uint64_t>(base + job.line + 1, UINT32_MAX));
     }
-    if (item.chunk.skipped_after) skip_line(f, *item.chunk.skipped_after);
-    if (item.last_of_file) ++progress_.files_done;
-    progress_.bytes_done += item.chunk.text.size();
-    if (options_.on_progress) options_.on_progress(progress_);
+    if (item.chunk.skipped_after) bytes += skip_line(f, *item.chunk.skipped_after);
+    progress_.advance(bytes, item.last_of_file ? 1 : 0);
   }
 
-  Run finish() {
+  std::vector<FileResult> finish() {
+    std::vector<FileResult> results;
+    results.reserve(files_.size());
     for (std::size_t f = 0; f < inputs_.size(); ++f) {
-      if (run_.inputs[f].error.empty() && run_.inputs[f].bytes == 0) note(f, 0, "file is empty");
+      const InputStats& stats = files_[f].result.stats;
+      if (stats.error.empty() && stats.bytes == 0) note(f, 0, "file is empty");
       // A log truncated (or replaced by a shorter one) while it was read:
       // ranges past the new end read nothing, so say so instead of silently
       // reporting fewer lines.
       std::error_code ec;
       const std::uint64_t now = std::filesystem::file_size(inputs_[f].path, ec);
-      if (!ec && run_.inputs[f].error.empty() && now < inputs_[f].size_bytes) {
+      if (!ec && stats.error.empty() && now < inputs_[f].size_bytes) {
         note(f, 0,
              fmt::format("file shrank from {} to {} bytes while it was read (truncated or "
                          "replaced); lines past byte {} are missing",
                          inputs_[f].size_bytes, now, now));
       }
-      if (first_step_[f] && (!run_.first_step || *first_step_[f] < *run_.first_step)) {
-        run_.first_step = first_step_[f];
-      }
-      for (auto& d : diagnostics_[f]) run_.diagnostics.push_back(std::move(d));
+      results.push_back(std::move(files_[f].result));
     }
-    run_.finalize();
-    return std::move(run_);
+    return results;
   }
 
  private:
-  /// Accounts for a line the reader dropped as over-long.
-  void skip_line(std::size_t f, const SkippedLine& skipped) {
-    InputStats& stats = run_.inputs[f];
-    ++lines_[f];
-    stats.lines = lines_[f];
+  struct File {
+    FileResult result;
+    std::uint64_t lines = 0;
+    std::vector<TypeId> type_map;  // chunk type id -> file type id
+  };
+
+  /// Accounts for a line the reader dropped as over-long; returns its bytes.
+  std::uint64_t skip_line(std::size_t f, const SkippedLine& skipped) {
+    File& file = files_[f];
+    InputStats& stats = file.result.stats;
+    stats.lines = ++file.lines;
     ++stats.oversized;
     const std::uint64_t bytes = skipped.length + (skipped.has_newline ? 1 : 0);
     stats.bytes += bytes;
-    progress_.bytes_done += bytes;
-    note(f, lines_[f],
+    note(f, file.lines,
          fmt::format("line of {} bytes at byte offset {} is longer than the {}-byte limit; skipped",
                      skipped.length, skipped.offset, options_.limits.max_line_bytes));
+    return bytes;
   }
 
-  void note(std::size_t file, std::uint64_t line, std::string message) {
-    if (diagnostics_[file].size() < options_.diagnostics_per_file) {
-      diagnostics_[file].push_back({inputs_[file].path, line, std::move(message)});
+  void note(std::size_t f, std::uint64_t line, std::string message) {
+    auto& diagnostics = files_[f].result.diagnostics;
+    if (diagnostics.size() < options_.diagnostics_per_file) {
+      diagnostics.push_back({inputs_[f].path, line, std::move(message)});
     }
   }
 
-  std::mutex mutex_;
   const std::vector<InputFile>& inputs_;
-  const ScanOptions& options_;
-  Run run_;
-  std::vector<std::uint64_t> lines_;
-  std::vector<std::vector<Diagnostic>> diagnostics_;
-  std::vector<std::optional<std::int64_t>> first_step_;
-  std::vector<TypeId> type_map_;
-  ScanProgress progress_;
+  const IngestOptions& options_;
+  ProgressMeter& progress_;
+  std::vector<File> files_;
 };
 
 /// Reads one stream file (compressed, or not a regular file) in order on
@@ -268,7 +263,7 @@ class RunBuilder {
 /// with each other and with the range pipeline instead.
 void scan_stream(std::size_t file, const InputFile& input, const Prefilter& prefilter,
                  tbb::enumerable_thread_specific<Prefilter::Scratch>& scratches,
-                 const ScanOptions& options, RunBuilder& builder) {
+                 const IngestOptions& options, ResultBuilder& builder) {
   auto item = std::make_unique<WorkItem>(options.limits);
   item->file = file;
   try {
@@ -289,19 +284,14 @@ void scan_stream(std::size_t file, const InputFile& input, const Prefilter& pref
 
 }  // namespace
 
-Run scan_worker_logs(const std::vector<InputFile>& inputs, const ScanOptions& options) {
-  // .ivl record files are imported by records/record_import.h, not scanned as
-  // text; that path calls back here with the worker logs alone.
-  if (has_ivl_inputs(inputs)) return scan_mixed_inputs(inputs, options);
+std::vector<FileResult> read_text_logs(const std::vector<InputFile>& inputs,
+                                       const IngestOptions& options, ProgressMeter& progress) {
   const unsigned threads =
       options.threads > 0 ? options.threads : static_cast<unsigned>(tbb::info::default_concurrency());
-  tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, threads);
-
   const Prefilter prefilter;
   tbb::enumerable_thread_specific<Prefilter::Scratch> scratches(
       [&prefilter] { return Prefilter::Scratch(prefilter); });
-  RunBuilder builder(inputs, options);
-
+  ResultBuilder builder(inputs, options, progress);
   std::vector<std::size_t> range_files;
   tbb::task_group streams;
   for (std::size_t f = 0; f < inputs.size(); ++f) {

@@ -9,17 +9,13 @@
 #pragma once
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
-namespace pipescope {
+#include "model/errors.h"
 
-/// A fatal set-up problem with the inputs (nothing sensible can be analysed).
-class InputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace pipescope {
 
 /// How an input file is read.
 enum class InputFormat {
@@ -42,7 +38,8 @@ struct InputFile {
 int worker_log_rank(std::string_view file_name);
 
 /// Discovers the worker logs (and `.ivl` record files: any name ending in
-/// `.ivl`, in a folder or its machineK/ sub-folders, or given directly; their
+/// `.ivl`, in a folder or its machineK/ sub-folders, or given directly, where
+/// a file whose name claims no format is sniffed (input_formats.h); their
 /// header names machine and rank) under `paths`. Throws InputError for a path that
 /// does not exist or cannot be listed, and for a folder without worker logs
 /// (naming what was looked for), or when two inputs claim the same machine

@@ -1,0 +1,27 @@
+// What one reader made of one input file: the unit every reader produces and
+// the one merge (run_merge.h) consumes, whatever the file's format. Type ids
+// in `device.jobs` index the file's own `types`, so readers never share state
+// and the merge alone decides the run's ids.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "model/run.h"
+
+namespace pipescope {
+
+struct FileResult {
+  /// The file's place (from discovery) and its jobs in file order.
+  Device device;
+  /// Job type names used by `device.jobs` (the file's own ids).
+  TypeTable types;
+  InputStats stats;
+  /// The first few problems of the file, in file order.
+  std::vector<Diagnostic> diagnostics;
+  /// `Schedule Profiler start at step N` or the record header's first step.
+  std::optional<std::int64_t> first_step;
+};
+
+}  // namespace pipescope

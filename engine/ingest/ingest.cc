@@ -1,0 +1,75 @@
+#include "ingest/ingest.h"
+
+#include <tbb/global_control.h>
+#include <tbb/info.h>
+#include <tbb/task_group.h>
+
+#include <utility>
+
+#include "ingest/input_formats.h"
+#include "ingest/run_merge.h"
+
+namespace pipescope {
+
+ProgressMeter::ProgressMeter(const std::vector<InputFile>& inputs, const IngestOptions& options)
+    : callback_(options.on_progress) {
+  progress_.files_total = inputs.size();
+  for (const InputFile& input : inputs) progress_.bytes_total += input.size_bytes;
+}
+
+void ProgressMeter::advance(std::uint64_t bytes, std::size_t files) {
+  std::lock_guard lock(mutex_);
+  progress_.bytes_done += bytes;
+  progress_.files_done += files;
+  if (callback_) callback_(progress_);
+}
+
+std::vector<FileResult> read_input_files(const std::vector<InputFile>& inputs,
+                                         const IngestOptions& options) {
+  const unsigned threads = options.threads > 0
+                               ? options.threads
+                               : static_cast<unsigned>(tbb::info::default_concurrency());
+  tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, threads);
+  ProgressMeter progress(inputs, options);
+
+  // Each format's files, in input order, with their places in the input list.
+  struct Batch {
+    const InputFormatSpec* format;
+    std::vector<InputFile> files;
+    std::vector<std::size_t> index;
+    std::vector<FileResult> results;
+  };
+  std::vector<Batch> batches;
+  for (const InputFormatSpec& format : input_formats()) batches.push_back({&format, {}, {}, {}});
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    for (Batch& batch : batches) {
+      if (batch.format->format != inputs[i].format) continue;
+      batch.files.push_back(inputs[i]);
+      batch.index.push_back(i);
+    }
+  }
+
+  // The readers run side by side; each spreads its own work over the threads.
+  tbb::task_group readers;
+  for (Batch& batch : batches) {
+    if (batch.files.empty()) continue;
+    readers.run([&batch, &options, &progress] {
+      batch.results = batch.format->read(batch.files, options, progress);
+    });
+  }
+  readers.wait();
+
+  std::vector<FileResult> results(inputs.size());
+  for (Batch& batch : batches) {
+    for (std::size_t k = 0; k < batch.results.size(); ++k) {
+      results[batch.index[k]] = std::move(batch.results[k]);
+    }
+  }
+  return results;
+}
+
+Run ingest_inputs(const std::vector<InputFile>& inputs, const IngestOptions& options) {
+  return merge_file_results(read_input_files(inputs, options));
+}
+
+}  // namespace pipescope

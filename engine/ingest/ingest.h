@@ -1,0 +1,68 @@
+// Reads a run's input files into the model. The layer between the readers of
+// each format and everything above: it picks each file's reader from the
+// format table (input_formats.h), runs the readers side by side on the oneTBB
+// scheduler, and hands their per-file results to the one merge
+// (run_merge.h) that builds the Run.
+//
+// Usage:
+//   std::vector<InputFile> inputs = discover_inputs({"logs/"});  // discovery.h
+//   Run run = ingest_inputs(inputs, {});
+// or, where the results travel before they are merged (analyze --mpi):
+//   std::vector<FileResult> mine = read_input_files(my_inputs, options);
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "ingest/discovery.h"
+#include "ingest/file_result.h"
+#include "model/run.h"
+#include "source/line_chunker.h"
+
+namespace pipescope {
+
+struct IngestProgress {
+  std::uint64_t bytes_done = 0;
+  std::uint64_t bytes_total = 0;  ///< sum of the file sizes at discovery
+  std::size_t files_done = 0;
+  std::size_t files_total = 0;
+};
+
+struct IngestOptions {
+  /// Worker threads; 0 means one per core.
+  unsigned threads = 0;
+  ReadLimits limits;
+  /// Diagnostics kept per input file (the counts are always complete).
+  std::size_t diagnostics_per_file = 5;
+  /// Called as files are read (from reader threads, one call at a time;
+  /// keep it cheap).
+  std::function<void(const IngestProgress&)> on_progress;
+};
+
+/// Progress shared by the readers running side by side: each reports what it
+/// read, the callback sees the sums.
+class ProgressMeter {
+ public:
+  ProgressMeter(const std::vector<InputFile>& inputs, const IngestOptions& options);
+  /// Thread-safe.
+  void advance(std::uint64_t bytes, std::size_t files);
+
+ private:
+  std::mutex mutex_;
+  IngestProgress progress_;
+  const std::function<void(const IngestProgress&)>& callback_;
+};
+
+/// Reads every input with its format's reader. One result per input, in
+/// input order. A file that cannot be read is described in its result
+/// (InputStats::error and a diagnostic); the others are still read.
+std::vector<FileResult> read_input_files(const std::vector<InputFile>& inputs,
+                                         const IngestOptions& options);
+
+/// read_input_files() and merge_file_results(): the finalized Run, one
+/// Device per input, in input order.
+Run ingest_inputs(const std::vector<InputFile>& inputs, const IngestOptions& options);
+
+}  // namespace pipescope

@@ -1,0 +1,88 @@
+#include "ingest/ivl_import.h"
+
+#include <fmt/core.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+
+#include "ingest/ingest.h"
+#include "records/ivl_reader.h"
+
+namespace pipescope {
+
+FileResult import_ivl_file(const InputFile& input, std::size_t max_diagnostics) {
+  FileResult out;
+  Device& device = out.device;
+  device.index = input.device;
+  device.machine = input.machine;
+  device.machine_name = input.machine_name;
+  device.rank = input.rank;
+  device.path = input.path;
+  out.stats.path = input.path;
+
+  auto note = [&](std::uint64_t offset, std::string message, bool whole_file) {
+    if (out.diagnostics.size() >= max_diagnostics) return;
+    out.diagnostics.push_back(
+        {input.path, 0,
+         whole_file ? std::move(message) : fmt::format("byte offset {}: {}", offset, message)});
+  };
+
+  std::vector<TypeId> type_map;  // file type id -> out.types id
+  std::uint64_t ordinal = 0;     // records seen, accepted or not
+  ivl::ReadCallbacks callbacks;
+  callbacks.on_header = [&](const ivl::Header& header) {
+    out.first_step = header.first_step;
+    // Records take 32 bytes each: the file's real size bounds the count.
+    if (input.size_bytes > header.header_bytes) {
+      device.jobs.reserve((input.size_bytes - header.header_bytes) / ivl::kRecordBytes);
+    }
+  };
+  callbacks.on_records = [&](const ivl::RecordBlock& block) {
+    const auto& names = *block.types;
+    while (type_map.size() < names.size())
+      type_map.push_back(out.types.intern(names[type_map.size()]));
+    std::size_t kept = 0;
+    for (std::uint32_t i = 0; i < block.count; ++i, ++ordinal) {
+      const ivl::Record r = block.record(i);
+      if (r.end_ns < r.start_ns || r.type >= type_map.size()) [[unlikely]] {
+        ++out.stats.malformed;
+        note(block.offset + ivl::kBlockHeaderBytes + std::uint64_t{i} * ivl::kRecordBytes,
+             r.end_ns < r.start_ns
+                 ? fmt::format("record {} ends before it starts; skipped", ordinal)
+                 : fmt::format("record {} has undefined job type id {}; skipped", ordinal, r.type),
+             false);
+        continue;
+      }
+      Job& job = device.jobs.emplace_back();
+      ++kept;
+      job.start_ns = r.start_ns;
+      job.end_ns = r.end_ns;
+      job.job_id = static_cast<std::int64_t>(ordinal);
+      job.micro_batch = r.micro_batch;
+      job.type = type_map[r.type];
+      job.line = static_cast<std::uint32_t>(std::min<std::uint64_t>(ordinal + 1, UINT32_MAX));
+    }
+    out.stats.matched += kept;
+  };
+  callbacks.on_problem = [&](const ivl::Problem& p) {
+    const bool whole = p.kind == ivl::ProblemKind::io || p.kind == ivl::ProblemKind::header;
+    if (whole) out.stats.error = p.message;
+    note(p.offset, p.message, whole);
+  };
+  const ivl::ReadResult result = ivl::read_file(input.path, callbacks);
+  out.stats.bytes = result.bytes;
+  out.stats.lines = result.records;
+  return out;
+}
+
+std::vector<FileResult> read_ivl_files(const std::vector<InputFile>& files,
+                                       const IngestOptions& options, ProgressMeter& progress) {
+  std::vector<FileResult> results(files.size());
+  tbb::parallel_for(std::size_t{0}, files.size(), [&](std::size_t i) {
+    results[i] = import_ivl_file(files[i], options.diagnostics_per_file);
+    progress.advance(results[i].stats.bytes, 1);
+  });
+  return results;
+}
+
+}  // namespace pipescope

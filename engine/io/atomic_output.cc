@@ -1,0 +1,93 @@
+#include "io/atomic_output.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+namespace pipescope::io {
+
+namespace {
+
+// Several writers of one process may target the same folder at once; the
+// counter keeps their temporary names apart, the pid keeps processes apart.
+std::atomic<unsigned> temp_counter{0};
+
+std::string temp_path_for(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::string name = "." + p.filename().string() + ".tmp-" + std::to_string(::getpid()) +
+                           "-" +
+                           std::to_string(temp_counter.fetch_add(1, std::memory_order_relaxed));
+  const auto parent = p.parent_path();
+  return parent.empty() ? name : (parent / name).string();
+}
+
+}  // namespace
+
+void ensure_output_dir(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (!ec && !std::filesystem::is_directory(path, ec) && !ec) {
+    ec = std::make_error_code(std::errc::not_a_directory);
+  }
+  if (ec) throw std::system_error(ec, "cannot create output folder " + path);
+}
+
+AtomicOutput::AtomicOutput(std::string path) : path_(std::move(path)) {
+  temp_path_ = temp_path_for(path_);
+  fd_ = FileDescriptor::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0666);
+  if (!fd_.valid()) {
+    const int error = errno;
+    temp_path_.clear();  // nothing to remove
+    fail(error);
+  }
+}
+
+AtomicOutput::AtomicOutput(AtomicOutput&& other) noexcept
+    : path_(std::move(other.path_)),
+      temp_path_(std::exchange(other.temp_path_, {})),
+      fd_(std::move(other.fd_)) {}
+
+AtomicOutput& AtomicOutput::operator=(AtomicOutput&& other) noexcept {
+  if (this != &other) {
+    discard();
+    path_ = std::move(other.path_);
+    temp_path_ = std::exchange(other.temp_path_, {});
+    fd_ = std::move(other.fd_);
+  }
+  return *this;
+}
+
+void AtomicOutput::discard() noexcept {
+  fd_.reset();
+  if (!temp_path_.empty()) ::unlink(temp_path_.c_str());
+  temp_path_.clear();
+}
+
+void AtomicOutput::fail(int error) const {
+  throw std::system_error(error, std::generic_category(), "cannot write " + path_);
+}
+
+void AtomicOutput::write(const void* data, std::size_t size) {
+  if (!fd_.valid()) fail(EBADF);
+  if (const int error = write_all(fd_.get(), data, size); error != 0) fail(error);
+}
+
+void AtomicOutput::close_descriptor() {
+  if (fd_.valid()) {
+    if (const int error = fd_.close(); error != 0) fail(error);
+  }
+}
+
+void AtomicOutput::commit() {
+  if (temp_path_.empty()) fail(EBADF);
+  close_descriptor();
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) fail(errno);
+  temp_path_.clear();
+}
+
+}  // namespace pipescope::io

@@ -1,0 +1,56 @@
+// An output file that readers only ever see whole: the bytes go to a
+// temporary file in the same folder (same filesystem, so the final rename is
+// atomic) which commit() renames over the destination. Destroyed without
+// commit(), it removes the temporary file, so a failed or interrupted export
+// never leaves a half file over a good one. fmt-free; buffered formatting on
+// top of it is export/atomic_file.h.
+//
+// Every failure throws std::system_error whose what() reads
+// "cannot write /x/summary.json: No space left on device".
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "io/file_descriptor.h"
+
+namespace pipescope::io {
+
+/// Creates `path` and its missing parents (mkdir -p). Throws std::system_error
+/// ("cannot create output folder PATH: ...") when that fails or when `path`
+/// exists and is not a folder.
+void ensure_output_dir(const std::string& path);
+
+class AtomicOutput {
+ public:
+  /// Creates a fresh temporary file next to `path` (O_EXCL: never someone
+  /// else's file). The folder must exist.
+  explicit AtomicOutput(std::string path);
+  ~AtomicOutput() { discard(); }
+  AtomicOutput(AtomicOutput&& other) noexcept;
+  AtomicOutput& operator=(AtomicOutput&& other) noexcept;
+  AtomicOutput(const AtomicOutput&) = delete;
+  AtomicOutput& operator=(const AtomicOutput&) = delete;
+
+  void write(const void* data, std::size_t size);
+  /// Closes the descriptor and renames the temporary file over the
+  /// destination. Afterwards the object only holds the path.
+  void commit();
+  /// Closes our descriptor but keeps the temporary file for someone who
+  /// writes it by its path (commit() then renames it; destruction removes it).
+  void close_descriptor();
+
+  const std::string& path() const { return path_; }
+  /// The temporary file (empty once committed or moved from).
+  const std::string& temp_path() const { return temp_path_; }
+
+ private:
+  [[noreturn]] void fail(int error) const;
+  void discard() noexcept;
+
+  std::string path_;
+  std::string temp_path_;
+  FileDescriptor fd_;
+};
+
+}  // namespace pipescope::io
