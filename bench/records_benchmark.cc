@@ -11,7 +11,7 @@
 #include "records/crc32c.h"
 #include "records/ivl_reader.h"
 #include "records/ivl_writer.h"
-#include "records/record_import.h"
+#include "ingest/ivl_import.h"
 #include "timer/job_timer.h"
 
 namespace pipescope {
@@ -73,7 +73,7 @@ void BM_IvlImport(benchmark::State& state) {
   input.format = InputFormat::ivl;
   input.size_bytes = file.bytes;
   for (auto _ : state) {
-    ImportedRecords r = import_ivl_file(input);
+    FileResult r = import_ivl_file(input);
     benchmark::DoNotOptimize(r.device.jobs.data());
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * file.bytes));

@@ -1,5 +1,5 @@
 // Fuzzes the .ivl record reader (records/ivl_reader.h) and the importer that
-// turns records into jobs (records/record_import.h). Seeded with valid files.
+// turns records into jobs (ingest/ivl_import.h). Seeded with valid files.
 // Checksums would stop almost every mutation at the first CRC, so when the
 // input's first byte is odd the target first recomputes the header checksum
 // and the checksum of every plausible block, letting mutations reach the
@@ -14,8 +14,8 @@
 #include "records/crc32c.h"
 #include "records/ivl_format.h"
 #include "records/ivl_reader.h"
-#include "records/record_import.h"
-#include "source/discovery.h"
+#include "ingest/ivl_import.h"
+#include "ingest/discovery.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include "compare/check.h"
 #include "compare/summary_reader.h"
 #include "fuzz_input.h"
-#include "source/discovery.h"
+#include "ingest/discovery.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
