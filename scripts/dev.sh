@@ -109,7 +109,9 @@ case "${1:-}" in
     build
     ;;
   sanitize)
-    packages+=(curl ca-certificates xz-utils)  # scripts/tsan_tbb.sh fetches oneTBB's source
+    # scripts/tsan_tbb.sh fetches oneTBB's source with apt-get source (from https
+    # sources too) and unpacks its .tar.xz.
+    packages+=(ca-certificates xz-utils)
     install_missing
     for kind in ${2:-asan tsan}; do sanitize_one "$kind"; done
     ;;

@@ -6,11 +6,13 @@
 # hand-off; with this build it sees every happens-before edge.
 #
 # The source is the exact upstream release Debian 12 ships (libtbb-dev
-# 2021.8.0-2+deb12u1): Debian's orig tarball, checked against a pinned
-# sha256. (Debian's patches only touch other architectures, tests and
-# warning flags, so the x86-64 library code is the same.) It is built once
-# and installed into a cache folder that later runs reuse; prints the folder
-# to pass as TBB_DIR (its lib/cmake/TBB) as the last line of stdout.
+# 2021.8.0-2+deb12u1, source package onetbb): its orig tarball, fetched with
+# apt-get source through the package sources apt is configured with, and
+# checked against a pinned sha256. (Debian's patches only touch other
+# architectures, tests and warning flags, so the x86-64 library code is the
+# same; they are not applied.) It is built once and installed into a cache
+# folder that later runs reuse; prints the folder to pass as TBB_DIR (its
+# lib/cmake/TBB) as the last line of stdout.
 #
 #   bash scripts/tsan_tbb.sh          -> .../tbb-tsan-2021.8.0/lib/cmake/TBB
 #
@@ -23,8 +25,8 @@
 set -euo pipefail
 
 version=2021.8.0
-tarball=onetbb_${version}.orig.tar.xz
-url=https://deb.debian.org/debian/pool/main/o/onetbb/$tarball
+source_package=onetbb
+tarball=${source_package}_${version}.orig.tar.xz
 sha256=7e9111b8bb59c8800bf6d0b06afe7b0891937443d2dae1ee1101c8e2ede6a7ef
 
 prefix=${TSAN_TBB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pipescope/tbb-tsan-$version}
@@ -52,10 +54,56 @@ echo "building oneTBB $version with $flags into $prefix (once; a few minutes)" >
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# fetch_source: downloads the source package of upstream $version into
+# $work with apt-get source. apt runs with a private source list and private
+# index folders, so the system's apt configuration and package lists are left
+# as they are and no root is needed: the private list holds every deb entry
+# apt is configured with, turned into deb-src (so only the Sources indices
+# are fetched, signed like the rest of the archive and checked by apt with
+# the system's keys). Any Debian revision of $version will do: they share
+# the orig tarball, whose sha256 is checked below.
+# (It runs as a condition, where set -e is off: every step that can fail
+# says so.)
+fetch_source() {
+  local apt=$work/apt list parts f
+  mkdir -p "$apt/sources.list.d" "$apt/lists/partial" "$apt/cache/archives/partial" "$work/src" || return 1
+  eval "$(apt-config shell list Dir::Etc::SourceList/f parts Dir::Etc::SourceParts/d)"
+  : > "$apt/sources.list"
+  # One-line format: "deb [options] URI SUITE COMPONENT..." -> deb-src.
+  for f in "$list" "$parts"*.list; do
+    if [ -f "$f" ]; then sed -nE 's/^[[:space:]]*deb[[:space:]]+/deb-src /p' "$f" >> "$apt/sources.list"; fi
+  done
+  # deb822 format: every stanza's Types becomes deb-src (Enabled: no stays).
+  for f in "$parts"*.sources; do
+    if [ -f "$f" ]; then sed -E 's/^(types:).*$/\1 deb-src/I' "$f" > "$apt/sources.list.d/$(basename "$f")"; fi
+  done
+  local opts=(-o Dir::Etc::SourceList="$apt/sources.list"
+    -o Dir::Etc::SourceParts="$apt/sources.list.d" -o Dir::State::Lists="$apt/lists"
+    -o Dir::Cache="$apt/cache")
+  # As root, apt downloads as the unprivileged _apt user: let it write there.
+  chmod 755 "$work"
+  if [ "$(id -u)" -eq 0 ] && id _apt >/dev/null 2>&1; then
+    chown _apt "$apt/lists/partial" "$apt/cache/archives/partial" "$work/src"
+  fi
+  apt-get "${opts[@]}" -qq update >&2 || return 1
+  # The newest Debian revision of the pinned upstream version.
+  local deb_version
+  deb_version=$(apt-cache "${opts[@]}" showsrc "$source_package" 2>/dev/null |
+    awk -v v="$version-" '$1 == "Version:" && index($2, v) == 1 {print $2}' | sort -V | tail -n 1)
+  if [ -z "$deb_version" ]; then
+    echo "error: no source package $source_package $version-* in apt's configured sources" >&2
+    return 1
+  fi
+  echo "fetching $source_package $deb_version with apt-get source" >&2
+  (cd "$work/src" && apt-get "${opts[@]}" -qq source --download-only "$source_package=$deb_version" >&2) ||
+    return 1
+  mv "$work/src/$tarball" "$work/$tarball" || return 1
+}
+
 if [ -n "${TSAN_TBB_TARBALL:-}" ]; then
   cp "$TSAN_TBB_TARBALL" "$work/$tarball"
-elif ! curl -fsSL --retry 3 -o "$work/$tarball" "$url"; then
-  echo "error: cannot download $url" >&2
+elif ! fetch_source; then
+  echo "error: cannot fetch $tarball through apt's configured sources" >&2
   echo "  (set TSAN_TBB_TARBALL to a local copy, or TSAN_TBB_DIR to an instrumented oneTBB)" >&2
   exit 1
 fi
