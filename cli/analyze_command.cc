@@ -132,8 +132,14 @@ int run_analyze(const AnalyzeOptions& options) {
   load.pipeline.stages = options.stages;
   load.pipeline.top_bubbles = options.top_bubbles;
   load.pipeline.clock.fix = !options.no_clock_fix;
+  // The analysis's messages name the options in the command's words.
+  load.pipeline.stages_label = "--stages";
+  load.pipeline.stages_advice = "pass --stages auto or --stages MAP";
+  load.pipeline.clock.imposed_label = "--clock-offset";
+  load.pipeline.clock.disabled_label = "--no-clock-fix";
   for (const std::string& spec : options.clock_offsets) {
-    load.pipeline.clock.imposed.push_back(parse_clock_offset(spec));  // throws: usage error
+    // throws: usage error
+    load.pipeline.clock.imposed.push_back(parse_clock_offset(spec, "--clock-offset"));
   }
   load.ingest.threads = options.threads;
   load.ingest.limits.chunk_bytes = options.chunk_mib << 20;

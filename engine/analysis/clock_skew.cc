@@ -167,16 +167,17 @@ std::optional<std::int64_t> parse_duration_ns(std::string_view text) {
   return negative ? -ns : ns;
 }
 
-std::pair<std::string, std::int64_t> parse_clock_offset(std::string_view spec) {
+std::pair<std::string, std::int64_t> parse_clock_offset(std::string_view spec,
+                                                        std::string_view label) {
   const std::size_t eq = spec.find('=');
   if (eq == std::string_view::npos || eq == 0) {
     throw std::invalid_argument(
-        fmt::format("--clock-offset {}: expected MACHINE=OFFSET, e.g. machine1=+2.5ms", spec));
+        fmt::format("{} {}: expected MACHINE=OFFSET, e.g. machine1=+2.5ms", label, spec));
   }
   const auto ns = parse_duration_ns(spec.substr(eq + 1));
   if (!ns) {
     throw std::invalid_argument(
-        fmt::format("--clock-offset {}: '{}' is not a duration with a unit (ns, us, ms, s)", spec,
+        fmt::format("{} {}: '{}' is not a duration with a unit (ns, us, ms, s)", label, spec,
                     spec.substr(eq + 1)));
   }
   return {std::string(spec.substr(0, eq)), *ns};
@@ -267,8 +268,8 @@ ClockReport correct_clocks(Run& run, const std::vector<Dependency>& deps,
     }
     if (found < 0) {
       throw std::invalid_argument(fmt::format(
-          "--clock-offset: no machine '{}' (the run has {} machine{}: machine0..machine{})", name,
-          n, n == 1 ? "" : "s", n - 1));
+          "{}: no machine '{}' (the run has {} machine{}: machine0..machine{})",
+          options.imposed_label, name, n, n == 1 ? "" : "s", n - 1));
     }
     imposed[found] = ns;
   }

@@ -35,19 +35,26 @@
 namespace pipescope {
 
 struct ClockOptions {
-  /// false: count violations only (`--no-clock-fix`).
+  /// false: count violations only.
   bool fix = true;
-  /// Imposed offsets (`--clock-offset`), machine as named by the user; when
-  /// given, nothing is estimated and unnamed machines keep offset 0.
+  /// Imposed offsets, machine as named by the user; when given, nothing is
+  /// estimated and unnamed machines keep offset 0.
   std::vector<std::pair<std::string, std::int64_t>> imposed;
+  /// How messages name the imposed offsets and the disabled correction: the
+  /// caller's words (a command line names its options; the analysis never
+  /// names a command's flags).
+  std::string imposed_label = "imposed clock offset";
+  std::string disabled_label = "clock correction disabled";
 };
 
 /// "2.5ms", "+250us", "-3000000ns", "1s", "-0.5 ms" -> ns, exactly (decimal
 /// digits below a nanosecond are rejected). nullopt if malformed or out of range.
 std::optional<std::int64_t> parse_duration_ns(std::string_view text);
 
-/// "machine1=+2.5ms" -> {"machine1", 2500000}. Throws std::invalid_argument.
-std::pair<std::string, std::int64_t> parse_clock_offset(std::string_view spec);
+/// "machine1=+2.5ms" -> {"machine1", 2500000}. Throws std::invalid_argument
+/// whose message starts with `label` (what the caller calls the spec).
+std::pair<std::string, std::int64_t> parse_clock_offset(std::string_view spec,
+                                                        std::string_view label);
 
 /// Dependencies between one pair of machines (a <= b; a == b: within one machine).
 struct MachinePairClock {

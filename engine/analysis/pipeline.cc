@@ -7,7 +7,7 @@
 namespace pipescope {
 
 ClockReport correct_run_clocks(Run& run, const PipelineOptions& options) {
-  const StageMap stages = resolve_stage_map(run, options.stages);
+  const StageMap stages = resolve_stage_map(run, options.stages, options.stages_label);
   return correct_clocks(run, stages, options.clock);
 }
 
@@ -29,7 +29,8 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
          fmt::format("{} of {} dependencies between machines still start before their input "
                      "ended{} (clock skew, or jobs matched across stages wrongly)",
                      a.clock.violations_after, a.clock.dependencies,
-                     a.clock.method == "disabled" ? " (--no-clock-fix)" : ""),
+                     a.clock.method == "disabled" ? fmt::format(" ({})", options.clock.disabled_label)
+                                                  : std::string()),
          -1, -1, a.clock.violations_after});
   }
   if (a.stages.source == "device") {
@@ -44,8 +45,8 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
       a.warnings.push_back(
           {"stage_map",
            fmt::format("devices {} run the same jobs at the same times: they look like one "
-                       "stage each (tensor-parallel peers); pass --stages auto or --stages MAP",
-                       groups),
+                       "stage each (tensor-parallel peers); {}",
+                       groups, options.stages_advice),
            -1, -1, static_cast<std::uint64_t>(a.stages.stage_count() - guess.stage_count())});
     }
   }
@@ -57,7 +58,7 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
 PipelineAnalysis analyze_pipeline(const Run& run, const Metrics& metrics,
                                   const PipelineOptions& options, ClockReport clock) {
   PipelineAnalysis a;
-  a.stages = resolve_stage_map(run, options.stages);
+  a.stages = resolve_stage_map(run, options.stages, options.stages_label);
   a.roles = classify_job_roles(run.types);
   a.dependencies = find_dependencies(run, metrics.job_step, a.stages, a.roles);
   return assemble(run, metrics, options, std::move(a), std::move(clock));
@@ -65,7 +66,7 @@ PipelineAnalysis analyze_pipeline(const Run& run, const Metrics& metrics,
 
 AnalyzedRun analyze_run(Run& run, const PipelineOptions& options) {
   PipelineAnalysis a;
-  a.stages = resolve_stage_map(run, options.stages);
+  a.stages = resolve_stage_map(run, options.stages, options.stages_label);
   a.roles = classify_job_roles(run.types);
   // The steps (and so the dependencies) follow each device's job order,
   // which a machine's clock offset does not change; only the step windows

@@ -33,6 +33,11 @@ namespace pipescope {
 struct PipelineOptions {
   /// Stage map spec (stage_map.h): "" = one stage per device, "tp=4", "0-3,4-7", "auto".
   std::string stages;
+  /// How messages name the stage map and how to pass one: the caller's
+  /// words (a command line names its options; the analysis never names a
+  /// command's flags).
+  std::string stages_label = "stage map";
+  std::string stages_advice = "give a stage map that groups them (auto, or one item per stage)";
   ClockOptions clock;
   /// How many of the longest bubbles to list.
   std::size_t top_bubbles = 10;

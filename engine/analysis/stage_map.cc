@@ -25,11 +25,11 @@ StageMap from_groups(std::vector<std::vector<std::size_t>> groups, std::size_t d
   return map;
 }
 
-std::int64_t parse_index(std::string_view text, std::string_view spec) {
+std::int64_t parse_index(std::string_view text, std::string_view where) {
   std::int64_t value = 0;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || value < 0) {
-    throw std::invalid_argument(fmt::format("--stages {}: '{}' is not a device index", spec, text));
+    throw std::invalid_argument(fmt::format("{}: '{}' is not a device index", where, text));
   }
   return value;
 }
@@ -76,15 +76,16 @@ StageMap guess_stage_map(const Run& run) {
   return from_groups(std::move(groups), run.devices.size(), "auto");
 }
 
-StageMap resolve_stage_map(const Run& run, std::string_view spec) {
+StageMap resolve_stage_map(const Run& run, std::string_view spec, std::string_view label) {
+  const std::string where = fmt::format("{} {}", label, spec);
   const std::size_t n = run.devices.size();
   if (spec.empty() || spec == "device") return one_stage_per_device(n);
   if (spec == "auto") return guess_stage_map(run);
   if (spec.starts_with("tp=")) {
-    const std::int64_t size = parse_index(spec.substr(3), spec);
+    const std::int64_t size = parse_index(spec.substr(3), where);
     if (size < 1 || n % static_cast<std::size_t>(size) != 0) {
       throw std::invalid_argument(
-          fmt::format("--stages {}: {} devices cannot be split into groups of {}", spec, n, size));
+          fmt::format("{}: {} devices cannot be split into groups of {}", where, n, size));
     }
     std::vector<std::vector<std::size_t>> groups(n / static_cast<std::size_t>(size));
     for (std::size_t d = 0; d < n; ++d) groups[d / static_cast<std::size_t>(size)].push_back(d);
@@ -97,7 +98,7 @@ StageMap resolve_stage_map(const Run& run, std::string_view spec) {
     const auto it = position.find(index);
     if (it == position.end()) {
       throw std::invalid_argument(
-          fmt::format("--stages {}: device {} is not an analysed device", spec, index));
+          fmt::format("{}: device {} is not an analysed device", where, index));
     }
     return it->second;
   };
@@ -110,17 +111,17 @@ StageMap resolve_stage_map(const Run& run, std::string_view spec) {
     const std::string_view item = rest.substr(0, comma);
     std::vector<std::size_t> group;
     if (const std::size_t dash = item.find('-'); dash != std::string_view::npos) {
-      const std::int64_t lo = parse_index(item.substr(0, dash), spec);
-      const std::int64_t hi = parse_index(item.substr(dash + 1), spec);
+      const std::int64_t lo = parse_index(item.substr(0, dash), where);
+      const std::int64_t hi = parse_index(item.substr(dash + 1), where);
       if (hi < lo || hi - lo > 1'000'000) {
-        throw std::invalid_argument(fmt::format("--stages {}: bad range '{}'", spec, item));
+        throw std::invalid_argument(fmt::format("{}: bad range '{}'", where, item));
       }
       for (std::int64_t i = lo; i <= hi; ++i) group.push_back(position_of(i));
     } else {
       std::string_view parts = item;
       while (true) {
         const std::size_t plus = parts.find('+');
-        group.push_back(position_of(parse_index(parts.substr(0, plus), spec)));
+        group.push_back(position_of(parse_index(parts.substr(0, plus), where)));
         if (plus == std::string_view::npos) break;
         parts.remove_prefix(plus + 1);
       }
@@ -128,7 +129,7 @@ StageMap resolve_stage_map(const Run& run, std::string_view spec) {
     for (const std::size_t d : group) {
       if (seen[d]++ != 0) {
         throw std::invalid_argument(
-            fmt::format("--stages {}: device {} is in two stages", spec, run.devices[d].index));
+            fmt::format("{}: device {} is in two stages", where, run.devices[d].index));
       }
     }
     groups.push_back(std::move(group));
@@ -138,7 +139,7 @@ StageMap resolve_stage_map(const Run& run, std::string_view spec) {
   for (std::size_t d = 0; d < n; ++d) {
     if (seen[d] == 0) {
       throw std::invalid_argument(
-          fmt::format("--stages {}: device {} is in no stage", spec, run.devices[d].index));
+          fmt::format("{}: device {} is in no stage", where, run.devices[d].index));
     }
   }
   // Stages keep the order given (pipeline order), not sorted by device.

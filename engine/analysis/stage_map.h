@@ -48,8 +48,10 @@ StageMap guess_stage_map(const Run& run);
 
 /// Builds the map a spec describes (see above). Throws std::invalid_argument
 /// naming the problem: a malformed spec, tp=N not dividing the device count,
-/// an index that is not an analysed device, a device in two stages or in none.
-StageMap resolve_stage_map(const Run& run, std::string_view spec);
+/// an index that is not an analysed device, a device in two stages or in none;
+/// the message starts with `label` (what the caller calls the spec) and spec.
+StageMap resolve_stage_map(const Run& run, std::string_view spec,
+                           std::string_view label = "stage map");
 
 /// "0-3" / "0+4" / "5": the global indices of a stage's devices, compactly.
 std::string describe_stage_devices(const Run& run, const StageMap& map, std::size_t stage);

@@ -108,7 +108,7 @@ TEST(PipelineAnalysis, ClockOptions) {
 
   // Imposed by name: subtracted as given.
   options.clock.fix = true;
-  options.clock.imposed = {parse_clock_offset("machine1=-2ms")};
+  options.clock.imposed = {parse_clock_offset("machine1=-2ms", "offset")};
   clock = correct_run_clocks(run, options);
   EXPECT_EQ(clock.method, "imposed");
   EXPECT_EQ(run.devices[2].jobs[0].start_ns, first + 2'000'000);
@@ -142,10 +142,10 @@ TEST(PipelineAnalysis, ParsesDurations) {
   EXPECT_FALSE(parse_duration_ns("12").has_value());
   EXPECT_FALSE(parse_duration_ns("ms").has_value());
   EXPECT_FALSE(parse_duration_ns("1e3ms").has_value());
-  EXPECT_EQ(parse_clock_offset("machine1=+2.5ms"),
+  EXPECT_EQ(parse_clock_offset("machine1=+2.5ms", "offset"),
             std::make_pair(std::string("machine1"), std::int64_t{2'500'000}));
-  EXPECT_THROW(parse_clock_offset("machine1"), std::invalid_argument);
-  EXPECT_THROW(parse_clock_offset("machine1=3"), std::invalid_argument);
+  EXPECT_THROW(parse_clock_offset("machine1", "offset"), std::invalid_argument);
+  EXPECT_THROW(parse_clock_offset("machine1=3", "offset"), std::invalid_argument);
 }
 
 TEST(PipelineAnalysis, StageMaps) {
