@@ -1,0 +1,346 @@
+// check_data_quality on runs of a few jobs: each warning of data_quality.h
+// (README.md, "Explaining the bubbles", "Data quality") fires when its
+// condition holds, with the count worked out by hand, and not otherwise.
+#include "analysis/data_quality.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "support/hand_run.h"
+
+namespace pipescope {
+namespace {
+
+using testing::add_job;
+
+constexpr std::int64_t kSecond = 1'000'000'000;
+
+std::vector<QualityWarning> check(const pipescope::Run& run, const StageMap& stages) {
+  return check_data_quality(run, compute_metrics(run), stages);
+}
+
+std::vector<QualityWarning> check(const pipescope::Run& run) {
+  return check(run, one_stage_per_device(run.devices.size()));
+}
+
+std::vector<std::string> codes(const std::vector<QualityWarning>& warnings) {
+  std::vector<std::string> out;
+  for (const QualityWarning& w : warnings) out.push_back(w.code);
+  return out;
+}
+
+/// The one warning with this code (a test failure if there is not exactly one).
+QualityWarning only(const std::vector<QualityWarning>& warnings, std::string_view code) {
+  const QualityWarning* found = nullptr;
+  int n = 0;
+  for (const QualityWarning& w : warnings) {
+    if (w.code == code) {
+      found = &w;
+      ++n;
+    }
+  }
+  EXPECT_EQ(n, 1) << code;
+  return found ? *found : QualityWarning{};
+}
+
+// Two stages, two steps of F0 B0 each, nothing odd.
+pipescope::Run clean_run() {
+  pipescope::Run run;
+  for (std::size_t d = 0; d < 2; ++d) {
+    const std::int64_t t = static_cast<std::int64_t>(d) * 10;
+    add_job(run, d, "forward", 0, t, t + 10);
+    add_job(run, d, "backward", 0, 40 - t, 50 - t);
+    add_job(run, d, "forward", 0, 100 + t, 110 + t);
+    add_job(run, d, "backward", 0, 140 - t, 150 - t);
+  }
+  run.finalize();
+  return run;
+}
+
+TEST(DataQuality, CleanRunHasNoWarning) {
+  EXPECT_TRUE(check(clean_run()).empty());
+  EXPECT_TRUE(check(clean_run(), resolve_stage_map(clean_run(), "0-1")).empty());
+}
+
+TEST(DataQuality, EmptyRunsHaveNoWarning) {
+  EXPECT_TRUE(check(pipescope::Run{}).empty());
+  // Devices without a job, and so no step window: no device has fewer steps
+  // than there are windows (0 of 0).
+  pipescope::Run idle;
+  testing::device_at(idle, 2);
+  EXPECT_TRUE(check(idle).empty());
+  // One job: nothing to overlap, one step of one, no second start to be far from.
+  pipescope::Run one;
+  add_job(one, 0, "forward", 0, 0, 10);
+  one.finalize();
+  EXPECT_TRUE(check(one).empty());
+}
+
+TEST(DataQuality, Overlap) {
+  // Device at position 1 has global index 7 (a --devices selection):
+  //   F0 [0,10)  F1 [5,15) (starts before F0 ended: 1)  B0 [15,20) (touches
+  //   F1's end: no)  B1 [16,18) (inside B0: 2)  optimizer [20,25) (no).
+  // Device 0: F0 [0,10) and a zero-length memcpy [5,5) inside it, which is
+  // a nonpositive_length finding, not an overlap.
+  pipescope::Run run;
+  add_job(run, 0, "forward", 0, 0, 10);
+  add_job(run, 0, "memcpy", 0, 5, 5);
+  add_job(run, 1, "forward", 0, 0, 10);
+  add_job(run, 1, "forward", 1, 5, 15);
+  add_job(run, 1, "backward", 0, 15, 20);
+  add_job(run, 1, "backward", 1, 16, 18);
+  add_job(run, 1, "optimizer", 0, 20, 25);
+  run.devices[1].index = 7;
+  run.finalize();
+  const std::vector<QualityWarning> warnings = check(run);
+  EXPECT_EQ(codes(warnings), (std::vector<std::string>{"nonpositive_length", "overlap"}));
+  const QualityWarning w = only(warnings, "overlap");
+  EXPECT_EQ(w.device, 7);
+  EXPECT_EQ(w.stage, 1);
+  EXPECT_EQ(w.count, 2u);
+  // The first overlapping job is F1: type, micro-batch and input line.
+  EXPECT_TRUE(w.message.starts_with("device 7: 2 jobs overlap")) << w.message;
+  EXPECT_NE(w.message.find("forward mb1 (line 2)"), std::string::npos) << w.message;
+  EXPECT_EQ(only(warnings, "nonpositive_length").device, 0);
+}
+
+TEST(DataQuality, OverlapOfJobsAddedOutOfOrder) {
+  // Added as [5,15) (line 1) then [0,10) (line 2). In start order [5,15)
+  // comes second and starts before [0,10) ends: it is the one overlap, named
+  // by its input line.
+  pipescope::Run run;
+  add_job(run, 0, "forward", 1, 5, 15);
+  add_job(run, 0, "forward", 0, 0, 10);
+  run.finalize();
+  const std::vector<QualityWarning> warnings = check(run);
+  const QualityWarning w = only(warnings, "overlap");
+  EXPECT_EQ(w.count, 1u);
+  EXPECT_NE(w.message.find("forward mb1 (line 1)"), std::string::npos) << w.message;
+  EXPECT_EQ(warnings.size(), 1u);
+}
+
+TEST(DataQuality, NonpositiveLength) {
+  // F0 [0,10), a zero-length memcpy [3,3) and a negative one (start 6, end 1)
+  // inside it, then B0 [10,20): two nonpositive jobs; neither is an overlap
+  // although both start inside F0. The first in start order is the memcpy
+  // at 3 (line 2).
+  pipescope::Run run;
+  add_job(run, 0, "forward", 0, 0, 10);
+  add_job(run, 0, "memcpy", 0, 3, 3);
+  add_job(run, 0, "memcpy", 0, 6, 1);
+  add_job(run, 0, "backward", 0, 10, 20);
+  run.finalize();
+  const std::vector<QualityWarning> warnings = check(run);
+  EXPECT_EQ(codes(warnings), (std::vector<std::string>{"nonpositive_length"}));
+  const QualityWarning w = only(warnings, "nonpositive_length");
+  EXPECT_EQ(w.device, 0);
+  EXPECT_EQ(w.stage, 0);
+  EXPECT_EQ(w.count, 2u);
+  EXPECT_TRUE(w.message.starts_with("device 0: 2 jobs with zero or negative length")) << w.message;
+  EXPECT_NE(w.message.find("memcpy mb0 (line 2)"), std::string::npos) << w.message;
+}
+
+TEST(DataQuality, MissingSteps) {
+  // Device 0 runs two steps (F0 B0 F0 B0), device 1 one (its log ends
+  // early), device 2 none: 2 windows, so device 1 misses 1 step, device 2 both.
+  pipescope::Run run;
+  add_job(run, 0, "forward", 0, 0, 10);
+  add_job(run, 0, "backward", 0, 10, 20);
+  add_job(run, 0, "forward", 0, 20, 30);
+  add_job(run, 0, "backward", 0, 30, 40);
+  add_job(run, 1, "forward", 0, 0, 10);
+  add_job(run, 1, "backward", 0, 10, 20);
+  testing::device_at(run, 2);
+  run.finalize();
+  const std::vector<QualityWarning> warnings = check(run);
+  EXPECT_EQ(codes(warnings), (std::vector<std::string>{"missing_steps", "missing_steps"}));
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0].device, 1);
+  EXPECT_EQ(warnings[0].stage, 1);
+  EXPECT_EQ(warnings[0].count, 1u);
+  EXPECT_EQ(warnings[0].message, "device 1: 1 of 2 steps (its log ends early?)");
+  EXPECT_EQ(warnings[1].device, 2);
+  EXPECT_EQ(warnings[1].stage, 2);
+  EXPECT_EQ(warnings[1].count, 2u);
+  EXPECT_TRUE(warnings[1].message.starts_with("device 2: 0 of 2 steps")) << warnings[1].message;
+}
+
+// Stage 1 = devices 1 and 2 ("0,1-2"); every device runs two steps
+// (F0 B0 | F0 B0) and device 2 also a recv at the end of step 0 (a comm job
+// stays in its step), so in step 0 device 1 ran 2 jobs and device 2 ran 3.
+pipescope::Run mismatched_run(bool also_step_1) {
+  pipescope::Run run;
+  run.first_step = 100;
+  for (std::size_t d = 0; d < 3; ++d) {
+    add_job(run, d, "forward", 0, 0, 10);
+    add_job(run, d, "backward", 0, 10, 20);
+    if (d == 2) add_job(run, d, "recv_forward", 0, 20, 22);
+    add_job(run, d, "forward", 0, 30, 40);
+    add_job(run, d, "backward", 0, 40, 50);
+    if (d == 1 && also_step_1) add_job(run, d, "send_backward", 0, 50, 52);
+  }
+  run.finalize();
+  return run;
+}
+
+TEST(DataQuality, JobCountMismatch) {
+  const pipescope::Run run = mismatched_run(false);
+  const std::vector<QualityWarning> warnings = check(run, resolve_stage_map(run, "0,1-2"));
+  EXPECT_EQ(codes(warnings), (std::vector<std::string>{"job_count_mismatch"}));
+  const QualityWarning w = only(warnings, "job_count_mismatch");
+  EXPECT_EQ(w.device, -1);
+  EXPECT_EQ(w.stage, 1);
+  EXPECT_EQ(w.count, 1u);
+  // Step numbers are training steps (first_step 100 + window 0).
+  EXPECT_NE(w.message.find("first: step 100, device 1: 2, device 2: 3"), std::string::npos)
+      << w.message;
+
+  // Device 1 also runs an extra send in step 1 (3 jobs against 2): two steps differ.
+  const pipescope::Run both = mismatched_run(true);
+  const QualityWarning w2 =
+      only(check(both, resolve_stage_map(both, "0,1-2")), "job_count_mismatch");
+  EXPECT_EQ(w2.count, 2u);
+  EXPECT_NE(w2.message.find("first: step 100"), std::string::npos) << w2.message;
+
+  // One device per stage: nothing to compare.
+  EXPECT_TRUE(check(run).empty());
+}
+
+// Device 0 runs seven 1-ns memcpys starting at `starts`; device 1 one
+// memcpy at `far`. "other" jobs start no step: one window, no missing step.
+pipescope::Run with_far_job(const std::vector<std::int64_t>& starts, std::int64_t far) {
+  pipescope::Run run;
+  for (const std::int64_t s : starts) add_job(run, 0, "memcpy", 0, s, s + 1);
+  add_job(run, 1, "memcpy", 0, far, far + 1);
+  run.finalize();
+  return run;
+}
+
+TEST(DataQuality, TimeOutlierBoundaryAfterTheMiddleHalf) {
+  // Starts 0..6 and X (8 starts): quartile ranks 8/4 = 2 and 8-1-2 = 5, so
+  // the middle half is [2, 5]: span 3 ns, floored at 10 s; a job is far
+  // when it starts more than 10 x 10 s after 5 ns.
+  const std::vector<std::int64_t> starts = {0, 1, 2, 3, 4, 5, 6};
+  const std::int64_t high = 5 + 100 * kSecond;
+  EXPECT_TRUE(check(with_far_job(starts, high)).empty());
+  const std::vector<QualityWarning> warnings = check(with_far_job(starts, high + 1));
+  EXPECT_EQ(codes(warnings), (std::vector<std::string>{"time_outlier"}));
+  const QualityWarning w = only(warnings, "time_outlier");
+  EXPECT_EQ(w.device, 1);
+  EXPECT_EQ(w.stage, -1);
+  EXPECT_EQ(w.count, 1u);
+  EXPECT_TRUE(w.message.starts_with("device 1: 1 job start far from all others")) << w.message;
+}
+
+TEST(DataQuality, TimeOutlierBoundaryBeforeTheMiddleHalf) {
+  // Starts X < 0..6: sorted X 0 1 2 3 4 5 6, quartiles at ranks 2 and 5 are
+  // 1 and 4; far means more than 100 s before 1 ns.
+  const std::vector<std::int64_t> starts = {0, 1, 2, 3, 4, 5, 6};
+  const std::int64_t low = 1 - 100 * kSecond;
+  EXPECT_TRUE(check(with_far_job(starts, low)).empty());
+  EXPECT_EQ(only(check(with_far_job(starts, low - 1)), "time_outlier").count, 1u);
+}
+
+TEST(DataQuality, TimeOutlierReachIsTenMiddleHalves) {
+  // Starts 0, 5, ..., 30 s and X: quartiles 10 s and 25 s, span 15 s (over
+  // the 10 s floor), so far means more than 150 s after 25 s.
+  std::vector<std::int64_t> starts;
+  for (int i = 0; i <= 6; ++i) starts.push_back(i * 5 * kSecond);
+  const std::int64_t high = 175 * kSecond;
+  EXPECT_TRUE(check(with_far_job(starts, high)).empty());
+  EXPECT_EQ(only(check(with_far_job(starts, high + 1)), "time_outlier").count, 1u);
+}
+
+TEST(DataQuality, TimeOutlierCountsEveryFarJobOfTheDevice) {
+  // Starts 0..6 on device 0, 200 s and 300 s on device 1 (9 starts): the
+  // quartiles (ranks 2 and 6) are 2 and 6 ns, so both are far; the first
+  // named is the one at 200 s (line 1).
+  pipescope::Run run;
+  for (int s = 0; s <= 6; ++s) add_job(run, 0, "memcpy", 0, s, s + 1);
+  add_job(run, 1, "memcpy", 7, 200 * kSecond, 200 * kSecond + 1);
+  add_job(run, 1, "memcpy", 8, 300 * kSecond, 300 * kSecond + 1);
+  run.finalize();
+  const QualityWarning w = only(check(run), "time_outlier");
+  EXPECT_EQ(w.count, 2u);
+  EXPECT_TRUE(w.message.starts_with("device 1: 2 jobs start far")) << w.message;
+  EXPECT_NE(w.message.find("memcpy mb7 (line 1)"), std::string::npos) << w.message;
+}
+
+TEST(DataQuality, TwoJobsAreNeverOutliersOfEachOther) {
+  // Two starts are both quartiles: the middle half spans them.
+  pipescope::Run run;
+  add_job(run, 0, "memcpy", 0, 0, 1);
+  add_job(run, 1, "memcpy", 0, 1000 * kSecond, 1000 * kSecond + 1);
+  run.finalize();
+  EXPECT_TRUE(check(run).empty());
+}
+
+TEST(DataQuality, TimeOutlierBoundsSaturateAtTheEndsOfTime) {
+  // Starts near the largest time: hi + 100 s would overflow; the bound
+  // saturates and nothing is far.
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  pipescope::Run late;
+  for (const std::int64_t s : {kMax - 100, kMax - 80, kMax - 60, kMax - 40}) {
+    add_job(late, 0, "memcpy", 0, s, s + 10);
+  }
+  late.finalize();
+  EXPECT_TRUE(check(late).empty());
+
+  // Three starts near the smallest time and one near the largest: lo - 100 s
+  // saturates (nothing is before it); the late one is far. The window would
+  // span all of int64, so the metrics are given by hand: one window, one
+  // step per device, every job in it.
+  pipescope::Run both;
+  for (const std::int64_t s : {kMin + 10, kMin + 20, kMin + 30}) {
+    add_job(both, 0, "memcpy", 0, s, s + 5);
+  }
+  add_job(both, 1, "memcpy", 0, kMax - 10, kMax - 5);
+  both.finalize();
+  Metrics metrics;
+  metrics.steps.resize(1);
+  metrics.devices.resize(2);
+  metrics.devices[0].steps = 1;
+  metrics.devices[1].steps = 1;
+  metrics.job_step = {{0, 0, 0}, {0}};
+  const std::vector<QualityWarning> warnings =
+      check_data_quality(both, metrics, one_stage_per_device(2));
+  EXPECT_EQ(codes(warnings), (std::vector<std::string>{"time_outlier"}));
+  EXPECT_EQ(only(warnings, "time_outlier").device, 1);
+}
+
+TEST(DataQuality, TimeOutlierOfAJobLeftOutOfTheQuartileSample) {
+  // Over 2^20 jobs the quartiles come from every 2nd start (stride
+  // ceil((2^20 + 1) / 2^20) = 2); every job is still checked. Job 1 (device
+  // 0's second, a day after everything else) is not in the sample.
+  pipescope::Run run;
+  add_job(run, 0, "memcpy", 0, 0, 1);
+  add_job(run, 0, "memcpy", 0, 86'400 * kSecond, 86'400 * kSecond + 1);
+  const std::int64_t rest = (std::int64_t{1} << 20) - 1;
+  for (std::int64_t i = 0; i < rest; ++i) add_job(run, 1, "memcpy", 0, i, i + 1);
+  run.finalize();
+  ASSERT_EQ(run.job_count(), (std::uint64_t{1} << 20) + 1);
+  const std::vector<QualityWarning> warnings = check(run);
+  EXPECT_EQ(codes(warnings), (std::vector<std::string>{"time_outlier"}));
+  const QualityWarning w = only(warnings, "time_outlier");
+  EXPECT_EQ(w.device, 0);
+  EXPECT_EQ(w.count, 1u);
+}
+
+TEST(DataQuality, DeviceOutsideTheStageMapHasStageMinusOne) {
+  // A map that does not cover the device (shorter than the run).
+  pipescope::Run run;
+  add_job(run, 0, "forward", 0, 0, 10);
+  add_job(run, 0, "forward", 1, 5, 15);
+  run.finalize();
+  const QualityWarning w = only(check(run, StageMap{}), "overlap");
+  EXPECT_EQ(w.device, 0);
+  EXPECT_EQ(w.stage, -1);
+}
+
+}  // namespace
+}  // namespace pipescope

@@ -1,0 +1,313 @@
+// find_dependencies on runs of a few jobs, every edge worked out by hand from
+// the rules of dependencies.h (README.md, "Explaining the bubbles"):
+//   F(m, c) on stage s needs F(m, c) on s-1 (stage 0, c > 0: F(m, c-1) on the last stage)
+//   B(m, c) on stage s needs B(m, c) on s+1 (last stage, c < V-1: B(m, c+1) on stage 0)
+// matched within one step, the i-th device of a stage paired with the
+// (i mod size)-th device of the other.
+#include "analysis/dependencies.h"
+
+#include <fmt/core.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "analysis/metrics.h"
+#include "support/hand_run.h"
+
+namespace pipescope {
+namespace {
+
+using testing::add_job;
+
+/// "consumer <- producer" as "dD.jJ <- dD.jJ" (device position, job index in
+/// start order), so a mismatch reads as a list of edges.
+std::vector<std::string> edges(const std::vector<Dependency>& deps) {
+  std::vector<std::string> out;
+  for (const Dependency& dep : deps) {
+    out.push_back(fmt::format("d{}.j{} <- d{}.j{}", dep.consumer.device, dep.consumer.job,
+                              dep.producer.device, dep.producer.job));
+  }
+  return out;
+}
+
+std::vector<std::string> edges_of(const pipescope::Run& run, const StageMap& stages) {
+  const Metrics metrics = compute_metrics(run);
+  return edges(find_dependencies(run, metrics.job_step, stages, classify_job_roles(run.types)));
+}
+
+std::vector<std::string> edges_of(const pipescope::Run& run) {
+  return edges_of(run, one_stage_per_device(run.devices.size()));
+}
+
+// 1F1B with P = 2, M = 2 in one step; micro-batch ids start at `mb0`.
+//   device 0 (stage 0): F0 F1 B0 B1     jobs 0 1 2 3
+//   device 1 (stage 1): F0 B0 F1 B1     jobs 0 1 2 3
+pipescope::Run one_f_one_b(std::int64_t mb0) {
+  pipescope::Run run;
+  add_job(run, 0, "forward", mb0, 0, 10);
+  add_job(run, 0, "forward", mb0 + 1, 10, 20);
+  add_job(run, 0, "backward", mb0, 30, 40);
+  add_job(run, 0, "backward", mb0 + 1, 50, 60);
+  add_job(run, 1, "forward", mb0, 12, 22);
+  add_job(run, 1, "backward", mb0, 22, 28);
+  add_job(run, 1, "forward", mb0 + 1, 28, 38);
+  add_job(run, 1, "backward", mb0 + 1, 38, 48);
+  run.finalize();
+  return run;
+}
+
+// Stage 1's forwards wait for stage 0's (d1.j0 <- d0.j0 for F0, d1.j2 <- d0.j1
+// for F1); stage 0's backwards wait for stage 1's (d0.j2 <- d1.j1 for B0,
+// d0.j3 <- d1.j3 for B1). Stage 0's forwards and the last stage's backwards
+// (V = 1) have none. Sorted by consumer: device 0's first.
+const std::vector<std::string> kOneFOneBEdges = {"d0.j2 <- d1.j1", "d0.j3 <- d1.j3",
+                                                 "d1.j0 <- d0.j0", "d1.j2 <- d0.j1"};
+
+TEST(Dependencies, TwoStageOneFOneB) { EXPECT_EQ(edges_of(one_f_one_b(0)), kOneFOneBEdges); }
+
+// Micro-batch ids that are negative or huge leave the dense table for the
+// sorted list; the edges must be the same.
+TEST(Dependencies, OddMicroBatchIdsGiveTheSameEdges) {
+  EXPECT_EQ(edges_of(one_f_one_b(-7)), kOneFOneBEdges);
+  EXPECT_EQ(edges_of(one_f_one_b(5'000'000'000)), kOneFOneBEdges);
+}
+
+TEST(Dependencies, ThreeStagesMiddleStageHasBothDirections) {
+  // One micro-batch through three stages:
+  //   device 0: F [0,10)  B [50,60)
+  //   device 1: F [10,20) B [40,50)
+  //   device 2: F [20,30) B [30,40)
+  // Stage 1's F needs stage 0's, its B needs stage 2's; stage 2's F needs
+  // stage 1's; stage 0's B needs stage 1's.
+  pipescope::Run run;
+  add_job(run, 0, "forward", 0, 0, 10);
+  add_job(run, 0, "backward", 0, 50, 60);
+  add_job(run, 1, "forward", 0, 10, 20);
+  add_job(run, 1, "backward", 0, 40, 50);
+  add_job(run, 2, "forward", 0, 20, 30);
+  add_job(run, 2, "backward", 0, 30, 40);
+  run.finalize();
+  EXPECT_EQ(edges_of(run), (std::vector<std::string>{"d0.j1 <- d1.j1", "d1.j0 <- d0.j0",
+                                                     "d1.j1 <- d2.j1", "d2.j0 <- d1.j0"}));
+}
+
+// VPP, P = 2, V = 2, M = 1, in true order
+//   S0 F c0, S1 F c0, S0 F c1, S1 F c1, S1 B c1, S0 B c1, S1 B c0, S0 B c0:
+//   device 0: F c0 [0,10)  F c1 [20,30) B c1 [50,60) B c0 [70,80)   jobs 0 1 2 3
+//   device 1: F c0 [10,20) F c1 [30,40) B c1 [40,50) B c0 [60,70)   jobs 0 1 2 3
+// Edges:
+//   d0.j1 (S0 F c1) <- d1.j0 (last stage F c0: stage 0, c > 0)
+//   d0.j2 (S0 B c1) <- d1.j2 (S1 B c1)
+//   d0.j3 (S0 B c0) <- d1.j3 (S1 B c0)
+//   d1.j0 (S1 F c0) <- d0.j0
+//   d1.j1 (S1 F c1) <- d0.j1
+//   d1.j3 (S1 B c0) <- d0.j2 (stage 0 B c1: last stage, c < V-1)
+// S0 F c0 and S1 B c1 (last stage, last chunk) have none.
+void add_vpp(pipescope::Run& run, std::string_view f0, std::string_view f1, std::string_view b0,
+             std::string_view b1) {
+  add_job(run, 0, f0, 0, 0, 10);
+  add_job(run, 0, f1, 0, 20, 30);
+  add_job(run, 0, b1, 0, 50, 60);
+  add_job(run, 0, b0, 0, 70, 80);
+  add_job(run, 1, f0, 0, 10, 20);
+  add_job(run, 1, f1, 0, 30, 40);
+  add_job(run, 1, b1, 0, 40, 50);
+  add_job(run, 1, b0, 0, 60, 70);
+  run.finalize();
+}
+
+const std::vector<std::string> kVppEdges = {"d0.j1 <- d1.j0", "d0.j2 <- d1.j2", "d0.j3 <- d1.j3",
+                                            "d1.j0 <- d0.j0", "d1.j1 <- d0.j1", "d1.j3 <- d0.j2"};
+
+TEST(Dependencies, InterleavedChunksWrapAroundTheStages) {
+  pipescope::Run digits;
+  add_vpp(digits, "forward0", "forward1", "backward0", "backward1");
+  EXPECT_EQ(edges_of(digits), kVppEdges);
+  pipescope::Run named;
+  add_vpp(named, "forward(chunk0)", "forward(chunk1)", "backward(chunk0)", "backward(chunk1)");
+  EXPECT_EQ(edges_of(named), kVppEdges);
+}
+
+TEST(Dependencies, MatchedWithinTheStepOnly) {
+  // Two steps of P = 2, M = 1: F0 B0 | F0 B0 on both devices (jobs 0 1 | 2 3).
+  // Step 1's jobs (2, 3) pair with step 1's, never with step 0's jobs of the
+  // same type and micro-batch.
+  pipescope::Run run;
+  for (std::size_t d = 0; d < 2; ++d) {
+    add_job(run, d, "forward", 0, 0, 10);
+    add_job(run, d, "backward", 0, 10, 20);
+    add_job(run, d, "forward", 0, 100, 110);
+    add_job(run, d, "backward", 0, 110, 120);
+  }
+  run.finalize();
+  EXPECT_EQ(edges_of(run), (std::vector<std::string>{"d0.j1 <- d1.j1", "d0.j3 <- d1.j3",
+                                                     "d1.j0 <- d0.j0", "d1.j2 <- d0.j2"}));
+}
+
+TEST(Dependencies, AStepThePartnerDeviceNeverReachedHasNoEdge) {
+  // Device 0's log ends after step 0; device 1 runs two steps. Device 1's
+  // step-1 forward (j2) has no step-1 forward to wait for.
+  pipescope::Run run;
+  add_job(run, 0, "forward", 0, 0, 10);
+  add_job(run, 0, "backward", 0, 30, 40);
+  add_job(run, 1, "forward", 0, 10, 20);
+  add_job(run, 1, "backward", 0, 20, 30);
+  add_job(run, 1, "forward", 0, 50, 60);
+  add_job(run, 1, "backward", 0, 60, 70);
+  run.finalize();
+  EXPECT_EQ(edges_of(run), (std::vector<std::string>{"d0.j1 <- d1.j1", "d1.j0 <- d0.j0"}));
+}
+
+TEST(Dependencies, MissingPartnerJobLeavesTheConsumerWithoutAnEdge) {
+  // Stage 0 lost its F1 line: device 0 runs F0 B0 B1 (jobs 0 1 2), device 1
+  // F0 B0 F1 B1. Device 1's F1 (j2) has no producer; the rest pair as usual.
+  pipescope::Run run;
+  add_job(run, 0, "forward", 0, 0, 10);
+  add_job(run, 0, "backward", 0, 30, 40);
+  add_job(run, 0, "backward", 1, 50, 60);
+  add_job(run, 1, "forward", 0, 12, 22);
+  add_job(run, 1, "backward", 0, 22, 28);
+  add_job(run, 1, "forward", 1, 28, 38);
+  add_job(run, 1, "backward", 1, 38, 48);
+  run.finalize();
+  EXPECT_EQ(edges_of(run),
+            (std::vector<std::string>{"d0.j1 <- d1.j1", "d0.j2 <- d1.j3", "d1.j0 <- d0.j0"}));
+}
+
+TEST(Dependencies, RepeatedOpInAStepUsesItsFirstJob) {
+  // Device 0 logged F0 twice (jobs 0 and 1; a forward after a forward starts
+  // no step): device 1's F0 waits for the first. Same with odd micro-batch
+  // ids (the sorted-list index).
+  for (const std::int64_t mb : {std::int64_t{0}, std::int64_t{-3}}) {
+    pipescope::Run run;
+    add_job(run, 0, "forward", mb, 0, 10);
+    add_job(run, 0, "forward", mb, 10, 20);
+    add_job(run, 1, "forward", mb, 20, 30);
+    run.finalize();
+    EXPECT_EQ(edges_of(run), (std::vector<std::string>{"d1.j0 <- d0.j0"})) << "mb " << mb;
+  }
+}
+
+TEST(Dependencies, OnlyForwardAndBackwardOpsTakePart) {
+  // Zero-bubble split: backward_b is B, backward_w (W) needs no edge; comm,
+  // optimizer and other jobs never take part.
+  //   device 0: F0 [0,10) send [10,11) B_b0 [40,50) W0 [50,60) optimizer [60,65)
+  //   device 1: recv [10,12) F0 [12,22) B_b0 [22,30) send [30,31) W0 [31,40) memcpy [40,41)
+  // Edges: d0.j2 (B_b) <- d1.j2 (B_b), d1.j1 (F) <- d0.j0 (F).
+  pipescope::Run run;
+  add_job(run, 0, "forward", 0, 0, 10);
+  add_job(run, 0, "send_forward", 0, 10, 11);
+  add_job(run, 0, "backward_b", 0, 40, 50);
+  add_job(run, 0, "backward_w", 0, 50, 60);
+  add_job(run, 0, "optimizer", 0, 60, 65);
+  add_job(run, 1, "recv_forward", 0, 10, 12);
+  add_job(run, 1, "forward", 0, 12, 22);
+  add_job(run, 1, "backward_b", 0, 22, 30);
+  add_job(run, 1, "send_backward", 0, 30, 31);
+  add_job(run, 1, "backward_w", 0, 31, 40);
+  add_job(run, 1, "memcpy", 0, 40, 41);
+  run.finalize();
+  EXPECT_EQ(edges_of(run), (std::vector<std::string>{"d0.j2 <- d1.j2", "d1.j1 <- d0.j0"}));
+}
+
+TEST(Dependencies, TensorParallelPeersPairByRankInStage) {
+  // Stages of two devices each ("0-1,2-3"), every device running F0 then B0:
+  // rank 0 pairs with rank 0, rank 1 with rank 1.
+  pipescope::Run run;
+  for (std::size_t d = 0; d < 4; ++d) {
+    const std::int64_t t = d < 2 ? 0 : 10;
+    add_job(run, d, "forward", 0, t, t + 10);
+    add_job(run, d, "backward", 0, 40 - t, 50 - t);
+  }
+  run.finalize();
+  EXPECT_EQ(edges_of(run, resolve_stage_map(run, "0-1,2-3")),
+            (std::vector<std::string>{"d0.j1 <- d2.j1", "d1.j1 <- d3.j1", "d2.j0 <- d0.j0",
+                                      "d3.j0 <- d1.j0"}));
+  // A smaller next stage ("0-1,2"): rank r pairs with device (r mod 1) = 2 of
+  // stage 1, and device 2 (rank 0) with device (0 mod 2) = 0 of stage 0.
+  pipescope::Run uneven;
+  for (std::size_t d = 0; d < 3; ++d) {
+    const std::int64_t t = d < 2 ? 0 : 10;
+    add_job(uneven, d, "forward", 0, t, t + 10);
+    add_job(uneven, d, "backward", 0, 40 - t, 50 - t);
+  }
+  uneven.finalize();
+  EXPECT_EQ(edges_of(uneven, resolve_stage_map(uneven, "0-1,2")),
+            (std::vector<std::string>{"d0.j1 <- d2.j1", "d1.j1 <- d2.j1", "d2.j0 <- d0.j0"}));
+}
+
+TEST(Dependencies, StagesFollowTheMapNotTheDeviceOrder) {
+  // "1,0": device 1 is stage 0, device 0 is stage 1. Device 1 runs F0 [0,10)
+  // B0 [30,40); device 0 runs F0 [10,20) B0 [20,30).
+  pipescope::Run run;
+  add_job(run, 1, "forward", 0, 0, 10);
+  add_job(run, 1, "backward", 0, 30, 40);
+  add_job(run, 0, "forward", 0, 10, 20);
+  add_job(run, 0, "backward", 0, 20, 30);
+  run.finalize();
+  EXPECT_EQ(edges_of(run, resolve_stage_map(run, "1,0")),
+            (std::vector<std::string>{"d0.j0 <- d1.j0", "d1.j1 <- d0.j1"}));
+}
+
+TEST(Dependencies, ADeviceOutsideTheMapTakesNoPart) {
+  // Stage map by hand: device 1 in no stage. Device 2 (stage 1) pairs with
+  // device 0 (stage 0); device 1's jobs are neither consumers nor producers.
+  pipescope::Run run;
+  for (std::size_t d = 0; d < 3; ++d) {
+    add_job(run, d, "forward", 0, 10 * static_cast<std::int64_t>(d),
+            10 * static_cast<std::int64_t>(d) + 10);
+  }
+  run.finalize();
+  StageMap stages;
+  stages.stage_of = {0, -1, 1};
+  stages.devices = {{0}, {2}};
+  EXPECT_EQ(edges_of(run, stages), (std::vector<std::string>{"d2.j0 <- d0.j0"}));
+}
+
+TEST(Dependencies, JobsAddedOutOfOrderAreMatchedInStartOrder) {
+  // one_f_one_b(0) with every device's jobs added last to first: finalize()
+  // sorts them, and the edges name the sorted positions.
+  pipescope::Run run;
+  add_job(run, 0, "backward", 1, 50, 60);
+  add_job(run, 0, "backward", 0, 30, 40);
+  add_job(run, 0, "forward", 1, 10, 20);
+  add_job(run, 0, "forward", 0, 0, 10);
+  add_job(run, 1, "backward", 1, 38, 48);
+  add_job(run, 1, "forward", 1, 28, 38);
+  add_job(run, 1, "backward", 0, 22, 28);
+  add_job(run, 1, "forward", 0, 12, 22);
+  run.finalize();
+  EXPECT_EQ(edges_of(run), kOneFOneBEdges);
+}
+
+TEST(Dependencies, OneDeviceHasNoneEvenWithChunks) {
+  // A single stage is both the first and the last: F c1 would wait for F c0
+  // on the last stage and B c0 for B c1 on stage 0, i.e. on the same device,
+  // whose jobs run in order anyway.
+  pipescope::Run run;
+  add_job(run, 0, "forward0", 0, 0, 10);
+  add_job(run, 0, "forward1", 0, 10, 20);
+  add_job(run, 0, "backward1", 0, 20, 30);
+  add_job(run, 0, "backward0", 0, 30, 40);
+  run.finalize();
+  EXPECT_TRUE(edges_of(run).empty());
+}
+
+TEST(Dependencies, EmptyInputs) {
+  const pipescope::Run empty;
+  EXPECT_TRUE(edges_of(empty).empty());
+  // Devices without jobs.
+  pipescope::Run idle;
+  testing::device_at(idle, 1);
+  EXPECT_TRUE(edges_of(idle).empty());
+  // No stage, or no step numbering: nothing to match.
+  const pipescope::Run run = one_f_one_b(0);
+  const std::vector<JobRole> roles = classify_job_roles(run.types);
+  const Metrics metrics = compute_metrics(run);
+  EXPECT_TRUE(find_dependencies(run, metrics.job_step, StageMap{}, roles).empty());
+  EXPECT_TRUE(find_dependencies(run, {}, one_stage_per_device(2), roles).empty());
+}
+
+}  // namespace
+}  // namespace pipescope
