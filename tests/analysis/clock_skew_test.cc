@@ -563,9 +563,16 @@ TEST(ClockSkew, ParsesDurations) {
                           "0.0000000001s", "1.5ns", "9223372037s", "1234567890123ns"}) {
     EXPECT_FALSE(parse_duration_ns(bad).has_value()) << bad;
   }
-  EXPECT_EQ(parse_clock_offset("nodeA=-1us"), std::make_pair(std::string("nodeA"), -us));
-  EXPECT_THROW(parse_clock_offset("=1ms"), std::invalid_argument);
-  EXPECT_THROW(parse_clock_offset("machine1=fast"), std::invalid_argument);
+  EXPECT_EQ(parse_clock_offset("nodeA=-1us", "offset"), std::make_pair(std::string("nodeA"), -us));
+  EXPECT_THROW(parse_clock_offset("=1ms", "offset"), std::invalid_argument);
+  // The message starts with the caller's name for the spec, never a flag of ours.
+  try {
+    parse_clock_offset("machine1=fast", "imposed offset");
+    ADD_FAILURE() << "machine1=fast was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "imposed offset machine1=fast: 'fast' is not a duration with a unit (ns, us, ms, s)");
+  }
 }
 
 // BUG (left alone this round, behaviour-preserving): parse_duration_ns checks
