@@ -9,7 +9,7 @@
 // the logs again:
 //   SummaryFigures f = summary_figures(run, metrics, analysis);
 //   write_summary_json(f, "out/summary.json");
-//   read_summary_figures("out/summary.json");  // == f but for the job durations
+//   assert(read_summary_figures("out/summary.json") == f);
 //
 // Members are named like their JSON keys and in the JSON's order (where not,
 // the member says where it goes). "schema" and "tool" are not figures: the
@@ -71,8 +71,8 @@ struct JobTypeFigures {
   std::string type;
   std::string kind;  ///< forward, backward, optimizer, comm, other
   std::int64_t jobs = 0;
-  /// Σ job durations. Not written to summary.json (yet): known for a run
-  /// analysed from logs, absent for one read back from a summary.
+  /// Σ job durations (`diff` shows their mean). Always set from a run;
+  /// absent from a summary written before the field existed.
   std::optional<std::int64_t> total_ns;
 
   friend bool operator==(const JobTypeFigures&, const JobTypeFigures&) = default;

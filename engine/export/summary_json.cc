@@ -68,6 +68,7 @@ void write_job_types(JsonWriter& w, const std::vector<JobTypeFigures>& types) {
     w.field("type", std::string_view(t.type));
     w.field("kind", std::string_view(t.kind));
     w.field("jobs", t.jobs);
+    if (t.total_ns) w.field("total_ns", *t.total_ns);
     w.end_object();
   }
   w.end_array();

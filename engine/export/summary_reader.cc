@@ -200,11 +200,6 @@ JobTypeFigures read_job_type(const Reader& r, object t) {
   f.kind = r.string(t, "kind", where);
   f.jobs = r.int64(t, "jobs", where);
   opt(t, "total_ns", f.total_ns);
-  if (!f.total_ns) {
-    std::optional<std::int64_t> mean;
-    opt(t, "mean_ns", mean);
-    if (mean) f.total_ns = *mean * f.jobs;
-  }
   return f;
 }
 
