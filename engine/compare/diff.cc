@@ -142,29 +142,23 @@ std::vector<Row> kind_rows(const RunFigures& a, const RunFigures& b, bool by_typ
 
 std::string schedule_text(const std::optional<ScheduleFigures>& s) {
   if (!s) return "not analysed";
-  const auto n = [](const std::optional<std::int64_t>& v) {
-    return v ? std::to_string(*v) : std::string("?");
-  };
-  std::string text =
-      fmt::format("{} P={} M={} V={}", s->name, n(s->stages), n(s->micro_batches), n(s->chunks));
-  if (s->exact) text += *s->exact ? " (canonical order)" : " (order differs from canonical)";
-  return text;
+  return fmt::format("{} P={} M={} V={} ({})", s->name, s->stages, s->micro_batches, s->chunks,
+                     s->exact ? "canonical order" : "order differs from canonical");
 }
 
 // What changed between two analysed schedules, one phrase per difference.
 std::vector<std::string> schedule_changes(const ScheduleFigures& a, const ScheduleFigures& b) {
   std::vector<std::string> out;
   if (a.name != b.name) out.push_back(fmt::format("schedule {} -> {}", a.name, b.name));
-  const auto num = [&](const char* what, const std::optional<std::int64_t>& x,
-                       const std::optional<std::int64_t>& y) {
-    if (x && y && *x != *y) out.push_back(fmt::format("{} {} -> {}", what, *x, *y));
+  const auto num = [&](const char* what, int x, int y) {
+    if (x != y) out.push_back(fmt::format("{} {} -> {}", what, x, y));
   };
   num("P (stages)", a.stages, b.stages);
   num("M (micro-batches)", a.micro_batches, b.micro_batches);
   num("V (chunks)", a.chunks, b.chunks);
-  if (a.exact && b.exact && *a.exact != *b.exact) {
-    out.push_back(*b.exact ? "order now matches the canonical one"
-                           : "order no longer matches the canonical one");
+  if (a.exact != b.exact) {
+    out.push_back(b.exact ? "order now matches the canonical one"
+                          : "order no longer matches the canonical one");
   }
   return out;
 }
@@ -219,23 +213,10 @@ void json_schedule(JsonWriter& w, const std::optional<ScheduleFigures>& s) {
   }
   w.begin_object(true);
   w.field("name", s->name);
-  const auto opt = [&](std::string_view k, const std::optional<std::int64_t>& v) {
-    w.key(k);
-    if (v) {
-      w.value(*v);
-    } else {
-      w.null();
-    }
-  };
-  opt("stages", s->stages);
-  opt("micro_batches", s->micro_batches);
-  opt("chunks", s->chunks);
-  w.key("exact");
-  if (s->exact) {
-    w.value(*s->exact);
-  } else {
-    w.null();
-  }
+  w.field("stages", s->stages);
+  w.field("micro_batches", s->micro_batches);
+  w.field("chunks", s->chunks);
+  w.field("exact", s->exact);
   w.end_object();
 }
 

@@ -1,14 +1,6 @@
-// Reads a summary.json written by `pipescope analyze` back into RunFigures,
-// with simdjson. Schema "pipescope.summary/1" (and any 1.x minor version) is
-// accepted; fields a newer writer adds are used when present ("schedule",
-// job_types[].total_ns) and ignored otherwise.
-//
-// Errors (all thrown as InputError, message starting with the path):
-//   - the file cannot be read, or is not valid JSON (simdjson's message);
-//   - no "schema" string: "not a pipescope summary";
-//   - another schema or major version: "summary schema 'X' is not supported
-//     (this pipescope reads pipescope.summary/1)";
-//   - a required field missing or of the wrong type: names the field.
+// A summary.json as the figures `check` and `diff` compare: the export
+// layer's reader (export/summary_reader.h, which says what is required and
+// every error) with the path as the run's source.
 #pragma once
 
 #include <string>
@@ -18,10 +10,7 @@
 
 namespace pipescope {
 
-/// The schema this reader understands (major version 1).
-inline constexpr std::string_view kSummarySchema = "pipescope.summary/1";
-
-/// Parses the summary at `path`.
+/// Parses the summary at `path`. Throws InputError.
 RunFigures read_summary_json(const std::string& path);
 
 /// Parses summary text (for tests); `source` labels errors and the result.

@@ -1,20 +1,25 @@
 // summary.json: the machine-readable result of `pipescope analyze`, schema
-// "pipescope.summary/1" (README.md, "summary.json"). Written from the model
-// and the computed metrics only; the logs are never read again.
+// "pipescope.summary/1" (README.md, "summary.json"). Written from the figures
+// of summary_figures.h, which come from the model and the computed metrics
+// only; the logs are never read again. summary_reader.h reads it back.
 #pragma once
 
 #include <string>
 
 #include "analysis/metrics.h"
 #include "analysis/pipeline.h"
+#include "export/summary_figures.h"
 #include "model/run.h"
 
 namespace pipescope {
 
-/// Writes the summary to `path` atomically (a reader sees the old file or the
-/// whole new one). The folder must exist (see ensure_output_dir). The same
-/// Run and Metrics always give the same bytes. Throws std::system_error
-/// ("cannot write PATH: ...") on I/O failure.
+/// Writes `figures` to `path` atomically (a reader sees the old file or the
+/// whole new one), the pipeline sections when they are set. The folder must
+/// exist (see ensure_output_dir). The same figures always give the same bytes.
+/// Throws std::system_error ("cannot write PATH: ...") on I/O failure.
+void write_summary_json(const SummaryFigures& figures, const std::string& path);
+
+/// write_summary_json(summary_figures(run, metrics), path).
 void write_summary_json(const Run& run, const Metrics& metrics, const std::string& path);
 
 /// The same summary plus the pipeline sections (README, "Explaining the

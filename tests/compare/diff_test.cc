@@ -11,16 +11,21 @@
 namespace pipescope {
 namespace {
 
-RunFigures with_schedule(const std::string& name, std::int64_t m) {
+RunFigures with_schedule(const std::string& name, int m) {
   RunFigures r;
   r.source = name;
   r.origin = "test";
   r.jobs = 10;
   r.bubble_ratio = 0.25;
   r.steps.push_back({0, 0, 100, 100, 0.25, {{0, 75, 25}}});
-  r.devices.push_back({0, 0, "", 0, 10, 75, 25, 0.75});
+  r.devices.push_back({0, 0, "", 0, "", 10, 0, 75, 25, 0.75});
   r.job_types.push_back({"forward", "forward", 5, 50 * 5});
-  r.schedule = ScheduleFigures{"1F1B", 4, m, 1, true};
+  ScheduleFigures& s = r.schedule.emplace();
+  s.name = "1F1B";
+  s.exact = true;
+  s.stages = 4;
+  s.micro_batches = m;
+  s.chunks = 1;
   return r;
 }
 

@@ -186,10 +186,12 @@ TEST(ExportSummary, WritesEveryField) {
       {"optimizer", "optimizer"},
       {"send_v2", "comm"}};
   const std::int64_t expected_counts[] = {2, 1, 2, 1, 1};
+  const std::int64_t expected_totals[] = {1500 + 1200, 100, 1000 + 1000, 500, 100};
   for (std::size_t i = 0; i < types.size(); ++i) {
     EXPECT_EQ(get_string(types[i], "type"), expected_types[i].first);
     EXPECT_EQ(get_string(types[i], "kind"), expected_types[i].second);
     EXPECT_EQ(get_int(types[i], "jobs"), expected_counts[i]);
+    EXPECT_EQ(get_int(types[i], "total_ns"), expected_totals[i]);
   }
 
   const auto inputs = elements(get_array(root, "inputs"));

@@ -249,10 +249,11 @@ def analyse(paths, device_filter=None):
             "busy_ns": busy_total[i], "idle_ns": total_window - busy_total[i],
             "utilization": ratio(busy_total[i], total_window)})
 
-    type_counts = {}
+    type_counts, type_totals = {}, {}
     for d in devices:
         for j in d["jobs"]:
             type_counts[j["type"]] = type_counts.get(j["type"], 0) + 1
+            type_totals[j["type"]] = type_totals.get(j["type"], 0) + j["end"] - j["start"]
     return {
         "schema": "pipescope.summary/1",
         "jobs": sum(len(d["jobs"]) for d in devices),
@@ -261,7 +262,7 @@ def analyse(paths, device_filter=None):
         "total_window_ns": total_window,
         "devices": devices_out,
         "steps": steps_out,
-        "job_types": [{"type": t, "kind": kind_of(t), "jobs": n}
+        "job_types": [{"type": t, "kind": kind_of(t), "jobs": n, "total_ns": type_totals[t]}
                       for t, n in sorted(type_counts.items())],
         "inputs": inputs,
     }

@@ -1,0 +1,252 @@
+#include "export/summary_figures.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "analysis/job_kind.h"
+
+namespace pipescope {
+
+namespace {
+
+std::vector<DeviceFigures> device_figures(const Run& run, const Metrics& metrics) {
+  std::vector<DeviceFigures> out;
+  out.reserve(run.devices.size());
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const Device& device = run.devices[d];
+    // Metrics computed for another run (or none) must not crash the export.
+    const DeviceTotals totals = d < metrics.devices.size() ? metrics.devices[d] : DeviceTotals{};
+    out.push_back({device.index, device.machine, device.machine_name, device.rank, device.path,
+                   static_cast<std::int64_t>(device.jobs.size()), totals.steps, totals.busy_ns,
+                   totals.idle_ns, totals.utilization});
+  }
+  return out;
+}
+
+std::vector<StepFigures> step_figures(const Run& run, const Metrics& metrics) {
+  std::vector<StepFigures> out;
+  out.reserve(metrics.steps.size());
+  for (const StepWindow& step : metrics.steps) {
+    StepFigures s{step.step, step.start_ns, step.end_ns, step.window_ns(), step.bubble_ratio, {}};
+    for (std::size_t d = 0; d < step.devices.size(); ++d) {
+      // The global device index, as in "devices" (a --devices selection leaves gaps).
+      const int device = d < run.devices.size() ? run.devices[d].index : static_cast<int>(d);
+      s.devices.push_back({device, step.devices[d].busy_ns, step.devices[d].idle_ns});
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<InputFigures> input_figures(const Run& run) {
+  std::vector<InputFigures> out;
+  out.reserve(run.inputs.size());
+  for (const InputStats& input : run.inputs) {
+    out.push_back({input.path, input.bytes, input.lines, input.matched, input.malformed,
+                   input.oversized, input.partial_last_line_bytes, input.error});
+  }
+  return out;
+}
+
+std::vector<DiagnosticFigures> diagnostic_figures(const Run& run) {
+  std::vector<DiagnosticFigures> out;
+  out.reserve(run.diagnostics.size());
+  for (const Diagnostic& diagnostic : run.diagnostics) {
+    out.push_back({diagnostic.path, diagnostic.line, diagnostic.message});
+  }
+  return out;
+}
+
+std::string_view type_name(const Run& run, TypeId type) {
+  return type < run.types.size() ? std::string_view(run.types.name(type)) : "?";
+}
+
+StagesFigures stages_figures(const Run& run, const PipelineAnalysis& a) {
+  StagesFigures out{a.stages.source, {}};
+  for (std::size_t s = 0; s < a.stages.stage_count(); ++s) {
+    StageFigures stage{static_cast<std::int64_t>(s), {}, std::nullopt};
+    for (const std::size_t d : a.stages.devices[s]) stage.devices.push_back(run.devices[d].index);
+    if (s < a.bottleneck.stages.size()) {
+      const StageStats& stats = a.bottleneck.stages[s];
+      StageLoadFigures load{stats.compute_per_step_ns, {}};
+      for (std::size_t r = 0; r < kRoleCount; ++r) {
+        const DurationStats& d = stats.by_role[r];
+        if (d.count == 0) continue;
+        load.jobs.push_back({std::string(pipeline_role_name(static_cast<PipelineRole>(r))), d.count,
+                             d.total_ns, d.mean_ns, d.median_ns, d.p95_ns, d.max_ns});
+      }
+      stage.load = std::move(load);
+    }
+    out.list.push_back(std::move(stage));
+  }
+  return out;
+}
+
+BubbleSplitFigures split_figures(const BubbleTotals& t) {
+  return {t.of(BubbleKind::fill), t.of(BubbleKind::interior), t.of(BubbleKind::drain)};
+}
+
+std::optional<BubbleJobFigures> bubble_job(const Run& run, const Device& device, std::int64_t job) {
+  if (job < 0 || static_cast<std::size_t>(job) >= device.jobs.size()) return std::nullopt;
+  const Job& j = device.jobs[static_cast<std::size_t>(job)];
+  return BubbleJobFigures{std::string(type_name(run, j.type)), j.micro_batch, j.start_ns, j.end_ns};
+}
+
+BubblesFigures bubbles_figures(const Run& run, const Metrics& metrics, const PipelineAnalysis& a) {
+  const BubbleSummary& b = a.bubbles;
+  BubblesFigures out;
+  out.total = split_figures(b.total);
+  out.idle_ns = b.total.idle_ns();
+  for (std::size_t d = 0; d < b.per_device.size() && d < run.devices.size(); ++d) {
+    out.devices.push_back({run.devices[d].index, split_figures(b.per_device[d])});
+  }
+  for (std::size_t k = 0; k < b.per_step.size() && k < metrics.steps.size(); ++k) {
+    StepBubbleFigures step{metrics.steps[k].step, {}};
+    for (std::size_t d = 0; d < b.per_step[k].size() && d < run.devices.size(); ++d) {
+      step.devices.push_back({run.devices[d].index, split_figures(b.per_step[k][d])});
+    }
+    out.steps.push_back(std::move(step));
+  }
+  for (const Bubble& bubble : b.longest) {
+    const Device& device = run.devices[bubble.device];
+    out.longest.push_back({device.index, metrics.steps[bubble.step].step, bubble.start_ns,
+                           bubble.length_ns(), std::string(bubble_kind_name(bubble.kind)),
+                           bubble_job(run, device, bubble.job_before),
+                           bubble_job(run, device, bubble.job_after)});
+  }
+  return out;
+}
+
+BottleneckFigures bottleneck_figures(const PipelineAnalysis& a) {
+  const BottleneckReport& b = a.bottleneck;
+  return {b.slowest_stage,
+          b.slowest_stage >= 0
+              ? b.stages[static_cast<std::size_t>(b.slowest_stage)].compute_per_step_ns
+              : std::int64_t{0},
+          b.mean_compute_per_step_ns, b.imbalance};
+}
+
+CriticalPathFigures critical_path_figures(const Run& run, const Metrics& metrics,
+                                          const PipelineAnalysis& a) {
+  CriticalPathFigures out;
+  const CriticalPath* longest = nullptr;
+  for (const CriticalPath& path : a.critical_paths) {
+    const std::int64_t window = metrics.steps[path.step].window_ns();
+    if (longest == nullptr || window > metrics.steps[longest->step].window_ns()) longest = &path;
+    PathStepFigures step{metrics.steps[path.step].step,
+                         window,
+                         static_cast<std::int64_t>(path.jobs.size()),
+                         path.lead_in_ns,
+                         path.wait_ns,
+                         {}};
+    for (std::size_t s = 0; s < path.stage_ns.size(); ++s) {
+      step.stages.push_back(
+          {static_cast<std::int64_t>(s), path.stage_ns[s],
+           window > 0 ? static_cast<double>(path.stage_ns[s]) / static_cast<double>(window) : 0.0});
+    }
+    out.steps.push_back(std::move(step));
+  }
+  if (longest != nullptr) {
+    LongestPathFigures chain{metrics.steps[longest->step].step, {}};
+    for (const CriticalPathJob& entry : longest->jobs) {
+      const Device& device = run.devices[entry.job.device];
+      const Job& job = device.jobs[entry.job.job];
+      chain.jobs.push_back({device.index, entry.stage, std::string(type_name(run, job.type)),
+                            job.micro_batch, job.start_ns, job.end_ns, entry.wait_ns,
+                            entry.via_dependency});
+    }
+    out.longest_step = std::move(chain);
+  }
+  return out;
+}
+
+ClockFigures clock_figures(const PipelineAnalysis& a) {
+  const ClockReport& c = a.clock;
+  ClockFigures out{c.method, c.applied, c.dependencies, c.violations_before, c.violations_after,
+                   {},       {}};
+  for (const MachineClock& m : c.machines) {
+    out.machines.push_back({m.machine, m.name, m.estimate_ns, m.offset_ns});
+  }
+  for (const MachinePairClock& p : c.pairs) {
+    out.pairs.push_back({p.machine_a, p.machine_b, p.dependencies, p.violations_before,
+                         p.violations_after, p.lower_ns, p.upper_ns});
+  }
+  return out;
+}
+
+std::vector<WarningFigures> warning_figures(const PipelineAnalysis& a) {
+  std::vector<WarningFigures> out;
+  for (const QualityWarning& w : a.warnings) {
+    out.push_back({w.code, w.message, w.device, w.stage, w.count});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<JobTypeFigures> job_type_figures(const Run& run) {
+  std::vector<std::int64_t> counts(run.types.size(), 0);
+  std::vector<std::int64_t> totals(run.types.size(), 0);
+  for (const Device& device : run.devices) {
+    for (const Job& job : device.jobs) {
+      if (job.type >= counts.size()) continue;
+      ++counts[job.type];
+      totals[job.type] += job.duration_ns();
+    }
+  }
+  std::vector<JobTypeFigures> out;
+  for (TypeId id = 0; id < counts.size(); ++id) {
+    if (counts[id] == 0) continue;
+    const std::string& name = run.types.name(id);
+    out.push_back(
+        {name, std::string(job_kind_name(classify_job_type(name))), counts[id], totals[id]});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const JobTypeFigures& a, const JobTypeFigures& b) { return a.type < b.type; });
+  return out;
+}
+
+ScheduleFigures schedule_figures(const ScheduleReport& s) {
+  return {std::string(pipeline_schedule_name(s.detection.schedule)),
+          s.detection.exact,
+          s.detection.stages,
+          s.detection.micro_batches,
+          s.detection.chunks,
+          s.steps_examined,
+          s.steps_agreeing,
+          static_cast<std::int64_t>(s.means.forward_ns),
+          static_cast<std::int64_t>(s.means.backward_ns),
+          static_cast<std::int64_t>(s.means.weight_ns),
+          s.measured_bubble_ratio,
+          s.ideal_bubble_ratio,
+          s.excess};
+}
+
+SummaryFigures summary_figures(const Run& run, const Metrics& metrics) {
+  SummaryFigures f;
+  f.jobs = static_cast<std::int64_t>(run.job_count());
+  f.first_step = run.first_step.value_or(0);
+  f.bubble_ratio = metrics.bubble_ratio;
+  f.total_window_ns = metrics.total_window_ns;
+  f.devices = device_figures(run, metrics);
+  f.steps = step_figures(run, metrics);
+  f.job_types = job_type_figures(run);
+  f.inputs = input_figures(run);
+  f.diagnostics = diagnostic_figures(run);
+  return f;
+}
+
+SummaryFigures summary_figures(const Run& run, const Metrics& metrics,
+                               const PipelineAnalysis& pipeline) {
+  SummaryFigures f = summary_figures(run, metrics);
+  f.schedule = schedule_figures(pipeline.schedule);
+  f.stages = stages_figures(run, pipeline);
+  f.bubbles = bubbles_figures(run, metrics, pipeline);
+  f.bottleneck = bottleneck_figures(pipeline);
+  f.critical_path = critical_path_figures(run, metrics, pipeline);
+  f.clock = clock_figures(pipeline);
+  f.warnings = warning_figures(pipeline);
+  return f;
+}
+
+}  // namespace pipescope

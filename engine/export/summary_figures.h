@@ -1,0 +1,355 @@
+// Everything summary.json holds (schema "pipescope.summary/1", README.md,
+// "summary.json"), as plain values: the one structure the writer serializes
+// (summary_json.h), the reader parses back (summary_reader.h) and `check` and
+// `diff` compare (compare/run_figures.h). A member added here does not let the
+// round-trip test (tests/export/summary_roundtrip_test.cc) compile until the
+// test sets it, and fails it until the writer and the reader both know it.
+//
+// The figures are computed once from an analysed run; nothing here looks at
+// the logs again:
+//   SummaryFigures f = summary_figures(run, metrics, analysis);
+//   write_summary_json(f, "out/summary.json");
+//   assert(read_summary_figures("out/summary.json") == f);
+//
+// Members are named like their JSON keys and in the JSON's order (where not,
+// the member says where it goes). "schema" and "tool" are not figures: the
+// writer stamps them and the reader checks the schema.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/metrics.h"
+#include "analysis/pipeline.h"
+#include "model/run.h"
+
+namespace pipescope {
+
+/// The schema the writer stamps; the reader accepts it and any 1.N minor version.
+inline constexpr std::string_view kSummarySchema = "pipescope.summary/1";
+
+// --- the metric contract's sections ------------------------------------------
+
+struct DeviceFigures {
+  int device = 0;  ///< global device index (the key runs are matched on)
+  int machine = 0;
+  std::string machine_name;
+  int rank = 0;
+  std::string path;
+  std::int64_t jobs = 0;
+  std::int64_t steps = 0;  ///< steps detected on this device
+  std::int64_t busy_ns = 0;
+  std::int64_t idle_ns = 0;
+  double utilization = 0;
+
+  friend bool operator==(const DeviceFigures&, const DeviceFigures&) = default;
+};
+
+struct StepDeviceFigures {
+  int device = 0;  ///< global device index
+  std::int64_t busy_ns = 0;
+  std::int64_t idle_ns = 0;
+
+  friend bool operator==(const StepDeviceFigures&, const StepDeviceFigures&) = default;
+};
+
+struct StepFigures {
+  std::int64_t step = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::int64_t duration_ns = 0;
+  double bubble_ratio = 0;
+  std::vector<StepDeviceFigures> devices;
+
+  friend bool operator==(const StepFigures&, const StepFigures&) = default;
+};
+
+struct JobTypeFigures {
+  std::string type;
+  std::string kind;  ///< forward, backward, optimizer, comm, other
+  std::int64_t jobs = 0;
+  /// Σ job durations (`diff` shows their mean). Always set from a run;
+  /// absent from a summary written before the field existed.
+  std::optional<std::int64_t> total_ns;
+
+  friend bool operator==(const JobTypeFigures&, const JobTypeFigures&) = default;
+};
+
+struct InputFigures {
+  std::string path;
+  std::uint64_t bytes = 0;
+  std::uint64_t lines = 0;
+  std::uint64_t matched = 0;
+  std::uint64_t malformed = 0;
+  std::uint64_t oversized = 0;
+  std::uint64_t partial_last_line_bytes = 0;
+  std::string error;  ///< written only when not empty
+
+  friend bool operator==(const InputFigures&, const InputFigures&) = default;
+};
+
+struct DiagnosticFigures {
+  std::string path;
+  std::uint64_t line = 0;
+  std::string message;
+
+  friend bool operator==(const DiagnosticFigures&, const DiagnosticFigures&) = default;
+};
+
+// --- the pipeline sections (analysis/pipeline.h) -------------------------------
+
+struct ScheduleFigures {
+  std::string name;  ///< "1F1B", "VPP", ... or "unknown"
+  bool exact = false;
+  int stages = 0;         ///< P
+  int micro_batches = 0;  ///< M
+  int chunks = 0;         ///< V
+  std::int64_t steps_examined = 0;
+  std::int64_t steps_agreeing = 0;
+  std::int64_t mean_forward_ns = 0;
+  std::int64_t mean_backward_ns = 0;
+  std::int64_t mean_weight_ns = 0;
+  double measured_bubble_ratio = 0;
+  std::optional<double> ideal_bubble_ratio;  ///< null for unknown
+  std::optional<double> excess_bubble_ratio;
+
+  friend bool operator==(const ScheduleFigures&, const ScheduleFigures&) = default;
+};
+
+/// Durations of one pipeline role's jobs on one stage.
+struct RoleDurationFigures {
+  std::string role;  ///< the JSON key: forward, backward, weight, optimizer, comm, other
+  std::uint64_t count = 0;
+  std::int64_t total_ns = 0;
+  std::int64_t mean_ns = 0;
+  std::int64_t median_ns = 0;
+  std::int64_t p95_ns = 0;
+  std::int64_t max_ns = 0;
+
+  friend bool operator==(const RoleDurationFigures&, const RoleDurationFigures&) = default;
+};
+
+/// A stage's load, known when the bottleneck analysis covered the stage.
+struct StageLoadFigures {
+  std::int64_t compute_per_step_ns = 0;
+  std::vector<RoleDurationFigures> jobs;  ///< roles with jobs, in role order
+
+  friend bool operator==(const StageLoadFigures&, const StageLoadFigures&) = default;
+};
+
+struct StageFigures {
+  std::int64_t stage = 0;
+  std::vector<int> devices;              ///< global device indices
+  std::optional<StageLoadFigures> load;  ///< "compute_per_step_ns" and "jobs"
+
+  friend bool operator==(const StageFigures&, const StageFigures&) = default;
+};
+
+struct StagesFigures {
+  std::string source;  ///< device, tp, list, auto
+  std::vector<StageFigures> list;
+
+  friend bool operator==(const StagesFigures&, const StagesFigures&) = default;
+};
+
+/// Idle time by bubble kind ("fill_ns", "interior_ns", "drain_ns").
+struct BubbleSplitFigures {
+  std::int64_t fill_ns = 0;
+  std::int64_t interior_ns = 0;
+  std::int64_t drain_ns = 0;
+
+  friend bool operator==(const BubbleSplitFigures&, const BubbleSplitFigures&) = default;
+};
+
+struct DeviceBubbleFigures {
+  int device = 0;            ///< global device index
+  BubbleSplitFigures split;  ///< its three fields, beside "device"
+
+  friend bool operator==(const DeviceBubbleFigures&, const DeviceBubbleFigures&) = default;
+};
+
+struct StepBubbleFigures {
+  std::int64_t step = 0;
+  std::vector<DeviceBubbleFigures> devices;
+
+  friend bool operator==(const StepBubbleFigures&, const StepBubbleFigures&) = default;
+};
+
+/// A job beside a bubble ("before"/"after").
+struct BubbleJobFigures {
+  std::string type;  ///< "?" for an unknown type id
+  std::int64_t micro_batch = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+
+  friend bool operator==(const BubbleJobFigures&, const BubbleJobFigures&) = default;
+};
+
+struct LongBubbleFigures {
+  int device = 0;
+  std::int64_t step = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t length_ns = 0;
+  std::string kind;                        ///< fill, interior, drain
+  std::optional<BubbleJobFigures> before;  ///< null at the start of a step
+  std::optional<BubbleJobFigures> after;   ///< null at the end
+
+  friend bool operator==(const LongBubbleFigures&, const LongBubbleFigures&) = default;
+};
+
+struct BubblesFigures {
+  BubbleSplitFigures total;  ///< its three fields, at the top of "bubbles"
+  std::int64_t idle_ns = 0;  ///< fill + interior + drain
+  std::vector<DeviceBubbleFigures> devices;
+  std::vector<StepBubbleFigures> steps;
+  std::vector<LongBubbleFigures> longest;
+
+  friend bool operator==(const BubblesFigures&, const BubblesFigures&) = default;
+};
+
+struct BottleneckFigures {
+  int slowest_stage = -1;
+  std::int64_t slowest_compute_per_step_ns = 0;
+  std::int64_t mean_compute_per_step_ns = 0;
+  double imbalance = 0;
+
+  friend bool operator==(const BottleneckFigures&, const BottleneckFigures&) = default;
+};
+
+struct PathStageFigures {
+  std::int64_t stage = 0;
+  std::int64_t ns = 0;
+  double share = 0;
+
+  friend bool operator==(const PathStageFigures&, const PathStageFigures&) = default;
+};
+
+struct PathStepFigures {
+  std::int64_t step = 0;
+  std::int64_t duration_ns = 0;
+  std::int64_t jobs = 0;
+  std::int64_t lead_in_ns = 0;
+  std::int64_t wait_ns = 0;
+  std::vector<PathStageFigures> stages;
+
+  friend bool operator==(const PathStepFigures&, const PathStepFigures&) = default;
+};
+
+struct PathJobFigures {
+  int device = 0;
+  int stage = 0;
+  std::string type;
+  std::int64_t micro_batch = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::int64_t wait_ns = 0;
+  bool via_dependency = false;
+
+  friend bool operator==(const PathJobFigures&, const PathJobFigures&) = default;
+};
+
+struct LongestPathFigures {
+  std::int64_t step = 0;
+  std::vector<PathJobFigures> jobs;
+
+  friend bool operator==(const LongestPathFigures&, const LongestPathFigures&) = default;
+};
+
+struct CriticalPathFigures {
+  std::vector<PathStepFigures> steps;
+  std::optional<LongestPathFigures> longest_step;  ///< null without steps
+
+  friend bool operator==(const CriticalPathFigures&, const CriticalPathFigures&) = default;
+};
+
+struct MachineClockFigures {
+  int machine = 0;
+  std::string name;
+  std::int64_t estimate_ns = 0;
+  std::int64_t offset_ns = 0;
+
+  friend bool operator==(const MachineClockFigures&, const MachineClockFigures&) = default;
+};
+
+struct MachinePairFigures {
+  int machine_a = 0;  ///< "machines": [a, b]
+  int machine_b = 0;
+  std::uint64_t dependencies = 0;
+  std::uint64_t violations_before = 0;
+  std::uint64_t violations_after = 0;
+  std::optional<std::int64_t> lower_ns;  ///< null: unbounded
+  std::optional<std::int64_t> upper_ns;
+
+  friend bool operator==(const MachinePairFigures&, const MachinePairFigures&) = default;
+};
+
+struct ClockFigures {
+  std::string method;
+  bool applied = false;
+  std::uint64_t dependencies = 0;
+  std::uint64_t violations_before = 0;
+  std::uint64_t violations_after = 0;
+  std::vector<MachineClockFigures> machines;
+  std::vector<MachinePairFigures> pairs;
+
+  friend bool operator==(const ClockFigures&, const ClockFigures&) = default;
+};
+
+struct WarningFigures {
+  std::string code;
+  std::string message;
+  int device = -1;
+  int stage = -1;
+  std::uint64_t count = 0;
+
+  friend bool operator==(const WarningFigures&, const WarningFigures&) = default;
+};
+
+// --- the whole summary -------------------------------------------------------
+
+struct SummaryFigures {
+  std::int64_t jobs = 0;
+  std::int64_t first_step = 0;
+  double bubble_ratio = 0;
+  std::int64_t total_window_ns = 0;
+  std::vector<DeviceFigures> devices;
+  std::vector<StepFigures> steps;
+  std::vector<JobTypeFigures> job_types;  ///< sorted by type
+  std::vector<InputFigures> inputs;
+  std::vector<DiagnosticFigures> diagnostics;
+
+  // The pipeline sections: all set when the run was analysed as a pipeline
+  // (`analyze` always does), none otherwise.
+  std::optional<ScheduleFigures> schedule;
+  std::optional<StagesFigures> stages;
+  std::optional<BubblesFigures> bubbles;
+  std::optional<BottleneckFigures> bottleneck;
+  std::optional<CriticalPathFigures> critical_path;
+  std::optional<ClockFigures> clock;
+  std::optional<std::vector<WarningFigures>> warnings;
+
+  friend bool operator==(const SummaryFigures&, const SummaryFigures&) = default;
+};
+
+/// The figures of a run and its contract metrics, without the pipeline
+/// sections. Metrics computed for another run (or none) leave a device's
+/// totals at 0 rather than failing.
+SummaryFigures summary_figures(const Run& run, const Metrics& metrics);
+
+/// The same plus the pipeline sections of `pipeline`, computed on `run` and
+/// `metrics`.
+SummaryFigures summary_figures(const Run& run, const Metrics& metrics,
+                               const PipelineAnalysis& pipeline);
+
+/// Jobs (and their total duration) per type with at least one job, sorted by
+/// type name: type ids follow the order importers met the names in, which
+/// parallel reading does not fix.
+std::vector<JobTypeFigures> job_type_figures(const Run& run);
+
+/// The "schedule" section of a detection report.
+ScheduleFigures schedule_figures(const ScheduleReport& report);
+
+}  // namespace pipescope

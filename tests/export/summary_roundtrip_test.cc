@@ -1,0 +1,437 @@
+// summary.json round trip: figures written (summary_json.h) and read back
+// (summary_reader.h) are the figures that were written, field for field; and
+// a summary read back is what `check` and `diff` get from the logs it was
+// written from.
+//
+// Every field is covered by construction: the hand-built figures set every
+// member of every struct to a value other than its default (checked below
+// through structured bindings, so a member added to summary_figures.h stops
+// this file compiling until it is set here too), and the comparison is the
+// structs' defaulted operator==.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "analysis/pipeline.h"
+#include "compare/run_loader.h"
+#include "export/summary_figures.h"
+#include "export/summary_json.h"
+#include "export/summary_reader.h"
+#include "simulate/log_writer.h"
+#include "support/command_runner.h"
+#include "support/pipeline_sim_run.h"
+#include "support/temp_dir.h"
+
+namespace pipescope {
+namespace {
+
+using testing::read_file;
+using testing::TempDir;
+
+// --- every member set ----------------------------------------------------------
+
+template <typename... T>
+void expect_set(std::string_view what, const T&... members) {
+  int i = 0;
+  const auto check = [&](bool is_default) {
+    EXPECT_FALSE(is_default) << what << ": member " << i << " has its default value";
+    ++i;
+  };
+  (check(members == T{}), ...);
+}
+
+// Declared first: the templates below call them for nested members.
+void expect_all_set(const DeviceFigures& x);
+void expect_all_set(const StepDeviceFigures& x);
+void expect_all_set(const StepFigures& x);
+void expect_all_set(const JobTypeFigures& x);
+void expect_all_set(const InputFigures& x);
+void expect_all_set(const DiagnosticFigures& x);
+void expect_all_set(const ScheduleFigures& x);
+void expect_all_set(const RoleDurationFigures& x);
+void expect_all_set(const StageLoadFigures& x);
+void expect_all_set(const StageFigures& x);
+void expect_all_set(const StagesFigures& x);
+void expect_all_set(const BubbleSplitFigures& x);
+void expect_all_set(const DeviceBubbleFigures& x);
+void expect_all_set(const StepBubbleFigures& x);
+void expect_all_set(const BubbleJobFigures& x);
+void expect_all_set(const LongBubbleFigures& x);
+void expect_all_set(const BubblesFigures& x);
+void expect_all_set(const BottleneckFigures& x);
+void expect_all_set(const PathStageFigures& x);
+void expect_all_set(const PathStepFigures& x);
+void expect_all_set(const PathJobFigures& x);
+void expect_all_set(const LongestPathFigures& x);
+void expect_all_set(const CriticalPathFigures& x);
+void expect_all_set(const MachineClockFigures& x);
+void expect_all_set(const MachinePairFigures& x);
+void expect_all_set(const ClockFigures& x);
+void expect_all_set(const WarningFigures& x);
+void expect_all_set(const SummaryFigures& x);
+
+template <typename T>
+void expect_all_set(const std::vector<T>& list) {
+  EXPECT_FALSE(list.empty());
+  for (const T& x : list) expect_all_set(x);
+}
+template <typename T>
+void expect_all_set(const std::optional<T>& x) {
+  ASSERT_TRUE(x.has_value());
+  expect_all_set(*x);
+}
+
+void expect_all_set(const DeviceFigures& x) {
+  const auto& [a, b, c, d, e, f, g, h, i, j] = x;
+  expect_set("DeviceFigures", a, b, c, d, e, f, g, h, i, j);
+}
+void expect_all_set(const StepDeviceFigures& x) {
+  const auto& [a, b, c] = x;
+  expect_set("StepDeviceFigures", a, b, c);
+}
+void expect_all_set(const StepFigures& x) {
+  const auto& [a, b, c, d, e, devices] = x;
+  expect_set("StepFigures", a, b, c, d, e);
+  expect_all_set(devices);
+}
+void expect_all_set(const JobTypeFigures& x) {
+  const auto& [a, b, c, d] = x;
+  expect_set("JobTypeFigures", a, b, c, d);
+}
+void expect_all_set(const InputFigures& x) {
+  const auto& [a, b, c, d, e, f, g, h] = x;
+  expect_set("InputFigures", a, b, c, d, e, f, g, h);
+}
+void expect_all_set(const DiagnosticFigures& x) {
+  const auto& [a, b, c] = x;
+  expect_set("DiagnosticFigures", a, b, c);
+}
+void expect_all_set(const ScheduleFigures& x) {
+  const auto& [a, b, c, d, e, f, g, h, i, j, k, l, m] = x;
+  expect_set("ScheduleFigures", a, b, c, d, e, f, g, h, i, j, k, l, m);
+}
+void expect_all_set(const RoleDurationFigures& x) {
+  const auto& [a, b, c, d, e, f, g] = x;
+  expect_set("RoleDurationFigures", a, b, c, d, e, f, g);
+}
+void expect_all_set(const StageLoadFigures& x) {
+  const auto& [a, jobs] = x;
+  expect_set("StageLoadFigures", a);
+  expect_all_set(jobs);
+}
+void expect_all_set(const StageFigures& x) {
+  const auto& [a, b, load] = x;
+  expect_set("StageFigures", a, b);
+  expect_all_set(load);
+}
+void expect_all_set(const StagesFigures& x) {
+  const auto& [a, list] = x;
+  expect_set("StagesFigures", a);
+  expect_all_set(list);
+}
+void expect_all_set(const BubbleSplitFigures& x) {
+  const auto& [a, b, c] = x;
+  expect_set("BubbleSplitFigures", a, b, c);
+}
+void expect_all_set(const DeviceBubbleFigures& x) {
+  const auto& [a, split] = x;
+  expect_set("DeviceBubbleFigures", a);
+  expect_all_set(split);
+}
+void expect_all_set(const StepBubbleFigures& x) {
+  const auto& [a, devices] = x;
+  expect_set("StepBubbleFigures", a);
+  expect_all_set(devices);
+}
+void expect_all_set(const BubbleJobFigures& x) {
+  const auto& [a, b, c, d] = x;
+  expect_set("BubbleJobFigures", a, b, c, d);
+}
+void expect_all_set(const LongBubbleFigures& x) {
+  const auto& [a, b, c, d, e, before, after] = x;
+  expect_set("LongBubbleFigures", a, b, c, d, e);
+  expect_all_set(before);
+  expect_all_set(after);
+}
+void expect_all_set(const BubblesFigures& x) {
+  const auto& [total, a, devices, steps, longest] = x;
+  expect_all_set(total);
+  expect_set("BubblesFigures", a);
+  expect_all_set(devices);
+  expect_all_set(steps);
+  expect_all_set(longest);
+}
+void expect_all_set(const BottleneckFigures& x) {
+  const auto& [a, b, c, d] = x;
+  expect_set("BottleneckFigures", a, b, c, d);
+}
+void expect_all_set(const PathStageFigures& x) {
+  const auto& [a, b, c] = x;
+  expect_set("PathStageFigures", a, b, c);
+}
+void expect_all_set(const PathStepFigures& x) {
+  const auto& [a, b, c, d, e, stages] = x;
+  expect_set("PathStepFigures", a, b, c, d, e);
+  expect_all_set(stages);
+}
+void expect_all_set(const PathJobFigures& x) {
+  const auto& [a, b, c, d, e, f, g, h] = x;
+  expect_set("PathJobFigures", a, b, c, d, e, f, g, h);
+}
+void expect_all_set(const LongestPathFigures& x) {
+  const auto& [a, jobs] = x;
+  expect_set("LongestPathFigures", a);
+  expect_all_set(jobs);
+}
+void expect_all_set(const CriticalPathFigures& x) {
+  const auto& [steps, longest_step] = x;
+  expect_all_set(steps);
+  expect_all_set(longest_step);
+}
+void expect_all_set(const MachineClockFigures& x) {
+  const auto& [a, b, c, d] = x;
+  expect_set("MachineClockFigures", a, b, c, d);
+}
+void expect_all_set(const MachinePairFigures& x) {
+  const auto& [a, b, c, d, e, f, g] = x;
+  expect_set("MachinePairFigures", a, b, c, d, e, f, g);
+}
+void expect_all_set(const ClockFigures& x) {
+  const auto& [a, b, c, d, e, machines, pairs] = x;
+  expect_set("ClockFigures", a, b, c, d, e);
+  expect_all_set(machines);
+  expect_all_set(pairs);
+}
+void expect_all_set(const WarningFigures& x) {
+  const auto& [a, b, c, d, e] = x;
+  expect_set("WarningFigures", a, b, c, d, e);
+}
+void expect_all_set(const SummaryFigures& x) {
+  const auto& [a, b, c, d, devices, steps, job_types, inputs, diagnostics, schedule, stages,
+               bubbles, bottleneck, critical_path, clock, warnings] = x;
+  expect_set("SummaryFigures", a, b, c, d);
+  expect_all_set(devices);
+  expect_all_set(steps);
+  expect_all_set(job_types);
+  expect_all_set(inputs);
+  expect_all_set(diagnostics);
+  expect_all_set(schedule);
+  expect_all_set(stages);
+  expect_all_set(bubbles);
+  expect_all_set(bottleneck);
+  expect_all_set(critical_path);
+  expect_all_set(clock);
+  expect_all_set(warnings);
+}
+
+// Every member set, with values that do not follow from each other (the
+// writer must not compute one field from another).
+SummaryFigures every_field() {
+  SummaryFigures f;
+  f.jobs = 11;
+  f.first_step = 7;
+  f.bubble_ratio = 0.1 + 0.2;  // not exactly 0.3: doubles must come back to the bit
+  f.total_window_ns = 1'697'793'307'213'000'123;
+  f.devices = {{3, 1, "machine1", 2, "/logs/machine1/workerlog.2", 5, 4, 900, 100, 0.9},
+               {4, 1, "machine\"1\"", 3, "/logs/odd \\ path\n", 6, 5, 1, 999, 1e-300}};
+  f.steps = {{7, 10, 1010, 1000, 0.25, {{3, 750, 250}, {4, 500, 500}}},
+             {8, 1010, 3010, 2001, 1.0 / 3.0, {{3, -5, 2006}}}};
+  f.job_types = {{"backward_w(chunk1)", "backward", 4, 4000}, {"zzz", "other", 1, -3}};
+  f.inputs = {{"/logs/machine1/workerlog.2", 1u << 31, 12, 5, 1, 2, 17, "read failed"},
+              {"/logs/machine1/workerlog.3", 18'446'744'073'709'551'615u, 1, 1, 1, 1, 1, "x"}};
+  f.diagnostics = {{"/logs/machine1/workerlog.2", 3, "malformed job line"}};
+  f.schedule = ScheduleFigures{"ZB-H1", true, 4, 8, 2, 3, 2, 11, 22, 33, 0.125, 0.0625, -0.5};
+  f.stages = StagesFigures{
+      "tp",
+      {{1,
+        {3, 4},
+        StageLoadFigures{555, {{"weight", 2, 20, 10, 9, 11, 12}, {"other", 1, 5, 5, 5, 5, 5}}}}}};
+  f.bubbles = BubblesFigures{{1, 2, 3},
+                             7,
+                             {{3, {4, 5, 6}}},
+                             {{7, {{4, {7, 8, 9}}}}},
+                             {{4, 8, 1234, 56, "drain", BubbleJobFigures{"forward1", 3, 1000, 1234},
+                               BubbleJobFigures{"?", -1, 1290, 1300}}}};
+  f.bottleneck = BottleneckFigures{2, 4444, 3333, 1.25};
+  f.critical_path =
+      CriticalPathFigures{{{7, 1000, 12, 5, 6, {{1, 400, 0.4}, {2, 589, 0.589}}}},
+                          LongestPathFigures{8, {{4, 1, "backward", 2, 100, 200, 7, true}}}};
+  f.clock = ClockFigures{
+      "estimated", true, 40, 3, 1, {{1, "machine1", -2500, 2400}}, {{1, 2, 20, 2, 1, -100, 300}}};
+  f.warnings = std::vector<WarningFigures>{{"overlap", "jobs overlap on device 4", 4, 1, 2}};
+  return f;
+}
+
+// --- round trip ----------------------------------------------------------------
+
+SummaryFigures round_trip(const SummaryFigures& f) {
+  TempDir dir;
+  const std::string path = dir / "summary.json";
+  write_summary_json(f, path);
+  return read_summary_figures(path);
+}
+
+// Section by section, so a failure names the section; the JSON of both sides
+// shows what differs.
+void expect_same(const SummaryFigures& got, const SummaryFigures& want) {
+  EXPECT_EQ(got.jobs, want.jobs);
+  EXPECT_EQ(got.first_step, want.first_step);
+  EXPECT_EQ(got.bubble_ratio, want.bubble_ratio);
+  EXPECT_EQ(got.total_window_ns, want.total_window_ns);
+  EXPECT_TRUE(got.devices == want.devices);
+  EXPECT_TRUE(got.steps == want.steps);
+  EXPECT_TRUE(got.job_types == want.job_types);
+  EXPECT_TRUE(got.inputs == want.inputs);
+  EXPECT_TRUE(got.diagnostics == want.diagnostics);
+  EXPECT_TRUE(got.schedule == want.schedule);
+  EXPECT_TRUE(got.stages == want.stages);
+  EXPECT_TRUE(got.bubbles == want.bubbles);
+  EXPECT_TRUE(got.bottleneck == want.bottleneck);
+  EXPECT_TRUE(got.critical_path == want.critical_path);
+  EXPECT_TRUE(got.clock == want.clock);
+  EXPECT_TRUE(got.warnings == want.warnings);
+  if (!(got == want)) {
+    TempDir dir;
+    write_summary_json(got, dir / "got.json");
+    write_summary_json(want, dir / "want.json");
+    ADD_FAILURE() << "read back:\n"
+                  << read_file(dir / "got.json") << "\nwritten:\n"
+                  << read_file(dir / "want.json");
+  }
+}
+
+TEST(SummaryRoundTrip, HandBuiltFiguresSetEveryField) { expect_all_set(every_field()); }
+
+TEST(SummaryRoundTrip, EveryFieldComesBack) {
+  const SummaryFigures f = every_field();
+  expect_same(round_trip(f), f);
+}
+
+TEST(SummaryRoundTrip, UnsetAndNullFieldsComeBackUnset) {
+  // No pipeline sections at all (write_summary_json without the analysis).
+  SummaryFigures f = every_field();
+  f.job_types[0].total_ns.reset();
+  f.inputs[0].error.clear();
+  f.schedule.reset();
+  f.stages.reset();
+  f.bubbles.reset();
+  f.bottleneck.reset();
+  f.critical_path.reset();
+  f.clock.reset();
+  f.warnings.reset();
+  expect_same(round_trip(f), f);
+
+  // Every nullable field null, every list empty.
+  SummaryFigures g = every_field();
+  g.schedule->ideal_bubble_ratio.reset();
+  g.schedule->excess_bubble_ratio.reset();
+  g.stages->list[0].load.reset();
+  g.bubbles->longest[0].before.reset();
+  g.bubbles->longest[0].after.reset();
+  g.critical_path->longest_step.reset();
+  g.clock->pairs[0].lower_ns.reset();
+  g.clock->pairs[0].upper_ns.reset();
+  expect_same(round_trip(g), g);
+
+  SummaryFigures empty;
+  empty.schedule = ScheduleFigures{};
+  empty.stages = StagesFigures{};
+  empty.bubbles = BubblesFigures{};
+  empty.bottleneck = BottleneckFigures{};
+  empty.critical_path = CriticalPathFigures{};
+  empty.clock = ClockFigures{};
+  empty.warnings.emplace();
+  expect_same(round_trip(empty), empty);
+  expect_same(round_trip(SummaryFigures{}), SummaryFigures{});
+}
+
+TEST(SummaryRoundTrip, WritingTheReadFiguresGivesTheSameBytes) {
+  TempDir dir;
+  write_summary_json(every_field(), dir / "a.json");
+  write_summary_json(read_summary_figures(dir / "a.json"), dir / "b.json");
+  EXPECT_EQ(read_file(dir / "a.json"), read_file(dir / "b.json"));
+}
+
+// --- from an analysed run ----------------------------------------------------------
+
+// Two machines with skewed clocks, tensor-parallel pairs (a stage_map
+// warning), send/recv jobs and a slow stage: every section has entries.
+sim::SimConfig rich_config() {
+  sim::SimConfig config = testing::sim_config(sim::ScheduleKind::one_f_one_b, 4, 6);
+  config.steps = 3;
+  config.machines = 2;
+  config.devices_per_stage = 2;
+  config.comm_jobs = true;
+  config.stage_slowdown = {1, 1, 1.4, 1};
+  config.machine_skew_ns = {0, 2'000'000};
+  return config;
+}
+
+TEST(SummaryRoundTrip, FiguresOfASimulatedRunComeBack) {
+  pipescope::Run run = testing::run_from_simulation(rich_config());
+  run.first_step = 40;
+  run.inputs = {{"machine0/workerlog.0", 1000, 20, 18, 1, 1, "", 7},
+                {"machine1/workerlog.1", 10, 1, 0, 0, 0, "read failed: Input/output error", 0}};
+  run.diagnostics = {{"machine0/workerlog.0", 5, "malformed job line"}};
+  PipelineOptions options;
+  options.top_bubbles = 4;
+  const AnalyzedRun analyzed = analyze_run(run, options);
+  const SummaryFigures f = summary_figures(run, analyzed.metrics, analyzed.pipeline);
+
+  // The run fills every section, so the comparison below means something.
+  ASSERT_TRUE(f.schedule && f.stages && f.bubbles && f.bottleneck && f.critical_path && f.clock &&
+              f.warnings);
+  EXPECT_EQ(f.devices.size(), 8u);
+  EXPECT_EQ(f.steps.size(), 3u);
+  EXPECT_EQ(f.job_types.size(), 7u);  // forward, backward, optimizer, send/recv x2
+  EXPECT_FALSE(f.stages->list.empty());
+  EXPECT_FALSE(f.bubbles->longest.empty());
+  ASSERT_TRUE(f.critical_path->longest_step.has_value());
+  EXPECT_FALSE(f.critical_path->longest_step->jobs.empty());
+  EXPECT_EQ(f.clock->machines.size(), 2u);
+  EXPECT_FALSE(f.clock->pairs.empty());
+  EXPECT_FALSE(f.warnings->empty());
+
+  expect_same(round_trip(f), f);
+}
+
+// What `check` and `diff` see: the figures of a log folder, and of the
+// summary.json `analyze` wrote from it, are the same figures (the summary has
+// more pipeline sections; the logs' are not computed for a comparison).
+TEST(SummaryRoundTrip, SummaryReadsLikeTheLogsItWasWrittenFrom) {
+  TempDir dir;
+  sim::LogWriterOptions logs;
+  logs.dir = dir.path() / "logs";
+  logs.first_step = 12;
+  logs.noise_per_job = 2;
+  sim::SimConfig config = rich_config();
+  config.devices_per_stage = 1;  // one device per stage: the schedule is recognised
+  sim::write_simulated_logs(config, logs);
+  const testing::CommandResult r =
+      testing::run_cli("analyze " + testing::shell_quote(logs.dir.string()) + " -o " +
+                       testing::shell_quote(dir / "out") + " --no-trace");
+  ASSERT_EQ(r.status, 0) << r.output;
+
+  const RunFigures from_logs = load_run_figures(logs.dir.string());
+  const RunFigures from_summary = load_run_figures(dir / "out/summary.json");
+  EXPECT_EQ(from_logs.origin, "logs");
+  EXPECT_EQ(from_summary.origin, "summary");
+  ASSERT_TRUE(from_logs.schedule.has_value());
+  EXPECT_EQ(from_logs.schedule->name, "1F1B");
+
+  const SummaryFigures want = from_logs;
+  SummaryFigures got = from_summary;
+  got.stages.reset();
+  got.bubbles.reset();
+  got.bottleneck.reset();
+  got.critical_path.reset();
+  got.clock.reset();
+  got.warnings.reset();
+  expect_same(got, want);
+}
+
+}  // namespace
+}  // namespace pipescope
