@@ -1,30 +1,25 @@
 #include "export/chrome_trace.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
-#include <limits>
-#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "analysis/bubbles.h"
 #include "analysis/job_kind.h"
 #include "export/atomic_file.h"
 #include "export/json_writer.h"
 #include "export/trace_content.h"
-#include "export/trace_lanes.h"
+#include "export/trace_layout.h"
 
 namespace pipescope {
 
 namespace {
 
 constexpr std::string_view kGenerator = "pipescope 0.1.0";
-constexpr std::int64_t kStepsPid = 1;
-constexpr std::int64_t kStepsTid = 1;
-// Thread sort indices leave room for this many lanes per device before they
-// would run into the next device's.
-constexpr std::int64_t kMinLaneStride = 16;
 
 // Reserved colour names of the trace viewer (tracing/base/color_scheme.html),
 // chosen so the kinds are told apart at a glance.
@@ -45,65 +40,80 @@ std::string_view kind_colour(JobKind kind) {
 }
 constexpr std::string_view kStepColour = "thread_state_iowait";  // orange
 
-std::int64_t machine_pid(int machine) { return std::int64_t{machine} + 2; }
+// By BubbleKind: fill, interior, drain.
+constexpr std::array<std::string_view, 3> kBubbleColours = {"yellow", "bad", "olive"};
 
-// a - b without signed overflow for any pair whose true difference fits.
-std::int64_t ns_diff(std::int64_t a, std::int64_t b) {
-  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
-}
-
-class TraceWriter {
+// Writes the events of the traceEvents array, one JSON object a line, with
+// timestamps relative to the trace's time zero.
+class EventWriter {
  public:
-  TraceWriter(AtomicFile& file, std::int64_t origin_ns)
+  EventWriter(AtomicFile& file, std::int64_t origin_ns)
       : w_(file, JsonStyle{0, false}), origin_ns_(origin_ns) {}
 
   JsonWriter& json() { return w_; }
 
-  void time_field(std::string_view key, std::int64_t ns) {
+  // "ts": `ns` (epoch) relative to the time zero.
+  void ts_field(std::int64_t ns) { us_field("ts", ns_since(ns, origin_ns_)); }
+
+  // `key`: a length of time, in microseconds.
+  void us_field(std::string_view key, std::int64_t ns) {
     scratch_.clear();
     append_ns_as_us(scratch_, ns);
     w_.key(key);
     w_.raw_value(std::string_view(scratch_.data(), scratch_.size()));
   }
 
-  void metadata(std::string_view name, std::int64_t pid, std::int64_t tid, std::string_view key,
-                std::string_view text) {
-    begin_metadata(name, pid, tid);
-    w_.field(key, text);
-    end_metadata();
+  void process(const TraceProcess& process) {
+    metadata("process_name", process.pid, process.first_tid, "name", process.name);
+    metadata("process_sort_index", process.pid, process.first_tid, "sort_index",
+             process.sort_index);
   }
-  void metadata(std::string_view name, std::int64_t pid, std::int64_t tid, std::string_view key,
-                std::int64_t number) {
-    begin_metadata(name, pid, tid);
-    w_.field(key, number);
-    end_metadata();
+
+  void thread(const TraceThread& thread) {
+    metadata("thread_name", thread.pid, thread.tid, "name", thread.name);
+    metadata("thread_sort_index", thread.pid, thread.tid, "sort_index", thread.sort_index);
   }
 
   // One complete event; the caller writes its args object's fields.
   void begin_slice(std::string_view name, std::string_view category, std::int64_t start_ns,
-                   std::int64_t duration_ns, std::int64_t pid, std::int64_t tid,
-                   std::string_view colour) {
+                   std::int64_t duration_ns, const TraceThread& thread, std::string_view colour) {
     w_.begin_object(/*one_line=*/true);
     w_.field("name", name);
     w_.field("cat", category);
     w_.field("ph", "X");
-    time_field("ts", ns_diff(start_ns, origin_ns_));
-    time_field("dur", duration_ns);
-    w_.field("pid", pid);
-    w_.field("tid", tid);
+    ts_field(start_ns);
+    us_field("dur", duration_ns);
+    w_.field("pid", thread.pid);
+    w_.field("tid", thread.tid);
     w_.field("cname", colour);
     w_.key("args");
     w_.begin_object();
   }
-  void end_slice() {
+
+  // One counter event; the caller writes its values.
+  void begin_counter(std::string_view name, std::int64_t ns, const TraceThread& thread) {
+    w_.begin_object(/*one_line=*/true);
+    w_.field("name", name);
+    w_.field("ph", "C");
+    ts_field(ns);
+    w_.field("pid", thread.pid);
+    w_.field("tid", thread.tid);
+    w_.key("args");
+    w_.begin_object();
+  }
+
+  // Closes the args object and the event.
+  void end_event() {
     w_.end_object();
     w_.end_object();
   }
 
  private:
-  // Metadata events carry no "ts": viewers accept that, and a ts of 0 would
-  // stretch an absolute-time trace back to 1970 in some of them.
-  void begin_metadata(std::string_view name, std::int64_t pid, std::int64_t tid) {
+  template <typename Value>
+  void metadata(std::string_view name, std::int64_t pid, std::int64_t tid, std::string_view key,
+                const Value& value) {
+    // Metadata events carry no "ts": viewers accept that, and a ts of 0 would
+    // stretch an absolute-time trace back to 1970 in some of them.
     w_.begin_object(/*one_line=*/true);
     w_.field("name", name);
     w_.field("ph", "M");
@@ -111,15 +121,177 @@ class TraceWriter {
     w_.field("tid", tid);
     w_.key("args");
     w_.begin_object();
-  }
-  void end_metadata() {
-    w_.end_object();
-    w_.end_object();
+    w_.field(key, value);
+    end_event();
   }
 
   JsonWriter w_;
   std::int64_t origin_ns_;
   fmt::memory_buffer scratch_;
+};
+
+// The trace section by section: metadata (processes and threads), steps,
+// bubble-ratio counters, jobs, bubbles, flows; then the trailer.
+class ChromeWriter {
+ public:
+  ChromeWriter(const Run& run, const Metrics& metrics, const TraceOptions& options,
+               AtomicFile& file)
+      : run_(run),
+        metrics_(metrics),
+        options_(options),
+        origin_ns_(options.absolute_time
+                       ? 0
+                       : earliest_selected_start(run, metrics, options.steps).value_or(0)),
+        layout_(run, options.pipeline != nullptr),
+        out_(file, origin_ns_),
+        w_(out_.json()) {}
+
+  void write() {
+    w_.begin_object();
+    w_.key("traceEvents");
+    w_.begin_array();
+    write_metadata();
+    write_steps();
+    if (options_.pipeline != nullptr) write_bubble_counters();
+    write_jobs();
+    if (options_.pipeline != nullptr) write_bubbles();
+    if (options_.pipeline != nullptr && options_.flows) write_flows();
+    w_.end_array();
+    write_trailer();
+    w_.end_object();
+  }
+
+ private:
+  bool selected(std::int64_t step_index) const { return options_.steps.contains(step_index); }
+
+  void write_metadata() {
+    out_.process(TraceLayout::steps_process());
+    out_.thread(TraceLayout::steps_thread());
+    for (const TraceProcess& machine : layout_.machines()) out_.process(machine);
+    for (const TraceThread& thread : layout_.threads()) out_.thread(thread);
+  }
+
+  void write_steps() {
+    const TraceThread steps = TraceLayout::steps_thread();
+    for (std::size_t k = 0; k < metrics_.steps.size(); ++k) {
+      if (!selected(static_cast<std::int64_t>(k))) continue;
+      const StepWindow& step = metrics_.steps[k];
+      out_.begin_slice(trace_step_name(step), "step", step.start_ns, step.window_ns(), steps,
+                       kStepColour);
+      w_.field("bubble_ratio", step.bubble_ratio);
+      w_.field("duration_ns", step.window_ns());
+      out_.end_event();
+    }
+  }
+
+  // A stacked counter of each step's idle share by bubble kind; it drops to
+  // 0 where a run of selected windows ends.
+  void write_bubble_counters() {
+    const TraceThread steps = TraceLayout::steps_thread();
+    for (const BubbleRatioSample& sample :
+         bubble_ratio_samples(run_, metrics_, options_.pipeline->bubbles, options_.steps)) {
+      out_.begin_counter(TraceLayout::kBubbleRatioName, sample.time_ns, steps);
+      for (const BubbleKind kind : {BubbleKind::fill, BubbleKind::interior, BubbleKind::drain}) {
+        w_.field(bubble_kind_name(kind), sample.share[static_cast<std::size_t>(kind)]);
+      }
+      out_.end_event();
+    }
+  }
+
+  void write_jobs() {
+    const TraceJobKinds kinds(run_);
+    std::string name;
+    for (std::size_t d = 0; d < run_.devices.size(); ++d) {
+      const Device& device = run_.devices[d];
+      for (std::size_t i = 0; i < device.jobs.size(); ++i) {
+        const std::int32_t k = trace_job_step(run_, metrics_, d, i);
+        if (!selected(k)) continue;
+        const Job& job = device.jobs[i];
+        const JobKind kind = kinds.of(job);
+        trace_job_name(run_, job, name);
+        out_.begin_slice(name, job_kind_name(kind), job.start_ns, job.duration_ns(),
+                         layout_.thread(layout_.job_lane(d, i)), kind_colour(kind));
+        w_.field("job_id", job.job_id);
+        w_.field("micro_batch", job.micro_batch);
+        w_.key("step");
+        if (k >= 0 && static_cast<std::size_t>(k) < metrics_.steps.size()) {
+          w_.value(metrics_.steps[static_cast<std::size_t>(k)].step);
+        } else {
+          w_.null();
+        }
+        w_.field("duration_ns", job.duration_ns());
+        w_.field("line", job.line);
+        out_.end_event();
+      }
+    }
+  }
+
+  void write_bubbles() {
+    for_each_bubble(run_, metrics_, [&](const Bubble& bubble) {
+      if (!selected(static_cast<std::int64_t>(bubble.step))) return;
+      out_.begin_slice(bubble_kind_name(bubble.kind), "bubble", bubble.start_ns, bubble.length_ns(),
+                       layout_.thread(layout_.bubble_lane(bubble.device)),
+                       kBubbleColours[static_cast<std::size_t>(bubble.kind)]);
+      w_.field("step", metrics_.steps[bubble.step].step);
+      w_.field("length_ns", bubble.length_ns());
+      out_.end_event();
+    });
+  }
+
+  // An arrow from each job to the jobs of other stages that depend on it.
+  void write_flows() {
+    // Dependencies on a critical path get their own category, to filter on.
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> critical;
+    for (const CriticalPath& path : options_.pipeline->critical_paths) {
+      for (const CriticalPathJob& entry : path.jobs) {
+        if (entry.via_dependency) critical.emplace_back(entry.job.device, entry.job.job);
+      }
+    }
+    std::sort(critical.begin(), critical.end());
+    std::int64_t id = 0;
+    for (const Dependency& dep :
+         selected_dependencies(run_, metrics_, options_.pipeline->dependencies, options_.steps)) {
+      const bool on_path = std::binary_search(
+          critical.begin(), critical.end(), std::make_pair(dep.consumer.device, dep.consumer.job));
+      ++id;
+      flow_end(dep.producer, id, on_path, /*start=*/true);
+      flow_end(dep.consumer, id, on_path, /*start=*/false);
+    }
+  }
+
+  void flow_end(const JobRef& ref, std::int64_t id, bool on_critical_path, bool start) {
+    const Job& job = run_.devices[ref.device].jobs[ref.job];
+    const TraceThread& lane = layout_.thread(layout_.job_lane(ref.device, ref.job));
+    w_.begin_object(/*one_line=*/true);
+    w_.field("name", "dependency");
+    w_.field("cat", on_critical_path ? "critical_path" : "dependency");
+    w_.field("ph", start ? "s" : "f");
+    if (!start) w_.field("bp", "e");
+    w_.field("id", id);
+    // Inside the slice it belongs to, so viewers bind the arrow to it.
+    out_.ts_field(job.start_ns);
+    w_.field("pid", lane.pid);
+    w_.field("tid", lane.tid);
+    w_.end_object();
+  }
+
+  void write_trailer() {
+    w_.field("displayTimeUnit", "ms");
+    w_.key("otherData");
+    w_.begin_object(/*one_line=*/true);
+    w_.field("origin_ns", origin_ns_);
+    w_.field("time_unit", "us");
+    w_.field("generator", kGenerator);
+    w_.end_object();
+  }
+
+  const Run& run_;
+  const Metrics& metrics_;
+  const TraceOptions& options_;
+  const std::int64_t origin_ns_;
+  const TraceLayout layout_;
+  EventWriter out_;
+  JsonWriter& w_;
 };
 
 }  // namespace
@@ -141,195 +313,8 @@ void append_ns_as_us(fmt::memory_buffer& out, std::int64_t ns) {
 
 void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,
                         const std::string& path) {
-  const StepSelection& selected = options.steps;
-  const auto job_step = [&](std::size_t d, std::size_t i) {
-    return trace_job_step(run, metrics, d, i);
-  };
-  const std::int64_t origin_ns =
-      options.absolute_time ? 0 : earliest_selected_start(run, metrics, selected).value_or(0);
-
-  // Lanes first: the sort-index stride must fit the busiest device.
-  std::vector<std::vector<int>> lanes(run.devices.size());
-  std::vector<int> lane_counts(run.devices.size(), 1);
-  std::int64_t stride = kMinLaneStride;
-  for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    lanes[d] = assign_trace_lanes(run.devices[d].jobs, lane_counts[d]);
-    // With pipeline analysis, the lane after a device's job lanes holds its bubbles.
-    stride = std::max<std::int64_t>(stride, lane_counts[d] + (options.pipeline ? 1 : 0));
-  }
-  const auto tid_of = [&](std::size_t d, int lane) {
-    return kStepsTid + 1 + static_cast<std::int64_t>(d) * stride + lane;
-  };
-
-  // Per type: the slice category and colour, looked up once.
-  std::vector<std::string_view> type_kind(run.types.size());
-  std::vector<std::string_view> type_colour(run.types.size());
-  for (TypeId id = 0; id < run.types.size(); ++id) {
-    const JobKind kind = classify_job_type(run.types.name(id));
-    type_kind[id] = job_kind_name(kind);
-    type_colour[id] = kind_colour(kind);
-  }
-
   AtomicFile file(path);
-  TraceWriter trace(file, origin_ns);
-  JsonWriter& w = trace.json();
-  w.begin_object();
-  w.key("traceEvents");
-  w.begin_array();
-
-  trace.metadata("process_name", kStepsPid, kStepsTid, "name", "Steps");
-  trace.metadata("process_sort_index", kStepsPid, kStepsTid, "sort_index", std::int64_t{0});
-  trace.metadata("thread_name", kStepsPid, kStepsTid, "name", "Steps");
-  trace.metadata("thread_sort_index", kStepsPid, kStepsTid, "sort_index", std::int64_t{0});
-
-  // One process per machine, named after its first device's machine folder.
-  std::map<int, std::size_t> first_device_of_machine;
-  for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    first_device_of_machine.emplace(run.devices[d].machine, d);
-  }
-  for (const auto& [machine, d] : first_device_of_machine) {
-    const std::int64_t pid = machine_pid(machine);
-    trace.metadata("process_name", pid, tid_of(d, 0), "name", trace_machine_label(run.devices[d]));
-    trace.metadata("process_sort_index", pid, tid_of(d, 0), "sort_index",
-                   std::int64_t{machine} + 1);
-  }
-  for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    const Device& device = run.devices[d];
-    for (int lane = 0; lane < lane_counts[d]; ++lane) {
-      const std::int64_t pid = machine_pid(device.machine);
-      trace.metadata("thread_name", pid, tid_of(d, lane), "name", trace_lane_name(device, lane));
-      trace.metadata("thread_sort_index", pid, tid_of(d, lane), "sort_index",
-                     static_cast<std::int64_t>(d) * stride + lane);
-    }
-    if (options.pipeline != nullptr) {
-      const std::int64_t pid = machine_pid(device.machine);
-      trace.metadata("thread_name", pid, tid_of(d, lane_counts[d]), "name",
-                     trace_bubble_lane_name(device));
-      trace.metadata("thread_sort_index", pid, tid_of(d, lane_counts[d]), "sort_index",
-                     static_cast<std::int64_t>(d) * stride + lane_counts[d]);
-    }
-  }
-
-  std::string name;
-  for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
-    if (!selected.contains(static_cast<std::int64_t>(k))) continue;
-    const StepWindow& step = metrics.steps[k];
-    name = fmt::format("step {}", step.step);
-    trace.begin_slice(name, "step", step.start_ns, step.window_ns(), kStepsPid, kStepsTid,
-                      kStepColour);
-    w.field("bubble_ratio", step.bubble_ratio);
-    w.field("duration_ns", step.window_ns());
-    trace.end_slice();
-  }
-  if (options.pipeline != nullptr) {
-    // A stacked counter of each step's idle share by bubble kind; it drops
-    // to 0 where a run of selected windows ends.
-    for (const BubbleRatioSample& sample :
-         bubble_ratio_samples(run, metrics, options.pipeline->bubbles, selected)) {
-      w.begin_object(/*one_line=*/true);
-      w.field("name", "bubble ratio");
-      w.field("ph", "C");
-      trace.time_field("ts", ns_diff(sample.time_ns, origin_ns));
-      w.field("pid", kStepsPid);
-      w.field("tid", kStepsTid);
-      w.key("args");
-      w.begin_object();
-      for (const BubbleKind kind : {BubbleKind::fill, BubbleKind::interior, BubbleKind::drain}) {
-        w.field(bubble_kind_name(kind), sample.share[static_cast<std::size_t>(kind)]);
-      }
-      w.end_object();
-      w.end_object();
-    }
-  }
-
-  for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    const Device& device = run.devices[d];
-    const std::int64_t pid = machine_pid(device.machine);
-    for (std::size_t i = 0; i < device.jobs.size(); ++i) {
-      const std::int32_t k = job_step(d, i);
-      if (!selected.contains(k)) continue;
-      const Job& job = device.jobs[i];
-      const bool known_type = job.type < run.types.size();
-      name.assign(known_type ? std::string_view(run.types.name(job.type)) : "?");
-      name += " mb";
-      name += fmt::format_int(job.micro_batch).c_str();
-      trace.begin_slice(name, known_type ? type_kind[job.type] : "other", job.start_ns,
-                        job.duration_ns(), pid, tid_of(d, lanes[d][i]),
-                        known_type ? type_colour[job.type] : kind_colour(JobKind::other));
-      w.field("job_id", job.job_id);
-      w.field("micro_batch", job.micro_batch);
-      w.key("step");
-      if (k >= 0 && static_cast<std::size_t>(k) < metrics.steps.size()) {
-        w.value(metrics.steps[static_cast<std::size_t>(k)].step);
-      } else {
-        w.null();
-      }
-      w.field("duration_ns", job.duration_ns());
-      w.field("line", job.line);
-      trace.end_slice();
-    }
-  }
-  if (options.pipeline != nullptr) {
-    for_each_bubble(run, metrics, [&](const Bubble& bubble) {
-      if (!selected.contains(static_cast<std::int64_t>(bubble.step))) return;
-      const Device& device = run.devices[bubble.device];
-      std::string_view colour = "yellow";
-      if (bubble.kind == BubbleKind::interior) colour = "bad";
-      if (bubble.kind == BubbleKind::drain) colour = "olive";
-      trace.begin_slice(bubble_kind_name(bubble.kind), "bubble", bubble.start_ns,
-                        bubble.length_ns(), machine_pid(device.machine),
-                        tid_of(bubble.device, lane_counts[bubble.device]), colour);
-      w.field("step", metrics.steps[bubble.step].step);
-      w.field("length_ns", bubble.length_ns());
-      trace.end_slice();
-    });
-  }
-  if (options.pipeline != nullptr && options.flows) {
-    // Dependencies on a critical path get their own category, to filter on.
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> critical;
-    for (const CriticalPath& path : options.pipeline->critical_paths) {
-      for (const CriticalPathJob& entry : path.jobs) {
-        if (entry.via_dependency) critical.emplace_back(entry.job.device, entry.job.job);
-      }
-    }
-    std::sort(critical.begin(), critical.end());
-    std::int64_t id = 0;
-    for (const Dependency& dep : options.pipeline->dependencies) {
-      if (!selected.contains(job_step(dep.producer.device, dep.producer.job)) ||
-          !selected.contains(job_step(dep.consumer.device, dep.consumer.job))) {
-        continue;
-      }
-      const bool on_path = std::binary_search(critical.begin(), critical.end(),
-                                              std::make_pair(dep.consumer.device, dep.consumer.job));
-      const std::string_view category = on_path ? "critical_path" : "dependency";
-      ++id;
-      for (const bool start : {true, false}) {
-        const JobRef ref = start ? dep.producer : dep.consumer;
-        const Job& job = run.devices[ref.device].jobs[ref.job];
-        w.begin_object(/*one_line=*/true);
-        w.field("name", "dependency");
-        w.field("cat", category);
-        w.field("ph", start ? "s" : "f");
-        if (!start) w.field("bp", "e");
-        w.field("id", id);
-        // Inside the slice it belongs to, so viewers bind the arrow to it.
-        trace.time_field("ts", ns_diff(job.start_ns, origin_ns));
-        w.field("pid", machine_pid(run.devices[ref.device].machine));
-        w.field("tid", tid_of(ref.device, lanes[ref.device][ref.job]));
-        w.end_object();
-      }
-    }
-  }
-  w.end_array();
-
-  w.field("displayTimeUnit", "ms");
-  w.key("otherData");
-  w.begin_object(/*one_line=*/true);
-  w.field("origin_ns", origin_ns);
-  w.field("time_unit", "us");
-  w.field("generator", kGenerator);
-  w.end_object();
-  w.end_object();
+  ChromeWriter(run, metrics, options, file).write();
   file.append('\n');
   file.commit();
 }

@@ -1,17 +1,10 @@
 // The run as a Chrome trace (JSON object form), for the Perfetto UI and
-// chrome://tracing: one process per machine, one thread per device, one
+// chrome://tracing: one process per machine, one thread per device lane, one
 // complete ("X") slice per job, plus a "Steps" process with one slice per
-// step window. Times are microseconds with exactly three decimals, formatted
-// from the integer nanoseconds so no precision is lost on the way.
-//
-// Layout (deterministic: the same Run and Metrics give the same bytes):
-//   pid 1            "Steps" (sorted first), thread "Steps": slice "step N"
-//   pid machine+2    the machine's name, or "Machine <ordinal>"
-//   tid per lane     "GPU <device> (machine <ordinal>)"; jobs that overlap on
-//                    one device go to extra lanes "... · overlap <lane>" so
-//                    every job stays visible (viewers drop slices that
-//                    overlap without nesting on one thread).
-// pid 0 is avoided: trace viewers treat it as the kernel's swapper process.
+// step window. Processes, threads and lanes are those of trace_layout.h,
+// shared with the Perfetto trace. Times are microseconds with exactly three
+// decimals, formatted from the integer nanoseconds so no precision is lost on
+// the way. Deterministic: the same Run and Metrics give the same bytes.
 #pragma once
 
 #include <fmt/format.h>

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "analysis/bubbles.h"
 #include "analysis/job_kind.h"
 #include "analysis/step_selection.h"
 #include "export/atomic_file.h"
@@ -104,7 +105,24 @@ void write_idle(Out it, double x0, double x1, std::int64_t ns, double y) {
       kLabelWidth + x0, y + 2, x1 - x0, kRowHeight - 4, format_duration(ns));
 }
 
-// The first job of `jobs` (sorted by start) that may overlap [start, ...):
+// The bubbles of the drawn steps, by index into Metrics::steps (empty for the
+// others): the bubble pass's idle time (analysis/bubbles.h), so the report
+// shades exactly what the summary counts. Each step's list runs device by
+// device, in time order.
+std::vector<std::vector<Bubble>> drawn_bubbles(const Run& run, const Metrics& metrics,
+                                               const std::vector<std::size_t>& steps) {
+  std::vector<bool> drawn(metrics.steps.size(), false);
+  for (const std::size_t k : steps) {
+    if (k < drawn.size()) drawn[k] = true;
+  }
+  std::vector<std::vector<Bubble>> bubbles(metrics.steps.size());
+  for_each_bubble(run, metrics, [&](const Bubble& bubble) {
+    if (drawn[bubble.step]) bubbles[bubble.step].push_back(bubble);
+  });
+  return bubbles;
+}
+
+// The first job of `jobs` (sorted by start) to draw as a box from `start` on:
 // jobs starting before `start` are included when they still run at `start`
 // (looking back a bounded number of jobs).
 std::size_t first_overlapping(const JobVector& jobs, std::int64_t start) {
@@ -119,7 +137,9 @@ std::size_t first_overlapping(const JobVector& jobs, std::int64_t start) {
   return first;
 }
 
-void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t k) {
+// `bubbles`: the step's, from drawn_bubbles().
+void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t k,
+                    const std::vector<Bubble>& bubbles) {
   const StepWindow& w = metrics.steps[k];
   const std::int64_t span = std::max<std::int64_t>(w.window_ns(), 1);
   const double scale = kPlotWidth / static_cast<double>(span);
@@ -146,6 +166,7 @@ void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t 
         x, kAxisHeight - 4, height, format_duration(t));
   }
 
+  auto bubble = bubbles.begin();
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
     const Device& device = run.devices[d];
     const double y = kAxisHeight + kRowHeight * static_cast<double>(d);
@@ -153,22 +174,17 @@ void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t 
     fmt::format_to(it, "<text class=\"row-label\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>",
                    kLabelWidth - 6, y + kRowHeight / 2 + 4, markup_escape(device_label(device)));
 
-    // Bubbles: the gaps in the union of job intervals inside the window.
-    std::int64_t covered = w.start_ns;
+    for (; bubble != bubbles.end() && bubble->device == d; ++bubble) {
+      write_idle(it, x_of(bubble->start_ns), x_of(bubble->end_ns), bubble->length_ns(), y);
+    }
+
     const JobVector& jobs = device.jobs;
-    std::string boxes;
-    auto box_out = std::back_inserter(boxes);
     Box pending;
     bool has_pending = false;
     for (std::size_t i = first_overlapping(jobs, w.start_ns);
          i < jobs.size() && jobs[i].start_ns < w.end_ns; ++i) {
       const Job& job = jobs[i];
       if (job.end_ns <= w.start_ns) continue;
-      if (job.start_ns > covered) {
-        write_idle(it, x_of(covered), x_of(job.start_ns), job.start_ns - covered, y);
-      }
-      covered = std::max(covered, job.end_ns);
-
       const JobKind kind = classify_job_type(run.types.name(job.type));
       const double x0 = x_of(job.start_ns);
       const double x1 = x_of(job.end_ns);
@@ -180,7 +196,7 @@ void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t 
         ++pending.jobs;
         continue;
       }
-      if (has_pending) write_box(box_out, pending, y);
+      if (has_pending) write_box(it, pending, y);
       pending = Box{kind,
                     x0,
                     x1,
@@ -191,9 +207,8 @@ void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t 
                     job.micro_batch};
       has_pending = true;
     }
-    if (has_pending) write_box(box_out, pending, y);
-    if (covered < w.end_ns) write_idle(it, x_of(covered), x_of(w.end_ns), w.end_ns - covered, y);
-    fmt::format_to(it, "{}</g>\n", boxes);
+    if (has_pending) write_box(it, pending, y);
+    fmt::format_to(it, "</g>\n");
   }
   fmt::format_to(it, "</svg></section>\n");
 }
@@ -451,8 +466,9 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
                  "<span><i style=\"background:#f6c9c4\"></i>idle (bubble)</span></div>\n"
                  "<p class=\"note\">Numbers on the boxes are micro-batch ids. Only the steps "
                  "below are drawn; the chart further down covers every step.</p>\n");
+  const std::vector<std::vector<Bubble>> bubbles = drawn_bubbles(run, metrics, options.steps);
   for (std::size_t k : options.steps) {
-    if (k < metrics.steps.size()) write_timeline(it, run, metrics, k);
+    if (k < metrics.steps.size()) write_timeline(it, run, metrics, k, bubbles[k]);
   }
   if (options.steps.empty()) fmt::format_to(it, "<p class=\"note\">No step to draw.</p>\n");
 

@@ -2,8 +2,8 @@
 // with inline CSS and SVG, no script, no network access, that opens in any
 // browser. It holds the summary figures, a timeline of a few chosen steps
 // (devices as rows, jobs as boxes coloured by kind with the micro-batch
-// number when it fits, idle time shaded so bubbles stand out), per-device
-// utilization bars and a bubble-ratio-per-step chart.
+// number when it fits, the bubbles of analysis/bubbles.h shaded so they
+// stand out), per-device utilization bars and a bubble-ratio-per-step chart.
 //
 // It stays small for big runs: only the chosen steps are drawn job by job
 // (jobs narrower than a pixel are merged into one box per run of same-kind

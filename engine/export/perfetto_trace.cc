@@ -6,8 +6,6 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
-#include <limits>
-#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -19,7 +17,7 @@
 #include "export/atomic_file.h"
 #include "export/perfetto/perfetto_trace.pb.h"
 #include "export/trace_content.h"
-#include "export/trace_lanes.h"
+#include "export/trace_layout.h"
 
 namespace pipescope {
 
@@ -30,11 +28,6 @@ namespace pb = perfetto::protos;
 // Everything goes on one packet sequence: interned names are only valid
 // within the sequence that defined them.
 constexpr std::uint32_t kSequenceId = 1;
-// pid 0 is avoided: viewers treat it as the kernel's swapper. Same numbering
-// as the Chrome trace, so the two exports line up.
-constexpr std::int32_t kStepsPid = 1;
-constexpr std::int32_t kStepsTid = 1;
-constexpr std::int64_t kMinLaneStride = 16;
 
 // Debug annotation names, interned once in the first packet (iid = enum value).
 enum ArgName : std::uint64_t {
@@ -61,11 +54,6 @@ constexpr std::array<BubbleKind, 3> kBubbleKinds = {BubbleKind::fill, BubbleKind
                                                     BubbleKind::drain};
 // Bubble slice names take the first event-name iids.
 std::uint64_t bubble_name_iid(BubbleKind kind) { return static_cast<std::uint64_t>(kind) + 1; }
-
-// a - b without signed overflow for any pair whose true difference fits.
-std::int64_t ns_diff(std::int64_t a, std::int64_t b) {
-  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
-}
 
 // Serializes TracePackets straight into the output file's buffer as the
 // repeated field 1 of a `Trace` message (tag 0x0A, varint length, bytes), so
@@ -154,11 +142,17 @@ class PerfettoWriter {
  public:
   PerfettoWriter(const Run& run, const Metrics& metrics, const TraceOptions& options,
                  AtomicFile& file)
-      : run_(run), metrics_(metrics), options_(options), out_(file) {}
+      : run_(run),
+        metrics_(metrics),
+        options_(options),
+        layout_(run, options.pipeline != nullptr),
+        kinds_(run),
+        out_(file) {
+    job_names_.resize(run_.types.size() + 1);  // the last one: unknown types
+  }
 
   void write() {
     compute_origin();
-    layout_tracks();
     write_descriptors();
     write_steps();
     if (options_.pipeline != nullptr) write_bubble_counters();
@@ -175,7 +169,7 @@ class PerfettoWriter {
   bool selected(std::int64_t step_index) const { return options_.steps.contains(step_index); }
 
   std::uint64_t ts(std::int64_t ns) const {
-    return static_cast<std::uint64_t>(ns_diff(ns, origin_ns_));
+    return static_cast<std::uint64_t>(ns_since(ns, origin_ns_));
   }
 
   void compute_origin() {
@@ -187,27 +181,8 @@ class PerfettoWriter {
     origin_ns_ = options_.absolute_time ? std::min<std::int64_t>(0, earliest) : earliest;
   }
 
-  void layout_tracks() {
-    lanes_.resize(run_.devices.size());
-    lane_counts_.assign(run_.devices.size(), 1);
-    stride_ = kMinLaneStride;
-    for (std::size_t d = 0; d < run_.devices.size(); ++d) {
-      lanes_[d] = assign_trace_lanes(run_.devices[d].jobs, lane_counts_[d]);
-      stride_ = std::max<std::int64_t>(stride_, lane_counts_[d] + (options_.pipeline ? 1 : 0));
-    }
-    // Per type: its kind's category, looked up once.
-    type_category_.resize(run_.types.size());
-    for (TypeId id = 0; id < run_.types.size(); ++id) {
-      type_category_[id] = kind_category(classify_job_type(run_.types.name(id)));
-    }
-    job_names_.resize(run_.types.size() + 1);  // the last one: unknown types
-  }
-
-  // The tid of a device lane, as in the Chrome trace: unique in the trace.
-  std::int32_t tid_of(std::size_t d, int lane) const {
-    return static_cast<std::int32_t>(kStepsTid + 1 + static_cast<std::int64_t>(d) * stride_ + lane);
-  }
-  static std::int32_t machine_pid(int machine) { return machine + 2; }
+  // The uuid of the track of layout_.thread(index): they are declared in that order.
+  std::uint64_t lane_uuid(std::size_t index) const { return first_lane_uuid_ + index; }
 
   pb::TrackDescriptor& begin_descriptor(std::uint64_t uuid, const std::string& name) {
     pb::TrackDescriptor* track = out_.begin().mutable_track_descriptor();
@@ -220,19 +195,18 @@ class PerfettoWriter {
     return *track;
   }
 
-  void thread_track(std::uint64_t uuid, std::int32_t pid, std::int32_t tid,
-                    const std::string& name) {
-    pb::ThreadDescriptor* thread = begin_descriptor(uuid, name).mutable_thread();
-    thread->set_pid(pid);
-    thread->set_tid(tid);
-    thread->set_thread_name(name);
+  void thread_track(std::uint64_t uuid, const TraceThread& thread) {
+    pb::ThreadDescriptor* descriptor = begin_descriptor(uuid, thread.name).mutable_thread();
+    descriptor->set_pid(static_cast<std::int32_t>(thread.pid));
+    descriptor->set_tid(static_cast<std::int32_t>(thread.tid));
+    descriptor->set_thread_name(thread.name);
     out_.finish();
   }
 
-  void process_track(std::uint64_t uuid, std::int32_t pid, const std::string& name) {
-    pb::ProcessDescriptor* process = begin_descriptor(uuid, name).mutable_process();
-    process->set_pid(pid);
-    process->set_process_name(name);
+  void process_track(std::uint64_t uuid, const TraceProcess& process) {
+    pb::ProcessDescriptor* descriptor = begin_descriptor(uuid, process.name).mutable_process();
+    descriptor->set_pid(static_cast<std::int32_t>(process.pid));
+    descriptor->set_process_name(process.name);
     out_.finish();
   }
 
@@ -262,45 +236,23 @@ class PerfettoWriter {
 
   void write_descriptors() {
     steps_process_ = next_uuid_++;
-    process_track(steps_process_, kStepsPid, "Steps");
+    process_track(steps_process_, TraceLayout::steps_process());
     steps_thread_ = next_uuid_++;
-    thread_track(steps_thread_, kStepsPid, kStepsTid, "Steps");
+    thread_track(steps_thread_, TraceLayout::steps_thread());
     if (options_.pipeline != nullptr) {
       for (const BubbleKind kind : kBubbleKinds) {
         const std::uint64_t uuid = next_uuid_++;
         counter_tracks_[static_cast<std::size_t>(kind)] = uuid;
-        // U+00B7 MIDDLE DOT, in UTF-8.
         pb::TrackDescriptor& track =
-            begin_descriptor(uuid, fmt::format("bubble ratio \xC2\xB7 {}", bubble_kind_name(kind)));
+            begin_descriptor(uuid, TraceLayout::bubble_ratio_track_name(kind));
         track.set_parent_uuid(steps_process_);
         track.mutable_counter();  // present and empty: a counter track of plain numbers
         out_.finish();
       }
     }
-
-    // One process per machine, named after its first device's machine folder.
-    std::map<int, std::size_t> first_device_of_machine;
-    for (std::size_t d = 0; d < run_.devices.size(); ++d) {
-      first_device_of_machine.emplace(run_.devices[d].machine, d);
-    }
-    for (const auto& [machine, d] : first_device_of_machine) {
-      process_track(next_uuid_++, machine_pid(machine), trace_machine_label(run_.devices[d]));
-    }
-    lane_uuids_.resize(run_.devices.size());
-    bubble_uuids_.assign(run_.devices.size(), 0);
-    for (std::size_t d = 0; d < run_.devices.size(); ++d) {
-      const Device& device = run_.devices[d];
-      for (int lane = 0; lane < lane_counts_[d]; ++lane) {
-        lane_uuids_[d].push_back(next_uuid_++);
-        thread_track(lane_uuids_[d].back(), machine_pid(device.machine), tid_of(d, lane),
-                     trace_lane_name(device, lane));
-      }
-      if (options_.pipeline != nullptr) {
-        bubble_uuids_[d] = next_uuid_++;
-        thread_track(bubble_uuids_[d], machine_pid(device.machine), tid_of(d, lane_counts_[d]),
-                     trace_bubble_lane_name(device));
-      }
-    }
+    for (const TraceProcess& machine : layout_.machines()) process_track(next_uuid_++, machine);
+    first_lane_uuid_ = next_uuid_;
+    for (const TraceThread& thread : layout_.threads()) thread_track(next_uuid_++, thread);
   }
 
   pb::TrackEvent& begin_event(std::int64_t ns, pb::TrackEvent::Type type, std::uint64_t track) {
@@ -333,7 +285,7 @@ class PerfettoWriter {
       pb::TrackEvent& event =
           begin_event(step.start_ns, pb::TrackEvent::TYPE_SLICE_BEGIN, steps_thread_);
       // Step numbers are unique, so every step name is new.
-      event.set_name_iid(define_name(fmt::format("step {}", step.step)));
+      event.set_name_iid(define_name(trace_step_name(step)));
       event.add_category_iids(kCategoryStep);
       add_double_arg(event, kArgBubbleRatio, step.bubble_ratio);
       add_int_arg(event, kArgDurationNs, step.window_ns());
@@ -362,11 +314,8 @@ class PerfettoWriter {
   void collect_flows() {
     if (options_.pipeline == nullptr || !options_.flows) return;
     std::uint64_t id = 0;
-    for (const Dependency& dep : options_.pipeline->dependencies) {
-      if (!selected(job_step(dep.producer.device, dep.producer.job)) ||
-          !selected(job_step(dep.consumer.device, dep.consumer.job))) {
-        continue;
-      }
+    for (const Dependency& dep :
+         selected_dependencies(run_, metrics_, options_.pipeline->dependencies, options_.steps)) {
       ++id;
       flows_.push_back({dep.producer.device, dep.producer.job, id, false});
       flows_.push_back({dep.consumer.device, dep.consumer.job, id, true});
@@ -382,9 +331,8 @@ class PerfettoWriter {
     auto& names = job_names_[known ? job.type : run_.types.size()];
     const auto found = names.find(job.micro_batch);
     if (found != names.end()) return found->second;
-    std::string name(known ? std::string_view(run_.types.name(job.type)) : "?");
-    name += " mb";
-    name += fmt::format_int(job.micro_batch).c_str();
+    std::string name;
+    trace_job_name(run_, job, name);
     const std::uint64_t iid = define_name(std::move(name));
     names.emplace(job.micro_batch, iid);
     return iid;
@@ -398,11 +346,10 @@ class PerfettoWriter {
         const std::int32_t k = job_step(d, i);
         if (!selected(k)) continue;
         const Job& job = device.jobs[i];
-        const std::uint64_t track = lane_uuids_[d][static_cast<std::size_t>(lanes_[d][i])];
+        const std::uint64_t track = lane_uuid(layout_.job_lane(d, i));
         pb::TrackEvent& event = begin_event(job.start_ns, pb::TrackEvent::TYPE_SLICE_BEGIN, track);
         event.set_name_iid(job_name_iid(job));
-        event.add_category_iids(job.type < run_.types.size() ? type_category_[job.type]
-                                                             : kind_category(JobKind::other));
+        event.add_category_iids(kind_category(kinds_.of(job)));
         add_int_arg(event, kArgJobId, job.job_id);
         add_int_arg(event, kArgMicroBatch, job.micro_batch);
         // No "step" arg for a job outside every window (the Chrome trace's null).
@@ -430,7 +377,7 @@ class PerfettoWriter {
   void write_bubbles() {
     for_each_bubble(run_, metrics_, [&](const Bubble& bubble) {
       if (!selected(static_cast<std::int64_t>(bubble.step))) return;
-      const std::uint64_t track = bubble_uuids_[bubble.device];
+      const std::uint64_t track = lane_uuid(layout_.bubble_lane(bubble.device));
       pb::TrackEvent& event = begin_event(bubble.start_ns, pb::TrackEvent::TYPE_SLICE_BEGIN, track);
       event.set_name_iid(bubble_name_iid(bubble.kind));
       event.add_category_iids(kCategoryBubble);
@@ -443,21 +390,17 @@ class PerfettoWriter {
   const Run& run_;
   const Metrics& metrics_;
   const TraceOptions& options_;
+  const TraceLayout layout_;
+  const TraceJobKinds kinds_;
   PacketWriter out_;
   bool first_packet_ = true;
   std::int64_t origin_ns_ = 0;
-
-  std::vector<std::vector<int>> lanes_;
-  std::vector<int> lane_counts_;
-  std::int64_t stride_ = kMinLaneStride;
-  std::vector<std::uint64_t> type_category_;
 
   std::uint64_t next_uuid_ = 1;
   std::uint64_t steps_process_ = 0;
   std::uint64_t steps_thread_ = 0;
   std::array<std::uint64_t, 3> counter_tracks_{};
-  std::vector<std::vector<std::uint64_t>> lane_uuids_;
-  std::vector<std::uint64_t> bubble_uuids_;
+  std::uint64_t first_lane_uuid_ = 0;
 
   // Event names after the bubble kinds'.
   std::uint64_t next_name_iid_ = kBubbleKinds.size() + 1;

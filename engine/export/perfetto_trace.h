@@ -6,15 +6,14 @@
 // ~256 MB of JSON, the Perfetto UI at ~1 GB).
 //
 // Layout (one packet sequence, deterministic for a given Run and Metrics):
-//   process "Steps" (pid 1), thread track "Steps": one slice per step window
-//     ("step N"; args bubble_ratio, duration_ns, origin_ns) and, with pipeline
-//     analysis, counter tracks "bubble ratio · fill|interior|drain".
-//   one process per machine (pid machine+2, named like the Chrome trace) and
-//     one thread track per device lane: "GPU d (machine m)", "... · overlap
-//     N" for jobs that overlap on the device, "... · bubbles" (with pipeline
-//     analysis) holding one slice per bubble named fill/interior/drain.
+// the processes and thread tracks of trace_layout.h, as in the Chrome trace.
+//   thread track "Steps": one slice per step window ("step N"; args
+//     bubble_ratio, duration_ns, origin_ns) and, with pipeline analysis,
+//     counter tracks "bubble ratio · fill|interior|drain" in process "Steps".
 //   every job is a TYPE_SLICE_BEGIN/TYPE_SLICE_END pair named "TYPE mbMB"
-//     (interned), category = its kind, args job_id, micro_batch, step, line.
+//     (interned) on its device lane, category = its kind, args job_id,
+//     micro_batch, step, line; with pipeline analysis, each device's
+//     "... · bubbles" lane holds one slice per bubble named fill/interior/drain.
 // Timestamps are integer nanoseconds: relative to the first job's start, or
 // epoch nanoseconds with TraceOptions::absolute_time. TraceOptions::steps
 // selects steps as in the Chrome trace. With TraceOptions::flows, dependencies

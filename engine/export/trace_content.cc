@@ -1,6 +1,9 @@
 #include "export/trace_content.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <string_view>
 
 namespace pipescope {
 
@@ -22,6 +25,38 @@ std::optional<std::int64_t> earliest_selected_start(const Run& run, const Metric
     }
   }
   return earliest;
+}
+
+std::int64_t ns_since(std::int64_t ns, std::int64_t origin_ns) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(ns) -
+                                   static_cast<std::uint64_t>(origin_ns));
+}
+
+std::string trace_step_name(const StepWindow& step) { return fmt::format("step {}", step.step); }
+
+void trace_job_name(const Run& run, const Job& job, std::string& out) {
+  out.assign(job.type < run.types.size() ? std::string_view(run.types.name(job.type)) : "?");
+  out += " mb";
+  out += fmt::format_int(job.micro_batch).c_str();
+}
+
+TraceJobKinds::TraceJobKinds(const Run& run) : by_type_(run.types.size()) {
+  for (TypeId id = 0; id < run.types.size(); ++id) {
+    by_type_[id] = classify_job_type(run.types.name(id));
+  }
+}
+
+std::vector<Dependency> selected_dependencies(const Run& run, const Metrics& metrics,
+                                              const std::vector<Dependency>& dependencies,
+                                              const StepSelection& selection) {
+  const auto selected = [&](const JobRef& ref) {
+    return selection.contains(trace_job_step(run, metrics, ref.device, ref.job));
+  };
+  std::vector<Dependency> out;
+  for (const Dependency& dep : dependencies) {
+    if (selected(dep.producer) && selected(dep.consumer)) out.push_back(dep);
+  }
+  return out;
 }
 
 std::vector<BubbleRatioSample> bubble_ratio_samples(const Run& run, const Metrics& metrics,

@@ -6,9 +6,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "analysis/bubbles.h"
+#include "analysis/dependencies.h"
+#include "analysis/job_kind.h"
 #include "analysis/metrics.h"
 #include "analysis/step_selection.h"
 #include "model/run.h"
@@ -22,6 +25,36 @@ std::int32_t trace_job_step(const Run& run, const Metrics& metrics, std::size_t 
 /// The earliest start among the selected jobs; nullopt when none is selected.
 std::optional<std::int64_t> earliest_selected_start(const Run& run, const Metrics& metrics,
                                                     const StepSelection& selection);
+
+/// `ns` relative to the trace's time zero: ns - origin_ns without signed
+/// overflow for any pair whose true difference fits.
+std::int64_t ns_since(std::int64_t ns, std::int64_t origin_ns);
+
+/// "step N", the slice of a step window.
+std::string trace_step_name(const StepWindow& step);
+
+/// "TYPE mbMB", the slice of a job ("?" for a type id the run does not have),
+/// into `out` (its memory is reused from one job to the next).
+void trace_job_name(const Run& run, const Job& job, std::string& out);
+
+/// Each job type's kind (classify_job_type), classified once per type.
+class TraceJobKinds {
+ public:
+  explicit TraceJobKinds(const Run& run);
+  /// JobKind::other for a type id the run does not have.
+  JobKind of(const Job& job) const {
+    return job.type < by_type_.size() ? by_type_[job.type] : JobKind::other;
+  }
+
+ private:
+  std::vector<JobKind> by_type_;
+};
+
+/// The dependencies whose producer and consumer are both selected, in their
+/// order; the flow arrow of the n-th has id n (from 1) in both traces.
+std::vector<Dependency> selected_dependencies(const Run& run, const Metrics& metrics,
+                                              const std::vector<Dependency>& dependencies,
+                                              const StepSelection& selection);
 
 /// One value of the "bubble ratio" counters: each kind's idle share of the
 /// step window (indexed by BubbleKind), at the window's start; a run of

@@ -142,6 +142,57 @@ TEST(HtmlReport, EscapesMarkupAndInvalidUtf8) {
   EXPECT_EQ(markup_escape("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // a surrogate
 }
 
+// The shaded idle time is the bubble pass's (analysis/bubbles.h): a
+// zero-length job is not busy, and a job that started long before the window
+// (many jobs earlier) still makes its time busy.
+TEST(HtmlReport, IdleTimeIsTheBubblePass) {
+  const auto job = [](std::int64_t start, std::int64_t end) {
+    Job j;
+    j.start_ns = start;
+    j.end_ns = end;
+    return j;
+  };
+  const auto idle_rects = [](const std::string& html) {
+    std::vector<std::string> rects;
+    const std::regex re("<rect class=\"idle\" x=\"([0-9.]+)\"[^>]*><title>([^<]*)</title>");
+    for (std::sregex_iterator m(html.begin(), html.end(), re), end; m != end; ++m) {
+      rects.push_back((*m)[1].str() + " " + (*m)[2].str());
+    }
+    return rects;
+  };
+  StepWindow window;
+  window.step = 1;
+
+  pipescope::Run gap;
+  gap.types.intern("forward");
+  gap.devices.emplace_back();
+  gap.devices[0].jobs = {job(0, 100), job(500, 500), job(900, 1000)};
+  gap.finalize();
+  Metrics gap_metrics;
+  window.start_ns = 0;
+  window.end_ns = 1000;
+  gap_metrics.steps = {window};
+  HtmlOptions options;
+  options.steps = {0};
+  EXPECT_EQ(idle_rects(render_html_report(gap, gap_metrics, options)),
+            (std::vector<std::string>{"220.0 idle 800 ns"}));
+
+  pipescope::Run long_job;
+  long_job.types.intern("forward");
+  long_job.devices.emplace_back();
+  JobVector& jobs = long_job.devices[0].jobs;
+  jobs.push_back(job(0, 10000));
+  for (std::int64_t i = 0; i < 70; ++i) jobs.push_back(job(10 + i * 10, 15 + i * 10));
+  jobs.push_back(job(9000, 12000));
+  long_job.finalize();
+  Metrics long_metrics;
+  window.start_ns = 5000;
+  window.end_ns = 15000;
+  long_metrics.steps = {window};
+  EXPECT_EQ(idle_rects(render_html_report(long_job, long_metrics, options)),
+            (std::vector<std::string>{"820.0 idle 3.000 us"}));
+}
+
 TEST(HtmlReport, BigStepStaysSmall) {
   // One step of 200,000 one-microsecond jobs per device: boxes narrower than
   // a pixel are merged, so the page stays far below one box per job.
