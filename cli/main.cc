@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 
 #include "command.h"
+#include "version.h"
 
 int main(int argc, char** argv) {
   using namespace pipescope::cli;
@@ -18,7 +19,7 @@ int main(int argc, char** argv) {
   // signal would kill the process, leaving temporary files behind.
   std::signal(SIGXFSZ, SIG_IGN);
   app.name("pipescope");
-  app.set_version_flag("--version", "pipescope 0.1.0");
+  app.set_version_flag("--version", fmt::format("pipescope {}", pipescope::kVersion));
   app.require_subcommand(1);
   app.fallthrough(false);
 

@@ -1,4 +1,5 @@
 #include "export/chrome_trace.h"
+#include "version.h"
 
 #include <algorithm>
 #include <array>
@@ -19,7 +20,6 @@ namespace pipescope {
 
 namespace {
 
-constexpr std::string_view kGenerator = "pipescope 0.1.0";
 
 // Reserved colour names of the trace viewer (tracing/base/color_scheme.html),
 // chosen so the kinds are told apart at a glance.
@@ -281,7 +281,7 @@ class ChromeWriter {
     w_.begin_object(/*one_line=*/true);
     w_.field("origin_ns", origin_ns_);
     w_.field("time_unit", "us");
-    w_.field("generator", kGenerator);
+    w_.field("generator", fmt::format("pipescope {}", kVersion));
     w_.end_object();
   }
 

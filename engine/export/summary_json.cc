@@ -1,4 +1,5 @@
 #include "export/summary_json.h"
+#include "version.h"
 
 #include <cstdint>
 #include <optional>
@@ -13,7 +14,6 @@ namespace pipescope {
 namespace {
 
 constexpr std::string_view kToolName = "pipescope";
-constexpr std::string_view kToolVersion = "0.1.0";
 
 void write_devices(JsonWriter& w, const std::vector<DeviceFigures>& devices) {
   w.key("devices");
@@ -363,7 +363,7 @@ void write_summary_json(const SummaryFigures& f, const std::string& path) {
   w.key("tool");
   w.begin_object(/*one_line=*/true);
   w.field("name", kToolName);
-  w.field("version", kToolVersion);
+  w.field("version", kVersion);
   w.end_object();
   w.field("jobs", f.jobs);
   w.field("first_step", f.first_step);

@@ -19,9 +19,12 @@ std::atomic<unsigned> temp_counter{0};
 
 std::string temp_path_for(const std::string& path) {
   const std::filesystem::path p(path);
-  const std::string name = "." + p.filename().string() + ".tmp-" + std::to_string(::getpid()) +
-                           "-" +
-                           std::to_string(temp_counter.fetch_add(1, std::memory_order_relaxed));
+  std::string name = ".";
+  name += p.filename().string();
+  name += ".tmp-";
+  name += std::to_string(::getpid());
+  name += '-';
+  name += std::to_string(temp_counter.fetch_add(1, std::memory_order_relaxed));
   const auto parent = p.parent_path();
   return parent.empty() ? name : (parent / name).string();
 }

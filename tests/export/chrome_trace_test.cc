@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "export/chrome_trace.h"
+#include "version.h"
 #include "support/temp_dir.h"
 
 namespace pipescope {
@@ -295,7 +296,7 @@ TEST(ExportTrace, SlicesFieldsAndRelativeTimes) {
   simdjson::dom::element other = trace.root["otherData"];
   EXPECT_EQ(std::int64_t(other["origin_ns"]), 10'000);
   EXPECT_EQ(std::string_view(other["time_unit"]), "us");
-  EXPECT_EQ(std::string_view(other["generator"]), "pipescope 0.1.0");
+  EXPECT_EQ(std::string_view(other["generator"]), "pipescope " + std::string(pipescope::kVersion));
 }
 
 TEST(ExportTrace, AbsoluteTimes) {

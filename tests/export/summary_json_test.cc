@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "export/summary_json.h"
+#include "version.h"
 #include "support/temp_dir.h"
 
 namespace pipescope {
@@ -142,7 +143,7 @@ TEST(ExportSummary, WritesEveryField) {
 
   EXPECT_EQ(get_string(root, "schema"), "pipescope.summary/1");
   EXPECT_EQ(get_string(root["tool"], "name"), "pipescope");
-  EXPECT_EQ(get_string(root["tool"], "version"), "0.1.0");
+  EXPECT_EQ(get_string(root["tool"], "version"), pipescope::kVersion);
   EXPECT_EQ(get_int(root, "jobs"), 7);
   EXPECT_EQ(get_int(root, "first_step"), 100);
   EXPECT_EQ(get_double(root, "bubble_ratio"), 4100.0 / 9000.0);
