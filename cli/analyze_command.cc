@@ -48,14 +48,14 @@ struct AnalyzeOptions {
   std::string html_steps;  // --html-steps LIST
   bool quiet = false;
   bool allow_output_in_input = false;
-  // Pipeline analysis (README, "Explaining the bubbles").
+  // Pipeline analysis (docs/guide.md, "Explaining the bubbles").
   std::string stages;
   bool no_clock_fix = false;
   std::vector<std::string> clock_offsets;
   std::size_t top_bubbles = 10;
   bool flows = false;
   std::string steps;  // --steps LIST: what goes into the traces
-  // Distributed over MPI ranks (README, "Running on a cluster").
+  // Distributed over MPI ranks (docs/guide.md, "Running on a cluster").
   bool mpi = false;
   std::string local;  // --local TEMPLATE: node-local folder, {node} = node index
   double mpi_timeout = 300;

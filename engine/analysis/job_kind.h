@@ -1,5 +1,5 @@
 // The kind of a job, derived from its type name by prefix (the metric
-// contract in README.md, "Metrics").
+// contract in docs/guide.md, "Metrics").
 #pragma once
 
 #include <string_view>

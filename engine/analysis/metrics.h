@@ -1,5 +1,5 @@
 // Step detection, step windows and busy/idle/bubble metrics: the metric
-// contract of README.md ("Metrics"), implemented to the letter.
+// contract of docs/guide.md ("Metrics"), implemented to the letter.
 //
 // Usage:
 //   run.finalize();

@@ -16,6 +16,10 @@
 // types (chunked types: VPP, B/W split: zero-bubble) with exact = false, or
 // `unknown`.
 //
+// These orders are the analysis's transcription; the simulator keeps its own,
+// written separately (simulate/schedule.h), as the tests' independent oracle.
+// Keep them separate; never share the tables.
+//
 // Usage:
 //   ScheduleDetection s = detect_schedule(orders);   // orders[stage] = ops of one step
 //   std::optional<double> ideal = ideal_bubble_ratio(s, means);

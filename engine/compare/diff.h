@@ -18,7 +18,7 @@ namespace pipescope {
 /// the last 5 step rows are listed.
 std::string format_diff_text(const RunFigures& a, const RunFigures& b);
 
-/// A JSON document, schema "pipescope.diff/1" (README.md, "pipescope diff").
+/// A JSON document, schema "pipescope.diff/1" (docs/guide.md, "pipescope diff").
 std::string format_diff_json(const RunFigures& a, const RunFigures& b);
 
 }  // namespace pipescope

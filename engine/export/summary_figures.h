@@ -1,4 +1,4 @@
-// Everything summary.json holds (schema "pipescope.summary/1", README.md,
+// Everything summary.json holds (schema "pipescope.summary/1", docs/formats.md,
 // "summary.json"), as plain values: the one structure the writer serializes
 // (summary_json.h), the reader parses back (summary_reader.h) and `check` and
 // `diff` compare (compare/run_figures.h). A member added here does not let the

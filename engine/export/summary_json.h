@@ -1,5 +1,5 @@
 // summary.json: the machine-readable result of `pipescope analyze`, schema
-// "pipescope.summary/1" (README.md, "summary.json"). Written from the figures
+// "pipescope.summary/1" (docs/formats.md, "summary.json"). Written from the figures
 // of summary_figures.h, which come from the model and the computed metrics
 // only; the logs are never read again. summary_reader.h reads it back.
 #pragma once
@@ -22,7 +22,7 @@ void write_summary_json(const SummaryFigures& figures, const std::string& path);
 /// write_summary_json(summary_figures(run, metrics), path).
 void write_summary_json(const Run& run, const Metrics& metrics, const std::string& path);
 
-/// The same summary plus the pipeline sections (README, "Explaining the
+/// The same summary plus the pipeline sections (docs/guide.md, "Explaining the
 /// bubbles"): schedule, stages, bubbles, bottleneck, critical_path, clock,
 /// warnings. Same errors.
 void write_summary_json(const Run& run, const Metrics& metrics, const PipelineAnalysis& pipeline,

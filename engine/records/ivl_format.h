@@ -3,7 +3,7 @@
 // An .ivl file is one device's (one rank's) job intervals, written by the
 // executor-side timer (timer/job_timer.h), `pipescope simulate --ivl` or
 // `pipescope convert`. It is a header followed by blocks; every integer is
-// little-endian. README.md ("The .ivl format") documents it byte by byte:
+// little-endian. docs/formats.md ("The .ivl format") documents it byte by byte:
 //
 //   header   magic[8] major u16, minor u16, byte-order mark u32, header_bytes u32,
 //            header_crc u32, machine i32, rank i32, anchor_realtime_ns i64,

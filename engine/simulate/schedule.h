@@ -1,6 +1,11 @@
 // Pipeline schedules as per-stage op lists: which forward (F), backward (B)
 // and weight-gradient (W) op each pipeline stage runs, in which order.
 //
+// This is the simulator's own transcription of the schedules, written apart
+// from the one the analysis recognises runs by (analysis/schedule_detect.h)
+// on purpose: the simulator is the tests' independent oracle, so a mistake in
+// one is caught by the other. Keep them separate; never share the tables.
+//
 // Usage:
 //   ScheduleShape shape{ScheduleKind::one_f_one_b, /*stages=*/4, /*micro_batches=*/8};
 //   validate_schedule(shape);                       // throws std::invalid_argument

@@ -8,7 +8,7 @@
 //     the stream at begin and end, so the interval is what the GPU did and the
 //     hot path never waits for the GPU; events are resolved at flush(), which
 //     waits for the step's events and converts them to wall-clock ns with a
-//     clock anchor (README.md: "Executor-side timer and .ivl records");
+//     clock anchor (docs/timer.md: "Clock anchoring and its error bound");
 //   - the host backend (make_host_timer) reads the monotonic clock and maps it
 //     to CLOCK_REALTIME with the same anchoring; used without a GPU and in tests.
 //

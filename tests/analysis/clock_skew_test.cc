@@ -1,4 +1,4 @@
-// Clock-skew estimation and correction (clock_skew.h; README.md, "Several
+// Clock-skew estimation and correction (clock_skew.h; docs/guide.md, "Several
 // machines: clock skew") on runs of a few jobs whose true times are known:
 // each machine's clock reads offset(m) ahead of machine 0's, a dependency
 // P -> C bounds offset(b) - offset(a) by start(C) - end(P), the pair estimate

@@ -1,5 +1,5 @@
 // critical_paths on runs of a few jobs, each path walked by hand from the
-// rule of critical_path.h (README.md, "Explaining the bubbles"): from the job
+// rule of critical_path.h (docs/guide.md, "Explaining the bubbles"): from the job
 // that ends the step, go back to whichever input arrived last (the previous
 // job of the device, or the job of another stage it depends on; on a tie the
 // dependency), a blocking recv waiting for the same input as the job after it.

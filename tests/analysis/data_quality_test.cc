@@ -1,5 +1,5 @@
 // check_data_quality on runs of a few jobs: each warning of data_quality.h
-// (README.md, "Explaining the bubbles", "Data quality") fires when its
+// (docs/guide.md, "Explaining the bubbles", "Data quality") fires when its
 // condition holds, with the count worked out by hand, and not otherwise.
 #include "analysis/data_quality.h"
 

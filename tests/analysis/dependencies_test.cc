@@ -1,5 +1,5 @@
 // find_dependencies on runs of a few jobs, every edge worked out by hand from
-// the rules of dependencies.h (README.md, "Explaining the bubbles"):
+// the rules of dependencies.h (docs/guide.md, "Explaining the bubbles"):
 //   F(m, c) on stage s needs F(m, c) on s-1 (stage 0, c > 0: F(m, c-1) on the last stage)
 //   B(m, c) on stage s needs B(m, c) on s+1 (last stage, c < V-1: B(m, c+1) on stage 0)
 // matched within one step, the i-th device of a stage paired with the

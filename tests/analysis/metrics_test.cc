@@ -17,7 +17,7 @@ void add(Run& run, std::size_t d, std::string_view type, std::int64_t mb, std::i
                   static_cast<std::uint32_t>(jobs.size() + 1)});
 }
 
-// The worked example of README.md ("Metrics"), figures by hand:
+// The worked example of docs/guide.md ("Metrics"), figures by hand:
 // windows [0,66) and [66,90); busy 51/14 (device 0), 44/15 (device 1).
 Run worked_example() {
   pipescope::Run run;
