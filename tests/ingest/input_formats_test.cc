@@ -59,7 +59,7 @@ TEST(InputFormats, RecordsGivenUnderAnotherNameAreReadAsRecords) {
   const std::vector<InputFile> inputs = discover_inputs({dir / "rank0.bin"});
   ASSERT_EQ(inputs.size(), 1u);
   EXPECT_EQ(inputs[0].format, InputFormat::ivl);
-  const Run run = ingest_inputs(inputs, {});
+  const pipescope::Run run = ingest_inputs(inputs, {});
   ASSERT_EQ(run.devices.size(), 1u);
   EXPECT_EQ(run.devices[0].jobs.size(), 2u);
   EXPECT_EQ(run.inputs[0].malformed, 0u);
@@ -90,7 +90,7 @@ TEST(RunMerge, OneTypeTableInInputOrderAndTheSmallestFirstStep) {
   // The second file met its types in another order, and has one of its own.
   files.push_back(file_with({"lr", "backward", "forward"}, {0, 1, 2, 2}, 5, "b"));
   files.push_back(file_with({}, {}, std::nullopt, "c"));
-  const Run run = merge_file_results(std::move(files));
+  const pipescope::Run run = merge_file_results(std::move(files));
 
   ASSERT_EQ(run.types.size(), 3u);
   EXPECT_EQ(run.types.name(0), "forward");
