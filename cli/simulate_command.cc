@@ -36,6 +36,7 @@ struct SimulateOptions {
   bool ansi = false;
   bool crlf = false;
   bool comm = false;
+  bool lr = false;
   std::vector<std::string> slow_stages;
   std::vector<std::string> skews;
   std::string chunk_names = "digit";
@@ -141,6 +142,7 @@ sim::SimConfig make_config(const SimulateOptions& o) {
   config.p2p_latency_ns = static_cast<std::int64_t>(o.latency_us * 1e3 + 0.5);
   config.jitter = o.jitter;
   config.comm_jobs = o.comm;
+  config.lr_jobs = o.lr;
   if (!o.slow_stages.empty()) {
     config.stage_slowdown.assign(o.stages > 0 ? o.stages : 0, 1.0);
     for (const auto& spec : o.slow_stages) {
@@ -269,6 +271,8 @@ void register_simulate_command(CLI::App& app, int& status) {
       ->capture_default_str();
   sub->add_flag("--comm", o.comm,
                 "Also log send_forward/recv_forward/send_backward/recv_backward jobs");
+  sub->add_flag("--lr", o.lr,
+                "Also log an lr job at the start of every step (Paddle's 2023 static passes)");
 
   sub->add_option("--noise-per-job", o.noise_per_job,
                   "Average non-job lines after each job line (49: one job line in 50)")

@@ -42,6 +42,7 @@ JobRole classify_job_role(std::string_view type) {
       role.role = PipelineRole::comm;
       return role;
     case JobKind::other:
+    case JobKind::lr:  // no op of the schedule (see job_role.h)
       return role;
     case JobKind::forward:
       role.role = PipelineRole::forward;

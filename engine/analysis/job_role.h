@@ -8,6 +8,9 @@
 //   backward_b, backward_b1                   -> backward (ZB input gradient)
 //   backward_w, backward_w(chunk1)            -> weight   (ZB weight gradient)
 //   optimizer*, send*/recv*                   -> optimizer, comm
+//   lr*                                       -> other (not compute: the
+//                                                learning-rate job is no op
+//                                                of the schedule)
 //   anything else (backward_w1_reduce, ...)   -> other
 #pragma once
 

@@ -251,9 +251,11 @@ ScheduleReport detect_run_schedule(const Run& run, const Metrics& metrics, const
   };
   std::vector<Vote> votes;
   // One step at a time, so memory holds one step's ops, not the run's:
-  // order[s] is stage s's compute ops of step k (its first device). Each
-  // device's job_step never decreases along its jobs, so a cursor per stage
-  // walks every job once.
+  // order[s] is stage s's compute ops of step k (its first device). Along a
+  // device's jobs job_step only decreases after a step's prologue (an lr or
+  // recv job moved into the next step, then a send or other job still in the
+  // step before), never at a compute job, so a cursor per stage that stops at
+  // the first job of a later step walks every job once and misses no compute op.
   std::vector<std::vector<ScheduleStep>> order(p);
   std::vector<std::size_t> cursor(p, 0);
   for (std::size_t k = 0; k < steps; ++k) {

@@ -35,6 +35,8 @@ std::string_view kind_colour(JobKind kind) {
       return "grey";
     case JobKind::other:
       return "generic_work";
+    case JobKind::lr:
+      return "rail_load";
   }
   return "generic_work";
 }

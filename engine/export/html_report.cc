@@ -41,6 +41,8 @@ const char* kind_color(JobKind kind) {
       return "#9d9d9d";
     case JobKind::other:
       return "#b07aa1";
+    case JobKind::lr:
+      return "#edc948";
   }
   return "#b07aa1";
 }
@@ -457,8 +459,14 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
 
   // Timelines of the chosen steps.
   fmt::format_to(it, "<h2>Timeline</h2>\n<div class=\"legend\">");
-  for (JobKind k :
-       {JobKind::forward, JobKind::backward, JobKind::optimizer, JobKind::comm, JobKind::other}) {
+  // `lr` only for a run that has lr jobs.
+  bool has_lr = false;
+  for (TypeId t = 0; t < run.types.size(); ++t) {
+    has_lr |= classify_job_type(run.types.name(t)) == JobKind::lr;
+  }
+  for (JobKind k : {JobKind::forward, JobKind::backward, JobKind::optimizer, JobKind::comm,
+                    JobKind::other, JobKind::lr}) {
+    if (k == JobKind::lr && !has_lr) continue;
     fmt::format_to(it, "<span><i style=\"background:{}\"></i>{}</span>", kind_color(k),
                    job_kind_name(k));
   }

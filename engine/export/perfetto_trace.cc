@@ -43,12 +43,16 @@ constexpr std::array<std::string_view, 8> kArgNames = {
     "", "job_id", "micro_batch", "step", "line", "bubble_ratio", "duration_ns", "origin_ns"};
 
 // Event categories, interned once in the first packet: the job kinds (iid =
-// JobKind + 1), then the step and bubble categories.
+// JobKind + 1), then the step and bubble categories, then `lr` (only in a
+// trace of a run that has lr jobs, so other traces keep their bytes).
 constexpr std::array<JobKind, 5> kKinds = {JobKind::forward, JobKind::backward, JobKind::optimizer,
                                            JobKind::comm, JobKind::other};
-std::uint64_t kind_category(JobKind kind) { return static_cast<std::uint64_t>(kind) + 1; }
 constexpr std::uint64_t kCategoryStep = kKinds.size() + 1;
 constexpr std::uint64_t kCategoryBubble = kKinds.size() + 2;
+constexpr std::uint64_t kCategoryLr = kKinds.size() + 3;
+std::uint64_t kind_category(JobKind kind) {
+  return kind == JobKind::lr ? kCategoryLr : static_cast<std::uint64_t>(kind) + 1;
+}
 
 constexpr std::array<BubbleKind, 3> kBubbleKinds = {BubbleKind::fill, BubbleKind::interior,
                                                     BubbleKind::drain};
@@ -188,7 +192,7 @@ class PerfettoWriter {
     pb::TrackDescriptor* track = out_.begin().mutable_track_descriptor();
     if (first_packet_) {
       first_packet_ = false;
-      intern_fixed_names(*out_.packet().mutable_interned_data());
+      intern_fixed_names(*out_.packet().mutable_interned_data(), kinds_.has(JobKind::lr));
     }
     track->set_uuid(uuid);
     track->set_name(name);
@@ -210,7 +214,7 @@ class PerfettoWriter {
     out_.finish();
   }
 
-  static void intern_fixed_names(pb::InternedData& interned) {
+  static void intern_fixed_names(pb::InternedData& interned, bool with_lr) {
     for (std::uint64_t iid = 1; iid < kArgNames.size(); ++iid) {
       pb::DebugAnnotationName* name = interned.add_debug_annotation_names();
       name->set_iid(iid);
@@ -227,6 +231,11 @@ class PerfettoWriter {
     pb::EventCategory* bubble = interned.add_event_categories();
     bubble->set_iid(kCategoryBubble);
     bubble->set_name("bubble");
+    if (with_lr) {
+      pb::EventCategory* lr = interned.add_event_categories();
+      lr->set_iid(kCategoryLr);
+      lr->set_name(std::string(job_kind_name(JobKind::lr)));
+    }
     for (const BubbleKind kind : kBubbleKinds) {
       pb::EventName* name = interned.add_event_names();
       name->set_iid(bubble_name_iid(kind));
@@ -302,9 +311,8 @@ class PerfettoWriter {
     for (const BubbleRatioSample& sample :
          bubble_ratio_samples(run_, metrics_, options_.pipeline->bubbles, options_.steps)) {
       for (const BubbleKind kind : kBubbleKinds) {
-        pb::TrackEvent& event =
-            begin_event(sample.time_ns, pb::TrackEvent::TYPE_COUNTER,
-                        counter_tracks_[static_cast<std::size_t>(kind)]);
+        pb::TrackEvent& event = begin_event(sample.time_ns, pb::TrackEvent::TYPE_COUNTER,
+                                            counter_tracks_[static_cast<std::size_t>(kind)]);
         event.set_double_counter_value(sample.share[static_cast<std::size_t>(kind)]);
         out_.finish();
       }

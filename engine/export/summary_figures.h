@@ -69,7 +69,7 @@ struct StepFigures {
 
 struct JobTypeFigures {
   std::string type;
-  std::string kind;  ///< forward, backward, optimizer, comm, other
+  std::string kind;  ///< forward, backward, optimizer, comm, lr, other
   std::int64_t jobs = 0;
   /// Σ job durations (`diff` shows their mean). Always set from a run;
   /// absent from a summary written before the field existed.

@@ -2,6 +2,7 @@
 // a step selection, computed once here so both traces show the same thing.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +45,10 @@ class TraceJobKinds {
   /// JobKind::other for a type id the run does not have.
   JobKind of(const Job& job) const {
     return job.type < by_type_.size() ? by_type_[job.type] : JobKind::other;
+  }
+  /// Whether some type of the run is of this kind.
+  bool has(JobKind kind) const {
+    return std::find(by_type_.begin(), by_type_.end(), kind) != by_type_.end();
   }
 
  private:

@@ -301,12 +301,13 @@ std::string simulation_json(const SimConfig& config, const LogWriterOptions& opt
       "\"steps\": {}, \"devices_per_stage\": {}, \"machines\": {}, \"seed\": {}, "
       "\"start_ns\": {}, \"resolution_ns\": {}, \"comm_jobs\": {}, \"noise_per_job\": {}, "
       "\"shuffle\": {}, \"ansi\": {}, \"crlf\": {}, \"time_decimals\": {}, "
-      "\"chunk_names\": \"{}\", \"job_id\": \"{}\"}}\n",
+      "\"chunk_names\": \"{}\", \"job_id\": \"{}\"{}}}\n",
       schedule_kind_name(config.shape.kind), config.shape.stages, config.shape.micro_batches,
       config.shape.chunks, steps, config.devices_per_stage, config.machines, config.seed,
       config.start_ns, config.resolution_ns, config.comm_jobs, options.noise_per_job,
       options.shuffle, options.ansi, options.crlf, options.time_decimals,
-      options.chunk_naming == ChunkNaming::paren ? "paren" : "digit", id_name(options.job_id));
+      options.chunk_naming == ChunkNaming::paren ? "paren" : "digit", id_name(options.job_id),
+      config.lr_jobs ? ", \"lr_jobs\": true" : "");
 }
 
 void write_file_atomically(const fs::path& path, std::string_view text) {
@@ -349,9 +350,11 @@ WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions
   const bool interleaved = config.shape.kind == ScheduleKind::interleaved;
 
   // Type names by (SimJobType, chunk), built once.
-  constexpr int kTypeCount = static_cast<int>(SimJobType::recv_backward) + 1;
+  // lr only when logged, so that the .ivl type table of other runs is unchanged.
+  const int type_count =
+      static_cast<int>(config.lr_jobs ? SimJobType::lr : SimJobType::recv_backward) + 1;
   std::vector<std::string> type_names;
-  for (int t = 0; t < kTypeCount; ++t) {
+  for (int t = 0; t < type_count; ++t) {
     for (int c = 0; c < chunks; ++c) {
       SimJob job;
       job.type = static_cast<SimJobType>(t);
@@ -427,8 +430,8 @@ WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions
         for (const SimJob& job : step_jobs[d]) {
           logs[d]->add_job(job);
           if (!ivls.empty()) {
-            const auto slot = static_cast<std::uint32_t>(static_cast<int>(job.type) * chunks +
-                                                         job.chunk);
+            const auto slot =
+                static_cast<std::uint32_t>(static_cast<int>(job.type) * chunks + job.chunk);
             ivls[d]->append({printed_ns(job.start_ns, decimals), printed_ns(job.end_ns, decimals),
                              slot, job.micro_batch,
                              static_cast<std::int32_t>(options.first_step.value_or(0) + job.step),

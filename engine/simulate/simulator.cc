@@ -48,7 +48,7 @@ bool valid_costs(const StageCosts& c) {
 }
 
 // Salts keep the jitter of different job types of one op independent.
-enum Salt : int { kSaltCompute = 1, kSaltRecv = 2, kSaltSend = 3, kSaltOptimizer = 4 };
+enum Salt : int { kSaltCompute = 1, kSaltRecv = 2, kSaltSend = 3, kSaltOptimizer = 4, kSaltLr = 5 };
 
 }  // namespace
 
@@ -84,8 +84,8 @@ std::vector<SimDeviceInfo> layout_devices(const SimConfig& config) {
     require(std::isfinite(f) && f > 0 && f <= 1000,
             fmt::format("slowdown factors must be in (0, 1000], got {}", f));
   }
-  require(config.optimizer_ns > 0 && config.comm_ns > 0,
-          "optimizer and comm costs must be positive");
+  require(config.optimizer_ns > 0 && config.comm_ns > 0 && config.lr_ns > 0,
+          "optimizer, comm and lr costs must be positive");
   require(config.p2p_latency_ns >= 0 && config.step_gap_ns >= 0,
           "p2p latency and step gap must not be negative");
   require(std::isfinite(config.jitter) && config.jitter >= 0 && config.jitter <= 0.9,
@@ -147,6 +147,14 @@ void Simulator::next_step(std::vector<std::vector<SimJob>>& jobs) {
   std::vector<std::vector<SimJob>> stage_jobs(p);
   std::vector<std::size_t> next(p, 0);
   std::vector<std::int64_t> free_at = stage_start_;
+  if (config_.lr_jobs) {
+    // The step's first job on every stage (it opens the step under the contract).
+    for (int s = 0; s < p; ++s) {
+      const std::int64_t end = free_at[s] + cost(s, 0, kSaltLr, config_.lr_ns);
+      stage_jobs[s].push_back({free_at[s], end, step, 0, 0, SimJobType::lr});
+      free_at[s] = end;
+    }
+  }
   std::size_t remaining = 0;
   for (const auto& ops : ops_) remaining += ops.size();
 
@@ -239,14 +247,8 @@ void Simulator::next_step(std::vector<std::vector<SimJob>>& jobs) {
     const std::int64_t end = t + cost(s, 0, kSaltOptimizer, config_.optimizer_ns);
     stage_jobs[s].push_back({t, end, step, 0, 0, SimJobType::optimizer});
     stage_start_[s] = end + gap;
-    // The contract starts a step at its first forward, so comm jobs before it
-    // (the recv of that forward) close the previous step.
-    if (step > 0) {
-      for (auto& job : stage_jobs[s]) {
-        if (is_compute(job.type)) break;
-        job.step = step - 1;
-      }
-    }
+    // Under the contract the recv before a step's first forward opens that
+    // step with it, so every job of this step keeps its step number.
   }
 
   jobs.resize(devices_.size());
@@ -309,6 +311,8 @@ std::string job_type_name(const SimJob& job, bool interleaved, ChunkNaming namin
       return "send_backward";
     case SimJobType::recv_backward:
       return "recv_backward";
+    case SimJobType::lr:
+      return "lr";
   }
   if (!interleaved) return std::string(base);
   if (naming == ChunkNaming::paren) return fmt::format("{}(chunk{})", base, job.chunk);

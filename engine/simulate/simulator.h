@@ -62,6 +62,12 @@ struct SimConfig {
   /// Emit recv_forward/send_forward/recv_backward/send_backward jobs around
   /// compute jobs (blocking: a recv lasts until its data has arrived).
   bool comm_jobs = false;
+  /// Emit an `lr` job at the start of each step on every stage, before its
+  /// first op, as Paddle's 2023 static pipeline passes do (lr, forwards,
+  /// backwards, optimizer).
+  bool lr_jobs = false;
+  /// Mean duration of an lr job.
+  std::int64_t lr_ns = 200'000;
   /// ns added to every time of a machine's devices; empty or one per machine.
   std::vector<std::int64_t> machine_skew_ns;
 };
@@ -79,14 +85,17 @@ enum class SimJobType : std::uint8_t {
   recv_forward,
   send_backward,
   recv_backward,
+  /// The learning-rate job that opens a step (SimConfig::lr_jobs); last, so
+  /// that the other types keep their ids.
+  lr,
 };
 
 struct SimJob {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
-  /// 0-based step this job belongs to under the metric contract. A recv job
-  /// that precedes a step's first forward still belongs to the previous step,
-  /// because the contract starts a step at that forward.
+  /// 0-based step this job belongs to under the metric contract: the step
+  /// whose ops it runs (a recv before a step's first forward opens that step
+  /// with it).
   std::int32_t step = 0;
   std::int32_t micro_batch = 0;
   std::int16_t chunk = 0;
@@ -145,7 +154,7 @@ enum class ChunkNaming {
 };
 
 /// The PaddlePaddle type name of a job: forward, backward, backward_b,
-/// backward_w, optimizer, send_forward, ...; interleaved compute jobs carry
+/// backward_w, optimizer, send_forward, ..., lr; interleaved compute jobs carry
 /// their chunk ("forward1" or "forward(chunk1)").
 std::string job_type_name(const SimJob& job, bool interleaved, ChunkNaming naming);
 

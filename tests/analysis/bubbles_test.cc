@@ -1,9 +1,10 @@
 // Bubbles: kinds, lengths and neighbours on a hand-built run, and on
 // simulated runs of every schedule fill + interior + drain == idle(d, k)
 // exactly, for every device and step.
+#include "analysis/bubbles.h"
+
 #include <gtest/gtest.h>
 
-#include "analysis/bubbles.h"
 #include "analysis/metrics.h"
 #include "support/pipeline_sim_run.h"
 
@@ -22,15 +23,15 @@ Job job(pipescope::Run& run, std::string_view type, std::int64_t mb, std::int64_
 
 TEST(Bubbles, HandWorkedKindsAndNeighbours) {
   // The metric contract's worked example (tests/analysis/metrics_test.cc): windows
-  // [0,66) and [66,90).
+  // [0,55) and [56,90).
   pipescope::Run run;
   run.devices.resize(2);
   run.devices[0].index = 0;
   run.devices[1].index = 1;
   run.devices[0].jobs = {job(run, "forward", 0, 0, 10),    job(run, "forward", 1, 10, 20),
                          job(run, "backward", 0, 30, 40),  job(run, "backward", 1, 40, 50),
-                         job(run, "optimizer", 0, 50, 55), job(run, "forward", 0, 60, 70),
-                         job(run, "backward", 0, 80, 90)};
+                         job(run, "optimizer", 0, 50, 55), job(run, "lr", 0, 56, 58),
+                         job(run, "forward", 0, 60, 70),   job(run, "backward", 0, 80, 90)};
   run.devices[1].jobs = {job(run, "forward", 0, 10, 20),   job(run, "forward", 1, 20, 30),
                          job(run, "backward", 0, 25, 35),  job(run, "backward", 1, 35, 45),
                          job(run, "optimizer", 0, 45, 50), job(run, "recv_forward", 0, 62, 66),
@@ -41,10 +42,11 @@ TEST(Bubbles, HandWorkedKindsAndNeighbours) {
 
   std::vector<Bubble> all;
   for_each_bubble(run, metrics, [&](const Bubble& b) { all.push_back(b); });
-  // Device 0, step 0: [20,30) interior, [55,60) interior, [66,66) none: the
-  // forward at 60 runs into step 1's window; drain none (busy until 70).
-  // Device 0, step 1: [70,80) interior. Device 1 step 0: [0,10) fill,
-  // [50,62) interior. Device 1 step 1: [66,70) fill, [85,90) drain.
+  // Device 0, step 0: [20,30) interior; busy until 55 = E_0, no drain.
+  // Device 0, step 1: busy from 56 (lr), [58,60) and [70,80) interior.
+  // Device 1 step 0: [0,10) fill, [50,55) drain (the next job, the recv at
+  // 62, lies in step 1). Device 1 step 1: [56,62) fill, [66,70) interior,
+  // [85,90) drain. [55,56) is in no window.
   struct Expect {
     std::size_t device, step;
     std::int64_t start, end;
@@ -52,10 +54,10 @@ TEST(Bubbles, HandWorkedKindsAndNeighbours) {
     std::int64_t before, after;
   };
   const std::vector<Expect> expected = {
-      {0, 0, 20, 30, BubbleKind::interior, 1, 2},  {0, 0, 55, 60, BubbleKind::interior, 4, 5},
-      {0, 1, 70, 80, BubbleKind::interior, 5, 6},  {1, 0, 0, 10, BubbleKind::fill, kNoJob, 0},
-      {1, 0, 50, 62, BubbleKind::interior, 4, 5},  {1, 1, 66, 70, BubbleKind::fill, 5, 6},
-      {1, 1, 85, 90, BubbleKind::drain, 7, kNoJob}};
+      {0, 0, 20, 30, BubbleKind::interior, 1, 2}, {0, 1, 58, 60, BubbleKind::interior, 5, 6},
+      {0, 1, 70, 80, BubbleKind::interior, 6, 7}, {1, 0, 0, 10, BubbleKind::fill, kNoJob, 0},
+      {1, 0, 50, 55, BubbleKind::drain, 4, 5},    {1, 1, 56, 62, BubbleKind::fill, 4, 5},
+      {1, 1, 66, 70, BubbleKind::interior, 5, 6}, {1, 1, 85, 90, BubbleKind::drain, 7, kNoJob}};
   ASSERT_EQ(all.size(), expected.size());
   for (std::size_t i = 0; i < all.size(); ++i) {
     EXPECT_EQ(all[i].device, expected[i].device) << i;
@@ -73,15 +75,16 @@ TEST(Bubbles, HandWorkedKindsAndNeighbours) {
       EXPECT_EQ(summary.per_step[k][d].idle_ns(), metrics.steps[k].devices[d].idle_ns);
     }
   }
-  EXPECT_EQ(summary.total.of(BubbleKind::fill), 14);
-  EXPECT_EQ(summary.total.of(BubbleKind::interior), 37);
-  EXPECT_EQ(summary.total.of(BubbleKind::drain), 5);
+  EXPECT_EQ(summary.total.of(BubbleKind::fill), 16);
+  EXPECT_EQ(summary.total.of(BubbleKind::interior), 26);
+  EXPECT_EQ(summary.total.of(BubbleKind::drain), 10);
   EXPECT_EQ(summary.total.count[static_cast<std::size_t>(BubbleKind::interior)], 4u);
-  // Longest first; [50,62) = 12, then two of 10 ordered by start.
+  // Longest first: three of 10, ordered by start.
   ASSERT_EQ(summary.longest.size(), 3u);
-  EXPECT_EQ(summary.longest[0].length_ns(), 12);
-  EXPECT_EQ(summary.longest[1].start_ns, 0);
-  EXPECT_EQ(summary.longest[2].start_ns, 20);
+  EXPECT_EQ(summary.longest[0].length_ns(), 10);
+  EXPECT_EQ(summary.longest[0].start_ns, 0);
+  EXPECT_EQ(summary.longest[1].start_ns, 20);
+  EXPECT_EQ(summary.longest[2].start_ns, 70);
 }
 
 TEST(Bubbles, ADeviceWithoutJobsIsOneFillBubblePerWindow) {

@@ -170,15 +170,15 @@ TEST(DataQuality, MissingSteps) {
 }
 
 // Stage 1 = devices 1 and 2 ("0,1-2"); every device runs two steps
-// (F0 B0 | F0 B0) and device 2 also a recv at the end of step 0 (a comm job
-// stays in its step), so in step 0 device 1 ran 2 jobs and device 2 ran 3.
+// (F0 B0 | F0 B0) and device 2 also a send at the end of step 0 (a send stays
+// in the step it follows), so in step 0 device 1 ran 2 jobs and device 2 ran 3.
 pipescope::Run mismatched_run(bool also_step_1) {
   pipescope::Run run;
   run.first_step = 100;
   for (std::size_t d = 0; d < 3; ++d) {
     add_job(run, d, "forward", 0, 0, 10);
     add_job(run, d, "backward", 0, 10, 20);
-    if (d == 2) add_job(run, d, "recv_forward", 0, 20, 22);
+    if (d == 2) add_job(run, d, "send_forward", 0, 20, 22);
     add_job(run, d, "forward", 0, 30, 40);
     add_job(run, d, "backward", 0, 40, 50);
     if (d == 1 && also_step_1) add_job(run, d, "send_backward", 0, 50, 52);

@@ -18,7 +18,7 @@ void add(Run& run, std::size_t d, std::string_view type, std::int64_t mb, std::i
 }
 
 // The worked example of docs/guide.md ("Metrics"), figures by hand:
-// windows [0,66) and [66,90); busy 51/14 (device 0), 44/15 (device 1).
+// windows [0,55) and [56,90); busy 45/22 (device 0), 40/19 (device 1).
 Run worked_example() {
   pipescope::Run run;
   run.first_step = 5;
@@ -27,14 +27,15 @@ Run worked_example() {
   add(run, 0, "backward", 0, 30, 40);
   add(run, 0, "backward", 1, 40, 50);
   add(run, 0, "optimizer", 0, 50, 55);
-  add(run, 0, "forward", 0, 60, 70);
+  add(run, 0, "lr", 0, 56, 58);       // follows the optimizer: opens step 1
+  add(run, 0, "forward", 0, 60, 70);  // follows an lr: no new step
   add(run, 0, "backward", 0, 80, 90);
   add(run, 1, "forward", 0, 10, 20);
   add(run, 1, "forward", 1, 20, 30);
   add(run, 1, "backward", 0, 25, 35);  // overlaps the previous job: counted once
   add(run, 1, "backward", 1, 35, 45);
   add(run, 1, "optimizer", 0, 45, 50);
-  add(run, 1, "recv_forward", 0, 62, 66);  // comm: does not begin a step, belongs to step 0
+  add(run, 1, "recv_forward", 0, 62, 66);  // right before the forward that opens step 1
   add(run, 1, "forward", 0, 70, 80);
   add(run, 1, "backward", 0, 80, 85);
   run.finalize();
@@ -48,33 +49,38 @@ TEST(Metrics, WorkedExample) {
   EXPECT_EQ(m.steps[0].step, 5);
   EXPECT_EQ(m.steps[1].step, 6);
   EXPECT_EQ(m.steps[0].start_ns, 0);
-  EXPECT_EQ(m.steps[0].end_ns, 66);
-  EXPECT_EQ(m.steps[1].start_ns, 66);  // max(first start 60, E_0 = 66)
+  EXPECT_EQ(m.steps[0].end_ns, 55);    // max(55, 50): the recv is no longer in step 0
+  EXPECT_EQ(m.steps[1].start_ns, 56);  // max(min(56, 62), E_0 = 55): the lr opens it
   EXPECT_EQ(m.steps[1].end_ns, 90);
-  EXPECT_EQ(m.steps[0].devices[0].busy_ns, 51);
-  EXPECT_EQ(m.steps[0].devices[0].idle_ns, 15);
-  EXPECT_EQ(m.steps[1].devices[0].busy_ns, 14);
-  EXPECT_EQ(m.steps[0].devices[1].busy_ns, 44);
-  EXPECT_EQ(m.steps[1].devices[1].busy_ns, 15);
-  EXPECT_DOUBLE_EQ(m.steps[0].bubble_ratio, 37.0 / 132.0);
-  EXPECT_DOUBLE_EQ(m.steps[1].bubble_ratio, 19.0 / 48.0);
-  EXPECT_DOUBLE_EQ(m.bubble_ratio, 56.0 / 180.0);
-  EXPECT_EQ(m.total_window_ns, 90);
-  EXPECT_EQ(m.devices[0].busy_ns, 65);
-  EXPECT_EQ(m.devices[1].idle_ns, 31);
-  EXPECT_DOUBLE_EQ(m.devices[0].utilization, 65.0 / 90.0);
-  EXPECT_DOUBLE_EQ(m.devices[1].utilization, 59.0 / 90.0);
+  EXPECT_EQ(m.steps[0].devices[0].busy_ns, 45);
+  EXPECT_EQ(m.steps[0].devices[0].idle_ns, 10);
+  EXPECT_EQ(m.steps[1].devices[0].busy_ns, 22);
+  EXPECT_EQ(m.steps[1].devices[0].idle_ns, 12);
+  EXPECT_EQ(m.steps[0].devices[1].busy_ns, 40);
+  EXPECT_EQ(m.steps[1].devices[1].busy_ns, 19);
+  EXPECT_EQ(m.steps[1].devices[1].idle_ns, 15);
+  EXPECT_DOUBLE_EQ(m.steps[0].bubble_ratio, 25.0 / 110.0);
+  EXPECT_DOUBLE_EQ(m.steps[1].bubble_ratio, 27.0 / 68.0);
+  EXPECT_DOUBLE_EQ(m.bubble_ratio, 52.0 / 178.0);
+  EXPECT_EQ(m.total_window_ns, 89);
+  EXPECT_EQ(m.devices[0].busy_ns, 67);
+  EXPECT_EQ(m.devices[0].idle_ns, 22);
+  EXPECT_EQ(m.devices[1].busy_ns, 59);
+  EXPECT_EQ(m.devices[1].idle_ns, 30);
+  EXPECT_DOUBLE_EQ(m.devices[0].utilization, 67.0 / 89.0);
+  EXPECT_DOUBLE_EQ(m.devices[1].utilization, 59.0 / 89.0);
   EXPECT_EQ(m.devices[0].steps, 2);
-  const std::vector<std::int32_t> device1_steps = {0, 0, 0, 0, 0, 0, 1, 1};
-  EXPECT_EQ(m.job_step[1], device1_steps);
+  EXPECT_EQ(m.devices[1].steps, 2);
+  EXPECT_EQ(m.job_step[0], (std::vector<std::int32_t>{0, 0, 0, 0, 0, 1, 1, 1}));
+  EXPECT_EQ(m.job_step[1], (std::vector<std::int32_t>{0, 0, 0, 0, 0, 1, 1, 1}));
 }
 
 TEST(Metrics, StepBeginsOnlyAfterANonForwardComputeJob) {
   pipescope::Run run;
   add(run, 0, "recv_forward", 0, 0, 1);  // first job: step 0 begins here
-  add(run, 0, "forward", 0, 1, 2);        // no earlier compute job: same step
+  add(run, 0, "forward", 0, 1, 2);       // no earlier compute job: same step
   add(run, 0, "forward0", 1, 2, 3);
-  add(run, 0, "forward1", 0, 3, 4);       // previous compute job is a forward: same step
+  add(run, 0, "forward1", 0, 3, 4);  // previous compute job is a forward: same step
   add(run, 0, "backward1", 0, 4, 5);
   add(run, 0, "other_job", 0, 5, 6);
   add(run, 0, "send_backward", 0, 6, 7);
@@ -86,6 +92,103 @@ TEST(Metrics, StepBeginsOnlyAfterANonForwardComputeJob) {
   const Metrics m = compute_metrics(run);
   const std::vector<std::int32_t> expected = {0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1};
   EXPECT_EQ(m.job_step[0], expected);
+}
+
+// The prologue: lr and receive jobs right before the job that opens a step
+// belong to that step; send and other jobs stay with the step they follow.
+TEST(Metrics, PrologueJoinsTheStepItOpens) {
+  pipescope::Run run;
+  add(run, 0, "forward", 0, 0, 1);           // 0: first job, step 0
+  add(run, 0, "backward", 0, 1, 2);          // 1
+  add(run, 0, "optimizer", 0, 2, 3);         // 2
+  add(run, 0, "recv_backward", 0, 3, 4);     // 3: recv, no F/B/O before job 6: step 1
+  add(run, 0, "send_backward", 0, 4, 5);     // 4: send: stays in step 0
+  add(run, 0, "memcpy", 0, 5, 6);            // 5: other: stays in step 0
+  add(run, 0, "recv_forward", 0, 6, 7);      // 6: step 1
+  add(run, 0, "forward", 0, 7, 8);           // 7: opens step 1 (previous: optimizer)
+  add(run, 0, "backward", 0, 8, 9);          // 8
+  add(run, 0, "optimizer", 0, 9, 10);        // 9
+  add(run, 0, "recv_forward", 0, 10, 11);    // 10: an optimizer follows: stays in step 1
+  add(run, 0, "optimizer_sync", 0, 11, 12);  // 11
+  add(run, 0, "recv_forward", 0, 12, 13);    // 12: before the lr that opens step 2
+  add(run, 0, "lr_decay", 0, 13, 14);        // 13: opens step 2 (type begins with "lr")
+  add(run, 0, "recv_forward", 0, 14, 15);    // 14: after the opener: step 2 anyway
+  add(run, 0, "forward", 0, 15, 16);         // 15: previous is an lr: no new step
+  add(run, 0, "backward", 0, 16, 17);        // 16
+  add(run, 0, "forward", 0, 17, 18);         // 17: opens step 3 (previous: backward)
+  run.finalize();
+  const Metrics m = compute_metrics(run);
+  const std::vector<std::int32_t> expected = {0, 0, 0, 1, 0, 0, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3};
+  EXPECT_EQ(m.job_step[0], expected);
+  ASSERT_EQ(m.steps.size(), 4u);
+  EXPECT_EQ(m.devices[0].steps, 4);
+  // Step 0 holds jobs 0-2, 4, 5: [0, 6). Step 1 starts at its first job (3)
+  // but not before E_0 = 6, and ends at job 11: [6, 12).
+  EXPECT_EQ(m.steps[0].start_ns, 0);
+  EXPECT_EQ(m.steps[0].end_ns, 6);
+  EXPECT_EQ(m.steps[1].start_ns, 6);
+  EXPECT_EQ(m.steps[1].end_ns, 12);
+  EXPECT_EQ(m.steps[2].start_ns, 12);
+  EXPECT_EQ(m.steps[2].end_ns, 17);
+  EXPECT_EQ(m.steps[3].start_ns, 17);
+  EXPECT_EQ(m.steps[3].end_ns, 18);
+}
+
+TEST(Metrics, LrOpensAStepOnlyAfterAStepSteeringJob) {
+  pipescope::Run run;
+  add(run, 0, "recv_forward", 0, 0, 1);  // first job: opens step 0
+  add(run, 0, "lr", 0, 1, 2);            // nothing but comm before it: step 0
+  add(run, 0, "forward", 0, 2, 3);       // previous is an lr: step 0
+  add(run, 0, "backward", 0, 3, 4);
+  add(run, 0, "lr", 0, 4, 5);  // opens step 1, though no optimizer came
+  add(run, 0, "forward", 1, 5, 6);
+  add(run, 1, "lr", 0, 0, 1);       // first job
+  add(run, 1, "forward", 0, 1, 2);  // previous is an lr: no new step
+  run.finalize();
+  const Metrics m = compute_metrics(run);
+  EXPECT_EQ(m.job_step[0], (std::vector<std::int32_t>{0, 0, 0, 0, 1, 1}));
+  EXPECT_EQ(m.job_step[1], (std::vector<std::int32_t>{0, 0}));
+  ASSERT_EQ(m.steps.size(), 2u);
+  EXPECT_EQ(m.steps[0].end_ns, 4);
+  EXPECT_EQ(m.steps[1].start_ns, 4);
+}
+
+// Taken to the letter, an lr that follows an lr opens another step, and the
+// first lr (right before that opener) joins it: the step the first lr opened
+// is left without a job. With no job on any device its window is empty, at
+// the end of the window before (at the earliest job for step 0).
+TEST(Metrics, ConsecutiveLrJobsLeaveAnEmptyStep) {
+  pipescope::Run run;
+  add(run, 0, "forward", 0, 0, 10);
+  add(run, 0, "optimizer", 0, 10, 12);
+  add(run, 0, "lr", 0, 14, 15);  // opens step 1, then joins step 2
+  add(run, 0, "lr", 0, 15, 16);  // follows an lr: opens step 2
+  add(run, 0, "forward", 0, 16, 20);
+  run.finalize();
+  Metrics m = compute_metrics(run);
+  EXPECT_EQ(m.job_step[0], (std::vector<std::int32_t>{0, 0, 2, 2, 2}));
+  ASSERT_EQ(m.steps.size(), 3u);
+  EXPECT_EQ(m.devices[0].steps, 3);
+  EXPECT_EQ(m.steps[1].start_ns, 12);
+  EXPECT_EQ(m.steps[1].end_ns, 12);
+  EXPECT_EQ(m.steps[1].bubble_ratio, 0.0);
+  EXPECT_EQ(m.steps[2].start_ns, 14);
+  EXPECT_EQ(m.steps[2].end_ns, 20);
+  EXPECT_EQ(m.total_window_ns, 18);
+  EXPECT_EQ(m.devices[0].busy_ns, 18);
+
+  pipescope::Run first;
+  add(first, 0, "lr", 0, 5, 6);  // the first job, then joins step 1
+  add(first, 0, "lr", 0, 6, 7);
+  add(first, 0, "forward", 0, 7, 9);
+  first.finalize();
+  m = compute_metrics(first);
+  EXPECT_EQ(m.job_step[0], (std::vector<std::int32_t>{1, 1, 1}));
+  ASSERT_EQ(m.steps.size(), 2u);
+  EXPECT_EQ(m.steps[0].start_ns, 5);
+  EXPECT_EQ(m.steps[0].end_ns, 5);
+  EXPECT_EQ(m.steps[1].start_ns, 5);
+  EXPECT_EQ(m.steps[1].end_ns, 9);
 }
 
 TEST(Metrics, DeviceMissingFromAStepIsIdleForAllOfIt) {

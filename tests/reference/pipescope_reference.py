@@ -51,7 +51,8 @@ def ms_to_ns(text):
 
 def kind_of(job_type):
     for prefix, kind in (("forward", "forward"), ("backward", "backward"),
-                         ("optimizer", "optimizer"), ("send", "comm"), ("recv", "comm")):
+                         ("optimizer", "optimizer"), ("send", "comm"), ("recv", "comm"),
+                         ("lr", "lr")):
         if job_type.startswith(prefix):
             return kind
     return "other"
@@ -159,16 +160,41 @@ def parse_device_list(text):
 
 
 def assign_steps(jobs):
-    """Step ordinal of each job of one device (jobs already in start order)."""
-    steps, step, previous_kind = [], 0, None
-    for job in jobs:
-        kind = kind_of(job["type"])
-        if kind == "forward" and job["mb"] == 0 and previous_kind not in (None, "forward"):
-            step += 1
-        steps.append(step)
-        if kind not in ("comm", "other"):
-            previous_kind = kind
-    return steps
+    """Step ordinal of each job of one device (jobs already in start order) and
+    the device's number of steps.
+
+    Openers: the first job; an lr job after some forward/backward/optimizer/lr
+    job; a forward job of micro-batch 0 whose latest earlier
+    forward/backward/optimizer/lr job is a backward or an optimizer. Every job
+    belongs to the latest opener at or before it, except the step's prologue:
+    walking back from an opener, the lr and recv jobs met before any
+    forward/backward/optimizer job belong to that opener's step (the walk also
+    stops after an opener, whose own prologue is its own)."""
+    kinds = [kind_of(job["type"]) for job in jobs]
+    openers = []
+    latest = None  # latest earlier forward/backward/optimizer/lr kind
+    for i, (job, kind) in enumerate(zip(jobs, kinds)):
+        if i == 0:
+            openers.append(i)
+        elif kind == "lr" and latest is not None:
+            openers.append(i)
+        elif kind == "forward" and job["mb"] == 0 and latest in ("backward", "optimizer"):
+            openers.append(i)
+        if kind in ("forward", "backward", "optimizer", "lr"):
+            latest = kind
+    steps = []
+    for i in range(len(jobs)):
+        steps.append(sum(1 for o in openers if o <= i) - 1)
+    own_step = {o: n for n, o in enumerate(openers)}
+    for o in openers:
+        j = o - 1
+        while j >= 0 and kinds[j] not in ("forward", "backward", "optimizer"):
+            if kinds[j] == "lr" or jobs[j]["type"].startswith("recv"):
+                steps[j] = own_step[o]
+            if j in own_step:
+                break
+            j -= 1
+    return steps, len(openers)
 
 
 def union(intervals):
@@ -201,13 +227,15 @@ def analyse(paths, device_filter=None):
         if first_step is not None:
             first_steps.append(first_step)
         jobs.sort(key=lambda j: (j["start"], j["end"], j["line"]))
+        step_of, steps = assign_steps(jobs)
         devices.append({"device": index, "machine": machine, "machine_name": name,
                         "rank": rank, "path": str(path), "jobs": jobs,
-                        "step_of": assign_steps(jobs),
+                        "step_of": step_of, "steps": steps,
                         "union": union((j["start"], j["end"]) for j in jobs)})
     first_step = min(first_steps) if first_steps else 0
 
-    count = max((d["step_of"][-1] + 1 for d in devices if d["jobs"]), default=0)
+    count = max((d["steps"] for d in devices), default=0)
+    earliest = min((j["start"] for d in devices for j in d["jobs"]), default=0)
     windows = []
     previous_end = None
     for k in range(count):
@@ -217,8 +245,13 @@ def analyse(paths, device_filter=None):
             if mine:
                 firsts.append(mine[0]["start"])
                 lasts.append(max(j["end"] for j in mine))
-        start = min(firsts) if previous_end is None else max(min(firsts), previous_end)
-        end = max(max(lasts), start)
+        if not firsts:
+            # No job of step k anywhere (lr, lr: the first lr opens a step
+            # and then joins the next one): an empty window where step k-1 ended.
+            start = end = earliest if previous_end is None else previous_end
+        else:
+            start = min(firsts) if previous_end is None else max(min(firsts), previous_end)
+            end = max(max(lasts), start)
         windows.append((start, end))
         previous_end = end
 
@@ -245,7 +278,7 @@ def analyse(paths, device_filter=None):
         devices_out.append({
             "device": d["device"], "machine": d["machine"], "machine_name": d["machine_name"],
             "rank": d["rank"], "path": d["path"], "jobs": len(d["jobs"]),
-            "steps": d["step_of"][-1] + 1 if d["jobs"] else 0,
+            "steps": d["steps"],
             "busy_ns": busy_total[i], "idle_ns": total_window - busy_total[i],
             "utilization": ratio(busy_total[i], total_window)})
 

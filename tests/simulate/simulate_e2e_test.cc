@@ -64,6 +64,7 @@ std::vector<std::string> random_configs() {
     if (pick(0, 2) == 0) args += " --ansi";
     if (pick(0, 2) == 0) args += " --crlf";
     if (pick(0, 1)) args += " --comm";
+    if (i % 3 == 1) args += " --lr";  // not drawn: keeps the other draws as they were
     if (pick(0, 2) == 0) args += fmt::format(" --first-step {}", pick(0, 500));
     const char* ids[] = {"index", "counter", "microbatch"};
     args += fmt::format(" --job-id {}", ids[pick(0, 2)]);
@@ -194,7 +195,7 @@ struct LoggedJob {
   std::int64_t start = 0, end = 0;
   std::int64_t micro_batch = 0;
   std::uint64_t line = 0;
-  char kind = 'o';  // f, b, p (optimizer), c (comm), o (other)
+  char kind = 'o';  // f, b, p (optimizer), r (recv), c (other comm), l (lr), o (other)
 };
 
 struct LoggedDevice {
@@ -270,11 +271,13 @@ bool parse_line(std::string line, LoggedJob& job, std::optional<std::int64_t>& f
   job.start = *start;
   job.end = *end;
   job.micro_batch = std::stoll(std::string(field(rest, "micro_batch_id = ")));
-  job.kind = type.starts_with("forward")                            ? 'f'
-             : type.starts_with("backward")                         ? 'b'
-             : type.starts_with("optimizer")                        ? 'p'
-             : type.starts_with("send") || type.starts_with("recv") ? 'c'
-                                                                    : 'o';
+  job.kind = type.starts_with("forward")     ? 'f'
+             : type.starts_with("backward")  ? 'b'
+             : type.starts_with("optimizer") ? 'p'
+             : type.starts_with("recv")      ? 'r'
+             : type.starts_with("send")      ? 'c'
+             : type.starts_with("lr")        ? 'l'
+                                             : 'o';
   return true;
 }
 
@@ -315,23 +318,41 @@ std::string independent_metrics_json(const fs::path& dir) {
     std::sort(jobs.begin(), jobs.end(), [](const LoggedJob& a, const LoggedJob& b) {
       return std::tie(a.start, a.end, a.line) < std::tie(b.start, b.end, b.line);
     });
+    // Openers, and the prologue: lr and recv jobs seen since the last
+    // forward/backward/optimizer job join the step of the next opener.
     int step = -1;
-    char previous = 0;
-    for (const auto& job : jobs) {
-      if (step < 0 ||
-          (job.kind == 'f' && job.micro_batch == 0 && previous != 0 && previous != 'f')) {
-        ++step;
-      }
-      if (job.kind != 'c' && job.kind != 'o') previous = job.kind;
-      if (static_cast<std::size_t>(step) >= span.size()) {
-        span.resize(step + 1, std::vector<std::pair<std::int64_t, std::int64_t>>(count));
-        has.resize(step + 1, std::vector<bool>(count, false));
-      }
-      auto& s = span[step][d];
-      s = has[step][d] ? std::pair{std::min(s.first, job.start), std::max(s.second, job.end)}
-                       : std::pair{job.start, job.end};
-      has[step][d] = true;
+    char previous = 0;  // the last f, b, p or l
+    std::vector<std::size_t> prologue;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      const LoggedJob& job = jobs[i];
+      const bool opens =
+          i == 0 || (job.kind == 'l' && previous != 0) ||
+          (job.kind == 'f' && job.micro_batch == 0 && (previous == 'b' || previous == 'p'));
+      if (opens) ++step;
       step_of[d].push_back(step);
+      if (opens) {
+        for (const std::size_t j : prologue) step_of[d][j] = step;
+        prologue.clear();
+      }
+      if (job.kind == 'l' || job.kind == 'r') {
+        prologue.push_back(i);
+      } else if (job.kind == 'f' || job.kind == 'b' || job.kind == 'p') {
+        prologue.clear();
+      }
+      if (job.kind == 'f' || job.kind == 'b' || job.kind == 'p' || job.kind == 'l') {
+        previous = job.kind;
+      }
+    }
+    if (static_cast<std::size_t>(step + 1) > span.size()) {
+      span.resize(step + 1, std::vector<std::pair<std::int64_t, std::int64_t>>(count));
+      has.resize(step + 1, std::vector<bool>(count, false));
+    }
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      const auto k = static_cast<std::size_t>(step_of[d][i]);
+      auto& s = span[k][d];
+      s = has[k][d] ? std::pair{std::min(s.first, jobs[i].start), std::max(s.second, jobs[i].end)}
+                    : std::pair{jobs[i].start, jobs[i].end};
+      has[k][d] = true;
     }
   }
   std::vector<std::pair<std::int64_t, std::int64_t>> windows;

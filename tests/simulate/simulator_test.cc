@@ -1,5 +1,7 @@
 // Unit tests of the schedule simulator: schedule construction, timing
 // dependencies, step membership, time formatting, noise and the log writer.
+#include "simulate/simulator.h"
+
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -18,7 +20,6 @@
 #include "simulate/log_writer.h"
 #include "simulate/noise.h"
 #include "simulate/schedule.h"
-#include "simulate/simulator.h"
 #include "support/temp_dir.h"
 
 namespace pipescope::sim {
@@ -248,28 +249,76 @@ TEST(Simulator, TimingRespectsDependencies) {
 }
 
 // The contract's step detection, applied to the simulated (time-ordered,
-// non-overlapping) jobs, must give the step numbers the simulator assigned.
+// non-overlapping) jobs, must give the step numbers the simulator assigned:
+// openers (the first job, an lr after a compute/optimizer/lr job, a forward
+// of micro-batch 0 after a backward or optimizer), and the lr and recv jobs
+// right before an opener, with no compute or optimizer job between, in its step.
 TEST(Simulator, StepMembershipMatchesTheContract) {
+  int index = 0;
   for (const ScheduleShape& shape : shapes_to_test()) {
     SimConfig config = small_config(shape.kind, shape.stages, shape.micro_batches, shape.chunks);
     config.comm_jobs = shape.micro_batches % 2 == 0;
+    config.lr_jobs = index++ % 3 != 0;
     const SimulatedRun run = simulate(config);
     for (const auto& jobs : run.jobs) {
+      std::vector<int> steps(jobs.size(), 0);
       int step = -1;
       std::optional<SimJobType> previous;  // last non-comm job
-      for (const auto& job : jobs) {
-        const bool comm = !is_compute(job.type) && job.type != SimJobType::optimizer;
+      std::vector<std::size_t> prologue;   // lr and recv jobs since the last compute/optimizer
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        const SimJob& job = jobs[i];
+        const bool lr = job.type == SimJobType::lr;
+        const bool recv =
+            job.type == SimJobType::recv_forward || job.type == SimJobType::recv_backward;
+        const bool comm =
+            recv || job.type == SimJobType::send_forward || job.type == SimJobType::send_backward;
         const bool forward = job.type == SimJobType::forward;
-        if (step < 0 ||
-            (forward && job.micro_batch == 0 && previous && *previous != SimJobType::forward)) {
+        const bool opens = i == 0 || (lr && previous) ||
+                           (forward && job.micro_batch == 0 && previous &&
+                            *previous != SimJobType::forward && *previous != SimJobType::lr);
+        if (opens) {
           ++step;
+          for (const std::size_t j : prologue) steps[j] = step;
+          prologue.clear();
+        }
+        steps[i] = step;
+        if (lr || recv) {
+          prologue.push_back(i);
+        } else if (!comm) {
+          prologue.clear();
         }
         if (!comm) previous = job.type;
-        ASSERT_EQ(job.step, step) << describe(shape);
+      }
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        ASSERT_EQ(jobs[i].step, steps[i]) << describe(shape) << " job " << i;
       }
       ASSERT_EQ(step, config.steps - 1) << describe(shape);
     }
   }
+}
+
+// --lr: each step opens with one lr job per stage, and the step's ops follow it.
+TEST(Simulator, LrJobsOpenEveryStep) {
+  SimConfig config = small_config(ScheduleKind::one_f_one_b, 3, 4, 1);
+  config.comm_jobs = true;
+  config.lr_jobs = true;
+  config.steps = 2;
+  const SimulatedRun run = simulate(config);
+  SimConfig plain = config;
+  plain.lr_jobs = false;
+  const SimulatedRun without = simulate(plain);
+  for (std::size_t d = 0; d < run.jobs.size(); ++d) {
+    std::size_t lr = 0;
+    for (std::size_t i = 0; i < run.jobs[d].size(); ++i) {
+      const SimJob& job = run.jobs[d][i];
+      if (job.type != SimJobType::lr) continue;
+      ++lr;
+      EXPECT_TRUE(i == 0 || run.jobs[d][i - 1].type == SimJobType::optimizer) << d << " " << i;
+    }
+    EXPECT_EQ(lr, 2u) << d;
+    EXPECT_EQ(run.jobs[d].size(), without.jobs[d].size() + 2) << d;
+  }
+  EXPECT_EQ(job_type_name(run.jobs[0][0], false, ChunkNaming::digit), "lr");
 }
 
 TEST(Simulator, FThenBBubbleMatchesTheFormula) {
