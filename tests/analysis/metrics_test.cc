@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "analysis/job_kind.h"
+#include "load/load_run.h"
+
 namespace pipescope {
 namespace {
 
@@ -189,6 +194,42 @@ TEST(Metrics, ConsecutiveLrJobsLeaveAnEmptyStep) {
   EXPECT_EQ(m.steps[0].end_ns, 5);
   EXPECT_EQ(m.steps[1].start_ns, 5);
   EXPECT_EQ(m.steps[1].end_ns, 9);
+}
+
+TEST(Metrics, LrKind) {
+  EXPECT_EQ(classify_job_type("lr"), JobKind::lr);
+  EXPECT_EQ(classify_job_type("lr_scheduler"), JobKind::lr);
+  EXPECT_EQ(classify_job_type("l"), JobKind::other);
+  EXPECT_EQ(classify_job_type("recv_forward"), JobKind::comm);
+  EXPECT_EQ(job_kind_name(JobKind::lr), "lr");
+  EXPECT_TRUE(is_receive_type("recv_v2"));
+  EXPECT_FALSE(is_receive_type("send_v2"));
+}
+
+// testdata/prologue, read as `analyze` reads it: the windows of its
+// EXPECTED.md (device 0 opens steps with lr, device 1 with a recv_forward).
+TEST(Metrics, PrologueSample) {
+  const LoadedRun loaded =
+      load_run(find_inputs({std::string(PIPESCOPE_TESTDATA) + "/prologue"}), LoadOptions{});
+  const Metrics& m = loaded.metrics;
+  constexpr std::int64_t kB = 1'697'793'307'000'000'000;
+  constexpr std::int64_t kMs = 1'000'000;
+  ASSERT_EQ(m.steps.size(), 3u);
+  const std::int64_t bounds[3][2] = {{0, 102}, {103, 206}, {206, 229}};
+  for (std::size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(m.steps[k].step, 10 + static_cast<std::int64_t>(k));
+    EXPECT_EQ(m.steps[k].start_ns, kB + bounds[k][0] * kMs) << k;
+    EXPECT_EQ(m.steps[k].end_ns, kB + bounds[k][1] * kMs) << k;
+  }
+  EXPECT_EQ(m.job_step[0], (std::vector<std::int32_t>{0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 2, 2}));
+  // The send_backward after the optimizer (job 8) stays in step 10; the
+  // recv_forward at 103 (job 9) opens step 11 with the forward after it.
+  EXPECT_EQ(m.job_step[1], (std::vector<std::int32_t>{0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+                                                      1, 1, 1, 1, 1, 1, 1, 1, 2, 2}));
+  EXPECT_EQ(m.steps[1].devices[1].busy_ns, 95 * kMs);
+  EXPECT_EQ(m.devices[0].busy_ns, 141 * kMs);
+  EXPECT_EQ(m.devices[1].idle_ns, 32 * kMs);
+  EXPECT_DOUBLE_EQ(m.bubble_ratio, 119.0 / 456.0);
 }
 
 TEST(Metrics, DeviceMissingFromAStepIsIdleForAllOfIt) {

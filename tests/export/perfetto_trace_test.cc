@@ -515,6 +515,59 @@ TEST(PerfettoTrace, OverlappingJobsGetLanesAndNothingNestsWrongly) {
   EXPECT_EQ(d.slices.at(lane2->uuid()).size(), 1u);
 }
 
+// An lr job's slice has category "lr", interned after the step and bubble
+// categories (whose iids stay those of a trace without lr jobs).
+TEST(PerfettoTrace, LrJobsHaveTheirOwnCategory) {
+  pipescope::Run run;
+  Device device;
+  const std::pair<const char*, std::int64_t> jobs[] = {
+      {"lr", 0}, {"forward", 10}, {"backward", 20}, {"optimizer", 30}};
+  for (const auto& [type, start] : jobs) {
+    Job job;
+    job.start_ns = start;
+    job.end_ns = start + 5;
+    job.type = run.types.intern(type);
+    device.jobs.push_back(job);
+  }
+  run.devices.push_back(device);
+  run.finalize();
+  const Metrics metrics = compute_metrics(run);
+  TempDir dir;
+  write_perfetto_trace(run, metrics, TraceOptions{}, dir / "t.pftrace");
+  pb::Trace trace;
+  ASSERT_TRUE(trace.ParseFromString(read_file(dir / "t.pftrace")));
+  std::map<std::string, std::uint64_t> iids;
+  for (const auto& c : trace.packet(0).interned_data().event_categories()) iids[c.name()] = c.iid();
+  EXPECT_EQ(iids.at("step"), 6u);
+  EXPECT_EQ(iids.at("bubble"), 7u);
+  EXPECT_EQ(iids.at("lr"), 8u);
+  const Decoded d = decode(trace);
+  std::map<std::string, std::string> category_of;
+  for (const auto& [uuid, slices] : d.slices) {
+    for (const Slice& slice : slices) {
+      if (!slice.categories.empty()) category_of[slice.name] = slice.categories.front();
+    }
+  }
+  EXPECT_EQ(category_of.at("lr mb0"), "lr");
+  EXPECT_EQ(category_of.at("forward mb0"), "forward");
+
+  // Without lr jobs there is no lr category.
+  pipescope::Run plain;
+  Device one;
+  Job job;
+  job.end_ns = 5;
+  job.type = plain.types.intern("forward");
+  one.jobs.push_back(job);
+  plain.devices.push_back(one);
+  plain.finalize();
+  write_perfetto_trace(plain, compute_metrics(plain), TraceOptions{}, dir / "plain.pftrace");
+  pb::Trace plain_trace;
+  ASSERT_TRUE(plain_trace.ParseFromString(read_file(dir / "plain.pftrace")));
+  for (const auto& c : plain_trace.packet(0).interned_data().event_categories()) {
+    EXPECT_NE(c.name(), "lr");
+  }
+}
+
 TEST(PerfettoTrace, CliWritesItBesideTheOtherOutputs) {
   const std::string multi = std::string(PIPESCOPE_TESTDATA) + "/multi";
   TempDir dir;

@@ -12,7 +12,9 @@ for config in \
   "--schedule 1f1b --stages 3 --micro-batches 5 --steps 2 --machines 3 --shuffle --noise-per-job 5" \
   "--schedule vpp --stages 4 --micro-batches 8 --chunks 2 --steps 2 --machines 2 --chunk-names paren --ansi" \
   "--schedule zbh1 --stages 4 --micro-batches 6 --steps 2 --crlf --comm --first-step 11" \
-  "--schedule 1f1b --stages 2 --micro-batches 4 --steps 4 --slow-stage 1:1.7 --job-id counter"
+  "--schedule 1f1b --stages 2 --micro-batches 4 --steps 4 --slow-stage 1:1.7 --job-id counter" \
+  "--schedule 1f1b --stages 4 --micro-batches 6 --steps 3 --comm --lr" \
+  "--schedule fthenb --stages 3 --micro-batches 4 --steps 2 --lr --shuffle --machines 3"
 do
   i=$((i + 1))
   # shellcheck disable=SC2086
