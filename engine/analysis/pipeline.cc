@@ -23,6 +23,28 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
   a.clock = std::move(clock);
   a.warnings = check_data_quality(run, metrics, a.stages);
 
+  if (a.clock.method == "rejected") {
+    std::string estimates;
+    for (const MachineClock& m : a.clock.machines) {
+      if (m.estimate_ns == 0) continue;
+      estimates += fmt::format("{}{} {:+.3f} ms", estimates.empty() ? "" : ", ", m.name,
+                               static_cast<double>(m.estimate_ns) / 1e6);
+    }
+    const std::string what =
+        estimates.empty()
+            ? fmt::format(
+                  "the clock offsets estimated are 0 for every machine: no offset removes "
+                  "the {} dependency violations between machines",
+                  a.clock.violations_before)
+            : fmt::format(
+                  "the estimated clock offsets ({}) were not applied: they leave {} of "
+                  "the {} dependency violations between machines",
+                  estimates, a.clock.violations_if_estimated, a.clock.violations_before);
+    a.warnings.push_back({"clock_estimate_rejected",
+                          what + "; check the order of the machines (machines out of order look "
+                                 "like a clock skew that no offset fixes)",
+                          -1, -1, a.clock.violations_before});
+  }
   if (a.clock.violations_after > 0) {
     a.warnings.push_back(
         {"dependency_violations",
