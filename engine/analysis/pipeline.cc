@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <cstdlib>
 #include <utility>
 
 namespace pipescope {
@@ -27,8 +28,10 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
     std::string estimates;
     for (const MachineClock& m : a.clock.machines) {
       if (m.estimate_ns == 0) continue;
-      estimates += fmt::format("{}{} {:+.3f} ms", estimates.empty() ? "" : ", ", m.name,
-                               static_cast<double>(m.estimate_ns) / 1e6);
+      // Rounded to the microsecond as the text report rounds it.
+      const std::int64_t us = (std::abs(m.estimate_ns) + 500) / 1000;
+      estimates += fmt::format("{}{} {}{}.{:03} ms", estimates.empty() ? "" : ", ", m.name,
+                               m.estimate_ns < 0 ? "-" : "+", us / 1000, us % 1000);
     }
     const std::string what =
         estimates.empty()
