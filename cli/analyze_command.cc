@@ -2,6 +2,7 @@
 // metrics, write summary.json and trace.json, print the table.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -123,6 +124,36 @@ void warn_if_trace_too_big(const fs::path& trace, const AnalyzeOptions& options)
   if (!advice.empty()) fmt::print(stderr, "pipescope: warning: {}\n", advice);
 }
 
+/// Prints the machines in the order used (their number in every output), one
+/// line each with its folder, when there are several: the order comes from
+/// the folders' names, not from the order of the arguments.
+void print_machine_order(const std::vector<InputFile>& inputs) {
+  std::vector<std::size_t> first_of;  // index of each machine's first input
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (i == 0 || inputs[i].machine != inputs[i - 1].machine) first_of.push_back(i);
+  }
+  if (first_of.size() < 2) return;
+  for (std::size_t m = 0; m < first_of.size(); ++m) {
+    const std::size_t begin = first_of[m];
+    const std::size_t end = m + 1 < first_of.size() ? first_of[m + 1] : inputs.size();
+    std::vector<std::string> folders;
+    for (std::size_t i = begin; i < end; ++i) {
+      std::string folder = fs::path(inputs[i].path).parent_path().string();
+      if (folder.empty()) folder = ".";
+      if (std::find(folders.begin(), folders.end(), folder) == folders.end()) {
+        folders.push_back(std::move(folder));
+      }
+    }
+    std::string where;
+    for (const std::string& folder : folders) where += (where.empty() ? "" : ", ") + folder;
+    const int first = inputs[begin].device, last = inputs[end - 1].device;
+    fmt::print(stderr, "pipescope: machine {}: {} ({} file{}, device{} {})\n",
+               inputs[begin].machine, where, end - begin, end - begin == 1 ? "" : "s",
+               first == last ? "" : "s",
+               first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last));
+  }
+}
+
 int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOptions& options);
 int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load);
 
@@ -149,6 +180,7 @@ int run_analyze(const AnalyzeOptions& options) {
 
   const std::vector<InputFile> inputs = find_inputs(options.paths, options.devices);
   check_outputs_are_not_inputs(options, inputs);
+  if (!options.quiet) print_machine_order(inputs);
   ProgressLine progress(stderr, options.progress);
   if (progress.enabled()) {
     load.ingest.on_progress = [&progress](const IngestProgress& p) { progress.update(p); };
@@ -251,6 +283,7 @@ int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load) {
   distributed::ClusterCallbacks callbacks;
   callbacks.on_plan = [&](const std::vector<InputFile>& inputs) {
     check_outputs_are_not_inputs(options, inputs);
+    if (!options.quiet) print_machine_order(inputs);
   };
   if (progress.enabled()) {
     callbacks.on_progress = [&](const IngestProgress& p) { progress.update(p); };

@@ -288,21 +288,39 @@ ClockReport correct_clocks(Run& run, const std::vector<Dependency>& deps,
   }
   const bool any =
       std::any_of(offsets.begin(), offsets.end(), [](std::int64_t o) { return o != 0; });
-  if (!any) return report;
+  if (!any) {
+    if (report.method == "estimated") {
+      // Violations, yet no offset (bounds that cannot all hold): nothing to apply.
+      report.method = "rejected";
+      report.violations_if_estimated = report.violations_before;
+    }
+    return report;
+  }
 
   apply_clock_offsets(run, offsets);
-  report.applied = true;
-  for (MachineClock& m : report.machines) m.offset_ns = offsets[m.machine];
   std::map<std::pair<int, int>, MachinePairClock> pairs;
   for (const MachinePairClock& pair : report.pairs) pairs[{pair.machine_a, pair.machine_b}] = pair;
   for (auto& [key, pair] : pairs) pair.violations_after = 0;
   count_violations(run, deps, pairs, /*before=*/false);
-  report.pairs.clear();
-  report.violations_after = 0;
-  for (auto& [key, pair] : pairs) {
-    report.pairs.push_back(pair);
-    if (pair.machine_a != pair.machine_b) report.violations_after += pair.violations_after;
+  std::uint64_t after = 0;
+  for (const auto& [key, pair] : pairs) {
+    if (pair.machine_a != pair.machine_b) after += pair.violations_after;
   }
+  if (report.method == "estimated" && after >= report.violations_before) {
+    // The estimate explains nothing (machines in the wrong order, jobs
+    // matched wrongly): undo it and keep the times as read.
+    std::vector<std::int64_t> undo(offsets.size());
+    std::transform(offsets.begin(), offsets.end(), undo.begin(), [](std::int64_t o) { return -o; });
+    apply_clock_offsets(run, undo);
+    report.method = "rejected";
+    report.violations_if_estimated = after;
+    return report;
+  }
+  report.applied = true;
+  for (MachineClock& m : report.machines) m.offset_ns = offsets[m.machine];
+  report.pairs.clear();
+  for (auto& [key, pair] : pairs) report.pairs.push_back(pair);
+  report.violations_after = after;
   return report;
 }
 

@@ -16,6 +16,10 @@
 // Offsets are applied only when the logs prove the clocks wrong (some
 // dependency is violated across machines): without a violation the data
 // cannot tell skew from the schedule's slack, and the times are left as read.
+// An estimate is also kept only when it removes violations: one that leaves
+// as many (or more) explains nothing (the machines given in the wrong order,
+// jobs matched wrongly) and is reported, not applied. Imposed offsets are
+// always applied.
 //
 // Usage (before compute_metrics, so the contract's figures use corrected times):
 //   ClockReport clock = correct_clocks(run, stages, options);
@@ -79,9 +83,12 @@ struct MachineClock {
 
 struct ClockReport {
   /// "single-machine", "disabled", "imposed", "consistent" (no violation across
-  /// machines: nothing applied), "estimated" (offsets applied).
+  /// machines: nothing applied), "estimated" (offsets applied), "rejected"
+  /// (offsets estimated but not applied: they removed no violation).
   std::string method = "single-machine";
   bool applied = false;
+  /// "rejected": the violations between machines the estimate would have left.
+  std::uint64_t violations_if_estimated = 0;
   std::vector<MachineClock> machines;
   std::vector<MachinePairClock> pairs;
   std::uint64_t dependencies = 0;
@@ -97,8 +104,9 @@ void apply_clock_offsets(Run& run, const std::vector<std::int64_t>& offsets);
 
 /// The whole step: finds the dependencies (with the contract's steps), then
 /// estimates, imposes or skips offsets as `options` say, applies them and
-/// recounts. Throws std::invalid_argument for an imposed machine that is not
-/// in the run.
+/// recounts; estimated offsets that leave as many violations between machines
+/// as before are taken back ("rejected"). Throws std::invalid_argument for an
+/// imposed machine that is not in the run.
 ClockReport correct_clocks(Run& run, const StageMap& stages, const ClockOptions& options);
 
 /// The same with the dependencies already found (on the uncorrected times:

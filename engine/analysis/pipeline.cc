@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <cstdlib>
 #include <utility>
 
 namespace pipescope {
@@ -23,6 +24,30 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
   a.clock = std::move(clock);
   a.warnings = check_data_quality(run, metrics, a.stages);
 
+  if (a.clock.method == "rejected") {
+    std::string estimates;
+    for (const MachineClock& m : a.clock.machines) {
+      if (m.estimate_ns == 0) continue;
+      // Rounded to the microsecond as the text report rounds it.
+      const std::int64_t us = (std::abs(m.estimate_ns) + 500) / 1000;
+      estimates += fmt::format("{}{} {}{}.{:03} ms", estimates.empty() ? "" : ", ", m.name,
+                               m.estimate_ns < 0 ? "-" : "+", us / 1000, us % 1000);
+    }
+    const std::string what =
+        estimates.empty()
+            ? fmt::format(
+                  "the clock offsets estimated are 0 for every machine: no offset removes "
+                  "the {} dependency violations between machines",
+                  a.clock.violations_before)
+            : fmt::format(
+                  "the estimated clock offsets ({}) were not applied: they leave {} of "
+                  "the {} dependency violations between machines",
+                  estimates, a.clock.violations_if_estimated, a.clock.violations_before);
+    a.warnings.push_back({"clock_estimate_rejected",
+                          what + "; check the order of the machines (machines out of order look "
+                                 "like a clock skew that no offset fixes)",
+                          -1, -1, a.clock.violations_before});
+  }
   if (a.clock.violations_after > 0) {
     a.warnings.push_back(
         {"dependency_violations",

@@ -1,7 +1,9 @@
-// Joins the inputs each node found under its own `--local` folder into the
-// one global input list a single process would have found for all the
-// folders given in node order: machines and global device indices numbered
-// on across nodes. A file seen by several nodes (a template without {node},
+// Joins the inputs each node found under its own `--local` folder into one
+// global input list in node order: node k's machines (in discovery's order
+// within its folder) after those of nodes 0..k-1, machines and global device
+// indices numbered on across nodes. The node index decides, not the folders'
+// names (discovery orders separate folders by name; with `machine{node}`
+// folders the two orders agree). A file seen by several nodes (a template without {node},
 // or links into shared storage: same canonical path) is kept once, on the
 // first node that listed it. Pure: no MPI here.
 #pragma once

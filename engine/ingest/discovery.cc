@@ -31,9 +31,37 @@ long numbered_name(std::string_view name, std::string_view prefix) {
 }
 
 struct Machine {
-  std::string name;
+  std::string name;              // InputFile::machine_name
   std::vector<InputFile> ranks;  // machine/device filled in at the end
+  // Where the machine goes in the run (machine_order_less): the machine
+  // folder's name (for .ivl files the machine name in their header) and the
+  // folder's full path; `last` for .ivl files whose header cannot be read.
+  std::string order_name;
+  std::string folder;
+  bool last = false;
 };
+
+/// The absolute, normalised form of `path` without a trailing separator.
+fs::path full_path(const fs::path& path) {
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  if (ec) p = path;
+  p = p.lexically_normal();
+  if (!p.has_filename() && p.has_relative_path()) p = p.parent_path();  // "run/machine0/"
+  return p;
+}
+
+/// The machine name a folder stands for: its name when it is `machineK`.
+std::string machine_name_of(const fs::path& folder) {
+  const std::string name = folder.filename().string();
+  return numbered_name(name, "machine") >= 0 ? name : std::string();
+}
+
+bool machine_order_less(const Machine& a, const Machine& b) {
+  if (a.last != b.last) return b.last;
+  if (const int c = natural_compare(a.order_name, b.order_name); c != 0) return c < 0;
+  return a.folder < b.folder;
+}
 
 std::uint64_t file_size_or_zero(const fs::path& path) {
   std::error_code ec;
@@ -122,9 +150,27 @@ void add_ivl_files(std::vector<fs::path> files, std::vector<Machine>& machines,
   }
   for (auto& [key, ranks] : found) {
     auto [it, inserted] = machine_of_key.try_emplace(key, machines.size());
-    if (inserted) machines.push_back({names[key], {}});
+    if (inserted) {
+      Machine machine;
+      machine.name = names[key];
+      machine.order_name = names[key].empty() ? fmt::format("machine{}", key) : names[key];
+      machine.folder = full_path(ranks.front().path).parent_path().string();
+      machine.last = key == kUnreadable;
+      machines.push_back(std::move(machine));
+    }
     for (auto& input : ranks) machines[it->second].ranks.push_back(std::move(input));
   }
+}
+
+/// The machine of the worker logs `ranks` found in `folder`.
+Machine folder_machine(const fs::path& folder, std::vector<InputFile> ranks) {
+  const fs::path full = full_path(folder);
+  Machine machine;
+  machine.name = machine_name_of(full);
+  machine.ranks = std::move(ranks);
+  machine.order_name = full.filename().string();
+  machine.folder = full.string();
+  return machine;
 }
 
 void add_folder(const fs::path& dir, std::vector<Machine>& machines) {
@@ -135,25 +181,18 @@ void add_folder(const fs::path& dir, std::vector<Machine>& machines) {
   }
   auto direct = worker_logs_in(entries);
   const bool has_direct = !direct.empty();
-  if (has_direct) {
-    const std::string name = dir.filename().string();
-    machines.push_back({numbered_name(name, "machine") >= 0 ? name : std::string(), std::move(direct)});
-  }
-  std::vector<std::pair<long, fs::path>> machine_dirs;
-  for (const auto& entry : entries) {
-    const long k = numbered_name(entry.path().filename().string(), "machine");
-    if (k >= 0 && is_folder(entry)) machine_dirs.emplace_back(k, entry.path());
-  }
-  std::sort(machine_dirs.begin(), machine_dirs.end());
+  if (has_direct) machines.push_back(folder_machine(dir, std::move(direct)));
   const std::size_t before = machines.size();
-  for (const auto& [k, path] : machine_dirs) {
-    const auto listing = list_folder(path);
-    for (const auto& entry : listing) {
-      if (is_ivl_file(entry)) ivl_files.push_back(entry.path());
+  for (const auto& entry : entries) {
+    if (numbered_name(entry.path().filename().string(), "machine") < 0 || !is_folder(entry)) {
+      continue;
+    }
+    const auto listing = list_folder(entry.path());
+    for (const auto& sub : listing) {
+      if (is_ivl_file(sub)) ivl_files.push_back(sub.path());
     }
     auto logs = worker_logs_in(listing);
-    if (logs.empty()) continue;
-    machines.push_back({path.filename().string(), std::move(logs)});
+    if (!logs.empty()) machines.push_back(folder_machine(entry.path(), std::move(logs)));
   }
   std::map<long, std::size_t> ivl_machines;  // .ivl machines of this folder
   add_ivl_files(std::move(ivl_files), machines, ivl_machines);
@@ -167,12 +206,9 @@ void add_folder(const fs::path& dir, std::vector<Machine>& machines) {
 
 void add_file(const fs::path& file, std::vector<Machine>& machines,
               std::map<std::string, std::size_t>& machine_of_parent) {
-  const fs::path parent = fs::absolute(file).parent_path();
+  const fs::path parent = full_path(file).parent_path();
   auto [it, inserted] = machine_of_parent.try_emplace(parent.string(), machines.size());
-  if (inserted) {
-    const std::string name = parent.filename().string();
-    machines.push_back({numbered_name(name, "machine") >= 0 ? name : std::string(), {}});
-  }
+  if (inserted) machines.push_back(folder_machine(parent, {}));
   Machine& machine = machines[it->second];
   InputFile input;
   input.path = file.string();
@@ -189,6 +225,33 @@ InputFormat format_of_given_file(const fs::path& path) {
 }
 
 }  // namespace
+
+int natural_compare(std::string_view a, std::string_view b) {
+  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (is_digit(a[i]) && is_digit(b[j])) {
+      std::size_t ei = i, ej = j;
+      while (ei < a.size() && is_digit(a[ei])) ++ei;
+      while (ej < b.size() && is_digit(b[ej])) ++ej;
+      std::string_view x = a.substr(i, ei - i), y = b.substr(j, ej - j);
+      while (x.size() > 1 && x.front() == '0') x.remove_prefix(1);
+      while (y.size() > 1 && y.front() == '0') y.remove_prefix(1);
+      if (x.size() != y.size()) return x.size() < y.size() ? -1 : 1;
+      if (const int c = x.compare(y); c != 0) return c < 0 ? -1 : 1;
+      i = ei;
+      j = ej;
+    } else {
+      if (a[i] != b[j])
+        return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]) ? -1 : 1;
+      ++i;
+      ++j;
+    }
+  }
+  if (i < a.size()) return 1;
+  if (j < b.size()) return -1;
+  return 0;
+}
 
 int worker_log_rank(std::string_view file_name) {
   // Compressed logs (workerlog.3.gz, workerlog.3.zst) are the same rank.
@@ -224,6 +287,10 @@ std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths) {
       add_file(path, machines, machine_of_parent);
     }
   }
+
+  // One order whatever the order of the arguments: a shell glob puts node10
+  // before node2, and a reversed list would otherwise renumber the machines.
+  std::stable_sort(machines.begin(), machines.end(), machine_order_less);
 
   std::vector<InputFile> inputs;
   std::set<std::string> seen;

@@ -2,10 +2,13 @@
 // machine, rank and global device index.
 //
 // A folder holds `workerlog.N` files (one per rank) or `machineK/` folders
-// each holding them. Machines and ranks are ordered numerically (machine10
-// after machine9); the global device index counts ranks of machine 0, then of
-// machine 1, and so on. Several paths: machines in argument order. A file
-// given directly is one rank of the machine named by its folder.
+// each holding them. Ranks are ordered numerically (workerlog.10 after
+// workerlog.9). Machines, however many paths name them and in whatever order,
+// are ordered by the name of their folder, numeric-aware (machine9 before
+// machine10, node2 before node10), ties broken by the folder's full path; an
+// `.ivl` machine by the machine name in its header. The global device index
+// counts ranks of machine 0, then of machine 1, and so on. A file given
+// directly is one rank of the machine its folder stands for.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +35,10 @@ struct InputFile {
   int rank = 0;              ///< N of workerlog.N (or the file's position)
   int device = 0;            ///< global device index
 };
+
+/// Compares two names with runs of digits taken as numbers ("node2" < "node10",
+/// "machine01" == "machine1"), other bytes as bytes: <0, 0 or >0.
+int natural_compare(std::string_view a, std::string_view b);
 
 /// Returns the rank N of a `workerlog.N` name (also `workerlog.N.gz` and
 /// `workerlog.N.zst`), or -1.

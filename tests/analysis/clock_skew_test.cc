@@ -484,10 +484,21 @@ TEST(ClockSkew, LeastSquaresOverACycleOfMachines) {
   EXPECT_EQ(estimate.machines[1].estimate_ns, 1);
   EXPECT_EQ(estimate.machines[2].estimate_ns, 2);
 
-  // Applied, the compromise leaves both violations: each needed 3.
+  // Applied, the compromise would leave both violations (each needed 3): it
+  // explains nothing, so it is reported and the times stay as read.
+  const std::vector<std::int64_t> before = {times_of(run, 1)[0], times_of(run, 2)[0]};
   const ClockReport clock = correct_clocks(run, deps, ClockOptions{});
-  EXPECT_EQ(clock.method, "estimated");
+  EXPECT_EQ(clock.method, "rejected");
+  EXPECT_FALSE(clock.applied);
+  EXPECT_EQ(clock.violations_before, 2u);
   EXPECT_EQ(clock.violations_after, 2u);
+  EXPECT_EQ(clock.violations_if_estimated, 2u);
+  EXPECT_EQ(clock.machines[1].estimate_ns, 1);
+  EXPECT_EQ(clock.machines[1].offset_ns, 0);
+  EXPECT_EQ(clock.machines[2].estimate_ns, 2);
+  EXPECT_EQ(clock.machines[2].offset_ns, 0);
+  EXPECT_EQ(times_of(run, 1)[0], before[0]);
+  EXPECT_EQ(times_of(run, 2)[0], before[1]);
 }
 
 TEST(ClockSkew, EachConnectedGroupOfMachinesIsAnchoredAtItsLowest) {
@@ -521,9 +532,72 @@ TEST(ClockSkew, BoundsThatCannotAllHoldGiveTheirMiddle) {
   EXPECT_EQ(clock.pairs[0].lower_ns, 1);
   EXPECT_EQ(clock.pairs[0].upper_ns, -1);
   EXPECT_EQ(clock.machines[1].estimate_ns, 0);
+  EXPECT_EQ(clock.method, "rejected");  // violations, and no offset to remove them
   EXPECT_FALSE(clock.applied);
   EXPECT_EQ(clock.violations_before, 2u);
   EXPECT_EQ(clock.violations_after, 2u);
+  EXPECT_EQ(clock.violations_if_estimated, 2u);
+}
+
+TEST(ClockSkew, AnEstimateThatRemovesNoViolationIsNotApplied) {
+  // Forward slack -1 (upper -1), backward slack -5 (lower 5): an empty
+  // interval whose middle is 2. Subtracting 2 from machine 1 makes the
+  // forward slack -3 and the backward slack -3: both violations remain, so
+  // the times are left as read and the estimate is only reported.
+  pipescope::Run run = one_device_per_machine({0, 1});
+  std::vector<Dependency> deps;
+  deps.push_back(dependency(run, {0, 0}, {1, 1}, -1));
+  deps.push_back(dependency(run, {1, 0}, {0, 1}, -5));
+  const std::vector<std::int64_t> before0 = times_of(run, 0), before1 = times_of(run, 1);
+  const ClockReport clock = correct_clocks(run, deps, ClockOptions{});
+  EXPECT_EQ(clock.pairs[0].lower_ns, 5);
+  EXPECT_EQ(clock.pairs[0].upper_ns, -1);
+  EXPECT_EQ(clock.method, "rejected");
+  EXPECT_FALSE(clock.applied);
+  EXPECT_EQ(clock.machines[1].estimate_ns, 2);
+  EXPECT_EQ(clock.machines[1].offset_ns, 0);
+  EXPECT_EQ(clock.violations_before, 2u);
+  EXPECT_EQ(clock.violations_after, 2u);
+  EXPECT_EQ(clock.violations_if_estimated, 2u);
+  EXPECT_EQ(clock.pairs[0].violations_after, 2u);
+  EXPECT_EQ(times_of(run, 0), before0);
+  EXPECT_EQ(times_of(run, 1), before1);
+
+  // Imposing that same offset still applies it, violations or not.
+  ClockOptions imposed;
+  imposed.imposed = {{"machine1", 2}};
+  const ClockReport forced = correct_clocks(run, deps, imposed);
+  EXPECT_EQ(forced.method, "imposed");
+  EXPECT_TRUE(forced.applied);
+  EXPECT_EQ(forced.machines[1].offset_ns, 2);
+  EXPECT_EQ(forced.violations_after, 2u);
+  EXPECT_EQ(run.devices[1].jobs[0].start_ns, before1[0] - 2);
+}
+
+TEST(ClockSkew, AnEstimateThatRemovesSomeViolationsIsApplied) {
+  // Forward slacks -10 and -2 (upper -10), backward slack -1 (lower 1): the
+  // middle -4.5 rounds to -5. Machine 1 moves 5 later: the forward slacks
+  // become -5 and +3, the backward -6. Three violations before, two after:
+  // fewer, so the estimate is applied (and the two left are warned about).
+  pipescope::Run run;
+  for (int d = 0; d < 2; ++d) {
+    for (int mb = 0; mb < 3; ++mb) add_job(run, d, "forward", mb, mb * 1000, mb * 1000 + 100);
+    run.devices[d].machine = d;
+  }
+  run.finalize();
+  std::vector<Dependency> deps;
+  deps.push_back(dependency(run, {0, 0}, {1, 0}, -10));
+  deps.push_back(dependency(run, {0, 1}, {1, 1}, -2));
+  deps.push_back(dependency(run, {1, 2}, {0, 2}, -1));
+  const ClockReport clock = correct_clocks(run, deps, ClockOptions{});
+  EXPECT_EQ(clock.pairs[0].lower_ns, 1);
+  EXPECT_EQ(clock.pairs[0].upper_ns, -10);
+  EXPECT_EQ(clock.method, "estimated");
+  EXPECT_TRUE(clock.applied);
+  EXPECT_EQ(clock.machines[1].offset_ns, -5);
+  EXPECT_EQ(clock.violations_before, 3u);
+  EXPECT_EQ(clock.violations_after, 2u);
+  EXPECT_EQ(clock.violations_if_estimated, 0u);
 }
 
 TEST(ClockSkew, EmptyRun) {

@@ -5,6 +5,9 @@
 #include <simdjson.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "support/command_runner.h"
@@ -80,6 +83,100 @@ TEST(PipelineCli, AcceptanceRunThroughTheCli) {
       run_cli("analyze '" + (dir / "run") + "' -o '" + (dir / "o2") + "' --clock-offset machine1=3")
           .status,
       2);
+}
+
+// The machines of a 1F1B run of 8 stages on 2 machines (stages 0-3 on
+// machine0, 4-7 on machine1), 16 micro-batches, 6 steps: 7 stage boundaries
+// x 16 micro-batches x 2 directions x 6 steps = 1344 dependencies, 192 of
+// them across the machine boundary.
+std::string simulate_two_machines(const testing::TempDir& dir) {
+  const std::string run = dir / "run";
+  const CommandResult sim = run_cli("simulate -o '" + run +
+                                    "' --schedule 1f1b --stages 8 --micro-batches 16 --steps 6 "
+                                    "--machines 2 --comm");
+  EXPECT_EQ(sim.status, 0) << sim.output;
+  return run;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(PipelineCli, MachinesGivenInReverseAreAnalysedAsTheRunFolder) {
+  testing::TempDir dir;
+  const std::string run = simulate_two_machines(dir);
+  const CommandResult whole = run_cli("analyze '" + run + "' -o '" + (dir / "whole") + "'");
+  ASSERT_EQ(whole.status, 0) << whole.output;
+  const CommandResult reversed = run_cli("analyze '" + run + "/machine1' '" + run +
+                                         "/machine0' -o '" + (dir / "reversed") + "'");
+  ASSERT_EQ(reversed.status, 0) << reversed.output;
+  // The order used, one line per machine, and the same run as the folder gives.
+  EXPECT_NE(reversed.output.find("pipescope: machine 0: " + run +
+                                 "/machine0 (4 files, devices 0-3)\n"
+                                 "pipescope: machine 1: " +
+                                 run + "/machine1 (4 files, devices 4-7)\n"),
+            std::string::npos)
+      << reversed.output;
+  EXPECT_EQ(read_text(dir / "reversed/summary.json"), read_text(dir / "whole/summary.json"));
+  simdjson::dom::parser parser;
+  simdjson::dom::element s;
+  ASSERT_EQ(parser.load(dir / "reversed/summary.json").get(s), simdjson::SUCCESS);
+  EXPECT_EQ(std::string_view(s["clock"]["method"]), "consistent");
+  EXPECT_EQ(uint64_t(s["clock"]["violations_before"]), 0u);
+  EXPECT_EQ(simdjson::dom::array(s["warnings"]).size(), 0u);
+  // --quiet leaves the order out too.
+  const CommandResult quiet = run_cli("analyze -q '" + run + "/machine1' '" + run +
+                                      "/machine0' -o '" + (dir / "quiet") + "'");
+  ASSERT_EQ(quiet.status, 0);
+  EXPECT_EQ(quiet.output, "");
+}
+
+TEST(PipelineCli, AnEstimateThatFixesNothingIsReportedNotApplied) {
+  // Machine folders whose names put them in the wrong order: "a" holds
+  // machine1's logs (stages 4-7), "b" machine0's. Every one of the 192
+  // dependencies across the boundary then runs backwards in time (stage 0
+  // "waits" for stage 7), which no clock offset can fix: the estimate is
+  // reported, the times stay as read, and the bubble ratio is the true run's.
+  testing::TempDir dir;
+  const std::string run = simulate_two_machines(dir);
+  std::filesystem::rename(run + "/machine1", dir / "a");
+  std::filesystem::rename(run + "/machine0", dir / "b");
+  const CommandResult wrong =
+      run_cli("analyze '" + (dir / "b") + "' '" + (dir / "a") + "' -o '" + (dir / "out") + "'");
+  ASSERT_EQ(wrong.status, 0) << wrong.output;
+  EXPECT_NE(wrong.output.find("pipescope: machine 0: " + (dir / "a")), std::string::npos)
+      << wrong.output;
+  EXPECT_NE(wrong.output.find("were not applied: they leave 192 of the 192 dependency violations "
+                              "between machines; check the order of the machines"),
+            std::string::npos)
+      << wrong.output;
+  EXPECT_NE(wrong.output.find("clocks: rejected: machine1 estimate "), std::string::npos)
+      << wrong.output;
+  simdjson::dom::parser parser;
+  simdjson::dom::element s;
+  ASSERT_EQ(parser.load(dir / "out/summary.json").get(s), simdjson::SUCCESS);
+  EXPECT_EQ(std::string_view(s["clock"]["method"]), "rejected");
+  EXPECT_FALSE(bool(s["clock"]["applied"]));
+  EXPECT_EQ(uint64_t(s["clock"]["dependencies"]), 1344u);
+  EXPECT_EQ(uint64_t(s["clock"]["violations_before"]), 192u);
+  EXPECT_EQ(uint64_t(s["clock"]["violations_after"]), 192u);
+  EXPECT_NE(int64_t(s["clock"]["machines"].at(1)["estimate_ns"]), 0);
+  EXPECT_EQ(int64_t(s["clock"]["machines"].at(1)["offset_ns"]), 0);
+  EXPECT_EQ(std::string_view(s["warnings"].at(0)["code"]), "clock_estimate_rejected");
+  EXPECT_EQ(uint64_t(s["warnings"].at(0)["count"]), 192u);
+
+  // The bubble ratio of the same logs in the right order: the times as read.
+  std::filesystem::create_directories(dir / "right");
+  std::filesystem::rename(dir / "b", dir / "right/machine0");
+  std::filesystem::rename(dir / "a", dir / "right/machine1");
+  ASSERT_EQ(run_cli("analyze -q '" + (dir / "right") + "' -o '" + (dir / "right_out") + "'").status,
+            0);
+  simdjson::dom::parser right_parser;
+  simdjson::dom::element r;
+  ASSERT_EQ(right_parser.load(dir / "right_out/summary.json").get(r), simdjson::SUCCESS);
+  EXPECT_EQ(double(s["bubble_ratio"]), double(r["bubble_ratio"]));
+  EXPECT_EQ(std::string_view(r["clock"]["method"]), "consistent");
 }
 
 }  // namespace

@@ -116,6 +116,30 @@ TEST(DistributedMerge, NodesNumberMachinesAndDevicesOnAndDropDuplicates) {
   }
 }
 
+TEST(DistributedMerge, NodeIndexNotFolderNameNumbersTheMachines) {
+  // `--local` numbers machines by node: node 0 read machine1/, node 1
+  // machine0/. A single process given both folders orders them by name.
+  const std::string multi = std::string(PIPESCOPE_TESTDATA) + "/multi";
+  std::vector<distributed::NodeDiscovery> nodes(2);
+  for (int n = 0; n < 2; ++n) {
+    nodes[n].node = n;
+    nodes[n].folder = multi + "/machine" + std::to_string(1 - n);
+    nodes[n].inputs = discover_inputs({nodes[n].folder});
+    for (const InputFile& f : nodes[n].inputs)
+      nodes[n].keys.push_back(distributed::file_key(f.path));
+  }
+  const auto merged = distributed::merge_node_inputs(nodes);
+  const auto single = discover_inputs({nodes[0].folder, nodes[1].folder});
+  ASSERT_EQ(merged.inputs.size(), 4u);
+  ASSERT_EQ(single.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(merged.inputs[i].machine, static_cast<int>(i / 2));
+    EXPECT_EQ(merged.inputs[i].machine_name, i < 2 ? "machine1" : "machine0");
+    EXPECT_EQ(merged.inputs[i].device, static_cast<int>(i));
+    EXPECT_EQ(single[i].machine_name, i < 2 ? "machine0" : "machine1");
+  }
+}
+
 TEST(DistributedWire, InputFileRoundTripAndTruncation) {
   InputFile in;
   in.path = "/a/machine3/workerlog.7.zst";

@@ -44,16 +44,91 @@ TEST(Discovery, OrdersMachinesNumericallyAndNumbersDevicesGlobally) {
   EXPECT_EQ(inputs[5].device, 5);
 }
 
-TEST(Discovery, SeveralPathsAreMachinesInArgumentOrder) {
+TEST(Discovery, NaturalCompareTakesDigitRunsAsNumbers) {
+  EXPECT_LT(natural_compare("node2", "node10"), 0);
+  EXPECT_GT(natural_compare("node10", "node2"), 0);
+  EXPECT_LT(natural_compare("machine9", "machine10"), 0);
+  EXPECT_EQ(natural_compare("machine01", "machine1"), 0);
+  EXPECT_LT(natural_compare("node", "node0"), 0);
+  EXPECT_LT(natural_compare("a10b2", "a10b10"), 0);
+  EXPECT_LT(natural_compare("rack1-node9", "rack2-node1"), 0);
+  EXPECT_LT(natural_compare("Node1", "node1"), 0);  // bytes: 'N' < 'n'
+  EXPECT_EQ(natural_compare("", ""), 0);
+  EXPECT_LT(natural_compare("", "a"), 0);
+}
+
+TEST(Discovery, SeveralPathsAreOrderedByFolderNameNotArgumentOrder) {
   TempDir dir;
   dir.write("b/workerlog.0", "x\n");
   dir.write("a/workerlog.0", "x\n");
   dir.write("a/workerlog.1", "x\n");
   const auto inputs = discover_inputs({dir / "b", dir / "a"});
   ASSERT_EQ(inputs.size(), 3u);
-  EXPECT_EQ(inputs[0].path, dir / "b/workerlog.0");
-  EXPECT_EQ(inputs[1].machine, 1);
+  EXPECT_EQ(inputs[0].path, dir / "a/workerlog.0");
+  EXPECT_EQ(inputs[0].machine, 0);
+  EXPECT_EQ(inputs[1].path, dir / "a/workerlog.1");
+  EXPECT_EQ(inputs[2].path, dir / "b/workerlog.0");
+  EXPECT_EQ(inputs[2].machine, 1);
   EXPECT_EQ(inputs[2].device, 2);
+}
+
+TEST(Discovery, MachineFoldersGivenInReverseKeepTheirNumbers) {
+  // `analyze run/machine1 run/machine0` numbers the machines as `analyze run`.
+  TempDir dir;
+  for (const char* m : {"machine0", "machine1"}) {
+    for (const char* r : {"workerlog.0", "workerlog.1"}) dir.write(std::string(m) + "/" + r, "x\n");
+  }
+  const auto whole = discover_inputs({dir.path().string()});
+  const auto reversed = discover_inputs({dir / "machine1", dir / "machine0"});
+  const auto trailing = discover_inputs({dir / "machine1/", dir / "machine0/"});
+  ASSERT_EQ(reversed.size(), 4u);
+  for (const auto* inputs : {&whole, &reversed, &trailing}) {
+    ASSERT_EQ(inputs->size(), 4u);
+    for (std::size_t i = 0; i < 4; ++i) {
+      EXPECT_EQ((*inputs)[i].machine, static_cast<int>(i / 2));
+      EXPECT_EQ((*inputs)[i].machine_name, i < 2 ? "machine0" : "machine1");
+      EXPECT_EQ((*inputs)[i].rank, static_cast<int>(i % 2));
+      EXPECT_EQ((*inputs)[i].device, static_cast<int>(i));
+    }
+  }
+  EXPECT_EQ(reversed[0].path, dir / "machine0/workerlog.0");
+  EXPECT_EQ(reversed[3].path, dir / "machine1/workerlog.1");
+  // Files given directly, last machine first: the same numbering.
+  const auto files = discover_inputs({dir / "machine1/workerlog.0", dir / "machine0/workerlog.1"});
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].machine_name, "machine0");
+  EXPECT_EQ(files[0].machine, 0);
+  EXPECT_EQ(files[1].machine_name, "machine1");
+  EXPECT_EQ(files[1].device, 1);
+}
+
+TEST(Discovery, NodeFoldersInGlobOrderAreOrderedNumerically) {
+  // A shell expands node* as node1 node10 node2: node2 is still machine 2.
+  TempDir dir;
+  for (const char* m : {"node1", "node10", "node2"}) dir.write(std::string(m) + "/workerlog.0", "x\n");
+  const auto inputs = discover_inputs({dir / "node1", dir / "node10", dir / "node2"});
+  ASSERT_EQ(inputs.size(), 3u);
+  EXPECT_EQ(inputs[0].path, dir / "node1/workerlog.0");
+  EXPECT_EQ(inputs[1].path, dir / "node2/workerlog.0");
+  EXPECT_EQ(inputs[1].machine, 1);
+  EXPECT_EQ(inputs[1].device, 1);
+  EXPECT_EQ(inputs[2].path, dir / "node10/workerlog.0");
+  EXPECT_EQ(inputs[2].machine, 2);
+  EXPECT_EQ(inputs[2].machine_name, "");  // not a machineK name
+}
+
+TEST(Discovery, SameFolderNamesAreOrderedByFullPath) {
+  TempDir dir;
+  dir.write("rack-b/node1/workerlog.0", "x\n");
+  dir.write("rack-a/node1/workerlog.0", "x\n");
+  dir.write("rack-a/node02/workerlog.0", "x\n");
+  const auto inputs =
+      discover_inputs({dir / "rack-b/node1", dir / "rack-a/node02", dir / "rack-a/node1"});
+  ASSERT_EQ(inputs.size(), 3u);
+  EXPECT_EQ(inputs[0].path, dir / "rack-a/node1/workerlog.0");  // node1 == node1: by path
+  EXPECT_EQ(inputs[1].path, dir / "rack-b/node1/workerlog.0");
+  EXPECT_EQ(inputs[2].path, dir / "rack-a/node02/workerlog.0");  // node02 after node1
+  EXPECT_EQ(inputs[2].machine, 2);
 }
 
 TEST(Discovery, FilesGivenDirectly) {
