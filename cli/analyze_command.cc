@@ -272,8 +272,10 @@ int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load) {
         if (f.folder) folders += fmt::format("\n  node {}: {}: {}", f.node, f.path, f.error);
       }
       if (!folders.empty()) {
-        throw InputError("cannot list the --local folder of some nodes:" + folders +
-                         "\npass --allow-missing to leave their devices out of the figures");
+        throw InputError(fmt::format(
+            "cannot list the --local folder of some nodes:{}\npass --allow-missing to leave their "
+            "devices out of the figures",
+            folders));
       }
     }
     LoadedRun loaded = analyse_run(std::move(scan.run), load);

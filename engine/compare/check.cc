@@ -191,7 +191,8 @@ void input_warning_problems(const RunFigures& run, std::string_view side,
     if (!is_input_warning(w.code)) continue;
     ++total;
     if (shown < 5) {
-      out.push_back(fmt::format("{} {}: input warning {}: {}", side, run.source, w.code, w.message));
+      out.push_back(
+          fmt::format("{} {}: input warning {}: {}", side, run.source, w.code, w.message));
       ++shown;
     }
   }

@@ -67,8 +67,8 @@ std::string format_check_verdict(const CheckReport& r) {
   }
   fmt::format_to(it, "  baseline {}\n  current  {}\n", r.baseline_source, r.current_source);
   for (const std::string& reason : r.refusals) {
-    fmt::format_to(it, "  {} {}\n", r.refused() ? "not comparable:" : "note: compared anyway:",
-                   reason);
+    fmt::format_to(it, "  {} {}\n",
+                   r.refused() ? "not comparable:" : "note: compared anyway:", reason);
   }
   fmt::format_to(it, "  {}\n", skip_line(r));
   for (const ThresholdResult& t : r.thresholds) {
@@ -88,7 +88,7 @@ std::string format_check_markdown(const CheckReport& r) {
   auto it = std::back_inserter(out);
   const bool regression = r.regression();
   fmt::format_to(it, "## pipescope check: {}\n\n",
-                 r.refused()   ? "⛔ refused (the runs are not comparable)"
+                 r.refused()  ? "⛔ refused (the runs are not comparable)"
                  : regression ? "❌ regression"
                               : "✅ pass");
   if (!r.refusals.empty()) {
@@ -177,7 +177,10 @@ std::string format_check_junit(const CheckReport& r) {
   const std::size_t errors = r.refused() ? 1 : 0;
   const std::size_t tests = r.thresholds.size() + (r.refusals.empty() ? 0 : 1);
   std::string reasons;
-  for (const std::string& reason : r.refusals) reasons += (reasons.empty() ? "" : "\n") + reason;
+  for (const std::string& reason : r.refusals) {
+    if (!reasons.empty()) reasons += '\n';
+    reasons += reason;
+  }
   fmt::format_to(it, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
   fmt::format_to(it,
                  "<testsuites name=\"pipescope\" tests=\"{}\" failures=\"{}\" errors=\"{}\" "
@@ -195,15 +198,17 @@ std::string format_check_junit(const CheckReport& r) {
   fmt::format_to(it, "      <property name=\"skip_steps\" value=\"{}\"/>\n", r.skip_steps);
   fmt::format_to(it, "    </properties>\n");
   if (!r.refusals.empty()) {
-    fmt::format_to(it, "    <testcase classname=\"pipescope.check\" name=\"comparable-inputs\" time=\"0\"");
+    fmt::format_to(
+        it, "    <testcase classname=\"pipescope.check\" name=\"comparable-inputs\" time=\"0\"");
     if (r.refused()) {
-      fmt::format_to(it,
-                     ">\n      <error message=\"{}\" type=\"refused\">{}</error>\n    </testcase>\n",
-                     markup_escape("the runs are not comparable: " + r.refusals.front()),
-                     markup_escape(reasons));
+      fmt::format_to(
+          it, ">\n      <error message=\"{}\" type=\"refused\">{}</error>\n    </testcase>\n",
+          markup_escape(fmt::format("the runs are not comparable: {}", r.refusals.front())),
+          markup_escape(reasons));
     } else {
-      fmt::format_to(it, ">\n      <system-out>{}</system-out>\n    </testcase>\n",
-                     markup_escape("compared anyway (--allow-input-warnings):\n" + reasons));
+      fmt::format_to(
+          it, ">\n      <system-out>{}</system-out>\n    </testcase>\n",
+          markup_escape(fmt::format("compared anyway (--allow-input-warnings):\n{}", reasons)));
     }
   }
   for (const ThresholdResult& t : r.thresholds) {

@@ -39,7 +39,7 @@ struct WorkItem {
   bool last_of_file = false;
   ChunkBuffer buffer;
   LineChunk chunk;
-  std::string error;  // the file failed here (open or read, or damaged compressed data)
+  std::string error;        // the file failed here (open or read, or damaged compressed data)
   bool unreadable = false;  // `error` is an I/O error (open or read), not damaged data
   ChunkScan scan;
 };

@@ -47,12 +47,14 @@ void refuse_unreadable(const Run& run, const InputRules& rules) {
     if (input.unreadable) bad.push_back(&input);
   }
   if (bad.empty()) return;
-  std::string message = fmt::format("cannot read {} of {} input files", bad.size(), run.inputs.size());
+  std::string message =
+      fmt::format("cannot read {} of {} input files", bad.size(), run.inputs.size());
   if (bad.size() == 1) message = "cannot read an input file";
-  for (const InputStats* input : bad) message += fmt::format("\n  {}: {}", input->path, input->error);
-  message += fmt::format(
-      "\nan input that cannot be read is not analysed as a device idle all run{}",
-      rules.allow_unreadable_advice.empty() ? "" : "; " + rules.allow_unreadable_advice);
+  for (const InputStats* input : bad)
+    message += fmt::format("\n  {}: {}", input->path, input->error);
+  message += "\nan input that cannot be read is not analysed as a device idle all run";
+  if (!rules.allow_unreadable_advice.empty())
+    message += fmt::format("; {}", rules.allow_unreadable_advice);
   throw InputError(message);
 }
 
@@ -97,12 +99,11 @@ std::vector<QualityWarning> check_rank_layout(const Run& run) {
     if (devices.size() == usual) continue;
     const std::size_t diff =
         devices.size() > usual ? devices.size() - usual : usual - devices.size();
-    warnings.push_back(
-        {"uneven_ranks",
-         fmt::format("{} has {}, {} of the run's {} machines have {}",
-                     machine_label(*devices.front()), plural(devices.size(), "rank"), most,
-                     machines.size(), usual),
-         -1, -1, static_cast<std::uint64_t>(diff)});
+    warnings.push_back({"uneven_ranks",
+                        fmt::format("{} has {}, {} of the run's {} machines have {}",
+                                    machine_label(*devices.front()), plural(devices.size(), "rank"),
+                                    most, machines.size(), usual),
+                        -1, -1, static_cast<std::uint64_t>(diff)});
   }
   return warnings;
 }
@@ -127,15 +128,17 @@ std::vector<QualityWarning> leave_out_devices(Run& run) {
     const std::string reason = input.unreadable ? "unreadable_input" : "empty_input";
     const std::string message =
         input.unreadable
-            ? fmt::format("could not read {} ({}): device {} is LEFT OUT of every figure, "
-                          "which cover {} of {} devices",
-                          input.path, input.error, device.index, kept_count, total)
-            : fmt::format("{} holds no job{}: device {} is left out of the figures (not counted "
-                          "as a device idle all run)",
-                          input.path, input.error.empty() ? "" : fmt::format(" ({})", input.error),
-                          device.index);
-    warnings.push_back({reason, message, device.index, -1,
-                        static_cast<std::uint64_t>(device.jobs.size())});
+            ? fmt::format(
+                  "could not read {} ({}): device {} is LEFT OUT of every figure, "
+                  "which cover {} of {} devices",
+                  input.path, input.error, device.index, kept_count, total)
+            : fmt::format(
+                  "{} holds no job{}: device {} is left out of the figures (not counted "
+                  "as a device idle all run)",
+                  input.path, input.error.empty() ? "" : fmt::format(" ({})", input.error),
+                  device.index);
+    warnings.push_back(
+        {reason, message, device.index, -1, static_cast<std::uint64_t>(device.jobs.size())});
     run.left_out.push_back(
         {device.index, device.machine, device.machine_name, device.rank, device.path, reason});
   }
@@ -154,8 +157,8 @@ std::vector<QualityWarning> check_short_devices(const Run& run, const Metrics& m
   std::vector<bool> compute(run.types.size());
   for (TypeId t = 0; t < run.types.size(); ++t) {
     const JobKind kind = classify_job_type(run.types.name(t));
-    compute[t] = kind == JobKind::forward || kind == JobKind::backward ||
-                 kind == JobKind::optimizer;
+    compute[t] =
+        kind == JobKind::forward || kind == JobKind::backward || kind == JobKind::optimizer;
   }
   // Compute jobs in steps, per step the device has.
   std::vector<double> rate(n, 0);
@@ -169,7 +172,8 @@ std::vector<QualityWarning> check_short_devices(const Run& run, const Metrics& m
     rate[d] = steps > 0 ? static_cast<double>(count) / static_cast<double>(steps) : 0;
   }
   for (std::size_t d = 0; d < n; ++d) {
-    const std::vector<std::size_t>& stage = stages.devices[static_cast<std::size_t>(stages.stage_of[d])];
+    const std::vector<std::size_t>& stage =
+        stages.devices[static_cast<std::size_t>(stages.stage_of[d])];
     const bool own_stage = stage.size() < 2;
     std::vector<double> peers;
     for (std::size_t p = 0; p < n; ++p) {

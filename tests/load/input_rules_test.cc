@@ -1,14 +1,13 @@
 // A rank that is missing, unreadable or empty (load/input_rules.h, docs/guide.md
 // "Missing, unreadable and empty ranks"): each on its own small run, with the
 // exact figures or the exact finding, through load_run and end to end.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "compare/check.h"
 #include "compare/check_report.h"
@@ -38,10 +37,8 @@ std::string job(int id, const char* type, int mb, int start_ms, int end_ms) {
 /// Two devices with one step: device 0 busy 20 of [0, 30) ms, device 1 busy
 /// 25: bubble ratio (10 + 5) / (2 · 30) = 0.25.
 void write_two_devices(const TempDir& dir, const std::string& folder) {
-  dir.write(folder + "/workerlog.0",
-            job(0, "forward", 0, 0, 10) + job(1, "backward", 0, 10, 20));
-  dir.write(folder + "/workerlog.1",
-            job(0, "forward", 0, 5, 15) + job(1, "backward", 0, 15, 30));
+  dir.write(folder + "/workerlog.0", job(0, "forward", 0, 0, 10) + job(1, "backward", 0, 10, 20));
+  dir.write(folder + "/workerlog.1", job(0, "forward", 0, 5, 15) + job(1, "backward", 0, 15, 30));
 }
 
 std::vector<std::string> codes(const std::vector<QualityWarning>& warnings) {
@@ -53,7 +50,7 @@ std::vector<std::string> codes(const std::vector<QualityWarning>& warnings) {
 TEST(InputRules, EmptyInputIsLeftOutOfDNotCountedAsAnIdleDevice) {
   TempDir dir;
   write_two_devices(dir, "logs");
-  dir.write("logs/workerlog.2", "");                        // an empty file
+  dir.write("logs/workerlog.2", "");                         // an empty file
   dir.write("logs/workerlog.3", "I1020 started, no job\n");  // a rank that never ran a job
   const LoadedRun loaded = load_run(find_inputs({dir / "logs"}), {});
   ASSERT_EQ(loaded.run.devices.size(), 2u);
@@ -88,8 +85,9 @@ TEST(InputRules, UnreadableInputIsAnInputErrorNamingTheFile) {
     ADD_FAILURE() << "expected InputError";
   } catch (const InputError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("cannot read an input file\n  " + dir / "logs/workerlog.2" + ": cannot open"),
-              std::string::npos)
+    EXPECT_NE(
+        what.find("cannot read an input file\n  " + dir / "logs/workerlog.2" + ": cannot open"),
+        std::string::npos)
         << what;
     EXPECT_NE(what.find("No such file or directory"), std::string::npos) << what;
     EXPECT_NE(what.find("; say how"), std::string::npos) << what;
@@ -137,8 +135,9 @@ TEST(InputRules, RankGapAndUnevenMachinesAreNamed) {
                         dir / "logs/machine0"));
   EXPECT_EQ(gap.count, 1u);
   const QualityWarning& uneven = loaded.input_warnings[1];
-  EXPECT_EQ(uneven.message, fmt::format("machine0 ({}) has 3 ranks, 2 of the run's 3 machines have 4",
-                                        dir / "logs/machine0"));
+  EXPECT_EQ(uneven.message,
+            fmt::format("machine0 ({}) has 3 ranks, 2 of the run's 3 machines have 4",
+                        dir / "logs/machine0"));
   EXPECT_EQ(uneven.count, 1u);
   EXPECT_EQ(loaded.run.devices.size(), 11u);  // warnings only: every device is analysed
 
@@ -188,9 +187,9 @@ TEST(InputRules, CheckRefusesRunsWithInputWarningsOrAnotherShape) {
   cur.devices.resize(3);
   cur.schedule->stages = 3;
   cur.schedule->micro_batches = 6;
-  cur.warnings = std::vector<WarningFigures>{
-      {"empty_input", "logs/workerlog.3 holds no job", 3, -1, 0},
-      {"overlap", "not an input warning", 0, -1, 1}};
+  cur.warnings =
+      std::vector<WarningFigures>{{"empty_input", "logs/workerlog.3 holds no job", 3, -1, 0},
+                                  {"overlap", "not an input warning", 0, -1, 1}};
   EXPECT_EQ(comparability_problems(base, cur),
             (std::vector<std::string>{
                 "current cur: input warning empty_input: logs/workerlog.3 holds no job",
@@ -209,7 +208,8 @@ TEST(InputRules, CheckEndToEndRefusesWithTheReasonInEveryReport) {
   const auto refused =
       run_cli("check " + shell_quote(dir / "cur") + " -b " + shell_quote(dir / "base") + common);
   EXPECT_EQ(refused.status, 2) << refused.output;
-  const std::string reason = "input warning empty_input: " + dir / "cur/workerlog.2" + " holds no job";
+  const std::string reason =
+      "input warning empty_input: " + dir / "cur/workerlog.2" + " holds no job";
   EXPECT_NE(refused.output.find("pipescope check: REFUSED"), std::string::npos) << refused.output;
   EXPECT_NE(refused.output.find("not comparable: current " + dir / "cur" + ": " + reason),
             std::string::npos)
@@ -236,13 +236,15 @@ TEST(InputRules, AnalyzeEndToEnd) {
   fs::create_symlink("gone/file", dir / "logs/workerlog.3");
   const std::string out = dir / "out";
   // Unreadable: exit 2 naming the file, nothing written.
-  const auto refused = run_cli("analyze " + shell_quote(dir / "logs") + " -q -o " + shell_quote(out));
+  const auto refused =
+      run_cli("analyze " + shell_quote(dir / "logs") + " -q -o " + shell_quote(out));
   EXPECT_EQ(refused.status, 2) << refused.output;
   EXPECT_NE(refused.output.find(dir / "logs/workerlog.3"), std::string::npos) << refused.output;
   EXPECT_NE(refused.output.find("--allow-missing"), std::string::npos) << refused.output;
   EXPECT_FALSE(fs::exists(out));
   // convert follows the same rule.
-  const auto convert = run_cli("convert " + shell_quote(dir / "logs") + " -o " + shell_quote(dir / "ivl"));
+  const auto convert =
+      run_cli("convert " + shell_quote(dir / "logs") + " -o " + shell_quote(dir / "ivl"));
   EXPECT_EQ(convert.status, 2) << convert.output;
   EXPECT_FALSE(fs::exists(dir / "ivl"));
 
@@ -269,8 +271,8 @@ TEST(InputRules, AnalyzeEndToEnd) {
   EXPECT_EQ(std::string_view(warnings.at(0)["code"]), "empty_input");
   EXPECT_EQ(std::string_view(warnings.at(1)["code"]), "unreadable_input");
   // check refuses the summary as it refuses the logs.
-  const auto check = run_cli("check " + shell_quote(out) + " -b " + shell_quote(out) +
-                             " --max-bubble-ratio 1");
+  const auto check =
+      run_cli("check " + shell_quote(out) + " -b " + shell_quote(out) + " --max-bubble-ratio 1");
   EXPECT_EQ(check.status, 2) << check.output;
   EXPECT_NE(check.output.find("input warning unreadable_input"), std::string::npos) << check.output;
 }
