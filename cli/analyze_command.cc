@@ -42,6 +42,7 @@ struct AnalyzeOptions {
   std::size_t chunk_mib = 8;
   std::size_t max_line_kib = 1024;
   bool strict = false;
+  bool allow_missing = false;  // --allow-missing: leave unreadable inputs' devices out
   bool absolute_time = false;
   bool no_trace = false;
   bool perfetto = false;   // --perfetto: trace.pftrace, also with --no-trace
@@ -172,6 +173,11 @@ int run_analyze(const AnalyzeOptions& options) {
     // throws: usage error
     load.pipeline.clock.imposed.push_back(parse_clock_offset(spec, "--clock-offset"));
   }
+  load.inputs.allow_unreadable = options.allow_missing;
+  load.inputs.allow_unreadable_advice =
+      "pass --allow-missing to leave it out of the figures (with a warning)";
+  // A --devices selection leaves rank gaps on purpose.
+  load.inputs.check_layout = options.devices.empty();
   load.ingest.threads = options.threads;
   load.ingest.limits.chunk_bytes = options.chunk_mib << 20;
   load.ingest.limits.max_line_bytes = options.max_line_kib << 10;
@@ -290,6 +296,21 @@ int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load) {
   }
   callbacks.on_result = [&](distributed::ClusterScan& scan) {
     progress.finish();
+    // A node folder that could not be listed: its ranks are missing, an
+    // input error as for a path that does not exist (the files a rank could
+    // not read are refused by analyse_run, as in a single process).
+    if (!options.allow_missing) {
+      std::string folders;
+      for (const distributed::ReadFailure& f : scan.failures) {
+        if (f.folder) folders += fmt::format("\n  node {}: {}: {}", f.node, f.path, f.error);
+      }
+      if (!folders.empty()) {
+        throw InputError(fmt::format(
+            "cannot list the --local folder of some nodes:{}\npass --allow-missing to leave their "
+            "devices out of the figures",
+            folders));
+      }
+    }
     LoadedRun loaded = analyse_run(std::move(scan.run), load);
     const int status = analyze_loaded(loaded, scan.inputs.size(), options);
     if (options.strict && !scan.failures.empty()) {
@@ -323,6 +344,9 @@ void register_analyze_command(CLI::App& app, int& status) {
   cmd->add_option("-j,--threads", options->threads, "Worker threads (0 = one per core)")
       ->capture_default_str();
   cmd->add_flag("--strict", options->strict, "Exit with status 1 if any line was skipped");
+  cmd->add_flag("--allow-missing", options->allow_missing,
+                "Analyse the run even when an input cannot be read (permission denied, I/O\n"
+                "error): its device is left out of the figures, with a warning (default: exit 2)");
   cmd->add_flag("--absolute-time", options->absolute_time,
                 "Trace timestamps in epoch microseconds instead of relative to the first job");
   cmd->add_flag("--no-trace", options->no_trace, "Do not write trace.json");

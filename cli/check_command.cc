@@ -1,7 +1,8 @@
 // `pipescope check RUN --baseline BASE`: the CI regression gate. Loads both
 // runs (logs, records or summary.json), compares per-step medians, evaluates
 // the thresholds, prints a verdict and writes the markdown/JUnit reports.
-// Exit status: 0 pass, 1 regression, 2 usage or input error.
+// Exit status: 0 pass, 1 regression, 2 usage or input error, or runs that are
+// not comparable (compare/check.h).
 #include <fmt/core.h>
 
 #include <filesystem>
@@ -31,6 +32,7 @@ struct CheckOptions {
   std::string junit;
   unsigned threads = 0;
   bool quiet = false;
+  bool allow_input_warnings = false;
 };
 
 void write_text(const std::string& path, const std::string& text) {
@@ -69,13 +71,13 @@ int run_check(const CheckOptions& o) {
   load.ingest.threads = o.threads;
   const RunFigures baseline = load_run_figures(o.baseline, load);
   const RunFigures current = load_run_figures(o.current, load);
-  const CheckReport report = evaluate_check(baseline, current, t);
+  const CheckReport report = evaluate_check(baseline, current, t, o.allow_input_warnings);
 
   if (!o.markdown.empty()) write_text(o.markdown, format_check_markdown(report));
   if (!o.junit.empty()) write_text(o.junit, format_check_junit(report));
-  if (!o.quiet || report.regression()) {
-    std::fputs(format_check_verdict(report).c_str(), report.regression() ? stderr : stdout);
-  }
+  const bool bad = report.refused() || report.regression();
+  if (!o.quiet || bad) std::fputs(format_check_verdict(report).c_str(), bad ? stderr : stdout);
+  if (report.refused()) return kExitUsage;
   return report.regression() ? kExitFailed : kExitOk;
 }
 
@@ -88,7 +90,9 @@ void register_check_command(CLI::App& app, int& status) {
       "CI regression gate: compare a run with a baseline on per-step medians and fail when a\n"
       "threshold is crossed. RUN and BASE are log folders, record files/folders or summary.json\n"
       "files. Ratios are written 0.05 or 5%.\n"
-      "Exit status: 0 pass, 1 regression, 2 usage or input error.\n\n"
+      "Runs whose inputs had a missing, unreadable or empty rank, or whose device, stage,\n"
+      "micro-batch or chunk counts differ, are refused unless --allow-input-warnings.\n"
+      "Exit status: 0 pass, 1 regression, 2 usage or input error, or runs refused.\n\n"
       "Example:\n  pipescope check logs/ --baseline baseline/summary.json --max-bubble-increase 2% "
       "\\\n"
       "      --max-step-time-increase 5% --markdown summary.md --junit junit.xml");
@@ -119,6 +123,10 @@ void register_check_command(CLI::App& app, int& status) {
                   "Write a JUnit XML report (one testcase per threshold) to FILE");
   cmd->add_option("-j,--threads", o->threads, "Scan threads for log inputs (0 = one per core)");
   cmd->add_flag("-q,--quiet", o->quiet, "Print nothing when the check passes");
+  cmd->add_flag("--allow-input-warnings", o->allow_input_warnings,
+                "Compare runs even when their inputs had input warnings (unreadable_input,\n"
+                "empty_input, rank_gap, uneven_ranks, short_device) or their device, stage,\n"
+                "micro-batch or chunk counts differ (the reasons are still reported)");
   cmd->callback([o, &status] { status = run_check(*o); });
 }
 

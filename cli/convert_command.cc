@@ -26,6 +26,7 @@ struct ConvertOptions {
   std::string devices;
   unsigned threads = 0;
   bool force = false;
+  bool allow_missing = false;
 };
 
 fs::path resolved(const fs::path& path) {
@@ -36,8 +37,8 @@ fs::path resolved(const fs::path& path) {
 
 /// The output folder must not lie inside an input folder (a later analyze
 /// of that folder would read every device twice) and must be empty unless
-/// --force.
-void prepare_output(const ConvertOptions& o) {
+/// --force. Checked before the inputs are read; nothing is written.
+void check_output(const ConvertOptions& o) {
   const fs::path out = resolved(o.output_dir);
   for (const auto& input : o.paths) {
     std::error_code ec;
@@ -54,6 +55,12 @@ void prepare_output(const ConvertOptions& o) {
     throw InputError(fmt::format(
         "output folder {} is not empty; use --force to write .ivl files into it", o.output_dir));
   }
+}
+
+/// Creates the output folder; with --force, removes the .ivl files of an
+/// earlier conversion.
+void prepare_output(const ConvertOptions& o) {
+  std::error_code ec;
   fs::create_directories(o.output_dir, ec);
   if (ec) throw InputError(fmt::format("cannot create {}: {}", o.output_dir, ec.message()));
   // --force replaces the .ivl files of an earlier conversion (in DIR and its
@@ -77,9 +84,12 @@ void prepare_output(const ConvertOptions& o) {
 
 int run_convert(const ConvertOptions& o) {
   const std::vector<InputFile> inputs = find_inputs(o.paths, o.devices);
-  prepare_output(o);
+  check_output(o);
   LoadOptions load;
   load.ingest.threads = o.threads;
+  load.inputs.allow_unreadable = o.allow_missing;
+  load.inputs.allow_unreadable_advice = "pass --allow-missing to convert the other inputs";
+  load.inputs.check_layout = o.devices.empty();
   // Records keep the times as logged; reading them back corrects the clocks
   // exactly as reading the logs does.
   load.metrics_only = true;
@@ -88,12 +98,16 @@ int run_convert(const ConvertOptions& o) {
   for (const Diagnostic& d : run.diagnostics) {
     fmt::print(stderr, "pipescope: {}: {}\n", d.location(), d.message);
   }
+  for (const QualityWarning& w : loaded.input_warnings) {
+    fmt::print(stderr, "pipescope: warning: {}\n", w.message);
+  }
   if (run.job_count() == 0) {
     fmt::print(stderr,
                "pipescope: error: no job lines found in {} input file{}; nothing to convert\n",
                inputs.size(), inputs.size() == 1 ? "" : "s");
     return kExitUsage;
   }
+  prepare_output(o);
   const IvlExport written =
       write_ivl_records(run, loaded.metrics, o.output_dir, "pipescope convert");
   for (const IvlExportedFile& file : written.files) {
@@ -123,6 +137,8 @@ void register_convert_command(CLI::App& app, int& status) {
   cmd->add_option("--devices", options->devices, "Convert only these global device indices");
   cmd->add_option("-j,--threads", options->threads, "Worker threads (0 = one per core)")
       ->capture_default_str();
+  cmd->add_flag("--allow-missing", options->allow_missing,
+                "Convert the other inputs when one cannot be read (default: exit 2)");
   cmd->add_flag("--force", options->force,
                 "Write into a non-empty output folder, replacing the .ivl files in it");
   cmd->callback([options, &status] { status = run_convert(*options); });

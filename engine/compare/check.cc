@@ -10,6 +10,7 @@
 
 #include "compare/figure_format.h"
 #include "ingest/discovery.h"
+#include "load/input_rules.h"
 
 namespace pipescope {
 
@@ -178,9 +179,60 @@ std::int64_t default_skip_steps(const RunFigures& baseline, const RunFigures& cu
   return baseline.steps.size() > 2 && current.steps.size() > 2 ? 1 : 0;
 }
 
+namespace {
+
+/// The input warnings of one side, one line each (at most 5, then a count).
+void input_warning_problems(const RunFigures& run, std::string_view side,
+                            std::vector<std::string>& out) {
+  if (!run.warnings) return;
+  std::size_t shown = 0;
+  std::size_t total = 0;
+  for (const WarningFigures& w : *run.warnings) {
+    if (!is_input_warning(w.code)) continue;
+    ++total;
+    if (shown < 5) {
+      out.push_back(
+          fmt::format("{} {}: input warning {}: {}", side, run.source, w.code, w.message));
+      ++shown;
+    }
+  }
+  if (total > shown) {
+    out.push_back(fmt::format("{} {}: {} more input warnings", side, run.source, total - shown));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> comparability_problems(const RunFigures& baseline,
+                                                const RunFigures& current) {
+  std::vector<std::string> out;
+  input_warning_problems(baseline, "baseline", out);
+  input_warning_problems(current, "current", out);
+  if (baseline.devices.size() != current.devices.size()) {
+    out.push_back(fmt::format("device count differs: baseline {}, current {}",
+                              baseline.devices.size(), current.devices.size()));
+  }
+  if (baseline.schedule && current.schedule) {
+    const ScheduleFigures& b = *baseline.schedule;
+    const ScheduleFigures& c = *current.schedule;
+    auto differs = [&](std::string_view what, int bv, int cv) {
+      // 0: not found (schedule not recognised); nothing to compare.
+      if (bv > 0 && cv > 0 && bv != cv) {
+        out.push_back(fmt::format("{} differs: baseline {}, current {}", what, bv, cv));
+      }
+    };
+    differs("stage count (P)", b.stages, c.stages);
+    differs("micro-batch count (M)", b.micro_batches, c.micro_batches);
+    differs("chunk count (V)", b.chunks, c.chunks);
+  }
+  return out;
+}
+
 CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current,
-                           const CheckThresholds& thresholds) {
+                           const CheckThresholds& thresholds, bool allow_incomparable) {
   CheckReport r;
+  r.refusals = comparability_problems(baseline, current);
+  r.refusals_allowed = allow_incomparable;
   r.baseline_source = baseline.source;
   r.current_source = current.source;
   r.skip_defaulted = !thresholds.skip_steps.has_value();

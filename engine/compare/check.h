@@ -14,6 +14,13 @@
 //   utilization   per device (matched by global index): median over steps of
 //                 busy/duration of that step
 //
+// Comparable runs: a run whose inputs had an input warning (a missing,
+// unreadable or empty rank, load/input_rules.h) on either side, or whose
+// device count, stage count P, micro-batch count M or chunk count V differs
+// from the baseline's, is refused (CheckReport::refused(): exit status 2, the
+// reasons in every report) unless the caller allows it; allowed, the reasons
+// are still reported.
+//
 // Usage:
 //   CheckThresholds t; t.max_bubble_increase = 0.02;
 //   CheckReport r = evaluate_check(baseline, current, t);
@@ -132,13 +139,26 @@ struct CheckReport {
   /// Up to 5, largest idle first.
   std::vector<WorstBubble> worst_bubbles;
 
+  /// Why the runs are not comparable (see above), one line each; empty
+  /// when they are.
+  std::vector<std::string> refusals;
+  /// The caller compared them anyway (`allow_incomparable`).
+  bool refusals_allowed = false;
+
   bool regression() const;
+  /// Not comparable, and not allowed: the verdict is REFUSED.
+  bool refused() const { return !refusals.empty() && !refusals_allowed; }
 };
 
-/// Compares and evaluates. Throws InputError when, after skipping warm-up
-/// steps, a side has no step left to compare.
+/// Why `baseline` and `current` are not comparable (see above), one line each.
+std::vector<std::string> comparability_problems(const RunFigures& baseline,
+                                                const RunFigures& current);
+
+/// Compares and evaluates; fills `refusals` (comparability_problems), which
+/// `allow_incomparable` turns from a refusal into a note. Throws InputError
+/// when, after skipping warm-up steps, a side has no step left to compare.
 CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current,
-                           const CheckThresholds& thresholds);
+                           const CheckThresholds& thresholds, bool allow_incomparable = false);
 
 /// The default warm-up skip: 1 when both runs have more than 2 steps, else 0.
 std::int64_t default_skip_steps(const RunFigures& baseline, const RunFigures& current);

@@ -54,15 +54,23 @@ std::string format_check_verdict(const CheckReport& r) {
   const std::size_t failed =
       static_cast<std::size_t>(std::count_if(r.thresholds.begin(), r.thresholds.end(),
                                              [](const ThresholdResult& t) { return !t.passed; }));
-  if (failed > 0) {
+  if (r.refused()) {
+    fmt::format_to(it,
+                   "pipescope check: REFUSED (the runs are not comparable; "
+                   "--allow-input-warnings compares them anyway)\n");
+  } else if (failed > 0) {
     fmt::format_to(it, "pipescope check: REGRESSION ({} of {} threshold{} failed)\n", failed,
                    r.thresholds.size(), r.thresholds.size() == 1 ? "" : "s");
   } else {
     fmt::format_to(it, "pipescope check: PASS ({} threshold{})\n", r.thresholds.size(),
                    r.thresholds.size() == 1 ? "" : "s");
   }
-  fmt::format_to(it, "  baseline {}\n  current  {}\n  {}\n", r.baseline_source, r.current_source,
-                 skip_line(r));
+  fmt::format_to(it, "  baseline {}\n  current  {}\n", r.baseline_source, r.current_source);
+  for (const std::string& reason : r.refusals) {
+    fmt::format_to(it, "  {} {}\n",
+                   r.refused() ? "not comparable:" : "note: compared anyway:", reason);
+  }
+  fmt::format_to(it, "  {}\n", skip_line(r));
   for (const ThresholdResult& t : r.thresholds) {
     fmt::format_to(it, "  {} {}: {}\n", t.passed ? "ok  " : "FAIL", t.name, t.detail);
     for (const std::string& f : t.failures) fmt::format_to(it, "         {}\n", f);
@@ -79,7 +87,18 @@ std::string format_check_markdown(const CheckReport& r) {
   std::string out;
   auto it = std::back_inserter(out);
   const bool regression = r.regression();
-  fmt::format_to(it, "## pipescope check: {}\n\n", regression ? "❌ regression" : "✅ pass");
+  fmt::format_to(it, "## pipescope check: {}\n\n",
+                 r.refused()  ? "⛔ refused (the runs are not comparable)"
+                 : regression ? "❌ regression"
+                              : "✅ pass");
+  if (!r.refusals.empty()) {
+    fmt::format_to(it, "{}\n\n",
+                   r.refused() ? "The runs are not comparable (`--allow-input-warnings` compares "
+                                 "them anyway):"
+                               : "Compared despite (`--allow-input-warnings`):");
+    for (const std::string& reason : r.refusals) fmt::format_to(it, "- {}\n", cell(reason));
+    fmt::format_to(it, "\n");
+  }
   fmt::format_to(it,
                  "Baseline `{}`, current `{}`.  \n{}. Figures are medians over steps; the "
                  "spread is the interquartile range (p25 – p75) over those steps, and a change "
@@ -155,15 +174,22 @@ std::string format_check_junit(const CheckReport& r) {
   auto it = std::back_inserter(out);
   std::size_t failures = 0;
   for (const ThresholdResult& t : r.thresholds) failures += t.passed ? 0 : 1;
+  const std::size_t errors = r.refused() ? 1 : 0;
+  const std::size_t tests = r.thresholds.size() + (r.refusals.empty() ? 0 : 1);
+  std::string reasons;
+  for (const std::string& reason : r.refusals) {
+    if (!reasons.empty()) reasons += '\n';
+    reasons += reason;
+  }
   fmt::format_to(it, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
   fmt::format_to(it,
-                 "<testsuites name=\"pipescope\" tests=\"{}\" failures=\"{}\" errors=\"0\" "
+                 "<testsuites name=\"pipescope\" tests=\"{}\" failures=\"{}\" errors=\"{}\" "
                  "time=\"0\">\n",
-                 r.thresholds.size(), failures);
+                 tests, failures, errors);
   fmt::format_to(it,
                  "  <testsuite name=\"pipescope check\" tests=\"{}\" failures=\"{}\" "
-                 "errors=\"0\" skipped=\"0\" time=\"0\">\n",
-                 r.thresholds.size(), failures);
+                 "errors=\"{}\" skipped=\"0\" time=\"0\">\n",
+                 tests, failures, errors);
   fmt::format_to(it, "    <properties>\n");
   fmt::format_to(it, "      <property name=\"baseline\" value=\"{}\"/>\n",
                  markup_escape(r.baseline_source));
@@ -171,6 +197,20 @@ std::string format_check_junit(const CheckReport& r) {
                  markup_escape(r.current_source));
   fmt::format_to(it, "      <property name=\"skip_steps\" value=\"{}\"/>\n", r.skip_steps);
   fmt::format_to(it, "    </properties>\n");
+  if (!r.refusals.empty()) {
+    fmt::format_to(
+        it, "    <testcase classname=\"pipescope.check\" name=\"comparable-inputs\" time=\"0\"");
+    if (r.refused()) {
+      fmt::format_to(
+          it, ">\n      <error message=\"{}\" type=\"refused\">{}</error>\n    </testcase>\n",
+          markup_escape(fmt::format("the runs are not comparable: {}", r.refusals.front())),
+          markup_escape(reasons));
+    } else {
+      fmt::format_to(
+          it, ">\n      <system-out>{}</system-out>\n    </testcase>\n",
+          markup_escape(fmt::format("compared anyway (--allow-input-warnings):\n{}", reasons)));
+    }
+  }
   for (const ThresholdResult& t : r.thresholds) {
     fmt::format_to(it, "    <testcase classname=\"pipescope.check\" name=\"{}\" time=\"0\"",
                    markup_escape(t.name));

@@ -8,6 +8,9 @@
 //     Valid against the common JUnit schema (testsuites/testsuite/testcase/
 //     failure, with tests/failures/errors/skipped/time counts) that CI
 //     systems (GitHub, GitLab, Jenkins) read.
+// Runs that are not comparable (CheckReport::refusals) get a REFUSED verdict
+// with the reasons in all three (JUnit: a "comparable-inputs" testcase with
+// an <error>); compared anyway, the reasons are a note.
 // Each returns the whole document as a string (reports are small); the
 // caller writes it with AtomicFile.
 #pragma once

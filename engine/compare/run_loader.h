@@ -8,7 +8,8 @@
 //     output folder): that summary.
 //
 // Throws InputError (path and reason) when nothing can be loaded, including a
-// log run without any job line.
+// log run without any job line or with an unreadable input. The input
+// warnings of a log run (load/input_rules.h) are its figures' `warnings`.
 #pragma once
 
 #include <string>

@@ -16,7 +16,7 @@ namespace {
 
 // Every field of these travels; a new field must be added to put_* and get_*
 // below (the sizes catch a forgotten one on the usual 64-bit targets).
-static_assert(sizeof(void*) != 8 || sizeof(InputStats) == 2 * sizeof(std::string) + 6 * 8,
+static_assert(sizeof(void*) != 8 || sizeof(InputStats) == 2 * sizeof(std::string) + 7 * 8,
               "InputStats changed: update put_stats/get_stats");
 static_assert(sizeof(void*) != 8 ||
                   sizeof(Device) == 2 * sizeof(std::string) + 16 + sizeof(JobVector),
@@ -54,6 +54,7 @@ void put_stats(ByteWriter& w, const InputStats& s) {
   w.put(s.oversized);
   w.put(s.partial_last_line_bytes);
   w.str(s.error);
+  w.put(static_cast<std::uint8_t>(s.unreadable ? 1 : 0));
 }
 
 InputStats get_stats(ByteReader& r) {
@@ -66,6 +67,7 @@ InputStats get_stats(ByteReader& r) {
   s.oversized = r.get<std::uint64_t>();
   s.partial_last_line_bytes = r.get<std::uint64_t>();
   s.error = r.str();
+  s.unreadable = r.get<std::uint8_t>() != 0;
   return s;
 }
 

@@ -57,6 +57,14 @@ std::vector<DiagnosticFigures> diagnostic_figures(const Run& run) {
   return out;
 }
 
+std::vector<LeftOutFigures> left_out_figures(const Run& run) {
+  std::vector<LeftOutFigures> out;
+  for (const LeftOutDevice& d : run.left_out) {
+    out.push_back({d.device, d.machine, d.machine_name, d.rank, d.path, d.reason});
+  }
+  return out;
+}
+
 std::string_view type_name(const Run& run, TypeId type) {
   return type < run.types.size() ? std::string_view(run.types.name(type)) : "?";
 }
@@ -233,6 +241,7 @@ SummaryFigures summary_figures(const Run& run, const Metrics& metrics) {
   f.job_types = job_type_figures(run);
   f.inputs = input_figures(run);
   f.diagnostics = diagnostic_figures(run);
+  f.left_out = left_out_figures(run);
   return f;
 }
 

@@ -99,6 +99,19 @@ struct DiagnosticFigures {
   friend bool operator==(const DiagnosticFigures&, const DiagnosticFigures&) = default;
 };
 
+/// A device read but left out of the analysis (model/run.h LeftOutDevice):
+/// not in `devices`, not in D. "left_out" is written only when not empty.
+struct LeftOutFigures {
+  int device = 0;  ///< global device index
+  int machine = 0;
+  std::string machine_name;
+  int rank = 0;
+  std::string path;
+  std::string reason;  ///< "empty_input" or "unreadable_input"
+
+  friend bool operator==(const LeftOutFigures&, const LeftOutFigures&) = default;
+};
+
 // --- the pipeline sections (analysis/pipeline.h) -------------------------------
 
 struct ScheduleFigures {
@@ -320,6 +333,7 @@ struct SummaryFigures {
   std::vector<JobTypeFigures> job_types;  ///< sorted by type
   std::vector<InputFigures> inputs;
   std::vector<DiagnosticFigures> diagnostics;
+  std::vector<LeftOutFigures> left_out;
 
   // The pipeline sections: all set when the run was analysed as a pipeline
   // (`analyze` always does), none otherwise.

@@ -105,6 +105,22 @@ void write_diagnostics(JsonWriter& w, const std::vector<DiagnosticFigures>& diag
   w.end_array();
 }
 
+void write_left_out(JsonWriter& w, const std::vector<LeftOutFigures>& left_out) {
+  w.key("left_out");
+  w.begin_array();
+  for (const LeftOutFigures& d : left_out) {
+    w.begin_object(/*one_line=*/true);
+    w.field("device", d.device);
+    w.field("machine", d.machine);
+    w.field("machine_name", std::string_view(d.machine_name));
+    w.field("rank", d.rank);
+    w.field("path", std::string_view(d.path));
+    w.field("reason", std::string_view(d.reason));
+    w.end_object();
+  }
+  w.end_array();
+}
+
 // --- pipeline sections --------------------------------------------------------
 
 template <typename T>
@@ -374,6 +390,7 @@ void write_summary_json(const SummaryFigures& f, const std::string& path) {
   write_job_types(w, f.job_types);
   write_inputs(w, f.inputs);
   write_diagnostics(w, f.diagnostics);
+  if (!f.left_out.empty()) write_left_out(w, f.left_out);
   if (f.schedule) write_schedule(w, *f.schedule);
   if (f.stages) write_stages(w, *f.stages);
   if (f.bubbles) write_bubbles(w, *f.bubbles);

@@ -224,6 +224,17 @@ DiagnosticFigures read_diagnostic(object d) {
   return f;
 }
 
+LeftOutFigures read_left_out(object d) {
+  LeftOutFigures f;
+  opt(d, "device", f.device);
+  opt(d, "machine", f.machine);
+  opt(d, "machine_name", f.machine_name);
+  opt(d, "rank", f.rank);
+  opt(d, "path", f.path);
+  opt(d, "reason", f.reason);
+  return f;
+}
+
 // --- the pipeline sections -----------------------------------------------------
 
 ScheduleFigures read_schedule(object s) {
@@ -475,6 +486,7 @@ SummaryFigures parse_summary_figures(std::string_view json, const std::string& s
   f.inputs = opt_list<InputFigures>(r, root, "inputs", "an inputs[] entry", read_input);
   f.diagnostics =
       opt_list<DiagnosticFigures>(r, root, "diagnostics", "a diagnostics[] entry", read_diagnostic);
+  f.left_out = opt_list<LeftOutFigures>(r, root, "left_out", "a left_out[] entry", read_left_out);
 
   if (const auto s = opt_object(root, "schedule")) f.schedule = read_schedule(*s);
   if (const auto s = opt_object(root, "stages")) f.stages = read_stages(r, *s);

@@ -67,6 +67,7 @@ FileResult import_ivl_file(const InputFile& input, std::size_t max_diagnostics) 
   callbacks.on_problem = [&](const ivl::Problem& p) {
     const bool whole = p.kind == ivl::ProblemKind::io || p.kind == ivl::ProblemKind::header;
     if (whole) out.stats.error = p.message;
+    if (p.kind == ivl::ProblemKind::io) out.stats.unreadable = true;
     note(p.offset, p.message, whole);
   };
   const ivl::ReadResult result = ivl::read_file(input.path, callbacks);

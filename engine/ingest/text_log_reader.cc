@@ -39,7 +39,8 @@ struct WorkItem {
   bool last_of_file = false;
   ChunkBuffer buffer;
   LineChunk chunk;
-  std::string error;  // the file failed here (open or read)
+  std::string error;        // the file failed here (open or read, or damaged compressed data)
+  bool unreadable = false;  // `error` is an I/O error (open or read), not damaged data
   ChunkScan scan;
 };
 
@@ -75,6 +76,7 @@ class RangeCursor {
     if (next_ == files_.size()) return false;
     item.file = files_[next_];
     item.error.clear();
+    item.unreadable = false;
     item.chunk = {};
     item.range_file.reset();
     item.last_of_file = false;
@@ -91,6 +93,7 @@ class RangeCursor {
       item.last_of_file = offset_ >= file_->size();  // an empty file is one empty range
     } catch (const std::system_error& e) {
       item.error = e.what();
+      item.unreadable = true;
       item.last_of_file = true;
     }
     if (item.last_of_file) {
@@ -147,6 +150,7 @@ class ResultBuilder {
     InputStats& stats = file.result.stats;
     if (!item.error.empty()) {
       stats.error = item.error;
+      stats.unreadable = stats.unreadable || item.unreadable;
       note(f, 0, item.error);
       if (item.last_of_file) progress_.advance(0, 1);
       return;
@@ -277,6 +281,7 @@ void scan_stream(std::size_t file, const InputFile& input, const Prefilter& pref
     item->error = chunker.stream_error();
   } catch (const std::system_error& e) {
     item->error = e.what();
+    item->unreadable = true;
   }
   item->last_of_file = true;
   builder.consume(*item);
@@ -330,6 +335,7 @@ std::vector<FileResult> read_text_logs(const std::vector<InputFile>& inputs,
                                                  options.limits, item->buffer, item->chunk);
                   } catch (const std::system_error& e) {
                     item->error = e.what();
+                    item->unreadable = true;
                   }
                   item->range_file.reset();  // the last range closes the file
                 }

@@ -1,7 +1,10 @@
 // The one way from input paths to an analysed run, used by every command that
 // reads a run (analyze, check, diff, convert): discovery and the device
 // selection, the ingest layer, then clock correction, the metric contract and
-// the pipeline analysis, always in that order.
+// the pipeline analysis, always in that order. Inputs that are unreadable
+// or hold no job follow one rule for every command (load/input_rules.h):
+// an unreadable input is refused unless allowed, a device without a job is
+// left out of D, and the input warnings go with the run.
 //
 // Usage:
 //   std::vector<InputFile> inputs = find_inputs({"logs/"}, "0-3");
@@ -15,6 +18,7 @@
 
 #include "analysis/pipeline.h"
 #include "ingest/ingest.h"
+#include "load/input_rules.h"
 
 namespace pipescope {
 
@@ -25,14 +29,18 @@ struct LoadOptions {
   /// and no pipeline analysis (`convert` writes records with the logged
   /// times; reading them back corrects the clocks as for the logs).
   bool metrics_only = false;
+  /// Unreadable inputs, rank-layout checks (input_rules.h).
+  InputRules inputs;
 };
 
 struct LoadedRun {
   Run run;
   /// The contract's figures (on corrected times unless metrics_only).
   Metrics metrics;
-  /// Empty when metrics_only.
+  /// Empty when metrics_only; else its warnings begin with input_warnings.
   PipelineAnalysis pipeline;
+  /// The input warnings (input_rules.h), also with metrics_only.
+  std::vector<QualityWarning> input_warnings;
 };
 
 /// discover_inputs() and, when `devices` is not empty, select_devices().
@@ -41,12 +49,14 @@ std::vector<InputFile> find_inputs(const std::vector<std::string>& paths,
                                    const std::string& devices = {});
 
 /// Reads `inputs` and analyses them. A run without a single job is returned
-/// as read, with no figures: the caller says so in its own words. Throws
+/// with no figures: the caller says so in its own words. Throws InputError
+/// for an unreadable input (unless options.inputs allows it, input_rules.h),
 /// std::invalid_argument for a bad stage map or imposed clock offset.
 LoadedRun load_run(const std::vector<InputFile>& inputs, const LoadOptions& options);
 
 /// The analysis of a run read elsewhere (rank 0 of `analyze --mpi`), exactly
-/// as load_run does it.
+/// as load_run does it, the input rules included: `run` as merged, one device
+/// per input.
 LoadedRun analyse_run(Run run, const LoadOptions& options);
 
 }  // namespace pipescope

@@ -40,11 +40,18 @@ struct InputStats {
   std::uint64_t malformed = 0;
   /// Lines longer than the reader's limit (skipped unread).
   std::uint64_t oversized = 0;
-  /// Set when the file could not be read at all (or stopped being readable).
+  /// Set when the file could not be read at all (or stopped being readable),
+  /// or when its compressed data or records are damaged (what was decoded
+  /// before the damage is kept).
   std::string error;
   /// Bytes of a last line without its '\n' (a file still being written, or
   /// cut off): counted in `lines` and `bytes`, never parsed, not an error.
   std::uint64_t partial_last_line_bytes = 0;
+  /// The file could not be opened, or reading it failed (an I/O error, not
+  /// damaged content): what was read of it cannot be trusted to be the run's.
+  /// load_run refuses such an input, or leaves its device out (docs/guide.md,
+  /// "Missing, unreadable and empty ranks").
+  bool unreadable = false;
 };
 
 /// A problem found in one line of one input (a skipped line), kept for the
@@ -57,6 +64,20 @@ struct Diagnostic {
 
   /// "path:line" or, for a whole-file problem, "path".
   std::string location() const;
+};
+
+/// A device whose input was read but is not analysed (load/input_rules.h):
+/// it is not in Run::devices, so not in D; its input keeps its InputStats.
+struct LeftOutDevice {
+  /// The device's place (Device::index, machine, machine_name, rank, path).
+  int device = 0;
+  int machine = 0;
+  std::string machine_name;
+  int rank = 0;
+  std::string path;
+  /// Why: "empty_input" (no job at all) or "unreadable_input" (an I/O error;
+  /// left out only when the caller allows it).
+  std::string reason;
 };
 
 /// Interns job type names so each Job stores a small id.
@@ -84,6 +105,8 @@ struct Run {
   std::optional<std::int64_t> first_step;
   /// The first few problems of each input (see LogScanOptions), in input order.
   std::vector<Diagnostic> diagnostics;
+  /// Devices read but not analysed, in input order (load_run decides).
+  std::vector<LeftOutDevice> left_out;
 
   std::uint64_t job_count() const;
   /// Sorts every device's jobs into start order.

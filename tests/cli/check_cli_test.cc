@@ -20,8 +20,10 @@ using testing::TempDir;
 
 std::string sample(const char* name) { return std::string(PIPESCOPE_TESTDATA) + "/" + name; }
 
-// Two simulated runs: the current one has fewer micro-batches per step, so
-// its pipeline bubbles are larger (a regression of the bubble ratio).
+// Two simulated runs of the same shape (P = 4, M = 8): the current one has a
+// stage twice as slow, so its pipeline bubbles are larger (a regression of
+// the bubble ratio). A third with fewer micro-batches (M = 4) has another
+// shape: check refuses to compare it (docs/guide.md, "Comparable runs only").
 class CheckCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -31,8 +33,14 @@ class CheckCli : public ::testing::Test {
         run_cli("simulate -o " + shell_quote(*dir_ / "base") + common + "--micro-batches 8").status,
         0);
     ASSERT_EQ(
-        run_cli("simulate -o " + shell_quote(*dir_ / "cur") + common + "--micro-batches 4").status,
+        run_cli("simulate -o " + shell_quote(*dir_ / "cur") + common +
+                "--micro-batches 8 --slow-stage 2:2")
+            .status,
         0);
+    ASSERT_EQ(run_cli("simulate -o " + shell_quote(*dir_ / "fewer-mb") + common +
+                      "--micro-batches 4")
+                  .status,
+              0);
     ASSERT_EQ(run_cli("analyze -q --no-trace " + shell_quote(*dir_ / "base") + " -o " +
                       shell_quote(*dir_ / "base-out"))
                   .status,
@@ -100,6 +108,22 @@ TEST_F(CheckCli, RegressionFailsWithMarkdownAndJunit) {
   const CommandResult v = run_command("python3 " + shell_quote(script_path) + " " +
                                       shell_quote(out / "junit.xml") + " 2>&1");
   EXPECT_EQ(v.status, 0) << v.output << read_file(out / "junit.xml");
+}
+
+TEST_F(CheckCli, AnotherShapeIsRefusedUnlessAllowed) {
+  const std::string args = "check " + shell_quote(*dir_ / "fewer-mb") + " -b " +
+                           shell_quote(*dir_ / "base-out") + " --max-bubble-ratio 0.9";
+  const CommandResult r = run_cli(args);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("pipescope check: REFUSED"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("not comparable: micro-batch count (M) differs: baseline 8, current 4"),
+            std::string::npos)
+      << r.output;
+  const CommandResult allowed = run_cli(args + " --allow-input-warnings");
+  EXPECT_EQ(allowed.status, 0) << allowed.output;
+  EXPECT_NE(allowed.output.find("note: compared anyway: micro-batch count (M) differs"),
+            std::string::npos)
+      << allowed.output;
 }
 
 TEST_F(CheckCli, ConfigFileThresholds) {

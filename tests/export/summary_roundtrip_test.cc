@@ -71,6 +71,7 @@ void expect_all_set(const MachineClockFigures& x);
 void expect_all_set(const MachinePairFigures& x);
 void expect_all_set(const ClockFigures& x);
 void expect_all_set(const WarningFigures& x);
+void expect_all_set(const LeftOutFigures& x);
 void expect_all_set(const SummaryFigures& x);
 
 template <typename T>
@@ -209,15 +210,20 @@ void expect_all_set(const WarningFigures& x) {
   const auto& [a, b, c, d, e] = x;
   expect_set("WarningFigures", a, b, c, d, e);
 }
+void expect_all_set(const LeftOutFigures& x) {
+  const auto& [a, b, c, d, e, f] = x;
+  expect_set("LeftOutFigures", a, b, c, d, e, f);
+}
 void expect_all_set(const SummaryFigures& x) {
-  const auto& [a, b, c, d, devices, steps, job_types, inputs, diagnostics, schedule, stages,
-               bubbles, bottleneck, critical_path, clock, warnings] = x;
+  const auto& [a, b, c, d, devices, steps, job_types, inputs, diagnostics, left_out, schedule,
+               stages, bubbles, bottleneck, critical_path, clock, warnings] = x;
   expect_set("SummaryFigures", a, b, c, d);
   expect_all_set(devices);
   expect_all_set(steps);
   expect_all_set(job_types);
   expect_all_set(inputs);
   expect_all_set(diagnostics);
+  expect_all_set(left_out);
   expect_all_set(schedule);
   expect_all_set(stages);
   expect_all_set(bubbles);
@@ -243,6 +249,8 @@ SummaryFigures every_field() {
   f.inputs = {{"/logs/machine1/workerlog.2", 1u << 31, 12, 5, 1, 2, 17, "read failed"},
               {"/logs/machine1/workerlog.3", 18'446'744'073'709'551'615u, 1, 1, 1, 1, 1, "x"}};
   f.diagnostics = {{"/logs/machine1/workerlog.2", 3, "malformed job line"}};
+  f.left_out = {{5, 1, "machine1", 4, "/logs/machine1/workerlog.4", "empty_input"},
+                {6, 2, "machine2", 1, "/logs/machine2/workerlog.1", "unreadable_input"}};
   f.schedule = ScheduleFigures{"ZB-H1", true, 4, 8, 2, 3, 2, 11, 22, 33, 0.125, 0.0625, -0.5};
   f.stages = StagesFigures{
       "tp",
@@ -286,6 +294,7 @@ void expect_same(const SummaryFigures& got, const SummaryFigures& want) {
   EXPECT_TRUE(got.job_types == want.job_types);
   EXPECT_TRUE(got.inputs == want.inputs);
   EXPECT_TRUE(got.diagnostics == want.diagnostics);
+  EXPECT_TRUE(got.left_out == want.left_out);
   EXPECT_TRUE(got.schedule == want.schedule);
   EXPECT_TRUE(got.stages == want.stages);
   EXPECT_TRUE(got.bubbles == want.bubbles);
@@ -315,6 +324,7 @@ TEST(SummaryRoundTrip, UnsetAndNullFieldsComeBackUnset) {
   SummaryFigures f = every_field();
   f.job_types[0].total_ns.reset();
   f.inputs[0].error.clear();
+  f.left_out.clear();  // written only when not empty
   f.schedule.reset();
   f.stages.reset();
   f.bubbles.reset();

@@ -8,8 +8,10 @@
 # two-machine run, sent in tiny messages so every file takes many batches),
 # local (per-node folders read with --local; PIPESCOPE_NODE places the ranks
 # on two "nodes", and a template without {node} is one shared folder read
-# once), failure (an unreadable file: warning, same figures; --strict: exit 2;
-# a missing node folder), hang (a rank blocked on a FIFO: abort, no hang).
+# once), failure (an unreadable file: exit 2 naming it, as a single process;
+# with --allow-missing a warning and the single-process figures, --strict:
+# exit 2; a missing node folder: exit 2, with --allow-missing the other
+# nodes' figures), hang (a rank blocked on a FIFO: abort, no hang).
 set -eu
 cli=$1
 mpirun=$2
@@ -100,18 +102,29 @@ case $case in
     cp -r "$testdata/multi" "$work/logs"
     rm "$work/logs/machine1/workerlog.1"
     ln -s "$work/nowhere" "$work/logs/machine1/workerlog.1"  # listed, cannot be opened
-    reference "$work/ref" "$work/logs"
-    mpi 2 "$work/warn" "$work/logs" || fail "unreadable file should not fail: $(cat "$work/warn.log")"
+    status=0
+    mpi 2 "$work/refused" "$work/logs" || status=$?
+    [ "$status" -eq 2 ] || fail "unreadable file: exit status $status, expected 2: $(cat "$work/refused.log")"
+    grep -q "$work/logs/machine1/workerlog.1" "$work/refused.log" ||
+      fail "no error naming the file: $(cat "$work/refused.log")"
+    [ ! -e "$work/refused/summary.json" ] || fail "unreadable file: summary.json written"
+    reference "$work/ref" "$work/logs" --allow-missing
+    mpi 2 "$work/warn" "$work/logs" --allow-missing ||
+      fail "--allow-missing should not fail: $(cat "$work/warn.log")"
     same_as "$work/ref" "$work/warn"
     grep -q "could not read $work/logs/machine1/workerlog.1" "$work/warn.log" ||
       fail "no warning naming the file: $(cat "$work/warn.log")"
     status=0
-    mpi 2 "$work/strict" "$work/logs" --strict || status=$?
+    mpi 2 "$work/strict" "$work/logs" --strict --allow-missing || status=$?
     [ "$status" -eq 2 ] || fail "--strict: exit status $status, expected 2: $(cat "$work/strict.log")"
-    # A node whose --local folder is missing: warning, the other nodes' figures.
+    # A node whose --local folder is missing: exit 2; with --allow-missing a
+    # warning and the other nodes' figures.
+    status=0
+    on_nodes 3 3 "$work/nodes-refused" --local "$testdata/multi/machine{node}" || status=$?
+    [ "$status" -eq 2 ] || fail "missing node folder: exit status $status, expected 2: $(cat "$work/nodes-refused.log")"
     reference "$work/ref-nodes" "$testdata/multi/machine0" "$testdata/multi/machine1"
-    on_nodes 3 3 "$work/nodes" --local "$testdata/multi/machine{node}" ||
-      fail "missing node folder should not fail: $(cat "$work/nodes.log")"
+    on_nodes 3 3 "$work/nodes" --local "$testdata/multi/machine{node}" --allow-missing ||
+      fail "missing node folder with --allow-missing should not fail: $(cat "$work/nodes.log")"
     same_as "$work/ref-nodes" "$work/nodes"
     grep -q "node 2) could not list its --local folder" "$work/nodes.log" ||
       fail "no warning naming node 2: $(cat "$work/nodes.log")"

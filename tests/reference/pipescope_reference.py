@@ -13,6 +13,8 @@ the second opinion the end-to-end tests compare the real tool against.
 
 LIST is a comma-separated list of global device indices or ranges (`0,2-3`);
 only those devices are analysed (D counts them) and only their inputs listed.
+A device whose log holds no job is left out of D and listed in "left_out"
+(docs/guide.md, "Missing, unreadable and empty ranks").
 """
 
 import argparse
@@ -218,7 +220,7 @@ def ratio(numerator, denominator):
 
 
 def analyse(paths, device_filter=None):
-    devices, inputs, first_steps = [], [], []
+    devices, inputs, first_steps, left_out = [], [], [], []
     for index, (machine, name, rank, path) in enumerate(discover(paths)):
         if device_filter is not None and index not in device_filter:
             continue
@@ -226,6 +228,10 @@ def analyse(paths, device_filter=None):
         inputs.append(stats)
         if first_step is not None:
             first_steps.append(first_step)
+        if not jobs:
+            left_out.append({"device": index, "machine": machine, "machine_name": name,
+                             "rank": rank, "path": str(path), "reason": "empty_input"})
+            continue
         jobs.sort(key=lambda j: (j["start"], j["end"], j["line"]))
         step_of, steps = assign_steps(jobs)
         devices.append({"device": index, "machine": machine, "machine_name": name,
@@ -287,7 +293,7 @@ def analyse(paths, device_filter=None):
         for j in d["jobs"]:
             type_counts[j["type"]] = type_counts.get(j["type"], 0) + 1
             type_totals[j["type"]] = type_totals.get(j["type"], 0) + j["end"] - j["start"]
-    return {
+    summary = {
         "schema": "pipescope.summary/1",
         "jobs": sum(len(d["jobs"]) for d in devices),
         "first_step": first_step,
@@ -299,6 +305,9 @@ def analyse(paths, device_filter=None):
                       for t, n in sorted(type_counts.items())],
         "inputs": inputs,
     }
+    if left_out:
+        summary["left_out"] = left_out
+    return summary
 
 
 def main():

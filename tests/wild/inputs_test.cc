@@ -45,12 +45,27 @@ TEST(WildInputs, SymlinkLoopAndDanglingLinkAreReportedNotSkippedSilently) {
       << run.inputs[1].error;
   EXPECT_NE(run.inputs[2].error.find("No such file or directory"), std::string::npos)
       << run.inputs[2].error;
-  // And end to end: analysis still runs, the table names both problems.
+  EXPECT_TRUE(run.inputs[1].unreadable);
+  EXPECT_TRUE(run.inputs[2].unreadable);
+  // And end to end: inputs that cannot be read are an input error naming
+  // both, before anything is written (not two devices idle all run)...
+  const auto refused = run_cli("analyze " + shell_quote(dir / "logs") + " -o " +
+                               shell_quote(dir / "out") + " --no-trace");
+  EXPECT_EQ(refused.status, 2) << refused.output;
+  EXPECT_NE(refused.output.find("cannot read 2 of 3 input files"), std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("Too many levels of symbolic links"), std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find(dir / "logs/workerlog.2"), std::string::npos) << refused.output;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  // ...and with --allow-missing the analysis runs on the one readable device,
+  // the table naming both problems.
   const auto result = run_cli("analyze " + shell_quote(dir / "logs") + " -o " +
-                              shell_quote(dir / "out") + " --no-trace");
+                              shell_quote(dir / "out") + " --no-trace --allow-missing");
   EXPECT_EQ(result.status, 0) << result.output;
   EXPECT_NE(result.output.find("Too many levels of symbolic links"), std::string::npos)
       << result.output;
+  EXPECT_NE(result.output.find("which cover 1 of 3 devices"), std::string::npos) << result.output;
   // A machineK folder link back onto its own folder: discovery goes one level
   // deep only, so no endless walk; the same files seen twice are named.
   fs::create_symlink(".", dir / "logs/machine0");

@@ -1,0 +1,199 @@
+#include "load/input_rules.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <utility>
+
+#include "analysis/job_kind.h"
+#include "model/errors.h"
+
+namespace pipescope {
+
+namespace {
+
+std::string plural(std::size_t n, std::string_view word) {
+  return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
+}
+
+/// "machine1 (logs/machine1)" or "machine 0 (logs)": the machine as a
+/// person finds it, from one of its devices.
+std::string machine_label(const Device& device) {
+  const std::string folder = std::filesystem::path(device.path).parent_path().string();
+  const std::string name =
+      device.machine_name.empty() ? fmt::format("machine {}", device.machine) : device.machine_name;
+  return folder.empty() ? name : fmt::format("{} ({})", name, folder);
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+}  // namespace
+
+bool is_input_warning(std::string_view code) {
+  return std::find(std::begin(kInputWarningCodes), std::end(kInputWarningCodes), code) !=
+         std::end(kInputWarningCodes);
+}
+
+void refuse_unreadable(const Run& run, const InputRules& rules) {
+  if (rules.allow_unreadable) return;
+  std::vector<const InputStats*> bad;
+  for (const InputStats& input : run.inputs) {
+    if (input.unreadable) bad.push_back(&input);
+  }
+  if (bad.empty()) return;
+  std::string message =
+      fmt::format("cannot read {} of {} input files", bad.size(), run.inputs.size());
+  if (bad.size() == 1) message = "cannot read an input file";
+  for (const InputStats* input : bad)
+    message += fmt::format("\n  {}: {}", input->path, input->error);
+  message += "\nan input that cannot be read is not analysed as a device idle all run";
+  if (!rules.allow_unreadable_advice.empty())
+    message += fmt::format("; {}", rules.allow_unreadable_advice);
+  throw InputError(message);
+}
+
+std::vector<QualityWarning> check_rank_layout(const Run& run) {
+  std::vector<QualityWarning> warnings;
+  // Machine ordinal -> its devices' positions, in rank order.
+  std::map<int, std::vector<const Device*>> machines;
+  for (const Device& device : run.devices) machines[device.machine].push_back(&device);
+  for (auto& [machine, devices] : machines) {
+    std::sort(devices.begin(), devices.end(),
+              [](const Device* a, const Device* b) { return a->rank < b->rank; });
+    std::vector<int> missing;
+    int expected = 0;
+    for (const Device* device : devices) {
+      for (; expected < device->rank; ++expected) missing.push_back(expected);
+      expected = std::max(expected, device->rank + 1);
+    }
+    if (missing.empty()) continue;
+    std::vector<int> found;
+    for (const Device* device : devices) found.push_back(device->rank);
+    warnings.push_back(
+        {"rank_gap",
+         fmt::format("{}: no input for rank{} {} (ranks found: {}); a log not copied, or a rank "
+                     "that never started?",
+                     machine_label(*devices.front()), missing.size() == 1 ? "" : "s",
+                     fmt::join(missing, ", "), fmt::join(found, ", ")),
+         -1, -1, static_cast<std::uint64_t>(missing.size())});
+  }
+  if (machines.size() < 2) return warnings;
+  // The usual rank count: the most common one (the larger on a tie).
+  std::map<std::size_t, std::size_t> machines_with;
+  for (const auto& [machine, devices] : machines) ++machines_with[devices.size()];
+  std::size_t usual = 0;
+  std::size_t most = 0;
+  for (const auto& [count, n] : machines_with) {
+    if (n >= most) {
+      usual = count;
+      most = n;
+    }
+  }
+  for (const auto& [machine, devices] : machines) {
+    if (devices.size() == usual) continue;
+    const std::size_t diff =
+        devices.size() > usual ? devices.size() - usual : usual - devices.size();
+    warnings.push_back({"uneven_ranks",
+                        fmt::format("{} has {}, {} of the run's {} machines have {}",
+                                    machine_label(*devices.front()), plural(devices.size(), "rank"),
+                                    most, machines.size(), usual),
+                        -1, -1, static_cast<std::uint64_t>(diff)});
+  }
+  return warnings;
+}
+
+std::vector<QualityWarning> leave_out_devices(Run& run) {
+  std::vector<QualityWarning> warnings;
+  if (run.devices.size() != run.inputs.size()) return warnings;  // not as merged: nothing to match
+  std::size_t kept_count = 0;
+  for (std::size_t i = 0; i < run.devices.size(); ++i) {
+    if (!run.inputs[i].unreadable && !run.devices[i].jobs.empty()) ++kept_count;
+  }
+  const std::size_t total = run.devices.size();
+  std::vector<Device> kept;
+  kept.reserve(kept_count);
+  for (std::size_t i = 0; i < total; ++i) {
+    Device& device = run.devices[i];
+    const InputStats& input = run.inputs[i];
+    if (!input.unreadable && !device.jobs.empty()) {
+      kept.push_back(std::move(device));
+      continue;
+    }
+    const std::string reason = input.unreadable ? "unreadable_input" : "empty_input";
+    const std::string message =
+        input.unreadable
+            ? fmt::format(
+                  "could not read {} ({}): device {} is LEFT OUT of every figure, "
+                  "which cover {} of {} devices",
+                  input.path, input.error, device.index, kept_count, total)
+            : fmt::format(
+                  "{} holds no job{}: device {} is left out of the figures (not counted "
+                  "as a device idle all run)",
+                  input.path, input.error.empty() ? "" : fmt::format(" ({})", input.error),
+                  device.index);
+    warnings.push_back(
+        {reason, message, device.index, -1, static_cast<std::uint64_t>(device.jobs.size())});
+    run.left_out.push_back(
+        {device.index, device.machine, device.machine_name, device.rank, device.path, reason});
+  }
+  run.devices = std::move(kept);
+  return warnings;
+}
+
+std::vector<QualityWarning> check_short_devices(const Run& run, const Metrics& metrics,
+                                                const StageMap& stages) {
+  std::vector<QualityWarning> warnings;
+  const std::size_t n = run.devices.size();
+  if (n < 2 || metrics.devices.size() != n || metrics.job_step.size() != n ||
+      stages.stage_of.size() != n) {
+    return warnings;
+  }
+  std::vector<bool> compute(run.types.size());
+  for (TypeId t = 0; t < run.types.size(); ++t) {
+    const JobKind kind = classify_job_type(run.types.name(t));
+    compute[t] =
+        kind == JobKind::forward || kind == JobKind::backward || kind == JobKind::optimizer;
+  }
+  // Compute jobs in steps, per step the device has.
+  std::vector<double> rate(n, 0);
+  for (std::size_t d = 0; d < n; ++d) {
+    const JobVector& jobs = run.devices[d].jobs;
+    std::uint64_t count = 0;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      if (metrics.job_step[d][i] >= 0 && compute[jobs[i].type]) ++count;
+    }
+    const std::int64_t steps = metrics.devices[d].steps;
+    rate[d] = steps > 0 ? static_cast<double>(count) / static_cast<double>(steps) : 0;
+  }
+  for (std::size_t d = 0; d < n; ++d) {
+    const std::vector<std::size_t>& stage =
+        stages.devices[static_cast<std::size_t>(stages.stage_of[d])];
+    const bool own_stage = stage.size() < 2;
+    std::vector<double> peers;
+    for (std::size_t p = 0; p < n; ++p) {
+      if (p == d) continue;
+      if (!own_stage && stages.stage_of[p] != stages.stage_of[d]) continue;
+      peers.push_back(rate[p]);
+    }
+    if (peers.empty()) continue;
+    const double usual = median(peers);
+    if (usual < 2 || rate[d] >= usual / 2) continue;
+    const Device& device = run.devices[d];
+    warnings.push_back(
+        {"short_device",
+         fmt::format("device {} ({}): {:.1f} forward/backward/optimizer jobs per step, its {} "
+                     "{:.1f} (a log that lost lines, or a rank that logs only part of its jobs?)",
+                     device.index, device.path, rate[d],
+                     own_stage ? "peers (the other devices)" : "stage peers", usual),
+         device.index, stages.stage_of[d], static_cast<std::uint64_t>(device.jobs.size())});
+  }
+  return warnings;
+}
+
+}  // namespace pipescope

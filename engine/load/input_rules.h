@@ -1,0 +1,78 @@
+// What the analysis does with a rank that is missing, unreadable or empty
+// (docs/guide.md, "Missing, unreadable and empty ranks"): one rule for every
+// command, applied by load_run. Each finding is a warning with its code
+// (summary.json "warnings", and stderr):
+//   unreadable_input  an input that could not be opened or read (an I/O error,
+//                     not damaged content): refused (InputError) unless the
+//                     caller allows it; then its device is left out of D
+//   empty_input       an input without a single job (an empty file, a rank
+//                     that never ran a job): its device is left out of D
+//                     instead of counting as a device idle all run
+//   rank_gap          a machine whose rank numbers skip some (workerlog.0, 1,
+//                     3): the missing ranks are named
+//   uneven_ranks      a machine with another number of ranks than most
+//                     machines of the run
+//   short_device      a device that ran far fewer compute jobs per step (less
+//                     than half) than its stage peers (every other device
+//                     when each device is its own stage)
+// A left-out device is listed in Run::left_out; its input keeps its stats.
+//
+// Usage (load_run does this):
+//   refuse_unreadable(run, rules);               // throws InputError
+//   auto warnings = check_rank_layout(run);      // before leaving devices out
+//   append(warnings, leave_out_devices(run));
+//   ... analyse ...
+//   append(warnings, check_short_devices(run, metrics, stages));
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/data_quality.h"
+#include "analysis/metrics.h"
+#include "analysis/stage_map.h"
+#include "model/run.h"
+
+namespace pipescope {
+
+/// The codes above: the input warnings `check` refuses to compare.
+inline constexpr std::string_view kInputWarningCodes[] = {
+    "unreadable_input", "empty_input", "rank_gap", "uneven_ranks", "short_device"};
+
+/// True for one of kInputWarningCodes.
+bool is_input_warning(std::string_view code);
+
+struct InputRules {
+  /// Leave an unreadable input's device out (with a warning) instead of
+  /// refusing the run.
+  bool allow_unreadable = false;
+  /// Appended to the refusal: how the caller allows it, in its own words
+  /// (e.g. "pass --allow-missing to leave them out"); empty: nothing.
+  std::string allow_unreadable_advice;
+  /// Look for rank gaps and uneven machines. Off when the caller selected
+  /// devices: a selection leaves gaps on purpose.
+  bool check_layout = true;
+};
+
+/// Throws InputError naming every unreadable input (path and error) unless
+/// `rules.allow_unreadable`.
+void refuse_unreadable(const Run& run, const InputRules& rules);
+
+/// rank_gap and uneven_ranks warnings, from the devices of `run` as read
+/// (call it before leave_out_devices: an empty input is a rank present).
+std::vector<QualityWarning> check_rank_layout(const Run& run);
+
+/// Moves every device whose input is unreadable or holds no job from
+/// run.devices to run.left_out, with an unreadable_input or empty_input
+/// warning each. `run.devices` must still hold one device per input, in
+/// input order (as the merge builds it). Call refuse_unreadable first.
+std::vector<QualityWarning> leave_out_devices(Run& run);
+
+/// short_device warnings: devices (positions in run.devices, as `metrics`
+/// and `stages`) whose forward, backward and optimizer jobs per step of
+/// their own are less than half the median of their stage peers'.
+std::vector<QualityWarning> check_short_devices(const Run& run, const Metrics& metrics,
+                                                const StageMap& stages);
+
+}  // namespace pipescope
