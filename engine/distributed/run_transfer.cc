@@ -25,7 +25,7 @@ static_assert(sizeof(Job) == 40, "Job changed: records travel as 40-byte copies"
 
 enum Record : std::uint8_t { kFile = 2, kJobs = 3 };
 
-constexpr std::size_t kJobsHeader = 1 + 8 + 4;   // kind, file, count
+constexpr std::size_t kJobsHeader = 1 + 8 + 4;  // kind, file, count
 
 void put_device(ByteWriter& w, const Device& d) {
   w.put(static_cast<std::int32_t>(d.index));

@@ -1,5 +1,7 @@
 #include "ingest/discovery.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <charconv>
 #include <climits>
@@ -7,8 +9,6 @@
 #include <map>
 #include <set>
 #include <system_error>
-
-#include <fmt/core.h>
 
 #include "ingest/input_formats.h"
 #include "records/ivl_reader.h"
@@ -274,8 +274,8 @@ std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths) {
     std::error_code ec;
     const auto status = fs::status(path, ec);
     if (ec || !fs::exists(status)) {
-      throw InputError(fmt::format("{}: {}", text,
-                                   ec ? ec.message() : std::string("no such file or folder")));
+      throw InputError(
+          fmt::format("{}: {}", text, ec ? ec.message() : std::string("no such file or folder")));
     }
     if (fs::is_directory(status)) {
       add_folder(path, machines);
@@ -301,8 +301,8 @@ std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths) {
                      [](const InputFile& a, const InputFile& b) { return a.rank < b.rank; });
     for (std::size_t i = 0; i < ranks.size(); ++i) {
       if (i > 0 && ranks[i].rank == ranks[i - 1].rank) {
-        throw InputError(fmt::format("{} and {} are both rank {} of one machine",
-                                     ranks[i - 1].path, ranks[i].path, ranks[i].rank));
+        throw InputError(fmt::format("{} and {} are both rank {} of one machine", ranks[i - 1].path,
+                                     ranks[i].path, ranks[i].rank));
       }
       std::error_code ec;
       const auto canonical = fs::weakly_canonical(ranks[i].path, ec).string();
@@ -351,7 +351,8 @@ std::vector<int> parse_device_list(std::string_view text) {
   return devices;
 }
 
-std::vector<InputFile> select_devices(std::vector<InputFile> inputs, const std::vector<int>& devices) {
+std::vector<InputFile> select_devices(std::vector<InputFile> inputs,
+                                      const std::vector<int>& devices) {
   std::vector<InputFile> kept;
   for (const int d : devices) {
     auto it = std::find_if(inputs.begin(), inputs.end(),

@@ -60,6 +60,7 @@ std::vector<int> parse_device_list(std::string_view text);
 /// Keeps the inputs whose device index is in `devices` (the analysed set);
 /// they keep their global device index. Throws InputError when a selected
 /// device does not exist.
-std::vector<InputFile> select_devices(std::vector<InputFile> inputs, const std::vector<int>& devices);
+std::vector<InputFile> select_devices(std::vector<InputFile> inputs,
+                                      const std::vector<int>& devices);
 
 }  // namespace pipescope

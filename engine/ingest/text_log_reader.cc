@@ -1,5 +1,6 @@
 #include "ingest/text_log_reader.h"
 
+#include <fmt/core.h>
 #include <tbb/concurrent_queue.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/info.h>
@@ -7,12 +8,10 @@
 #include <tbb/task_group.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <optional>
-#include <filesystem>
 #include <system_error>
-
-#include <fmt/core.h>
 
 #include "ingest/ingest.h"
 #include "scan/chunk_scanner.h"
@@ -189,18 +188,20 @@ class ResultBuilder {
       // over-estimate are never touched, so they cost no memory.
       const double per_byte = static_cast<double>(scan.jobs.size()) /
                               static_cast<double>(std::max<std::size_t>(item.chunk.text.size(), 1));
-      jobs.reserve(static_cast<std::size_t>(per_byte * 1.1 *
-                                            static_cast<double>(inputs_[f].size_bytes)) +
-                   scan.jobs.size());
+      jobs.reserve(
+          static_cast<std::size_t>(per_byte * 1.1 * static_cast<double>(inputs_[f].size_bytes)) +
+          scan.jobs.size());
     }
     file.type_map.clear();
-    for (const std::string& name : scan.types) file.type_map.push_back(file.result.types.intern(name));
+    for (const std::string& name : scan.types)
+      file.type_map.push_back(file.result.types.intern(name));
     const std::size_t first = jobs.size();
     jobs.insert(jobs.end(), scan.jobs.begin(), scan.jobs.end());
     for (std::size_t i = first; i < jobs.size(); ++i) {
       Job& job = jobs[i];
       job.type = file.type_map[job.type];
-      job.line = static_cast<std::uint32_t>(std::min<std::uint64_t>(base + job.line + 1, UINT32_MAX));
+      job.line =
+          static_cast<std::uint32_t>(std::min<std::uint64_t>(base + job.line + 1, UINT32_MAX));
     }
     if (item.chunk.skipped_after) bytes += skip_line(f, *item.chunk.skipped_after);
     progress_.advance(bytes, item.last_of_file ? 1 : 0);
@@ -291,8 +292,9 @@ void scan_stream(std::size_t file, const InputFile& input, const Prefilter& pref
 
 std::vector<FileResult> read_text_logs(const std::vector<InputFile>& inputs,
                                        const IngestOptions& options, ProgressMeter& progress) {
-  const unsigned threads =
-      options.threads > 0 ? options.threads : static_cast<unsigned>(tbb::info::default_concurrency());
+  const unsigned threads = options.threads > 0
+                               ? options.threads
+                               : static_cast<unsigned>(tbb::info::default_concurrency());
   const Prefilter prefilter;
   tbb::enumerable_thread_specific<Prefilter::Scratch> scratches(
       [&prefilter] { return Prefilter::Scratch(prefilter); });
@@ -315,24 +317,23 @@ std::vector<FileResult> read_text_logs(const std::vector<InputFile>& inputs,
 
   tbb::parallel_pipeline(
       max_in_flight,
-      tbb::make_filter<void, WorkItem*>(
-          tbb::filter_mode::serial_in_order,
-          [&](tbb::flow_control& flow) -> WorkItem* {
-            WorkItem* item = pool.acquire();
-            if (!cursor.next(*item)) {
-              pool.release(item);
-              flow.stop();
-              return nullptr;
-            }
-            return item;
-          }) &
+      tbb::make_filter<void, WorkItem*>(tbb::filter_mode::serial_in_order,
+                                        [&](tbb::flow_control& flow) -> WorkItem* {
+                                          WorkItem* item = pool.acquire();
+                                          if (!cursor.next(*item)) {
+                                            pool.release(item);
+                                            flow.stop();
+                                            return nullptr;
+                                          }
+                                          return item;
+                                        }) &
           tbb::make_filter<WorkItem*, WorkItem*>(
               tbb::filter_mode::parallel,
               [&](WorkItem* item) {
                 if (item->range_file) {
                   try {
-                    item->range_file->read_lines(item->range_begin, item->range_end,
-                                                 options.limits, item->buffer, item->chunk);
+                    item->range_file->read_lines(item->range_begin, item->range_end, options.limits,
+                                                 item->buffer, item->chunk);
                   } catch (const std::system_error& e) {
                     item->error = e.what();
                     item->unreadable = true;
@@ -342,11 +343,10 @@ std::vector<FileResult> read_text_logs(const std::vector<InputFile>& inputs,
                 scan_item(*item, prefilter, scratches.local(), options);
                 return item;
               }) &
-          tbb::make_filter<WorkItem*, void>(tbb::filter_mode::serial_in_order,
-                                            [&](WorkItem* item) {
-                                              builder.consume(*item);
-                                              pool.release(item);
-                                            }));
+          tbb::make_filter<WorkItem*, void>(tbb::filter_mode::serial_in_order, [&](WorkItem* item) {
+            builder.consume(*item);
+            pool.release(item);
+          }));
   streams.wait();
   return builder.finish();
 }

@@ -34,7 +34,8 @@ ssize_t pread_full(int fd, void* buffer, std::size_t size, std::uint64_t offset,
   std::size_t filled = 0;
   auto* bytes = static_cast<char*>(buffer);
   while (filled < size) {
-    const ssize_t n = ::pread(fd, bytes + filled, size - filled, static_cast<off_t>(offset + filled));
+    const ssize_t n =
+        ::pread(fd, bytes + filled, size - filled, static_cast<off_t>(offset + filled));
     if (n == 0) break;
     if (n < 0) {
       if (errno == EINTR) continue;

@@ -1,5 +1,7 @@
 // The format table (by name, then by sniffing the first bytes) and the one
 // merge of per-file results into a Run.
+#include "ingest/input_formats.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,7 +10,6 @@
 
 #include "ingest/discovery.h"
 #include "ingest/ingest.h"
-#include "ingest/input_formats.h"
 #include "ingest/run_merge.h"
 #include "records/ivl_writer.h"
 #include "support/temp_dir.h"
