@@ -162,7 +162,9 @@ std::optional<std::int64_t> parse_duration_ns(std::string_view text) {
     place /= 10;
     fraction += (c - '0') * place;
   }
-  if (value > kMax / scale) return std::nullopt;
+  // Whole and fraction together must fit: value * scale alone may fit while
+  // adding the fraction overflows (9223372036.9s).
+  if (value > kMax / scale || fraction > kMax - value * scale) return std::nullopt;
   const std::int64_t ns = value * scale + fraction;
   return negative ? -ns : ns;
 }
