@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <unordered_set>
 #include <utility>
 
 namespace pipescope {
@@ -78,12 +79,14 @@ std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
     std::vector<std::pair<JobRef, bool>> chain;  // backwards
     JobRef at = *last[k];
     bool via = false;
-    // Each hop moves to an earlier-ending job; the cap guards odd data.
-    std::size_t budget = 0;
-    for (std::size_t d = 0; d < devices; ++d) budget += run.devices[d].jobs.size();
+    // A path is a chain of distinct jobs. On sound data each hop moves to an
+    // earlier-ending job; with a wrong stage map the implied dependencies and
+    // the devices' job orders can form a cycle, which must not be walked.
+    std::unordered_set<std::uint64_t> on_chain;
+    auto key = [](JobRef r) { return (std::uint64_t{r.device} << 32) | r.job; };
     while (true) {
       chain.emplace_back(at, via);
-      if (budget-- == 0) break;
+      on_chain.insert(key(at));
       std::optional<JobRef> previous;
       if (at.job > 0 && metrics.job_step[at.device][at.job - 1] == static_cast<std::int32_t>(k)) {
         previous = JobRef{at.device, at.job - 1};
@@ -93,6 +96,8 @@ std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
                     metrics.job_step[input->device][input->job] != static_cast<std::int32_t>(k))) {
         input.reset();
       }
+      if (previous && on_chain.count(key(*previous))) previous.reset();
+      if (input && on_chain.count(key(*input))) input.reset();
       // The input that arrived last released the job; on a tie, the dependency.
       if (input && (!previous || job_of(*input).end_ns >= job_of(*previous).end_ns)) {
         at = *input;
