@@ -100,9 +100,9 @@ std::vector<QualityWarning> check_rank_layout(const Run& run) {
     const std::size_t diff =
         devices.size() > usual ? devices.size() - usual : usual - devices.size();
     warnings.push_back({"uneven_ranks",
-                        fmt::format("{} has {}, {} of the run's {} machines have {}",
+                        fmt::format("{} has {}, {} of the run's {} machines {} {}",
                                     machine_label(*devices.front()), plural(devices.size(), "rank"),
-                                    most, machines.size(), usual),
+                                    most, machines.size(), most == 1 ? "has" : "have", usual),
                         -1, -1, static_cast<std::uint64_t>(diff)});
   }
   return warnings;
