@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "ingest/discovery.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -23,5 +24,18 @@ struct FileResult {
   /// `Schedule Profiler start at step N` or the record header's first step.
   std::optional<std::int64_t> first_step;
 };
+
+/// An empty result for `input`: its device placed where discovery put it,
+/// its stats named after its path. Every reader starts from this.
+inline FileResult empty_result_for(const InputFile& input) {
+  FileResult result;
+  result.device.index = input.device;
+  result.device.machine = input.machine;
+  result.device.machine_name = input.machine_name;
+  result.device.rank = input.rank;
+  result.device.path = input.path;
+  result.stats.path = input.path;
+  return result;
+}
 
 }  // namespace pipescope

@@ -11,14 +11,8 @@
 namespace pipescope {
 
 FileResult import_ivl_file(const InputFile& input, std::size_t max_diagnostics) {
-  FileResult out;
+  FileResult out = empty_result_for(input);
   Device& device = out.device;
-  device.index = input.device;
-  device.machine = input.machine;
-  device.machine_name = input.machine_name;
-  device.rank = input.rank;
-  device.path = input.path;
-  out.stats.path = input.path;
 
   auto note = [&](std::uint64_t offset, std::string message, bool whole_file) {
     if (out.diagnostics.size() >= max_diagnostics) return;

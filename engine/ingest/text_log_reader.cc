@@ -132,15 +132,7 @@ class ResultBuilder {
   ResultBuilder(const std::vector<InputFile>& inputs, const IngestOptions& options,
                 ProgressMeter& progress)
       : inputs_(inputs), options_(options), progress_(progress), files_(inputs.size()) {
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      Device& device = files_[i].result.device;
-      device.index = inputs[i].device;
-      device.machine = inputs[i].machine;
-      device.machine_name = inputs[i].machine_name;
-      device.rank = inputs[i].rank;
-      device.path = inputs[i].path;
-      files_[i].result.stats.path = inputs[i].path;
-    }
+    for (std::size_t i = 0; i < inputs.size(); ++i) files_[i].result = empty_result_for(inputs[i]);
   }
 
   void consume(WorkItem& item) {
