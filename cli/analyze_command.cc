@@ -1,5 +1,6 @@
 // `pipescope analyze PATH...`: discover worker logs, scan them, compute the
 // metrics, write summary.json and trace.json, print the table.
+#include <fmt/core.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,8 +11,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <fmt/core.h>
 
 #include "analysis/metrics.h"
 #include "analysis/pipeline.h"
@@ -25,8 +24,8 @@
 #include "export/summary_json.h"
 #include "export/text_report.h"
 #include "export/trace_size.h"
-#include "progress.h"
 #include "load/load_run.h"
+#include "progress.h"
 
 namespace pipescope::cli {
 
@@ -56,7 +55,8 @@ struct AnalyzeOptions {
   std::vector<std::string> clock_offsets;
   std::size_t top_bubbles = 10;
   bool flows = false;
-  std::string steps;  // --steps LIST: what goes into the traces
+  std::string steps;    // --steps LIST: what goes into the traces
+  std::string segment;  // --segment N|last: one launch segment only
   // Distributed over MPI ranks (docs/guide.md, "Running on a cluster").
   bool mpi = false;
   std::string local;  // --local TEMPLATE: node-local folder, {node} = node index
@@ -88,10 +88,10 @@ void check_output_location(const AnalyzeOptions& options) {
     std::error_code ec;
     if (!fs::is_directory(input, ec)) continue;
     if (is_within(out, resolved(input))) {
-      throw InputError(fmt::format(
-          "output folder {} is inside input folder {}; choose another with -o, or pass "
-          "--allow-output-in-input",
-          out.string(), input));
+      throw InputError(
+          fmt::format("output folder {} is inside input folder {}; choose another with -o, or pass "
+                      "--allow-output-in-input",
+                      out.string(), input));
     }
   }
 }
@@ -178,6 +178,13 @@ int run_analyze(const AnalyzeOptions& options) {
       "pass --allow-missing to leave it out of the figures (with a warning)";
   // A --devices selection leaves rank gaps on purpose.
   load.inputs.check_layout = options.devices.empty();
+  if (!options.segment.empty()) {
+    try {
+      load.segment = parse_segment_choice(options.segment);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(fmt::format("--segment: {}", e.what()));
+    }
+  }
   load.ingest.threads = options.threads;
   load.ingest.limits.chunk_bytes = options.chunk_mib << 20;
   load.ingest.limits.max_line_bytes = options.max_line_kib << 10;
@@ -374,9 +381,14 @@ void register_analyze_command(CLI::App& app, int& status) {
   cmd->add_option("--top-bubbles", options->top_bubbles, "How many of the longest bubbles to list")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
-  cmd->add_option("--steps", options->steps,
-                  "Only these steps in trace.json / trace.pftrace, e.g. 10-20 or 3,5,7-9 (the\n"
-                  "summary and the table always cover the whole run)");
+  cmd->add_option(
+      "--steps", options->steps,
+      "Only these steps in trace.json / trace.pftrace, e.g. 10-20 or 3,5,7-9; SEG:STEP\n"
+      "(1:12, 0:10-12) names a step of one launch segment, a plain number the last\n"
+      "segment that has it (the summary and the table always cover the whole run)");
+  cmd->add_option("--segment", options->segment,
+                  "Analyse one launch segment only: its index (0, 1, ...; segments are the\n"
+                  "launches a relaunch appended to the same logs) or last");
   cmd->add_flag("--flows", options->flows,
                 "Draw flow arrows between dependent jobs in trace.json (can be many)");
   cmd->add_flag("--mpi", options->mpi,

@@ -98,6 +98,9 @@ int run_convert(const ConvertOptions& o) {
   for (const Diagnostic& d : run.diagnostics) {
     fmt::print(stderr, "pipescope: {}: {}\n", d.location(), d.message);
   }
+  for (const QualityWarning& w : loaded.launch_warnings) {
+    fmt::print(stderr, "pipescope: warning: {}\n", w.message);
+  }
   for (const QualityWarning& w : loaded.input_warnings) {
     fmt::print(stderr, "pipescope: warning: {}\n", w.message);
   }

@@ -114,6 +114,8 @@ BubbleSummary summarize_bubbles(const Run& run, const Metrics& metrics, std::siz
   // A min-heap (by `longer`) of the top_n longest seen so far.
   std::vector<Bubble>& heap = summary.longest;
   for_each_bubble(run, metrics, [&](const Bubble& b) {
+    // Incomplete steps are left out of every total, as of the bubble ratio.
+    if (!metrics.steps[b.step].complete) return;
     const auto kind = static_cast<std::size_t>(b.kind);
     BubbleTotals& t = summary.per_step[b.step][b.device];
     t.ns[kind] += b.length_ns();

@@ -72,7 +72,8 @@ struct BubbleSummary {
 void for_each_bubble(const Run& run, const Metrics& metrics,
                      const std::function<void(const Bubble&)>& visit);
 
-/// Totals by kind per device and step, and the `top_n` longest bubbles.
+/// Totals by kind per device and step, and the `top_n` longest bubbles, over
+/// the complete steps (an incomplete step keeps zero totals).
 BubbleSummary summarize_bubbles(const Run& run, const Metrics& metrics, std::size_t top_n);
 
 }  // namespace pipescope

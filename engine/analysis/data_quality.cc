@@ -3,7 +3,12 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
+#include <optional>
+#include <string>
+
+#include "analysis/step_rule.h"
 
 namespace pipescope {
 
@@ -16,6 +21,168 @@ std::string job_label(const Run& run, const Job& job) {
   const std::string_view type =
       job.type < run.types.size() ? std::string_view(run.types.name(job.type)) : "?";
   return fmt::format("{} mb{} (line {})", type, job.micro_batch, job.line);
+}
+
+/// Forward, backward and optimizer jobs of each device (by position) in
+/// each step: the jobs every stage of every schedule runs alike.
+std::vector<std::vector<std::int64_t>> compute_jobs_per_step(const Run& run, const Metrics& metrics,
+                                                             const TypeKinds& kinds) {
+  std::vector<std::vector<std::int64_t>> counts(run.devices.size(),
+                                                std::vector<std::int64_t>(metrics.steps.size(), 0));
+  for (std::size_t d = 0; d < run.devices.size() && d < metrics.job_step.size(); ++d) {
+    const auto& jobs = run.devices[d].jobs;
+    for (std::size_t i = 0; i < jobs.size() && i < metrics.job_step[d].size(); ++i) {
+      const JobKind kind = kinds.kind[jobs[i].type];
+      const auto k = metrics.job_step[d][i];
+      if (k >= 0 &&
+          (kind == JobKind::forward || kind == JobKind::backward || kind == JobKind::optimizer)) {
+        ++counts[d][static_cast<std::size_t>(k)];
+      }
+    }
+  }
+  return counts;
+}
+
+std::int64_t median_of(std::vector<std::int64_t> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+/// Why incomplete step `k` is: the first device of its segment that never
+/// started a later step, else the first kind a device ran fewer jobs of
+/// than in the segment's previous complete step.
+std::string why_incomplete(const Run& run, const Metrics& metrics, const TypeKinds& kinds,
+                           std::size_t k) {
+  const SegmentSteps* segment = nullptr;
+  for (const SegmentSteps& s : metrics.segments) {
+    if (k >= s.first && k < s.first + s.count) segment = &s;
+  }
+  if (segment == nullptr) return {};
+  const bool last = k + 1 == segment->first + segment->count;
+  for (const std::size_t d : last ? std::vector<std::size_t>{} : segment->devices) {
+    const auto& steps = metrics.job_step[d];
+    const bool later = std::any_of(steps.begin(), steps.end(), [&](std::int32_t j) {
+      return j >= 0 && static_cast<std::size_t>(j) > k &&
+             static_cast<std::size_t>(j) < segment->first + segment->count;
+    });
+    if (!later) {
+      return fmt::format("device {} never started a later step (its log ends in it)",
+                         run.devices[d].index);
+    }
+  }
+  std::optional<std::size_t> previous;
+  for (std::size_t j = segment->first; j < k; ++j) {
+    if (metrics.steps[j].complete) previous = j;
+  }
+  if (!previous) return "no complete step comes before it in its launch segment";
+  for (const std::size_t d : segment->devices) {
+    std::array<std::int64_t, 6> now{}, before{};
+    const auto& jobs = run.devices[d].jobs;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      const auto step = static_cast<std::size_t>(metrics.job_step[d][i]);
+      const auto kind = static_cast<std::size_t>(kinds.kind[jobs[i].type]);
+      if (step == k) ++now[kind];
+      if (step == *previous) ++before[kind];
+    }
+    for (std::size_t kind = 0; kind < now.size(); ++kind) {
+      if (now[kind] < before[kind]) {
+        return fmt::format("device {} ran {} {} job{} in it, {} in step {}", run.devices[d].index,
+                           now[kind], job_kind_name(static_cast<JobKind>(kind)),
+                           now[kind] == 1 ? "" : "s", before[kind], step_label(metrics, *previous));
+      }
+    }
+  }
+  return {};
+}
+
+/// incomplete_steps, no_complete_step and short_step.
+void add_step_findings(const Run& run, const Metrics& metrics, const StageMap& stages,
+                       std::vector<QualityWarning>& out) {
+  if (metrics.steps.empty()) return;
+  const TypeKinds kinds(run.types);
+  if (metrics.incomplete_steps > 0) {
+    std::string which;
+    std::size_t listed = 0;
+    std::optional<std::size_t> first;
+    for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
+      if (metrics.steps[k].complete) continue;
+      if (!first) first = k;
+      if (listed++ < 5)
+        which += fmt::format("{}{}", which.empty() ? "" : ", ", step_label(metrics, k));
+    }
+    if (listed > 5) which += fmt::format(" and {} more", listed - 5);
+    const std::string why = why_incomplete(run, metrics, kinds, *first);
+    out.push_back(
+        {"incomplete_steps",
+         fmt::format("{} incomplete step{} ({}{}), left out of the totals, the ratios "
+                     "and the gate (a launch cut short, or a log that ends early)",
+                     listed, listed == 1 ? "" : "s", which,
+                     why.empty() ? std::string()
+                                 : fmt::format("; step {}: {}", step_label(metrics, *first), why)),
+         -1, -1, static_cast<std::uint64_t>(listed)});
+    if (metrics.incomplete_steps == metrics.steps.size()) {
+      out.push_back({"no_complete_step",
+                     "no step is complete: the totals and the bubble ratio cover no step and "
+                     "read 0; only the steps' own figures are measured",
+                     -1, -1, static_cast<std::uint64_t>(metrics.steps.size())});
+    }
+  }
+
+  // short_step: a complete step in which a device ran fewer forward, backward
+  // and optimizer jobs than its stage peers (the median of the other devices
+  // of its stage in that step), or, alone in its stage, than its own median
+  // complete step of the segment.
+  const auto counts = compute_jobs_per_step(run, metrics, kinds);
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const int stage = d < stages.stage_of.size() ? stages.stage_of[d] : -1;
+    std::vector<std::size_t> peers;
+    if (stage >= 0) {
+      for (const std::size_t p : stages.devices[static_cast<std::size_t>(stage)]) {
+        if (p != d && p < run.devices.size()) peers.push_back(p);
+      }
+    }
+    std::uint64_t short_steps = 0;
+    std::string detail;
+    for (const SegmentSteps& segment : metrics.segments) {
+      if (std::find(segment.devices.begin(), segment.devices.end(), d) == segment.devices.end()) {
+        continue;
+      }
+      std::int64_t own_median = 0;
+      if (peers.empty()) {
+        std::vector<std::int64_t> own;
+        for (std::size_t k = segment.first; k < segment.first + segment.count; ++k) {
+          if (metrics.steps[k].complete) own.push_back(counts[d][k]);
+        }
+        own_median = median_of(std::move(own));
+      }
+      for (std::size_t k = segment.first; k < segment.first + segment.count; ++k) {
+        if (!metrics.steps[k].complete) continue;
+        std::int64_t expected = own_median;
+        if (!peers.empty()) {
+          std::vector<std::int64_t> theirs;
+          for (const std::size_t p : peers) theirs.push_back(counts[p][k]);
+          expected = median_of(std::move(theirs));
+        }
+        if (counts[d][k] >= expected) continue;
+        if (short_steps++ < 3) {
+          detail +=
+              fmt::format("{}step {}: {} of {}, {} missing", detail.empty() ? "" : "; ",
+                          step_label(metrics, k), counts[d][k], expected, expected - counts[d][k]);
+        }
+      }
+    }
+    if (short_steps == 0) continue;
+    out.push_back(
+        {"short_step",
+         fmt::format("device {}: fewer forward, backward and optimizer jobs than {} in {} "
+                     "step{} ({}{}): a job line lost or cut, or jobs the rank did not log",
+                     run.devices[d].index,
+                     peers.empty() ? "its own other steps (the median)" : "its stage peers",
+                     short_steps, short_steps == 1 ? "" : "s", detail,
+                     short_steps > 3 ? fmt::format("; {} more", short_steps - 3) : std::string()),
+         run.devices[d].index, stage, short_steps});
+  }
 }
 
 }  // namespace
@@ -101,13 +268,16 @@ std::vector<QualityWarning> check_data_quality(const Run& run, const Metrics& me
     }
   }
 
+  add_step_findings(run, metrics, stages, out);
+
   // Timestamps far from the rest.
   // From at most kQuartileSample starts, taken at a fixed stride: the
   // quartiles of a long run barely move, and the copy stays small whatever
   // the run's size (a copy of every start was 8 bytes per job at the peak).
   std::uint64_t total = 0;
   for (const Device& device : run.devices) total += device.jobs.size();
-  const std::uint64_t stride = std::max<std::uint64_t>(1, (total + kQuartileSample - 1) / kQuartileSample);
+  const std::uint64_t stride =
+      std::max<std::uint64_t>(1, (total + kQuartileSample - 1) / kQuartileSample);
   std::vector<std::int64_t> starts;
   starts.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(total, kQuartileSample)));
   std::uint64_t seen = 0;

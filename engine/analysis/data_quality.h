@@ -7,6 +7,13 @@
 //                      (a log that ends early, or a device without jobs)
 //   job_count_mismatch a step in which the devices of one stage ran
 //                      different numbers of jobs
+//   incomplete_steps   steps that are not complete (metrics.h): listed, with
+//                      why the first one is, and left out of every total
+//   no_complete_step   no step is complete: the totals cover nothing
+//   short_step         a complete step in which a device ran fewer forward,
+//                      backward and optimizer jobs than its stage peers (the
+//                      median of the other devices of its stage), or, alone in
+//                      its stage, than its own median complete step
 //   time_outlier       jobs starting far from the others: more than ten times
 //                      the span of the middle half of all starts (at least
 //                      10 s) before or after that middle half; a bad clock

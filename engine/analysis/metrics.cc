@@ -1,10 +1,12 @@
 #include "analysis/metrics.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <optional>
+#include <span>
 
-#include "analysis/job_kind.h"
+#include "analysis/step_rule.h"
 
 namespace pipescope {
 
@@ -16,59 +18,6 @@ constexpr std::int64_t kNoTime = std::numeric_limits<std::int64_t>::min();
 double ratio(std::int64_t a, std::int64_t b) {
   return b == 0 ? 0.0
                 : static_cast<double>(static_cast<long double>(a) / static_cast<long double>(b));
-}
-
-/// Whether a kind counts as the "previous non-comm, non-other job" of the
-/// step rule: forward, backward, optimizer or lr.
-bool steers_steps(JobKind kind) { return kind != JobKind::comm && kind != JobKind::other; }
-
-/// Whether a kind is forward, backward or optimizer: such a job between a
-/// prologue job (lr, recv) and the step's opening job keeps the prologue job
-/// in the step it follows.
-bool is_fbo(JobKind kind) {
-  return kind == JobKind::forward || kind == JobKind::backward || kind == JobKind::optimizer;
-}
-
-/// Assigns each job of one device (in start order) to a step index; returns
-/// the number of steps. A step begins (opens) at the first job, at every lr
-/// job that follows a non-comm, non-other job, and at every forward-kind job
-/// of micro-batch 0 whose previous non-comm, non-other job exists and is
-/// neither forward nor lr. The lr and receive jobs right before an opening
-/// job, with no forward, backward or optimizer job between, belong to the
-/// step it opens (the nearest opening job after them); every other job
-/// belongs to the step in progress when it starts.
-std::int32_t detect_steps(const Device& device, const std::vector<JobKind>& kinds,
-                          const std::vector<bool>& receives, std::vector<std::int32_t>& step_of) {
-  const std::size_t n = device.jobs.size();
-  step_of.assign(n, 0);
-  std::vector<bool> opens(n, false);
-  std::int32_t step = -1;
-  std::optional<JobKind> previous;  // the previous non-comm, non-other job's kind
-  for (std::size_t i = 0; i < n; ++i) {
-    const Job& job = device.jobs[i];
-    const JobKind kind = kinds[job.type];
-    opens[i] = i == 0 || (kind == JobKind::lr && previous) ||
-               (kind == JobKind::forward && job.micro_batch == 0 && previous &&
-                *previous != JobKind::forward && *previous != JobKind::lr);
-    if (opens[i]) ++step;
-    step_of[i] = step;
-    if (steers_steps(kind)) previous = kind;
-  }
-  // The prologue, walking back: `ahead` holds while the nearest opening job
-  // after job i is reached without a forward, backward or optimizer job.
-  // Such a job moves from the step in progress to the next one.
-  bool ahead = false;
-  for (std::size_t i = n; i-- > 0;) {
-    const Job& job = device.jobs[i];
-    const JobKind kind = kinds[job.type];
-    if (ahead && (kind == JobKind::lr || receives[job.type])) ++step_of[i];
-    if (opens[i]) {
-      ahead = true;
-    } else if (is_fbo(kind)) {
-      ahead = false;
-    }
-  }
-  return step + 1;
 }
 
 /// Adds |[begin, end) ∩ window| to busy(d, k) for every window it meets.
@@ -113,30 +62,103 @@ void add_busy_time(const Device& device, BusyAccumulator& busy) {
   if (open) busy.add(begin, end);
 }
 
+/// Jobs of each kind a device ran in one step, by JobKind.
+using KindCounts = std::array<std::int64_t, 6>;
+
+KindCounts kind_counts(const Device& device, std::size_t first, std::size_t last,
+                       const std::vector<std::int32_t>& job_step, std::size_t step,
+                       const TypeKinds& kinds) {
+  KindCounts counts{};
+  for (std::size_t i = first; i < last; ++i) {
+    if (static_cast<std::size_t>(job_step[i]) == step) {
+      ++counts[static_cast<std::size_t>(kinds.kind[device.jobs[i].type])];
+    }
+  }
+  return counts;
+}
+
+/// The contract's complete-step rule over one segment's steps.
+void mark_complete_steps(const Run& run, const TypeKinds& kinds, std::size_t s,
+                         const std::vector<std::int64_t>& device_steps, Metrics& metrics) {
+  const SegmentSteps& segment = metrics.segments[s];
+  const std::size_t n = segment.count;
+  std::optional<std::size_t> previous_complete;  // local index
+  for (std::size_t k = 0; k < n; ++k) {
+    bool complete = true;
+    for (const std::size_t d : segment.devices) {
+      complete = complete && static_cast<std::size_t>(device_steps[d]) > k + 1;
+    }
+    if (!complete && k + 1 == n) {
+      if (n == 1) {
+        complete = true;  // a first and only step
+      } else if (previous_complete) {
+        complete = true;
+        for (const std::size_t d : segment.devices) {
+          const Device& device = run.devices[d];
+          const auto [first, last] = device.segment_jobs(s);
+          const KindCounts now =
+              kind_counts(device, first, last, metrics.job_step[d], segment.first + k, kinds);
+          const KindCounts before = kind_counts(device, first, last, metrics.job_step[d],
+                                                segment.first + *previous_complete, kinds);
+          for (std::size_t kind = 0; kind < now.size(); ++kind) {
+            complete = complete && now[kind] >= before[kind];
+          }
+        }
+      }
+    }
+    metrics.steps[segment.first + k].complete = complete;
+    if (complete) previous_complete = k;
+  }
+}
+
 }  // namespace
+
+std::string step_label(const Metrics& metrics, std::size_t index) {
+  if (index >= metrics.steps.size()) return "-";
+  const StepWindow& step = metrics.steps[index];
+  if (metrics.segments.size() <= 1) return std::to_string(step.step);
+  return std::to_string(step.segment) + ":" + std::to_string(step.step);
+}
 
 Metrics compute_metrics(const Run& run) {
   Metrics metrics;
   const std::size_t device_count = run.devices.size();
-  const std::int64_t first_step = run.first_step.value_or(0);
+  const TypeKinds kinds(run.types);
 
-  std::vector<JobKind> kinds(run.types.size());
-  std::vector<bool> receives(run.types.size());
-  for (TypeId t = 0; t < run.types.size(); ++t) {
-    kinds[t] = classify_job_type(run.types.name(t));
-    receives[t] = kinds[t] == JobKind::comm && is_receive_type(run.types.name(t));
-  }
-
-  // Steps per device, and each step's first start and last end per device.
-  std::size_t step_count = 0;
+  // Steps per device and segment; job_step holds the run-wide step index.
+  const std::size_t segment_count = std::max<std::size_t>(1, run.segments.size());
   metrics.job_step.resize(device_count);
   metrics.devices.resize(device_count);
   for (std::size_t d = 0; d < device_count; ++d) {
-    const auto steps = static_cast<std::size_t>(
-        detect_steps(run.devices[d], kinds, receives, metrics.job_step[d]));
-    metrics.devices[d].steps = static_cast<std::int64_t>(steps);
-    step_count = std::max(step_count, steps);
+    metrics.job_step[d].resize(run.devices[d].jobs.size());
   }
+  // device_steps[s][d]: device d's steps in segment s.
+  std::vector<std::vector<std::int64_t>> device_steps(segment_count,
+                                                      std::vector<std::int64_t>(device_count, 0));
+  std::size_t step_count = 0;
+  for (std::size_t s = 0; s < segment_count; ++s) {
+    SegmentSteps segment;
+    segment.index = run.segments.empty() ? 0 : run.segments[s].index;
+    segment.first_step =
+        run.segments.empty() ? run.first_step.value_or(0) : run.segments[s].first_step;
+    segment.first = step_count;
+    for (std::size_t d = 0; d < device_count; ++d) {
+      const Device& device = run.devices[d];
+      const auto [first, last] = device.segment_jobs(s);
+      if (first == last) continue;
+      std::span<std::int32_t> step_of(metrics.job_step[d].data() + first, last - first);
+      const std::int32_t steps = assign_steps(device.jobs, first, last, kinds, step_of);
+      for (std::int32_t& k : step_of) k += static_cast<std::int32_t>(step_count);
+      device_steps[s][d] = steps;
+      metrics.devices[d].steps += steps;
+      segment.count = std::max(segment.count, static_cast<std::size_t>(steps));
+      segment.devices.push_back(d);
+    }
+    step_count += segment.count;
+    metrics.segments.push_back(std::move(segment));
+  }
+
+  // Each step's first start and last end over the devices.
   std::vector<std::int64_t> first_start(step_count, std::numeric_limits<std::int64_t>::max());
   std::vector<std::int64_t> last_end(step_count, kNoTime);
   std::vector<bool> has_job(step_count, false);
@@ -157,18 +179,33 @@ Metrics compute_metrics(const Run& run) {
   const std::int64_t earliest =
       step_count == 0 ? 0 : *std::min_element(first_start.begin(), first_start.end());
   metrics.steps.resize(step_count);
+  for (const SegmentSteps& segment : metrics.segments) {
+    for (std::size_t j = 0; j < segment.count; ++j) {
+      metrics.steps[segment.first + j].segment = segment.index;
+      metrics.steps[segment.first + j].step = segment.first_step + static_cast<std::int64_t>(j);
+    }
+  }
   for (std::size_t k = 0; k < step_count; ++k) {
     StepWindow& window = metrics.steps[k];
-    window.step = first_step + static_cast<std::int64_t>(k);
+    window.devices.resize(device_count);
     if (!has_job[k]) {
       window.start_ns = window.end_ns = k == 0 ? earliest : metrics.steps[k - 1].end_ns;
-      window.devices.resize(device_count);
       continue;
     }
     window.start_ns =
         k == 0 ? first_start[k] : std::max(first_start[k], metrics.steps[k - 1].end_ns);
     window.end_ns = std::max(last_end[k], window.start_ns);  // an empty window, never negative
-    window.devices.resize(device_count);
+  }
+  for (std::size_t s = 0; s < metrics.segments.size(); ++s) {
+    SegmentSteps& segment = metrics.segments[s];
+    mark_complete_steps(run, kinds, s, device_steps[s], metrics);
+    if (segment.count > 0) {
+      segment.start_ns = metrics.steps[segment.first].start_ns;
+      segment.end_ns = metrics.steps[segment.first + segment.count - 1].end_ns;
+    }
+    for (std::size_t j = 0; j < segment.count; ++j) {
+      segment.complete += metrics.steps[segment.first + j].complete;
+    }
   }
 
   // busy(d,k) = |union of d's jobs ∩ [S_k, E_k)|; idle is the rest.
@@ -180,16 +217,20 @@ Metrics compute_metrics(const Run& run) {
     }
   }
 
-  // Ratios: per step, per device and overall.
+  // Ratios: per step, and per device and overall over the complete steps.
   std::int64_t total_idle = 0;
   for (StepWindow& window : metrics.steps) {
     std::int64_t idle = 0;
+    for (std::size_t d = 0; d < device_count; ++d) idle += window.devices[d].idle_ns;
+    window.bubble_ratio = ratio(idle, static_cast<std::int64_t>(device_count) * window.window_ns());
+    if (!window.complete) {
+      ++metrics.incomplete_steps;
+      continue;
+    }
     for (std::size_t d = 0; d < device_count; ++d) {
-      idle += window.devices[d].idle_ns;
       metrics.devices[d].busy_ns += window.devices[d].busy_ns;
       metrics.devices[d].idle_ns += window.devices[d].idle_ns;
     }
-    window.bubble_ratio = ratio(idle, static_cast<std::int64_t>(device_count) * window.window_ns());
     metrics.total_window_ns += window.window_ns();
     total_idle += idle;
   }

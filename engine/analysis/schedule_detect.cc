@@ -275,6 +275,8 @@ ScheduleReport detect_run_schedule(const Run& run, const Metrics& metrics, const
         order[s].push_back({roles[job.type].role, job.micro_batch, roles[job.type].chunk});
       }
     }
+    // An incomplete step (a launch cut short) shows only part of the schedule.
+    if (!metrics.steps[k].complete) continue;
     if (p == 0 ||
         std::any_of(order.begin(), order.end(), [](const auto& ops) { return ops.empty(); })) {
       continue;

@@ -3,7 +3,10 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 namespace pipescope {
 
@@ -32,35 +35,113 @@ std::int64_t parse_step_number(std::string_view text, std::string_view flag) {
 
 }  // namespace
 
+namespace {
+
+/// "10-12" or "10-12 in segment 0, 12-13 in segment 1": what the run has.
+std::string steps_the_run_has(const std::vector<SegmentSteps>& segments) {
+  std::string out;
+  for (const SegmentSteps& segment : segments) {
+    if (segment.count == 0) continue;
+    const std::int64_t last = segment.first_step + static_cast<std::int64_t>(segment.count) - 1;
+    if (!out.empty()) out += ", ";
+    out += segment.first_step == last ? fmt::format("{}", last)
+                                      : fmt::format("{}-{}", segment.first_step, last);
+    if (segments.size() > 1) out += fmt::format(" in segment {}", segment.index);
+  }
+  return out;
+}
+
+/// Whether `segment` has step number `n`.
+bool has_step(const SegmentSteps& segment, std::int64_t n) {
+  return n >= segment.first_step &&
+         n - segment.first_step < static_cast<std::int64_t>(segment.count);
+}
+
+}  // namespace
+
 std::vector<std::size_t> parse_step_list(std::string_view spec, const Metrics& metrics,
                                          std::string_view flag) {
   if (metrics.steps.empty()) {
     throw std::invalid_argument(fmt::format("{}: the run has no steps", flag));
   }
-  const std::int64_t first = metrics.steps.front().step;
-  const std::int64_t last = metrics.steps.back().step;
+  // Without segments (a hand-built Metrics), the steps are one segment.
+  std::vector<SegmentSteps> segments = metrics.segments;
+  if (segments.empty()) {
+    segments.push_back({0, metrics.steps.front().step, 0, metrics.steps.size(), 0, 0, 0, {}});
+  }
   std::vector<std::size_t> chosen;
   std::size_t pos = 0;
   while (pos <= spec.size()) {
     const std::size_t comma = std::min(spec.find(',', pos), spec.size());
-    const std::string_view item = spec.substr(pos, comma - pos);
+    std::string_view item = trimmed(spec.substr(pos, comma - pos));
+    pos = comma + 1;
+    // SEG:STEP or SEG:FROM-TO: steps of one segment.
+    std::optional<int> in_segment;
+    if (const std::size_t colon = item.find(':'); colon != std::string_view::npos) {
+      const std::int64_t index = parse_step_number(item.substr(0, colon), flag);
+      const auto it = std::find_if(segments.begin(), segments.end(),
+                                   [&](const SegmentSteps& s) { return s.index == index; });
+      if (it == segments.end()) {
+        throw std::invalid_argument(fmt::format("{}: '{}': the run has no segment {} (steps {})",
+                                                flag, item, index, steps_the_run_has(segments)));
+      }
+      in_segment = static_cast<int>(it - segments.begin());
+      item = item.substr(colon + 1);
+    }
     const std::size_t dash = item.find('-');
     const std::int64_t a = parse_step_number(item.substr(0, dash), flag);
     const std::int64_t b =
         dash == std::string_view::npos ? a : parse_step_number(item.substr(dash + 1), flag);
     if (b < a) {
-      throw std::invalid_argument(fmt::format("{}: '{}' is an empty range", flag, trimmed(item)));
+      throw std::invalid_argument(fmt::format("{}: '{}' is an empty range", flag, item));
     }
-    for (const std::int64_t s : {a, b}) {
-      if (s < first || s > last) {
+    for (const std::int64_t n : {a, b}) {
+      const bool found = in_segment
+                             ? has_step(segments[static_cast<std::size_t>(*in_segment)], n)
+                             : std::any_of(segments.begin(), segments.end(),
+                                           [&](const SegmentSteps& s) { return has_step(s, n); });
+      if (!found) {
         throw std::invalid_argument(
-            fmt::format("{}: the run has no step {} (steps {}-{})", flag, s, first, last));
+            in_segment ? fmt::format("{}: segment {} has no step {} (steps {})", flag,
+                                     segments[static_cast<std::size_t>(*in_segment)].index, n,
+                                     steps_the_run_has(segments))
+                       : fmt::format("{}: the run has no step {} (steps {})", flag, n,
+                                     steps_the_run_has(segments)));
       }
     }
-    // Step numbers are consecutive (first_step + index), so a range maps to
-    // an index range without walking a huge one item by item.
-    for (std::int64_t s = a; s <= b; ++s) chosen.push_back(static_cast<std::size_t>(s - first));
-    pos = comma + 1;
+    // A plain number means the last segment that has it: walk the segments
+    // from the last, each claiming the part of [a, b] no later one claimed.
+    // Step numbers are consecutive within a segment, so each part maps to an
+    // index range without walking a huge range number by number.
+    std::vector<std::pair<std::int64_t, std::int64_t>> claimed;
+    for (std::size_t s = segments.size(); s-- > 0;) {
+      if (in_segment && s != static_cast<std::size_t>(*in_segment)) continue;
+      const SegmentSteps& segment = segments[s];
+      if (segment.count == 0) continue;
+      const std::int64_t last = segment.first_step + static_cast<std::int64_t>(segment.count) - 1;
+      std::vector<std::pair<std::int64_t, std::int64_t>> parts{
+          {std::max(a, segment.first_step), std::min(b, last)}};
+      for (const auto& [lo, hi] : claimed) {
+        std::vector<std::pair<std::int64_t, std::int64_t>> rest;
+        for (const auto& [x, y] : parts) {
+          if (x > y) continue;
+          if (hi < x || lo > y) {
+            rest.emplace_back(x, y);
+            continue;
+          }
+          if (x < lo) rest.emplace_back(x, lo - 1);
+          if (hi < y) rest.emplace_back(hi + 1, y);
+        }
+        parts = std::move(rest);
+      }
+      for (const auto& [x, y] : parts) {
+        if (x > y) continue;
+        for (std::int64_t n = x; n <= y; ++n) {
+          chosen.push_back(segment.first + static_cast<std::size_t>(n - segment.first_step));
+        }
+        claimed.emplace_back(x, y);
+      }
+    }
   }
   std::sort(chosen.begin(), chosen.end());
   chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());

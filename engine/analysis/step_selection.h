@@ -16,7 +16,10 @@
 namespace pipescope {
 
 /// Parses a list of step numbers and ranges ("7", "10-20", "3,5,7-9"; spaces
-/// allowed) into sorted, distinct indices into metrics.steps. Throws
+/// allowed) into sorted, distinct indices into metrics.steps. Where launch
+/// segments repeat step numbers, "SEG:STEP" and "SEG:FROM-TO" ("1:12",
+/// "0:10-12") name steps of one segment (by its index), and a plain number
+/// means the last segment that has it. Throws
 /// std::invalid_argument, naming `flag`, for a malformed item, an empty range
 /// or a step the run does not have.
 std::vector<std::size_t> parse_step_list(std::string_view spec, const Metrics& metrics,
@@ -27,8 +30,7 @@ class StepSelection {
   /// Every step, and the jobs outside any step.
   StepSelection() = default;
   /// "" selects everything; otherwise parse_step_list.
-  static StepSelection parse(std::string_view spec, const Metrics& metrics,
-                             std::string_view flag);
+  static StepSelection parse(std::string_view spec, const Metrics& metrics, std::string_view flag);
 
   bool everything() const { return everything_; }
   /// Whether the step of index `step_index` (Metrics::job_step's value; -1 =

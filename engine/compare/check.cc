@@ -51,14 +51,27 @@ std::map<int, std::vector<double>> utilization_by_device(const std::vector<StepF
   return out;
 }
 
+/// The complete steps, less the first `skip` complete steps of each launch
+/// segment (a relaunch warms up again).
 std::vector<StepFigures> compared_steps(const RunFigures& run, std::int64_t skip) {
-  if (skip >= static_cast<std::int64_t>(run.steps.size())) {
-    throw InputError(fmt::format(
-        "{}: {} step{}, none left after skipping {} warm-up step{} (lower --skip-steps)",
-        run.source, run.steps.size(), run.steps.size() == 1 ? "" : "s", skip,
-        skip == 1 ? "" : "s"));
+  std::vector<StepFigures> out;
+  std::map<int, std::int64_t> seen;  // complete steps met, by segment
+  std::size_t complete = 0;
+  for (const StepFigures& step : run.steps) {
+    if (!step.complete) continue;
+    ++complete;
+    if (seen[step.segment]++ < skip) continue;
+    out.push_back(step);
   }
-  return {run.steps.begin() + skip, run.steps.end()};
+  if (out.empty()) {
+    const std::size_t segments = seen.size();
+    throw InputError(
+        fmt::format("{}: {} complete step{}, none left after skipping {} warm-up step{}{} (lower "
+                    "--skip-steps)",
+                    run.source, complete, complete == 1 ? "" : "s", skip, skip == 1 ? "" : "s",
+                    segments > 1 ? " of each launch segment" : ""));
+  }
+  return out;
 }
 
 std::vector<double> bubble_ratios(const std::vector<StepFigures>& steps) {
@@ -176,7 +189,11 @@ bool CheckReport::regression() const {
 }
 
 std::int64_t default_skip_steps(const RunFigures& baseline, const RunFigures& current) {
-  return baseline.steps.size() > 2 && current.steps.size() > 2 ? 1 : 0;
+  const auto complete = [](const RunFigures& run) {
+    return std::count_if(run.steps.begin(), run.steps.end(),
+                         [](const StepFigures& s) { return s.complete; });
+  };
+  return complete(baseline) > 2 && complete(current) > 2 ? 1 : 0;
 }
 
 namespace {

@@ -18,8 +18,11 @@ namespace {
 // below (the sizes catch a forgotten one on the usual 64-bit targets).
 static_assert(sizeof(void*) != 8 || sizeof(InputStats) == 2 * sizeof(std::string) + 7 * 8,
               "InputStats changed: update put_stats/get_stats");
-static_assert(sizeof(void*) != 8 ||
-                  sizeof(Device) == 2 * sizeof(std::string) + 16 + sizeof(JobVector),
+// Device::segment_begin does not travel: segments are found after the merge.
+static_assert(sizeof(void*) != 8 || sizeof(Device) == 2 * sizeof(std::string) + 16 +
+                                                          sizeof(JobVector) +
+                                                          sizeof(std::vector<StepStartLine>) +
+                                                          sizeof(std::vector<std::size_t>),
               "Device changed: update put_device/get_device");
 static_assert(sizeof(Job) == 40, "Job changed: records travel as 40-byte copies");
 
@@ -33,6 +36,11 @@ void put_device(ByteWriter& w, const Device& d) {
   w.str(d.machine_name);
   w.put(static_cast<std::int32_t>(d.rank));
   w.str(d.path);
+  w.put(static_cast<std::uint32_t>(d.step_starts.size()));
+  for (const StepStartLine& s : d.step_starts) {
+    w.put(s.line);
+    w.put(s.step);
+  }
 }
 
 Device get_device(ByteReader& r) {
@@ -42,6 +50,13 @@ Device get_device(ByteReader& r) {
   d.machine_name = r.str();
   d.rank = r.get<std::int32_t>();
   d.path = r.str();
+  const auto step_starts = r.get<std::uint32_t>();
+  for (std::uint32_t i = 0; i < step_starts; ++i) {
+    StepStartLine s;
+    s.line = r.get<std::uint64_t>();
+    s.step = r.get<std::int64_t>();
+    d.step_starts.push_back(s);
+  }
   return d;
 }
 

@@ -27,13 +27,38 @@ std::vector<StepFigures> step_figures(const Run& run, const Metrics& metrics) {
   std::vector<StepFigures> out;
   out.reserve(metrics.steps.size());
   for (const StepWindow& step : metrics.steps) {
-    StepFigures s{step.step, step.start_ns, step.end_ns, step.window_ns(), step.bubble_ratio, {}};
+    StepFigures s{step.step,   step.segment,     step.complete,     step.start_ns,
+                  step.end_ns, step.window_ns(), step.bubble_ratio, {}};
     for (std::size_t d = 0; d < step.devices.size(); ++d) {
       // The global device index, as in "devices" (a --devices selection leaves gaps).
       const int device = d < run.devices.size() ? run.devices[d].index : static_cast<int>(d);
       s.devices.push_back({device, step.devices[d].busy_ns, step.devices[d].idle_ns});
     }
     out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<SegmentFigures> segment_figures(const Run& run, const Metrics& metrics) {
+  std::vector<SegmentFigures> out;
+  for (const SegmentSteps& segment : metrics.segments) {
+    SegmentFigures f;
+    f.index = segment.index;
+    f.start_ns = segment.start_ns;
+    f.end_ns = segment.end_ns;
+    f.first_step = segment.first_step;
+    f.steps = static_cast<std::int64_t>(segment.count);
+    f.complete_steps = static_cast<std::int64_t>(segment.complete);
+    for (const LaunchSegment& launch : run.segments) {
+      if (launch.index != segment.index) continue;
+      f.numbered_by_line = launch.numbered_by_line;
+      f.found_by = launch.found_by;
+    }
+    if (run.segments.empty()) f.numbered_by_line = run.first_step.has_value();
+    for (const std::size_t d : segment.devices) {
+      if (d < run.devices.size()) f.files.push_back(run.devices[d].path);
+    }
+    out.push_back(std::move(f));
   }
   return out;
 }
@@ -140,7 +165,10 @@ CriticalPathFigures critical_path_figures(const Run& run, const Metrics& metrics
   const CriticalPath* longest = nullptr;
   for (const CriticalPath& path : a.critical_paths) {
     const std::int64_t window = metrics.steps[path.step].window_ns();
-    if (longest == nullptr || window > metrics.steps[longest->step].window_ns()) longest = &path;
+    const bool candidate = metrics.steps[path.step].complete;  // incomplete: not in the totals
+    if (candidate && (longest == nullptr || window > metrics.steps[longest->step].window_ns())) {
+      longest = &path;
+    }
     PathStepFigures step{metrics.steps[path.step].step,
                          window,
                          static_cast<std::int64_t>(path.jobs.size()),
@@ -238,6 +266,8 @@ SummaryFigures summary_figures(const Run& run, const Metrics& metrics) {
   f.total_window_ns = metrics.total_window_ns;
   f.devices = device_figures(run, metrics);
   f.steps = step_figures(run, metrics);
+  f.incomplete_steps = static_cast<std::int64_t>(metrics.incomplete_steps);
+  f.segments = segment_figures(run, metrics);
   f.job_types = job_type_figures(run);
   f.inputs = input_figures(run);
   f.diagnostics = diagnostic_figures(run);

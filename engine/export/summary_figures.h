@@ -58,6 +58,8 @@ struct StepDeviceFigures {
 
 struct StepFigures {
   std::int64_t step = 0;
+  int segment = 0;       ///< the launch segment's index (segments[].index)
+  bool complete = true;  ///< false: left out of every total, ratio and the gate
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
   std::int64_t duration_ns = 0;
@@ -65,6 +67,22 @@ struct StepFigures {
   std::vector<StepDeviceFigures> devices;
 
   friend bool operator==(const StepFigures&, const StepFigures&) = default;
+};
+
+/// One launch of the training program (model/run.h LaunchSegment), with
+/// the steps found in it.
+struct SegmentFigures {
+  int index = 0;  ///< 0-based, in time order among all found
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::int64_t first_step = 0;
+  bool numbered_by_line = false;  ///< first_step is N of its step-start lines
+  std::int64_t steps = 0;
+  std::int64_t complete_steps = 0;
+  std::string found_by;            ///< "" (the first), step_start_line, restart_after_gap
+  std::vector<std::string> files;  ///< inputs with a job in it
+
+  friend bool operator==(const SegmentFigures&, const SegmentFigures&) = default;
 };
 
 struct JobTypeFigures {
@@ -330,6 +348,11 @@ struct SummaryFigures {
   std::int64_t total_window_ns = 0;
   std::vector<DeviceFigures> devices;
   std::vector<StepFigures> steps;
+  /// Steps that are not complete (steps[].complete false).
+  std::int64_t incomplete_steps = 0;
+  /// The launch segments analysed (one without a relaunch); absent from a
+  /// summary written before they existed.
+  std::vector<SegmentFigures> segments;
   std::vector<JobTypeFigures> job_types;  ///< sorted by type
   std::vector<InputFigures> inputs;
   std::vector<DiagnosticFigures> diagnostics;

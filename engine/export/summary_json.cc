@@ -1,5 +1,4 @@
 #include "export/summary_json.h"
-#include "version.h"
 
 #include <cstdint>
 #include <optional>
@@ -8,6 +7,7 @@
 
 #include "export/atomic_file.h"
 #include "export/json_writer.h"
+#include "version.h"
 
 namespace pipescope {
 
@@ -35,12 +35,36 @@ void write_devices(JsonWriter& w, const std::vector<DeviceFigures>& devices) {
   w.end_array();
 }
 
+void write_segments(JsonWriter& w, const std::vector<SegmentFigures>& segments) {
+  w.key("segments");
+  w.begin_array();
+  for (const SegmentFigures& s : segments) {
+    w.begin_object();
+    w.field("index", s.index);
+    w.field("start_ns", s.start_ns);
+    w.field("end_ns", s.end_ns);
+    w.field("first_step", s.first_step);
+    w.field("numbered_by_line", s.numbered_by_line);
+    w.field("steps", s.steps);
+    w.field("complete_steps", s.complete_steps);
+    w.field("found_by", std::string_view(s.found_by));
+    w.key("files");
+    w.begin_array(/*one_line=*/true);
+    for (const std::string& file : s.files) w.value(std::string_view(file));
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+}
+
 void write_steps(JsonWriter& w, const std::vector<StepFigures>& steps) {
   w.key("steps");
   w.begin_array();
   for (const StepFigures& step : steps) {
     w.begin_object();
     w.field("step", step.step);
+    w.field("segment", step.segment);
+    w.field("complete", step.complete);
     w.field("start_ns", step.start_ns);
     w.field("end_ns", step.end_ns);
     w.field("duration_ns", step.duration_ns);
@@ -387,6 +411,8 @@ void write_summary_json(const SummaryFigures& f, const std::string& path) {
   w.field("total_window_ns", f.total_window_ns);
   write_devices(w, f.devices);
   write_steps(w, f.steps);
+  w.field("incomplete_steps", f.incomplete_steps);
+  write_segments(w, f.segments);
   write_job_types(w, f.job_types);
   write_inputs(w, f.inputs);
   write_diagnostics(w, f.diagnostics);

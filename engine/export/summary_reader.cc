@@ -180,6 +180,8 @@ StepFigures read_step(const Reader& r, object s) {
   constexpr std::string_view where = "a steps[] entry";
   StepFigures f;
   f.step = r.int64(s, "step", where);
+  opt(s, "segment", f.segment);
+  opt(s, "complete", f.complete);
   f.start_ns = r.int64(s, "start_ns", where);
   f.end_ns = r.int64(s, "end_ns", where);
   f.duration_ns = r.int64(s, "duration_ns", where);
@@ -189,6 +191,26 @@ StepFigures read_step(const Reader& r, object s) {
     const object d = r.obj(e, inner);
     f.devices.push_back({static_cast<int>(r.int64(d, "device", inner)),
                          r.int64(d, "busy_ns", inner), r.int64(d, "idle_ns", inner)});
+  }
+  return f;
+}
+
+SegmentFigures read_segment(const Reader& r, object s) {
+  constexpr std::string_view where = "a segments[] entry";
+  SegmentFigures f;
+  f.index = static_cast<int>(r.int64(s, "index", where));
+  f.start_ns = r.int64(s, "start_ns", where);
+  f.end_ns = r.int64(s, "end_ns", where);
+  f.first_step = r.int64(s, "first_step", where);
+  opt(s, "numbered_by_line", f.numbered_by_line);
+  f.steps = r.int64(s, "steps", where);
+  opt(s, "complete_steps", f.complete_steps);
+  opt(s, "found_by", f.found_by);
+  if (const auto files = opt_array(s, "files")) {
+    for (element e : *files) {
+      std::string_view file;
+      if (e.get(file) == simdjson::SUCCESS) f.files.emplace_back(file);
+    }
   }
   return f;
 }
@@ -481,6 +503,9 @@ SummaryFigures parse_summary_figures(std::string_view json, const std::string& s
   for (element e : r.list(root, "steps", where)) {
     f.steps.push_back(read_step(r, r.obj(e, "a steps[] entry")));
   }
+  opt(root, "incomplete_steps", f.incomplete_steps);
+  f.segments = opt_list<SegmentFigures>(r, root, "segments", "a segments[] entry",
+                                        [&](object s) { return read_segment(r, s); });
   f.job_types = opt_list<JobTypeFigures>(r, root, "job_types", "a job_types[] entry",
                                          [&](object t) { return read_job_type(r, t); });
   f.inputs = opt_list<InputFigures>(r, root, "inputs", "an inputs[] entry", read_input);

@@ -174,23 +174,41 @@ void write_steps(fmt::memory_buffer& out, const Metrics& metrics, const Style& s
     append_line(out, "  no steps found");
     return;
   }
-  Table table({{"step", Table::right},
-               {"start ms", Table::right},
-               {"duration", Table::right},
-               {"bubble", Table::right}});
+  const bool any_incomplete = metrics.incomplete_steps > 0;
+  std::vector<Table::Column> columns = {
+      {metrics.segments.size() > 1 ? "seg:step" : "step", Table::right},
+      {"start ms", Table::right},
+      {"duration", Table::right},
+      {"bubble", Table::right}};
+  if (any_incomplete) columns.push_back({"", Table::left});
+  Table table(std::move(columns));
   const std::int64_t origin = metrics.steps.front().start_ns;
-  const auto add = [&](const StepWindow& step) {
-    table.add_row({std::to_string(step.step), relative_ms(step.start_ns, origin),
-                   format_duration(step.window_ns()), percent(step.bubble_ratio)});
+  const auto add = [&](std::size_t k) {
+    const StepWindow& step = metrics.steps[k];
+    std::vector<std::string> cells = {step_label(metrics, k), relative_ms(step.start_ns, origin),
+                                      format_duration(step.window_ns()),
+                                      percent(step.bubble_ratio)};
+    if (any_incomplete) cells.push_back(step.complete ? "" : "incomplete (not in the totals)");
+    table.add_row(std::move(cells));
   };
   const std::size_t n = metrics.steps.size();
-  if (n <= kStepsListedInFull) {
-    for (const StepWindow& step : metrics.steps) add(step);
-  } else {
-    for (std::size_t k = 0; k < kStepsHead; ++k) add(metrics.steps[k]);
-    table.add_note(fmt::format("... {} steps not shown (first {} and last {} of {} listed) ...",
-                               n - kStepsHead - kStepsTail, kStepsHead, kStepsTail, n));
-    for (std::size_t k = n - kStepsTail; k < n; ++k) add(metrics.steps[k]);
+  // Incomplete steps are always listed: they are where a launch was cut.
+  const auto shown = [&](std::size_t k) {
+    return n <= kStepsListedInFull || k < kStepsHead || k + kStepsTail >= n ||
+           !metrics.steps[k].complete;
+  };
+  std::size_t hidden = 0;
+  for (std::size_t k = 0; k < n; ++k) hidden += !shown(k);
+  bool noted = false;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (shown(k)) {
+      add(k);
+    } else if (!noted) {
+      noted = true;
+      table.add_note(fmt::format("... {} steps not shown (first {} and last {} of {} listed{}) ...",
+                                 hidden, kStepsHead, kStepsTail, n,
+                                 any_incomplete ? ", and every incomplete one" : ""));
+    }
   }
   table.render(out, style);
 }
@@ -228,14 +246,12 @@ void write_diagnostics(fmt::memory_buffer& out, const Run& run, const Style& sty
   }
 }
 
-
 // --- pipeline section (analysis/pipeline.h) ---------------------------------
 
 std::string job_name(const Run& run, const Device& device, std::int64_t job) {
   if (job < 0 || static_cast<std::size_t>(job) >= device.jobs.size()) return "-";
   const Job& j = device.jobs[static_cast<std::size_t>(job)];
-  return printable(fmt::format("{} mb{}",
-                               j.type < run.types.size() ? run.types.name(j.type) : "?",
+  return printable(fmt::format("{} mb{}", j.type < run.types.size() ? run.types.name(j.type) : "?",
                                j.micro_batch));
 }
 
@@ -251,15 +267,14 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
   append_line(out, fmt::format("  schedule: {}{} (P={} stages, M={} micro-batches, V={} chunk{}; "
                                "{} of {} steps agree)",
                                pipeline_schedule_name(d.schedule),
-                               d.exact || d.schedule == PipelineSchedule::unknown ? ""
-                                                                                  : "-like",
+                               d.exact || d.schedule == PipelineSchedule::unknown ? "" : "-like",
                                d.stages, d.micro_batches, d.chunks, d.chunks == 1 ? "" : "s",
                                sr.steps_agreeing, sr.steps_examined));
   if (sr.ideal_bubble_ratio) {
     append_line(out, fmt::format("  bubble: measured {}, ideal {} for this schedule under uniform "
                                  "costs, excess {:+.1f} points",
-                                 percent(sr.measured_bubble_ratio),
-                                 percent(*sr.ideal_bubble_ratio), *sr.excess * 100.0));
+                                 percent(sr.measured_bubble_ratio), percent(*sr.ideal_bubble_ratio),
+                                 *sr.excess * 100.0));
   }
   const BubbleTotals& t = a.bubbles.total;
   append_line(out, fmt::format("  idle by kind: fill {} ({}), interior {} ({}), drain {} ({})",
@@ -272,11 +287,11 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
   const BottleneckReport& b = a.bottleneck;
   if (b.slowest_stage >= 0) {
     const auto slowest = static_cast<std::size_t>(b.slowest_stage);
-    append_line(out, fmt::format("  bottleneck: stage {} (device {}), {} of compute per device "
-                                 "and step, {:.2f}x the mean of the stages",
-                                 b.slowest_stage, describe_stage_devices(run, a.stages, slowest),
-                                 format_duration(b.stages[slowest].compute_per_step_ns),
-                                 b.imbalance));
+    append_line(out,
+                fmt::format("  bottleneck: stage {} (device {}), {} of compute per device "
+                            "and step, {:.2f}x the mean of the stages",
+                            b.slowest_stage, describe_stage_devices(run, a.stages, slowest),
+                            format_duration(b.stages[slowest].compute_per_step_ns), b.imbalance));
   }
   const ClockReport& c = a.clock;
   if (c.method != "single-machine") {
@@ -334,7 +349,7 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
     const std::int64_t origin = metrics.steps.front().start_ns;
     for (const Bubble& bubble : a.bubbles.longest) {
       const Device& device = run.devices[bubble.device];
-      longest.add_row({std::to_string(device.index), std::to_string(metrics.steps[bubble.step].step),
+      longest.add_row({std::to_string(device.index), step_label(metrics, bubble.step),
                        relative_ms(bubble.start_ns, origin), format_duration(bubble.length_ns()),
                        std::string(bubble_kind_name(bubble.kind)),
                        job_name(run, device, bubble.job_before),
@@ -345,17 +360,19 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
 
   const CriticalPath* path = nullptr;
   for (const CriticalPath& p : a.critical_paths) {
-    if (path == nullptr || metrics.steps[p.step].window_ns() > metrics.steps[path->step].window_ns()) {
+    if (!metrics.steps[p.step].complete) continue;
+    if (path == nullptr ||
+        metrics.steps[p.step].window_ns() > metrics.steps[path->step].window_ns()) {
       path = &p;
     }
   }
   if (path != nullptr) {
     const std::int64_t window = metrics.steps[path->step].window_ns();
     append_line(out, "");
-    append_line(out, style.bold(fmt::format(
-                         "Critical path of step {} (the longest, {}): {} jobs, waits {}",
-                         metrics.steps[path->step].step, format_duration(window),
-                         path->jobs.size(), format_duration(path->wait_ns))));
+    append_line(
+        out, style.bold(fmt::format("Critical path of step {} (the longest, {}): {} jobs, waits {}",
+                                    step_label(metrics, path->step), format_duration(window),
+                                    path->jobs.size(), format_duration(path->wait_ns))));
     Table table({{"stage", Table::right}, {"time on path", Table::right}, {"share", Table::right}});
     for (std::size_t s = 0; s < path->stage_ns.size(); ++s) {
       table.add_row({std::to_string(s), format_duration(path->stage_ns[s]),
@@ -392,11 +409,16 @@ void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
 
   std::set<int> machines;
   for (const Device& device : run.devices) machines.insert(device.machine);
-  append_line(text, style.bold(fmt::format(
-                        "pipescope: {} on {}, {}, {} (first step {}), {}",
-                        count(run.devices.size(), "device"), count(machines.size(), "machine"),
-                        count(run.job_count(), "job"), count(metrics.steps.size(), "step"),
-                        run.first_step.value_or(0), count(run.inputs.size(), "input"))));
+  append_line(text,
+              style.bold(fmt::format(
+                  "pipescope: {} on {}, {}, {}{} (first step {}), {}",
+                  count(run.devices.size(), "device"), count(machines.size(), "machine"),
+                  count(run.job_count(), "job"), count(metrics.steps.size(), "step"),
+                  metrics.segments.size() > 1
+                      ? fmt::format(" in {} launch segments", metrics.segments.size())
+                      : std::string(),
+                  metrics.steps.empty() ? run.first_step.value_or(0) : metrics.steps.front().step,
+                  count(run.inputs.size(), "input"))));
   append_line(text, "");
 
   write_devices(text, run, metrics, style);
@@ -406,11 +428,15 @@ void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
 
   const std::string overall = percent(metrics.bubble_ratio);
   append_line(text,
-              fmt::format("Bubble ratio: {} (idle share of {} devices over {} of step windows)",
+              fmt::format("Bubble ratio: {} (idle share of {} devices over {} of step windows{})",
                           metrics.bubble_ratio >= 0.5   ? style.red(overall)
                           : metrics.bubble_ratio >= 0.2 ? style.yellow(overall)
                                                         : style.bold(overall),
-                          run.devices.size(), format_duration(metrics.total_window_ns)));
+                          run.devices.size(), format_duration(metrics.total_window_ns),
+                          metrics.incomplete_steps == 0
+                              ? std::string()
+                              : fmt::format("; {} left out",
+                                            count(metrics.incomplete_steps, "incomplete step"))));
   append_line(text, "");
   if (options.pipeline != nullptr) {
     write_pipeline(text, run, metrics, *options.pipeline, style);

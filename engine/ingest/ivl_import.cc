@@ -26,6 +26,8 @@ FileResult import_ivl_file(const InputFile& input, std::size_t max_diagnostics) 
   ivl::ReadCallbacks callbacks;
   callbacks.on_header = [&](const ivl::Header& header) {
     out.first_step = header.first_step;
+    // The header's step is the file's one step-start line, before any record.
+    if (header.first_step) out.device.step_starts.push_back({0, *header.first_step});
     // Records take 32 bytes each: the file's real size bounds the count.
     if (input.size_bytes > header.header_bytes) {
       device.jobs.reserve((input.size_bytes - header.header_bytes) / ivl::kRecordBytes);

@@ -163,7 +163,10 @@ class ResultBuilder {
     for (const LineProblem& problem : scan.problems) {
       note(f, base + problem.line + 1, std::string(describe(problem.error)));
     }
-    if (scan.first_step && !file.result.first_step) file.result.first_step = scan.first_step;
+    for (const StepStartSeen& seen : scan.step_starts) {
+      file.result.device.step_starts.push_back({base + seen.line + 1, seen.step});
+      if (!file.result.first_step) file.result.first_step = seen.step;
+    }
     if (scan.partial_last_line > 0) {
       stats.partial_last_line_bytes = scan.partial_last_line;
       note(f, stats.lines,

@@ -2,10 +2,28 @@
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <stdexcept>
 #include <utility>
 
+#include "analysis/launch_segments.h"
+
 namespace pipescope {
+
+int parse_segment_choice(std::string_view text) {
+  if (text == "last") return kLastSegment;
+  int value = 0;
+  bool ok = !text.empty() && text.size() <= 9;
+  for (const char c : text) {
+    if (c < '0' || c > '9') ok = false;
+    if (ok) value = value * 10 + (c - '0');
+  }
+  if (!ok) {
+    throw std::invalid_argument(
+        fmt::format("'{}' is not a segment: give its index (0, 1, ...) or last", text));
+  }
+  return value;
+}
 
 std::vector<InputFile> find_inputs(const std::vector<std::string>& paths,
                                    const std::string& devices) {
@@ -27,6 +45,75 @@ std::string left_out_note(const Run& run) {
   return note;
 }
 
+/// "12.5 s" after the run's first job, for a segment's start.
+std::string offset_from(std::int64_t origin, std::int64_t t) {
+  const std::int64_t ms = (t - origin) / 1'000'000;
+  return ms >= 10'000 ? fmt::format("{:.1f} s", static_cast<double>(ms) / 1000.0)
+                      : fmt::format("{} ms", ms);
+}
+
+/// Finds the launch segments, says what they show, and keeps the one asked
+/// for (LoadOptions::segment).
+void split_segments(LoadedRun& loaded, std::optional<int> wanted) {
+  Run& run = loaded.run;
+  for (const IgnoredLaunchSignal& signal : split_launch_segments(run)) {
+    loaded.launch_warnings.push_back(
+        {"launch_signal_ignored",
+         fmt::format("{}: a sign of a new launch ({}) while the other devices kept running: "
+                     "not treated as a relaunch",
+                     signal.where,
+                     signal.found_by == "step_start_line"
+                         ? "a `Schedule Profiler start` line after jobs"
+                         : "the schedule starting over after a gap"),
+         -1, -1, 1});
+  }
+  loaded.all_segments = run.segments;
+  if (run.segments.size() > 1) {
+    std::int64_t origin = std::numeric_limits<std::int64_t>::max();
+    for (const Device& device : run.devices) {
+      if (!device.jobs.empty()) origin = std::min(origin, device.jobs.front().start_ns);
+    }
+    std::string where;
+    for (std::size_t s = 1; s < run.segments.size(); ++s) {
+      const LaunchSegment& segment = run.segments[s];
+      std::int64_t start = std::numeric_limits<std::int64_t>::max();
+      for (const Device& device : run.devices) {
+        const auto [first, last] = device.segment_jobs(s);
+        if (first < last) start = std::min(start, device.jobs[first].start_ns);
+      }
+      std::string evidence;
+      for (const std::string& item : segment.evidence) {
+        evidence += fmt::format("{}{}", evidence.empty() ? "" : ", ", item);
+      }
+      where += fmt::format(
+          "; segment {} begins {} after the first job ({}: {}){}", segment.index,
+          offset_from(origin, start),
+          segment.found_by == "step_start_line" ? "a new `Schedule Profiler start` line"
+                                                : "the schedule starts over after a gap",
+          evidence,
+          segment.numbered_by_line
+              ? fmt::format(", at step {}", segment.first_step)
+              : fmt::format(", no step-start line: steps numbered on from {}", segment.first_step));
+    }
+    loaded.launch_warnings.push_back(
+        {"relaunch",
+         fmt::format("the logs hold {} launches of the training program (a crash and relaunch "
+                     "appended to the same logs){}; each launch is a segment of its own, no step "
+                     "spans two, and the step a crash cut short is left out of the figures",
+                     run.segments.size(), where),
+         -1, -1, static_cast<std::uint64_t>(run.segments.size())});
+  }
+  if (!wanted) return;
+  const int count = static_cast<int>(run.segments.size());
+  const int position = *wanted == kLastSegment ? count - 1 : *wanted;
+  if (position < 0 || position >= count) {
+    throw std::invalid_argument(fmt::format(
+        "segment {}: the run has {} launch segment{} ({})", *wanted, count, count == 1 ? "" : "s",
+        count == 1 ? std::string("0") : fmt::format("0-{}", count - 1)));
+  }
+  select_launch_segment(run, static_cast<std::size_t>(position));
+}
+
 }  // namespace
 
 LoadedRun analyse_run(Run run, const LoadOptions& options) {
@@ -40,6 +127,7 @@ LoadedRun analyse_run(Run run, const LoadOptions& options) {
     loaded.input_warnings.push_back(std::move(w));
   }
   if (loaded.run.job_count() == 0) return loaded;
+  split_segments(loaded, options.segment);
   if (options.metrics_only) {
     loaded.metrics = compute_metrics(loaded.run);
     for (QualityWarning& w : check_short_devices(loaded.run, loaded.metrics,
@@ -64,6 +152,7 @@ LoadedRun analyse_run(Run run, const LoadOptions& options) {
     loaded.input_warnings.push_back(std::move(w));
   }
   std::vector<QualityWarning>& warnings = loaded.pipeline.warnings;
+  warnings.insert(warnings.begin(), loaded.launch_warnings.begin(), loaded.launch_warnings.end());
   warnings.insert(warnings.begin(), loaded.input_warnings.begin(), loaded.input_warnings.end());
   return loaded;
 }

@@ -13,7 +13,9 @@
 //   use(loaded.metrics, loaded.pipeline);
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/pipeline.h"
@@ -31,7 +33,16 @@ struct LoadOptions {
   bool metrics_only = false;
   /// Unreadable inputs, rank-layout checks (input_rules.h).
   InputRules inputs;
+  /// Analyse one launch segment only (analysis/launch_segments.h): its
+  /// LaunchSegment::index, or kLastSegment. Unset: every segment.
+  std::optional<int> segment;
 };
+
+inline constexpr int kLastSegment = -1;
+
+/// "last" or a segment index ("0", "1", ...) as LoadOptions::segment wants
+/// it. Throws std::invalid_argument for anything else.
+int parse_segment_choice(std::string_view text);
 
 struct LoadedRun {
   Run run;
@@ -41,6 +52,11 @@ struct LoadedRun {
   PipelineAnalysis pipeline;
   /// The input warnings (input_rules.h), also with metrics_only.
   std::vector<QualityWarning> input_warnings;
+  /// What the launch segments show (`relaunch`, `launch_signal_ignored`),
+  /// also with metrics_only; in `pipeline.warnings` after the input warnings.
+  std::vector<QualityWarning> launch_warnings;
+  /// Every segment found, before a selection (LoadOptions::segment) kept one.
+  std::vector<LaunchSegment> all_segments;
 };
 
 /// discover_inputs() and, when `devices` is not empty, select_devices().
@@ -51,7 +67,8 @@ std::vector<InputFile> find_inputs(const std::vector<std::string>& paths,
 /// Reads `inputs` and analyses them. A run without a single job is returned
 /// with no figures: the caller says so in its own words. Throws InputError
 /// for an unreadable input (unless options.inputs allows it, input_rules.h),
-/// std::invalid_argument for a bad stage map or imposed clock offset.
+/// std::invalid_argument for a bad stage map or imposed clock offset, or a
+/// segment the run does not have.
 LoadedRun load_run(const std::vector<InputFile>& inputs, const LoadOptions& options);
 
 /// The analysis of a run read elsewhere (rank 0 of `analyze --mpi`), exactly

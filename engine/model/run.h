@@ -7,11 +7,45 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "model/job.h"
 
 namespace pipescope {
+
+/// A `Schedule Profiler start at step N` line of a device's input: where a
+/// launch of the training program began profiling. A log that a relaunch
+/// appended to holds one per launch.
+struct StepStartLine {
+  /// 1-based line in the input; 0 for a record file's header.
+  std::uint64_t line = 0;
+  std::int64_t step = 0;
+
+  friend bool operator==(const StepStartLine&, const StepStartLine&) = default;
+};
+
+/// One launch of the training program, as found in the logs (a crash and
+/// relaunch appends a second launch to the same logs): no step spans two.
+/// analysis/launch_segments.h finds them and docs/guide.md ("Launches and
+/// segments") says how.
+struct LaunchSegment {
+  /// 0-based, in time order among all the segments found (kept when one is
+  /// selected, so segment 1 stays segment 1).
+  int index = 0;
+  /// The number of the segment's first step: N of its `Schedule Profiler
+  /// start at step N` lines (the smallest) when its devices printed one;
+  /// else the step after the previous segment's last (0 for the first).
+  std::int64_t first_step = 0;
+  /// Whether a step-start line gave `first_step`.
+  bool numbered_by_line = false;
+  /// What showed that the segment is a new launch: "" for the first one,
+  /// "step_start_line" (a `Schedule Profiler start` line after jobs) or
+  /// "restart_after_gap" (the schedule starting over mid-step after a gap).
+  std::string found_by;
+  /// Where, for a person: "workerlog.0:1234" items, at most a few.
+  std::vector<std::string> evidence;
+};
 
 /// One GPU (one rank's worker log).
 struct Device {
@@ -27,6 +61,16 @@ struct Device {
   std::string path;
   /// After Run::finalize(): sorted by job_start_order.
   JobVector jobs;
+  /// The input's `Schedule Profiler start at step N` lines, in line order.
+  std::vector<StepStartLine> step_starts;
+  /// Index into `jobs` of the first job of each of Run::segments (one entry
+  /// per segment; equal entries for a segment without a job of this
+  /// device). Empty: every job is in the one segment.
+  std::vector<std::size_t> segment_begin;
+
+  /// Jobs [first, last) of `segment` (without segment_begin: all of them
+  /// in segment 0, none in any other).
+  std::pair<std::size_t, std::size_t> segment_jobs(std::size_t segment) const;
 };
 
 /// What reading one input file found; reported in the summary.
@@ -107,6 +151,9 @@ struct Run {
   std::vector<Diagnostic> diagnostics;
   /// Devices read but not analysed, in input order (load_run decides).
   std::vector<LeftOutDevice> left_out;
+  /// The launches found in the logs (analysis/launch_segments.h), in time
+  /// order. Empty: one launch, numbered from `first_step`.
+  std::vector<LaunchSegment> segments;
 
   std::uint64_t job_count() const;
   /// Sorts every device's jobs into start order.

@@ -11,7 +11,7 @@ void ChunkScan::clear() {
   malformed = 0;
   oversized = 0;
   problems.clear();
-  first_step.reset();
+  step_starts.clear();
   first_nul.reset();
   partial_last_line = 0;
 }
@@ -101,16 +101,18 @@ class CandidateLines {
         }
       }
     }
-    if (!out_.first_step && line.find(kStepStartLiteral) != std::string_view::npos) {
-      out_.first_step = parse_step_start_line(strip_ansi(line, scratch_));
+    if (line.find(kStepStartLiteral) != std::string_view::npos) {
+      if (const auto step = parse_step_start_line(strip_ansi(line, scratch_))) {
+        out_.step_starts.push_back({line_index_, *step});
+      }
     }
   }
 
   std::string_view text_;
   const ChunkScanOptions& options_;
   ChunkScan& out_;
-  std::size_t done_ = 0;      // bytes before this offset belong to handled lines
-  std::size_t counted_ = 0;   // newlines before this offset are in line_index_
+  std::size_t done_ = 0;     // bytes before this offset belong to handled lines
+  std::size_t counted_ = 0;  // newlines before this offset are in line_index_
   std::uint64_t line_index_ = 0;
   std::string scratch_;
 };

@@ -16,6 +16,13 @@
 
 namespace pipescope {
 
+/// A `Schedule Profiler start at step N` line: each launch of the training
+/// program prints one, so a log appended to by a relaunch holds several.
+struct StepStartSeen {
+  std::uint64_t line = 0;  ///< 0-based line index within the chunk
+  std::int64_t step = 0;
+};
+
 struct LineProblem {
   std::uint64_t line = 0;  ///< 0-based line index within the chunk
   LineError error = LineError::none;
@@ -36,8 +43,8 @@ struct ChunkScan {
   std::uint64_t oversized = 0;
   /// The first few rejected lines (at most `max_problems`).
   std::vector<LineProblem> problems;
-  /// N of the first `Schedule Profiler start at step N` line.
-  std::optional<std::int64_t> first_step;
+  /// Every `Schedule Profiler start at step N` line, in line order.
+  std::vector<StepStartSeen> step_starts;
   /// Offset in the chunk of the first NUL byte, when asked to look.
   std::optional<std::uint64_t> first_nul;
   /// Bytes of the file's last line when it lacks its '\n' (end_of_file

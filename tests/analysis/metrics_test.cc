@@ -66,14 +66,19 @@ TEST(Metrics, WorkedExample) {
   EXPECT_EQ(m.steps[1].devices[1].idle_ns, 15);
   EXPECT_DOUBLE_EQ(m.steps[0].bubble_ratio, 25.0 / 110.0);
   EXPECT_DOUBLE_EQ(m.steps[1].bubble_ratio, 27.0 / 68.0);
-  EXPECT_DOUBLE_EQ(m.bubble_ratio, 52.0 / 178.0);
-  EXPECT_EQ(m.total_window_ns, 89);
-  EXPECT_EQ(m.devices[0].busy_ns, 67);
-  EXPECT_EQ(m.devices[0].idle_ns, 22);
-  EXPECT_EQ(m.devices[1].busy_ns, 59);
-  EXPECT_EQ(m.devices[1].idle_ns, 30);
-  EXPECT_DOUBLE_EQ(m.devices[0].utilization, 67.0 / 89.0);
-  EXPECT_DOUBLE_EQ(m.devices[1].utilization, 59.0 / 89.0);
+  // Step 6 is the last step and device 0 ran one forward in it, two in step
+  // 5: it is incomplete, and the totals cover step 5 only.
+  EXPECT_TRUE(m.steps[0].complete);
+  EXPECT_FALSE(m.steps[1].complete);
+  EXPECT_EQ(m.incomplete_steps, 1u);
+  EXPECT_DOUBLE_EQ(m.bubble_ratio, 25.0 / 110.0);
+  EXPECT_EQ(m.total_window_ns, 55);
+  EXPECT_EQ(m.devices[0].busy_ns, 45);
+  EXPECT_EQ(m.devices[0].idle_ns, 10);
+  EXPECT_EQ(m.devices[1].busy_ns, 40);
+  EXPECT_EQ(m.devices[1].idle_ns, 15);
+  EXPECT_DOUBLE_EQ(m.devices[0].utilization, 45.0 / 55.0);
+  EXPECT_DOUBLE_EQ(m.devices[1].utilization, 40.0 / 55.0);
   EXPECT_EQ(m.devices[0].steps, 2);
   EXPECT_EQ(m.devices[1].steps, 2);
   EXPECT_EQ(m.job_step[0], (std::vector<std::int32_t>{0, 0, 0, 0, 0, 1, 1, 1}));
@@ -206,6 +211,88 @@ TEST(Metrics, LrKind) {
   EXPECT_FALSE(is_receive_type("send_v2"));
 }
 
+// The worked example once every device has started a step after step 6:
+// step 6 is complete, and the totals cover both windows (the guide's
+// "had the run gone on" figures).
+TEST(Metrics, WorkedExampleWithALaterStepCountsBothWindows) {
+  pipescope::Run run = worked_example();
+  add(run, 0, "forward", 0, 95, 100);  // after a backward: opens step 7
+  add(run, 1, "forward", 0, 95, 100);
+  run.finalize();
+  const Metrics m = compute_metrics(run);
+  ASSERT_EQ(m.steps.size(), 3u);
+  EXPECT_TRUE(m.steps[0].complete);
+  EXPECT_TRUE(m.steps[1].complete);
+  EXPECT_FALSE(m.steps[2].complete);  // the last, one forward against two
+  EXPECT_EQ(m.steps[1].start_ns, 56);
+  EXPECT_EQ(m.steps[1].end_ns, 90);
+  EXPECT_DOUBLE_EQ(m.bubble_ratio, 52.0 / 178.0);
+  EXPECT_EQ(m.total_window_ns, 89);
+  EXPECT_EQ(m.devices[0].busy_ns, 67);
+  EXPECT_EQ(m.devices[0].idle_ns, 22);
+  EXPECT_EQ(m.devices[1].busy_ns, 59);
+  EXPECT_EQ(m.devices[1].idle_ns, 30);
+  EXPECT_DOUBLE_EQ(m.devices[0].utilization, 67.0 / 89.0);
+  EXPECT_DOUBLE_EQ(m.devices[1].utilization, 59.0 / 89.0);
+}
+
+// The complete-step rule, clause by clause.
+TEST(Metrics, CompleteSteps) {
+  // A first and only step is complete, however few jobs it holds.
+  {
+    pipescope::Run run;
+    add(run, 0, "forward", 0, 0, 10);
+    run.finalize();
+    const Metrics m = compute_metrics(run);
+    ASSERT_EQ(m.steps.size(), 1u);
+    EXPECT_TRUE(m.steps[0].complete);
+    EXPECT_EQ(m.total_window_ns, 10);
+  }
+  // The last step holding as many jobs of each kind as the previous complete
+  // one is complete; one job fewer of any kind on any device is not.
+  for (const bool cut : {false, true}) {
+    pipescope::Run run;
+    for (std::size_t d = 0; d < 2; ++d) {
+      for (std::int64_t base : {0, 100}) {
+        add(run, d, "forward", 0, base, base + 10);
+        add(run, d, "backward", 0, base + 10, base + 20);
+        if (!(cut && d == 1 && base == 100)) add(run, d, "optimizer", 0, base + 20, base + 25);
+      }
+    }
+    run.finalize();
+    const Metrics m = compute_metrics(run);
+    ASSERT_EQ(m.steps.size(), 2u);
+    EXPECT_TRUE(m.steps[0].complete);
+    EXPECT_EQ(m.steps[1].complete, !cut) << cut;
+    EXPECT_EQ(m.total_window_ns, cut ? 25 : 50);
+    EXPECT_EQ(m.segments.size(), 1u);
+    EXPECT_EQ(m.segments[0].complete, cut ? 1u : 2u);
+  }
+  // A step that a device never got past, while another device went on, is
+  // incomplete even though it is not the last.
+  {
+    pipescope::Run run;
+    for (std::int64_t base : {0, 100, 200}) {
+      add(run, 0, "forward", 0, base, base + 10);
+      add(run, 0, "backward", 0, base + 10, base + 20);
+    }
+    add(run, 1, "forward", 0, 0, 10);
+    add(run, 1, "backward", 0, 10, 20);
+    add(run, 1, "forward", 0, 100, 110);
+    add(run, 1, "backward", 0, 110, 120);
+    run.finalize();
+    const Metrics m = compute_metrics(run);
+    ASSERT_EQ(m.steps.size(), 3u);
+    EXPECT_TRUE(m.steps[0].complete);
+    EXPECT_FALSE(m.steps[1].complete);  // device 1 never started step 2
+    // The last step: no complete step before it in the segment but step 0,
+    // whose jobs it matches on device 0; device 1 holds none of them.
+    EXPECT_FALSE(m.steps[2].complete);
+    EXPECT_EQ(m.incomplete_steps, 2u);
+    EXPECT_EQ(m.total_window_ns, 20);
+  }
+}
+
 // testdata/prologue, read as `analyze` reads it: the windows of its
 // EXPECTED.md (device 0 opens steps with lr, device 1 with a recv_forward).
 TEST(Metrics, PrologueSample) {
@@ -227,9 +314,14 @@ TEST(Metrics, PrologueSample) {
   EXPECT_EQ(m.job_step[1], (std::vector<std::int32_t>{0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
                                                       1, 1, 1, 1, 1, 1, 1, 1, 2, 2}));
   EXPECT_EQ(m.steps[1].devices[1].busy_ns, 95 * kMs);
-  EXPECT_EQ(m.devices[0].busy_ns, 141 * kMs);
+  // Step 12 was cut (device 0 ran one forward in it, two in step 11): it is
+  // left out of the totals.
+  EXPECT_TRUE(m.steps[0].complete);
+  EXPECT_TRUE(m.steps[1].complete);
+  EXPECT_FALSE(m.steps[2].complete);
+  EXPECT_EQ(m.devices[0].busy_ns, 130 * kMs);
   EXPECT_EQ(m.devices[1].idle_ns, 32 * kMs);
-  EXPECT_DOUBLE_EQ(m.bubble_ratio, 119.0 / 456.0);
+  EXPECT_DOUBLE_EQ(m.bubble_ratio, 107.0 / 410.0);
 }
 
 TEST(Metrics, DeviceMissingFromAStepIsIdleForAllOfIt) {
@@ -247,8 +339,32 @@ TEST(Metrics, DeviceMissingFromAStepIsIdleForAllOfIt) {
   EXPECT_EQ(m.steps[1].devices[1].idle_ns, 10);
   EXPECT_EQ(m.steps[0].devices[2].idle_ns, 20);
   EXPECT_DOUBLE_EQ(m.steps[0].bubble_ratio, 30.0 / 60.0);
-  EXPECT_DOUBLE_EQ(m.bubble_ratio, (30.0 + 20.0) / 90.0);
+  EXPECT_DOUBLE_EQ(m.steps[1].bubble_ratio, 20.0 / 30.0);
   EXPECT_EQ(m.devices[2].steps, 0);
+  // Device 1 never started step 1, and step 1 (the last) has no complete
+  // step before it: neither is complete, so the totals cover nothing.
+  EXPECT_FALSE(m.steps[0].complete);
+  EXPECT_FALSE(m.steps[1].complete);
+  EXPECT_EQ(m.total_window_ns, 0);
+  EXPECT_DOUBLE_EQ(m.bubble_ratio, 0.0);
+  // The device without a job is not of the segment: it does not keep a
+  // step from being complete, and it is idle for all of every window.
+  pipescope::Run full;
+  for (std::size_t d = 0; d < 2; ++d) {
+    add(full, d, "forward", 0, 0, 10);
+    add(full, d, "backward", 0, 10, 20);
+    add(full, d, "forward", 0, 20, 30);
+    add(full, d, "backward", 0, 30, 40);
+  }
+  full.devices.emplace_back();
+  full.devices.back().index = 2;
+  full.finalize();
+  const Metrics f = compute_metrics(full);
+  ASSERT_EQ(f.steps.size(), 2u);
+  EXPECT_TRUE(f.steps[0].complete);
+  EXPECT_TRUE(f.steps[1].complete);
+  EXPECT_EQ(f.devices[2].idle_ns, 40);
+  EXPECT_DOUBLE_EQ(f.bubble_ratio, 40.0 / 120.0);
 }
 
 TEST(Metrics, WindowsNeverOverlapOrGoNegative) {

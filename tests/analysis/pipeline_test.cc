@@ -2,11 +2,12 @@
 // by construction: a 2-machine VPP run with a slow stage and 3 ms of clock
 // skew (the acceptance case), stage maps, dependencies, clock
 // correction, the critical path and the data-quality warnings.
+#include "analysis/pipeline.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
-#include "analysis/pipeline.h"
 #include "support/pipeline_sim_run.h"
 
 namespace pipescope {
@@ -246,7 +247,10 @@ TEST(PipelineAnalysis, DataQualityWarnings) {
   EXPECT_TRUE(has("missing_steps", 2, 1));
   EXPECT_TRUE(has("job_count_mismatch", -1, 1));
   EXPECT_TRUE(has("time_outlier", 1, 1));
-  EXPECT_EQ(warnings.size(), 6u);
+  // Devices 1 and 2 never start step 1: neither step is complete.
+  EXPECT_TRUE(has("incomplete_steps", -1, 2));
+  EXPECT_TRUE(has("no_complete_step", -1, 2));
+  EXPECT_EQ(warnings.size(), 8u);
   for (const QualityWarning& w : warnings) EXPECT_FALSE(w.message.empty());
 }
 

@@ -1,12 +1,13 @@
 // `pipescope diff`: the text and JSON forms, figures that a source lacks, and
 // the schedule comparison.
+#include "compare/diff.h"
+
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
 #include <string>
 
 #include "support/command_runner.h"
-#include "compare/diff.h"
 
 namespace pipescope {
 namespace {
@@ -17,7 +18,7 @@ RunFigures with_schedule(const std::string& name, int m) {
   r.origin = "test";
   r.jobs = 10;
   r.bubble_ratio = 0.25;
-  r.steps.push_back({0, 0, 100, 100, 0.25, {{0, 75, 25}}});
+  r.steps.push_back({0, 0, true, 0, 100, 100, 0.25, {{0, 75, 25}}});
   r.devices.push_back({0, 0, "", 0, "", 10, 0, 75, 25, 0.75});
   r.job_types.push_back({"forward", "forward", 5, 50 * 5});
   ScheduleFigures& s = r.schedule.emplace();

@@ -1,21 +1,22 @@
 // The pure parts of `analyze --mpi` (engine/distributed), without MPI: file
 // assignment, node layout, the merge of node listings, and the round trip of
 // scanned runs through bounded messages into the single-process Run.
+#include "distributed/run_transfer.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
-#include "support/command_runner.h"
 #include "distributed/assignment.h"
 #include "distributed/cluster.h"
 #include "distributed/input_merge.h"
 #include "distributed/node_layout.h"
-#include "distributed/run_transfer.h"
 #include "distributed/wire.h"
-#include "ingest/ingest.h"
 #include "ingest/discovery.h"
+#include "ingest/ingest.h"
+#include "support/command_runner.h"
 #include "support/temp_dir.h"
 
 namespace pipescope {
@@ -174,6 +175,7 @@ void expect_same_run(const pipescope::Run& a, const pipescope::Run& b) {
     EXPECT_EQ(x.machine_name, y.machine_name);
     EXPECT_EQ(x.rank, y.rank);
     EXPECT_EQ(x.path, y.path);
+    EXPECT_EQ(x.step_starts, y.step_starts) << x.path;
     ASSERT_EQ(x.jobs.size(), y.jobs.size()) << x.path;
     for (std::size_t j = 0; j < x.jobs.size(); ++j) {
       EXPECT_EQ(x.jobs[j].start_ns, y.jobs[j].start_ns);
@@ -246,7 +248,7 @@ pipescope::Run scan_as_ranks(const std::vector<InputFile>& inputs, int ranks,
 }
 
 TEST(DistributedTransfer, MergedRunEqualsTheSingleProcessRun) {
-  for (const char* sample : {"single", "multi", "edge"}) {
+  for (const char* sample : {"single", "multi", "edge", "relaunch"}) {
     const auto inputs = discover_inputs({std::string(PIPESCOPE_TESTDATA) + "/" + sample});
     IngestOptions options;
     options.threads = 2;

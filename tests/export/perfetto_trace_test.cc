@@ -20,10 +20,10 @@
 #include "analysis/metrics.h"
 #include "analysis/pipeline.h"
 #include "analysis/step_selection.h"
-#include "support/command_runner.h"
 #include "export/perfetto/perfetto_trace.pb.h"
-#include "ingest/ingest.h"
 #include "ingest/discovery.h"
+#include "ingest/ingest.h"
+#include "support/command_runner.h"
 #include "support/temp_dir.h"
 
 namespace pipescope {
@@ -114,8 +114,8 @@ struct Exported {
 std::unique_ptr<Exported> export_multi(bool absolute_time = false, bool flows = false,
                                        std::string_view steps = "") {
   auto e = std::make_unique<Exported>();
-  e->run = ingest_inputs(discover_inputs({std::string(PIPESCOPE_TESTDATA) + "/multi"}),
-                            IngestOptions{});
+  e->run =
+      ingest_inputs(discover_inputs({std::string(PIPESCOPE_TESTDATA) + "/multi"}), IngestOptions{});
   PipelineOptions pipeline;
   ClockReport clock = correct_run_clocks(e->run, pipeline);
   e->metrics = compute_metrics(e->run);
@@ -243,7 +243,7 @@ TEST(PerfettoTrace, MultiSampleMatchesTheModel) {
   const auto e = export_multi();
   const pipescope::Run& run = e->run;
   ASSERT_EQ(run.devices.size(), 4u);
-  ASSERT_EQ(run.job_count(), 76u);
+  ASSERT_EQ(run.job_count(), 77u);
   const Decoded d = decode(e->trace);
 
   // Packets: 2 Steps tracks + 3 counter tracks + 2 machines + 4 device lanes
@@ -587,7 +587,7 @@ TEST(PerfettoTrace, CliWritesItBesideTheOtherOutputs) {
       ++job_slices;
     }
   }
-  EXPECT_EQ(job_slices, 76u);
+  EXPECT_EQ(job_slices, 77u);
 
   // --no-trace leaves trace.json out but --perfetto still writes trace.pftrace.
   result = testing::run_cli("analyze " + testing::shell_quote(multi) +

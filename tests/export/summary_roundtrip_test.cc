@@ -47,6 +47,7 @@ void expect_set(std::string_view what, const T&... members) {
 void expect_all_set(const DeviceFigures& x);
 void expect_all_set(const StepDeviceFigures& x);
 void expect_all_set(const StepFigures& x);
+void expect_all_set(const SegmentFigures& x);
 void expect_all_set(const JobTypeFigures& x);
 void expect_all_set(const InputFigures& x);
 void expect_all_set(const DiagnosticFigures& x);
@@ -94,9 +95,13 @@ void expect_all_set(const StepDeviceFigures& x) {
   expect_set("StepDeviceFigures", a, b, c);
 }
 void expect_all_set(const StepFigures& x) {
-  const auto& [a, b, c, d, e, devices] = x;
-  expect_set("StepFigures", a, b, c, d, e);
+  const auto& [a, segment, complete, b, c, d, e, devices] = x;
+  expect_set("StepFigures", a, segment, complete, b, c, d, e);
   expect_all_set(devices);
+}
+void expect_all_set(const SegmentFigures& x) {
+  const auto& [a, b, c, d, e, f, g, h, files] = x;
+  expect_set("SegmentFigures", a, b, c, d, e, f, g, h, files);
 }
 void expect_all_set(const JobTypeFigures& x) {
   const auto& [a, b, c, d] = x;
@@ -215,11 +220,13 @@ void expect_all_set(const LeftOutFigures& x) {
   expect_set("LeftOutFigures", a, b, c, d, e, f);
 }
 void expect_all_set(const SummaryFigures& x) {
-  const auto& [a, b, c, d, devices, steps, job_types, inputs, diagnostics, left_out, schedule,
-               stages, bubbles, bottleneck, critical_path, clock, warnings] = x;
-  expect_set("SummaryFigures", a, b, c, d);
+  const auto& [a, b, c, d, devices, steps, incomplete_steps, segments, job_types, inputs,
+               diagnostics, left_out, schedule, stages, bubbles, bottleneck, critical_path, clock,
+               warnings] = x;
+  expect_set("SummaryFigures", a, b, c, d, incomplete_steps);
   expect_all_set(devices);
   expect_all_set(steps);
+  expect_all_set(segments);
   expect_all_set(job_types);
   expect_all_set(inputs);
   expect_all_set(diagnostics);
@@ -243,8 +250,13 @@ SummaryFigures every_field() {
   f.total_window_ns = 1'697'793'307'213'000'123;
   f.devices = {{3, 1, "machine1", 2, "/logs/machine1/workerlog.2", 5, 4, 900, 100, 0.9},
                {4, 1, "machine\"1\"", 3, "/logs/odd \\ path\n", 6, 5, 1, 999, 1e-300}};
-  f.steps = {{7, 10, 1010, 1000, 0.25, {{3, 750, 250}, {4, 500, 500}}},
-             {8, 1010, 3010, 2001, 1.0 / 3.0, {{3, -5, 2006}}}};
+  // complete = false is a default value to expect_set: the round trip of an
+  // incomplete step is its own test below.
+  f.steps = {{7, 2, true, 10, 1010, 1000, 0.25, {{3, 750, 250}, {4, 500, 500}}},
+             {8, 3, true, 1010, 3010, 2001, 1.0 / 3.0, {{3, -5, 2006}}}};
+  f.incomplete_steps = 9;
+  f.segments = {{2, 10, 1010, 7, true, 1, 1, "step_start_line", {"/logs/machine1/workerlog.2"}},
+                {3, 1010, 3010, 8, true, 5, 4, "restart_after_gap", {"a", "b\"c"}}};
   f.job_types = {{"backward_w(chunk1)", "backward", 4, 4000}, {"zzz", "other", 1, -3}};
   f.inputs = {{"/logs/machine1/workerlog.2", 1u << 31, 12, 5, 1, 2, 17, "read failed"},
               {"/logs/machine1/workerlog.3", 18'446'744'073'709'551'615u, 1, 1, 1, 1, 1, "x"}};
@@ -291,6 +303,8 @@ void expect_same(const SummaryFigures& got, const SummaryFigures& want) {
   EXPECT_EQ(got.total_window_ns, want.total_window_ns);
   EXPECT_TRUE(got.devices == want.devices);
   EXPECT_TRUE(got.steps == want.steps);
+  EXPECT_EQ(got.incomplete_steps, want.incomplete_steps);
+  EXPECT_TRUE(got.segments == want.segments);
   EXPECT_TRUE(got.job_types == want.job_types);
   EXPECT_TRUE(got.inputs == want.inputs);
   EXPECT_TRUE(got.diagnostics == want.diagnostics);
@@ -317,6 +331,15 @@ TEST(SummaryRoundTrip, HandBuiltFiguresSetEveryField) { expect_all_set(every_fie
 TEST(SummaryRoundTrip, EveryFieldComesBack) {
   const SummaryFigures f = every_field();
   expect_same(round_trip(f), f);
+}
+
+TEST(SummaryRoundTrip, AnIncompleteStepComesBackIncomplete) {
+  SummaryFigures f = every_field();
+  f.steps[1].complete = false;
+  const SummaryFigures got = round_trip(f);
+  ASSERT_EQ(got.steps.size(), 2u);
+  EXPECT_TRUE(got.steps[0].complete);
+  EXPECT_FALSE(got.steps[1].complete);
 }
 
 TEST(SummaryRoundTrip, UnsetAndNullFieldsComeBackUnset) {

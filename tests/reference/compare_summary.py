@@ -6,9 +6,10 @@
 Every field present in EXPECTED must be present and equal in ACTUAL (fields
 only in ACTUAL are ignored): integers exactly, floats within 1e-12 (relative
 or absolute), strings exactly, arrays element by element (same length).
-Fields named "path" are compared on their last two components only (parent
-folder and file name), or fewer when EXPECTED gives fewer, so expected files
-need not know where the samples were checked out.
+Fields named "path" (and the items of "files" lists) are compared on their
+last two components only (parent folder and file name), or fewer when
+EXPECTED gives fewer, so expected files need not know where the samples were
+checked out.
 
 Prints one `field.path: expected X, got Y` line per difference and exits 1,
 or prints `N fields compared, all equal` and exits 0. Exit 2: unreadable input.
@@ -71,7 +72,7 @@ class Comparison:
             return
 
         self.compared += 1
-        if key == "path" and isinstance(expected, str) and isinstance(actual, str):
+        if key in ("path", "files") and isinstance(expected, str) and isinstance(actual, str):
             wanted = path_tail(expected, 2)
             if wanted != path_tail(actual, len(wanted)):
                 self.differ(where, expected, actual)

@@ -40,7 +40,8 @@ JOB = re.compile(
     + rb"job_start_time" + WS + rb"=" + WS + TIME + WS + rb"," + WS
     + rb"job_end_time" + WS + rb"=" + WS + TIME + WS + rb"(?:,|\Z)",
     re.DOTALL)
-FIRST_STEP = re.compile(rb"Schedule Profiler start at step ([0-9]+)")
+STEP_START = b"Schedule Profiler start at step"
+FIRST_STEP = re.compile(rb"Schedule Profiler start at step[ \t]*([0-9]+)")
 WORKERLOG = re.compile(r"workerlog\.([0-9]+)")
 MACHINE = re.compile(r"machine([0-9]+)")
 
@@ -94,19 +95,19 @@ def parse_job(raw):
 
 
 def read_log(path):
-    """Parses one worker log: (jobs, input stats, first step or None)."""
+    """Parses one worker log: (jobs, input stats, [(line, N)] of its
+    `Schedule Profiler start at step N` lines)."""
     data = Path(path).read_bytes()
     lines = split_lines(data)
     # A last line without its newline is a write in progress (or a cut-off
     # file): counted as a line, never parsed.
     partial = len(lines[-1]) if lines and not data.endswith(b"\n") else 0
     complete = lines[:-1] if partial else lines
-    jobs, malformed, first_step = [], 0, None
+    jobs, malformed, marks = [], 0, []
     for number, raw in enumerate(complete, start=1):
-        if first_step is None:
-            m = FIRST_STEP.search(raw)
-            if m:
-                first_step = int(m.group(1))
+        m = FIRST_STEP.search(CSI.sub(b"", raw)) if STEP_START in raw else None
+        if m:
+            marks.append((number, int(m.group(1))))
         if LITERAL not in raw:
             continue
         job = parse_job(raw)
@@ -118,7 +119,7 @@ def read_log(path):
     stats = {"path": str(path), "bytes": len(data), "lines": len(lines),
              "matched": len(jobs), "malformed": malformed, "oversized": 0,
              "partial_last_line_bytes": partial}
-    return jobs, stats, first_step
+    return jobs, stats, marks
 
 
 def numbered(folder, pattern, want_dir):
@@ -219,28 +220,194 @@ def ratio(numerator, denominator):
     return float(numerator) / float(denominator) if denominator else 0.0
 
 
+GAP_STEPS = 10  # restart_after_gap: the gap exceeds this many median steps...
+MIN_GAP_NS = 1_000_000_000  # ...and 1 s; an all-idle gap marks a launch from 1 s
+
+
+def is_opener(job, kind, latest):
+    """The contract's opening rule for a job after the device's first."""
+    if kind == "lr":
+        return latest is not None
+    return kind == "forward" and job["mb"] == 0 and latest in ("backward", "optimizer")
+
+
+def launch_signals(d):
+    """[(stop, restart, found_by, where)]: where this device shows a new launch.
+
+    step_start_line: a step-start line with jobs of the device on lines before
+    and after it; stop = last end of the jobs on earlier lines, restart = first
+    start of those on later lines (ignored when stop > restart).
+    restart_after_gap: consecutive jobs (start order) with start - (latest end
+    so far) > max(1 s, 10 x the device's median step span), where the first
+    forward/backward/optimizer/lr job from the later one on is an lr or a
+    forward of micro-batch 0, and either the later job opens no step or the
+    step before the gap ran fewer forward/backward/optimizer jobs than the one
+    before it."""
+    jobs, out, ignored = d["jobs"], [], []
+    for line, _ in d["marks"]:
+        before = [j for j in jobs if j["line"] < line]
+        after = [j for j in jobs if j["line"] > line]
+        if not before or not after:
+            continue
+        stop, restart = max(j["end"] for j in before), min(j["start"] for j in after)
+        where = f"{d['path']}:{line}"
+        if stop > restart:
+            ignored.append(("step_start_line", where))
+        else:
+            out.append((stop, restart, "step_start_line", where))
+    if len(jobs) >= 2:
+        step_of, steps = assign_steps(jobs)
+        spans, fbo = [], [0] * steps
+        for k in range(steps):
+            mine = [j for j, s in zip(jobs, step_of) if s == k]
+            first, last = min(j["start"] for j in mine), max(j["end"] for j in mine)
+            if last > first:
+                spans.append(last - first)
+        for j, k in zip(jobs, step_of):
+            if kind_of(j["type"]) in ("forward", "backward", "optimizer"):
+                fbo[k] += 1
+        median = sorted(spans)[len(spans) // 2] if spans else 0
+        threshold = max(MIN_GAP_NS, GAP_STEPS * median)
+        latest, max_end = None, jobs[0]["end"]
+        for i, job in enumerate(jobs):
+            kind = kind_of(job["type"])
+            if i > 0 and job["start"] - max_end > threshold:
+                steering = [j for j in jobs[i:]
+                            if kind_of(j["type"]) in ("forward", "backward", "optimizer", "lr")]
+                starts_over = bool(steering) and (
+                    kind_of(steering[0]["type"]) == "lr"
+                    or (kind_of(steering[0]["type"]) == "forward" and steering[0]["mb"] == 0))
+                k = step_of[i - 1]
+                cut = not is_opener(job, kind, latest) or (k > 0 and fbo[k] < fbo[k - 1])
+                if starts_over and cut:
+                    out.append((max_end, job["start"], "restart_after_gap",
+                                f"{d['path']}:{job['line']}"))
+            if kind in ("forward", "backward", "optimizer", "lr"):
+                latest = kind
+            max_end = max(max_end, job["end"])
+    # Step-start lines first: a device is named once per cut, by them if any.
+    return out, ignored
+
+
+def kind_counts(d, k):
+    """Jobs of each kind the device ran in step k, as a vector comparable
+    element by element (see `>=` over all kinds via all())."""
+    return KindCounts(kind_of(j["type"]) for j, s in zip(d["jobs"], d["step_of"]) if s == k)
+
+
+class KindCounts(dict):
+    """Counts by kind; a >= b when every kind of b has at least as many."""
+
+    def __init__(self, kinds):
+        super().__init__()
+        for kind in kinds:
+            self[kind] = self.get(kind, 0) + 1
+
+    def __ge__(self, other):
+        return all(self.get(kind, 0) >= n for kind, n in other.items())
+
+
+def all_idle_cut(devices, lo, hi):
+    """End of the longest stretch of [lo, hi] with no job running on any
+    device (the first of equal ones), if it lasts at least 1 s."""
+    busy = union((j["start"], j["end"]) for d in devices for j in d["jobs"]
+                 if j["start"] < hi and j["end"] > lo)
+    best, best_end, cursor = -1, None, lo
+    for start, end in busy:
+        if start > cursor and min(start, hi) - cursor > best:
+            best, best_end = min(start, hi) - cursor, min(start, hi)
+        cursor = max(cursor, end)
+        if cursor >= hi:
+            break
+    if cursor < hi and hi - cursor > best:
+        best, best_end = hi - cursor, hi
+    return best_end if best >= MIN_GAP_NS else None
+
+
+def split_segments(devices):
+    """Cut times, and per cut (found_by, [where])."""
+    cuts = {}
+    for d in devices:
+        signals, _ = launch_signals(d)
+        named = set()
+        for stop, restart, found_by, where in signals:
+            at = all_idle_cut(devices, stop, restart)
+            if at is None:
+                continue
+            entry = cuts.setdefault(at, [found_by, []])
+            if found_by == "step_start_line":
+                entry[0] = found_by
+            if at not in named:
+                entry[1].append(where)
+                named.add(at)
+    return sorted(cuts.items())
+
+
 def analyse(paths, device_filter=None):
     devices, inputs, first_steps, left_out = [], [], [], []
     for index, (machine, name, rank, path) in enumerate(discover(paths)):
         if device_filter is not None and index not in device_filter:
             continue
-        jobs, stats, first_step = read_log(path)
+        jobs, stats, marks = read_log(path)
         inputs.append(stats)
-        if first_step is not None:
-            first_steps.append(first_step)
+        if marks:
+            first_steps.append(marks[0][1])
         if not jobs:
             left_out.append({"device": index, "machine": machine, "machine_name": name,
                              "rank": rank, "path": str(path), "reason": "empty_input"})
             continue
         jobs.sort(key=lambda j: (j["start"], j["end"], j["line"]))
-        step_of, steps = assign_steps(jobs)
         devices.append({"device": index, "machine": machine, "machine_name": name,
-                        "rank": rank, "path": str(path), "jobs": jobs,
-                        "step_of": step_of, "steps": steps,
+                        "rank": rank, "path": str(path), "jobs": jobs, "marks": marks,
                         "union": union((j["start"], j["end"]) for j in jobs)})
     first_step = min(first_steps) if first_steps else 0
 
-    count = max((d["steps"] for d in devices), default=0)
+    # Launch segments: a job belongs to segment (number of cuts <= its start).
+    cuts = split_segments(devices)
+    segment_count = len(cuts) + 1
+    for d in devices:
+        d["segment_of"] = [sum(1 for at, _ in cuts if at <= j["start"]) for j in d["jobs"]]
+
+    # Steps per device and segment; segments in time order, steps numbered
+    # from the segment's step-start lines, else on from the previous one.
+    segments, offset, next_number = [], 0, first_step
+    for s in range(segment_count):
+        marked, count, members = None, 0, []
+        for d in devices:
+            idx = [i for i, seg in enumerate(d["segment_of"]) if seg == s]
+            if not idx:
+                d.setdefault("seg_steps", []).append(0)
+                continue
+            mine = [d["jobs"][i] for i in idx]
+            min_line = min(j["line"] for j in mine)
+            earlier = [j["line"] for j, seg in zip(d["jobs"], d["segment_of"]) if seg < s]
+            # The last step-start line before the device's first job in the
+            # segment (in line order) and after its jobs of earlier segments.
+            opening = None
+            for line, n in d["marks"]:
+                if line < min_line and (not earlier or line > max(earlier)):
+                    opening = n
+            if opening is not None and (marked is None or opening < marked):
+                marked = opening
+            local, steps = assign_steps(mine)
+            d.setdefault("step_of", [None] * len(d["jobs"]))
+            for i, k in zip(idx, local):
+                d["step_of"][i] = offset + k
+            d.setdefault("seg_steps", []).append(steps)
+            count = max(count, steps)
+            members.append(d)
+        number = marked if marked is not None else next_number
+        if s == 0 and marked is not None:
+            first_step = marked
+        segments.append({"index": s, "first": offset, "count": count, "first_step": number,
+                         "numbered_by_line": marked is not None, "members": members,
+                         "found_by": cuts[s - 1][1][0] if s > 0 else ""})
+        offset += count
+        next_number = number + count
+    for d in devices:
+        d["steps"] = sum(d["seg_steps"])
+
+    count = offset
     earliest = min((j["start"] for d in devices for j in d["jobs"]), default=0)
     windows = []
     previous_end = None
@@ -261,6 +428,28 @@ def analyse(paths, device_filter=None):
         windows.append((start, end))
         previous_end = end
 
+    # Complete steps, segment by segment.
+    complete = [False] * count
+    for seg_pos, seg in enumerate(segments):
+        n, previous = seg["count"], None
+        for k in range(n):
+            ok = all(d["seg_steps"][seg_pos] > k + 1 for d in seg["members"])
+            if not ok and k == n - 1:
+                if n == 1:
+                    ok = True  # a first and only step
+                elif previous is not None:
+                    ok = all(kind_counts(d, seg["first"] + k)
+                             >= kind_counts(d, seg["first"] + previous)
+                             for d in seg["members"])
+            complete[seg["first"] + k] = ok
+            if ok:
+                previous = k
+    # Figures for every step; totals and ratios over the complete ones only.
+    segment_of_step, number_of_step = [], []
+    for seg in segments:
+        for k in range(seg["count"]):
+            segment_of_step.append(seg["index"])
+            number_of_step.append(seg["first_step"] + k)
     D = len(devices)
     steps_out, total_idle, total_window = [], 0, 0
     busy_total = [0] * D
@@ -270,14 +459,27 @@ def analyse(paths, device_filter=None):
         for i, d in enumerate(devices):
             busy = covered(d["union"], start, end)
             idle = length - busy
-            busy_total[i] += busy
+            if complete[k]:
+                busy_total[i] += busy
             idle_sum += idle
             per_device.append({"device": d["device"], "busy_ns": busy, "idle_ns": idle})
-        total_idle += idle_sum
-        total_window += length
-        steps_out.append({"step": first_step + k, "start_ns": start, "end_ns": end,
+        if complete[k]:
+            total_idle += idle_sum
+            total_window += length
+        steps_out.append({"step": number_of_step[k], "segment": segment_of_step[k],
+                          "complete": complete[k], "start_ns": start, "end_ns": end,
                           "duration_ns": length, "bubble_ratio": ratio(idle_sum, D * length),
                           "devices": per_device})
+    segments_out = []
+    for seg in segments:
+        first, n = seg["first"], seg["count"]
+        segments_out.append({
+            "index": seg["index"],
+            "start_ns": windows[first][0] if n else 0,
+            "end_ns": windows[first + n - 1][1] if n else 0,
+            "first_step": seg["first_step"], "numbered_by_line": seg["numbered_by_line"],
+            "steps": n, "complete_steps": sum(complete[first:first + n]),
+            "found_by": seg["found_by"], "files": [d["path"] for d in seg["members"]]})
 
     devices_out = []
     for i, d in enumerate(devices):
@@ -301,6 +503,8 @@ def analyse(paths, device_filter=None):
         "total_window_ns": total_window,
         "devices": devices_out,
         "steps": steps_out,
+        "incomplete_steps": complete.count(False),
+        "segments": segments_out,
         "job_types": [{"type": t, "kind": kind_of(t), "jobs": n, "total_ns": type_totals[t]}
                       for t, n in sorted(type_counts.items())],
         "inputs": inputs,

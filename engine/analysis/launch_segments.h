@@ -1,0 +1,64 @@
+// Launch segments: PaddlePaddle's launcher appends to `workerlog.N`, so a
+// crash and relaunch leaves two launches of the training program in one run,
+// minutes apart, the second usually resuming from a checkpoint and repeating
+// step numbers. No step may span two launches, and each launch numbers its
+// own steps. docs/guide.md ("Launches and segments") is the user's account.
+//
+// The signals, per device, that a new launch began:
+//   step_start_line    a `Schedule Profiler start at step N` line that comes
+//                      after job lines of the device (every launch prints one
+//                      before its first job);
+//   restart_after_gap  a gap between consecutive jobs longer than ten times
+//                      the device's median step (and at least 1 s) after
+//                      which the schedule starts over mid-step: the job after
+//                      the gap opens no step, yet the first forward,
+//                      backward, optimizer or lr job from it on is an lr or a
+//                      forward of micro-batch 0.
+// A device's signal marks a launch of the run only where every device was
+// idle for a while inside it (a relaunch follows the death of every rank);
+// the run is cut at the end of the longest such all-idle gap, so every
+// device, with or without a signal of its own, is split at the same time.
+// Launcher lines are not used: their wording varies with the launcher's
+// version, and the launcher writes most of them to its own log.
+//
+//   run.finalize();
+//   split_launch_segments(run);        // Run::segments, Device::segment_begin
+//   select_launch_segment(run, last);  // optional: keep one
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/run.h"
+
+namespace pipescope {
+
+struct SegmentOptions {
+  /// restart_after_gap: the gap must exceed this many median steps...
+  std::int64_t gap_steps = 10;
+  /// ...and this many nanoseconds.
+  std::int64_t min_gap_ns = 1'000'000'000;
+};
+
+/// A signal that did not mark a launch: the other devices kept running
+/// through it (a step-start line printed twice by one process, say).
+struct IgnoredLaunchSignal {
+  std::string found_by;
+  /// "workerlog.3:1234".
+  std::string where;
+};
+
+/// Finds the run's launches and writes Run::segments and every
+/// Device::segment_begin (always at least one segment when the run has a
+/// job). Requires run.finalize(). Returns the signals that did not mark one.
+std::vector<IgnoredLaunchSignal> split_launch_segments(Run& run,
+                                                       const SegmentOptions& options = {});
+
+/// Keeps only the segment at `position` in Run::segments: its jobs, its
+/// step-start lines, and the devices with a job in it (the others move to
+/// Run::left_out, reason "not_in_segment"). The segment keeps its index.
+/// Throws std::out_of_range for a position past the end.
+void select_launch_segment(Run& run, std::size_t position);
+
+}  // namespace pipescope
