@@ -73,7 +73,11 @@ class CudaBackend final : public ClockBackend {
       d.check(d.cuDeviceGet(&device_, device < 0 ? 0 : device), "cuDeviceGet");
       d.check(d.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
       retained_ = true;
-      if (context_ != current) d.check(d.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+      if (context_ != current) {
+        d.check(d.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+        previous_ = current;
+        made_current_ = true;
+      }
     } else {
       context_ = current;
     }
@@ -93,6 +97,13 @@ class CudaBackend final : public ClockBackend {
     if (anchor_stream_ != nullptr) d.cuStreamDestroy(anchor_stream_);
     anchor_event_ = nullptr;
     anchor_stream_ = nullptr;
+    // Leave the thread as it was found: what this backend made current is
+    // undone before the primary context it retained is released.
+    cu::Context current = nullptr;
+    if (made_current_ && d.cuCtxGetCurrent(&current) == cu::kSuccess && current == context_) {
+      d.cuCtxSetCurrent(previous_);
+    }
+    made_current_ = false;
     if (retained_) d.cuDevicePrimaryCtxRelease(device_);
     retained_ = false;
   }
@@ -120,6 +131,8 @@ class CudaBackend final : public ClockBackend {
   cu::Device device_ = 0;
   cu::Context context_ = nullptr;
   bool retained_ = false;
+  cu::Context previous_ = nullptr;  // current before this backend made context_ current
+  bool made_current_ = false;
   cu::Stream anchor_stream_ = nullptr;
   cu::Event anchor_event_ = nullptr;
   std::vector<cu::Event> pool_;
