@@ -174,7 +174,8 @@ int pipescope_timer_job_type(pipescope_timer* t, const char* name, uint32_t* id)
 }
 
 int pipescope_timer_begin(pipescope_timer* t, uint32_t type, int32_t micro_batch, void* stream) {
-  if (const int s = usable(t); s != PIPESCOPE_TIMER_OK) [[unlikely]] return s;
+  if (const int s = usable(t); s != PIPESCOPE_TIMER_OK) [[unlikely]]
+    return s;
   if (type >= t->timer->job_type_count()) [[unlikely]] {
     return fail(PIPESCOPE_TIMER_INVALID_ARGUMENT,
                 "job type id " + std::to_string(type) + " was not returned by job_type (" +
@@ -189,7 +190,8 @@ int pipescope_timer_begin(pipescope_timer* t, uint32_t type, int32_t micro_batch
 }
 
 int pipescope_timer_end(pipescope_timer* t, void* stream) {
-  if (const int s = usable(t); s != PIPESCOPE_TIMER_OK) [[unlikely]] return s;
+  if (const int s = usable(t); s != PIPESCOPE_TIMER_OK) [[unlikely]]
+    return s;
   try {
     t->timer->end(stream);
     return PIPESCOPE_TIMER_OK;

@@ -54,8 +54,7 @@ std::shared_ptr<const Driver> open_driver(const std::string& library, std::strin
       resolve(h, d.cuEventRecord, {"cuEventRecord"}, &missing) &&
       resolve(h, d.cuEventQuery, {"cuEventQuery"}, &missing) &&
       resolve(h, d.cuEventSynchronize, {"cuEventSynchronize"}, &missing) &&
-      resolve(h, d.cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"},
-              &missing) &&
+      resolve(h, d.cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, &missing) &&
       resolve(h, d.cuGetErrorName, {"cuGetErrorName"}, &missing) &&
       resolve(h, d.cuGetErrorString, {"cuGetErrorString"}, &missing) &&
       resolve(h, d.cuStreamSynchronize, {"cuStreamSynchronize"}, &missing) &&
@@ -99,7 +98,7 @@ void Driver::check(Result result, const char* what) const {
 std::string default_driver_library() {
   const char* override_library = std::getenv("PIPESCOPE_CUDA_DRIVER");
   return override_library != nullptr && *override_library != '\0' ? override_library
-                                                                   : "libcuda.so.1";
+                                                                  : "libcuda.so.1";
 }
 
 std::shared_ptr<const Driver> load_driver(std::string* why, const std::string& library) {

@@ -36,12 +36,12 @@ inline constexpr Result kErrorNotReady = 600;
 inline constexpr unsigned kStreamNonBlocking = 0x1;
 inline constexpr unsigned kEventDefault = 0x0;
 
-using Device = int;                           // CUdevice
-using Context = struct CUctx_st*;             // CUcontext
-using Stream = struct CUstream_st*;           // CUstream (== cudaStream_t)
-using Event = struct CUevent_st*;             // CUevent
-using DevicePtr = unsigned long long;         // CUdeviceptr (64-bit)
-using HostFn = void (*)(void* user_data);     // CUhostFn
+using Device = int;                        // CUdevice
+using Context = struct CUctx_st*;          // CUcontext
+using Stream = struct CUstream_st*;        // CUstream (== cudaStream_t)
+using Event = struct CUevent_st*;          // CUevent
+using DevicePtr = unsigned long long;      // CUdeviceptr (64-bit)
+using HostFn = void (*)(void* user_data);  // CUhostFn
 
 /// What Driver::check throws: a CUDA driver call failed.
 class Error : public std::runtime_error {

@@ -75,16 +75,16 @@ typedef enum pipescope_timer_backend {
 typedef struct pipescope_timer pipescope_timer; /* opaque */
 
 typedef struct pipescope_timer_options {
-  uint32_t struct_size;     /* sizeof(pipescope_timer_options); set by _init */
-  const char* path;         /* the .ivl file to create (truncated if it exists) */
-  int32_t machine;          /* machine index and rank: where analyze places it */
+  uint32_t struct_size; /* sizeof(pipescope_timer_options); set by _init */
+  const char* path;     /* the .ivl file to create (truncated if it exists) */
+  int32_t machine;      /* machine index and rank: where analyze places it */
   int32_t rank;
   const char* machine_name; /* for reports; NULL or "" for none */
   int64_t first_step;       /* step number of the first flush; < 0: unset (count from 0) */
   const char* backend;      /* "auto" (NULL), "host" or "cuda" */
-  int32_t device;           /* CUDA: < 0 the thread's current context (else device 0), or a device */
-  uint32_t marks_per_step;  /* marks pre-allocated per step (the pool grows past it); 0: 512 */
-  const char* producer;     /* header's producer; NULL: "pipescope job_timer" */
+  int32_t device;          /* CUDA: < 0 the thread's current context (else device 0), or a device */
+  uint32_t marks_per_step; /* marks pre-allocated per step (the pool grows past it); 0: 512 */
+  const char* producer;    /* header's producer; NULL: "pipescope job_timer" */
 } pipescope_timer_options;
 
 /* Timer figures (pipescope_timer_counters). */

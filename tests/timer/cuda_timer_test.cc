@@ -5,7 +5,6 @@
 // backend's own code (context, pool, anchoring, waiting for pending events)
 // is exercised on every machine.
 #include <gtest/gtest.h>
-
 #include <stdlib.h>
 
 #include <algorithm>
@@ -190,9 +189,9 @@ TEST_P(CudaTimer, IntervalsBracketHostTimedWorkOnTheStream) {
     EXPECT_EQ(r.micro_batch, static_cast<std::int32_t>(i % kJobs)) << i;
     worst_early = std::max(worst_early, span.end_ns - r.end_ns);
   }
-  std::printf("%s: anchor uncertainty of step 0: %lld ns; worst recorded end before the host's: %lld ns\n",
-              GetParam(), static_cast<long long>(uncertainty[0]),
-              static_cast<long long>(worst_early));
+  std::printf(
+      "%s: anchor uncertainty of step 0: %lld ns; worst recorded end before the host's: %lld ns\n",
+      GetParam(), static_cast<long long>(uncertainty[0]), static_cast<long long>(worst_early));
 }
 
 // More marks in one step than the pool was created with: the pool grows and

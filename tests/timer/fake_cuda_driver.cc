@@ -109,7 +109,9 @@ int cuEventRecord(void* event, void*) {
   e->pending = ++g_records % 3 == 0;
   return kSuccess;
 }
-int cuEventQuery(void* event) { return static_cast<FakeEvent*>(event)->pending ? kNotReady : kSuccess; }
+int cuEventQuery(void* event) {
+  return static_cast<FakeEvent*>(event)->pending ? kNotReady : kSuccess;
+}
 int cuEventSynchronize(void* event) {
   static_cast<FakeEvent*>(event)->pending = false;
   return kSuccess;
@@ -124,19 +126,37 @@ int cuEventElapsedTime_v2(float* ms, void* start, void* end) {
 }
 int cuGetErrorName(int error, const char** name) {
   switch (error) {
-    case kSuccess: *name = "CUDA_SUCCESS"; return kSuccess;
-    case kInvalidValue: *name = "CUDA_ERROR_INVALID_VALUE"; return kSuccess;
-    case kNoDevice: *name = "CUDA_ERROR_NO_DEVICE"; return kSuccess;
-    case kNotReady: *name = "CUDA_ERROR_NOT_READY"; return kSuccess;
-    case 201: *name = "CUDA_ERROR_INVALID_CONTEXT"; return kSuccess;
-    default: *name = nullptr; return kInvalidValue;
+    case kSuccess:
+      *name = "CUDA_SUCCESS";
+      return kSuccess;
+    case kInvalidValue:
+      *name = "CUDA_ERROR_INVALID_VALUE";
+      return kSuccess;
+    case kNoDevice:
+      *name = "CUDA_ERROR_NO_DEVICE";
+      return kSuccess;
+    case kNotReady:
+      *name = "CUDA_ERROR_NOT_READY";
+      return kSuccess;
+    case 201:
+      *name = "CUDA_ERROR_INVALID_CONTEXT";
+      return kSuccess;
+    default:
+      *name = nullptr;
+      return kInvalidValue;
   }
 }
 int cuGetErrorString(int error, const char** text) {
   switch (error) {
-    case kNoDevice: *text = "no CUDA-capable device is detected"; return kSuccess;
-    case 201: *text = "invalid device context"; return kSuccess;
-    default: *text = "fake driver error"; return kSuccess;
+    case kNoDevice:
+      *text = "no CUDA-capable device is detected";
+      return kSuccess;
+    case 201:
+      *text = "invalid device context";
+      return kSuccess;
+    default:
+      *text = "fake driver error";
+      return kSuccess;
   }
 }
 int cuLaunchHostFunc(void*, void (*fn)(void*), void* data) {
