@@ -132,6 +132,15 @@ class JobTimer {
   std::uint64_t jobs_recorded() const { return writer_.records_written(); }
   std::uint64_t unmatched_ends() const { return unmatched_ends_; }
   std::size_t streams() const { return streams_.size(); }
+  /// Job types interned so far (valid ids are 0 .. job_type_count() - 1).
+  std::size_t job_type_count() const { return writer_.type_count(); }
+  /// Jobs begun and not yet ended, on all streams.
+  std::size_t open_jobs() const {
+    std::size_t n = 0;
+    for (const StreamState& s : streams_) n += s.open.size();
+    return n;
+  }
+  bool closed() const { return closed_; }
   const ClockBackend& backend() const { return *backend_; }
 
  private:
