@@ -125,8 +125,7 @@ sim::SimConfig make_config(const SimulateOptions& o) {
   config.shape.kind = *kind;
   config.shape.stages = o.stages;
   config.shape.micro_batches = o.micro_batches;
-  config.shape.chunks =
-      o.chunks != 0 ? o.chunks : (sim::has_chunks(*kind) ? 2 : 1);
+  config.shape.chunks = o.chunks != 0 ? o.chunks : (sim::has_chunks(*kind) ? 2 : 1);
   config.steps = o.steps;
   config.machines = o.machines;
   config.devices_per_stage = o.devices_per_stage;

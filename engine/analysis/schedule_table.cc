@@ -478,9 +478,7 @@ std::optional<ScheduleFamily> family_of_schedule_name(std::string_view name) {
 
 std::span<const ScheduleEntry> schedule_table() { return kTable; }
 
-const ScheduleEntry& schedule_entry(ScheduleId id) {
-  return kTable[static_cast<std::size_t>(id)];
-}
+const ScheduleEntry& schedule_entry(ScheduleId id) { return kTable[static_cast<std::size_t>(id)]; }
 
 std::optional<std::vector<ScheduleStep>> schedule_job_list(ScheduleId id, int stages,
                                                            int micro_batches, int chunks,
@@ -593,7 +591,10 @@ std::optional<double> simulated_bubble_ratio(const std::vector<std::vector<Sched
   }
   const double makespan = *std::max_element(free_at.begin(), free_at.end());
   if (!(makespan > 0)) return std::nullopt;
-  return 1.0 - busy / (static_cast<double>(p) * makespan);
+  // idle / total rather than 1 - busy / total: with whole-number costs both
+  // are exact, and the quotient is then the correctly rounded ratio.
+  const double total = static_cast<double>(p) * makespan;
+  return (total - busy) / total;
 }
 
 std::optional<double> uniform_bubble_ratio(ScheduleId id, int stages, int micro_batches,

@@ -80,8 +80,8 @@ std::optional<ScheduleFamily> parse_schedule_family(std::string_view name);
 
 /// Which global stages a rank holds.
 enum class StagePlacement : std::uint8_t {
-  looped,  ///< chunk c of rank s is global stage c·P + s
-  v_shape, ///< rank s holds global stages s (chunk 0) and 2P-1-s (chunk 1)
+  looped,   ///< chunk c of rank s is global stage c·P + s
+  v_shape,  ///< rank s holds global stages s (chunk 0) and 2P-1-s (chunk 1)
 };
 
 struct ScheduleEntry {

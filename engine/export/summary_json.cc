@@ -1,5 +1,4 @@
 #include "export/summary_json.h"
-#include "version.h"
 
 #include <cstdint>
 #include <optional>
@@ -8,6 +7,7 @@
 
 #include "export/atomic_file.h"
 #include "export/json_writer.h"
+#include "version.h"
 
 namespace pipescope {
 

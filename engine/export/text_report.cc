@@ -228,14 +228,12 @@ void write_diagnostics(fmt::memory_buffer& out, const Run& run, const Style& sty
   }
 }
 
-
 // --- pipeline section (analysis/pipeline.h) ---------------------------------
 
 std::string job_name(const Run& run, const Device& device, std::int64_t job) {
   if (job < 0 || static_cast<std::size_t>(job) >= device.jobs.size()) return "-";
   const Job& j = device.jobs[static_cast<std::size_t>(job)];
-  return printable(fmt::format("{} mb{}",
-                               j.type < run.types.size() ? run.types.name(j.type) : "?",
+  return printable(fmt::format("{} mb{}", j.type < run.types.size() ? run.types.name(j.type) : "?",
                                j.micro_batch));
 }
 
@@ -259,8 +257,8 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
   if (sr.ideal_bubble_ratio) {
     append_line(out, fmt::format("  bubble: measured {}, ideal {} for this schedule under uniform "
                                  "costs, excess {:+.1f} points",
-                                 percent(sr.measured_bubble_ratio),
-                                 percent(*sr.ideal_bubble_ratio), *sr.excess * 100.0));
+                                 percent(sr.measured_bubble_ratio), percent(*sr.ideal_bubble_ratio),
+                                 *sr.excess * 100.0));
   }
   const BubbleTotals& t = a.bubbles.total;
   append_line(out, fmt::format("  idle by kind: fill {} ({}), interior {} ({}), drain {} ({})",
@@ -273,11 +271,11 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
   const BottleneckReport& b = a.bottleneck;
   if (b.slowest_stage >= 0) {
     const auto slowest = static_cast<std::size_t>(b.slowest_stage);
-    append_line(out, fmt::format("  bottleneck: stage {} (device {}), {} of compute per device "
-                                 "and step, {:.2f}x the mean of the stages",
-                                 b.slowest_stage, describe_stage_devices(run, a.stages, slowest),
-                                 format_duration(b.stages[slowest].compute_per_step_ns),
-                                 b.imbalance));
+    append_line(out,
+                fmt::format("  bottleneck: stage {} (device {}), {} of compute per device "
+                            "and step, {:.2f}x the mean of the stages",
+                            b.slowest_stage, describe_stage_devices(run, a.stages, slowest),
+                            format_duration(b.stages[slowest].compute_per_step_ns), b.imbalance));
   }
   const ClockReport& c = a.clock;
   if (c.method != "single-machine") {
@@ -335,28 +333,29 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
     const std::int64_t origin = metrics.steps.front().start_ns;
     for (const Bubble& bubble : a.bubbles.longest) {
       const Device& device = run.devices[bubble.device];
-      longest.add_row({std::to_string(device.index), std::to_string(metrics.steps[bubble.step].step),
-                       relative_ms(bubble.start_ns, origin), format_duration(bubble.length_ns()),
-                       std::string(bubble_kind_name(bubble.kind)),
-                       job_name(run, device, bubble.job_before),
-                       job_name(run, device, bubble.job_after)});
+      longest.add_row(
+          {std::to_string(device.index), std::to_string(metrics.steps[bubble.step].step),
+           relative_ms(bubble.start_ns, origin), format_duration(bubble.length_ns()),
+           std::string(bubble_kind_name(bubble.kind)), job_name(run, device, bubble.job_before),
+           job_name(run, device, bubble.job_after)});
     }
     longest.render(out, style);
   }
 
   const CriticalPath* path = nullptr;
   for (const CriticalPath& p : a.critical_paths) {
-    if (path == nullptr || metrics.steps[p.step].window_ns() > metrics.steps[path->step].window_ns()) {
+    if (path == nullptr ||
+        metrics.steps[p.step].window_ns() > metrics.steps[path->step].window_ns()) {
       path = &p;
     }
   }
   if (path != nullptr) {
     const std::int64_t window = metrics.steps[path->step].window_ns();
     append_line(out, "");
-    append_line(out, style.bold(fmt::format(
-                         "Critical path of step {} (the longest, {}): {} jobs, waits {}",
-                         metrics.steps[path->step].step, format_duration(window),
-                         path->jobs.size(), format_duration(path->wait_ns))));
+    append_line(
+        out, style.bold(fmt::format("Critical path of step {} (the longest, {}): {} jobs, waits {}",
+                                    metrics.steps[path->step].step, format_duration(window),
+                                    path->jobs.size(), format_duration(path->wait_ns))));
     Table table({{"stage", Table::right}, {"time on path", Table::right}, {"share", Table::right}});
     for (std::size_t s = 0; s < path->stage_ns.size(); ++s) {
       table.add_row({std::to_string(s), format_duration(path->stage_ns[s]),

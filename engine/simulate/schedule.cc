@@ -342,8 +342,7 @@ std::string_view schedule_kind_name(ScheduleKind kind) {
 
 bool has_chunks(ScheduleKind kind) {
   return kind == ScheduleKind::interleaved || kind == ScheduleKind::zbvpp ||
-         kind == ScheduleKind::dygraph_interleave ||
-         kind == ScheduleKind::torch_interleaved_1f1b ||
+         kind == ScheduleKind::dygraph_interleave || kind == ScheduleKind::torch_interleaved_1f1b ||
          kind == ScheduleKind::torch_interleaved_zero_bubble || v_shape(kind);
 }
 
@@ -368,8 +367,8 @@ void validate_schedule(const ScheduleShape& shape) {
   }
   auto need = [&](bool ok, std::string_view what) {
     if (!ok) {
-      throw std::invalid_argument(fmt::format("the {} schedule needs {}: {} stages, {} micro-batches",
-                                              name, what, p, m));
+      throw std::invalid_argument(
+          fmt::format("the {} schedule needs {}: {} stages, {} micro-batches", name, what, p, m));
     }
   };
   if (shape.kind == ScheduleKind::zbvpp) {

@@ -9,9 +9,9 @@
 //   W and the last global stage's first B follow their own F/B by order.
 // Data sent between devices arrives p2p_latency_ns after the producer (or its
 // send job) ends; two chunks of one rank pass data without a send, a recv or
-// latency (PyTorch's V-schedule special case). After its last op each stage runs an optimizer job; its next
-// step starts step_gap_ns later. Tensor-parallel peers of a stage run the
-// same jobs at the same times; a per-machine clock skew is then added.
+// latency (PyTorch's V-schedule special case). After its last op each stage runs an optimizer job;
+// its next step starts step_gap_ns later. Tensor-parallel peers of a stage run the same jobs at the
+// same times; a per-machine clock skew is then added.
 //
 // Usage:
 //   SimConfig config;  config.shape = {ScheduleKind::zbh1, 4, 8};

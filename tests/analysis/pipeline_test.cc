@@ -2,11 +2,12 @@
 // by construction: a 2-machine VPP run with a slow stage and 3 ms of clock
 // skew (the acceptance case), stage maps, dependencies, clock
 // correction, the critical path and the data-quality warnings.
+#include "analysis/pipeline.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
-#include "analysis/pipeline.h"
 #include "support/pipeline_sim_run.h"
 
 namespace pipescope {

@@ -1,6 +1,8 @@
 // The schedule detector on the op orders of every schedule, for many P, M, V:
 // the orders come from the simulator's own schedule construction
 // (engine/simulate/schedule.cc), not from the detector's generators.
+#include "analysis/schedule_detect.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,12 +12,11 @@
 #include <string>
 
 #include "analysis/metrics.h"
-#include "analysis/schedule_detect.h"
 #include "analysis/schedule_table.h"
 #include "analysis/stage_map.h"
-#include "support/pipeline_sim_run.h"
 #include "simulate/schedule.h"
 #include "simulate/simulator.h"
+#include "support/pipeline_sim_run.h"
 
 namespace pipescope {
 namespace {
@@ -144,10 +145,10 @@ TEST(ScheduleTable, PaddleZbh1WrittenOutByHand) {
             (std::vector<ScheduleStep>{F(0), F(1), F(2), F(3), B(0), F(4), B(1), F(5), B(2), F(6),
                                        B(3), F(7), B(4), B(5), B(6), B(7)}));
   // Stage 3: 1 forward, (b, F) x 3, (B, F) x 4, no full backward, b7 w7, w0 w1 w2.
-  EXPECT_EQ(*schedule_job_list(ScheduleId::paddle_zbh1, 4, 8, 1, 3),
-            (std::vector<ScheduleStep>{F(0), b(0), F(1), b(1), F(2), b(2), F(3), B(3), F(4),
-                                       B(4), F(5), B(5), F(6), B(6), F(7), b(7), w(7), w(0), w(1),
-                                       w(2)}));
+  EXPECT_EQ(
+      *schedule_job_list(ScheduleId::paddle_zbh1, 4, 8, 1, 3),
+      (std::vector<ScheduleStep>{F(0), b(0), F(1), b(1), F(2), b(2), F(3), B(3), F(4), B(4),
+                                 F(5), B(5), F(6), B(6), F(7), b(7), w(7), w(0), w(1), w(2)}));
 }
 
 // The ideal under uniform costs is the simulated list; the closed forms are
@@ -156,9 +157,9 @@ TEST(ScheduleTable, UniformIdealsAgainstTheClosedForms) {
   for (int p = 1; p <= 8; ++p) {
     for (int m = p; m <= 16; ++m) {
       const double one_f_one_b = (p - 1.0) / (m + p - 1.0);
-      for (const ScheduleId id : {ScheduleId::paddle_fthenb, ScheduleId::paddle_1f1b,
-                                  ScheduleId::dygraph_1f1b, ScheduleId::torch_gpipe,
-                                  ScheduleId::torch_1f1b}) {
+      for (const ScheduleId id :
+           {ScheduleId::paddle_fthenb, ScheduleId::paddle_1f1b, ScheduleId::dygraph_1f1b,
+            ScheduleId::torch_gpipe, ScheduleId::torch_1f1b}) {
         EXPECT_NEAR(*uniform_bubble_ratio(id, p, m, 1), one_f_one_b, 1e-12)
             << schedule_entry(id).framework << " " << schedule_entry(id).name << " P=" << p
             << " M=" << m;
@@ -187,7 +188,7 @@ TEST(ScheduleTable, UniformIdealEqualsTheSimulatorsTiming) {
   int checked = 0;
   for (const sim::ScheduleKind kind : sim::all_schedule_kinds()) {
     for (const auto [p, m, v] : {std::array{2, 4, 2}, std::array{4, 8, 2}, std::array{3, 9, 1},
-                                  std::array{4, 12, 2}, std::array{3, 6, 3}}) {
+                                 std::array{4, 12, 2}, std::array{3, 6, 3}}) {
       const int chunks = sim::v_shape(kind) ? 2 : (sim::has_chunks(kind) ? v : 1);
       const sim::ScheduleShape shape{kind, p, m, chunks};
       if (!valid_for_simulator(shape)) continue;
@@ -209,7 +210,8 @@ TEST(ScheduleTable, UniformIdealEqualsTheSimulatorsTiming) {
         }
       }
       const double simulated =
-          1.0 - static_cast<double>(busy) / (static_cast<double>(p) * static_cast<double>(last - first));
+          1.0 -
+          static_cast<double>(busy) / (static_cast<double>(p) * static_cast<double>(last - first));
       const auto ideal = uniform_bubble_ratio(table_id(kind), p, m, chunks);
       ASSERT_TRUE(ideal.has_value()) << sim::schedule_kind_name(kind);
       EXPECT_NEAR(*ideal, simulated, 1e-5)
@@ -356,22 +358,37 @@ TEST(ScheduleDetect, OnWholeSimulatedRunsWithJitterAndTypesAsLogged) {
   };
   const std::vector<Case> cases = {
       {sim::ScheduleKind::fthenb, 4, 8, 1, {ScheduleId::paddle_fthenb, ScheduleId::torch_gpipe}},
-      {sim::ScheduleKind::torch_one_f_one_b, 3, 6, 1,
+      {sim::ScheduleKind::torch_one_f_one_b,
+       3,
+       6,
+       1,
        {ScheduleId::paddle_1f1b, ScheduleId::dygraph_1f1b, ScheduleId::torch_1f1b}},
       // With one chunk the interleaved lists warm up with 2(P-s-1) forwards:
       // Eager1F1B's list.
-      {sim::ScheduleKind::eager_one_f_one_b, 3, 8, 1,
+      {sim::ScheduleKind::eager_one_f_one_b,
+       3,
+       8,
+       1,
        {ScheduleId::paddle_eager_1f1b, ScheduleId::dygraph_interleave,
         ScheduleId::torch_interleaved_1f1b}},
-      {sim::ScheduleKind::interleaved, 4, 8, 3,
+      {sim::ScheduleKind::interleaved,
+       4,
+       8,
+       3,
        {ScheduleId::paddle_vpp, ScheduleId::dygraph_interleave,
         ScheduleId::torch_interleaved_1f1b}},
       // M == P: Paddle's VPP pass makes every forward warm-up, the others do not.
-      {sim::ScheduleKind::torch_interleaved_1f1b, 4, 4, 2,
+      {sim::ScheduleKind::torch_interleaved_1f1b,
+       4,
+       4,
+       2,
        {ScheduleId::dygraph_interleave, ScheduleId::torch_interleaved_1f1b}},
       {sim::ScheduleKind::dygraph_interleave, 4, 10, 2, {ScheduleId::dygraph_interleave}},
       {sim::ScheduleKind::zbh1, 4, 6, 1, {ScheduleId::paddle_zbh1}},
-      {sim::ScheduleKind::torch_interleaved_zero_bubble, 4, 8, 2,
+      {sim::ScheduleKind::torch_interleaved_zero_bubble,
+       4,
+       8,
+       2,
        {ScheduleId::torch_interleaved_zero_bubble}},
       {sim::ScheduleKind::torch_zbv_zero_bubble, 4, 8, 2, {ScheduleId::torch_zbv_zero_bubble}},
       {sim::ScheduleKind::torch_dualpipev, 3, 8, 2, {ScheduleId::torch_dualpipev}},

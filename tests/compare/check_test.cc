@@ -1,6 +1,8 @@
 // Unit tests of the comparison layer: the summary reader (schema checks and
 // errors), ratio parsing, the config file, spreads and the threshold rules,
 // and the markdown/JUnit writers.
+#include "compare/check.h"
+
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
@@ -8,7 +10,6 @@
 #include <string_view>
 #include <vector>
 
-#include "compare/check.h"
 #include "compare/check_report.h"
 #include "compare/summary_reader.h"
 #include "ingest/discovery.h"

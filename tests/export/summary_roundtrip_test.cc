@@ -11,8 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <utility>
-
 #include <string>
 #include <string_view>
 #include <utility>
@@ -254,8 +252,20 @@ SummaryFigures every_field() {
   f.diagnostics = {{"/logs/machine1/workerlog.2", 3, "malformed job line"}};
   f.left_out = {{5, 1, "machine1", 4, "/logs/machine1/workerlog.4", "empty_input"},
                 {6, 2, "machine2", 1, "/logs/machine2/workerlog.1", "unreadable_input"}};
-  f.schedule = ScheduleFigures{"ZBH1", true,   4,  8,      2,      3,    2,
-                               11,     22,     33, 0.125, 0.0625, -0.5, "zero-bubble",
+  f.schedule = ScheduleFigures{"ZBH1",
+                               true,
+                               4,
+                               8,
+                               2,
+                               3,
+                               2,
+                               11,
+                               22,
+                               33,
+                               0.125,
+                               0.0625,
+                               -0.5,
+                               "zero-bubble",
                                "PaddlePaddle static ZBH1"};
   f.stages = StagesFigures{
       "tp",

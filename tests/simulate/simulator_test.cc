@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
