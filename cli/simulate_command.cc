@@ -125,8 +125,7 @@ sim::SimConfig make_config(const SimulateOptions& o) {
   config.shape.kind = *kind;
   config.shape.stages = o.stages;
   config.shape.micro_batches = o.micro_batches;
-  config.shape.chunks =
-      o.chunks != 0 ? o.chunks : (*kind == sim::ScheduleKind::interleaved ? 2 : 1);
+  config.shape.chunks = o.chunks != 0 ? o.chunks : (sim::has_chunks(*kind) ? 2 : 1);
   config.steps = o.steps;
   config.machines = o.machines;
   config.devices_per_stage = o.devices_per_stage;
@@ -222,17 +221,28 @@ void register_simulate_command(CLI::App& app, int& status) {
   sub->add_flag("--force", o.force,
                 "Write into a non-empty folder, replacing the worker logs already there");
 
-  sub->add_option("--schedule", o.schedule,
-                  "Pipeline schedule: fthenb (GPipe), 1f1b, eager1f1b (PaddlePaddle's Eager1F1B:\n"
-                  "2(P-s-1) warm-up forwards on stage s), vpp (Megatron interleaved 1F1B),\n"
-                  "zbh1 (zero-bubble H1: backward split into backward_b and backward_w)")
-      ->check(CLI::IsMember(
-          {"fthenb", "1f1b", "eager1f1b", "vpp", "interleaved", "zbh1", "zb-h1"}))
+  sub->add_option(
+         "--schedule", o.schedule,
+         "Pipeline schedule, as the framework's job list (docs/guide.md, Explaining the\n"
+         "bubbles). PaddlePaddle static passes: fthenb, 1f1b, eager1f1b, vpp, zbh1 (zbvpp\n"
+         "is known but not simulated); PaddlePaddle dygraph: dygraph-1f1b,\n"
+         "dygraph-interleave; PyTorch torch.distributed.pipelining: torch-gpipe,\n"
+         "torch-1f1b, torch-interleaved1f1b, torch-interleavedzerobubble,\n"
+         "torch-zbvzerobubble, torch-dualpipev (also torch:Interleaved1F1B, ...)")
+      ->check(CLI::Validator(
+          [](std::string& name) -> std::string {
+            return sim::parse_schedule_kind(name) ? "" : "unknown schedule '" + name + "'";
+          },
+          "SCHEDULE"))
       ->capture_default_str();
   sub->add_option("--stages", o.stages, "Pipeline stages P")->capture_default_str();
-  sub->add_option("--micro-batches", o.micro_batches, "Micro-batches M per step (vpp: M % P == 0)")
+  sub->add_option("--micro-batches", o.micro_batches,
+                  "Micro-batches M per step (each schedule's own requirement applies, e.g. vpp: "
+                  "M % P == 0)")
       ->capture_default_str();
-  sub->add_option("--chunks", o.chunks, "Model chunks V per stage (vpp only; default 2 for vpp)");
+  sub->add_option("--chunks", o.chunks,
+                  "Model chunks V per stage (interleaved schedules only, default 2; the V "
+                  "schedules torch-zbvzerobubble and torch-dualpipev run exactly 2)");
   sub->add_option("--steps", o.steps, "Training steps (at least; --target-bytes may add more)")
       ->capture_default_str();
   sub->add_option("--machines", o.machines,

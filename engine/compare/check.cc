@@ -238,6 +238,12 @@ std::vector<std::string> comparability_problems(const RunFigures& baseline,
         out.push_back(fmt::format("{} differs: baseline {}, current {}", what, bv, cv));
       }
     };
+    // By family, not by name: a renamed schedule (ZB-H1 is now Paddle's ZBH1)
+    // or one list under another framework's name stays comparable.
+    if (!b.family.empty() && !c.family.empty() && b.family != c.family) {
+      out.push_back(fmt::format("schedule family differs: baseline {} ({}), current {} ({})",
+                                b.family, b.name, c.family, c.name));
+    }
     differs("stage count (P)", b.stages, c.stages);
     differs("micro-batch count (M)", b.micro_batches, c.micro_batches);
     differs("chunk count (V)", b.chunks, c.chunks);

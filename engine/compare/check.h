@@ -16,8 +16,10 @@
 //
 // Comparable runs: a run whose inputs had an input warning (a missing,
 // unreadable or empty rank, load/input_rules.h) on either side, or whose
-// device count, stage count P, micro-batch count M or chunk count V differs
-// from the baseline's, is refused (CheckReport::refused(): exit status 2, the
+// device count, schedule family (analysis/schedule_table.h: compared by
+// family, not by name, so a renamed schedule stays comparable), stage count
+// P, micro-batch count M or chunk count V differs from the baseline's, is
+// refused (CheckReport::refused(): exit status 2, the
 // reasons in every report) unless the caller allows it; allowed, the reasons
 // are still reported.
 //

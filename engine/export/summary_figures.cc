@@ -243,7 +243,7 @@ std::vector<JobTypeFigures> job_type_figures(const Run& run) {
 }
 
 ScheduleFigures schedule_figures(const ScheduleReport& s) {
-  return {std::string(pipeline_schedule_name(s.detection.schedule)),
+  return {std::string(detection_name(s.detection)),
           s.detection.exact,
           s.detection.stages,
           s.detection.micro_batches,
@@ -255,7 +255,9 @@ ScheduleFigures schedule_figures(const ScheduleReport& s) {
           static_cast<std::int64_t>(s.means.weight_ns),
           s.measured_bubble_ratio,
           s.ideal_bubble_ratio,
-          s.excess};
+          s.excess,
+          s.detection.family ? std::string(schedule_family_name(*s.detection.family)) : "",
+          detection_frameworks(s.detection)};
 }
 
 SummaryFigures summary_figures(const Run& run, const Metrics& metrics) {

@@ -133,7 +133,7 @@ struct LeftOutFigures {
 // --- the pipeline sections (analysis/pipeline.h) -------------------------------
 
 struct ScheduleFigures {
-  std::string name;  ///< "1F1B", "VPP", ... or "unknown"
+  std::string name;  ///< "1F1B", "VPP", "ZBH1", ... or "unknown"
   bool exact = false;
   int stages = 0;         ///< P
   int micro_batches = 0;  ///< M
@@ -146,6 +146,12 @@ struct ScheduleFigures {
   double measured_bubble_ratio = 0;
   std::optional<double> ideal_bubble_ratio;  ///< null for unknown
   std::optional<double> excess_bubble_ratio;
+  /// The family (analysis/schedule_table.h: "1f1b", "zero-bubble", ...);
+  /// "" for unknown. Read from an older summary without it: derived from name.
+  std::string family;
+  /// The frameworks' lists it equals ("PaddlePaddle static 1F1B = PyTorch
+  /// 1F1B"); "" when none is named.
+  std::string frameworks;
 
   friend bool operator==(const ScheduleFigures&, const ScheduleFigures&) = default;
 };

@@ -173,6 +173,8 @@ void write_schedule(JsonWriter& w, const ScheduleFigures& s) {
   w.field("measured_bubble_ratio", s.measured_bubble_ratio);
   write_optional(w, "ideal_bubble_ratio", s.ideal_bubble_ratio);
   write_optional(w, "excess_bubble_ratio", s.excess_bubble_ratio);
+  w.field("family", std::string_view(s.family));
+  w.field("frameworks", std::string_view(s.frameworks));
   w.end_object();
 }
 

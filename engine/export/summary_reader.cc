@@ -275,6 +275,15 @@ ScheduleFigures read_schedule(object s) {
   opt(s, "measured_bubble_ratio", f.measured_bubble_ratio);
   opt(s, "ideal_bubble_ratio", f.ideal_bubble_ratio);
   opt(s, "excess_bubble_ratio", f.excess_bubble_ratio);
+  // Summaries written before the schedule table (issue 14) have no family:
+  // derive it from the name, so that check still compares them by family.
+  if (std::string_view family; s["family"].get(family) == simdjson::SUCCESS) {
+    f.family = std::string(family);
+  } else {
+    const auto derived = family_of_schedule_name(f.name);
+    f.family = derived ? std::string(schedule_family_name(*derived)) : "";
+  }
+  opt(s, "frameworks", f.frameworks);
   return f;
 }
 

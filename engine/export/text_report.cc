@@ -266,10 +266,12 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
   const ScheduleDetection& d = sr.detection;
   append_line(out, fmt::format("  schedule: {}{} (P={} stages, M={} micro-batches, V={} chunk{}; "
                                "{} of {} steps agree)",
-                               pipeline_schedule_name(d.schedule),
-                               d.exact || d.schedule == PipelineSchedule::unknown ? "" : "-like",
-                               d.stages, d.micro_batches, d.chunks, d.chunks == 1 ? "" : "s",
+                               detection_name(d), d.exact || !d.family ? "" : "-like", d.stages,
+                               d.micro_batches, d.chunks, d.chunks == 1 ? "" : "s",
                                sr.steps_agreeing, sr.steps_examined));
+  if (const std::string frameworks = detection_frameworks(d); !frameworks.empty()) {
+    append_line(out, fmt::format("  job list of: {}", frameworks));
+  }
   if (sr.ideal_bubble_ratio) {
     append_line(out, fmt::format("  bubble: measured {}, ideal {} for this schedule under uniform "
                                  "costs, excess {:+.1f} points",

@@ -347,7 +347,7 @@ WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions
   Simulator simulator(config);
   const auto& devices = simulator.devices();
   const int chunks = config.shape.chunks;
-  const bool interleaved = config.shape.kind == ScheduleKind::interleaved;
+  const bool chunked = has_chunks(config.shape.kind);
 
   // Type names by (SimJobType, chunk), built once.
   // lr only when logged, so that the .ivl type table of other runs is unchanged.
@@ -359,7 +359,7 @@ WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions
       SimJob job;
       job.type = static_cast<SimJobType>(t);
       job.chunk = static_cast<std::int16_t>(c);
-      type_names.push_back(job_type_name(job, interleaved, options.chunk_naming));
+      type_names.push_back(job_type_name(job, chunked, options.chunk_naming));
     }
   }
 

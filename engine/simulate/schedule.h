@@ -1,10 +1,13 @@
-// Pipeline schedules as per-stage op lists: which forward (F), backward (B)
-// and weight-gradient (W) op each pipeline stage runs, in which order.
+// Pipeline schedules as per-stage op lists: which forward (F), backward (B),
+// input-gradient backward (I) and weight-gradient (W) op each pipeline stage
+// (rank) runs, in which order, as PaddlePaddle and PyTorch build them.
 //
-// This is the simulator's own transcription of the schedules, written apart
-// from the one the analysis recognises runs by (analysis/schedule_detect.h)
-// on purpose: the simulator is the tests' independent oracle, so a mistake in
-// one is caught by the other. Keep them separate; never share the tables.
+// This is the simulator's own transcription of the frameworks' job lists,
+// written apart from the table the analysis recognises runs by
+// (analysis/schedule_table.h) on purpose: the simulator is the tests' independent
+// oracle, so a mistake in one is caught by the other. Keep them separate; never
+// share the tables. Sources (file, function, version) are listed with the
+// analysis table and in docs/guide.md ("Explaining the bubbles").
 //
 // Usage:
 //   ScheduleShape shape{ScheduleKind::one_f_one_b, /*stages=*/4, /*micro_batches=*/8};
@@ -14,43 +17,82 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
 namespace pipescope::sim {
 
 enum class ScheduleKind {
-  /// GPipe: every forward of the step, then every backward.
+  /// PaddlePaddle static pass FThenB: every forward of the step, then every backward.
   fthenb,
-  /// PipeDream-flush / Megatron 1F1B: warm-up forwards, steady 1F1B, cool-down.
+  /// PaddlePaddle static pass 1F1B: P-s warm-up forwards, (backward, forward)
+  /// pairs, P-s cool-down backwards (needs M >= P).
   one_f_one_b,
-  /// Megatron-LM interleaved 1F1B with V model chunks per stage (VPP).
+  /// PaddlePaddle static pass VPP: interleaved 1F1B over V model chunks.
   interleaved,
-  /// PaddlePaddle's Eager1F1B: 1F1B with 2(P-s-1) warm-up forwards on stage s,
-  /// so activations are sent earlier (at the cost of memory).
+  /// PaddlePaddle static pass Eager1F1B: 1F1B with 2(P-s)-1 warm-up forwards.
   eager_one_f_one_b,
-  /// ZB-H1 ("Zero Bubble Pipeline Parallelism", Qi et al. 2023): the backward is
-  /// split into B (input gradient) and W (weight gradient); W is deferred.
-  zb_h1,
+  /// PaddlePaddle static pass ZBH1 (its real job list; needs M >= P).
+  zbh1,
+  /// PaddlePaddle static pass ZBVPP: its job list comes from a memory-aware
+  /// search over measured memory; known by name, never simulated.
+  zbvpp,
+  /// PaddlePaddle dygraph PipelineParallel (1F1B, any M).
+  dygraph_one_f_one_b,
+  /// PaddlePaddle dygraph PipelineParallelWithInterleave (needs M >= P).
+  dygraph_interleave,
+  /// PyTorch torch.distributed.pipelining ScheduleGPipe.
+  torch_gpipe,
+  /// PyTorch Schedule1F1B.
+  torch_one_f_one_b,
+  /// PyTorch ScheduleInterleaved1F1B.
+  torch_interleaved_1f1b,
+  /// PyTorch ScheduleInterleavedZeroBubble.
+  torch_interleaved_zero_bubble,
+  /// PyTorch ScheduleZBVZeroBubble (two stages per rank in a V).
+  torch_zbv_zero_bubble,
+  /// PyTorch ScheduleDualPipeV (two stages per rank in a V).
+  torch_dualpipev,
 };
 
-/// Accepts "fthenb", "1f1b", "eager1f1b", "vpp" (or "interleaved") and "zbh1" (or "zb-h1").
+/// Every kind, in the order above.
+std::span<const ScheduleKind> all_schedule_kinds();
+
+/// Accepts the names schedule_kind_name gives, case-insensitively, plus
+/// "gpipe" (fthenb), "interleaved" (vpp), "zb-h1" (zbh1) and the forms
+/// "paddle:FThenB", "paddle:1F1B", "paddle:Eager1F1B", "paddle:VPP",
+/// "paddle:ZBH1", "paddle:ZBVPP", "paddle-dygraph:1F1B",
+/// "paddle-dygraph:Interleave", and "torch:" + the name PyTorch's
+/// get_schedule_class takes (GPipe, 1F1B, Interleaved1F1B,
+/// InterleavedZeroBubble, ZBVZeroBubble, DualPipeV).
 std::optional<ScheduleKind> parse_schedule_kind(std::string_view name);
-/// The name parse_schedule_kind accepts first ("fthenb", "1f1b", "eager1f1b", "vpp", "zbh1").
+/// "fthenb", "1f1b", "vpp", "eager1f1b", "zbh1", "zbvpp", "dygraph-1f1b",
+/// "dygraph-interleave", "torch-gpipe", "torch-1f1b", "torch-interleaved1f1b",
+/// "torch-interleavedzerobubble", "torch-zbvzerobubble", "torch-dualpipev".
 std::string_view schedule_kind_name(ScheduleKind kind);
+
+/// Whether the kind runs several model chunks per stage (type names carry
+/// the chunk: forward0, backward_b1).
+bool has_chunks(ScheduleKind kind);
+/// Whether rank s holds stages s and 2P-1-s (a V), not s, s+P, s+2P, ...
+bool v_shape(ScheduleKind kind);
 
 enum class OpKind : std::uint8_t {
   forward,
-  /// The whole backward, or only the input-gradient half (B) under ZB-H1.
+  /// The whole backward (input and weight gradients in one job).
   backward,
-  /// The weight-gradient half of the backward (W); ZB-H1 only.
+  /// The weight-gradient half of a split backward (W, type backward_w).
   weight,
+  /// The input-gradient half of a split backward (B / PyTorch's I, type
+  /// backward_b). Last, so that the older kinds keep their values.
+  backward_input,
 };
 
 struct ScheduleOp {
   OpKind kind = OpKind::forward;
   std::int32_t micro_batch = 0;
-  /// Model chunk (virtual stage) on this stage; always 0 except interleaved.
+  /// Model chunk (local stage) on this rank; 0 for one-chunk schedules.
   std::int32_t chunk = 0;
 
   friend bool operator==(const ScheduleOp&, const ScheduleOp&) = default;
@@ -58,23 +100,24 @@ struct ScheduleOp {
 
 struct ScheduleShape {
   ScheduleKind kind = ScheduleKind::one_f_one_b;
-  /// P: pipeline stages.
+  /// P: pipeline stages (ranks).
   int stages = 4;
   /// M: micro-batches per training step.
   int micro_batches = 8;
-  /// V: model chunks per stage (interleaved only; 1 otherwise).
+  /// V: model chunks per stage (1 for one-chunk schedules, 2 for V shapes).
   int chunks = 1;
 };
 
-/// Throws std::invalid_argument, naming the offending value, for a shape no
-/// schedule supports (e.g. interleaved with M not a multiple of P).
+/// Throws std::invalid_argument, naming the offending value and the
+/// framework's own requirement, for a shape the schedule does not support
+/// (e.g. Paddle's 1F1B pass with M < P, VPP with M not a multiple of P).
 void validate_schedule(const ScheduleShape& shape);
 
 /// The ordered ops of one stage for one training step (shape must be valid).
-/// Every stage runs M·V forwards and M·V backwards, plus M·V weight ops for ZB-H1.
 std::vector<ScheduleOp> stage_ops(const ScheduleShape& shape, int stage);
 
-/// Number of warm-up forwards stage `stage` runs before its first backward.
-int warmup_forwards(const ScheduleShape& shape, int stage);
+/// The global stage (0 .. P·V-1) that chunk `chunk` of rank `stage` holds:
+/// chunk·P + stage, or for a V shape stage (chunk 0) and 2P-1-stage (chunk 1).
+int global_stage(const ScheduleShape& shape, int stage, int chunk);
 
 }  // namespace pipescope::sim

@@ -130,19 +130,23 @@ void Simulator::next_step(std::vector<std::vector<SimJob>>& jobs) {
   const int p = shape.stages;
   const int m = shape.micro_batches;
   const int v = shape.chunks;
-  const bool zb = shape.kind == ScheduleKind::zb_h1;
   const std::int64_t res = config_.resolution_ns;
   const std::int64_t latency = round_to(config_.p2p_latency_ns, res);
   const int step = step_;
 
-  // Time at which the output of F(m, v) / B(m, v) of a stage is available to
-  // its consumer; kNotYet until that op has been scheduled.
-  const std::size_t slots = static_cast<std::size_t>(m) * v;
-  std::vector<std::int64_t> f_ready(p * slots, kNotYet);
-  std::vector<std::int64_t> b_ready(p * slots, kNotYet);
-  auto slot = [&](int s, int chunk, int mb) {
-    return (static_cast<std::size_t>(s) * v + chunk) * m + mb;
-  };
+  // Time at which the output of F(m) / B(m) of global stage g (chunk c of
+  // rank s, see global_stage) is available to its consumer; kNotYet until
+  // that op has been scheduled.
+  const int global_stages = p * v;
+  const std::size_t slots = static_cast<std::size_t>(m) * global_stages;
+  std::vector<std::int64_t> f_ready(slots, kNotYet);
+  std::vector<std::int64_t> b_ready(slots, kNotYet);
+  auto slot = [&](int g, int mb) { return static_cast<std::size_t>(g) * m + mb; };
+  // Rank holding each global stage.
+  std::vector<int> rank_of(global_stages, 0);
+  for (int s = 0; s < p; ++s) {
+    for (int c = 0; c < v; ++c) rank_of[global_stage(shape, s, c)] = s;
+  }
 
   std::vector<std::vector<SimJob>> stage_jobs(p);
   std::vector<std::size_t> next(p, 0);
@@ -170,8 +174,13 @@ void Simulator::next_step(std::vector<std::vector<SimJob>>& jobs) {
       while (next[s] < ops.size()) {
         const ScheduleOp& op = ops[next[s]];
         const int index = static_cast<int>(next[s]);
+        const int g = global_stage(shape, s, op.chunk);
         bool has_input = false;
         bool has_output = false;
+        // Input from, or output to, another device: a recv/send job and the
+        // p2p latency (two chunks of one rank pass data in memory).
+        bool remote_input = false;
+        bool remote_output = false;
         std::int64_t input_ready = kNotYet;
         std::int64_t mean = 0;
         SimJobType type = SimJobType::forward;
@@ -179,27 +188,31 @@ void Simulator::next_step(std::vector<std::vector<SimJob>>& jobs) {
         SimJobType send_type = SimJobType::send_forward;
         switch (op.kind) {
           case OpKind::forward:
-            if (s > 0) {
+            if (g > 0) {
               has_input = true;
-              input_ready = f_ready[slot(s - 1, op.chunk, op.micro_batch)];
-            } else if (op.chunk > 0) {
-              has_input = true;
-              input_ready = f_ready[slot(p - 1, op.chunk - 1, op.micro_batch)];
+              remote_input = rank_of[g - 1] != s;
+              input_ready = f_ready[slot(g - 1, op.micro_batch)];
             }
-            has_output = s < p - 1 || op.chunk < v - 1;
+            has_output = g < global_stages - 1;
+            remote_output = has_output && rank_of[g + 1] != s;
             mean = costs.forward_ns;
             break;
           case OpKind::backward:
-            if (s < p - 1) {
+          case OpKind::backward_input:
+            if (g < global_stages - 1) {
               has_input = true;
-              input_ready = b_ready[slot(s + 1, op.chunk, op.micro_batch)];
-            } else if (op.chunk < v - 1) {
-              has_input = true;
-              input_ready = b_ready[slot(0, op.chunk + 1, op.micro_batch)];
+              remote_input = rank_of[g + 1] != s;
+              input_ready = b_ready[slot(g + 1, op.micro_batch)];
             }
-            has_output = s > 0 || op.chunk > 0;
-            mean = zb ? costs.backward_ns : costs.backward_ns + costs.weight_ns;
-            type = zb ? SimJobType::backward_b : SimJobType::backward;
+            has_output = g > 0;
+            remote_output = has_output && rank_of[g - 1] != s;
+            if (op.kind == OpKind::backward) {
+              mean = costs.backward_ns + costs.weight_ns;
+              type = SimJobType::backward;
+            } else {
+              mean = costs.backward_ns;
+              type = SimJobType::backward_b;
+            }
             recv_type = SimJobType::recv_backward;
             send_type = SimJobType::send_backward;
             break;
@@ -213,7 +226,7 @@ void Simulator::next_step(std::vector<std::vector<SimJob>>& jobs) {
         const auto mb = op.micro_batch;
         const auto chunk = static_cast<std::int16_t>(op.chunk);
         std::int64_t t = free_at[s];
-        if (has_input && config_.comm_jobs) {
+        if (remote_input && config_.comm_jobs) {
           // A blocking recv: busy from when the device asks until data arrives.
           const std::int64_t end =
               std::max(t + cost(s, index, kSaltRecv, config_.comm_ns), input_ready);
@@ -225,13 +238,16 @@ void Simulator::next_step(std::vector<std::vector<SimJob>>& jobs) {
         const std::int64_t end = t + cost(s, index, kSaltCompute, mean);
         out.push_back({t, end, step, mb, chunk, type});
         t = end;
-        if (has_output && config_.comm_jobs) {
+        if (remote_output && config_.comm_jobs) {
           const std::int64_t send_end = t + cost(s, index, kSaltSend, config_.comm_ns);
           out.push_back({t, send_end, step, mb, chunk, send_type});
           t = send_end;
         }
-        if (op.kind == OpKind::forward) f_ready[slot(s, op.chunk, mb)] = t + latency;
-        if (op.kind == OpKind::backward) b_ready[slot(s, op.chunk, mb)] = t + latency;
+        const std::int64_t ready = t + (remote_output ? latency : 0);
+        if (op.kind == OpKind::forward) f_ready[slot(g, mb)] = ready;
+        if (op.kind == OpKind::backward || op.kind == OpKind::backward_input) {
+          b_ready[slot(g, mb)] = ready;
+        }
         free_at[s] = t;
         ++next[s];
         --remaining;
@@ -286,7 +302,7 @@ bool is_compute(SimJobType type) {
          type == SimJobType::backward_b || type == SimJobType::backward_w;
 }
 
-std::string job_type_name(const SimJob& job, bool interleaved, ChunkNaming naming) {
+std::string job_type_name(const SimJob& job, bool chunked, ChunkNaming naming) {
   std::string_view base;
   switch (job.type) {
     case SimJobType::forward:
@@ -314,7 +330,7 @@ std::string job_type_name(const SimJob& job, bool interleaved, ChunkNaming namin
     case SimJobType::lr:
       return "lr";
   }
-  if (!interleaved) return std::string(base);
+  if (!chunked) return std::string(base);
   if (naming == ChunkNaming::paren) return fmt::format("{}(chunk{})", base, job.chunk);
   return fmt::format("{}{}", base, job.chunk);
 }

@@ -2,17 +2,19 @@
 // starts and ends, step after step, under a simple cost model.
 //
 // Each stage runs its ScheduleOps in order; an op starts when its device is
-// free and its input has arrived (list scheduling):
-//   F(m, v) on stage s waits for F(m, v) on s-1 (stage 0, v > 0: F(m, v-1) on P-1);
-//   B(m, v) on stage s waits for B(m, v) on s+1 (stage P-1, v < V-1: B(m, v+1) on 0);
-//   W and the last stage's first B follow their own F/B on the same device by order.
-// Data sent between stages arrives p2p_latency_ns after the producer (or its
-// send job) ends. After its last op each stage runs an optimizer job; its next
-// step starts step_gap_ns later. Tensor-parallel peers of a stage run the
-// same jobs at the same times; a per-machine clock skew is then added.
+// free and its input has arrived (list scheduling). With g the global stage of
+// an op's chunk (schedule.h, global_stage: c·P + s, or s and 2P-1-s in a V):
+//   F(m) on g waits for F(m) on g-1;
+//   B(m) (whole or input half) on g waits for B(m) on g+1;
+//   W and the last global stage's first B follow their own F/B by order.
+// Data sent between devices arrives p2p_latency_ns after the producer (or its
+// send job) ends; two chunks of one rank pass data without a send, a recv or
+// latency (PyTorch's V-schedule special case). After its last op each stage runs an optimizer job;
+// its next step starts step_gap_ns later. Tensor-parallel peers of a stage run the same jobs at the
+// same times; a per-machine clock skew is then added.
 //
 // Usage:
-//   SimConfig config;  config.shape = {ScheduleKind::zb_h1, 4, 8};
+//   SimConfig config;  config.shape = {ScheduleKind::zbh1, 4, 8};
 //   SimulatedRun run = simulate(config);      // throws std::invalid_argument
 //   for (const SimJob& job : run.jobs[device]) ...
 #pragma once
@@ -28,7 +30,7 @@ namespace pipescope::sim {
 /// Mean durations of one stage's ops, in ns.
 struct StageCosts {
   std::int64_t forward_ns = 12'000'000;
-  /// B (input gradient) under ZB-H1; other schedules run B+W as one backward.
+  /// B (input gradient) of a split backward; a whole backward costs B + W.
   std::int64_t backward_ns = 12'000'000;
   std::int64_t weight_ns = 10'000'000;
 };
@@ -74,11 +76,11 @@ struct SimConfig {
 
 enum class SimJobType : std::uint8_t {
   forward,
-  /// A whole backward (non-ZB schedules).
+  /// A whole backward.
   backward,
-  /// ZB-H1's input-gradient backward.
+  /// The input-gradient half of a split backward (zero-bubble schedules).
   backward_b,
-  /// ZB-H1's weight-gradient backward.
+  /// The weight-gradient half of a split backward.
   backward_w,
   optimizer,
   send_forward,
@@ -154,9 +156,9 @@ enum class ChunkNaming {
 };
 
 /// The PaddlePaddle type name of a job: forward, backward, backward_b,
-/// backward_w, optimizer, send_forward, ..., lr; interleaved compute jobs carry
-/// their chunk ("forward1" or "forward(chunk1)").
-std::string job_type_name(const SimJob& job, bool interleaved, ChunkNaming naming);
+/// backward_w, optimizer, send_forward, ..., lr; compute jobs of a schedule
+/// with chunks (has_chunks) carry their chunk ("forward1" or "forward(chunk1)").
+std::string job_type_name(const SimJob& job, bool chunked, ChunkNaming naming);
 
 /// Whether a type begins a compute op (not a send/recv/optimizer job).
 bool is_compute(SimJobType type);

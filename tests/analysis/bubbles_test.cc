@@ -108,7 +108,7 @@ TEST(Bubbles, KindsAddUpToIdleOnSimulatedRunsOfEverySchedule) {
   int runs = 0;
   for (const auto kind : {sim::ScheduleKind::fthenb, sim::ScheduleKind::one_f_one_b,
                           sim::ScheduleKind::eager_one_f_one_b, sim::ScheduleKind::interleaved,
-                          sim::ScheduleKind::zb_h1}) {
+                          sim::ScheduleKind::zbh1}) {
     for (const bool comm : {false, true}) {
       sim::SimConfig config =
           testing::sim_config(kind, 4, 8, kind == sim::ScheduleKind::interleaved ? 2 : 1);

@@ -37,7 +37,7 @@ TEST(PipelineAnalysis, TwoMachineVppWithASlowStageAndThreeMsOfSkew) {
 
   const Metrics metrics = compute_metrics(run);
   const PipelineAnalysis a = analyze_pipeline(run, metrics, options, clock);
-  EXPECT_EQ(a.schedule.detection.schedule, PipelineSchedule::interleaved);
+  EXPECT_EQ(a.schedule.detection.id, ScheduleId::paddle_vpp);
   EXPECT_TRUE(a.schedule.detection.exact);
   EXPECT_EQ(a.schedule.detection.stages, 4);
   EXPECT_EQ(a.schedule.detection.micro_batches, 8);
@@ -178,7 +178,7 @@ TEST(PipelineAnalysis, StageMaps) {
   PipelineOptions options;
   options.stages = "auto";
   const PipelineAnalysis a = analyze_pipeline(run, metrics, options);
-  EXPECT_EQ(a.schedule.detection.schedule, PipelineSchedule::one_f_one_b);
+  EXPECT_EQ(a.schedule.detection.id, ScheduleId::paddle_1f1b);
   EXPECT_EQ(a.schedule.detection.stages, 3);
   EXPECT_EQ(a.bottleneck.slowest_stage, 1);
   EXPECT_EQ(a.bottleneck.stages[1].by_role[0].count, 2u * 6u * 3u);  // 2 devices · M · steps

@@ -1,185 +1,416 @@
 // The schedule detector on the op orders of every schedule, for many P, M, V:
 // the orders come from the simulator's own schedule construction
 // (engine/simulate/schedule.cc), not from the detector's generators.
+#include "analysis/schedule_detect.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <climits>
+#include <stdexcept>
+#include <string>
 
 #include "analysis/metrics.h"
-#include "analysis/schedule_detect.h"
+#include "analysis/schedule_table.h"
 #include "analysis/stage_map.h"
-#include "support/pipeline_sim_run.h"
 #include "simulate/schedule.h"
+#include "simulate/simulator.h"
+#include "support/pipeline_sim_run.h"
 
 namespace pipescope {
 namespace {
 
+std::vector<ScheduleStep> to_steps(const std::vector<sim::ScheduleOp>& ops) {
+  std::vector<ScheduleStep> steps;
+  for (const sim::ScheduleOp& op : ops) {
+    ScheduleStep step{PipelineRole::forward, op.micro_batch, op.chunk, false};
+    if (op.kind == sim::OpKind::backward) step.role = PipelineRole::backward;
+    if (op.kind == sim::OpKind::backward_input) {
+      step.role = PipelineRole::backward;
+      step.split = true;
+    }
+    if (op.kind == sim::OpKind::weight) step.role = PipelineRole::weight;
+    steps.push_back(step);
+  }
+  return steps;
+}
+
 std::vector<std::vector<ScheduleStep>> sim_orders(const sim::ScheduleShape& shape) {
   std::vector<std::vector<ScheduleStep>> orders;
-  for (int s = 0; s < shape.stages; ++s) {
-    std::vector<ScheduleStep> ops;
-    for (const sim::ScheduleOp& op : sim::stage_ops(shape, s)) {
-      PipelineRole role = PipelineRole::forward;
-      if (op.kind == sim::OpKind::backward) role = PipelineRole::backward;
-      if (op.kind == sim::OpKind::weight) role = PipelineRole::weight;
-      ops.push_back({role, op.micro_batch, op.chunk});
-    }
-    orders.push_back(std::move(ops));
-  }
+  for (int s = 0; s < shape.stages; ++s) orders.push_back(to_steps(sim::stage_ops(shape, s)));
   return orders;
 }
 
-// The answer expected for a simulated shape: where two schedules give the
-// same orders (M = 1, or warm-ups clipped by M) the detector prefers 1F1B,
-// then FThenB.
-PipelineSchedule expected_schedule(const sim::ScheduleShape& shape) {
-  auto same_as = [&](sim::ScheduleKind other) {
-    sim::ScheduleShape o = shape;
-    o.kind = other;
-    return sim_orders(o) == sim_orders(shape);
-  };
-  switch (shape.kind) {
+// The table entry each simulated kind transcribes.
+ScheduleId table_id(sim::ScheduleKind kind) {
+  switch (kind) {
     case sim::ScheduleKind::fthenb:
-      return same_as(sim::ScheduleKind::one_f_one_b) ? PipelineSchedule::one_f_one_b
-                                                     : PipelineSchedule::fthenb;
+      return ScheduleId::paddle_fthenb;
     case sim::ScheduleKind::one_f_one_b:
-      return PipelineSchedule::one_f_one_b;
-    case sim::ScheduleKind::eager_one_f_one_b:
-      if (same_as(sim::ScheduleKind::one_f_one_b)) return PipelineSchedule::one_f_one_b;
-      if (same_as(sim::ScheduleKind::fthenb)) return PipelineSchedule::fthenb;
-      return PipelineSchedule::eager_one_f_one_b;
+      return ScheduleId::paddle_1f1b;
     case sim::ScheduleKind::interleaved:
-      return PipelineSchedule::interleaved;
-    case sim::ScheduleKind::zb_h1:
-      return PipelineSchedule::zero_bubble;
+      return ScheduleId::paddle_vpp;
+    case sim::ScheduleKind::eager_one_f_one_b:
+      return ScheduleId::paddle_eager_1f1b;
+    case sim::ScheduleKind::zbh1:
+      return ScheduleId::paddle_zbh1;
+    case sim::ScheduleKind::zbvpp:
+      return ScheduleId::paddle_zbvpp;
+    case sim::ScheduleKind::dygraph_one_f_one_b:
+      return ScheduleId::dygraph_1f1b;
+    case sim::ScheduleKind::dygraph_interleave:
+      return ScheduleId::dygraph_interleave;
+    case sim::ScheduleKind::torch_gpipe:
+      return ScheduleId::torch_gpipe;
+    case sim::ScheduleKind::torch_one_f_one_b:
+      return ScheduleId::torch_1f1b;
+    case sim::ScheduleKind::torch_interleaved_1f1b:
+      return ScheduleId::torch_interleaved_1f1b;
+    case sim::ScheduleKind::torch_interleaved_zero_bubble:
+      return ScheduleId::torch_interleaved_zero_bubble;
+    case sim::ScheduleKind::torch_zbv_zero_bubble:
+      return ScheduleId::torch_zbv_zero_bubble;
+    case sim::ScheduleKind::torch_dualpipev:
+      return ScheduleId::torch_dualpipev;
   }
-  return PipelineSchedule::unknown;
+  return ScheduleId::paddle_fthenb;
 }
 
-TEST(ScheduleDetect, EveryScheduleWithManyShapes) {
+bool valid_for_simulator(const sim::ScheduleShape& shape) {
+  try {
+    sim::validate_schedule(shape);
+    return true;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
+// Every entry of the table against the simulator's own transcription, job by
+// job, for small P, M and V: the same shapes accepted, the same lists.
+TEST(ScheduleTable, EveryListEqualsTheSimulatorsTranscriptionJobByJob) {
+  int compared = 0;
+  for (const sim::ScheduleKind kind : sim::all_schedule_kinds()) {
+    const ScheduleId id = table_id(kind);
+    for (int p = 1; p <= 6; ++p) {
+      for (int m = 1; m <= 14; ++m) {
+        for (int v = 1; v <= 3; ++v) {
+          const sim::ScheduleShape shape{kind, p, m, v};
+          const bool simulated = valid_for_simulator(shape);
+          for (int s = 0; s < p; ++s) {
+            const auto list = schedule_job_list(id, p, m, v, s);
+            const std::string where = fmt::format("{} P={} M={} V={} stage {}",
+                                                  sim::schedule_kind_name(kind), p, m, v, s);
+            ASSERT_EQ(list.has_value(), simulated) << where;
+            if (!simulated) continue;
+            ASSERT_EQ(*list, to_steps(sim::stage_ops(shape, s))) << where;
+            ++compared;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 4000);
+  // ZBVPP has no list: a memory-aware search builds it.
+  EXPECT_FALSE(schedule_entry(ScheduleId::paddle_zbvpp).has_job_list);
+  EXPECT_FALSE(schedule_job_list(ScheduleId::paddle_zbvpp, 4, 8, 2, 0).has_value());
+}
+
+TEST(ScheduleTable, EveryEntryNamesItsSource) {
+  std::size_t i = 0;
+  for (const ScheduleEntry& e : schedule_table()) {
+    EXPECT_EQ(static_cast<std::size_t>(e.id), i++);
+    EXPECT_NE(e.source.find(".py, "), std::string_view::npos) << e.name;
+    EXPECT_NE(e.source.find("20"), std::string_view::npos) << e.name;  // a year
+    EXPECT_FALSE(e.requirement.empty()) << e.name;
+  }
+  EXPECT_EQ(i, sim::all_schedule_kinds().size());
+}
+
+// Paddle's ZBH1 for P = 4, M = 8, written out by hand from
+// PipelineZeroBubblePipelinePass._create_job_list (b = backward_b,
+// B = backward, w = backward_w).
+TEST(ScheduleTable, PaddleZbh1WrittenOutByHand) {
+  auto F = [](int mb) { return ScheduleStep{PipelineRole::forward, mb, 0, false}; };
+  auto B = [](int mb) { return ScheduleStep{PipelineRole::backward, mb, 0, false}; };
+  auto b = [](int mb) { return ScheduleStep{PipelineRole::backward, mb, 0, true}; };
+  auto w = [](int mb) { return ScheduleStep{PipelineRole::weight, mb, 0, false}; };
+  // Stage 2: P-s = 2 forwards; s = 2 pairs (b, F); M-P = 4 pairs (B, F);
+  // P-s-1 = 1 backward; b7 w7; then w0 w1.
+  EXPECT_EQ(*schedule_job_list(ScheduleId::paddle_zbh1, 4, 8, 1, 2),
+            (std::vector<ScheduleStep>{F(0), F(1), b(0), F(2), b(1), F(3), B(2), F(4), B(3), F(5),
+                                       B(4), F(6), B(5), F(7), B(6), b(7), w(7), w(0), w(1)}));
+  // Stage 0: 4 forwards, (B, F) x 4, 3 backwards, and a full backward at the end.
+  EXPECT_EQ(*schedule_job_list(ScheduleId::paddle_zbh1, 4, 8, 1, 0),
+            (std::vector<ScheduleStep>{F(0), F(1), F(2), F(3), B(0), F(4), B(1), F(5), B(2), F(6),
+                                       B(3), F(7), B(4), B(5), B(6), B(7)}));
+  // Stage 3: 1 forward, (b, F) x 3, (B, F) x 4, no full backward, b7 w7, w0 w1 w2.
+  EXPECT_EQ(
+      *schedule_job_list(ScheduleId::paddle_zbh1, 4, 8, 1, 3),
+      (std::vector<ScheduleStep>{F(0), b(0), F(1), b(1), F(2), b(2), F(3), B(3), F(4), B(4),
+                                 F(5), B(5), F(6), B(6), F(7), b(7), w(7), w(0), w(1), w(2)}));
+}
+
+// The ideal under uniform costs is the simulated list; the closed forms are
+// cross-checks where the list reaches them.
+TEST(ScheduleTable, UniformIdealsAgainstTheClosedForms) {
+  for (int p = 1; p <= 8; ++p) {
+    for (int m = p; m <= 16; ++m) {
+      const double one_f_one_b = (p - 1.0) / (m + p - 1.0);
+      for (const ScheduleId id :
+           {ScheduleId::paddle_fthenb, ScheduleId::paddle_1f1b, ScheduleId::dygraph_1f1b,
+            ScheduleId::torch_gpipe, ScheduleId::torch_1f1b}) {
+        EXPECT_NEAR(*uniform_bubble_ratio(id, p, m, 1), one_f_one_b, 1e-12)
+            << schedule_entry(id).framework << " " << schedule_entry(id).name << " P=" << p
+            << " M=" << m;
+      }
+      if (m % p == 0 && m > p) {
+        for (int v = 2; v <= 3; ++v) {
+          const double interleaved = (p - 1.0) / (v * m + p - 1.0);
+          EXPECT_NEAR(*uniform_bubble_ratio(ScheduleId::paddle_vpp, p, m, v), interleaved, 1e-12)
+              << "VPP P=" << p << " M=" << m << " V=" << v;
+        }
+      }
+    }
+  }
+  // The figures for Paddle's ZBH1 list, and the paper's ZB-H1 form
+  // (P-1)/(3M+P-1) with F = B = W, which Paddle's list does not reach.
+  EXPECT_NEAR(*uniform_bubble_ratio(ScheduleId::paddle_zbh1, 4, 8, 1), 0.172, 5e-4);
+  EXPECT_NEAR(*uniform_bubble_ratio(ScheduleId::paddle_zbh1, 8, 16, 1), 0.213, 5e-4);
+  EXPECT_GT(*uniform_bubble_ratio(ScheduleId::paddle_zbh1, 4, 8, 1), 3.0 / 27.0 + 0.05);
+  // ZBVPP has no ideal.
+  EXPECT_FALSE(uniform_bubble_ratio(ScheduleId::paddle_zbvpp, 4, 8, 2).has_value());
+}
+
+// The ideal equals the simulator's own timing of its own transcription with
+// equal costs, no jitter and no latency (an optimizer of 1 ns).
+TEST(ScheduleTable, UniformIdealEqualsTheSimulatorsTiming) {
   int checked = 0;
-  for (const auto kind : {sim::ScheduleKind::fthenb, sim::ScheduleKind::one_f_one_b,
-                          sim::ScheduleKind::eager_one_f_one_b, sim::ScheduleKind::zb_h1}) {
-    for (int p = 1; p <= 8; ++p) {
-      for (int m = 1; m <= 12; ++m) {
-        const sim::ScheduleShape shape{kind, p, m, 1};
-        const ScheduleDetection d = detect_schedule(sim_orders(shape));
-        const std::string where = fmt::format("{} P={} M={}", sim::schedule_kind_name(kind), p, m);
-        EXPECT_EQ(d.schedule, expected_schedule(shape)) << where;
-        EXPECT_TRUE(d.exact) << where;
-        EXPECT_EQ(d.stages, p) << where;
-        EXPECT_EQ(d.micro_batches, m) << where;
-        EXPECT_EQ(d.chunks, 1) << where;
-        ++checked;
+  for (const sim::ScheduleKind kind : sim::all_schedule_kinds()) {
+    for (const auto [p, m, v] : {std::array{2, 4, 2}, std::array{4, 8, 2}, std::array{3, 9, 1},
+                                 std::array{4, 12, 2}, std::array{3, 6, 3}}) {
+      const int chunks = sim::v_shape(kind) ? 2 : (sim::has_chunks(kind) ? v : 1);
+      const sim::ScheduleShape shape{kind, p, m, chunks};
+      if (!valid_for_simulator(shape)) continue;
+      sim::SimConfig config;
+      config.shape = shape;
+      config.steps = 1;
+      config.resolution_ns = 1;
+      config.jitter = 0;
+      config.p2p_latency_ns = 0;
+      config.optimizer_ns = 1;
+      config.costs = {1'000'000, 1'000'000, 1'000'000};  // F = B(input) = W; whole B = 2
+      const sim::SimulatedRun run = sim::simulate(config);
+      std::int64_t first = INT64_MAX, last = 0, busy = 0;
+      for (const auto& jobs : run.jobs) {
+        for (const sim::SimJob& job : jobs) {
+          first = std::min(first, job.start_ns);
+          last = std::max(last, job.end_ns);
+          busy += job.end_ns - job.start_ns;
+        }
       }
+      const double simulated =
+          1.0 -
+          static_cast<double>(busy) / (static_cast<double>(p) * static_cast<double>(last - first));
+      const auto ideal = uniform_bubble_ratio(table_id(kind), p, m, chunks);
+      ASSERT_TRUE(ideal.has_value()) << sim::schedule_kind_name(kind);
+      EXPECT_NEAR(*ideal, simulated, 1e-5)
+          << sim::schedule_kind_name(kind) << " P=" << p << " M=" << m << " V=" << chunks;
+      ++checked;
     }
   }
-  for (int p = 1; p <= 6; ++p) {
-    for (int groups = 1; groups <= 3; ++groups) {
-      for (int v = 2; v <= 4; ++v) {
-        const sim::ScheduleShape shape{sim::ScheduleKind::interleaved, p, p * groups, v};
-        const ScheduleDetection d = detect_schedule(sim_orders(shape));
-        const std::string where = fmt::format("vpp P={} M={} V={}", p, p * groups, v);
-        EXPECT_EQ(d.schedule, PipelineSchedule::interleaved) << where;
-        EXPECT_TRUE(d.exact) << where;
-        EXPECT_EQ(d.stages, p) << where;
-        EXPECT_EQ(d.micro_batches, p * groups) << where;
-        EXPECT_EQ(d.chunks, v) << where;
-        ++checked;
-      }
-    }
-  }
-  EXPECT_EQ(checked, 4 * 8 * 12 + 6 * 3 * 3);
+  EXPECT_GT(checked, 40);
 }
 
-TEST(ScheduleDetect, DistinguishesTheOneFOneBFamilyOnAHandWrittenOrder) {
-  // P = 2, M = 4: the last stage runs F B F B ... under 1F1B and Eager1F1B,
-  // stage 0 runs 2 forwards first under 1F1B and 3 under Eager1F1B.
+TEST(ScheduleDetect, NamesEveryTableEntryOnItsOwnListWithTheFrameworks) {
+  int checked = 0;
+  for (const sim::ScheduleKind kind : sim::all_schedule_kinds()) {
+    for (int p = 1; p <= 6; ++p) {
+      for (int m = 1; m <= 12; ++m) {
+        for (int v = 1; v <= 3; ++v) {
+          const sim::ScheduleShape shape{kind, p, m, v};
+          if (!valid_for_simulator(shape)) continue;
+          const ScheduleDetection d = detect_schedule(sim_orders(shape));
+          const std::string where =
+              fmt::format("{} P={} M={} V={}", sim::schedule_kind_name(kind), p, m, v);
+          const ScheduleId id = table_id(kind);
+          EXPECT_TRUE(d.exact) << where;
+          EXPECT_NE(std::find(d.matches.begin(), d.matches.end(), id), d.matches.end()) << where;
+          ASSERT_FALSE(d.matches.empty()) << where;
+          EXPECT_EQ(d.id, d.matches.front()) << where;
+          EXPECT_EQ(d.stages, p) << where;
+          EXPECT_EQ(d.micro_batches, m) << where;
+          const std::string frameworks = detection_frameworks(d);
+          EXPECT_NE(frameworks.find(fmt::format("{} {}", schedule_entry(id).framework,
+                                                schedule_entry(id).name)),
+                    std::string::npos)
+              << where << ": " << frameworks;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000);
+}
+
+TEST(ScheduleDetect, HandWrittenOrders) {
   auto F = [](int mb) { return ScheduleStep{PipelineRole::forward, mb, 0}; };
   auto B = [](int mb) { return ScheduleStep{PipelineRole::backward, mb, 0}; };
+  // P = 2, M = 4: the last stage runs F B F B ... under 1F1B; stage 0 runs 2
+  // forwards first under 1F1B, 3 under Eager1F1B (which needs M >= 2P-1 = 3).
   const std::vector<ScheduleStep> last = {F(0), B(0), F(1), B(1), F(2), B(2), F(3), B(3)};
-  EXPECT_EQ(detect_schedule({{F(0), F(1), B(0), F(2), B(1), F(3), B(2), B(3)}, last}).schedule,
-            PipelineSchedule::one_f_one_b);
-  EXPECT_EQ(detect_schedule({{F(0), F(1), F(2), B(0), F(3), B(1), B(2), B(3)}, last}).schedule,
-            PipelineSchedule::eager_one_f_one_b);
+  ScheduleDetection d = detect_schedule({{F(0), F(1), B(0), F(2), B(1), F(3), B(2), B(3)}, last});
+  EXPECT_EQ(d.id, ScheduleId::paddle_1f1b);
+  EXPECT_EQ(d.matches, (std::vector<ScheduleId>{ScheduleId::paddle_1f1b, ScheduleId::dygraph_1f1b,
+                                                ScheduleId::torch_1f1b}));
+  EXPECT_EQ(detection_frameworks(d),
+            "PaddlePaddle static 1F1B = PaddlePaddle dygraph 1F1B = PyTorch 1F1B");
+  EXPECT_EQ(detect_schedule({{F(0), F(1), F(2), B(0), F(3), B(1), B(2), B(3)}, last}).id,
+            ScheduleId::paddle_eager_1f1b);
   const std::vector<ScheduleStep> gpipe = {F(0), F(1), F(2), F(3), B(0), B(1), B(2), B(3)};
-  EXPECT_EQ(detect_schedule({gpipe, gpipe}).schedule, PipelineSchedule::fthenb);
-  // Backwards in reverse order: not canonical, but all forwards come first.
+  d = detect_schedule({gpipe, gpipe});
+  EXPECT_EQ(d.id, ScheduleId::paddle_fthenb);
+  EXPECT_EQ(detection_frameworks(d), "PaddlePaddle static FThenB = PyTorch GPipe");
+  // Backwards in reverse order: no list, but all forwards come first.
   const std::vector<ScheduleStep> reversed = {F(0), F(1), F(2), F(3), B(3), B(2), B(1), B(0)};
-  ScheduleDetection d = detect_schedule({reversed, reversed});
-  EXPECT_EQ(d.schedule, PipelineSchedule::fthenb);
+  d = detect_schedule({reversed, reversed});
+  EXPECT_EQ(d.family, ScheduleFamily::fthenb);
+  EXPECT_FALSE(d.id.has_value());
+  EXPECT_EQ(detection_name(d), "fthenb");
   EXPECT_FALSE(d.exact);
+  EXPECT_FALSE(ideal_bubble_ratio(d).has_value());
   // Something else entirely.
   d = detect_schedule({{B(0), F(0), F(1), B(1)}, {F(0), B(0), F(1), B(1)}});
-  EXPECT_EQ(d.schedule, PipelineSchedule::unknown);
-  EXPECT_FALSE(d.exact);
-  EXPECT_EQ(detect_schedule({}).schedule, PipelineSchedule::unknown);
-  // Micro-batches numbered from 1 are still the canonical order.
+  EXPECT_FALSE(d.family.has_value());
+  EXPECT_EQ(detection_name(d), "unknown");
+  EXPECT_FALSE(detect_schedule({}).family.has_value());
+  // Micro-batches numbered from 1 are still the list.
   d = detect_schedule({{F(1), F(2), B(1), F(3), B(2), F(4), B(3), B(4)},
                        {F(1), B(1), F(2), B(2), F(3), B(3), F(4), B(4)}});
-  EXPECT_EQ(d.schedule, PipelineSchedule::one_f_one_b);
+  EXPECT_EQ(d.id, ScheduleId::paddle_1f1b);
   EXPECT_TRUE(d.exact);
+  EXPECT_DOUBLE_EQ(*ideal_bubble_ratio(d), 1.0 / 5.0);  // (P-1)/(M+P-1)
 }
 
-TEST(ScheduleDetect, NamesTheFamilyWhenTheOrderIsNotCanonical) {
-  auto F = [](int mb, int c) { return ScheduleStep{PipelineRole::forward, mb, c}; };
-  auto B = [](int mb, int c) { return ScheduleStep{PipelineRole::backward, mb, c}; };
-  // One stage, V = 2: the backward must visit chunk 1 first.
-  ScheduleDetection d = detect_schedule({{F(0, 0), F(0, 1), B(0, 0), B(0, 1)}});
-  EXPECT_EQ(d.schedule, PipelineSchedule::interleaved);
+// The order `simulate --schedule zbh1` wrote before the table (1F1B's
+// warm-up, B for every micro-batch, P-s-1 W's held back): not ZB-H1, not any
+// list of the table; its types still show the zero-bubble family.
+TEST(ScheduleDetect, TheFormerInventedZbh1OrderIsNotZbh1) {
+  const int p = 4, m = 8;
+  std::vector<std::vector<ScheduleStep>> orders;
+  for (int s = 0; s < p; ++s) {
+    const int warmup = p - s - 1;
+    std::vector<ScheduleStep> ops;
+    int next_w = 0;
+    auto f = [&](int mb) { ops.push_back({PipelineRole::forward, mb, 0, false}); };
+    auto b = [&](int mb) { ops.push_back({PipelineRole::backward, mb, 0, true}); };
+    auto w = [&] { ops.push_back({PipelineRole::weight, next_w++, 0, false}); };
+    for (int i = 0; i < warmup; ++i) f(i);
+    for (int i = 0; i < m - warmup; ++i) {
+      f(warmup + i);
+      b(i);
+      if (i >= warmup) w();
+    }
+    for (int i = m - warmup; i < m; ++i) {
+      b(i);
+      w();
+    }
+    while (next_w < m) w();
+    orders.push_back(ops);
+  }
+  const ScheduleDetection d = detect_schedule(orders);
+  EXPECT_FALSE(d.exact);
+  EXPECT_FALSE(d.id.has_value());
+  EXPECT_EQ(d.family, ScheduleFamily::zero_bubble);
+  EXPECT_EQ(detection_name(d), "zero-bubble");
+  EXPECT_FALSE(ideal_bubble_ratio(d).has_value());
+  // Its uniform-cost bubble is exactly 1F1B's, (P-1)/(M+P-1) = 3/11: not a
+  // zero-bubble schedule at all.
+  EXPECT_NEAR(*simulated_bubble_ratio(orders, StagePlacement::looped, 1, OpCosts{}), 3.0 / 11.0,
+              1e-12);
+}
+
+TEST(ScheduleDetect, ChunkedSplitTypesAreZbvppWithoutAnIdeal) {
+  auto F = [](int mb, int c) { return ScheduleStep{PipelineRole::forward, mb, c, false}; };
+  auto b = [](int mb, int c) { return ScheduleStep{PipelineRole::backward, mb, c, true}; };
+  auto w = [](int mb, int c) { return ScheduleStep{PipelineRole::weight, mb, c, false}; };
+  // One stage, V = 2, an order no listed schedule writes.
+  const ScheduleDetection d =
+      detect_schedule({{F(0, 0), F(0, 1), b(0, 1), b(0, 0), w(0, 0), w(0, 1)}});
+  EXPECT_EQ(d.id, ScheduleId::paddle_zbvpp);
+  EXPECT_EQ(detection_name(d), "ZBVPP");
+  EXPECT_EQ(detection_frameworks(d), "PaddlePaddle static ZBVPP");
   EXPECT_FALSE(d.exact);
   EXPECT_EQ(d.chunks, 2);
-  d = detect_schedule({{F(0, 0), ScheduleStep{PipelineRole::weight, 0, 0}, B(0, 0)}});
-  EXPECT_EQ(d.schedule, PipelineSchedule::zero_bubble);
-  EXPECT_FALSE(d.exact);
+  EXPECT_FALSE(ideal_bubble_ratio(d).has_value());
+  // Chunked types alone: the interleaved family.
+  auto B = [](int mb, int c) { return ScheduleStep{PipelineRole::backward, mb, c, false}; };
+  const ScheduleDetection i = detect_schedule({{F(0, 0), F(0, 1), B(0, 0), B(0, 1)}});
+  EXPECT_EQ(i.family, ScheduleFamily::interleaved);
+  EXPECT_FALSE(i.exact);
 }
 
-TEST(ScheduleDetect, IdealBubbleRatios) {
-  ScheduleDetection d;
-  d.stages = 4;
-  d.micro_batches = 8;
-  d.schedule = PipelineSchedule::one_f_one_b;
-  EXPECT_DOUBLE_EQ(*ideal_bubble_ratio(d, {}), 3.0 / 11.0);
-  d.schedule = PipelineSchedule::fthenb;
-  EXPECT_DOUBLE_EQ(*ideal_bubble_ratio(d, {}), 3.0 / 11.0);
-  d.schedule = PipelineSchedule::interleaved;
-  d.chunks = 2;
-  EXPECT_DOUBLE_EQ(*ideal_bubble_ratio(d, {}), 3.0 / 19.0);
-  d.schedule = PipelineSchedule::zero_bubble;
-  d.chunks = 1;
-  // (P-1)(F+B-W) / ((P-1)(F+B-W) + M(F+B+W)) with F=B=W=10: 30 / (30 + 240).
-  EXPECT_DOUBLE_EQ(*ideal_bubble_ratio(d, {10, 10, 10}), 30.0 / 270.0);
-  EXPECT_DOUBLE_EQ(*ideal_bubble_ratio(d, {1, 1, 5}), 0.0);  // W covers the bubble
-  d.schedule = PipelineSchedule::unknown;
-  EXPECT_FALSE(ideal_bubble_ratio(d, {}).has_value());
-}
-
-TEST(ScheduleDetect, OnWholeSimulatedRunsWithTypesAsLogged) {
+TEST(ScheduleDetect, OnWholeSimulatedRunsWithJitterAndTypesAsLogged) {
   struct Case {
     sim::ScheduleKind kind;
     int p, m, v;
-    PipelineSchedule expected;
+    std::vector<ScheduleId> matches;
   };
-  for (const Case& c :
-       {Case{sim::ScheduleKind::fthenb, 4, 8, 1, PipelineSchedule::fthenb},
-        Case{sim::ScheduleKind::one_f_one_b, 3, 6, 1, PipelineSchedule::one_f_one_b},
-        Case{sim::ScheduleKind::eager_one_f_one_b, 4, 8, 1, PipelineSchedule::eager_one_f_one_b},
-        Case{sim::ScheduleKind::interleaved, 4, 8, 3, PipelineSchedule::interleaved},
-        Case{sim::ScheduleKind::zb_h1, 4, 6, 1, PipelineSchedule::zero_bubble}}) {
+  const std::vector<Case> cases = {
+      {sim::ScheduleKind::fthenb, 4, 8, 1, {ScheduleId::paddle_fthenb, ScheduleId::torch_gpipe}},
+      {sim::ScheduleKind::torch_one_f_one_b,
+       3,
+       6,
+       1,
+       {ScheduleId::paddle_1f1b, ScheduleId::dygraph_1f1b, ScheduleId::torch_1f1b}},
+      // With one chunk the interleaved lists warm up with 2(P-s-1) forwards:
+      // Eager1F1B's list.
+      {sim::ScheduleKind::eager_one_f_one_b,
+       3,
+       8,
+       1,
+       {ScheduleId::paddle_eager_1f1b, ScheduleId::dygraph_interleave,
+        ScheduleId::torch_interleaved_1f1b}},
+      {sim::ScheduleKind::interleaved,
+       4,
+       8,
+       3,
+       {ScheduleId::paddle_vpp, ScheduleId::dygraph_interleave,
+        ScheduleId::torch_interleaved_1f1b}},
+      // M == P: Paddle's VPP pass makes every forward warm-up, the others do not.
+      {sim::ScheduleKind::torch_interleaved_1f1b,
+       4,
+       4,
+       2,
+       {ScheduleId::dygraph_interleave, ScheduleId::torch_interleaved_1f1b}},
+      {sim::ScheduleKind::dygraph_interleave, 4, 10, 2, {ScheduleId::dygraph_interleave}},
+      {sim::ScheduleKind::zbh1, 4, 6, 1, {ScheduleId::paddle_zbh1}},
+      {sim::ScheduleKind::torch_interleaved_zero_bubble,
+       4,
+       8,
+       2,
+       {ScheduleId::torch_interleaved_zero_bubble}},
+      {sim::ScheduleKind::torch_zbv_zero_bubble, 4, 8, 2, {ScheduleId::torch_zbv_zero_bubble}},
+      {sim::ScheduleKind::torch_dualpipev, 3, 8, 2, {ScheduleId::torch_dualpipev}},
+  };
+  for (const Case& c : cases) {
     sim::SimConfig config = testing::sim_config(c.kind, c.p, c.m, c.v);
     config.comm_jobs = true;  // send/recv jobs must not disturb the order
+    config.jitter = 0.3;
     const pipescope::Run run = testing::run_from_simulation(config);
     const Metrics metrics = compute_metrics(run);
     const ScheduleReport report = detect_run_schedule(
         run, metrics, one_stage_per_device(run.devices.size()), classify_job_roles(run.types));
-    EXPECT_EQ(report.detection.schedule, c.expected) << sim::schedule_kind_name(c.kind);
-    EXPECT_TRUE(report.detection.exact);
-    EXPECT_EQ(report.detection.stages, c.p);
-    EXPECT_EQ(report.detection.micro_batches, c.m);
-    EXPECT_EQ(report.detection.chunks, c.v);
-    EXPECT_EQ(report.steps_examined, config.steps);
-    EXPECT_EQ(report.steps_agreeing, config.steps);
-    ASSERT_TRUE(report.ideal_bubble_ratio.has_value());
+    const std::string where = std::string(sim::schedule_kind_name(c.kind));
+    EXPECT_EQ(report.detection.matches, c.matches) << where;
+    EXPECT_TRUE(report.detection.exact) << where;
+    EXPECT_EQ(report.detection.stages, c.p) << where;
+    EXPECT_EQ(report.detection.micro_batches, c.m) << where;
+    EXPECT_EQ(report.detection.chunks, c.v) << where;
+    EXPECT_EQ(report.steps_examined, config.steps) << where;
+    EXPECT_EQ(report.steps_agreeing, config.steps) << where;
+    ASSERT_TRUE(report.ideal_bubble_ratio.has_value()) << where;
+    EXPECT_EQ(*report.ideal_bubble_ratio, *uniform_bubble_ratio(c.matches.front(), c.p, c.m, c.v));
     EXPECT_DOUBLE_EQ(*report.excess, metrics.bubble_ratio - *report.ideal_bubble_ratio);
   }
 }

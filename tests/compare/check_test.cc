@@ -1,11 +1,15 @@
 // Unit tests of the comparison layer: the summary reader (schema checks and
 // errors), ratio parsing, the config file, spreads and the threshold rules,
 // and the markdown/JUnit writers.
+#include "compare/check.h"
+
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
+#include <vector>
 
-#include "compare/check.h"
 #include "compare/check_report.h"
 #include "compare/summary_reader.h"
 #include "ingest/discovery.h"
@@ -95,6 +99,48 @@ TEST(CompareSummaryReader, ReadsFieldsAndOptionalSchedule) {
   ASSERT_TRUE(r.schedule.has_value());
   EXPECT_EQ(r.schedule->name, "1F1B");
   EXPECT_EQ(r.schedule->micro_batches, 8);
+}
+
+// check compares runs by schedule family, P, M and V: a baseline written
+// before the schedule table ("ZB-H1", no family field) is comparable with a
+// current run of Paddle's ZBH1, and refused against a 1F1B run.
+TEST(CompareCheck, ComparesSchedulesByFamilyNotByName) {
+  auto summary = [](std::string_view schedule) {
+    return fmt::format(
+        R"({{"schema":"pipescope.summary/1.2","jobs":4,"first_step":0,"bubble_ratio":0.25,
+        "total_window_ns":100,"devices":[{{"device":0,"machine":0,"rank":0,"jobs":4,"steps":1,
+        "busy_ns":75,"idle_ns":25,"utilization":0.75}}],"steps":[{{"step":0,"start_ns":0,
+        "end_ns":100,"duration_ns":100,"bubble_ratio":0.25,"devices":[{{"device":0,
+        "busy_ns":75,"idle_ns":25}}]}}],"job_types":[],
+        "schedule":{}}})",
+        schedule);
+  };
+  const RunFigures old_zb = parse_summary_json(
+      summary(R"({"name":"ZB-H1","stages":4,"micro_batches":8,"chunks":1,"exact":true})"),
+      "old.json");
+  const RunFigures new_zb = parse_summary_json(
+      summary(R"({"name":"ZBH1","stages":4,"micro_batches":8,"chunks":1,"exact":true,)"
+              R"("family":"zero-bubble","frameworks":"PaddlePaddle static ZBH1"})"),
+      "new.json");
+  const RunFigures one_f_one_b = parse_summary_json(
+      summary(R"({"name":"1F1B","stages":4,"micro_batches":8,"chunks":1,"exact":true,)"
+              R"("family":"1f1b","frameworks":"PyTorch 1F1B"})"),
+      "1f1b.json");
+  const RunFigures unknown = parse_summary_json(
+      summary(R"({"name":"unknown","stages":4,"micro_batches":8,"chunks":1,"exact":false})"),
+      "unknown.json");
+  EXPECT_EQ(old_zb.schedule->family, "zero-bubble");
+  EXPECT_TRUE(comparability_problems(old_zb, new_zb).empty());
+  EXPECT_EQ(comparability_problems(new_zb, one_f_one_b),
+            std::vector<std::string>{
+                "schedule family differs: baseline zero-bubble (ZBH1), current 1f1b (1F1B)"});
+  EXPECT_EQ(comparability_problems(one_f_one_b, old_zb),
+            std::vector<std::string>{
+                "schedule family differs: baseline 1f1b (1F1B), current zero-bubble (ZB-H1)"});
+  // An unknown schedule on either side: nothing to compare.
+  EXPECT_TRUE(comparability_problems(unknown, one_f_one_b).empty());
+  const CheckReport r = evaluate_check(new_zb, one_f_one_b, CheckThresholds{});
+  EXPECT_TRUE(r.refused());
 }
 
 std::string error_of(const std::string& json) {

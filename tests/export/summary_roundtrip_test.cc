@@ -10,6 +10,7 @@
 // structs' defaulted operator==.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -116,8 +117,8 @@ void expect_all_set(const DiagnosticFigures& x) {
   expect_set("DiagnosticFigures", a, b, c);
 }
 void expect_all_set(const ScheduleFigures& x) {
-  const auto& [a, b, c, d, e, f, g, h, i, j, k, l, m] = x;
-  expect_set("ScheduleFigures", a, b, c, d, e, f, g, h, i, j, k, l, m);
+  const auto& [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o] = x;
+  expect_set("ScheduleFigures", a, b, c, d, e, f, g, h, i, j, k, l, m, n, o);
 }
 void expect_all_set(const RoleDurationFigures& x) {
   const auto& [a, b, c, d, e, f, g] = x;
@@ -263,7 +264,21 @@ SummaryFigures every_field() {
   f.diagnostics = {{"/logs/machine1/workerlog.2", 3, "malformed job line"}};
   f.left_out = {{5, 1, "machine1", 4, "/logs/machine1/workerlog.4", "empty_input"},
                 {6, 2, "machine2", 1, "/logs/machine2/workerlog.1", "unreadable_input"}};
-  f.schedule = ScheduleFigures{"ZB-H1", true, 4, 8, 2, 3, 2, 11, 22, 33, 0.125, 0.0625, -0.5};
+  f.schedule = ScheduleFigures{"ZBH1",
+                               true,
+                               4,
+                               8,
+                               2,
+                               3,
+                               2,
+                               11,
+                               22,
+                               33,
+                               0.125,
+                               0.0625,
+                               -0.5,
+                               "zero-bubble",
+                               "PaddlePaddle static ZBH1"};
   f.stages = StagesFigures{
       "tp",
       {{1,
@@ -386,6 +401,40 @@ TEST(SummaryRoundTrip, WritingTheReadFiguresGivesTheSameBytes) {
   write_summary_json(every_field(), dir / "a.json");
   write_summary_json(read_summary_figures(dir / "a.json"), dir / "b.json");
   EXPECT_EQ(read_file(dir / "a.json"), read_file(dir / "b.json"));
+}
+
+// A summary written before the schedule table has no "family" and no
+// "frameworks": the family comes from the name, so that check still compares
+// it by family (the former "ZB-H1" is the zero-bubble family).
+TEST(SummaryRoundTrip, OlderSummaryWithoutFamilyGetsItFromTheName) {
+  TempDir dir;
+  for (const auto& [name, family] :
+       {std::pair{"ZB-H1", "zero-bubble"}, std::pair{"VPP", "interleaved"},
+        std::pair{"FThenB", "fthenb"}, std::pair{"1F1B", "1f1b"}, std::pair{"unknown", ""}}) {
+    SummaryFigures f = every_field();
+    f.schedule->name = name;
+    write_summary_json(f, dir / "new.json");
+    std::string text = read_file(dir / "new.json");
+    for (const std::string_view key : {"\"family\"", "\"frameworks\""}) {
+      const std::size_t at = text.find(key);
+      ASSERT_NE(at, std::string::npos);
+      const std::size_t comma = text.find(',', at);
+      const std::size_t brace = text.find('}', at);
+      // Drop `, "key": "value"` (the field is never the first of its object).
+      const std::size_t before = text.rfind(',', at);
+      text.erase(before, std::min(comma, brace) - before);
+    }
+    ASSERT_EQ(text.find("\"family\""), std::string::npos);
+    {
+      std::ofstream out(dir / "old.json", std::ios::binary);
+      out << text;
+    }
+    const SummaryFigures read = read_summary_figures(dir / "old.json");
+    ASSERT_TRUE(read.schedule.has_value());
+    EXPECT_EQ(read.schedule->name, name);
+    EXPECT_EQ(read.schedule->family, family) << name;
+    EXPECT_EQ(read.schedule->frameworks, "");
+  }
 }
 
 // --- from an analysed run ----------------------------------------------------------

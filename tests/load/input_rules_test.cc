@@ -180,7 +180,7 @@ TEST(InputRules, CheckRefusesRunsWithInputWarningsOrAnotherShape) {
   RunFigures base;
   base.source = "base";
   base.devices.resize(4);
-  base.schedule = ScheduleFigures{"1F1B", true, 4, 8, 1, 2, 2, 0, 0, 0, 0, 0, 0};
+  base.schedule = ScheduleFigures{"1F1B", true, 4, 8, 1, 2, 2, 0, 0, 0, 0, 0, 0, "1f1b", ""};
   RunFigures cur = base;
   cur.source = "cur";
   EXPECT_TRUE(comparability_problems(base, cur).empty());

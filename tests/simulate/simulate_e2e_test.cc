@@ -1,4 +1,4 @@
-// End-to-end: `pipescope simulate` writes ~30 random runs (every schedule,
+// End-to-end: `pipescope simulate` writes ~30 random runs (every schedule of the table,
 // machines, noise, shuffling, ANSI, CRLF, comm jobs, ...); `pipescope analyze`
 // must report exactly the metrics in each run's expected.json. A small
 // checker written here from the contract (parsing the logs and re-detecting
@@ -38,10 +38,23 @@ std::vector<std::string> random_configs() {
   auto pick = [&](int lo, int hi) {  // inclusive; avoids distribution differences
     return lo + static_cast<int>(random() % static_cast<std::uint64_t>(hi - lo + 1));
   };
-  const char* schedules[] = {"fthenb", "1f1b", "vpp", "zbh1", "eager1f1b"};
+  const char* schedules[] = {"fthenb",
+                             "1f1b",
+                             "vpp",
+                             "zbh1",
+                             "eager1f1b",
+                             "dygraph-1f1b",
+                             "dygraph-interleave",
+                             "torch-gpipe",
+                             "torch-1f1b",
+                             "torch-interleaved1f1b",
+                             "torch-interleavedzerobubble",
+                             "torch-zbvzerobubble",
+                             "torch-dualpipev"};
+  constexpr int kSchedules = sizeof(schedules) / sizeof(schedules[0]);
   std::vector<std::string> configs;
   for (int i = 0; i < 30; ++i) {
-    const std::string schedule = schedules[i % 5];
+    const std::string schedule = schedules[i % kSchedules];
     const int stages = pick(2, 8);
     const int per_stage = pick(0, 4) == 0 ? 2 : 1;
     const int devices = stages * per_stage;
@@ -52,11 +65,22 @@ std::vector<std::string> random_configs() {
     const int machines = machine_choices[pick(0, static_cast<int>(machine_choices.size()) - 1)];
     std::string args = fmt::format("--schedule {} --stages {} --machines {} --steps {} --seed {}",
                                    schedule, stages, machines, pick(1, 4), i + 1);
-    if (schedule == "vpp") {
+    const bool interleaved = schedule == "vpp" || schedule == "dygraph-interleave" ||
+                             schedule.starts_with("torch-interleaved");
+    if (interleaved) {
       args += fmt::format(" --micro-batches {} --chunks {}", stages * pick(1, 2), pick(2, 3));
       if (pick(0, 1)) args += " --chunk-names paren";
     } else {
-      args += fmt::format(" --micro-batches {}", pick(1, 12));
+      // Each framework's own minimum (the Paddle passes assert theirs).
+      int least = 1;
+      if (schedule == "1f1b" || schedule == "zbh1") least = stages;
+      if (schedule == "eager1f1b") least = 2 * stages - 1;
+      if (schedule == "torch-dualpipev") least = 2 * stages;
+      args += fmt::format(" --micro-batches {}", std::max(least, pick(1, 12)));
+      if (schedule == "torch-zbvzerobubble" || schedule == "torch-dualpipev") {
+        args += " --chunks 2";
+        if (pick(0, 1)) args += " --chunk-names paren";
+      }
     }
     if (per_stage > 1) args += " --devices-per-stage 2";
     if (pick(0, 1)) args += " --shuffle";

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -29,18 +30,18 @@ using testing::read_file;
 using testing::TempDir;
 namespace fs = std::filesystem;
 
-constexpr ScheduleKind kAllKinds[] = {ScheduleKind::fthenb, ScheduleKind::one_f_one_b,
-                                      ScheduleKind::interleaved, ScheduleKind::zb_h1};
-
 std::vector<ScheduleShape> shapes_to_test() {
   std::vector<ScheduleShape> shapes;
-  for (ScheduleKind kind : kAllKinds) {
+  for (ScheduleKind kind : all_schedule_kinds()) {
     for (int p : {1, 2, 3, 4, 7}) {
       for (int m : {1, 2, 3, 4, 5, 8, 14, 16}) {
         for (int v : {1, 2, 3}) {
           ScheduleShape shape{kind, p, m, v};
-          if (kind != ScheduleKind::interleaved && v != 1) continue;
-          if (kind == ScheduleKind::interleaved && m % p != 0) continue;
+          try {
+            validate_schedule(shape);
+          } catch (const std::invalid_argument&) {
+            continue;
+          }
           shapes.push_back(shape);
         }
       }
@@ -55,106 +56,135 @@ std::string describe(const ScheduleShape& s) {
 }
 
 TEST(Schedule, EveryStageRunsEachOpOnce) {
+  std::set<ScheduleKind> kinds;
   for (const ScheduleShape& shape : shapes_to_test()) {
-    validate_schedule(shape);
+    kinds.insert(shape.kind);
     for (int s = 0; s < shape.stages; ++s) {
       const auto ops = stage_ops(shape, s);
-      std::map<std::tuple<OpKind, int, int>, int> seen;
-      for (const auto& op : ops) ++seen[{op.kind, op.micro_batch, op.chunk}];
-      const int expected_kinds = shape.kind == ScheduleKind::zb_h1 ? 3 : 2;
-      const std::size_t per_kind = static_cast<std::size_t>(shape.micro_batches) * shape.chunks;
-      ASSERT_EQ(ops.size(), per_kind * expected_kinds) << describe(shape) << " stage " << s;
-      ASSERT_EQ(seen.size(), ops.size()) << describe(shape) << " stage " << s;
-      // Within a stage, B(m, v) follows F(m, v) and W(m) follows B(m).
-      std::map<std::tuple<OpKind, int, int>, std::size_t> position;
+      // F(m, c) once; one backward of (m, c), whole or input half; a W for
+      // each input half, after it; every backward after its forward.
+      std::map<std::tuple<int, int, int>, std::size_t> position;  // (kind class, mb, chunk)
+      std::size_t forwards = 0, backwards = 0, inputs = 0, weights = 0;
       for (std::size_t i = 0; i < ops.size(); ++i) {
-        position[{ops[i].kind, ops[i].micro_batch, ops[i].chunk}] = i;
+        const ScheduleOp& op = ops[i];
+        const int cls = op.kind == OpKind::forward ? 0 : op.kind == OpKind::weight ? 2 : 1;
+        ASSERT_TRUE(position.emplace(std::tuple{cls, op.micro_batch, op.chunk}, i).second)
+            << describe(shape) << " stage " << s << " op " << i;
+        forwards += op.kind == OpKind::forward;
+        backwards += cls == 1;
+        inputs += op.kind == OpKind::backward_input;
+        weights += op.kind == OpKind::weight;
       }
-      for (const auto& op : ops) {
-        if (op.kind == OpKind::backward) {
-          EXPECT_LT((position[{OpKind::forward, op.micro_batch, op.chunk}]),
-                    (position[{op.kind, op.micro_batch, op.chunk}]));
-        }
-        if (op.kind == OpKind::weight) {
-          EXPECT_LT((position[{OpKind::backward, op.micro_batch, op.chunk}]),
-                    (position[{op.kind, op.micro_batch, op.chunk}]));
+      const std::size_t per_kind = static_cast<std::size_t>(shape.micro_batches) * shape.chunks;
+      ASSERT_EQ(forwards, per_kind) << describe(shape) << " stage " << s;
+      ASSERT_EQ(backwards, per_kind) << describe(shape) << " stage " << s;
+      ASSERT_EQ(weights, inputs) << describe(shape) << " stage " << s;
+      for (const auto& [key, at] : position) {
+        const auto [cls, mb, chunk] = key;
+        if (cls > 0) {
+          EXPECT_LT((position.at({cls - 1, mb, chunk})), at) << describe(shape);
         }
       }
     }
   }
+  EXPECT_EQ(kinds.size(), all_schedule_kinds().size() - 1);  // all but zbvpp
 }
 
 TEST(Schedule, OneFOneBWarmUpSteadyCoolDown) {
-  const ScheduleShape shape{ScheduleKind::one_f_one_b, 4, 8, 1};
-  for (int s = 0; s < 4; ++s) {
-    const int warmup = 4 - s - 1;
-    EXPECT_EQ(warmup_forwards(shape, s), warmup);
-    const auto ops = stage_ops(shape, s);
-    std::size_t i = 0;
-    for (int m = 0; m < warmup; ++m, ++i) EXPECT_EQ(ops[i], (ScheduleOp{OpKind::forward, m, 0}));
-    for (int k = 0; k < 8 - warmup; ++k) {
-      EXPECT_EQ(ops[i++], (ScheduleOp{OpKind::forward, warmup + k, 0}));
-      EXPECT_EQ(ops[i++], (ScheduleOp{OpKind::backward, k, 0}));
-    }
-    for (int m = 8 - warmup; m < 8; ++m, ++i) {
-      EXPECT_EQ(ops[i], (ScheduleOp{OpKind::backward, m, 0}));
+  for (const ScheduleKind kind : {ScheduleKind::one_f_one_b, ScheduleKind::dygraph_one_f_one_b,
+                                  ScheduleKind::torch_one_f_one_b}) {
+    const ScheduleShape shape{kind, 4, 8, 1};
+    for (int s = 0; s < 4; ++s) {
+      const int warmup = 4 - s - 1;
+      const auto ops = stage_ops(shape, s);
+      std::size_t i = 0;
+      for (int m = 0; m < warmup; ++m, ++i) EXPECT_EQ(ops[i], (ScheduleOp{OpKind::forward, m, 0}));
+      for (int k = 0; k < 8 - warmup; ++k) {
+        EXPECT_EQ(ops[i++], (ScheduleOp{OpKind::forward, warmup + k, 0}));
+        EXPECT_EQ(ops[i++], (ScheduleOp{OpKind::backward, k, 0}));
+      }
+      for (int m = 8 - warmup; m < 8; ++m, ++i) {
+        EXPECT_EQ(ops[i], (ScheduleOp{OpKind::backward, m, 0}));
+      }
     }
   }
-  // Fewer micro-batches than warm-up slots: all forwards first.
-  const ScheduleShape few{ScheduleKind::one_f_one_b, 8, 3, 1};
-  EXPECT_EQ(warmup_forwards(few, 0), 3);
-  EXPECT_EQ(warmup_forwards(few, 7), 0);
+  // Fewer micro-batches than warm-up slots (dygraph and PyTorch allow it):
+  // all forwards first; Paddle's static pass refuses the shape.
+  const std::vector<ScheduleOp> few = {{OpKind::forward, 0, 0},  {OpKind::forward, 1, 0},
+                                       {OpKind::forward, 2, 0},  {OpKind::backward, 0, 0},
+                                       {OpKind::backward, 1, 0}, {OpKind::backward, 2, 0}};
+  EXPECT_EQ(stage_ops({ScheduleKind::dygraph_one_f_one_b, 8, 3, 1}, 0), few);
+  EXPECT_EQ(stage_ops({ScheduleKind::torch_one_f_one_b, 8, 3, 1}, 0), few);
+  EXPECT_THROW(validate_schedule({ScheduleKind::one_f_one_b, 8, 3, 1}), std::invalid_argument);
 }
 
-TEST(Schedule, InterleavedFollowsMegatron) {
+TEST(Schedule, InterleavedFollowsTheVppPass) {
   const ScheduleShape shape{ScheduleKind::interleaved, 4, 8, 2};
-  EXPECT_EQ(warmup_forwards(shape, 0), 3 * 2 + 4);
-  EXPECT_EQ(warmup_forwards(shape, 3), 4);
   const auto ops = stage_ops(shape, 0);
   // Micro-batches in groups of P per chunk: chunk 0 of 0-3, chunk 1 of 0-3, chunk 0 of 4-7...
+  // and 3·2 + 4 = 10 warm-up forwards on stage 0.
   const std::vector<ScheduleOp> head = {
       {OpKind::forward, 0, 0}, {OpKind::forward, 1, 0}, {OpKind::forward, 2, 0},
       {OpKind::forward, 3, 0}, {OpKind::forward, 0, 1}, {OpKind::forward, 1, 1},
       {OpKind::forward, 2, 1}, {OpKind::forward, 3, 1}, {OpKind::forward, 4, 0},
       {OpKind::forward, 5, 0}, {OpKind::forward, 6, 0}, {OpKind::backward, 0, 1}};
   EXPECT_TRUE(std::equal(head.begin(), head.end(), ops.begin()));
-  // M == P: everything is warm-up, as in Megatron.
-  EXPECT_EQ(warmup_forwards({ScheduleKind::interleaved, 4, 4, 2}, 2), 8);
+  // M == P: everything is warm-up in Paddle's pass, not in PyTorch's.
+  const auto all = stage_ops({ScheduleKind::interleaved, 4, 4, 2}, 2);
+  EXPECT_TRUE(std::all_of(all.begin(), all.begin() + 8,
+                          [](const ScheduleOp& op) { return op.kind == OpKind::forward; }));
+  const auto torch = stage_ops({ScheduleKind::torch_interleaved_1f1b, 4, 4, 2}, 2);
+  // (V-1)·4 + 2·(4-1-2) = 6 warm-up forwards, then F, B pairs.
+  EXPECT_EQ(torch[6].kind, OpKind::forward);
+  EXPECT_EQ(torch[7].kind, OpKind::backward);
 }
 
-TEST(Schedule, InterleavedNeedsMicroBatchesMultipleOfStages) {
+TEST(Schedule, ShapesTheFrameworksRefuse) {
   try {
     validate_schedule({ScheduleKind::interleaved, 4, 6, 2});
     FAIL() << "accepted M=6, P=4";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("multiple"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("Megatron"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Paddle pass asserts"), std::string::npos) << e.what();
   }
   EXPECT_THROW(validate_schedule({ScheduleKind::one_f_one_b, 4, 8, 2}), std::invalid_argument);
   EXPECT_THROW(validate_schedule({ScheduleKind::one_f_one_b, 0, 8, 1}), std::invalid_argument);
+  EXPECT_THROW(validate_schedule({ScheduleKind::zbh1, 4, 3, 1}), std::invalid_argument);
+  EXPECT_THROW(validate_schedule({ScheduleKind::torch_zbv_zero_bubble, 4, 8, 3}),
+               std::invalid_argument);
+  EXPECT_THROW(validate_schedule({ScheduleKind::torch_dualpipev, 4, 7, 2}), std::invalid_argument);
+  try {
+    validate_schedule({ScheduleKind::zbvpp, 4, 8, 2});
+    FAIL() << "simulated zbvpp";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("memory-aware search"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(parse_schedule_kind("vpp"), ScheduleKind::interleaved);
-  EXPECT_EQ(parse_schedule_kind("zbh1"), ScheduleKind::zb_h1);
+  EXPECT_EQ(parse_schedule_kind("zbh1"), ScheduleKind::zbh1);
+  EXPECT_EQ(parse_schedule_kind("ZB-H1"), ScheduleKind::zbh1);
+  EXPECT_EQ(parse_schedule_kind("torch:DualPipeV"), ScheduleKind::torch_dualpipev);
+  EXPECT_EQ(parse_schedule_kind("paddle-dygraph:Interleave"), ScheduleKind::dygraph_interleave);
   EXPECT_EQ(parse_schedule_kind("nope"), std::nullopt);
+  for (const ScheduleKind kind : all_schedule_kinds()) {
+    EXPECT_EQ(parse_schedule_kind(schedule_kind_name(kind)), kind);
+  }
 }
 
-TEST(Schedule, ZeroBubbleDefersWeightGradients) {
-  const ScheduleShape shape{ScheduleKind::zb_h1, 4, 8, 1};
-  // The last stage runs F B W from the start.
+TEST(Schedule, PaddleZbh1SplitsTheFirstBackwardsOfLaterStages) {
+  const ScheduleShape shape{ScheduleKind::zbh1, 4, 8, 1};
+  // The last stage: F0, then (B-input, F) pairs; its W's come at the end.
   const auto last = stage_ops(shape, 3);
   EXPECT_EQ(last[0], (ScheduleOp{OpKind::forward, 0, 0}));
-  EXPECT_EQ(last[1], (ScheduleOp{OpKind::backward, 0, 0}));
-  EXPECT_EQ(last[2], (ScheduleOp{OpKind::weight, 0, 0}));
-  // Stage s defers its first P-s-1 W's: P-s B's run before its first W.
+  EXPECT_EQ(last[1], (ScheduleOp{OpKind::backward_input, 0, 0}));
+  EXPECT_EQ(last[2], (ScheduleOp{OpKind::forward, 1, 0}));
+  EXPECT_EQ(last.back(), (ScheduleOp{OpKind::weight, 2, 0}));
+  // Stage s splits s + 1 backwards (stage 0 none) and runs the others whole.
   for (int s = 0; s < 4; ++s) {
     const auto ops = stage_ops(shape, s);
-    const auto first_w = std::find_if(
-        ops.begin(), ops.end(), [](const ScheduleOp& op) { return op.kind == OpKind::weight; });
-    EXPECT_EQ(std::count_if(ops.begin(), first_w,
-                            [](const ScheduleOp& op) { return op.kind == OpKind::backward; }),
-              4 - s);
+    EXPECT_EQ(std::count_if(ops.begin(), ops.end(),
+                            [](const ScheduleOp& op) { return op.kind == OpKind::weight; }),
+              s == 0 ? 0 : s + 1);
   }
-  const auto first = stage_ops(shape, 0);
-  EXPECT_EQ(first.back().kind, OpKind::weight);
 }
 
 SimConfig small_config(ScheduleKind kind, int p, int m, int v) {
@@ -198,38 +228,31 @@ void check_dependencies(const SimConfig& config) {
       ASSERT_EQ(jobs[i].start_ns, first_of_stage[i].start_ns);
     }
   }
-  const bool zb = config.shape.kind == ScheduleKind::zb_h1;
-  const SimJobType backward = zb ? SimJobType::backward_b : SimJobType::backward;
+  // By global stage (schedule.h, global_stage): F(m) waits for F(m) on g-1,
+  // a backward (whole or input half) for a backward on g+1, W for its own B.
+  // Latency applies between devices only.
+  const int g_count = p * v;
+  auto cls = [](SimJobType t) {
+    return t == SimJobType::forward ? 0 : t == SimJobType::backward_w ? 2 : 1;
+  };
+  std::map<std::tuple<int, int, int, int>, std::pair<SimJob, int>> by_global;  // (cls, g, step, mb)
   for (int s = 0; s < p; ++s) {
     for (const auto& [key, job] : by_stage[s]) {
-      if (key.type == SimJobType::forward) {
-        const SimJob* upstream = nullptr;
-        if (s > 0) {
-          upstream = &by_stage[s - 1].at({key.type, key.step, key.micro_batch, key.chunk});
-        } else if (key.chunk > 0) {
-          upstream = &by_stage[p - 1].at({key.type, key.step, key.micro_batch, key.chunk - 1});
-        }
-        if (upstream) {
-          ASSERT_GE(job.start_ns, upstream->end_ns + latency);
-        }
-      } else if (key.type == backward) {
-        const SimJob* upstream = nullptr;
-        if (s < p - 1) {
-          upstream = &by_stage[s + 1].at({key.type, key.step, key.micro_batch, key.chunk});
-        } else if (key.chunk < v - 1) {
-          upstream = &by_stage[0].at({key.type, key.step, key.micro_batch, key.chunk + 1});
-        }
-        if (upstream) {
-          ASSERT_GE(job.start_ns, upstream->end_ns + latency);
-        }
-        const auto& own =
-            by_stage[s].at({SimJobType::forward, key.step, key.micro_batch, key.chunk});
-        ASSERT_GE(job.start_ns, own.end_ns);
-      } else if (key.type == SimJobType::backward_w) {
-        const auto& b = by_stage[s].at({backward, key.step, key.micro_batch, key.chunk});
-        ASSERT_GE(job.start_ns, b.end_ns);
-      }
+      const int g = global_stage(config.shape, s, key.chunk);
+      by_global[{cls(key.type), g, key.step, key.micro_batch}] = {job, s};
     }
+  }
+  for (const auto& [key, value] : by_global) {
+    const auto [c, g, step, mb] = key;
+    const auto& [job, s] = value;
+    auto after = [&](int other_cls, int other_g) {
+      const auto& [up, up_stage] = by_global.at({other_cls, other_g, step, mb});
+      ASSERT_GE(job.start_ns, up.end_ns + (up_stage != s ? latency : 0));
+    };
+    if (c == 0 && g > 0) after(0, g - 1);
+    if (c == 1 && g < g_count - 1) after(1, g + 1);
+    if (c == 1) after(0, g);
+    if (c == 2) after(1, g);
   }
 }
 
@@ -351,7 +374,7 @@ TEST(Simulator, FThenBBubbleMatchesTheFormula) {
 }
 
 TEST(Simulator, DeterministicAndSeeded) {
-  SimConfig config = small_config(ScheduleKind::zb_h1, 4, 8, 1);
+  SimConfig config = small_config(ScheduleKind::zbh1, 4, 8, 1);
   config.machines = 2;
   config.machine_skew_ns = {0, 123'456'789};
   const auto a = simulate(config);

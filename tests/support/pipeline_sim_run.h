@@ -12,7 +12,7 @@ namespace pipescope::testing {
 
 inline Run run_from_simulation(const sim::SimConfig& config) {
   const sim::SimulatedRun simulated = sim::simulate(config);
-  const bool interleaved = config.shape.kind == sim::ScheduleKind::interleaved;
+  const bool chunked = sim::has_chunks(config.shape.kind);
   Run run;
   for (const sim::SimDeviceInfo& info : simulated.devices) {
     Device device;
@@ -29,7 +29,7 @@ inline Run run_from_simulation(const sim::SimConfig& config) {
       j.micro_batch = job.micro_batch;
       j.job_id = line;
       j.line = ++line;
-      j.type = run.types.intern(sim::job_type_name(job, interleaved, sim::ChunkNaming::digit));
+      j.type = run.types.intern(sim::job_type_name(job, chunked, sim::ChunkNaming::digit));
       device.jobs.push_back(j);
     }
     run.devices.push_back(std::move(device));
