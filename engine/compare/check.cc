@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "compare/figure_format.h"
 #include "ingest/discovery.h"
@@ -265,6 +266,14 @@ CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current
   const std::vector<StepFigures> cur_steps = compared_steps(current, r.skip_steps);
   r.baseline_steps = base_steps.size();
   r.current_steps = cur_steps.size();
+  for (const RunFigures* run : {&baseline, &current}) {
+    std::set<int> segments;
+    for (const StepFigures& step : run->steps) {
+      segments.insert(step.segment);
+      r.incomplete_steps += !step.complete;
+    }
+    r.segments = std::max(r.segments, segments.size());
+  }
 
   r.bubble_ratio = compare(bubble_ratios(base_steps), bubble_ratios(cur_steps));
   r.step_time_ns = compare(durations(base_steps), durations(cur_steps));

@@ -128,6 +128,10 @@ struct CheckReport {
   bool skip_defaulted = false;
   std::size_t baseline_steps = 0;  ///< steps compared on each side
   std::size_t current_steps = 0;
+  /// Launch segments of the side with more (skip_steps applies to each).
+  std::size_t segments = 1;
+  /// Incomplete steps of both sides, never compared.
+  std::size_t incomplete_steps = 0;
 
   FigureComparison bubble_ratio;
   /// In nanoseconds (doubles: medians of integers may fall between two).
@@ -162,7 +166,7 @@ std::vector<std::string> comparability_problems(const RunFigures& baseline,
 CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current,
                            const CheckThresholds& thresholds, bool allow_incomparable = false);
 
-/// The default warm-up skip: 1 when both runs have more than 2 steps, else 0.
+/// The default warm-up skip: 1 when both runs have more than 2 complete steps, else 0.
 std::int64_t default_skip_steps(const RunFigures& baseline, const RunFigures& current);
 
 }  // namespace pipescope

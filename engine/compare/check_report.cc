@@ -37,12 +37,15 @@ std::string spread_duration(const Spread& s) {
 
 std::string skip_line(const CheckReport& r) {
   return fmt::format(
-      "{} warm-up step{} left out of both runs{}; comparing {} baseline and {} "
+      "{} warm-up step{} {}left out of both runs{}; {}comparing {} baseline and {} "
       "current step{}",
-      r.skip_steps, r.skip_steps == 1 ? "" : "s",
-      r.skip_defaulted ? " (default: 1 when both runs have more than 2 steps; "
+      r.skip_steps, r.skip_steps == 1 ? "" : "s", r.segments > 1 ? "of each launch segment " : "",
+      r.skip_defaulted ? " (default: 1 when both runs have more than 2 complete steps; "
                          "change with --skip-steps)"
                        : "",
+      r.incomplete_steps == 0 ? std::string()
+                              : fmt::format("{} incomplete step{} never compared; ",
+                                            r.incomplete_steps, r.incomplete_steps == 1 ? "" : "s"),
       r.baseline_steps, r.current_steps, r.current_steps == 1 ? "" : "s");
 }
 

@@ -1,5 +1,4 @@
 #include "export/chrome_trace.h"
-#include "version.h"
 
 #include <algorithm>
 #include <array>
@@ -15,11 +14,11 @@
 #include "export/json_writer.h"
 #include "export/trace_content.h"
 #include "export/trace_layout.h"
+#include "version.h"
 
 namespace pipescope {
 
 namespace {
-
 
 // Reserved colour names of the trace viewer (tracing/base/color_scheme.html),
 // chosen so the kinds are told apart at a glance.
@@ -178,10 +177,12 @@ class ChromeWriter {
     for (std::size_t k = 0; k < metrics_.steps.size(); ++k) {
       if (!selected(static_cast<std::int64_t>(k))) continue;
       const StepWindow& step = metrics_.steps[k];
-      out_.begin_slice(trace_step_name(step), "step", step.start_ns, step.window_ns(), steps,
+      out_.begin_slice(trace_step_name(metrics_, k), "step", step.start_ns, step.window_ns(), steps,
                        kStepColour);
       w_.field("bubble_ratio", step.bubble_ratio);
       w_.field("duration_ns", step.window_ns());
+      w_.field("segment", step.segment);
+      w_.field("complete", step.complete);
       out_.end_event();
     }
   }

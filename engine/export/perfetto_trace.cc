@@ -294,7 +294,7 @@ class PerfettoWriter {
       pb::TrackEvent& event =
           begin_event(step.start_ns, pb::TrackEvent::TYPE_SLICE_BEGIN, steps_thread_);
       // Step numbers are unique, so every step name is new.
-      event.set_name_iid(define_name(trace_step_name(step)));
+      event.set_name_iid(define_name(trace_step_name(metrics_, k)));
       event.add_category_iids(kCategoryStep);
       add_double_arg(event, kArgBubbleRatio, step.bubble_ratio);
       add_int_arg(event, kArgDurationNs, step.window_ns());

@@ -32,7 +32,10 @@ std::int64_t ns_since(std::int64_t ns, std::int64_t origin_ns) {
                                    static_cast<std::uint64_t>(origin_ns));
 }
 
-std::string trace_step_name(const StepWindow& step) { return fmt::format("step {}", step.step); }
+std::string trace_step_name(const Metrics& metrics, std::size_t index) {
+  return fmt::format("step {}{}", step_label(metrics, index),
+                     metrics.steps[index].complete ? "" : " (incomplete)");
+}
 
 void trace_job_name(const Run& run, const Job& job, std::string& out) {
   out.assign(job.type < run.types.size() ? std::string_view(run.types.name(job.type)) : "?");

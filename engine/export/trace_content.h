@@ -31,8 +31,10 @@ std::optional<std::int64_t> earliest_selected_start(const Run& run, const Metric
 /// overflow for any pair whose true difference fits.
 std::int64_t ns_since(std::int64_t ns, std::int64_t origin_ns);
 
-/// "step N", the slice of a step window.
-std::string trace_step_name(const StepWindow& step);
+/// The slice name of step `index`: "step 12", "step 1:12" when the run has
+/// several launch segments, with " (incomplete)" for a step left out of the
+/// totals (metrics.h).
+std::string trace_step_name(const Metrics& metrics, std::size_t index);
 
 /// "TYPE mbMB", the slice of a job ("?" for a type id the run does not have),
 /// into `out` (its memory is reused from one job to the next).

@@ -357,3 +357,58 @@ TEST(DataQuality, DeviceOutsideTheStageMapHasStageMinusOne) {
 
 }  // namespace
 }  // namespace pipescope
+
+namespace pipescope {
+namespace {
+
+// Four steps of F0 F1 B0 B1 optimizer on two devices; device 1 lost jobs
+// (a job line cut by another thread) in some steps.
+pipescope::Run with_lost_jobs(const std::vector<std::pair<std::int64_t, std::string>>& lost) {
+  pipescope::Run run;
+  for (std::size_t d = 0; d < 2; ++d) {
+    for (std::int64_t step = 0; step < 4; ++step) {
+      const std::int64_t t = step * 100;
+      const auto keep = [&](const std::string& what) {
+        if (d != 1) return true;
+        for (const auto& [s, w] : lost) {
+          if (s == step && w == what) return false;
+        }
+        return true;
+      };
+      if (keep("F0")) add_job(run, d, "forward", 0, t, t + 10);
+      if (keep("F1")) add_job(run, d, "forward", 1, t + 10, t + 20);
+      if (keep("B0")) add_job(run, d, "backward", 0, t + 30, t + 40);
+      if (keep("B1")) add_job(run, d, "backward", 1, t + 40, t + 50);
+      add_job(run, d, "optimizer", 0, t + 50, t + 55);
+    }
+  }
+  run.finalize();
+  return run;
+}
+
+TEST(DataQuality, ShortStepAgainstItsOwnStepsWhenAloneInItsStage) {
+  const pipescope::Run run = with_lost_jobs({{1, "B1"}, {2, "F1"}, {2, "B0"}});
+  const QualityWarning w = only(check(run), "short_step");
+  EXPECT_EQ(w.device, 1);
+  EXPECT_EQ(w.stage, 1);
+  EXPECT_EQ(w.count, 2u);
+  EXPECT_EQ(w.message,
+            "device 1: fewer forward, backward and optimizer jobs than its own other steps (the "
+            "median) in 2 steps (step 1: 4 of 5, 1 missing; step 2: 3 of 5, 2 missing): a job "
+            "line lost or cut, or jobs the rank did not log");
+  EXPECT_EQ(codes(check(with_lost_jobs({}))), std::vector<std::string>{});
+}
+
+TEST(DataQuality, ShortStepAgainstItsStagePeers) {
+  // Devices 0 and 1 form one stage: device 1 is compared with device 0.
+  const pipescope::Run run = with_lost_jobs({{0, "B1"}});
+  const QualityWarning w = only(check(run, resolve_stage_map(run, "0-1")), "short_step");
+  EXPECT_EQ(w.device, 1);
+  EXPECT_EQ(w.stage, 0);
+  EXPECT_NE(w.message.find("than its stage peers in 1 step (step 0: 4 of 5, 1 missing)"),
+            std::string::npos)
+      << w.message;
+}
+
+}  // namespace
+}  // namespace pipescope

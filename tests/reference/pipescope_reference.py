@@ -3,8 +3,9 @@
 
 Reads PaddlePaddle worker logs (workerlog.N, optionally inside machineK/
 folders), parses the `Profiler Info: Job` lines with the line grammar, and
-prints the figures of summary.json (jobs, steps, windows, busy/idle, bubble
-ratios, per-input line counts) as JSON on stdout.
+prints the figures of summary.json (jobs, launch segments, steps, windows,
+complete steps, busy/idle, bubble ratios, per-input line counts) as JSON on
+stdout.
 
 Written for clarity, not speed, and sharing no code with the C++ engine: it is
 the second opinion the end-to-end tests compare the real tool against.
