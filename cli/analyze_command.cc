@@ -93,6 +93,26 @@ void check_output_location(const AnalyzeOptions& options) {
                       "--allow-output-in-input",
                       out.string(), input));
     }
+    if (!options.html.empty() && is_within(resolved(options.html), resolved(input))) {
+      throw InputError(
+          fmt::format("--html {} is inside input folder {}; write the report elsewhere, or pass "
+                      "--allow-output-in-input",
+                      options.html, input));
+    }
+  }
+}
+
+/// Options that would have no effect in this combination are usage errors
+/// that say why, rather than silently doing nothing.
+void check_option_combinations(const AnalyzeOptions& options) {
+  if (!options.html_steps.empty() && options.html.empty()) {
+    throw InputError(
+        "--html-steps chooses the steps drawn in the HTML report: give --html FILE too");
+  }
+  if (!options.steps.empty() && options.no_trace && !options.perfetto) {
+    throw InputError(
+        "--steps chooses the steps in trace.json and trace.pftrace, and --no-trace without "
+        "--perfetto writes neither: drop --steps, or add --perfetto");
   }
 }
 
@@ -159,6 +179,7 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
 int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load);
 
 int run_analyze(const AnalyzeOptions& options) {
+  check_option_combinations(options);
   if (!options.allow_output_in_input) check_output_location(options);
   LoadOptions load;
   load.pipeline.stages = options.stages;
@@ -341,6 +362,7 @@ void register_analyze_command(CLI::App& app, int& status) {
       "prints a table.\n\n"
       "Example:\n  pipescope analyze logs/ -o out/\n  pipescope analyze logs/machine0 "
       "logs/machine1 --devices 0-3 --no-trace");
+  cmd->alias("analyse");
   cmd->add_option("paths", options->paths,
                   "Log folders (holding workerlog.N files, or machineK/ folders of them) or "
                   "individual log files (none with --local)");

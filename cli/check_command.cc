@@ -43,28 +43,56 @@ void write_text(const std::string& path, const std::string& text) {
   file.commit();
 }
 
+int compare_runs(const CheckOptions& o);
+
+/// On exit status 2 the reports asked for are still written, with the reason.
 int run_check(const CheckOptions& o) {
+  const auto write_error_reports = [&](const std::string& error) {
+    try {
+      if (!o.markdown.empty()) {
+        write_text(o.markdown, format_check_error_markdown(error, o.baseline, o.current));
+      }
+      if (!o.junit.empty()) {
+        write_text(o.junit, format_check_error_junit(error, o.baseline, o.current));
+      }
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "pipescope: error: cannot write the report: {}\n", e.what());
+    }
+  };
+  try {
+    return compare_runs(o);
+  } catch (const std::exception& e) {
+    write_error_reports(e.what());
+    throw;
+  }
+}
+
+int compare_runs(const CheckOptions& o) {
   CheckThresholds t;
-  if (!o.max_bubble_ratio.empty())
-    t.max_bubble_ratio = parse_ratio(o.max_bubble_ratio, "--max-bubble-ratio");
+  if (!o.max_bubble_ratio.empty()) {
+    t.max_bubble_ratio =
+        parse_threshold(o.max_bubble_ratio, ThresholdScale::ratio, "--max-bubble-ratio");
+  }
   if (!o.max_bubble_increase.empty()) {
-    t.max_bubble_increase = parse_ratio(o.max_bubble_increase, "--max-bubble-increase");
+    t.max_bubble_increase =
+        parse_threshold(o.max_bubble_increase, ThresholdScale::points, "--max-bubble-increase");
   }
   if (!o.max_step_time_increase.empty()) {
-    t.max_step_time_increase = parse_ratio(o.max_step_time_increase, "--max-step-time-increase");
+    t.max_step_time_increase = parse_threshold(o.max_step_time_increase, ThresholdScale::relative,
+                                               "--max-step-time-increase");
   }
   if (!o.max_utilization_drop.empty()) {
-    t.max_utilization_drop = parse_ratio(o.max_utilization_drop, "--max-utilization-drop");
+    t.max_utilization_drop =
+        parse_threshold(o.max_utilization_drop, ThresholdScale::points, "--max-utilization-drop");
   }
   if (o.skip_steps >= 0) t.skip_steps = o.skip_steps;
   // Flags win over the config file, threshold by threshold.
   if (!o.config.empty()) t.fill_from(read_check_config(o.config));
   if (!t.any()) {
-    fmt::print(stderr,
-               "pipescope: error: no threshold given: use --max-bubble-ratio, "
-               "--max-bubble-increase, --max-step-time-increase, --max-utilization-drop or "
-               "--config (see pipescope check --help)\n");
-    return kExitUsage;
+    throw InputError(
+        "no threshold given: use --max-bubble-ratio, --max-bubble-increase, "
+        "--max-step-time-increase, --max-utilization-drop or --config (see pipescope check "
+        "--help)");
   }
 
   LoadOptions load;
@@ -89,7 +117,8 @@ void register_check_command(CLI::App& app, int& status) {
       "check",
       "CI regression gate: compare a run with a baseline on per-step medians and fail when a\n"
       "threshold is crossed. RUN and BASE are log folders, record files/folders or summary.json\n"
-      "files. Ratios are written 0.05 or 5%.\n"
+      "files. Thresholds are written 5% or 0.05 (2pp for points); a bare number above 1 is an\n"
+      "error (it would mean over 100%).\n"
       "Runs whose inputs had a missing, unreadable or empty rank, or whose device, stage,\n"
       "micro-batch or chunk counts differ, are refused unless --allow-input-warnings.\n"
       "Exit status: 0 pass, 1 regression, 2 usage or input error, or runs refused.\n\n"
@@ -102,15 +131,16 @@ void register_check_command(CLI::App& app, int& status) {
                   "The baseline run: log folder, record input or summary.json")
       ->required();
   cmd->add_option("--max-bubble-ratio", o->max_bubble_ratio,
-                  "Fail when the current median bubble ratio exceeds this (e.g. 0.25 or 25%)");
+                  "Ratio: fail when the current median bubble ratio exceeds this (25% or 0.25)");
   cmd->add_option("--max-bubble-increase", o->max_bubble_increase,
-                  "Fail when the median bubble ratio grows by more than this many points over the "
-                  "baseline (0.02 or 2%)");
+                  "Points: fail when the median bubble ratio grows by more than this many\n"
+                  "percentage points over the baseline (2pp, 2% or 0.02)");
   cmd->add_option("--max-step-time-increase", o->max_step_time_increase,
-                  "Fail when the median step time grows by more than this fraction (5% or 0.05)");
+                  "Relative: fail when the median step time grows by more than this share of\n"
+                  "the baseline's (5% or 0.05; 150% for 1.5x)");
   cmd->add_option("--max-utilization-drop", o->max_utilization_drop,
-                  "Fail when any device's median utilization drops by more than this many points "
-                  "(0.03 or 3%)");
+                  "Points: fail when any device's median utilization drops by more than this\n"
+                  "many percentage points (3pp, 3% or 0.03)");
   cmd->add_option("--skip-steps", o->skip_steps,
                   "Warm-up steps left out of both runs (default: 1 when both have more than 2 "
                   "steps, else 0)")

@@ -1,12 +1,13 @@
 // pipescope: where every GPU of a pipeline-parallel training run was busy,
 // where it sat in a bubble, and where each step began and ended.
+#include <fmt/core.h>
+
 #include <csignal>
 #include <cstdio>
 #include <exception>
 
-#include <fmt/core.h>
-
 #include "command.h"
+#include "suggest.h"
 #include "version.h"
 
 int main(int argc, char** argv) {
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // --help and --version are "errors" with exit code 0.
     const int code = app.exit(e);
+    if (code != 0) suggest_options(app, argc, argv);
     return code == 0 ? kExitOk : kExitUsage;
   } catch (const std::exception& e) {
     std::fflush(stdout);

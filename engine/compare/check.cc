@@ -106,20 +106,59 @@ void CheckThresholds::fill_from(const CheckThresholds& other) {
   if (!skip_steps) skip_steps = other.skip_steps;
 }
 
-double parse_ratio(std::string_view text, std::string_view what) {
+std::string_view threshold_scale_name(ThresholdScale scale) {
+  switch (scale) {
+    case ThresholdScale::ratio:
+      return "ratio";
+    case ThresholdScale::points:
+      return "points";
+    case ThresholdScale::relative:
+      return "relative";
+  }
+  return "ratio";
+}
+
+double parse_threshold(std::string_view text, ThresholdScale scale, std::string_view what) {
+  // The forms accepted, for every error message.
+  const std::string forms =
+      scale == ThresholdScale::points
+          ? "write 2pp, 2% or 0.02 for 2 percentage points"
+          : (scale == ThresholdScale::relative
+                 ? "write 5% or 0.05 for an increase of 5 percent of the baseline (150% for 1.5x)"
+                 : "write 25% or 0.25");
   std::string_view t = trim(text);
-  bool percent = false;
-  if (!t.empty() && t.back() == '%') {
-    percent = true;
+  enum { bare, percent, pp } unit = bare;
+  if (t.ends_with('%')) {
+    unit = percent;
     t = trim(t.substr(0, t.size() - 1));
+  } else if (t.ends_with("pp")) {
+    unit = pp;
+    t = trim(t.substr(0, t.size() - 2));
   }
   double value = 0;
   const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
-  if (t.empty() || ec != std::errc() || end != t.data() + t.size() || !std::isfinite(value) ||
-      value < 0) {
-    throw InputError(fmt::format("{}: '{}' is not a ratio (write 0.05 or 5%)", what, text));
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size() || !std::isfinite(value)) {
+    throw InputError(fmt::format("{}: '{}' is not a threshold ({})", what, trim(text), forms));
   }
-  return percent ? value / 100 : value;
+  if (value < 0) {
+    throw InputError(fmt::format("{}: '{}' is negative ({})", what, trim(text), forms));
+  }
+  if (unit == pp && scale != ThresholdScale::points) {
+    throw InputError(
+        fmt::format("{}: '{}': pp is for thresholds in percentage points; this one "
+                    "is a {} ({})",
+                    what, trim(text), threshold_scale_name(scale), forms));
+  }
+  if (unit == bare && value > 1) {
+    throw InputError(fmt::format("{}: '{}' is ambiguous: as a fraction it means {}%; {}", what,
+                                 trim(text), value * 100, forms));
+  }
+  const double fraction = unit == bare ? value : value / 100;
+  if (scale != ThresholdScale::relative && fraction > 1) {
+    throw InputError(fmt::format("{}: '{}' is over 100{} ({})", what, trim(text),
+                                 scale == ThresholdScale::points ? " points" : "%", forms));
+  }
+  return fraction;
 }
 
 CheckThresholds read_check_config(const std::string& path) {
@@ -145,10 +184,20 @@ CheckThresholds read_check_config(const std::string& path) {
       continue;
     }
     std::optional<double>* slot = nullptr;
+    ThresholdScale scale = ThresholdScale::ratio;
     if (key == "max_bubble_ratio") slot = &t.max_bubble_ratio;
-    if (key == "max_bubble_increase") slot = &t.max_bubble_increase;
-    if (key == "max_step_time_increase") slot = &t.max_step_time_increase;
-    if (key == "max_utilization_drop") slot = &t.max_utilization_drop;
+    if (key == "max_bubble_increase") {
+      slot = &t.max_bubble_increase;
+      scale = ThresholdScale::points;
+    }
+    if (key == "max_step_time_increase") {
+      slot = &t.max_step_time_increase;
+      scale = ThresholdScale::relative;
+    }
+    if (key == "max_utilization_drop") {
+      slot = &t.max_utilization_drop;
+      scale = ThresholdScale::points;
+    }
     if (slot == nullptr) {
       throw InputError(fmt::format(
           "{} is not a known key (max_bubble_ratio, max_bubble_increase, max_step_time_increase, "
@@ -159,11 +208,11 @@ CheckThresholds read_check_config(const std::string& path) {
     std::int64_t integer = 0;
     std::string_view text;
     if (value.get(number) == simdjson::SUCCESS) {
-      *slot = parse_ratio(fmt::format("{}", number), where);
+      *slot = parse_threshold(fmt::format("{}", number), scale, where);
     } else if (value.get(integer) == simdjson::SUCCESS) {
-      *slot = parse_ratio(fmt::format("{}", integer), where);
+      *slot = parse_threshold(fmt::format("{}", integer), scale, where);
     } else if (value.get(text) == simdjson::SUCCESS) {
-      *slot = parse_ratio(text, where);
+      *slot = parse_threshold(text, scale, where);
     } else {
       throw InputError(where + " must be a number or a string like \"5%\"");
     }
@@ -297,7 +346,7 @@ CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current
   if (thresholds.max_bubble_ratio) {
     const double limit = *thresholds.max_bubble_ratio;
     ThresholdResult t{"max-bubble-ratio", within(r.bubble_ratio.current.median, limit), "", {}};
-    t.detail = fmt::format("median bubble ratio {} {} limit {} (baseline {})",
+    t.detail = fmt::format("median bubble ratio {} {} limit {} (a ratio; baseline {})",
                            format_percent(r.bubble_ratio.current.median), t.passed ? "<=" : ">",
                            format_percent(limit), format_percent(r.bubble_ratio.baseline.median));
     r.thresholds.push_back(std::move(t));
@@ -305,7 +354,7 @@ CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current
   if (thresholds.max_bubble_increase) {
     const double limit = *thresholds.max_bubble_increase;
     ThresholdResult t{"max-bubble-increase", within(r.bubble_ratio.delta, limit), "", {}};
-    t.detail = fmt::format("median bubble ratio {} -> {}: {} {} limit {} ({}; IQR {} / {})",
+    t.detail = fmt::format("median bubble ratio {} -> {}: {} {} limit {} (points; {}; IQR {} / {})",
                            format_percent(r.bubble_ratio.baseline.median),
                            format_percent(r.bubble_ratio.current.median),
                            format_points(r.bubble_ratio.delta), t.passed ? "<=" : ">",
@@ -321,7 +370,7 @@ CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current
     const double change = base > 0 ? r.step_time_ns.delta / base : 0;
     ThresholdResult t{"max-step-time-increase", within(change, limit), "", {}};
     t.detail =
-        fmt::format("median step time {} -> {}: {} {} limit {} ({}; IQR {} / {})",
+        fmt::format("median step time {} -> {}: {} {} limit {} (relative; {}; IQR {} / {})",
                     format_duration_ns(base), format_duration_ns(r.step_time_ns.current.median),
                     format_relative(change), t.passed ? "<=" : ">", format_relative(limit),
                     noise_note(r.step_time_ns), format_duration_ns(r.step_time_ns.baseline.iqr()),
@@ -351,9 +400,10 @@ CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current
     t.detail =
         worst_device < 0
             ? "no device in both runs"
-            : fmt::format("{} of {} device{} over the limit {}; largest drop {} on device {}",
-                          t.failures.size(), r.devices.size(), r.devices.size() == 1 ? "" : "s",
-                          format_points(limit).substr(1), format_points(worst), worst_device);
+            : fmt::format(
+                  "{} of {} device{} over the limit {} (points); largest drop {} on device {}",
+                  t.failures.size(), r.devices.size(), r.devices.size() == 1 ? "" : "s",
+                  format_points(limit).substr(1), format_points(worst), worst_device);
     r.thresholds.push_back(std::move(t));
   }
 

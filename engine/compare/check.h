@@ -62,9 +62,28 @@ struct CheckThresholds {
   void fill_from(const CheckThresholds& other);
 };
 
-/// Parses a ratio: "0.05", "5%", "5.5 %". Throws InputError naming `what`
-/// for anything else, and for a negative or non-finite value.
-double parse_ratio(std::string_view text, std::string_view what);
+/// What a threshold's number measures, which decides the forms it accepts.
+enum class ThresholdScale {
+  /// A ratio the figure must stay under (max_bubble_ratio): "25%" or "0.25";
+  /// at most 100%.
+  ratio,
+  /// A difference of two ratios in percentage points (max_bubble_increase,
+  /// max_utilization_drop): "2pp", "2%" or "0.02"; at most 100 points.
+  points,
+  /// A change relative to the baseline (max_step_time_increase): "5%" or
+  /// "0.05"; above 100% only when written with % ("150%").
+  relative,
+};
+
+/// "points", "relative" or "ratio", as the help and every report say.
+std::string_view threshold_scale_name(ThresholdScale scale);
+
+/// Parses a threshold of `scale` into a fraction (0.05 for "5%"). A bare
+/// number above 1 is refused as ambiguous (it would mean over 100%, and the
+/// gate could never fail), with the accepted forms; so are negative, non-finite
+/// and out-of-range values and "pp" on a relative threshold. Throws InputError
+/// naming `what`.
+double parse_threshold(std::string_view text, ThresholdScale scale, std::string_view what);
 
 /// Reads thresholds from a JSON config file (kept in the repository under
 /// test). Keys, all optional: "max_bubble_ratio", "max_bubble_increase",

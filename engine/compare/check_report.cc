@@ -172,6 +172,40 @@ std::string format_check_markdown(const CheckReport& r) {
   return out;
 }
 
+std::string format_check_error_markdown(const std::string& error, const std::string& baseline,
+                                        const std::string& current) {
+  return fmt::format(
+      "## pipescope check: ⛔ error, nothing was compared\n\n"
+      "Baseline `{}`, current `{}`.\n\n"
+      "The check stopped before comparing the runs (exit status 2):\n\n"
+      "```\n{}\n```\n",
+      cell(baseline.empty() ? "-" : baseline), cell(current.empty() ? "-" : current), error);
+}
+
+std::string format_check_error_junit(const std::string& error, const std::string& baseline,
+                                     const std::string& current) {
+  std::string out;
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+  fmt::format_to(it,
+                 "<testsuites name=\"pipescope\" tests=\"1\" failures=\"0\" errors=\"1\" "
+                 "time=\"0\">\n");
+  fmt::format_to(it,
+                 "  <testsuite name=\"pipescope check\" tests=\"1\" failures=\"0\" "
+                 "errors=\"1\" skipped=\"0\" time=\"0\">\n");
+  fmt::format_to(it, "    <properties>\n");
+  fmt::format_to(it, "      <property name=\"baseline\" value=\"{}\"/>\n", markup_escape(baseline));
+  fmt::format_to(it, "      <property name=\"current\" value=\"{}\"/>\n", markup_escape(current));
+  fmt::format_to(it, "    </properties>\n");
+  fmt::format_to(it,
+                 "    <testcase classname=\"pipescope.check\" name=\"check\" time=\"0\">\n"
+                 "      <error message=\"{}\" type=\"error\">{}</error>\n    </testcase>\n",
+                 markup_escape(fmt::format("nothing was compared: {}", error)),
+                 markup_escape(error));
+  fmt::format_to(it, "  </testsuite>\n</testsuites>\n");
+  return out;
+}
+
 std::string format_check_junit(const CheckReport& r) {
   std::string out;
   auto it = std::back_inserter(out);

@@ -11,6 +11,8 @@
 // Runs that are not comparable (CheckReport::refusals) get a REFUSED verdict
 // with the reasons in all three (JUnit: a "comparable-inputs" testcase with
 // an <error>); compared anyway, the reasons are a note.
+// A check that cannot compare at all (exit 2) still gets both reports, with
+// the error (format_check_error_*).
 // Each returns the whole document as a string (reports are small); the
 // caller writes it with AtomicFile.
 #pragma once
@@ -23,6 +25,15 @@ namespace pipescope {
 
 std::string format_check_verdict(const CheckReport& report);
 std::string format_check_markdown(const CheckReport& report);
+
+/// The markdown and JUnit reports of a check that could not compare at all
+/// (exit status 2: a missing or unreadable run, a bad threshold): what went
+/// wrong, and that nothing was compared, so that CI's always-run step shows
+/// the reason. `baseline`/`current` as given (may be empty).
+std::string format_check_error_markdown(const std::string& error, const std::string& baseline,
+                                        const std::string& current);
+std::string format_check_error_junit(const std::string& error, const std::string& baseline,
+                                     const std::string& current);
 std::string format_check_junit(const CheckReport& report);
 
 }  // namespace pipescope

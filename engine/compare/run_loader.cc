@@ -46,6 +46,8 @@ LoadedRun load_log_run(const std::string& path, const LoadOptions& options) {
 }
 
 RunFigures load_run_figures(const std::string& path, const LoadOptions& options) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw InputError(fmt::format("no such file or folder: {}", path));
   if (is_json_file(path)) return read_summary_json(path);
   if (is_summary_folder(path)) return read_summary_json((fs::path(path) / "summary.json").string());
   const LoadedRun loaded = load_log_run(path, options);

@@ -184,22 +184,28 @@ void add_folder(const fs::path& dir, std::vector<Machine>& machines) {
   if (has_direct) machines.push_back(folder_machine(dir, std::move(direct)));
   const std::size_t before = machines.size();
   for (const auto& entry : entries) {
-    if (numbered_name(entry.path().filename().string(), "machine") < 0 || !is_folder(entry)) {
-      continue;
-    }
+    // machineK/ sub-folders always; a sub-folder of another name (a host name:
+    // node-a/, gpu17/) when this folder holds no worker log of its own (then
+    // it is a run folder, not a machine with stray sub-folders).
+    const std::string name = entry.path().filename().string();
+    const bool machine_k = numbered_name(name, "machine") >= 0;
+    if (!is_folder(entry) || name.starts_with('.') || (!machine_k && has_direct)) continue;
     const auto listing = list_folder(entry.path());
     for (const auto& sub : listing) {
       if (is_ivl_file(sub)) ivl_files.push_back(sub.path());
     }
     auto logs = worker_logs_in(listing);
-    if (!logs.empty()) machines.push_back(folder_machine(entry.path(), std::move(logs)));
+    if (!logs.empty()) {
+      machines.push_back(folder_machine(entry.path(), std::move(logs)));
+      machines.back().name = name;  // machineK, or the host name
+    }
   }
   std::map<long, std::size_t> ivl_machines;  // .ivl machines of this folder
   add_ivl_files(std::move(ivl_files), machines, ivl_machines);
   if (machines.size() == before && !has_direct) {
     throw InputError(fmt::format(
         "no worker logs in {}: looked for files named workerlog.N (N = rank) or *.ivl in it, "
-        "or in machineK/ sub-folders of it",
+        "or in its sub-folders (machineK/, or one per host)",
         dir.string()));
   }
 }

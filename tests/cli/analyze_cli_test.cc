@@ -74,14 +74,14 @@ TEST(Cli, StrictTurnsSkippedLinesIntoStatusOne) {
 
 TEST(Cli, UsageAndInputErrorsAreStatusTwo) {
   TempDir dir;
-  dir.write("notes.txt", "no logs here\n");
+  dir.write("plain/notes.txt", "no logs here\n");
   dir.write("nojobs/workerlog.0", "I1020 09:15:07.265326 1 x.cc:1] hello\n");
   const std::pair<std::string, std::string> cases[] = {
       {"", "subcommand"},
       {"analyze", "paths"},
       {"analyze --bogus-flag " + sample("multi"), "bogus"},
       {"analyze " + shell_quote(dir / "missing"), "No such file"},
-      {"analyze " + shell_quote(dir.path().string()), "workerlog.N"},
+      {"analyze " + shell_quote(dir / "plain"), "workerlog.N"},
       {"analyze " + shell_quote(dir / "nojobs") + " -o " + shell_quote(dir / "o"),
        "nothing to analyse"},
       {"analyze " + sample("multi") + " --devices 9 -o " + shell_quote(dir / "o"), "no device 9"},
@@ -177,6 +177,45 @@ TEST(Cli, RewritingOutputsReplacesThemWhole) {
   simdjson::dom::element summary;
   ASSERT_EQ(parser.load(out / "o/summary.json").get(summary), simdjson::SUCCESS);
   EXPECT_EQ(int64_t(summary["jobs"]), 77);
+}
+
+// Command-line manners: the British spelling, "did you mean", options
+// without effect, and the HTML report kept out of the inputs.
+TEST(Cli, CommandLineManners) {
+  TempDir out;
+  const std::string multi = shell_quote(sample("multi"));
+  CommandResult r = run_cli("analyse " + multi + " -q -o " + shell_quote(out / "a"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  r = run_cli("analyze " + multi + " --steeps 10 -o " + shell_quote(out / "b"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("pipescope: --steeps: did you mean --steps?"), std::string::npos)
+      << r.output;
+  r = run_cli("analize " + multi);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("did you mean `pipescope analyze`?"), std::string::npos) << r.output;
+  r = run_cli("analyze " + multi + " -q --html-steps 10 -o " + shell_quote(out / "c"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--html-steps chooses the steps drawn in the HTML report: give --html "
+                          "FILE too"),
+            std::string::npos)
+      << r.output;
+  r = run_cli("analyze " + multi + " -q --no-trace --steps 10 -o " + shell_quote(out / "d"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--no-trace without --perfetto writes neither"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(out / "d"));
+  // The report may not land in an input folder (a copy: nothing is written
+  // into the bundled sample even if the check failed).
+  fs::copy(sample("multi"), out / "logs", fs::copy_options::recursive);
+  r = run_cli("analyze " + shell_quote(out / "logs") + " -q --html " +
+              shell_quote(out / "logs/report.html") + " -o " + shell_quote(out / "e"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("is inside input folder"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(out / "logs/report.html"));
+  r = run_cli("analyze " + shell_quote(out / "logs") + " -q --allow-output-in-input --html " +
+              shell_quote(out / "logs/report.html") + " -o " + shell_quote(out / "e"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(fs::exists(out / "logs/report.html"));
 }
 
 }  // namespace

@@ -32,15 +32,14 @@ class CheckCli : public ::testing::Test {
     ASSERT_EQ(
         run_cli("simulate -o " + shell_quote(*dir_ / "base") + common + "--micro-batches 8").status,
         0);
-    ASSERT_EQ(
-        run_cli("simulate -o " + shell_quote(*dir_ / "cur") + common +
-                "--micro-batches 8 --slow-stage 2:2")
-            .status,
-        0);
-    ASSERT_EQ(run_cli("simulate -o " + shell_quote(*dir_ / "fewer-mb") + common +
-                      "--micro-batches 4")
+    ASSERT_EQ(run_cli("simulate -o " + shell_quote(*dir_ / "cur") + common +
+                      "--micro-batches 8 --slow-stage 2:2")
                   .status,
               0);
+    ASSERT_EQ(
+        run_cli("simulate -o " + shell_quote(*dir_ / "fewer-mb") + common + "--micro-batches 4")
+            .status,
+        0);
     ASSERT_EQ(run_cli("analyze -q --no-trace " + shell_quote(*dir_ / "base") + " -o " +
                       shell_quote(*dir_ / "base-out"))
                   .status,
@@ -175,6 +174,39 @@ TEST_F(CheckCli, UsageAndInputErrorsExitTwo) {
       run_cli("check " + shell_quote(tmp / "nowhere") + base + " --max-bubble-ratio 1").status, 2);
   EXPECT_EQ(run_cli("check " + shell_quote(*dir_ / "cur") + " --max-bubble-ratio 1").status,
             2);  // no baseline
+}
+
+// The gate cannot be misread: a bare number above 1 is refused with the
+// accepted forms, and on exit 2 the reports asked for still say why.
+TEST_F(CheckCli, AmbiguousThresholdsAndErrorReports) {
+  const std::string base = " -b " + shell_quote(*dir_ / "base-out/summary.json");
+  TempDir tmp;
+  CommandResult r = run_cli("check " + shell_quote(*dir_ / "cur") + base +
+                            " --max-step-time-increase 5 --markdown " + shell_quote(tmp / "r.md") +
+                            " --junit " + shell_quote(tmp / "r.xml"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--max-step-time-increase: '5' is ambiguous: as a fraction it means "
+                          "500%; write 5% or 0.05"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(read_file(tmp / "r.md").find("error, nothing was compared"), std::string::npos);
+  EXPECT_NE(read_file(tmp / "r.xml").find("errors=\"1\""), std::string::npos);
+  EXPECT_NE(read_file(tmp / "r.xml").find("is ambiguous: as a fraction it means 500%"),
+            std::string::npos);
+
+  r = run_cli("check " + shell_quote(*dir_ / "cur") + " -b " + shell_quote(tmp / "missing") +
+              " --max-bubble-increase 2pp --markdown " + shell_quote(tmp / "m.md"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("no such file or folder: " + (tmp / "missing")), std::string::npos)
+      << r.output;
+  EXPECT_NE(read_file(tmp / "m.md").find("no such file or folder"), std::string::npos);
+
+  // The reports say points or relative for each threshold.
+  r = run_cli("check " + shell_quote(*dir_ / "cur") + base +
+              " --max-bubble-increase 50pp --max-step-time-increase 150%");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("limit +50.00 pp (points;"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(relative;"), std::string::npos) << r.output;
 }
 
 TEST_F(CheckCli, BundledSampleAgainstItsExpectedSummary) {

@@ -58,20 +58,55 @@ TEST(CompareSpread, QuantilesInterpolate) {
 }
 
 TEST(CompareRatio, PercentAndFraction) {
-  EXPECT_DOUBLE_EQ(parse_ratio("5%", "x"), 0.05);
-  EXPECT_DOUBLE_EQ(parse_ratio(" 2.5 % ", "x"), 0.025);
-  EXPECT_DOUBLE_EQ(parse_ratio("0.25", "x"), 0.25);
-  EXPECT_THROW(parse_ratio("five", "x"), InputError);
-  EXPECT_THROW(parse_ratio("-1", "x"), InputError);
-  EXPECT_THROW(parse_ratio("", "x"), InputError);
-  EXPECT_THROW(parse_ratio("5%%", "x"), InputError);
+  EXPECT_DOUBLE_EQ(parse_threshold("5%", ThresholdScale::relative, "x"), 0.05);
+  EXPECT_DOUBLE_EQ(parse_threshold(" 2.5 % ", ThresholdScale::points, "x"), 0.025);
+  EXPECT_DOUBLE_EQ(parse_threshold("0.25", ThresholdScale::ratio, "x"), 0.25);
+  EXPECT_THROW(parse_threshold("five", ThresholdScale::ratio, "x"), InputError);
+  EXPECT_THROW(parse_threshold("-1", ThresholdScale::ratio, "x"), InputError);
+  EXPECT_THROW(parse_threshold("", ThresholdScale::ratio, "x"), InputError);
+  EXPECT_THROW(parse_threshold("5%%", ThresholdScale::ratio, "x"), InputError);
   try {
-    parse_ratio("abc", "--max-bubble-ratio");
+    parse_threshold("abc", ThresholdScale::ratio, "--max-bubble-ratio");
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("--max-bubble-ratio: 'abc' is not a ratio"),
+    EXPECT_NE(std::string(e.what()).find("--max-bubble-ratio: 'abc' is not a threshold"),
               std::string::npos);
   }
+}
+
+// The gate cannot be misread: each scale's forms and limits.
+TEST(CompareRatio, ThresholdFormsPerScale) {
+  const auto message = [](std::string_view text, ThresholdScale scale) {
+    try {
+      parse_threshold(text, scale, "--opt");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // A bare number above 1 would mean over 100%: ambiguous, with the forms.
+  EXPECT_EQ(message("5", ThresholdScale::relative),
+            "--opt: '5' is ambiguous: as a fraction it means 500%; write 5% or 0.05 for an "
+            "increase of 5 percent of the baseline (150% for 1.5x)");
+  EXPECT_EQ(message("2", ThresholdScale::points),
+            "--opt: '2' is ambiguous: as a fraction it means 200%; write 2pp, 2% or 0.02 for 2 "
+            "percentage points");
+  EXPECT_EQ(message("1.5", ThresholdScale::ratio),
+            "--opt: '1.5' is ambiguous: as a fraction it means 150%; write 25% or 0.25");
+  // pp beside % on points only.
+  EXPECT_DOUBLE_EQ(parse_threshold("2pp", ThresholdScale::points, "x"), 0.02);
+  EXPECT_DOUBLE_EQ(parse_threshold("2.5 pp", ThresholdScale::points, "x"), 0.025);
+  EXPECT_NE(message("5pp", ThresholdScale::relative)
+                .find("pp is for thresholds in percentage "
+                      "points; this one is a relative"),
+            std::string::npos);
+  // Over 100%: an error for points and ratios, allowed for a relative increase with %.
+  EXPECT_NE(message("120%", ThresholdScale::points).find("is over 100 points"), std::string::npos);
+  EXPECT_NE(message("101%", ThresholdScale::ratio).find("is over 100%"), std::string::npos);
+  EXPECT_DOUBLE_EQ(parse_threshold("150%", ThresholdScale::relative, "x"), 1.5);
+  EXPECT_DOUBLE_EQ(parse_threshold("1", ThresholdScale::relative, "x"), 1.0);
+  EXPECT_NE(message("-2%", ThresholdScale::points).find("is negative"), std::string::npos);
+  EXPECT_EQ(threshold_scale_name(ThresholdScale::points), "points");
 }
 
 TEST(CompareSummaryReader, ReadsFieldsAndOptionalSchedule) {
@@ -265,11 +300,11 @@ TEST(CompareConfig, ReadsKeysAndRefusesUnknownOnes) {
   const std::string good =
       dir.write("good.json",
                 R"({"max_bubble_ratio": 0.3, "max_step_time_increase": "5%", "skip_steps": 2,
-          "max_utilization_drop": 3})");
+          "max_utilization_drop": "3pp"})");
   const CheckThresholds t = read_check_config(good);
   EXPECT_DOUBLE_EQ(*t.max_bubble_ratio, 0.3);
   EXPECT_DOUBLE_EQ(*t.max_step_time_increase, 0.05);
-  EXPECT_DOUBLE_EQ(*t.max_utilization_drop, 3);
+  EXPECT_DOUBLE_EQ(*t.max_utilization_drop, 0.03);
   EXPECT_EQ(*t.skip_steps, 2);
   EXPECT_FALSE(t.max_bubble_increase.has_value());
 
@@ -289,6 +324,15 @@ TEST(CompareConfig, ReadsKeysAndRefusesUnknownOnes) {
         << e.what();
   }
   EXPECT_THROW(read_check_config(dir.write("neg.json", R"({"skip_steps": -1})")), InputError);
+  // The same rules as the flags: a bare 3 would be 300 points.
+  try {
+    read_check_config(dir.write("three.json", R"({"max_utilization_drop": 3})"));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"max_utilization_drop\": '3' is ambiguous"),
+              std::string::npos)
+        << e.what();
+  }
   EXPECT_THROW(read_check_config(dir.write("arr.json", "[]")), InputError);
   EXPECT_THROW(read_check_config(dir / "missing.json"), InputError);
 }

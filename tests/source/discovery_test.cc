@@ -13,8 +13,8 @@ using testing::TempDir;
 
 TEST(Discovery, OrdersRanksNumerically) {
   TempDir dir;
-  for (const char* name : {"workerlog.10", "workerlog.2", "workerlog.0", "workerlog.1",
-                           "workerlog", "workerlog.3.old", "endpoints.log", "workerlog.x"}) {
+  for (const char* name : {"workerlog.10", "workerlog.2", "workerlog.0", "workerlog.1", "workerlog",
+                           "workerlog.3.old", "endpoints.log", "workerlog.x"}) {
     dir.write(name, "x\n");
   }
   const auto inputs = discover_inputs({dir.path().string()});
@@ -105,7 +105,8 @@ TEST(Discovery, MachineFoldersGivenInReverseKeepTheirNumbers) {
 TEST(Discovery, NodeFoldersInGlobOrderAreOrderedNumerically) {
   // A shell expands node* as node1 node10 node2: node2 is still machine 2.
   TempDir dir;
-  for (const char* m : {"node1", "node10", "node2"}) dir.write(std::string(m) + "/workerlog.0", "x\n");
+  for (const char* m : {"node1", "node10", "node2"})
+    dir.write(std::string(m) + "/workerlog.0", "x\n");
   const auto inputs = discover_inputs({dir / "node1", dir / "node10", dir / "node2"});
   ASSERT_EQ(inputs.size(), 3u);
   EXPECT_EQ(inputs[0].path, dir / "node1/workerlog.0");
@@ -141,6 +142,28 @@ TEST(Discovery, FilesGivenDirectly) {
   EXPECT_EQ(inputs[1].rank, 3);
   EXPECT_EQ(inputs[0].machine_name, "machine1");
   EXPECT_THROW(discover_inputs({a, a}), InputError);
+}
+
+TEST(Discovery, HostNamedMachineFoldersInNumericAwareOrder) {
+  TempDir dir;
+  for (const char* m : {"node-b", "gpu17", "gpu2", "node-a"}) {
+    dir.write(std::string(m) + "/workerlog.0", "x\n");
+  }
+  dir.write("gpu3/notes.txt", "x\n");      // no worker log: not a machine
+  dir.write(".cache/workerlog.0", "x\n");  // hidden: ignored
+  const auto inputs = discover_inputs({dir.path().string()});
+  ASSERT_EQ(inputs.size(), 4u);
+  const char* order[] = {"gpu2", "gpu17", "node-a", "node-b"};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(inputs[i].machine_name, order[i]);
+    EXPECT_EQ(inputs[i].machine, i);
+  }
+  // A folder with worker logs of its own is one machine: its stray
+  // sub-folders are not machines (machineK/ ones still are).
+  TempDir one;
+  one.write("workerlog.0", "x\n");
+  one.write("old/workerlog.0", "x\n");
+  EXPECT_EQ(discover_inputs({one.path().string()}).size(), 1u);
 }
 
 TEST(Discovery, ExplainsWhatWasLookedFor) {
