@@ -15,13 +15,22 @@ DurationStats duration_stats(std::vector<std::int64_t>& durations) {
   // Selection instead of a full sort (linear, not n log n: a dense run has
   // millions of durations per stage); the values are the same.
   const auto index = [&](std::uint64_t percent) {
-    return static_cast<std::ptrdiff_t>(std::max<std::uint64_t>((percent * s.count + 99) / 100, 1) - 1);
+    return static_cast<std::ptrdiff_t>(std::max<std::uint64_t>((percent * s.count + 99) / 100, 1) -
+                                       1);
   };
   const auto begin = durations.begin();
   const std::ptrdiff_t median = index(50);
   const std::ptrdiff_t p95 = index(95);
   std::nth_element(begin, begin + median, durations.end());
   s.median_ns = begin[median];
+  if (s.count % 2 == 0) {
+    // Interpolated: the mean of the two middle values. For an even count the
+    // nearest-rank index is the lower middle; the upper one is the smallest
+    // value after it.
+    const std::int64_t lower = begin[median];
+    const std::int64_t upper = *std::min_element(begin + median + 1, durations.end());
+    s.median_ns = lower + (upper - lower + 1) / 2;  // half up, no overflow for lower <= upper
+  }
   // Everything after the median is at least the median, so p95 and the
   // maximum are found in that part alone.
   if (p95 > median) std::nth_element(begin + median + 1, begin + p95, durations.end());
