@@ -122,7 +122,11 @@ LoadedRun analyse_run(Run run, const LoadOptions& options) {
   // The input rules first: nothing is analysed (or written) from a run with
   // an unreadable input, and D never counts a device without a job.
   refuse_unreadable(loaded.run, options.inputs);
+  if (options.first_step) loaded.run.first_step = options.first_step;
   if (options.inputs.check_layout) loaded.input_warnings = check_rank_layout(loaded.run);
+  for (InputNote& note : loaded.run.notes) {
+    loaded.input_warnings.push_back({note.code, note.message, -1, -1, note.count});
+  }
   for (QualityWarning& w : leave_out_devices(loaded.run)) {
     loaded.input_warnings.push_back(std::move(w));
   }
