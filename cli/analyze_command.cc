@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,8 +57,10 @@ struct AnalyzeOptions {
   std::vector<std::string> clock_offsets;
   std::size_t top_bubbles = 10;
   bool flows = false;
-  std::string steps;    // --steps LIST: what goes into the traces
-  std::string segment;  // --segment N|last: one launch segment only
+  std::string steps;                       // --steps LIST: what goes into the traces
+  std::string segment;                     // --segment N|last: one launch segment only
+  std::optional<int> pipeline;             // --pipeline K: dygraph records of several pipelines
+  std::optional<std::int64_t> first_step;  // --first-step N
   // Distributed over MPI ranks (docs/guide.md, "Running on a cluster").
   bool mpi = false;
   std::string local;  // --local TEMPLATE: node-local folder, {node} = node index
@@ -207,6 +211,9 @@ int run_analyze(const AnalyzeOptions& options) {
     }
   }
   load.ingest.threads = options.threads;
+  load.ingest.pipeline = options.pipeline;
+  load.ingest.pipeline_label = "pass --pipeline K to analyse pipeline K instead";
+  load.first_step = options.first_step;
   load.ingest.limits.chunk_bytes = options.chunk_mib << 20;
   load.ingest.limits.max_line_bytes = options.max_line_kib << 10;
   if (options.mpi) return run_analyze_mpi(options, load);
@@ -316,6 +323,14 @@ int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load) {
   ProgressLine progress(stderr, options.progress);
   distributed::ClusterCallbacks callbacks;
   callbacks.on_plan = [&](const std::vector<InputFile>& inputs) {
+    for (const InputFile& input : inputs) {
+      // Their pipelines are chosen over all files at once, which the ranks' shares are not.
+      if (input.format == InputFormat::paddle_dygraph) {
+        throw InputError(fmt::format(
+            "{}: --mpi does not read Paddle dygraph records; analyse them without --mpi",
+            input.path));
+      }
+    }
     check_outputs_are_not_inputs(options, inputs);
     if (!options.quiet) print_machine_order(inputs);
   };
@@ -411,6 +426,14 @@ void register_analyze_command(CLI::App& app, int& status) {
   cmd->add_option("--segment", options->segment,
                   "Analyse one launch segment only: its index (0, 1, ...; segments are the\n"
                   "launches a relaunch appended to the same logs) or last");
+  cmd->add_option("--pipeline", options->pipeline,
+                  "Paddle dygraph records of several pipelines (data-parallel replicas): analyse\n"
+                  "pipeline K (0 = the ranks lowest for each stage, the default)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--first-step", options->first_step,
+                  "Number the steps from N (inputs without step numbers, such as Paddle\n"
+                  "dygraph records, count from 0); overrides the logs' step-start line")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--flows", options->flows,
                 "Draw flow arrows between dependent jobs in trace.json (can be many)");
   cmd->add_flag("--mpi", options->mpi,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "command.h"
+#include "simulate/dygraph_writer.h"
 #include "simulate/log_writer.h"
 
 namespace pipescope::cli {
@@ -43,6 +44,8 @@ struct SimulateOptions {
   std::string job_id = "index";
   std::string target_bytes;
   std::string ivl_dir;
+  std::string format = "worker-log";  // --format worker-log|paddle-dygraph
+  std::string concatenation_dir;      // --concatenation DIR (paddle-dygraph)
   int time_decimals = 6;
   std::string resolution = "us";
   std::int64_t start_ns = 1'697'793'307'213'000'000;
@@ -131,7 +134,7 @@ sim::SimConfig make_config(const SimulateOptions& o) {
   config.devices_per_stage = o.devices_per_stage;
   config.seed = o.seed;
   config.start_ns = o.start_ns;
-  config.resolution_ns = o.resolution == "ns" ? 1 : 1000;
+  config.resolution_ns = o.format == "paddle-dygraph" ? 1'000'000 : o.resolution == "ns" ? 1 : 1000;
   config.costs = {ms_to_ns(o.forward_ms, "--forward-ms"), ms_to_ns(o.backward_ms, "--backward-ms"),
                   ms_to_ns(o.weight_ms, "--weight-ms")};
   config.optimizer_ns = ms_to_ns(o.optimizer_ms, "--optimizer-ms");
@@ -189,8 +192,38 @@ sim::LogWriterOptions make_writer_options(const SimulateOptions& o) {
   return options;
 }
 
+int run_dygraph_simulate(const SimulateOptions& o, const sim::SimConfig& config) {
+  if (o.first_step || o.noise_per_job != 0 || o.shuffle || o.ansi || o.crlf || !o.ivl_dir.empty() ||
+      !o.target_bytes.empty()) {
+    throw std::invalid_argument(
+        "--format paddle-dygraph writes the records as Paddle does: --first-step, "
+        "--noise-per-job, --shuffle, --ansi, --crlf, --ivl and --target-bytes do not apply");
+  }
+  sim::DygraphWriterOptions options;
+  options.dir = o.output;
+  options.force = o.force;
+  options.concatenation_dir = o.concatenation_dir;
+  const sim::WriteReport report = sim::write_simulated_dygraph(config, options);
+  fmt::print(
+      "wrote {} Paddle dygraph record files to {}: {} jobs, {} steps, {} devices, {} records, "
+      "{} bytes (whole milliseconds)\n",
+      report.files.size(), o.output, report.jobs, report.steps, report.devices, report.lines,
+      report.bytes);
+  if (!o.concatenation_dir.empty()) {
+    fmt::print("wrote their concatenation to {}/pipeline_profile.json\n", o.concatenation_dir);
+  }
+  fmt::print("expected metrics (pipeline 0): {} (bubble ratio {:.6f}, {} step windows)\n",
+             report.expected_path.string(), report.expected.bubble_ratio,
+             report.expected.steps.size());
+  return kExitOk;
+}
+
 int run_simulate(const SimulateOptions& o) {
   const sim::SimConfig config = make_config(o);
+  if (o.format == "paddle-dygraph") return run_dygraph_simulate(o, config);
+  if (!o.concatenation_dir.empty()) {
+    throw std::invalid_argument("--concatenation needs --format paddle-dygraph");
+  }
   const sim::WriteReport report = sim::write_simulated_logs(config, make_writer_options(o));
   fmt::print(
       "wrote {} worker logs to {}: {} jobs, {} steps, {} devices on {} machine{}, "
@@ -310,6 +343,16 @@ void register_simulate_command(CLI::App& app, int& status) {
   sub->add_option("--ivl", o.ivl_dir,
                   "Also write the same run as .ivl records into this folder (workerlog.R.ivl,\n"
                   "same layout), through the job timer's record writer");
+
+  sub->add_option("--format", o.format,
+                  "What to write: worker-log (static-graph `Profiler Info: Job` lines) or\n"
+                  "paddle-dygraph (the dygraph pipeline profiler's B/E records, whole ms,\n"
+                  "one profile_record_tmp_file_for_rank_R per device; fthenb, 1f1b, vpp)")
+      ->check(CLI::IsMember({"worker-log", "paddle-dygraph"}))
+      ->capture_default_str();
+  sub->add_option("--concatenation", o.concatenation_dir,
+                  "With --format paddle-dygraph: also write Paddle's helper's\n"
+                  "pipeline_profile.json of the same records into this folder");
 
   sub->callback([options, &status] { status = run_simulate(*options); });
 }

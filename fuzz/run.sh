@@ -16,7 +16,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${FUZZ_BUILD_DIR:-$here/build-fuzz}
 seconds=${1:-15}
 shift || true
-all=(fuzz_job_line_parser fuzz_line_readers fuzz_ivl_reader fuzz_summary_reader fuzz_decompress)
+all=(fuzz_job_line_parser fuzz_line_readers fuzz_ivl_reader fuzz_summary_reader fuzz_decompress
+  fuzz_dygraph_reader)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 
@@ -34,7 +35,7 @@ make_seeds() {
   local tmp
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' RETURN
-  mkdir -p "$seeds"/{fuzz_job_line_parser,fuzz_line_readers,fuzz_ivl_reader,fuzz_summary_reader,fuzz_decompress}
+  mkdir -p "$seeds"/{fuzz_job_line_parser,fuzz_line_readers,fuzz_ivl_reader,fuzz_summary_reader,fuzz_decompress,fuzz_dygraph_reader}
   # Job lines (and step lines) of every sample, one per seed.
   local i=0
   grep -h -e 'Profiler' "$here"/testdata/*/workerlog.* "$here"/testdata/*/*/workerlog.* 2>/dev/null |
@@ -60,6 +61,13 @@ make_seeds() {
     { printf '\x01'; cat "$f"; } > "$seeds/fuzz_ivl_reader/$(basename "$f")"
     { printf '\x00'; cat "$f"; } > "$seeds/fuzz_ivl_reader/$(basename "$f").raw"
   done
+  # Paddle dygraph records (first byte 0: one rank's file; 1: the concatenation).
+  "$pipescope" simulate --format paddle-dygraph -o "$tmp/dy" --concatenation "$tmp/dycat" \
+    --schedule vpp --stages 4 --micro-batches 8 --steps 1 --force >/dev/null
+  { printf '\x00'; head -c 4000 "$tmp/dy/profile_record_tmp_file_for_rank_1"; } \
+    > "$seeds/fuzz_dygraph_reader/rank1"
+  { printf '\x01'; head -c 4000 "$tmp/dycat/pipeline_profile.json"; } \
+    > "$seeds/fuzz_dygraph_reader/concatenation"
   # Summaries and check configs.
   "$pipescope" analyze "$here/testdata/single" -o "$tmp/out" -q --no-trace >/dev/null
   cp "$tmp/out/summary.json" "$seeds/fuzz_summary_reader/summary.json"

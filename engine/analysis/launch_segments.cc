@@ -273,11 +273,14 @@ std::vector<IgnoredLaunchSignal> split_launch_segments(Run& run, const SegmentOp
         steps = std::max(steps, assign_steps(device.jobs, first, last, kinds, step_of));
       }
     }
+    if (s == 0 && options.first_step) marked.reset();
     segment.numbered_by_line = marked.has_value();
-    segment.first_step = marked.value_or(next);
+    segment.first_step = s == 0 && options.first_step ? *options.first_step : marked.value_or(next);
     next = segment.first_step + steps;
   }
-  if (run.segments.front().numbered_by_line) run.first_step = run.segments.front().first_step;
+  if (run.segments.front().numbered_by_line || options.first_step) {
+    run.first_step = run.segments.front().first_step;
+  }
   return ignored;
 }
 

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct SegmentOptions {
   std::int64_t gap_steps = 10;
   /// ...and this many nanoseconds.
   std::int64_t min_gap_ns = 1'000'000'000;
+  /// Numbers the first segment from this step instead of its step-start
+  /// lines (`--first-step`); later segments keep theirs.
+  std::optional<std::int64_t> first_step;
 };
 
 /// A signal that did not mark a launch: the other devices kept running

@@ -266,6 +266,7 @@ SummaryFigures summary_figures(const Run& run, const Metrics& metrics) {
   f.first_step = run.first_step.value_or(0);
   f.bubble_ratio = metrics.bubble_ratio;
   f.total_window_ns = metrics.total_window_ns;
+  f.time_resolution_ns = run.time_resolution_ns;
   f.devices = device_figures(run, metrics);
   f.steps = step_figures(run, metrics);
   f.incomplete_steps = static_cast<std::int64_t>(metrics.incomplete_steps);

@@ -352,6 +352,10 @@ struct SummaryFigures {
   std::int64_t first_step = 0;
   double bubble_ratio = 0;
   std::int64_t total_window_ns = 0;
+  /// Run::time_resolution_ns: 1000000 for inputs of whole milliseconds (Paddle
+  /// dygraph records), whose jobs shorter than a few ms are quantised; 0 (and
+  /// absent from the file) when the inputs are as fine as they logged.
+  std::int64_t time_resolution_ns = 0;
   std::vector<DeviceFigures> devices;
   std::vector<StepFigures> steps;
   /// Steps that are not complete (steps[].complete false).

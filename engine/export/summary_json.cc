@@ -411,6 +411,7 @@ void write_summary_json(const SummaryFigures& f, const std::string& path) {
   w.field("first_step", f.first_step);
   w.field("bubble_ratio", f.bubble_ratio);
   w.field("total_window_ns", f.total_window_ns);
+  if (f.time_resolution_ns != 0) w.field("time_resolution_ns", f.time_resolution_ns);
   write_devices(w, f.devices);
   write_steps(w, f.steps);
   w.field("incomplete_steps", f.incomplete_steps);

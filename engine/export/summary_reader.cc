@@ -506,6 +506,7 @@ SummaryFigures parse_summary_figures(std::string_view json, const std::string& s
   f.first_step = r.int64(root, "first_step", where);
   f.bubble_ratio = r.number(root, "bubble_ratio", where);
   f.total_window_ns = r.int64(root, "total_window_ns", where);
+  opt(root, "time_resolution_ns", f.time_resolution_ns);
   for (element e : r.list(root, "devices", where)) {
     f.devices.push_back(read_device(r, r.obj(e, "a devices[] entry")));
   }

@@ -439,6 +439,13 @@ void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
                               ? std::string()
                               : fmt::format("; {} left out",
                                             count(metrics.incomplete_steps, "incomplete step"))));
+  if (run.time_resolution_ns > 1) {
+    append_line(text,
+                fmt::format("Time resolution: {} (the inputs record whole units of it): a job "
+                            "shorter than a few times that is quantised, its busy and idle time "
+                            "off by up to one unit at each end",
+                            format_duration(run.time_resolution_ns)));
+  }
   append_line(text, "");
   if (options.pipeline != nullptr) {
     write_pipeline(text, run, metrics, *options.pipeline, style);

@@ -103,17 +103,36 @@ bool is_broken_link(const fs::directory_entry& entry) {
   return !fs::exists(entry.path(), ec);  // ELOOP or ENOENT through the link
 }
 
-/// The worker logs directly inside `dir`, ordered by rank.
+/// The worker logs (and Paddle dygraph records) directly inside `dir`,
+/// ordered by rank. The concatenated `pipeline_profile.json` is taken only
+/// when no per-rank record file is there: it repeats their records.
 std::vector<InputFile> worker_logs_in(const std::vector<fs::directory_entry>& entries) {
   std::vector<InputFile> logs;
+  std::vector<InputFile> concatenations;
+  bool per_rank_records = false;
   for (const auto& entry : entries) {
-    const int rank = worker_log_rank(entry.path().filename().string());
-    if (rank < 0 || !(is_regular(entry) || is_broken_link(entry))) continue;
+    const std::string name = entry.path().filename().string();
+    int rank = worker_log_rank(name);
+    InputFormat format = InputFormat::worker_log;
+    const bool concatenation = rank < 0 && is_dygraph_concatenation(name);
+    if (rank < 0) {
+      rank = dygraph_record_rank(name);
+      format = InputFormat::paddle_dygraph;
+      per_rank_records = per_rank_records || rank >= 0;
+    }
+    if ((rank < 0 && !concatenation) || !(is_regular(entry) || is_broken_link(entry))) continue;
     InputFile file;
     file.path = entry.path().string();
+    file.format = format;
     file.size_bytes = file_size_or_zero(entry.path());
-    file.rank = rank;
-    logs.push_back(std::move(file));
+    file.rank = std::max(rank, 0);
+    (concatenation ? concatenations : logs).push_back(std::move(file));
+  }
+  if (!per_rank_records && !concatenations.empty()) {
+    for (InputFile& file : concatenations) {
+      file.rank = static_cast<int>(logs.size());
+      logs.push_back(std::move(file));
+    }
   }
   std::sort(logs.begin(), logs.end(),
             [](const InputFile& a, const InputFile& b) { return a.rank < b.rank; });
@@ -204,13 +223,14 @@ void add_folder(const fs::path& dir, std::vector<Machine>& machines) {
   add_ivl_files(std::move(ivl_files), machines, ivl_machines);
   if (machines.size() == before && !has_direct) {
     throw InputError(fmt::format(
-        "no worker logs in {}: looked for files named workerlog.N (N = rank) or *.ivl in it, "
+        "no worker logs in {}: looked for files named workerlog.N (N = rank), *.ivl, or Paddle "
+        "dygraph records (profile_record_tmp_file_for_rank_N, pipeline_profile.json) in it, "
         "or in its sub-folders (machineK/, or one per host)",
         dir.string()));
   }
 }
 
-void add_file(const fs::path& file, std::vector<Machine>& machines,
+void add_file(const fs::path& file, InputFormat format, std::vector<Machine>& machines,
               std::map<std::string, std::size_t>& machine_of_parent) {
   const fs::path parent = full_path(file).parent_path();
   auto [it, inserted] = machine_of_parent.try_emplace(parent.string(), machines.size());
@@ -218,8 +238,11 @@ void add_file(const fs::path& file, std::vector<Machine>& machines,
   Machine& machine = machines[it->second];
   InputFile input;
   input.path = file.string();
+  input.format = format;
   input.size_bytes = file_size_or_zero(file);
-  const int rank = worker_log_rank(file.filename().string());
+  const std::string name = file.filename().string();
+  const int rank =
+      format == InputFormat::paddle_dygraph ? dygraph_record_rank(name) : worker_log_rank(name);
   input.rank = rank >= 0 ? rank : static_cast<int>(machine.ranks.size());
   machine.ranks.push_back(std::move(input));
 }
@@ -230,7 +253,58 @@ InputFormat format_of_given_file(const fs::path& path) {
   return format_by_content(path.string());
 }
 
+/// Dygraph records carry no machine or rank that could tell them apart from
+/// worker logs of another pipeline: mixed with them, the run is refused. So
+/// are per-rank records given together with their concatenation.
+void refuse_mixed_formats(const std::vector<Machine>& machines) {
+  const InputFile* dygraph = nullptr;
+  const InputFile* other = nullptr;
+  const InputFile* concatenation = nullptr;
+  const InputFile* per_rank = nullptr;
+  for (const Machine& machine : machines) {
+    for (const InputFile& input : machine.ranks) {
+      const bool is_dygraph = input.format == InputFormat::paddle_dygraph;
+      if (is_dygraph && !dygraph) dygraph = &input;
+      if (!is_dygraph && !other) other = &input;
+      if (!is_dygraph) continue;
+      const std::string name = fs::path(input.path).filename().string();
+      if (dygraph_record_rank(name) >= 0) {
+        if (!per_rank) per_rank = &input;
+      } else if (!concatenation) {
+        concatenation = &input;
+      }
+    }
+  }
+  if (dygraph && other) {
+    throw InputError(fmt::format(
+        "{} is a Paddle dygraph pipeline record file and {} is not: one run is read from one "
+        "format (nothing in these files says that they describe different pipelines); analyse "
+        "them separately",
+        dygraph->path, other->path));
+  }
+  if (per_rank && concatenation) {
+    throw InputError(fmt::format(
+        "{} concatenates the per-rank records such as {}: give one or the other, not both",
+        concatenation->path, per_rank->path));
+  }
+}
+
 }  // namespace
+
+int dygraph_record_rank(std::string_view file_name) {
+  for (const std::string_view suffix : {".gz", ".zst"}) {
+    if (file_name.ends_with(suffix)) {
+      file_name.remove_suffix(suffix.size());
+      break;
+    }
+  }
+  return static_cast<int>(numbered_name(file_name, "profile_record_tmp_file_for_rank_"));
+}
+
+bool is_dygraph_concatenation(std::string_view file_name) {
+  return file_name == "pipeline_profile.json" || file_name == "pipeline_profile.json.gz" ||
+         file_name == "pipeline_profile.json.zst";
+}
 
 int natural_compare(std::string_view a, std::string_view b) {
   auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
@@ -285,14 +359,15 @@ std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths) {
     }
     if (fs::is_directory(status)) {
       add_folder(path, machines);
-    } else if (format_of_given_file(path) == InputFormat::ivl) {
+    } else if (const InputFormat format = format_of_given_file(path); format == InputFormat::ivl) {
       // A file given directly is sniffed when its name says nothing: records
       // saved under another name are still read as records.
       add_ivl_files({path}, machines, ivl_machine_of_key);
     } else {
-      add_file(path, machines, machine_of_parent);
+      add_file(path, format, machines, machine_of_parent);
     }
   }
+  refuse_mixed_formats(machines);
 
   // One order whatever the order of the arguments: a shell glob puts node10
   // before node2, and a reversed list would otherwise renumber the machines.

@@ -24,6 +24,10 @@ namespace pipescope {
 enum class InputFormat {
   worker_log,  ///< text worker log, scanned line by line
   ivl,         ///< `.ivl` binary interval records (records/ivl_format.h)
+  /// Paddle dygraph pipeline profiler records (JSON lines, one B and one E
+  /// record per job): `profile_record_tmp_file_for_rank_<N>` files, or their
+  /// concatenation `pipeline_profile.json` (ingest/dygraph_reader.h).
+  paddle_dygraph,
 };
 
 struct InputFile {
@@ -32,7 +36,7 @@ struct InputFile {
   std::uint64_t size_bytes = 0;
   int machine = 0;           ///< machine ordinal
   std::string machine_name;  ///< `machineK` folder name, or empty
-  int rank = 0;              ///< N of workerlog.N (or the file's position)
+  int rank = 0;  ///< N of workerlog.N or of profile_record_tmp_file_for_rank_N (or the position)
   int device = 0;            ///< global device index
 };
 
@@ -44,13 +48,26 @@ int natural_compare(std::string_view a, std::string_view b);
 /// `workerlog.N.zst`), or -1.
 int worker_log_rank(std::string_view file_name);
 
+/// Returns the global rank N of a `profile_record_tmp_file_for_rank_N` name
+/// (also with `.gz` or `.zst`), or -1.
+int dygraph_record_rank(std::string_view file_name);
+
+/// True for `pipeline_profile.json` (also `.gz`, `.zst`): Paddle's helper's
+/// concatenation of every rank's dygraph records.
+bool is_dygraph_concatenation(std::string_view file_name);
+
 /// Discovers the worker logs (and `.ivl` record files: any name ending in
 /// `.ivl`, in a folder or its machineK/ sub-folders, or given directly, where
 /// a file whose name claims no format is sniffed (input_formats.h); their
 /// header names machine and rank) under `paths`. Throws InputError for a path that
 /// does not exist or cannot be listed, and for a folder without worker logs
 /// (naming what was looked for), or when two inputs claim the same machine
-/// and rank.
+/// and rank. Paddle dygraph records (`profile_record_tmp_file_for_rank_N`,
+/// `pipeline_profile.json`) are found in a folder by name; a folder holding
+/// both reads the per-rank files only (the concatenation repeats them).
+/// Throws InputError when dygraph records are mixed with worker logs or
+/// `.ivl` records (nothing says which pipeline each describes), or when
+/// per-rank records and their concatenation are both given.
 std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths);
 
 /// Parses a device selection like "0,2,3" or "0-3,6" into sorted, distinct

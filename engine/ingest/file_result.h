@@ -23,6 +23,16 @@ struct FileResult {
   std::vector<Diagnostic> diagnostics;
   /// `Schedule Profiler start at step N` or the record header's first step.
   std::optional<std::int64_t> first_step;
+  /// False when none of the file's jobs is analysed (Paddle dygraph records
+  /// of another pipeline): the merge keeps the file's stats, adds no device.
+  bool has_device = true;
+  /// Further devices read from the same file, merged after `device` (Paddle's
+  /// pipeline_profile.json concatenates every rank's records).
+  std::vector<Device> more_devices;
+  /// Run::time_resolution_ns of this file's times (0: as fine as logged).
+  std::int64_t time_resolution_ns = 0;
+  /// Findings about the inputs as a whole (the merge keeps them in order).
+  std::vector<InputNote> notes;
 };
 
 /// An empty result for `input`: its device placed where discovery put it,

@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "ingest/discovery.h"
@@ -36,6 +38,12 @@ struct IngestOptions {
   ReadLimits limits;
   /// Diagnostics kept per input file (the counts are always complete).
   std::size_t diagnostics_per_file = 5;
+  /// Paddle dygraph records of several pipelines (data-parallel replicas):
+  /// which one to analyse (ingest/dygraph_reader.h); unset: pipeline 0.
+  std::optional<int> pipeline;
+  /// How the caller lets a person choose the pipeline, for the note that lists
+  /// the others (analysis and ingest never name command-line flags).
+  std::string pipeline_label = "another can be chosen by its number";
   /// Called as files are read (from reader threads, one call at a time;
   /// keep it cheap).
   std::function<void(const IngestProgress&)> on_progress;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ingest/dygraph_reader.h"
 #include "ingest/ivl_import.h"
 #include "ingest/text_log_reader.h"
 #include "io/file_descriptor.h"
@@ -23,12 +24,18 @@ bool ivl_content(std::string_view bytes) {
 
 bool worker_log_name(std::string_view name) { return worker_log_rank(name) >= 0; }
 
+bool dygraph_name(std::string_view name) {
+  return dygraph_record_rank(name) >= 0 || is_dygraph_concatenation(name);
+}
+
 // Any bytes can be scanned as text: the fallback, so it claims everything.
 bool any_content(std::string_view) { return true; }
 
 // The fallback (text) last: sniffing tries the formats in this order.
 constexpr InputFormatSpec kFormats[] = {
     {InputFormat::ivl, ".ivl records", ivl_name, ivl_content, read_ivl_files},
+    {InputFormat::paddle_dygraph, "Paddle dygraph pipeline records", dygraph_name,
+     looks_like_dygraph_records, read_dygraph_records},
     {InputFormat::worker_log, "worker log", worker_log_name, any_content, read_text_logs},
 };
 

@@ -37,7 +37,7 @@ struct InputFormatSpec {
 };
 
 /// Bytes read from a file to sniff its format.
-inline constexpr std::size_t kSniffBytes = 64;
+inline constexpr std::size_t kSniffBytes = 128;
 
 /// Every format, the fallback (text worker log) last.
 std::span<const InputFormatSpec> input_formats();

@@ -54,9 +54,12 @@ std::string offset_from(std::int64_t origin, std::int64_t t) {
 
 /// Finds the launch segments, says what they show, and keeps the one asked
 /// for (LoadOptions::segment).
-void split_segments(LoadedRun& loaded, std::optional<int> wanted) {
+void split_segments(LoadedRun& loaded, std::optional<int> wanted,
+                    std::optional<std::int64_t> first_step) {
   Run& run = loaded.run;
-  for (const IgnoredLaunchSignal& signal : split_launch_segments(run)) {
+  SegmentOptions segment_options;
+  segment_options.first_step = first_step;
+  for (const IgnoredLaunchSignal& signal : split_launch_segments(run, segment_options)) {
     loaded.launch_warnings.push_back(
         {"launch_signal_ignored",
          fmt::format("{}: a sign of a new launch ({}) while the other devices kept running: "
@@ -122,12 +125,16 @@ LoadedRun analyse_run(Run run, const LoadOptions& options) {
   // The input rules first: nothing is analysed (or written) from a run with
   // an unreadable input, and D never counts a device without a job.
   refuse_unreadable(loaded.run, options.inputs);
+  if (options.first_step) loaded.run.first_step = options.first_step;
   if (options.inputs.check_layout) loaded.input_warnings = check_rank_layout(loaded.run);
+  for (InputNote& note : loaded.run.notes) {
+    loaded.input_warnings.push_back({note.code, note.message, -1, -1, note.count});
+  }
   for (QualityWarning& w : leave_out_devices(loaded.run)) {
     loaded.input_warnings.push_back(std::move(w));
   }
   if (loaded.run.job_count() == 0) return loaded;
-  split_segments(loaded, options.segment);
+  split_segments(loaded, options.segment, options.first_step);
   if (options.metrics_only) {
     loaded.metrics = compute_metrics(loaded.run);
     for (QualityWarning& w : check_short_devices(loaded.run, loaded.metrics,

@@ -36,6 +36,10 @@ struct LoadOptions {
   /// Analyse one launch segment only (analysis/launch_segments.h): its
   /// LaunchSegment::index, or kLastSegment. Unset: every segment.
   std::optional<int> segment;
+  /// The number of the run's first step when the inputs print none (Paddle
+  /// dygraph records have no step numbers: steps count from 0 otherwise).
+  /// Overrides the inputs' own `Schedule Profiler start at step N`.
+  std::optional<std::int64_t> first_step;
 };
 
 inline constexpr int kLastSegment = -1;

@@ -124,6 +124,16 @@ struct LeftOutDevice {
   std::string reason;
 };
 
+/// A finding of a reader about the inputs as a whole (e.g. records of several
+/// pipelines, of which one is analysed); load_run reports it as a warning.
+struct InputNote {
+  /// Warning code, e.g. "other_pipelines".
+  std::string code;
+  std::string message;
+  /// How many devices (or inputs) it covers.
+  std::uint64_t count = 0;
+};
+
 /// Interns job type names so each Job stores a small id.
 class TypeTable {
  public:
@@ -154,6 +164,13 @@ struct Run {
   /// The launches found in the logs (analysis/launch_segments.h), in time
   /// order. Empty: one launch, numbered from `first_step`.
   std::vector<LaunchSegment> segments;
+  /// The coarsest resolution of the input times, in ns, where the format
+  /// fixes it (1'000'000: Paddle dygraph records hold whole milliseconds, so
+  /// jobs shorter than a few ms are quantised); 0: as fine as each input
+  /// logged it (worker logs, .ivl records).
+  std::int64_t time_resolution_ns = 0;
+  /// Readers' findings about the inputs as a whole, in input order.
+  std::vector<InputNote> notes;
 
   std::uint64_t job_count() const;
   /// Sorts every device's jobs into start order.

@@ -221,10 +221,10 @@ void expect_all_set(const LeftOutFigures& x) {
   expect_set("LeftOutFigures", a, b, c, d, e, f);
 }
 void expect_all_set(const SummaryFigures& x) {
-  const auto& [a, b, c, d, devices, steps, incomplete_steps, segments, job_types, inputs,
+  const auto& [a, b, c, d, time_resolution_ns, devices, steps, incomplete_steps, segments, job_types, inputs,
                diagnostics, left_out, schedule, stages, bubbles, bottleneck, critical_path, clock,
                warnings] = x;
-  expect_set("SummaryFigures", a, b, c, d, incomplete_steps);
+  expect_set("SummaryFigures", a, b, c, d, time_resolution_ns, incomplete_steps);
   expect_all_set(devices);
   expect_all_set(steps);
   expect_all_set(segments);
@@ -249,6 +249,7 @@ SummaryFigures every_field() {
   f.first_step = 7;
   f.bubble_ratio = 0.1 + 0.2;  // not exactly 0.3: doubles must come back to the bit
   f.total_window_ns = 1'697'793'307'213'000'123;
+  f.time_resolution_ns = 1'000'000;
   f.devices = {{3, 1, "machine1", 2, "/logs/machine1/workerlog.2", 5, 4, 900, 100, 0.9},
                {4, 1, "machine\"1\"", 3, "/logs/odd \\ path\n", 6, 5, 1, 999, 1e-300}};
   // complete = false is a default value to expect_set: the round trip of an
@@ -316,6 +317,7 @@ void expect_same(const SummaryFigures& got, const SummaryFigures& want) {
   EXPECT_EQ(got.first_step, want.first_step);
   EXPECT_EQ(got.bubble_ratio, want.bubble_ratio);
   EXPECT_EQ(got.total_window_ns, want.total_window_ns);
+  EXPECT_EQ(got.time_resolution_ns, want.time_resolution_ns);
   EXPECT_TRUE(got.devices == want.devices);
   EXPECT_TRUE(got.steps == want.steps);
   EXPECT_EQ(got.incomplete_steps, want.incomplete_steps);
@@ -363,6 +365,7 @@ TEST(SummaryRoundTrip, UnsetAndNullFieldsComeBackUnset) {
   f.job_types[0].total_ns.reset();
   f.inputs[0].error.clear();
   f.left_out.clear();  // written only when not empty
+  f.time_resolution_ns = 0;  // written only when not 0
   f.schedule.reset();
   f.stages.reset();
   f.bubbles.reset();
