@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -220,6 +221,89 @@ void json_schedule(JsonWriter& w, const std::optional<ScheduleFigures>& s) {
   w.end_object();
 }
 
+// --- stage by stage, and the largest changes first -----------------------------
+
+/// One stage's compute figures of one run (absent: the run has no such stage
+/// or its summary no stage load).
+struct StageLoad {
+  std::optional<double> forward_ns, backward_ns, weight_ns, compute_per_step_ns;
+};
+
+std::map<std::int64_t, StageLoad> stage_loads(const RunFigures& run) {
+  std::map<std::int64_t, StageLoad> out;
+  if (!run.stages) return out;
+  for (const StageFigures& stage : run.stages->list) {
+    StageLoad& load = out[stage.stage];
+    if (!stage.load) continue;
+    load.compute_per_step_ns = static_cast<double>(stage.load->compute_per_step_ns);
+    for (const RoleDurationFigures& role : stage.load->jobs) {
+      const auto mean = static_cast<double>(role.mean_ns);
+      if (role.role == "forward") load.forward_ns = mean;
+      if (role.role == "backward") load.backward_ns = mean;
+      if (role.role == "weight") load.weight_ns = mean;
+    }
+  }
+  return out;
+}
+
+/// Per stage (matched by stage index): the mean forward, backward and weight
+/// job and the compute per step.
+std::vector<Row> stage_rows(const RunFigures& a, const RunFigures& b) {
+  const auto la = stage_loads(a);
+  const auto lb = stage_loads(b);
+  std::map<std::int64_t, int> stages;
+  for (const auto& [s, unused] : la) stages[s] = 0;
+  for (const auto& [s, unused] : lb) stages[s] = 0;
+  std::vector<Row> rows;
+  for (const auto& [s, unused] : stages) {
+    const auto ia = la.find(s);
+    const auto ib = lb.find(s);
+    const auto field = [](const std::map<std::int64_t, StageLoad>& loads,
+                          std::map<std::int64_t, StageLoad>::const_iterator it,
+                          std::optional<double> StageLoad::*member) {
+      return it == loads.end() ? std::nullopt : it->second.*member;
+    };
+    const std::pair<const char*, std::optional<double> StageLoad::*> members[] = {
+        {"forward mean", &StageLoad::forward_ns},
+        {"backward mean", &StageLoad::backward_ns},
+        {"weight mean", &StageLoad::weight_ns},
+        {"compute per step", &StageLoad::compute_per_step_ns}};
+    for (const auto& [what, member] : members) {
+      const std::optional<double> x = field(la, ia, member);
+      const std::optional<double> y = field(lb, ib, member);
+      if (!x && !y) continue;
+      rows.push_back({fmt::format("stage {} {}", s, what), x, y, Unit::ns});
+    }
+  }
+  return rows;
+}
+
+/// Every stage and device figure both runs have, ranked by the size of its
+/// change relative to A (utilization: its change in points over A's value),
+/// largest first; at most `limit`.
+std::vector<Row> largest_changes(const RunFigures& a, const RunFigures& b, std::size_t limit) {
+  std::vector<std::pair<double, Row>> ranked;
+  const auto consider = [&](const Row& row) {
+    if (!row.a || !row.b || *row.a == 0 || *row.a == *row.b) return;
+    ranked.emplace_back(std::abs((*row.b - *row.a) / *row.a), row);
+  };
+  for (const Row& row : stage_rows(a, b)) consider(row);
+  for (const DevicePair& p : device_pairs(a, b)) {
+    if (p.a == nullptr || p.b == nullptr) continue;
+    consider({fmt::format("device {} busy", p.device), static_cast<double>(p.a->busy_ns),
+              static_cast<double>(p.b->busy_ns), Unit::ns});
+    consider({fmt::format("device {} utilization", p.device), p.a->utilization, p.b->utilization,
+              Unit::ratio});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::vector<Row> out;
+  for (std::size_t i = 0; i < ranked.size() && i < limit; ++i) out.push_back(ranked[i].second);
+  return out;
+}
+
+constexpr std::size_t kLargestChanges = 8;
+
 constexpr std::size_t kStepsInFull = 20;
 constexpr std::size_t kStepsHead = 10;
 constexpr std::size_t kStepsTail = 5;
@@ -232,6 +316,18 @@ std::string format_diff_text(const RunFigures& a, const RunFigures& b) {
   fmt::format_to(it, "pipescope diff\n  A  {} ({})\n  B  {} ({})\n\nMetrics\n", a.source, a.origin,
                  b.source, b.origin);
   table(it, metric_rows(a, b), "metric");
+
+  const std::vector<Row> largest = largest_changes(a, b, kLargestChanges);
+  fmt::format_to(it, "\nLargest changes (stages and devices, by relative size)\n");
+  if (largest.empty()) {
+    fmt::format_to(it, "  none: no stage or device figure of both runs changed\n");
+  } else {
+    table(it, largest, "figure");
+  }
+  if (const std::vector<Row> stages = stage_rows(a, b); !stages.empty()) {
+    fmt::format_to(it, "\nStages (mean job duration by role, compute per device and step)\n");
+    table(it, stages, "stage");
+  }
 
   fmt::format_to(it, "\nDevices (utilization; busy and idle per device below)\n");
   std::vector<Row> util, busy;
@@ -248,7 +344,7 @@ std::string format_diff_text(const RunFigures& a, const RunFigures& b) {
   table(it, util, "device");
   table(it, busy, "device");
 
-  fmt::format_to(it, "\nSteps (matched by position)\n");
+  fmt::format_to(it, "\nSteps (matched by position; * = incomplete, not in the totals)\n");
   const std::size_t n = std::max(a.steps.size(), b.steps.size());
   fmt::format_to(it, "  {:>5}  {:>7}  {:>7}  {:>12}  {:>12}  {:>24}  {:>8}  {:>8}  {}\n", "#",
                  "step A", "step B", "duration A", "duration B", "delta", "bubble A", "bubble B",
@@ -264,10 +360,13 @@ std::string format_diff_text(const RunFigures& a, const RunFigures& b) {
     };
     const Row d{"", dur(sa), dur(sb), Unit::ns};
     const Row r{"", bub(sa), bub(sb), Unit::ratio};
+    // An incomplete step (left out of every total) is marked with '*'.
+    const auto label = [](const StepFigures* step) {
+      return step ? std::to_string(step->step) + (step->complete ? "" : "*") : std::string("-");
+    };
     fmt::format_to(it, "  {:>5}  {:>7}  {:>7}  {:>12}  {:>12}  {:>24}  {:>8}  {:>8}  {}\n", k,
-                   sa ? std::to_string(sa->step) : "-", sb ? std::to_string(sb->step) : "-",
-                   value_text(d.a, d.unit), value_text(d.b, d.unit), delta_text(d),
-                   value_text(r.a, r.unit), value_text(r.b, r.unit), delta_text(r));
+                   label(sa), label(sb), value_text(d.a, d.unit), value_text(d.b, d.unit),
+                   delta_text(d), value_text(r.a, r.unit), value_text(r.b, r.unit), delta_text(r));
   };
   if (n <= kStepsInFull) {
     for (std::size_t k = 0; k < n; ++k) step_row(k);
@@ -312,6 +411,10 @@ std::string format_diff_json(const RunFigures& a, const RunFigures& b) {
   w.end_object();
   w.key("metrics");
   json_rows(w, metric_rows(a, b), "metric");
+  w.key("largest_changes");
+  json_rows(w, largest_changes(a, b, kLargestChanges), "figure");
+  w.key("stages");
+  json_rows(w, stage_rows(a, b), "figure");
 
   w.key("devices");
   w.begin_array();
@@ -354,6 +457,8 @@ std::string format_diff_json(const RunFigures& a, const RunFigures& b) {
       const StepFigures& s = run->steps[k];
       w.begin_object(true);
       w.field("step", s.step);
+      w.field("segment", s.segment);
+      w.field("complete", s.complete);
       w.field("duration_ns", s.duration_ns);
       w.field("bubble_ratio", s.bubble_ratio);
       w.end_object();

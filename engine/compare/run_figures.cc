@@ -28,6 +28,11 @@ std::optional<ScheduleFigures> detect(const Run& run, const Metrics& metrics) {
 
 }  // namespace
 
+RunFigures figures_from_run(const Run& run, const Metrics& metrics,
+                            const PipelineAnalysis& pipeline, std::string source) {
+  return {summary_figures(run, metrics, pipeline), std::move(source), "logs"};
+}
+
 RunFigures figures_from_run(const Run& run, const Metrics& metrics, std::string source) {
   RunFigures f{summary_figures(run, metrics), std::move(source), "logs"};
   f.schedule = detect(run, metrics);

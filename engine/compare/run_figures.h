@@ -4,9 +4,10 @@
 // figures (export/summary_figures.h), so both sources fill the same fields
 // the same way, plus where they came from.
 //
-// From logs, the pipeline sections are not computed except the schedule
-// (detected with `analyze`'s default stage map; absent when no step could be
-// examined). From a summary, each section is there when the file has it.
+// From logs, every section is computed as `analyze` computes it (its default
+// stage map); with LoadOptions::metrics_only, only the contract's figures and
+// the detected schedule. From a summary, each section is there when the file
+// has it.
 //
 // Usage:
 //   RunFigures base = load_run_figures("base/summary.json");   // compare/run_loader.h
@@ -16,6 +17,7 @@
 #include <string>
 
 #include "analysis/metrics.h"
+#include "analysis/pipeline.h"
 #include "export/summary_figures.h"
 #include "model/run.h"
 
@@ -30,5 +32,10 @@ struct RunFigures : SummaryFigures {
 /// The figures of an analysed run (summary_figures), plus the detected schedule.
 /// A summary's are read by compare/summary_reader.h.
 RunFigures figures_from_run(const Run& run, const Metrics& metrics, std::string source);
+
+/// Every section, as `analyze` writes them (the stages and bubbles `diff`
+/// compares included): from a run loaded with its pipeline analysis.
+RunFigures figures_from_run(const Run& run, const Metrics& metrics,
+                            const PipelineAnalysis& pipeline, std::string source);
 
 }  // namespace pipescope

@@ -51,16 +51,20 @@ RunFigures load_run_figures(const std::string& path, const LoadOptions& options)
   if (is_json_file(path)) return read_summary_json(path);
   if (is_summary_folder(path)) return read_summary_json((fs::path(path) / "summary.json").string());
   const LoadedRun loaded = load_log_run(path, options);
-  RunFigures f = figures_from_run(loaded.run, loaded.metrics, path);
-  // The input warnings go with the figures (`check` refuses such runs), as
-  // in the summary `analyze` writes; the other warnings are not computed.
-  if (!loaded.input_warnings.empty()) {
-    f.warnings.emplace();
-    for (const QualityWarning& w : loaded.input_warnings) {
-      f.warnings->push_back({w.code, w.message, w.device, w.stage, w.count});
+  if (options.metrics_only) {
+    RunFigures f = figures_from_run(loaded.run, loaded.metrics, path);
+    // The input warnings go with the figures (`check` refuses such runs).
+    if (!loaded.input_warnings.empty()) {
+      f.warnings.emplace();
+      for (const QualityWarning& w : loaded.input_warnings) {
+        f.warnings->push_back({w.code, w.message, w.device, w.stage, w.count});
+      }
     }
+    return f;
   }
-  return f;
+  // Every section, as in the summary `analyze` writes: the warnings (the
+  // input warnings first, which `check` refuses), the stages `diff` compares.
+  return figures_from_run(loaded.run, loaded.metrics, loaded.pipeline, path);
 }
 
 }  // namespace pipescope

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "support/command_runner.h"
+#include "support/temp_dir.h"
 
 namespace pipescope {
 namespace {
@@ -85,6 +86,46 @@ TEST(CompareDiff, CliLogsAgainstSummary) {
   for (simdjson::dom::element k : simdjson::dom::array(doc["job_kinds"])) {
     EXPECT_FALSE(k["mean_ns_a"].is_null());
     EXPECT_TRUE(k["mean_ns_b"].is_null());
+  }
+}
+
+// diff shows where it changed: a stage 1.6 times slower is the largest
+// change, stage by stage, whether the runs are logs or summaries.
+TEST(CompareDiff, StageByStageLargestChangesFirst) {
+  testing::TempDir dir;
+  const std::string common = " --schedule 1f1b --stages 4 --micro-batches 8 --steps 4 --seed 3";
+  ASSERT_EQ(testing::run_cli("simulate -o " + testing::shell_quote(dir / "a") + common).status, 0);
+  ASSERT_EQ(testing::run_cli("simulate -o " + testing::shell_quote(dir / "b") + common +
+                             " --slow-stage 2:1.6")
+                .status,
+            0);
+  ASSERT_EQ(testing::run_cli("analyze " + testing::shell_quote(dir / "b") + " -q --no-trace -o " +
+                             testing::shell_quote(dir / "b-out"))
+                .status,
+            0);
+  for (const std::string b : {dir / "b", dir / "b-out/summary.json"}) {
+    const testing::CommandResult r = testing::run_cli("diff " + testing::shell_quote(dir / "a") +
+                                                      " " + testing::shell_quote(b) + " --json -");
+    ASSERT_EQ(r.status, 0) << r.output;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    ASSERT_EQ(parser.parse(r.output).get(doc), simdjson::SUCCESS) << r.output;
+    simdjson::dom::array largest = doc["largest_changes"];
+    ASSERT_GE(largest.size(), 4u) << b;
+    // The four figures of stage 2 and device 2 moved by 60%; they lead.
+    for (std::size_t i = 0; i < 4; ++i) {
+      const std::string_view name = largest.at(i)["figure"];
+      EXPECT_TRUE(name.find("stage 2") == 0 || name.find("device 2") == 0) << name;
+    }
+    const double a = largest.at(0)["a"], bb = largest.at(0)["b"];
+    EXPECT_NEAR(bb / a, 1.6, 1e-3) << b;
+    bool stage0_unchanged = false;
+    for (simdjson::dom::element row : simdjson::dom::array(doc["stages"])) {
+      if (std::string_view(row["figure"]) == "stage 0 forward mean") {
+        stage0_unchanged = double(row["delta"]) == 0.0;
+      }
+    }
+    EXPECT_TRUE(stage0_unchanged) << b;
   }
 }
 
