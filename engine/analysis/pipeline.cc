@@ -54,9 +54,15 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
          fmt::format("{} of {} dependencies between machines still start before their input "
                      "ended{} (clock skew, or jobs matched across stages wrongly)",
                      a.clock.violations_after, a.clock.dependencies,
-                     a.clock.method == "disabled" ? fmt::format(" ({})", options.clock.disabled_label)
-                                                  : std::string()),
+                     a.clock.method == "disabled"
+                         ? fmt::format(" ({})", options.clock.disabled_label)
+                         : std::string()),
          -1, -1, a.clock.violations_after});
+  }
+  for (std::string& why : stage_map_contradictions(run, a.stages)) {
+    a.warnings.push_back(
+        {"stage_map_contradicted",
+         fmt::format("{}: {}; {}", options.stages_label, why, options.stages_advice), -1, -1, 1});
   }
   if (a.stages.source == "device") {
     const StageMap guess = guess_stage_map(run);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -152,6 +153,71 @@ StageMap resolve_stage_map(const Run& run, std::string_view spec, std::string_vi
   map.devices = std::move(groups);
   map.source = "list";
   return map;
+}
+
+std::vector<std::string> stage_map_contradictions(const Run& run, const StageMap& map) {
+  std::vector<std::string> out;
+  if (map.source != "tp" && map.source != "list") return out;
+  const auto label = [&](const Job& job) {
+    return fmt::format("{} mb{}", job.type < run.types.size() ? run.types.name(job.type) : "?",
+                       job.micro_batch);
+  };
+  const std::int64_t origin = [&] {
+    std::int64_t t = std::numeric_limits<std::int64_t>::max();
+    for (const Device& d : run.devices) {
+      if (!d.jobs.empty()) t = std::min(t, d.jobs.front().start_ns);
+    }
+    return t;
+  }();
+  const auto ms = [&](std::int64_t t) { return static_cast<double>(t - origin) / 1e6; };
+  for (std::size_t s = 0; s < map.stage_count(); ++s) {
+    const auto& group = map.devices[s];
+    if (group.size() < 2 || group.front() >= run.devices.size()) continue;
+    const Device& first = run.devices[group.front()];
+    for (std::size_t g = 1; g < group.size(); ++g) {
+      if (group[g] >= run.devices.size()) continue;
+      const Device& other = run.devices[group[g]];
+      const std::size_t n = std::min(first.jobs.size(), other.jobs.size());
+      std::string evidence;
+      std::size_t after = 0;
+      const Job* example = nullptr;
+      std::size_t example_index = 0;
+      for (std::size_t i = 0; i < n && evidence.empty(); ++i) {
+        const Job& x = first.jobs[i];
+        const Job& y = other.jobs[i];
+        if (x.type != y.type || x.micro_batch != y.micro_batch) {
+          evidence = fmt::format("its job {} is {} where device {} runs {}", i + 1, label(y),
+                                 first.index, label(x));
+          break;
+        }
+        // Peers run each job together; stages run it one after the other
+        // (forwards down the pipeline, backwards up it).
+        if ((y.start_ns >= x.end_ns || x.start_ns >= y.end_ns) && x.end_ns > x.start_ns &&
+            y.end_ns > y.start_ns) {
+          if (after++ == 0) {
+            example = &y;
+            example_index = i;
+          }
+        }
+      }
+      if (evidence.empty() && n > 0 && after * 2 > n) {
+        const Job& x = first.jobs[example_index];
+        evidence = fmt::format(
+            "{} of its {} jobs do not overlap device {}'s same job at all (first: {}, device "
+            "{} {:.3f}-{:.3f} ms, device {} {:.3f}-{:.3f} ms after the first job): one waits for "
+            "the other, a pipeline dependency",
+            after, n, first.index, label(*example), first.index, ms(x.start_ns), ms(x.end_ns),
+            other.index, ms(example->start_ns), ms(example->end_ns));
+      }
+      if (evidence.empty()) continue;
+      out.push_back(fmt::format(
+          "stage {} (devices {}) does not look like one stage: device {}: {}; devices of one "
+          "stage (tensor-parallel peers) run the same jobs at the same times",
+          s, describe_stage_devices(run, map, s), other.index, evidence));
+      break;  // one line per stage
+    }
+  }
+  return out;
 }
 
 std::string describe_stage_devices(const Run& run, const StageMap& map, std::size_t stage) {

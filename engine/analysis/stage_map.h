@@ -53,6 +53,15 @@ StageMap guess_stage_map(const Run& run);
 StageMap resolve_stage_map(const Run& run, std::string_view spec,
                            std::string_view label = "stage map");
 
+/// Why a stage of `map` given by the user (tp or list) does not look like
+/// one stage, one line per such stage: devices of one stage (tensor-parallel
+/// peers) run the same jobs at nearly the same times, so a device whose job
+/// order differs from its stage's first device, or most of whose jobs do not
+/// overlap the first device's same job at all (one waits for the other: a
+/// pipeline dependency), is named with the first such job as evidence. Empty
+/// for a map that fits.
+std::vector<std::string> stage_map_contradictions(const Run& run, const StageMap& map);
+
 /// "0-3" / "0+4" / "5": the global indices of a stage's devices, compactly.
 std::string describe_stage_devices(const Run& run, const StageMap& map, std::size_t stage);
 

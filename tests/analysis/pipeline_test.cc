@@ -172,6 +172,22 @@ TEST(PipelineAnalysis, StageMaps) {
   EXPECT_THROW(resolve_stage_map(run, "0-4"), std::invalid_argument);
   EXPECT_THROW(resolve_stage_map(run, "0-5,9"), std::invalid_argument);
   EXPECT_THROW(resolve_stage_map(run, "a-b"), std::invalid_argument);
+  // The right maps fit the run; a map that groups two pipeline stages does
+  // not, and says why with the first job as evidence.
+  EXPECT_TRUE(stage_map_contradictions(run, tp).empty());
+  EXPECT_TRUE(stage_map_contradictions(run, list).empty());
+  const std::vector<std::string> wrong = stage_map_contradictions(run, odd);
+  ASSERT_EQ(wrong.size(), 2u);
+  EXPECT_TRUE(wrong[0].starts_with("stage 0 (devices 0+2) does not look like one stage: device 2:"))
+      << wrong[0];
+  // One stage per device (pipeline only): tp=2 groups stage pairs.
+  sim::SimConfig pipeline_only = testing::sim_config(sim::ScheduleKind::one_f_one_b, 4, 8);
+  const pipescope::Run pure = testing::run_from_simulation(pipeline_only);
+  const std::vector<std::string> paired =
+      stage_map_contradictions(pure, resolve_stage_map(pure, "tp=2"));
+  ASSERT_EQ(paired.size(), 2u);
+  EXPECT_NE(paired[0].find("device 1:"), std::string::npos) << paired[0];
+  EXPECT_TRUE(stage_map_contradictions(pure, resolve_stage_map(pure, "")).empty());
 
   // With the right map: P = 3, the slow stage found; the default map warns.
   const Metrics metrics = compute_metrics(run);
