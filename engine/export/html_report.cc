@@ -74,7 +74,8 @@ const char* compute_color(PipelineRole role, std::int32_t chunk) {
 std::string percent(double ratio) { return fmt::format("{:.1f}%", ratio * 100); }
 
 // An axis label in the unit of the tick spacing, with only the decimals the
-// spacing needs: "0", "200 ms", "1.2 s", "50 us".
+// spacing needs, in the largest unit not above the label or the spacing:
+// "0", "200 ms", "1.2 s", "50 us".
 std::string axis_label(std::int64_t t, std::int64_t tick) {
   if (t == 0) return "0";
   struct Unit {
@@ -83,7 +84,7 @@ std::string axis_label(std::int64_t t, std::int64_t tick) {
   };
   static constexpr Unit kUnits[] = {{1'000'000'000, "s"}, {1'000'000, "ms"}, {1'000, "us"}};
   for (const Unit& u : kUnits) {
-    if (tick * 10 >= u.ns || t >= u.ns) {
+    if (tick >= u.ns || t >= u.ns) {
       int decimals = 0;
       for (std::int64_t step = u.ns; decimals < 3 && tick % step != 0; step /= 10) ++decimals;
       return fmt::format("{:.{}f} {}", static_cast<double>(t) / static_cast<double>(u.ns),
