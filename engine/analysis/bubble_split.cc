@@ -73,9 +73,8 @@ std::int64_t comm_only(std::int64_t begin, std::int64_t end, const std::vector<I
   std::int64_t total = 0;
   auto in_windows = [&](std::int64_t b, std::int64_t e) {
     // Windows are disjoint and in time order.
-    auto it = std::lower_bound(
-        metrics.steps.begin(), metrics.steps.end(), b,
-        [](const StepWindow& w, std::int64_t at) { return w.end_ns <= at; });
+    auto it = std::lower_bound(metrics.steps.begin(), metrics.steps.end(), b,
+                               [](const StepWindow& w, std::int64_t at) { return w.end_ns <= at; });
     for (; it != metrics.steps.end() && it->start_ns < e; ++it) {
       if (!it->complete) continue;
       total += std::max<std::int64_t>(0, std::min(e, it->end_ns) - std::max(b, it->start_ns));
@@ -136,8 +135,7 @@ BubbleSplit split_bubbles(const Run& run, const Metrics& metrics, const StageMap
   if (p < 1 || static_cast<std::size_t>(p) != stages.stage_count()) return split;
   std::vector<std::vector<ScheduleStep>> lists;
   for (int s = 0; s < p; ++s) {
-    auto list =
-        schedule_job_list(*detection.id, p, detection.micro_batches, detection.chunks, s);
+    auto list = schedule_job_list(*detection.id, p, detection.micro_batches, detection.chunks, s);
     if (!list) return split;
     lists.push_back(std::move(*list));
   }
@@ -171,8 +169,8 @@ BubbleSplit split_bubbles(const Run& run, const Metrics& metrics, const StageMap
     if (!window.complete) continue;
     const auto simulated =
         simulate_job_lists(lists, placement, detection.chunks, step_costs(step_sums[k], run_sums));
-    if (!simulated) return BubbleSplit{false, {}, {}, 0, 0, split.receive_wait_ns,
-                                       split.send_wait_ns};
+    if (!simulated)
+      return BubbleSplit{false, {}, {}, 0, 0, split.receive_wait_ns, split.send_wait_ns};
     for (std::size_t d = 0; d < devices; ++d) {
       const std::int64_t measured = window.devices[d].idle_ns;
       idle += measured;
@@ -193,8 +191,8 @@ BubbleSplit split_bubbles(const Run& run, const Metrics& metrics, const StageMap
 
 std::optional<std::int64_t> bubble_inherent_ns(const BubbleSplit& split, const Metrics& metrics,
                                                const Bubble& bubble) {
-  if (!split.known || bubble.step >= split.inherent.size() ||
-      bubble.step >= metrics.steps.size() || !metrics.steps[bubble.step].complete) {
+  if (!split.known || bubble.step >= split.inherent.size() || bubble.step >= metrics.steps.size() ||
+      !metrics.steps[bubble.step].complete) {
     return std::nullopt;
   }
   const std::int64_t idle = metrics.steps[bubble.step].devices[bubble.device].idle_ns;

@@ -59,8 +59,7 @@ std::string comm_clause(const Metrics& metrics, const BubbleSplit& split, std::i
   if (best > 0) {
     out += fmt::format(", {} {} waiting for stage {} ({} points)",
                        2 * best >= attributed ? "most of it" : "the largest part",
-                       best_receive ? "receives" : "sends", best_stage,
-                       points(share(best, total)));
+                       best_receive ? "receives" : "sends", best_stage, points(share(best, total)));
   }
   return out;
 }
@@ -86,14 +85,15 @@ std::string explain_bubbles(const Run& run, const Metrics& metrics, const Schedu
   const std::string shape = fmt::format("P={}, M={}{}", d.stages, d.micro_batches,
                                         d.chunks > 1 ? fmt::format(", V={}", d.chunks) : "");
   if (split.known) {
-    out += fmt::format(": {} points inherent to {} with {} ({}), ", points(share(split.inherent_ns, total)),
-                       detection_name(d), shape, advice(d));
+    out +=
+        fmt::format(": {} points inherent to {} with {} ({}), ",
+                    points(share(split.inherent_ns, total)), detection_name(d), shape, advice(d));
     const std::string excess = points(share(split.excess_ns, total));
     if (!excess_beyond_noise(split, metrics, devices)) {
       out += fmt::format("{} points excess, within noise", excess);
     } else if (has_bottleneck(bottleneck)) {
-      out += fmt::format("{} points excess, mostly waiting on {}", excess,
-                         slowest_clause(bottleneck));
+      out +=
+          fmt::format("{} points excess, mostly waiting on {}", excess, slowest_clause(bottleneck));
     } else {
       out += fmt::format(
           "{} points excess with the stages balanced (slowest {:.2f}x the mean): latency, "
@@ -104,14 +104,14 @@ std::string explain_bubbles(const Run& run, const Metrics& metrics, const Schedu
     out += fmt::format(
         "; the schedule is {}, so the part of it that the schedule makes unavoidable cannot be "
         "told",
-        d.family ? fmt::format("{}-like but matches no known job list for {}",
-                               detection_name(d), shape)
-                 : std::string("unknown"));
+        d.family
+            ? fmt::format("{}-like but matches no known job list for {}", detection_name(d), shape)
+            : std::string("unknown"));
     if (has_bottleneck(bottleneck)) {
       out += fmt::format("; the other stages wait on {}", slowest_clause(bottleneck));
     } else if (bottleneck.slowest_stage >= 0) {
-      out += fmt::format("; the stages are balanced (slowest {:.2f}x the mean)",
-                         bottleneck.imbalance);
+      out +=
+          fmt::format("; the stages are balanced (slowest {:.2f}x the mean)", bottleneck.imbalance);
     }
   }
   out += comm_clause(metrics, split, total);

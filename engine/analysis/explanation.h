@@ -38,8 +38,7 @@ bool excess_beyond_noise(const BubbleSplit& split, const Metrics& metrics, std::
 
 /// The explanation (one sentence, no trailing newline). `schedule`,
 /// `split` and `bottleneck` are the pipeline analysis's.
-std::string explain_bubbles(const Run& run, const Metrics& metrics,
-                            const ScheduleReport& schedule, const BubbleSplit& split,
-                            const BottleneckReport& bottleneck);
+std::string explain_bubbles(const Run& run, const Metrics& metrics, const ScheduleReport& schedule,
+                            const BubbleSplit& split, const BottleneckReport& bottleneck);
 
 }  // namespace pipescope

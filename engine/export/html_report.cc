@@ -87,8 +87,8 @@ std::string axis_label(std::int64_t t, std::int64_t tick) {
     if (tick >= u.ns || t >= u.ns) {
       int decimals = 0;
       for (std::int64_t step = u.ns; decimals < 3 && tick % step != 0; step /= 10) ++decimals;
-      return fmt::format("{:.{}f} {}", static_cast<double>(t) / static_cast<double>(u.ns),
-                         decimals, u.name);
+      return fmt::format("{:.{}f} {}", static_cast<double>(t) / static_cast<double>(u.ns), decimals,
+                         u.name);
     }
   }
   return fmt::format("{} ns", t);
@@ -159,8 +159,7 @@ void write_box(Out it, const Box& b, double y) {
   }
 }
 
-void write_idle(Out it, double x0, double x1, std::int64_t ns, double y,
-                const std::string& parts) {
+void write_idle(Out it, double x0, double x1, std::int64_t ns, double y, const std::string& parts) {
   if (x1 - x0 < 0.5) return;
   fmt::format_to(
       it,
@@ -559,9 +558,9 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
     const std::int64_t all =
         static_cast<std::int64_t>(run.devices.size()) * metrics.total_window_ns;
     const auto points = [&](std::int64_t ns) {
-      return fmt::format("{:.1f} points", all > 0 ? 100.0 * static_cast<double>(ns) /
-                                                        static_cast<double>(all)
-                                                  : 0.0);
+      return fmt::format(
+          "{:.1f} points",
+          all > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(all) : 0.0);
     };
     figure("fig-inherent", "inherent", a->split.known ? points(a->split.inherent_ns) : "unknown");
     figure("fig-excess", "excess", a->split.known ? points(a->split.excess_ns) : "unknown");
@@ -640,9 +639,9 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
     const auto job_text = [&](const Device& device, std::int64_t j) {
       if (j < 0 || static_cast<std::size_t>(j) >= device.jobs.size()) return std::string("-");
       const Job& job = device.jobs[static_cast<std::size_t>(j)];
-      return markup_escape(fmt::format(
-          "{} mb{}", job.type < run.types.size() ? run.types.name(job.type) : "?",
-          job.micro_batch));
+      return markup_escape(fmt::format("{} mb{}",
+                                       job.type < run.types.size() ? run.types.name(job.type) : "?",
+                                       job.micro_batch));
     };
     for (const Bubble& bubble : a->bubbles.longest) {
       const Device& device = run.devices[bubble.device];

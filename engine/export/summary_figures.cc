@@ -18,7 +18,7 @@ std::vector<DeviceFigures> device_figures(const Run& run, const Metrics& metrics
     const DeviceTotals totals = d < metrics.devices.size() ? metrics.devices[d] : DeviceTotals{};
     out.push_back({device.index, device.machine, device.machine_name, device.rank, device.path,
                    static_cast<std::int64_t>(device.jobs.size()), totals.steps, totals.busy_ns,
-                   totals.idle_ns, totals.comm_ns, totals.utilization});
+                   totals.idle_ns, totals.utilization, totals.comm_ns});
   }
   return out;
 }

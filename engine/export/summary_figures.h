@@ -43,10 +43,11 @@ struct DeviceFigures {
   std::int64_t steps = 0;  ///< steps detected on this device
   std::int64_t busy_ns = 0;
   std::int64_t idle_ns = 0;
-  /// Idle time inside comm jobs that no other job overlaps (part of idle_ns).
-  /// Always set from a run; absent from a summary written before the field.
-  std::optional<std::int64_t> comm_ns;
   double utilization = 0;
+  /// Idle time inside comm jobs that no other job overlaps (part of idle_ns);
+  /// written after "idle_ns". Always set from a run; absent from a summary
+  /// written before the field.
+  std::optional<std::int64_t> comm_ns;
 
   friend bool operator==(const DeviceFigures&, const DeviceFigures&) = default;
 };

@@ -191,7 +191,9 @@ StepFigures read_step(const Reader& r, object s) {
     constexpr std::string_view inner = "a steps[].devices[] entry";
     const object d = r.obj(e, inner);
     StepDeviceFigures device{static_cast<int>(r.int64(d, "device", inner)),
-                             r.int64(d, "busy_ns", inner), r.int64(d, "idle_ns", inner), {}};
+                             r.int64(d, "busy_ns", inner),
+                             r.int64(d, "idle_ns", inner),
+                             {}};
     opt(d, "comm_ns", device.comm_ns);
     f.devices.push_back(device);
   }

@@ -281,8 +281,8 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
   }
   const std::int64_t all = static_cast<std::int64_t>(run.devices.size()) * metrics.total_window_ns;
   const auto points = [&](std::int64_t ns) {
-    return fmt::format("{:.1f}", all > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(all)
-                                         : 0.0);
+    return fmt::format("{:.1f}",
+                       all > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(all) : 0.0);
   };
   if (a.split.known) {
     append_line(out, fmt::format("  idle split: inherent {} ({} points), excess {} ({} points)",
@@ -351,12 +351,11 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
       const DurationStats& st = r[static_cast<std::size_t>(role)];
       return st.count == 0 ? std::string("-") : format_duration(st.p95_ns);
     };
-    stages.add_row({std::to_string(s) +
-                        (bottleneck && static_cast<int>(s) == b.slowest_stage ? " *" : ""),
-                    describe_stage_devices(run, a.stages, s), mean(PipelineRole::forward),
-                    p95(PipelineRole::forward), mean(PipelineRole::backward),
-                    p95(PipelineRole::backward), mean(PipelineRole::weight),
-                    format_duration(b.stages[s].compute_per_step_ns)});
+    stages.add_row(
+        {std::to_string(s) + (bottleneck && static_cast<int>(s) == b.slowest_stage ? " *" : ""),
+         describe_stage_devices(run, a.stages, s), mean(PipelineRole::forward),
+         p95(PipelineRole::forward), mean(PipelineRole::backward), p95(PipelineRole::backward),
+         mean(PipelineRole::weight), format_duration(b.stages[s].compute_per_step_ns)});
   }
   append_line(out, style.bold("Stages (* = bottleneck)"));
   stages.render(out, style);
@@ -377,13 +376,12 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
     for (const Bubble& bubble : a.bubbles.longest) {
       const Device& device = run.devices[bubble.device];
       const std::optional<std::int64_t> inherent = bubble_inherent_ns(a.split, metrics, bubble);
-      longest.add_row({std::to_string(device.index), step_label(metrics, bubble.step),
-                       relative_ms(bubble.start_ns, origin), format_duration(bubble.length_ns()),
-                       std::string(bubble_kind_name(bubble.kind)),
-                       inherent ? format_duration(*inherent) : "-",
-                       inherent ? format_duration(bubble.length_ns() - *inherent) : "-",
-                       job_name(run, device, bubble.job_before),
-                       job_name(run, device, bubble.job_after)});
+      longest.add_row(
+          {std::to_string(device.index), step_label(metrics, bubble.step),
+           relative_ms(bubble.start_ns, origin), format_duration(bubble.length_ns()),
+           std::string(bubble_kind_name(bubble.kind)), inherent ? format_duration(*inherent) : "-",
+           inherent ? format_duration(bubble.length_ns() - *inherent) : "-",
+           job_name(run, device, bubble.job_before), job_name(run, device, bubble.job_after)});
     }
     longest.render(out, style);
   }

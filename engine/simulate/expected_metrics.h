@@ -61,8 +61,7 @@ class ExpectedMetricsBuilder {
   /// One job of `device` in 0-based step `step`, with the times a reader of
   /// the log gets back; `comm` for a send/recv job (not busy time: the
   /// contract's comm time where no other job overlaps it).
-  void add_job(int device, int step, std::int64_t start_ns, std::int64_t end_ns,
-               bool comm = false);
+  void add_job(int device, int step, std::int64_t start_ns, std::int64_t end_ns, bool comm = false);
 
   ExpectedMetrics finish() const;
 

@@ -437,10 +437,9 @@ WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions
                              static_cast<std::int32_t>(options.first_step.value_or(0) + job.step),
                              0});
           }
-          const bool comm = job.type == SimJobType::send_forward ||
-                            job.type == SimJobType::recv_forward ||
-                            job.type == SimJobType::send_backward ||
-                            job.type == SimJobType::recv_backward;
+          const bool comm =
+              job.type == SimJobType::send_forward || job.type == SimJobType::recv_forward ||
+              job.type == SimJobType::send_backward || job.type == SimJobType::recv_backward;
           expected.add_job(static_cast<int>(d), job.step, printed_ns(job.start_ns, decimals),
                            printed_ns(job.end_ns, decimals), comm);
         }

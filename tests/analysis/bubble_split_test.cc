@@ -73,8 +73,7 @@ TEST(BubbleSplit, SlowStageExcessNamesThatStage) {
   EXPECT_EQ(a.pipeline.bottleneck.slowest_stage, 2);
   EXPECT_TRUE(excess_beyond_noise(a.pipeline.split, a.metrics, run.devices.size()));
   const std::string& why = a.pipeline.explanation;
-  EXPECT_NE(why.find("points excess, mostly waiting on stage 2, which computes"),
-            std::string::npos)
+  EXPECT_NE(why.find("points excess, mostly waiting on stage 2, which computes"), std::string::npos)
       << why;
 }
 

@@ -55,9 +55,9 @@ TEST(Bubbles, HandWorkedKindsAndNeighbours) {
     std::int64_t before, after;
   };
   const std::vector<Expect> expected = {
-      {0, 0, 20, 30, BubbleKind::interior, 1, 2}, {0, 1, 58, 60, BubbleKind::interior, 5, 6},
-      {0, 1, 70, 80, BubbleKind::interior, 6, 7}, {1, 0, 0, 10, BubbleKind::fill, kNoJob, 0},
-      {1, 0, 50, 55, BubbleKind::drain, 4, 6},    {1, 1, 56, 70, BubbleKind::fill, 4, 6},
+      {0, 0, 20, 30, BubbleKind::interior, 1, 2},  {0, 1, 58, 60, BubbleKind::interior, 5, 6},
+      {0, 1, 70, 80, BubbleKind::interior, 6, 7},  {1, 0, 0, 10, BubbleKind::fill, kNoJob, 0},
+      {1, 0, 50, 55, BubbleKind::drain, 4, 6},     {1, 1, 56, 70, BubbleKind::fill, 4, 6},
       {1, 1, 85, 90, BubbleKind::drain, 7, kNoJob}};
   ASSERT_EQ(all.size(), expected.size());
   for (std::size_t i = 0; i < all.size(); ++i) {

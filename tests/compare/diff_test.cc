@@ -18,8 +18,8 @@ RunFigures with_schedule(const std::string& name, int m) {
   r.origin = "test";
   r.jobs = 10;
   r.bubble_ratio = 0.25;
-  r.steps.push_back({0, 0, true, 0, 100, 100, 0.25, {{0, 75, 25}}});
-  r.devices.push_back({0, 0, "", 0, "", 10, 0, 75, 25, 0.75});
+  r.steps.push_back({0, 0, true, 0, 100, 100, 0.25, {{0, 75, 25, {}}}});
+  r.devices.push_back({0, 0, "", 0, "", 10, 0, 75, 25, 0.75, {}});
   r.job_types.push_back({"forward", "forward", 5, 50 * 5});
   ScheduleFigures& s = r.schedule.emplace();
   s.name = "1F1B";

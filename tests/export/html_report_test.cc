@@ -128,9 +128,8 @@ TEST(HtmlReportBrowser, ExplainsWhyAndRendersWithoutConsoleErrors) {
       " --schedule vpp --stages 4 --micro-batches 8 --chunks 2 --slow-stage 2:1.5 --steps 2");
   ASSERT_EQ(sim.status, 0) << sim.output;
   const std::string html = dir / "report.html";
-  const CommandResult analyze = run_cli("analyze --no-trace " + shell_quote(dir / "logs") +
-                                        " -o " + shell_quote(dir / "out") + " --html " +
-                                        shell_quote(html));
+  const CommandResult analyze = run_cli("analyze --no-trace " + shell_quote(dir / "logs") + " -o " +
+                                        shell_quote(dir / "out") + " --html " + shell_quote(html));
   ASSERT_EQ(analyze.status, 0) << analyze.output;
   // The "wrote" line names every file written, the report included.
   EXPECT_NE(analyze.output.find("wrote " + (dir / "out/summary.json") + " and " + html),

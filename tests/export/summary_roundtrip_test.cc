@@ -88,8 +88,8 @@ void expect_all_set(const std::optional<T>& x) {
 }
 
 void expect_all_set(const DeviceFigures& x) {
-  const auto& [a, b, c, d, e, f, g, h, i, comm, j] = x;
-  expect_set("DeviceFigures", a, b, c, d, e, f, g, h, i, comm, j);
+  const auto& [a, b, c, d, e, f, g, h, i, j, comm] = x;
+  expect_set("DeviceFigures", a, b, c, d, e, f, g, h, i, j, comm);
 }
 void expect_all_set(const StepDeviceFigures& x) {
   const auto& [a, b, c, comm] = x;
@@ -250,8 +250,8 @@ SummaryFigures every_field() {
   f.bubble_ratio = 0.1 + 0.2;  // not exactly 0.3: doubles must come back to the bit
   f.total_window_ns = 1'697'793'307'213'000'123;
   f.comm_ns = 77;
-  f.devices = {{3, 1, "machine1", 2, "/logs/machine1/workerlog.2", 5, 4, 900, 100, 40, 0.9},
-               {4, 1, "machine\"1\"", 3, "/logs/odd \\ path\n", 6, 5, 1, 999, 0, 1e-300}};
+  f.devices = {{3, 1, "machine1", 2, "/logs/machine1/workerlog.2", 5, 4, 900, 100, 0.9, 40},
+               {4, 1, "machine\"1\"", 3, "/logs/odd \\ path\n", 6, 5, 1, 999, 1e-300, 0}};
   // complete = false is a default value to expect_set: the round trip of an
   // incomplete step is its own test below.
   f.steps = {{7, 2, true, 10, 1010, 1000, 0.25, {{3, 750, 250, 30}, {4, 500, 500, 1}}},
@@ -285,13 +285,13 @@ SummaryFigures every_field() {
       {{1,
         {3, 4},
         StageLoadFigures{555, {{"weight", 2, 20, 10, 9, 11, 12}, {"other", 1, 5, 5, 5, 5, 5}}}}}};
-  f.bubbles = BubblesFigures{{1, 2, 3, 4, -5},
-                             7,
-                             {{3, {4, 5, 6, 10, 11}}},
-                             {{7, {{4, {7, 8, 9, 12, 13}}}}},
-                             {{4, 8, 1234, 56, "drain", 14, 15,
-                               BubbleJobFigures{"forward1", 3, 1000, 1234},
-                               BubbleJobFigures{"?", -1, 1290, 1300}}}};
+  f.bubbles =
+      BubblesFigures{{1, 2, 3, 4, -5},
+                     7,
+                     {{3, {4, 5, 6, 10, 11}}},
+                     {{7, {{4, {7, 8, 9, 12, 13}}}}},
+                     {{4, 8, 1234, 56, "drain", 14, 15, BubbleJobFigures{"forward1", 3, 1000, 1234},
+                       BubbleJobFigures{"?", -1, 1290, 1300}}}};
   f.bottleneck = BottleneckFigures{2, 4444, 3333, 1.25};
   f.critical_path =
       CriticalPathFigures{{{7, 1000, 12, 5, 6, {{1, 400, 0.4}, {2, 589, 0.589}}}},
