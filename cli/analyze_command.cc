@@ -260,7 +260,9 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
 
   ensure_output_dir(options.output_dir);
   const fs::path out(options.output_dir);
+  std::vector<std::string> written;  // every file written, in order, for the "wrote" line
   write_summary_json(run, metrics, analysis, (out / "summary.json").string());
+  written.push_back((out / "summary.json").string());
   if (!options.no_trace || options.perfetto) {
     TraceOptions trace;
     trace.absolute_time = options.absolute_time;
@@ -269,15 +271,18 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
     trace.steps = std::move(steps);
     if (!options.no_trace) {
       write_chrome_trace(run, metrics, trace, (out / "trace.json").string());
+      written.push_back((out / "trace.json").string());
       warn_if_trace_too_big(out / "trace.json", options);
     }
     if (options.perfetto) {
       write_perfetto_trace(run, metrics, trace, (out / "trace.pftrace").string());
+      written.push_back((out / "trace.pftrace").string());
     }
   }
   if (!options.html.empty()) {
     HtmlOptions html;
     html.title = "pipescope:";
+    html.pipeline = &analysis;
     for (const std::string& path : options.paths) html.title += " " + path;
     try {
       html.steps = choose_html_steps(metrics, options.html_steps);
@@ -287,15 +292,18 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
     const fs::path parent = fs::path(options.html).parent_path();
     if (!parent.empty()) ensure_output_dir(parent.string());
     write_html_report(run, metrics, html, options.html);
+    written.push_back(options.html);
   }
 
   if (!options.quiet) {
     ReportOptions report;
     report.pipeline = &analysis;
     write_text_report(run, metrics, stdout, report);
-    fmt::print("\nwrote {}{}{}\n", (out / "summary.json").string(),
-               options.no_trace ? "" : fmt::format(" and {}", (out / "trace.json").string()),
-               options.perfetto ? fmt::format(" and {}", (out / "trace.pftrace").string()) : "");
+    std::string list;
+    for (std::size_t i = 0; i < written.size(); ++i) {
+      list += (i == 0 ? "" : i + 1 == written.size() ? " and " : ", ") + written[i];
+    }
+    fmt::print("\nwrote {}\n", list);
   }
 
   std::uint64_t malformed = 0;

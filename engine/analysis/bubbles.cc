@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "analysis/step_rule.h"
+
 namespace pipescope {
 
 namespace {
@@ -14,15 +16,16 @@ struct BusyInterval {
   std::int64_t last_job = kNoJob;   // the job whose end is its end
 };
 
-// The contract's busy union (metrics.cc, add_busy_time), kept with the jobs
-// at its edges so that bubbles can name their neighbours.
+// The contract's busy union (metrics.cc: every job but comm jobs), kept with
+// the jobs at its edges so that bubbles can name their neighbours.
 /// The device's busy time as disjoint intervals, into `out` (cleared; its
 /// memory is reused from one device to the next).
-void busy_intervals(const Device& device, std::vector<BusyInterval>& out) {
+void busy_intervals(const Device& device, const TypeKinds& kinds, std::vector<BusyInterval>& out) {
   out.clear();
   for (std::size_t i = 0; i < device.jobs.size(); ++i) {
     const Job& job = device.jobs[i];
     if (job.end_ns <= job.start_ns) continue;
+    if (job.type < kinds.kind.size() && kinds.kind[job.type] == JobKind::comm) continue;
     if (!out.empty() && job.start_ns <= out.back().end) {
       if (job.end_ns > out.back().end) {
         out.back().end = job.end_ns;
@@ -66,8 +69,9 @@ void BubbleTotals::add(const BubbleTotals& other) {
 void for_each_bubble(const Run& run, const Metrics& metrics,
                      const std::function<void(const Bubble&)>& visit) {
   std::vector<BusyInterval> busy;
+  const TypeKinds kinds(run.types);
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    busy_intervals(run.devices[d], busy);
+    busy_intervals(run.devices[d], kinds, busy);
     std::size_t first = 0;  // first interval that may still meet a window
     for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
       const StepWindow& window = metrics.steps[k];

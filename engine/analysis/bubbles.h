@@ -4,8 +4,9 @@
 //             whole window when the device has no job in it)
 //   interior  between two busy intervals
 //   drain     after the device's last busy time in the window
-// Busy time is the contract's (docs/guide.md "Metrics"): the union of all job
-// intervals, so for every device d and step k
+// Busy time is the contract's (docs/guide.md "Metrics"): the union of every
+// job interval except comm jobs' (a send or receive waiting for its peer is
+// idle time), so for every device d and step k
 //   fill(d,k) + interior(d,k) + drain(d,k) == idle(d,k)   exactly.
 //
 // Usage:

@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 #include <span>
+#include <utility>
 
 #include "analysis/step_rule.h"
 
@@ -20,46 +21,65 @@ double ratio(std::int64_t a, std::int64_t b) {
                 : static_cast<double>(static_cast<long double>(a) / static_cast<long double>(b));
 }
 
-/// Adds |[begin, end) ∩ window| to busy(d, k) for every window it meets.
-/// Intervals arrive sorted and disjoint, so the first window that can still
-/// meet one only moves forward.
-class BusyAccumulator {
+using Interval = std::pair<std::int64_t, std::int64_t>;
+
+/// Adds |[begin, end) ∩ window| to one figure of device d (busy or comm) for
+/// every window it meets. Intervals arrive sorted and disjoint, so the first
+/// window that can still meet one only moves forward.
+class WindowAccumulator {
  public:
-  BusyAccumulator(std::vector<StepWindow>& windows, std::size_t device)
-      : windows_(windows), device_(device) {}
+  WindowAccumulator(std::vector<StepWindow>& windows, std::size_t device,
+                    std::int64_t DeviceStepTime::*figure)
+      : windows_(windows), device_(device), figure_(figure) {}
 
   void add(std::int64_t begin, std::int64_t end) {
     while (next_ < windows_.size() && windows_[next_].end_ns <= begin) ++next_;
     for (std::size_t k = next_; k < windows_.size() && windows_[k].start_ns < end; ++k) {
       const std::int64_t overlap =
           std::min(end, windows_[k].end_ns) - std::max(begin, windows_[k].start_ns);
-      if (overlap > 0) windows_[k].devices[device_].busy_ns += overlap;
+      if (overlap > 0) windows_[k].devices[device_].*figure_ += overlap;
     }
   }
 
  private:
   std::vector<StepWindow>& windows_;
   std::size_t device_;
+  std::int64_t DeviceStepTime::*figure_;
   std::size_t next_ = 0;
 };
 
-/// Feeds the union of a device's job intervals (jobs sorted by start) to
-/// `busy`, one maximal merged interval at a time; overlapping jobs count once.
-void add_busy_time(const Device& device, BusyAccumulator& busy) {
-  bool open = false;
-  std::int64_t begin = 0, end = 0;
+/// The union of a device's job intervals (jobs sorted by start) whose
+/// comm-ness is `comm`, as sorted disjoint intervals; overlapping jobs count
+/// once, zero-length jobs not at all.
+std::vector<Interval> job_union(const Device& device, const TypeKinds& kinds, bool comm) {
+  std::vector<Interval> out;
   for (const Job& job : device.jobs) {
     if (job.end_ns <= job.start_ns) continue;
-    if (open && job.start_ns <= end) {
-      end = std::max(end, job.end_ns);
-      continue;
+    const bool is_comm = job.type < kinds.kind.size() && kinds.kind[job.type] == JobKind::comm;
+    if (is_comm != comm) continue;
+    if (!out.empty() && job.start_ns <= out.back().second) {
+      out.back().second = std::max(out.back().second, job.end_ns);
+    } else {
+      out.emplace_back(job.start_ns, job.end_ns);
     }
-    if (open) busy.add(begin, end);
-    open = true;
-    begin = job.start_ns;
-    end = job.end_ns;
   }
-  if (open) busy.add(begin, end);
+  return out;
+}
+
+/// a − b for sorted disjoint interval lists.
+std::vector<Interval> subtract(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::vector<Interval> out;
+  std::size_t j = 0;
+  for (auto [begin, end] : a) {
+    while (j < b.size() && b[j].second <= begin) ++j;
+    for (std::size_t i = j; i < b.size() && b[i].first < end; ++i) {
+      if (b[i].first > begin) out.emplace_back(begin, b[i].first);
+      begin = std::max(begin, b[i].second);
+      if (begin >= end) break;
+    }
+    if (begin < end) out.emplace_back(begin, end);
+  }
+  return out;
 }
 
 /// Jobs of each kind a device ran in one step, by JobKind.
@@ -208,10 +228,16 @@ Metrics compute_metrics(const Run& run) {
     }
   }
 
-  // busy(d,k) = |union of d's jobs ∩ [S_k, E_k)|; idle is the rest.
+  // busy(d,k) = |union of d's non-comm jobs ∩ [S_k, E_k)|; idle is the
+  // rest; comm(d,k) = |(union of comm jobs − that union) ∩ [S_k, E_k)|.
   for (std::size_t d = 0; d < device_count; ++d) {
-    BusyAccumulator busy(metrics.steps, d);
-    add_busy_time(run.devices[d], busy);
+    const std::vector<Interval> compute = job_union(run.devices[d], kinds, false);
+    WindowAccumulator busy(metrics.steps, d, &DeviceStepTime::busy_ns);
+    for (const auto& [begin, end] : compute) busy.add(begin, end);
+    WindowAccumulator comm(metrics.steps, d, &DeviceStepTime::comm_ns);
+    for (const auto& [begin, end] : subtract(job_union(run.devices[d], kinds, true), compute)) {
+      comm.add(begin, end);
+    }
     for (StepWindow& window : metrics.steps) {
       window.devices[d].idle_ns = window.window_ns() - window.devices[d].busy_ns;
     }
@@ -230,6 +256,8 @@ Metrics compute_metrics(const Run& run) {
     for (std::size_t d = 0; d < device_count; ++d) {
       metrics.devices[d].busy_ns += window.devices[d].busy_ns;
       metrics.devices[d].idle_ns += window.devices[d].idle_ns;
+      metrics.devices[d].comm_ns += window.devices[d].comm_ns;
+      metrics.comm_ns += window.devices[d].comm_ns;
     }
     metrics.total_window_ns += window.window_ns();
     total_idle += idle;

@@ -16,8 +16,12 @@
 namespace pipescope {
 
 struct DeviceStepTime {
+  /// |union of the device's non-comm jobs ∩ window|.
   std::int64_t busy_ns = 0;
   std::int64_t idle_ns = 0;
+  /// The part of idle inside comm jobs (send*/recv*) that no other job of
+  /// the device overlaps: |union of comm jobs − union of the others ∩ window|.
+  std::int64_t comm_ns = 0;
 };
 
 struct StepWindow {
@@ -67,6 +71,8 @@ struct DeviceTotals {
   double utilization = 0;
   /// Number of steps detected on this device (all segments).
   std::int64_t steps = 0;
+  /// Σ_k comm(d,k) over the complete steps: idle time inside comm jobs only.
+  std::int64_t comm_ns = 0;
 };
 
 struct Metrics {
@@ -82,6 +88,8 @@ struct Metrics {
   double bubble_ratio = 0;
   /// Σ_k (E_k − S_k) over the complete steps.
   std::int64_t total_window_ns = 0;
+  /// Σ_k Σ_d comm(d,k) over the complete steps (part of the idle time).
+  std::int64_t comm_ns = 0;
   /// Steps that are not complete.
   std::size_t incomplete_steps = 0;
   /// job_step[d][i] is the index into `steps` of device d's i-th job

@@ -20,6 +20,8 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
   a.schedule = detect_run_schedule(run, metrics, a.stages, a.roles);
   a.bubbles = summarize_bubbles(run, metrics, options.top_bubbles);
   a.bottleneck = find_bottleneck(run, metrics, a.stages, a.roles);
+  a.split = split_bubbles(run, metrics, a.stages, a.roles, a.schedule);
+  a.explanation = explain_bubbles(run, metrics, a.schedule, a.split, a.bottleneck);
   a.critical_paths = critical_paths(run, metrics, a.stages, a.dependencies, a.roles);
   a.clock = std::move(clock);
   a.warnings = check_data_quality(run, metrics, a.stages);

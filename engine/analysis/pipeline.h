@@ -17,11 +17,13 @@
 #include <vector>
 
 #include "analysis/bottleneck.h"
+#include "analysis/bubble_split.h"
 #include "analysis/bubbles.h"
 #include "analysis/clock_skew.h"
 #include "analysis/critical_path.h"
 #include "analysis/data_quality.h"
 #include "analysis/dependencies.h"
+#include "analysis/explanation.h"
 #include "analysis/job_role.h"
 #include "analysis/metrics.h"
 #include "analysis/schedule_detect.h"
@@ -48,11 +50,15 @@ struct PipelineAnalysis {
   std::vector<JobRole> roles;  ///< by TypeId
   ScheduleReport schedule;
   BubbleSummary bubbles;
+  /// Idle time split into inherent and excess; comm time by the stage waited for.
+  BubbleSplit split;
   BottleneckReport bottleneck;
   std::vector<Dependency> dependencies;
   std::vector<CriticalPath> critical_paths;
   ClockReport clock;
   std::vector<QualityWarning> warnings;
+  /// The plain sentence the reports lead with (explanation.h).
+  std::string explanation;
 };
 
 /// Resolves the stage map and corrects the machines' clocks (clock_skew.h).

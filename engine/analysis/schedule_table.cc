@@ -529,9 +529,9 @@ std::optional<std::vector<ScheduleStep>> schedule_job_list(ScheduleId id, int st
   return std::nullopt;
 }
 
-std::optional<double> simulated_bubble_ratio(const std::vector<std::vector<ScheduleStep>>& lists,
-                                             StagePlacement placement, int chunks,
-                                             const OpCosts& costs) {
+std::optional<SimulatedSchedule> simulate_job_lists(
+    const std::vector<std::vector<ScheduleStep>>& lists, StagePlacement placement, int chunks,
+    const OpCosts& costs) {
   const int p = static_cast<int>(lists.size());
   if (p < 1 || chunks < 1 || !(costs.forward > 0) || !(costs.backward > 0) ||
       !(costs.backward_input > 0) || !(costs.weight > 0)) {
@@ -544,6 +544,7 @@ std::optional<double> simulated_bubble_ratio(const std::vector<std::vector<Sched
   std::vector<std::map<std::int64_t, double>> f_end(g_count), b_end(g_count);
   std::vector<std::size_t> next(p, 0);
   std::vector<double> free_at(p, 0.0);
+  std::vector<double> stage_busy(p, 0.0);
   double busy = 0;
   std::size_t remaining = 0;
   for (const auto& list : lists) remaining += list.size();
@@ -581,6 +582,7 @@ std::optional<double> simulated_bubble_ratio(const std::vector<std::vector<Sched
           return std::nullopt;  // the same op twice
         }
         free_at[s] = end;
+        stage_busy[s] += cost;
         busy += cost;
         ++next[s];
         --remaining;
@@ -591,6 +593,17 @@ std::optional<double> simulated_bubble_ratio(const std::vector<std::vector<Sched
   }
   const double makespan = *std::max_element(free_at.begin(), free_at.end());
   if (!(makespan > 0)) return std::nullopt;
+  return SimulatedSchedule{makespan, std::move(stage_busy), busy};
+}
+
+std::optional<double> simulated_bubble_ratio(const std::vector<std::vector<ScheduleStep>>& lists,
+                                             StagePlacement placement, int chunks,
+                                             const OpCosts& costs) {
+  const auto simulated = simulate_job_lists(lists, placement, chunks, costs);
+  if (!simulated) return std::nullopt;
+  const int p = static_cast<int>(lists.size());
+  const double makespan = simulated->makespan;
+  const double busy = simulated->total_busy;
   // idle / total rather than 1 - busy / total: with whole-number costs both
   // are exact, and the quotient is then the correctly rounded ratio.
   const double total = static_cast<double>(p) * makespan;

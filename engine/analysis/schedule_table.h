@@ -125,6 +125,22 @@ struct OpCosts {
   double weight = 1;
 };
 
+/// What simulate_job_lists found: when the last op ends, and each stage's
+/// busy time (Σ of its ops' costs); stage s is idle makespan − busy[s].
+struct SimulatedSchedule {
+  double makespan = 0;
+  std::vector<double> busy;
+  double total_busy = 0;  ///< Σ busy, summed in the order the ops ran
+};
+
+/// Runs the job lists (lists[s] = stage s's ops) with `costs` and no latency:
+/// an op starts when its stage is free and its input is there (the forward of
+/// the previous global stage, the backward of the next). nullopt when the
+/// lists deadlock or name an op twice, or the costs are not positive.
+std::optional<SimulatedSchedule> simulate_job_lists(
+    const std::vector<std::vector<ScheduleStep>>& lists, StagePlacement placement, int chunks,
+    const OpCosts& costs);
+
 /// Runs the job lists (lists[s] = stage s's ops) with `costs` and no latency:
 /// an op starts when its stage is free and its input is there (the forward of
 /// the previous global stage, the backward of the next). Returns the idle

@@ -7,8 +7,11 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "analysis/bubble_split.h"
 #include "analysis/bubbles.h"
+#include "analysis/explanation.h"
 #include "analysis/job_kind.h"
+#include "analysis/job_role.h"
 #include "analysis/step_selection.h"
 #include "export/atomic_file.h"
 #include "export/text_report.h"
@@ -22,6 +25,8 @@ constexpr std::size_t kMaxStepBars = 400;
 // Timeline geometry (SVG user units = CSS pixels at 100%).
 constexpr double kLabelWidth = 120;
 constexpr double kPlotWidth = 1000;
+// Room right of the plot so that the last axis label is never clipped.
+constexpr double kRightMargin = 48;
 constexpr double kRowHeight = 20;
 constexpr double kAxisHeight = 22;
 // A box needs this many pixels to carry its micro-batch number.
@@ -47,7 +52,47 @@ const char* kind_color(JobKind kind) {
   return "#b07aa1";
 }
 
+// Shades of a compute role by chunk (VPP): chunk c takes shade c mod 4, all
+// dark enough for white labels.
+const char* compute_color(PipelineRole role, std::int32_t chunk) {
+  static constexpr const char* kForward[] = {"#4e79a7", "#2b5d8c", "#6f94c2", "#1d4470"};
+  static constexpr const char* kBackward[] = {"#59a14f", "#3b7d33", "#74b86a", "#2a5e24"};
+  static constexpr const char* kWeight[] = {"#499894", "#2f7672", "#66b3ae", "#215955"};
+  const auto i = static_cast<std::size_t>(chunk < 0 ? 0 : chunk % 4);
+  switch (role) {
+    case PipelineRole::forward:
+      return kForward[i];
+    case PipelineRole::backward:
+      return kBackward[i];
+    case PipelineRole::weight:
+      return kWeight[i];
+    default:
+      return nullptr;
+  }
+}
+
 std::string percent(double ratio) { return fmt::format("{:.1f}%", ratio * 100); }
+
+// An axis label in the unit of the tick spacing, with only the decimals the
+// spacing needs, in the largest unit not above the label or the spacing:
+// "0", "200 ms", "1.2 s", "50 us".
+std::string axis_label(std::int64_t t, std::int64_t tick) {
+  if (t == 0) return "0";
+  struct Unit {
+    std::int64_t ns;
+    const char* name;
+  };
+  static constexpr Unit kUnits[] = {{1'000'000'000, "s"}, {1'000'000, "ms"}, {1'000, "us"}};
+  for (const Unit& u : kUnits) {
+    if (tick >= u.ns || t >= u.ns) {
+      int decimals = 0;
+      for (std::int64_t step = u.ns; decimals < 3 && tick % step != 0; step /= 10) ++decimals;
+      return fmt::format("{:.{}f} {}", static_cast<double>(t) / static_cast<double>(u.ns), decimals,
+                         u.name);
+    }
+  }
+  return fmt::format("{} ns", t);
+}
 
 std::string device_label(const Device& d) {
   return fmt::format("GPU {} (m{})", d.index, d.machine);
@@ -75,15 +120,28 @@ struct Box {
   std::size_t jobs = 0;
   std::string type;
   std::int64_t micro_batch = 0;
+  JobRole role;
 };
+
+// "F3·c1" for a job of a chunked type, else the micro-batch number.
+std::string box_label(const Box& b) {
+  if (!b.role.chunked || !b.role.compute()) return std::to_string(b.micro_batch);
+  const char letter = b.role.role == PipelineRole::forward    ? 'F'
+                      : b.role.role == PipelineRole::backward ? 'B'
+                                                              : 'W';
+  return fmt::format("{}{}\u00b7c{}", letter, b.micro_batch, b.role.chunk);
+}
 
 void write_box(Out it, const Box& b, double y) {
   const double w = std::max(b.x1 - b.x0, 0.5);
+  const char* shade = compute_color(b.role.role, b.role.chunk);
   fmt::format_to(it,
-                 "<rect class=\"job\" data-kind=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" "
-                 "height=\"{:.1f}\" fill=\"{}\"><title>",
-                 job_kind_name(b.kind), kLabelWidth + b.x0, y + 2, w, kRowHeight - 4,
-                 kind_color(b.kind));
+                 "<rect class=\"job\" data-kind=\"{}\"{} x=\"{:.1f}\" y=\"{:.1f}\" "
+                 "width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>",
+                 job_kind_name(b.kind),
+                 b.role.chunked ? fmt::format(" data-chunk=\"{}\"", b.role.chunk) : std::string(),
+                 kLabelWidth + b.x0, y + 2, w, kRowHeight - 4,
+                 shade != nullptr ? shade : kind_color(b.kind));
   if (b.jobs == 1) {
     fmt::format_to(it, "{} mb{}: {}", markup_escape(b.type), b.micro_batch,
                    format_duration(b.end_ns - b.start_ns));
@@ -92,19 +150,22 @@ void write_box(Out it, const Box& b, double y) {
                    format_duration(b.end_ns - b.start_ns));
   }
   fmt::format_to(it, "</title></rect>");
-  if (b.jobs == 1 && w >= kMinLabelWidth) {
+  const std::string label = box_label(b);
+  // About 6 px per character (the middle dot counts as one).
+  const double needed = std::max(kMinLabelWidth, 6.0 * static_cast<double>(label.size() - 1));
+  if (b.jobs == 1 && w >= (b.role.chunked ? needed : kMinLabelWidth)) {
     fmt::format_to(it, "<text class=\"mb\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>",
-                   kLabelWidth + b.x0 + w / 2, y + kRowHeight / 2 + 4, b.micro_batch);
+                   kLabelWidth + b.x0 + w / 2, y + kRowHeight / 2 + 4, label);
   }
 }
 
-void write_idle(Out it, double x0, double x1, std::int64_t ns, double y) {
+void write_idle(Out it, double x0, double x1, std::int64_t ns, double y, const std::string& parts) {
   if (x1 - x0 < 0.5) return;
   fmt::format_to(
       it,
       "<rect class=\"idle\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\">"
-      "<title>idle {}</title></rect>",
-      kLabelWidth + x0, y + 2, x1 - x0, kRowHeight - 4, format_duration(ns));
+      "<title>idle {}{}</title></rect>",
+      kLabelWidth + x0, y + 2, x1 - x0, kRowHeight - 4, format_duration(ns), parts);
 }
 
 // The bubbles of the drawn steps, by index into Metrics::steps (empty for the
@@ -140,8 +201,10 @@ std::size_t first_overlapping(const JobVector& jobs, std::int64_t start) {
 }
 
 // `bubbles`: the step's, from drawn_bubbles().
+// `highlight[d]`: device d's row belongs to the bottleneck stage.
 void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t k,
-                    const std::vector<Bubble>& bubbles) {
+                    const std::vector<Bubble>& bubbles, const std::vector<JobRole>& roles,
+                    const std::vector<bool>& highlight, const BubbleSplit* split) {
   const StepWindow& w = metrics.steps[k];
   const std::int64_t span = std::max<std::int64_t>(w.window_ns(), 1);
   const double scale = kPlotWidth / static_cast<double>(span);
@@ -155,8 +218,8 @@ void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t 
   fmt::format_to(it,
                  "<svg class=\"timeline\" data-step=\"{}\" width=\"{:.0f}\" height=\"{:.0f}\" "
                  "viewBox=\"0 0 {:.0f} {:.0f}\" xmlns=\"http://www.w3.org/2000/svg\">\n",
-                 w.step, kLabelWidth + kPlotWidth + 10, height, kLabelWidth + kPlotWidth + 10,
-                 height);
+                 w.step, kLabelWidth + kPlotWidth + kRightMargin, height,
+                 kLabelWidth + kPlotWidth + kRightMargin, height);
   // Time axis: ticks relative to the window start.
   const std::int64_t tick = tick_step(span, 8);
   for (std::int64_t t = 0; t <= span; t += tick) {
@@ -165,19 +228,35 @@ void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t 
         it,
         "<line class=\"grid\" x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1:.1f}\" y2=\"{2:.1f}\"/>"
         "<text class=\"tick\" x=\"{0:.1f}\" y=\"14\">{3}</text>\n",
-        x, kAxisHeight - 4, height, format_duration(t));
+        x, kAxisHeight - 4, height, axis_label(t, tick));
   }
 
   auto bubble = bubbles.begin();
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
     const Device& device = run.devices[d];
     const double y = kAxisHeight + kRowHeight * static_cast<double>(d);
-    fmt::format_to(it, "<g class=\"device-row\" data-device=\"{}\">", device.index);
+    const bool slow = d < highlight.size() && highlight[d];
+    fmt::format_to(it, "<g class=\"device-row{}\" data-device=\"{}\">", slow ? " bottleneck" : "",
+                   device.index);
+    if (slow) {
+      fmt::format_to(it,
+                     "<rect class=\"bottleneck-band\" x=\"0\" y=\"{:.1f}\" width=\"{:.1f}\" "
+                     "height=\"{:.1f}\"><title>bottleneck stage</title></rect>",
+                     y, kLabelWidth + kPlotWidth, kRowHeight);
+    }
     fmt::format_to(it, "<text class=\"row-label\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>",
-                   kLabelWidth - 6, y + kRowHeight / 2 + 4, markup_escape(device_label(device)));
+                   kLabelWidth - 6, y + kRowHeight / 2 + 4,
+                   markup_escape(device_label(device) + (slow ? " \u25b2" : "")));
 
     for (; bubble != bubbles.end() && bubble->device == d; ++bubble) {
-      write_idle(it, x_of(bubble->start_ns), x_of(bubble->end_ns), bubble->length_ns(), y);
+      std::string parts;
+      if (split != nullptr) {
+        if (const auto inherent = bubble_inherent_ns(*split, metrics, *bubble)) {
+          parts = fmt::format(": inherent {}, excess {}", format_duration(*inherent),
+                              format_duration(bubble->length_ns() - *inherent));
+        }
+      }
+      write_idle(it, x_of(bubble->start_ns), x_of(bubble->end_ns), bubble->length_ns(), y, parts);
     }
 
     const JobVector& jobs = device.jobs;
@@ -188,10 +267,12 @@ void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t 
       const Job& job = jobs[i];
       if (job.end_ns <= w.start_ns) continue;
       const JobKind kind = classify_job_type(run.types.name(job.type));
+      const JobRole role = job.type < roles.size() ? roles[job.type] : JobRole{};
       const double x0 = x_of(job.start_ns);
       const double x1 = x_of(job.end_ns);
       const bool tiny = x1 - x0 < 1.0;
-      if (has_pending && tiny && pending.kind == kind && x0 - pending.x1 < 1.0 &&
+      if (has_pending && tiny && pending.kind == kind && pending.role.role == role.role &&
+          pending.role.chunk == role.chunk && x0 - pending.x1 < 1.0 &&
           (pending.x1 - pending.x0 < 1.0 || pending.jobs > 1)) {
         pending.x1 = std::max(pending.x1, x1);
         pending.end_ns = std::max(pending.end_ns, job.end_ns);
@@ -206,7 +287,8 @@ void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t 
                     std::min(job.end_ns, w.end_ns),
                     1,
                     run.types.name(job.type),
-                    job.micro_batch};
+                    job.micro_batch,
+                    role};
       has_pending = true;
     }
     if (has_pending) write_box(it, pending, y);
@@ -223,6 +305,7 @@ void write_utilization(Out it, const Run& run, const Metrics& metrics) {
                  "height=\"{1:.0f}\" viewBox=\"0 0 {0:.0f} {1:.0f}\" "
                  "xmlns=\"http://www.w3.org/2000/svg\">\n",
                  kLabelWidth + kBarWidth + 80, height);
+  // (the percentage right of each bar fits in the 80 units left for it)
   for (std::size_t d = 0; d < run.devices.size() && d < metrics.devices.size(); ++d) {
     const double y = kRowHeight * static_cast<double>(d);
     const double u = metrics.devices[d].utilization;
@@ -257,7 +340,7 @@ void write_step_chart(Out it, const Metrics& metrics, const std::vector<std::siz
   fmt::format_to(it,
                  "<svg class=\"steps\" width=\"{0:.0f}\" height=\"{1:.0f}\" viewBox=\"0 0 {0:.0f} "
                  "{1:.0f}\" xmlns=\"http://www.w3.org/2000/svg\">\n",
-                 kLabelWidth + kPlotWidth + 10, kHeight + kTop + 24);
+                 kLabelWidth + kPlotWidth + kRightMargin, kHeight + kTop + 24);
   for (int pct = 0; pct <= 100; pct += 25) {
     const double y = kTop + kHeight * (1 - pct / 100.0);
     fmt::format_to(
@@ -322,7 +405,11 @@ dl.figures dt{color:#666;font-size:12px}dl.figures dd{margin:0;font-size:18px;fo
 .figures div{display:flex;flex-direction:column}
 svg text{font-size:11px;fill:#333}svg .row-label{text-anchor:end}svg .tick{text-anchor:middle;fill:#666}
 svg .mb{text-anchor:middle;fill:#fff;font-size:10px;font-weight:600}
-svg .grid{stroke:#e4e4e4;stroke-width:1}svg .job{stroke:#fff;stroke-width:0.6}svg .idle{fill:#f6c9c4}
+svg .grid{stroke:#e4e4e4;stroke-width:1}svg .bottleneck-band{fill:#fff3c4}
+.bottleneck .row-label{font-weight:700;fill:#8a5a00}
+p.why{font-size:15px;background:#f4f7fb;border-left:4px solid #4e79a7;padding:8px 12px;margin:0 0 16px;max-width:1100px}
+ul.warnings{color:#8a5a00;margin:4px 0;padding-left:20px}
+table.bubbles td:nth-child(5),table.bubbles td:nth-child(8),table.bubbles td:nth-child(9){text-align:left}svg .job{stroke:#fff;stroke-width:0.6}svg .idle{fill:#f6c9c4}
 svg .util-track{fill:#f6c9c4}svg .util-bar{fill:#4e79a7}
 svg .step-bar{fill:#e15759}svg .step-bar.selected{fill:#8b1e1f}svg .max-tick{stroke:#8b1e1f;stroke-width:1}
 .legend span{display:inline-block;margin-right:14px;font-size:12px}
@@ -444,6 +531,10 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
                  "<title>{}</title>\n<style>{}</style></head>\n<body>\n",
                  markup_escape(options.title), kStyle);
   fmt::format_to(it, "<h1>{}</h1>\n", markup_escape(options.title));
+  const PipelineAnalysis* a = options.pipeline;
+  if (a != nullptr && !a->explanation.empty()) {
+    fmt::format_to(it, "<p class=\"why\" id=\"why\">{}</p>\n", markup_escape(a->explanation));
+  }
   fmt::format_to(it, "<dl class=\"figures\">\n");
   const auto figure = [&](std::string_view id, std::string_view name, const std::string& value) {
     fmt::format_to(it, "<div><dt>{}</dt><dd id=\"{}\">{}</dd></div>\n", name, id, value);
@@ -455,7 +546,43 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
   figure("fig-bubble-ratio", "bubble ratio", percent(metrics.bubble_ratio));
   figure("fig-window", "total step time", format_duration(metrics.total_window_ns));
   figure("fig-median-step", "median step", format_duration(median_step_ns(metrics)));
+  std::vector<bool> highlight(run.devices.size(), false);
+  if (a != nullptr) {
+    const ScheduleDetection& d = a->schedule.detection;
+    figure("fig-schedule", "schedule",
+           fmt::format("{}{} P={} M={}{}", detection_name(d), d.exact || !d.family ? "" : "-like",
+                       d.stages, d.micro_batches,
+                       d.chunks > 1 ? fmt::format(" V={}", d.chunks) : std::string()));
+    figure("fig-ideal", "its ideal bubble",
+           a->schedule.ideal_bubble_ratio ? percent(*a->schedule.ideal_bubble_ratio) : "unknown");
+    const std::int64_t all =
+        static_cast<std::int64_t>(run.devices.size()) * metrics.total_window_ns;
+    const auto points = [&](std::int64_t ns) {
+      return fmt::format(
+          "{:.1f} points",
+          all > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(all) : 0.0);
+    };
+    figure("fig-inherent", "inherent", a->split.known ? points(a->split.inherent_ns) : "unknown");
+    figure("fig-excess", "excess", a->split.known ? points(a->split.excess_ns) : "unknown");
+    if (metrics.comm_ns > 0) figure("fig-comm", "inside comm jobs", points(metrics.comm_ns));
+    const BottleneckReport& b = a->bottleneck;
+    figure("fig-bottleneck", "bottleneck",
+           has_bottleneck(b) ? fmt::format("stage {} ({:.2f}x)", b.slowest_stage, b.imbalance)
+                             : std::string("balanced"));
+    if (has_bottleneck(b)) {
+      for (std::size_t d = 0; d < a->stages.stage_of.size() && d < highlight.size(); ++d) {
+        highlight[d] = a->stages.stage_of[d] == b.slowest_stage;
+      }
+    }
+  }
   fmt::format_to(it, "</dl>\n");
+  if (a != nullptr && !a->warnings.empty()) {
+    fmt::format_to(it, "<h2>Warnings ({})</h2>\n<ul class=\"warnings\">\n", a->warnings.size());
+    for (const QualityWarning& w : a->warnings) {
+      fmt::format_to(it, "<li>{}</li>\n", markup_escape(w.message));
+    }
+    fmt::format_to(it, "</ul>\n");
+  }
 
   // Timelines of the chosen steps.
   fmt::format_to(it, "<h2>Timeline</h2>\n<div class=\"legend\">");
@@ -470,15 +597,66 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
     fmt::format_to(it, "<span><i style=\"background:{}\"></i>{}</span>", kind_color(k),
                    job_kind_name(k));
   }
+  const std::vector<JobRole> roles = classify_job_roles(run.types);
+  std::int32_t max_chunk = 0;
+  bool has_weight = false;
+  for (const JobRole& role : roles) {
+    if (role.chunked) max_chunk = std::max(max_chunk, role.chunk);
+    has_weight |= role.role == PipelineRole::weight;
+  }
+  if (has_weight) {
+    fmt::format_to(it, "<span><i style=\"background:{}\"></i>weight (backward_w)</span>",
+                   compute_color(PipelineRole::weight, 0));
+  }
+  for (std::int32_t c = 1; c <= max_chunk; ++c) {
+    fmt::format_to(it, "<span><i style=\"background:{}\"></i>forward chunk {}</span>",
+                   compute_color(PipelineRole::forward, c), c);
+  }
+  if (std::find(highlight.begin(), highlight.end(), true) != highlight.end()) {
+    fmt::format_to(it, "<span><i style=\"background:#fff3c4\"></i>bottleneck stage \u25b2</span>");
+  }
   fmt::format_to(it,
                  "<span><i style=\"background:#f6c9c4\"></i>idle (bubble)</span></div>\n"
-                 "<p class=\"note\">Numbers on the boxes are micro-batch ids. Only the steps "
-                 "below are drawn; the chart further down covers every step.</p>\n");
+                 "<p class=\"note\">Numbers on the boxes are micro-batch ids ({}). Only the "
+                 "steps below are drawn; the chart further down covers every step.</p>\n",
+                 max_chunk > 0 ? "F3\u00b7c1: forward of micro-batch 3, chunk 1; chunks are shaded"
+                               : "hover a box or a bubble for its times");
   const std::vector<std::vector<Bubble>> bubbles = drawn_bubbles(run, metrics, options.steps);
   for (std::size_t k : options.steps) {
-    if (k < metrics.steps.size()) write_timeline(it, run, metrics, k, bubbles[k]);
+    if (k < metrics.steps.size()) {
+      write_timeline(it, run, metrics, k, bubbles[k], roles, highlight,
+                     a != nullptr ? &a->split : nullptr);
+    }
   }
   if (options.steps.empty()) fmt::format_to(it, "<p class=\"note\">No step to draw.</p>\n");
+
+  if (a != nullptr && !a->bubbles.longest.empty() && !metrics.steps.empty()) {
+    fmt::format_to(it,
+                   "<h2>Longest bubbles</h2>\n<table class=\"bubbles\"><tr><th>device</th>"
+                   "<th>step</th><th>start</th><th>length</th><th>kind</th><th>inherent</th>"
+                   "<th>excess</th><th>after</th><th>waits for</th></tr>\n");
+    const std::int64_t origin = metrics.steps.front().start_ns;
+    const auto job_text = [&](const Device& device, std::int64_t j) {
+      if (j < 0 || static_cast<std::size_t>(j) >= device.jobs.size()) return std::string("-");
+      const Job& job = device.jobs[static_cast<std::size_t>(j)];
+      return markup_escape(fmt::format("{} mb{}",
+                                       job.type < run.types.size() ? run.types.name(job.type) : "?",
+                                       job.micro_batch));
+    };
+    for (const Bubble& bubble : a->bubbles.longest) {
+      const Device& device = run.devices[bubble.device];
+      const auto inherent = bubble_inherent_ns(a->split, metrics, bubble);
+      fmt::format_to(it,
+                     "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+                     "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                     device.index, markup_escape(step_label(metrics, bubble.step)),
+                     format_duration(bubble.start_ns - origin), format_duration(bubble.length_ns()),
+                     bubble_kind_name(bubble.kind), inherent ? format_duration(*inherent) : "-",
+                     inherent ? format_duration(bubble.length_ns() - *inherent) : "-",
+                     job_text(device, bubble.job_before), job_text(device, bubble.job_after));
+    }
+    fmt::format_to(it, "</table>\n");
+  }
 
   write_utilization(it, run, metrics);
   write_step_chart(it, metrics, options.steps);

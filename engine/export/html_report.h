@@ -10,9 +10,18 @@
 // jobs), the step chart groups steps into at most 400 bars (each bar the
 // mean, with the max as a tick), and only the chosen steps are listed.
 //
+// With the pipeline analysis it leads with the plain explanation
+// (<p id="why">), then the schedule, its ideal, the inherent/excess split and
+// the comm time among the figures, the bottleneck stage's rows highlighted
+// (<g class="device-row bottleneck">, only when a stage is slower than the
+// others beyond noise), the warnings (<ul class="warnings">) and the longest
+// bubbles with the jobs they sit between (<table class="bubbles">). Boxes of
+// chunked (VPP) types are shaded by chunk and labelled "F3·c1".
+//
 // Stable hooks for tests and scripts: the figures are <dd> elements with ids
 // (fig-devices, fig-jobs, fig-steps, fig-bubble-ratio, fig-window,
-// fig-median-step); each timeline is <svg class="timeline" data-step="N">
+// fig-median-step; with the analysis fig-schedule, fig-ideal, fig-inherent,
+// fig-excess, fig-comm); each timeline is <svg class="timeline" data-step="N">
 // with one <g class="device-row" data-device="D"> per device holding
 // <rect class="job" data-kind="K"> boxes and <rect class="idle"> bubbles;
 // utilization bars are <rect class="util-bar" data-device="D">; step bars
@@ -29,6 +38,7 @@
 #include <vector>
 
 #include "analysis/metrics.h"
+#include "analysis/pipeline.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -38,6 +48,10 @@ struct HtmlOptions {
   std::vector<std::size_t> steps;
   /// Title shown at the top (e.g. the input path).
   std::string title = "pipescope report";
+  /// When set, the report leads with its explanation and shows the schedule
+  /// and its ideal, the inherent/excess split, the bottleneck stage's rows
+  /// highlighted, the warnings and the longest bubbles with what they wait for.
+  const PipelineAnalysis* pipeline = nullptr;
 };
 
 /// The steps to draw: `spec` lists step numbers ("5", "3-4", "3,7"); empty

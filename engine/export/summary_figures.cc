@@ -18,7 +18,7 @@ std::vector<DeviceFigures> device_figures(const Run& run, const Metrics& metrics
     const DeviceTotals totals = d < metrics.devices.size() ? metrics.devices[d] : DeviceTotals{};
     out.push_back({device.index, device.machine, device.machine_name, device.rank, device.path,
                    static_cast<std::int64_t>(device.jobs.size()), totals.steps, totals.busy_ns,
-                   totals.idle_ns, totals.utilization});
+                   totals.idle_ns, totals.utilization, totals.comm_ns});
   }
   return out;
 }
@@ -32,7 +32,8 @@ std::vector<StepFigures> step_figures(const Run& run, const Metrics& metrics) {
     for (std::size_t d = 0; d < step.devices.size(); ++d) {
       // The global device index, as in "devices" (a --devices selection leaves gaps).
       const int device = d < run.devices.size() ? run.devices[d].index : static_cast<int>(d);
-      s.devices.push_back({device, step.devices[d].busy_ns, step.devices[d].idle_ns});
+      s.devices.push_back(
+          {device, step.devices[d].busy_ns, step.devices[d].idle_ns, step.devices[d].comm_ns});
     }
     out.push_back(std::move(s));
   }
@@ -116,7 +117,7 @@ StagesFigures stages_figures(const Run& run, const PipelineAnalysis& a) {
 }
 
 BubbleSplitFigures split_figures(const BubbleTotals& t) {
-  return {t.of(BubbleKind::fill), t.of(BubbleKind::interior), t.of(BubbleKind::drain)};
+  return {t.of(BubbleKind::fill), t.of(BubbleKind::interior), t.of(BubbleKind::drain), {}, {}};
 }
 
 std::optional<BubbleJobFigures> bubble_job(const Run& run, const Device& device, std::int64_t job) {
@@ -125,27 +126,44 @@ std::optional<BubbleJobFigures> bubble_job(const Run& run, const Device& device,
   return BubbleJobFigures{std::string(type_name(run, j.type)), j.micro_batch, j.start_ns, j.end_ns};
 }
 
+/// Sets the inherent/excess parts of `s` (idle = its three kinds) when known.
+void set_parts(BubbleSplitFigures& s, const BubbleSplit& split, std::int64_t inherent) {
+  if (!split.known) return;
+  s.inherent_ns = inherent;
+  s.excess_ns = s.fill_ns + s.interior_ns + s.drain_ns - inherent;
+}
+
 BubblesFigures bubbles_figures(const Run& run, const Metrics& metrics, const PipelineAnalysis& a) {
   const BubbleSummary& b = a.bubbles;
+  const BubbleSplit& split = a.split;
   BubblesFigures out;
   out.total = split_figures(b.total);
+  set_parts(out.total, split, split.inherent_ns);
   out.idle_ns = b.total.idle_ns();
   for (std::size_t d = 0; d < b.per_device.size() && d < run.devices.size(); ++d) {
-    out.devices.push_back({run.devices[d].index, split_figures(b.per_device[d])});
+    BubbleSplitFigures parts = split_figures(b.per_device[d]);
+    if (d < split.device_inherent.size()) set_parts(parts, split, split.device_inherent[d]);
+    out.devices.push_back({run.devices[d].index, parts});
   }
   for (std::size_t k = 0; k < b.per_step.size() && k < metrics.steps.size(); ++k) {
     StepBubbleFigures step{metrics.steps[k].step, {}};
     for (std::size_t d = 0; d < b.per_step[k].size() && d < run.devices.size(); ++d) {
-      step.devices.push_back({run.devices[d].index, split_figures(b.per_step[k][d])});
+      BubbleSplitFigures parts = split_figures(b.per_step[k][d]);
+      if (k < split.inherent.size() && d < split.inherent[k].size()) {
+        set_parts(parts, split, split.inherent[k][d]);
+      }
+      step.devices.push_back({run.devices[d].index, parts});
     }
     out.steps.push_back(std::move(step));
   }
   for (const Bubble& bubble : b.longest) {
     const Device& device = run.devices[bubble.device];
-    out.longest.push_back({device.index, metrics.steps[bubble.step].step, bubble.start_ns,
-                           bubble.length_ns(), std::string(bubble_kind_name(bubble.kind)),
-                           bubble_job(run, device, bubble.job_before),
-                           bubble_job(run, device, bubble.job_after)});
+    const std::optional<std::int64_t> inherent = bubble_inherent_ns(split, metrics, bubble);
+    out.longest.push_back(
+        {device.index, metrics.steps[bubble.step].step, bubble.start_ns, bubble.length_ns(),
+         std::string(bubble_kind_name(bubble.kind)), inherent,
+         inherent ? std::optional<std::int64_t>(bubble.length_ns() - *inherent) : std::nullopt,
+         bubble_job(run, device, bubble.job_before), bubble_job(run, device, bubble.job_after)});
   }
   return out;
 }
@@ -267,6 +285,7 @@ SummaryFigures summary_figures(const Run& run, const Metrics& metrics) {
   f.bubble_ratio = metrics.bubble_ratio;
   f.total_window_ns = metrics.total_window_ns;
   f.time_resolution_ns = run.time_resolution_ns;
+  f.comm_ns = metrics.comm_ns;
   f.devices = device_figures(run, metrics);
   f.steps = step_figures(run, metrics);
   f.incomplete_steps = static_cast<std::int64_t>(metrics.incomplete_steps);

@@ -44,6 +44,10 @@ struct DeviceFigures {
   std::int64_t busy_ns = 0;
   std::int64_t idle_ns = 0;
   double utilization = 0;
+  /// Idle time inside comm jobs that no other job overlaps (part of idle_ns);
+  /// written after "idle_ns". Always set from a run; absent from a summary
+  /// written before the field.
+  std::optional<std::int64_t> comm_ns;
 
   friend bool operator==(const DeviceFigures&, const DeviceFigures&) = default;
 };
@@ -52,6 +56,7 @@ struct StepDeviceFigures {
   int device = 0;  ///< global device index
   std::int64_t busy_ns = 0;
   std::int64_t idle_ns = 0;
+  std::optional<std::int64_t> comm_ns;  ///< as DeviceFigures::comm_ns
 
   friend bool operator==(const StepDeviceFigures&, const StepDeviceFigures&) = default;
 };
@@ -192,11 +197,17 @@ struct StagesFigures {
   friend bool operator==(const StagesFigures&, const StagesFigures&) = default;
 };
 
-/// Idle time by bubble kind ("fill_ns", "interior_ns", "drain_ns").
+/// Idle time by bubble kind ("fill_ns", "interior_ns", "drain_ns"), and the
+/// same idle time split into the part the detected schedule makes
+/// unavoidable and the excess (analysis/bubble_split.h): inherent + excess =
+/// fill + interior + drain. Both null when the schedule has no job list;
+/// absent from a summary written before they existed.
 struct BubbleSplitFigures {
   std::int64_t fill_ns = 0;
   std::int64_t interior_ns = 0;
   std::int64_t drain_ns = 0;
+  std::optional<std::int64_t> inherent_ns;
+  std::optional<std::int64_t> excess_ns;
 
   friend bool operator==(const BubbleSplitFigures&, const BubbleSplitFigures&) = default;
 };
@@ -231,6 +242,11 @@ struct LongBubbleFigures {
   std::int64_t start_ns = 0;
   std::int64_t length_ns = 0;
   std::string kind;                        ///< fill, interior, drain
+  /// Its parts: its device-step's inherent time shared among that
+  /// device-step's bubbles in proportion to their lengths (rounded down),
+  /// and the rest. Written after "length_ns"; null as BubbleSplitFigures'.
+  std::optional<std::int64_t> inherent_ns;
+  std::optional<std::int64_t> excess_ns;
   std::optional<BubbleJobFigures> before;  ///< null at the start of a step
   std::optional<BubbleJobFigures> after;   ///< null at the end
 
@@ -356,6 +372,8 @@ struct SummaryFigures {
   /// dygraph records), whose jobs shorter than a few ms are quantised; 0 (and
   /// absent from the file) when the inputs are as fine as they logged.
   std::int64_t time_resolution_ns = 0;
+  /// Σ over devices and complete steps of comm_ns; absent from an older summary.
+  std::optional<std::int64_t> comm_ns;
   std::vector<DeviceFigures> devices;
   std::vector<StepFigures> steps;
   /// Steps that are not complete (steps[].complete false).

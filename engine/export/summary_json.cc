@@ -29,6 +29,7 @@ void write_devices(JsonWriter& w, const std::vector<DeviceFigures>& devices) {
     w.field("steps", d.steps);
     w.field("busy_ns", d.busy_ns);
     w.field("idle_ns", d.idle_ns);
+    if (d.comm_ns) w.field("comm_ns", *d.comm_ns);
     w.field("utilization", d.utilization);
     w.end_object();
   }
@@ -76,6 +77,7 @@ void write_steps(JsonWriter& w, const std::vector<StepFigures>& steps) {
       w.field("device", d.device);
       w.field("busy_ns", d.busy_ns);
       w.field("idle_ns", d.idle_ns);
+      if (d.comm_ns) w.field("comm_ns", *d.comm_ns);
       w.end_object();
     }
     w.end_array();
@@ -218,6 +220,8 @@ void write_split(JsonWriter& w, const BubbleSplitFigures& s) {
   w.field("fill_ns", s.fill_ns);
   w.field("interior_ns", s.interior_ns);
   w.field("drain_ns", s.drain_ns);
+  write_optional(w, "inherent_ns", s.inherent_ns);
+  write_optional(w, "excess_ns", s.excess_ns);
 }
 
 void write_device_bubbles(JsonWriter& w, const std::vector<DeviceBubbleFigures>& devices) {
@@ -270,6 +274,8 @@ void write_bubbles(JsonWriter& w, const BubblesFigures& b) {
     w.field("step", bubble.step);
     w.field("start_ns", bubble.start_ns);
     w.field("length_ns", bubble.length_ns);
+    write_optional(w, "inherent_ns", bubble.inherent_ns);
+    write_optional(w, "excess_ns", bubble.excess_ns);
     w.field("kind", std::string_view(bubble.kind));
     write_bubble_job(w, "before", bubble.before);
     write_bubble_job(w, "after", bubble.after);
@@ -412,6 +418,7 @@ void write_summary_json(const SummaryFigures& f, const std::string& path) {
   w.field("bubble_ratio", f.bubble_ratio);
   w.field("total_window_ns", f.total_window_ns);
   if (f.time_resolution_ns != 0) w.field("time_resolution_ns", f.time_resolution_ns);
+  if (f.comm_ns) w.field("comm_ns", *f.comm_ns);
   write_devices(w, f.devices);
   write_steps(w, f.steps);
   w.field("incomplete_steps", f.incomplete_steps);

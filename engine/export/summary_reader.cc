@@ -172,6 +172,7 @@ DeviceFigures read_device(const Reader& r, object d) {
   opt(d, "steps", f.steps);
   f.busy_ns = r.int64(d, "busy_ns", where);
   f.idle_ns = r.int64(d, "idle_ns", where);
+  opt(d, "comm_ns", f.comm_ns);
   f.utilization = r.number(d, "utilization", where);
   return f;
 }
@@ -189,8 +190,12 @@ StepFigures read_step(const Reader& r, object s) {
   for (element e : r.list(s, "devices", where)) {
     constexpr std::string_view inner = "a steps[].devices[] entry";
     const object d = r.obj(e, inner);
-    f.devices.push_back({static_cast<int>(r.int64(d, "device", inner)),
-                         r.int64(d, "busy_ns", inner), r.int64(d, "idle_ns", inner)});
+    StepDeviceFigures device{static_cast<int>(r.int64(d, "device", inner)),
+                             r.int64(d, "busy_ns", inner),
+                             r.int64(d, "idle_ns", inner),
+                             {}};
+    opt(d, "comm_ns", device.comm_ns);
+    f.devices.push_back(device);
   }
   return f;
 }
@@ -329,6 +334,8 @@ BubbleSplitFigures read_split(object o) {
   opt(o, "fill_ns", f.fill_ns);
   opt(o, "interior_ns", f.interior_ns);
   opt(o, "drain_ns", f.drain_ns);
+  opt(o, "inherent_ns", f.inherent_ns);
+  opt(o, "excess_ns", f.excess_ns);
   return f;
 }
 
@@ -371,6 +378,8 @@ BubblesFigures read_bubbles(const Reader& r, object b) {
         opt(o, "step", bubble.step);
         opt(o, "start_ns", bubble.start_ns);
         opt(o, "length_ns", bubble.length_ns);
+        opt(o, "inherent_ns", bubble.inherent_ns);
+        opt(o, "excess_ns", bubble.excess_ns);
         opt(o, "kind", bubble.kind);
         bubble.before = read_bubble_job(o, "before");
         bubble.after = read_bubble_job(o, "after");
@@ -507,6 +516,7 @@ SummaryFigures parse_summary_figures(std::string_view json, const std::string& s
   f.bubble_ratio = r.number(root, "bubble_ratio", where);
   f.total_window_ns = r.int64(root, "total_window_ns", where);
   opt(root, "time_resolution_ns", f.time_resolution_ns);
+  opt(root, "comm_ns", f.comm_ns);
   for (element e : r.list(root, "devices", where)) {
     f.devices.push_back(read_device(r, r.obj(e, "a devices[] entry")));
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <vector>
@@ -278,6 +279,22 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
                                  percent(sr.measured_bubble_ratio), percent(*sr.ideal_bubble_ratio),
                                  *sr.excess * 100.0));
   }
+  const std::int64_t all = static_cast<std::int64_t>(run.devices.size()) * metrics.total_window_ns;
+  const auto points = [&](std::int64_t ns) {
+    return fmt::format("{:.1f}",
+                       all > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(all) : 0.0);
+  };
+  if (a.split.known) {
+    append_line(out, fmt::format("  idle split: inherent {} ({} points), excess {} ({} points)",
+                                 format_duration(a.split.inherent_ns), points(a.split.inherent_ns),
+                                 format_duration(a.split.excess_ns), points(a.split.excess_ns)));
+  } else {
+    append_line(out, "  idle split: unknown (no job list for this schedule to simulate)");
+  }
+  if (metrics.comm_ns > 0) {
+    append_line(out, fmt::format("  inside comm jobs (idle): {} ({} points)",
+                                 format_duration(metrics.comm_ns), points(metrics.comm_ns)));
+  }
   const BubbleTotals& t = a.bubbles.total;
   append_line(out, fmt::format("  idle by kind: fill {} ({}), interior {} ({}), drain {} ({})",
                                format_duration(t.of(BubbleKind::fill)),
@@ -287,7 +304,12 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
                                format_duration(t.of(BubbleKind::drain)),
                                share(t.of(BubbleKind::drain), t.idle_ns())));
   const BottleneckReport& b = a.bottleneck;
-  if (b.slowest_stage >= 0) {
+  const bool bottleneck = has_bottleneck(b);
+  if (b.slowest_stage >= 0 && !bottleneck) {
+    append_line(out, fmt::format("  stages: balanced (the slowest, stage {}, computes {:.2f}x the "
+                                 "mean of the stages)",
+                                 b.slowest_stage, b.imbalance));
+  } else if (b.slowest_stage >= 0) {
     const auto slowest = static_cast<std::size_t>(b.slowest_stage);
     append_line(out,
                 fmt::format("  bottleneck: stage {} (device {}), {} of compute per device "
@@ -329,11 +351,11 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
       const DurationStats& st = r[static_cast<std::size_t>(role)];
       return st.count == 0 ? std::string("-") : format_duration(st.p95_ns);
     };
-    stages.add_row({std::to_string(s) + (static_cast<int>(s) == b.slowest_stage ? " *" : ""),
-                    describe_stage_devices(run, a.stages, s), mean(PipelineRole::forward),
-                    p95(PipelineRole::forward), mean(PipelineRole::backward),
-                    p95(PipelineRole::backward), mean(PipelineRole::weight),
-                    format_duration(b.stages[s].compute_per_step_ns)});
+    stages.add_row(
+        {std::to_string(s) + (bottleneck && static_cast<int>(s) == b.slowest_stage ? " *" : ""),
+         describe_stage_devices(run, a.stages, s), mean(PipelineRole::forward),
+         p95(PipelineRole::forward), mean(PipelineRole::backward), p95(PipelineRole::backward),
+         mean(PipelineRole::weight), format_duration(b.stages[s].compute_per_step_ns)});
   }
   append_line(out, style.bold("Stages (* = bottleneck)"));
   stages.render(out, style);
@@ -346,16 +368,20 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
                    {"start ms", Table::right},
                    {"length", Table::right},
                    {"kind", Table::left},
+                   {"inherent", Table::right},
+                   {"excess", Table::right},
                    {"job before", Table::left},
                    {"job after", Table::left}});
     const std::int64_t origin = metrics.steps.front().start_ns;
     for (const Bubble& bubble : a.bubbles.longest) {
       const Device& device = run.devices[bubble.device];
-      longest.add_row({std::to_string(device.index), step_label(metrics, bubble.step),
-                       relative_ms(bubble.start_ns, origin), format_duration(bubble.length_ns()),
-                       std::string(bubble_kind_name(bubble.kind)),
-                       job_name(run, device, bubble.job_before),
-                       job_name(run, device, bubble.job_after)});
+      const std::optional<std::int64_t> inherent = bubble_inherent_ns(a.split, metrics, bubble);
+      longest.add_row(
+          {std::to_string(device.index), step_label(metrics, bubble.step),
+           relative_ms(bubble.start_ns, origin), format_duration(bubble.length_ns()),
+           std::string(bubble_kind_name(bubble.kind)), inherent ? format_duration(*inherent) : "-",
+           inherent ? format_duration(bubble.length_ns() - *inherent) : "-",
+           job_name(run, device, bubble.job_before), job_name(run, device, bubble.job_after)});
     }
     longest.render(out, style);
   }
@@ -421,6 +447,9 @@ void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
                       : std::string(),
                   metrics.steps.empty() ? run.first_step.value_or(0) : metrics.steps.front().step,
                   count(run.inputs.size(), "input"))));
+  if (options.pipeline != nullptr && !options.pipeline->explanation.empty()) {
+    append_line(text, fmt::format("Why: {}", printable(options.pipeline->explanation)));
+  }
   append_line(text, "");
 
   write_devices(text, run, metrics, style);

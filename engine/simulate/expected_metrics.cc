@@ -43,11 +43,14 @@ double ratio(std::int64_t numerator, std::int64_t denominator) {
 
 ExpectedMetricsBuilder::ExpectedMetricsBuilder(const std::vector<SimDeviceInfo>& devices,
                                                std::int64_t first_step)
-    : devices_(devices), first_step_(first_step), intervals_(devices.size()) {}
+    : devices_(devices),
+      first_step_(first_step),
+      intervals_(devices.size()),
+      comm_intervals_(devices.size()) {}
 
 void ExpectedMetricsBuilder::add_job(int device, int step, std::int64_t start_ns,
-                                     std::int64_t end_ns) {
-  intervals_[device].emplace_back(start_ns, end_ns);
+                                     std::int64_t end_ns, bool comm) {
+  (comm ? comm_intervals_ : intervals_)[device].emplace_back(start_ns, end_ns);
   if (static_cast<std::size_t>(step) >= spans_.size()) {
     spans_.resize(step + 1, std::vector<StepSpan>(devices_.size()));
   }
@@ -71,7 +74,7 @@ ExpectedMetrics ExpectedMetricsBuilder::finish() const {
     out.device = devices_[d].index;
     out.machine = devices_[d].machine;
     out.rank = devices_[d].rank;
-    out.jobs = static_cast<std::int64_t>(intervals_[d].size());
+    out.jobs = static_cast<std::int64_t>(intervals_[d].size() + comm_intervals_[d].size());
     metrics.jobs += out.jobs;
     for (const auto& step : spans_) out.steps += step[d].any ? 1 : 0;
   }
@@ -102,13 +105,21 @@ ExpectedMetrics ExpectedMetricsBuilder::finish() const {
     step.devices.resize(device_count);
   }
   for (std::size_t d = 0; d < device_count; ++d) {
+    // Busy: every job but comm jobs. Comm time: what the comm jobs add to
+    // the union of all jobs (|A ∪ C| − |A| = |C − A|).
     const auto merged = union_of(intervals_[d]);
+    std::vector<Interval> all = intervals_[d];
+    all.insert(all.end(), comm_intervals_[d].begin(), comm_intervals_[d].end());
+    const auto merged_all = union_of(std::move(all));
     for (auto& step : metrics.steps) {
       const std::int64_t busy = covered(merged, step.start_ns, step.end_ns);
       const std::int64_t idle = (step.end_ns - step.start_ns) - busy;
-      step.devices[d] = {busy, idle};
+      const std::int64_t comm = covered(merged_all, step.start_ns, step.end_ns) - busy;
+      step.devices[d] = {busy, idle, comm};
       metrics.devices[d].busy_ns += busy;
       metrics.devices[d].idle_ns += idle;
+      metrics.devices[d].comm_ns += comm;
+      metrics.comm_ns += comm;
     }
     metrics.devices[d].utilization = ratio(metrics.devices[d].busy_ns, metrics.total_window_ns);
     total_idle += metrics.devices[d].idle_ns;
@@ -127,15 +138,17 @@ std::string expected_metrics_json(const ExpectedMetrics& metrics) {
   auto it = std::back_inserter(out);
   fmt::format_to(it,
                  "{{\n  \"jobs\": {},\n  \"first_step\": {},\n  \"bubble_ratio\": {},\n"
-                 "  \"total_window_ns\": {},\n  \"devices\": [",
-                 metrics.jobs, metrics.first_step, metrics.bubble_ratio, metrics.total_window_ns);
+                 "  \"total_window_ns\": {},\n  \"comm_ns\": {},\n  \"devices\": [",
+                 metrics.jobs, metrics.first_step, metrics.bubble_ratio, metrics.total_window_ns,
+                 metrics.comm_ns);
   for (std::size_t d = 0; d < metrics.devices.size(); ++d) {
     const auto& dev = metrics.devices[d];
     fmt::format_to(it,
                    "{}\n    {{\"device\": {}, \"machine\": {}, \"rank\": {}, \"jobs\": {}, "
-                   "\"steps\": {}, \"busy_ns\": {}, \"idle_ns\": {}, \"utilization\": {}}}",
+                   "\"steps\": {}, \"busy_ns\": {}, \"idle_ns\": {}, \"comm_ns\": {}, "
+                   "\"utilization\": {}}}",
                    d == 0 ? "" : ",", dev.device, dev.machine, dev.rank, dev.jobs, dev.steps,
-                   dev.busy_ns, dev.idle_ns, dev.utilization);
+                   dev.busy_ns, dev.idle_ns, dev.comm_ns, dev.utilization);
   }
   fmt::format_to(it, "\n  ],\n  \"steps\": [");
   for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
@@ -146,8 +159,9 @@ std::string expected_metrics_json(const ExpectedMetrics& metrics) {
                    k == 0 ? "" : ",", step.step, step.start_ns, step.end_ns,
                    step.end_ns - step.start_ns, step.bubble_ratio);
     for (std::size_t d = 0; d < step.devices.size(); ++d) {
-      fmt::format_to(it, "{}{{\"device\": {}, \"busy_ns\": {}, \"idle_ns\": {}}}",
-                     d == 0 ? "" : ", ", d, step.devices[d].busy_ns, step.devices[d].idle_ns);
+      fmt::format_to(it, "{}{{\"device\": {}, \"busy_ns\": {}, \"idle_ns\": {}, \"comm_ns\": {}}}",
+                     d == 0 ? "" : ", ", d, step.devices[d].busy_ns, step.devices[d].idle_ns,
+                     step.devices[d].comm_ns);
     }
     fmt::format_to(it, "]}}");
   }

@@ -26,12 +26,14 @@ struct ExpectedDevice {
   std::int64_t steps = 0;
   std::int64_t busy_ns = 0;
   std::int64_t idle_ns = 0;
+  std::int64_t comm_ns = 0;
   double utilization = 0;
 };
 
 struct ExpectedStepDevice {
   std::int64_t busy_ns = 0;
   std::int64_t idle_ns = 0;
+  std::int64_t comm_ns = 0;
 };
 
 struct ExpectedStep {
@@ -47,6 +49,7 @@ struct ExpectedMetrics {
   std::int64_t first_step = 0;
   double bubble_ratio = 0;
   std::int64_t total_window_ns = 0;
+  std::int64_t comm_ns = 0;
   std::vector<ExpectedDevice> devices;
   std::vector<ExpectedStep> steps;
 };
@@ -56,8 +59,9 @@ class ExpectedMetricsBuilder {
   ExpectedMetricsBuilder(const std::vector<SimDeviceInfo>& devices, std::int64_t first_step);
 
   /// One job of `device` in 0-based step `step`, with the times a reader of
-  /// the log gets back.
-  void add_job(int device, int step, std::int64_t start_ns, std::int64_t end_ns);
+  /// the log gets back; `comm` for a send/recv job (not busy time: the
+  /// contract's comm time where no other job overlaps it).
+  void add_job(int device, int step, std::int64_t start_ns, std::int64_t end_ns, bool comm = false);
 
   ExpectedMetrics finish() const;
 
@@ -70,11 +74,12 @@ class ExpectedMetricsBuilder {
   std::vector<SimDeviceInfo> devices_;
   std::int64_t first_step_;
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> intervals_;  // per device
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> comm_intervals_;
   std::vector<std::vector<StepSpan>> spans_;                                   // [step][device]
 };
 
 /// expected.json: exactly the summary.json fields jobs, first_step,
-/// bubble_ratio, total_window_ns, devices and steps (same names and meaning),
+/// bubble_ratio, total_window_ns, comm_ns, devices and steps (same names and meaning),
 /// so that a summary can be checked field by field against it. Ratios use
 /// the shortest round-trip form.
 std::string expected_metrics_json(const ExpectedMetrics& metrics);

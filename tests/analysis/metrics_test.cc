@@ -23,7 +23,8 @@ void add(Run& run, std::size_t d, std::string_view type, std::int64_t mb, std::i
 }
 
 // The worked example of docs/guide.md ("Metrics"), figures by hand:
-// windows [0,55) and [56,90); busy 45/22 (device 0), 40/19 (device 1).
+// windows [0,55) and [56,90); busy 45/22 (device 0), 40/15 (device 1: its
+// recv_forward [62,66) is comm time, idle).
 Run worked_example() {
   pipescope::Run run;
   run.first_step = 5;
@@ -62,10 +63,11 @@ TEST(Metrics, WorkedExample) {
   EXPECT_EQ(m.steps[1].devices[0].busy_ns, 22);
   EXPECT_EQ(m.steps[1].devices[0].idle_ns, 12);
   EXPECT_EQ(m.steps[0].devices[1].busy_ns, 40);
-  EXPECT_EQ(m.steps[1].devices[1].busy_ns, 19);
-  EXPECT_EQ(m.steps[1].devices[1].idle_ns, 15);
+  EXPECT_EQ(m.steps[1].devices[1].busy_ns, 15);
+  EXPECT_EQ(m.steps[1].devices[1].idle_ns, 19);
+  EXPECT_EQ(m.steps[1].devices[1].comm_ns, 4);
   EXPECT_DOUBLE_EQ(m.steps[0].bubble_ratio, 25.0 / 110.0);
-  EXPECT_DOUBLE_EQ(m.steps[1].bubble_ratio, 27.0 / 68.0);
+  EXPECT_DOUBLE_EQ(m.steps[1].bubble_ratio, 31.0 / 68.0);
   // Step 6 is the last step and device 0 ran one forward in it, two in step
   // 5: it is incomplete, and the totals cover step 5 only.
   EXPECT_TRUE(m.steps[0].complete);
@@ -226,14 +228,15 @@ TEST(Metrics, WorkedExampleWithALaterStepCountsBothWindows) {
   EXPECT_FALSE(m.steps[2].complete);  // the last, one forward against two
   EXPECT_EQ(m.steps[1].start_ns, 56);
   EXPECT_EQ(m.steps[1].end_ns, 90);
-  EXPECT_DOUBLE_EQ(m.bubble_ratio, 52.0 / 178.0);
+  EXPECT_DOUBLE_EQ(m.bubble_ratio, 56.0 / 178.0);
+  EXPECT_EQ(m.comm_ns, 4);
   EXPECT_EQ(m.total_window_ns, 89);
   EXPECT_EQ(m.devices[0].busy_ns, 67);
   EXPECT_EQ(m.devices[0].idle_ns, 22);
-  EXPECT_EQ(m.devices[1].busy_ns, 59);
-  EXPECT_EQ(m.devices[1].idle_ns, 30);
+  EXPECT_EQ(m.devices[1].busy_ns, 55);
+  EXPECT_EQ(m.devices[1].idle_ns, 34);
   EXPECT_DOUBLE_EQ(m.devices[0].utilization, 67.0 / 89.0);
-  EXPECT_DOUBLE_EQ(m.devices[1].utilization, 59.0 / 89.0);
+  EXPECT_DOUBLE_EQ(m.devices[1].utilization, 55.0 / 89.0);
 }
 
 // The complete-step rule, clause by clause.
@@ -313,15 +316,19 @@ TEST(Metrics, PrologueSample) {
   // recv_forward at 103 (job 9) opens step 11 with the forward after it.
   EXPECT_EQ(m.job_step[1], (std::vector<std::int32_t>{0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
                                                       1, 1, 1, 1, 1, 1, 1, 1, 2, 2}));
-  EXPECT_EQ(m.steps[1].devices[1].busy_ns, 95 * kMs);
+  // Comm jobs are not busy: 95 ms before the amendment, 31 of them in comm jobs.
+  EXPECT_EQ(m.steps[1].devices[1].busy_ns, 64 * kMs);
+  EXPECT_EQ(m.steps[1].devices[1].comm_ns, 31 * kMs);
   // Step 12 was cut (device 0 ran one forward in it, two in step 11): it is
   // left out of the totals.
   EXPECT_TRUE(m.steps[0].complete);
   EXPECT_TRUE(m.steps[1].complete);
   EXPECT_FALSE(m.steps[2].complete);
   EXPECT_EQ(m.devices[0].busy_ns, 130 * kMs);
-  EXPECT_EQ(m.devices[1].idle_ns, 32 * kMs);
-  EXPECT_DOUBLE_EQ(m.bubble_ratio, 107.0 / 410.0);
+  EXPECT_EQ(m.devices[1].idle_ns, 77 * kMs);
+  EXPECT_EQ(m.devices[1].comm_ns, 45 * kMs);
+  EXPECT_EQ(m.comm_ns, 45 * kMs);
+  EXPECT_DOUBLE_EQ(m.bubble_ratio, 152.0 / 410.0);
 }
 
 TEST(Metrics, DeviceMissingFromAStepIsIdleForAllOfIt) {

@@ -35,13 +35,13 @@ RunFigures make_run(const std::string& name, const std::vector<std::int64_t>& du
     s.duration_ns = durations[k];
     s.end_ns = t + durations[k];
     t = s.end_ns;
-    s.devices.push_back({0, durations[k] - 10, 10});
-    s.devices.push_back({1, busy1[k], durations[k] - busy1[k]});
+    s.devices.push_back({0, durations[k] - 10, 10, {}});
+    s.devices.push_back({1, busy1[k], durations[k] - busy1[k], {}});
     s.bubble_ratio = static_cast<double>(10 + durations[k] - busy1[k]) / (2.0 * durations[k]);
     r.steps.push_back(s);
   }
-  r.devices.push_back({0, 0, "", 0, "", 1, 0, 0, 0, 0});
-  r.devices.push_back({1, 0, "", 1, "", 1, 0, 0, 0, 0});
+  r.devices.push_back({0, 0, "", 0, "", 1, 0, 0, 0, 0, {}});
+  r.devices.push_back({1, 0, "", 1, "", 1, 0, 0, 0, 0, {}});
   return r;
 }
 

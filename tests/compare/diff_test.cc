@@ -19,8 +19,8 @@ RunFigures with_schedule(const std::string& name, int m) {
   r.origin = "test";
   r.jobs = 10;
   r.bubble_ratio = 0.25;
-  r.steps.push_back({0, 0, true, 0, 100, 100, 0.25, {{0, 75, 25}}});
-  r.devices.push_back({0, 0, "", 0, "", 10, 0, 75, 25, 0.75});
+  r.steps.push_back({0, 0, true, 0, 100, 100, 0.25, {{0, 75, 25, {}}}});
+  r.devices.push_back({0, 0, "", 0, "", 10, 0, 75, 25, 0.75, {}});
   r.job_types.push_back({"forward", "forward", 5, 50 * 5});
   ScheduleFigures& s = r.schedule.emplace();
   s.name = "1F1B";
@@ -103,7 +103,7 @@ TEST(CompareDiff, StageByStageLargestChangesFirst) {
                              testing::shell_quote(dir / "b-out"))
                 .status,
             0);
-  for (const std::string b : {dir / "b", dir / "b-out/summary.json"}) {
+  for (const std::string& b : {std::string(dir / "b"), std::string(dir / "b-out/summary.json")}) {
     const testing::CommandResult r = testing::run_cli("diff " + testing::shell_quote(dir / "a") +
                                                       " " + testing::shell_quote(b) + " --json -");
     ASSERT_EQ(r.status, 0) << r.output;

@@ -114,6 +114,56 @@ TEST(HtmlReportBrowser, ChromiumRendersRowsBoxesFiguresAndScreenshot) {
   EXPECT_GT(static_cast<long>(shot.tellg()), 20000) << "a blank page compresses far smaller";
 }
 
+// A VPP run with a slow stage: the page leads with the explanation, shows
+// the schedule and its split, highlights the slow stage's rows, shades and
+// labels chunks, lists the longest bubbles, and renders without a console
+// message (the page has no script: any message is a parse or load error).
+TEST(HtmlReportBrowser, ExplainsWhyAndRendersWithoutConsoleErrors) {
+  if (browser_skipped()) GTEST_SKIP() << "PIPESCOPE_NO_BROWSER=1";
+  ASSERT_EQ(run_command("command -v chromium >/dev/null 2>&1").status, 0)
+      << "chromium is not installed (see above), or set PIPESCOPE_NO_BROWSER=1";
+  TempDir dir;
+  const CommandResult sim = run_cli(
+      "simulate -o " + shell_quote(dir / "logs") +
+      " --schedule vpp --stages 4 --micro-batches 8 --chunks 2 --slow-stage 2:1.5 --steps 2");
+  ASSERT_EQ(sim.status, 0) << sim.output;
+  const std::string html = dir / "report.html";
+  const CommandResult analyze = run_cli("analyze --no-trace " + shell_quote(dir / "logs") + " -o " +
+                                        shell_quote(dir / "out") + " --html " + shell_quote(html));
+  ASSERT_EQ(analyze.status, 0) << analyze.output;
+  // The "wrote" line names every file written, the report included.
+  EXPECT_NE(analyze.output.find("wrote " + (dir / "out/summary.json") + " and " + html),
+            std::string::npos)
+      << analyze.output;
+
+  const CommandResult browser =
+      run_command(chromium(dir / "p") + "--enable-logging=stderr --v=0 --dump-dom " +
+                  shell_quote("file://" + html) + " > " + shell_quote(dir / "dom.html") + " 2> " +
+                  shell_quote(dir / "log.txt"));
+  const std::string dom = read_file(dir / "dom.html");
+  ASSERT_FALSE(dom.empty()) << read_file(dir / "log.txt");
+  const std::string log = read_file(dir / "log.txt");
+  EXPECT_EQ(log.find("CONSOLE"), std::string::npos) << log;
+  EXPECT_EQ(log.find("Uncaught"), std::string::npos) << log;
+
+  const std::string why = element_text(dom, "why");
+  EXPECT_NE(why.find("inherent to VPP with P=4, M=8, V=2"), std::string::npos) << why;
+  EXPECT_NE(why.find("mostly waiting on stage 2"), std::string::npos) << why;
+  EXPECT_EQ(element_text(dom, "fig-schedule"), "VPP P=4 M=8 V=2");
+  EXPECT_EQ(element_text(dom, "fig-ideal"), "15.8%");
+  EXPECT_NE(element_text(dom, "fig-inherent").find(" points"), std::string::npos);
+  EXPECT_NE(element_text(dom, "fig-bottleneck").find("stage 2"), std::string::npos);
+  // Device 2 is stage 2: its row is highlighted in each drawn step (2 steps).
+  EXPECT_EQ(count(dom, "<g class=\"device-row bottleneck\" data-device=\"2\""), 2u);
+  EXPECT_EQ(count(dom, "<g class=\"device-row bottleneck\""), 2u);
+  EXPECT_GT(count(dom, "data-chunk=\"1\""), 0u);
+  EXPECT_NE(dom.find("\u00b7c1</text>"), std::string::npos) << "chunk labels such as F3\u00b7c1";
+  EXPECT_NE(dom.find("<table class=\"bubbles\">"), std::string::npos);
+  // Axis labels in readable units, no "ms" with three decimals.
+  EXPECT_NE(dom.find(" ms</text>"), std::string::npos);
+  EXPECT_EQ(dom.find("0.000 ms</text>"), std::string::npos);
+}
+
 TEST(HtmlReport, StepChoice) {
   Metrics m;
   for (std::int64_t k = 0; k < 5; ++k) {

@@ -230,7 +230,8 @@ TEST(ExportSummary, KeysInSchemaOrder) {
   }
   EXPECT_EQ(text.back(), '\n');
   // Device entries stay one line each.
-  EXPECT_NE(text.find("{\"device\": 2, \"busy_ns\": 100, \"idle_ns\": 2900}"), std::string::npos)
+  EXPECT_NE(text.find("{\"device\": 2, \"busy_ns\": 100, \"idle_ns\": 2900, \"comm_ns\": 0}"),
+            std::string::npos)
       << text;
 }
 

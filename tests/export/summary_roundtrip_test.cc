@@ -88,12 +88,12 @@ void expect_all_set(const std::optional<T>& x) {
 }
 
 void expect_all_set(const DeviceFigures& x) {
-  const auto& [a, b, c, d, e, f, g, h, i, j] = x;
-  expect_set("DeviceFigures", a, b, c, d, e, f, g, h, i, j);
+  const auto& [a, b, c, d, e, f, g, h, i, j, comm] = x;
+  expect_set("DeviceFigures", a, b, c, d, e, f, g, h, i, j, comm);
 }
 void expect_all_set(const StepDeviceFigures& x) {
-  const auto& [a, b, c] = x;
-  expect_set("StepDeviceFigures", a, b, c);
+  const auto& [a, b, c, comm] = x;
+  expect_set("StepDeviceFigures", a, b, c, comm);
 }
 void expect_all_set(const StepFigures& x) {
   const auto& [a, segment, complete, b, c, d, e, devices] = x;
@@ -140,8 +140,8 @@ void expect_all_set(const StagesFigures& x) {
   expect_all_set(list);
 }
 void expect_all_set(const BubbleSplitFigures& x) {
-  const auto& [a, b, c] = x;
-  expect_set("BubbleSplitFigures", a, b, c);
+  const auto& [a, b, c, inherent, excess] = x;
+  expect_set("BubbleSplitFigures", a, b, c, inherent, excess);
 }
 void expect_all_set(const DeviceBubbleFigures& x) {
   const auto& [a, split] = x;
@@ -158,8 +158,8 @@ void expect_all_set(const BubbleJobFigures& x) {
   expect_set("BubbleJobFigures", a, b, c, d);
 }
 void expect_all_set(const LongBubbleFigures& x) {
-  const auto& [a, b, c, d, e, before, after] = x;
-  expect_set("LongBubbleFigures", a, b, c, d, e);
+  const auto& [a, b, c, d, e, inherent, excess, before, after] = x;
+  expect_set("LongBubbleFigures", a, b, c, d, e, inherent, excess);
   expect_all_set(before);
   expect_all_set(after);
 }
@@ -221,10 +221,10 @@ void expect_all_set(const LeftOutFigures& x) {
   expect_set("LeftOutFigures", a, b, c, d, e, f);
 }
 void expect_all_set(const SummaryFigures& x) {
-  const auto& [a, b, c, d, time_resolution_ns, devices, steps, incomplete_steps, segments, job_types, inputs,
-               diagnostics, left_out, schedule, stages, bubbles, bottleneck, critical_path, clock,
-               warnings] = x;
-  expect_set("SummaryFigures", a, b, c, d, time_resolution_ns, incomplete_steps);
+  const auto& [a, b, c, d, time_resolution_ns, comm, devices, steps, incomplete_steps, segments,
+               job_types, inputs, diagnostics, left_out, schedule, stages, bubbles, bottleneck,
+               critical_path, clock, warnings] = x;
+  expect_set("SummaryFigures", a, b, c, d, time_resolution_ns, comm, incomplete_steps);
   expect_all_set(devices);
   expect_all_set(steps);
   expect_all_set(segments);
@@ -250,12 +250,13 @@ SummaryFigures every_field() {
   f.bubble_ratio = 0.1 + 0.2;  // not exactly 0.3: doubles must come back to the bit
   f.total_window_ns = 1'697'793'307'213'000'123;
   f.time_resolution_ns = 1'000'000;
-  f.devices = {{3, 1, "machine1", 2, "/logs/machine1/workerlog.2", 5, 4, 900, 100, 0.9},
-               {4, 1, "machine\"1\"", 3, "/logs/odd \\ path\n", 6, 5, 1, 999, 1e-300}};
+  f.comm_ns = 77;
+  f.devices = {{3, 1, "machine1", 2, "/logs/machine1/workerlog.2", 5, 4, 900, 100, 0.9, 40},
+               {4, 1, "machine\"1\"", 3, "/logs/odd \\ path\n", 6, 5, 1, 999, 1e-300, 0}};
   // complete = false is a default value to expect_set: the round trip of an
   // incomplete step is its own test below.
-  f.steps = {{7, 2, true, 10, 1010, 1000, 0.25, {{3, 750, 250}, {4, 500, 500}}},
-             {8, 3, true, 1010, 3010, 2001, 1.0 / 3.0, {{3, -5, 2006}}}};
+  f.steps = {{7, 2, true, 10, 1010, 1000, 0.25, {{3, 750, 250, 30}, {4, 500, 500, 1}}},
+             {8, 3, true, 1010, 3010, 2001, 1.0 / 3.0, {{3, -5, 2006, 2}}}};
   f.incomplete_steps = 9;
   f.segments = {{2, 10, 1010, 7, true, 1, 1, "step_start_line", {"/logs/machine1/workerlog.2"}},
                 {3, 1010, 3010, 8, true, 5, 4, "restart_after_gap", {"a", "b\"c"}}};
@@ -285,12 +286,13 @@ SummaryFigures every_field() {
       {{1,
         {3, 4},
         StageLoadFigures{555, {{"weight", 2, 20, 10, 9, 11, 12}, {"other", 1, 5, 5, 5, 5, 5}}}}}};
-  f.bubbles = BubblesFigures{{1, 2, 3},
-                             7,
-                             {{3, {4, 5, 6}}},
-                             {{7, {{4, {7, 8, 9}}}}},
-                             {{4, 8, 1234, 56, "drain", BubbleJobFigures{"forward1", 3, 1000, 1234},
-                               BubbleJobFigures{"?", -1, 1290, 1300}}}};
+  f.bubbles =
+      BubblesFigures{{1, 2, 3, 4, -5},
+                     7,
+                     {{3, {4, 5, 6, 10, 11}}},
+                     {{7, {{4, {7, 8, 9, 12, 13}}}}},
+                     {{4, 8, 1234, 56, "drain", 14, 15, BubbleJobFigures{"forward1", 3, 1000, 1234},
+                       BubbleJobFigures{"?", -1, 1290, 1300}}}};
   f.bottleneck = BottleneckFigures{2, 4444, 3333, 1.25};
   f.critical_path =
       CriticalPathFigures{{{7, 1000, 12, 5, 6, {{1, 400, 0.4}, {2, 589, 0.589}}}},
@@ -318,6 +320,7 @@ void expect_same(const SummaryFigures& got, const SummaryFigures& want) {
   EXPECT_EQ(got.bubble_ratio, want.bubble_ratio);
   EXPECT_EQ(got.total_window_ns, want.total_window_ns);
   EXPECT_EQ(got.time_resolution_ns, want.time_resolution_ns);
+  EXPECT_EQ(got.comm_ns, want.comm_ns);
   EXPECT_TRUE(got.devices == want.devices);
   EXPECT_TRUE(got.steps == want.steps);
   EXPECT_EQ(got.incomplete_steps, want.incomplete_steps);
@@ -360,8 +363,14 @@ TEST(SummaryRoundTrip, AnIncompleteStepComesBackIncomplete) {
 }
 
 TEST(SummaryRoundTrip, UnsetAndNullFieldsComeBackUnset) {
-  // No pipeline sections at all (write_summary_json without the analysis).
+  // No pipeline sections at all (write_summary_json without the analysis);
+  // no comm time (a summary written before the field existed).
   SummaryFigures f = every_field();
+  f.comm_ns.reset();
+  for (DeviceFigures& d : f.devices) d.comm_ns.reset();
+  for (StepFigures& step : f.steps) {
+    for (StepDeviceFigures& d : step.devices) d.comm_ns.reset();
+  }
   f.job_types[0].total_ns.reset();
   f.inputs[0].error.clear();
   f.left_out.clear();  // written only when not empty
@@ -381,6 +390,14 @@ TEST(SummaryRoundTrip, UnsetAndNullFieldsComeBackUnset) {
   g.schedule->excess_bubble_ratio.reset();
   g.stages->list[0].load.reset();
   g.bubbles->longest[0].before.reset();
+  g.bubbles->longest[0].inherent_ns.reset();  // a schedule without a job list: null
+  g.bubbles->longest[0].excess_ns.reset();
+  g.bubbles->total.inherent_ns.reset();
+  g.bubbles->total.excess_ns.reset();
+  g.bubbles->devices[0].split.inherent_ns.reset();
+  g.bubbles->devices[0].split.excess_ns.reset();
+  g.bubbles->steps[0].devices[0].split.inherent_ns.reset();
+  g.bubbles->steps[0].devices[0].split.excess_ns.reset();
   g.bubbles->longest[0].after.reset();
   g.critical_path->longest_step.reset();
   g.clock->pairs[0].lower_ns.reset();

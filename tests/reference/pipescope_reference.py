@@ -360,7 +360,10 @@ def analyse(paths, device_filter=None):
         jobs.sort(key=lambda j: (j["start"], j["end"], j["line"]))
         devices.append({"device": index, "machine": machine, "machine_name": name,
                         "rank": rank, "path": str(path), "jobs": jobs, "marks": marks,
-                        "union": union((j["start"], j["end"]) for j in jobs)})
+                        "union": union((j["start"], j["end"]) for j in jobs),
+                        # Busy time is every job but comm jobs (send*/recv*).
+                        "compute": union((j["start"], j["end"]) for j in jobs
+                                         if kind_of(j["type"]) != "comm")})
     first_step = min(first_steps) if first_steps else 0
 
     # Launch segments: a job belongs to segment (number of cuts <= its start).
@@ -453,17 +456,21 @@ def analyse(paths, device_filter=None):
             number_of_step.append(seg["first_step"] + k)
     D = len(devices)
     steps_out, total_idle, total_window = [], 0, 0
-    busy_total = [0] * D
+    busy_total, comm_total = [0] * D, [0] * D
     for k, (start, end) in enumerate(windows):
         length = end - start
         per_device, idle_sum = [], 0
         for i, d in enumerate(devices):
-            busy = covered(d["union"], start, end)
+            busy = covered(d["compute"], start, end)
             idle = length - busy
+            # Comm time: what the comm jobs add to the busy union.
+            comm = covered(d["union"], start, end) - busy
             if complete[k]:
                 busy_total[i] += busy
+                comm_total[i] += comm
             idle_sum += idle
-            per_device.append({"device": d["device"], "busy_ns": busy, "idle_ns": idle})
+            per_device.append({"device": d["device"], "busy_ns": busy, "idle_ns": idle,
+                               "comm_ns": comm})
         if complete[k]:
             total_idle += idle_sum
             total_window += length
@@ -489,6 +496,7 @@ def analyse(paths, device_filter=None):
             "rank": d["rank"], "path": d["path"], "jobs": len(d["jobs"]),
             "steps": d["steps"],
             "busy_ns": busy_total[i], "idle_ns": total_window - busy_total[i],
+            "comm_ns": comm_total[i],
             "utilization": ratio(busy_total[i], total_window)})
 
     type_counts, type_totals = {}, {}
@@ -502,6 +510,7 @@ def analyse(paths, device_filter=None):
         "first_step": first_step,
         "bubble_ratio": ratio(total_idle, D * total_window),
         "total_window_ns": total_window,
+        "comm_ns": sum(comm_total),
         "devices": devices_out,
         "steps": steps_out,
         "incomplete_steps": complete.count(False),

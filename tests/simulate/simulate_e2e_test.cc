@@ -151,6 +151,14 @@ class Comparer {
       note(fmt::format("{}{}: expected {}, got {}", where, key, e, a));
     }
   }
+  /// ints() when both sides have the key (comm_ns: the simulator's expected
+  /// figures and summary.json have it, the test's own oracle below does not).
+  void ints_if_expected(simdjson::dom::element expected, simdjson::dom::element actual,
+                        const char* key, const std::string& where) {
+    if (expected[key].error() == simdjson::SUCCESS && actual[key].error() == simdjson::SUCCESS) {
+      ints(expected, actual, key, where);
+    }
+  }
   void ratio(simdjson::dom::element expected, simdjson::dom::element actual, const char* key,
              const std::string& where) {
     double e = 0, a = 0;
@@ -164,6 +172,7 @@ class Comparer {
   void compare(simdjson::dom::element expected, simdjson::dom::element actual) {
     for (const char* key : {"jobs", "first_step", "total_window_ns"})
       ints(expected, actual, key, "");
+    ints_if_expected(expected, actual, "comm_ns", "");
     ratio(expected, actual, "bubble_ratio", "");
     simdjson::dom::array e_devices, a_devices, e_steps, a_steps;
     if (expected["devices"].get_array().get(e_devices) ||
@@ -182,6 +191,7 @@ class Comparer {
       for (const char* key : {"device", "machine", "rank", "jobs", "steps", "busy_ns", "idle_ns"}) {
         ints(e_devices.at(d), a_devices.at(d), key, where);
       }
+      ints_if_expected(e_devices.at(d), a_devices.at(d), "comm_ns", where);
       ratio(e_devices.at(d), a_devices.at(d), "utilization", where);
     }
     for (std::size_t k = 0; k < e_steps.size(); ++k) {
@@ -199,6 +209,8 @@ class Comparer {
         for (const char* key : {"device", "busy_ns", "idle_ns"}) {
           ints(e_dev.at(d), a_dev.at(d), key, fmt::format("{}devices[{}].", where, d));
         }
+        ints_if_expected(e_dev.at(d), a_dev.at(d), "comm_ns",
+                         fmt::format("{}devices[{}].", where, d));
       }
     }
   }
@@ -390,11 +402,13 @@ std::string independent_metrics_json(const fs::path& dir) {
     if (k > 0) lo = std::max(lo, windows.back().second);
     windows.emplace_back(lo, std::max(hi, lo));
   }
-  // busy(d, k): sweep over the time-sorted jobs, counting overlaps once.
+  // busy(d, k): sweep over the time-sorted jobs but comm jobs (r, c),
+  // counting overlaps once.
   std::vector<std::vector<std::int64_t>> busy(count, std::vector<std::int64_t>(windows.size(), 0));
   for (std::size_t d = 0; d < count; ++d) {
     std::int64_t covered_to = INT64_MIN;
     for (const auto& job : devices[d].jobs) {
+      if (job.kind == 'r' || job.kind == 'c') continue;
       const std::int64_t from = std::max(job.start, covered_to);
       if (job.end <= from) continue;
       for (std::size_t k = 0; k < windows.size(); ++k) {

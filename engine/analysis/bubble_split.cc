@@ -1,0 +1,204 @@
+#include "analysis/bubble_split.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <string_view>
+#include <utility>
+
+#include "analysis/step_rule.h"
+
+namespace pipescope {
+
+namespace {
+
+using Interval = std::pair<std::int64_t, std::int64_t>;
+
+// Op kinds the simulation prices: forward, whole backward, input-gradient
+// half of a split backward, weight half.
+constexpr std::size_t kOpKinds = 4;
+
+std::optional<std::size_t> op_kind(const JobRole& role) {
+  switch (role.role) {
+    case PipelineRole::forward:
+      return 0;
+    case PipelineRole::backward:
+      return role.split_backward ? 2 : 1;
+    case PipelineRole::weight:
+      return 3;
+    default:
+      return std::nullopt;
+  }
+}
+
+struct CostSums {
+  std::array<long double, kOpKinds> sum{};
+  std::array<std::uint64_t, kOpKinds> count{};
+};
+
+/// The costs of one step: its means, else the run's, else 1 ns (a kind the
+/// lists do not use).
+OpCosts step_costs(const CostSums& step, const CostSums& run) {
+  std::array<double, kOpKinds> mean{};
+  for (std::size_t i = 0; i < kOpKinds; ++i) {
+    if (step.count[i] > 0) {
+      mean[i] = static_cast<double>(step.sum[i] / step.count[i]);
+    } else if (run.count[i] > 0) {
+      mean[i] = static_cast<double>(run.sum[i] / run.count[i]);
+    }
+    if (!(mean[i] > 0)) mean[i] = 1;
+  }
+  return {mean[0], mean[1], mean[2], mean[3]};
+}
+
+/// The contract's busy union of a device: every job but comm jobs.
+std::vector<Interval> compute_union(const Device& device, const TypeKinds& kinds) {
+  std::vector<Interval> out;
+  for (const Job& job : device.jobs) {
+    if (job.end_ns <= job.start_ns) continue;
+    if (job.type < kinds.kind.size() && kinds.kind[job.type] == JobKind::comm) continue;
+    if (!out.empty() && job.start_ns <= out.back().second) {
+      out.back().second = std::max(out.back().second, job.end_ns);
+    } else {
+      out.emplace_back(job.start_ns, job.end_ns);
+    }
+  }
+  return out;
+}
+
+/// |[begin, end) − busy ∩ complete windows|.
+std::int64_t comm_only(std::int64_t begin, std::int64_t end, const std::vector<Interval>& busy,
+                       const Metrics& metrics) {
+  std::int64_t total = 0;
+  auto in_windows = [&](std::int64_t b, std::int64_t e) {
+    // Windows are disjoint and in time order.
+    auto it = std::lower_bound(metrics.steps.begin(), metrics.steps.end(), b,
+                               [](const StepWindow& w, std::int64_t at) { return w.end_ns <= at; });
+    for (; it != metrics.steps.end() && it->start_ns < e; ++it) {
+      if (!it->complete) continue;
+      total += std::max<std::int64_t>(0, std::min(e, it->end_ns) - std::max(b, it->start_ns));
+    }
+  };
+  auto it = std::lower_bound(busy.begin(), busy.end(), begin,
+                             [](const Interval& i, std::int64_t at) { return i.second <= at; });
+  for (; it != busy.end() && it->first < end && begin < end; ++it) {
+    if (it->first > begin) in_windows(begin, it->first);
+    begin = std::max(begin, it->second);
+  }
+  if (begin < end) in_windows(begin, end);
+  return total;
+}
+
+/// Comm time of every device by the stage it waits for.
+void comm_waits(const Run& run, const Metrics& metrics, const StageMap& stages,
+                BubbleSplit& split) {
+  const std::size_t p = stages.stage_count();
+  split.receive_wait_ns.assign(p, 0);
+  split.send_wait_ns.assign(p, 0);
+  if (p == 0) return;
+  const TypeKinds kinds(run.types);
+  for (std::size_t d = 0; d < run.devices.size() && d < stages.stage_of.size(); ++d) {
+    const Device& device = run.devices[d];
+    const auto s = static_cast<std::size_t>(stages.stage_of[d]);
+    const std::vector<Interval> busy = compute_union(device, kinds);
+    std::int64_t cursor = std::numeric_limits<std::int64_t>::min();
+    for (const Job& job : device.jobs) {
+      if (job.type >= kinds.kind.size() || kinds.kind[job.type] != JobKind::comm) continue;
+      const std::int64_t begin = std::max(job.start_ns, cursor);
+      const std::int64_t end = job.end_ns;
+      cursor = std::max(cursor, end);
+      if (end <= begin) continue;
+      const std::string_view type = run.types.name(job.type);
+      const bool receive = kinds.receive[job.type];
+      const bool forward = type.find("forward") != std::string_view::npos;
+      const bool backward = type.find("backward") != std::string_view::npos;
+      if (forward == backward) continue;  // the peer cannot be told
+      // Forward data flows to the next stage, backward data to the previous.
+      const bool from_before = receive == forward;
+      const std::size_t peer = from_before ? (s + p - 1) % p : (s + 1) % p;
+      (receive ? split.receive_wait_ns : split.send_wait_ns)[peer] +=
+          comm_only(begin, end, busy, metrics);
+    }
+  }
+}
+
+}  // namespace
+
+BubbleSplit split_bubbles(const Run& run, const Metrics& metrics, const StageMap& stages,
+                          const std::vector<JobRole>& roles, const ScheduleReport& schedule) {
+  BubbleSplit split;
+  comm_waits(run, metrics, stages, split);
+  const ScheduleDetection& detection = schedule.detection;
+  if (!detection.exact || !detection.id) return split;
+  const int p = detection.stages;
+  if (p < 1 || static_cast<std::size_t>(p) != stages.stage_count()) return split;
+  std::vector<std::vector<ScheduleStep>> lists;
+  for (int s = 0; s < p; ++s) {
+    auto list = schedule_job_list(*detection.id, p, detection.micro_batches, detection.chunks, s);
+    if (!list) return split;
+    lists.push_back(std::move(*list));
+  }
+  const StagePlacement placement = schedule_entry(*detection.id).placement;
+
+  // Mean cost of each op kind per step, over every device (all stages).
+  const std::size_t steps = metrics.steps.size();
+  std::vector<CostSums> step_sums(steps);
+  CostSums run_sums;
+  for (std::size_t d = 0; d < run.devices.size() && d < metrics.job_step.size(); ++d) {
+    const auto& jobs = run.devices[d].jobs;
+    for (std::size_t i = 0; i < jobs.size() && i < metrics.job_step[d].size(); ++i) {
+      const Job& job = jobs[i];
+      if (job.type >= roles.size()) continue;
+      const auto kind = op_kind(roles[job.type]);
+      const auto k = static_cast<std::size_t>(metrics.job_step[d][i]);
+      if (!kind || k >= steps || !metrics.steps[k].complete) continue;
+      step_sums[k].sum[*kind] += static_cast<long double>(job.duration_ns());
+      ++step_sums[k].count[*kind];
+      run_sums.sum[*kind] += static_cast<long double>(job.duration_ns());
+      ++run_sums.count[*kind];
+    }
+  }
+
+  const std::size_t devices = run.devices.size();
+  split.inherent.assign(steps, std::vector<std::int64_t>(devices, 0));
+  split.device_inherent.assign(devices, 0);
+  std::int64_t idle = 0;
+  for (std::size_t k = 0; k < steps; ++k) {
+    const StepWindow& window = metrics.steps[k];
+    if (!window.complete) continue;
+    const auto simulated =
+        simulate_job_lists(lists, placement, detection.chunks, step_costs(step_sums[k], run_sums));
+    if (!simulated)
+      return BubbleSplit{false, {}, {}, 0, 0, split.receive_wait_ns, split.send_wait_ns};
+    for (std::size_t d = 0; d < devices; ++d) {
+      const std::int64_t measured = window.devices[d].idle_ns;
+      idle += measured;
+      if (d >= stages.stage_of.size()) continue;
+      const auto s = static_cast<std::size_t>(stages.stage_of[d]);
+      const double stage_idle = simulated->makespan - simulated->busy[s];
+      const auto ns = static_cast<std::int64_t>(std::llround(std::max(0.0, stage_idle)));
+      const std::int64_t inherent = std::min(ns, measured);
+      split.inherent[k][d] = inherent;
+      split.device_inherent[d] += inherent;
+      split.inherent_ns += inherent;
+    }
+  }
+  split.excess_ns = idle - split.inherent_ns;
+  split.known = true;
+  return split;
+}
+
+std::optional<std::int64_t> bubble_inherent_ns(const BubbleSplit& split, const Metrics& metrics,
+                                               const Bubble& bubble) {
+  if (!split.known || bubble.step >= split.inherent.size() || bubble.step >= metrics.steps.size() ||
+      !metrics.steps[bubble.step].complete) {
+    return std::nullopt;
+  }
+  const std::int64_t idle = metrics.steps[bubble.step].devices[bubble.device].idle_ns;
+  const std::int64_t inherent = split.inherent[bubble.step][bubble.device];
+  if (idle <= 0) return 0;
+  return static_cast<std::int64_t>(static_cast<__int128>(inherent) * bubble.length_ns() / idle);
+}
+
+}  // namespace pipescope

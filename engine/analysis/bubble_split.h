@@ -1,0 +1,66 @@
+// Idle time split into the part the detected schedule makes unavoidable
+// (inherent) and the rest (excess), and the idle time spent inside
+// communication jobs by the stage it waits for.
+//
+// Inherent idle of device d in step k: the idle time of d's stage when the
+// detected schedule's own job lists (schedule_table.h) are simulated with
+// step k's mean cost of each op kind over all stages (forward, whole
+// backward, input-gradient half, weight half; the optimizer, one per stage
+// at the end of its list, adds the same busy time to every stage and so no
+// idle time) and zero-latency communication, capped at the measured
+// idle(d,k). Excess = idle − inherent, never negative. Only complete steps
+// count (as in every total of the contract); a schedule without a job list
+// (unknown, or an inexact match) has no split (`known` false).
+//
+// A bubble's share: a device-step's inherent time is shared among its
+// bubbles in proportion to their lengths (bubble_inherent_ns).
+//
+// Usage:
+//   BubbleSplit split = split_bubbles(run, metrics, stages, roles, schedule);
+//   if (split.known) split.inherent_ns, split.excess_ns ...
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "analysis/bubbles.h"
+#include "analysis/job_role.h"
+#include "analysis/metrics.h"
+#include "analysis/schedule_detect.h"
+#include "analysis/stage_map.h"
+#include "model/run.h"
+
+namespace pipescope {
+
+struct BubbleSplit {
+  /// True when the detected schedule has job lists for its P, M and V, so
+  /// that the inherent idle could be simulated. Nothing below the comm
+  /// figures is set otherwise.
+  bool known = false;
+  /// inherent[k][d]: inherent idle of device d (position in Run::devices) in
+  /// step k (index into Metrics::steps); 0 for an incomplete step.
+  std::vector<std::vector<std::int64_t>> inherent;
+  /// Σ over the complete steps, per device, and over everything.
+  std::vector<std::int64_t> device_inherent;
+  std::int64_t inherent_ns = 0;
+  /// Σ_k Σ_d idle(d,k) − inherent_ns over the complete steps.
+  std::int64_t excess_ns = 0;
+
+  /// Comm time (the contract's comm(d,k), complete steps) by the stage the
+  /// job waits for: a receive of forward data waits for the stage before, a
+  /// receive of backward data for the stage after; a send for the stage it
+  /// sends to. receive_wait_ns[s] / send_wait_ns[s]: waiting for stage s.
+  std::vector<std::int64_t> receive_wait_ns;
+  std::vector<std::int64_t> send_wait_ns;
+};
+
+BubbleSplit split_bubbles(const Run& run, const Metrics& metrics, const StageMap& stages,
+                          const std::vector<JobRole>& roles, const ScheduleReport& schedule);
+
+/// The inherent part of one bubble: inherent(d,k) · length / idle(d,k),
+/// rounded down; nullopt when the split is not known or the step incomplete.
+std::optional<std::int64_t> bubble_inherent_ns(const BubbleSplit& split, const Metrics& metrics,
+                                               const Bubble& bubble);
+
+}  // namespace pipescope
