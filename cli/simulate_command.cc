@@ -13,6 +13,7 @@
 
 #include "command.h"
 #include "simulate/log_writer.h"
+#include "simulate/torch_trace_writer.h"
 
 namespace pipescope::cli {
 
@@ -52,6 +53,7 @@ struct SimulateOptions {
   double optimizer_ms = 8;
   double latency_us = 150;
   double jitter = 0.1;
+  std::string format = "paddle";  // --format torch: PyTorch profiler traces
 };
 
 std::int64_t parse_int(std::string_view text, std::string_view what) {
@@ -189,8 +191,33 @@ sim::LogWriterOptions make_writer_options(const SimulateOptions& o) {
   return options;
 }
 
+int run_simulate_torch(const SimulateOptions& o, const sim::SimConfig& config) {
+  if (!o.ivl_dir.empty() || o.noise_per_job != 0 || o.shuffle || o.ansi || o.crlf ||
+      !o.target_bytes.empty()) {
+    throw std::invalid_argument(
+        "--format torch writes traces only: --ivl, --noise, --shuffle, --ansi, --crlf and "
+        "--target-bytes are for worker logs");
+  }
+  sim::TorchTraceOptions options;
+  options.dir = o.output;
+  options.force = o.force;
+  options.first_step = o.first_step.value_or(0);
+  const sim::WriteReport report = sim::write_torch_traces(config, options);
+  fmt::print("wrote {} PyTorch profiler traces to {}: {} jobs, {} steps, {} devices, {} bytes\n",
+             report.files.size(), o.output, report.jobs, report.steps, report.devices,
+             report.bytes);
+  for (const auto& file : report.files) {
+    fmt::print("  {}  {} jobs, {} bytes\n", file.path.string(), file.jobs, file.bytes);
+  }
+  fmt::print("expected metrics: {} (bubble ratio {:.6f}, {} step windows)\n",
+             report.expected_path.string(), report.expected.bubble_ratio,
+             report.expected.steps.size());
+  return kExitOk;
+}
+
 int run_simulate(const SimulateOptions& o) {
   const sim::SimConfig config = make_config(o);
+  if (o.format == "torch") return run_simulate_torch(o, config);
   const sim::WriteReport report = sim::write_simulated_logs(config, make_writer_options(o));
   fmt::print(
       "wrote {} worker logs to {}: {} jobs, {} steps, {} devices on {} machine{}, "
@@ -234,6 +261,11 @@ void register_simulate_command(CLI::App& app, int& status) {
             return sim::parse_schedule_kind(name) ? "" : "unknown schedule '" + name + "'";
           },
           "SCHEDULE"))
+      ->capture_default_str();
+  sub->add_option("--format", o.format,
+                  "paddle: worker logs; torch: PyTorch profiler traces of a pipelining\n"
+                  "schedule, one DIR/rankR.pt.trace.json per rank")
+      ->check(CLI::IsMember({"paddle", "torch"}))
       ->capture_default_str();
   sub->add_option("--stages", o.stages, "Pipeline stages P")->capture_default_str();
   sub->add_option("--micro-batches", o.micro_batches,

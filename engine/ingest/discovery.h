@@ -24,6 +24,7 @@ namespace pipescope {
 enum class InputFormat {
   worker_log,  ///< text worker log, scanned line by line
   ivl,         ///< `.ivl` binary interval records (records/ivl_format.h)
+  torch_trace,  ///< PyTorch profiler (Chrome-trace JSON) trace, ingest/torch_trace_reader.h
 };
 
 struct InputFile {
