@@ -16,7 +16,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${FUZZ_BUILD_DIR:-$here/build-fuzz}
 seconds=${1:-15}
 shift || true
-all=(fuzz_job_line_parser fuzz_line_readers fuzz_ivl_reader fuzz_summary_reader fuzz_decompress)
+all=(fuzz_job_line_parser fuzz_line_readers fuzz_ivl_reader fuzz_summary_reader fuzz_decompress
+  fuzz_torch_trace)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 
@@ -34,7 +35,7 @@ make_seeds() {
   local tmp
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' RETURN
-  mkdir -p "$seeds"/{fuzz_job_line_parser,fuzz_line_readers,fuzz_ivl_reader,fuzz_summary_reader,fuzz_decompress}
+  mkdir -p "$seeds"/{fuzz_job_line_parser,fuzz_line_readers,fuzz_ivl_reader,fuzz_summary_reader,fuzz_decompress,fuzz_torch_trace}
   # Job lines (and step lines) of every sample, one per seed.
   local i=0
   grep -h -e 'Profiler' "$here"/testdata/*/workerlog.* "$here"/testdata/*/*/workerlog.* 2>/dev/null |
@@ -60,6 +61,15 @@ make_seeds() {
     { printf '\x01'; cat "$f"; } > "$seeds/fuzz_ivl_reader/$(basename "$f")"
     { printf '\x00'; cat "$f"; } > "$seeds/fuzz_ivl_reader/$(basename "$f").raw"
   done
+  # PyTorch profiler traces (first byte: chunk size; even: with a job pattern).
+  "$pipescope" simulate --format torch -o "$tmp/torch" --schedule torch-interleaved1f1b \
+    --stages 2 --micro-batches 2 --steps 1 --comm --force >/dev/null
+  for f in "$tmp"/torch/rank*.pt.trace.json; do
+    { printf '\x07'; cat "$f"; } > "$seeds/fuzz_torch_trace/$(basename "$f")"
+    { printf '\x10'; head -c 3000 "$f"; } > "$seeds/fuzz_torch_trace/$(basename "$f").cut"
+  done
+  { printf '\x03'; gzip -dc "$here"/testdata/kineto/mi250_minitoy_train_ROCm6_2_kineto.json.gz; } \
+    > "$seeds/fuzz_torch_trace/mi250.json"
   # Summaries and check configs.
   "$pipescope" analyze "$here/testdata/single" -o "$tmp/out" -q --no-trace >/dev/null
   cp "$tmp/out/summary.json" "$seeds/fuzz_summary_reader/summary.json"
@@ -67,7 +77,7 @@ make_seeds() {
     > "$seeds/fuzz_summary_reader/config.json"
   printf '{"max_bubble_ratio": 0.5, "max_utilization_drop": "3 %%"}' > "$seeds/fuzz_summary_reader/config2.json"
 }
-[ -d "$seeds" ] || make_seeds
+[ -d "$seeds/fuzz_torch_trace" ] || make_seeds
 
 status=0
 export TMPDIR=${TMPDIR:-/tmp}

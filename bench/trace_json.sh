@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The JSON rows of the benchmark table: a PyTorch profiler trace made of the
+# bundled ResNet trace's events (testdata/kineto/, 68,692 events, 15 MB)
+# repeated, shifted in time, up to SIZE MiB, then, in one run on the same
+# file: `pipescope analyze --job-pattern '## (?P<op>forward|backward) ##'`
+# (wall time, GB/s, peak RssAnon sampled by bench/peak_memory.sh) and
+# Python's json.load of it (the way Python tools such as Holistic Trace
+# Analysis start), with the ratio.
+#
+#   bash bench/trace_json.sh [PIPESCOPE] [SIZE_MIB...]     (default: build/cli/pipescope 1024)
+#   PYTHON_MAX_MIB=1024: json.load is skipped above this size (it needs ~8x the file in memory)
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+pipescope=${1:-$here/build/cli/pipescope}
+shift || true
+sizes=("${@:-1024}")
+python_max=${PYTHON_MAX_MIB:-1024}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+make_trace() {  # make_trace MIB FILE
+  python3 - "$here/testdata/kineto/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz" "$1" "$2" <<'PY'
+import gzip, json, sys
+src, mib, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+doc = json.load(gzip.open(src))
+events = doc.pop("traceEvents")
+span = max(e.get("ts", 0) + e.get("dur", 0) for e in events) - min(e["ts"] for e in events if "ts" in e)
+target = mib << 20
+with open(out, "w") as f:
+    head = json.dumps(doc)[:-1]
+    f.write(head + ', "traceEvents": [\n')
+    written, r, first = 0, 0, True
+    while written < target:
+        shift = r * (span + 1000)
+        for e in events:
+            if "ts" in e:
+                e = dict(e)
+                e["ts"] = e["ts"] + shift
+            text = ("" if first else ",\n") + json.dumps(e)
+            first = False
+            f.write(text)
+            written += len(text)
+        r += 1
+    f.write("\n]}\n")
+PY
+}
+
+printf '%-8s %-10s %-9s %-9s %-10s %-7s %s\n' "MiB" "pipescope" "GB/s" "jobs" "json.load" "ratio" "peak RssAnon"
+for mib in "${sizes[@]}"; do
+  trace=$work/big.pt.trace.json
+  make_trace "$mib" "$trace"
+  bytes=$(stat -c %s "$trace")
+  cat "$trace" > /dev/null  # both readers start from the page cache
+  t0=$(date +%s.%N)
+  mem=$(bash "$here/bench/peak_memory.sh" "$work/out" "$pipescope" analyze "$trace" -o "$work/out" \
+        -q --no-trace --job-pattern '## (?P<op>forward|backward) ##')
+  t1=$(date +%s.%N)
+  jobs=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['jobs'])" "$work/out/summary.json")
+  anon=$(grep -o 'peak RssAnon [0-9.]* MiB' <<< "$mem" | grep -o '[0-9.]* MiB')
+  ps=$(python3 -c "print(f'{$t1 - $t0:.2f}')")
+  gbs=$(python3 -c "print(f'{$bytes / ($t1 - $t0) / 1e9:.2f}')")
+  if [ "$mib" -le "$python_max" ]; then
+    t2=$(date +%s.%N)
+    python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$trace"
+    t3=$(date +%s.%N)
+    py=$(python3 -c "print(f'{$t3 - $t2:.2f}')")
+    ratio=$(python3 -c "print(f'{($t3 - $t2) / ($t1 - $t0):.1f}x')")
+  else
+    py="-"; ratio="-"
+  fi
+  printf '%-8s %-10s %-9s %-9s %-10s %-7s %s\n' "$mib" "${ps}s" "$gbs" "$jobs" "${py}s" "$ratio" "$anon"
+  rm -f "$trace"
+done
