@@ -36,6 +36,13 @@ with open(out, "w") as f:
             if "ts" in e:
                 e = dict(e)
                 e["ts"] = e["ts"] + shift
+                args = e.get("args")
+                if isinstance(args, dict) and ("correlation" in args or "External id" in args):
+                    args = dict(args)  # each copy its own ids, as one long trace has
+                    for k in ("correlation", "External id"):
+                        if isinstance(args.get(k), int):
+                            args[k] += r * 10_000_000
+                    e["args"] = args
             text = ("" if first else ",\n") + json.dumps(e)
             first = False
             f.write(text)
@@ -45,29 +52,33 @@ with open(out, "w") as f:
 PY
 }
 
-printf '%-8s %-10s %-9s %-9s %-10s %-7s %s\n' "MiB" "pipescope" "GB/s" "jobs" "json.load" "ratio" "peak RssAnon"
+# Wall and CPU (user + sys) seconds: on a shared machine the CPU time is the steadier figure.
+printf '%-6s %-22s %-9s %-6s %-22s %-14s %s\n' "MiB" "pipescope wall/cpu" "GB/s" "jobs" \
+  "json.load wall/cpu" "ratio wall/cpu" "peak RssAnon"
 for mib in "${sizes[@]}"; do
   trace=$work/big.pt.trace.json
   make_trace "$mib" "$trace"
   bytes=$(stat -c %s "$trace")
   cat "$trace" > /dev/null  # both readers start from the page cache
-  t0=$(date +%s.%N)
-  mem=$(bash "$here/bench/peak_memory.sh" "$work/out" "$pipescope" analyze "$trace" -o "$work/out" \
-        -q --no-trace --job-pattern '## (?P<op>forward|backward) ##')
-  t1=$(date +%s.%N)
+  args=(analyze "$trace" -o "$work/out" -q --no-trace --job-pattern '## (?P<op>forward|backward) ##')
+  /usr/bin/time -f "%e %U %S" -o "$work/ps.time" "$pipescope" "${args[@]}"
+  read -r ps_wall ps_user ps_sys < "$work/ps.time"
+  ps_cpu=$(python3 -c "print(f'{$ps_user + $ps_sys:.2f}')")
+  mem=$(bash "$here/bench/peak_memory.sh" "$work/out" "$pipescope" "${args[@]}")
   jobs=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['jobs'])" "$work/out/summary.json")
   anon=$(grep -o 'peak RssAnon [0-9.]* MiB' <<< "$mem" | grep -o '[0-9.]* MiB')
-  ps=$(python3 -c "print(f'{$t1 - $t0:.2f}')")
-  gbs=$(python3 -c "print(f'{$bytes / ($t1 - $t0) / 1e9:.2f}')")
+  gbs=$(python3 -c "print(f'{$bytes / $ps_wall / 1e9:.2f}')")
   if [ "$mib" -le "$python_max" ]; then
-    t2=$(date +%s.%N)
-    python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$trace"
-    t3=$(date +%s.%N)
-    py=$(python3 -c "print(f'{$t3 - $t2:.2f}')")
-    ratio=$(python3 -c "print(f'{($t3 - $t2) / ($t1 - $t0):.1f}x')")
+    /usr/bin/time -f "%e %U %S" -o "$work/py.time" \
+      python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$trace"
+    read -r py_wall py_user py_sys < "$work/py.time"
+    py_cpu=$(python3 -c "print(f'{$py_user + $py_sys:.2f}')")
+    py="${py_wall}/${py_cpu}s"
+    ratio=$(python3 -c "print(f'{$py_wall / $ps_wall:.1f}x/{$py_cpu / $ps_cpu:.1f}x')")
   else
     py="-"; ratio="-"
   fi
-  printf '%-8s %-10s %-9s %-9s %-10s %-7s %s\n' "$mib" "${ps}s" "$gbs" "$jobs" "${py}s" "$ratio" "$anon"
+  printf '%-6s %-22s %-9s %-6s %-22s %-14s %s\n' "$mib" "${ps_wall}/${ps_cpu}s" "$gbs" "$jobs" \
+    "$py" "$ratio" "$anon"
   rm -f "$trace"
 done

@@ -22,8 +22,8 @@ namespace pipescope {
 
 /// How an input file is read.
 enum class InputFormat {
-  worker_log,  ///< text worker log, scanned line by line
-  ivl,         ///< `.ivl` binary interval records (records/ivl_format.h)
+  worker_log,   ///< text worker log, scanned line by line
+  ivl,          ///< `.ivl` binary interval records (records/ivl_format.h)
   torch_trace,  ///< PyTorch profiler (Chrome-trace JSON) trace, ingest/torch_trace_reader.h
 };
 

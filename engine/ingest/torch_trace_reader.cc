@@ -114,6 +114,38 @@ EventClass class_of(std::string_view cat) {
   return EventClass::none;
 }
 
+/// The value of an event's "cat" key found without parsing the event, when
+/// it is a plain string; nullopt when that is not certain (the event is then
+/// parsed whole). A JSON string cannot hold an unescaped quote, so `"cat"`
+/// followed by a colon is the key.
+std::optional<std::string_view> quick_category(std::string_view event) {
+  std::size_t pos = 0;
+  for (;;) {
+    const std::size_t at = event.find("\"cat\"", pos);
+    if (at == std::string_view::npos) return std::string_view();  // no category: none of ours
+    std::size_t j = at + 5;
+    while (j < event.size() &&
+           (event[j] == ' ' || event[j] == '\n' || event[j] == '\t' || event[j] == '\r')) {
+      ++j;
+    }
+    if (j >= event.size() || event[j] != ':') {
+      pos = at + 5;
+      continue;
+    }
+    ++j;
+    while (j < event.size() &&
+           (event[j] == ' ' || event[j] == '\n' || event[j] == '\t' || event[j] == '\r')) {
+      ++j;
+    }
+    if (j >= event.size() || event[j] != '"') return std::nullopt;
+    const std::size_t close = event.find('"', j + 1);
+    if (close == std::string_view::npos) return std::nullopt;
+    const std::string_view value = event.substr(j + 1, close - j - 1);
+    if (value.find('\\') != std::string_view::npos) return std::nullopt;
+    return value;
+  }
+}
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' ||
                         s.back() == '\t' || s.back() == ',')) {
@@ -472,6 +504,8 @@ class TraceReader {
 
   void on_event(std::string_view event, std::uint64_t offset) {
     ++ordinal_;
+    // Most events are CPU ops and flows: their category says so unparsed.
+    if (const auto cat = quick_category(event); cat && class_of(*cat) == EventClass::none) return;
     simdjson::ondemand::document doc;
     if (parser_.iterate(event.data(), event.size(), event.size() + TraceEventTokenizer::kPadding)
             .get(doc) != simdjson::SUCCESS) {

@@ -29,87 +29,113 @@ void TraceEventTokenizer::fail(std::uint64_t offset, std::string message) {
   error_offset_ = offset;
 }
 
+void TraceEventTokenizer::append_carry(const char* data, std::size_t size) {
+  if (carry_.size() < carry_size_ + size + kPadding) {
+    carry_.resize(std::max(carry_.size() * 2, carry_size_ + size + kPadding));
+  }
+  std::memcpy(carry_.data() + carry_size_, data, size);
+  carry_size_ += size;
+  std::memset(carry_.data() + carry_size_, ' ', kPadding);
+}
+
+std::string_view TraceEventTokenizer::region_view(const char* data, std::size_t end) {
+  if (!region_in_carry_) return {data + region_begin_, end - region_begin_};
+  append_carry(data, end);
+  return {carry_.data(), carry_size_};
+}
+
 void TraceEventTokenizer::feed(const char* data, std::size_t size) {
   if (!error_.empty() || size == 0) {
     consumed_ += size;
     return;
   }
-  const bool carried = region_ == Region::event || region_ == Region::value;
-  if (carried) {
-    const std::size_t from = carry_size_;
-    if (carry_.size() < carry_size_ + size + kPadding) {
-      carry_.resize(std::max(carry_.size() * 2, carry_size_ + size + kPadding));
-    }
-    std::memcpy(carry_.data() + carry_size_, data, size);
-    carry_size_ += size;
-    std::memset(carry_.data() + carry_size_, ' ', kPadding);
-    scan(carry_.data(), carry_size_, from);
-  } else {
-    carry_offset_ = consumed_;
-    scan(data, size, 0);
-  }
+  scan(data, size);
   consumed_ += size;
+  if (!error_.empty()) return;
   const bool open = region_ == Region::event || region_ == Region::value;
-  if (!open) {
-    carry_size_ = 0;
-    return;
-  }
-  // Keep the unfinished region, at the front of the carry buffer.
-  const char* source = carried ? carry_.data() : data;
-  const std::size_t end = carried ? carry_size_ : size;
-  const std::size_t keep = end - region_begin_;
-  if (keep > (region_ == Region::event ? max_event_bytes_ : kMaxValueBytes)) {
+  if (!open) return;
+  // Keep the unfinished region's bytes for the next chunk.
+  const std::size_t kept = region_in_carry_ ? carry_size_ + size : size - region_begin_;
+  if (kept > (region_ == Region::event ? max_event_bytes_ : kMaxValueBytes)) {
     if (region_ == Region::event) ++oversized_;
     region_ = Region::skipped;
+    region_in_carry_ = false;
     carry_size_ = 0;
     return;
   }
-  if (carried) {
-    std::memmove(carry_.data(), carry_.data() + region_begin_, keep);
+  if (region_in_carry_) {
+    append_carry(data, size);
   } else {
-    if (carry_.size() < keep + kPadding)
-      carry_.resize(std::max(keep + kPadding, std::size_t{4096}));
-    std::memcpy(carry_.data(), source + region_begin_, keep);
+    carry_size_ = 0;
+    append_carry(data + region_begin_, size - region_begin_);
+    region_in_carry_ = true;
   }
-  carry_offset_ += region_begin_;
-  carry_size_ = keep;
-  std::memset(carry_.data() + carry_size_, ' ', kPadding);
-  region_begin_ = 0;
 }
 
 void TraceEventTokenizer::close_value(const char* data, std::size_t end) {
   if (region_ == Region::value && on_value_) {
-    std::string_view value(data + region_begin_, end - region_begin_);
+    std::string_view value = region_view(data, end);
     while (!value.empty() && is_space(value.back())) value.remove_suffix(1);
     on_value_(value_key_, value);
   }
   region_ = Region::none;
+  region_in_carry_ = false;
+  carry_size_ = 0;
 }
 
-void TraceEventTokenizer::scan(const char* data, std::size_t size, std::size_t from) {
-  const std::uint64_t base = carry_offset_;
-  for (std::size_t i = from; i < size; ++i) {
-    const char c = data[i];
+namespace {
+
+// Bytes that change the tokenizer's state outside a string.
+struct Structural {
+  bool table[256] = {};
+  constexpr Structural() {
+    for (const char c : {'"', '{', '}', '[', ']', ',', ':'})
+      table[static_cast<unsigned char>(c)] = true;
+  }
+};
+constexpr Structural kStructural;
+
+}  // namespace
+
+void TraceEventTokenizer::scan(const char* data, std::size_t size) {
+  const std::uint64_t base = consumed_;
+  for (std::size_t i = 0; i < size; ++i) {
     if (in_string_) {
       if (escape_) {
         escape_ = false;
-      } else if (c == '\\') {
+        continue;
+      }
+      if (!key_capture_) {
+        // The rest of the string at once: up to its quote or a backslash.
+        while (i < size && data[i] != '"' && data[i] != '\\') ++i;
+        if (i == size) break;
+        if (data[i] == '\\') {
+          escape_ = true;
+        } else {
+          in_string_ = false;
+        }
+        continue;
+      }
+      const char c = data[i];
+      if (c == '\\') {
         escape_ = true;
       } else if (c == '"') {
         in_string_ = false;
         key_capture_ = false;
-      } else if (key_capture_ && key_.size() <= kMaxKeyBytes) {
+      } else if (key_.size() <= kMaxKeyBytes) {
         key_.push_back(c);
       }
       continue;
     }
     if (done_) {
-      if (!is_space(c)) {
-        // Whatever follows the document is ignored (a second document, junk).
-        return;
-      }
-      continue;
+      // Whatever follows the document is ignored (a second document, junk).
+      return;
     }
+    if (!awaiting_value_) {
+      while (i < size && !kStructural.table[static_cast<unsigned char>(data[i])]) ++i;
+      if (i == size) break;
+    }
+    const char c = data[i];
     if (is_space(c)) continue;
     if (awaiting_value_) {
       awaiting_value_ = false;
@@ -118,6 +144,7 @@ void TraceEventTokenizer::scan(const char* data, std::size_t size, std::size_t f
       } else if (std::find(keys_.begin(), keys_.end(), key_) != keys_.end()) {
         region_ = Region::value;
         region_begin_ = i;
+        region_offset_ = base + i;
         value_key_ = key_;
       }
     }
@@ -144,6 +171,7 @@ void TraceEventTokenizer::scan(const char* data, std::size_t size, std::size_t f
         if (c == '{' && events_depth_ > 0 && depth_ == events_depth_ && region_ == Region::none) {
           region_ = Region::event;
           region_begin_ = i;
+          region_offset_ = base + i;
         }
         stack_.push_back(c);
         ++depth_;
@@ -160,8 +188,9 @@ void TraceEventTokenizer::scan(const char* data, std::size_t size, std::size_t f
         if (depth_ == events_depth_ && events_depth_ > 0) {
           if (region_ == Region::event) {
             ++events_;
-            on_event_(std::string_view(data + region_begin_, i + 1 - region_begin_),
-                      base + region_begin_);
+            on_event_(region_view(data, i + 1), region_offset_);
+            region_in_carry_ = false;
+            carry_size_ = 0;
             if (!error_.empty()) return;
           }
           if (region_ == Region::event || region_ == Region::skipped) region_ = Region::none;
@@ -169,9 +198,7 @@ void TraceEventTokenizer::scan(const char* data, std::size_t size, std::size_t f
           events_depth_ = 0;  // the events array closed
         }
         if (depth_ == 0) {
-          if (region_ == Region::value || region_ == Region::skipped) {
-            close_value(data, i);
-          }
+          if (region_ == Region::value || region_ == Region::skipped) close_value(data, i);
           done_ = true;
         }
         break;
@@ -198,8 +225,7 @@ void TraceEventTokenizer::finish() {
   } else if (depth_ == 0 && !done_) {
     fail(consumed_, "no JSON object or array in the file");
   } else if (!done_) {
-    const std::uint64_t where =
-        region_ == Region::event ? carry_offset_ + region_begin_ : consumed_;
+    const std::uint64_t where = region_ == Region::event ? region_offset_ : consumed_;
     fail(where, fmt::format("the JSON ends early (cut off at byte {}): every event before byte {} "
                             "was read",
                             consumed_, where));

@@ -75,8 +75,12 @@ class TraceEventTokenizer {
 
  private:
   enum class Region : std::uint8_t { none, event, value, skipped };
-  void scan(const char* data, std::size_t size, std::size_t from);
+  void scan(const char* data, std::size_t size);
   void fail(std::uint64_t offset, std::string message);
+  /// The open region's bytes up to data[end): in place, or appended to the
+  /// carried bytes.
+  std::string_view region_view(const char* data, std::size_t end);
+  void append_carry(const char* data, std::size_t size);
   void close_value(const char* data, std::size_t end);
 
   std::vector<std::string> keys_;
@@ -84,10 +88,12 @@ class TraceEventTokenizer {
   ValueCallback on_value_;
   std::size_t max_event_bytes_;
 
-  // Carried bytes of an unfinished region, with kPadding spare bytes.
+  // Carried bytes of an unfinished region (its beginning, from earlier
+  // chunks), with kPadding spare bytes.
   std::vector<char> carry_;
   std::size_t carry_size_ = 0;
-  std::uint64_t carry_offset_ = 0;  // absolute offset of carry_[0]
+  bool region_in_carry_ = false;
+  std::uint64_t region_offset_ = 0;  // absolute offset of the open region
 
   std::uint64_t consumed_ = 0;
   int depth_ = 0;
@@ -103,7 +109,7 @@ class TraceEventTokenizer {
   std::string key_;
   std::string value_key_;
   Region region_ = Region::none;
-  std::size_t region_begin_ = 0;  // index into the current buffer
+  std::size_t region_begin_ = 0;  // index into the current chunk (region not carried)
   std::uint64_t events_ = 0;
   std::uint64_t oversized_ = 0;
   std::string error_;
