@@ -86,11 +86,9 @@ struct Annotation {
   std::int64_t external_id = -1;
   std::uint64_t ordinal = 0;  // 1-based event index
   std::uint64_t offset = 0;   // byte offset
-};
-
-struct Launch {
-  std::int64_t ts = 0;
-  std::int64_t correlation = 0;
+  // The kernels launched from inside the span (CPU annotations only).
+  std::int64_t kernel_start = std::numeric_limits<std::int64_t>::max();
+  std::int64_t kernel_end = std::numeric_limits<std::int64_t>::min();
 };
 
 struct KernelSpan {
@@ -479,6 +477,7 @@ class TraceReader {
     out_.stats.bytes = tokenizer.bytes();
     out_.stats.lines = tokenizer.events();
     out_.stats.oversized = tokenizer.oversized();
+    if (late_annotation_ && !unreadable) second_pass();
     assemble();
     return std::move(out_);
   }
@@ -492,20 +491,25 @@ class TraceReader {
   }
 
   void malformed(std::uint64_t offset, std::string message) {
+    if (second_pass_) return;  // counted in the first
     ++out_.stats.malformed;
     note(offset, std::move(message));
   }
 
   bool wanted_name(std::string_view name) const {
     if (name.starts_with(kStepPrefix)) return true;
-    if (pattern_) return true;  // matched once all spans are in
+    if (pattern_) return pattern_->match(name).has_value();
     return name.starts_with(kPipelinePrefix);
   }
 
   void on_event(std::string_view event, std::uint64_t offset) {
     ++ordinal_;
     // Most events are CPU ops and flows: their category says so unparsed.
-    if (const auto cat = quick_category(event); cat && class_of(*cat) == EventClass::none) return;
+    if (const auto cat = quick_category(event); cat) {
+      const EventClass quick = class_of(*cat);
+      if (quick == EventClass::none) return;
+      if (second_pass_ && quick != EventClass::kernel && quick != EventClass::launch) return;
+    }
     simdjson::ondemand::document doc;
     if (parser_.iterate(event.data(), event.size(), event.size() + TraceEventTokenizer::kPadding)
             .get(doc) != simdjson::SUCCESS) {
@@ -559,6 +563,7 @@ class TraceReader {
     name = has_name ? std::string_view(name_) : std::string_view();
     const EventClass kind = class_of(cat);
     if (kind == EventClass::none || ph != "X") return;
+    if (second_pass_ && kind != EventClass::kernel && kind != EventClass::launch) return;
     std::int64_t start = 0, length = 0;
     if (!parse_us(ts, start) || (!dur.empty() && !parse_us(dur, length)) || length < 0) {
       malformed(offset, fmt::format("event '{}' has a time that is not decimal microseconds "
@@ -580,17 +585,89 @@ class TraceReader {
         }
         auto& list = kind == EventClass::cpu_annotation ? cpu_ : gpu_;
         list.push_back({std::string(name), start, start + length, external_id, ordinal_, offset});
+        if (kind == EventClass::cpu_annotation && launches_started_) late_annotation_ = true;
         return;
       }
       case EventClass::kernel:
-        if (correlation >= 0) kernels_[correlation] = {start, start + length};
+        if (correlation >= 0) on_kernel(correlation, start, start + length);
         return;
       case EventClass::launch:
-        if (correlation >= 0) launches_.push_back({start, correlation});
+        if (correlation >= 0) on_launch(correlation, start);
         return;
       case EventClass::none:
         return;
     }
+  }
+
+  // Kernels are joined to the CPU span that launched them as they come, so
+  // that only launches still waiting for their kernel are held: Kineto
+  // writes the CPU events (the annotations among them) first, then the
+  // runtime calls and kernels in time order. A CPU annotation after the
+  // first runtime call breaks that order: the file is then read a second
+  // time for the kernels, every span known (second_pass).
+
+  /// The CPU span holding host time `ts`, or npos.
+  std::size_t span_at(std::int64_t ts) {
+    if (span_index_.size() != cpu_.size()) {
+      span_index_.clear();
+      for (std::size_t i = 0; i < cpu_.size(); ++i) span_index_.push_back({cpu_[i].start, i});
+      std::sort(span_index_.begin(), span_index_.end());
+    }
+    auto it = std::upper_bound(span_index_.begin(), span_index_.end(),
+                               std::pair{ts, std::numeric_limits<std::size_t>::max()});
+    // Spans may nest or overlap (an OVERLAP pair, a pattern's ranges): the
+    // latest-starting span that holds ts, looking back a few.
+    for (int back = 0; back < 4 && it != span_index_.begin(); ++back) {
+      --it;
+      if (cpu_[it->second].end >= ts) return it->second;
+    }
+    return std::string::npos;
+  }
+
+  void add_kernel(std::size_t span, std::int64_t start, std::int64_t end) {
+    cpu_[span].kernel_start = std::min(cpu_[span].kernel_start, start);
+    cpu_[span].kernel_end = std::max(cpu_[span].kernel_end, end);
+  }
+
+  void on_launch(std::int64_t correlation, std::int64_t ts) {
+    launches_started_ = true;
+    if (late_annotation_ && !second_pass_) return;  // joined in the second pass
+    max_launch_correlation_ = std::max(max_launch_correlation_, correlation);
+    const std::size_t span = span_at(ts);
+    if (span == std::string::npos) return;
+    if (const auto k = early_kernels_.find(correlation); k != early_kernels_.end()) {
+      add_kernel(span, k->second.start, k->second.end);
+      early_kernels_.erase(k);
+      return;
+    }
+    waiting_launches_[correlation] = span;
+  }
+
+  void on_kernel(std::int64_t correlation, std::int64_t start, std::int64_t end) {
+    if (late_annotation_ && !second_pass_) return;
+    if (const auto l = waiting_launches_.find(correlation); l != waiting_launches_.end()) {
+      add_kernel(l->second, start, end);
+      waiting_launches_.erase(l);
+    } else if (correlation > max_launch_correlation_) {
+      early_kernels_[correlation] = {start, end};  // its launch may still come
+    }
+  }
+
+  void second_pass() {
+    second_pass_ = true;
+    for (Annotation& a : cpu_) {
+      a.kernel_start = std::numeric_limits<std::int64_t>::max();
+      a.kernel_end = std::numeric_limits<std::int64_t>::min();
+    }
+    waiting_launches_.clear();
+    early_kernels_.clear();
+    max_launch_correlation_ = -1;
+    TraceEventTokenizer tokenizer(
+        {}, [this](std::string_view event, std::uint64_t offset) { on_event(event, offset); });
+    std::uint64_t unused = 0;
+    bool unreadable = false;
+    pump(input_.path, tokenizer, {}, unused, unreadable);
+    second_pass_ = false;
   }
 
   /// The action(s) a CPU annotation's name stands for; empty when none.
@@ -616,8 +693,6 @@ class TraceReader {
       gpu_by_name[g.name].push_back(&g);
     }
     std::map<std::string_view, std::size_t> next_of_name;
-    std::sort(launches_.begin(), launches_.end(),
-              [](const Launch& a, const Launch& b) { return a.ts < b.ts; });
     std::sort(steps_.begin(), steps_.end(),
               [](const StepSpan& a, const StepSpan& b) { return a.start < b.start; });
     if (pattern_ && !pattern_->has_micro_batch() && steps_.empty() && !cpu_.empty()) {
@@ -653,16 +728,7 @@ class TraceReader {
       }
       ++next_of_name[cpu.name];
       // Kernels launched from inside the CPU span.
-      std::int64_t kernel_start = std::numeric_limits<std::int64_t>::max();
-      std::int64_t kernel_end = std::numeric_limits<std::int64_t>::min();
-      auto it = std::lower_bound(launches_.begin(), launches_.end(), cpu.start,
-                                 [](const Launch& l, std::int64_t t) { return l.ts < t; });
-      for (; it != launches_.end() && it->ts <= cpu.end; ++it) {
-        const auto k = kernels_.find(it->correlation);
-        if (k == kernels_.end()) continue;
-        kernel_start = std::min(kernel_start, k->second.start);
-        kernel_end = std::max(kernel_end, k->second.end);
-      }
+      const std::int64_t kernel_start = cpu.kernel_start, kernel_end = cpu.kernel_end;
       const bool kernels = kernel_start <= kernel_end;
       std::int64_t start = cpu.start, end = cpu.end;
       if (gpu != nullptr && (!kernels || (gpu->start <= kernel_start && gpu->end >= kernel_end))) {
@@ -754,8 +820,13 @@ class TraceReader {
   std::uint64_t ordinal_ = 0;
   std::int64_t base_ns_ = 0;
   std::vector<Annotation> cpu_, gpu_;
-  std::vector<Launch> launches_;
-  std::unordered_map<std::int64_t, KernelSpan> kernels_;
+  std::vector<std::pair<std::int64_t, std::size_t>> span_index_;    // (start, cpu_ index)
+  std::unordered_map<std::int64_t, std::size_t> waiting_launches_;  // correlation -> span
+  std::unordered_map<std::int64_t, KernelSpan> early_kernels_;      // kernel before its launch
+  std::int64_t max_launch_correlation_ = -1;
+  bool launches_started_ = false;
+  bool late_annotation_ = false;
+  bool second_pass_ = false;
   std::vector<StepSpan> steps_;
 };
 

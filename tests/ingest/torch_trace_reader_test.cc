@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,11 @@ namespace pipescope {
 namespace {
 
 using testing::TempDir;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
 
 // ---------------------------------------------------------------- tokenizer
 
@@ -236,6 +243,26 @@ TEST(TorchTraceReader, IntervalPreferenceAndExactTimes) {
   for (const Diagnostic& d : r.diagnostics) notes += d.message + "\n";
   EXPECT_NE(notes.find("'PP:0Q1' is no pipeline action"), std::string::npos) << notes;
   EXPECT_NE(notes.find("1 of 5 jobs are host-timed"), std::string::npos) << notes;
+
+  // Kineto's own order (CPU events first, then runtime calls and kernels in
+  // time order, GPU annotations last) is joined in one pass: same jobs.
+  std::vector<std::string> cpu, gpu, launches;
+  std::string doc = read_text(path);
+  for (std::size_t at = doc.find("{\"ph\""); at != std::string::npos;
+       at = doc.find("{\"ph\"", at + 1)) {
+    const std::string event = doc.substr(at, doc.find('}', doc.find("\"args\"", at)) + 2 - at);
+    (event.find("\"user_annotation\"") != std::string::npos       ? cpu
+     : event.find("\"gpu_user_annotation\"") != std::string::npos ? gpu
+                                                                  : launches)
+        .push_back(event);
+  }
+  std::vector<std::string> kineto = cpu;
+  kineto.insert(kineto.end(), launches.begin(), launches.end());
+  kineto.insert(kineto.end(), gpu.begin(), gpu.end());
+  const FileResult k = read(dir.write(
+      "k.pt.trace.json", trace(kineto, ",\n \"baseTimeNanoseconds\": 1700000000000000000")));
+  EXPECT_EQ(jobs_of(k), jobs_of(r));
+  EXPECT_EQ(k.stats.lines, 16u);
 }
 
 TEST(TorchTraceReader, AbsoluteMicrosecondsWithoutBase) {
