@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The JSON rows of the benchmark table: a PyTorch profiler trace made of the
 # bundled ResNet trace's events (testdata/kineto/, 68,692 events, 15 MB)
-# repeated, shifted in time, up to SIZE MiB, then, in one run on the same
+# repeated, shifted in time, up to SIZE MiB in Kineto's order (all CPU events,
+# then the runtime calls and GPU activities), then, in one run on the same
 # file: `pipescope analyze --job-pattern '## (?P<op>forward|backward) ##'`
 # (wall time, GB/s, peak RssAnon sampled by bench/peak_memory.sh) and
 # Python's json.load of it (the way Python tools such as Holistic Trace
@@ -25,29 +26,34 @@ src, mib, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 doc = json.load(gzip.open(src))
 events = doc.pop("traceEvents")
 span = max(e.get("ts", 0) + e.get("dur", 0) for e in events) - min(e["ts"] for e in events if "ts" in e)
-target = mib << 20
+# Kineto's order: the CPU events of the whole window, then the runtime calls and
+# GPU activities in time order. Copy r of the ResNet window is shifted by r spans,
+# with its own correlation and External ids, and each section keeps that order.
+cpu = [e for e in events if e.get("cat") in ("cpu_op", "user_annotation", "fwdbwd", "python_function")]
+gpu = [e for e in events if e.get("cat") not in ("cpu_op", "user_annotation", "fwdbwd", "python_function")]
+per_copy = sum(len(json.dumps(e)) + 2 for e in events)
+copies = max(1, -(-(mib << 20) // per_copy))
+def shifted(e, r):
+    if "ts" not in e:
+        return e
+    e = dict(e)
+    e["ts"] = e["ts"] + r * (span + 1000)
+    args = e.get("args")
+    if isinstance(args, dict) and ("correlation" in args or "External id" in args):
+        args = dict(args)
+        for k in ("correlation", "External id"):
+            if isinstance(args.get(k), int):
+                args[k] += r * 10_000_000
+        e["args"] = args
+    return e
 with open(out, "w") as f:
-    head = json.dumps(doc)[:-1]
-    f.write(head + ', "traceEvents": [\n')
-    written, r, first = 0, 0, True
-    while written < target:
-        shift = r * (span + 1000)
-        for e in events:
-            if "ts" in e:
-                e = dict(e)
-                e["ts"] = e["ts"] + shift
-                args = e.get("args")
-                if isinstance(args, dict) and ("correlation" in args or "External id" in args):
-                    args = dict(args)  # each copy its own ids, as one long trace has
-                    for k in ("correlation", "External id"):
-                        if isinstance(args.get(k), int):
-                            args[k] += r * 10_000_000
-                    e["args"] = args
-            text = ("" if first else ",\n") + json.dumps(e)
-            first = False
-            f.write(text)
-            written += len(text)
-        r += 1
+    f.write(json.dumps(doc)[:-1] + ', "traceEvents": [\n')
+    first = True
+    for section in (cpu, gpu):
+        for r in range(copies):
+            for e in section:
+                f.write(("" if first else ",\n") + json.dumps(shifted(e, r)))
+                first = False
     f.write("\n]}\n")
 PY
 }

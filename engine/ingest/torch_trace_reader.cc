@@ -144,6 +144,15 @@ std::optional<std::string_view> quick_category(std::string_view event) {
   }
 }
 
+/// Whether a runtime or driver call starts GPU work: cudaLaunchKernel,
+/// cuLaunchKernel, cudaGraphLaunch, hipLaunchKernel, cudaMemcpyAsync,
+/// hipMemcpyWithStream, cudaMemsetAsync, ...
+bool launches_gpu_work(std::string_view name) {
+  return name.find("Launch") != std::string_view::npos ||
+         name.find("Memcpy") != std::string_view::npos ||
+         name.find("Memset") != std::string_view::npos;
+}
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' ||
                         s.back() == '\t' || s.back() == ',')) {
@@ -592,7 +601,10 @@ class TraceReader {
         if (correlation >= 0) on_kernel(correlation, start, start + length);
         return;
       case EventClass::launch:
-        if (correlation >= 0) on_launch(correlation, start);
+        // Only calls that start GPU work (kernel launches, graph launches,
+        // copies, sets): a synchronize or an event record never gets a
+        // kernel, and would wait for one for ever.
+        if (correlation >= 0 && launches_gpu_work(name)) on_launch(correlation, start);
         return;
       case EventClass::none:
         return;
