@@ -457,11 +457,12 @@ class TraceReader {
         [this](std::string_view event, std::uint64_t offset) { on_event(event, offset); },
         [this](std::string_view, std::string_view value) {
           std::int64_t base = 0;
-          if (parse_int(trim(value), base)) {
+          // Up to year 2096: a base and a time after it never overflow.
+          if (parse_int(trim(value), base) && base >= 0 && base <= 4'000'000'000'000'000'000) {
             base_ns_ = base;
           } else {
-            note(0, fmt::format("baseTimeNanoseconds '{}' is not an integer; times are taken as "
-                                "absolute microseconds",
+            note(0, fmt::format("baseTimeNanoseconds '{}' is not an integer in 0..4e18; times "
+                                "are taken as absolute microseconds",
                                 value.substr(0, 40)));
           }
         });

@@ -323,6 +323,60 @@ TEST(TorchTraceReader, CutShortKeepsTheEventsBeforeTheDamage) {
   EXPECT_EQ(j.stats.error, "");
 }
 
+// The fuzz target's checks on seeded random damage, so that every build
+// (and the sanitizer builds) runs them: flipped, dropped and inserted bytes
+// and cuts of a real-shaped trace never crash, the events found chunk by
+// chunk equal those found whole, and no job appears that was not there.
+TEST(TorchTraceReader, RandomDamageNeverCrashes) {
+  TempDir dir;
+  std::vector<std::string> events = {span("user_annotation", "ProfilerStep#3", "0", "100")};
+  for (int mb = 0; mb < 6; ++mb) {
+    const std::string ts = std::to_string(10 + mb * 10);
+    const std::string corr = fmt::format(R"({{"correlation": {}, "External id": {}}})", mb, mb);
+    events.push_back(span("user_annotation", fmt::format("PP:1F{}", mb), ts, "2", corr));
+    events.push_back(span("cuda_runtime", "cudaLaunchKernel", ts + ".5", "1", corr));
+    events.push_back(span("kernel", "k\\\"x", std::to_string(15 + mb * 10), "3", corr));
+    events.push_back(span("gpu_user_annotation", fmt::format("PP:1F{}", mb),
+                          std::to_string(15 + mb * 10), "3", corr));
+  }
+  const std::string good = trace(events, ",\n \"baseTimeNanoseconds\": 1000");
+  const std::string path = dir / "d.pt.trace.json";
+  std::uint64_t state = 20240403;
+  auto next = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state >> 33;
+  };
+  for (int round = 0; round < 400; ++round) {
+    std::string doc = good;
+    const int edits = 1 + static_cast<int>(next() % 4);
+    for (int e = 0; e < edits && !doc.empty(); ++e) {
+      const std::size_t at = next() % doc.size();
+      switch (next() % 4) {
+        case 0:
+          doc[at] = static_cast<char>(next() % 256);
+          break;
+        case 1:
+          doc.erase(at, 1 + next() % 8);
+          break;
+        case 2:
+          doc.insert(at, 1, "{}[]\",:\\"[next() % 8]);
+          break;
+        case 3:
+          doc.resize(at);
+          break;
+      }
+    }
+    Tokens whole = tokenize(doc, doc.size() + 1), chunked = tokenize(doc, 1 + next() % 17);
+    ASSERT_EQ(whole.events, chunked.events) << round;
+    ASSERT_EQ(whole.error, chunked.error) << round;
+    TempDir::write_to(path, doc);
+    const FileResult r = read(path);
+    EXPECT_LE(r.device.jobs.size(), 6u) << round;
+    EXPECT_EQ(r.stats.matched, r.device.jobs.size()) << round;
+    for (const Job& j : r.device.jobs) EXPECT_LE(j.start_ns, j.end_ns) << round;
+  }
+}
+
 TEST(TorchTraceReader, JobPattern) {
   TempDir dir;
   const std::vector<std::string> events = {
