@@ -3,6 +3,7 @@
 // picks a chunk size: the events found chunk by chunk must equal those found
 // in one piece (else abort), and the reader, with the `PP:` labels and with a
 // job pattern, must take any bytes without crashing.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
