@@ -26,6 +26,8 @@
 #include "export/summary_json.h"
 #include "export/text_report.h"
 #include "export/trace_size.h"
+#include "ingest/input_formats.h"
+#include "ingest/torch_trace_reader.h"
 #include "load/load_run.h"
 #include "progress.h"
 
@@ -66,6 +68,9 @@ struct AnalyzeOptions {
   std::string local;  // --local TEMPLATE: node-local folder, {node} = node index
   double mpi_timeout = 300;
   bool progress = false;  // --progress: draw the progress line even without a terminal
+  // Chrome-trace JSON: annotation names to jobs (docs/guide.md, "PyTorch profiler traces").
+  std::string job_pattern;
+  std::string job_kinds;
 };
 
 /// True when `inner` is `outer` or lies below it.
@@ -216,6 +221,18 @@ int run_analyze(const AnalyzeOptions& options) {
   load.first_step = options.first_step;
   load.ingest.limits.chunk_bytes = options.chunk_mib << 20;
   load.ingest.limits.max_line_bytes = options.max_line_kib << 10;
+  if (!options.job_kinds.empty() && options.job_pattern.empty()) {
+    throw InputError("--job-kinds needs --job-pattern");
+  }
+  if (!options.job_pattern.empty()) {
+    try {
+      JobPattern check(options.job_pattern, options.job_kinds);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(fmt::format("--job-pattern: {}", e.what()));
+    }
+  }
+  load.ingest.job_pattern = options.job_pattern;
+  load.ingest.job_kinds = options.job_kinds;
   if (options.mpi) return run_analyze_mpi(options, load);
   if (!options.local.empty()) throw InputError("--local needs --mpi");
 
@@ -237,6 +254,19 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
   if (run.job_count() == 0) {
     for (const Diagnostic& d : run.diagnostics) {
       fmt::print(stderr, "pipescope: {}: {}\n", d.location(), d.message);
+    }
+    const bool traces = std::any_of(run.inputs.begin(), run.inputs.end(), [](const InputStats& s) {
+      return format_by_name(fs::path(s.path).filename().string()) == InputFormat::torch_trace ||
+             s.path.ends_with(".json") || s.path.ends_with(".json.gz");
+    });
+    if (traces) {
+      fmt::print(stderr,
+                 "pipescope: error: no jobs found in {} input file{} (looked for lines containing "
+                 "'Profiler Info: Job' and, in profiler traces, for user annotations named "
+                 "'PP:<action>'{}); nothing to analyse\n",
+                 input_count, input_count == 1 ? "" : "s",
+                 options.job_pattern.empty() ? "" : " or matching --job-pattern");
+      return kExitUsage;
     }
     fmt::print(stderr,
                "pipescope: error: no job lines found in {} input file{} (looked for lines "
@@ -464,6 +494,13 @@ void register_analyze_command(CLI::App& app, int& status) {
                   "Longest line kept, in KiB; longer lines are skipped and reported")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  cmd->add_option("--job-pattern", options->job_pattern,
+                  "Profiler traces (Chrome-trace JSON): a regular expression for the names of\n"
+                  "user annotations that are jobs, with a named group op ((?P<op>...)) and\n"
+                  "optional mb, stage and chunk; without mb, ProfilerStep#N spans make the steps");
+  cmd->add_option("--job-kinds", options->job_kinds,
+                  "With --job-pattern: op text to job type, e.g. F=forward,B=backward\n"
+                  "(an op that is a type name, such as forward, needs none)");
   cmd->callback([options, &status] { status = run_analyze(*options); });
 }
 

@@ -14,6 +14,7 @@
 #include "command.h"
 #include "simulate/dygraph_writer.h"
 #include "simulate/log_writer.h"
+#include "simulate/torch_trace_writer.h"
 
 namespace pipescope::cli {
 
@@ -44,7 +45,7 @@ struct SimulateOptions {
   std::string job_id = "index";
   std::string target_bytes;
   std::string ivl_dir;
-  std::string format = "worker-log";  // --format worker-log|paddle-dygraph
+  std::string format = "worker-log";  // --format worker-log|paddle-dygraph|torch
   std::string concatenation_dir;      // --concatenation DIR (paddle-dygraph)
   int time_decimals = 6;
   std::string resolution = "us";
@@ -192,6 +193,30 @@ sim::LogWriterOptions make_writer_options(const SimulateOptions& o) {
   return options;
 }
 
+int run_simulate_torch(const SimulateOptions& o, const sim::SimConfig& config) {
+  if (!o.ivl_dir.empty() || o.noise_per_job != 0 || o.shuffle || o.ansi || o.crlf ||
+      !o.target_bytes.empty()) {
+    throw std::invalid_argument(
+        "--format torch writes traces only: --ivl, --noise, --shuffle, --ansi, --crlf and "
+        "--target-bytes are for worker logs");
+  }
+  sim::TorchTraceOptions options;
+  options.dir = o.output;
+  options.force = o.force;
+  options.first_step = o.first_step.value_or(0);
+  const sim::WriteReport report = sim::write_torch_traces(config, options);
+  fmt::print("wrote {} PyTorch profiler traces to {}: {} jobs, {} steps, {} devices, {} bytes\n",
+             report.files.size(), o.output, report.jobs, report.steps, report.devices,
+             report.bytes);
+  for (const auto& file : report.files) {
+    fmt::print("  {}  {} jobs, {} bytes\n", file.path.string(), file.jobs, file.bytes);
+  }
+  fmt::print("expected metrics: {} (bubble ratio {:.6f}, {} step windows)\n",
+             report.expected_path.string(), report.expected.bubble_ratio,
+             report.expected.steps.size());
+  return kExitOk;
+}
+
 int run_dygraph_simulate(const SimulateOptions& o, const sim::SimConfig& config) {
   if (o.first_step || o.noise_per_job != 0 || o.shuffle || o.ansi || o.crlf || !o.ivl_dir.empty() ||
       !o.target_bytes.empty()) {
@@ -220,6 +245,7 @@ int run_dygraph_simulate(const SimulateOptions& o, const sim::SimConfig& config)
 
 int run_simulate(const SimulateOptions& o) {
   const sim::SimConfig config = make_config(o);
+  if (o.format == "torch") return run_simulate_torch(o, config);
   if (o.format == "paddle-dygraph") return run_dygraph_simulate(o, config);
   if (!o.concatenation_dir.empty()) {
     throw std::invalid_argument("--concatenation needs --format paddle-dygraph");
@@ -345,10 +371,12 @@ void register_simulate_command(CLI::App& app, int& status) {
                   "same layout), through the job timer's record writer");
 
   sub->add_option("--format", o.format,
-                  "What to write: worker-log (static-graph `Profiler Info: Job` lines) or\n"
+                  "What to write: worker-log (static-graph `Profiler Info: Job` lines),\n"
                   "paddle-dygraph (the dygraph pipeline profiler's B/E records, whole ms,\n"
-                  "one profile_record_tmp_file_for_rank_R per device; fthenb, 1f1b, vpp)")
-      ->check(CLI::IsMember({"worker-log", "paddle-dygraph"}))
+                  "one profile_record_tmp_file_for_rank_R per device; fthenb, 1f1b, vpp) or\n"
+                  "torch (PyTorch profiler traces of a pipelining schedule, one\n"
+                  "DIR/rankR.pt.trace.json per rank)")
+      ->check(CLI::IsMember({"worker-log", "paddle-dygraph", "torch"}))
       ->capture_default_str();
   sub->add_option("--concatenation", o.concatenation_dir,
                   "With --format paddle-dygraph: also write Paddle's helper's\n"

@@ -17,7 +17,8 @@ build=${FUZZ_BUILD_DIR:-$here/build-fuzz}
 seconds=${1:-15}
 shift || true
 all=(fuzz_job_line_parser fuzz_line_readers fuzz_ivl_reader fuzz_summary_reader fuzz_decompress
-  fuzz_dygraph_reader)
+  fuzz_dygraph_reader
+  fuzz_torch_trace)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 
@@ -35,7 +36,7 @@ make_seeds() {
   local tmp
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' RETURN
-  mkdir -p "$seeds"/{fuzz_job_line_parser,fuzz_line_readers,fuzz_ivl_reader,fuzz_summary_reader,fuzz_decompress,fuzz_dygraph_reader}
+  mkdir -p "$seeds"/{fuzz_job_line_parser,fuzz_line_readers,fuzz_ivl_reader,fuzz_summary_reader,fuzz_decompress,fuzz_dygraph_reader,fuzz_torch_trace}
   # Job lines (and step lines) of every sample, one per seed.
   local i=0
   grep -h -e 'Profiler' "$here"/testdata/*/workerlog.* "$here"/testdata/*/*/workerlog.* 2>/dev/null |
@@ -68,6 +69,15 @@ make_seeds() {
     > "$seeds/fuzz_dygraph_reader/rank1"
   { printf '\x01'; head -c 4000 "$tmp/dycat/pipeline_profile.json"; } \
     > "$seeds/fuzz_dygraph_reader/concatenation"
+  # PyTorch profiler traces (first byte: chunk size; even: with a job pattern).
+  "$pipescope" simulate --format torch -o "$tmp/torch" --schedule torch-interleaved1f1b \
+    --stages 2 --micro-batches 2 --steps 1 --comm --force >/dev/null
+  for f in "$tmp"/torch/rank*.pt.trace.json; do
+    { printf '\x07'; cat "$f"; } > "$seeds/fuzz_torch_trace/$(basename "$f")"
+    { printf '\x10'; head -c 3000 "$f"; } > "$seeds/fuzz_torch_trace/$(basename "$f").cut"
+  done
+  { printf '\x03'; gzip -dc "$here"/testdata/kineto/mi250_minitoy_train_ROCm6_2_kineto.json.gz; } \
+    > "$seeds/fuzz_torch_trace/mi250.json"
   # Summaries and check configs.
   "$pipescope" analyze "$here/testdata/single" -o "$tmp/out" -q --no-trace >/dev/null
   cp "$tmp/out/summary.json" "$seeds/fuzz_summary_reader/summary.json"
@@ -75,7 +85,7 @@ make_seeds() {
     > "$seeds/fuzz_summary_reader/config.json"
   printf '{"max_bubble_ratio": 0.5, "max_utilization_drop": "3 %%"}' > "$seeds/fuzz_summary_reader/config2.json"
 }
-[ -d "$seeds" ] || make_seeds
+[ -d "$seeds/fuzz_torch_trace" ] || make_seeds
 
 status=0
 export TMPDIR=${TMPDIR:-/tmp}

@@ -16,7 +16,7 @@ InputFile get_input(ByteReader& r) {
   InputFile input;
   input.path = r.str();
   const auto format = r.get<std::uint8_t>();
-  if (format > static_cast<std::uint8_t>(InputFormat::ivl)) throw WireError("bad input format");
+  if (format > static_cast<std::uint8_t>(InputFormat::torch_trace)) throw WireError("bad input format");
   input.format = static_cast<InputFormat>(format);
   input.size_bytes = r.get<std::uint64_t>();
   input.machine = r.get<std::int32_t>();

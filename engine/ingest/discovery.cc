@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "ingest/input_formats.h"
+#include "ingest/torch_trace_reader.h"
 #include "records/ivl_reader.h"
 
 namespace pipescope {
@@ -181,6 +182,50 @@ void add_ivl_files(std::vector<fs::path> files, std::vector<Machine>& machines,
   }
 }
 
+bool is_torch_trace(const fs::directory_entry& entry) {
+  return format_by_name(entry.path().filename().string()) == InputFormat::torch_trace &&
+         is_regular(entry);
+}
+
+Machine folder_machine(const fs::path& folder, std::vector<InputFile> ranks);
+
+/// Places PyTorch profiler traces: the traces of one folder are one
+/// machine, ordered by the global rank their `distributedInfo` names (rank
+/// within the machine: that rank less the folder's lowest); a trace without
+/// one takes the next free rank, in name order.
+void add_trace_files(std::vector<fs::path> files, std::vector<Machine>& machines,
+                     std::map<std::string, std::size_t>& machine_of_parent) {
+  std::sort(files.begin(), files.end());
+  std::set<std::size_t> touched;
+  for (const auto& path : files) {
+    const fs::path parent = full_path(path).parent_path();
+    auto [it, inserted] = machine_of_parent.try_emplace(parent.string(), machines.size());
+    if (inserted) machines.push_back(folder_machine(parent, {}));
+    InputFile input;
+    input.path = path.string();
+    input.format = InputFormat::torch_trace;
+    input.size_bytes = file_size_or_zero(path);
+    input.rank = torch_trace_rank(input.path).value_or(-1);
+    machines[it->second].ranks.push_back(std::move(input));
+    touched.insert(it->second);
+  }
+  // Ranks within the machine: the global ranks less the machine's lowest
+  // (a gap stays a gap).
+  for (const std::size_t m : touched) {
+    int lowest = INT_MAX, next = 0;
+    for (const InputFile& f : machines[m].ranks) {
+      if (f.format == InputFormat::torch_trace && f.rank >= 0) lowest = std::min(lowest, f.rank);
+    }
+    for (InputFile& f : machines[m].ranks) {
+      if (f.format == InputFormat::torch_trace && f.rank >= 0) f.rank -= lowest;
+      next = std::max(next, f.rank + 1);
+    }
+    for (InputFile& f : machines[m].ranks) {
+      if (f.rank < 0) f.rank = next++;
+    }
+  }
+}
+
 /// The machine of the worker logs `ranks` found in `folder`.
 Machine folder_machine(const fs::path& folder, std::vector<InputFile> ranks) {
   const fs::path full = full_path(folder);
@@ -194,9 +239,10 @@ Machine folder_machine(const fs::path& folder, std::vector<InputFile> ranks) {
 
 void add_folder(const fs::path& dir, std::vector<Machine>& machines) {
   const auto entries = list_folder(dir);
-  std::vector<fs::path> ivl_files;
+  std::vector<fs::path> ivl_files, trace_files;
   for (const auto& entry : entries) {
     if (is_ivl_file(entry)) ivl_files.push_back(entry.path());
+    if (is_torch_trace(entry)) trace_files.push_back(entry.path());
   }
   auto direct = worker_logs_in(entries);
   const bool has_direct = !direct.empty();
@@ -212,6 +258,7 @@ void add_folder(const fs::path& dir, std::vector<Machine>& machines) {
     const auto listing = list_folder(entry.path());
     for (const auto& sub : listing) {
       if (is_ivl_file(sub)) ivl_files.push_back(sub.path());
+      if (is_torch_trace(sub)) trace_files.push_back(sub.path());
     }
     auto logs = worker_logs_in(listing);
     if (!logs.empty()) {
@@ -221,11 +268,13 @@ void add_folder(const fs::path& dir, std::vector<Machine>& machines) {
   }
   std::map<long, std::size_t> ivl_machines;  // .ivl machines of this folder
   add_ivl_files(std::move(ivl_files), machines, ivl_machines);
+  std::map<std::string, std::size_t> trace_machines;  // trace folders of this folder
+  add_trace_files(std::move(trace_files), machines, trace_machines);
   if (machines.size() == before && !has_direct) {
     throw InputError(fmt::format(
-        "no worker logs in {}: looked for files named workerlog.N (N = rank), *.ivl, or Paddle "
-        "dygraph records (profile_record_tmp_file_for_rank_N, pipeline_profile.json) in it, "
-        "or in its sub-folders (machineK/, or one per host)",
+        "no worker logs in {}: looked for files named workerlog.N (N = rank), *.ivl, "
+        "*.pt.trace.json[.gz] or Paddle dygraph records (profile_record_tmp_file_for_rank_N, "
+        "pipeline_profile.json) in it, or in its sub-folders (machineK/, or one per host)",
         dir.string()));
   }
 }
@@ -349,6 +398,7 @@ std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths) {
   std::vector<Machine> machines;
   std::map<std::string, std::size_t> machine_of_parent;  // files given directly
   std::map<long, std::size_t> ivl_machine_of_key;        // .ivl files given directly
+  std::vector<fs::path> direct_traces;                   // traces given directly
   for (const auto& text : paths) {
     const fs::path path(text);
     std::error_code ec;
@@ -363,11 +413,16 @@ std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths) {
       // A file given directly is sniffed when its name says nothing: records
       // saved under another name are still read as records.
       add_ivl_files({path}, machines, ivl_machine_of_key);
+    } else if (format == InputFormat::torch_trace) {
+      direct_traces.push_back(path);
     } else {
       add_file(path, format, machines, machine_of_parent);
     }
   }
   refuse_mixed_formats(machines);
+
+  std::map<std::string, std::size_t> trace_machine_of_parent;
+  add_trace_files(std::move(direct_traces), machines, trace_machine_of_parent);
 
   // One order whatever the order of the arguments: a shell glob puts node10
   // before node2, and a reversed list would otherwise renumber the machines.

@@ -28,6 +28,7 @@ enum class InputFormat {
   /// record per job): `profile_record_tmp_file_for_rank_<N>` files, or their
   /// concatenation `pipeline_profile.json` (ingest/dygraph_reader.h).
   paddle_dygraph,
+  torch_trace,  ///< PyTorch profiler (Chrome-trace JSON) trace, ingest/torch_trace_reader.h
 };
 
 struct InputFile {

@@ -47,6 +47,10 @@ struct IngestOptions {
   /// Called as files are read (from reader threads, one call at a time;
   /// keep it cheap).
   std::function<void(const IngestProgress&)> on_progress;
+  /// Chrome-trace JSON: user-annotation names to jobs instead of PyTorch
+  /// pipelining's `PP:` labels (torch_trace_reader.h, JobPatternSpec).
+  std::string job_pattern;
+  std::string job_kinds;
 };
 
 /// Progress shared by the readers running side by side: each reports what it

@@ -8,8 +8,10 @@
 #include "ingest/dygraph_reader.h"
 #include "ingest/ivl_import.h"
 #include "ingest/text_log_reader.h"
+#include "ingest/torch_trace_reader.h"
 #include "io/file_descriptor.h"
 #include "records/ivl_format.h"
+#include "source/byte_stream.h"
 
 namespace pipescope {
 
@@ -36,6 +38,8 @@ constexpr InputFormatSpec kFormats[] = {
     {InputFormat::ivl, ".ivl records", ivl_name, ivl_content, read_ivl_files},
     {InputFormat::paddle_dygraph, "Paddle dygraph pipeline records", dygraph_name,
      looks_like_dygraph_records, read_dygraph_records},
+    {InputFormat::torch_trace, "PyTorch profiler trace", torch_trace_name, trace_json_content,
+     read_torch_traces},
     {InputFormat::worker_log, "worker log", worker_log_name, any_content, read_text_logs},
 };
 
@@ -58,8 +62,22 @@ std::optional<InputFormat> format_by_name(std::string_view file_name) {
 InputFormat format_by_content(const std::string& path) {
   char bytes[kSniffBytes];
   std::size_t size = 0;
-  const io::FileDescriptor fd = io::FileDescriptor::open(path.c_str(), O_RDONLY);
-  if (fd.valid()) io::pread_full(fd.get(), bytes, sizeof bytes, 0, &size);
+  if (compression_of(path) != Compression::none) {
+    // A compressed file is sniffed by its first decompressed bytes.
+    try {
+      const auto stream = open_byte_stream(path);
+      while (size < sizeof bytes) {
+        const std::size_t n = stream->read(bytes + size, sizeof bytes - size);
+        if (n == 0) break;
+        size += n;
+      }
+    } catch (const std::exception&) {
+      size = 0;
+    }
+  } else {
+    const io::FileDescriptor fd = io::FileDescriptor::open(path.c_str(), O_RDONLY);
+    if (fd.valid()) io::pread_full(fd.get(), bytes, sizeof bytes, 0, &size);
+  }
   const std::string_view first(bytes, size);
   for (const InputFormatSpec& f : kFormats) {
     if (f.claims_content(first)) return f.format;

@@ -437,11 +437,8 @@ WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions
                              static_cast<std::int32_t>(options.first_step.value_or(0) + job.step),
                              0});
           }
-          const bool comm =
-              job.type == SimJobType::send_forward || job.type == SimJobType::recv_forward ||
-              job.type == SimJobType::send_backward || job.type == SimJobType::recv_backward;
           expected.add_job(static_cast<int>(d), job.step, printed_ns(job.start_ns, decimals),
-                           printed_ns(job.end_ns, decimals), comm);
+                           printed_ns(job.end_ns, decimals), is_comm_job(job.type));
         }
         if (simulator.steps_done() == 1 && options.first_step && options.noise_per_job > 0) {
           // Only the first occurrence in a file counts; a later one must be ignored.

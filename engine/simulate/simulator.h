@@ -92,6 +92,12 @@ enum class SimJobType : std::uint8_t {
   lr,
 };
 
+/// A send or receive: comm time, not busy time, in the contract.
+inline bool is_comm_job(SimJobType type) {
+  return type == SimJobType::send_forward || type == SimJobType::recv_forward ||
+         type == SimJobType::send_backward || type == SimJobType::recv_backward;
+}
+
 struct SimJob {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;

@@ -1,0 +1,119 @@
+// Finds the events of a Chrome-trace JSON document (a torch.profiler trace)
+// chunk by chunk, without ever holding the document: the tokenizer side of
+// the trace readers, in the manner of Perfetto's JSON trace tokenizer. It
+// follows only the document's structure (strings, brackets, top-level keys)
+// and hands each complete element object of the top-level `traceEvents`
+// array (or of a top-level array: the Chrome "array format") to a callback,
+// plus the raw text of the few top-level values a reader asks for
+// (`baseTimeNanoseconds`, `distributedInfo`). Chunks never line up with
+// events: the tokenizer owns the bytes of an unfinished event and carries
+// them over to the next chunk.
+//
+// It never parses an event; a malformed event is the reader's to count. What
+// it detects is structural damage (a closing bracket of the wrong kind,
+// nesting deeper than kMaxDepth) and a document that ends early: it stops
+// there, and every event completed before the damage has been delivered.
+//
+// Usage:
+//   TraceEventTokenizer tok({"baseTimeNanoseconds"}, on_event, on_value);
+//   while (read chunk) tok.feed(chunk, n);   // chunk needs kPadding bytes after n
+//   tok.finish();
+//   if (!tok.error().empty()) report(tok.error_offset(), tok.error());
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pipescope {
+
+class TraceEventTokenizer {
+ public:
+  /// Readable bytes every fed chunk (and every event view handed out) has
+  /// after its end: what simdjson needs to parse a view in place.
+  static constexpr std::size_t kPadding = 64;
+  /// Nesting deeper than this is taken for damage.
+  static constexpr int kMaxDepth = 512;
+  /// An event longer than this is skipped unread (counted in oversized()).
+  static constexpr std::size_t kDefaultMaxEventBytes = std::size_t{64} << 20;
+
+  /// `event`: one element object of the events array, with its absolute byte
+  /// offset; the view is valid during the call and followed by kPadding
+  /// readable bytes.
+  using EventCallback = std::function<void(std::string_view event, std::uint64_t offset)>;
+  /// `value`: the raw JSON text of top-level key `key` (one of `keys`),
+  /// at most 1 MiB (a longer value is not delivered).
+  using ValueCallback = std::function<void(std::string_view key, std::string_view value)>;
+
+  TraceEventTokenizer(std::vector<std::string> keys, EventCallback on_event,
+                      ValueCallback on_value = {},
+                      std::size_t max_event_bytes = kDefaultMaxEventBytes);
+
+  /// Scans the next `size` bytes; data[size, size + kPadding) must be
+  /// readable. Does nothing after an error.
+  void feed(const char* data, std::size_t size);
+  /// The end of the input: a document not closed is an error from here on.
+  void finish();
+
+  /// Empty, or what is wrong: structural damage or an early end.
+  const std::string& error() const { return error_; }
+  /// Absolute byte offset of the damage (or of the early end).
+  std::uint64_t error_offset() const { return error_offset_; }
+  /// Whether the top-level value closed (anything after it is ignored).
+  bool complete() const { return done_; }
+  /// Events delivered, events skipped for their size.
+  std::uint64_t events() const { return events_; }
+  std::uint64_t oversized() const { return oversized_; }
+  /// Bytes fed so far.
+  std::uint64_t bytes() const { return consumed_; }
+  /// Whether the events array has begun (a reader may stop reading a header
+  /// there).
+  bool in_events() const { return events_depth_ > 0; }
+
+ private:
+  enum class Region : std::uint8_t { none, event, value, skipped };
+  void scan(const char* data, std::size_t size);
+  void fail(std::uint64_t offset, std::string message);
+  /// The open region's bytes up to data[end): in place, or appended to the
+  /// carried bytes.
+  std::string_view region_view(const char* data, std::size_t end);
+  void append_carry(const char* data, std::size_t size);
+  void close_value(const char* data, std::size_t end);
+
+  std::vector<std::string> keys_;
+  EventCallback on_event_;
+  ValueCallback on_value_;
+  std::size_t max_event_bytes_;
+
+  // Carried bytes of an unfinished region (its beginning, from earlier
+  // chunks), with kPadding spare bytes.
+  std::vector<char> carry_;
+  std::size_t carry_size_ = 0;
+  bool region_in_carry_ = false;
+  std::uint64_t region_offset_ = 0;  // absolute offset of the open region
+
+  std::uint64_t consumed_ = 0;
+  int depth_ = 0;
+  std::vector<char> stack_;  // '{' or '[' per open level
+  bool in_string_ = false;
+  bool escape_ = false;
+  bool top_object_ = false;
+  bool expect_key_ = false;
+  bool key_capture_ = false;
+  bool awaiting_value_ = false;
+  bool done_ = false;
+  int events_depth_ = 0;  // depth of the events array's elements' parent + 1, or 0
+  std::string key_;
+  std::string value_key_;
+  Region region_ = Region::none;
+  std::size_t region_begin_ = 0;  // index into the current chunk (region not carried)
+  std::uint64_t events_ = 0;
+  std::uint64_t oversized_ = 0;
+  std::string error_;
+  std::uint64_t error_offset_ = 0;
+};
+
+}  // namespace pipescope

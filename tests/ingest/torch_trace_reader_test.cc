@@ -1,0 +1,487 @@
+// PyTorch profiler traces: the event tokenizer (chunk sizes, strings,
+// damage), PP: action labels, the interval preference, exact times, chunks,
+// job patterns, discovery, and the real Kineto traces of testdata/kineto/.
+#include "ingest/torch_trace_reader.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "ingest/discovery.h"
+#include "ingest/ingest.h"
+#include "ingest/input_formats.h"
+#include "ingest/trace_event_tokenizer.h"
+#include "model/errors.h"
+#include "support/temp_dir.h"
+
+namespace pipescope {
+namespace {
+
+using testing::TempDir;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// ---------------------------------------------------------------- tokenizer
+
+struct Tokens {
+  std::vector<std::string> events;
+  std::vector<std::uint64_t> offsets;
+  std::vector<std::string> values;
+  std::string error;
+  std::uint64_t error_offset = 0;
+};
+
+Tokens tokenize(std::string_view doc, std::size_t chunk) {
+  Tokens t;
+  TraceEventTokenizer tok(
+      {"baseTimeNanoseconds", "distributedInfo"},
+      [&](std::string_view e, std::uint64_t offset) {
+        t.events.emplace_back(e);
+        t.offsets.push_back(offset);
+      },
+      [&](std::string_view key, std::string_view value) {
+        t.values.push_back(fmt::format("{}={}", key, value));
+      });
+  for (std::size_t i = 0; i < doc.size(); i += chunk) {
+    std::string piece(doc.substr(i, chunk));
+    piece.append(TraceEventTokenizer::kPadding, ' ');
+    tok.feed(piece.data(), std::min(chunk, doc.size() - i));
+  }
+  tok.finish();
+  t.error = tok.error();
+  t.error_offset = tok.error_offset();
+  return t;
+}
+
+constexpr std::string_view kDoc =
+    R"({"schemaVersion": 1, "distributedInfo": {"rank": 3, "x": [1, {"y": "}]"}]},
+ "odd \"key\"": "{[", "traceEvents": [
+  {"name": "a \"}\" b", "ph": "X", "args": {"k": [1, 2, {"z": "]"}]}},
+  {"name": "second"} , 17, "s",
+  {"name": "third\\"}
+ ], "baseTimeNanoseconds": 1700000000000000000 }
+)";
+
+TEST(TraceEventTokenizer, SameEventsAtEveryChunkSize) {
+  const Tokens whole = tokenize(kDoc, kDoc.size());
+  ASSERT_EQ(whole.events.size(), 3u) << whole.error;
+  EXPECT_EQ(whole.events[0],
+            R"({"name": "a \"}\" b", "ph": "X", "args": {"k": [1, 2, {"z": "]"}]}})");
+  EXPECT_EQ(whole.events[1], R"({"name": "second"})");
+  EXPECT_EQ(whole.events[2], R"({"name": "third\\"})");
+  EXPECT_EQ(whole.offsets[1], kDoc.find(R"({"name": "second"})"));
+  ASSERT_EQ(whole.values.size(), 2u);
+  EXPECT_EQ(whole.values[0], R"(distributedInfo={"rank": 3, "x": [1, {"y": "}]"}]})");
+  EXPECT_EQ(whole.values[1], "baseTimeNanoseconds=1700000000000000000");
+  EXPECT_EQ(whole.error, "");
+  for (std::size_t chunk = 1; chunk <= kDoc.size(); ++chunk) {
+    const Tokens t = tokenize(kDoc, chunk);
+    EXPECT_EQ(t.events, whole.events) << chunk;
+    EXPECT_EQ(t.offsets, whole.offsets) << chunk;
+    EXPECT_EQ(t.values, whole.values) << chunk;
+    EXPECT_EQ(t.error, "") << chunk;
+  }
+}
+
+TEST(TraceEventTokenizer, ArrayFormatAndDamage) {
+  const Tokens array = tokenize(R"([{"a": 1}, {"b": [2]}])", 3);
+  EXPECT_EQ(array.events, (std::vector<std::string>{R"({"a": 1})", R"({"b": [2]})"}));
+  EXPECT_EQ(array.error, "");
+
+  // Cut at every byte: the events complete before the cut, never more, and
+  // an error that says where.
+  const Tokens whole = tokenize(kDoc, kDoc.size());
+  for (std::size_t cut = 0; cut + 2 < kDoc.size(); ++cut) {
+    const Tokens t = tokenize(kDoc.substr(0, cut), 7);
+    std::size_t complete = 0;
+    for (std::size_t i = 0; i < whole.events.size(); ++i) {
+      if (whole.offsets[i] + whole.events[i].size() <= cut) complete = i + 1;
+    }
+    EXPECT_EQ(t.events.size(), complete) << cut;
+    EXPECT_FALSE(t.error.empty()) << cut;
+    EXPECT_LE(t.error_offset, cut) << cut;
+  }
+
+  // A bracket of the wrong kind stops the reading there.
+  const std::string bad = R"({"traceEvents": [{"a": 1}, {"b": 2]}, {"c": 3}]})";
+  const Tokens t = tokenize(bad, 5);
+  EXPECT_EQ(t.events, std::vector<std::string>{R"({"a": 1})"});
+  EXPECT_EQ(t.error, "unexpected ']'");
+  EXPECT_EQ(t.error_offset, bad.find("]}"));
+  EXPECT_EQ(tokenize("", 4).error, "the file is empty");
+}
+
+// ---------------------------------------------------------------- labels
+
+TEST(PipelineAction, Labels) {
+  auto one = [](std::string_view label) {
+    const auto actions = parse_pipeline_action(label);
+    return actions.size() == 1
+               ? fmt::format("{} {} {}", actions[0].type, actions[0].stage, actions[0].micro_batch)
+               : fmt::format("{} actions", actions.size());
+  };
+  EXPECT_EQ(one("0F3"), "forward 0 3");
+  EXPECT_EQ(one("2RECV_B1"), "recv_backward 2 1");
+  EXPECT_EQ(one("1W0"), "backward_w 1 0");
+  EXPECT_EQ(one("1I12"), "backward_b 1 12");
+  EXPECT_EQ(one("3B7"), "backward 3 7");
+  EXPECT_EQ(one("10SEND_F2"), "send_forward 10 2");
+  EXPECT_EQ(one("0RECV_F2"), "recv_forward 0 2");
+  EXPECT_EQ(one("0SEND_B2"), "send_backward 0 2");
+  EXPECT_EQ(one("1UNSHARD"), "unshard 1 -1");
+  EXPECT_EQ(one("1RESHARD"), "reshard 1 -1");
+  EXPECT_EQ(one("3REDUCE_GRAD"), "reduce_grad 3 -1");
+  for (const char* bad : {"F3", "0X1", "0F", "1UNSHARD2", "0F1x", "", "(0F1)OVERLAP_F_B",
+                          "(0F1;1B0)", "(0F1;1Q0)OVERLAP_F_B"}) {
+    EXPECT_TRUE(parse_pipeline_action(bad).empty()) << bad;
+  }
+  const auto pair = parse_pipeline_action("(0F1;1B0)OVERLAP_F_B");
+  ASSERT_EQ(pair.size(), 2u);
+  EXPECT_EQ(pair[0].type, "forward");
+  EXPECT_EQ(pair[0].micro_batch, 1);
+  EXPECT_EQ(pair[1].type, "backward");
+  EXPECT_EQ(pair[1].stage, 1);
+}
+
+// ---------------------------------------------------------------- traces
+
+std::string span(std::string_view cat, std::string_view name, std::string_view ts,
+                 std::string_view dur, std::string_view args = "{}") {
+  return fmt::format(R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": 9, "tid": 9, "ts": {}, )"
+                     R"("dur": {}, "args": {}}})",
+                     cat, name, ts, dur, args);
+}
+
+std::string trace(const std::vector<std::string>& events, std::string_view tail = "",
+                  int rank = 0) {
+  std::string doc = fmt::format(
+      "{{\n \"schemaVersion\": 1, \"distributedInfo\": {{\"rank\": {}}},\n \"traceEvents\": [\n",
+      rank);
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    doc += (i ? ",\n  " : "  ") + events[i];
+  }
+  doc += fmt::format("\n ]{}\n}}\n", tail);
+  return doc;
+}
+
+FileResult read(const std::string& path, const IngestOptions& options = {}) {
+  InputFile input;
+  input.path = path;
+  input.format = InputFormat::torch_trace;
+  return read_torch_trace(input, options);
+}
+
+struct JobText {
+  std::string type;
+  std::int64_t mb, start, end;
+  friend bool operator==(const JobText&, const JobText&) = default;
+};
+
+std::vector<JobText> jobs_of(const FileResult& r) {
+  std::vector<JobText> out;
+  for (const Job& j : r.device.jobs) {
+    out.push_back({r.types.name(j.type), j.micro_batch, j.start_ns, j.end_ns});
+  }
+  return out;
+}
+
+void PrintTo(const JobText& j, std::ostream* os) {
+  *os << j.type << " mb" << j.mb << " [" << j.start << ", " << j.end << ")";
+}
+
+TEST(TorchTraceReader, IntervalPreferenceAndExactTimes) {
+  TempDir dir;
+  const std::string path = dir.write(
+      "r.pt.trace.json",
+      trace(
+          {
+              span("user_annotation", "ProfilerStep#41", "0", "1000"),
+              // GPU span covering its kernel: the GPU span.
+              span("user_annotation", "PP:0F0", "10", "5", R"({"External id": 1})"),
+              span("cuda_runtime", "cudaLaunchKernel", "12", "1", R"({"correlation": 101})"),
+              span("kernel", "k", "21.5", "3", R"({"correlation": 101})"),
+              span("gpu_user_annotation", "PP:0F0", "20.0005", "10.0004", R"({"External id": 1})"),
+              // GPU span missing the kernels: the kernels' span.
+              span("user_annotation", "PP:0F1", "40", "5", R"({"External id": 2})"),
+              span("cuda_runtime", "cudaLaunchKernel", "41", "1", R"({"correlation": 102})"),
+              span("cuda_driver", "cuLaunchKernel", "43", "1", R"({"correlation": 103})"),
+              span("kernel", "k", "50.25", "4", R"({"correlation": 102})"),
+              span("gpu_memcpy", "m", "60", "2.125", R"({"correlation": 103})"),
+              span("gpu_user_annotation", "PP:0F1", "50.25", "0.028", R"({"External id": 2})"),
+              // Neither: the CPU span, host-timed.
+              span("user_annotation", "PP:0B0", "100", "7.5"),
+              // DualPipeV's overlapped pair: two jobs, one interval.
+              span("user_annotation", "PP:(0F2;0B1)OVERLAP_F_B", "200", "1"),
+              span("gpu_user_annotation", "PP:(0F2;0B1)OVERLAP_F_B", "300", "50"),
+              // Not ours.
+              span("user_annotation", "Optimizer.step#SGD.step", "400", "5"),
+              span("user_annotation", "PP:0Q1", "500", "5"),
+          },
+          ",\n \"baseTimeNanoseconds\": 1700000000000000000"));
+  const FileResult r = read(path);
+  const std::int64_t base = 1'700'000'000'000'000'000;
+  EXPECT_EQ(jobs_of(r), (std::vector<JobText>{
+                            {"forward", 0, base + 20'001, base + 30'001},
+                            {"forward", 1, base + 50'250, base + 62'125},
+                            {"backward", 0, base + 100'000, base + 107'500},
+                            {"forward", 2, base + 300'000, base + 350'000},
+                            {"backward", 1, base + 300'000, base + 350'000},
+                        }));
+  EXPECT_EQ(r.first_step, 41);
+  EXPECT_EQ(r.stats.matched, 5u);
+  EXPECT_EQ(r.stats.lines, 16u);
+  EXPECT_EQ(r.stats.malformed, 1u);  // PP:0Q1
+  EXPECT_EQ(r.stats.error, "");
+  std::string notes;
+  for (const Diagnostic& d : r.diagnostics) notes += d.message + "\n";
+  EXPECT_NE(notes.find("'PP:0Q1' is no pipeline action"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("1 of 5 jobs are host-timed"), std::string::npos) << notes;
+
+  // Kineto's own order (CPU events first, then runtime calls and kernels in
+  // time order, GPU annotations last) is joined in one pass: same jobs.
+  std::vector<std::string> cpu, gpu, launches;
+  std::string doc = read_text(path);
+  for (std::size_t at = doc.find("{\"ph\""); at != std::string::npos;
+       at = doc.find("{\"ph\"", at + 1)) {
+    const std::string event = doc.substr(at, doc.find('}', doc.find("\"args\"", at)) + 2 - at);
+    (event.find("\"user_annotation\"") != std::string::npos       ? cpu
+     : event.find("\"gpu_user_annotation\"") != std::string::npos ? gpu
+                                                                  : launches)
+        .push_back(event);
+  }
+  std::vector<std::string> kineto = cpu;
+  kineto.insert(kineto.end(), launches.begin(), launches.end());
+  kineto.insert(kineto.end(), gpu.begin(), gpu.end());
+  const FileResult k = read(dir.write(
+      "k.pt.trace.json", trace(kineto, ",\n \"baseTimeNanoseconds\": 1700000000000000000")));
+  EXPECT_EQ(jobs_of(k), jobs_of(r));
+  EXPECT_EQ(k.stats.lines, 16u);
+}
+
+TEST(TorchTraceReader, AbsoluteMicrosecondsWithoutBase) {
+  TempDir dir;
+  const std::string path =
+      dir.write("r.pt.trace.json",
+                trace({span("user_annotation", "PP:0F0", "1712195495984501.2", "1.0005")}));
+  const FileResult r = read(path);
+  // 1712195495984501.2 us does not fit a double exactly; the ns are exact.
+  EXPECT_EQ(
+      jobs_of(r),
+      (std::vector<JobText>{{"forward", 0, 1'712'195'495'984'501'200, 1'712'195'495'984'502'201}}));
+  EXPECT_FALSE(r.first_step.has_value());
+}
+
+TEST(TorchTraceReader, ChunksFromTheStagesOfTheRank) {
+  TempDir dir;
+  // V: rank 1 of P=4 holds stages 1 and 6; looped: rank 1 holds 1, 5, 9.
+  const FileResult v =
+      read(dir.write("v.pt.trace.json", trace({span("user_annotation", "PP:1F0", "0", "1"),
+                                               span("user_annotation", "PP:6F0", "2", "1"),
+                                               span("user_annotation", "PP:6I0", "4", "1"),
+                                               span("user_annotation", "PP:1W0", "6", "1"),
+                                               span("user_annotation", "PP:6SEND_B0", "8", "1")})));
+  EXPECT_EQ(jobs_of(v), (std::vector<JobText>{{"forward0", 0, 0, 1000},
+                                              {"forward1", 0, 2000, 3000},
+                                              {"backward_b1", 0, 4000, 5000},
+                                              {"backward_w0", 0, 6000, 7000},
+                                              {"send_backward", 0, 8000, 9000}}));
+  const FileResult looped =
+      read(dir.write("l.pt.trace.json", trace({span("user_annotation", "PP:9F0", "0", "1"),
+                                               span("user_annotation", "PP:5B0", "2", "1"),
+                                               span("user_annotation", "PP:1F1", "4", "1")})));
+  EXPECT_EQ(jobs_of(looped), (std::vector<JobText>{{"forward2", 0, 0, 1000},
+                                                   {"backward1", 0, 2000, 3000},
+                                                   {"forward0", 1, 4000, 5000}}));
+}
+
+TEST(TorchTraceReader, CutShortKeepsTheEventsBeforeTheDamage) {
+  TempDir dir;
+  const std::string doc = trace({span("user_annotation", "PP:0F0", "0", "1"),
+                                 span("user_annotation", "PP:0F1", "2", "1"),
+                                 span("user_annotation", "PP:0F2", "4", "1")});
+  const std::size_t cut = doc.find("PP:0F2") + 3;
+  const FileResult r = read(dir.write("r.pt.trace.json", doc.substr(0, cut)));
+  EXPECT_EQ(r.device.jobs.size(), 2u);
+  const std::size_t third = doc.rfind("{\"ph\"", cut);
+  EXPECT_EQ(r.stats.error,
+            fmt::format("byte offset {}: the JSON ends early (cut off at byte {}): every event "
+                        "before byte {} was read",
+                        third, cut, third));
+  // Junk inside an event: that event is skipped, the rest is read.
+  std::string junk = doc;
+  junk.replace(junk.find("\"ts\": 2"), 7, "\"ts\": ?");
+  const FileResult j = read(dir.write("j.pt.trace.json", junk));
+  EXPECT_EQ(j.device.jobs.size(), 2u);
+  EXPECT_EQ(j.stats.malformed, 1u);
+  EXPECT_EQ(j.stats.error, "");
+}
+
+// The fuzz target's checks on seeded random damage, so that every build
+// (and the sanitizer builds) runs them: flipped, dropped and inserted bytes
+// and cuts of a real-shaped trace never crash, the events found chunk by
+// chunk equal those found whole, and no job appears that was not there.
+TEST(TorchTraceReader, RandomDamageNeverCrashes) {
+  TempDir dir;
+  std::vector<std::string> events = {span("user_annotation", "ProfilerStep#3", "0", "100")};
+  for (int mb = 0; mb < 6; ++mb) {
+    const std::string ts = std::to_string(10 + mb * 10);
+    const std::string corr = fmt::format(R"({{"correlation": {}, "External id": {}}})", mb, mb);
+    events.push_back(span("user_annotation", fmt::format("PP:1F{}", mb), ts, "2", corr));
+    events.push_back(span("cuda_runtime", "cudaLaunchKernel", ts + ".5", "1", corr));
+    events.push_back(span("kernel", "k\\\"x", std::to_string(15 + mb * 10), "3", corr));
+    events.push_back(span("gpu_user_annotation", fmt::format("PP:1F{}", mb),
+                          std::to_string(15 + mb * 10), "3", corr));
+  }
+  const std::string good = trace(events, ",\n \"baseTimeNanoseconds\": 1000");
+  const std::string path = dir / "d.pt.trace.json";
+  std::uint64_t state = 20240403;
+  auto next = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state >> 33;
+  };
+  for (int round = 0; round < 400; ++round) {
+    std::string doc = good;
+    const int edits = 1 + static_cast<int>(next() % 4);
+    for (int e = 0; e < edits && !doc.empty(); ++e) {
+      const std::size_t at = next() % doc.size();
+      switch (next() % 4) {
+        case 0:
+          doc[at] = static_cast<char>(next() % 256);
+          break;
+        case 1:
+          doc.erase(at, 1 + next() % 8);
+          break;
+        case 2:
+          doc.insert(at, 1, "{}[]\",:\\"[next() % 8]);
+          break;
+        case 3:
+          doc.resize(at);
+          break;
+      }
+    }
+    Tokens whole = tokenize(doc, doc.size() + 1), chunked = tokenize(doc, 1 + next() % 17);
+    ASSERT_EQ(whole.events, chunked.events) << round;
+    ASSERT_EQ(whole.error, chunked.error) << round;
+    TempDir::write_to(path, doc);
+    const FileResult r = read(path);
+    EXPECT_LE(r.device.jobs.size(), 6u) << round;
+    EXPECT_EQ(r.stats.matched, r.device.jobs.size()) << round;
+    for (const Job& j : r.device.jobs) EXPECT_LE(j.start_ns, j.end_ns) << round;
+  }
+}
+
+TEST(TorchTraceReader, JobPattern) {
+  TempDir dir;
+  const std::vector<std::string> events = {
+      span("user_annotation", "ProfilerStep#7", "0", "100"),
+      span("user_annotation", "## forward ##", "1", "10"),
+      span("user_annotation", "## forward ##", "20", "10"),
+      span("user_annotation", "## backward ##", "40", "10"),
+      span("user_annotation", "## backward ##", "60", "10"),
+      span("user_annotation", "ProfilerStep#8", "100", "100"),
+      span("user_annotation", "## forward ##", "101", "10"),
+      span("user_annotation", "## backward ##", "140", "10"),
+      span("user_annotation", "## forward ##", "300", "10"),  // outside every step
+  };
+  const std::string path = dir.write("p.pt.trace.json", trace(events));
+  IngestOptions options;
+  options.job_pattern = "## (?P<op>forward|backward) ##";
+  const FileResult r = read(path, options);
+  EXPECT_EQ(jobs_of(r), (std::vector<JobText>{{"forward", 0, 1000, 11000},
+                                              {"forward", 1, 20000, 30000},
+                                              {"backward", 0, 40000, 50000},
+                                              {"backward", 1, 60000, 70000},
+                                              {"forward", 0, 101000, 111000},
+                                              {"backward", 0, 140000, 150000}}));
+  EXPECT_EQ(r.first_step, 7);
+  EXPECT_EQ(r.stats.malformed, 1u);
+
+  // With mb, stage and kinds.
+  options.job_pattern = R"(mb(?P<mb>\d+)/(?P<op>fwd|bwd)@(?P<stage>\d+))";
+  options.job_kinds = "fwd=forward,bwd=backward";
+  const FileResult k =
+      read(dir.write("k.pt.trace.json", trace({span("gpu_user_annotation", "mb3/fwd@2", "5", "1"),
+                                               span("user_annotation", "mb3/fwd@2", "1", "1"),
+                                               span("user_annotation", "mb3/bwd@6", "10", "1")})),
+           options);
+  EXPECT_EQ(jobs_of(k),
+            (std::vector<JobText>{{"forward0", 3, 5000, 6000}, {"backward1", 3, 10000, 11000}}));
+
+  // Without mb, a trace without ProfilerStep spans cannot be split into steps.
+  options.job_pattern = "## (?P<op>forward|backward) ##";
+  options.job_kinds.clear();
+  const std::string bare = dir.write("b.pt.trace.json", trace({events[1], events[3]}));
+  try {
+    read(bare, options);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              bare +
+                  ": the job pattern has no 'mb' group, so steps must come from "
+                  "ProfilerStep#N spans, and this trace has none");
+  }
+
+  EXPECT_THROW(JobPattern("(?P<mb>\\d+)", ""), std::invalid_argument);
+  EXPECT_THROW(JobPattern("(?P<op>F", ""), std::invalid_argument);
+  EXPECT_THROW(JobPattern("(?P<op>F)(?P<what>x)", ""), std::invalid_argument);
+  EXPECT_THROW(JobPattern("(?P<op>F)", "F=fwd"), std::invalid_argument);
+}
+
+TEST(TorchTraceReader, DiscoveryByNameRankAndContent) {
+  TempDir dir;
+  dir.write("run/host_2.1.pt.trace.json", trace({}, "", 2));
+  dir.write("run/host_1.2.pt.trace.json", trace({}, "", 1));
+  dir.write("run/expected.json", "{}");
+  const auto inputs = discover_inputs({dir / "run"});
+  ASSERT_EQ(inputs.size(), 2u);
+  EXPECT_EQ(inputs[0].path, dir / "run/host_1.2.pt.trace.json");
+  EXPECT_EQ(inputs[0].format, InputFormat::torch_trace);
+  EXPECT_EQ(inputs[0].rank, 0);  // global ranks 1, 2 less the lowest
+  EXPECT_EQ(inputs[1].rank, 1);
+  EXPECT_EQ(format_by_name("x.pt.trace.json.gz"), InputFormat::torch_trace);
+  // Given directly under another name: sniffed, compressed or not.
+  const std::string other = dir.write("other.json", trace({}));
+  EXPECT_EQ(format_by_content(other), InputFormat::torch_trace);
+  EXPECT_EQ(format_by_content(std::string(PIPESCOPE_TESTDATA) +
+                              "/kineto/mi250_minitoy_train_ROCm6_2_kineto.json.gz"),
+            InputFormat::torch_trace);
+  EXPECT_FALSE(trace_json_content(R"({"jobs": 3})"));
+  EXPECT_EQ(torch_trace_rank(dir / "run/host_2.1.pt.trace.json"), 2);
+}
+
+TEST(TorchTraceReader, RealKinetoTraces) {
+  const std::string base = std::string(PIPESCOPE_TESTDATA) + "/kineto/";
+  struct Case {
+    const char* file;
+    std::uint64_t events;
+  };
+  for (const Case c : {Case{"rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", 68692},
+                       Case{"benchmark_result_2869224_1695835535_trace.json.gz", 1408},
+                       Case{"mi250_minitoy_train_ROCm6_2_kineto.json.gz", 220}}) {
+    const FileResult r = read(base + c.file);
+    EXPECT_EQ(r.stats.error, "") << c.file;
+    EXPECT_EQ(r.stats.lines, c.events) << c.file;
+    EXPECT_EQ(r.stats.malformed, 0u) << c.file;
+    EXPECT_EQ(r.device.jobs.size(), 0u) << c.file;  // none is pipeline-parallel
+  }
+  // The ResNet trace's `## forward ##` / `## backward ##` annotations: the
+  // backward's GPU span (28 us) misses its kernels, the forward has none.
+  IngestOptions options;
+  options.job_pattern = "## (?P<op>forward|backward) ##";
+  const FileResult r = read(base + "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", options);
+  ASSERT_EQ(r.device.jobs.size(), 10u);
+  EXPECT_EQ(r.first_step, 101);
+  for (const Job& j : r.device.jobs) {
+    EXPECT_GT(j.duration_ns(), r.types.name(j.type) == "backward" ? 50'000'000 : 20'000'000);
+  }
+}
+
+}  // namespace
+}  // namespace pipescope

@@ -1,0 +1,142 @@
+// End-to-end: `pipescope simulate --format torch` writes PyTorch profiler
+// traces of pipelining schedules (1F1B, interleaved, zero-bubble, V shapes,
+// comm actions, several machines, gzip); `pipescope analyze` must report
+// exactly the figures of expected.json, which the simulator computes without
+// the analysis (simulate/expected_metrics.h).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/command_runner.h"
+#include "support/compress_util.h"
+#include "support/temp_dir.h"
+
+namespace pipescope {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CommandResult;
+using testing::run_cli;
+
+std::string differences(simdjson::dom::element expected, simdjson::dom::element actual) {
+  std::string out;
+  auto ints = [&](simdjson::dom::element e, simdjson::dom::element a, const char* key,
+                  const std::string& where) {
+    std::int64_t x = 0, y = 0;
+    if (e[key].get_int64().get(x) || a[key].get_int64().get(y) || x != y) {
+      out += fmt::format("{}{}: expected {}, got {}\n", where, key, x, y);
+    }
+  };
+  auto ratio = [&](simdjson::dom::element e, simdjson::dom::element a, const char* key,
+                   const std::string& where) {
+    double x = 0, y = 0;
+    if (e[key].get_double().get(x) || a[key].get_double().get(y) ||
+        std::fabs(x - y) > 1e-12 * std::max(std::fabs(x), std::fabs(y))) {
+      out += fmt::format("{}{}: expected {}, got {}\n", where, key, x, y);
+    }
+  };
+  for (const char* key : {"jobs", "first_step", "total_window_ns"}) ints(expected, actual, key, "");
+  ratio(expected, actual, "bubble_ratio", "");
+  simdjson::dom::array ed = expected["devices"], ad = actual["devices"];
+  simdjson::dom::array es = expected["steps"], as = actual["steps"];
+  if (ed.size() != ad.size() || es.size() != as.size()) {
+    return out + fmt::format("expected {} devices, {} steps; got {}, {}\n", ed.size(), es.size(),
+                             ad.size(), as.size());
+  }
+  for (std::size_t d = 0; d < ed.size(); ++d) {
+    for (const char* key : {"device", "machine", "rank", "jobs", "steps", "busy_ns", "idle_ns"}) {
+      ints(ed.at(d), ad.at(d), key, fmt::format("devices[{}].", d));
+    }
+  }
+  for (std::size_t k = 0; k < es.size(); ++k) {
+    const std::string where = fmt::format("steps[{}].", k);
+    for (const char* key : {"step", "start_ns", "end_ns"}) ints(es.at(k), as.at(k), key, where);
+    ratio(es.at(k), as.at(k), "bubble_ratio", where);
+  }
+  return out;
+}
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class TorchTraceE2E : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TorchTraceE2E, AnalyzeReportsTheExpectedFigures) {
+  testing::TempDir dir;
+  const std::string args = GetParam();
+  const std::string run = dir / "run", out = dir / "out";
+  const CommandResult sim = run_cli(fmt::format("simulate --format torch -o '{}' {}", run, args));
+  ASSERT_EQ(sim.status, 0) << sim.output;
+  if (args.find("--machines") == std::string::npos) {
+    // One trace compressed: read through gzip alike.
+    const fs::path first = fs::path(run) / "rank0.pt.trace.json";
+    const std::string text = slurp(first);
+    std::ofstream(first.string() + ".gz", std::ios::binary) << testing::gzip(text);
+    fs::remove(first);
+  }
+  const CommandResult analyze = run_cli(fmt::format("analyze -q '{}' -o '{}'", run, out));
+  ASSERT_EQ(analyze.status, 0) << analyze.output;
+  simdjson::dom::parser p1, p2;
+  simdjson::dom::element expected, actual;
+  ASSERT_EQ(p1.load(run + "/expected.json").get(expected), simdjson::SUCCESS);
+  ASSERT_EQ(p2.load(out + "/summary.json").get(actual), simdjson::SUCCESS);
+  EXPECT_EQ(differences(expected, actual), "") << args;
+  EXPECT_GT(std::int64_t(expected["jobs"]), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Schedules, TorchTraceE2E,
+    ::testing::Values(
+        "--schedule torch-1f1b --stages 4 --micro-batches 8",
+        "--schedule torch-1f1b --stages 4 --micro-batches 8 --comm --machines 2 --seed 3",
+        "--schedule torch-interleaved1f1b --stages 4 --micro-batches 8 --chunks 3 --first-step 12",
+        "--schedule torch-interleaved1f1b --stages 2 --micro-batches 4 --devices-per-stage 2 "
+        "--comm --steps 4",
+        "--schedule torch-interleavedzerobubble --stages 4 --micro-batches 8 --seed 5",
+        "--schedule torch-zbvzerobubble --stages 4 --micro-batches 8 --comm",
+        "--schedule torch-dualpipev --stages 3 --micro-batches 6 --resolution ns"));
+
+TEST(TorchTraceSimulate, RefusesWorkerLogOptions) {
+  testing::TempDir dir;
+  const CommandResult r =
+      run_cli(fmt::format("simulate --format torch --shuffle -o '{}'", dir / "x"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--format torch writes traces only"), std::string::npos) << r.output;
+}
+
+TEST(TorchTraceCli, NoPipelineJobsAndPatterns) {
+  testing::TempDir dir;
+  const std::string resnet =
+      std::string(PIPESCOPE_TESTDATA) + "/kineto/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz";
+  const CommandResult none = run_cli(fmt::format("analyze -q '{}' -o '{}'", resnet, dir / "o1"));
+  EXPECT_EQ(none.status, 2);
+  EXPECT_NE(none.output.find("no jobs found in 1 input file"), std::string::npos) << none.output;
+  const CommandResult jobs =
+      run_cli(fmt::format("analyze -q '{}' -o '{}' --job-pattern '## (?P<op>forward|backward) ##'",
+                          resnet, dir / "o2"));
+  ASSERT_EQ(jobs.status, 0) << jobs.output;
+  simdjson::dom::parser parser;
+  simdjson::dom::element summary;
+  ASSERT_EQ(parser.load(dir / "o2/summary.json").get(summary), simdjson::SUCCESS);
+  EXPECT_EQ(std::int64_t(summary["jobs"]), 10);
+  EXPECT_EQ(std::int64_t(summary["first_step"]), 101);
+  const CommandResult bad =
+      run_cli(fmt::format("analyze -q '{}' -o '{}' --job-pattern 'x'", resnet, dir / "o3"));
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("--job-pattern: it has no named group 'op'"), std::string::npos)
+      << bad.output;
+}
+
+}  // namespace
+}  // namespace pipescope
