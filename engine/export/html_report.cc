@@ -213,8 +213,9 @@ void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t 
   };
   const double height = kAxisHeight + kRowHeight * static_cast<double>(run.devices.size()) + 4;
 
-  fmt::format_to(it, "<section class=\"step\"><h3>Step {} — {}, bubble ratio {}</h3>\n", w.step,
-                 format_duration(w.window_ns()), percent(w.bubble_ratio));
+  fmt::format_to(it, "<section class=\"step\"><h3>Step {} — {}, bubble ratio {}{}</h3>\n",
+                 step_label(metrics, k), format_duration(w.window_ns()), percent(w.bubble_ratio),
+                 w.complete ? "" : " (incomplete: not in the totals)");
   fmt::format_to(it,
                  "<svg class=\"timeline\" data-step=\"{}\" width=\"{:.0f}\" height=\"{:.0f}\" "
                  "viewBox=\"0 0 {:.0f} {:.0f}\" xmlns=\"http://www.w3.org/2000/svg\">\n",
@@ -364,8 +365,8 @@ void write_step_chart(Out it, const Metrics& metrics, const std::vector<std::siz
     const double h = kHeight * std::clamp(mean, 0.0, 1.0);
     const std::string label =
         last - first == 1
-            ? fmt::format("step {}", metrics.steps[first].step)
-            : fmt::format("steps {}-{}", metrics.steps[first].step, metrics.steps[last - 1].step);
+            ? fmt::format("step {}", step_label(metrics, first))
+            : fmt::format("steps {}-{}", step_label(metrics, first), step_label(metrics, last - 1));
     fmt::format_to(it,
                    "<rect class=\"step-bar{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" "
                    "height=\"{:.1f}\"><title>{}: bubble ratio {}</title></rect>",
@@ -383,18 +384,25 @@ void write_step_chart(Out it, const Metrics& metrics, const std::vector<std::siz
     fmt::format_to(it,
                    "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\">step {}</text>"
                    "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\">step {}</text>\n",
-                   kLabelWidth + 20, kTop + kHeight + 18, metrics.steps.front().step,
-                   kLabelWidth + kPlotWidth - 20, kTop + kHeight + 18, metrics.steps.back().step);
+                   kLabelWidth + 20, kTop + kHeight + 18, step_label(metrics, 0),
+                   kLabelWidth + kPlotWidth - 20, kTop + kHeight + 18,
+                   step_label(metrics, metrics.steps.size() - 1));
   }
   fmt::format_to(it, "</svg>\n");
 }
 
+/// The median window of the complete steps: the middle one, or the mean of
+/// the two middle ones (half up), as everywhere in pipescope.
 std::int64_t median_step_ns(const Metrics& metrics) {
-  if (metrics.steps.empty()) return 0;
   std::vector<std::int64_t> d;
-  for (const StepWindow& s : metrics.steps) d.push_back(s.window_ns());
+  for (const StepWindow& s : metrics.steps) {
+    if (s.complete) d.push_back(s.window_ns());
+  }
+  if (d.empty()) return 0;
   std::sort(d.begin(), d.end());
-  return d[(d.size() - 1) / 2];
+  const std::size_t n = d.size();
+  if (n % 2 == 1) return d[n / 2];
+  return d[n / 2 - 1] + (d[n / 2] - d[n / 2 - 1] + 1) / 2;
 }
 
 constexpr std::string_view kStyle = R"(
@@ -499,12 +507,19 @@ std::vector<std::size_t> choose_html_steps(const Metrics& metrics, std::string_v
     return s;
   };
   if (trimmed(spec).empty()) {
-    std::vector<std::size_t> order(n);
-    for (std::size_t k = 0; k < n; ++k) order[k] = k;
+    // Among the complete steps (an incomplete one's window says little),
+    // unless none is.
+    std::vector<std::size_t> order;
+    for (std::size_t k = 0; k < n; ++k) {
+      if (metrics.steps[k].complete) order.push_back(k);
+    }
+    if (order.empty()) {
+      for (std::size_t k = 0; k < n; ++k) order.push_back(k);
+    }
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       return metrics.steps[a].window_ns() < metrics.steps[b].window_ns();
     });
-    const std::size_t median = order[(n - 1) / 2];
+    const std::size_t median = order[(order.size() - 1) / 2];
     const std::size_t slowest = order.back();
     chosen.push_back(median);
     if (slowest != median) chosen.push_back(slowest);
