@@ -130,7 +130,8 @@ TEST(TimerCApi, MisuseIsAStatusWithItsReason) {
   o.struct_size = 8;
   EXPECT_EQ(pipescope_timer_open(&o, &t), PIPESCOPE_TIMER_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("options.struct_size is 8, expected"), std::string::npos);
-  o = host_options("");
+  const std::string empty;  // outlives `o`, which keeps its c_str()
+  o = host_options(empty);
   EXPECT_EQ(pipescope_timer_open(&o, &t), PIPESCOPE_TIMER_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(), "options.path is empty");
 
