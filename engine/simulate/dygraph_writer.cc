@@ -153,10 +153,7 @@ WriteReport write_simulated_dygraph(const SimConfig& config, const DygraphWriter
     const fs::path path = options.dir / name;
     write_file(path, std::string_view(text[d].data(), text[d].size()));
     names.emplace_back(name, d);
-    report.files.push_back({path, text[d].size(), 2 * jobs[d], jobs[d]});
-    report.bytes += text[d].size();
-    report.lines += 2 * jobs[d];
-    report.jobs += jobs[d];
+    report.add({path, text[d].size(), 2 * jobs[d], jobs[d]});
   }
   if (!options.concatenation_dir.empty()) {
     std::sort(names.begin(), names.end());

@@ -471,10 +471,7 @@ WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions
   }
 
   for (const auto& log : logs) {
-    report.files.push_back({log->path(), log->bytes(), log->lines(), log->jobs()});
-    report.bytes += log->bytes();
-    report.lines += log->lines();
-    report.jobs += log->jobs();
+    report.add({log->path(), log->bytes(), log->lines(), log->jobs()});
   }
   report.steps = simulator.steps_done();
   report.devices = static_cast<int>(devices.size());

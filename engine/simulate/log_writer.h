@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "simulate/expected_metrics.h"
@@ -77,6 +78,14 @@ struct WriteReport {
   int devices = 0;
   int machines = 0;
   ExpectedMetrics expected;
+
+  /// Lists a file written and adds it to the totals.
+  void add(WrittenFile file) {
+    bytes += file.bytes;
+    lines += file.lines;
+    jobs += file.jobs;
+    files.push_back(std::move(file));
+  }
 };
 
 /// Simulates config and writes the logs, expected.json and simulation.json into options.dir

@@ -278,9 +278,7 @@ WriteReport write_torch_traces(const SimConfig& config, const TorchTraceOptions&
     throw;
   }
   for (const auto& trace : traces) {
-    report.files.push_back({trace->path(), trace->bytes(), 0, trace->jobs()});
-    report.bytes += trace->bytes();
-    report.jobs += trace->jobs();
+    report.add({trace->path(), trace->bytes(), 0, trace->jobs()});
   }
   report.steps = simulator.steps_done();
   report.devices = static_cast<int>(devices.size());
