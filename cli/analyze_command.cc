@@ -439,8 +439,8 @@ void register_analyze_command(CLI::App& app, int& status) {
                   "Also write a self-contained HTML report (timeline, utilization, bubble chart) "
                   "to FILE");
   cmd->add_option("--html-steps", options->html_steps,
-                  "Steps drawn in the HTML timeline, e.g. 5 or 3-4 (default: the median-duration "
-                  "and the slowest step; at most 8)");
+                  "Steps drawn in the HTML timeline, e.g. 5, 3-4 or 1:12 (default: the\n"
+                  "median-duration and the slowest complete step; at most 8)");
   cmd->add_flag("-q,--quiet", options->quiet, "Do not print the table");
   cmd->add_flag("--allow-output-in-input", options->allow_output_in_input,
                 "Allow the output folder to be inside an input folder");
@@ -470,7 +470,8 @@ void register_analyze_command(CLI::App& app, int& status) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--first-step", options->first_step,
                   "Number the steps from N (inputs without step numbers, such as Paddle\n"
-                  "dygraph records, count from 0); overrides the logs' step-start line")
+                  "dygraph records, count from 0); overrides the step-start line of the first\n"
+                  "launch segment")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--flows", options->flows,
                 "Draw flow arrows between dependent jobs in trace.json (can be many)");

@@ -142,8 +142,8 @@ void register_check_command(CLI::App& app, int& status) {
                   "Points: fail when any device's median utilization drops by more than this\n"
                   "many percentage points (3pp, 3% or 0.03)");
   cmd->add_option("--skip-steps", o->skip_steps,
-                  "Warm-up steps left out of both runs (default: 1 when both have more than 2 "
-                  "steps, else 0)")
+                  "Warm-up steps left out of both runs: the first N complete steps of each\n"
+                  "launch segment (default: 1 when both have more than 2 complete steps, else 0)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--config", o->config,
                   "JSON file with thresholds (max_bubble_ratio, max_bubble_increase, "
