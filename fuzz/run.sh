@@ -38,11 +38,12 @@ make_seeds() {
   trap 'rm -rf "$tmp"' RETURN
   mkdir -p "$seeds"/{fuzz_job_line_parser,fuzz_line_readers,fuzz_ivl_reader,fuzz_summary_reader,fuzz_decompress,fuzz_dygraph_reader,fuzz_torch_trace}
   # Job lines (and step lines) of every sample, one per seed.
-  local i=0
+  # awk reads to the end: a reader that stops early (head) would kill grep with
+  # SIGPIPE, which pipefail turns into a failed script once the samples outgrow
+  # the pipe buffer.
   grep -h -e 'Profiler' "$here"/testdata/*/workerlog.* "$here"/testdata/*/*/workerlog.* 2>/dev/null |
-    head -n 300 | while IFS= read -r line; do
-      i=$((i + 1)); printf '%s' "$line" > "$seeds/fuzz_job_line_parser/line$i"
-    done
+    awk -v dir="$seeds/fuzz_job_line_parser" \
+      'NR <= 300 { f = dir "/line" NR; printf "%s", $0 > f; close(f) }'
   # Log text with reader parameters in front (chunk u16, range u16, line limit).
   for f in "$here"/testdata/single/workerlog.* "$here"/testdata/edge/workerlog.*; do
     [ -f "$f" ] || continue
@@ -58,7 +59,7 @@ make_seeds() {
   # .ivl files (first byte 1: the target fixes checksums after mutation).
   "$pipescope" simulate -o "$tmp/sim" --ivl "$tmp/ivl" --steps 2 --stages 2 --micro-batches 2 \
     --force >/dev/null
-  for f in $(find "$tmp/ivl" -name '*.ivl' | head -n 4); do
+  for f in $(find "$tmp/ivl" -name '*.ivl' | sort | awk 'NR <= 4'); do
     { printf '\x01'; cat "$f"; } > "$seeds/fuzz_ivl_reader/$(basename "$f")"
     { printf '\x00'; cat "$f"; } > "$seeds/fuzz_ivl_reader/$(basename "$f").raw"
   done

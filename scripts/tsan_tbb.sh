@@ -34,7 +34,7 @@ cxx=${CXX:-c++}
 jobs=${JOBS:-$(nproc)}
 flags="-fsanitize=thread"
 # What the install was built with: a different compiler means a rebuild.
-stamp="oneTBB $version $sha256 $($cxx --version | head -n 1) $flags"
+stamp="oneTBB $version $sha256 $($cxx --version | sed -n 1p) $flags"
 
 built() { [ -f "$prefix/.built" ] && [ "$(cat "$prefix/.built")" = "$stamp" ]; }
 if built; then
