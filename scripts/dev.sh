@@ -8,7 +8,8 @@
 #   bash scripts/dev.sh sanitize [asan|tsan]  test suite under ASan+UBSan / TSan
 #   bash scripts/dev.sh fuzz [SECONDS [TARGET...]]  libFuzzer targets (fuzz/run.sh)
 #
-# Environment: BUILD_DIR (default build), JOBS (default: number of cores).
+# Environment: BUILD_DIR (default build), JOBS (default: number of cores),
+# PIPESCOPE_NO_CCACHE=1 to compile without ccache (used when installed).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,6 +19,7 @@ jobs=${JOBS:-$(nproc)}
 # Every package the project builds, tests and benchmarks with (Debian 12).
 packages=(
   build-essential cmake pkg-config python3
+  ccache  # CI builds the engine four times (release, ASan, TSan, fuzz): a warm cache makes a rerun minutes
   libhyperscan-dev libtbb-dev libfmt-dev libsimdjson-dev libcli11-dev
   libgtest-dev libbenchmark-dev zlib1g-dev libzstd-dev
   libprotobuf-dev protobuf-compiler  # trace.pftrace (Perfetto protobuf)
@@ -29,6 +31,15 @@ packages=(
 optional_test_packages=(
   python3-torch  # the job timer's real PyTorch pipeline test (gloo, CPU; ~1 minute to install)
 )
+
+# Compiles go through ccache when it is there. The base dir and the unhashed
+# working directory let a fresh clone elsewhere (CI's) hit what an earlier
+# clone compiled; debug info then names the clone that filled the cache.
+if command -v ccache >/dev/null 2>&1 && [ -z "${PIPESCOPE_NO_CCACHE:-}" ]; then
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$here} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
+  export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
+  export CMAKE_C_COMPILER_LAUNCHER=${CMAKE_C_COMPILER_LAUNCHER:-ccache}
+fi
 
 install_missing() {
   local missing=()
