@@ -302,20 +302,52 @@ InputFormat format_of_given_file(const fs::path& path) {
   return format_by_content(path.string());
 }
 
-/// Dygraph records carry no machine or rank that could tell them apart from
-/// worker logs of another pipeline: mixed with them, the run is refused. So
-/// are per-rank records given together with their concatenation.
+/// The sources a run is read from. Worker logs and .ivl records (what
+/// `convert` makes of them) share machine and rank numbering and mix freely;
+/// Paddle dygraph records and PyTorch traces carry nothing that could tell
+/// their devices apart from another source's, so a run mixing them with
+/// anything else is refused rather than merged into one pipeline.
+enum class SourceFamily { static_graph, paddle_dygraph, torch_trace };
+
+SourceFamily family_of(InputFormat format) {
+  switch (format) {
+    case InputFormat::paddle_dygraph:
+      return SourceFamily::paddle_dygraph;
+    case InputFormat::torch_trace:
+      return SourceFamily::torch_trace;
+    default:
+      return SourceFamily::static_graph;
+  }
+}
+
+std::string_view family_name(SourceFamily family) {
+  switch (family) {
+    case SourceFamily::paddle_dygraph:
+      return "a Paddle dygraph pipeline record file";
+    case SourceFamily::torch_trace:
+      return "a PyTorch profiler trace";
+    default:
+      return "a worker log or .ivl record file";
+  }
+}
+
+/// Refuses a run read from two families of sources, and per-rank dygraph
+/// records given together with their concatenation.
 void refuse_mixed_formats(const std::vector<Machine>& machines) {
-  const InputFile* dygraph = nullptr;
-  const InputFile* other = nullptr;
+  const InputFile* first = nullptr;
   const InputFile* concatenation = nullptr;
   const InputFile* per_rank = nullptr;
   for (const Machine& machine : machines) {
     for (const InputFile& input : machine.ranks) {
-      const bool is_dygraph = input.format == InputFormat::paddle_dygraph;
-      if (is_dygraph && !dygraph) dygraph = &input;
-      if (!is_dygraph && !other) other = &input;
-      if (!is_dygraph) continue;
+      if (!first) first = &input;
+      if (family_of(input.format) != family_of(first->format)) {
+        throw InputError(fmt::format(
+            "{} is {} and {} is {}: one run is read from one kind of source (nothing in these "
+            "files says that they describe different pipelines); analyse them separately",
+            first->path, family_name(family_of(first->format)), input.path,
+            family_name(family_of(input.format))));
+      }
+      if (input.format != InputFormat::paddle_dygraph) continue;
       const std::string name = fs::path(input.path).filename().string();
       if (dygraph_record_rank(name) >= 0) {
         if (!per_rank) per_rank = &input;
@@ -323,13 +355,6 @@ void refuse_mixed_formats(const std::vector<Machine>& machines) {
         concatenation = &input;
       }
     }
-  }
-  if (dygraph && other) {
-    throw InputError(fmt::format(
-        "{} is a Paddle dygraph pipeline record file and {} is not: one run is read from one "
-        "format (nothing in these files says that they describe different pipelines); analyse "
-        "them separately",
-        dygraph->path, other->path));
   }
   if (per_rank && concatenation) {
     throw InputError(fmt::format(
@@ -419,10 +444,9 @@ std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths) {
       add_file(path, format, machines, machine_of_parent);
     }
   }
-  refuse_mixed_formats(machines);
-
   std::map<std::string, std::size_t> trace_machine_of_parent;
   add_trace_files(std::move(direct_traces), machines, trace_machine_of_parent);
+  refuse_mixed_formats(machines);
 
   // One order whatever the order of the arguments: a shell glob puts node10
   // before node2, and a reversed list would otherwise renumber the machines.

@@ -231,11 +231,34 @@ TEST(DygraphDiscovery, MixingWithWorkerLogsOrTheirConcatenationIsRefused) {
     discover_inputs({rank0, log});
     ADD_FAILURE() << "mixed formats accepted";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("is a Paddle dygraph pipeline record file and"),
-              std::string::npos)
-        << e.what();
+    EXPECT_EQ(std::string(e.what()),
+              rank0 + " is a Paddle dygraph pipeline record file and " + log +
+                  " is a worker log or .ivl record file: one run is read from one kind of "
+                  "source (nothing in these files says that they describe different pipelines); "
+                  "analyse them separately");
   }
   EXPECT_THROW(discover_inputs({rank0, cat}), InputError);
+}
+
+TEST(DygraphDiscovery, PyTorchTracesMixWithNoOtherSource) {
+  testing::TempDir dir;
+  const std::string trace = dir.write(
+      "t/rank0.pt.trace.json", R"({"distributedInfo": {"rank": 0}, "traceEvents": []})");
+  const std::string rank0 =
+      dir.write("a/profile_record_tmp_file_for_rank_0", rec("F0", "B", 1, 1) + "\n");
+  const std::string log = dir.write("b/workerlog.0", "nothing\n");
+  for (const std::string& other : {rank0, log}) {
+    try {
+      discover_inputs({trace, other});
+      ADD_FAILURE() << "a trace mixed with " << other << " was accepted";
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(trace + " is a PyTorch profiler trace"), std::string::npos) << what;
+      EXPECT_NE(what.find(other + " is a"), std::string::npos) << what;
+      EXPECT_NE(what.find("one run is read from one kind of source"), std::string::npos) << what;
+    }
+  }
+  EXPECT_NO_THROW(discover_inputs({trace}));
 }
 
 TEST(DygraphReader, PipelinesAreNeverMixed) {
