@@ -444,6 +444,9 @@ std::optional<int> torch_trace_rank(const std::string& path) {
 
 namespace {
 
+/// The warning code of jobs timed by the host (InputNote::code).
+constexpr std::string_view kHostTimedCode = "host_timed_jobs";
+
 class TraceReader {
  public:
   TraceReader(const InputFile& input, const IngestOptions& options)
@@ -751,7 +754,7 @@ class TraceReader {
         start = kernel_start;
         end = kernel_end;
       } else {
-        ++host_timed;
+        host_timed += actions.size();
       }
       for (TraceAction& action : actions) {
         pending.push_back({std::move(action), start, end, cpu.start, cpu.ordinal});
@@ -761,6 +764,8 @@ class TraceReader {
       note(0, fmt::format("{} of {} jobs are host-timed: no GPU span or kernel was found for "
                           "them, so their times are the CPU's launch spans, not the GPU's",
                           host_timed, pending.size()));
+      // Counted per file here; read_torch_traces makes one warning of them.
+      out_.notes.push_back({std::string(kHostTimedCode), input_.path, host_timed});
     }
 
     // Chunks: a stage's place among the stages this rank ran.
@@ -857,6 +862,34 @@ std::vector<FileResult> read_torch_traces(const std::vector<InputFile>& files,
     results[i] = read_torch_trace(files[i], options);
     progress.advance(results[i].stats.bytes, 1);
   });
+  // One warning for the run: host-timed jobs put the host's launch times in
+  // place of the GPU's, so the busy time and bubbles they give are not the
+  // GPU's, however exact the arithmetic.
+  std::uint64_t host_timed = 0, jobs = 0, traces = 0;
+  std::string example;
+  for (FileResult& r : results) {
+    jobs += r.stats.matched;
+    for (auto it = r.notes.begin(); it != r.notes.end();) {
+      if (it->code != kHostTimedCode) {
+        ++it;
+        continue;
+      }
+      host_timed += it->count;
+      ++traces;
+      if (example.empty()) example = it->message;
+      it = r.notes.erase(it);
+    }
+  }
+  if (host_timed > 0) {
+    results.front().notes.push_back(
+        {std::string(kHostTimedCode),
+         fmt::format("{} of {} jobs, in {} of {} traces (first: {}), are host-timed: no GPU span "
+                     "or kernel was found for them, so their intervals are the CPU's launch "
+                     "spans and their busy and idle time is the host's view, not the GPU's "
+                     "(profile with CUDA activities on, or label GPU ranges)",
+                     host_timed, jobs, traces, results.size(), example),
+         host_timed});
+  }
   return results;
 }
 

@@ -138,5 +138,49 @@ TEST(TorchTraceCli, NoPipelineJobsAndPatterns) {
       << bad.output;
 }
 
+TEST(TorchTraceCli, HostTimedJobsAreOneWarningForTheRun) {
+  // Two ranks, CPU spans only (no GPU span, no kernel): every job is
+  // host-timed, so the run's busy and idle time is the host's view.
+  testing::TempDir dir;
+  const auto write_rank = [&](int rank, std::int64_t stage) {
+    std::string events = R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", )"
+                         R"("pid": 1, "tid": 1, "ts": 0, "dur": 1000})";
+    std::int64_t ts = 10 + 30 * stage;
+    for (const char* op : {"F0", "F1", "B0", "B1"}) {
+      events += fmt::format(
+          R"(, {{"ph": "X", "cat": "user_annotation", "name": "PP:{}{}", "pid": 1, "tid": 1, )"
+          R"("ts": {}, "dur": 20}})",
+          stage, op, ts);
+      ts += 100;
+    }
+    return dir.write(fmt::format("t/rank{}.pt.trace.json", rank),
+                     fmt::format(R"({{"distributedInfo": {{"rank": {}}}, "traceEvents": [{}]}})",
+                                 rank, events));
+  };
+  const std::string first = write_rank(0, 0);
+  write_rank(1, 1);
+  const CommandResult r =
+      run_cli(fmt::format("analyze '{}' -o '{}' --no-trace", dir / "t", dir / "out"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string warning = fmt::format(
+      "8 of 8 jobs, in 2 of 2 traces (first: {}), are host-timed: no GPU span or kernel was "
+      "found for them, so their intervals are the CPU's launch spans and their busy and idle "
+      "time is the host's view, not the GPU's (profile with CUDA activities on, or label GPU "
+      "ranges)",
+      first);
+  EXPECT_NE(r.output.find("pipescope: warning: " + warning), std::string::npos) << r.output;
+  simdjson::dom::parser parser;
+  simdjson::dom::element summary;
+  ASSERT_EQ(parser.load(dir / "out/summary.json").get(summary), simdjson::SUCCESS);
+  int found = 0;
+  for (simdjson::dom::element w : summary["warnings"].get_array()) {
+    if (std::string_view(w["code"]) != "host_timed_jobs") continue;
+    ++found;
+    EXPECT_EQ(std::string_view(w["message"]), warning);
+    EXPECT_EQ(std::int64_t(w["count"]), 8);
+  }
+  EXPECT_EQ(found, 1);
+}
+
 }  // namespace
 }  // namespace pipescope
