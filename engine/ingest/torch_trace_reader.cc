@@ -2,12 +2,16 @@
 
 #include <fmt/core.h>
 #include <simdjson.h>
+#include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_pipeline.h>
 
 #include <algorithm>
 #include <charconv>
 #include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <regex>
 #include <set>
 #include <stdexcept>
@@ -117,9 +121,21 @@ EventClass class_of(std::string_view cat) {
 /// parsed whole). A JSON string cannot hold an unescaped quote, so `"cat"`
 /// followed by a colon is the key.
 std::optional<std::string_view> quick_category(std::string_view event) {
+  // By hand rather than string_view::find: "cat" is near the start of
+  // nearly every event, where a library search's set-up costs more than
+  // the search.
+  const auto find_key = [&event](std::size_t from) {
+    for (std::size_t j = from; j + 5 <= event.size(); ++j) {
+      if (event[j] == '"' && event[j + 4] == '"' && event[j + 1] == 'c' && event[j + 2] == 'a' &&
+          event[j + 3] == 't') {
+        return j;
+      }
+    }
+    return std::string_view::npos;
+  };
   std::size_t pos = 0;
   for (;;) {
-    const std::size_t at = event.find("\"cat\"", pos);
+    const std::size_t at = find_key(pos);
     if (at == std::string_view::npos) return std::string_view();  // no category: none of ours
     std::size_t j = at + 5;
     while (j < event.size() &&
@@ -444,6 +460,237 @@ std::optional<int> torch_trace_rank(const std::string& path) {
 
 namespace {
 
+// ---------------------------------------------------------------- events
+
+/// What one event holds for the reader: found by parse_event on any thread,
+/// applied by the reader in file order.
+struct ParsedEvent {
+  EventClass kind = EventClass::none;
+  std::int64_t start = 0;  // ns after the base
+  std::int64_t end = 0;
+  std::int64_t correlation = -1;
+  std::int64_t external_id = -1;
+  std::optional<std::int64_t> step;  // a ProfilerStep#N span
+  std::uint64_t offset = 0;          // byte offset
+  std::uint64_t ordinal = 0;         // 1-based event index
+  std::size_t index = 0;             // place among its batch's events
+  std::string name;                  // annotations only
+  std::string malformed;             // non-empty: counted malformed, with this message
+};
+
+/// Which events a pass keeps.
+struct EventFilter {
+  bool kernels_only = false;  // the second pass: kernels and the calls that launched them
+  const JobPattern* pattern = nullptr;
+};
+
+bool wanted_name(std::string_view name, const JobPattern* pattern) {
+  if (name.starts_with(kStepPrefix)) return true;
+  if (pattern) return pattern->match(name).has_value();
+  return name.starts_with(kPipelinePrefix);
+}
+
+/// Parses one event alone (simdjson On-Demand, in place: the view has
+/// TraceEventTokenizer::kPadding readable bytes after it). Nothing for the
+/// events no pass keeps: CPU ops, flows, annotations that name no job.
+std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t offset,
+                                       std::uint64_t ordinal, simdjson::ondemand::parser& parser,
+                                       const EventFilter& filter) {
+  // Most events are CPU ops and flows: their category says so unparsed.
+  if (const auto cat = quick_category(event); cat) {
+    const EventClass quick = class_of(*cat);
+    if (quick == EventClass::none) return std::nullopt;
+    if (filter.kernels_only && quick != EventClass::kernel && quick != EventClass::launch) {
+      return std::nullopt;
+    }
+  }
+  ParsedEvent out;
+  out.offset = offset;
+  out.ordinal = ordinal;
+  auto malformed = [&](std::string message) {
+    out.kind = EventClass::none;
+    out.malformed = std::move(message);
+    return std::optional<ParsedEvent>(std::move(out));
+  };
+  simdjson::ondemand::document doc;
+  if (parser.iterate(event.data(), event.size(), event.size() + TraceEventTokenizer::kPadding)
+          .get(doc) != simdjson::SUCCESS) {
+    return malformed("an event that is not JSON; skipped");
+  }
+  simdjson::ondemand::object object;
+  if (doc.get_object().get(object) != simdjson::SUCCESS) {
+    return malformed("an event that is not a JSON object; skipped");
+  }
+  std::string_view ph, cat, ts, dur;
+  bool has_name = false;
+  for (auto field : object) {
+    std::string_view key;
+    if (field.unescaped_key().get(key) != simdjson::SUCCESS) {
+      return malformed("an event that is not valid JSON; skipped");
+    }
+    simdjson::ondemand::value value;
+    if (field.value().get(value) != simdjson::SUCCESS) {
+      return malformed("an event that is not valid JSON; skipped");
+    }
+    if (key == "ph") {
+      if (value.get_string().get(ph) != simdjson::SUCCESS) ph = {};
+    } else if (key == "cat") {
+      if (value.get_string().get(cat) != simdjson::SUCCESS) cat = {};
+    } else if (key == "name") {
+      std::string_view n;
+      if (value.get_string().get(n) == simdjson::SUCCESS) {
+        out.name.assign(n);
+        has_name = true;
+      }
+    } else if (key == "ts") {
+      ts = trim(value.raw_json_token());
+    } else if (key == "dur") {
+      dur = trim(value.raw_json_token());
+    } else if (key == "args") {
+      simdjson::ondemand::object args;
+      if (value.get_object().get(args) != simdjson::SUCCESS) continue;
+      for (auto arg : args) {
+        std::string_view arg_key;
+        if (arg.unescaped_key().get(arg_key) != simdjson::SUCCESS) {
+          return malformed("an event that is not valid JSON; skipped");
+        }
+        if (arg_key == "correlation") {
+          if (arg.value().get_int64().get(out.correlation) != simdjson::SUCCESS) {
+            out.correlation = -1;
+          }
+        } else if (arg_key == "External id") {
+          if (arg.value().get_int64().get(out.external_id) != simdjson::SUCCESS) {
+            out.external_id = -1;
+          }
+        }
+      }
+    }
+  }
+  if (!has_name) out.name.clear();
+  const std::string_view name = out.name;
+  const EventClass kind = class_of(cat);
+  if (kind == EventClass::none || ph != "X") return std::nullopt;
+  if (filter.kernels_only && kind != EventClass::kernel && kind != EventClass::launch) {
+    return std::nullopt;
+  }
+  std::int64_t start = 0, length = 0;
+  if (!parse_us(ts, start) || (!dur.empty() && !parse_us(dur, length)) || length < 0) {
+    return malformed(fmt::format("event '{}' has a time that is not decimal microseconds "
+                                 "(ts {}, dur {}); skipped",
+                                 name.substr(0, 60), ts.substr(0, 30), dur.substr(0, 30)));
+  }
+  out.kind = kind;
+  out.start = start;
+  out.end = start + length;
+  switch (kind) {
+    case EventClass::cpu_annotation:
+    case EventClass::gpu_annotation:
+      if (!has_name || !wanted_name(name, filter.pattern)) return std::nullopt;
+      if (name.starts_with(kStepPrefix)) {
+        if (kind == EventClass::gpu_annotation) return std::nullopt;
+        std::int64_t step = 0;
+        if (!parse_int(name.substr(kStepPrefix.size()), step)) return std::nullopt;
+        out.step = step;
+      }
+      return out;
+    case EventClass::kernel:
+      if (out.correlation < 0) return std::nullopt;
+      out.name.clear();
+      return out;
+    case EventClass::launch:
+      // Only calls that start GPU work (kernel launches, graph launches,
+      // copies, sets): a synchronize or an event record never gets a
+      // kernel, and would wait for one for ever.
+      if (out.correlation < 0 || !launches_gpu_work(name)) return std::nullopt;
+      out.name.clear();
+      return out;
+    case EventClass::none:
+      break;
+  }
+  return std::nullopt;
+}
+
+/// Chunks the tokenizer cuts at once, at most: bounds memory at this many
+/// chunks however large the file.
+constexpr std::size_t kBatchesInFlight = 4;
+
+/// One chunk of the file and the events that end in it: events wholly in
+/// the chunk are views into `buffer`; one that began in an earlier chunk is
+/// copied (with its padding) into `carried`.
+struct EventBatch {
+  struct Event {
+    bool carried = false;
+    std::size_t begin = 0;
+    std::size_t size = 0;
+    std::uint64_t offset = 0;
+    std::uint64_t ordinal = 0;
+  };
+  /// A top-level value found before event `before` of the batch.
+  struct Value {
+    std::size_t before = 0;
+    std::string text;
+  };
+
+  std::vector<char> buffer = std::vector<char>(kReadBytes + TraceEventTokenizer::kPadding);
+  std::size_t size = 0;
+  std::string carried;
+  std::vector<Event> events;
+  std::vector<Value> values;
+  std::vector<ParsedEvent> parsed;  // the kept events, in order
+
+  void add(std::string_view event, std::uint64_t offset, std::uint64_t ordinal) {
+    const char* data = buffer.data();
+    if (event.data() >= data && event.data() + event.size() <= data + size) {
+      events.push_back({false, static_cast<std::size_t>(event.data() - data), event.size(), offset,
+                        ordinal});
+      return;
+    }
+    events.push_back({true, carried.size(), event.size(), offset, ordinal});
+    carried.append(event);
+    carried.append(TraceEventTokenizer::kPadding, ' ');
+  }
+
+  std::string_view view(std::size_t i) const {
+    const Event& e = events[i];
+    return {(e.carried ? carried.data() : buffer.data()) + e.begin, e.size};
+  }
+
+  void clear() {
+    size = 0;
+    carried.clear();
+    events.clear();
+    values.clear();
+    parsed.clear();
+  }
+};
+
+/// Batches kept for reuse, so that a file's chunks reuse the same few
+/// buffers instead of faulting in fresh pages for every chunk.
+class BatchPool {
+ public:
+  EventBatch* take() {
+    std::lock_guard lock(mutex_);
+    if (free_.empty()) {
+      all_.push_back(std::make_unique<EventBatch>());
+      return all_.back().get();
+    }
+    EventBatch* batch = free_.back();
+    free_.pop_back();
+    return batch;
+  }
+  void give_back(EventBatch* batch) {
+    batch->clear();
+    std::lock_guard lock(mutex_);
+    free_.push_back(batch);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<EventBatch>> all_;
+  std::vector<EventBatch*> free_;
+};
+
+
 /// The warning code of jobs timed by the host (InputNote::code).
 constexpr std::string_view kHostTimedCode = "host_timed_jobs";
 
@@ -455,23 +702,9 @@ class TraceReader {
   }
 
   FileResult read() {
-    TraceEventTokenizer tokenizer(
-        {"baseTimeNanoseconds"},
-        [this](std::string_view event, std::uint64_t offset) { on_event(event, offset); },
-        [this](std::string_view, std::string_view value) {
-          std::int64_t base = 0;
-          // Up to year 2096: a base and a time after it never overflow.
-          if (parse_int(trim(value), base) && base >= 0 && base <= 4'000'000'000'000'000'000) {
-            base_ns_ = base;
-          } else {
-            note(0, fmt::format("baseTimeNanoseconds '{}' is not an integer in 0..4e18; times "
-                                "are taken as absolute microseconds",
-                                value.substr(0, 40)));
-          }
-        });
-    std::uint64_t unused = 0;
+    TraceEventTokenizer tokenizer({"baseTimeNanoseconds"}, {});
     bool unreadable = false;
-    const std::string stream_error = pump(input_.path, tokenizer, {}, unused, unreadable);
+    const std::string stream_error = read_events(tokenizer, unreadable);
     if (unreadable) {
       out_.stats.unreadable = true;
       out_.stats.error = stream_error;
@@ -509,106 +742,133 @@ class TraceReader {
     note(offset, std::move(message));
   }
 
-  bool wanted_name(std::string_view name) const {
-    if (name.starts_with(kStepPrefix)) return true;
-    if (pattern_) return pattern_->match(name).has_value();
-    return name.starts_with(kPipelinePrefix);
+  void on_base_time(std::string_view value) {
+    std::int64_t base = 0;
+    // Up to year 2096: a base and a time after it never overflow.
+    if (parse_int(trim(value), base) && base >= 0 && base <= 4'000'000'000'000'000'000) {
+      base_ns_ = base;
+    } else {
+      note(0, fmt::format("baseTimeNanoseconds '{}' is not an integer in 0..4e18; times "
+                          "are taken as absolute microseconds",
+                          value.substr(0, 40)));
+    }
   }
 
-  void on_event(std::string_view event, std::uint64_t offset) {
-    ++ordinal_;
-    // Most events are CPU ops and flows: their category says so unparsed.
-    if (const auto cat = quick_category(event); cat) {
-      const EventClass quick = class_of(*cat);
-      if (quick == EventClass::none) return;
-      if (second_pass_ && quick != EventClass::kernel && quick != EventClass::launch) return;
+  /// Reads the file through `tokenizer` in a oneTBB pipeline: the tokenizer
+  /// cuts chunks into events on one thread (it must see the bytes in order),
+  /// the events of several chunks are parsed side by side (parse_event), and
+  /// what they hold is applied to the reader in file order (apply), so the
+  /// result is the one a single thread would get. Returns the stream's error
+  /// (compressed data, I/O), if any; `unreadable` when the file could not be
+  /// opened or read.
+  std::string read_events(TraceEventTokenizer& tokenizer, bool& unreadable) {
+    std::unique_ptr<ByteStream> stream;
+    try {
+      stream = open_byte_stream(input_.path);
+    } catch (const std::system_error& e) {
+      unreadable = true;
+      return e.what();
     }
-    simdjson::ondemand::document doc;
-    if (parser_.iterate(event.data(), event.size(), event.size() + TraceEventTokenizer::kPadding)
-            .get(doc) != simdjson::SUCCESS) {
-      malformed(offset, "an event that is not JSON; skipped");
-      return;
-    }
-    simdjson::ondemand::object object;
-    if (doc.get_object().get(object) != simdjson::SUCCESS) {
-      malformed(offset, "an event that is not a JSON object; skipped");
-      return;
-    }
-    std::string_view ph, cat, name, ts, dur;
-    std::int64_t correlation = -1, external_id = -1;
-    bool has_name = false;
-    auto error = [&] { malformed(offset, "an event that is not valid JSON; skipped"); };
-    for (auto field : object) {
-      std::string_view key;
-      if (field.unescaped_key().get(key) != simdjson::SUCCESS) return error();
-      simdjson::ondemand::value value;
-      if (field.value().get(value) != simdjson::SUCCESS) return error();
-      if (key == "ph") {
-        if (value.get_string().get(ph) != simdjson::SUCCESS) ph = {};
-      } else if (key == "cat") {
-        if (value.get_string().get(cat) != simdjson::SUCCESS) cat = {};
-      } else if (key == "name") {
-        std::string_view n;
-        if (value.get_string().get(n) == simdjson::SUCCESS) {
-          name_.assign(n);
-          has_name = true;
-        }
-      } else if (key == "ts") {
-        ts = value.raw_json_token();
-        ts = trim(ts);
-      } else if (key == "dur") {
-        dur = value.raw_json_token();
-        dur = trim(dur);
-      } else if (key == "args") {
-        simdjson::ondemand::object args;
-        if (value.get_object().get(args) != simdjson::SUCCESS) continue;
-        for (auto arg : args) {
-          std::string_view arg_key;
-          if (arg.unescaped_key().get(arg_key) != simdjson::SUCCESS) return error();
-          if (arg_key == "correlation") {
-            if (arg.value().get_int64().get(correlation) != simdjson::SUCCESS) correlation = -1;
-          } else if (arg_key == "External id") {
-            if (arg.value().get_int64().get(external_id) != simdjson::SUCCESS) external_id = -1;
-          }
-        }
+    std::string read_error;
+    EventBatch* filling = nullptr;  // the batch the tokenizer's callbacks write to
+    tokenizer.set_on_event([&](std::string_view event, std::uint64_t offset) {
+      filling->add(event, offset, tokenizer.events());
+    });
+    tokenizer.set_on_value([&](std::string_view, std::string_view value) {
+      filling->values.push_back({filling->events.size(), std::string(value)});
+    });
+    const EventFilter filter{second_pass_, pattern_ ? &*pattern_ : nullptr};
+    tbb::enumerable_thread_specific<simdjson::ondemand::parser> parsers;
+    bool stop = false;
+    tbb::parallel_pipeline(
+        kBatchesInFlight,
+        tbb::make_filter<void, EventBatch*>(
+            tbb::filter_mode::serial_in_order,
+            [&](tbb::flow_control& fc) -> EventBatch* {
+              if (stop) {
+                fc.stop();
+                return nullptr;
+              }
+              EventBatch* batch = batches_.take();
+              try {
+                const std::size_t n = stream->read(batch->buffer.data(), kReadBytes);
+                if (n == 0) {
+                  batches_.give_back(batch);
+                  fc.stop();
+                  return nullptr;
+                }
+                std::fill_n(batch->buffer.data() + n, TraceEventTokenizer::kPadding, ' ');
+                batch->size = n;
+                filling = batch;
+                tokenizer.feed(batch->buffer.data(), n);
+                filling = nullptr;
+                stop = !tokenizer.error().empty();
+              } catch (const std::system_error& e) {
+                unreadable = true;
+                read_error = e.what();
+                stop = true;
+              }
+              return batch;
+            }) &
+            tbb::make_filter<EventBatch*, EventBatch*>(
+                tbb::filter_mode::parallel,
+                [&](EventBatch* batch) {
+                  simdjson::ondemand::parser& parser = parsers.local();
+                  for (std::size_t i = 0; i < batch->events.size(); ++i) {
+                    auto parsed = parse_event(batch->view(i), batch->events[i].offset,
+                                              batch->events[i].ordinal, parser, filter);
+                    if (!parsed) continue;
+                    parsed->index = i;
+                    batch->parsed.push_back(std::move(*parsed));
+                  }
+                  return batch;
+                }) &
+            tbb::make_filter<EventBatch*, void>(tbb::filter_mode::serial_in_order,
+                                                [&](EventBatch* batch) {
+                                                  apply(*batch);
+                                                  batches_.give_back(batch);
+                                                }));
+    tokenizer.set_on_event({});
+    tokenizer.set_on_value({});
+    if (unreadable) return read_error;
+    return stream->error();
+  }
+
+  /// Applies one batch's parsed events (and the top-level values found
+  /// among them) in file order.
+  void apply(EventBatch& batch) {
+    std::size_t value = 0;
+    for (ParsedEvent& e : batch.parsed) {
+      for (; value < batch.values.size() && batch.values[value].before <= e.index; ++value) {
+        on_base_time(batch.values[value].text);
       }
+      apply(e);
     }
-    name = has_name ? std::string_view(name_) : std::string_view();
-    const EventClass kind = class_of(cat);
-    if (kind == EventClass::none || ph != "X") return;
-    if (second_pass_ && kind != EventClass::kernel && kind != EventClass::launch) return;
-    std::int64_t start = 0, length = 0;
-    if (!parse_us(ts, start) || (!dur.empty() && !parse_us(dur, length)) || length < 0) {
-      malformed(offset, fmt::format("event '{}' has a time that is not decimal microseconds "
-                                    "(ts {}, dur {}); skipped",
-                                    name.substr(0, 60), ts.substr(0, 30), dur.substr(0, 30)));
+    for (; value < batch.values.size(); ++value) on_base_time(batch.values[value].text);
+  }
+
+  void apply(ParsedEvent& e) {
+    if (!e.malformed.empty()) {
+      malformed(e.offset, std::move(e.malformed));
       return;
     }
-    switch (kind) {
+    switch (e.kind) {
       case EventClass::cpu_annotation:
       case EventClass::gpu_annotation: {
-        if (!has_name || !wanted_name(name)) return;
-        if (name.starts_with(kStepPrefix)) {
-          if (kind == EventClass::gpu_annotation) return;
-          std::int64_t step = 0;
-          if (parse_int(name.substr(kStepPrefix.size()), step)) {
-            steps_.push_back({start, start + length, step});
-          }
+        if (e.step) {
+          steps_.push_back({e.start, e.end, *e.step});
           return;
         }
-        auto& list = kind == EventClass::cpu_annotation ? cpu_ : gpu_;
-        list.push_back({std::string(name), start, start + length, external_id, ordinal_, offset});
-        if (kind == EventClass::cpu_annotation && launches_started_) late_annotation_ = true;
+        auto& list = e.kind == EventClass::cpu_annotation ? cpu_ : gpu_;
+        list.push_back({std::move(e.name), e.start, e.end, e.external_id, e.ordinal, e.offset});
+        if (e.kind == EventClass::cpu_annotation && launches_started_) late_annotation_ = true;
         return;
       }
       case EventClass::kernel:
-        if (correlation >= 0) on_kernel(correlation, start, start + length);
+        on_kernel(e.correlation, e.start, e.end);
         return;
       case EventClass::launch:
-        // Only calls that start GPU work (kernel launches, graph launches,
-        // copies, sets): a synchronize or an event record never gets a
-        // kernel, and would wait for one for ever.
-        if (correlation >= 0 && launches_gpu_work(name)) on_launch(correlation, start);
+        on_launch(e.correlation, e.start);
         return;
       case EventClass::none:
         return;
@@ -678,11 +938,9 @@ class TraceReader {
     waiting_launches_.clear();
     early_kernels_.clear();
     max_launch_correlation_ = -1;
-    TraceEventTokenizer tokenizer(
-        {}, [this](std::string_view event, std::uint64_t offset) { on_event(event, offset); });
-    std::uint64_t unused = 0;
+    TraceEventTokenizer tokenizer({}, {});
     bool unreadable = false;
-    pump(input_.path, tokenizer, {}, unused, unreadable);
+    read_events(tokenizer, unreadable);
     second_pass_ = false;
   }
 
@@ -833,9 +1091,7 @@ class TraceReader {
   const IngestOptions& options_;
   FileResult out_;
   std::optional<JobPattern> pattern_;
-  simdjson::ondemand::parser parser_;
-  std::string name_;
-  std::uint64_t ordinal_ = 0;
+  BatchPool batches_;
   std::int64_t base_ns_ = 0;
   std::vector<Annotation> cpu_, gpu_;
   std::vector<std::pair<std::int64_t, std::size_t>> span_index_;    // (start, cpu_ index)

@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace pipescope {
 
 namespace {
@@ -89,7 +93,7 @@ namespace {
 struct Structural {
   bool table[256] = {};
   constexpr Structural() {
-    for (const char c : {'"', '{', '}', '[', ']', ',', ':'})
+    for (const char c : {'"', '{', '}', '[', ']', ',', ':', '\\'})
       table[static_cast<unsigned char>(c)] = true;
   }
 };
@@ -97,14 +101,176 @@ constexpr Structural kStructural;
 
 }  // namespace
 
+bool TraceEventTokenizer::bracket(const char* data, std::size_t i, char c, std::uint64_t base) {
+  if (c == '{' || c == '[') {
+    if (depth_ >= kMaxDepth) {
+      fail(base + i, fmt::format("nesting deeper than {} levels", kMaxDepth));
+      return false;
+    }
+    if (depth_ == 0) {
+      top_object_ = c == '{';
+      expect_key_ = top_object_;
+      if (!top_object_) events_depth_ = 1;
+    }
+    if (c == '{' && events_depth_ > 0 && depth_ == events_depth_ && region_ == Region::none) {
+      region_ = Region::event;
+      region_begin_ = i;
+      region_offset_ = base + i;
+    }
+    stack_.push_back(c);
+    ++depth_;
+    return true;
+  }
+  const char open = c == '}' ? '{' : '[';
+  if (depth_ == 0 || stack_.back() != open) {
+    fail(base + i, fmt::format("unexpected '{}'", c));
+    return false;
+  }
+  stack_.pop_back();
+  --depth_;
+  if (depth_ == events_depth_ && events_depth_ > 0) {
+    if (region_ == Region::event) {
+      ++events_;
+      if (on_event_) on_event_(region_view(data, i + 1), region_offset_);
+      region_in_carry_ = false;
+      carry_size_ = 0;
+      if (!error_.empty()) return false;
+    }
+    if (region_ == Region::event || region_ == Region::skipped) region_ = Region::none;
+  } else if (events_depth_ > 0 && depth_ == events_depth_ - 1) {
+    events_depth_ = 0;  // the events array closed
+  }
+  if (depth_ == 0) {
+    if (region_ == Region::value || region_ == Region::skipped) close_value(data, i);
+    done_ = true;
+  }
+  return true;
+}
+
+bool TraceEventTokenizer::blocks_allowed() const {
+  // Below the top object's own level only brackets change the state: its
+  // keys, commas and colons (depth 1) need the byte-wise scan.
+  return block_scan_ && !done_ && !awaiting_value_ && !key_capture_ && error_.empty() &&
+         depth_ >= (top_object_ ? 2 : 1);
+}
+
+namespace {
+
+/// Bit i set where p[i] is one of the bytes asked for, over 64 bytes.
+struct BlockMasks {
+  std::uint64_t quote = 0;
+  std::uint64_t backslash = 0;
+  std::uint64_t bracket = 0;  // { [ } ]
+};
+
+BlockMasks block_masks(const char* p) {
+  BlockMasks m;
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i case_bit = _mm_set1_epi8(0x20);  // '[' | 0x20 == '{', ']' | 0x20 == '}'
+  const __m128i open = _mm_set1_epi8('{');
+  const __m128i close = _mm_set1_epi8('}');
+  for (int k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    const __m128i folded = _mm_or_si128(v, case_bit);
+    const auto bits = [](__m128i eq) {
+      return static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(eq)));
+    };
+    m.quote |= bits(_mm_cmpeq_epi8(v, quote)) << (16 * k);
+    m.backslash |= bits(_mm_cmpeq_epi8(v, backslash)) << (16 * k);
+    m.bracket |= bits(_mm_or_si128(_mm_cmpeq_epi8(folded, open), _mm_cmpeq_epi8(folded, close)))
+                 << (16 * k);
+  }
+#else
+  for (int i = 0; i < 64; ++i) {
+    const char c = p[i];
+    const std::uint64_t bit = std::uint64_t{1} << i;
+    if (c == '"') m.quote |= bit;
+    if (c == '\\') m.backslash |= bit;
+    if (c == '{' || c == '[' || c == '}' || c == ']') m.bracket |= bit;
+  }
+#endif
+  return m;
+}
+
+/// The characters escaped by a backslash (each right after an odd-length
+/// run of backslashes), carrying a run that ends the block into the next
+/// one: the method of simdjson's stage 1 (Langdale and Lemire, "Parsing
+/// gigabytes of JSON per second").
+std::uint64_t escaped_chars(std::uint64_t backslash, std::uint64_t& ends_odd_run) {
+  constexpr std::uint64_t kEven = 0x5555555555555555ULL;
+  constexpr std::uint64_t kOdd = ~kEven;
+  const std::uint64_t starts = backslash & ~(backslash << 1);
+  const std::uint64_t even_start_mask = kEven ^ ends_odd_run;
+  const std::uint64_t even_starts = starts & even_start_mask;
+  const std::uint64_t odd_starts = starts & ~even_start_mask;
+  const std::uint64_t even_carries = backslash + even_starts;
+  std::uint64_t odd_carries = 0;
+  const bool overflow = __builtin_add_overflow(backslash, odd_starts, &odd_carries);
+  odd_carries |= ends_odd_run;
+  ends_odd_run = overflow ? 1 : 0;
+  const std::uint64_t even_carry_ends = even_carries & ~backslash;
+  const std::uint64_t odd_carry_ends = odd_carries & ~backslash;
+  return (even_carry_ends & kOdd) | (odd_carry_ends & kEven);
+}
+
+/// Bit i = XOR of bits 0..i: 1 from an opening quote up to (not including)
+/// its closing one.
+std::uint64_t prefix_xor(std::uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+
+}  // namespace
+
+std::size_t TraceEventTokenizer::scan_blocks(const char* data, std::size_t size, std::size_t i,
+                                             std::uint64_t base) {
+  // The byte-wise scan's string state, as masks.
+  std::uint64_t ends_odd_run = escape_ ? 1 : 0;
+  std::uint64_t in_string = in_string_ ? ~std::uint64_t{0} : 0;
+  for (; i + 64 <= size; i += 64) {
+    const BlockMasks m = block_masks(data + i);
+    const std::uint64_t escaped = escaped_chars(m.backslash, ends_odd_run);
+    const std::uint64_t inside = prefix_xor(m.quote & ~escaped) ^ in_string;
+    in_string = static_cast<std::uint64_t>(static_cast<std::int64_t>(inside) >> 63);
+    for (std::uint64_t brackets = m.bracket & ~inside & ~escaped; brackets != 0;
+         brackets &= brackets - 1) {
+      const std::size_t at = i + static_cast<std::size_t>(__builtin_ctzll(brackets));
+      if (!bracket(data, at, data[at], base)) return size;
+      if (!blocks_allowed()) {
+        // Back to the byte-wise scan after this bracket, outside any string.
+        in_string_ = false;
+        escape_ = false;
+        return at + 1;
+      }
+    }
+  }
+  in_string_ = in_string != 0;
+  escape_ = ends_odd_run != 0;
+  return i;
+}
+
 void TraceEventTokenizer::scan(const char* data, std::size_t size) {
   const std::uint64_t base = consumed_;
   for (std::size_t i = 0; i < size; ++i) {
+    if (i + 64 <= size && blocks_allowed()) {
+      i = scan_blocks(data, size, i, base);
+      if (i >= size || !error_.empty()) return;
+    }
+    if (escape_) {
+      // A backslash takes the next byte with it, in a string or (damaged
+      // JSON) outside one: the rule the block scan's masks follow too, so
+      // that both read damage alike.
+      escape_ = false;
+      continue;
+    }
     if (in_string_) {
-      if (escape_) {
-        escape_ = false;
-        continue;
-      }
       if (!key_capture_) {
         // The rest of the string at once: up to its quote or a backslash.
         while (i < size && data[i] != '"' && data[i] != '\\') ++i;
@@ -159,50 +325,10 @@ void TraceEventTokenizer::scan(const char* data, std::size_t size) {
         break;
       case '{':
       case '[':
-        if (depth_ >= kMaxDepth) {
-          fail(base + i, fmt::format("nesting deeper than {} levels", kMaxDepth));
-          return;
-        }
-        if (depth_ == 0) {
-          top_object_ = c == '{';
-          expect_key_ = top_object_;
-          if (!top_object_) events_depth_ = 1;
-        }
-        if (c == '{' && events_depth_ > 0 && depth_ == events_depth_ && region_ == Region::none) {
-          region_ = Region::event;
-          region_begin_ = i;
-          region_offset_ = base + i;
-        }
-        stack_.push_back(c);
-        ++depth_;
-        break;
       case '}':
-      case ']': {
-        const char open = c == '}' ? '{' : '[';
-        if (depth_ == 0 || stack_.back() != open) {
-          fail(base + i, fmt::format("unexpected '{}'", c));
-          return;
-        }
-        stack_.pop_back();
-        --depth_;
-        if (depth_ == events_depth_ && events_depth_ > 0) {
-          if (region_ == Region::event) {
-            ++events_;
-            on_event_(region_view(data, i + 1), region_offset_);
-            region_in_carry_ = false;
-            carry_size_ = 0;
-            if (!error_.empty()) return;
-          }
-          if (region_ == Region::event || region_ == Region::skipped) region_ = Region::none;
-        } else if (events_depth_ > 0 && depth_ == events_depth_ - 1) {
-          events_depth_ = 0;  // the events array closed
-        }
-        if (depth_ == 0) {
-          if (region_ == Region::value || region_ == Region::skipped) close_value(data, i);
-          done_ = true;
-        }
+      case ']':
+        if (!bracket(data, i, c, base)) return;
         break;
-      }
       case ',':
         if (depth_ == 1 && top_object_) {
           if (region_ == Region::value || region_ == Region::skipped) close_value(data, i);
@@ -211,6 +337,9 @@ void TraceEventTokenizer::scan(const char* data, std::size_t size) {
         break;
       case ':':
         if (depth_ == 1 && top_object_) awaiting_value_ = true;
+        break;
+      case '\\':
+        escape_ = true;
         break;
       default:
         break;

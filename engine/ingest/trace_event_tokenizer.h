@@ -52,6 +52,11 @@ class TraceEventTokenizer {
                       ValueCallback on_value = {},
                       std::size_t max_event_bytes = kDefaultMaxEventBytes);
 
+  /// Replace the callbacks (a reader that batches events per chunk points
+  /// them at the chunk's batch).
+  void set_on_event(EventCallback on_event) { on_event_ = std::move(on_event); }
+  void set_on_value(ValueCallback on_value) { on_value_ = std::move(on_value); }
+
   /// Scans the next `size` bytes; data[size, size + kPadding) must be
   /// readable. Does nothing after an error.
   void feed(const char* data, std::size_t size);
@@ -69,6 +74,10 @@ class TraceEventTokenizer {
   std::uint64_t oversized() const { return oversized_; }
   /// Bytes fed so far.
   std::uint64_t bytes() const { return consumed_; }
+  /// Off: every byte through the byte-wise scan (the tests' reference for
+  /// the block scan, which is on by default).
+  void set_block_scan(bool on) { block_scan_ = on; }
+
   /// Whether the events array has begun (a reader may stop reading a header
   /// there).
   bool in_events() const { return events_depth_ > 0; }
@@ -76,6 +85,13 @@ class TraceEventTokenizer {
  private:
   enum class Region : std::uint8_t { none, event, value, skipped };
   void scan(const char* data, std::size_t size);
+  /// Inside the events (or any value below the top object's keys), 64 bytes
+  /// at a time: strings found with bit masks, only brackets visited. From
+  /// data[i]; returns where the byte-wise scan goes on.
+  std::size_t scan_blocks(const char* data, std::size_t size, std::size_t i, std::uint64_t base);
+  bool blocks_allowed() const;
+  /// One bracket outside a string at data[i]; false on damage (or a stop).
+  bool bracket(const char* data, std::size_t i, char c, std::uint64_t base);
   void fail(std::uint64_t offset, std::string message);
   /// The open region's bytes up to data[end): in place, or appended to the
   /// carried bytes.
@@ -105,6 +121,7 @@ class TraceEventTokenizer {
   bool key_capture_ = false;
   bool awaiting_value_ = false;
   bool done_ = false;
+  bool block_scan_ = true;
   int events_depth_ = 0;  // depth of the events array's elements' parent + 1, or 0
   std::string key_;
   std::string value_key_;

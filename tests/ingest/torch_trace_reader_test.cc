@@ -38,7 +38,7 @@ struct Tokens {
   std::uint64_t error_offset = 0;
 };
 
-Tokens tokenize(std::string_view doc, std::size_t chunk) {
+Tokens tokenize(std::string_view doc, std::size_t chunk, bool block_scan = true) {
   Tokens t;
   TraceEventTokenizer tok(
       {"baseTimeNanoseconds", "distributedInfo"},
@@ -49,6 +49,7 @@ Tokens tokenize(std::string_view doc, std::size_t chunk) {
       [&](std::string_view key, std::string_view value) {
         t.values.push_back(fmt::format("{}={}", key, value));
       });
+  tok.set_block_scan(block_scan);
   for (std::size_t i = 0; i < doc.size(); i += chunk) {
     std::string piece(doc.substr(i, chunk));
     piece.append(TraceEventTokenizer::kPadding, ' ');
@@ -116,6 +117,61 @@ TEST(TraceEventTokenizer, ArrayFormatAndDamage) {
   EXPECT_EQ(t.error, "unexpected ']'");
   EXPECT_EQ(t.error_offset, bad.find("]}"));
   EXPECT_EQ(tokenize("", 4).error, "the file is empty");
+}
+
+TEST(TraceEventTokenizer, BlockScanReadsLikeTheByteWiseScan) {
+  // Long events (the block scan takes 64 bytes at a time) whose strings hold
+  // quotes, backslash runs of every length and brackets, across block and
+  // chunk boundaries; then the same documents damaged at random. The block
+  // scan must find the same events, values and damage as the byte-wise one,
+  // whatever the chunking.
+  std::uint64_t state = 20261201;
+  auto next = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state >> 33;
+  };
+  auto text = [&] {
+    static constexpr std::string_view kPieces[] = {
+        "a", "bc", "\\\\", "\\\"", "\\\\\\\"", "{", "}", "[", "]", ",", ":", " ", "\\n",
+        "\\\\\\\\", "xyzzy0123456789"};
+    std::string out;
+    for (int n = static_cast<int>(next() % 12); n > 0; --n) out += kPieces[next() % 15];
+    return out;
+  };
+  std::string good = R"({"schemaVersion": 1, "distributedInfo": {"rank": 0, "s": ")" + text() +
+                     R"("}, "traceEvents": [)";
+  for (int e = 0; e < 60; ++e) {
+    good += fmt::format(
+        R"({}{{"ph": "X", "cat": "{}", "name": "{}", "ts": {}, "args": {{"a": [1, {{"b": "{}"}}]}}}})",
+        e == 0 ? "" : ",\n  ", text(), text(), e, text());
+  }
+  good += R"(], "baseTimeNanoseconds": 12})";
+  const Tokens reference = tokenize(good, good.size(), false);
+  ASSERT_EQ(reference.error, "");
+  ASSERT_EQ(reference.events.size(), 60u);
+  ASSERT_EQ(reference.values.size(), 2u);
+  for (int round = 0; round < 300; ++round) {
+    std::string doc = good;
+    if (round > 0) {
+      for (int e = 1 + static_cast<int>(next() % 3); e > 0 && !doc.empty(); --e) {
+        const std::size_t at = next() % doc.size();
+        if (next() % 2 == 0) {
+          doc.insert(at, 1, "{}[]\",:\\"[next() % 8]);
+        } else {
+          doc.erase(at, 1 + next() % 4);
+        }
+      }
+    }
+    const Tokens bytewise = tokenize(doc, doc.size(), false);
+    for (const std::size_t chunk : {doc.size(), std::size_t{64}, 65 + next() % 200}) {
+      const Tokens blocks = tokenize(doc, chunk, true);
+      ASSERT_EQ(blocks.events, bytewise.events) << round << " " << chunk;
+      ASSERT_EQ(blocks.offsets, bytewise.offsets) << round << " " << chunk;
+      ASSERT_EQ(blocks.values, bytewise.values) << round << " " << chunk;
+      ASSERT_EQ(blocks.error, bytewise.error) << round << " " << chunk;
+      ASSERT_EQ(blocks.error_offset, bytewise.error_offset) << round << " " << chunk;
+    }
+  }
 }
 
 // ---------------------------------------------------------------- labels
