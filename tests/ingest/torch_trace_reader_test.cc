@@ -252,6 +252,61 @@ void PrintTo(const JobText& j, std::ostream* os) {
   *os << j.type << " mb" << j.mb << " [" << j.start << ", " << j.end << ")";
 }
 
+TEST(TorchTraceReader, ManyChunksReadInParallelKeepFileOrder) {
+  // About 14 MB: the reader's chunks (4 MiB) are cut, parsed side by side
+  // and applied in order. Kineto's order: every CPU event first (filler ops
+  // between the annotations), then launches, kernels and GPU spans, with a
+  // malformed event now and then and the base time after the events. Every
+  // job, time and diagnostic must come out as one thread would give them.
+  TempDir dir;
+  constexpr int kJobs = 3000;
+  std::vector<std::string> cpu, gpu;
+  std::vector<JobText> expected;
+  const std::int64_t base = 1'000'000'000'000'000;
+  for (int i = 0; i < kJobs; ++i) {
+    const std::int64_t ts = 1000 + std::int64_t{i} * 100;  // us
+    const bool forward = i % 2 == 0;
+    const std::string name = fmt::format("PP:0{}{}", forward ? 'F' : 'B', i / 2);
+    const std::string corr = fmt::format(R"({{"correlation": {}, "External id": {}}})", i, i);
+    cpu.push_back(span("user_annotation", name, std::to_string(ts), "50", corr));
+    for (int f = 0; f < 20; ++f) {
+      cpu.push_back(span("cpu_op", fmt::format("aten::filler_{}_{}", i, f),
+                         fmt::format("{}.{}", ts + 1, f), "1.5",
+                         R"({"Record function id": 0, "Sequence number": 12345, "Fwd thread id": 1})"));
+    }
+    if (i % 400 == 7) cpu.push_back(R"({"ph": "X", "cat": "user_annotation", "name": 12, "ts": })");
+    gpu.push_back(span("cuda_runtime", "cudaLaunchKernel", std::to_string(ts + 2), "1", corr));
+    gpu.push_back(span("kernel", "k", std::to_string(ts + 10), "20", corr));
+    gpu.push_back(span("gpu_user_annotation", name, std::to_string(ts + 9), "30", corr));
+    expected.push_back({forward ? "forward" : "backward", i / 2, base + (ts + 9) * 1000,
+                        base + (ts + 39) * 1000});
+  }
+  std::vector<std::string> events = cpu;
+  events.insert(events.end(), gpu.begin(), gpu.end());
+  const std::string doc =
+      trace(events, fmt::format(",\n \"baseTimeNanoseconds\": {}", base));
+  ASSERT_GT(doc.size(), std::size_t{12} << 20);
+  const std::string path = dir.write("big.pt.trace.json", doc);
+  const FileResult r = read(path);
+  EXPECT_EQ(r.stats.error, "");
+  EXPECT_EQ(r.stats.lines, events.size());
+  EXPECT_EQ(r.stats.malformed, 8u);
+  EXPECT_EQ(r.stats.matched, std::size_t{kJobs});
+  EXPECT_EQ(jobs_of(r), expected);
+  ASSERT_FALSE(r.diagnostics.empty());
+  const std::size_t first_bad =
+      doc.find(R"("name": 12)") - std::string_view(R"({"ph": "X", "cat": "user_annotation", )").size();
+  EXPECT_EQ(r.diagnostics[0].message,
+            fmt::format("byte offset {}: an event that is not valid JSON; skipped", first_bad));
+  // Diagnostics in file order, across chunks.
+  std::vector<std::uint64_t> offsets;
+  for (const Diagnostic& d : r.diagnostics) {
+    if (d.message.starts_with("byte offset ")) offsets.push_back(std::stoull(d.message.substr(12)));
+  }
+  EXPECT_GE(offsets.size(), 3u);
+  EXPECT_TRUE(std::is_sorted(offsets.begin(), offsets.end()));
+}
+
 TEST(TorchTraceReader, IntervalPreferenceAndExactTimes) {
   TempDir dir;
   const std::string path = dir.write(
