@@ -117,7 +117,8 @@ class OpIndex {
 std::vector<Dependency> find_dependencies(const Run& run,
                                           const std::vector<std::vector<std::int32_t>>& job_step,
                                           const StageMap& stages,
-                                          const std::vector<JobRole>& roles) {
+                                          const std::vector<JobRole>& roles,
+                                          StagePlacement placement) {
   std::vector<Dependency> deps;
   const std::size_t devices = std::min(run.devices.size(), job_step.size());
   const int p = static_cast<int>(stages.stage_count());
@@ -133,6 +134,9 @@ std::vector<Dependency> find_dependencies(const Run& run,
     }
   }
   const std::int32_t v = max_chunk + 1;
+  // A V holds exactly two chunks per stage; anything else is read looped.
+  if (v != 2) placement = StagePlacement::looped;
+  const int global_stages = p * v;
 
   std::vector<OpIndex> index;
   index.reserve(devices);
@@ -148,24 +152,12 @@ std::vector<Dependency> find_dependencies(const Run& run,
     const int s = stages.stage_of[d];
     const std::size_t rank = stages.rank_in_stage(d);
     OpIndex::for_each(run.devices[d], job_step[d], roles, [&](const OpKey& op) {
-      int from_stage = -1;
-      std::int32_t from_chunk = op.chunk;
-      if (op.role == PipelineRole::forward) {
-        if (s > 0) {
-          from_stage = s - 1;
-        } else if (op.chunk > 0) {
-          from_stage = p - 1;
-          from_chunk = op.chunk - 1;
-        }
-      } else {
-        if (s < p - 1) {
-          from_stage = s + 1;
-        } else if (op.chunk < v - 1) {
-          from_stage = 0;
-          from_chunk = op.chunk + 1;
-        }
-      }
-      if (from_stage < 0) return;
+      if (op.chunk < 0 || op.chunk >= v) return;
+      const int g = global_stage(placement, p, s, op.chunk);
+      const int from_global = op.role == PipelineRole::forward ? g - 1 : g + 1;
+      if (from_global < 0 || from_global >= global_stages) return;
+      const auto [from_stage, from_chunk] = stage_chunk_of(placement, p, from_global);
+      if (from_stage == s) return;  // made on this stage, which runs its jobs in order
       const auto& group = stages.devices[static_cast<std::size_t>(from_stage)];
       if (group.empty()) return;
       const std::size_t producer = group[rank % group.size()];

@@ -7,17 +7,36 @@
 
 namespace pipescope {
 
+namespace {
+
+/// Where the detected schedule puts each global stage: the dependencies
+/// follow it (a V-shaped schedule's second chunk flows back up the ranks).
+/// Detection reads each device's job order, which no clock offset changes.
+StagePlacement detected_placement(const ScheduleReport& schedule) {
+  const ScheduleDetection& d = schedule.detection;
+  if (!d.id || d.chunks != 2) return StagePlacement::looped;
+  return schedule_entry(*d.id).placement;
+}
+
+}  // namespace
+
 ClockReport correct_run_clocks(Run& run, const PipelineOptions& options) {
   const StageMap stages = resolve_stage_map(run, options.stages, options.stages_label);
-  return correct_clocks(run, stages, options.clock);
+  const std::vector<JobRole> roles = classify_job_roles(run.types);
+  const Metrics metrics = compute_metrics(run);
+  const StagePlacement placement =
+      detected_placement(detect_run_schedule(run, metrics, stages, roles));
+  return correct_clocks(run, find_dependencies(run, metrics.job_step, stages, roles, placement),
+                        options.clock);
 }
 
 namespace {
 
 /// The analysis once the stage map, roles and dependencies are known.
+/// `a.schedule` is detected already (on metrics whose step windows may
+/// have moved since, which detection does not read).
 PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const PipelineOptions& options,
                           PipelineAnalysis a, ClockReport clock) {
-  a.schedule = detect_run_schedule(run, metrics, a.stages, a.roles);
   a.bubbles = summarize_bubbles(run, metrics, options.top_bubbles);
   a.bottleneck = find_bottleneck(run, metrics, a.stages, a.roles);
   a.split = split_bubbles(run, metrics, a.stages, a.roles, a.schedule);
@@ -93,7 +112,9 @@ PipelineAnalysis analyze_pipeline(const Run& run, const Metrics& metrics,
   PipelineAnalysis a;
   a.stages = resolve_stage_map(run, options.stages, options.stages_label);
   a.roles = classify_job_roles(run.types);
-  a.dependencies = find_dependencies(run, metrics.job_step, a.stages, a.roles);
+  a.schedule = detect_run_schedule(run, metrics, a.stages, a.roles);
+  a.dependencies = find_dependencies(run, metrics.job_step, a.stages, a.roles,
+                                     detected_placement(a.schedule));
   return assemble(run, metrics, options, std::move(a), std::move(clock));
 }
 
@@ -105,9 +126,15 @@ AnalyzedRun analyze_run(Run& run, const PipelineOptions& options) {
   // which a machine's clock offset does not change; only the step windows
   // move, so the metrics are recomputed when offsets were applied.
   Metrics metrics = compute_metrics(run);
-  a.dependencies = find_dependencies(run, metrics.job_step, a.stages, a.roles);
+  a.schedule = detect_run_schedule(run, metrics, a.stages, a.roles);
+  a.dependencies = find_dependencies(run, metrics.job_step, a.stages, a.roles,
+                                     detected_placement(a.schedule));
   ClockReport clock = correct_clocks(run, a.dependencies, options.clock);
-  if (clock.applied) metrics = compute_metrics(run);
+  if (clock.applied) {
+    metrics = compute_metrics(run);
+    // The measured bubble ratio it carries is the corrected run's.
+    a.schedule = detect_run_schedule(run, metrics, a.stages, a.roles);
+  }
   PipelineAnalysis pipeline = assemble(run, metrics, options, std::move(a), std::move(clock));
   return {std::move(metrics), std::move(pipeline)};
 }

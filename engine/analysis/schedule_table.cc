@@ -430,12 +430,18 @@ List torch_dualpipev(int p, int m, int rank) {
   return jobs;
 }
 
+}  // namespace
+
 int global_stage(StagePlacement placement, int p, int stage, int chunk) {
   if (placement == StagePlacement::v_shape) return chunk == 0 ? stage : 2 * p - 1 - stage;
   return chunk * p + stage;
 }
 
-}  // namespace
+StageChunk stage_chunk_of(StagePlacement placement, int p, int global) {
+  const int chunk = global / p;
+  if (placement == StagePlacement::v_shape) return {chunk == 0 ? global : 2 * p - 1 - global, chunk};
+  return {global % p, chunk};
+}
 
 std::string_view schedule_family_name(ScheduleFamily family) {
   switch (family) {

@@ -84,6 +84,15 @@ enum class StagePlacement : std::uint8_t {
   v_shape,  ///< rank s holds global stages s (chunk 0) and 2P-1-s (chunk 1)
 };
 
+/// Global stage of `chunk` on rank (stage) `stage` of P, and back: the
+/// rank and chunk holding global stage `global` (0 <= global < P·V).
+int global_stage(StagePlacement placement, int p, int stage, int chunk);
+struct StageChunk {
+  int stage = 0;
+  int chunk = 0;
+};
+StageChunk stage_chunk_of(StagePlacement placement, int p, int global);
+
 struct ScheduleEntry {
   ScheduleId id;
   /// The name the framework gives it (Paddle's pass name, PyTorch's

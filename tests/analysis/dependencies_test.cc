@@ -129,6 +129,40 @@ TEST(Dependencies, InterleavedChunksWrapAroundTheStages) {
   EXPECT_EQ(edges_of(named), kVppEdges);
 }
 
+// ZB-V's placement with P = 2, one micro-batch: device 0 holds global stages
+// 0 (chunk 0) and 3 (chunk 1), device 1 stages 1 and 2. The forward runs
+// g0 g1 g2 g3 (d0 d1 d1 d0), the backward g3 g2 g1 g0 (d0 d1 d1 d0).
+//   device 0: forward0 forward1 backward1 backward0   jobs 0 1 2 3
+//   device 1: forward0 forward1 backward1 backward0   jobs 0 1 2 3
+TEST(Dependencies, VShapedPlacementFlowsBackUpTheStages) {
+  pipescope::Run run;
+  add_job(run, 0, "forward0", 0, 0, 10);
+  add_job(run, 0, "forward1", 0, 40, 50);
+  add_job(run, 0, "backward1", 0, 50, 60);
+  add_job(run, 0, "backward0", 0, 90, 100);
+  add_job(run, 1, "forward0", 0, 12, 22);
+  add_job(run, 1, "forward1", 0, 22, 32);
+  add_job(run, 1, "backward1", 0, 62, 72);
+  add_job(run, 1, "backward0", 0, 72, 82);
+  run.finalize();
+  const Metrics metrics = compute_metrics(run);
+  const auto roles = classify_job_roles(run.types);
+  const StageMap stages = one_stage_per_device(2);
+  // g3's forward needs g2's (d1's chunk 1); g2's backward needs g3's; g0's
+  // backward needs g1's; g1's forward needs g0's. g2's forward and g1's
+  // backward take their input from their own device: no edge.
+  EXPECT_EQ(edges(find_dependencies(run, metrics.job_step, stages, roles,
+                                    StagePlacement::v_shape)),
+            (std::vector<std::string>{"d0.j1 <- d1.j1", "d0.j3 <- d1.j3", "d1.j0 <- d0.j0",
+                                      "d1.j2 <- d0.j2"}));
+  // Read looped (d0 holds g0 and g2, d1 g1 and g3), the same jobs chain
+  // otherwise: g2's forward on d0 after g1's on d1, g3's on d1 after g2's,
+  // and the backwards back down: the placement decides.
+  EXPECT_EQ(edges(find_dependencies(run, metrics.job_step, stages, roles)),
+            (std::vector<std::string>{"d0.j1 <- d1.j0", "d0.j2 <- d1.j2", "d0.j3 <- d1.j3",
+                                      "d1.j0 <- d0.j0", "d1.j1 <- d0.j1", "d1.j3 <- d0.j2"}));
+}
+
 TEST(Dependencies, MatchedWithinTheStepOnly) {
   // Two steps of P = 2, M = 1: F0 B0 | F0 B0 on both devices (jobs 0 1 | 2 3).
   // Step 1's jobs (2, 3) pair with step 1's, never with step 0's jobs of the

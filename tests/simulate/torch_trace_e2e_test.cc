@@ -93,6 +93,19 @@ TEST_P(TorchTraceE2E, AnalyzeReportsTheExpectedFigures) {
   ASSERT_EQ(p2.load(out + "/summary.json").get(actual), simdjson::SUCCESS);
   EXPECT_EQ(differences(expected, actual), "") << args;
   EXPECT_GT(std::int64_t(expected["jobs"]), 0);
+  // The dependencies follow the schedule's placement (V-shaped for ZB-V and
+  // DualPipeV): on a simulated run no consumer starts before its input
+  // ends, so the clock check finds no violation and no critical-path hop
+  // between compute jobs waits a negative time. (A blocking recv posted
+  // before its data was sent does: the path enters it at its start.)
+  simdjson::dom::element clock = actual["clock"];
+  EXPECT_GT(std::int64_t(clock["dependencies"]), 0) << args;
+  EXPECT_EQ(std::int64_t(clock["violations_before"]), 0) << args;
+  if (args.find("--comm") == std::string::npos) {
+    for (simdjson::dom::element job : actual["critical_path"]["longest_step"]["jobs"]) {
+      EXPECT_GE(std::int64_t(job["wait_ns"]), 0) << args;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -105,7 +118,9 @@ INSTANTIATE_TEST_SUITE_P(
         "--comm --steps 4",
         "--schedule torch-interleavedzerobubble --stages 4 --micro-batches 8 --seed 5",
         "--schedule torch-zbvzerobubble --stages 4 --micro-batches 8 --comm",
-        "--schedule torch-dualpipev --stages 3 --micro-batches 6 --resolution ns"));
+        "--schedule torch-dualpipev --stages 3 --micro-batches 6 --resolution ns",
+        "--schedule torch-zbvzerobubble --stages 4 --micro-batches 8 --machines 2",
+        "--schedule torch-dualpipev --stages 4 --micro-batches 8 --machines 2 --comm"));
 
 TEST(TorchTraceSimulate, RefusesWorkerLogOptions) {
   testing::TempDir dir;
