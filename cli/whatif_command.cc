@@ -45,8 +45,9 @@ std::string percent(double ratio) { return fmt::format("{:.1f}%", ratio * 100); 
 std::string signed_percent(double change) { return fmt::format("{:+.1f}%", change * 100); }
 
 double max_in_flight(const Prediction& p) {
-  return p.in_flight_max.empty() ? 0
-                                 : *std::max_element(p.in_flight_max.begin(), p.in_flight_max.end());
+  return p.in_flight_max.empty()
+             ? 0
+             : *std::max_element(p.in_flight_max.begin(), p.in_flight_max.end());
 }
 
 /// The scenario the options name, with defaults from the measured run.
@@ -100,31 +101,40 @@ void print_measured(const WhatifInputs& in) {
   fmt::print("measured: {}, P={} M={} V={}: step {} ms (median of {} complete step{}), bubble {}\n",
              m.schedule, m.stages, m.micro_batches, m.chunks, ms(m.step_ns), m.complete_steps,
              m.complete_steps == 1 ? "" : "s", percent(m.bubble_ratio));
-  fmt::print("latency: same machine {}, across machines {}; step overhead {} sample{}\n",
+  fmt::print("latency: same machine {}, across machines {}; step overhead {}\n",
              latency_samples(in.latency_same_machine, "across machines"),
-             latency_samples(in.latency_cross_machine, "same machine"), in.step_overhead.size(),
-             in.step_overhead.size() == 1 ? "" : "s");
+             latency_samples(in.latency_cross_machine, "same machine"),
+             in.step_overhead.empty()
+                 ? std::string("none measured (fewer than two complete steps): taken as 0")
+                 : fmt::format("{} sample{}", in.step_overhead.size(),
+                               in.step_overhead.size() == 1 ? "" : "s"));
 }
 
 void print_table(const MeasuredRun& measured, const std::vector<Prediction>& predictions) {
-  fmt::print("{:>4}  {:<28} {:>4} {:>2}  {:>12} {:>8} {:>7}  {:>10}  {:>7}  {:>9}\n", "rank",
+  fmt::print("{:>4}  {:<29} {:>4} {:>2}  {:>12} {:>8} {:>7}  {:>10}  {:>7}  {:>9}\n", "rank",
              "schedule", "M", "V", "step ms", "change", "spread", "ms per mb", "bubble",
              "in flight");
   for (std::size_t i = 0; i < predictions.size(); ++i) {
     const Prediction& p = predictions[i];
     const double spread = p.step_ns > 0 ? (p.step_p90_ns - p.step_p10_ns) / 2 / p.step_ns : 0;
-    fmt::print("{:>4}  {:<28} {:>4} {:>2}  {:>12} {:>8} {:>7}  {:>10}  {:>7}  {:>9}\n", i + 1,
-               whatif_schedule_name(p.scenario.schedule), p.scenario.micro_batches,
-               p.scenario.chunks, ms(p.step_ns), signed_percent(step_change(measured, p)),
-               fmt::format("±{:.1f}%", spread * 100), ms(p.step_ns_per_micro_batch),
-               percent(p.bubble_ratio), fmt::format("{:g}", max_in_flight(p)));
+    const bool as_measured = measured.id == p.scenario.schedule &&
+                             measured.micro_batches == p.scenario.micro_batches &&
+                             measured.chunks == p.scenario.chunks;
+    fmt::print(
+        "{:>4}  {:<29} {:>4} {:>2}  {:>12} {:>8} {:>7}  {:>10}  {:>7}  {:>9}\n", i + 1,
+        fmt::format("{}{}", whatif_schedule_name(p.scenario.schedule), as_measured ? " *" : ""),
+        p.scenario.micro_batches, p.scenario.chunks, ms(p.step_ns),
+        signed_percent(step_change(measured, p)), fmt::format("±{:.1f}%", spread * 100),
+        ms(p.step_ns_per_micro_batch), percent(p.bubble_ratio),
+        fmt::format("{:g}", max_in_flight(p)));
   }
   fmt::print(
-      "\nA scenario with another M runs another global batch: compare `ms per mb` (the time per\n"
-      "micro-batch) across M. `in flight` is the most micro-batches whose activations one stage\n"
-      "holds at once (a chunk counts 1/V): a larger M or an interleaved schedule buys its shorter\n"
-      "bubble with activation memory. `spread` is half the 10th-90th percentile range of the\n"
-      "replayed steps, from the measured cost spread.\n");
+      "\n*: the measured schedule replayed; its change is the model's own error on this run.\n"
+      "A scenario with another M runs another global batch: compare `ms per mb` (the time\n"
+      "per micro-batch) across M. `in flight` is the most micro-batches whose activations\n"
+      "one stage holds at once (a chunk counts 1/V): a larger M or an interleaved schedule\n"
+      "buys its shorter bubble with activation memory. `spread` is half the 10th-90th\n"
+      "percentile range of the replayed steps, from the measured cost spread.\n");
 }
 
 void print_costs(const Prediction& p) {
@@ -136,8 +146,7 @@ void print_costs(const Prediction& p) {
                ms(c.optimizer_ns[s]));
   }
   fmt::print("  latency {} ms same machine, {} ms across machines; step overhead {} ms\n",
-             ms(c.latency_same_machine_ns), ms(c.latency_cross_machine_ns),
-             ms(c.step_overhead_ns));
+             ms(c.latency_same_machine_ns), ms(c.latency_cross_machine_ns), ms(c.step_overhead_ns));
 }
 
 /// An output file that is one of the inputs is refused: inputs are never overwritten.
@@ -156,14 +165,12 @@ void check_outputs_are_not_inputs(const std::vector<fs::path>& outputs,
 
 int run_whatif(const WhatifOptions& options) {
   if (!(options.weight_share > 0 && options.weight_share < 1)) {
-    throw InputError(
-        fmt::format("--weight-share must be between 0 and 1 (exclusive), got {}",
-                    options.weight_share));
+    throw InputError(fmt::format("--weight-share must be between 0 and 1 (exclusive), got {}",
+                                 options.weight_share));
   }
   const LoadOptions load = make_load_options(options);
   const std::vector<InputFile> inputs = find_inputs(options.paths, options.devices);
-  const bool one_scenario =
-      !options.schedule.empty() || options.micro_batches || options.chunks;
+  const bool one_scenario = !options.schedule.empty() || options.micro_batches || options.chunks;
   const fs::path out(options.output_dir);
   if (!options.output_dir.empty()) {
     std::vector<fs::path> outputs{out / "whatif.json"};
@@ -195,11 +202,13 @@ int run_whatif(const WhatifOptions& options) {
     single = replay_scenario(in, chosen_scenario(options, in.measured), replay);
     predictions.push_back(single->prediction);
   } else {
-    for (const Scenario& scenario : sweep_scenarios(in.measured.stages, in.measured.micro_batches)) {
+    for (const Scenario& scenario :
+         sweep_scenarios(in.measured.stages, in.measured.micro_batches)) {
       predictions.push_back(replay_scenario(in, scenario, replay).prediction);
     }
-    std::stable_sort(predictions.begin(), predictions.end(),
-                     [](const Prediction& a, const Prediction& b) { return a.step_ns < b.step_ns; });
+    std::stable_sort(
+        predictions.begin(), predictions.end(),
+        [](const Prediction& a, const Prediction& b) { return a.step_ns < b.step_ns; });
   }
 
   std::vector<std::string> written;

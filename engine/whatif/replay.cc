@@ -94,8 +94,8 @@ using Lists = std::vector<std::vector<ScheduleStep>>;
 std::optional<Lists> job_lists(const Scenario& scenario, int stages) {
   Lists lists;
   for (int s = 0; s < stages; ++s) {
-    auto list = schedule_job_list(scenario.schedule, stages, scenario.micro_batches,
-                                  scenario.chunks, s);
+    auto list =
+        schedule_job_list(scenario.schedule, stages, scenario.micro_batches, scenario.chunks, s);
     if (!list) return std::nullopt;
     lists.push_back(std::move(*list));
   }
@@ -202,9 +202,9 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
     const bool backward =
         !st.backward.empty() || (!st.backward_input.empty() && !st.weight.empty());
     if (st.forward.empty() || !backward) {
-      throw std::invalid_argument(fmt::format(
-          "stage {} has no {} job in a complete step: nothing to replay", s,
-          st.forward.empty() ? "forward" : "backward (whole, or both halves)"));
+      throw std::invalid_argument(
+          fmt::format("stage {} has no {} job in a complete step: nothing to replay", s,
+                      st.forward.empty() ? "forward" : "backward (whole, or both halves)"));
     }
   }
 
@@ -216,10 +216,10 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
     const Job& producer = run.devices[dep.producer.device].jobs[dep.producer.job];
     const auto& consumer_jobs = run.devices[dep.consumer.device].jobs;
     const Job& consumer = consumer_jobs[dep.consumer.job];
-    const double gap = static_cast<double>(std::max<std::int64_t>(0, consumer.start_ns -
-                                                                         producer.end_ns));
-    const bool same = run.devices[dep.producer.device].machine ==
-                      run.devices[dep.consumer.device].machine;
+    const double gap =
+        static_cast<double>(std::max<std::int64_t>(0, consumer.start_ns - producer.end_ns));
+    const bool same =
+        run.devices[dep.producer.device].machine == run.devices[dep.consumer.device].machine;
     (same ? all_same : all_cross).push_back(gap);
     const bool waited =
         dep.consumer.job == 0 || consumer_jobs[dep.consumer.job - 1].end_ns < consumer.start_ns;
@@ -283,11 +283,11 @@ std::string scenario_problem(const Scenario& scenario, int stages) {
       return fmt::format(
           "{} runs one model chunk per stage, so V must be 1 (got V={}); the schedules that "
           "take V > 1 are {} (any V that divides the model), and {} (V = 2)",
-          name, v,
-          list_names([](const ScheduleEntry& e) {
+          name, v, list_names([](const ScheduleEntry& e) {
             return e.max_chunks > 1 && e.placement == StagePlacement::looped;
           }),
-          list_names([](const ScheduleEntry& e) { return e.placement == StagePlacement::v_shape; }));
+          list_names(
+              [](const ScheduleEntry& e) { return e.placement == StagePlacement::v_shape; }));
     }
     if (entry.min_chunks == entry.max_chunks) {
       return fmt::format("{} runs exactly {} model chunks per stage (got V={})", name,
@@ -328,10 +328,9 @@ std::vector<Scenario> sweep_scenarios(int stages, int micro_batches) {
         const StagePlacement placement = schedule_entry(id).placement;
         bool duplicate = false;
         for (std::size_t i = 0; i < out.size(); ++i) {
-          duplicate = duplicate || (out[i].micro_batches == scenario.micro_batches &&
-                                    out[i].chunks == v &&
-                                    schedule_entry(out[i].schedule).placement == placement &&
-                                    kept[i] == *lists);
+          duplicate = duplicate ||
+                      (out[i].micro_batches == scenario.micro_batches && out[i].chunks == v &&
+                       schedule_entry(out[i].schedule).placement == placement && kept[i] == *lists);
         }
         if (duplicate) continue;
         out.push_back(scenario);
@@ -399,7 +398,8 @@ Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
   // Whether a stage's list frees a micro-batch's activations with a weight op.
   std::vector<bool> has_weight(p, false);
   for (int s = 0; s < p; ++s) {
-    for (const ScheduleStep& op : lists[s]) has_weight[s] = has_weight[s] || op.role == PipelineRole::weight;
+    for (const ScheduleStep& op : lists[s])
+      has_weight[s] = has_weight[s] || op.role == PipelineRole::weight;
   }
 
   constexpr std::int64_t kNotYet = -1;

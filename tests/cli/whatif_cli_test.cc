@@ -78,9 +78,9 @@ TEST(WhatifCli, SweepRanksTheScenariosAndWritesWhatifJson) {
 TEST(WhatifCli, OneScenarioWritesItsPredictedTimeline) {
   testing::TempDir dir;
   const std::string run = simulated_1f1b(dir);
-  const CommandResult r = run_cli("whatif " + shell_quote(run) +
-                                  " --schedule zbh1 --micro-batches 16 -o " +
-                                  shell_quote(dir / "o"));
+  const CommandResult r =
+      run_cli("whatif " + shell_quote(run) + " --schedule zbh1 --micro-batches 16 -o " +
+              shell_quote(dir / "o"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("costs used:"), std::string::npos) << r.output;
   simdjson::dom::parser parser;
@@ -101,7 +101,8 @@ TEST(WhatifCli, OneScenarioWritesItsPredictedTimeline) {
   ASSERT_EQ(trace_parser.load(dir / "o/whatif-trace.json").get(trace), simdjson::SUCCESS);
   std::size_t weight_jobs = 0;
   for (simdjson::dom::element event : simdjson::dom::array(trace["traceEvents"])) {
-    if (std::string_view(event["ph"]) == "X" && std::string_view(event["name"]).starts_with("backward_w")) {
+    if (std::string_view(event["ph"]) == "X" &&
+        std::string_view(event["name"]).starts_with("backward_w")) {
       ++weight_jobs;
     }
   }

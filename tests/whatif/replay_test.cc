@@ -83,11 +83,12 @@ TEST(WhatifReplay, ItsOwnScheduleGivesBackTheMeasuredStepTime) {
     ScheduleId id;
     int m, v;
   };
-  for (const Case& c : {Case{ScheduleKind::one_f_one_b, ScheduleId::paddle_1f1b, 8, 1},
-                        Case{ScheduleKind::fthenb, ScheduleId::paddle_fthenb, 8, 1},
-                        Case{ScheduleKind::interleaved, ScheduleId::paddle_vpp, 8, 2},
-                        Case{ScheduleKind::zbh1, ScheduleId::paddle_zbh1, 8, 1},
-                        Case{ScheduleKind::eager_one_f_one_b, ScheduleId::paddle_eager_1f1b, 8, 1}}) {
+  for (const Case& c :
+       {Case{ScheduleKind::one_f_one_b, ScheduleId::paddle_1f1b, 8, 1},
+        Case{ScheduleKind::fthenb, ScheduleId::paddle_fthenb, 8, 1},
+        Case{ScheduleKind::interleaved, ScheduleId::paddle_vpp, 8, 2},
+        Case{ScheduleKind::zbh1, ScheduleId::paddle_zbh1, 8, 1},
+        Case{ScheduleKind::eager_one_f_one_b, ScheduleId::paddle_eager_1f1b, 8, 1}}) {
     const Analysed a = analyse(config(c.kind, 4, c.m, c.v));
     const WhatifInputs in = inputs_of(a);
     ASSERT_EQ(in.measured.id, c.id);
