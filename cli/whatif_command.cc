@@ -114,12 +114,14 @@ void print_table(const MeasuredRun& measured, const std::vector<Prediction>& pre
   fmt::print("{:>4}  {:<29} {:>4} {:>2}  {:>12} {:>8} {:>7}  {:>10}  {:>7}  {:>9}\n", "rank",
              "schedule", "M", "V", "step ms", "change", "spread", "ms per mb", "bubble",
              "in flight");
+  bool any_measured = false;
   for (std::size_t i = 0; i < predictions.size(); ++i) {
     const Prediction& p = predictions[i];
     const double spread = p.step_ns > 0 ? (p.step_p90_ns - p.step_p10_ns) / 2 / p.step_ns : 0;
     const bool as_measured = measured.id == p.scenario.schedule &&
                              measured.micro_batches == p.scenario.micro_batches &&
                              measured.chunks == p.scenario.chunks;
+    any_measured = any_measured || as_measured;
     fmt::print(
         "{:>4}  {:<29} {:>4} {:>2}  {:>12} {:>8} {:>7}  {:>10}  {:>7}  {:>9}\n", i + 1,
         fmt::format("{}{}", whatif_schedule_name(p.scenario.schedule), as_measured ? " *" : ""),
@@ -128,8 +130,12 @@ void print_table(const MeasuredRun& measured, const std::vector<Prediction>& pre
         ms(p.step_ns_per_micro_batch), percent(p.bubble_ratio),
         fmt::format("{:g}", max_in_flight(p)));
   }
+  fmt::print("\n");
+  if (any_measured) {
+    fmt::print(
+        "*: the measured schedule replayed; its change is the model's own error on this run.\n");
+  }
   fmt::print(
-      "\n*: the measured schedule replayed; its change is the model's own error on this run.\n"
       "A scenario with another M runs another global batch: compare `ms per mb` (the time\n"
       "per micro-batch) across M. `in flight` is the most micro-batches whose activations\n"
       "one stage holds at once (a chunk counts 1/V): a larger M or an interleaved schedule\n"
