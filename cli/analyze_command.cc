@@ -59,22 +59,6 @@ struct AnalyzeOptions : RunInputOptions {
   bool progress = false;  // --progress: draw the progress line even without a terminal
 };
 
-/// True when `inner` is `outer` or lies below it.
-bool is_within(const fs::path& inner, const fs::path& outer) {
-  auto o = outer.begin();
-  auto i = inner.begin();
-  for (; o != outer.end(); ++o, ++i) {
-    if (i == inner.end() || *i != *o) return false;
-  }
-  return true;
-}
-
-fs::path resolved(const fs::path& path) {
-  std::error_code ec;
-  fs::path result = fs::weakly_canonical(fs::absolute(path), ec);
-  return ec ? fs::absolute(path) : result;
-}
-
 /// Refuses an output folder inside an input folder: outputs must never mix
 /// with (or overwrite) the logs they came from unless the user says so.
 void check_output_location(const AnalyzeOptions& options) {

@@ -100,4 +100,20 @@ LoadOptions make_load_options(const RunInputOptions& options) {
   return load;
 }
 
+bool is_within(const std::filesystem::path& inner, const std::filesystem::path& outer) {
+  auto o = outer.begin();
+  auto i = inner.begin();
+  for (; o != outer.end(); ++o, ++i) {
+    if (i == inner.end() || *i != *o) return false;
+  }
+  return true;
+}
+
+std::filesystem::path resolved(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::path result =
+      std::filesystem::weakly_canonical(std::filesystem::absolute(path), ec);
+  return ec ? std::filesystem::absolute(path) : result;
+}
+
 }  // namespace pipescope::cli

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,5 +44,11 @@ void add_run_input_options(CLI::App* cmd, RunInputOptions& options);
 /// The LoadOptions the options describe; the analysis's messages name the
 /// options in the command's words. Throws InputError for a bad value.
 LoadOptions make_load_options(const RunInputOptions& options);
+
+/// True when `inner` is `outer` or lies below it (both resolved).
+bool is_within(const std::filesystem::path& inner, const std::filesystem::path& outer);
+
+/// `path` made absolute and canonical as far as it exists.
+std::filesystem::path resolved(const std::filesystem::path& path);
 
 }  // namespace pipescope::cli

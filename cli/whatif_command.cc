@@ -155,15 +155,22 @@ void print_costs(const Prediction& p) {
              ms(c.latency_same_machine_ns), ms(c.latency_cross_machine_ns), ms(c.step_overhead_ns));
 }
 
-/// An output file that is one of the inputs is refused: inputs are never overwritten.
-void check_outputs_are_not_inputs(const std::vector<fs::path>& outputs,
-                                  const std::vector<InputFile>& inputs) {
-  for (const fs::path& output : outputs) {
+/// The output folder is never an input folder or inside one (a later run
+/// over the logs would find whatif-trace.json among them), and an input is
+/// never overwritten.
+void check_output_location(const WhatifOptions& options) {
+  const fs::path out = resolved(options.output_dir);
+  for (const std::string& input : options.paths) {
     std::error_code ec;
-    for (const InputFile& input : inputs) {
-      if (fs::exists(output, ec) && fs::equivalent(output, input.path, ec)) {
+    if (fs::is_directory(input, ec) && is_within(out, resolved(input))) {
+      throw InputError(
+          fmt::format("output folder {} is inside input folder {}; choose another with -o",
+                      out.string(), input));
+    }
+    for (const char* name : {"whatif.json", "whatif-trace.json"}) {
+      if (resolved(out / name) == resolved(input)) {
         throw InputError(fmt::format("output file {} is the input {}; inputs are never overwritten",
-                                     output.string(), input.path));
+                                     (fs::path(options.output_dir) / name).string(), input));
       }
     }
   }
@@ -178,11 +185,7 @@ int run_whatif(const WhatifOptions& options) {
   const std::vector<InputFile> inputs = find_inputs(options.paths, options.devices);
   const bool one_scenario = !options.schedule.empty() || options.micro_batches || options.chunks;
   const fs::path out(options.output_dir);
-  if (!options.output_dir.empty()) {
-    std::vector<fs::path> outputs{out / "whatif.json"};
-    if (one_scenario) outputs.push_back(out / "whatif-trace.json");
-    check_outputs_are_not_inputs(outputs, inputs);
-  }
+  if (!options.output_dir.empty()) check_output_location(options);
   LoadedRun loaded = load_run(inputs, load);
   if (loaded.run.job_count() == 0) {
     fmt::print(stderr, "pipescope: error: no jobs found in {} input file{}; nothing to replay\n",

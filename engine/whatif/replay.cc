@@ -212,6 +212,8 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
   // input (its device's previous job ended before it started).
   std::vector<double> all_same, all_cross;
   for (const Dependency& dep : pipeline.dependencies) {
+    // Two chunks of one device pass data in memory: no transfer to measure.
+    if (dep.producer.device == dep.consumer.device) continue;
     if (!complete(dep.consumer.device, dep.consumer.job)) continue;
     const Job& producer = run.devices[dep.producer.device].jobs[dep.producer.job];
     const auto& consumer_jobs = run.devices[dep.consumer.device].jobs;

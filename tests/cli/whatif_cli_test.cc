@@ -143,6 +143,18 @@ TEST(WhatifCli, ScenariosASchedulerDoesNotRunAreUsageErrors) {
 
   r = run_cli("whatif " + shell_quote(run) + " --weight-share 1.5");
   EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--weight-share must be between 0 and 1 (exclusive), got 1.5"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(WhatifCli, RefusesAnOutputFolderInsideTheLogs) {
+  testing::TempDir dir;
+  const std::string run = simulated_1f1b(dir);
+  const CommandResult r = run_cli("whatif " + shell_quote(run) + " -o " + shell_quote(run + "/o"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("is inside input folder"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(run + "/o"));
 }
 
 }  // namespace
