@@ -209,8 +209,17 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
   }
 
   // Latency: consumer start - producer end, where the consumer waited for its
-  // input (its device's previous job ended before it started).
+  // input (its device's previous job of the step ended before it started).
   std::vector<double> all_same, all_cross;
+  // The pairs are those of a looped placement (analysis/dependencies.h); a
+  // pair whose global stages are not neighbours under the measured schedule's
+  // placement (chunk 1 of a V) is no transfer of this run.
+  const StagePlacement placement =
+      measured.id ? schedule_entry(*measured.id).placement : StagePlacement::looped;
+  const auto global_of = [&](const JobRef& ref) {
+    const JobRole& role = pipeline.roles[run.devices[ref.device].jobs[ref.job].type];
+    return global_stage(placement, p, pipeline.stages.stage_of[ref.device], role.chunk);
+  };
   for (const Dependency& dep : pipeline.dependencies) {
     // Two chunks of one device pass data in memory: no transfer to measure.
     if (dep.producer.device == dep.consumer.device) continue;
@@ -218,13 +227,20 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
     const Job& producer = run.devices[dep.producer.device].jobs[dep.producer.job];
     const auto& consumer_jobs = run.devices[dep.consumer.device].jobs;
     const Job& consumer = consumer_jobs[dep.consumer.job];
+    const int step = pipeline.roles[consumer.type].role == PipelineRole::forward ? 1 : -1;
+    if (global_of(dep.consumer) != global_of(dep.producer) + step) continue;
     const double gap =
         static_cast<double>(std::max<std::int64_t>(0, consumer.start_ns - producer.end_ns));
     const bool same =
         run.devices[dep.producer.device].machine == run.devices[dep.consumer.device].machine;
     (same ? all_same : all_cross).push_back(gap);
-    const bool waited =
-        dep.consumer.job == 0 || consumer_jobs[dep.consumer.job - 1].end_ns < consumer.start_ns;
+    // The device's previous job of the same step ended before: it was free and
+    // waited for the data (after the previous step's last job, the step
+    // overhead may be what it waited for).
+    const auto& job_step = metrics.job_step[dep.consumer.device];
+    const bool waited = dep.consumer.job > 0 &&
+                        job_step[dep.consumer.job - 1] == job_step[dep.consumer.job] &&
+                        consumer_jobs[dep.consumer.job - 1].end_ns < consumer.start_ns;
     if (waited) (same ? in.latency_same_machine : in.latency_cross_machine).push_back(gap);
   }
   // No consumer ever waited (send/recv jobs fill the gaps): the smallest gap.

@@ -94,7 +94,8 @@ struct WhatifInputs {
   /// True when some stage logged split backwards (backward_b / backward_w).
   bool split_backward = false;
   /// Latency samples (ns) between dependent jobs of neighbouring stages,
-  /// consumer start - producer end where the consumer waited for its input.
+  /// consumer start - producer end where the consumer waited for its input
+  /// (the device's previous job of the same step ended before it started).
   std::vector<double> latency_same_machine;
   std::vector<double> latency_cross_machine;
   /// Stage 0's optimizer end (or last job end) to its next step's first job.

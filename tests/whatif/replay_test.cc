@@ -88,7 +88,10 @@ TEST(WhatifReplay, ItsOwnScheduleGivesBackTheMeasuredStepTime) {
         Case{ScheduleKind::fthenb, ScheduleId::paddle_fthenb, 8, 1},
         Case{ScheduleKind::interleaved, ScheduleId::paddle_vpp, 8, 2},
         Case{ScheduleKind::zbh1, ScheduleId::paddle_zbh1, 8, 1},
-        Case{ScheduleKind::eager_one_f_one_b, ScheduleId::paddle_eager_1f1b, 8, 1}}) {
+        Case{ScheduleKind::eager_one_f_one_b, ScheduleId::paddle_eager_1f1b, 8, 1},
+        // A V: chunk 1 of rank s is global stage 2P-1-s.
+        Case{ScheduleKind::torch_zbv_zero_bubble, ScheduleId::torch_zbv_zero_bubble, 8, 2},
+        Case{ScheduleKind::torch_dualpipev, ScheduleId::torch_dualpipev, 8, 2}}) {
     const Analysed a = analyse(config(c.kind, 4, c.m, c.v));
     const WhatifInputs in = inputs_of(a);
     ASSERT_EQ(in.measured.id, c.id);
