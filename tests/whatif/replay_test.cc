@@ -133,6 +133,21 @@ TEST(WhatifReplay, ScenarioBFromRunAMatchesSimulatingB) {
   }
 }
 
+TEST(WhatifReplay, LrJobsAreReplayedAndSendRecvJobsFoldIntoTheLatency) {
+  for (const bool lr : {true, false}) {
+    sim::SimConfig c = config(ScheduleKind::one_f_one_b, 4, 8);
+    c.lr_jobs = lr;
+    c.comm_jobs = !lr;
+    const WhatifInputs in = inputs_of(analyse(c));
+    SCOPED_TRACE(lr ? "lr jobs" : "send/recv jobs");
+    EXPECT_EQ(in.stages[0].lr.empty(), !lr);
+    const Prediction p =
+        replay_scenario(in, {ScheduleId::paddle_1f1b, 8, 1}, ReplayOptions{}).prediction;
+    EXPECT_NEAR(p.step_ns / in.measured.step_ns, 1.0, 0.01);
+    EXPECT_NEAR(p.bubble_ratio, in.measured.bubble_ratio, 0.01);
+  }
+}
+
 TEST(WhatifReplay, CountsTheMicroBatchesInFlight) {
   const WhatifInputs in = inputs_of(analyse(config(ScheduleKind::one_f_one_b, 4, 8)));
   const auto in_flight = [&](Scenario s) {
