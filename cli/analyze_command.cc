@@ -30,6 +30,7 @@
 #include "ingest/torch_trace_reader.h"
 #include "load/load_run.h"
 #include "progress.h"
+#include "run_inputs.h"
 
 namespace pipescope::cli {
 
@@ -37,15 +38,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct AnalyzeOptions {
+struct AnalyzeOptions : RunInputOptions {
   std::vector<std::string> paths;
   std::string output_dir = "pipescope-out";
-  std::string devices;
-  unsigned threads = 0;
-  std::size_t chunk_mib = 8;
-  std::size_t max_line_kib = 1024;
   bool strict = false;
-  bool allow_missing = false;  // --allow-missing: leave unreadable inputs' devices out
   bool absolute_time = false;
   bool no_trace = false;
   bool perfetto = false;   // --perfetto: trace.pftrace, also with --no-trace
@@ -53,41 +49,15 @@ struct AnalyzeOptions {
   std::string html_steps;  // --html-steps LIST
   bool quiet = false;
   bool allow_output_in_input = false;
-  // Pipeline analysis (docs/guide.md, "Explaining the bubbles").
-  std::string stages;
-  bool no_clock_fix = false;
-  std::vector<std::string> clock_offsets;
   std::size_t top_bubbles = 10;
   bool flows = false;
-  std::string steps;                       // --steps LIST: what goes into the traces
-  std::string segment;                     // --segment N|last: one launch segment only
-  std::optional<int> pipeline;             // --pipeline K: dygraph records of several pipelines
-  std::optional<std::int64_t> first_step;  // --first-step N
+  std::string steps;  // --steps LIST: what goes into the traces
   // Distributed over MPI ranks (docs/guide.md, "Running on a cluster").
   bool mpi = false;
   std::string local;  // --local TEMPLATE: node-local folder, {node} = node index
   double mpi_timeout = 300;
   bool progress = false;  // --progress: draw the progress line even without a terminal
-  // Chrome-trace JSON: annotation names to jobs (docs/guide.md, "PyTorch profiler traces").
-  std::string job_pattern;
-  std::string job_kinds;
 };
-
-/// True when `inner` is `outer` or lies below it.
-bool is_within(const fs::path& inner, const fs::path& outer) {
-  auto o = outer.begin();
-  auto i = inner.begin();
-  for (; o != outer.end(); ++o, ++i) {
-    if (i == inner.end() || *i != *o) return false;
-  }
-  return true;
-}
-
-fs::path resolved(const fs::path& path) {
-  std::error_code ec;
-  fs::path result = fs::weakly_canonical(fs::absolute(path), ec);
-  return ec ? fs::absolute(path) : result;
-}
 
 /// Refuses an output folder inside an input folder: outputs must never mix
 /// with (or overwrite) the logs they came from unless the user says so.
@@ -190,49 +160,8 @@ int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load);
 int run_analyze(const AnalyzeOptions& options) {
   check_option_combinations(options);
   if (!options.allow_output_in_input) check_output_location(options);
-  LoadOptions load;
-  load.pipeline.stages = options.stages;
+  LoadOptions load = make_load_options(options);
   load.pipeline.top_bubbles = options.top_bubbles;
-  load.pipeline.clock.fix = !options.no_clock_fix;
-  // The analysis's messages name the options in the command's words.
-  load.pipeline.stages_label = "--stages";
-  load.pipeline.stages_advice = "pass --stages auto or --stages MAP";
-  load.pipeline.clock.imposed_label = "--clock-offset";
-  load.pipeline.clock.disabled_label = "--no-clock-fix";
-  for (const std::string& spec : options.clock_offsets) {
-    // throws: usage error
-    load.pipeline.clock.imposed.push_back(parse_clock_offset(spec, "--clock-offset"));
-  }
-  load.inputs.allow_unreadable = options.allow_missing;
-  load.inputs.allow_unreadable_advice =
-      "pass --allow-missing to leave it out of the figures (with a warning)";
-  // A --devices selection leaves rank gaps on purpose.
-  load.inputs.check_layout = options.devices.empty();
-  if (!options.segment.empty()) {
-    try {
-      load.segment = parse_segment_choice(options.segment);
-    } catch (const std::invalid_argument& e) {
-      throw InputError(fmt::format("--segment: {}", e.what()));
-    }
-  }
-  load.ingest.threads = options.threads;
-  load.ingest.pipeline = options.pipeline;
-  load.ingest.pipeline_label = "pass --pipeline K to analyse pipeline K instead";
-  load.first_step = options.first_step;
-  load.ingest.limits.chunk_bytes = options.chunk_mib << 20;
-  load.ingest.limits.max_line_bytes = options.max_line_kib << 10;
-  if (!options.job_kinds.empty() && options.job_pattern.empty()) {
-    throw InputError("--job-kinds needs --job-pattern");
-  }
-  if (!options.job_pattern.empty()) {
-    try {
-      JobPattern check(options.job_pattern, options.job_kinds);
-    } catch (const std::invalid_argument& e) {
-      throw InputError(fmt::format("--job-pattern: {}", e.what()));
-    }
-  }
-  load.ingest.job_pattern = options.job_pattern;
-  load.ingest.job_kinds = options.job_kinds;
   if (options.mpi) return run_analyze_mpi(options, load);
   if (!options.local.empty()) throw InputError("--local needs --mpi");
 
@@ -421,14 +350,7 @@ void register_analyze_command(CLI::App& app, int& status) {
                   "individual log files (none with --local)");
   cmd->add_option("-o,--output", options->output_dir, "Output folder (created if missing)")
       ->capture_default_str();
-  cmd->add_option("--devices", options->devices,
-                  "Analyse only these global device indices, e.g. 0,2,3 or 0-3");
-  cmd->add_option("-j,--threads", options->threads, "Worker threads (0 = one per core)")
-      ->capture_default_str();
   cmd->add_flag("--strict", options->strict, "Exit with status 1 if any line was skipped");
-  cmd->add_flag("--allow-missing", options->allow_missing,
-                "Analyse the run even when an input cannot be read (permission denied, I/O\n"
-                "error): its device is left out of the figures, with a warning (default: exit 2)");
   cmd->add_flag("--absolute-time", options->absolute_time,
                 "Trace timestamps in epoch microseconds instead of relative to the first job");
   cmd->add_flag("--no-trace", options->no_trace, "Do not write trace.json");
@@ -444,15 +366,6 @@ void register_analyze_command(CLI::App& app, int& status) {
   cmd->add_flag("-q,--quiet", options->quiet, "Do not print the table");
   cmd->add_flag("--allow-output-in-input", options->allow_output_in_input,
                 "Allow the output folder to be inside an input folder");
-  cmd->add_option("--stages", options->stages,
-                  "Pipeline stage map: tp=N (groups of N consecutive devices), a list such as\n"
-                  "0-3,4-7 or 0+4,1+5 (one item per stage, global device indices), auto (guess\n"
-                  "tensor-parallel peers), or device (one stage per device, the default)");
-  cmd->add_flag("--no-clock-fix", options->no_clock_fix,
-                "Do not correct clock skew between machines (violations are still counted)");
-  cmd->add_option("--clock-offset", options->clock_offsets,
-                  "Impose a machine's clock offset instead of estimating, e.g. machine1=+2.5ms\n"
-                  "(units ns, us, ms, s; subtracted from that machine's times); repeatable");
   cmd->add_option("--top-bubbles", options->top_bubbles, "How many of the longest bubbles to list")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
@@ -461,18 +374,6 @@ void register_analyze_command(CLI::App& app, int& status) {
       "Only these steps in trace.json / trace.pftrace, e.g. 10-20 or 3,5,7-9; SEG:STEP\n"
       "(1:12, 0:10-12) names a step of one launch segment, a plain number the last\n"
       "segment that has it (the summary and the table always cover the whole run)");
-  cmd->add_option("--segment", options->segment,
-                  "Analyse one launch segment only: its index (0, 1, ...; segments are the\n"
-                  "launches a relaunch appended to the same logs) or last");
-  cmd->add_option("--pipeline", options->pipeline,
-                  "Paddle dygraph records of several pipelines (data-parallel replicas): analyse\n"
-                  "pipeline K (0 = the ranks lowest for each stage, the default)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--first-step", options->first_step,
-                  "Number the steps from N (inputs without step numbers, such as Paddle\n"
-                  "dygraph records, count from 0); overrides the step-start line of the first\n"
-                  "launch segment")
-      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--flows", options->flows,
                 "Draw flow arrows between dependent jobs in trace.json (can be many)");
   cmd->add_flag("--mpi", options->mpi,
@@ -488,20 +389,7 @@ void register_analyze_command(CLI::App& app, int& status) {
   cmd->add_flag("--progress", options->progress,
                 "Draw the progress line even when stderr is not a terminal (mpirun never gives\n"
                 "ranks one)");
-  cmd->add_option("--chunk-mib", options->chunk_mib, "Read chunk size in MiB")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  cmd->add_option("--max-line-kib", options->max_line_kib,
-                  "Longest line kept, in KiB; longer lines are skipped and reported")
-      ->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
-  cmd->add_option("--job-pattern", options->job_pattern,
-                  "Profiler traces (Chrome-trace JSON): a regular expression for the names of\n"
-                  "user annotations that are jobs, with a named group op ((?P<op>...)) and\n"
-                  "optional mb, stage and chunk; without mb, ProfilerStep#N spans make the steps");
-  cmd->add_option("--job-kinds", options->job_kinds,
-                  "With --job-pattern: op text to job type, e.g. F=forward,B=backward\n"
-                  "(an op that is a type name, such as forward, needs none)");
+  add_run_input_options(cmd, *options);
   cmd->callback([options, &status] { status = run_analyze(*options); });
 }
 

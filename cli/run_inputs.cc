@@ -1,0 +1,119 @@
+#include "run_inputs.h"
+
+#include <fmt/core.h>
+
+#include <stdexcept>
+
+#include "ingest/torch_trace_reader.h"
+#include "model/errors.h"
+
+namespace pipescope::cli {
+
+void add_run_input_options(CLI::App* cmd, RunInputOptions& options) {
+  cmd->add_option("--devices", options.devices,
+                  "Analyse only these global device indices, e.g. 0,2,3 or 0-3");
+  cmd->add_option("-j,--threads", options.threads, "Worker threads (0 = one per core)")
+      ->capture_default_str();
+  cmd->add_flag("--allow-missing", options.allow_missing,
+                "Analyse the run even when an input cannot be read (permission denied, I/O\n"
+                "error): its device is left out of the figures, with a warning (default: exit 2)");
+  cmd->add_option("--stages", options.stages,
+                  "Pipeline stage map: tp=N (groups of N consecutive devices), a list such as\n"
+                  "0-3,4-7 or 0+4,1+5 (one item per stage, global device indices), auto (guess\n"
+                  "tensor-parallel peers), or device (one stage per device, the default)");
+  cmd->add_flag("--no-clock-fix", options.no_clock_fix,
+                "Do not correct clock skew between machines (violations are still counted)");
+  cmd->add_option("--clock-offset", options.clock_offsets,
+                  "Impose a machine's clock offset instead of estimating, e.g. machine1=+2.5ms\n"
+                  "(units ns, us, ms, s; subtracted from that machine's times); repeatable");
+  cmd->add_option("--segment", options.segment,
+                  "Analyse one launch segment only: its index (0, 1, ...; segments are the\n"
+                  "launches a relaunch appended to the same logs) or last");
+  cmd->add_option("--pipeline", options.pipeline,
+                  "Paddle dygraph records of several pipelines (data-parallel replicas): analyse\n"
+                  "pipeline K (0 = the ranks lowest for each stage, the default)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--first-step", options.first_step,
+                  "Number the steps from N (inputs without step numbers, such as Paddle\n"
+                  "dygraph records, count from 0); overrides the step-start line of the first\n"
+                  "launch segment")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--chunk-mib", options.chunk_mib, "Read chunk size in MiB")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--max-line-kib", options.max_line_kib,
+                  "Longest line kept, in KiB; longer lines are skipped and reported")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--job-pattern", options.job_pattern,
+                  "Profiler traces (Chrome-trace JSON): a regular expression for the names of\n"
+                  "user annotations that are jobs, with a named group op ((?P<op>...)) and\n"
+                  "optional mb, stage and chunk; without mb, ProfilerStep#N spans make the steps");
+  cmd->add_option("--job-kinds", options.job_kinds,
+                  "With --job-pattern: op text to job type, e.g. F=forward,B=backward\n"
+                  "(an op that is a type name, such as forward, needs none)");
+}
+
+LoadOptions make_load_options(const RunInputOptions& options) {
+  LoadOptions load;
+  load.pipeline.stages = options.stages;
+  load.pipeline.clock.fix = !options.no_clock_fix;
+  // The analysis's messages name the options in the command's words.
+  load.pipeline.stages_label = "--stages";
+  load.pipeline.stages_advice = "pass --stages auto or --stages MAP";
+  load.pipeline.clock.imposed_label = "--clock-offset";
+  load.pipeline.clock.disabled_label = "--no-clock-fix";
+  for (const std::string& spec : options.clock_offsets) {
+    // throws: usage error
+    load.pipeline.clock.imposed.push_back(parse_clock_offset(spec, "--clock-offset"));
+  }
+  load.inputs.allow_unreadable = options.allow_missing;
+  load.inputs.allow_unreadable_advice =
+      "pass --allow-missing to leave it out of the figures (with a warning)";
+  // A --devices selection leaves rank gaps on purpose.
+  load.inputs.check_layout = options.devices.empty();
+  if (!options.segment.empty()) {
+    try {
+      load.segment = parse_segment_choice(options.segment);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(fmt::format("--segment: {}", e.what()));
+    }
+  }
+  load.ingest.threads = options.threads;
+  load.ingest.pipeline = options.pipeline;
+  load.ingest.pipeline_label = "pass --pipeline K to analyse pipeline K instead";
+  load.first_step = options.first_step;
+  load.ingest.limits.chunk_bytes = options.chunk_mib << 20;
+  load.ingest.limits.max_line_bytes = options.max_line_kib << 10;
+  if (!options.job_kinds.empty() && options.job_pattern.empty()) {
+    throw InputError("--job-kinds needs --job-pattern");
+  }
+  if (!options.job_pattern.empty()) {
+    try {
+      JobPattern check(options.job_pattern, options.job_kinds);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(fmt::format("--job-pattern: {}", e.what()));
+    }
+  }
+  load.ingest.job_pattern = options.job_pattern;
+  load.ingest.job_kinds = options.job_kinds;
+  return load;
+}
+
+bool is_within(const std::filesystem::path& inner, const std::filesystem::path& outer) {
+  auto o = outer.begin();
+  auto i = inner.begin();
+  for (; o != outer.end(); ++o, ++i) {
+    if (i == inner.end() || *i != *o) return false;
+  }
+  return true;
+}
+
+std::filesystem::path resolved(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::path result =
+      std::filesystem::weakly_canonical(std::filesystem::absolute(path), ec);
+  return ec ? std::filesystem::absolute(path) : result;
+}
+
+}  // namespace pipescope::cli

@@ -1,0 +1,550 @@
+#include "whatif/replay.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <stdexcept>
+#include <utility>
+
+#include "analysis/job_kind.h"
+
+namespace pipescope {
+
+namespace {
+
+struct NamedSchedule {
+  ScheduleId id;
+  std::string_view name;
+};
+
+// The names `simulate` takes for the same lists (simulate/schedule.h).
+constexpr std::array<NamedSchedule, 13> kNames = {{
+    {ScheduleId::paddle_fthenb, "fthenb"},
+    {ScheduleId::paddle_1f1b, "1f1b"},
+    {ScheduleId::paddle_eager_1f1b, "eager1f1b"},
+    {ScheduleId::paddle_vpp, "vpp"},
+    {ScheduleId::paddle_zbh1, "zbh1"},
+    {ScheduleId::dygraph_1f1b, "dygraph-1f1b"},
+    {ScheduleId::dygraph_interleave, "dygraph-interleave"},
+    {ScheduleId::torch_gpipe, "torch-gpipe"},
+    {ScheduleId::torch_1f1b, "torch-1f1b"},
+    {ScheduleId::torch_interleaved_1f1b, "torch-interleaved1f1b"},
+    {ScheduleId::torch_interleaved_zero_bubble, "torch-interleavedzerobubble"},
+    {ScheduleId::torch_zbv_zero_bubble, "torch-zbvzerobubble"},
+    {ScheduleId::torch_dualpipev, "torch-dualpipev"},
+}};
+
+bool iequal(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+           return lower(x) == lower(y);
+         });
+}
+
+int global_stage(StagePlacement placement, int p, int stage, int chunk) {
+  if (placement == StagePlacement::v_shape) return chunk == 0 ? stage : 2 * p - 1 - stage;
+  return chunk * p + stage;
+}
+
+double mean(const std::vector<double>& v) {
+  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+/// Nearest-rank quantile of a sorted sample (q in [0, 1]).
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const auto i = static_cast<std::size_t>(std::llround(q * static_cast<double>(sorted.size() - 1)));
+  return sorted[std::min(i, sorted.size() - 1)];
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// splitmix64: reproducible draws whatever the standard library.
+class Draws {
+ public:
+  explicit Draws(std::uint64_t seed) : state_(seed) {}
+  /// A sample of `v` (0 when empty).
+  double pick(const std::vector<double>& v) {
+    if (v.empty()) return 0;
+    if (v.size() == 1) return v.front();
+    return v[next() % v.size()];
+  }
+
+ private:
+  std::uint64_t next() {
+    std::uint64_t x = (state_ += 0x9E3779B97F4A7C15ULL);
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+  }
+  std::uint64_t state_;
+};
+
+using Lists = std::vector<std::vector<ScheduleStep>>;
+
+std::optional<Lists> job_lists(const Scenario& scenario, int stages) {
+  Lists lists;
+  for (int s = 0; s < stages; ++s) {
+    auto list =
+        schedule_job_list(scenario.schedule, stages, scenario.micro_batches, scenario.chunks, s);
+    if (!list) return std::nullopt;
+    lists.push_back(std::move(*list));
+  }
+  return lists;
+}
+
+std::string list_names(bool (*keep)(const ScheduleEntry&)) {
+  std::string out;
+  for (const NamedSchedule& n : kNames) {
+    if (!keep(schedule_entry(n.id))) continue;
+    out += (out.empty() ? "" : ", ") + std::string(n.name);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view whatif_schedule_name(ScheduleId id) {
+  for (const NamedSchedule& n : kNames) {
+    if (n.id == id) return n.name;
+  }
+  return {};
+}
+
+std::optional<ScheduleId> parse_whatif_schedule(std::string_view name) {
+  for (const NamedSchedule& n : kNames) {
+    if (iequal(n.name, name)) return n.id;
+  }
+  return std::nullopt;
+}
+
+std::vector<ScheduleId> whatif_schedules() {
+  std::vector<ScheduleId> out;
+  for (const NamedSchedule& n : kNames) out.push_back(n.id);
+  return out;
+}
+
+WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
+                                   const PipelineAnalysis& pipeline) {
+  const ScheduleDetection& detection = pipeline.schedule.detection;
+  const int p = static_cast<int>(pipeline.stages.stage_count());
+  if (p < 1 || detection.stages == 0 || detection.micro_batches == 0) {
+    throw std::invalid_argument(
+        "no step in which every stage ran forward and backward jobs: nothing to replay");
+  }
+  WhatifInputs in;
+  MeasuredRun& measured = in.measured;
+  measured.id = detection.exact ? detection.id : std::nullopt;
+  measured.schedule = measured.id ? std::string(whatif_schedule_name(*measured.id))
+                                  : std::string(detection_name(detection));
+  measured.stages = p;
+  measured.micro_batches = detection.micro_batches;
+  measured.chunks = std::max(1, detection.chunks);
+  measured.bubble_ratio = metrics.bubble_ratio;
+  std::vector<double> windows;
+  for (const StepWindow& step : metrics.steps) {
+    if (step.complete) windows.push_back(static_cast<double>(step.window_ns()));
+  }
+  measured.complete_steps = windows.size();
+  if (windows.empty()) throw std::invalid_argument("no complete step: nothing to replay");
+  measured.step_ns = median(windows);
+
+  const auto complete = [&](std::size_t d, std::size_t i) {
+    const std::int32_t k = metrics.job_step[d][i];
+    return k >= 0 && static_cast<std::size_t>(k) < metrics.steps.size() &&
+           metrics.steps[k].complete;
+  };
+  const double v = measured.chunks;
+  in.stages.resize(p);
+  for (int s = 0; s < p; ++s) {
+    StageSamples& out = in.stages[s];
+    const auto& devices = pipeline.stages.devices[s];
+    if (!devices.empty()) out.machine = run.devices[devices.front()].machine;
+    for (std::size_t d : devices) {
+      const auto& jobs = run.devices[d].jobs;
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        if (!complete(d, i)) continue;
+        const Job& job = jobs[i];
+        const double ns = static_cast<double>(job.duration_ns());
+        const JobRole& role = pipeline.roles[job.type];
+        switch (role.role) {
+          case PipelineRole::forward:
+            out.forward.push_back(ns * v);
+            break;
+          case PipelineRole::backward:
+            (role.split_backward ? out.backward_input : out.backward).push_back(ns * v);
+            break;
+          case PipelineRole::weight:
+            out.weight.push_back(ns * v);
+            break;
+          case PipelineRole::optimizer:
+            out.optimizer.push_back(ns);
+            break;
+          default:
+            if (classify_job_type(run.types.name(job.type)) == JobKind::lr) out.lr.push_back(ns);
+            break;
+        }
+      }
+    }
+    if (!out.backward_input.empty()) in.split_backward = true;
+  }
+  for (int s = 0; s < p; ++s) {
+    const StageSamples& st = in.stages[s];
+    const bool backward =
+        !st.backward.empty() || (!st.backward_input.empty() && !st.weight.empty());
+    if (st.forward.empty() || !backward) {
+      throw std::invalid_argument(
+          fmt::format("stage {} has no {} job in a complete step: nothing to replay", s,
+                      st.forward.empty() ? "forward" : "backward (whole, or both halves)"));
+    }
+  }
+
+  // Latency: consumer start - producer end, where the consumer waited for its
+  // input (its device's previous job of the step ended before it started).
+  std::vector<double> all_same, all_cross;
+  // The pairs are those of a looped placement (analysis/dependencies.h); a
+  // pair whose global stages are not neighbours under the measured schedule's
+  // placement (chunk 1 of a V) is no transfer of this run.
+  const StagePlacement placement =
+      measured.id ? schedule_entry(*measured.id).placement : StagePlacement::looped;
+  const auto global_of = [&](const JobRef& ref) {
+    const JobRole& role = pipeline.roles[run.devices[ref.device].jobs[ref.job].type];
+    return global_stage(placement, p, pipeline.stages.stage_of[ref.device], role.chunk);
+  };
+  for (const Dependency& dep : pipeline.dependencies) {
+    // Two chunks of one device pass data in memory: no transfer to measure.
+    if (dep.producer.device == dep.consumer.device) continue;
+    if (!complete(dep.consumer.device, dep.consumer.job)) continue;
+    const Job& producer = run.devices[dep.producer.device].jobs[dep.producer.job];
+    const auto& consumer_jobs = run.devices[dep.consumer.device].jobs;
+    const Job& consumer = consumer_jobs[dep.consumer.job];
+    const int step = pipeline.roles[consumer.type].role == PipelineRole::forward ? 1 : -1;
+    if (global_of(dep.consumer) != global_of(dep.producer) + step) continue;
+    const double gap =
+        static_cast<double>(std::max<std::int64_t>(0, consumer.start_ns - producer.end_ns));
+    const bool same =
+        run.devices[dep.producer.device].machine == run.devices[dep.consumer.device].machine;
+    (same ? all_same : all_cross).push_back(gap);
+    // The device's previous job of the same step ended before: it was free and
+    // waited for the data (after the previous step's last job, the step
+    // overhead may be what it waited for).
+    const auto& job_step = metrics.job_step[dep.consumer.device];
+    const bool waited = dep.consumer.job > 0 &&
+                        job_step[dep.consumer.job - 1] == job_step[dep.consumer.job] &&
+                        consumer_jobs[dep.consumer.job - 1].end_ns < consumer.start_ns;
+    if (waited) (same ? in.latency_same_machine : in.latency_cross_machine).push_back(gap);
+  }
+  // No consumer ever waited (send/recv jobs fill the gaps): the smallest gap.
+  if (in.latency_same_machine.empty() && !all_same.empty()) {
+    in.latency_same_machine.push_back(*std::min_element(all_same.begin(), all_same.end()));
+  }
+  if (in.latency_cross_machine.empty() && !all_cross.empty()) {
+    in.latency_cross_machine.push_back(*std::min_element(all_cross.begin(), all_cross.end()));
+  }
+
+  // Step overhead on stage 0: its optimizer end (or last job end) to the
+  // first job of its next complete step in the same segment.
+  struct StepEnds {
+    std::int64_t first_start = 0;
+    std::int64_t last_end = 0;
+    std::int64_t optimizer_end = -1;
+  };
+  for (std::size_t d : pipeline.stages.devices[0]) {
+    std::map<std::int32_t, StepEnds> ends;
+    const auto& jobs = run.devices[d].jobs;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      if (!complete(d, i)) continue;
+      const std::int32_t k = metrics.job_step[d][i];
+      auto [it, fresh] = ends.try_emplace(k, StepEnds{jobs[i].start_ns, jobs[i].end_ns, -1});
+      StepEnds& e = it->second;
+      if (!fresh) {
+        e.first_start = std::min(e.first_start, jobs[i].start_ns);
+        e.last_end = std::max(e.last_end, jobs[i].end_ns);
+      }
+      if (pipeline.roles[jobs[i].type].role == PipelineRole::optimizer) {
+        e.optimizer_end = std::max(e.optimizer_end, jobs[i].end_ns);
+      }
+    }
+    for (auto it = ends.begin(); it != ends.end(); ++it) {
+      const auto next = std::next(it);
+      if (next == ends.end() || next->first != it->first + 1 ||
+          metrics.steps[next->first].segment != metrics.steps[it->first].segment) {
+        continue;
+      }
+      const std::int64_t end =
+          it->second.optimizer_end >= 0 ? it->second.optimizer_end : it->second.last_end;
+      in.step_overhead.push_back(
+          static_cast<double>(std::max<std::int64_t>(0, next->second.first_start - end)));
+    }
+  }
+  return in;
+}
+
+std::string scenario_problem(const Scenario& scenario, int stages) {
+  const std::string_view name = whatif_schedule_name(scenario.schedule);
+  const ScheduleEntry& entry = schedule_entry(scenario.schedule);
+  if (name.empty() || !entry.has_job_list) {
+    return fmt::format("{} has no job list that is a function of P, M and V", entry.name);
+  }
+  const int v = scenario.chunks;
+  if (v < entry.min_chunks || v > entry.max_chunks) {
+    if (entry.max_chunks == 1) {
+      return fmt::format(
+          "{} runs one model chunk per stage, so V must be 1 (got V={}); the schedules that "
+          "take V > 1 are {} (any V that divides the model), and {} (V = 2)",
+          name, v, list_names([](const ScheduleEntry& e) {
+            return e.max_chunks > 1 && e.placement == StagePlacement::looped;
+          }),
+          list_names(
+              [](const ScheduleEntry& e) { return e.placement == StagePlacement::v_shape; }));
+    }
+    if (entry.min_chunks == entry.max_chunks) {
+      return fmt::format("{} runs exactly {} model chunks per stage (got V={})", name,
+                         entry.min_chunks, v);
+    }
+    return fmt::format("{} takes V from {} to {} (got V={})", name, entry.min_chunks,
+                       entry.max_chunks, v);
+  }
+  if (stages < 1 || scenario.micro_batches < 1) {
+    return fmt::format("P and M must be at least 1 (got P={}, M={})", stages,
+                       scenario.micro_batches);
+  }
+  if (job_lists(scenario, stages)) return {};
+  std::vector<int> works;
+  const int limit = std::max(4 * scenario.micro_batches, 4 * stages);
+  for (int m = 1; m <= limit && works.size() < 8; ++m) {
+    if (job_lists({scenario.schedule, m, v}, stages)) works.push_back(m);
+  }
+  std::string list;
+  for (int m : works) list += (list.empty() ? "" : ", ") + std::to_string(m);
+  return fmt::format(
+      "{} ({} {}) does not run P={}, M={}, V={}: it needs {}; {}", name, entry.framework,
+      entry.name, stages, scenario.micro_batches, v, entry.requirement,
+      works.empty() ? fmt::format("no M up to {} works with P={}, V={}", limit, stages, v)
+                    : fmt::format("with P={}, V={} it runs M = {}{}", stages, v, list,
+                                  works.size() == 8 ? ", ..." : ""));
+}
+
+std::vector<Scenario> sweep_scenarios(int stages, int micro_batches) {
+  std::vector<Scenario> out;
+  std::vector<Lists> kept;
+  for (ScheduleId id : whatif_schedules()) {
+    for (int factor : {1, 2, 4}) {
+      for (int v : {1, 2, 4}) {
+        const Scenario scenario{id, micro_batches * factor, v};
+        if (!scenario_problem(scenario, stages).empty()) continue;
+        auto lists = job_lists(scenario, stages);
+        const StagePlacement placement = schedule_entry(id).placement;
+        bool duplicate = false;
+        for (std::size_t i = 0; i < out.size(); ++i) {
+          duplicate = duplicate ||
+                      (out[i].micro_batches == scenario.micro_batches && out[i].chunks == v &&
+                       schedule_entry(out[i].schedule).placement == placement && kept[i] == *lists);
+        }
+        if (duplicate) continue;
+        out.push_back(scenario);
+        kept.push_back(std::move(*lists));
+      }
+    }
+  }
+  return out;
+}
+
+Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
+                       const ReplayOptions& options) {
+  const int p = inputs.measured.stages;
+  if (const std::string problem = scenario_problem(scenario, p); !problem.empty()) {
+    throw std::invalid_argument(problem);
+  }
+  if (!(options.weight_share > 0 && options.weight_share < 1)) {
+    throw std::invalid_argument(
+        fmt::format("the weight share must be between 0 and 1, got {}", options.weight_share));
+  }
+  const Lists lists = *job_lists(scenario, p);
+  const int v = scenario.chunks;
+  const int m = scenario.micro_batches;
+  const StagePlacement placement = schedule_entry(scenario.schedule).placement;
+  const int g_count = p * v;
+  std::vector<int> rank_of(g_count, 0);
+  for (int s = 0; s < p; ++s) {
+    for (int c = 0; c < v; ++c) rank_of[global_stage(placement, p, s, c)] = s;
+  }
+  const double share = options.weight_share;
+  const std::vector<double>& same = inputs.latency_same_machine.empty()
+                                        ? inputs.latency_cross_machine
+                                        : inputs.latency_same_machine;
+  const std::vector<double>& cross = inputs.latency_cross_machine.empty()
+                                         ? inputs.latency_same_machine
+                                         : inputs.latency_cross_machine;
+  const double overhead = median(inputs.step_overhead);
+  Draws draws(options.seed);
+  // A stage's whole backwards where it logged them, else its two halves; a
+  // half where it logged them, else its share of a whole one.
+  const auto whole_backward = [](const StageSamples& c, Draws& d) {
+    return !c.backward.empty() ? d.pick(c.backward) : d.pick(c.backward_input) + d.pick(c.weight);
+  };
+  const auto input_half = [share](const StageSamples& c, Draws& d) {
+    return !c.backward_input.empty() ? d.pick(c.backward_input) : d.pick(c.backward) * (1 - share);
+  };
+  const auto weight_half = [share](const StageSamples& c, Draws& d) {
+    return !c.weight.empty() ? d.pick(c.weight) : d.pick(c.backward) * share;
+  };
+  auto ns = [](double x) { return std::max<std::int64_t>(1, std::llround(x)); };
+
+  // Job types of the predicted run.
+  Run run;
+  auto type_name = [&](std::string_view base, int chunk) {
+    return v > 1 ? fmt::format("{}{}", base, chunk) : std::string(base);
+  };
+  run.devices.resize(p);
+  for (int s = 0; s < p; ++s) {
+    Device& d = run.devices[s];
+    d.index = s;
+    d.machine = inputs.stages[s].machine;
+    d.rank = s;
+    d.path = fmt::format("stage {}", s);
+  }
+  // Whether a stage's list frees a micro-batch's activations with a weight op.
+  std::vector<bool> has_weight(p, false);
+  for (int s = 0; s < p; ++s) {
+    for (const ScheduleStep& op : lists[s])
+      has_weight[s] = has_weight[s] || op.role == PipelineRole::weight;
+  }
+
+  constexpr std::int64_t kNotYet = -1;
+  std::vector<std::int64_t> stage_start(p, 0);
+  std::vector<double> in_flight_max(p, 0);
+  std::int64_t job_id = 0;
+  for (int step = 0; step < std::max(1, options.steps); ++step) {
+    std::vector<std::int64_t> f_ready(static_cast<std::size_t>(g_count) * m, kNotYet);
+    std::vector<std::int64_t> b_ready(static_cast<std::size_t>(g_count) * m, kNotYet);
+    auto slot = [&](int g, std::int64_t mb) { return static_cast<std::size_t>(g) * m + mb; };
+    std::vector<std::int64_t> free_at = stage_start;
+    std::vector<int> in_flight(p, 0);
+    for (int s = 0; s < p; ++s) {
+      if (inputs.stages[s].lr.empty()) continue;
+      const std::int64_t end = free_at[s] + ns(draws.pick(inputs.stages[s].lr));
+      run.devices[s].jobs.push_back({free_at[s], end, job_id++, 0, run.types.intern("lr"), 0});
+      free_at[s] = end;
+    }
+    std::vector<std::size_t> next(p, 0);
+    std::size_t remaining = 0;
+    for (const auto& list : lists) remaining += list.size();
+    while (remaining > 0) {
+      bool progress = false;
+      for (int s = 0; s < p; ++s) {
+        const StageSamples& c = inputs.stages[s];
+        while (next[s] < lists[s].size()) {
+          const ScheduleStep& op = lists[s][next[s]];
+          const int g = global_stage(placement, p, s, op.chunk);
+          std::int64_t ready = 0;
+          double cost = 0;
+          std::string_view base;
+          int neighbour = -1;  // the global stage this op's output goes to
+          if (op.role == PipelineRole::forward) {
+            if (g > 0) ready = f_ready[slot(g - 1, op.micro_batch)];
+            if (g < g_count - 1) neighbour = g + 1;
+            cost = draws.pick(c.forward);
+            base = "forward";
+          } else if (op.role == PipelineRole::backward) {
+            if (g < g_count - 1) ready = b_ready[slot(g + 1, op.micro_batch)];
+            if (g > 0) neighbour = g - 1;
+            cost = op.split ? input_half(c, draws) : whole_backward(c, draws);
+            base = op.split ? "backward_b" : "backward";
+          } else {
+            cost = weight_half(c, draws);
+            base = "backward_w";
+          }
+          if (ready == kNotYet) break;
+          const std::int64_t start = std::max(free_at[s], ready);
+          const std::int64_t end = start + ns(cost / v);
+          run.devices[s].jobs.push_back({start, end, job_id++, op.micro_batch,
+                                         run.types.intern(type_name(base, op.chunk)), 0});
+          if (neighbour >= 0) {
+            std::int64_t arrival = end;
+            if (rank_of[neighbour] != s) {
+              const bool same_machine =
+                  inputs.stages[rank_of[neighbour]].machine == inputs.stages[s].machine;
+              arrival += std::llround(draws.pick(same_machine ? same : cross));
+            }
+            (op.role == PipelineRole::forward ? f_ready : b_ready)[slot(g, op.micro_batch)] =
+                arrival;
+          }
+          if (op.role == PipelineRole::forward) {
+            ++in_flight[s];
+            in_flight_max[s] = std::max(in_flight_max[s], static_cast<double>(in_flight[s]) / v);
+          } else if (op.role == PipelineRole::weight || !op.split || !has_weight[s]) {
+            --in_flight[s];
+          }
+          free_at[s] = end;
+          ++next[s];
+          --remaining;
+          progress = true;
+        }
+      }
+      if (!progress) throw std::logic_error("what-if replay deadlocked (schedule table bug)");
+    }
+    for (int s = 0; s < p; ++s) {
+      std::int64_t end = free_at[s];
+      if (!inputs.stages[s].optimizer.empty()) {
+        end += ns(draws.pick(inputs.stages[s].optimizer));
+        run.devices[s].jobs.push_back(
+            {free_at[s], end, job_id++, 0, run.types.intern("optimizer"), 0});
+      }
+      stage_start[s] = end + std::llround(overhead);
+    }
+  }
+  run.finalize();
+
+  Replay replay;
+  replay.metrics = compute_metrics(run);
+  Prediction& out = replay.prediction;
+  out.scenario = scenario;
+  std::vector<double> windows;
+  for (const StepWindow& step : replay.metrics.steps) {
+    if (step.complete) windows.push_back(static_cast<double>(step.window_ns()));
+  }
+  out.step_ns = median(windows);
+  std::sort(windows.begin(), windows.end());
+  out.step_p10_ns = quantile(windows, 0.1);
+  out.step_p90_ns = quantile(windows, 0.9);
+  out.bubble_ratio = replay.metrics.bubble_ratio;
+  out.step_ns_per_micro_batch = out.step_ns / m;
+  out.in_flight_max = std::move(in_flight_max);
+
+  UsedCosts& used = out.costs;
+  const bool split_out = std::any_of(lists.begin(), lists.end(), [](const auto& list) {
+    return std::any_of(list.begin(), list.end(), [](const ScheduleStep& op) { return op.split; });
+  });
+  for (int s = 0; s < p; ++s) {
+    const StageSamples& c = inputs.stages[s];
+    const double whole =
+        !c.backward.empty() ? mean(c.backward) : mean(c.backward_input) + mean(c.weight);
+    used.forward_ns.push_back(mean(c.forward) / v);
+    if (split_out) {
+      used.backward_ns.push_back(
+          (!c.backward_input.empty() ? mean(c.backward_input) : whole * (1 - share)) / v);
+      used.weight_ns.push_back((!c.weight.empty() ? mean(c.weight) : whole * share) / v);
+    } else {
+      used.backward_ns.push_back(whole / v);
+      used.weight_ns.push_back(0);
+    }
+    used.optimizer_ns.push_back(mean(c.optimizer));
+  }
+  used.latency_same_machine_ns = mean(same);
+  used.latency_cross_machine_ns = mean(cross);
+  used.step_overhead_ns = overhead;
+  replay.run = std::move(run);
+  return replay;
+}
+
+}  // namespace pipescope

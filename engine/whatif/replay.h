@@ -1,0 +1,176 @@
+// What-if replay: a measured run's own costs (per-stage forward, backward and
+// weight-gradient job durations, the latency between dependent jobs of
+// neighbouring stages, the optimizer time and the step-to-step overhead),
+// replayed through another schedule of the table (analysis/schedule_table.h),
+// another micro-batch count M or another chunk count V.
+//
+// The model (docs/guide.md, "What if"):
+//   - a stage's op costs are drawn from its measured jobs of the complete
+//     steps (all devices of the stage pooled), one draw per op, so that the
+//     replay shows the spread the measured costs imply; with V chunks a
+//     stage's costs are divided by V (the measured ones multiplied by the
+//     measured V first); a stage that logged no split backward has its
+//     whole backward split by ReplayOptions::weight_share where a schedule
+//     splits it, and one that logged only halves has them joined (input
+//     half + weight half) where a schedule runs a whole backward;
+//   - data sent between ranks arrives a drawn latency after its producer ends
+//     (the measured gaps between dependent jobs whose consumer waited for its
+//     input, same machine and across machines separately); two chunks of one
+//     rank pass data without latency;
+//   - after its last op each stage runs its optimizer (drawn), and starts its
+//     next step the measured overhead later (optimizer end to the first job
+//     of the next step on stage 0); an `lr` job opens each step when the
+//     measured run logged one.
+// The replay writes its timeline as a Run and measures it with the metric
+// contract (analysis/metrics.h), so a predicted step time and bubble ratio
+// mean exactly what the measured ones mean. Send/recv jobs are not replayed
+// as device time, and a different M scales the global batch.
+//
+// Usage:
+//   WhatifInputs in = measure_whatif_inputs(loaded.run, loaded.metrics, loaded.pipeline);
+//   std::string problem = scenario_problem({ScheduleId::paddle_vpp, 8, 2}, in.measured.stages);
+//   Replay r = replay_scenario(in, {ScheduleId::paddle_vpp, 8, 2}, ReplayOptions{});
+//   r.prediction.step_ns, r.run (the predicted timeline), r.metrics
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/metrics.h"
+#include "analysis/pipeline.h"
+#include "analysis/schedule_table.h"
+#include "model/run.h"
+
+namespace pipescope {
+
+/// The short name of a schedule with a job list ("fthenb", "1f1b",
+/// "eager1f1b", "vpp", "zbh1", "dygraph-1f1b", "dygraph-interleave",
+/// "torch-gpipe", "torch-1f1b", "torch-interleaved1f1b",
+/// "torch-interleavedzerobubble", "torch-zbvzerobubble", "torch-dualpipev":
+/// the names `simulate` takes); "" for ZBVPP (no job list).
+std::string_view whatif_schedule_name(ScheduleId id);
+/// The schedule of a short name (case-insensitive); nullopt otherwise.
+std::optional<ScheduleId> parse_whatif_schedule(std::string_view name);
+/// Every schedule the replay knows, in table order.
+std::vector<ScheduleId> whatif_schedules();
+
+/// One stage's measured costs, each sample in ns for the whole stage (a
+/// chunk's duration times the measured V).
+struct StageSamples {
+  std::vector<double> forward;
+  /// Whole backwards (a replay joins the two halves where a stage logged none).
+  std::vector<double> backward;
+  /// Input and weight halves (a replay splits a whole backward by the weight
+  /// share where a stage logged none; Paddle's ZBH1 logs both kinds).
+  std::vector<double> backward_input;
+  std::vector<double> weight;
+  std::vector<double> optimizer;
+  std::vector<double> lr;
+  /// The machine of the stage's first device.
+  int machine = 0;
+};
+
+struct MeasuredRun {
+  /// The detected schedule's short name, or its detection name when it is not
+  /// one of the table's job lists ("zero-bubble", "unknown", ...).
+  std::string schedule;
+  std::optional<ScheduleId> id;
+  int stages = 0;
+  int micro_batches = 0;
+  int chunks = 1;
+  /// Median window of the complete steps, and the contract's bubble ratio.
+  double step_ns = 0;
+  double bubble_ratio = 0;
+  std::size_t complete_steps = 0;
+};
+
+/// What a replay needs from a measured run.
+struct WhatifInputs {
+  MeasuredRun measured;
+  std::vector<StageSamples> stages;
+  /// True when some stage logged split backwards (backward_b / backward_w).
+  bool split_backward = false;
+  /// Latency samples (ns) between dependent jobs of neighbouring stages,
+  /// consumer start - producer end where the consumer waited for its input
+  /// (the device's previous job of the same step ended before it started).
+  std::vector<double> latency_same_machine;
+  std::vector<double> latency_cross_machine;
+  /// Stage 0's optimizer end (or last job end) to its next step's first job.
+  std::vector<double> step_overhead;
+};
+
+/// Measures the inputs of a replay. Throws std::invalid_argument when the run
+/// has no complete step, no detected pipeline, or a stage without forward or
+/// backward jobs.
+WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
+                                   const PipelineAnalysis& pipeline);
+
+struct Scenario {
+  ScheduleId schedule = ScheduleId::paddle_1f1b;
+  int micro_batches = 1;
+  int chunks = 1;
+};
+
+/// "" when the schedule runs P stages, M micro-batches and V chunks; else
+/// why not, and which M and V work with it (the message names M and V, not
+/// any command's options).
+std::string scenario_problem(const Scenario& scenario, int stages);
+
+/// Every scenario of the sweep: each schedule × M in {M, 2M, 4M} × V in
+/// {1, 2, 4} that the schedule accepts for P stages; of scenarios with the
+/// same job lists, the first in table order.
+std::vector<Scenario> sweep_scenarios(int stages, int micro_batches);
+
+struct ReplayOptions {
+  /// Share of a whole backward given to the weight half when a zero-bubble
+  /// schedule replays an unsplit run.
+  double weight_share = 0.5;
+  /// Steps replayed (costs drawn per op per step).
+  int steps = 16;
+  std::uint64_t seed = 1;
+};
+
+/// Mean costs a scenario used (ns; per chunk op).
+struct UsedCosts {
+  std::vector<double> forward_ns;
+  std::vector<double> backward_ns;  ///< whole backward, or the input half
+  std::vector<double> weight_ns;    ///< 0 unless split
+  std::vector<double> optimizer_ns;
+  double latency_same_machine_ns = 0;
+  double latency_cross_machine_ns = 0;
+  double step_overhead_ns = 0;
+};
+
+struct Prediction {
+  Scenario scenario;
+  /// Median window of the replayed complete steps, and its 10th and 90th
+  /// percentiles (equal without cost spread).
+  double step_ns = 0;
+  double step_p10_ns = 0;
+  double step_p90_ns = 0;
+  double bubble_ratio = 0;
+  /// step_ns / M: the time per micro-batch (the micro-batch size unchanged).
+  double step_ns_per_micro_batch = 0;
+  /// Per stage: the most micro-batches whose activations are held at once
+  /// (from a forward's start to the end of the backward, or weight half, that
+  /// frees them), a chunk counting 1/V.
+  std::vector<double> in_flight_max;
+  UsedCosts costs;
+};
+
+struct Replay {
+  Prediction prediction;
+  /// The predicted timeline: one device per stage, and its metrics.
+  Run run;
+  Metrics metrics;
+};
+
+/// Replays `scenario`. Throws std::invalid_argument with scenario_problem's
+/// text for a scenario the schedule does not take.
+Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
+                       const ReplayOptions& options);
+
+}  // namespace pipescope

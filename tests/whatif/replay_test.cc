@@ -1,0 +1,214 @@
+// The what-if replay against the simulator, its independent oracle: a run
+// replayed under its own schedule gives back its step time, and a run A
+// replayed under scenario B gives what simulating B directly gives.
+#include "whatif/replay.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "analysis/pipeline.h"
+#include "support/pipeline_sim_run.h"
+
+namespace pipescope {
+namespace {
+
+using sim::ScheduleKind;
+
+struct Analysed {
+  Run run;
+  AnalyzedRun analysed;
+};
+
+Analysed analyse(const sim::SimConfig& config) {
+  Analysed a;
+  a.run = testing::run_from_simulation(config);
+  a.analysed = analyze_run(a.run, PipelineOptions{});
+  return a;
+}
+
+/// A jitter-free run; chunk costs are the stage's costs divided by V (the
+/// simulator's costs are per op), one stage 30% slower, two machines.
+sim::SimConfig config(ScheduleKind kind, int p, int m, int v = 1) {
+  sim::SimConfig c = testing::sim_config(kind, p, m, v);
+  c.jitter = 0;
+  c.steps = 4;
+  c.machines = 2;
+  c.costs = {12'000'000 / v, 12'000'000 / v, 10'000'000 / v};
+  c.stage_slowdown.assign(p, 1.0);
+  c.stage_slowdown[1] = 1.3;
+  return c;
+}
+
+WhatifInputs inputs_of(const Analysed& a) {
+  return measure_whatif_inputs(a.run, a.analysed.metrics, a.analysed.pipeline);
+}
+
+/// The contract's median step and bubble ratio of a run.
+struct Figures {
+  double step_ns = 0;
+  double bubble_ratio = 0;
+};
+
+Figures measured(const Analysed& a) {
+  const WhatifInputs in = inputs_of(a);
+  return {in.measured.step_ns, in.measured.bubble_ratio};
+}
+
+TEST(WhatifReplay, MeasuresTheSimulatorsCosts) {
+  const WhatifInputs in = inputs_of(analyse(config(ScheduleKind::one_f_one_b, 4, 8)));
+  EXPECT_EQ(in.measured.schedule, "1f1b");
+  EXPECT_EQ(in.measured.stages, 4);
+  EXPECT_EQ(in.measured.micro_batches, 8);
+  EXPECT_EQ(in.measured.chunks, 1);
+  EXPECT_FALSE(in.split_backward);
+  ASSERT_EQ(in.stages.size(), 4u);
+  EXPECT_DOUBLE_EQ(in.stages[0].forward.front(), 12e6);
+  EXPECT_DOUBLE_EQ(in.stages[0].backward.front(), 22e6);
+  EXPECT_DOUBLE_EQ(in.stages[1].forward.front(), 15.6e6);
+  EXPECT_DOUBLE_EQ(in.stages[0].optimizer.front(), 8e6);
+  // Stages 0-1 on machine 0, 2-3 on machine 1; the simulator's latency is 150 us.
+  ASSERT_FALSE(in.latency_same_machine.empty());
+  ASSERT_FALSE(in.latency_cross_machine.empty());
+  for (double l : in.latency_same_machine) EXPECT_DOUBLE_EQ(l, 150'000);
+  for (double l : in.latency_cross_machine) EXPECT_DOUBLE_EQ(l, 150'000);
+  ASSERT_FALSE(in.step_overhead.empty());
+  for (double g : in.step_overhead) EXPECT_DOUBLE_EQ(g, 2'000'000);
+}
+
+TEST(WhatifReplay, ItsOwnScheduleGivesBackTheMeasuredStepTime) {
+  struct Case {
+    ScheduleKind kind;
+    ScheduleId id;
+    int m, v;
+  };
+  for (const Case& c :
+       {Case{ScheduleKind::one_f_one_b, ScheduleId::paddle_1f1b, 8, 1},
+        Case{ScheduleKind::fthenb, ScheduleId::paddle_fthenb, 8, 1},
+        Case{ScheduleKind::interleaved, ScheduleId::paddle_vpp, 8, 2},
+        Case{ScheduleKind::zbh1, ScheduleId::paddle_zbh1, 8, 1},
+        Case{ScheduleKind::eager_one_f_one_b, ScheduleId::paddle_eager_1f1b, 8, 1},
+        // A V: chunk 1 of rank s is global stage 2P-1-s.
+        Case{ScheduleKind::torch_zbv_zero_bubble, ScheduleId::torch_zbv_zero_bubble, 8, 2},
+        Case{ScheduleKind::torch_dualpipev, ScheduleId::torch_dualpipev, 8, 2}}) {
+    const Analysed a = analyse(config(c.kind, 4, c.m, c.v));
+    const WhatifInputs in = inputs_of(a);
+    ASSERT_EQ(in.measured.id, c.id);
+    const Prediction p = replay_scenario(in, {c.id, c.m, c.v}, ReplayOptions{}).prediction;
+    SCOPED_TRACE(in.measured.schedule);
+    EXPECT_NEAR(p.step_ns / in.measured.step_ns, 1.0, 0.01);
+    EXPECT_NEAR(p.bubble_ratio, in.measured.bubble_ratio, 0.005);
+    // Without cost spread every replayed step is the same.
+    EXPECT_DOUBLE_EQ(p.step_p10_ns, p.step_p90_ns);
+  }
+}
+
+struct CrossCase {
+  ScheduleKind from;
+  int from_m, from_v;
+  ScheduleKind to;
+  ScheduleId to_id;
+  int to_m, to_v;
+};
+
+TEST(WhatifReplay, ScenarioBFromRunAMatchesSimulatingB) {
+  const CrossCase cases[] = {
+      {ScheduleKind::one_f_one_b, 8, 1, ScheduleKind::fthenb, ScheduleId::paddle_fthenb, 8, 1},
+      {ScheduleKind::one_f_one_b, 8, 1, ScheduleKind::interleaved, ScheduleId::paddle_vpp, 8, 2},
+      {ScheduleKind::one_f_one_b, 8, 1, ScheduleKind::zbh1, ScheduleId::paddle_zbh1, 8, 1},
+      {ScheduleKind::one_f_one_b, 8, 1, ScheduleKind::one_f_one_b, ScheduleId::paddle_1f1b, 16, 1},
+      {ScheduleKind::interleaved, 8, 2, ScheduleKind::one_f_one_b, ScheduleId::paddle_1f1b, 8, 1},
+  };
+  // The simulator splits a whole backward of 22 ms into 12 + 10.
+  ReplayOptions options;
+  options.weight_share = 10.0 / 22.0;
+  for (const CrossCase& c : cases) {
+    const WhatifInputs in = inputs_of(analyse(config(c.from, 4, c.from_m, c.from_v)));
+    const Figures direct = measured(analyse(config(c.to, 4, c.to_m, c.to_v)));
+    const Prediction p = replay_scenario(in, {c.to_id, c.to_m, c.to_v}, options).prediction;
+    SCOPED_TRACE(std::string(whatif_schedule_name(c.to_id)) + " from " + in.measured.schedule);
+    EXPECT_NEAR(p.step_ns / direct.step_ns, 1.0, 0.03);
+    EXPECT_NEAR(p.bubble_ratio, direct.bubble_ratio, 0.02);
+  }
+}
+
+TEST(WhatifReplay, LrJobsAreReplayedAndSendRecvJobsFoldIntoTheLatency) {
+  for (const bool lr : {true, false}) {
+    sim::SimConfig c = config(ScheduleKind::one_f_one_b, 4, 8);
+    c.lr_jobs = lr;
+    c.comm_jobs = !lr;
+    const WhatifInputs in = inputs_of(analyse(c));
+    SCOPED_TRACE(lr ? "lr jobs" : "send/recv jobs");
+    EXPECT_EQ(in.stages[0].lr.empty(), !lr);
+    const Prediction p =
+        replay_scenario(in, {ScheduleId::paddle_1f1b, 8, 1}, ReplayOptions{}).prediction;
+    EXPECT_NEAR(p.step_ns / in.measured.step_ns, 1.0, 0.01);
+    EXPECT_NEAR(p.bubble_ratio, in.measured.bubble_ratio, 0.01);
+  }
+}
+
+TEST(WhatifReplay, CountsTheMicroBatchesInFlight) {
+  const WhatifInputs in = inputs_of(analyse(config(ScheduleKind::one_f_one_b, 4, 8)));
+  const auto in_flight = [&](Scenario s) {
+    return replay_scenario(in, s, ReplayOptions{}).prediction.in_flight_max;
+  };
+  // 1F1B: P - s warm-up forwards; FThenB: all M; ZBH1 frees after each W.
+  EXPECT_EQ(in_flight({ScheduleId::paddle_1f1b, 8, 1}), (std::vector<double>{4, 3, 2, 1}));
+  EXPECT_EQ(in_flight({ScheduleId::paddle_fthenb, 8, 1}), (std::vector<double>{8, 8, 8, 8}));
+  EXPECT_EQ(in_flight({ScheduleId::paddle_1f1b, 16, 1}), (std::vector<double>{4, 3, 2, 1}));
+}
+
+TEST(WhatifReplay, CostSpreadShowsInTheReplayedSteps) {
+  sim::SimConfig c = config(ScheduleKind::one_f_one_b, 4, 8);
+  c.jitter = 0.2;
+  c.steps = 6;
+  const WhatifInputs in = inputs_of(analyse(c));
+  const Prediction p =
+      replay_scenario(in, {ScheduleId::paddle_1f1b, 8, 1}, ReplayOptions{}).prediction;
+  EXPECT_LT(p.step_p10_ns, p.step_p90_ns);
+  EXPECT_LE(p.step_p10_ns, p.step_ns);
+  EXPECT_GE(p.step_p90_ns, p.step_ns);
+  EXPECT_NEAR(p.step_ns / in.measured.step_ns, 1.0, 0.05);
+}
+
+TEST(WhatifScenario, SaysWhichCombinationsWork) {
+  EXPECT_EQ(scenario_problem({ScheduleId::paddle_vpp, 8, 2}, 4), "");
+  EXPECT_EQ(scenario_problem({ScheduleId::paddle_vpp, 6, 2}, 4),
+            "vpp (PaddlePaddle static VPP) does not run P=4, M=6, V=2: it needs M a multiple of "
+            "P (asserted); M == P: every forward is warm-up; with P=4, V=2 it runs M = 4, 8, 12, "
+            "16, 20, 24");
+  EXPECT_EQ(scenario_problem({ScheduleId::paddle_1f1b, 8, 2}, 4),
+            "1f1b runs one model chunk per stage, so V must be 1 (got V=2); the schedules that "
+            "take V > 1 are vpp, dygraph-interleave, torch-interleaved1f1b, "
+            "torch-interleavedzerobubble (any V that divides the model), and "
+            "torch-zbvzerobubble, torch-dualpipev (V = 2)");
+  EXPECT_EQ(scenario_problem({ScheduleId::torch_zbv_zero_bubble, 8, 4}, 4),
+            "torch-zbvzerobubble runs exactly 2 model chunks per stage (got V=4)");
+  const WhatifInputs in = inputs_of(analyse(config(ScheduleKind::one_f_one_b, 4, 8)));
+  EXPECT_THROW(replay_scenario(in, {ScheduleId::paddle_vpp, 6, 2}, ReplayOptions{}),
+               std::invalid_argument);
+}
+
+TEST(WhatifScenario, SweepsEveryScheduleOnceperShape) {
+  const std::vector<Scenario> sweep = sweep_scenarios(4, 8);
+  const auto has = [&](ScheduleId id, int m, int v) {
+    for (const Scenario& s : sweep) {
+      if (s.schedule == id && s.micro_batches == m && s.chunks == v) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has(ScheduleId::paddle_1f1b, 8, 1));
+  EXPECT_TRUE(has(ScheduleId::paddle_1f1b, 32, 1));
+  EXPECT_TRUE(has(ScheduleId::paddle_vpp, 16, 4));
+  EXPECT_TRUE(has(ScheduleId::paddle_zbh1, 16, 1));
+  EXPECT_TRUE(has(ScheduleId::torch_zbv_zero_bubble, 8, 2));
+  EXPECT_FALSE(has(ScheduleId::paddle_1f1b, 8, 2));
+  // Same lists as Paddle's static 1F1B: named once.
+  EXPECT_FALSE(has(ScheduleId::dygraph_1f1b, 8, 1));
+  EXPECT_FALSE(has(ScheduleId::torch_gpipe, 8, 1));
+  for (const Scenario& s : sweep) EXPECT_EQ(scenario_problem(s, 4), "");
+}
+
+}  // namespace
+}  // namespace pipescope
