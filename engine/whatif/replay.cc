@@ -45,11 +45,6 @@ bool iequal(std::string_view a, std::string_view b) {
          });
 }
 
-int global_stage(StagePlacement placement, int p, int stage, int chunk) {
-  if (placement == StagePlacement::v_shape) return chunk == 0 ? stage : 2 * p - 1 - stage;
-  return chunk * p + stage;
-}
-
 double mean(const std::vector<double>& v) {
   return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
