@@ -30,8 +30,8 @@ void add_run_input_options(CLI::App* cmd, RunInputOptions& options) {
                   "Analyse one launch segment only: its index (0, 1, ...; segments are the\n"
                   "launches a relaunch appended to the same logs) or last");
   cmd->add_option("--pipeline", options.pipeline,
-                  "Paddle dygraph records of several pipelines (data-parallel replicas): analyse\n"
-                  "pipeline K (0 = the ranks lowest for each stage, the default)")
+                  "Paddle dygraph records or PyTorch traces of several pipelines (data-parallel\n"
+                  "replicas): analyse pipeline K (0 = the ranks lowest for each stage, the default)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--first-step", options.first_step,
                   "Number the steps from N (inputs without step numbers, such as Paddle\n"

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
@@ -1032,6 +1033,7 @@ class TraceReader {
       if (p.action.stage >= 0 && p.action.chunk < 0) stages.insert(p.action.stage);
     }
     const std::vector<std::int64_t> stage_list(stages.begin(), stages.end());
+    if (!stage_list.empty()) lowest_stage_ = stage_list.front();
     const bool chunked =
         stage_list.size() > 1 || std::any_of(pending.begin(), pending.end(),
                                              [](const Pending& p) { return p.action.chunk >= 0; });
@@ -1089,6 +1091,13 @@ class TraceReader {
 
   const InputFile& input_;
   const IngestOptions& options_;
+
+ public:
+  /// The lowest pipeline stage the labels name (after read()), if any.
+  std::optional<std::int64_t> lowest_stage() const { return lowest_stage_; }
+
+ private:
+  std::optional<std::int64_t> lowest_stage_;
   FileResult out_;
   std::optional<JobPattern> pattern_;
   BatchPool batches_;
@@ -1106,6 +1115,110 @@ class TraceReader {
 
 }  // namespace
 
+namespace {
+
+std::string file_names(const std::vector<const InputFile*>& files) {
+  std::string out;
+  for (const InputFile* f : files) {
+    out += fmt::format("{}{}", out.empty() ? "" : ", ",
+                       std::filesystem::path(f->path).filename().string());
+  }
+  return out;
+}
+
+/// Ranks whose labels name the same stages are tensor-parallel peers of one
+/// stage or data-parallel replicas of the pipeline, which the labels cannot
+/// tell apart. By default they are analysed as peers (the stage map groups
+/// them), with a warning that says so; with IngestOptions::pipeline the k-th
+/// trace of each stage, in discovery order (machine, then rank), is
+/// pipeline k, pipeline K alone is analysed, its devices numbered by stage,
+/// and a warning lists the others.
+void keep_one_pipeline(const std::vector<InputFile>& files,
+                       const std::vector<std::optional<std::int64_t>>& lowest_stage,
+                       const IngestOptions& options, std::vector<FileResult>& results) {
+  std::map<std::int64_t, std::vector<std::size_t>> by_stage;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (lowest_stage[i] && !results[i].device.jobs.empty()) by_stage[*lowest_stage[i]].push_back(i);
+  }
+  std::size_t pipelines = 0;
+  for (const auto& [stage, traces] : by_stage) pipelines = std::max(pipelines, traces.size());
+  const std::size_t chosen = static_cast<std::size_t>(std::max(options.pipeline.value_or(0), 0));
+  if (options.pipeline && chosen >= std::max<std::size_t>(pipelines, 1)) {
+    throw InputError(fmt::format(
+        "pipeline {} asked for, but the traces hold {} pipeline{} ({})", chosen, pipelines,
+        pipelines == 1 ? "" : "s",
+        pipelines <= 1 ? std::string("0") : fmt::format("0-{}", pipelines - 1)));
+  }
+  if (pipelines <= 1) return;
+  if (!options.pipeline) {
+    std::string shared;
+    std::uint64_t count = 0;
+    for (const auto& [stage, traces] : by_stage) {
+      if (traces.size() < 2) continue;
+      std::vector<const InputFile*> group;
+      for (const std::size_t i : traces) group.push_back(&files[i]);
+      shared += fmt::format("{}stage {}: {}", shared.empty() ? "" : "; ", stage, file_names(group));
+      count += traces.size();
+    }
+    results.front().notes.push_back(
+        {"shared_stages",
+         fmt::format("several traces run the same stages ({}): they are analysed as devices of "
+                     "one stage (tensor-parallel peers); if they are data-parallel replicas, "
+                     "analyse one pipeline at a time (pipeline k = the k-th trace of each stage, "
+                     "0-{}): {}",
+                     shared, pipelines - 1, options.pipeline_label),
+         count});
+    return;
+  }
+  std::vector<std::vector<const InputFile*>> members(pipelines);
+  std::vector<std::int64_t> missing;
+  int index = 0;
+  for (const auto& [stage, traces] : by_stage) {
+    for (std::size_t k = 0; k < traces.size(); ++k) {
+      members[k].push_back(&files[traces[k]]);
+      FileResult& r = results[traces[k]];
+      if (k == chosen) {
+        r.device.index = index;
+        r.device.rank = index;  // the rank within the pipeline; the global one is in the path
+      } else {
+        r.has_device = false;
+      }
+    }
+    if (traces.size() > chosen) {
+      ++index;
+    } else {
+      missing.push_back(stage);
+    }
+  }
+  std::string list;
+  std::uint64_t count = 0;
+  for (std::size_t k = 0; k < pipelines; ++k) {
+    if (k == chosen) continue;
+    list += fmt::format("; pipeline {}: {}", k, file_names(members[k]));
+    count += members[k].size();
+  }
+  FileResult& first = results.front();
+  first.notes.push_back(
+      {"other_pipelines",
+       fmt::format("the traces hold {} pipelines (data-parallel replicas: several ranks run one "
+                   "stage); pipeline {} ({}) is analysed and the others are left out{}; {}",
+                   pipelines, chosen, file_names(members[chosen]), list, options.pipeline_label),
+       count});
+  if (!missing.empty()) {
+    std::string stages;
+    for (const std::int64_t s : missing) stages += fmt::format("{}{}", stages.empty() ? "" : ", ", s);
+    first.notes.push_back(
+        {"missing_stage",
+         fmt::format("pipeline {} has no trace of stage{} {} (the lowest stage its labels "
+                     "name): {} left out of the figures",
+                     chosen, missing.size() == 1 ? "" : "s", stages,
+                     missing.size() == 1 ? "it is" : "they are"),
+         static_cast<std::uint64_t>(missing.size())});
+  }
+}
+
+}  // namespace
+
 FileResult read_torch_trace(const InputFile& input, const IngestOptions& options) {
   TraceReader reader(input, options);
   return reader.read();
@@ -1114,25 +1227,35 @@ FileResult read_torch_trace(const InputFile& input, const IngestOptions& options
 std::vector<FileResult> read_torch_traces(const std::vector<InputFile>& files,
                                           const IngestOptions& options, ProgressMeter& progress) {
   std::vector<FileResult> results(files.size());
+  std::vector<std::optional<std::int64_t>> lowest_stage(files.size());
   tbb::parallel_for(std::size_t{0}, files.size(), [&](std::size_t i) {
-    results[i] = read_torch_trace(files[i], options);
+    TraceReader reader(files[i], options);
+    results[i] = reader.read();
+    lowest_stage[i] = reader.lowest_stage();
     progress.advance(results[i].stats.bytes, 1);
   });
+  keep_one_pipeline(files, lowest_stage, options, results);
   // One warning for the run: host-timed jobs put the host's launch times in
   // place of the GPU's, so the busy time and bubbles they give are not the
   // GPU's, however exact the arithmetic.
   std::uint64_t host_timed = 0, jobs = 0, traces = 0;
   std::string example;
+  std::size_t analysed = 0;
   for (FileResult& r : results) {
-    jobs += r.stats.matched;
+    if (r.has_device) {
+      ++analysed;
+      jobs += r.stats.matched;
+    }
     for (auto it = r.notes.begin(); it != r.notes.end();) {
       if (it->code != kHostTimedCode) {
         ++it;
         continue;
       }
-      host_timed += it->count;
-      ++traces;
-      if (example.empty()) example = it->message;
+      if (r.has_device) {
+        host_timed += it->count;
+        ++traces;
+        if (example.empty()) example = it->message;
+      }
       it = r.notes.erase(it);
     }
   }
@@ -1143,7 +1266,7 @@ std::vector<FileResult> read_torch_traces(const std::vector<InputFile>& files,
                      "or kernel was found for them, so their intervals are the CPU's launch "
                      "spans and their busy and idle time is the host's view, not the GPU's "
                      "(profile with CUDA activities on, or label GPU ranges)",
-                     host_timed, jobs, traces, results.size(), example),
+                     host_timed, jobs, traces, analysed, example),
          host_timed});
   }
   return results;

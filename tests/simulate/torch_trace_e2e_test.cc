@@ -122,6 +122,80 @@ INSTANTIATE_TEST_SUITE_P(
         "--schedule torch-zbvzerobubble --stages 4 --micro-batches 8 --machines 2",
         "--schedule torch-dualpipev --stages 4 --micro-batches 8 --machines 2 --comm"));
 
+TEST(TorchTraceCli, SharedStagesArePeersOrWithPipelineKReplicas) {
+  // Two data-parallel replicas of a 2-stage pipeline, laid out replica-minor
+  // (global ranks 0 and 1 run stage 0, 2 and 3 stage 1). The labels cannot
+  // tell them from tensor-parallel peers: by default they are one stage of
+  // two devices each, with a warning; with --pipeline K, pipeline k is the
+  // k-th rank of each stage, and each gives exactly the single run's figures.
+  testing::TempDir dir;
+  const std::string one = dir / "one", two = dir / "two";
+  ASSERT_EQ(run_cli(fmt::format("simulate --format torch -o '{}' --schedule torch-1f1b "
+                                "--stages 2 --micro-batches 4 --steps 2",
+                                one))
+                .status,
+            0);
+  fs::create_directories(two);
+  const auto copy_as = [&](int from, int to) {
+    std::string text = slurp(fs::path(one) / fmt::format("rank{}.pt.trace.json", from));
+    const std::string key = fmt::format("\"rank\": {}", from);
+    const std::size_t at = text.find(key);
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, key.size(), fmt::format("\"rank\": {}", to));
+    std::ofstream(fs::path(two) / fmt::format("rank{}.pt.trace.json", to), std::ios::binary)
+        << text;
+  };
+  copy_as(0, 0);
+  copy_as(0, 1);
+  copy_as(1, 2);
+  copy_as(1, 3);
+  simdjson::dom::parser p1;
+  simdjson::dom::element expected;
+  ASSERT_EQ(p1.load(one + "/expected.json").get(expected), simdjson::SUCCESS);
+  // Without --pipeline: one stage of two devices each, and a warning that
+  // says how to read them as replicas instead.
+  const CommandResult peers = run_cli(fmt::format("analyze '{}' -o '{}' --no-trace", two,
+                                                  dir / "peers"));
+  ASSERT_EQ(peers.status, 0) << peers.output;
+  EXPECT_NE(peers.output.find(
+                "warning: several traces run the same stages (stage 0: rank0.pt.trace.json, "
+                "rank1.pt.trace.json; stage 1: rank2.pt.trace.json, rank3.pt.trace.json): they "
+                "are analysed as devices of one stage (tensor-parallel peers); if they are "
+                "data-parallel replicas, analyse one pipeline at a time (pipeline k = the k-th "
+                "trace of each stage, 0-1): pass --pipeline K to analyse pipeline K instead"),
+            std::string::npos)
+      << peers.output;
+  EXPECT_NE(peers.output.find("4 devices on 1 machine"), std::string::npos) << peers.output;
+  for (int k = 0; k < 2; ++k) {
+    const std::string out = dir / fmt::format("out{}", k);
+    const CommandResult r =
+        run_cli(fmt::format("analyze '{}' -o '{}' --no-trace --pipeline {}", two, out, k));
+    ASSERT_EQ(r.status, 0) << r.output;
+    const std::string kept = k == 0 ? "rank0.pt.trace.json, rank2.pt.trace.json"
+                                    : "rank1.pt.trace.json, rank3.pt.trace.json";
+    const std::string other = k == 0 ? "rank1.pt.trace.json, rank3.pt.trace.json"
+                                     : "rank0.pt.trace.json, rank2.pt.trace.json";
+    EXPECT_NE(r.output.find(fmt::format(
+                  "warning: the traces hold 2 pipelines (data-parallel replicas: several ranks "
+                  "run one stage); pipeline {} ({}) is analysed and the others are left out; "
+                  "pipeline {}: {}; pass --pipeline K to analyse pipeline K instead",
+                  k, kept, 1 - k, other)),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("no input for rank"), std::string::npos) << r.output;
+    simdjson::dom::parser p2;
+    simdjson::dom::element actual;
+    ASSERT_EQ(p2.load(out + "/summary.json").get(actual), simdjson::SUCCESS);
+    EXPECT_EQ(differences(expected, actual), "") << k;
+  }
+  const CommandResult bad =
+      run_cli(fmt::format("analyze '{}' -o '{}' --pipeline 2", two, dir / "out2"));
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("pipeline 2 asked for, but the traces hold 2 pipelines (0-1)"),
+            std::string::npos)
+      << bad.output;
+}
+
 TEST(TorchTraceSimulate, RefusesWorkerLogOptions) {
   testing::TempDir dir;
   const CommandResult r =
