@@ -71,6 +71,10 @@ std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
 
   const std::size_t p = stages.stage_count();
   auto job_of = [&](JobRef r) -> const Job& { return run.devices[r.device].jobs[r.job]; };
+  auto is_comm = [&](JobRef r) {
+    const TypeId t = job_of(r).type;
+    return t < roles.size() && roles[t].role == PipelineRole::comm;
+  };
   for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
     if (!last[k] || metrics.steps[k].window_ns() <= 0) continue;
     CriticalPath path;
@@ -116,10 +120,22 @@ std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
       CriticalPathJob entry;
       entry.job = r;
       entry.stage = r.device < stages.stage_of.size() ? stages.stage_of[r.device] : 0;
-      if (i > 0) entry.wait_ns = job.start_ns - job_of(chain[i - 1].first).end_ns;
+      // The part of the job on the path. A blocking recv is posted early
+      // and waits inside itself for its data: entered through its input,
+      // only its time after that input ended is on the path (not a
+      // negative wait for the time it was already waiting).
+      std::int64_t on_path_from = job.start_ns;
+      if (i > 0) {
+        const std::int64_t input_end = job_of(chain[i - 1].first).end_ns;
+        const bool waited_on_input = chain[i - 1].second;
+        if (waited_on_input && is_comm(r) && on_path_from < input_end) {
+          on_path_from = std::min(input_end, job.end_ns);
+        }
+        entry.wait_ns = on_path_from - input_end;
+      }
       path.wait_ns += entry.wait_ns;
       if (entry.stage >= 0 && static_cast<std::size_t>(entry.stage) < p) {
-        path.stage_ns[static_cast<std::size_t>(entry.stage)] += job.duration_ns();
+        path.stage_ns[static_cast<std::size_t>(entry.stage)] += job.end_ns - on_path_from;
       }
       path.jobs.push_back(entry);
     }

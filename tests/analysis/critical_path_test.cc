@@ -208,6 +208,31 @@ TEST(CriticalPath, ABlockingRecvWaitsForTheProducerOfTheJobAfterIt) {
   EXPECT_EQ(accounted(path), 50);
 }
 
+TEST(CriticalPath, ARecvPostedBeforeItsInputEndedIsOnThePathFromThatEndOnly) {
+  //   device 0 (stage 0): F0 [0,10) B0 [30,40)                  jobs 0 1
+  //   device 1 (stage 1): recv [2,12) F0 [12,20) B0 [20,28)     jobs 0 1 2
+  // The recv was posted at 2 and waited inside itself until F0's data
+  // (sent at 10) arrived at 12. The path d0.j0 -> d1.j0 -> d1.j1 -> d1.j2
+  // -> d0.j1 holds the recv from 10 to 12 only: waits 0, 0, 0, 0, 30-28 = 2
+  // (not 2-10 = -8 for the recv); stage 0: 10+10, stage 1: 2+8+8.
+  pipescope::Run run;
+  add_job(run, 0, "forward", 0, 0, 10);
+  add_job(run, 0, "backward", 0, 30, 40);
+  add_job(run, 1, "recv_forward", 0, 2, 12);
+  add_job(run, 1, "forward", 0, 12, 20);
+  add_job(run, 1, "backward", 0, 20, 28);
+  run.finalize();
+  const Analysed a = analyse(run);
+  ASSERT_EQ(a.paths.size(), 1u);
+  const CriticalPath& path = a.paths[0];
+  EXPECT_EQ(jobs_of(path),
+            (std::vector<std::string>{"d0.j0", "d1.j0", "d1.j1", "d1.j2", "d0.j1"}));
+  EXPECT_EQ(waits_of(path), (std::vector<std::int64_t>{0, 0, 0, 0, 2}));
+  EXPECT_EQ(path.stage_ns, (std::vector<std::int64_t>{20, 18}));
+  EXPECT_EQ(path.lead_in_ns, 0);
+  EXPECT_EQ(accounted(path), 40);
+}
+
 TEST(CriticalPath, ARecvBeforeAJobWithoutInputStartsThePathWithALeadIn) {
   //   device 0 (stage 0): F0 [5,15) B0 [40,50)                         jobs 0 1
   //   device 1 (stage 1): recv [10,12) memcpy [12,14) F0 [17,27) B0 [27,38)   jobs 0 1 2 3

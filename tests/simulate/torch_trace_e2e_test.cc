@@ -96,15 +96,16 @@ TEST_P(TorchTraceE2E, AnalyzeReportsTheExpectedFigures) {
   // The dependencies follow the schedule's placement (V-shaped for ZB-V and
   // DualPipeV): on a simulated run no consumer starts before its input
   // ends, so the clock check finds no violation and no critical-path hop
-  // between compute jobs waits a negative time. (A blocking recv posted
-  // before its data was sent does: the path enters it at its start.)
+  // waits a negative time (a blocking recv posted before its data was sent
+  // is on the path from the data's end). Not with tensor-parallel peers read
+  // as a stage each (the default map, which a warning questions): their
+  // dependencies are the wrong ones.
+  if (args.find("--devices-per-stage") != std::string::npos) return;
   simdjson::dom::element clock = actual["clock"];
   EXPECT_GT(std::int64_t(clock["dependencies"]), 0) << args;
   EXPECT_EQ(std::int64_t(clock["violations_before"]), 0) << args;
-  if (args.find("--comm") == std::string::npos) {
-    for (simdjson::dom::element job : actual["critical_path"]["longest_step"]["jobs"]) {
-      EXPECT_GE(std::int64_t(job["wait_ns"]), 0) << args;
-    }
+  for (simdjson::dom::element job : actual["critical_path"]["longest_step"]["jobs"]) {
+    EXPECT_GE(std::int64_t(job["wait_ns"]), 0) << args;
   }
 }
 
