@@ -1,0 +1,277 @@
+#include "live/live_run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <stdexcept>
+#include <utility>
+
+#include "analysis/launch_segments.h"
+#include "analysis/metrics.h"
+#include "scan/chunk_scanner.h"
+#include "scan/prefilter.h"
+
+namespace pipescope {
+
+struct LiveRun::Input {
+  InputFile place;
+  /// The jobs of the open steps and of the context step, in start order
+  /// after take_completed() sorted them.
+  JobVector jobs;
+  std::vector<StepStartLine> step_starts;
+  /// Lines read, counted on across a rotation so that lines stay ordered.
+  std::uint64_t lines = 0;
+  bool had_job = false;
+  /// A job starting before this belongs to a step already reported.
+  std::int64_t boundary_ns = std::numeric_limits<std::int64_t>::min();
+};
+
+struct LiveRun::Scanner {
+  Prefilter prefilter;
+  Prefilter::Scratch scratch{prefilter};
+  ChunkScan scan;
+};
+
+LiveRun::LiveRun(LiveOptions options)
+    : options_(std::move(options)), scanner_(std::make_unique<Scanner>()) {}
+
+LiveRun::~LiveRun() = default;
+
+void LiveRun::set_inputs(const std::vector<InputFile>& inputs) {
+  for (const InputFile& input : inputs) inputs_[input.path].place = input;
+}
+
+void LiveRun::add_lines(const std::string& path, std::string_view lines, bool restarted) {
+  const auto found = inputs_.find(path);
+  if (found == inputs_.end()) return;
+  Input& input = found->second;
+  if (restarted) {
+    notes_.push_back(fmt::format(
+        "{} was truncated or replaced (log rotation?): reading its new content from the start; "
+        "the final summary covers only what the files hold then",
+        path));
+  }
+  if (lines.empty()) return;
+  ChunkScanOptions scan_options;
+  scan_options.max_problems = 0;
+  scan_options.max_line_bytes = options_.max_line_bytes;
+  ChunkScan& scan = scanner_->scan;
+  scan_chunk(lines, scanner_->prefilter, scanner_->scratch, scan_options, scan);
+  const std::uint64_t base = input.lines;
+  input.lines += scan.lines;
+  for (const StepStartSeen& seen : scan.step_starts) {
+    input.step_starts.push_back({base + seen.line + 1, seen.step});
+  }
+  std::vector<TypeId> type_map;
+  for (const std::string& name : scan.types) type_map.push_back(types_.intern(name));
+  std::size_t late = 0;
+  for (Job job : scan.jobs) {
+    job.type = type_map[job.type];
+    job.line = static_cast<std::uint32_t>(std::min<std::uint64_t>(base + job.line + 1, UINT32_MAX));
+    if (job.start_ns < input.boundary_ns) ++late;
+    input.jobs.push_back(job);
+  }
+  jobs_seen_ += scan.jobs.size();
+  if (late > 0) {
+    notes_.push_back(fmt::format(
+        "{}: {} job line{} arrived after {} step was reported; the live figures of that step "
+        "differ from the final summary's",
+        path, late, late == 1 ? "" : "s", late == 1 ? "its" : "their"));
+  }
+  if (!input.had_job && !scan.jobs.empty()) {
+    input.had_job = true;
+    if (steps_reported_ > 0) {
+      notes_.push_back(fmt::format(
+          "device {} ({}) logged its first job after {} step{} were reported: those steps "
+          "counted one device fewer, so their live lines differ from the final summary's",
+          input.place.device, path, steps_reported_, steps_reported_ == 1 ? "" : "s"));
+    }
+  }
+}
+
+std::vector<std::string> LiveRun::take_notes() { return std::exchange(notes_, {}); }
+
+std::size_t LiveRun::jobs_kept() const {
+  std::size_t kept = 0;
+  for (const auto& [path, input] : inputs_) kept += input.jobs.size();
+  return kept;
+}
+
+bool LiveRun::provisional() const {
+  std::set<int> machines;
+  for (const auto& [path, input] : inputs_) {
+    if (!input.had_job) return true;
+    machines.insert(input.place.machine);
+  }
+  return machines.size() > 1;
+}
+
+bool LiveRun::beyond_spread(double ratio) const {
+  if (recent_.size() < std::max<std::size_t>(options_.spread_min_steps, 1)) return false;
+  auto median_of = [](std::vector<double> values) {
+    const std::size_t mid = values.size() / 2;
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid),
+                     values.end());
+    double median = values[mid];
+    if (values.size() % 2 == 0) {
+      median = (median + *std::max_element(values.begin(),
+                                           values.begin() + static_cast<std::ptrdiff_t>(mid))) /
+               2;
+    }
+    return median;
+  };
+  const std::vector<double> values(recent_.begin(), recent_.end());
+  const double median = median_of(values);
+  std::vector<double> deviations;
+  for (const double v : values) deviations.push_back(std::abs(v - median));
+  const double spread =
+      std::max(options_.spread_mads * median_of(std::move(deviations)), options_.spread_floor);
+  return std::abs(ratio - median) > spread;
+}
+
+/// The inputs' kept jobs as a run: the devices that ever logged a job (D),
+/// in device order.
+Run LiveRun::build_window() const {
+  Run run;
+  run.types = types_;
+  std::vector<const Input*> devices;
+  for (const auto& [path, input] : inputs_) {
+    if (input.had_job) devices.push_back(&input);
+  }
+  std::sort(devices.begin(), devices.end(),
+            [](const Input* a, const Input* b) { return a->place.device < b->place.device; });
+  for (const Input* input : devices) {
+    Device device;
+    device.index = input->place.device;
+    device.machine = input->place.machine;
+    device.machine_name = input->place.machine_name;
+    device.rank = input->place.rank;
+    device.path = input->place.path;
+    device.jobs = input->jobs;
+    device.step_starts = input->step_starts;
+    run.devices.push_back(std::move(device));
+  }
+  run.finalize();
+  return run;
+}
+
+std::vector<LiveStep> LiveRun::take_completed(bool at_end) {
+  std::vector<LiveStep> out;
+  for (auto& [path, input] : inputs_) {
+    if (!std::is_sorted(input.jobs.begin(), input.jobs.end(), job_start_order)) {
+      std::sort(input.jobs.begin(), input.jobs.end(), job_start_order);
+    }
+  }
+  Run window = build_window();
+  if (window.job_count() == 0) return out;
+  SegmentOptions segment_options;
+  if (context_) segment_options.first_step = context_->second;
+  split_launch_segments(window, segment_options);
+  const Metrics metrics = compute_metrics(window);
+  const int base_segment = context_ ? context_->first : 0;
+  const std::size_t first = context_ ? 1 : 0;
+  const bool provisional_now = provisional();
+
+  std::optional<std::size_t> last_reported;
+  auto report = [&](std::size_t k) {
+    const StepWindow& w = metrics.steps[k];
+    LiveStep step;
+    step.segment = base_segment + w.segment;
+    segments_seen_ = std::max(segments_seen_, step.segment + 1);
+    step.step = w.step;
+    step.start_ns = w.start_ns;
+    step.end_ns = w.end_ns;
+    step.bubble_ratio = w.bubble_ratio;
+    step.devices = window.devices.size();
+    step.provisional = provisional_now;
+    // The bubble split of this step alone: the same analysis, with every
+    // other step left out of its sums.
+    Metrics alone = metrics;
+    for (std::size_t i = 0; i < alone.steps.size(); ++i) alone.steps[i].complete = i == k;
+    try {
+      const PipelineAnalysis analysis = analyze_pipeline(window, alone, options_.pipeline);
+      const BubbleSplit& split = analysis.split;
+      const double scale =
+          static_cast<double>(window.devices.size()) * static_cast<double>(w.window_ns());
+      if (split.known && k < split.inherent.size() && scale > 0) {
+        std::int64_t inherent = 0;
+        for (const std::int64_t ns : split.inherent[k]) inherent += ns;
+        step.inherent_points = 100.0 * static_cast<double>(inherent) / scale;
+        step.excess_points = 100.0 * w.bubble_ratio - *step.inherent_points;
+      }
+      std::int64_t most = 0;
+      for (std::size_t s = 0; s < split.receive_wait_ns.size(); ++s) {
+        const std::int64_t waited =
+            split.receive_wait_ns[s] + (s < split.send_wait_ns.size() ? split.send_wait_ns[s] : 0);
+        if (waited > most) {
+          most = waited;
+          step.most_waited_stage = s;
+        }
+      }
+    } catch (const std::exception&) {
+      // No split: the line says so (unset figures).
+    }
+    step.beyond_spread = beyond_spread(step.bubble_ratio);
+    recent_.push_back(step.bubble_ratio);
+    while (recent_.size() > options_.spread_steps) recent_.pop_front();
+    out.push_back(std::move(step));
+    last_reported = k;
+  };
+
+  bool stop = false;
+  for (std::size_t s = 0; s < metrics.segments.size() && !stop; ++s) {
+    const SegmentSteps& segment = metrics.segments[s];
+    const bool last_segment = s + 1 == metrics.segments.size();
+    for (std::size_t j = 0; j < segment.count; ++j) {
+      const std::size_t k = segment.first + j;
+      if (k < first) continue;
+      const bool complete = metrics.steps[k].complete;
+      if (!last_segment) {
+        // An earlier launch is over: its steps are final, and the one a
+        // crash cut short is left out, as analyze leaves it out.
+        if (complete) report(k);
+        continue;
+      }
+      if (!complete || (j + 1 == segment.count && !at_end)) {
+        stop = true;
+        break;
+      }
+      report(k);
+    }
+  }
+  for (LiveStep& step : out) {
+    step.label = segments_seen_ > 1 ? fmt::format("{}:{}", step.segment, step.step)
+                                    : fmt::format("{}", step.step);
+  }
+  steps_reported_ += out.size();
+  if (!last_reported) return out;
+
+  // Keep the last step reported as the context of the next windows; drop
+  // everything before it.
+  const std::size_t r = *last_reported;
+  context_ = {base_segment + metrics.steps[r].segment, metrics.steps[r].step};
+  for (std::size_t d = 0; d < window.devices.size(); ++d) {
+    Input& input = inputs_.at(window.devices[d].path);
+    const std::vector<std::int32_t>& job_step = metrics.job_step[d];
+    std::size_t drop = 0;
+    while (drop < job_step.size() && static_cast<std::size_t>(job_step[drop]) < r) ++drop;
+    input.jobs.erase(input.jobs.begin(), input.jobs.begin() + static_cast<std::ptrdiff_t>(drop));
+    std::size_t next = drop;
+    while (next < job_step.size() && static_cast<std::size_t>(job_step[next]) <= r) ++next;
+    if (next < job_step.size()) {
+      input.boundary_ns = window.devices[d].jobs[next].start_ns;
+    } else if (!input.jobs.empty()) {
+      input.boundary_ns = input.jobs.back().start_ns;
+    }
+    if (!input.jobs.empty()) {
+      const std::uint64_t first_line = input.jobs.front().line;
+      std::erase_if(input.step_starts,
+                    [first_line](const StepStartLine& s) { return s.line < first_line; });
+    }
+  }
+  return out;
+}
+
+}  // namespace pipescope
