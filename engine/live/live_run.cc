@@ -24,6 +24,9 @@ struct LiveRun::Input {
   /// Lines read, counted on across a rotation so that lines stay ordered.
   std::uint64_t lines = 0;
   bool had_job = false;
+  /// First job logged after steps were reported: its jobs of those steps
+  /// are left out, the rest line up with the other devices' open steps.
+  bool joined_late = false;
   /// A job starting before this belongs to a step already reported.
   std::int64_t boundary_ns = std::numeric_limits<std::int64_t>::min();
 };
@@ -66,11 +69,19 @@ void LiveRun::add_lines(const std::string& path, std::string_view lines, bool re
   }
   std::vector<TypeId> type_map;
   for (const std::string& name : scan.types) type_map.push_back(types_.intern(name));
+  const bool first_jobs = !input.had_job && !scan.jobs.empty();
+  if (first_jobs && steps_reported_ > 0) {
+    input.joined_late = true;
+    input.boundary_ns = context_start_ns_;
+  }
   std::size_t late = 0;
   for (Job job : scan.jobs) {
     job.type = type_map[job.type];
     job.line = static_cast<std::uint32_t>(std::min<std::uint64_t>(base + job.line + 1, UINT32_MAX));
-    if (job.start_ns < input.boundary_ns) ++late;
+    if (job.start_ns < input.boundary_ns) {
+      if (input.joined_late) continue;  // a step already reported without it
+      ++late;
+    }
     input.jobs.push_back(job);
   }
   jobs_seen_ += scan.jobs.size();
@@ -80,12 +91,12 @@ void LiveRun::add_lines(const std::string& path, std::string_view lines, bool re
         "differ from the final summary's",
         path, late, late == 1 ? "" : "s", late == 1 ? "its" : "their"));
   }
-  if (!input.had_job && !scan.jobs.empty()) {
+  if (first_jobs) {
     input.had_job = true;
-    if (steps_reported_ > 0) {
+    if (input.joined_late) {
       notes_.push_back(fmt::format(
-          "device {} ({}) logged its first job after {} step{} were reported: those steps "
-          "counted one device fewer, so their live lines differ from the final summary's",
+          "device {} ({}) logged its first job after {} step{} had been reported: the live "
+          "lines of those steps counted one device fewer than the final summary does",
           input.place.device, path, steps_reported_, steps_reported_ == 1 ? "" : "s"));
     }
   }
@@ -252,6 +263,7 @@ std::vector<LiveStep> LiveRun::take_completed(bool at_end) {
   // everything before it.
   const std::size_t r = *last_reported;
   context_ = {base_segment + metrics.steps[r].segment, metrics.steps[r].step};
+  context_start_ns_ = metrics.steps[r].start_ns;
   for (std::size_t d = 0; d < window.devices.size(); ++d) {
     Input& input = inputs_.at(window.devices[d].path);
     const std::vector<std::int32_t>& job_step = metrics.job_step[d];

@@ -126,6 +126,7 @@ class LiveRun {
   /// The last step reported: the window's first step (segment in the whole
   /// run, number).
   std::optional<std::pair<int, std::int64_t>> context_;
+  std::int64_t context_start_ns_ = 0;
   int segments_seen_ = 1;
   std::deque<double> recent_;
   std::uint64_t jobs_seen_ = 0;
