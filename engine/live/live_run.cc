@@ -110,6 +110,13 @@ std::size_t LiveRun::jobs_kept() const {
   return kept;
 }
 
+bool LiveRun::waiting_for_input() const {
+  for (const auto& [path, input] : inputs_) {
+    if (!input.had_job) return true;
+  }
+  return false;
+}
+
 bool LiveRun::provisional() const {
   std::set<int> machines;
   for (const auto& [path, input] : inputs_) {
@@ -141,6 +148,71 @@ bool LiveRun::beyond_spread(double ratio) const {
       std::max(options_.spread_mads * median_of(std::move(deviations)), options_.spread_floor);
   return std::abs(ratio - median) > spread;
 }
+
+namespace {
+
+/// The inherent and excess points and the stage most waited on of step k of
+/// `window`, through the same metrics and pipeline analysis as a whole run:
+/// on the jobs of step k and of its neighbours in the same segment (the
+/// step before fixes where its window starts), with every step but k left
+/// out of the sums. Left unset when the analysis finds no split.
+void split_one_step(const Run& window, const Metrics& metrics, std::size_t k,
+                    const PipelineOptions& options, LiveStep& step) {
+  const StepWindow& w = metrics.steps[k];
+  auto same_segment = [&](std::size_t i) { return metrics.steps[i].segment == w.segment; };
+  const std::size_t low = k > 0 && same_segment(k - 1) ? k - 1 : k;
+  const std::size_t high = k + 1 < metrics.steps.size() && same_segment(k + 1) ? k + 1 : k;
+  Run mini;
+  mini.types = window.types;
+  for (std::size_t d = 0; d < window.devices.size(); ++d) {
+    const Device& from = window.devices[d];
+    Device device;
+    device.index = from.index;
+    device.machine = from.machine;
+    device.machine_name = from.machine_name;
+    device.rank = from.rank;
+    device.path = from.path;
+    for (std::size_t i = 0; i < from.jobs.size(); ++i) {
+      const auto at = static_cast<std::size_t>(metrics.job_step[d][i]);
+      if (at >= low && at <= high) device.jobs.push_back(from.jobs[i]);
+    }
+    mini.devices.push_back(std::move(device));
+  }
+  mini.finalize();
+  Metrics alone = compute_metrics(mini);
+  std::optional<std::size_t> target;
+  for (std::size_t i = 0; i < alone.steps.size(); ++i) {
+    const bool same = alone.steps[i].start_ns == w.start_ns && alone.steps[i].end_ns == w.end_ns;
+    alone.steps[i].complete = same && !target;
+    if (same && !target) target = i;
+  }
+  if (!target) return;
+  try {
+    const PipelineAnalysis analysis = analyze_pipeline(mini, alone, options);
+    const BubbleSplit& split = analysis.split;
+    const double scale =
+        static_cast<double>(window.devices.size()) * static_cast<double>(w.window_ns());
+    if (split.known && *target < split.inherent.size() && scale > 0) {
+      std::int64_t inherent = 0;
+      for (const std::int64_t ns : split.inherent[*target]) inherent += ns;
+      step.inherent_points = 100.0 * static_cast<double>(inherent) / scale;
+      step.excess_points = 100.0 * w.bubble_ratio - *step.inherent_points;
+    }
+    std::int64_t most = 0;
+    for (std::size_t s = 0; s < split.receive_wait_ns.size(); ++s) {
+      const std::int64_t waited =
+          split.receive_wait_ns[s] + (s < split.send_wait_ns.size() ? split.send_wait_ns[s] : 0);
+      if (waited > most) {
+        most = waited;
+        step.most_waited_stage = s;
+      }
+    }
+  } catch (const std::exception&) {
+    // No split: the line shows '-'.
+  }
+}
+
+}  // namespace
 
 /// The inputs' kept jobs as a run: the devices that ever logged a job (D),
 /// in device order.
@@ -184,6 +256,13 @@ std::vector<LiveStep> LiveRun::take_completed(bool at_end) {
   const int base_segment = context_ ? context_->first : 0;
   const std::size_t first = context_ ? 1 : 0;
   const bool provisional_now = provisional();
+  if (!at_end && waiting_for_input()) {
+    // An input without a job yet is most often a rank whose first lines have
+    // not landed: hold the steps a while rather than report them without it.
+    std::size_t complete = 0;
+    for (const StepWindow& step : metrics.steps) complete += step.complete;
+    if (complete < first + options_.hold_steps) return out;
+  }
 
   std::optional<std::size_t> last_reported;
   auto report = [&](std::size_t k) {
@@ -197,33 +276,7 @@ std::vector<LiveStep> LiveRun::take_completed(bool at_end) {
     step.bubble_ratio = w.bubble_ratio;
     step.devices = window.devices.size();
     step.provisional = provisional_now;
-    // The bubble split of this step alone: the same analysis, with every
-    // other step left out of its sums.
-    Metrics alone = metrics;
-    for (std::size_t i = 0; i < alone.steps.size(); ++i) alone.steps[i].complete = i == k;
-    try {
-      const PipelineAnalysis analysis = analyze_pipeline(window, alone, options_.pipeline);
-      const BubbleSplit& split = analysis.split;
-      const double scale =
-          static_cast<double>(window.devices.size()) * static_cast<double>(w.window_ns());
-      if (split.known && k < split.inherent.size() && scale > 0) {
-        std::int64_t inherent = 0;
-        for (const std::int64_t ns : split.inherent[k]) inherent += ns;
-        step.inherent_points = 100.0 * static_cast<double>(inherent) / scale;
-        step.excess_points = 100.0 * w.bubble_ratio - *step.inherent_points;
-      }
-      std::int64_t most = 0;
-      for (std::size_t s = 0; s < split.receive_wait_ns.size(); ++s) {
-        const std::int64_t waited =
-            split.receive_wait_ns[s] + (s < split.send_wait_ns.size() ? split.send_wait_ns[s] : 0);
-        if (waited > most) {
-          most = waited;
-          step.most_waited_stage = s;
-        }
-      }
-    } catch (const std::exception&) {
-      // No split: the line says so (unset figures).
-    }
+    split_one_step(window, metrics, k, options_.pipeline, step);
     step.beyond_spread = beyond_spread(step.bubble_ratio);
     recent_.push_back(step.bubble_ratio);
     while (recent_.size() > options_.spread_steps) recent_.pop_front();

@@ -77,6 +77,10 @@ struct LiveOptions {
   std::size_t spread_min_steps = 5;
   double spread_mads = 3.0;
   double spread_floor = 0.005;
+  /// While an input has no job yet, steps are held until this many are
+  /// complete (then reported, provisional), so that a rank whose first lines
+  /// land a little later is counted in D from the first step.
+  std::size_t hold_steps = 10;
   /// Longest line parsed, as for analyze.
   std::size_t max_line_bytes = std::size_t{1} << 20;
 };
@@ -116,6 +120,7 @@ class LiveRun {
   struct Input;
   Run build_window() const;
   bool provisional() const;
+  bool waiting_for_input() const;
   bool beyond_spread(double ratio) const;
 
   LiveOptions options_;

@@ -338,6 +338,39 @@ TEST(LiveRun, MemoryFollowsTheOpenStepsNotTheRun) {
   EXPECT_EQ(live.steps_reported(), 9'999u);
 }
 
+TEST(LiveRun, HoldsStepsWhileAnInputHasNoJobYet) {
+  TempDir dir;
+  const std::string a = dir.write("logs/workerlog.0", "");
+  const std::string b = dir.write("logs/workerlog.1", "");
+  LiveOptions options;
+  options.hold_steps = 10;
+  LiveRun live(options);
+  live.set_inputs(find_inputs({dir / "logs"}));
+  // 9 steps, all complete by the contract (the last holds as many jobs of
+  // each kind as the one before): fewer than hold_steps, held.
+  live.add_lines(a, two_by_two_log(0, 0, 9));
+  EXPECT_TRUE(live.take_completed(false).empty());
+  live.add_lines(b, two_by_two_log(1, 0, 3));  // device 1's first lines land
+  std::vector<LiveStep> steps = live.take_completed(false);
+  ASSERT_EQ(steps.size(), 2u);  // steps 0 and 1, with both devices
+  EXPECT_EQ(steps[1].devices, 2u);
+  EXPECT_EQ(steps[1].bubble_ratio, 2.0 / 18);
+  EXPECT_FALSE(steps[1].provisional);
+
+  // A rank that never logs: after hold_steps complete steps, reported
+  // without it, provisional.
+  TempDir other;
+  const std::string c = other.write("logs/workerlog.0", "");
+  other.write("logs/workerlog.1", "");
+  LiveRun alone(options);
+  alone.set_inputs(find_inputs({other / "logs"}));
+  alone.add_lines(c, two_by_two_log(0, 0, 11));
+  steps = alone.take_completed(false);
+  ASSERT_EQ(steps.size(), 10u);
+  EXPECT_EQ(steps[0].devices, 1u);
+  EXPECT_TRUE(steps[0].provisional);
+}
+
 TEST(LiveRun, BeyondTheRecentSpread) {
   LiveOptions options;
   options.spread_min_steps = 3;
