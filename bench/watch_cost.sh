@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What `pipescope watch` costs while it follows a run (docs/guide.md,
 # "Watching a running job"): its RssAnon after following a simulated run of
-# 100 and of 10,000 steps appended in 256 KiB pieces (sampled once every step
+# 100 and of 10,000 steps appended in 16 KiB pieces, every file in turn (sampled once every step
 # was reported, before the final pass), and its CPU time over 20 s of a
 # folder that does not change.
 #
@@ -18,7 +18,7 @@ rss_after() {  # steps
   for f in "$src"/workerlog.*; do : > "$live/$(basename "$f")"; done
   "$cli" watch "$live" --interval 0.2 --until-idle 4 --no-trace -o "$work/out$1" > "$work/lines$1" &
   local pid=$!
-  local piece=$((256 * 1024)) more=1 offset=0
+  local piece=$((16 * 1024)) more=1 offset=0
   while [ $more = 1 ]; do
     more=0
     for f in "$src"/workerlog.*; do

@@ -5,8 +5,8 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -67,8 +67,8 @@ void refuse_unfollowable(const std::vector<InputFile>& inputs) {
   for (const InputFile& input : inputs) {
     const bool compressed = input.path.ends_with(".gz") || input.path.ends_with(".zst");
     if (input.format == InputFormat::worker_log && !compressed) continue;
-    const char* what = compressed                                  ? "a compressed file"
-                       : input.format == InputFormat::ivl          ? ".ivl records"
+    const char* what = compressed                                    ? "a compressed file"
+                       : input.format == InputFormat::ivl            ? ".ivl records"
                        : input.format == InputFormat::paddle_dygraph ? "Paddle dygraph records"
                                                                      : "a profiler trace";
     throw InputError(fmt::format(
@@ -106,8 +106,7 @@ int final_pass(const WatchOptions& options) {
   }
   ensure_output_dir(options.output_dir);
   const fs::path out(options.output_dir);
-  write_summary_json(loaded.run, loaded.metrics, loaded.pipeline,
-                     (out / "summary.json").string());
+  write_summary_json(loaded.run, loaded.metrics, loaded.pipeline, (out / "summary.json").string());
   std::string written = (out / "summary.json").string();
   if (!options.no_trace) {
     TraceOptions trace;
@@ -129,9 +128,10 @@ int run_watch(const WatchOptions& options) {
     for (const std::string& output : {options.jsonl, options.prometheus}) {
       std::error_code ec;
       if (!output.empty() && fs::equivalent(output, input.path, ec)) {
-        throw InputError(fmt::format("output file {} is the input {}; inputs are never "
-                                     "overwritten",
-                                     output, input.path));
+        throw InputError(
+            fmt::format("output file {} is the input {}; inputs are never "
+                        "overwritten",
+                        output, input.path));
       }
     }
   }
@@ -141,13 +141,12 @@ int run_watch(const WatchOptions& options) {
   if (!options.jsonl.empty()) {
     jsonl = std::fopen(options.jsonl.c_str(), "a");
     if (jsonl == nullptr) {
-      throw InputError(fmt::format("cannot open --jsonl {}: {}", options.jsonl,
-                                   std::strerror(errno)));
+      throw InputError(
+          fmt::format("cannot open --jsonl {}: {}", options.jsonl, std::strerror(errno)));
     }
   }
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> jsonl_file(jsonl, [](std::FILE* f) {
-    return f ? std::fclose(f) : 0;
-  });
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> jsonl_file(
+      jsonl, [](std::FILE* f) { return f ? std::fclose(f) : 0; });
   install_stop_handlers();
 
   LiveRun live;
@@ -201,9 +200,9 @@ int run_watch(const WatchOptions& options) {
       std::fflush(stdout);
       if (jsonl_file) std::fflush(jsonl_file.get());
       if (!steps.empty() && !options.prometheus.empty()) {
-        write_file_atomically(options.prometheus,
-                              prometheus_text(run_name, steps.back(),
-                                              {live.steps_reported(), live.jobs_seen()}));
+        write_file_atomically(
+            options.prometheus,
+            prometheus_text(run_name, steps.back(), {live.steps_reported(), live.jobs_seen()}));
       }
     }
     if (idle_end) break;

@@ -31,11 +31,10 @@ std::string label_value(const std::string& text) {
 
 std::string format_step_line(const LiveStep& step) {
   std::string line = fmt::format(
-      "step {}  window {:.3f} ms  bubble {:.2f}%  inherent {}  excess {}  waited on {}",
-      step.label, static_cast<double>(step.window_ns()) / 1e6, 100.0 * step.bubble_ratio,
+      "step {}  window {:.3f} ms  bubble {:.2f}%  inherent {}  excess {}  waited on {}", step.label,
+      static_cast<double>(step.window_ns()) / 1e6, 100.0 * step.bubble_ratio,
       points(step.inherent_points), points(step.excess_points),
-      step.most_waited_stage ? fmt::format("stage {}", *step.most_waited_stage)
-                             : std::string("-"));
+      step.most_waited_stage ? fmt::format("stage {}", *step.most_waited_stage) : std::string("-"));
   if (step.beyond_spread) line += "  beyond recent spread";
   if (step.provisional) line += "  provisional";
   return line;
@@ -55,9 +54,15 @@ std::string step_json(const std::string& run, const LiveStep& step) {
   json.field("bubble_ratio", step.bubble_ratio);
   json.field("devices", static_cast<std::uint64_t>(step.devices));
   json.key("inherent_points");
-  if (step.inherent_points) json.value(*step.inherent_points); else json.null();
+  if (step.inherent_points)
+    json.value(*step.inherent_points);
+  else
+    json.null();
   json.key("excess_points");
-  if (step.excess_points) json.value(*step.excess_points); else json.null();
+  if (step.excess_points)
+    json.value(*step.excess_points);
+  else
+    json.null();
   json.key("most_waited_stage");
   if (step.most_waited_stage) {
     json.value(static_cast<std::uint64_t>(*step.most_waited_stage));
@@ -76,8 +81,8 @@ std::string prometheus_text(const std::string& run, const LiveStep& last,
   std::string out;
   auto series = [&](const char* name, const char* type, const char* help,
                     const std::string& value) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{}{} {}\n", name, help, name, type, name,
-                       label, value);
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{}{} {}\n", name, help, name, type, name, label,
+                       value);
   };
   auto number = [](double v) { return fmt::format("{}", v); };
   series("pipescope_step", "gauge", "Number of the last completed step.",

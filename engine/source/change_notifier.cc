@@ -17,9 +17,8 @@ ChangeNotifier::~ChangeNotifier() {
 
 void ChangeNotifier::watch(const std::string& path) {
   if (fd_ < 0 || watched_.count(path) > 0) return;
-  constexpr std::uint32_t kMask =
-      IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF |
-      IN_MOVE_SELF;
+  constexpr std::uint32_t kMask = IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB |
+                                  IN_DELETE_SELF | IN_MOVE_SELF;
   if (::inotify_add_watch(fd_, path.c_str(), kMask) >= 0) watched_.insert(path);
 }
 

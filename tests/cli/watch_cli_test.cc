@@ -144,10 +144,10 @@ TEST(WatchCli, RunWrittenWhileWatchedMatchesAnalyze) {
 TEST(WatchCli, SigtermWritesTheSummaryAndExitsZero) {
   TempDir dir;
   const std::string from = simulate(dir, "--steps 5 --seed 3");
-  const std::string script =
-      shell_quote(kCli) + " watch " + shell_quote(from) + " --interval 0.05 -o " +
-      shell_quote(dir / "out") + " > " + shell_quote(dir / "stdout") + " 2>&1 &\n" +
-      "pid=$!\nsleep 0.5\nkill -TERM $pid\nwait $pid\necho rc=$?\n";
+  const std::string script = shell_quote(kCli) + " watch " + shell_quote(from) +
+                             " --interval 0.05 -o " + shell_quote(dir / "out") + " > " +
+                             shell_quote(dir / "stdout") + " 2>&1 &\n" +
+                             "pid=$!\nsleep 0.5\nkill -TERM $pid\nwait $pid\necho rc=$?\n";
   const CommandResult r = run_command("bash -c " + shell_quote(script));
   EXPECT_NE(r.output.find("rc=0"), std::string::npos) << r.output;
   const std::string printed = read_file(dir / "stdout");
@@ -165,9 +165,9 @@ TEST(WatchCli, SigtermWritesTheSummaryAndExitsZero) {
 TEST(WatchCli, UntilIdleReportsTheLastStep) {
   TempDir dir;
   const std::string from = simulate(dir, "--steps 3 --seed 2");
-  const CommandResult r = run_cli("watch " + shell_quote(from) +
-                                  " --interval 0.05 --until-idle 0.2 --no-trace -o " +
-                                  shell_quote(dir / "out"));
+  const CommandResult r =
+      run_cli("watch " + shell_quote(from) + " --interval 0.05 --until-idle 0.2 --no-trace -o " +
+              shell_quote(dir / "out"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("step 2  window"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("wrote " + (dir / "out") + "/summary.json\n"), std::string::npos)

@@ -4,6 +4,8 @@
 // gives it on the finished folder, to the last digit; a rotation and a
 // relaunch appended while following; a rank whose file appears late; memory
 // bounded by the open steps.
+#include "live/live_run.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -11,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "live/live_run.h"
 #include "load/load_run.h"
 #include "source/file_follower.h"
 #include "support/command_runner.h"
@@ -32,8 +33,7 @@ using testing::TempDir;
 /// `max_piece` bytes, files in random order), the live run following them.
 class Feeder {
  public:
-  Feeder(const std::string& from, const std::string& to, std::uint32_t seed)
-      : to_(to), rng_(seed) {
+  Feeder(const std::string& from, const std::string& to, std::uint32_t seed) : to_(to), rng_(seed) {
     fs::create_directories(to);
     for (const InputFile& input : find_inputs({from})) {
       const std::string name = fs::relative(input.path, from).string();
@@ -58,8 +58,8 @@ class Feeder {
       if (open.empty()) break;
       File& file = files_[open[rng_() % open.size()]];
       const std::size_t n =
-          std::min(piece(rng_), limit(static_cast<std::size_t>(&file - files_.data()), fraction) -
-                                    file.written);
+          std::min(piece(rng_),
+                   limit(static_cast<std::size_t>(&file - files_.data()), fraction) - file.written);
       std::FILE* out = std::fopen(file.path.c_str(), "ab");
       std::fwrite(file.content.data() + file.written, 1, n, out);
       std::fclose(out);
@@ -171,9 +171,9 @@ TEST(LiveRun, SplitOfEachStepIsAnalyzesSplit) {
     const StepWindow& w = loaded.metrics.steps[k];
     std::int64_t inherent = 0;
     for (const std::int64_t ns : loaded.pipeline.split.inherent[k]) inherent += ns;
-    const double points = 100.0 * static_cast<double>(inherent) /
-                          (static_cast<double>(loaded.run.devices.size()) *
-                           static_cast<double>(w.window_ns()));
+    const double points =
+        100.0 * static_cast<double>(inherent) /
+        (static_cast<double>(loaded.run.devices.size()) * static_cast<double>(w.window_ns()));
     ASSERT_TRUE(feeder.steps()[k].inherent_points);
     EXPECT_EQ(*feeder.steps()[k].inherent_points, points) << "step " << k;
     EXPECT_EQ(*feeder.steps()[k].excess_points, 100.0 * w.bubble_ratio - points);
