@@ -371,6 +371,24 @@ TEST(LiveRun, HoldsStepsWhileAnInputHasNoJobYet) {
   EXPECT_TRUE(steps[0].provisional);
 }
 
+TEST(LiveRun, SaysSoWhenAJobLineLandsAfterItsStepWasReported) {
+  TempDir dir;
+  const std::string a = dir.write("logs/workerlog.0", "");
+  const std::string b = dir.write("logs/workerlog.1", "");
+  LiveRun live;
+  live.set_inputs(find_inputs({dir / "logs"}));
+  live.add_lines(a, two_by_two_log(0, 0, 5));
+  live.add_lines(b, two_by_two_log(1, 0, 5));
+  ASSERT_EQ(live.take_completed(false).size(), 4u);
+  EXPECT_TRUE(live.take_notes().empty());
+  // A send of step 1 (starting at 1'000'100 ms + 5) logged only now.
+  live.add_lines(a, testing::wild_job_line(9, 0, 1'000'105, 1'000'106, "send_forward"));
+  const std::vector<std::string> notes = live.take_notes();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], a + ": 1 job line arrived after its step was reported; the live figures of "
+                          "that step differ from the final summary's");
+}
+
 TEST(LiveRun, BeyondTheRecentSpread) {
   LiveOptions options;
   options.spread_min_steps = 3;
