@@ -41,7 +41,7 @@ rss_after 10000
 
 # Idle: a folder that does not change, 20 s.
 "$cli" simulate -o "$work/idle" --steps 3 > /dev/null
-"$cli" watch "$work/idle" > /dev/null &
+"$cli" watch "$work/idle" -o "$work/idle-out" > /dev/null &
 pid=$!
 sleep 1
 t0=$(awk '{print $14 + $15}' /proc/$pid/stat)

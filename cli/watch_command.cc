@@ -160,13 +160,19 @@ int run_watch(const WatchOptions& options) {
   constexpr std::uint64_t kLookBytes = std::uint64_t{1} << 20;
   Clock::time_point last_data = Clock::now();
   bool idle_end = false;
+  std::string discovery_error;
   while (g_stop == 0) {
     try {
       std::vector<InputFile> now = find_inputs(options.paths);
       refuse_unfollowable(now);
       inputs = std::move(now);
-    } catch (const InputError&) {
-      // A folder caught mid-change: keep following what was found before.
+    } catch (const InputError& e) {
+      // A folder caught mid-change, or a new input that cannot be followed:
+      // keep following what was found before, and say why once.
+      if (discovery_error != e.what()) {
+        discovery_error = e.what();
+        fmt::print(stderr, "pipescope: note: {}; following the inputs found before\n", e.what());
+      }
     }
     live.set_inputs(inputs);
     for (const InputFile& input : inputs) {

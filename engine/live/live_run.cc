@@ -151,13 +151,24 @@ bool LiveRun::beyond_spread(double ratio) const {
 
 namespace {
 
+/// A device where discovery placed `input`, without jobs.
+Device placed_device(const InputFile& input) {
+  Device device;
+  device.index = input.device;
+  device.machine = input.machine;
+  device.machine_name = input.machine_name;
+  device.rank = input.rank;
+  device.path = input.path;
+  return device;
+}
+
 /// The inherent and excess points and the stage most waited on of step k of
-/// `window`, through the same metrics and pipeline analysis as a whole run:
-/// on the jobs of step k and of its neighbours in the same segment (the
-/// step before fixes where its window starts), with every step but k left
-/// out of the sums. Left unset when the analysis finds no split.
-void split_one_step(const Run& window, const Metrics& metrics, std::size_t k,
-                    const PipelineOptions& options, LiveStep& step) {
+/// `window` (its devices placed as `places`), through the same metrics and pipeline analysis as a
+/// whole run: on the jobs of step k and of its neighbours in the same segment (the step before
+/// fixes where its window starts), with every step but k left out of the sums. Left unset when the
+/// analysis finds no split.
+void split_one_step(const Run& window, const std::vector<InputFile>& places, const Metrics& metrics,
+                    std::size_t k, const PipelineOptions& options, LiveStep& step) {
   const StepWindow& w = metrics.steps[k];
   auto same_segment = [&](std::size_t i) { return metrics.steps[i].segment == w.segment; };
   const std::size_t low = k > 0 && same_segment(k - 1) ? k - 1 : k;
@@ -166,12 +177,7 @@ void split_one_step(const Run& window, const Metrics& metrics, std::size_t k,
   mini.types = window.types;
   for (std::size_t d = 0; d < window.devices.size(); ++d) {
     const Device& from = window.devices[d];
-    Device device;
-    device.index = from.index;
-    device.machine = from.machine;
-    device.machine_name = from.machine_name;
-    device.rank = from.rank;
-    device.path = from.path;
+    Device device = placed_device(places[d]);
     for (std::size_t i = 0; i < from.jobs.size(); ++i) {
       const auto at = static_cast<std::size_t>(metrics.job_step[d][i]);
       if (at >= low && at <= high) device.jobs.push_back(from.jobs[i]);
@@ -226,12 +232,7 @@ Run LiveRun::build_window() const {
   std::sort(devices.begin(), devices.end(),
             [](const Input* a, const Input* b) { return a->place.device < b->place.device; });
   for (const Input* input : devices) {
-    Device device;
-    device.index = input->place.device;
-    device.machine = input->place.machine;
-    device.machine_name = input->place.machine_name;
-    device.rank = input->place.rank;
-    device.path = input->place.path;
+    Device device = placed_device(input->place);
     device.jobs = input->jobs;
     device.step_starts = input->step_starts;
     run.devices.push_back(std::move(device));
@@ -253,6 +254,8 @@ std::vector<LiveStep> LiveRun::take_completed(bool at_end) {
   if (context_) segment_options.first_step = context_->second;
   split_launch_segments(window, segment_options);
   const Metrics metrics = compute_metrics(window);
+  std::vector<InputFile> places;
+  for (const Device& device : window.devices) places.push_back(inputs_.at(device.path).place);
   const int base_segment = context_ ? context_->first : 0;
   const std::size_t first = context_ ? 1 : 0;
   const bool provisional_now = provisional();
@@ -276,7 +279,7 @@ std::vector<LiveStep> LiveRun::take_completed(bool at_end) {
     step.bubble_ratio = w.bubble_ratio;
     step.devices = window.devices.size();
     step.provisional = provisional_now;
-    split_one_step(window, metrics, k, options_.pipeline, step);
+    split_one_step(window, places, metrics, k, options_.pipeline, step);
     step.beyond_spread = beyond_spread(step.bubble_ratio);
     recent_.push_back(step.bubble_ratio);
     while (recent_.size() > options_.spread_steps) recent_.pop_front();
