@@ -174,6 +174,25 @@ TEST(WatchCli, UntilIdleReportsTheLastStep) {
       << r.output;
 }
 
+TEST(WatchCli, ANewInputItCannotFollowIsNamedOnce) {
+  TempDir dir;
+  const std::string from = simulate(dir, "--steps 3 --seed 5 --ivl " + shell_quote(dir / "ivl"));
+  const std::string script =
+      shell_quote(kCli) + " watch " + shell_quote(from) +
+      " --interval 0.05 --until-idle 1.5 --no-trace -o " + shell_quote(dir / "out") + " > " +
+      shell_quote(dir / "stdout") + " 2>&1 &\n" + "pid=$!\nsleep 0.3\ncp " +
+      shell_quote(dir / "ivl/workerlog.0.ivl") + " " + shell_quote(from + "/late.ivl") +
+      "\nsleep 0.5\nrm " + shell_quote(from + "/late.ivl") + "\nwait $pid\necho rc=$?\n";
+  const CommandResult r = run_command("bash -c " + shell_quote(script));
+  EXPECT_NE(r.output.find("rc=0"), std::string::npos) << r.output;
+  const std::string printed = read_file(dir / "stdout");
+  const std::string note = "; following the inputs found before\n";
+  const std::size_t at = printed.find(note);
+  ASSERT_NE(at, std::string::npos) << printed;
+  EXPECT_EQ(printed.find(note, at + 1), std::string::npos) << printed;  // once
+  EXPECT_NE(printed.find("step 2  window"), std::string::npos) << printed;
+}
+
 TEST(WatchCli, RefusesInputsItCannotFollow) {
   TempDir dir;
   simulate(dir, "--steps 2 --ivl " + shell_quote(dir / "ivl"));
