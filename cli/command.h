@@ -22,5 +22,6 @@ void register_convert_command(CLI::App& app, int& status);
 void register_check_command(CLI::App& app, int& status);
 void register_diff_command(CLI::App& app, int& status);
 void register_whatif_command(CLI::App& app, int& status);
+void register_watch_command(CLI::App& app, int& status);
 
 }  // namespace pipescope::cli

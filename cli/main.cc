@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   register_check_command(app, status);
   register_diff_command(app, status);
   register_whatif_command(app, status);
+  register_watch_command(app, status);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,261 @@
+// `pipescope watch PATH...`: follows the logs of a running job and prints
+// each step's bubble as the step completes (engine/live/); on SIGINT or
+// SIGTERM, or once the inputs were idle for --until-idle, writes summary.json
+// (and trace.json) from a fresh full pass, as `analyze` would, and exits 0.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "command.h"
+#include "export/atomic_file.h"
+#include "export/chrome_trace.h"
+#include "export/summary_json.h"
+#include "live/live_run.h"
+#include "live/watch_output.h"
+#include "load/load_run.h"
+#include "source/change_notifier.h"
+#include "source/file_follower.h"
+
+namespace pipescope::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct WatchOptions {
+  std::vector<std::string> paths;
+  double interval_s = 1.0;
+  std::string jsonl;
+  std::string prometheus;
+  double until_idle_s = 0;  // 0: until a signal
+  std::string output_dir = "pipescope-out";
+  bool no_trace = false;
+  std::string run_name;
+  bool quiet = false;
+};
+
+volatile std::sig_atomic_t g_stop = 0;
+
+void on_stop_signal(int) { g_stop = 1; }
+
+/// SIGINT and SIGTERM end the watch (the final pass still runs); without
+/// SA_RESTART, so a wait in poll(2) returns at once.
+void install_stop_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+/// Inputs that can be followed while they grow: text worker logs, not
+/// compressed. The others are read whole by `analyze`.
+void refuse_unfollowable(const std::vector<InputFile>& inputs) {
+  for (const InputFile& input : inputs) {
+    const bool compressed = input.path.ends_with(".gz") || input.path.ends_with(".zst");
+    if (input.format == InputFormat::worker_log && !compressed) continue;
+    const char* what = compressed                                    ? "a compressed file"
+                       : input.format == InputFormat::ivl            ? ".ivl records"
+                       : input.format == InputFormat::paddle_dygraph ? "Paddle dygraph records"
+                                                                     : "a profiler trace";
+    throw InputError(fmt::format(
+        "{} is {}: watch follows text worker logs only; analyse it with `pipescope analyze` "
+        "once it is written",
+        input.path, what));
+  }
+}
+
+std::string default_run_name(const std::vector<std::string>& paths) {
+  std::error_code ec;
+  fs::path path = fs::weakly_canonical(fs::absolute(paths.front()), ec);
+  if (ec) path = paths.front();
+  std::string name = path.filename().string();
+  return name.empty() ? path.string() : name;
+}
+
+/// The fresh full pass of the end: summary.json (and trace.json), as
+/// `analyze` writes them.
+int final_pass(const WatchOptions& options) {
+  const std::vector<InputFile> inputs = find_inputs(options.paths);
+  LoadOptions load;
+  load.pipeline.stages_label = "--stages";
+  load.pipeline.stages_advice = "pass --stages auto or --stages MAP";
+  LoadedRun loaded = load_run(inputs, load);
+  if (loaded.run.job_count() == 0) {
+    fmt::print(stderr,
+               "pipescope: error: no job lines found in {} input file{} (looked for lines "
+               "containing 'Profiler Info: Job'); nothing to analyse\n",
+               inputs.size(), inputs.size() == 1 ? "" : "s");
+    return kExitUsage;
+  }
+  for (const QualityWarning& warning : loaded.pipeline.warnings) {
+    fmt::print(stderr, "pipescope: warning: {}\n", warning.message);
+  }
+  ensure_output_dir(options.output_dir);
+  const fs::path out(options.output_dir);
+  write_summary_json(loaded.run, loaded.metrics, loaded.pipeline, (out / "summary.json").string());
+  std::string written = (out / "summary.json").string();
+  if (!options.no_trace) {
+    TraceOptions trace;
+    trace.pipeline = &loaded.pipeline;
+    write_chrome_trace(loaded.run, loaded.metrics, trace, (out / "trace.json").string());
+    written += " and " + (out / "trace.json").string();
+  }
+  if (!options.quiet) fmt::print("wrote {}\n", written);
+  return kExitOk;
+}
+
+int run_watch(const WatchOptions& options) {
+  if (!options.jsonl.empty() && options.jsonl == options.prometheus) {
+    throw InputError("--jsonl and --prometheus name the same file");
+  }
+  std::vector<InputFile> inputs = find_inputs(options.paths);
+  refuse_unfollowable(inputs);
+  for (const InputFile& input : inputs) {
+    for (const std::string& output : {options.jsonl, options.prometheus}) {
+      std::error_code ec;
+      if (!output.empty() && fs::equivalent(output, input.path, ec)) {
+        throw InputError(
+            fmt::format("output file {} is the input {}; inputs are never "
+                        "overwritten",
+                        output, input.path));
+      }
+    }
+  }
+  const std::string run_name =
+      options.run_name.empty() ? default_run_name(options.paths) : options.run_name;
+  std::FILE* jsonl = nullptr;
+  if (!options.jsonl.empty()) {
+    jsonl = std::fopen(options.jsonl.c_str(), "a");
+    if (jsonl == nullptr) {
+      throw InputError(
+          fmt::format("cannot open --jsonl {}: {}", options.jsonl, std::strerror(errno)));
+    }
+  }
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> jsonl_file(
+      jsonl, [](std::FILE* f) { return f ? std::fclose(f) : 0; });
+  install_stop_handlers();
+
+  LiveRun live;
+  std::map<std::string, FileFollower> followers;
+  ChangeNotifier notifier;
+  for (const std::string& path : options.paths) notifier.watch(path);
+  const auto interval = std::chrono::milliseconds(
+      std::max<long long>(1, static_cast<long long>(options.interval_s * 1000)));
+  // Each look reads at most this much of a file, and completed steps are
+  // taken after each, so memory follows the open steps, not the backlog.
+  constexpr std::uint64_t kLookBytes = std::uint64_t{1} << 20;
+  Clock::time_point last_data = Clock::now();
+  bool idle_end = false;
+  std::string discovery_error;
+  while (g_stop == 0) {
+    try {
+      std::vector<InputFile> now = find_inputs(options.paths);
+      refuse_unfollowable(now);
+      inputs = std::move(now);
+    } catch (const InputError& e) {
+      // A folder caught mid-change, or a new input that cannot be followed:
+      // keep following what was found before, and say why once.
+      if (discovery_error != e.what()) {
+        discovery_error = e.what();
+        fmt::print(stderr, "pipescope: note: {}; following the inputs found before\n", e.what());
+      }
+    }
+    live.set_inputs(inputs);
+    for (const InputFile& input : inputs) {
+      if (followers.count(input.path) > 0) continue;
+      followers.emplace(input.path, FileFollower(input.path, kLookBytes));
+      std::string parent = fs::path(input.path).parent_path().string();
+      notifier.watch(parent.empty() ? "." : parent);
+    }
+    bool got_any = false;
+    for (bool more = true; more && g_stop == 0;) {
+      more = false;
+      for (auto& [path, follower] : followers) {
+        FollowedBytes got = follower.poll();
+        if (got.lines.empty() && !got.restarted) continue;
+        live.add_lines(path, got.lines, got.restarted);
+        more = more || got.lines.size() >= kLookBytes / 2;
+        got_any = true;
+      }
+      if (got_any) last_data = Clock::now();
+      idle_end = !more && options.until_idle_s > 0 &&
+                 Clock::now() - last_data >= std::chrono::duration<double>(options.until_idle_s);
+      if (!got_any && !idle_end) break;
+      for (const std::string& note : live.take_notes()) {
+        fmt::print(stderr, "pipescope: note: {}\n", note);
+      }
+      const std::vector<LiveStep> steps = live.take_completed(idle_end);
+      for (const LiveStep& step : steps) {
+        fmt::print("{}\n", format_step_line(step));
+        if (jsonl_file) fmt::print(jsonl_file.get(), "{}\n", step_json(run_name, step));
+      }
+      std::fflush(stdout);
+      if (jsonl_file) std::fflush(jsonl_file.get());
+      if (!steps.empty() && !options.prometheus.empty()) {
+        write_file_atomically(
+            options.prometheus,
+            prometheus_text(run_name, steps.back(), {live.steps_reported(), live.jobs_seen()}));
+      }
+    }
+    if (idle_end) break;
+    const Clock::time_point woke = Clock::now();
+    if (notifier.wait(interval)) {
+      // Woken by a write: look again soon, but not on every single write.
+      const auto spacing = std::min<Clock::duration>(interval, std::chrono::milliseconds(100));
+      const auto since = Clock::now() - woke;
+      if (since < spacing) std::this_thread::sleep_for(spacing - since);
+    }
+  }
+  jsonl_file.reset();
+  return final_pass(options);
+}
+
+}  // namespace
+
+void register_watch_command(CLI::App& app, int& status) {
+  auto options = std::make_shared<WatchOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "watch",
+      "Follow the worker logs of a running job and print each step's bubble as the step\n"
+      "completes; on Ctrl-C (SIGINT), SIGTERM or after --until-idle, write summary.json\n"
+      "and trace.json from a full pass, as analyze does.\n\n"
+      "Example:\n  pipescope watch logs/ --prometheus /var/lib/node_exporter/pipescope.prom");
+  cmd->add_option("paths", options->paths,
+                  "Log folders (workerlog.N files, or machineK/ folders of them) or log files")
+      ->required();
+  cmd->add_option("--interval", options->interval_s, "Seconds between looks at the inputs")
+      ->check(CLI::Range(0.01, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--jsonl", options->jsonl, "Append each completed step to FILE as a JSON object");
+  cmd->add_option("--prometheus", options->prometheus,
+                  "Rewrite FILE (node_exporter textfile format, .prom) after each step");
+  cmd->add_option("--until-idle", options->until_idle_s,
+                  "Stop once no input grew for S seconds (the last step counts then), write\n"
+                  "the outputs and exit (default: run until SIGINT or SIGTERM)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("-o,--output", options->output_dir,
+                  "Output folder of the final summary.json and trace.json")
+      ->capture_default_str();
+  cmd->add_flag("--no-trace", options->no_trace, "Do not write trace.json at the end");
+  cmd->add_option("--run", options->run_name,
+                  "The run label of the JSON lines and the Prometheus series (default: the\n"
+                  "first path's name)");
+  cmd->add_flag("-q,--quiet", options->quiet, "Do not print the \"wrote\" line at the end");
+  cmd->callback([options, &status] { status = run_watch(*options); });
+}
+
+}  // namespace pipescope::cli

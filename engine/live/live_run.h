@@ -1,0 +1,142 @@
+// The steps of a run that is still being written (`pipescope watch`): whole
+// lines of each input go in as they are appended (source/file_follower.h),
+// and each step comes out once it is complete, with the figures `analyze`
+// gives it. Nothing here is a second implementation of the metrics: the jobs
+// of the steps still open, plus the last step reported (the context every
+// later window and the complete-step rule read), form a small Run that goes
+// through the same launch-segment split, metrics and bubble split as a whole
+// run; a step is reported when the contract calls it complete and it is not
+// the last step of the last segment (that one waits for the next step, or
+// for the end of the run). Reported steps' jobs are dropped, so memory
+// depends on the open steps, never on the length of the run.
+//
+// When the figures can differ from the final pass (docs/guide.md, "Watching
+// a running job"): several machines (the final pass may correct their
+// clocks), an input without a job yet (a rank that starts late changes D),
+// and a job line that lands after its step was reported (LiveRun::notes).
+//
+//   LiveRun live;
+//   live.set_inputs(find_inputs(paths));
+//   live.add_lines(path, follower.poll().lines, restarted);
+//   for (const LiveStep& step : live.take_completed(false)) print(step);
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/pipeline.h"
+#include "ingest/discovery.h"
+#include "model/run.h"
+
+namespace pipescope {
+
+/// One completed step as reported live.
+struct LiveStep {
+  /// Launch segment (LaunchSegment::index in the whole run) and step number.
+  int segment = 0;
+  std::int64_t step = 0;
+  /// "12", or "1:12" once the run has more than one launch segment.
+  std::string label;
+  /// The window [start_ns, end_ns), epoch nanoseconds, as logged.
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  /// The contract's bubble ratio of the step.
+  double bubble_ratio = 0;
+  /// Devices in D when it was reported.
+  std::size_t devices = 0;
+  /// Inherent and excess idle as points of the bubble ratio (bubble_split.h);
+  /// unset when the schedule has no job list to simulate.
+  std::optional<double> inherent_points;
+  std::optional<double> excess_points;
+  /// The stage whose jobs the others waited for longest in comm jobs (receive
+  /// and send waits, bubble_split.h); unset when no comm time was waited.
+  std::optional<std::size_t> most_waited_stage;
+  /// The ratio lies beyond the run's recent spread (LiveOptions).
+  bool beyond_spread = false;
+  /// The final pass may give other figures (see the header comment).
+  bool provisional = false;
+
+  std::int64_t window_ns() const { return end_ns - start_ns; }
+};
+
+struct LiveOptions {
+  /// The pipeline analysis of each step (stage map); clock correction is
+  /// never applied live.
+  PipelineOptions pipeline;
+  /// Recent spread: the last `spread_steps` reported ratios; a ratio is
+  /// beyond it when it is further from their median than `spread_mads`
+  /// median absolute deviations, and at least `spread_floor` (a ratio), once
+  /// `spread_min_steps` steps were reported.
+  std::size_t spread_steps = 20;
+  std::size_t spread_min_steps = 5;
+  double spread_mads = 3.0;
+  double spread_floor = 0.005;
+  /// While an input has no job yet, steps are held until this many are
+  /// complete (then reported, provisional), so that a rank whose first lines
+  /// land a little later is counted in D from the first step.
+  std::size_t hold_steps = 10;
+  /// Longest line parsed, as for analyze.
+  std::size_t max_line_bytes = std::size_t{1} << 20;
+};
+
+class LiveRun {
+ public:
+  explicit LiveRun(LiveOptions options = {});
+  ~LiveRun();
+  LiveRun(const LiveRun&) = delete;
+  LiveRun& operator=(const LiveRun&) = delete;
+
+  /// The inputs as discovery found them now (devices' places may shift when
+  /// a machine folder appears); new paths are added, none is removed.
+  void set_inputs(const std::vector<InputFile>& inputs);
+
+  /// Whole lines appended to input `path` (each ending in '\n').
+  /// `restarted`: the file was truncated or replaced, `lines` begin its new
+  /// content (jobs already read are kept: they were the run's).
+  void add_lines(const std::string& path, std::string_view lines, bool restarted = false);
+
+  /// The steps that became complete since the last call, in order. `at_end`:
+  /// the input is over (idle): the last step is reported too when the
+  /// contract calls it complete.
+  std::vector<LiveStep> take_completed(bool at_end);
+
+  /// What a person should be told (a rank appearing late, a late job line,
+  /// a rotation), once each; cleared by the call.
+  std::vector<std::string> take_notes();
+
+  /// Jobs read so far, and steps reported so far.
+  std::uint64_t jobs_seen() const { return jobs_seen_; }
+  std::uint64_t steps_reported() const { return steps_reported_; }
+  /// Jobs held now (the open steps and the context step).
+  std::size_t jobs_kept() const;
+
+ private:
+  struct Input;
+  Run build_window() const;
+  bool provisional() const;
+  bool waiting_for_input() const;
+  bool beyond_spread(double ratio) const;
+
+  LiveOptions options_;
+  struct Scanner;
+  std::unique_ptr<Scanner> scanner_;
+  TypeTable types_;
+  std::map<std::string, Input> inputs_;  // by path
+  /// The last step reported: the window's first step (segment in the whole
+  /// run, number).
+  std::optional<std::pair<int, std::int64_t>> context_;
+  std::int64_t context_start_ns_ = 0;
+  int segments_seen_ = 1;
+  std::deque<double> recent_;
+  std::uint64_t jobs_seen_ = 0;
+  std::uint64_t steps_reported_ = 0;
+  std::vector<std::string> notes_;
+};
+
+}  // namespace pipescope

@@ -1,0 +1,55 @@
+// Follows files that another process is still appending to (`pipescope
+// watch`): each look reads only the bytes appended since the last one, from a
+// kept offset, and hands out whole lines only, so a line still being written
+// is never parsed; its start waits for the next look. A file that shrank
+// (truncated, as copytruncate rotation does) or whose inode changed (replaced
+// by a new file under the same name) is read again from its start, and the
+// look says so.
+//
+//   FileFollower follower("logs/workerlog.0");
+//   FollowedBytes got = follower.poll();
+//   if (got.restarted) ...          // rotation: the text starts a new file
+//   use(got.lines);                  // whole lines, each ending in '\n'
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+namespace pipescope {
+
+struct FollowedBytes {
+  /// Whole lines appended since the last look, each with its '\n'.
+  std::string lines;
+  /// The file was truncated or replaced since the last look: `lines` come
+  /// from the start of the new content.
+  bool restarted = false;
+  /// Bytes held back: the start of a line without its '\n' yet.
+  std::uint64_t pending = 0;
+  /// The file cannot be opened or read now (it may appear later); errno text.
+  std::string error;
+};
+
+class FileFollower {
+ public:
+  /// `max_bytes`: the most read in one look (the rest waits for the next).
+  explicit FileFollower(std::string path, std::uint64_t max_bytes = std::uint64_t{64} << 20);
+
+  /// Reads what was appended since the last look. Never throws.
+  FollowedBytes poll();
+
+  const std::string& path() const { return path_; }
+  /// Offset of the first byte not yet handed out (a partial line starts here).
+  std::uint64_t offset() const { return offset_; }
+
+ private:
+  std::string path_;
+  std::uint64_t max_bytes_;
+  std::uint64_t offset_ = 0;
+  bool seen_ = false;
+  dev_t dev_ = 0;
+  ino_t inode_ = 0;
+};
+
+}  // namespace pipescope

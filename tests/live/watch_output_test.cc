@@ -1,0 +1,116 @@
+// live/watch_output.h: the printed line, the JSON object and the .prom file
+// of one step, exactly.
+#include "live/watch_output.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "support/temp_dir.h"
+
+namespace pipescope {
+namespace {
+
+LiveStep sample_step() {
+  LiveStep step;
+  step.segment = 1;
+  step.step = 12;
+  step.label = "1:12";
+  step.start_ns = 1'000'000'000;
+  step.end_ns = 1'812'345'678;
+  step.bubble_ratio = 0.25;
+  step.devices = 4;
+  step.inherent_points = 20.125;
+  step.excess_points = 4.875;
+  step.most_waited_stage = 2;
+  return step;
+}
+
+TEST(WatchOutput, Line) {
+  LiveStep step = sample_step();
+  EXPECT_EQ(format_step_line(step),
+            "step 1:12  window 812.346 ms  bubble 25.00%  inherent 20.12 pts  excess 4.88 pts  "
+            "waited on stage 2");
+  step.beyond_spread = true;
+  step.provisional = true;
+  step.inherent_points.reset();
+  step.excess_points.reset();
+  step.most_waited_stage.reset();
+  EXPECT_EQ(format_step_line(step),
+            "step 1:12  window 812.346 ms  bubble 25.00%  inherent - pts  excess - pts  waited on "
+            "-  beyond recent spread  provisional");
+}
+
+TEST(WatchOutput, JsonObject) {
+  EXPECT_EQ(step_json("job \"7\"", sample_step()),
+            R"({"run":"job \"7\"","segment":1,"step":12,"label":"1:12","start_ns":1000000000,)"
+            R"("end_ns":1812345678,"window_ns":812345678,"bubble_ratio":0.25,"devices":4,)"
+            R"("inherent_points":20.125,"excess_points":4.875,"most_waited_stage":2,)"
+            R"("beyond_spread":false,"provisional":false})");
+  LiveStep unknown = sample_step();
+  unknown.inherent_points.reset();
+  unknown.excess_points.reset();
+  unknown.most_waited_stage.reset();
+  const std::string json = step_json("r", unknown);
+  EXPECT_NE(json.find(R"("inherent_points":null,"excess_points":null,"most_waited_stage":null)"),
+            std::string::npos)
+      << json;
+}
+
+TEST(WatchOutput, PrometheusTextfile) {
+  const std::string text = prometheus_text("logs", sample_step(), {13, 12345});
+  EXPECT_EQ(text,
+            "# HELP pipescope_step Number of the last completed step.\n"
+            "# TYPE pipescope_step gauge\n"
+            "pipescope_step{run=\"logs\"} 12\n"
+            "# HELP pipescope_step_segment Launch segment of the last completed step.\n"
+            "# TYPE pipescope_step_segment gauge\n"
+            "pipescope_step_segment{run=\"logs\"} 1\n"
+            "# HELP pipescope_step_window_seconds Window of the last completed step.\n"
+            "# TYPE pipescope_step_window_seconds gauge\n"
+            "pipescope_step_window_seconds{run=\"logs\"} 0.812345678\n"
+            "# HELP pipescope_step_bubble_ratio Bubble ratio of the last completed step.\n"
+            "# TYPE pipescope_step_bubble_ratio gauge\n"
+            "pipescope_step_bubble_ratio{run=\"logs\"} 0.25\n"
+            "# HELP pipescope_step_inherent_points Inherent idle of the last completed step, in "
+            "points of its bubble ratio.\n"
+            "# TYPE pipescope_step_inherent_points gauge\n"
+            "pipescope_step_inherent_points{run=\"logs\"} 20.125\n"
+            "# HELP pipescope_step_excess_points Excess idle of the last completed step, in "
+            "points of its bubble ratio.\n"
+            "# TYPE pipescope_step_excess_points gauge\n"
+            "pipescope_step_excess_points{run=\"logs\"} 4.875\n"
+            "# HELP pipescope_step_most_waited_stage Stage most waited on in the last completed "
+            "step.\n"
+            "# TYPE pipescope_step_most_waited_stage gauge\n"
+            "pipescope_step_most_waited_stage{run=\"logs\"} 2\n"
+            "# HELP pipescope_step_beyond_spread 1 when the last step's bubble ratio is beyond "
+            "the run's recent spread.\n"
+            "# TYPE pipescope_step_beyond_spread gauge\n"
+            "pipescope_step_beyond_spread{run=\"logs\"} 0\n"
+            "# HELP pipescope_step_provisional 1 when the last step's figures may change in the "
+            "final pass.\n"
+            "# TYPE pipescope_step_provisional gauge\n"
+            "pipescope_step_provisional{run=\"logs\"} 0\n"
+            "# HELP pipescope_steps_total Completed steps reported.\n"
+            "# TYPE pipescope_steps_total counter\n"
+            "pipescope_steps_total{run=\"logs\"} 13\n"
+            "# HELP pipescope_jobs_total Job lines read.\n"
+            "# TYPE pipescope_jobs_total counter\n"
+            "pipescope_jobs_total{run=\"logs\"} 12345\n");
+  // Label values escaped as the exposition format wants.
+  EXPECT_NE(prometheus_text("a\"b\\c\nd", sample_step(), {}).find(R"({run="a\"b\\c\nd"})"),
+            std::string::npos);
+}
+
+TEST(WatchOutput, WritesThePromFileWhole) {
+  testing::TempDir dir;
+  const std::string path = dir / "pipescope.prom";
+  write_file_atomically(path, "old\n");
+  write_file_atomically(path, "new\n");
+  EXPECT_EQ(testing::read_file(path), "new\n");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
+}
+
+}  // namespace
+}  // namespace pipescope
