@@ -62,16 +62,11 @@ struct AnalyzeOptions : RunInputOptions {
 /// Refuses an output folder inside an input folder: outputs must never mix
 /// with (or overwrite) the logs they came from unless the user says so.
 void check_output_location(const AnalyzeOptions& options) {
-  const fs::path out = resolved(options.output_dir);
+  refuse_output_inside_inputs(options.output_dir, options.paths,
+                              ", or pass --allow-output-in-input");
   for (const auto& input : options.paths) {
     std::error_code ec;
     if (!fs::is_directory(input, ec)) continue;
-    if (is_within(out, resolved(input))) {
-      throw InputError(
-          fmt::format("output folder {} is inside input folder {}; choose another with -o, or pass "
-                      "--allow-output-in-input",
-                      out.string(), input));
-    }
     if (!options.html.empty() && is_within(resolved(options.html), resolved(input))) {
       throw InputError(
           fmt::format("--html {} is inside input folder {}; write the report elsewhere, or pass "

@@ -109,6 +109,19 @@ bool is_within(const std::filesystem::path& inner, const std::filesystem::path& 
   return true;
 }
 
+void refuse_output_inside_inputs(const std::string& out, const std::vector<std::string>& inputs,
+                                 std::string_view advice) {
+  const std::filesystem::path where = resolved(out);
+  for (const std::string& input : inputs) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(input, ec) && is_within(where, resolved(input))) {
+      throw InputError(fmt::format("output folder {} is inside input folder {}; choose another "
+                                   "with -o{}",
+                                   where.string(), input, advice));
+    }
+  }
+}
+
 std::filesystem::path resolved(const std::filesystem::path& path) {
   std::error_code ec;
   std::filesystem::path result =

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "load/load_run.h"
@@ -50,5 +51,12 @@ bool is_within(const std::filesystem::path& inner, const std::filesystem::path& 
 
 /// `path` made absolute and canonical as far as it exists.
 std::filesystem::path resolved(const std::filesystem::path& path);
+
+/// Throws InputError when output folder `out` is one of the input folders
+/// `inputs` or lies inside one: outputs never mix with the logs they came
+/// from (a later run over the folder would read them). `advice` follows
+/// "choose another with -o" in the message (e.g. ", or pass --flag").
+void refuse_output_inside_inputs(const std::string& out, const std::vector<std::string>& inputs,
+                                 std::string_view advice = "");
 
 }  // namespace pipescope::cli

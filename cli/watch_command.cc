@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "command.h"
+#include "run_inputs.h"
 #include "export/atomic_file.h"
 #include "export/chrome_trace.h"
 #include "export/summary_json.h"
@@ -122,6 +123,9 @@ int run_watch(const WatchOptions& options) {
   if (!options.jsonl.empty() && options.jsonl == options.prometheus) {
     throw InputError("--jsonl and --prometheus name the same file");
   }
+  // Watched folders are searched again at every look: summary.json and the
+  // traces written at the end never go among them.
+  refuse_output_inside_inputs(options.output_dir, options.paths);
   std::vector<InputFile> inputs = find_inputs(options.paths);
   refuse_unfollowable(inputs);
   for (const InputFile& input : inputs) {

@@ -159,14 +159,9 @@ void print_costs(const Prediction& p) {
 /// over the logs would find whatif-trace.json among them), and an input is
 /// never overwritten.
 void check_output_location(const WhatifOptions& options) {
+  refuse_output_inside_inputs(options.output_dir, options.paths);
   const fs::path out = resolved(options.output_dir);
   for (const std::string& input : options.paths) {
-    std::error_code ec;
-    if (fs::is_directory(input, ec) && is_within(out, resolved(input))) {
-      throw InputError(
-          fmt::format("output folder {} is inside input folder {}; choose another with -o",
-                      out.string(), input));
-    }
     for (const char* name : {"whatif.json", "whatif-trace.json"}) {
       if (resolved(out / name) == resolved(input)) {
         throw InputError(fmt::format("output file {} is the input {}; inputs are never overwritten",

@@ -203,6 +203,17 @@ TEST(WatchCli, RefusesInputsItCannotFollow) {
       << r.output;
   const CommandResult missing = run_cli("watch " + shell_quote(dir / "nothing"));
   EXPECT_EQ(missing.status, 2) << missing.output;
+  // Nor does it write its outputs into a folder it watches (each look would
+  // search them with the logs).
+  ASSERT_EQ(run_cli("simulate --steps 2 -o " + shell_quote(dir / "logs")).status, 0);
+  const CommandResult inside = run_cli("watch " + shell_quote(dir / "logs") + " -o " +
+                                       shell_quote(dir / "logs/out") + " --until-idle 0.1");
+  EXPECT_EQ(inside.status, 2) << inside.output;
+  EXPECT_NE(inside.output.find("output folder " + (dir / "logs/out") +
+                               " is inside input folder " + (dir / "logs") +
+                               "; choose another with -o"),
+            std::string::npos)
+      << inside.output;
 }
 
 }  // namespace
