@@ -1,6 +1,7 @@
 // End-to-end tests of a relaunch appended to the logs (testdata/relaunch,
 // its EXPECTED.md): the warning, the segments in summary.json, --segment,
 // SEG:STEP step lists in the traces, and check's warm-up skip per segment.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -132,7 +133,8 @@ std::vector<std::string> step_slices(const std::string& trace_path) {
 TEST(RelaunchCli, StepListsTakeSegStepForms) {
   TempDir out;
   const auto trace_steps = [&](const std::string& spec) {
-    const std::string dir = out / ("s" + std::to_string(spec.size()) + spec.substr(0, 1));
+    // fmt, not "s" + std::string&&: GCC 12 warns (-Wrestrict) on that form.
+    const std::string dir = out / fmt::format("s{}{}", spec.size(), spec.substr(0, 1));
     const CommandResult r = run_cli("analyze " + shell_quote(relaunch()) + " --quiet --steps '" +
                                     spec + "' -o " + shell_quote(dir));
     EXPECT_EQ(r.status, 0) << r.output;
