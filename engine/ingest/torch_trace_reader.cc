@@ -419,10 +419,12 @@ std::string pump(const std::string& path, TraceEventTokenizer& tokenizer,
     unreadable = true;
     return e.what();
   }
-  std::vector<char> buffer(kReadBytes + TraceEventTokenizer::kPadding);
+  // Only the head before the events is wanted: a small buffer, zeroed fast.
+  constexpr std::size_t kHeadReadBytes = std::size_t{256} << 10;
+  std::vector<char> buffer(kHeadReadBytes + TraceEventTokenizer::kPadding);
   try {
     for (;;) {
-      const std::size_t n = stream->read(buffer.data(), kReadBytes);
+      const std::size_t n = stream->read(buffer.data(), kHeadReadBytes);
       if (n == 0) break;
       std::fill_n(buffer.data() + n, TraceEventTokenizer::kPadding, ' ');
       tokenizer.feed(buffer.data(), n);
@@ -632,7 +634,7 @@ struct EventBatch {
     std::string text;
   };
 
-  std::vector<char> buffer = std::vector<char>(kReadBytes + TraceEventTokenizer::kPadding);
+  std::vector<char> buffer;  // chunk bytes + kPadding, sized by BatchPool::take
   std::size_t size = 0;
   std::string carried;
   std::vector<Event> events;
@@ -669,10 +671,12 @@ struct EventBatch {
 /// buffers instead of faulting in fresh pages for every chunk.
 class BatchPool {
  public:
-  EventBatch* take() {
+  /// A batch whose buffer holds `chunk` bytes (and the padding).
+  EventBatch* take(std::size_t chunk) {
     std::lock_guard lock(mutex_);
     if (free_.empty()) {
       all_.push_back(std::make_unique<EventBatch>());
+      all_.back()->buffer.resize(chunk + TraceEventTokenizer::kPadding);
       return all_.back().get();
     }
     EventBatch* batch = free_.back();
@@ -779,6 +783,11 @@ class TraceReader {
       filling->values.push_back({filling->events.size(), std::string(value)});
     });
     const EventFilter filter{second_pass_, pattern_ ? &*pattern_ : nullptr};
+    // Chunks no larger than the file (most traces of a small run are far
+    // below 4 MiB): the buffers are zeroed when made, page by page.
+    const std::size_t chunk = std::clamp<std::size_t>(
+        static_cast<std::size_t>(std::min<std::uint64_t>(input_.size_bytes, kReadBytes)) + 1,
+        std::size_t{64} << 10, kReadBytes);
     tbb::enumerable_thread_specific<simdjson::ondemand::parser> parsers;
     bool stop = false;
     tbb::parallel_pipeline(
@@ -790,9 +799,9 @@ class TraceReader {
                 fc.stop();
                 return nullptr;
               }
-              EventBatch* batch = batches_.take();
+              EventBatch* batch = batches_.take(chunk);
               try {
-                const std::size_t n = stream->read(batch->buffer.data(), kReadBytes);
+                const std::size_t n = stream->read(batch->buffer.data(), chunk);
                 if (n == 0) {
                   batches_.give_back(batch);
                   fc.stop();
