@@ -28,9 +28,11 @@ FollowedBytes FileFollower::poll() {
     return out;
   }
   const auto size = static_cast<std::uint64_t>(st.st_size);
-  if (seen_ && (st.st_dev != dev_ || st.st_ino != inode_ || size < offset_)) {
+  if (seen_ && (st.st_dev != dev_ || st.st_ino != inode_ || size < offset_ ||
+                !tail_unchanged(fd.get()))) {
     out.restarted = true;
     offset_ = 0;
+    tail_.clear();
   }
   seen_ = true;
   dev_ = st.st_dev;
@@ -52,8 +54,16 @@ FollowedBytes FileFollower::poll() {
   out.pending = got - (last_newline + 1);
   bytes.resize(last_newline + 1);
   offset_ += bytes.size();
+  tail_.assign(bytes, bytes.size() - std::min(bytes.size(), kTailBytes), std::string::npos);
   out.lines = std::move(bytes);
   return out;
+}
+
+bool FileFollower::tail_unchanged(int fd) const {
+  if (tail_.empty()) return true;
+  std::string now(tail_.size(), '\0');
+  const ssize_t n = io::pread_full(fd, now.data(), now.size(), offset_ - tail_.size());
+  return n == static_cast<ssize_t>(now.size()) && now == tail_;
 }
 
 }  // namespace pipescope

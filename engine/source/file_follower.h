@@ -2,9 +2,10 @@
 // watch`): each look reads only the bytes appended since the last one, from a
 // kept offset, and hands out whole lines only, so a line still being written
 // is never parsed; its start waits for the next look. A file that shrank
-// (truncated, as copytruncate rotation does) or whose inode changed (replaced
-// by a new file under the same name) is read again from its start, and the
-// look says so.
+// (truncated, as copytruncate rotation does), whose inode changed (replaced
+// by a new file under the same name), or whose last bytes handed out are no
+// longer there (truncated and written past the old size between two looks)
+// is read again from its start, and the look says so.
 //
 //   FileFollower follower("logs/workerlog.0");
 //   FollowedBytes got = follower.poll();
@@ -14,6 +15,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -47,7 +49,12 @@ class FileFollower {
   std::string path_;
   std::uint64_t max_bytes_;
   std::uint64_t offset_ = 0;
+  /// Whether the bytes just before offset_ are still the ones handed out.
+  bool tail_unchanged(int fd) const;
+  static constexpr std::size_t kTailBytes = 64;
+
   bool seen_ = false;
+  std::string tail_;  // the last (up to kTailBytes) bytes handed out
   dev_t dev_ = 0;
   ino_t inode_ = 0;
 };

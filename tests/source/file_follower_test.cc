@@ -62,6 +62,26 @@ TEST(FileFollower, TruncatedFileIsReadFromItsStart) {
   EXPECT_EQ(got.lines, "new\n");
 }
 
+TEST(FileFollower, TruncatedAndRewrittenPastItsOldSizeBetweenLooksIsReadFromItsStart) {
+  // copytruncate, then the writer logs more than the old size before the
+  // next look: same inode, a larger size, but the bytes before the kept
+  // offset are not the ones handed out.
+  TempDir dir;
+  const std::string path = dir.write("log", "old line 1\nold line 2\n");
+  FileFollower follower(path);
+  EXPECT_EQ(follower.poll().lines, "old line 1\nold line 2\n");
+  std::filesystem::resize_file(path, 0);
+  append(path, "a much longer new line 1\nnew line 2\n");
+  FollowedBytes got = follower.poll();
+  EXPECT_TRUE(got.restarted);
+  EXPECT_EQ(got.lines, "a much longer new line 1\nnew line 2\n");
+  // Appending alone is no restart.
+  append(path, "new line 3\n");
+  got = follower.poll();
+  EXPECT_FALSE(got.restarted);
+  EXPECT_EQ(got.lines, "new line 3\n");
+}
+
 TEST(FileFollower, ReplacedFileIsReadFromItsStart) {
   TempDir dir;
   const std::string path = dir.write("log", "old line\n");
