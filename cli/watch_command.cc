@@ -92,8 +92,10 @@ std::string default_run_name(const std::vector<std::string>& paths) {
 int final_pass(const WatchOptions& options) {
   const std::vector<InputFile> inputs = find_inputs(options.paths);
   LoadOptions load;
-  load.pipeline.stages_label = "--stages";
-  load.pipeline.stages_advice = "pass --stages auto or --stages MAP";
+  // watch takes no stage map: its advice points at analyze, which does.
+  load.pipeline.stages_label = "stage map";
+  load.pipeline.stages_advice =
+      "analyse the finished folder with analyze --stages auto or --stages MAP";
   LoadedRun loaded = load_run(inputs, load);
   if (loaded.run.job_count() == 0) {
     fmt::print(stderr,
