@@ -24,6 +24,12 @@ const Dependency* dependency_of(const std::vector<Dependency>& deps, JobRef job)
   return &*it;
 }
 
+/// Whether `job` is a send/recv (comm) job.
+bool is_comm(const Run& run, const std::vector<JobRole>& roles, JobRef job) {
+  const TypeId t = run.devices[job.device].jobs[job.job].type;
+  return t < roles.size() && roles[t].role == PipelineRole::comm;
+}
+
 /// The cross-stage input of `job`: its own dependency's producer, or for a
 /// blocking recv (a run of comm jobs) just before a job with one, that
 /// producer: the recv waits for the same data. Looked up per hop of a path
@@ -31,17 +37,12 @@ const Dependency* dependency_of(const std::vector<Dependency>& deps, JobRef job)
 std::optional<JobRef> producer_of(const Run& run, const std::vector<Dependency>& deps,
                                   const std::vector<JobRole>& roles, JobRef job) {
   const auto& jobs = run.devices[job.device].jobs;
-  const auto is_comm = [&](std::size_t i) {
-    const TypeId t = jobs[i].type;
-    return t < roles.size() && roles[t].role == PipelineRole::comm;
-  };
   if (const Dependency* own = dependency_of(deps, job)) return own->producer;
-  if (!is_comm(job.job)) return std::nullopt;
+  if (!is_comm(run, roles, job)) return std::nullopt;
   for (std::size_t k = job.job + 1; k < jobs.size(); ++k) {
-    if (const Dependency* next = dependency_of(deps, {job.device, static_cast<std::uint32_t>(k)})) {
-      return next->producer;
-    }
-    if (!is_comm(k)) break;
+    const JobRef next{job.device, static_cast<std::uint32_t>(k)};
+    if (const Dependency* dep = dependency_of(deps, next)) return dep->producer;
+    if (!is_comm(run, roles, next)) break;
   }
   return std::nullopt;
 }
@@ -71,10 +72,6 @@ std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
 
   const std::size_t p = stages.stage_count();
   auto job_of = [&](JobRef r) -> const Job& { return run.devices[r.device].jobs[r.job]; };
-  auto is_comm = [&](JobRef r) {
-    const TypeId t = job_of(r).type;
-    return t < roles.size() && roles[t].role == PipelineRole::comm;
-  };
   for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
     if (!last[k] || metrics.steps[k].window_ns() <= 0) continue;
     CriticalPath path;
@@ -128,7 +125,7 @@ std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
       if (i > 0) {
         const std::int64_t input_end = job_of(chain[i - 1].first).end_ns;
         const bool waited_on_input = chain[i - 1].second;
-        if (waited_on_input && is_comm(r) && on_path_from < input_end) {
+        if (waited_on_input && is_comm(run, roles, r) && on_path_from < input_end) {
           on_path_from = std::min(input_end, job.end_ns);
         }
         entry.wait_ns = on_path_from - input_end;

@@ -18,16 +18,24 @@ StagePlacement detected_placement(const ScheduleReport& schedule) {
   return schedule_entry(*d.id).placement;
 }
 
+/// The stage map, roles, detected schedule and the dependencies it implies:
+/// what clock correction and the rest of the analysis start from.
+PipelineAnalysis with_dependencies(const Run& run, const Metrics& metrics,
+                                   const PipelineOptions& options) {
+  PipelineAnalysis a;
+  a.stages = resolve_stage_map(run, options.stages, options.stages_label);
+  a.roles = classify_job_roles(run.types);
+  a.schedule = detect_run_schedule(run, metrics, a.stages, a.roles);
+  a.dependencies = find_dependencies(run, metrics.job_step, a.stages, a.roles,
+                                     detected_placement(a.schedule));
+  return a;
+}
+
 }  // namespace
 
 ClockReport correct_run_clocks(Run& run, const PipelineOptions& options) {
-  const StageMap stages = resolve_stage_map(run, options.stages, options.stages_label);
-  const std::vector<JobRole> roles = classify_job_roles(run.types);
   const Metrics metrics = compute_metrics(run);
-  const StagePlacement placement =
-      detected_placement(detect_run_schedule(run, metrics, stages, roles));
-  return correct_clocks(run, find_dependencies(run, metrics.job_step, stages, roles, placement),
-                        options.clock);
+  return correct_clocks(run, with_dependencies(run, metrics, options).dependencies, options.clock);
 }
 
 namespace {
@@ -109,26 +117,16 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
 
 PipelineAnalysis analyze_pipeline(const Run& run, const Metrics& metrics,
                                   const PipelineOptions& options, ClockReport clock) {
-  PipelineAnalysis a;
-  a.stages = resolve_stage_map(run, options.stages, options.stages_label);
-  a.roles = classify_job_roles(run.types);
-  a.schedule = detect_run_schedule(run, metrics, a.stages, a.roles);
-  a.dependencies = find_dependencies(run, metrics.job_step, a.stages, a.roles,
-                                     detected_placement(a.schedule));
-  return assemble(run, metrics, options, std::move(a), std::move(clock));
+  return assemble(run, metrics, options, with_dependencies(run, metrics, options),
+                  std::move(clock));
 }
 
 AnalyzedRun analyze_run(Run& run, const PipelineOptions& options) {
-  PipelineAnalysis a;
-  a.stages = resolve_stage_map(run, options.stages, options.stages_label);
-  a.roles = classify_job_roles(run.types);
   // The steps (and so the dependencies) follow each device's job order,
   // which a machine's clock offset does not change; only the step windows
   // move, so the metrics are recomputed when offsets were applied.
   Metrics metrics = compute_metrics(run);
-  a.schedule = detect_run_schedule(run, metrics, a.stages, a.roles);
-  a.dependencies = find_dependencies(run, metrics.job_step, a.stages, a.roles,
-                                     detected_placement(a.schedule));
+  PipelineAnalysis a = with_dependencies(run, metrics, options);
   ClockReport clock = correct_clocks(run, a.dependencies, options.clock);
   if (clock.applied) {
     metrics = compute_metrics(run);

@@ -406,35 +406,25 @@ bool trace_json_content(std::string_view bytes) {
 
 namespace {
 
-/// Reads `path` through the tokenizer, chunk by chunk, until the end or
-/// until `stop` says so. Returns the stream's error (compressed data), if any.
-std::string pump(const std::string& path, TraceEventTokenizer& tokenizer,
-                 const std::function<bool()>& stop, std::uint64_t& compressed_unused,
-                 bool& unreadable) {
-  (void)compressed_unused;
-  std::unique_ptr<ByteStream> stream;
+/// Feeds the head of `path` to the tokenizer until `stop` says so (or the
+/// file ends, or cannot be read: the head is then simply not found).
+void read_head(const std::string& path, TraceEventTokenizer& tokenizer,
+               const std::function<bool()>& stop) {
   try {
-    stream = open_byte_stream(path);
-  } catch (const std::system_error& e) {
-    unreadable = true;
-    return e.what();
-  }
-  // Only the head before the events is wanted: a small buffer, zeroed fast.
-  constexpr std::size_t kHeadReadBytes = std::size_t{256} << 10;
-  std::vector<char> buffer(kHeadReadBytes + TraceEventTokenizer::kPadding);
-  try {
+    const std::unique_ptr<ByteStream> stream = open_byte_stream(path);
+    // Only the head before the events is wanted: a small buffer, zeroed fast.
+    constexpr std::size_t kHeadReadBytes = std::size_t{256} << 10;
+    std::vector<char> buffer(kHeadReadBytes + TraceEventTokenizer::kPadding);
     for (;;) {
       const std::size_t n = stream->read(buffer.data(), kHeadReadBytes);
-      if (n == 0) break;
+      if (n == 0) return;
       std::fill_n(buffer.data() + n, TraceEventTokenizer::kPadding, ' ');
       tokenizer.feed(buffer.data(), n);
-      if (!tokenizer.error().empty() || (stop && stop())) return {};
+      if (!tokenizer.error().empty() || stop()) return;
     }
-  } catch (const std::system_error& e) {
-    unreadable = true;
-    return e.what();
+  } catch (const std::system_error&) {
+    // Unreadable: the reader reports it when it reads the file.
   }
-  return stream->error();
 }
 
 }  // namespace
@@ -453,11 +443,7 @@ std::optional<int> torch_trace_rank(const std::string& path) {
           rank = static_cast<int>(r);
         }
       });
-  std::uint64_t unused = 0;
-  bool unreadable = false;
-  pump(
-      path, tokenizer, [&] { return rank.has_value() || tokenizer.in_events(); }, unused,
-      unreadable);
+  read_head(path, tokenizer, [&] { return rank.has_value() || tokenizer.in_events(); });
   return rank;
 }
 
