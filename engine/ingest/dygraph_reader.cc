@@ -423,13 +423,7 @@ std::vector<FileResult> read_dygraph_records(const std::vector<InputFile>& files
     pipelines = std::max(pipelines, places.size());
   }
   const std::size_t chosen = static_cast<std::size_t>(std::max(options.pipeline.value_or(0), 0));
-  if (options.pipeline && chosen >= std::max<std::size_t>(pipelines, 1)) {
-    throw InputError(
-        fmt::format("pipeline {} asked for, but the dygraph records hold {} "
-                    "pipeline{} ({})",
-                    chosen, pipelines, pipelines == 1 ? "" : "s",
-                    pipelines <= 1 ? std::string("0") : fmt::format("0-{}", pipelines - 1)));
-  }
+  check_pipeline_choice(options, pipelines, "the dygraph records");
 
   std::vector<FileResult> results(files.size());
   std::vector<bool> placed(files.size(), false);

@@ -1,15 +1,29 @@
 #include "ingest/ingest.h"
 
+#include <fmt/core.h>
 #include <tbb/global_control.h>
 #include <tbb/info.h>
 #include <tbb/task_group.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "ingest/input_formats.h"
 #include "ingest/run_merge.h"
+#include "model/errors.h"
 
 namespace pipescope {
+
+void check_pipeline_choice(const IngestOptions& options, std::size_t pipelines,
+                           std::string_view what) {
+  if (!options.pipeline) return;
+  const auto chosen = static_cast<std::size_t>(std::max(*options.pipeline, 0));
+  if (chosen < std::max<std::size_t>(pipelines, 1)) return;
+  throw InputError(fmt::format("pipeline {} asked for, but {} hold {} pipeline{} ({})", chosen,
+                               what, pipelines, pipelines == 1 ? "" : "s",
+                               pipelines <= 1 ? std::string("0")
+                                              : fmt::format("0-{}", pipelines - 1)));
+}
 
 ProgressMeter::ProgressMeter(const std::vector<InputFile>& inputs, const IngestOptions& options)
     : callback_(options.on_progress) {

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ingest/discovery.h"
@@ -38,8 +39,9 @@ struct IngestOptions {
   ReadLimits limits;
   /// Diagnostics kept per input file (the counts are always complete).
   std::size_t diagnostics_per_file = 5;
-  /// Paddle dygraph records of several pipelines (data-parallel replicas):
-  /// which one to analyse (ingest/dygraph_reader.h); unset: pipeline 0.
+  /// Paddle dygraph records or PyTorch traces of several pipelines
+  /// (data-parallel replicas): which one to analyse (dygraph_reader.h,
+  /// torch_trace_reader.h); unset: pipeline 0.
   std::optional<int> pipeline;
   /// How the caller lets a person choose the pipeline, for the note that lists
   /// the others (analysis and ingest never name command-line flags).
@@ -52,6 +54,11 @@ struct IngestOptions {
   std::string job_pattern;
   std::string job_kinds;
 };
+
+/// Throws the InputError for IngestOptions::pipeline naming a pipeline the
+/// inputs (`what`: "the traces", ...) do not hold, if it does.
+void check_pipeline_choice(const IngestOptions& options, std::size_t pipelines,
+                           std::string_view what);
 
 /// Progress shared by the readers running side by side: each reports what it
 /// read, the callback sees the sums.

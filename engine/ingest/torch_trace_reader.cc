@@ -1138,12 +1138,7 @@ void keep_one_pipeline(const std::vector<InputFile>& files,
   std::size_t pipelines = 0;
   for (const auto& [stage, traces] : by_stage) pipelines = std::max(pipelines, traces.size());
   const std::size_t chosen = static_cast<std::size_t>(std::max(options.pipeline.value_or(0), 0));
-  if (options.pipeline && chosen >= std::max<std::size_t>(pipelines, 1)) {
-    throw InputError(fmt::format(
-        "pipeline {} asked for, but the traces hold {} pipeline{} ({})", chosen, pipelines,
-        pipelines == 1 ? "" : "s",
-        pipelines <= 1 ? std::string("0") : fmt::format("0-{}", pipelines - 1)));
-  }
+  check_pipeline_choice(options, pipelines, "the traces");
   if (pipelines <= 1) return;
   if (!options.pipeline) {
     std::string shared;
