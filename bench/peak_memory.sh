@@ -30,9 +30,9 @@ python3 - "$peak_anon" "$hwm" "$jobs" <<'PY'
 import sys
 anon_kb, hwm_kb, jobs = (int(x) for x in sys.argv[1:])
 anon = anon_kb * 1024
-budget = 64 * 2**20 + 64 * jobs
+budget = 64 * 2**20 + 48 * jobs
 per_job = (anon - 64 * 2**20) / jobs if jobs else float("nan")
 print(f"peak RssAnon {anon / 2**20:.1f} MiB, VmHWM {hwm_kb / 1024:.1f} MiB, {jobs} jobs; "
-      f"budget 64 MiB + 64 B/job = {budget / 2**20:.1f} MiB: "
+      f"budget 64 MiB + 48 B/job = {budget / 2**20:.1f} MiB: "
       f"{'within' if anon <= budget else 'OVER'} ({per_job:.1f} B/job above 64 MiB)")
 PY

@@ -25,6 +25,7 @@ packages=(
   libprotobuf-dev protobuf-compiler  # trace.pftrace (Perfetto protobuf)
   libopenmpi-dev openmpi-bin  # analyze --mpi and its mpirun tests
   chromium  # headless, renders the HTML report in its tests
+  ripgrep bc  # bench/throughput.sh: the `rg -c` baseline, and its arithmetic
 )
 # Installed by `test` when missing, without failing it when they cannot be:
 # the test that needs them then says it was skipped and why.
