@@ -3,7 +3,6 @@
 // re-analysed at memory speed with `pipescope analyze DIR`.
 #include <fmt/core.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "command.h"
+#include "run_inputs.h"
 #include "export/ivl_export.h"
 #include "load/load_run.h"
 
@@ -29,27 +29,11 @@ struct ConvertOptions {
   bool allow_missing = false;
 };
 
-fs::path resolved(const fs::path& path) {
-  std::error_code ec;
-  fs::path result = fs::weakly_canonical(fs::absolute(path), ec);
-  return ec ? fs::absolute(path) : result;
-}
-
 /// The output folder must not lie inside an input folder (a later analyze
 /// of that folder would read every device twice) and must be empty unless
 /// --force. Checked before the inputs are read; nothing is written.
 void check_output(const ConvertOptions& o) {
-  const fs::path out = resolved(o.output_dir);
-  for (const auto& input : o.paths) {
-    std::error_code ec;
-    if (!fs::is_directory(input, ec)) continue;
-    const fs::path in = resolved(input);
-    auto [i, _] = std::mismatch(in.begin(), in.end(), out.begin(), out.end());
-    if (i == in.end()) {
-      throw InputError(
-          fmt::format("output folder {} is inside input folder {}", out.string(), input));
-    }
-  }
+  refuse_output_inside_inputs(o.output_dir, o.paths);
   std::error_code ec;
   if (fs::exists(o.output_dir, ec) && !fs::is_empty(o.output_dir, ec) && !o.force) {
     throw InputError(fmt::format(
