@@ -55,7 +55,7 @@ inline constexpr std::uint64_t kPowers[] = {1ull,
                                             1000000000000000000ull,
                                             10000000000000000000ull};
 
-inline void put_pair(char* out, std::uint64_t two_digits) {
+inline void put_pair(char* out, std::uint32_t two_digits) {
   std::memcpy(out, kPairs + 2 * two_digits, 2);
 }
 
@@ -70,18 +70,35 @@ inline unsigned decimal_digit_count(std::uint64_t v) {
 
 /// Writes `v` (kMaxDecimalChars at most).
 inline char* write_decimal(char* out, std::uint64_t v) {
-  const unsigned n = decimal_digit_count(v);
-  char* const end = out + n;
-  char* p = end;
-  while (v >= 100) {
-    p -= 2;
-    decimal_detail::put_pair(p, v % 100);
-    v /= 100;
+  if (v < 10) {
+    *out = static_cast<char>('0' + v);
+    return out + 1;
   }
-  if (v >= 10) {
-    decimal_detail::put_pair(p - 2, v);
+  char* const end = out + decimal_digit_count(v);
+  char* p = end;
+  // Eight digits at a time in 32-bit arithmetic, their four pairs independent
+  // of one another; then pairs.
+  while (v >= 100000000) {
+    const auto block = static_cast<std::uint32_t>(v % 100000000);
+    v /= 100000000;
+    const std::uint32_t high = block / 10000;
+    const std::uint32_t low = block % 10000;
+    p -= 8;
+    decimal_detail::put_pair(p, high / 100);
+    decimal_detail::put_pair(p + 2, high % 100);
+    decimal_detail::put_pair(p + 4, low / 100);
+    decimal_detail::put_pair(p + 6, low % 100);
+  }
+  auto rest = static_cast<std::uint32_t>(v);
+  while (rest >= 100) {
+    p -= 2;
+    decimal_detail::put_pair(p, rest % 100);
+    rest /= 100;
+  }
+  if (rest >= 10) {
+    decimal_detail::put_pair(p - 2, rest);
   } else {
-    p[-1] = static_cast<char>('0' + v);
+    p[-1] = static_cast<char>('0' + rest);
   }
   return end;
 }
