@@ -6,14 +6,18 @@
 // the run does not have, negative and extreme ids, micro-batches and times,
 // overlapping jobs on extra lanes, a step selection, flows.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <csignal>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <set>
-#include <tuple>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <tuple>
 #include <vector>
 
 #include "analysis/job_kind.h"
@@ -357,6 +361,52 @@ TEST(TraceParallel, PipelineTracesWithFlowsAreTheSameOnAnyThreadCount) {
     for (const unsigned threads : {2u, 5u}) {
       EXPECT_EQ(write_json(run, metrics, options, threads), json) << threads << " threads";
       EXPECT_EQ(write_pftrace(run, metrics, options, threads), pftrace) << threads << " threads";
+    }
+  }
+}
+
+// A write that fails while pieces are in flight (past RLIMIT_FSIZE: EFBIG,
+// even as root) reaches the caller as the one-thread writer's error, and the
+// old file stays where it was with no temporary file beside it.
+TEST(TraceParallel, WriteErrorReachesTheCallerAndKeepsTheOldFile) {
+  const pipescope::Run run = edge_run();
+  const Metrics metrics = compute_metrics(run);
+  for (const unsigned threads : {1u, 4u}) {
+    for (const bool perfetto : {false, true}) {
+      SCOPED_TRACE(fmt::format("{} threads, {}", threads, perfetto ? "pftrace" : "json"));
+      TempDir dir;
+      const std::string path = dir / (perfetto ? "trace.pftrace" : "trace.json");
+      TempDir::write_to(path, "old");
+      struct sigaction ignore {};
+      struct sigaction previous {};
+      ignore.sa_handler = SIG_IGN;
+      ASSERT_EQ(::sigaction(SIGXFSZ, &ignore, &previous), 0);
+      rlimit saved{};
+      ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+      rlimit small = saved;
+      small.rlim_cur = 200 << 10;  // the traces are about 2 MB and 1 MB
+      ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+      std::string message;
+      try {
+        TraceOptions options;
+        options.threads = threads;
+        if (perfetto) {
+          write_perfetto_trace(run, metrics, options, path);
+        } else {
+          write_chrome_trace(run, metrics, options, path);
+        }
+      } catch (const std::system_error& e) {
+        message = e.what();
+      }
+      ::setrlimit(RLIMIT_FSIZE, &saved);
+      ::sigaction(SIGXFSZ, &previous, nullptr);
+      EXPECT_EQ(message, "cannot write " + path + ": File too large");
+      EXPECT_EQ(read_file(path), "old");
+      std::size_t entries = 0;
+      for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+        ++entries;
+      }
+      EXPECT_EQ(entries, 1u);
     }
   }
 }
