@@ -223,6 +223,7 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
     trace.pipeline = &analysis;
     trace.flows = options.flows;
     trace.steps = std::move(steps);
+    trace.threads = options.threads;  // -j: the writers format events on this many threads
     if (!options.no_trace) {
       write_chrome_trace(run, metrics, trace, (out / "trace.json").string());
       written.push_back((out / "trace.json").string());

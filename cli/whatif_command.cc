@@ -221,8 +221,9 @@ int run_whatif(const WhatifOptions& options) {
     write_whatif_json(in, predictions, replay, (out / "whatif.json").string());
     written.push_back((out / "whatif.json").string());
     if (single) {
-      write_chrome_trace(single->run, single->metrics, TraceOptions{},
-                         (out / "whatif-trace.json").string());
+      TraceOptions trace;
+      trace.threads = options.threads;
+      write_chrome_trace(single->run, single->metrics, trace, (out / "whatif-trace.json").string());
       written.push_back((out / "whatif-trace.json").string());
     }
   }

@@ -21,6 +21,15 @@ void AtomicFile::append(std::string_view bytes) {
   buffer_.append(bytes.data(), bytes.data() + bytes.size());
 }
 
+void AtomicFile::write_through(std::string_view bytes) {
+  if (bytes.size() < kDirectBytes) {
+    append(bytes);
+    return;
+  }
+  flush();
+  output_.write(bytes.data(), bytes.size());
+}
+
 void AtomicFile::flush() {
   if (buffer_.size() == 0) return;
   output_.write(buffer_.data(), buffer_.size());

@@ -46,6 +46,11 @@ class AtomicFile {
     flush_if_full();
   }
 
+  /// Appends `bytes` like append(), but a piece of kDirectBytes or more is
+  /// written straight to the file after the buffered bytes, without a copy.
+  void write_through(std::string_view bytes);
+  static constexpr std::size_t kDirectBytes = std::size_t{64} << 10;
+
   /// The pending bytes; format into it directly, then call flush_if_full().
   fmt::memory_buffer& buffer() { return buffer_; }
   /// Writes the buffer out once it holds a whole block.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -11,7 +12,9 @@
 #include "analysis/bubbles.h"
 #include "analysis/job_kind.h"
 #include "export/atomic_file.h"
+#include "export/decimal_text.h"
 #include "export/json_writer.h"
+#include "export/ordered_writer.h"
 #include "export/trace_content.h"
 #include "export/trace_layout.h"
 #include "version.h"
@@ -131,6 +134,137 @@ class EventWriter {
   fmt::memory_buffer scratch_;
 };
 
+// ,"pid":P,"tid":T of each lane of the layout, as the JsonWriter writes them.
+std::vector<std::string> lane_texts(const TraceLayout& layout) {
+  std::vector<std::string> lanes;
+  for (const TraceThread& thread : layout.threads()) {
+    lanes.push_back(fmt::format(",\"pid\":{},\"tid\":{}", thread.pid, thread.tid));
+  }
+  return lanes;
+}
+
+// Jobs per piece of the parallel writer: a piece's text (about 200 bytes a
+// job) stays well under a MiB, and pieces are many more than threads.
+constexpr std::size_t kJobsPerPiece = 4096;
+
+template <std::size_t N>
+char* put(char* out, const char (&literal)[N]) {
+  std::memcpy(out, literal, N - 1);
+  return out + N - 1;
+}
+
+char* put(char* out, std::string_view text) {
+  std::memcpy(out, text.data(), text.size());
+  return out + text.size();
+}
+
+std::string json_string(std::string_view text) {
+  fmt::memory_buffer out;
+  append_json_string(out, text);
+  return fmt::to_string(out);
+}
+
+// The job events, the bulk of a trace, as text: each ",\n{...}" exactly as
+// EventWriter::begin_slice and JsonWriter write it in the traceEvents array
+// (after its first element), assembled from pieces made once per job type
+// and per lane, with the numbers written by decimal_text.h. const: pieces
+// are formatted on several threads at once.
+class JobEventText {
+ public:
+  JobEventText(const Run& run, const Metrics& metrics, const TraceOptions& options,
+               const TraceLayout& layout, const std::vector<std::string>& lanes,
+               std::int64_t origin_ns)
+      : run_(run),
+        metrics_(metrics),
+        options_(options),
+        layout_(layout),
+        lanes_(lanes),
+        origin_ns_(origin_ns) {
+    const TraceJobKinds kinds(run);
+    std::size_t longest = 0;
+    // One more than the run's types: jobs of a type id it does not have.
+    for (TypeId type = 0; type <= run.types.size(); ++type) {
+      Job job;
+      job.type = type;
+      const JobKind kind = kinds.of(job);
+      std::string name;
+      trace_job_name(run, job, name);  // "TYPE mb0"
+      // "TYPE mb" quoted, without its closing quote: the micro-batch digits
+      // follow. The digits are ASCII, so the type's bytes are escaped the same
+      // with or without them (an unfinished UTF-8 sequence ends either way).
+      name.pop_back();
+      std::string head = json_string(name);
+      head.pop_back();
+      TypeText text;
+      text.head = ",\n{\"name\":" + head;
+      text.middle = "\",\"cat\":" + json_string(job_kind_name(kind)) + ",\"ph\":\"X\",\"ts\":";
+      text.tail = ",\"cname\":" + json_string(kind_colour(kind)) + ",\"args\":{\"job_id\":";
+      longest = std::max(longest, text.head.size() + text.middle.size() + text.tail.size());
+      types_.push_back(std::move(text));
+    }
+    std::size_t longest_lane = 0;
+    for (const std::string& lane : lanes_) longest_lane = std::max(longest_lane, lane.size());
+    // The pieces above, the literals below (under 128 bytes) and the numbers.
+    max_event_bytes_ = longest + longest_lane + 128 + 2 * kMaxNsAsUsChars + 6 * kMaxDecimalChars;
+  }
+
+  // Appends the events of the selected jobs of `range`.
+  void format(const TraceJobRange& range, fmt::memory_buffer& out) const {
+    const std::size_t d = range.device;
+    const JobVector& jobs = run_.devices[d].jobs;
+    const bool covered = d < metrics_.job_step.size() && metrics_.job_step[d].size() == jobs.size();
+    const std::size_t unknown = run_.types.size();
+    for (std::size_t i = range.begin; i < range.end; ++i) {
+      const std::int32_t k = covered ? metrics_.job_step[d][i] : -1;
+      if (!options_.steps.contains(k)) continue;
+      const Job& job = jobs[i];
+      const TypeText& type = types_[job.type < unknown ? job.type : unknown];
+      const std::size_t old = out.size();
+      out.resize(old + max_event_bytes_);
+      char* p = out.data() + old;
+      p = put(p, type.head);
+      p = write_decimal(p, job.micro_batch);
+      p = put(p, type.middle);
+      p = write_ns_as_us(p, ns_since(job.start_ns, origin_ns_));
+      p = put(p, ",\"dur\":");
+      p = write_ns_as_us(p, job.duration_ns());
+      p = put(p, lanes_[layout_.job_lane(d, i)]);
+      p = put(p, type.tail);
+      p = write_decimal(p, job.job_id);
+      p = put(p, ",\"micro_batch\":");
+      p = write_decimal(p, job.micro_batch);
+      p = put(p, ",\"step\":");
+      if (k >= 0 && static_cast<std::size_t>(k) < metrics_.steps.size()) {
+        p = write_decimal(p, metrics_.steps[static_cast<std::size_t>(k)].step);
+      } else {
+        p = put(p, "null");
+      }
+      p = put(p, ",\"duration_ns\":");
+      p = write_decimal(p, job.duration_ns());
+      p = put(p, ",\"line\":");
+      p = write_decimal(p, job.line);
+      p = put(p, "}}");
+      out.resize(static_cast<std::size_t>(p - out.data()));
+    }
+  }
+
+ private:
+  struct TypeText {
+    std::string head;    // ,\n{"name":"TYPE mb
+    std::string middle;  // ","cat":"KIND","ph":"X","ts":
+    std::string tail;    // ,"cname":"COLOUR","args":{"job_id":
+  };
+
+  const Run& run_;
+  const Metrics& metrics_;
+  const TraceOptions& options_;
+  const TraceLayout& layout_;
+  const std::vector<std::string>& lanes_;
+  const std::int64_t origin_ns_;
+  std::vector<TypeText> types_;  // by type id, then unknown types
+  std::size_t max_event_bytes_ = 0;
+};
+
 // The trace section by section: metadata (processes and threads), steps,
 // bubble-ratio counters, jobs, bubbles, flows; then the trailer.
 class ChromeWriter {
@@ -144,6 +278,8 @@ class ChromeWriter {
                        ? 0
                        : earliest_selected_start(run, metrics, options.steps).value_or(0)),
         layout_(run, options.pipeline != nullptr),
+        lanes_(lane_texts(layout_)),
+        file_(file),
         out_(file, origin_ns_),
         w_(out_.json()) {}
 
@@ -201,43 +337,52 @@ class ChromeWriter {
     }
   }
 
+  // In parallel, pieces of devices' jobs written in order (ordered_writer.h),
+  // straight after what the JsonWriter has written: the array is not empty
+  // (the Steps metadata comes first), so every event starts with ",\n".
   void write_jobs() {
-    const TraceJobKinds kinds(run_);
-    std::string name;
-    for (std::size_t d = 0; d < run_.devices.size(); ++d) {
-      const Device& device = run_.devices[d];
-      for (std::size_t i = 0; i < device.jobs.size(); ++i) {
-        const std::int32_t k = trace_job_step(run_, metrics_, d, i);
-        if (!selected(k)) continue;
-        const Job& job = device.jobs[i];
-        const JobKind kind = kinds.of(job);
-        trace_job_name(run_, job, name);
-        out_.begin_slice(name, job_kind_name(kind), job.start_ns, job.duration_ns(),
-                         layout_.thread(layout_.job_lane(d, i)), kind_colour(kind));
-        w_.field("job_id", job.job_id);
-        w_.field("micro_batch", job.micro_batch);
-        w_.key("step");
-        if (k >= 0 && static_cast<std::size_t>(k) < metrics_.steps.size()) {
-          w_.value(metrics_.steps[static_cast<std::size_t>(k)].step);
-        } else {
-          w_.null();
-        }
-        w_.field("duration_ns", job.duration_ns());
-        w_.field("line", job.line);
-        out_.end_event();
-      }
-    }
+    const JobEventText text(run_, metrics_, options_, layout_, lanes_, origin_ns_);
+    const std::vector<TraceJobRange> pieces = trace_job_pieces(run_, kJobsPerPiece);
+    write_in_order(file_, pieces.size(), options_.threads,
+                   [&](std::size_t k, fmt::memory_buffer& out) { text.format(pieces[k], out); });
   }
 
+  // By hand like the jobs, straight into the file's buffer.
   void write_bubbles() {
+    std::array<std::string, 3> heads;  // ,\n{"name":"KIND","cat":"bubble","ph":"X","ts":
+    std::array<std::string, 3> tails;  // ,"cname":"COLOUR","args":{"step":
+    std::size_t longest = 0;
+    for (const BubbleKind kind : {BubbleKind::fill, BubbleKind::interior, BubbleKind::drain}) {
+      const auto k = static_cast<std::size_t>(kind);
+      heads[k] = ",\n{\"name\":" + json_string(bubble_kind_name(kind)) +
+                 ",\"cat\":\"bubble\",\"ph\":\"X\",\"ts\":";
+      tails[k] = ",\"cname\":" + json_string(kBubbleColours[k]) + ",\"args\":{\"step\":";
+      longest = std::max(longest, heads[k].size() + tails[k].size());
+    }
+    std::size_t longest_lane = 0;
+    for (const std::string& lane : lanes_) longest_lane = std::max(longest_lane, lane.size());
+    // The pieces, the literals below (under 64 bytes) and the numbers.
+    const std::size_t max_bytes =
+        longest + longest_lane + 64 + 2 * kMaxNsAsUsChars + 2 * kMaxDecimalChars;
+    fmt::memory_buffer& out = file_.buffer();
     for_each_bubble(run_, metrics_, [&](const Bubble& bubble) {
       if (!selected(static_cast<std::int64_t>(bubble.step))) return;
-      out_.begin_slice(bubble_kind_name(bubble.kind), "bubble", bubble.start_ns, bubble.length_ns(),
-                       layout_.thread(layout_.bubble_lane(bubble.device)),
-                       kBubbleColours[static_cast<std::size_t>(bubble.kind)]);
-      w_.field("step", metrics_.steps[bubble.step].step);
-      w_.field("length_ns", bubble.length_ns());
-      out_.end_event();
+      const auto k = static_cast<std::size_t>(bubble.kind);
+      const std::size_t old = out.size();
+      out.resize(old + max_bytes);
+      char* p = out.data() + old;
+      p = put(p, heads[k]);
+      p = write_ns_as_us(p, ns_since(bubble.start_ns, origin_ns_));
+      p = put(p, ",\"dur\":");
+      p = write_ns_as_us(p, bubble.length_ns());
+      p = put(p, lanes_[layout_.bubble_lane(bubble.device)]);
+      p = put(p, tails[k]);
+      p = write_decimal(p, metrics_.steps[bubble.step].step);
+      p = put(p, ",\"length_ns\":");
+      p = write_decimal(p, bubble.length_ns());
+      p = put(p, "}}");
+      out.resize(static_cast<std::size_t>(p - out.data()));
+      file_.flush_if_full();
     });
   }
 
@@ -293,6 +438,8 @@ class ChromeWriter {
   const TraceOptions& options_;
   const std::int64_t origin_ns_;
   const TraceLayout layout_;
+  const std::vector<std::string> lanes_;  // lane_texts(layout_)
+  AtomicFile& file_;
   EventWriter out_;
   JsonWriter& w_;
 };
@@ -300,18 +447,8 @@ class ChromeWriter {
 }  // namespace
 
 void append_ns_as_us(fmt::memory_buffer& out, std::int64_t ns) {
-  // Magnitude in unsigned arithmetic so INT64_MIN has one too.
-  const bool negative = ns < 0;
-  const std::uint64_t magnitude =
-      negative ? std::uint64_t{0} - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
-  if (negative) out.push_back('-');
-  const fmt::format_int whole(magnitude / 1000);
-  out.append(whole.data(), whole.data() + whole.size());
-  const auto frac = static_cast<unsigned>(magnitude % 1000);
-  const char digits[4] = {'.', static_cast<char>('0' + frac / 100),
-                          static_cast<char>('0' + frac / 10 % 10),
-                          static_cast<char>('0' + frac % 10)};
-  out.append(digits, digits + 4);
+  char text[kMaxNsAsUsChars];
+  out.append(text, write_ns_as_us(text, ns));
 }
 
 void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,

@@ -34,6 +34,9 @@ struct TraceOptions {
   /// outside any step are left out of a selection. Time zero is then the
   /// earliest selected job.
   StepSelection steps{};
+  /// Worker threads that format the events (0: one per core). The bytes
+  /// written do not depend on it.
+  unsigned threads = 0;
 };
 
 /// Writes the trace to `path` atomically. The folder must exist. Throws

@@ -15,7 +15,9 @@
 #include "analysis/job_kind.h"
 #include "analysis/pipeline.h"
 #include "export/atomic_file.h"
+#include "export/ordered_writer.h"
 #include "export/perfetto/perfetto_trace.pb.h"
+#include "export/perfetto_wire.h"
 #include "export/trace_content.h"
 #include "export/trace_layout.h"
 
@@ -142,6 +144,265 @@ struct FlowMark {
   bool terminating = false;
 };
 
+// ---- Packets written by hand (perfetto_wire.h), in the bytes libprotobuf
+// writes for the same messages: fields in number order, as TracePacket,
+// TrackEvent, DebugAnnotation and InternedData of perfetto_trace.proto number
+// them. The tests re-serialize written files with libprotobuf to check.
+
+// An END packet: Trace.packet tag and length, timestamp, sequence id, a
+// track event of type and track, sequence flags.
+constexpr std::size_t kMaxEndPacketBytes =
+    2 + (1 + wire::kMaxVarintBytes) + 2 + 2 + 2 + (1 + wire::kMaxVarintBytes) + 2;
+
+char* put_varint_field(char* out, std::uint32_t field, std::uint64_t value) {
+  out = wire::put_tag(out, field, wire::kVarint);
+  return wire::put_varint(out, value);
+}
+
+char* put_fixed64_field(char* out, std::uint32_t field, std::uint64_t value) {
+  out = wire::put_tag(out, field, wire::kFixed64);
+  return wire::put_fixed64(out, value);
+}
+
+// A DebugAnnotation {name_iid, int_value} (add_int_arg).
+char* put_int_arg(char* out, ArgName name, std::int64_t value) {
+  const auto v = static_cast<std::uint64_t>(value);
+  out = wire::put_tag(out, pb::TrackEvent::kDebugAnnotationsFieldNumber, wire::kLengthDelimited);
+  out = wire::put_varint(out, 1 + wire::varint_size(name) + 1 + wire::varint_size(v));
+  out = put_varint_field(out, pb::DebugAnnotation::kNameIidFieldNumber, name);
+  return put_varint_field(out, pb::DebugAnnotation::kIntValueFieldNumber, v);
+}
+
+// Trace.packet's tag and length, then the packet's timestamp and sequence
+// id (fields 8 and 10, before the track event's 11).
+char* put_packet_head(char* out, std::size_t packet_size, std::uint64_t timestamp) {
+  out = wire::put_tag(out, pb::Trace::kPacketFieldNumber, wire::kLengthDelimited);
+  out = wire::put_varint(out, packet_size);
+  out = put_varint_field(out, pb::TracePacket::kTimestampFieldNumber, timestamp);
+  return put_varint_field(out, pb::TracePacket::kTrustedPacketSequenceIdFieldNumber, kSequenceId);
+}
+
+// Field 13, last: every packet after the first needs the interned names.
+char* put_sequence_flags(char* out) {
+  return put_varint_field(out, pb::TracePacket::kSequenceFlagsFieldNumber,
+                          pb::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
+}
+
+char* put_slice_end(char* out, std::uint64_t timestamp, std::uint64_t track) {
+  const std::size_t event_size = 2 + 1 + wire::varint_size(track);
+  const std::size_t packet_size =
+      1 + wire::varint_size(timestamp) + 2 + 1 + wire::varint_size(event_size) + event_size + 2;
+  out = put_packet_head(out, packet_size, timestamp);
+  out = wire::put_tag(out, pb::TracePacket::kTrackEventFieldNumber, wire::kLengthDelimited);
+  out = wire::put_varint(out, event_size);
+  out = put_varint_field(out, pb::TrackEvent::kTypeFieldNumber, pb::TrackEvent::TYPE_SLICE_END);
+  out = put_varint_field(out, pb::TrackEvent::kTrackUuidFieldNumber, track);
+  return put_sequence_flags(out);
+}
+
+// A BEGIN packet around the TrackEvent fields `event` (written by the
+// caller, up to the track uuid), with no interned data.
+char* put_slice_begin(char* out, std::uint64_t timestamp, std::string_view event) {
+  const std::size_t packet_size =
+      1 + wire::varint_size(timestamp) + 2 + 1 + wire::varint_size(event.size()) + event.size() + 2;
+  out = put_packet_head(out, packet_size, timestamp);
+  out = wire::put_tag(out, pb::TracePacket::kTrackEventFieldNumber, wire::kLengthDelimited);
+  out = wire::put_varint(out, event.size());
+  out = wire::put_bytes(out, event.data(), event.size());
+  return put_sequence_flags(out);
+}
+
+// Jobs per piece of the parallel writer (ordered_writer.h): about 150 bytes
+// of packets a job.
+constexpr std::size_t kJobsPerPiece = 4096;
+
+// Every job's interned name "TYPE mbMB": the next event-name iid where the
+// name first appears in the trace (jobs in device order), defined in the
+// interned data of that job's BEGIN packet. Found in one pass before the
+// jobs are written, so that pieces can be written in parallel.
+class JobNameIids {
+ public:
+  struct Definition {
+    std::size_t device = 0;
+    std::size_t job = 0;
+    std::uint64_t iid = 0;
+    std::string name;
+  };
+
+  JobNameIids(const Run& run, const Metrics& metrics, const StepSelection& steps,
+              std::uint64_t first_iid)
+      : unknown_(run.types.size()), dense_(unknown_ + 1), sparse_(unknown_ + 1) {
+    std::uint64_t next = first_iid;
+    for (std::size_t d = 0; d < run.devices.size(); ++d) {
+      const JobVector& jobs = run.devices[d].jobs;
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        if (!steps.contains(trace_job_step(run, metrics, d, i))) continue;
+        const Job& job = jobs[i];
+        std::uint64_t& iid = slot(job);
+        if (iid != 0) continue;
+        iid = next++;
+        Definition definition{d, i, iid, {}};
+        trace_job_name(run, job, definition.name);
+        definitions_.push_back(std::move(definition));
+      }
+    }
+  }
+
+  /// The iid of a selected job's name.
+  std::uint64_t iid(const Job& job) const {
+    const std::size_t type = job.type < unknown_ ? job.type : unknown_;
+    if (job.micro_batch >= 0 && job.micro_batch < kDense) {
+      const std::vector<std::uint64_t>& dense = dense_[type];
+      const auto mb = static_cast<std::size_t>(job.micro_batch);
+      return mb < dense.size() ? dense[mb] : 0;
+    }
+    const auto found = sparse_[type].find(job.micro_batch);
+    return found != sparse_[type].end() ? found->second : 0;
+  }
+
+  /// In trace order.
+  const std::vector<Definition>& definitions() const { return definitions_; }
+
+ private:
+  // Micro-batches below this are looked up in a table, others in a map.
+  static constexpr std::int64_t kDense = std::int64_t{1} << 16;
+
+  std::uint64_t& slot(const Job& job) {
+    const std::size_t type = job.type < unknown_ ? job.type : unknown_;
+    if (job.micro_batch >= 0 && job.micro_batch < kDense) {
+      std::vector<std::uint64_t>& dense = dense_[type];
+      const auto mb = static_cast<std::size_t>(job.micro_batch);
+      if (mb >= dense.size()) dense.resize(mb + 1, 0);
+      return dense[mb];
+    }
+    return sparse_[type][job.micro_batch];
+  }
+
+  std::size_t unknown_;  // the slot of type ids the run does not have
+  std::vector<std::vector<std::uint64_t>> dense_;
+  std::vector<std::unordered_map<std::int64_t, std::uint64_t>> sparse_;
+  std::vector<Definition> definitions_;
+};
+
+// The packets of the jobs, the bulk of a trace: a BEGIN and an END packet per
+// job, by hand. const: pieces are formatted on several threads at once.
+class JobPackets {
+ public:
+  struct Context {
+    const Run& run;
+    const Metrics& metrics;
+    const StepSelection& steps;
+    const TraceLayout& layout;
+    const TraceJobKinds& kinds;
+    std::int64_t origin_ns;
+    std::uint64_t first_lane_uuid;
+    const JobNameIids& names;
+    const std::vector<FlowMark>& flows;  // by device and job
+  };
+
+  explicit JobPackets(const Context& c) : c_(c) {}
+
+  // Appends the packets of the selected jobs of `range`.
+  void format(const TraceJobRange& range, fmt::memory_buffer& out) const {
+    const std::size_t d = range.device;
+    const JobVector& jobs = c_.run.devices[d].jobs;
+    const bool covered =
+        d < c_.metrics.job_step.size() && c_.metrics.job_step[d].size() == jobs.size();
+    const std::vector<JobNameIids::Definition>& definitions = c_.names.definitions();
+    auto definition = std::lower_bound(
+        definitions.begin(), definitions.end(), std::make_pair(d, range.begin),
+        [](const JobNameIids::Definition& a, const std::pair<std::size_t, std::size_t>& b) {
+          return std::make_pair(a.device, a.job) < b;
+        });
+    auto flow =
+        std::lower_bound(c_.flows.begin(), c_.flows.end(), std::make_pair(d, range.begin),
+                         [](const FlowMark& a, const std::pair<std::size_t, std::size_t>& b) {
+                           return std::make_pair(std::size_t{a.device}, std::size_t{a.job}) < b;
+                         });
+    fmt::memory_buffer event;
+    for (std::size_t i = range.begin; i < range.end; ++i) {
+      const std::int32_t k = covered ? c_.metrics.job_step[d][i] : -1;
+      if (!c_.steps.contains(k)) continue;
+      const Job& job = jobs[i];
+      const std::uint64_t track = c_.first_lane_uuid + c_.layout.job_lane(d, i);
+
+      // The BEGIN event's fields.
+      const auto flows_begin = flow;
+      while (flow != c_.flows.end() && flow->device == d && flow->job == i) ++flow;
+      const auto flows_end = flow;
+      event.resize(5 * (2 + wire::kMaxVarintBytes) + 4 * (4 + wire::kMaxVarintBytes) +
+                   10 * static_cast<std::size_t>(flows_end - flows_begin));
+      char* e = event.data();
+      e = put_varint_field(e, pb::TrackEvent::kCategoryIidsFieldNumber,
+                           kind_category(c_.kinds.of(job)));
+      e = put_int_arg(e, kArgJobId, job.job_id);
+      e = put_int_arg(e, kArgMicroBatch, job.micro_batch);
+      if (k >= 0 && static_cast<std::size_t>(k) < c_.metrics.steps.size()) {
+        e = put_int_arg(e, kArgStep, c_.metrics.steps[static_cast<std::size_t>(k)].step);
+      }
+      e = put_int_arg(e, kArgLine, job.line);
+      e = put_varint_field(e, pb::TrackEvent::kTypeFieldNumber, pb::TrackEvent::TYPE_SLICE_BEGIN);
+      e = put_varint_field(e, pb::TrackEvent::kNameIidFieldNumber, c_.names.iid(job));
+      e = put_varint_field(e, pb::TrackEvent::kTrackUuidFieldNumber, track);
+      // Repeated fields in field order: every flow_ids, then every terminating_flow_ids.
+      for (auto f = flows_begin; f != flows_end; ++f) {
+        if (!f->terminating) e = put_fixed64_field(e, pb::TrackEvent::kFlowIdsFieldNumber, f->id);
+      }
+      for (auto f = flows_begin; f != flows_end; ++f) {
+        if (f->terminating) {
+          e = put_fixed64_field(e, pb::TrackEvent::kTerminatingFlowIdsFieldNumber, f->id);
+        }
+      }
+      const auto event_size = static_cast<std::size_t>(e - event.data());
+
+      // The name's definition, in the packet of its first job.
+      const JobNameIids::Definition* defined = nullptr;
+      if (definition != definitions.end() && definition->device == d && definition->job == i) {
+        defined = &*definition++;
+      }
+      std::size_t name_size = 0;
+      std::size_t interned_size = 0;
+      if (defined != nullptr) {
+        name_size = 1 + wire::varint_size(defined->iid) + 1 +
+                    wire::varint_size(defined->name.size()) + defined->name.size();
+        interned_size = 1 + wire::varint_size(name_size) + name_size;
+      }
+
+      const std::uint64_t start = ts(job.start_ns);
+      const std::size_t packet_size =
+          1 + wire::varint_size(start) + 2 + 1 + wire::varint_size(event_size) + event_size +
+          (defined != nullptr ? 1 + wire::varint_size(interned_size) + interned_size : 0) + 2;
+      const std::size_t old = out.size();
+      out.resize(old + 1 + wire::kMaxVarintBytes + packet_size + kMaxEndPacketBytes);
+      char* p = out.data() + old;
+      p = put_packet_head(p, packet_size, start);
+      p = wire::put_tag(p, pb::TracePacket::kTrackEventFieldNumber, wire::kLengthDelimited);
+      p = wire::put_varint(p, event_size);
+      p = wire::put_bytes(p, event.data(), event_size);
+      if (defined != nullptr) {
+        p = wire::put_tag(p, pb::TracePacket::kInternedDataFieldNumber, wire::kLengthDelimited);
+        p = wire::put_varint(p, interned_size);
+        p = wire::put_tag(p, pb::InternedData::kEventNamesFieldNumber, wire::kLengthDelimited);
+        p = wire::put_varint(p, name_size);
+        p = put_varint_field(p, pb::EventName::kIidFieldNumber, defined->iid);
+        p = wire::put_tag(p, pb::EventName::kNameFieldNumber, wire::kLengthDelimited);
+        p = wire::put_varint(p, defined->name.size());
+        p = wire::put_bytes(p, defined->name.data(), defined->name.size());
+      }
+      p = put_sequence_flags(p);
+      p = put_slice_end(p, ts(job.end_ns), track);
+      out.resize(static_cast<std::size_t>(p - out.data()));
+    }
+  }
+
+ private:
+  std::uint64_t ts(std::int64_t ns) const {
+    return static_cast<std::uint64_t>(ns_since(ns, c_.origin_ns));
+  }
+
+  Context c_;
+};
+
 class PerfettoWriter {
  public:
   PerfettoWriter(const Run& run, const Metrics& metrics, const TraceOptions& options,
@@ -151,9 +412,8 @@ class PerfettoWriter {
         options_(options),
         layout_(run, options.pipeline != nullptr),
         kinds_(run),
-        out_(file) {
-    job_names_.resize(run_.types.size() + 1);  // the last one: unknown types
-  }
+        file_(file),
+        out_(file) {}
 
   void write() {
     compute_origin();
@@ -166,10 +426,6 @@ class PerfettoWriter {
   }
 
  private:
-  // The step index of device d's i-th job, -1 when it has none.
-  std::int32_t job_step(std::size_t d, std::size_t i) const {
-    return trace_job_step(run_, metrics_, d, i);
-  }
   bool selected(std::int64_t step_index) const { return options_.steps.contains(step_index); }
 
   std::uint64_t ts(std::int64_t ns) const {
@@ -333,65 +589,40 @@ class PerfettoWriter {
     });
   }
 
-  // The interned name "TYPE mbMB" of a job, defined on first use.
-  std::uint64_t job_name_iid(const Job& job) {
-    const bool known = job.type < run_.types.size();
-    auto& names = job_names_[known ? job.type : run_.types.size()];
-    const auto found = names.find(job.micro_batch);
-    if (found != names.end()) return found->second;
-    std::string name;
-    trace_job_name(run_, job, name);
-    const std::uint64_t iid = define_name(std::move(name));
-    names.emplace(job.micro_batch, iid);
-    return iid;
-  }
-
+  // In parallel, pieces of devices' jobs written in order (ordered_writer.h).
   void write_jobs() {
-    std::size_t flow = 0;
-    for (std::size_t d = 0; d < run_.devices.size(); ++d) {
-      const Device& device = run_.devices[d];
-      for (std::size_t i = 0; i < device.jobs.size(); ++i) {
-        const std::int32_t k = job_step(d, i);
-        if (!selected(k)) continue;
-        const Job& job = device.jobs[i];
-        const std::uint64_t track = lane_uuid(layout_.job_lane(d, i));
-        pb::TrackEvent& event = begin_event(job.start_ns, pb::TrackEvent::TYPE_SLICE_BEGIN, track);
-        event.set_name_iid(job_name_iid(job));
-        event.add_category_iids(kind_category(kinds_.of(job)));
-        add_int_arg(event, kArgJobId, job.job_id);
-        add_int_arg(event, kArgMicroBatch, job.micro_batch);
-        // No "step" arg for a job outside every window (the Chrome trace's null).
-        if (k >= 0 && static_cast<std::size_t>(k) < metrics_.steps.size()) {
-          add_int_arg(event, kArgStep, metrics_.steps[static_cast<std::size_t>(k)].step);
-        }
-        add_int_arg(event, kArgLine, job.line);
-        while (flow < flows_.size() &&
-               (flows_[flow].device < d || (flows_[flow].device == d && flows_[flow].job < i))) {
-          ++flow;
-        }
-        for (; flow < flows_.size() && flows_[flow].device == d && flows_[flow].job == i; ++flow) {
-          if (flows_[flow].terminating) {
-            event.add_terminating_flow_ids(flows_[flow].id);
-          } else {
-            event.add_flow_ids(flows_[flow].id);
-          }
-        }
-        out_.finish();
-        slice_end(job.end_ns, track);
-      }
-    }
+    const JobNameIids names(run_, metrics_, options_.steps, next_name_iid_);
+    const JobPackets packets({run_, metrics_, options_.steps, layout_, kinds_, origin_ns_,
+                              first_lane_uuid_, names, flows_});
+    const std::vector<TraceJobRange> pieces = trace_job_pieces(run_, kJobsPerPiece);
+    write_in_order(file_, pieces.size(), options_.threads,
+                   [&](std::size_t k, fmt::memory_buffer& out) { packets.format(pieces[k], out); });
   }
 
+  // Bubble slices by hand, straight into the file's buffer.
   void write_bubbles() {
+    // Category, one annotation, type, name and track: under 40 bytes.
+    constexpr std::size_t kMaxEventBytes = 64;
+    constexpr std::size_t kMaxBeginBytes =
+        2 + 2 * (1 + wire::kMaxVarintBytes) + 2 + 3 + kMaxEventBytes + 2;
+    fmt::memory_buffer& out = file_.buffer();
     for_each_bubble(run_, metrics_, [&](const Bubble& bubble) {
       if (!selected(static_cast<std::int64_t>(bubble.step))) return;
       const std::uint64_t track = lane_uuid(layout_.bubble_lane(bubble.device));
-      pb::TrackEvent& event = begin_event(bubble.start_ns, pb::TrackEvent::TYPE_SLICE_BEGIN, track);
-      event.set_name_iid(bubble_name_iid(bubble.kind));
-      event.add_category_iids(kCategoryBubble);
-      add_int_arg(event, kArgStep, metrics_.steps[bubble.step].step);
-      out_.finish();
-      slice_end(bubble.end_ns, track);
+      char event[kMaxEventBytes];
+      char* e = put_varint_field(event, pb::TrackEvent::kCategoryIidsFieldNumber, kCategoryBubble);
+      e = put_int_arg(e, kArgStep, metrics_.steps[bubble.step].step);
+      e = put_varint_field(e, pb::TrackEvent::kTypeFieldNumber, pb::TrackEvent::TYPE_SLICE_BEGIN);
+      e = put_varint_field(e, pb::TrackEvent::kNameIidFieldNumber, bubble_name_iid(bubble.kind));
+      e = put_varint_field(e, pb::TrackEvent::kTrackUuidFieldNumber, track);
+      const std::size_t old = out.size();
+      out.resize(old + kMaxBeginBytes + kMaxEndPacketBytes);
+      char* p = out.data() + old;
+      p = put_slice_begin(p, ts(bubble.start_ns),
+                          std::string_view(event, static_cast<std::size_t>(e - event)));
+      p = put_slice_end(p, ts(bubble.end_ns), track);
+      out.resize(static_cast<std::size_t>(p - out.data()));
+      file_.flush_if_full();
     });
   }
 
@@ -400,6 +631,7 @@ class PerfettoWriter {
   const TraceOptions& options_;
   const TraceLayout layout_;
   const TraceJobKinds kinds_;
+  AtomicFile& file_;
   PacketWriter out_;
   bool first_packet_ = true;
   std::int64_t origin_ns_ = 0;
@@ -410,10 +642,8 @@ class PerfettoWriter {
   std::array<std::uint64_t, 3> counter_tracks_{};
   std::uint64_t first_lane_uuid_ = 0;
 
-  // Event names after the bubble kinds'.
+  // Event names after the bubble kinds': the steps', then the jobs' (JobNameIids).
   std::uint64_t next_name_iid_ = kBubbleKinds.size() + 1;
-  // Per type id (plus one slot for unknown types): micro-batch -> name iid.
-  std::vector<std::unordered_map<std::int64_t, std::uint64_t>> job_names_;
   std::vector<FlowMark> flows_;
 };
 

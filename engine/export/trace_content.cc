@@ -43,6 +43,18 @@ void trace_job_name(const Run& run, const Job& job, std::string& out) {
   out += fmt::format_int(job.micro_batch).c_str();
 }
 
+std::vector<TraceJobRange> trace_job_pieces(const Run& run, std::size_t jobs_per_piece) {
+  jobs_per_piece = std::max<std::size_t>(1, jobs_per_piece);
+  std::vector<TraceJobRange> pieces;
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const std::size_t jobs = run.devices[d].jobs.size();
+    for (std::size_t begin = 0; begin < jobs; begin += jobs_per_piece) {
+      pieces.push_back({d, begin, std::min(jobs, begin + jobs_per_piece)});
+    }
+  }
+  return pieces;
+}
+
 TraceJobKinds::TraceJobKinds(const Run& run) : by_type_(run.types.size()) {
   for (TypeId id = 0; id < run.types.size(); ++id) {
     by_type_[id] = classify_job_type(run.types.name(id));

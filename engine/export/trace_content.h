@@ -40,6 +40,17 @@ std::string trace_step_name(const Metrics& metrics, std::size_t index);
 /// into `out` (its memory is reused from one job to the next).
 void trace_job_name(const Run& run, const Job& job, std::string& out);
 
+/// A range [begin, end) of device `device`'s jobs: the pieces the trace
+/// writers format in parallel (ordered_writer.h).
+struct TraceJobRange {
+  std::size_t device = 0;
+  std::size_t begin = 0;
+  std::size_t end = 0;
+};
+
+/// Every device's jobs in Run order, cut into ranges of at most `jobs_per_piece`.
+std::vector<TraceJobRange> trace_job_pieces(const Run& run, std::size_t jobs_per_piece);
+
 /// Each job type's kind (classify_job_type), classified once per type.
 class TraceJobKinds {
  public:

@@ -20,17 +20,9 @@ constexpr std::int64_t kMinLaneStride = 16;
 // has ended by the job's start, so a lane never holds two overlapping jobs.
 // `lane_count` receives the number of lanes used (at least 1).
 std::vector<int> assign_lanes(const JobVector& jobs, int& lane_count) {
-  std::vector<std::size_t> order(jobs.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  // Run::finalize() has sorted them already; stay correct if it has not.
-  if (!std::is_sorted(jobs.begin(), jobs.end(), job_start_order)) {
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return job_start_order(jobs[a], jobs[b]);
-    });
-  }
   std::vector<int> lanes(jobs.size(), 0);
   std::vector<std::int64_t> lane_end;
-  for (const std::size_t i : order) {
+  const auto place = [&](std::size_t i) {
     const Job& job = jobs[i];
     std::size_t lane = 0;
     while (lane < lane_end.size() && lane_end[lane] > job.start_ns) ++lane;
@@ -38,6 +30,17 @@ std::vector<int> assign_lanes(const JobVector& jobs, int& lane_count) {
     // A zero-length job must not make the lane end earlier than it did.
     lane_end[lane] = std::max(lane_end[lane], job.end_ns);
     lanes[i] = static_cast<int>(lane);
+  };
+  // Run::finalize() has sorted them already; stay correct if it has not.
+  if (std::is_sorted(jobs.begin(), jobs.end(), job_start_order)) {
+    for (std::size_t i = 0; i < jobs.size(); ++i) place(i);
+  } else {
+    std::vector<std::size_t> order(jobs.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return job_start_order(jobs[a], jobs[b]);
+    });
+    for (const std::size_t i : order) place(i);
   }
   lane_count = std::max<int>(1, static_cast<int>(lane_end.size()));
   return lanes;
