@@ -20,7 +20,7 @@ jobs=${JOBS:-$(nproc)}
 packages=(
   build-essential cmake pkg-config python3
   ccache  # CI builds the engine four times (release, ASan, TSan, fuzz): a warm cache makes a rerun minutes
-  libhyperscan-dev libtbb-dev libfmt-dev libsimdjson-dev libcli11-dev
+  libtbb-dev libfmt-dev libsimdjson-dev libcli11-dev
   libgtest-dev libbenchmark-dev zlib1g-dev libzstd-dev
   libprotobuf-dev protobuf-compiler  # trace.pftrace (Perfetto protobuf)
   libopenmpi-dev openmpi-bin  # analyze --mpi and its mpirun tests

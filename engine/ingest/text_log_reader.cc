@@ -38,6 +38,8 @@ struct WorkItem {
   bool last_of_file = false;
   ChunkBuffer buffer;
   LineChunk chunk;
+  /// Bytes of the lines scanned (chunk.text, or every block of a range read in blocks).
+  std::uint64_t text_bytes = 0;
   std::string error;        // the file failed here (open or read, or damaged compressed data)
   bool unreadable = false;  // `error` is an I/O error (open or read), not damaged data
   ChunkScan scan;
@@ -77,6 +79,7 @@ class RangeCursor {
     item.error.clear();
     item.unreadable = false;
     item.chunk = {};
+    item.text_bytes = 0;
     item.range_file.reset();
     item.last_of_file = false;
     try {
@@ -111,17 +114,68 @@ class RangeCursor {
   std::uint64_t offset_ = 0;
 };
 
+ChunkScanOptions scan_options_for(const LineChunk& chunk, bool look_for_binary,
+                                  const IngestOptions& options) {
+  ChunkScanOptions scan_options;
+  scan_options.end_of_file = chunk.end_of_file;
+  scan_options.max_problems = options.diagnostics_per_file;
+  scan_options.look_for_binary = look_for_binary;
+  scan_options.max_line_bytes = options.limits.max_line_bytes;
+  return scan_options;
+}
+
 /// Scans one chunk already read into `item` (no-op for an item with an error).
 void scan_item(WorkItem& item, const Prefilter& prefilter, Prefilter::Scratch& scratch,
                const IngestOptions& options) {
   item.scan.clear();
+  item.text_bytes = item.chunk.text.size();
   if (!item.error.empty()) return;
-  ChunkScanOptions scan_options;
-  scan_options.end_of_file = item.chunk.end_of_file;
-  scan_options.max_problems = options.diagnostics_per_file;
-  scan_options.look_for_binary = item.chunk.file_offset == 0 && item.chunk.skipped_before.empty();
-  scan_options.max_line_bytes = options.limits.max_line_bytes;
-  scan_chunk(item.chunk.text, prefilter, scratch, scan_options, item.scan);
+  const bool look_for_binary = item.chunk.file_offset == 0 && item.chunk.skipped_before.empty();
+  scan_chunk(item.chunk.text, prefilter, scratch,
+             scan_options_for(item.chunk, look_for_binary, options), item.scan);
+}
+
+/// Reads and scans the range of `item` block by block (ReadLimits::block_bytes):
+/// each block is a sub-range read into the start of the item's buffer, so the
+/// bytes are scanned while still in the cache, and the buffer's pages are
+/// the same for every block. The blocks' lines are exactly the range's lines;
+/// only a line over the limit that crosses a block boundary inside the range
+/// (which reading the range whole keeps as text) sends the range back to be
+/// read whole. Throws std::system_error on a read error.
+void read_and_scan_range(WorkItem& item, const Prefilter& prefilter, Prefilter::Scratch& scratch,
+                         const IngestOptions& options) {
+  const RangeFile& file = *item.range_file;
+  const ReadLimits& limits = options.limits;
+  const std::uint64_t block = limits.block_bytes;
+  if (block == 0 || block >= std::max<std::size_t>(limits.chunk_bytes, 1)) {
+    file.read_lines(item.range_begin, item.range_end, limits, item.buffer, item.chunk);
+    scan_item(item, prefilter, scratch, options);
+    return;
+  }
+  item.scan.clear();
+  // As when the range is read whole: the first range of a file is looked at
+  // for binary data (its text starts at byte 0).
+  const bool look_for_binary = item.range_begin == 0;
+  std::uint64_t text_offset = 0;
+  std::optional<std::uint64_t> file_offset;
+  for (std::uint64_t begin = item.range_begin; begin < item.range_end; begin += block) {
+    const std::uint64_t end = std::min(item.range_end, begin + block);
+    file.read_lines(begin, end, limits, item.buffer, item.chunk);
+    if (item.chunk.skipped_after && end < item.range_end) {
+      file.read_lines(item.range_begin, item.range_end, limits, item.buffer, item.chunk);
+      scan_item(item, prefilter, scratch, options);
+      return;
+    }
+    if (!file_offset && !item.chunk.text.empty()) file_offset = item.chunk.file_offset;
+    scan_chunk_more(item.chunk.text, text_offset, prefilter, scratch,
+                    scan_options_for(item.chunk, look_for_binary, options), item.scan);
+    text_offset += item.chunk.text.size();
+  }
+  // The range as a whole: its bytes, where its text starts, and the last
+  // block's skipped line and end of file.
+  item.text_bytes = text_offset;
+  item.chunk.text = {};
+  item.chunk.file_offset = file_offset.value_or(item.range_begin);
 }
 
 /// Builds each file's result from its chunks. One file's chunks always
@@ -146,11 +200,11 @@ class ResultBuilder {
       if (item.last_of_file) progress_.advance(0, 1);
       return;
     }
-    std::uint64_t bytes = item.chunk.text.size();
+    std::uint64_t bytes = item.text_bytes;
     for (const SkippedLine& skipped : item.chunk.skipped_before) bytes += skip_line(f, skipped);
     const ChunkScan& scan = item.scan;
     const std::uint64_t base = file.lines;
-    stats.bytes += item.chunk.text.size();
+    stats.bytes += item.text_bytes;
     stats.lines = file.lines = base + scan.lines;
     stats.malformed += scan.malformed;
     stats.oversized += scan.oversized;
@@ -182,7 +236,7 @@ class ResultBuilder {
       // fresh pages: a quarter of the time on dense logs). Pages of an
       // over-estimate are never touched, so they cost no memory.
       const double per_byte = static_cast<double>(scan.jobs.size()) /
-                              static_cast<double>(std::max<std::size_t>(item.chunk.text.size(), 1));
+                              static_cast<double>(std::max<std::uint64_t>(item.text_bytes, 1));
       jobs.reserve(
           static_cast<std::size_t>(per_byte * 1.1 * static_cast<double>(inputs_[f].size_bytes)) +
           scan.jobs.size());
@@ -273,6 +327,7 @@ void scan_stream(std::size_t file, const InputFile& input, const Prefilter& pref
       builder.consume(*item);
     }
     item->chunk = {};
+    item->text_bytes = 0;
     item->scan.clear();
     item->error = chunker.stream_error();
   } catch (const std::system_error& e) {
@@ -327,15 +382,16 @@ std::vector<FileResult> read_text_logs(const std::vector<InputFile>& inputs,
               [&](WorkItem* item) {
                 if (item->range_file) {
                   try {
-                    item->range_file->read_lines(item->range_begin, item->range_end, options.limits,
-                                                 item->buffer, item->chunk);
+                    read_and_scan_range(*item, prefilter, scratches.local(), options);
                   } catch (const std::system_error& e) {
                     item->error = e.what();
                     item->unreadable = true;
+                    item->scan.clear();
                   }
                   item->range_file.reset();  // the last range closes the file
+                } else {
+                  scan_item(*item, prefilter, scratches.local(), options);
                 }
-                scan_item(*item, prefilter, scratches.local(), options);
                 return item;
               }) &
           tbb::make_filter<WorkItem*, void>(tbb::filter_mode::serial_in_order, [&](WorkItem* item) {

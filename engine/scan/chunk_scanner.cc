@@ -16,6 +16,10 @@ void ChunkScan::clear() {
   partial_last_line = 0;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// An AVX2 copy as well, picked at load time on CPUs that have it.
+__attribute__((target_clones("avx2", "default")))
+#endif
 std::uint64_t count_newlines(std::string_view text) {
   // Byte-wise sums in blocks the compiler vectorizes; the 8-bit accumulators
   // are flushed before they can overflow.
@@ -47,16 +51,24 @@ std::uint32_t intern_local(std::vector<std::string>& types, std::string_view nam
   return static_cast<std::uint32_t>(types.size() - 1);
 }
 
-/// State carried across the prefilter's callbacks for one chunk.
+/// State carried across the prefilter's callbacks for one piece of text.
+/// The prefilter reports every occurrence of either literal in increasing
+/// order of its end, so the first report on a line is where the line is
+/// located, and the first report of each literal on it is that literal's
+/// first occurrence: the line is never searched again.
 class CandidateLines {
  public:
-  CandidateLines(std::string_view text, const ChunkScanOptions& options, ChunkScan& out)
-      : text_(text), options_(options), out_(out) {}
+  CandidateLines(std::string_view text, const ChunkScanOptions& options, std::uint64_t line_base,
+                 ChunkScan& out)
+      : text_(text), options_(options), line_base_(line_base), out_(out) {}
 
-  /// Handles the line holding the match that ends at `match_end`, unless an
-  /// earlier match on the same line already did.
-  void on_match(std::size_t match_end) {
-    if (match_end <= done_) return;
+  /// Handles the literal that ends at `match_end`: locates its line, unless
+  /// an earlier literal on the same line already did.
+  void on_match(LiteralId id, std::size_t match_end) {
+    if (match_end <= done_) {
+      if (line_open_) on_literal(id, match_end);
+      return;
+    }
     const char* data = text_.data();
     const std::size_t search_from = match_end > 0 ? match_end - 1 : 0;
     std::size_t line_begin = done_;
@@ -69,51 +81,78 @@ class CandidateLines {
 
     line_index_ += count_newlines(text_.substr(counted_, line_begin - counted_));
     counted_ = line_begin;
-    handle_line(text_.substr(line_begin, line_end - line_begin));
+    line_ = text_.substr(line_begin, line_end - line_begin);
+    line_begin_ = line_begin;
+    current_line_ = line_base_ + line_index_;
+    job_seen_ = step_seen_ = false;
     done_ = nl ? line_end + 1 : text_.size();
+    if (nl != nullptr) {
+      // This line's newline is counted here, not searched for again.
+      counted_ = done_;
+      ++line_index_;
+    }
+    line_open_ = line_.size() <= options_.max_line_bytes;
+    if (!line_open_) {
+      ++out_.oversized;
+      if (out_.problems.size() < options_.max_problems) {
+        out_.problems.push_back({current_line_, LineError::line_too_long});
+      }
+      return;
+    }
+    on_literal(id, match_end);
   }
 
-  /// Newlines in the whole chunk, counting on from the last candidate line.
+  /// Newlines in the whole piece, counting on from the last candidate line.
   std::uint64_t total_newlines() const {
     return line_index_ + count_newlines(text_.substr(counted_));
   }
 
  private:
-  void handle_line(std::string_view line) {
-    if (line.size() > options_.max_line_bytes) {
-      ++out_.oversized;
-      if (out_.problems.size() < options_.max_problems) {
-        out_.problems.push_back({line_index_, LineError::line_too_long});
-      }
-      return;
-    }
-    if (line.find(kJobLineLiteral) != std::string_view::npos) {
+  /// The first occurrence of a literal on the open line.
+  void on_literal(LiteralId id, std::size_t match_end) {
+    if (id == LiteralId::job_line) {
+      if (job_seen_) return;
+      job_seen_ = true;
+      const std::size_t literal = match_end - line_begin_ - kJobLineLiteral.size();
       JobLine job;
-      const LineError error = parse_job_line(line, job, scratch_);
+      // The common line, without escape codes before the literal, in the
+      // canonical form; anything else goes through the full grammar.
+      const bool fast = std::memchr(line_.data(), '\x1b', literal) == nullptr &&
+                        parse_job_line_fast(line_, literal, job);
+      const LineError error = fast ? LineError::none : parse_job_line(line_, job, scratch_);
       if (error == LineError::none) {
         out_.jobs.push_back({job.start_ns, job.end_ns, job.job_id, job.micro_batch,
                              intern_local(out_.types, job.type),
-                             static_cast<std::uint32_t>(line_index_)});
+                             static_cast<std::uint32_t>(current_line_)});
       } else {
         ++out_.malformed;
         if (out_.problems.size() < options_.max_problems) {
-          out_.problems.push_back({line_index_, error});
+          out_.problems.push_back({current_line_, error});
         }
       }
-    }
-    if (line.find(kStepStartLiteral) != std::string_view::npos) {
-      if (const auto step = parse_step_start_line(strip_ansi(line, scratch_))) {
-        out_.step_starts.push_back({line_index_, *step});
+    } else {
+      if (step_seen_) return;
+      step_seen_ = true;
+      if (const auto step = parse_step_start_line(strip_ansi(line_, scratch_))) {
+        out_.step_starts.push_back({current_line_, *step});
       }
     }
   }
 
   std::string_view text_;
   const ChunkScanOptions& options_;
+  std::uint64_t line_base_;
   ChunkScan& out_;
-  std::size_t done_ = 0;     // bytes before this offset belong to handled lines
+  std::size_t done_ = 0;     // bytes before this offset belong to located lines
   std::size_t counted_ = 0;  // newlines before this offset are in line_index_
   std::uint64_t line_index_ = 0;
+  // The line located last.
+  std::string_view line_;
+  std::size_t line_begin_ = 0;
+  std::uint64_t current_line_ = 0;  // its index (line_base_ + index in the piece)
+  bool line_open_ = false;          // within the length limit: its literals are handled
+  bool job_seen_ = false;
+  bool step_seen_ = false;
   std::string scratch_;
 };
 
@@ -122,6 +161,11 @@ class CandidateLines {
 void scan_chunk(std::string_view text, const Prefilter& prefilter, Prefilter::Scratch& scratch,
                 const ChunkScanOptions& options, ChunkScan& out) {
   out.clear();
+  scan_chunk_more(text, 0, prefilter, scratch, options, out);
+}
+
+void scan_chunk_more(std::string_view text, std::uint64_t text_offset, const Prefilter& prefilter,
+                     Prefilter::Scratch& scratch, const ChunkScanOptions& options, ChunkScan& out) {
   // The file's unterminated last line is left out of the search (see
   // ChunkScan::partial_last_line).
   std::string_view complete = text;
@@ -130,16 +174,16 @@ void scan_chunk(std::string_view text, const Prefilter& prefilter, Prefilter::Sc
     complete = text.substr(0, last_newline == std::string_view::npos ? 0 : last_newline + 1);
     out.partial_last_line = text.size() - complete.size();
   }
-  CandidateLines candidates(complete, options, out);
-  prefilter.scan(complete, scratch, [&](LiteralId, std::size_t end) {
-    candidates.on_match(end);
+  CandidateLines candidates(complete, options, out.lines, out);
+  prefilter.scan(complete, scratch, [&](LiteralId id, std::size_t end) {
+    candidates.on_match(id, end);
     return true;
   });
-  out.lines = candidates.total_newlines() + (out.partial_last_line > 0 ? 1 : 0);
+  out.lines += candidates.total_newlines() + (complete.size() < text.size() ? 1 : 0);
   // memchr on an empty chunk's null data() is undefined (UBSan: nonnull).
-  if (options.look_for_binary && !text.empty()) {
+  if (options.look_for_binary && !out.first_nul && !text.empty()) {
     if (const void* nul = std::memchr(text.data(), '\0', text.size())) {
-      out.first_nul = static_cast<const char*>(nul) - text.data();
+      out.first_nul = text_offset + (static_cast<const char*>(nul) - text.data());
     }
   }
 }

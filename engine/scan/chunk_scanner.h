@@ -70,6 +70,15 @@ struct ChunkScanOptions {
 void scan_chunk(std::string_view text, const Prefilter& prefilter, Prefilter::Scratch& scratch,
                 const ChunkScanOptions& options, ChunkScan& out);
 
+/// Scans `text` (complete lines) as the continuation of what `out` already
+/// holds: line indices go on from `out.lines`, and a NUL byte's offset counts
+/// from `text_offset`, the offset of text[0] in the whole scanned text (a NUL
+/// is looked for only while none was found). Scanning a text in pieces cut at
+/// line boundaries, each with scan_chunk_more, gives exactly what scan_chunk
+/// gives for the whole (only the last piece may have `end_of_file` set).
+void scan_chunk_more(std::string_view text, std::uint64_t text_offset, const Prefilter& prefilter,
+                     Prefilter::Scratch& scratch, const ChunkScanOptions& options, ChunkScan& out);
+
 /// Number of '\n' bytes in `text`.
 std::uint64_t count_newlines(std::string_view text);
 

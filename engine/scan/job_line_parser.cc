@@ -171,6 +171,75 @@ LineError parse_job_line(std::string_view line, JobLine& out, std::string& scrat
   return LineError::none;
 }
 
+namespace {
+
+/// Consumes `token` at `p` exactly.
+bool take(const char*& p, const char* end, std::string_view token) {
+  if (static_cast<std::size_t>(end - p) < token.size() ||
+      std::memcmp(p, token.data(), token.size()) != 0) {
+    return false;
+  }
+  p += token.size();
+  return true;
+}
+
+/// An optional '-' and 1 to 18 digits at `p`, as Cursor::integer accepts them.
+bool take_integer(const char*& p, const char* end, std::int64_t& value) {
+  const bool negative = p < end && *p == '-';
+  if (negative) ++p;
+  const char* const digits = p;
+  std::uint64_t magnitude = 0;  // unsigned: more than 18 digits wraps harmlessly before the check
+  while (p < end && is_digit(*p)) {
+    magnitude = magnitude * 10 + static_cast<std::uint64_t>(*p - '0');
+    ++p;
+  }
+  const std::ptrdiff_t n = p - digits;
+  if (n == 0 || n > kMaxIntegerDigits) return false;
+  value = negative ? -static_cast<std::int64_t>(magnitude) : static_cast<std::int64_t>(magnitude);
+  return true;
+}
+
+}  // namespace
+
+bool parse_job_line_fast(std::string_view line, std::size_t literal, JobLine& out) {
+  const char* p = line.data() + literal + kJobLineLiteral.size();
+  const char* const end = line.data() + line.size();
+  std::int64_t job_id = 0;
+  if (!take(p, end, " (") || !take_integer(p, end, job_id) || !take(p, end, "), type = ")) {
+    return false;
+  }
+  // TYPE: up to the next ',', without surrounding blanks or escape codes
+  // (which the full grammar trims or strips).
+  const char* const type_begin = p;
+  while (p < end && *p != ',') {
+    if (*p == '\x1b') return false;
+    ++p;
+  }
+  if (p == type_begin || is_space(*type_begin) || is_space(p[-1])) return false;
+  const std::string_view type(type_begin, static_cast<std::size_t>(p - type_begin));
+  std::int64_t micro_batch = 0;
+  if (!take(p, end, ", micro_batch_id = ") || !take_integer(p, end, micro_batch) ||
+      !take(p, end, ", job_start_time = ")) {
+    return false;
+  }
+  // START: up to the next ','. Accepted only when it is digits and a dot, so
+  // the full grammar's token (which also stops at blanks) is the same text.
+  const char* const start_begin = p;
+  while (p < end && *p != ',') ++p;
+  const auto start =
+      parse_millis_to_ns(std::string_view(start_begin, static_cast<std::size_t>(p - start_begin)));
+  if (!start || !take(p, end, ", job_end_time = ")) return false;
+  // END: the rest of the line, digits and a dot only.
+  const auto finish = parse_millis_to_ns(std::string_view(p, static_cast<std::size_t>(end - p)));
+  if (!finish || *finish < *start) return false;
+  out.job_id = job_id;
+  out.micro_batch = micro_batch;
+  out.start_ns = *start;
+  out.end_ns = *finish;
+  out.type = type;
+  return true;
+}
+
 std::optional<std::int64_t> parse_step_start_line(std::string_view line) {
   const std::size_t at = line.find(kStepStartLiteral);
   if (at == std::string_view::npos) return std::nullopt;

@@ -62,6 +62,17 @@ struct JobLine {
 /// allocating.
 LineError parse_job_line(std::string_view line, JobLine& out, std::string& scratch);
 
+/// The common case of parse_job_line, without its general grammar: for a
+/// line (without its '\n') whose first occurrence of kJobLineLiteral starts
+/// at byte `literal`, with no escape code before it, and whose fields have
+/// exactly the form `Job (ID), type = TYPE, micro_batch_id = MB,
+/// job_start_time = START, job_end_time = END` up to the end of the line.
+/// Returns true and fills `out` only when parse_job_line would accept the line
+/// with the same fields; false for anything else (spaces or fields that
+/// differ, later fields, a '\r', an escape code in TYPE, a value out of range,
+/// END before START), where parse_job_line decides and says what is wrong.
+bool parse_job_line_fast(std::string_view line, std::size_t literal, JobLine& out);
+
 /// Parses `... Schedule Profiler start at step N ...` and returns N, or
 /// nullopt when the line does not have that form.
 std::optional<std::int64_t> parse_step_start_line(std::string_view line);

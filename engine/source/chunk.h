@@ -16,6 +16,12 @@ struct ReadLimits {
   std::size_t chunk_bytes = std::size_t{8} << 20;
   /// Longest line kept; longer lines are skipped and reported.
   std::size_t max_line_bytes = std::size_t{1} << 20;
+  /// Bytes read at a time inside one range of a regular file: a range is read
+  /// and scanned as consecutive sub-ranges of this size, all read into the
+  /// start of the same buffer, so that each block is scanned while it is still
+  /// in the cache it was copied into. 0 (or a block no smaller than the chunk)
+  /// reads each range whole.
+  std::size_t block_bytes = std::size_t{256} << 10;
 };
 
 /// A reusable read buffer: [front | read area | tail], each a multiple of

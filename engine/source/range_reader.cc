@@ -15,6 +15,8 @@ namespace pipescope {
 
 namespace {
 constexpr std::uint64_t kPage = 4096;
+/// First read past a range's end, to finish its last line.
+constexpr std::size_t kReadOnStep = 1024;
 
 const char* find_newline(const char* begin, const char* end) {
   return static_cast<const char*>(std::memchr(begin, '\n', static_cast<std::size_t>(end - begin)));
@@ -98,14 +100,19 @@ void RangeFile::read_lines(std::uint64_t begin, std::uint64_t end, const ReadLim
   const std::size_t last_offset = static_cast<std::size_t>(last - data);
 
   const char* line_end = find_newline(last, data + filled);
+  // Read on, just far enough to see whether the last line ends within the
+  // limit, in steps that start small and double: a line is usually far
+  // shorter than the limit, and every byte read is copied.
+  std::size_t step = kReadOnStep;
   while (line_end == nullptr && filled < capacity &&
          read_begin + filled < size_ && filled - last_offset <= max_line) {
-    // Read on, just far enough to see whether the last line ends within the limit.
-    const std::size_t want = std::min(capacity, last_offset + max_line + 1) - filled;
+    const std::size_t want =
+        std::min({capacity, last_offset + max_line + 1, filled + step}) - filled;
     const std::size_t got = read_at(data + filled, want, read_begin + filled);
     if (got == 0) break;
     line_end = find_newline(data + filled, data + filled + got);
     filled += got;
+    step *= 2;
   }
 
   if (line_end != nullptr && static_cast<std::size_t>(line_end - last) <= max_line) {

@@ -122,6 +122,57 @@ TEST(LogScanner, EveryChunkSizeAndThreadCountGivesTheSameResult) {
   }
 }
 
+TEST(LogScanner, ReadingARangeInBlocksGivesWhatReadingItWholeGives) {
+  // Every block boundary falls on every byte of a line for some block size;
+  // lines over the limit sit inside a range (kept as text when the range is
+  // read whole) and at range ends (skipped); the last file ends in a partial
+  // line, one file holds a NUL byte.
+  TempDir dir;
+  const std::string huge(1500, 'x');
+  std::vector<std::string> paths;
+  paths.push_back(dir.write("workerlog.0", sample_log(12) + huge + "\n" + sample_log(3) +
+                                               "Profiler Info: Job" + huge + "\n" + sample_log(2)));
+  std::string binary = sample_log(4);
+  binary[binary.find("noise 2")] = '\0';
+  paths.push_back(dir.write("workerlog.1", binary));
+  std::string partial = sample_log(9);
+  partial.pop_back();
+  paths.push_back(dir.write("workerlog.2", partial));
+  for (const std::size_t chunk : {std::size_t{1} << 20, std::size_t{4096}, std::size_t{1000}}) {
+    IngestOptions whole;
+    whole.limits.chunk_bytes = chunk;
+    whole.limits.max_line_bytes = 1024;
+    whole.limits.block_bytes = 0;
+    const Snapshot reference = snapshot(ingest_inputs(inputs_for(paths), whole));
+    ASSERT_EQ(reference.jobs.size(), 12u + 3u + 2u + 4u + 9u - 1u) << chunk;
+    for (std::size_t block = 1; block <= 400; block += chunk == 1000 ? 1 : 7) {
+      IngestOptions options = whole;
+      options.limits.block_bytes = block;
+      options.threads = block % 2 + 1;
+      EXPECT_EQ(snapshot(ingest_inputs(inputs_for(paths), options)), reference)
+          << "chunk " << chunk << " block " << block;
+    }
+  }
+}
+
+TEST(LogScanner, ExactLineNumbersWhenReadInSmallBlocks) {
+  TempDir dir;
+  const std::string path = dir.write("workerlog.0", sample_log(40));
+  IngestOptions options;
+  options.limits.block_bytes = 64;
+  const pipescope::Run run = ingest_inputs(inputs_for({path}), options);
+  ASSERT_EQ(run.devices[0].jobs.size(), 40u);
+  EXPECT_EQ(run.devices[0].jobs[0].line, 4u);
+  EXPECT_EQ(run.devices[0].jobs[39].line, 2u + 2u * 40u + 2u);  // after 2 malformed lines
+  EXPECT_EQ(run.devices[0].jobs[39].start_ns, 1390'250'000);
+  EXPECT_EQ(run.inputs[0].lines, 2u + 80u + 3u);
+  EXPECT_EQ(run.inputs[0].malformed, 3u);
+  EXPECT_EQ(run.first_step, 7);
+  ASSERT_EQ(run.diagnostics.size(), 3u);
+  EXPECT_EQ(run.diagnostics[0].line, 2u + 12u + 1u);
+  EXPECT_EQ(run.diagnostics[2].line, 2u + 80u + 3u);
+}
+
 TEST(LogScanner, SkipsOverlongLinesAndReportsWhere) {
   TempDir dir;
   const std::string huge(5000, 'x');

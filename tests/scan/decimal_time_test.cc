@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <string>
+#include <vector>
+
 namespace pipescope {
 namespace {
 
@@ -34,6 +38,39 @@ TEST(DecimalTime, RejectsAnythingElse) {
                           "nan", "12345678901234", "1.0000000001", " 1"}) {
     EXPECT_EQ(parse_millis_to_ns(bad), std::nullopt) << bad;
   }
+}
+
+TEST(DecimalTime, ThePrintedFormIsReadAsTheGeneralFormIs) {
+  // `13 digits . 6 digits` has a path of its own; the same text with a 7th
+  // fraction digit 0 (same value) takes the general one. They must agree on
+  // every value and on every byte that is not a digit, wherever it sits.
+  std::mt19937_64 rng(5);
+  std::vector<std::string> texts = {"1697793307213.760986", "0000000000000.000000",
+                                    "9223372036854.775807", "9223372036854.775808",
+                                    "9223372036855.000000", "9999999999999.999999",
+                                    "0000000000001.000001"};
+  for (int i = 0; i < 20000; ++i) {
+    std::string t = std::to_string(rng() % 10'000'000'000'000ULL);
+    t = std::string(13 - t.size(), '0') + t + ".";
+    const std::string f = std::to_string(rng() % 1'000'000);
+    t += std::string(6 - f.size(), '0') + f;
+    texts.push_back(t);
+  }
+  const std::string odd("/:.a 0\0\xff-+", 10);
+  for (std::size_t at = 0; at < 20; ++at) {
+    for (const char c : odd) {
+      std::string t = "1697793307213.760986";
+      t[at] = c;
+      texts.push_back(t);
+    }
+  }
+  for (const std::string& t : texts) {
+    ASSERT_EQ(t.size(), 20u);
+    EXPECT_EQ(parse_millis_to_ns(t), parse_millis_to_ns(t + "0")) << t;
+  }
+  EXPECT_EQ(parse_millis_to_ns("0000000000001.000001"), 1'000'001);
+  EXPECT_EQ(parse_millis_to_ns("16977933072a3.760986"), std::nullopt);
+  EXPECT_EQ(parse_millis_to_ns("1697793307213.76098a"), std::nullopt);
 }
 
 TEST(DecimalTime, FormatIsTheInverse) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace pipescope {
 namespace {
@@ -121,6 +122,96 @@ TEST(JobLineParser, NeverReadsPastTheLine) {
       EXPECT_GT(n, line.size() - 20);
     }
   }
+}
+
+/// The fast path's verdict on `line`: it may decline anything, but what it
+/// accepts the full grammar must accept with the same fields.
+bool fast_agrees(const std::string& line, bool& accepted) {
+  accepted = false;
+  const std::size_t literal = line.find(kJobLineLiteral);
+  if (literal == std::string::npos || line.find('\x1b') < literal) return true;
+  JobLine fast;
+  accepted = parse_job_line_fast(line, literal, fast);
+  if (!accepted) return true;
+  const Parsed slow = parse(line);
+  return slow.error == LineError::none && slow.job.job_id == fast.job_id &&
+         slow.job.micro_batch == fast.micro_batch && slow.job.start_ns == fast.start_ns &&
+         slow.job.end_ns == fast.end_ns && slow.type == fast.type;
+}
+
+TEST(JobLineFastPath, TakesTheCanonicalLines) {
+  const std::string prefix = "I1020 09:15:07.265326 22317 standalone_executor.cc:217] ";
+  JobLine job;
+  const std::string line = prefix + std::string(kBody);
+  ASSERT_TRUE(parse_job_line_fast(line, prefix.size(), job));
+  EXPECT_EQ(job.job_id, 3);
+  EXPECT_EQ(job.type, "forward");
+  EXPECT_EQ(job.micro_batch, 2);
+  EXPECT_EQ(job.start_ns, 1697793307213760986);
+  EXPECT_EQ(job.end_ns, 1697793307254006104);
+  const std::string negative =
+      "Profiler Info: Job (-12), type = backward_w1(chunk1), micro_batch_id = -1, job_start_time "
+      "= 5, job_end_time = 5.0000005";
+  ASSERT_TRUE(parse_job_line_fast(negative, 0, job));
+  EXPECT_EQ(job.job_id, -12);
+  EXPECT_EQ(job.type, "backward_w1(chunk1)");
+  EXPECT_EQ(job.micro_batch, -1);
+  EXPECT_EQ(job.start_ns, 5'000'000);
+  EXPECT_EQ(job.end_ns, 5'000'001);  // sub-nanosecond digits rounded half up
+}
+
+TEST(JobLineFastPath, DeclinesWhatTheGrammarTreatsOtherwise) {
+  JobLine job;
+  for (const std::string& line :
+       {// Trailing '\r', later fields, extra blanks: the grammar accepts, the fast path leaves
+        // them to it.
+        std::string(kBody) + "\r", std::string(kBody) + ", extra = 1", std::string(kBody) + " ",
+        std::string("Profiler Info: Job (3), type =  forward , micro_batch_id = 2, "
+                    "job_start_time = 1.5, job_end_time = 2.5"),
+        // An escape code in the type is stripped by the grammar.
+        std::string("Profiler Info: Job (3), type = for\x1b[0mward, micro_batch_id = 2, "
+                    "job_start_time = 1.5, job_end_time = 2.5"),
+        // Errors, which the grammar names.
+        std::string("Profiler Info: Job (3), type = forward, micro_batch_id = 2, "
+                    "job_start_time = 3.5, job_end_time = 2.5"),
+        std::string("Profiler Info: Job (1234567890123456789), type = forward, micro_batch_id "
+                    "= 2, job_start_time = 1.5, job_end_time = 2.5"),
+        std::string("Profiler Info: Job (3), type = forward, micro_batch_id = 2, "
+                    "job_start_time = 1.5, job_end_time = 2.5.5"),
+        std::string("Profiler Info: Job (3), type = forward, micro_batch_id = 2, "
+                    "job_start_time = 1.5, job_end_time = ")}) {
+    EXPECT_FALSE(parse_job_line_fast(line, 0, job)) << line;
+  }
+}
+
+TEST(JobLineFastPath, NeverAcceptsWhatTheGrammarRejectsOrReadsDifferently) {
+  // Every single-byte deletion, duplication and replacement (by each byte
+  // class the grammar treats specially) of a canonical line.
+  const std::string base =
+      "I1020 09:15:07 x.cc:217] Profiler Info: Job (-37), type = forward(chunk0), micro_batch_id "
+      "= 12, job_start_time = 1697793307213.760986, job_end_time = 1697793307254.0061045";
+  std::size_t accepted_count = 0;
+  bool accepted = false;
+  ASSERT_TRUE(fast_agrees(base, accepted));
+  ASSERT_TRUE(accepted);
+  const std::string replacements = " \t,=().-09a\x1b\r\n";
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    std::vector<std::string> variants;
+    variants.push_back(base.substr(0, i) + base.substr(i + 1));
+    variants.push_back(base.substr(0, i + 1) + base.substr(i));
+    for (const char c : replacements) {
+      std::string v = base;
+      v[i] = c;
+      variants.push_back(v);
+      variants.push_back(base.substr(0, i) + c + base.substr(i));
+    }
+    for (const std::string& v : variants) {
+      EXPECT_TRUE(fast_agrees(v, accepted)) << "'" << v << "'";
+      accepted_count += accepted ? 1 : 0;
+    }
+  }
+  // The fast path does take most digit changes and the like.
+  EXPECT_GT(accepted_count, 500u);
 }
 
 TEST(StepStartLine, ReadsTheFirstProfiledStep) {

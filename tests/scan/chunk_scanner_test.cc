@@ -1,0 +1,142 @@
+#include "scan/chunk_scanner.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace pipescope {
+namespace {
+
+std::string job(int id, std::string_view type, int start_ms) {
+  return "I1020 x.cc:217] Profiler Info: Job (" + std::to_string(id) +
+         "), type = " + std::string(type) +
+         ", micro_batch_id = 1, job_start_time = " + std::to_string(start_ms) +
+         ".5, job_end_time = " + std::to_string(start_ms + 1) + ".25";
+}
+
+/// Lines of every kind the scanner tells apart, one per element.
+std::vector<std::string> mixed_lines() {
+  return {
+      "noise",
+      job(0, "forward", 10),
+      "Schedule Profiler start at step 4",
+      "",
+      job(1, "backward", 20) + "\r",                                            // CRLF
+      "\x1b[32m" + job(2, "forward", 30) + "\x1b[0m",                           // coloured
+      "Profiler Info: Job (9), type = forward, micro_batch_id = 0, job_start",  // malformed
+      "Schedule Profiler start at step 5 " + job(3, "optimizer", 40),           // both literals
+      job(4, "forward", 50) + ", Schedule Profiler start at step 6",            // both, job first
+      "Profiler Info: Jobs done",                                  // the literal, not a job
+      job(5, "backward", 60) + ", note = Profiler Info: Job (7)",  // the literal twice
+      std::string(400, 'y') + job(6, "forward", 70),               // over the 300-byte limit
+      std::string("binary\0data", 11),
+      job(7, "forward", 80),
+  };
+}
+
+ChunkScan scan_pieces(const std::string& text, const std::vector<std::size_t>& cuts,
+                      bool end_of_file) {
+  const Prefilter prefilter;
+  Prefilter::Scratch scratch(prefilter);
+  ChunkScanOptions options;
+  options.look_for_binary = true;
+  options.max_line_bytes = 300;
+  ChunkScan out;
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i <= cuts.size(); ++i) {
+    const std::size_t end = i < cuts.size() ? cuts[i] : text.size();
+    options.end_of_file = end_of_file && end == text.size();
+    scan_chunk_more(std::string_view(text).substr(begin, end - begin), begin, prefilter, scratch,
+                    options, out);
+    begin = end;
+  }
+  return out;
+}
+
+void expect_same(const ChunkScan& a, const ChunkScan& b, const std::string& what) {
+  EXPECT_EQ(a.lines, b.lines) << what;
+  ASSERT_EQ(a.jobs.size(), b.jobs.size()) << what;
+  for (std::size_t i = 0; i < a.jobs.size(); ++i) {
+    EXPECT_EQ(a.jobs[i].start_ns, b.jobs[i].start_ns) << what;
+    EXPECT_EQ(a.jobs[i].end_ns, b.jobs[i].end_ns) << what;
+    EXPECT_EQ(a.jobs[i].job_id, b.jobs[i].job_id) << what;
+    EXPECT_EQ(a.types[a.jobs[i].type], b.types[b.jobs[i].type]) << what;
+    EXPECT_EQ(a.jobs[i].line, b.jobs[i].line) << what;
+  }
+  EXPECT_EQ(a.malformed, b.malformed) << what;
+  EXPECT_EQ(a.oversized, b.oversized) << what;
+  ASSERT_EQ(a.problems.size(), b.problems.size()) << what;
+  for (std::size_t i = 0; i < a.problems.size(); ++i) {
+    EXPECT_EQ(a.problems[i].line, b.problems[i].line) << what;
+    EXPECT_EQ(a.problems[i].error, b.problems[i].error) << what;
+  }
+  ASSERT_EQ(a.step_starts.size(), b.step_starts.size()) << what;
+  for (std::size_t i = 0; i < a.step_starts.size(); ++i) {
+    EXPECT_EQ(a.step_starts[i].line, b.step_starts[i].line) << what;
+    EXPECT_EQ(a.step_starts[i].step, b.step_starts[i].step) << what;
+  }
+  EXPECT_EQ(a.first_nul, b.first_nul) << what;
+  EXPECT_EQ(a.partial_last_line, b.partial_last_line) << what;
+}
+
+TEST(ChunkScanner, ReadsEveryKindOfLineWithItsLineIndex) {
+  std::string text;
+  for (const std::string& line : mixed_lines()) text += line + "\n";
+  const ChunkScan scan = scan_pieces(text, {}, false);
+  EXPECT_EQ(scan.lines, 14u);
+  // Jobs 0..5 and 7 (job 6 is on the over-long line), at their 0-based lines.
+  ASSERT_EQ(scan.jobs.size(), 7u);
+  const std::uint32_t lines[] = {1, 4, 5, 7, 8, 10, 13};
+  const std::int64_t ids[] = {0, 1, 2, 3, 4, 5, 7};
+  for (std::size_t i = 0; i < 7; ++i) {
+    EXPECT_EQ(scan.jobs[i].line, lines[i]) << i;
+    EXPECT_EQ(scan.jobs[i].job_id, ids[i]) << i;
+  }
+  EXPECT_EQ(scan.jobs[3].start_ns, 40'500'000);
+  EXPECT_EQ(scan.jobs[3].end_ns, 41'250'000);
+  EXPECT_EQ(scan.types[scan.jobs[3].type], "optimizer");
+  ASSERT_EQ(scan.step_starts.size(), 3u);
+  EXPECT_EQ(scan.step_starts[0].line, 2u);
+  EXPECT_EQ(scan.step_starts[1].line, 7u);
+  EXPECT_EQ(scan.step_starts[1].step, 5);
+  EXPECT_EQ(scan.step_starts[2].line, 8u);
+  EXPECT_EQ(scan.step_starts[2].step, 6);
+  EXPECT_EQ(scan.malformed, 2u);  // line 6, and "Jobs done" on line 9
+  EXPECT_EQ(scan.oversized, 1u);
+  ASSERT_EQ(scan.problems.size(), 3u);
+  EXPECT_EQ(scan.problems[0].line, 6u);
+  EXPECT_EQ(scan.problems[0].error, LineError::missing_start_time);
+  EXPECT_EQ(scan.problems[1].line, 9u);
+  EXPECT_EQ(scan.problems[1].error, LineError::bad_job_id);
+  EXPECT_EQ(scan.problems[2].line, 11u);
+  EXPECT_EQ(scan.problems[2].error, LineError::line_too_long);
+  EXPECT_EQ(scan.first_nul, text.find('\0'));
+}
+
+TEST(ChunkScanner, PiecesCutAtAnyLineBoundariesGiveTheWhole) {
+  for (const bool partial : {false, true}) {
+    std::string text;
+    std::vector<std::size_t> boundaries;
+    for (const std::string& line : mixed_lines()) {
+      text += line + "\n";
+      boundaries.push_back(text.size());
+    }
+    boundaries.pop_back();
+    if (partial) text += job(8, "forward", 90);  // the file's last line, without '\n'
+    const ChunkScan whole = scan_pieces(text, {}, true);
+    EXPECT_EQ(whole.partial_last_line, partial ? job(8, "forward", 90).size() : 0u);
+    for (std::size_t i = 0; i < boundaries.size(); ++i) {
+      expect_same(scan_pieces(text, {boundaries[i]}, true), whole,
+                  "cut at " + std::to_string(boundaries[i]));
+      for (std::size_t j = i + 1; j < boundaries.size(); ++j) {
+        expect_same(
+            scan_pieces(text, {boundaries[i], boundaries[j]}, true), whole,
+            "cuts at " + std::to_string(boundaries[i]) + ", " + std::to_string(boundaries[j]));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pipescope
