@@ -3,7 +3,7 @@
 # "Watching a running job"): its RssAnon after following a simulated run of
 # 100 and of 10,000 steps appended in 16 KiB pieces, every file in turn (sampled once every step
 # was reported, before the final pass), and its CPU time over 20 s of a
-# folder that does not change.
+# folder that does not change (the 100-step run).
 #
 #   bash bench/watch_cost.sh [build/cli/pipescope]
 #   FORMAT=ivl bash bench/watch_cost.sh           # or paddle-dygraph, gzip (worker logs .gz)
@@ -59,9 +59,8 @@ rss_after() {  # steps
 rss_after 100
 rss_after 10000
 
-# Idle: a folder that does not change, 20 s.
-"$cli" simulate -o "$work/idle" --steps 3 > /dev/null
-"$cli" watch "$work/idle" -o "$work/idle-out" > /dev/null &
+# Idle: a folder of FORMAT that does not change (the 100-step run), 20 s.
+"$cli" watch "$work/src100" -o "$work/idle-out" > /dev/null &
 pid=$!
 sleep 1
 t0=$(awk '{print $14 + $15}' /proc/$pid/stat)
@@ -70,4 +69,4 @@ t1=$(awk '{print $14 + $15}' /proc/$pid/stat)
 kill -TERM $pid
 wait $pid
 ticks=$(getconf CLK_TCK)
-echo "idle: $((t1 - t0)) clock ticks of CPU in 20 s ($(awk -v t=$((t1 - t0)) -v hz="$ticks" 'BEGIN{printf "%.3f", 100 * t / hz / 20}')% of a core)"
+echo "$format idle: $((t1 - t0)) clock ticks of CPU in 20 s ($(awk -v t=$((t1 - t0)) -v hz="$ticks" 'BEGIN{printf "%.3f", 100 * t / hz / 20}')% of a core)"

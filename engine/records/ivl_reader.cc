@@ -456,7 +456,10 @@ ReadResult read_more(const std::string& path, ReadPosition& position,
     report(callbacks, result, ProblemKind::io, cat("cannot open: ", std::strerror(errno)));
     return result;
   }
-  Window window(fd.get(), std::size_t{256} << 10);
+  // Small: a look reads what was appended since the last (the window grows
+  // for a larger block), and a large buffer freed at every look would stay
+  // resident in the allocator.
+  Window window(fd.get(), std::size_t{64} << 10);
   // A torn tail is where the next read begins: not a problem while writing.
   ReadCallbacks quiet = callbacks;
   quiet.on_problem = [&](const Problem& p) {
