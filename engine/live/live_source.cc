@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iterator>
 #include <optional>
@@ -21,7 +22,12 @@ struct LiveSources::Source {
   /// Text worker logs and dygraph records.
   std::optional<FileFollower> follower;
   std::unique_ptr<DygraphFollowReader> dygraph;
-  bool dygraph_placed = false;
+  /// Whether its stage's pipeline was chosen (then `dygraph_analysed` says
+  /// whether it is this file); until then what it read waits in `pending`.
+  bool dygraph_decided = false;
+  bool dygraph_analysed = false;
+  std::vector<FileResult> pending;
+  bool pending_restarted = false;
   /// .ivl records.
   std::unique_ptr<IvlFollowImport> ivl;
   /// .ivl records and traces: the file last seen (a truncated or replaced
@@ -75,6 +81,7 @@ void LiveSources::set_inputs(const std::vector<InputFile>& inputs, LiveRun& live
 LiveSources::Look LiveSources::look(LiveRun& live) {
   Look look;
   for (auto& [path, source] : sources_) look_at(*source, live, look);
+  place_dygraph(live);
   return look;
 }
 
@@ -91,29 +98,54 @@ std::int64_t mtime_ns(const struct stat& st) {
 
 }  // namespace
 
-/// Places a dygraph file at its stage once a record named it: the K-th rank
-/// of the stage (IngestOptions::pipeline, 0 by default) among the ranks seen,
-/// as analyze chooses among all; the others are left out.
-void LiveSources::place_dygraph(Source& source, LiveRun& live) {
-  const int stage = source.dygraph->stage();
-  if (source.dygraph_placed || stage < 0) return;
-  source.dygraph_placed = true;
-  std::set<int>& ranks = dygraph_ranks_[stage];
-  ranks.insert(source.input.rank);
+/// Places the dygraph files whose stage is known: of each stage, the K-th
+/// rank (IngestOptions::pipeline, 0 by default) in rank order among the files
+/// that named it, as analyze chooses among all, once that many have; the
+/// others are left out. Decided at the end of a look, so files read in the
+/// same look are chosen among together.
+void LiveSources::place_dygraph(LiveRun& live) {
   const auto chosen = static_cast<std::size_t>(std::max(options_.ingest.pipeline.value_or(0), 0));
-  const auto position =
-      static_cast<std::size_t>(std::distance(ranks.begin(), ranks.find(source.input.rank)));
-  if (dygraph_chosen_.count(stage) == 0 && position == chosen) {
-    dygraph_chosen_[stage] = source.input.path;
-    live.place_input(source.input.path, stage);
-    return;
+  std::map<int, std::vector<Source*>> by_stage;  // every file that named the stage
+  for (auto& [path, source] : sources_) {
+    if (source->dygraph && source->dygraph->stage() >= 0) {
+      by_stage[source->dygraph->stage()].push_back(source.get());
+    }
   }
-  live.leave_out(source.input.path);
-  notes_.push_back(fmt::format(
-      "{} records stage {}, which another rank's records hold too (several pipelines): the live "
-      "lines follow {} for that stage; the final summary analyses pipeline {} as analyze does",
-      source.input.path, stage,
-      dygraph_chosen_.count(stage) ? dygraph_chosen_[stage] : std::string("another rank"), chosen));
+  auto flush = [&](Source& source) {
+    for (std::size_t i = 0; i < source.pending.size(); ++i) {
+      live.add_jobs(source.input.path, source.pending[i], i == 0 && source.pending_restarted);
+    }
+    source.pending.clear();
+    source.pending_restarted = false;
+  };
+  for (auto& [stage, files] : by_stage) {
+    std::sort(files.begin(), files.end(),
+              [](const Source* a, const Source* b) { return a->input.rank < b->input.rank; });
+    const auto analysed = std::find_if(files.begin(), files.end(),
+                                       [](const Source* f) { return f->dygraph_analysed; });
+    if (analysed == files.end() && files.size() <= chosen) continue;  // wait for more ranks
+    const Source* pick = analysed != files.end() ? *analysed : files[chosen];
+    for (Source* file : files) {
+      if (file->dygraph_decided) continue;
+      file->dygraph_decided = true;
+      if (file == pick) {
+        file->dygraph_analysed = true;
+        live.place_input(file->input.path, stage);
+        flush(*file);
+        continue;
+      }
+      live.leave_out(file->input.path);
+      file->pending.clear();
+      const bool earlier = analysed != files.end() && file->input.rank < pick->input.rank;
+      notes_.push_back(fmt::format(
+          "{} records stage {}, as {} does (several pipelines): the live lines follow {}{}",
+          file->input.path, stage, pick->input.path, pick->input.path,
+          earlier ? fmt::format(", chosen before this lower rank logged: the final summary, "
+                                "which analyses pipeline {} as analyze does, differs",
+                                chosen)
+                  : ""));
+    }
+  }
 }
 
 void LiveSources::look_at(Source& source, LiveRun& live, Look& look) {
@@ -123,6 +155,7 @@ void LiveSources::look_at(Source& source, LiveRun& live, Look& look) {
     source.stopped = why;
     notes_.push_back(std::move(why));
   };
+  if (source.dygraph && source.dygraph_decided && !source.dygraph_analysed) return;  // left out
   if (source.follower) {
     FollowedBytes got = source.follower->poll();
     if (got.corrupt) {
@@ -141,12 +174,16 @@ void LiveSources::look_at(Source& source, LiveRun& live, Look& look) {
       source.dygraph =
           std::make_unique<DygraphFollowReader>(source.input, options_.ingest.diagnostics_per_file);
     }
-    const FileResult batch = source.dygraph->lines(got.lines);
-    place_dygraph(source, live);
+    FileResult batch = source.dygraph->lines(got.lines);
     for (const Diagnostic& d : batch.diagnostics) {
       notes_.push_back(fmt::format("{} line {}: {}", path, d.line, d.message));
     }
-    live.add_jobs(path, batch, got.restarted);
+    if (source.dygraph_analysed) {
+      live.add_jobs(path, batch, got.restarted);
+    } else if (!source.dygraph_decided) {
+      if (source.pending.empty()) source.pending_restarted = got.restarted;
+      source.pending.push_back(std::move(batch));
+    }
     return;
   }
 

@@ -9,7 +9,9 @@
 //   - Paddle dygraph records, one file per rank: appended whole lines
 //     (ingest/dygraph_reader.h; a B record waits for its E), each file placed
 //     at its stage once a record names it, as analyze places them; of several
-//     pipelines (two ranks of one stage) the one chosen, the others left out;
+//     pipelines (two ranks of one stage) the one chosen (the K-th rank of the
+//     stage among the files that named it, decided at the end of a look),
+//     the others left out;
 //   - PyTorch profiler traces, one JSON document written when profiling
 //     stops: each file once it is a complete document (it reads to its end
 //     without damage) and stable (the same size and time over two looks).
@@ -24,7 +26,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -68,13 +69,10 @@ class LiveSources {
  private:
   struct Source;
   void look_at(Source& source, LiveRun& live, Look& look);
-  void place_dygraph(Source& source, LiveRun& live);
+  void place_dygraph(LiveRun& live);
 
   LiveSourceOptions options_;
   std::map<std::string, std::unique_ptr<Source>> sources_;  // by path
-  /// Dygraph records: the ranks seen per stage, and the file chosen for it.
-  std::map<int, std::set<int>> dygraph_ranks_;
-  std::map<int, std::string> dygraph_chosen_;
   std::vector<std::string> notes_;
 };
 

@@ -227,6 +227,32 @@ TEST(LiveSources, DygraphRecordsGrowingInPiecesGiveAnalyzesFigures) {
   }
 }
 
+TEST(LiveSources, DygraphRecordsOfSeveralPipelinesFollowTheChosenOne) {
+  TempDir dir;
+  const std::string from =
+      simulate(dir, "--format paddle-dygraph --devices-per-stage 2 --steps 6 --seed 8");
+  for (const int pipeline : {0, 1}) {
+    SCOPED_TRACE(pipeline);
+    LiveSourceOptions sources;
+    sources.ingest.pipeline = pipeline;
+    const std::string live = dir / fmt::format("live{}", pipeline);
+    Feeder feeder(from, live, 10 + static_cast<std::uint32_t>(pipeline), {}, sources);
+    feeder.append_until(1.0, 400);
+    feeder.look(true);
+    LoadOptions load;
+    load.ingest.pipeline = pipeline;
+    const LoadedRun final = analyze(live, load);
+    ASSERT_EQ(final.run.devices.size(), 4u);
+    ASSERT_EQ(complete_steps(final).size(), 6u);
+    expect_same_steps(feeder.steps(), complete_steps(final));
+    // The other pipeline's four files are named once each.
+    ASSERT_EQ(feeder.notes().size(), 4u);
+    EXPECT_NE(feeder.notes()[0].find("(several pipelines): the live lines follow "),
+              std::string::npos)
+        << feeder.notes()[0];
+  }
+}
+
 TEST(LiveSources, TraceIsReadOnceCompleteAndStable) {
   TempDir dir;
   const std::string from = simulate(dir, "--format torch --steps 6 --seed 4");
