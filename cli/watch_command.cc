@@ -11,22 +11,25 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <memory>
+#include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "analysis/stage_map.h"
 #include "command.h"
-#include "run_inputs.h"
 #include "export/atomic_file.h"
 #include "export/chrome_trace.h"
 #include "export/summary_json.h"
+#include "ingest/discovery.h"
 #include "live/live_run.h"
+#include "live/live_source.h"
 #include "live/watch_output.h"
 #include "load/load_run.h"
+#include "run_inputs.h"
 #include "source/change_notifier.h"
-#include "source/file_follower.h"
 
 namespace pipescope::cli {
 
@@ -35,7 +38,7 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-struct WatchOptions {
+struct WatchOptions : RunInputOptions {
   std::vector<std::string> paths;
   double interval_s = 1.0;
   std::string jsonl;
@@ -62,20 +65,42 @@ void install_stop_handlers() {
   sigaction(SIGTERM, &action, nullptr);
 }
 
-/// Inputs that can be followed while they grow: text worker logs, not
-/// compressed. The others are read whole by `analyze`.
+/// Inputs that can be followed while they grow: all but Paddle's
+/// concatenation of the dygraph records (`pipeline_profile.json`), which its
+/// helper writes once the run is over.
 void refuse_unfollowable(const std::vector<InputFile>& inputs) {
   for (const InputFile& input : inputs) {
-    const bool compressed = input.path.ends_with(".gz") || input.path.ends_with(".zst");
-    if (input.format == InputFormat::worker_log && !compressed) continue;
-    const char* what = compressed                                    ? "a compressed file"
-                       : input.format == InputFormat::ivl            ? ".ivl records"
-                       : input.format == InputFormat::paddle_dygraph ? "Paddle dygraph records"
-                                                                     : "a profiler trace";
+    if (input.format != InputFormat::paddle_dygraph ||
+        !is_dygraph_concatenation(fs::path(input.path).filename().string())) {
+      continue;
+    }
     throw InputError(fmt::format(
-        "{} is {}: watch follows text worker logs only; analyse it with `pipescope analyze` "
-        "once it is written",
-        input.path, what));
+        "{} is Paddle's concatenation of the dygraph records, written once the run is over: "
+        "watch the per-rank files (profile_record_tmp_file_for_rank_N) instead, or analyse it "
+        "with `pipescope analyze`",
+        input.path));
+  }
+}
+
+/// A stage map that names devices is checked against the inputs before
+/// anything is followed, as analyze checks it (dygraph records and traces
+/// place their devices only once read: checked by the final pass).
+void check_stage_map(const std::vector<InputFile>& inputs, const LoadOptions& load) {
+  const std::string& stages = load.pipeline.stages;
+  if (stages.empty() || stages == "device" || stages == "auto") return;
+  Run placed;
+  for (const InputFile& input : inputs) {
+    if (input.format != InputFormat::worker_log && input.format != InputFormat::ivl) return;
+    Device& device = placed.devices.emplace_back();
+    device.index = input.device;
+    device.path = input.path;
+  }
+  std::sort(placed.devices.begin(), placed.devices.end(),
+            [](const Device& a, const Device& b) { return a.index < b.index; });
+  try {
+    resolve_stage_map(placed, stages, load.pipeline.stages_label);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(e.what());
   }
 }
 
@@ -89,13 +114,8 @@ std::string default_run_name(const std::vector<std::string>& paths) {
 
 /// The fresh full pass of the end: summary.json (and trace.json), as
 /// `analyze` writes them.
-int final_pass(const WatchOptions& options) {
-  const std::vector<InputFile> inputs = find_inputs(options.paths);
-  LoadOptions load;
-  // watch takes no stage map: its advice points at analyze, which does.
-  load.pipeline.stages_label = "stage map";
-  load.pipeline.stages_advice =
-      "analyse the finished folder with analyze --stages auto or --stages MAP";
+int final_pass(const WatchOptions& options, const LoadOptions& load) {
+  const std::vector<InputFile> inputs = find_inputs(options.paths, options.devices);
   LoadedRun loaded = load_run(inputs, load);
   if (loaded.run.job_count() == 0) {
     fmt::print(stderr,
@@ -128,8 +148,10 @@ int run_watch(const WatchOptions& options) {
   // Watched folders are searched again at every look: summary.json and the
   // traces written at the end never go among them.
   refuse_output_inside_inputs(options.output_dir, options.paths);
-  std::vector<InputFile> inputs = find_inputs(options.paths);
+  const LoadOptions load = make_load_options(options);  // throws: usage error
+  std::vector<InputFile> inputs = find_inputs(options.paths, options.devices);
   refuse_unfollowable(inputs);
+  check_stage_map(inputs, load);
   for (const InputFile& input : inputs) {
     for (const std::string& output : {options.jsonl, options.prometheus}) {
       std::error_code ec;
@@ -155,21 +177,29 @@ int run_watch(const WatchOptions& options) {
       jsonl, [](std::FILE* f) { return f ? std::fclose(f) : 0; });
   install_stop_handlers();
 
-  LiveRun live;
-  std::map<std::string, FileFollower> followers;
+  LiveOptions live_options;
+  live_options.pipeline = load.pipeline;
+  live_options.first_step = load.first_step;
+  live_options.max_line_bytes = load.ingest.limits.max_line_bytes;
+  LiveRun live(live_options);
+  LiveSourceOptions source_options;
+  source_options.ingest = load.ingest;
+  source_options.ingest.on_progress = nullptr;
+  // Each look reads at most this much of a file, and completed steps are
+  // taken after each, so memory follows the open steps, not the backlog.
+  source_options.look_bytes = std::uint64_t{1} << 20;
+  LiveSources sources(source_options);
+  std::set<std::string> watched;
   ChangeNotifier notifier;
   for (const std::string& path : options.paths) notifier.watch(path);
   const auto interval = std::chrono::milliseconds(
       std::max<long long>(1, static_cast<long long>(options.interval_s * 1000)));
-  // Each look reads at most this much of a file, and completed steps are
-  // taken after each, so memory follows the open steps, not the backlog.
-  constexpr std::uint64_t kLookBytes = std::uint64_t{1} << 20;
   Clock::time_point last_data = Clock::now();
   bool idle_end = false;
   std::string discovery_error;
   while (g_stop == 0) {
     try {
-      std::vector<InputFile> now = find_inputs(options.paths);
+      std::vector<InputFile> now = find_inputs(options.paths, options.devices);
       refuse_unfollowable(now);
       inputs = std::move(now);
     } catch (const InputError& e) {
@@ -180,22 +210,19 @@ int run_watch(const WatchOptions& options) {
         fmt::print(stderr, "pipescope: note: {}; following the inputs found before\n", e.what());
       }
     }
-    live.set_inputs(inputs);
+    sources.set_inputs(inputs, live);
     for (const InputFile& input : inputs) {
-      if (followers.count(input.path) > 0) continue;
-      followers.emplace(input.path, FileFollower(input.path, kLookBytes));
+      if (!watched.insert(input.path).second) continue;
       std::string parent = fs::path(input.path).parent_path().string();
       notifier.watch(parent.empty() ? "." : parent);
     }
     bool got_any = false;
     for (bool more = true; more && g_stop == 0;) {
-      more = false;
-      for (auto& [path, follower] : followers) {
-        FollowedBytes got = follower.poll();
-        if (got.lines.empty() && !got.restarted) continue;
-        live.add_lines(path, got.lines, got.restarted);
-        more = more || got.lines.size() >= kLookBytes / 2;
-        got_any = true;
+      const LiveSources::Look look = sources.look(live);
+      more = look.more;
+      got_any = got_any || look.got_any;
+      for (const std::string& note : sources.take_notes()) {
+        fmt::print(stderr, "pipescope: note: {}\n", note);
       }
       if (got_any) last_data = Clock::now();
       idle_end = !more && options.until_idle_s > 0 &&
@@ -227,7 +254,7 @@ int run_watch(const WatchOptions& options) {
     }
   }
   jsonl_file.reset();
-  return final_pass(options);
+  return final_pass(options, load);
 }
 
 }  // namespace
@@ -236,12 +263,14 @@ void register_watch_command(CLI::App& app, int& status) {
   auto options = std::make_shared<WatchOptions>();
   CLI::App* cmd = app.add_subcommand(
       "watch",
-      "Follow the worker logs of a running job and print each step's bubble as the step\n"
-      "completes; on Ctrl-C (SIGINT), SIGTERM or after --until-idle, write summary.json\n"
-      "and trace.json from a full pass, as analyze does.\n\n"
+      "Follow the inputs of a running job (worker logs, plain or .gz/.zst; .ivl records;\n"
+      "Paddle dygraph records; PyTorch traces once each is written) and print each step's\n"
+      "bubble as the step completes; on Ctrl-C (SIGINT), SIGTERM or after --until-idle,\n"
+      "write summary.json and trace.json from a full pass, as analyze does.\n\n"
       "Example:\n  pipescope watch logs/ --prometheus /var/lib/node_exporter/pipescope.prom");
   cmd->add_option("paths", options->paths,
-                  "Log folders (workerlog.N files, or machineK/ folders of them) or log files")
+                  "Log folders (workerlog.N files, or machineK/ folders of them), .ivl record\n"
+                  "files, dygraph record files, traces")
       ->required();
   cmd->add_option("--interval", options->interval_s, "Seconds between looks at the inputs")
       ->check(CLI::Range(0.01, 3600.0))
@@ -261,6 +290,9 @@ void register_watch_command(CLI::App& app, int& status) {
                   "The run label of the JSON lines and the Prometheus series (default: the\n"
                   "first path's name)");
   cmd->add_flag("-q,--quiet", options->quiet, "Do not print the \"wrote\" line at the end");
+  // analyze's input options: the live lines use --devices, --stages, --first-step,
+  // --pipeline, --job-pattern/--job-kinds and --max-line-kib; the final pass all of them.
+  add_run_input_options(cmd, *options);
   cmd->callback([options, &status] { status = run_watch(*options); });
 }
 

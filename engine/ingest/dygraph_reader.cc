@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <system_error>
 #include <unordered_map>
@@ -68,10 +69,12 @@ std::string type_name(const JobName& name) {
   return fmt::format("{}(chunk{})", base, name.chunk);
 }
 
+}  // namespace
+
 /// Turns lines into ranks and jobs; fed chunks of complete lines.
-class RecordParser {
+class DygraphRecordParser {
  public:
-  RecordParser(const InputFile& input, std::size_t max_diagnostics)
+  DygraphRecordParser(const InputFile& input, std::size_t max_diagnostics)
       : input_(input),
         max_diagnostics_(max_diagnostics),
         concatenation_(
@@ -304,6 +307,12 @@ class RecordParser {
 
   DygraphRank& current() { return out_.ranks.back(); }
 
+ public:
+  /// For a file followed while written: the jobs completed so far (moved
+  /// out), the types, the problems found (moved out), and the stage.
+  DygraphFile& progress() { return out_; }
+
+ private:
   /// B records left open when a rank ends, in file order.
   void close_rank() {
     if (ranks_open_ == 0) return;
@@ -333,6 +342,8 @@ class RecordParser {
   std::uint64_t truncated_offset_ = 0;
 };
 
+namespace {
+
 std::string rank_list(const std::vector<const DygraphRank*>& ranks) {
   std::string text;
   for (const DygraphRank* r : ranks) {
@@ -360,7 +371,7 @@ bool looks_like_dygraph_records(std::string_view bytes) {
 
 DygraphFile parse_dygraph_file(const InputFile& input, const ReadLimits& limits,
                                std::size_t max_diagnostics) {
-  RecordParser parser(input, max_diagnostics);
+  DygraphRecordParser parser(input, max_diagnostics);
   // Record files are read whole, one task each, so the chunk only needs to
   // be large enough to amortise a read call: a smaller buffer is faulted in
   // once and then stays in cache, where a large one costs a fresh page fault
@@ -387,11 +398,36 @@ DygraphFile parse_dygraph_file(const InputFile& input, const ReadLimits& limits,
 
 DygraphFile parse_dygraph_bytes(std::string_view bytes, const InputFile& input,
                                 std::size_t max_diagnostics) {
-  RecordParser parser(input, max_diagnostics);
+  DygraphRecordParser parser(input, max_diagnostics);
   const simdjson::padded_string padded(bytes);
   parser.lines(std::string_view(padded.data(), padded.size()), 0,
                padded.data() + padded.size() + simdjson::SIMDJSON_PADDING, true);
   return parser.finish();
+}
+
+DygraphFollowReader::DygraphFollowReader(InputFile input, std::size_t max_diagnostics)
+    : input_(std::move(input)),
+      parser_(std::make_unique<DygraphRecordParser>(input_, max_diagnostics)) {}
+
+DygraphFollowReader::~DygraphFollowReader() = default;
+
+FileResult DygraphFollowReader::lines(std::string_view text) {
+  const simdjson::padded_string padded(text);
+  parser_->lines(std::string_view(padded.data(), padded.size()), offset_,
+                 padded.data() + padded.size() + simdjson::SIMDJSON_PADDING, false);
+  offset_ += text.size();
+  DygraphFile& progress = parser_->progress();
+  FileResult out = empty_result_for(input_);
+  out.types = progress.result.types;
+  out.time_resolution_ns = kDygraphResolutionNs;
+  out.diagnostics = std::move(progress.result.diagnostics);
+  progress.result.diagnostics.clear();
+  if (!progress.ranks.empty()) {
+    stage_ = progress.ranks.back().stage;
+    out.device.jobs = std::move(progress.ranks.back().device.jobs);
+    progress.ranks.back().device.jobs.clear();
+  }
+  return out;
 }
 
 std::vector<FileResult> read_dygraph_records(const std::vector<InputFile>& files,

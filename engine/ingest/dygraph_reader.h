@@ -32,6 +32,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -79,6 +80,34 @@ DygraphFile parse_dygraph_file(const InputFile& input, const ReadLimits& limits,
 /// whether it is a concatenation (`pipeline_profile.json`) or one rank's file.
 DygraphFile parse_dygraph_bytes(std::string_view bytes, const InputFile& input,
                                 std::size_t max_diagnostics);
+
+class DygraphRecordParser;
+
+/// One rank's record file still being written (`pipescope watch`): whole
+/// lines in as they are appended, the jobs they complete out, through the same
+/// parser as parse_dygraph_file() (a B record waits for its E across calls;
+/// line numbers and byte offsets go on). Not for the concatenation, which
+/// Paddle's helper writes once the run is over.
+class DygraphFollowReader {
+ public:
+  DygraphFollowReader(InputFile input, std::size_t max_diagnostics = 5);
+  ~DygraphFollowReader();
+  DygraphFollowReader(const DygraphFollowReader&) = delete;
+  DygraphFollowReader& operator=(const DygraphFollowReader&) = delete;
+
+  /// Whole lines (each ending in '\n'). Returns the jobs they completed in
+  /// `device.jobs` (not placed), the file's types so far (ids as in every
+  /// earlier call) and the problems found in them.
+  FileResult lines(std::string_view text);
+  /// tid - 1 of the file's records; -1 until one was read.
+  int stage() const { return stage_; }
+
+ private:
+  InputFile input_;
+  std::unique_ptr<DygraphRecordParser> parser_;
+  std::uint64_t offset_ = 0;
+  int stage_ = -1;
+};
 
 /// The format table's reader: reads every file, picks the pipeline, and
 /// returns one result per file, in order (the concatenation's ranks in

@@ -18,6 +18,7 @@
 
 #include "ingest/discovery.h"
 #include "ingest/file_result.h"
+#include "records/ivl_reader.h"
 
 namespace pipescope {
 
@@ -26,6 +27,31 @@ class ProgressMeter;
 
 /// Reads one .ivl file. Never throws for file content or I/O problems.
 FileResult import_ivl_file(const InputFile& input, std::size_t max_diagnostics = 5);
+
+/// An .ivl file still being written, read as it grows (`pipescope watch`):
+/// each call converts the whole blocks appended since the last one, exactly
+/// as import_ivl_file() converts a whole file (a block being written waits
+/// for the next call; a header still incomplete is no problem yet).
+class IvlFollowImport {
+ public:
+  explicit IvlFollowImport(InputFile input);
+  /// The new records: `device.jobs` (job ids and lines go on from the last
+  /// call), `types` (the file's table so far, ids as in every earlier call),
+  /// the header's step start with the call that read it, and the problems
+  /// found. Only `stats.lines` (records read now) and `stats.matched` count.
+  /// `max_bytes`: at most this much of the file is read in one call.
+  FileResult read_more(std::uint64_t max_bytes = std::uint64_t{64} << 20,
+                       std::size_t max_diagnostics = 5);
+  /// First byte not yet read (the header's end once it was read).
+  std::uint64_t offset() const { return position_.offset; }
+
+ private:
+  InputFile input_;
+  ivl::ReadPosition position_;
+  TypeTable types_;
+  std::vector<TypeId> type_map_;
+  std::uint64_t ordinal_ = 0;
+};
 
 /// The format table's reader: one task per file, in parallel.
 std::vector<FileResult> read_ivl_files(const std::vector<InputFile>& files,

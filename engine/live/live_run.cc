@@ -29,6 +29,12 @@ struct LiveRun::Input {
   bool joined_late = false;
   /// A job starting before this belongs to a step already reported.
   std::int64_t boundary_ns = std::numeric_limits<std::int64_t>::min();
+  /// Added to a reader's line numbers (records read again after a restart).
+  std::uint64_t line_base = 0;
+  /// The device index its reader placed it at (dygraph records: the stage).
+  std::optional<int> device;
+  /// Not analysed (another pipeline's records): never waited for.
+  bool left_out = false;
 };
 
 struct LiveRun::Scanner {
@@ -43,19 +49,25 @@ LiveRun::LiveRun(LiveOptions options)
 LiveRun::~LiveRun() = default;
 
 void LiveRun::set_inputs(const std::vector<InputFile>& inputs) {
-  for (const InputFile& input : inputs) inputs_[input.path].place = input;
+  for (const InputFile& input : inputs) {
+    Input& kept = inputs_[input.path];
+    kept.place = input;
+    if (kept.device) kept.place.device = kept.place.rank = *kept.device;
+  }
+}
+
+void LiveRun::note_restart(const std::string& path) {
+  notes_.push_back(fmt::format(
+      "{} was truncated or replaced (log rotation?): reading its new content from the start; "
+      "the final summary covers only what the files hold then",
+      path));
 }
 
 void LiveRun::add_lines(const std::string& path, std::string_view lines, bool restarted) {
   const auto found = inputs_.find(path);
   if (found == inputs_.end()) return;
   Input& input = found->second;
-  if (restarted) {
-    notes_.push_back(fmt::format(
-        "{} was truncated or replaced (log rotation?): reading its new content from the start; "
-        "the final summary covers only what the files hold then",
-        path));
-  }
+  if (restarted) note_restart(path);
   if (lines.empty()) return;
   ChunkScanOptions scan_options;
   scan_options.max_problems = 0;
@@ -64,27 +76,80 @@ void LiveRun::add_lines(const std::string& path, std::string_view lines, bool re
   scan_chunk(lines, scanner_->prefilter, scanner_->scratch, scan_options, scan);
   const std::uint64_t base = input.lines;
   input.lines += scan.lines;
-  for (const StepStartSeen& seen : scan.step_starts) {
-    input.step_starts.push_back({base + seen.line + 1, seen.step});
-  }
+  std::vector<StepStartLine> starts;
+  for (const StepStartSeen& seen : scan.step_starts)
+    starts.push_back({base + seen.line + 1, seen.step});
   std::vector<TypeId> type_map;
   for (const std::string& name : scan.types) type_map.push_back(types_.intern(name));
-  const bool first_jobs = !input.had_job && !scan.jobs.empty();
+  std::vector<Job> jobs;
+  jobs.reserve(scan.jobs.size());
+  for (Job job : scan.jobs) {
+    job.type = type_map[job.type];
+    job.line = static_cast<std::uint32_t>(std::min<std::uint64_t>(base + job.line + 1, UINT32_MAX));
+    jobs.push_back(job);
+  }
+  accept(path, input, jobs, starts);
+}
+
+void LiveRun::add_jobs(const std::string& path, const FileResult& batch, bool restarted) {
+  const auto found = inputs_.find(path);
+  if (found == inputs_.end()) return;
+  Input& input = found->second;
+  if (restarted) {
+    note_restart(path);
+    // The reader starts its lines again: keep them after the old ones.
+    input.line_base = input.lines;
+  }
+  std::vector<TypeId> type_map;
+  for (const std::string& name : batch.types.names()) type_map.push_back(types_.intern(name));
+  std::vector<Job> jobs;
+  jobs.reserve(batch.device.jobs.size());
+  for (Job job : batch.device.jobs) {
+    job.type = type_map[job.type];
+    const std::uint64_t line = input.line_base + job.line;
+    job.line = static_cast<std::uint32_t>(std::min<std::uint64_t>(line, UINT32_MAX));
+    input.lines = std::max(input.lines, line);
+    jobs.push_back(job);
+  }
+  std::vector<StepStartLine> starts;
+  for (StepStartLine start : batch.device.step_starts) {
+    start.line += input.line_base;
+    starts.push_back(start);
+  }
+  accept(path, input, jobs, starts);
+}
+
+void LiveRun::place_input(const std::string& path, int device) {
+  const auto found = inputs_.find(path);
+  if (found == inputs_.end()) return;
+  found->second.device = device;
+  found->second.place.device = device;
+  found->second.place.rank = device;
+}
+
+void LiveRun::leave_out(const std::string& path) {
+  const auto found = inputs_.find(path);
+  if (found != inputs_.end()) found->second.left_out = true;
+}
+
+void LiveRun::accept(const std::string& path, Input& input, const std::vector<Job>& jobs,
+                     const std::vector<StepStartLine>& starts) {
+  if (input.left_out) return;
+  for (const StepStartLine& start : starts) input.step_starts.push_back(start);
+  const bool first_jobs = !input.had_job && !jobs.empty();
   if (first_jobs && steps_reported_ > 0) {
     input.joined_late = true;
     input.boundary_ns = context_start_ns_;
   }
   std::size_t late = 0;
-  for (Job job : scan.jobs) {
-    job.type = type_map[job.type];
-    job.line = static_cast<std::uint32_t>(std::min<std::uint64_t>(base + job.line + 1, UINT32_MAX));
+  for (const Job& job : jobs) {
     if (job.start_ns < input.boundary_ns) {
       if (input.joined_late) continue;  // a step already reported without it
       ++late;
     }
     input.jobs.push_back(job);
   }
-  jobs_seen_ += scan.jobs.size();
+  jobs_seen_ += jobs.size();
   if (late > 0) {
     notes_.push_back(fmt::format(
         "{}: {} job line{} arrived after {} step was reported; the live figures of that step "
@@ -112,14 +177,23 @@ std::size_t LiveRun::jobs_kept() const {
 
 bool LiveRun::waiting_for_input() const {
   for (const auto& [path, input] : inputs_) {
-    if (!input.had_job) return true;
+    if (!input.had_job && !input.left_out) return true;
   }
   return false;
+}
+
+/// A stage map that names devices (a list, tp=N) describes every input: it
+/// cannot be applied while one has not logged a job yet.
+bool LiveRun::map_waits() const {
+  const std::string& stages = options_.pipeline.stages;
+  if (stages.empty() || stages == "device" || stages == "auto") return false;
+  return waiting_for_input();
 }
 
 bool LiveRun::provisional() const {
   std::set<int> machines;
   for (const auto& [path, input] : inputs_) {
+    if (input.left_out) continue;
     if (!input.had_job) return true;
     machines.insert(input.place.machine);
   }
@@ -227,7 +301,7 @@ Run LiveRun::build_window() const {
   run.types = types_;
   std::vector<const Input*> devices;
   for (const auto& [path, input] : inputs_) {
-    if (input.had_job) devices.push_back(&input);
+    if (input.had_job && !input.left_out) devices.push_back(&input);
   }
   std::sort(devices.begin(), devices.end(),
             [](const Input* a, const Input* b) { return a->place.device < b->place.device; });
@@ -251,7 +325,11 @@ std::vector<LiveStep> LiveRun::take_completed(bool at_end) {
   Run window = build_window();
   if (window.job_count() == 0) return out;
   SegmentOptions segment_options;
-  if (context_) segment_options.first_step = context_->second;
+  if (context_) {
+    segment_options.first_step = context_->second;
+  } else if (options_.first_step) {
+    segment_options.first_step = options_.first_step;
+  }
   split_launch_segments(window, segment_options);
   const Metrics metrics = compute_metrics(window);
   std::vector<InputFile> places;
@@ -259,6 +337,7 @@ std::vector<LiveStep> LiveRun::take_completed(bool at_end) {
   const int base_segment = context_ ? context_->first : 0;
   const std::size_t first = context_ ? 1 : 0;
   const bool provisional_now = provisional();
+  const bool map_waiting = map_waits();
   if (!at_end && waiting_for_input()) {
     // An input without a job yet is most often a rank whose first lines have
     // not landed: hold the steps a while rather than report them without it.
@@ -279,7 +358,8 @@ std::vector<LiveStep> LiveRun::take_completed(bool at_end) {
     step.bubble_ratio = w.bubble_ratio;
     step.devices = window.devices.size();
     step.provisional = provisional_now;
-    split_one_step(window, places, metrics, k, options_.pipeline, step);
+    // Without every device the map names, no split: the line shows '-'.
+    if (!map_waiting) split_one_step(window, places, metrics, k, options_.pipeline, step);
     step.beyond_spread = beyond_spread(step.bubble_ratio);
     recent_.push_back(step.bubble_ratio);
     while (recent_.size() > options_.spread_steps) recent_.pop_front();

@@ -32,6 +32,7 @@
 
 #include "analysis/pipeline.h"
 #include "ingest/discovery.h"
+#include "ingest/file_result.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -83,6 +84,9 @@ struct LiveOptions {
   std::size_t hold_steps = 10;
   /// Longest line parsed, as for analyze.
   std::size_t max_line_bytes = std::size_t{1} << 20;
+  /// The number of the first step when no input says it (analyze's
+  /// LoadOptions::first_step).
+  std::optional<std::int64_t> first_step;
 };
 
 class LiveRun {
@@ -101,6 +105,19 @@ class LiveRun {
   /// content (jobs already read are kept: they were the run's).
   void add_lines(const std::string& path, std::string_view lines, bool restarted = false);
 
+  /// Jobs of input `path` read by its format's reader (.ivl records, Paddle
+  /// dygraph records, a profiler trace; engine/live/live_source.h): `batch`'s
+  /// device.jobs in file order, their type ids indexing batch.types, and its
+  /// step starts, numbered as the jobs' lines. `restarted` as for add_lines.
+  void add_jobs(const std::string& path, const FileResult& batch, bool restarted = false);
+
+  /// The device index the input's reader gave it (dygraph records: the
+  /// stage, as analyze places them), kept over set_inputs().
+  void place_input(const std::string& path, int device);
+  /// The input is not analysed (records of another pipeline): its jobs are
+  /// ignored and no step waits for it.
+  void leave_out(const std::string& path);
+
   /// The steps that became complete since the last call, in order. `at_end`:
   /// the input is over (idle): the last step is reported too when the
   /// contract calls it complete.
@@ -118,9 +135,13 @@ class LiveRun {
 
  private:
   struct Input;
+  void note_restart(const std::string& path);
+  void accept(const std::string& path, Input& input, const std::vector<Job>& jobs,
+              const std::vector<StepStartLine>& starts);
   Run build_window() const;
   bool provisional() const;
   bool waiting_for_input() const;
+  bool map_waits() const;
   bool beyond_spread(double ratio) const;
 
   LiveOptions options_;

@@ -1,5 +1,4 @@
 #include "records/ivl_reader.h"
-#include "io/file_descriptor.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,10 +7,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <system_error>
 
+#include "io/file_descriptor.h"
 #include "records/crc32c.h"
 
 namespace pipescope::ivl {
@@ -245,9 +246,16 @@ class BlockReader {
   BlockReader(Window& window, const ReadCallbacks& callbacks, ReadResult& result)
       : window_(window), callbacks_(callbacks), result_(result) {}
 
-  void run(std::uint64_t pos) {
-    types_ = result_.header.types;
+  void run(std::uint64_t pos) { run(pos, result_.header.types); }
+
+  /// From `pos`, with the type table defined before it; ends at the end of
+  /// the file or at a torn tail (end_ says where).
+  void run(std::uint64_t pos, std::vector<std::string> types) {
+    types_ = std::move(types);
+    end_ = pos;
     for (;;) {
+      end_ = pos;
+      if (pos >= stop_at_) return;
       const unsigned char* h = window_.get(pos, kBlockHeaderBytes);
       if (h == nullptr) {
         const std::uint64_t left = window_.end() - pos;
@@ -332,6 +340,7 @@ class BlockReader {
     }
     const std::uint64_t left = window_.end() - from;
     skip(kind, from, left, cat(what, "; no valid block follows (", left, " bytes ignored)"));
+    end_ = window_.end();  // ignored: a later read goes on after them
     return false;
   }
 
@@ -385,8 +394,14 @@ class BlockReader {
   Window& window_;
   const ReadCallbacks& callbacks_;
   ReadResult& result_;
-  std::vector<std::string> types_;
   std::uint64_t next_ = 0;
+
+ public:
+  std::vector<std::string> types_;
+  /// Where the last run stopped: the end of the file, or a torn tail.
+  std::uint64_t end_ = 0;
+  /// No block that begins here or later is read.
+  std::uint64_t stop_at_ = std::numeric_limits<std::uint64_t>::max();
 };
 
 void report(const ReadCallbacks& callbacks, ReadResult& result, ProblemKind kind,
@@ -424,6 +439,57 @@ ReadResult read_file(const std::string& path, const ReadCallbacks& callbacks) {
     result.header_ok = true;
     if (callbacks.on_header) callbacks.on_header(result.header);
     BlockReader(window, callbacks, result).run(result.header.header_bytes);
+    result.bytes = window.end();
+  } catch (const std::system_error& e) {
+    result.bytes = window.end();
+    report(callbacks, result, ProblemKind::io,
+           cat("read error near byte offset ", window.end(), ": ", e.code().message()));
+  }
+  return result;
+}
+
+ReadResult read_more(const std::string& path, ReadPosition& position,
+                     const ReadCallbacks& callbacks, std::uint64_t max_bytes) {
+  ReadResult result;
+  io::FileDescriptor fd = io::FileDescriptor::open(path.c_str(), O_RDONLY);
+  if (fd.get() < 0) {
+    report(callbacks, result, ProblemKind::io, cat("cannot open: ", std::strerror(errno)));
+    return result;
+  }
+  // Small: a look reads what was appended since the last (the window grows
+  // for a larger block), and a large buffer freed at every look would stay
+  // resident in the allocator.
+  Window window(fd.get(), std::size_t{64} << 10);
+  // A torn tail is where the next read begins: not a problem while writing.
+  ReadCallbacks quiet = callbacks;
+  quiet.on_problem = [&](const Problem& p) {
+    if (p.kind != ProblemKind::torn_tail && callbacks.on_problem) callbacks.on_problem(p);
+  };
+  try {
+    if (!position.header) {
+      Header header;
+      const std::string error = parse_header(window, header);
+      if (!error.empty()) {
+        // Still being written: wait for the rest; anything else is final.
+        const bool waiting = error == "file is empty" || error.starts_with("truncated header");
+        result.bytes = window.end();
+        if (!waiting) report(callbacks, result, ProblemKind::header, error);
+        return result;
+      }
+      result.header = header;
+      position.types = header.types;
+      position.offset = header.header_bytes;
+      position.header = std::move(header);
+      if (callbacks.on_header) callbacks.on_header(*position.header);
+    } else {
+      result.header = *position.header;
+    }
+    result.header_ok = true;
+    BlockReader reader(window, quiet, result);
+    reader.stop_at_ = position.offset + std::max<std::uint64_t>(max_bytes, 1);
+    reader.run(position.offset, std::move(position.types));
+    position.offset = reader.end_;
+    position.types = std::move(reader.types_);
     result.bytes = window.end();
   } catch (const std::system_error& e) {
     result.bytes = window.end();

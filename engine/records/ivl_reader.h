@@ -116,6 +116,31 @@ struct ReadResult {
 /// callbacks propagate.
 ReadResult read_file(const std::string& path, const ReadCallbacks& callbacks);
 
+/// Where a read of a file that is still being written stopped (`pipescope
+/// watch`): the next read goes on from here.
+struct ReadPosition {
+  /// The header, once read whole (until then nothing else is read).
+  std::optional<Header> header;
+  /// First byte not yet read: the start of a block still being written, or
+  /// the end of the file.
+  std::uint64_t offset = 0;
+  /// The type table as defined so far (header table plus type blocks).
+  std::vector<std::string> types;
+};
+
+/// Reads what was appended to `path` since `position` and moves it past the
+/// last complete block: the header first (while it is incomplete or the file
+/// is empty, nothing is read and nothing reported), then the blocks, exactly
+/// as read_file() reads them, except that a block cut off by the end of the
+/// file is not a problem: it is where the next read begins. The caller
+/// notices a truncated or replaced file (and starts from a fresh position).
+/// Never throws for file content or I/O problems.
+/// `max_bytes`: blocks that begin this far past position.offset wait for the
+/// next read.
+ReadResult read_more(const std::string& path, ReadPosition& position,
+                     const ReadCallbacks& callbacks,
+                     std::uint64_t max_bytes = std::uint64_t{64} << 20);
+
 /// Reads only the header of `path`: the header, or nullopt with `error` set
 /// to a one-line reason (used by discovery to place a file).
 std::optional<Header> read_header(const std::string& path, std::string& error);

@@ -1,16 +1,19 @@
 #include "source/byte_stream.h"
-#include "io/file_descriptor.h"
 
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <stdexcept>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
-#include <fmt/core.h>
+#include "io/file_descriptor.h"
 
 namespace pipescope {
 
@@ -67,94 +70,119 @@ constexpr std::size_t kCompressedBuffer = std::size_t{1} << 18;
 
 /// gzip (and zlib) streams, including several concatenated gzip members as
 /// `cat a.gz b.gz` or pigz produce.
-class GzipStream final : public ByteStream {
+class GzipDecoder final : public StreamDecoder {
  public:
-  explicit GzipStream(const std::string& path) : file_(path), input_(kCompressedBuffer) {
+  GzipDecoder() {
     if (inflateInit2(&z_, 15 + 32) != Z_OK) throw std::runtime_error("zlib: cannot initialise");
   }
-  ~GzipStream() override { inflateEnd(&z_); }
+  ~GzipDecoder() override { inflateEnd(&z_); }
+  GzipDecoder(const GzipDecoder&) = delete;
+  GzipDecoder& operator=(const GzipDecoder&) = delete;
+  const char* name() const override { return "gzip"; }
 
-  std::size_t read(char* destination, std::size_t capacity) override {
-    z_.next_out = reinterpret_cast<Bytef*>(destination);
+  std::size_t decode(std::string_view& in, char* out, std::size_t capacity) override {
+    if (!error_.empty()) return 0;
+    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+    z_.avail_in = static_cast<uInt>(std::min<std::size_t>(in.size(), UINT32_MAX));
+    z_.next_out = reinterpret_cast<Bytef*>(out);
     z_.avail_out = static_cast<uInt>(std::min<std::size_t>(capacity, UINT32_MAX));
-    while (z_.avail_out > 0 && !done_) {
-      if (z_.avail_in == 0) {
-        const std::size_t n = file_.read_some(input_.data(), input_.size());
-        if (n == 0) {
-          if (in_member_) fail("truncated gzip data (the file ends inside a compressed block)");
-          done_ = true;
-          break;
-        }
-        z_.next_in = reinterpret_cast<Bytef*>(input_.data());
-        z_.avail_in = static_cast<uInt>(n);
-      }
-      in_member_ = true;
+    const uInt out_size = z_.avail_out;
+    const uInt in_size = z_.avail_in;
+    while (z_.avail_out > 0) {
+      const uInt in_before = z_.avail_in;
+      const uInt out_before = z_.avail_out;
+      if (in_before > 0) inside_ = true;
       const int rc = inflate(&z_, Z_NO_FLUSH);
       if (rc == Z_STREAM_END) {
-        in_member_ = false;
+        inside_ = false;
         inflateReset(&z_);  // another member may follow
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
-        fail(fmt::format("corrupt gzip data: {}", z_.msg ? z_.msg : "inflate failed"));
+        error_ = fmt::format("corrupt gzip data: {}", z_.msg ? z_.msg : "inflate failed");
+        break;
       }
+      if (z_.avail_in == in_before && z_.avail_out == out_before) break;  // needs more input
     }
-    return capacity - z_.avail_out;
+    in.remove_prefix(in_size - z_.avail_in);
+    output_pending_ = z_.avail_out == 0;
+    return out_size - z_.avail_out;
   }
 
  private:
-  void fail(const std::string& what) {
-    error_ = fmt::format("{} near compressed byte {}", what, file_.offset() - z_.avail_in);
-    done_ = true;
-  }
-
-  FileDescriptor file_;
-  std::vector<char> input_;
   z_stream z_{};
-  bool in_member_ = false;
-  bool done_ = false;
 };
 
-/// zstd streams (any number of frames).
-class ZstdStream final : public ByteStream {
+class ZstdDecoder final : public StreamDecoder {
  public:
-  explicit ZstdStream(const std::string& path)
-      : file_(path), input_(ZSTD_DStreamInSize()), stream_(ZSTD_createDStream()) {
+  ZstdDecoder() : stream_(ZSTD_createDStream()) {
     if (stream_ == nullptr) throw std::runtime_error("zstd: cannot create a stream");
   }
-  ~ZstdStream() override { ZSTD_freeDStream(stream_); }
+  ~ZstdDecoder() override { ZSTD_freeDStream(stream_); }
+  ZstdDecoder(const ZstdDecoder&) = delete;
+  ZstdDecoder& operator=(const ZstdDecoder&) = delete;
+  const char* name() const override { return "zstd"; }
+
+  std::size_t decode(std::string_view& in, char* out, std::size_t capacity) override {
+    if (!error_.empty()) return 0;
+    ZSTD_inBuffer input{in.data(), in.size(), 0};
+    ZSTD_outBuffer output{out, capacity, 0};
+    while (output.pos < output.size) {
+      const std::size_t in_before = input.pos;
+      const std::size_t out_before = output.pos;
+      const std::size_t rc = ZSTD_decompressStream(stream_, &output, &input);
+      if (ZSTD_isError(rc)) {
+        error_ = fmt::format("corrupt zstd data: {}", ZSTD_getErrorName(rc));
+        break;
+      }
+      if (input.pos == in_before && output.pos == out_before) break;  // needs more input
+      inside_ = rc != 0;  // 0: a frame ended exactly here
+    }
+    in.remove_prefix(input.pos);
+    output_pending_ = output.pos == output.size;
+    return output.pos;
+  }
+
+ private:
+  ZSTD_DStream* stream_;
+};
+
+/// A compressed file read through its decoder.
+class CompressedStream final : public ByteStream {
+ public:
+  CompressedStream(const std::string& path, Compression compression)
+      : file_(path), input_(kCompressedBuffer), decoder_(StreamDecoder::create(compression)) {}
 
   std::size_t read(char* destination, std::size_t capacity) override {
-    ZSTD_outBuffer out{destination, capacity, 0};
-    while (out.pos < out.size && !done_) {
-      if (in_.pos == in_.size) {
+    std::size_t filled = 0;
+    while (filled < capacity && !done_) {
+      if (in_.empty() && !decoder_->output_pending()) {
         const std::size_t n = file_.read_some(input_.data(), input_.size());
         if (n == 0) {
-          if (frame_open_) fail("truncated zstd data (the file ends inside a frame)");
+          if (decoder_->inside()) {
+            fail(std::string(decoder_->name() == std::string_view("gzip")
+                                 ? "truncated gzip data (the file ends inside a compressed block)"
+                                 : "truncated zstd data (the file ends inside a frame)"));
+          }
           done_ = true;
           break;
         }
-        in_ = {input_.data(), n, 0};
+        in_ = std::string_view(input_.data(), n);
       }
-      const std::size_t rc = ZSTD_decompressStream(stream_, &out, &in_);
-      if (ZSTD_isError(rc)) {
-        fail(fmt::format("corrupt zstd data: {}", ZSTD_getErrorName(rc)));
-        break;
-      }
-      frame_open_ = rc != 0;  // 0: a frame ended exactly here
+      filled += decoder_->decode(in_, destination + filled, capacity - filled);
+      if (!decoder_->error().empty()) fail(decoder_->error());
     }
-    return out.pos;
+    return filled;
   }
 
  private:
   void fail(const std::string& what) {
-    error_ = fmt::format("{} near compressed byte {}", what, file_.offset() - (in_.size - in_.pos));
+    error_ = fmt::format("{} near compressed byte {}", what, file_.offset() - in_.size());
     done_ = true;
   }
 
   FileDescriptor file_;
   std::vector<char> input_;
-  ZSTD_DStream* stream_;
-  ZSTD_inBuffer in_{nullptr, 0, 0};
-  bool frame_open_ = false;
+  std::unique_ptr<StreamDecoder> decoder_;
+  std::string_view in_;
   bool done_ = false;
 };
 
@@ -168,11 +196,18 @@ Compression compression_of(std::string_view path) {
 
 std::unique_ptr<ByteStream> open_byte_stream(const std::string& path) {
   switch (compression_of(path)) {
-    case Compression::gzip: return std::make_unique<GzipStream>(path);
-    case Compression::zstd: return std::make_unique<ZstdStream>(path);
-    case Compression::none: break;
+    case Compression::gzip:
+    case Compression::zstd:
+      return std::make_unique<CompressedStream>(path, compression_of(path));
+    case Compression::none:
+      break;
   }
   return std::make_unique<PlainStream>(path);
+}
+
+std::unique_ptr<StreamDecoder> StreamDecoder::create(Compression compression) {
+  if (compression == Compression::zstd) return std::make_unique<ZstdDecoder>();
+  return std::make_unique<GzipDecoder>();
 }
 
 }  // namespace pipescope

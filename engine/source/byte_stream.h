@@ -33,6 +33,37 @@ class ByteStream {
   std::string error_;
 };
 
+/// Decompresses a gzip (one or several members) or zstd (any number of
+/// frames) stream fed in pieces: the bytes of a file read in chunks, or
+/// appended to a file still being written (source/file_follower.h). Keeps its
+/// state between calls, so a piece may end anywhere.
+class StreamDecoder {
+ public:
+  /// A decoder for `compression` (not Compression::none).
+  static std::unique_ptr<StreamDecoder> create(Compression compression);
+  virtual ~StreamDecoder() = default;
+
+  /// Decompresses from `in` (advanced past the bytes consumed) into
+  /// [out, out + capacity); returns the bytes written. Stops when the output
+  /// is full, when no progress is possible without more input, or on corrupt
+  /// data (then error() says what, and the decoder stays stopped).
+  virtual std::size_t decode(std::string_view& in, char* out, std::size_t capacity) = 0;
+
+  /// The last call filled the output: more may come without more input.
+  bool output_pending() const { return output_pending_; }
+  /// The bytes consumed so far end inside a gzip member or zstd frame.
+  bool inside() const { return inside_; }
+  /// Empty, or what is wrong with the data ("corrupt gzip data: ...").
+  const std::string& error() const { return error_; }
+  /// "gzip" or "zstd".
+  virtual const char* name() const = 0;
+
+ protected:
+  bool output_pending_ = false;
+  bool inside_ = false;
+  std::string error_;
+};
+
 /// Opens `path` as the stream its name implies. Throws std::system_error
 /// (with the path) when it cannot be opened.
 std::unique_ptr<ByteStream> open_byte_stream(const std::string& path);

@@ -7,6 +7,14 @@
 // longer there (truncated and written past the old size between two looks)
 // is read again from its start, and the look says so.
 //
+// A gzip or zstd file (`.gz`, `.zst`) that is still being written is followed
+// the same way: the appended compressed bytes go through a decoder that keeps
+// its state between looks (source/byte_stream.h), and only whole lines of the
+// decompressed text are handed out. The offset and the checks for a
+// truncated or replaced file are on the compressed bytes; a restart begins a
+// fresh decoder. Corrupt compressed data stops the file (error says where)
+// until it is truncated or replaced.
+//
 //   FileFollower follower("logs/workerlog.0");
 //   FollowedBytes got = follower.poll();
 //   if (got.restarted) ...          // rotation: the text starts a new file
@@ -17,7 +25,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+
+#include "source/byte_stream.h"
 
 namespace pipescope {
 
@@ -30,19 +41,25 @@ struct FollowedBytes {
   /// Bytes held back: the start of a line without its '\n' yet.
   std::uint64_t pending = 0;
   /// The file cannot be opened or read now (it may appear later); errno text.
+  /// Or its compressed data is corrupt (`corrupt` is set; what and where).
   std::string error;
+  bool corrupt = false;
 };
 
 class FileFollower {
  public:
   /// `max_bytes`: the most read in one look (the rest waits for the next).
   explicit FileFollower(std::string path, std::uint64_t max_bytes = std::uint64_t{64} << 20);
+  ~FileFollower();
+  FileFollower(FileFollower&&) noexcept;
+  FileFollower& operator=(FileFollower&&) noexcept;
 
   /// Reads what was appended since the last look. Never throws.
   FollowedBytes poll();
 
   const std::string& path() const { return path_; }
-  /// Offset of the first byte not yet handed out (a partial line starts here).
+  /// Offset of the first byte not yet handed out (a partial line starts here);
+  /// of a compressed file, the first compressed byte not yet decoded.
   std::uint64_t offset() const { return offset_; }
 
  private:
@@ -53,6 +70,13 @@ class FileFollower {
   bool tail_unchanged(int fd) const;
   static constexpr std::size_t kTailBytes = 64;
 
+  /// The compressed bytes just read: whole lines of their text to `out`.
+  void decode(std::string_view bytes, FollowedBytes& out);
+
+  Compression compression_ = Compression::none;
+  std::unique_ptr<StreamDecoder> decoder_;
+  std::string corrupt_;  // why the decoder stopped
+  std::string partial_;  // decompressed text after the last '\n' handed out
   bool seen_ = false;
   std::string tail_;  // the last (up to kTailBytes) bytes handed out
   dev_t dev_ = 0;

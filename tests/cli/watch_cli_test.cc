@@ -2,17 +2,22 @@
 // (pieces that cut lines in half, in real time) prints each complete step
 // with analyze's window and bubble ratio; --jsonl, --prometheus, the final
 // summary.json equal to analyze's, SIGTERM, and inputs it cannot follow.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "support/command_runner.h"
+#include "support/compress_util.h"
 #include "support/temp_dir.h"
+#include "support/wild_util.h"
 
 namespace pipescope {
 namespace {
@@ -176,13 +181,20 @@ TEST(WatchCli, UntilIdleReportsTheLastStep) {
 
 TEST(WatchCli, ANewInputItCannotFollowIsNamedOnce) {
   TempDir dir;
-  const std::string from = simulate(dir, "--steps 3 --seed 5 --ivl " + shell_quote(dir / "ivl"));
+  const std::string from = simulate(dir, "--steps 3 --seed 5");
+  // Paddle's concatenation of dygraph records, written once a run is over,
+  // lands among the worker logs.
+  ASSERT_EQ(run_cli("simulate --steps 2 --format paddle-dygraph -o " + shell_quote(dir / "dy") +
+                    " --concatenation " + shell_quote(dir / "cat"))
+                .status,
+            0);
   const std::string script =
       shell_quote(kCli) + " watch " + shell_quote(from) +
       " --interval 0.05 --until-idle 1.5 --no-trace -o " + shell_quote(dir / "out") + " > " +
       shell_quote(dir / "stdout") + " 2>&1 &\n" + "pid=$!\nsleep 0.3\ncp " +
-      shell_quote(dir / "ivl/workerlog.0.ivl") + " " + shell_quote(from + "/late.ivl") +
-      "\nsleep 0.5\nrm " + shell_quote(from + "/late.ivl") + "\nwait $pid\necho rc=$?\n";
+      shell_quote(dir / "cat/pipeline_profile.json") + " " +
+      shell_quote(from + "/pipeline_profile.json") + "\nsleep 0.5\nrm " +
+      shell_quote(from + "/pipeline_profile.json") + "\nwait $pid\necho rc=$?\n";
   const CommandResult r = run_command("bash -c " + shell_quote(script));
   EXPECT_NE(r.output.find("rc=0"), std::string::npos) << r.output;
   const std::string printed = read_file(dir / "stdout");
@@ -195,10 +207,11 @@ TEST(WatchCli, ANewInputItCannotFollowIsNamedOnce) {
 
 TEST(WatchCli, RefusesInputsItCannotFollow) {
   TempDir dir;
-  simulate(dir, "--steps 2 --ivl " + shell_quote(dir / "ivl"));
-  const CommandResult r = run_cli("watch " + shell_quote(dir / "ivl") + " --until-idle 0.1");
+  simulate(dir, "--steps 2 --format paddle-dygraph --concatenation " + shell_quote(dir / "cat"));
+  const CommandResult r = run_cli("watch " + shell_quote(dir / "cat") + " --until-idle 0.1");
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_NE(r.output.find("is .ivl records: watch follows text worker logs only"),
+  EXPECT_NE(r.output.find("pipeline_profile.json is Paddle's concatenation of the dygraph "
+                          "records, written once the run is over: watch the per-rank files"),
             std::string::npos)
       << r.output;
   const CommandResult missing = run_cli("watch " + shell_quote(dir / "nothing"));
@@ -209,11 +222,188 @@ TEST(WatchCli, RefusesInputsItCannotFollow) {
   const CommandResult inside = run_cli("watch " + shell_quote(dir / "logs") + " -o " +
                                        shell_quote(dir / "logs/out") + " --until-idle 0.1");
   EXPECT_EQ(inside.status, 2) << inside.output;
-  EXPECT_NE(inside.output.find("output folder " + (dir / "logs/out") +
-                               " is inside input folder " + (dir / "logs") +
-                               "; choose another with -o"),
+  EXPECT_NE(inside.output.find("output folder " + (dir / "logs/out") + " is inside input folder " +
+                               (dir / "logs") + "; choose another with -o"),
             std::string::npos)
       << inside.output;
+}
+
+/// Writes `files` (name -> content) into empty files of `live` in pieces of
+/// 1-`max_piece` bytes, 20 ms apart, while `watch ARGS` follows the folder;
+/// returns the watcher's output. The watch ends --until-idle 1.5 s after the
+/// last piece.
+std::string watch_while_written(const TempDir& dir, const std::string& live,
+                                const std::vector<std::pair<std::string, std::string>>& files,
+                                const std::string& args, std::size_t max_piece,
+                                std::size_t first_bytes = 0) {
+  fs::create_directories(live);
+  std::string script = "set -e\n";
+  std::vector<std::size_t> done(files.size(), 0);
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    const std::string whole = dir.write("whole/" + files[f].first, files[f].second);
+    done[f] = std::min(first_bytes, files[f].second.size());
+    script += "head -c " + std::to_string(done[f]) + " " + shell_quote(whole) + " > " +
+              shell_quote(live + "/" + files[f].first) + "\n";
+  }
+  script += shell_quote(kCli) + " watch " + shell_quote(live) +
+            " --interval 0.05 --until-idle 1.5 --no-trace -o " + shell_quote(dir / "out") +
+            " --jsonl " + shell_quote(dir / "steps.jsonl") + " " + args + " > " +
+            shell_quote(dir / "stdout") + " 2>&1 &\n";
+  script += "watcher=$!\nsleep 0.2\n";
+  std::mt19937 rng(6);
+  for (bool more = true; more;) {
+    more = false;
+    for (std::size_t f = 0; f < files.size(); ++f) {
+      const std::size_t size = files[f].second.size();
+      if (done[f] == size) continue;
+      const std::size_t n = std::min<std::size_t>(1 + rng() % max_piece, size - done[f]);
+      script += "dd if=" + shell_quote(dir / ("whole/" + files[f].first)) +
+                " iflag=skip_bytes,count_bytes skip=" + std::to_string(done[f]) +
+                " count=" + std::to_string(n) + " status=none >> " +
+                shell_quote(live + "/" + files[f].first) + "\n";
+      done[f] += n;
+      more = true;
+    }
+    script += "sleep 0.02\n";
+  }
+  script += "wait $watcher\necho rc=$?\n";
+  const CommandResult r = run_command("bash " + shell_quote(dir.write("writer.sh", script)));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("rc=0"), std::string::npos) << r.output << read_file(dir / "stdout");
+  return read_file(dir / "stdout");
+}
+
+/// Every step printed live equals analyze's on the finished folder, and the
+/// final summary is analyze's.
+void expect_live_equals_analyze(const TempDir& dir, const std::string& live,
+                                const std::string& printed, std::size_t steps,
+                                const std::string& args = "") {
+  EXPECT_EQ(printed.find("provisional"), std::string::npos) << printed;
+  const CommandResult a = run_cli("analyze " + shell_quote(live) + " --no-trace -q -o " +
+                                  shell_quote(dir / "a") + " " + args);
+  ASSERT_EQ(a.status, 0) << a.output;
+  const std::vector<StepFigures> final = summary_steps(dir / "a/summary.json");
+  ASSERT_EQ(final.size(), steps);
+  expect_same(jsonl_steps(dir / "steps.jsonl"), final);
+  EXPECT_EQ(read_file(dir / "out/summary.json"), read_file(dir / "a/summary.json"));
+}
+
+std::vector<std::pair<std::string, std::string>> folder_files(const std::string& folder) {
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    files.push_back({entry.path().filename().string(), read_file(entry.path().string())});
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TEST(WatchCli, CompressedLogsWrittenWhileWatchedMatchAnalyze) {
+  TempDir dir;
+  const std::string from = simulate(dir, "--steps 6 --comm --seed 21");
+  std::vector<std::pair<std::string, std::string>> files;
+  for (int d = 0; d < 4; ++d) {
+    const std::string text = read_file(fs::path(from) / fmt::format("workerlog.{}", d));
+    if (d % 2 == 0) {
+      files.push_back({fmt::format("workerlog.{}.gz", d), testing::gzip(text)});
+    } else {
+      files.push_back({fmt::format("workerlog.{}.zst", d), testing::zstd(text)});
+    }
+  }
+  const std::string live = dir / "live";
+  const std::string printed = watch_while_written(dir, live, files, "", 700);
+  EXPECT_NE(printed.find("step 5  window "), std::string::npos) << printed;
+  expect_live_equals_analyze(dir, live, printed, 6);
+}
+
+TEST(WatchCli, IvlRecordsWrittenWhileWatchedMatchAnalyze) {
+  TempDir dir;
+  simulate(dir, "--steps 6 --comm --seed 22 --ivl " + shell_quote(dir / "ivl"));
+  const std::string live = dir / "live";
+  // The header first (the timer writes it when it opens the file), then
+  // pieces that cut blocks anywhere.
+  const std::string printed =
+      watch_while_written(dir, live, folder_files(dir / "ivl"), "", 3000, 4096);
+  EXPECT_NE(printed.find("step 5  window "), std::string::npos) << printed;
+  EXPECT_EQ(printed.find("torn"), std::string::npos) << printed;
+  expect_live_equals_analyze(dir, live, printed, 6);
+}
+
+TEST(WatchCli, DygraphRecordsWrittenWhileWatchedMatchAnalyze) {
+  TempDir dir;
+  const std::string from = simulate(dir, "--format paddle-dygraph --steps 6 --seed 23");
+  const std::string live = dir / "live";
+  const std::string printed = watch_while_written(dir, live, folder_files(from), "", 600);
+  EXPECT_NE(printed.find("step 5  window "), std::string::npos) << printed;
+  expect_live_equals_analyze(dir, live, printed, 6);
+}
+
+TEST(WatchCli, TracesAreReadOnceWrittenAndMatchAnalyze) {
+  TempDir dir;
+  const std::string from = simulate(dir, "--format torch --steps 5 --seed 24");
+  const std::string live = dir / "live";
+  const std::string printed = watch_while_written(dir, live, folder_files(from), "", 40000);
+  EXPECT_NE(printed.find("step 4  window "), std::string::npos) << printed;
+  expect_live_equals_analyze(dir, live, printed, 5);
+}
+
+TEST(WatchCli, StageMapAndDevicesApplyLiveAndInTheFinalPass) {
+  TempDir dir;
+  const std::string from =
+      simulate(dir, "--stages 2 --devices-per-stage 2 --steps 5 --comm --seed 25");
+  const std::string live = dir / "live";
+  const std::string printed =
+      watch_while_written(dir, live, folder_files(from), "--stages tp=2 --devices 0-3", 2000);
+  EXPECT_NE(printed.find("step 4  window "), std::string::npos) << printed;
+  expect_live_equals_analyze(dir, live, printed, 5, "--stages tp=2 --devices 0-3");
+  // A bad map is refused before anything is followed, as analyze refuses it.
+  const CommandResult bad =
+      run_cli("watch " + shell_quote(from) + " --stages 0-1,1-2 --until-idle 0.1 -o " +
+              shell_quote(dir / "bad"));
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--stages"), std::string::npos) << bad.output;
+}
+
+TEST(WatchCli, ACompletedStepIsReportedWithinTwoIntervalsOfItsLastLine) {
+  // One device, steps of F0 B0 appended one at a time, 2 s apart: step k
+  // is complete once step k + 1's first job lands. With --interval 0.2 it
+  // must be printed within two intervals; the bound checked is 1 s (five
+  // intervals, for a loaded machine), which still fails if the report
+  // waited for a later step (2 s).
+  TempDir dir;
+  const std::string log = dir.write("logs/workerlog.0", "");
+  std::string script = shell_quote(kCli) + " watch " + shell_quote(dir / "logs") +
+                       " --interval 0.2 --until-idle 3 --no-trace -o " + shell_quote(dir / "out") +
+                       " | while IFS= read -r line; do echo \"$(date +%s.%N) $line\"; done > " +
+                       shell_quote(dir / "stamped") + " &\nsleep 0.5\n";
+  for (int k = 0; k < 5; ++k) {
+    const std::int64_t t = 1'000'000 + 100 * k;
+    const std::string lines = testing::wild_job_line(2 * k, 0, t, t + 4, "forward") +
+                              testing::wild_job_line(2 * k + 1, 0, t + 5, t + 9, "backward");
+    script += "printf '%s' " + shell_quote(lines) + " >> " + shell_quote(log) +
+              "\necho $(date +%s.%N) >> " + shell_quote(dir / "landed") + "\nsleep 2\n";
+  }
+  script += "wait\n";
+  const CommandResult r = run_command("bash -c " + shell_quote(script));
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::vector<double> landed;
+  std::istringstream landed_lines(read_file(dir / "landed"));
+  for (double t; landed_lines >> t;) landed.push_back(t);
+  ASSERT_EQ(landed.size(), 5u);
+  std::map<int, double> reported;
+  std::istringstream stamped(read_file(dir / "stamped"));
+  for (std::string line; std::getline(stamped, line);) {
+    const std::size_t at = line.find(" step ");
+    if (at == std::string::npos) continue;
+    reported[std::stoi(line.substr(at + 6))] = std::stod(line.substr(0, at));
+  }
+  // Steps 0-3 are completed by the next append; step 4 at --until-idle.
+  for (int k = 0; k < 4; ++k) {
+    ASSERT_EQ(reported.count(k), 1u) << read_file(dir / "stamped");
+    const double latency = reported[k] - landed[k + 1];
+    EXPECT_GE(latency, 0.0) << "step " << k;
+    EXPECT_LT(latency, 1.0) << "step " << k << " reported " << latency << " s after its last line";
+  }
+  EXPECT_EQ(reported.count(4), 1u) << read_file(dir / "stamped");
 }
 
 }  // namespace
