@@ -1,5 +1,7 @@
 #include "analysis/bubbles.h"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 
 #include "analysis/step_rule.h"
@@ -66,47 +68,72 @@ void BubbleTotals::add(const BubbleTotals& other) {
   }
 }
 
+namespace {
+
+/// Calls `visit` for every bubble of device d, windows in order, then time;
+/// `busy` is scratch memory, reused from one call to the next.
+template <typename Visit>
+void device_bubbles(const Run& run, const Metrics& metrics, const TypeKinds& kinds, std::size_t d,
+                    std::vector<BusyInterval>& busy, Visit&& visit) {
+  busy_intervals(run.devices[d], kinds, busy);
+  std::size_t first = 0;  // first interval that may still meet a window
+  for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
+    const StepWindow& window = metrics.steps[k];
+    if (window.window_ns() <= 0) continue;
+    while (first < busy.size() && busy[first].end <= window.start_ns) ++first;
+    Bubble bubble;
+    bubble.device = d;
+    bubble.step = k;
+    std::int64_t cursor = window.start_ns;
+    std::int64_t before = first > 0 ? busy[first - 1].last_job : kNoJob;
+    bool seen_busy = false;
+    std::size_t i = first;
+    for (; i < busy.size() && busy[i].begin < window.end_ns; ++i) {
+      const std::int64_t begin = std::max(busy[i].begin, window.start_ns);
+      if (begin > cursor) {
+        bubble.start_ns = cursor;
+        bubble.end_ns = begin;
+        bubble.kind = seen_busy ? BubbleKind::interior : BubbleKind::fill;
+        bubble.job_before = before;
+        bubble.job_after = busy[i].first_job;
+        visit(bubble);
+      }
+      seen_busy = true;
+      cursor = std::min(busy[i].end, window.end_ns);
+      before = busy[i].last_job;
+    }
+    if (cursor < window.end_ns) {
+      bubble.start_ns = cursor;
+      bubble.end_ns = window.end_ns;
+      bubble.kind = seen_busy ? BubbleKind::drain : BubbleKind::fill;
+      bubble.job_before = before;
+      bubble.job_after = i < busy.size() ? busy[i].first_job : kNoJob;
+      visit(bubble);
+    }
+  }
+}
+
+/// Keeps the `top_n` longest bubbles offered in `heap`, a min-heap by `longer`.
+void offer_longest(std::vector<Bubble>& heap, std::size_t top_n, const Bubble& b) {
+  if (top_n == 0) return;
+  if (heap.size() < top_n) {
+    heap.push_back(b);
+    std::push_heap(heap.begin(), heap.end(), longer);
+  } else if (longer(b, heap.front())) {
+    std::pop_heap(heap.begin(), heap.end(), longer);
+    heap.back() = b;
+    std::push_heap(heap.begin(), heap.end(), longer);
+  }
+}
+
+}  // namespace
+
 void for_each_bubble(const Run& run, const Metrics& metrics,
                      const std::function<void(const Bubble&)>& visit) {
   std::vector<BusyInterval> busy;
   const TypeKinds kinds(run.types);
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    busy_intervals(run.devices[d], kinds, busy);
-    std::size_t first = 0;  // first interval that may still meet a window
-    for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
-      const StepWindow& window = metrics.steps[k];
-      if (window.window_ns() <= 0) continue;
-      while (first < busy.size() && busy[first].end <= window.start_ns) ++first;
-      Bubble bubble;
-      bubble.device = d;
-      bubble.step = k;
-      std::int64_t cursor = window.start_ns;
-      std::int64_t before = first > 0 ? busy[first - 1].last_job : kNoJob;
-      bool seen_busy = false;
-      std::size_t i = first;
-      for (; i < busy.size() && busy[i].begin < window.end_ns; ++i) {
-        const std::int64_t begin = std::max(busy[i].begin, window.start_ns);
-        if (begin > cursor) {
-          bubble.start_ns = cursor;
-          bubble.end_ns = begin;
-          bubble.kind = seen_busy ? BubbleKind::interior : BubbleKind::fill;
-          bubble.job_before = before;
-          bubble.job_after = busy[i].first_job;
-          visit(bubble);
-        }
-        seen_busy = true;
-        cursor = std::min(busy[i].end, window.end_ns);
-        before = busy[i].last_job;
-      }
-      if (cursor < window.end_ns) {
-        bubble.start_ns = cursor;
-        bubble.end_ns = window.end_ns;
-        bubble.kind = seen_busy ? BubbleKind::drain : BubbleKind::fill;
-        bubble.job_before = before;
-        bubble.job_after = i < busy.size() ? busy[i].first_job : kNoJob;
-        visit(bubble);
-      }
-    }
+    device_bubbles(run, metrics, kinds, d, busy, visit);
   }
 }
 
@@ -115,25 +142,29 @@ BubbleSummary summarize_bubbles(const Run& run, const Metrics& metrics, std::siz
   const std::size_t devices = run.devices.size();
   summary.per_step.assign(metrics.steps.size(), std::vector<BubbleTotals>(devices));
   summary.per_device.assign(devices, BubbleTotals{});
-  // A min-heap (by `longer`) of the top_n longest seen so far.
-  std::vector<Bubble>& heap = summary.longest;
-  for_each_bubble(run, metrics, [&](const Bubble& b) {
-    // Incomplete steps are left out of every total, as of the bubble ratio.
-    if (!metrics.steps[b.step].complete) return;
-    const auto kind = static_cast<std::size_t>(b.kind);
-    BubbleTotals& t = summary.per_step[b.step][b.device];
-    t.ns[kind] += b.length_ns();
-    ++t.count[kind];
-    if (top_n == 0) return;
-    if (heap.size() < top_n) {
-      heap.push_back(b);
-      std::push_heap(heap.begin(), heap.end(), longer);
-    } else if (longer(b, heap.front())) {
-      std::pop_heap(heap.begin(), heap.end(), longer);
-      heap.back() = b;
-      std::push_heap(heap.begin(), heap.end(), longer);
-    }
+  const TypeKinds kinds(run.types);
+  // Devices are independent: each fills its own column of per_step and keeps
+  // its own longest bubbles. `longer` orders any two bubbles strictly (two
+  // bubbles of one device never share a start), so the longest of the
+  // devices' longest are the run's, whatever the order they are merged in.
+  std::vector<std::vector<Bubble>> longest(devices);
+  tbb::parallel_for(std::size_t{0}, devices, [&](std::size_t d) {
+    std::vector<BusyInterval> busy;
+    std::vector<Bubble>& heap = longest[d];
+    device_bubbles(run, metrics, kinds, d, busy, [&](const Bubble& b) {
+      // Incomplete steps are left out of every total, as of the bubble ratio.
+      if (!metrics.steps[b.step].complete) return;
+      const auto kind = static_cast<std::size_t>(b.kind);
+      BubbleTotals& t = summary.per_step[b.step][b.device];
+      t.ns[kind] += b.length_ns();
+      ++t.count[kind];
+      offer_longest(heap, top_n, b);
+    });
   });
+  std::vector<Bubble>& heap = summary.longest;
+  for (const std::vector<Bubble>& some : longest) {
+    for (const Bubble& b : some) offer_longest(heap, top_n, b);
+  }
   std::sort(heap.begin(), heap.end(), longer);
   for (const auto& step : summary.per_step) {
     for (std::size_t d = 0; d < devices; ++d) {
