@@ -269,9 +269,9 @@ ClockReport correct_clocks(Run& run, const std::vector<Dependency>& deps,
       if (ok && value < n) found = value;
     }
     if (found < 0) {
-      throw std::invalid_argument(fmt::format(
-          "{}: no machine '{}' (the run has {} machine{}: machine0..machine{})",
-          options.imposed_label, name, n, n == 1 ? "" : "s", n - 1));
+      throw std::invalid_argument(
+          fmt::format("{}: no machine '{}' (the run has {} machine{}: machine0..machine{})",
+                      options.imposed_label, name, n, n == 1 ? "" : "s", n - 1));
     }
     imposed[found] = ns;
   }

@@ -1,5 +1,7 @@
 #include "analysis/dependencies.h"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <optional>
 #include <tuple>
@@ -39,6 +41,7 @@ class OpIndex {
       max_mb = std::max(max_mb, key.micro_batch);
       dense = dense && key.micro_batch >= 0 && key.chunk >= 0;
     });
+    ops_ = ops;
     steps_ = static_cast<std::size_t>(max_step + 1);
     chunks_ = static_cast<std::size_t>(max_chunk) + 1;
     micro_batches_ = static_cast<std::size_t>(max_mb) + 1;
@@ -58,6 +61,9 @@ class OpIndex {
                 [](const OpKey& a, const OpKey& b) { return a.tie() < b.tie(); });
     }
   }
+
+  /// How many ops were indexed.
+  std::size_t size() const { return ops_; }
 
   /// The job with this key, or nullopt.
   std::optional<std::uint32_t> find(std::int32_t step, PipelineRole role, std::int32_t chunk,
@@ -109,15 +115,14 @@ class OpIndex {
 
   std::vector<OpKey> keys_;  // sorted fallback
   std::vector<std::uint32_t> table_;
-  std::size_t steps_ = 0, chunks_ = 0, micro_batches_ = 0;
+  std::size_t steps_ = 0, chunks_ = 0, micro_batches_ = 0, ops_ = 0;
 };
 
 }  // namespace
 
 std::vector<Dependency> find_dependencies(const Run& run,
                                           const std::vector<std::vector<std::int32_t>>& job_step,
-                                          const StageMap& stages,
-                                          const std::vector<JobRole>& roles,
+                                          const StageMap& stages, const std::vector<JobRole>& roles,
                                           StagePlacement placement) {
   std::vector<Dependency> deps;
   const std::size_t devices = std::min(run.devices.size(), job_step.size());
@@ -125,32 +130,35 @@ std::vector<Dependency> find_dependencies(const Run& run,
   if (p == 0 || devices == 0) return deps;
 
   // V: chunks seen in the types that occur.
-  std::int32_t max_chunk = 0;
+  std::vector<char> occurs(roles.size(), 0);
   for (const Device& device : run.devices) {
     for (const Job& job : device.jobs) {
-      if (job.type < roles.size() && roles[job.type].compute()) {
-        max_chunk = std::max(max_chunk, roles[job.type].chunk);
-      }
+      if (job.type < occurs.size()) occurs[job.type] = 1;
     }
+  }
+  std::int32_t max_chunk = 0;
+  for (std::size_t t = 0; t < roles.size(); ++t) {
+    if (occurs[t] && roles[t].compute()) max_chunk = std::max(max_chunk, roles[t].chunk);
   }
   const std::int32_t v = max_chunk + 1;
   // A V holds exactly two chunks per stage; anything else is read looped.
   if (v != 2) placement = StagePlacement::looped;
   const int global_stages = p * v;
 
-  std::vector<OpIndex> index;
-  index.reserve(devices);
-  std::size_t jobs = 0;
-  for (std::size_t d = 0; d < devices; ++d) {
-    index.emplace_back(run.devices[d], job_step[d], roles);
-    jobs += run.devices[d].jobs.size();
-  }
-  deps.reserve(jobs);  // at most one producer per F/B job: no regrowth copies
+  // Each device's index, built in parallel.
+  std::vector<std::optional<OpIndex>> index(devices);
+  tbb::parallel_for(std::size_t{0}, devices,
+                    [&](std::size_t d) { index[d].emplace(run.devices[d], job_step[d], roles); });
 
-  for (std::size_t d = 0; d < devices; ++d) {
-    if (d >= stages.stage_of.size() || stages.stage_of[d] < 0) continue;
+  // Each consumer device's dependencies in parallel, in job order; then the
+  // devices' lists one after the other, so the order is (device, job).
+  std::vector<std::vector<Dependency>> found(devices);
+  tbb::parallel_for(std::size_t{0}, devices, [&](std::size_t d) {
+    if (d >= stages.stage_of.size() || stages.stage_of[d] < 0) return;
     const int s = stages.stage_of[d];
     const std::size_t rank = stages.rank_in_stage(d);
+    std::vector<Dependency>& mine = found[d];
+    mine.reserve(index[d]->size());  // at most one producer per F/B job
     OpIndex::for_each(run.devices[d], job_step[d], roles, [&](const OpKey& op) {
       if (op.chunk < 0 || op.chunk >= v) return;
       const int g = global_stage(placement, p, s, op.chunk);
@@ -162,11 +170,19 @@ std::vector<Dependency> find_dependencies(const Run& run,
       if (group.empty()) return;
       const std::size_t producer = group[rank % group.size()];
       if (producer >= devices || producer == d) return;
-      const auto found = index[producer].find(op.step, op.role, from_chunk, op.micro_batch);
-      if (!found) return;
-      deps.push_back({{static_cast<std::uint32_t>(producer), *found},
+      const auto found_job = index[producer]->find(op.step, op.role, from_chunk, op.micro_batch);
+      if (!found_job) return;
+      mine.push_back({{static_cast<std::uint32_t>(producer), *found_job},
                       {static_cast<std::uint32_t>(d), op.job}});
     });
+  });
+  index.clear();
+  std::size_t total = 0;
+  for (const auto& mine : found) total += mine.size();
+  deps.reserve(total);
+  for (auto& mine : found) {
+    deps.insert(deps.end(), mine.begin(), mine.end());
+    std::vector<Dependency>().swap(mine);  // freed as soon as copied
   }
   // Consumers were visited in (device, job) order, so this is already sorted.
   const auto by_consumer = [](const Dependency& a, const Dependency& b) {
