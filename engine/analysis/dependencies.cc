@@ -1,5 +1,6 @@
 #include "analysis/dependencies.h"
 
+#include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
@@ -93,7 +94,15 @@ class OpIndex {
   template <typename F>
   static void for_each(const Device& device, const std::vector<std::int32_t>& steps,
                        const std::vector<JobRole>& roles, F&& f) {
-    for (std::size_t i = 0; i < device.jobs.size() && i < steps.size(); ++i) {
+    for_each_in(device, steps, roles, 0, device.jobs.size(), f);
+  }
+
+  /// The same for jobs [first, last) only.
+  template <typename F>
+  static void for_each_in(const Device& device, const std::vector<std::int32_t>& steps,
+                          const std::vector<JobRole>& roles, std::size_t first, std::size_t last,
+                          F&& f) {
+    for (std::size_t i = first; i < last && i < device.jobs.size() && i < steps.size(); ++i) {
       const Job& job = device.jobs[i];
       if (job.type >= roles.size()) continue;
       const JobRole& r = roles[job.type];
@@ -150,40 +159,49 @@ std::vector<Dependency> find_dependencies(const Run& run,
   tbb::parallel_for(std::size_t{0}, devices,
                     [&](std::size_t d) { index[d].emplace(run.devices[d], job_step[d], roles); });
 
-  // Each consumer device's dependencies in parallel, in job order; then the
-  // devices' lists one after the other, so the order is (device, job).
-  std::vector<std::vector<Dependency>> found(devices);
-  tbb::parallel_for(std::size_t{0}, devices, [&](std::size_t d) {
-    if (d >= stages.stage_of.size() || stages.stage_of[d] < 0) return;
+  // One consumer device at a time, its jobs in blocks matched in parallel:
+  // each job's producer (or none) into a transient array of 8 bytes per job
+  // of the device, then appended in job order, so the order is (device, job)
+  // and the result needs no second copy.
+  std::size_t upper = 0;
+  for (const auto& ops : index) upper += ops->size();
+  deps.reserve(upper);  // at most one producer per F/B job: no regrowth copies
+  constexpr std::uint32_t kNone = UINT32_MAX;
+  constexpr std::size_t kBlock = 1 << 16;
+  std::vector<JobRef> match;
+  for (std::size_t d = 0; d < devices; ++d) {
+    if (d >= stages.stage_of.size() || stages.stage_of[d] < 0) continue;
     const int s = stages.stage_of[d];
     const std::size_t rank = stages.rank_in_stage(d);
-    std::vector<Dependency>& mine = found[d];
-    mine.reserve(index[d]->size());  // at most one producer per F/B job
-    OpIndex::for_each(run.devices[d], job_step[d], roles, [&](const OpKey& op) {
-      if (op.chunk < 0 || op.chunk >= v) return;
-      const int g = global_stage(placement, p, s, op.chunk);
-      const int from_global = op.role == PipelineRole::forward ? g - 1 : g + 1;
-      if (from_global < 0 || from_global >= global_stages) return;
-      const auto [from_stage, from_chunk] = stage_chunk_of(placement, p, from_global);
-      if (from_stage == s) return;  // made on this stage, which runs its jobs in order
-      const auto& group = stages.devices[static_cast<std::size_t>(from_stage)];
-      if (group.empty()) return;
-      const std::size_t producer = group[rank % group.size()];
-      if (producer >= devices || producer == d) return;
-      const auto found_job = index[producer]->find(op.step, op.role, from_chunk, op.micro_batch);
-      if (!found_job) return;
-      mine.push_back({{static_cast<std::uint32_t>(producer), *found_job},
-                      {static_cast<std::uint32_t>(d), op.job}});
-    });
-  });
-  index.clear();
-  std::size_t total = 0;
-  for (const auto& mine : found) total += mine.size();
-  deps.reserve(total);
-  for (auto& mine : found) {
-    deps.insert(deps.end(), mine.begin(), mine.end());
-    std::vector<Dependency>().swap(mine);  // freed as soon as copied
+    const std::size_t n = std::min(run.devices[d].jobs.size(), job_step[d].size());
+    match.assign(n, JobRef{kNone, 0});
+    tbb::parallel_for(
+        tbb::blocked_range<std::size_t>(0, n, kBlock),
+        [&](const tbb::blocked_range<std::size_t>& range) {
+          OpIndex::for_each_in(
+              run.devices[d], job_step[d], roles, range.begin(), range.end(), [&](const OpKey& op) {
+                if (op.chunk < 0 || op.chunk >= v) return;
+                const int g = global_stage(placement, p, s, op.chunk);
+                const int from_global = op.role == PipelineRole::forward ? g - 1 : g + 1;
+                if (from_global < 0 || from_global >= global_stages) return;
+                const auto [from_stage, from_chunk] = stage_chunk_of(placement, p, from_global);
+                if (from_stage == s) return;  // made on this stage, which runs its jobs in order
+                const auto& group = stages.devices[static_cast<std::size_t>(from_stage)];
+                if (group.empty()) return;
+                const std::size_t producer = group[rank % group.size()];
+                if (producer >= devices || producer == d) return;
+                const auto found =
+                    index[producer]->find(op.step, op.role, from_chunk, op.micro_batch);
+                if (!found) return;
+                match[op.job] = {static_cast<std::uint32_t>(producer), *found};
+              });
+        });
+    for (std::size_t i = 0; i < n; ++i) {
+      if (match[i].device == kNone) continue;
+      deps.push_back({match[i], {static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(i)}});
+    }
   }
+  index.clear();
   // Consumers were visited in (device, job) order, so this is already sorted.
   const auto by_consumer = [](const Dependency& a, const Dependency& b) {
     return std::tie(a.consumer.device, a.consumer.job) <
