@@ -208,6 +208,7 @@ std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
             }
           }
           std::reverse(chain.begin(), chain.end());
+    path.jobs.reserve(chain.size());  // exactly: a path per step is kept
           for (std::size_t i = 0; i < chain.size(); ++i) {
             const JobRef r = chain[i].first;
             const Job& job = job_of(r);
