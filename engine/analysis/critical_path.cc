@@ -28,15 +28,53 @@ class DependencyIndex {
     }
   }
 
-  /// The dependency whose consumer is `job`, if any.
-  const Dependency* of(JobRef job) const {
+  /// The dependency whose consumer is `job`, if any. `hint` (one entry per
+  /// device, kept by the caller) holds where the previous lookup of each
+  /// device ended: a path's hops stay near each other, so the search
+  /// gallops out from there instead of halving the device's whole list.
+  const Dependency* of(JobRef job, std::vector<std::size_t>& hint) const {
     if (job.device + 1 >= begin_.size()) return nullptr;
-    const auto first = deps_.begin() + static_cast<std::ptrdiff_t>(begin_[job.device]);
-    const auto last = deps_.begin() + static_cast<std::ptrdiff_t>(begin_[job.device + 1]);
+    const std::size_t first = begin_[job.device];
+    const std::size_t last = begin_[job.device + 1];
+    if (first == last) return nullptr;
+    const std::uint32_t key = job.job;
+    const auto job_at = [&](std::size_t i) { return deps_[i].consumer.job; };
+    const std::size_t h = std::clamp(hint[job.device], first, last - 1);
+    std::size_t lo = first, hi = last;  // the first entry >= key is in [lo, hi]
+    if (job_at(h) < key) {
+      lo = h + 1;
+      std::size_t bound = lo, step = 1;
+      while (bound < last && job_at(bound) < key) {
+        lo = bound + 1;
+        bound += step;
+        step *= 2;
+      }
+      hi = std::min(bound, last);
+    } else {
+      hi = h;  // job_at(hi) >= key
+      std::size_t step = 1;
+      while (true) {
+        if (hi == first) {
+          lo = first;
+          break;
+        }
+        const std::size_t probe = hi - first > step ? hi - step : first;
+        if (job_at(probe) >= key) {
+          hi = probe;
+          step *= 2;
+        } else {
+          lo = probe + 1;
+          break;
+        }
+      }
+    }
     const auto it = std::lower_bound(
-        first, last, job.job,
+        deps_.begin() + static_cast<std::ptrdiff_t>(lo),
+        deps_.begin() + static_cast<std::ptrdiff_t>(hi), key,
         [](const Dependency& dep, std::uint32_t j) { return dep.consumer.job < j; });
-    if (it == last || it->consumer.job != job.job) return nullptr;
+    const auto at = static_cast<std::size_t>(it - deps_.begin());
+    hint[job.device] = at;
+    if (at == last || job_at(at) != key) return nullptr;
     return &*it;
   }
 
@@ -106,13 +144,14 @@ bool is_comm(const Run& run, const std::vector<JobRole>& roles, JobRef job) {
 /// producer: the recv waits for the same data. Looked up per hop of a path
 /// instead of tabulated per job, which cost 8 bytes per job of the run.
 std::optional<JobRef> producer_of(const Run& run, const DependencyIndex& deps,
-                                  const std::vector<JobRole>& roles, JobRef job) {
+                                  const std::vector<JobRole>& roles, JobRef job,
+                                  std::vector<std::size_t>& hint) {
   const auto& jobs = run.devices[job.device].jobs;
-  if (const Dependency* own = deps.of(job)) return own->producer;
+  if (const Dependency* own = deps.of(job, hint)) return own->producer;
   if (!is_comm(run, roles, job)) return std::nullopt;
   for (std::size_t k = job.job + 1; k < jobs.size(); ++k) {
     const JobRef next{job.device, static_cast<std::uint32_t>(k)};
-    if (const Dependency* dep = deps.of(next)) return dep->producer;
+    if (const Dependency* dep = deps.of(next, hint)) return dep->producer;
     if (!is_comm(run, roles, next)) break;
   }
   return std::nullopt;
@@ -167,6 +206,7 @@ std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
       tbb::blocked_range<std::size_t>(0, steps, 64),
       [&](const tbb::blocked_range<std::size_t>& range) {
         ChainSet on_chain;
+        std::vector<std::size_t> hint(devices, 0);
         std::vector<std::pair<JobRef, bool>> chain;  // backwards
         for (std::size_t k = range.begin(); k != range.end(); ++k) {
           if (!last[k] || metrics.steps[k].window_ns() <= 0) continue;
@@ -189,7 +229,7 @@ std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
                 metrics.job_step[at.device][at.job - 1] == static_cast<std::int32_t>(k)) {
               previous = JobRef{at.device, at.job - 1};
             }
-            std::optional<JobRef> input = producer_of(run, dependencies, roles, at);
+            std::optional<JobRef> input = producer_of(run, dependencies, roles, at, hint);
             if (input && (input->device >= devices || metrics.job_step[input->device][input->job] !=
                                                           static_cast<std::int32_t>(k))) {
               input.reset();
@@ -208,7 +248,7 @@ std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
             }
           }
           std::reverse(chain.begin(), chain.end());
-    path.jobs.reserve(chain.size());  // exactly: a path per step is kept
+          path.jobs.reserve(chain.size());  // exactly: a path per step is kept
           for (std::size_t i = 0; i < chain.size(); ++i) {
             const JobRef r = chain[i].first;
             const Job& job = job_of(r);
