@@ -1,5 +1,7 @@
 #include "analysis/bottleneck.h"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cstddef>
 
@@ -45,23 +47,36 @@ BottleneckReport find_bottleneck(const Run& run, const Metrics& metrics, const S
   const std::size_t p = stages.stage_count();
   report.stages.resize(p);
   const auto windows = static_cast<std::int64_t>(metrics.steps.size());
-  for (std::size_t s = 0; s < p; ++s) {
-    std::array<std::vector<std::int64_t>, kRoleCount> durations;
+  // Stages are independent: each one's durations gathered and summarised in
+  // parallel (a transient copy of one stage's durations per thread).
+  std::vector<PipelineRole> role_of(roles.size());
+  for (std::size_t t = 0; t < roles.size(); ++t) role_of[t] = roles[t].role;
+  tbb::parallel_for(std::size_t{0}, p, [&](std::size_t s) {
+    const auto role = [&](const Job& job) {
+      return static_cast<std::size_t>(job.type < role_of.size() ? role_of[job.type]
+                                                                : PipelineRole::other);
+    };
+    std::array<std::size_t, kRoleCount> count{};
     for (const std::size_t d : stages.devices[s]) {
       if (d >= run.devices.size()) continue;
-      for (const Job& job : run.devices[d].jobs) {
-        const PipelineRole role =
-            job.type < roles.size() ? roles[job.type].role : PipelineRole::other;
-        durations[static_cast<std::size_t>(role)].push_back(job.duration_ns());
-      }
+      for (const Job& job : run.devices[d].jobs) ++count[role(job)];
+    }
+    std::array<std::vector<std::int64_t>, kRoleCount> durations;
+    for (std::size_t r = 0; r < kRoleCount; ++r) durations[r].reserve(count[r]);
+    for (const std::size_t d : stages.devices[s]) {
+      if (d >= run.devices.size()) continue;
+      for (const Job& job : run.devices[d].jobs) durations[role(job)].push_back(job.duration_ns());
     }
     StageStats& stats = report.stages[s];
-    for (std::size_t r = 0; r < kRoleCount; ++r) stats.by_role[r] = duration_stats(durations[r]);
+    for (std::size_t r = 0; r < kRoleCount; ++r) {
+      stats.by_role[r] = duration_stats(durations[r]);
+      std::vector<std::int64_t>().swap(durations[r]);
+    }
     const std::int64_t compute =
         stats.by_role[0].total_ns + stats.by_role[1].total_ns + stats.by_role[2].total_ns;
     const auto divisor = static_cast<std::int64_t>(stages.devices[s].size()) * windows;
     stats.compute_per_step_ns = divisor > 0 ? compute / divisor : 0;
-  }
+  });
   if (p == 0) return report;
   long double sum = 0;
   for (std::size_t s = 0; s < p; ++s) {

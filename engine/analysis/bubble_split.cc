@@ -1,7 +1,11 @@
 #include "analysis/bubble_split.h"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <string_view>
@@ -98,8 +102,24 @@ void comm_waits(const Run& run, const Metrics& metrics, const StageMap& stages,
   split.send_wait_ns.assign(p, 0);
   if (p == 0) return;
   const TypeKinds kinds(run.types);
-  for (std::size_t d = 0; d < run.devices.size() && d < stages.stage_of.size(); ++d) {
+  const auto is_comm = [&](const Job& job) {
+    return job.type < kinds.kind.size() && kinds.kind[job.type] == JobKind::comm;
+  };
+  // Devices in parallel, each into its own sums (integers: the totals do not
+  // depend on the order they are added in).
+  const std::size_t devices = std::min(run.devices.size(), stages.stage_of.size());
+  struct Waits {
+    std::vector<std::int64_t> receive, send;
+  };
+  std::vector<Waits> waits(devices);
+  tbb::parallel_for(std::size_t{0}, devices, [&](std::size_t d) {
     const Device& device = run.devices[d];
+    // A device without a comm job waits for nothing: its union is not needed.
+    if (std::none_of(device.jobs.begin(), device.jobs.end(), is_comm)) return;
+    std::vector<std::int64_t>& receive_wait = waits[d].receive;
+    std::vector<std::int64_t>& send_wait = waits[d].send;
+    receive_wait.assign(p, 0);
+    send_wait.assign(p, 0);
     const auto s = static_cast<std::size_t>(stages.stage_of[d]);
     const std::vector<Interval> busy = compute_union(device, kinds);
     std::int64_t cursor = std::numeric_limits<std::int64_t>::min();
@@ -117,8 +137,13 @@ void comm_waits(const Run& run, const Metrics& metrics, const StageMap& stages,
       // Forward data flows to the next stage, backward data to the previous.
       const bool from_before = receive == forward;
       const std::size_t peer = from_before ? (s + p - 1) % p : (s + 1) % p;
-      (receive ? split.receive_wait_ns : split.send_wait_ns)[peer] +=
-          comm_only(begin, end, busy, metrics);
+      (receive ? receive_wait : send_wait)[peer] += comm_only(begin, end, busy, metrics);
+    }
+  });
+  for (const Waits& w : waits) {
+    for (std::size_t s = 0; s < w.receive.size(); ++s) {
+      split.receive_wait_ns[s] += w.receive[s];
+      split.send_wait_ns[s] += w.send[s];
     }
   }
 }
@@ -163,23 +188,38 @@ BubbleSplit split_bubbles(const Run& run, const Metrics& metrics, const StageMap
   const std::size_t devices = run.devices.size();
   split.inherent.assign(steps, std::vector<std::int64_t>(devices, 0));
   split.device_inherent.assign(devices, 0);
+  // Steps are independent once their costs are known: each simulated in
+  // parallel into its own row; the integer totals are added up after.
+  std::atomic<bool> failed = false;
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, steps, 16),
+                    [&](const tbb::blocked_range<std::size_t>& range) {
+                      for (std::size_t k = range.begin(); k != range.end(); ++k) {
+                        const StepWindow& window = metrics.steps[k];
+                        if (!window.complete || failed.load(std::memory_order_relaxed)) continue;
+                        const auto simulated = simulate_job_lists(
+                            lists, placement, detection.chunks, step_costs(step_sums[k], run_sums));
+                        if (!simulated) {
+                          failed = true;
+                          continue;
+                        }
+                        for (std::size_t d = 0; d < devices && d < stages.stage_of.size(); ++d) {
+                          const auto s = static_cast<std::size_t>(stages.stage_of[d]);
+                          const double stage_idle = simulated->makespan - simulated->busy[s];
+                          const auto ns =
+                              static_cast<std::int64_t>(std::llround(std::max(0.0, stage_idle)));
+                          split.inherent[k][d] = std::min(ns, window.devices[d].idle_ns);
+                        }
+                      }
+                    });
+  if (failed) return BubbleSplit{false, {}, {}, 0, 0, split.receive_wait_ns, split.send_wait_ns};
   std::int64_t idle = 0;
   for (std::size_t k = 0; k < steps; ++k) {
     const StepWindow& window = metrics.steps[k];
     if (!window.complete) continue;
-    const auto simulated =
-        simulate_job_lists(lists, placement, detection.chunks, step_costs(step_sums[k], run_sums));
-    if (!simulated)
-      return BubbleSplit{false, {}, {}, 0, 0, split.receive_wait_ns, split.send_wait_ns};
     for (std::size_t d = 0; d < devices; ++d) {
-      const std::int64_t measured = window.devices[d].idle_ns;
-      idle += measured;
+      idle += window.devices[d].idle_ns;
       if (d >= stages.stage_of.size()) continue;
-      const auto s = static_cast<std::size_t>(stages.stage_of[d]);
-      const double stage_idle = simulated->makespan - simulated->busy[s];
-      const auto ns = static_cast<std::int64_t>(std::llround(std::max(0.0, stage_idle)));
-      const std::int64_t inherent = std::min(ns, measured);
-      split.inherent[k][d] = inherent;
+      const std::int64_t inherent = split.inherent[k][d];
       split.device_inherent[d] += inherent;
       split.inherent_ns += inherent;
     }

@@ -1,6 +1,9 @@
 #include "analysis/bubbles.h"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
+#include <deque>
 
 #include "analysis/step_rule.h"
 
@@ -17,26 +20,73 @@ struct BusyInterval {
 };
 
 // The contract's busy union (metrics.cc: every job but comm jobs), kept with
-// the jobs at its edges so that bubbles can name their neighbours.
-/// The device's busy time as disjoint intervals, into `out` (cleared; its
-/// memory is reused from one device to the next).
-void busy_intervals(const Device& device, const TypeKinds& kinds, std::vector<BusyInterval>& out) {
-  out.clear();
-  for (std::size_t i = 0; i < device.jobs.size(); ++i) {
-    const Job& job = device.jobs[i];
-    if (job.end_ns <= job.start_ns) continue;
-    if (job.type < kinds.kind.size() && kinds.kind[job.type] == JobKind::comm) continue;
-    if (!out.empty() && job.start_ns <= out.back().end) {
-      if (job.end_ns > out.back().end) {
-        out.back().end = job.end_ns;
-        out.back().last_job = static_cast<std::int64_t>(i);
-      }
-      continue;
+// the jobs at its edges so that bubbles can name their neighbours. Built as
+// it is read, and only the intervals still in reach are held: from one
+// before the first that may meet the current window to the furthest one
+// looked at (a device's whole union was 32 bytes per job).
+class BusyUnion {
+ public:
+  BusyUnion(const Device& device, const TypeKinds& kinds) : device_(device), kinds_(kinds) {}
+
+  /// Whether interval i exists (building it when needed).
+  bool has(std::size_t i) {
+    while (i >= base_ + held_.size()) {
+      if (!next()) return false;
     }
-    out.push_back(
-        {job.start_ns, job.end_ns, static_cast<std::int64_t>(i), static_cast<std::int64_t>(i)});
+    return true;
   }
-}
+
+  /// Interval i; has(i) was true and i >= the last forget(i) - 1.
+  const BusyInterval& operator[](std::size_t i) const { return held_[i - base_]; }
+
+  /// Intervals before `i - 1` are not looked at again.
+  void forget_before(std::size_t i) {
+    while (base_ + 1 < i && !held_.empty()) {
+      held_.pop_front();
+      ++base_;
+    }
+  }
+
+ private:
+  /// Completes one more interval; false when the jobs are done.
+  bool next() {
+    const auto& jobs = device_.jobs;
+    for (; job_ < jobs.size(); ++job_) {
+      const Job& job = jobs[job_];
+      if (job.end_ns <= job.start_ns) continue;
+      if (job.type < kinds_.kind.size() && kinds_.kind[job.type] == JobKind::comm) continue;
+      if (open_ && job.start_ns <= pending_.end) {
+        if (job.end_ns > pending_.end) {
+          pending_.end = job.end_ns;
+          pending_.last_job = static_cast<std::int64_t>(job_);
+        }
+        continue;
+      }
+      const bool complete = open_;
+      const BusyInterval done = pending_;
+      pending_ = {job.start_ns, job.end_ns, static_cast<std::int64_t>(job_),
+                  static_cast<std::int64_t>(job_)};
+      open_ = true;
+      if (complete) {
+        held_.push_back(done);
+        ++job_;
+        return true;
+      }
+    }
+    if (!open_) return false;
+    held_.push_back(pending_);
+    open_ = false;
+    return true;
+  }
+
+  const Device& device_;
+  const TypeKinds& kinds_;
+  std::size_t job_ = 0;
+  bool open_ = false;
+  BusyInterval pending_;
+  std::deque<BusyInterval> held_;
+  std::size_t base_ = 0;  // index of held_.front()
+};
 
 // Orders bubbles for the "longest" list: longer first, then earlier, then device.
 bool longer(const Bubble& a, const Bubble& b) {
@@ -66,48 +116,71 @@ void BubbleTotals::add(const BubbleTotals& other) {
   }
 }
 
-void for_each_bubble(const Run& run, const Metrics& metrics,
-                     const std::function<void(const Bubble&)>& visit) {
-  std::vector<BusyInterval> busy;
-  const TypeKinds kinds(run.types);
-  for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    busy_intervals(run.devices[d], kinds, busy);
-    std::size_t first = 0;  // first interval that may still meet a window
-    for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
-      const StepWindow& window = metrics.steps[k];
-      if (window.window_ns() <= 0) continue;
-      while (first < busy.size() && busy[first].end <= window.start_ns) ++first;
-      Bubble bubble;
-      bubble.device = d;
-      bubble.step = k;
-      std::int64_t cursor = window.start_ns;
-      std::int64_t before = first > 0 ? busy[first - 1].last_job : kNoJob;
-      bool seen_busy = false;
-      std::size_t i = first;
-      for (; i < busy.size() && busy[i].begin < window.end_ns; ++i) {
-        const std::int64_t begin = std::max(busy[i].begin, window.start_ns);
-        if (begin > cursor) {
-          bubble.start_ns = cursor;
-          bubble.end_ns = begin;
-          bubble.kind = seen_busy ? BubbleKind::interior : BubbleKind::fill;
-          bubble.job_before = before;
-          bubble.job_after = busy[i].first_job;
-          visit(bubble);
-        }
-        seen_busy = true;
-        cursor = std::min(busy[i].end, window.end_ns);
-        before = busy[i].last_job;
-      }
-      if (cursor < window.end_ns) {
+namespace {
+
+/// Calls `visit` for every bubble of device d, windows in order, then time.
+template <typename Visit>
+void device_bubbles(const Run& run, const Metrics& metrics, const TypeKinds& kinds, std::size_t d,
+                    Visit&& visit) {
+  BusyUnion busy(run.devices[d], kinds);
+  std::size_t first = 0;  // first interval that may still meet a window
+  for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
+    const StepWindow& window = metrics.steps[k];
+    if (window.window_ns() <= 0) continue;
+    while (busy.has(first) && busy[first].end <= window.start_ns) ++first;
+    busy.forget_before(first);
+    Bubble bubble;
+    bubble.device = d;
+    bubble.step = k;
+    std::int64_t cursor = window.start_ns;
+    std::int64_t before = first > 0 ? busy[first - 1].last_job : kNoJob;
+    bool seen_busy = false;
+    std::size_t i = first;
+    for (; busy.has(i) && busy[i].begin < window.end_ns; ++i) {
+      const std::int64_t begin = std::max(busy[i].begin, window.start_ns);
+      if (begin > cursor) {
         bubble.start_ns = cursor;
-        bubble.end_ns = window.end_ns;
-        bubble.kind = seen_busy ? BubbleKind::drain : BubbleKind::fill;
+        bubble.end_ns = begin;
+        bubble.kind = seen_busy ? BubbleKind::interior : BubbleKind::fill;
         bubble.job_before = before;
-        bubble.job_after = i < busy.size() ? busy[i].first_job : kNoJob;
+        bubble.job_after = busy[i].first_job;
         visit(bubble);
       }
+      seen_busy = true;
+      cursor = std::min(busy[i].end, window.end_ns);
+      before = busy[i].last_job;
+    }
+    if (cursor < window.end_ns) {
+      bubble.start_ns = cursor;
+      bubble.end_ns = window.end_ns;
+      bubble.kind = seen_busy ? BubbleKind::drain : BubbleKind::fill;
+      bubble.job_before = before;
+      bubble.job_after = busy.has(i) ? busy[i].first_job : kNoJob;
+      visit(bubble);
     }
   }
+}
+
+/// Keeps the `top_n` longest bubbles offered in `heap`, a min-heap by `longer`.
+void offer_longest(std::vector<Bubble>& heap, std::size_t top_n, const Bubble& b) {
+  if (top_n == 0) return;
+  if (heap.size() < top_n) {
+    heap.push_back(b);
+    std::push_heap(heap.begin(), heap.end(), longer);
+  } else if (longer(b, heap.front())) {
+    std::pop_heap(heap.begin(), heap.end(), longer);
+    heap.back() = b;
+    std::push_heap(heap.begin(), heap.end(), longer);
+  }
+}
+
+}  // namespace
+
+void for_each_bubble(const Run& run, const Metrics& metrics,
+                     const std::function<void(const Bubble&)>& visit) {
+  const TypeKinds kinds(run.types);
+  for (std::size_t d = 0; d < run.devices.size(); ++d)
+    device_bubbles(run, metrics, kinds, d, visit);
 }
 
 BubbleSummary summarize_bubbles(const Run& run, const Metrics& metrics, std::size_t top_n) {
@@ -115,25 +188,28 @@ BubbleSummary summarize_bubbles(const Run& run, const Metrics& metrics, std::siz
   const std::size_t devices = run.devices.size();
   summary.per_step.assign(metrics.steps.size(), std::vector<BubbleTotals>(devices));
   summary.per_device.assign(devices, BubbleTotals{});
-  // A min-heap (by `longer`) of the top_n longest seen so far.
-  std::vector<Bubble>& heap = summary.longest;
-  for_each_bubble(run, metrics, [&](const Bubble& b) {
-    // Incomplete steps are left out of every total, as of the bubble ratio.
-    if (!metrics.steps[b.step].complete) return;
-    const auto kind = static_cast<std::size_t>(b.kind);
-    BubbleTotals& t = summary.per_step[b.step][b.device];
-    t.ns[kind] += b.length_ns();
-    ++t.count[kind];
-    if (top_n == 0) return;
-    if (heap.size() < top_n) {
-      heap.push_back(b);
-      std::push_heap(heap.begin(), heap.end(), longer);
-    } else if (longer(b, heap.front())) {
-      std::pop_heap(heap.begin(), heap.end(), longer);
-      heap.back() = b;
-      std::push_heap(heap.begin(), heap.end(), longer);
-    }
+  const TypeKinds kinds(run.types);
+  // Devices are independent: each fills its own column of per_step and keeps
+  // its own longest bubbles. `longer` orders any two bubbles strictly (two
+  // bubbles of one device never share a start), so the longest of the
+  // devices' longest are the run's, whatever the order they are merged in.
+  std::vector<std::vector<Bubble>> longest(devices);
+  tbb::parallel_for(std::size_t{0}, devices, [&](std::size_t d) {
+    std::vector<Bubble>& heap = longest[d];
+    device_bubbles(run, metrics, kinds, d, [&](const Bubble& b) {
+      // Incomplete steps are left out of every total, as of the bubble ratio.
+      if (!metrics.steps[b.step].complete) return;
+      const auto kind = static_cast<std::size_t>(b.kind);
+      BubbleTotals& t = summary.per_step[b.step][b.device];
+      t.ns[kind] += b.length_ns();
+      ++t.count[kind];
+      offer_longest(heap, top_n, b);
+    });
   });
+  std::vector<Bubble>& heap = summary.longest;
+  for (const std::vector<Bubble>& some : longest) {
+    for (const Bubble& b : some) offer_longest(heap, top_n, b);
+  }
   std::sort(heap.begin(), heap.end(), longer);
   for (const auto& step : summary.per_step) {
     for (std::size_t d = 0; d < devices; ++d) {

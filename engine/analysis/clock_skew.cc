@@ -33,13 +33,21 @@ std::string machine_name(const Run& run, int machine) {
 // Violations per pair with the current times.
 void count_violations(const Run& run, const std::vector<Dependency>& deps,
                       std::map<std::pair<int, int>, MachinePairClock>& pairs, bool before) {
+  // Dependencies come in long runs between the same two machines: the pair
+  // of the previous one is looked up again only when the machines change.
+  std::pair<int, int> last_key{-1, -1};
+  MachinePairClock* last_pair = nullptr;
   for (const Dependency& dep : deps) {
     const Device& pd = run.devices[dep.producer.device];
     const Device& cd = run.devices[dep.consumer.device];
     const Job& p = pd.jobs[dep.producer.job];
     const Job& c = cd.jobs[dep.consumer.job];
     const auto key = std::minmax(pd.machine, cd.machine);
-    MachinePairClock& pair = pairs[{key.first, key.second}];
+    if (last_pair == nullptr || last_key.first != key.first || last_key.second != key.second) {
+      last_key = {key.first, key.second};
+      last_pair = &pairs[last_key];
+    }
+    MachinePairClock& pair = *last_pair;
     pair.machine_a = key.first;
     pair.machine_b = key.second;
     if (before) ++pair.dependencies;
@@ -190,6 +198,8 @@ ClockReport estimate_clock_offsets(const Run& run, const std::vector<Dependency>
   const int n = machine_count(run);
   std::map<std::pair<int, int>, MachinePairClock> pairs;
   count_violations(run, deps, pairs, /*before=*/true);
+  std::pair<int, int> last_key{-1, -1};
+  MachinePairClock* last_pair = nullptr;  // as in count_violations
   for (const Dependency& dep : deps) {
     const Device& pd = run.devices[dep.producer.device];
     const Device& cd = run.devices[dep.consumer.device];
@@ -197,7 +207,12 @@ ClockReport estimate_clock_offsets(const Run& run, const std::vector<Dependency>
     // offset(consumer) - offset(producer) <= slack, as a bound on o_b - o_a.
     const std::int64_t slack =
         cd.jobs[dep.consumer.job].start_ns - pd.jobs[dep.producer.job].end_ns;
-    MachinePairClock& pair = pairs[std::minmax(pd.machine, cd.machine)];
+    const auto key = std::minmax(pd.machine, cd.machine);
+    if (last_pair == nullptr || last_key.first != key.first || last_key.second != key.second) {
+      last_key = {key.first, key.second};
+      last_pair = &pairs[last_key];
+    }
+    MachinePairClock& pair = *last_pair;
     if (cd.machine == pair.machine_b) {
       pair.upper_ns = pair.upper_ns ? std::min(*pair.upper_ns, slack) : slack;
     } else {
@@ -269,9 +284,9 @@ ClockReport correct_clocks(Run& run, const std::vector<Dependency>& deps,
       if (ok && value < n) found = value;
     }
     if (found < 0) {
-      throw std::invalid_argument(fmt::format(
-          "{}: no machine '{}' (the run has {} machine{}: machine0..machine{})",
-          options.imposed_label, name, n, n == 1 ? "" : "s", n - 1));
+      throw std::invalid_argument(
+          fmt::format("{}: no machine '{}' (the run has {} machine{}: machine0..machine{})",
+                      options.imposed_label, name, n, n == 1 ? "" : "s", n - 1));
     }
     imposed[found] = ns;
   }

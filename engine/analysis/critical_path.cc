@@ -1,28 +1,137 @@
 #include "analysis/critical_path.h"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <limits>
 #include <optional>
-#include <unordered_set>
 #include <utility>
 
 namespace pipescope {
 
 namespace {
 
-/// The dependency whose consumer is `job`, if any (deps are sorted by
-/// consumer: device, then job).
-const Dependency* dependency_of(const std::vector<Dependency>& deps, JobRef job) {
-  const auto it = std::lower_bound(deps.begin(), deps.end(), job,
-                                   [](const Dependency& dep, JobRef key) {
-                                     return std::pair(dep.consumer.device, dep.consumer.job) <
-                                            std::pair(key.device, key.job);
-                                   });
-  if (it == deps.end() || it->consumer.device != job.device || it->consumer.job != job.job) {
-    return nullptr;
+/// Where each consumer device's dependencies begin in `deps` (sorted by
+/// consumer: device, then job), so a lookup searches one device's only.
+class DependencyIndex {
+ public:
+  DependencyIndex(const std::vector<Dependency>& deps, std::size_t devices)
+      : deps_(deps), begin_(devices + 1, deps.size()) {
+    for (std::size_t d = 0; d <= devices; ++d) {
+      begin_[d] =
+          static_cast<std::size_t>(std::lower_bound(deps.begin(), deps.end(), d,
+                                                    [](const Dependency& dep, std::size_t device) {
+                                                      return dep.consumer.device < device;
+                                                    }) -
+                                   deps.begin());
+    }
   }
-  return &*it;
-}
+
+  /// The dependency whose consumer is `job`, if any. `hint` (one entry per
+  /// device, kept by the caller) holds where the previous lookup of each
+  /// device ended: a path's hops stay near each other, so the search
+  /// gallops out from there instead of halving the device's whole list.
+  const Dependency* of(JobRef job, std::vector<std::size_t>& hint) const {
+    if (job.device + 1 >= begin_.size()) return nullptr;
+    const std::size_t first = begin_[job.device];
+    const std::size_t last = begin_[job.device + 1];
+    if (first == last) return nullptr;
+    const std::uint32_t key = job.job;
+    const auto job_at = [&](std::size_t i) { return deps_[i].consumer.job; };
+    const std::size_t h = std::clamp(hint[job.device], first, last - 1);
+    std::size_t lo = first, hi = last;  // the first entry >= key is in [lo, hi]
+    if (job_at(h) < key) {
+      lo = h + 1;
+      std::size_t bound = lo, step = 1;
+      while (bound < last && job_at(bound) < key) {
+        lo = bound + 1;
+        bound += step;
+        step *= 2;
+      }
+      hi = std::min(bound, last);
+    } else {
+      hi = h;  // job_at(hi) >= key
+      std::size_t step = 1;
+      while (true) {
+        if (hi == first) {
+          lo = first;
+          break;
+        }
+        const std::size_t probe = hi - first > step ? hi - step : first;
+        if (job_at(probe) >= key) {
+          hi = probe;
+          step *= 2;
+        } else {
+          lo = probe + 1;
+          break;
+        }
+      }
+    }
+    const auto it = std::lower_bound(
+        deps_.begin() + static_cast<std::ptrdiff_t>(lo),
+        deps_.begin() + static_cast<std::ptrdiff_t>(hi), key,
+        [](const Dependency& dep, std::uint32_t j) { return dep.consumer.job < j; });
+    const auto at = static_cast<std::size_t>(it - deps_.begin());
+    hint[job.device] = at;
+    if (at == last || job_at(at) != key) return nullptr;
+    return &*it;
+  }
+
+ private:
+  const std::vector<Dependency>& deps_;
+  std::vector<std::size_t> begin_;
+};
+
+/// The jobs on a chain so far: an open-addressing set of JobRef keys, its
+/// memory reused from one step to the next (a node set per step was a
+/// large share of the time on dense runs).
+class ChainSet {
+ public:
+  void clear() {
+    for (const std::size_t slot : used_) slots_[slot] = kEmpty;
+    used_.clear();
+  }
+
+  void insert(std::uint64_t key) {
+    if ((used_.size() + 1) * 2 > slots_.size()) grow();
+    std::size_t i = find_slot(key);
+    if (slots_[i] == key) return;
+    slots_[i] = key;
+    used_.push_back(i);
+  }
+
+  bool contains(std::uint64_t key) const {
+    if (slots_.empty()) return false;
+    return slots_[find_slot(key)] == key;
+  }
+
+ private:
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
+
+  std::size_t find_slot(std::uint64_t key) const {
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t i = static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 17) & mask;
+    while (slots_[i] != kEmpty && slots_[i] != key) i = (i + 1) & mask;
+    return i;
+  }
+
+  void grow() {
+    std::vector<std::uint64_t> keys;
+    keys.reserve(used_.size());
+    for (const std::size_t slot : used_) keys.push_back(slots_[slot]);
+    slots_.assign(std::max<std::size_t>(64, slots_.size() * 2), kEmpty);
+    used_.clear();
+    for (const std::uint64_t key : keys) {
+      const std::size_t i = find_slot(key);
+      slots_[i] = key;
+      used_.push_back(i);
+    }
+  }
+
+  std::vector<std::uint64_t> slots_;
+  std::vector<std::size_t> used_;
+};
 
 /// Whether `job` is a send/recv (comm) job.
 bool is_comm(const Run& run, const std::vector<JobRole>& roles, JobRef job) {
@@ -34,14 +143,15 @@ bool is_comm(const Run& run, const std::vector<JobRole>& roles, JobRef job) {
 /// blocking recv (a run of comm jobs) just before a job with one, that
 /// producer: the recv waits for the same data. Looked up per hop of a path
 /// instead of tabulated per job, which cost 8 bytes per job of the run.
-std::optional<JobRef> producer_of(const Run& run, const std::vector<Dependency>& deps,
-                                  const std::vector<JobRole>& roles, JobRef job) {
+std::optional<JobRef> producer_of(const Run& run, const DependencyIndex& deps,
+                                  const std::vector<JobRole>& roles, JobRef job,
+                                  std::vector<std::size_t>& hint) {
   const auto& jobs = run.devices[job.device].jobs;
-  if (const Dependency* own = dependency_of(deps, job)) return own->producer;
+  if (const Dependency* own = deps.of(job, hint)) return own->producer;
   if (!is_comm(run, roles, job)) return std::nullopt;
   for (std::size_t k = job.job + 1; k < jobs.size(); ++k) {
     const JobRef next{job.device, static_cast<std::uint32_t>(k)};
-    if (const Dependency* dep = dependency_of(deps, next)) return dep->producer;
+    if (const Dependency* dep = deps.of(next, hint)) return dep->producer;
     if (!is_comm(run, roles, next)) break;
   }
   return std::nullopt;
@@ -55,94 +165,126 @@ std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
                                          const std::vector<JobRole>& roles) {
   std::vector<CriticalPath> paths;
   const std::size_t devices = std::min(run.devices.size(), metrics.job_step.size());
+  const std::size_t steps = metrics.steps.size();
 
-  // The job that ends each step (latest end; ties: lower device, earlier job).
-  std::vector<std::optional<JobRef>> last(metrics.steps.size());
-  for (std::size_t d = 0; d < devices; ++d) {
+  // The job that ends each step (latest end; ties: lower device, earlier
+  // job): each device's own in parallel, then the devices in order.
+  std::vector<std::vector<std::optional<JobRef>>> device_last(devices);
+  tbb::parallel_for(std::size_t{0}, devices, [&](std::size_t d) {
     const auto& jobs = run.devices[d].jobs;
+    auto& last = device_last[d];
+    last.assign(steps, std::nullopt);
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       const auto k = static_cast<std::size_t>(metrics.job_step[d][i]);
-      if (k >= last.size()) continue;
+      if (k >= steps) continue;
       auto& best = last[k];
-      if (!best || jobs[i].end_ns > run.devices[best->device].jobs[best->job].end_ns) {
+      if (!best || jobs[i].end_ns > jobs[best->job].end_ns) {
         best = JobRef{static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(i)};
       }
     }
+  });
+  std::vector<std::optional<JobRef>> last(steps);
+  for (std::size_t d = 0; d < devices; ++d) {
+    for (std::size_t k = 0; k < steps; ++k) {
+      const auto& mine = device_last[d][k];
+      auto& best = last[k];
+      if (mine && (!best || run.devices[mine->device].jobs[mine->job].end_ns >
+                                run.devices[best->device].jobs[best->job].end_ns)) {
+        best = mine;
+      }
+    }
   }
+  device_last.clear();
+  device_last.shrink_to_fit();
 
+  const DependencyIndex dependencies(deps, devices);
   const std::size_t p = stages.stage_count();
   auto job_of = [&](JobRef r) -> const Job& { return run.devices[r.device].jobs[r.job]; };
-  for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
-    if (!last[k] || metrics.steps[k].window_ns() <= 0) continue;
-    CriticalPath path;
-    path.step = k;
-    path.stage_ns.assign(p, 0);
-    std::vector<std::pair<JobRef, bool>> chain;  // backwards
-    JobRef at = *last[k];
-    bool via = false;
-    // A path is a chain of distinct jobs. On sound data each hop moves to an
-    // earlier-ending job; with a wrong stage map the implied dependencies and
-    // the devices' job orders can form a cycle, which must not be walked.
-    std::unordered_set<std::uint64_t> on_chain;
-    auto key = [](JobRef r) { return (std::uint64_t{r.device} << 32) | r.job; };
-    while (true) {
-      chain.emplace_back(at, via);
-      on_chain.insert(key(at));
-      std::optional<JobRef> previous;
-      if (at.job > 0 && metrics.job_step[at.device][at.job - 1] == static_cast<std::int32_t>(k)) {
-        previous = JobRef{at.device, at.job - 1};
-      }
-      std::optional<JobRef> input = producer_of(run, deps, roles, at);
-      if (input && (input->device >= devices ||
-                    metrics.job_step[input->device][input->job] != static_cast<std::int32_t>(k))) {
-        input.reset();
-      }
-      if (previous && on_chain.count(key(*previous))) previous.reset();
-      if (input && on_chain.count(key(*input))) input.reset();
-      // The input that arrived last released the job; on a tie, the dependency.
-      if (input && (!previous || job_of(*input).end_ns >= job_of(*previous).end_ns)) {
-        at = *input;
-        via = true;
-      } else if (previous) {
-        at = *previous;
-        via = false;
-      } else {
-        break;
-      }
-    }
-    std::reverse(chain.begin(), chain.end());
-    for (std::size_t i = 0; i < chain.size(); ++i) {
-      const JobRef r = chain[i].first;
-      const Job& job = job_of(r);
-      CriticalPathJob entry;
-      entry.job = r;
-      entry.stage = r.device < stages.stage_of.size() ? stages.stage_of[r.device] : 0;
-      // The part of the job on the path. A blocking recv is posted early
-      // and waits inside itself for its data: entered through its input,
-      // only its time after that input ended is on the path (not a
-      // negative wait for the time it was already waiting).
-      std::int64_t on_path_from = job.start_ns;
-      if (i > 0) {
-        const std::int64_t input_end = job_of(chain[i - 1].first).end_ns;
-        const bool waited_on_input = chain[i - 1].second;
-        if (waited_on_input && is_comm(run, roles, r) && on_path_from < input_end) {
-          on_path_from = std::min(input_end, job.end_ns);
+  // Steps are independent: each path into its own slot, kept in step order.
+  std::vector<std::optional<CriticalPath>> found(steps);
+  tbb::parallel_for(
+      tbb::blocked_range<std::size_t>(0, steps, 64),
+      [&](const tbb::blocked_range<std::size_t>& range) {
+        ChainSet on_chain;
+        std::vector<std::size_t> hint(devices, 0);
+        std::vector<std::pair<JobRef, bool>> chain;  // backwards
+        for (std::size_t k = range.begin(); k != range.end(); ++k) {
+          if (!last[k] || metrics.steps[k].window_ns() <= 0) continue;
+          CriticalPath path;
+          path.step = k;
+          path.stage_ns.assign(p, 0);
+          chain.clear();
+          JobRef at = *last[k];
+          bool via = false;
+          // A path is a chain of distinct jobs. On sound data each hop moves to an
+          // earlier-ending job; with a wrong stage map the implied dependencies and
+          // the devices' job orders can form a cycle, which must not be walked.
+          on_chain.clear();
+          auto key = [](JobRef r) { return (std::uint64_t{r.device} << 32) | r.job; };
+          while (true) {
+            chain.emplace_back(at, via);
+            on_chain.insert(key(at));
+            std::optional<JobRef> previous;
+            if (at.job > 0 &&
+                metrics.job_step[at.device][at.job - 1] == static_cast<std::int32_t>(k)) {
+              previous = JobRef{at.device, at.job - 1};
+            }
+            std::optional<JobRef> input = producer_of(run, dependencies, roles, at, hint);
+            if (input && (input->device >= devices || metrics.job_step[input->device][input->job] !=
+                                                          static_cast<std::int32_t>(k))) {
+              input.reset();
+            }
+            if (previous && on_chain.contains(key(*previous))) previous.reset();
+            if (input && on_chain.contains(key(*input))) input.reset();
+            // The input that arrived last released the job; on a tie, the dependency.
+            if (input && (!previous || job_of(*input).end_ns >= job_of(*previous).end_ns)) {
+              at = *input;
+              via = true;
+            } else if (previous) {
+              at = *previous;
+              via = false;
+            } else {
+              break;
+            }
+          }
+          std::reverse(chain.begin(), chain.end());
+          path.jobs.reserve(chain.size());  // exactly: a path per step is kept
+          for (std::size_t i = 0; i < chain.size(); ++i) {
+            const JobRef r = chain[i].first;
+            const Job& job = job_of(r);
+            CriticalPathJob entry;
+            entry.job = r;
+            entry.stage = r.device < stages.stage_of.size() ? stages.stage_of[r.device] : 0;
+            // The part of the job on the path. A blocking recv is posted early
+            // and waits inside itself for its data: entered through its input,
+            // only its time after that input ended is on the path (not a
+            // negative wait for the time it was already waiting).
+            std::int64_t on_path_from = job.start_ns;
+            if (i > 0) {
+              const std::int64_t input_end = job_of(chain[i - 1].first).end_ns;
+              const bool waited_on_input = chain[i - 1].second;
+              if (waited_on_input && is_comm(run, roles, r) && on_path_from < input_end) {
+                on_path_from = std::min(input_end, job.end_ns);
+              }
+              entry.wait_ns = on_path_from - input_end;
+            }
+            path.wait_ns += entry.wait_ns;
+            if (entry.stage >= 0 && static_cast<std::size_t>(entry.stage) < p) {
+              path.stage_ns[static_cast<std::size_t>(entry.stage)] += job.end_ns - on_path_from;
+            }
+            path.jobs.push_back(entry);
+          }
+          // chain[i].second says whether the backward hop that reached job i came
+          // through a dependency, i.e. whether job i+1 waited on job i as its input.
+          for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
+            path.jobs[i + 1].via_dependency = chain[i].second;
+          }
+          path.lead_in_ns = job_of(chain.front().first).start_ns - metrics.steps[k].start_ns;
+          found[k] = std::move(path);
         }
-        entry.wait_ns = on_path_from - input_end;
-      }
-      path.wait_ns += entry.wait_ns;
-      if (entry.stage >= 0 && static_cast<std::size_t>(entry.stage) < p) {
-        path.stage_ns[static_cast<std::size_t>(entry.stage)] += job.end_ns - on_path_from;
-      }
-      path.jobs.push_back(entry);
-    }
-    // chain[i].second says whether the backward hop that reached job i came
-    // through a dependency, i.e. whether job i+1 waited on job i as its input.
-    for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
-      path.jobs[i + 1].via_dependency = chain[i].second;
-    }
-    path.lead_in_ns = job_of(chain.front().first).start_ns - metrics.steps[k].start_ns;
-    paths.push_back(std::move(path));
+      });
+  for (std::optional<CriticalPath>& path : found) {
+    if (path) paths.push_back(std::move(*path));
   }
   return paths;
 }

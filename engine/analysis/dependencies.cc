@@ -1,5 +1,8 @@
 #include "analysis/dependencies.h"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <optional>
 #include <tuple>
@@ -39,6 +42,7 @@ class OpIndex {
       max_mb = std::max(max_mb, key.micro_batch);
       dense = dense && key.micro_batch >= 0 && key.chunk >= 0;
     });
+    ops_ = ops;
     steps_ = static_cast<std::size_t>(max_step + 1);
     chunks_ = static_cast<std::size_t>(max_chunk) + 1;
     micro_batches_ = static_cast<std::size_t>(max_mb) + 1;
@@ -58,6 +62,9 @@ class OpIndex {
                 [](const OpKey& a, const OpKey& b) { return a.tie() < b.tie(); });
     }
   }
+
+  /// How many ops were indexed.
+  std::size_t size() const { return ops_; }
 
   /// The job with this key, or nullopt.
   std::optional<std::uint32_t> find(std::int32_t step, PipelineRole role, std::int32_t chunk,
@@ -87,7 +94,15 @@ class OpIndex {
   template <typename F>
   static void for_each(const Device& device, const std::vector<std::int32_t>& steps,
                        const std::vector<JobRole>& roles, F&& f) {
-    for (std::size_t i = 0; i < device.jobs.size() && i < steps.size(); ++i) {
+    for_each_in(device, steps, roles, 0, device.jobs.size(), f);
+  }
+
+  /// The same for jobs [first, last) only.
+  template <typename F>
+  static void for_each_in(const Device& device, const std::vector<std::int32_t>& steps,
+                          const std::vector<JobRole>& roles, std::size_t first, std::size_t last,
+                          F&& f) {
+    for (std::size_t i = first; i < last && i < device.jobs.size() && i < steps.size(); ++i) {
       const Job& job = device.jobs[i];
       if (job.type >= roles.size()) continue;
       const JobRole& r = roles[job.type];
@@ -109,15 +124,14 @@ class OpIndex {
 
   std::vector<OpKey> keys_;  // sorted fallback
   std::vector<std::uint32_t> table_;
-  std::size_t steps_ = 0, chunks_ = 0, micro_batches_ = 0;
+  std::size_t steps_ = 0, chunks_ = 0, micro_batches_ = 0, ops_ = 0;
 };
 
 }  // namespace
 
 std::vector<Dependency> find_dependencies(const Run& run,
                                           const std::vector<std::vector<std::int32_t>>& job_step,
-                                          const StageMap& stages,
-                                          const std::vector<JobRole>& roles,
+                                          const StageMap& stages, const std::vector<JobRole>& roles,
                                           StagePlacement placement) {
   std::vector<Dependency> deps;
   const std::size_t devices = std::min(run.devices.size(), job_step.size());
@@ -125,49 +139,69 @@ std::vector<Dependency> find_dependencies(const Run& run,
   if (p == 0 || devices == 0) return deps;
 
   // V: chunks seen in the types that occur.
-  std::int32_t max_chunk = 0;
+  std::vector<char> occurs(roles.size(), 0);
   for (const Device& device : run.devices) {
     for (const Job& job : device.jobs) {
-      if (job.type < roles.size() && roles[job.type].compute()) {
-        max_chunk = std::max(max_chunk, roles[job.type].chunk);
-      }
+      if (job.type < occurs.size()) occurs[job.type] = 1;
     }
+  }
+  std::int32_t max_chunk = 0;
+  for (std::size_t t = 0; t < roles.size(); ++t) {
+    if (occurs[t] && roles[t].compute()) max_chunk = std::max(max_chunk, roles[t].chunk);
   }
   const std::int32_t v = max_chunk + 1;
   // A V holds exactly two chunks per stage; anything else is read looped.
   if (v != 2) placement = StagePlacement::looped;
   const int global_stages = p * v;
 
-  std::vector<OpIndex> index;
-  index.reserve(devices);
-  std::size_t jobs = 0;
-  for (std::size_t d = 0; d < devices; ++d) {
-    index.emplace_back(run.devices[d], job_step[d], roles);
-    jobs += run.devices[d].jobs.size();
-  }
-  deps.reserve(jobs);  // at most one producer per F/B job: no regrowth copies
+  // Each device's index, built in parallel.
+  std::vector<std::optional<OpIndex>> index(devices);
+  tbb::parallel_for(std::size_t{0}, devices,
+                    [&](std::size_t d) { index[d].emplace(run.devices[d], job_step[d], roles); });
 
+  // One consumer device at a time, its jobs in blocks matched in parallel:
+  // each job's producer (or none) into a transient array of 8 bytes per job
+  // of the device, then appended in job order, so the order is (device, job)
+  // and the result needs no second copy.
+  std::size_t upper = 0;
+  for (const auto& ops : index) upper += ops->size();
+  deps.reserve(upper);  // at most one producer per F/B job: no regrowth copies
+  constexpr std::uint32_t kNone = UINT32_MAX;
+  constexpr std::size_t kBlock = 1 << 16;
+  std::vector<JobRef> match;
   for (std::size_t d = 0; d < devices; ++d) {
     if (d >= stages.stage_of.size() || stages.stage_of[d] < 0) continue;
     const int s = stages.stage_of[d];
     const std::size_t rank = stages.rank_in_stage(d);
-    OpIndex::for_each(run.devices[d], job_step[d], roles, [&](const OpKey& op) {
-      if (op.chunk < 0 || op.chunk >= v) return;
-      const int g = global_stage(placement, p, s, op.chunk);
-      const int from_global = op.role == PipelineRole::forward ? g - 1 : g + 1;
-      if (from_global < 0 || from_global >= global_stages) return;
-      const auto [from_stage, from_chunk] = stage_chunk_of(placement, p, from_global);
-      if (from_stage == s) return;  // made on this stage, which runs its jobs in order
-      const auto& group = stages.devices[static_cast<std::size_t>(from_stage)];
-      if (group.empty()) return;
-      const std::size_t producer = group[rank % group.size()];
-      if (producer >= devices || producer == d) return;
-      const auto found = index[producer].find(op.step, op.role, from_chunk, op.micro_batch);
-      if (!found) return;
-      deps.push_back({{static_cast<std::uint32_t>(producer), *found},
-                      {static_cast<std::uint32_t>(d), op.job}});
-    });
+    const std::size_t n = std::min(run.devices[d].jobs.size(), job_step[d].size());
+    match.assign(n, JobRef{kNone, 0});
+    tbb::parallel_for(
+        tbb::blocked_range<std::size_t>(0, n, kBlock),
+        [&](const tbb::blocked_range<std::size_t>& range) {
+          OpIndex::for_each_in(
+              run.devices[d], job_step[d], roles, range.begin(), range.end(), [&](const OpKey& op) {
+                if (op.chunk < 0 || op.chunk >= v) return;
+                const int g = global_stage(placement, p, s, op.chunk);
+                const int from_global = op.role == PipelineRole::forward ? g - 1 : g + 1;
+                if (from_global < 0 || from_global >= global_stages) return;
+                const auto [from_stage, from_chunk] = stage_chunk_of(placement, p, from_global);
+                if (from_stage == s) return;  // made on this stage, which runs its jobs in order
+                const auto& group = stages.devices[static_cast<std::size_t>(from_stage)];
+                if (group.empty()) return;
+                const std::size_t producer = group[rank % group.size()];
+                if (producer >= devices || producer == d) return;
+                const auto found =
+                    index[producer]->find(op.step, op.role, from_chunk, op.micro_batch);
+                if (!found) return;
+                match[op.job] = {static_cast<std::uint32_t>(producer), *found};
+              });
+        });
+    for (std::size_t i = 0; i < n; ++i) {
+      if (match[i].device == kNone) continue;
+      deps.push_back({match[i], {static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(i)}});
+    }
   }
+  index.clear();
   // Consumers were visited in (device, job) order, so this is already sorted.
   const auto by_consumer = [](const Dependency& a, const Dependency& b) {
     return std::tie(a.consumer.device, a.consumer.job) <

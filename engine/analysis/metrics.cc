@@ -1,5 +1,7 @@
 #include "analysis/metrics.h"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <array>
 #include <limits>
@@ -51,18 +53,31 @@ class WindowAccumulator {
 /// The union of a device's job intervals (jobs sorted by start) whose
 /// comm-ness is `comm`, as sorted disjoint intervals; overlapping jobs count
 /// once, zero-length jobs not at all.
-std::vector<Interval> job_union(const Device& device, const TypeKinds& kinds, bool comm) {
-  std::vector<Interval> out;
+template <typename F>
+void for_each_union_interval(const Device& device, const TypeKinds& kinds, bool comm, F&& f) {
+  bool open = false;
+  std::int64_t begin = 0, end = 0;
   for (const Job& job : device.jobs) {
     if (job.end_ns <= job.start_ns) continue;
     const bool is_comm = job.type < kinds.kind.size() && kinds.kind[job.type] == JobKind::comm;
     if (is_comm != comm) continue;
-    if (!out.empty() && job.start_ns <= out.back().second) {
-      out.back().second = std::max(out.back().second, job.end_ns);
+    if (open && job.start_ns <= end) {
+      end = std::max(end, job.end_ns);
     } else {
-      out.emplace_back(job.start_ns, job.end_ns);
+      if (open) f(begin, end);
+      open = true;
+      begin = job.start_ns;
+      end = job.end_ns;
     }
   }
+  if (open) f(begin, end);
+}
+
+std::vector<Interval> job_union(const Device& device, const TypeKinds& kinds, bool comm) {
+  std::vector<Interval> out;
+  for_each_union_interval(device, kinds, comm, [&](std::int64_t begin, std::int64_t end) {
+    out.emplace_back(begin, end);
+  });
   return out;
 }
 
@@ -162,14 +177,20 @@ Metrics compute_metrics(const Run& run) {
     segment.first_step =
         run.segments.empty() ? run.first_step.value_or(0) : run.segments[s].first_step;
     segment.first = step_count;
-    for (std::size_t d = 0; d < device_count; ++d) {
+    // Devices are independent: each numbers its own jobs' steps.
+    tbb::parallel_for(std::size_t{0}, device_count, [&](std::size_t d) {
       const Device& device = run.devices[d];
       const auto [first, last] = device.segment_jobs(s);
-      if (first == last) continue;
+      if (first == last) return;
       std::span<std::int32_t> step_of(metrics.job_step[d].data() + first, last - first);
       const std::int32_t steps = assign_steps(device.jobs, first, last, kinds, step_of);
       for (std::int32_t& k : step_of) k += static_cast<std::int32_t>(step_count);
       device_steps[s][d] = steps;
+    });
+    for (std::size_t d = 0; d < device_count; ++d) {
+      const auto [first, last] = run.devices[d].segment_jobs(s);
+      if (first == last) continue;
+      const std::int64_t steps = device_steps[s][d];
       metrics.devices[d].steps += steps;
       segment.count = std::max(segment.count, static_cast<std::size_t>(steps));
       segment.devices.push_back(d);
@@ -179,16 +200,39 @@ Metrics compute_metrics(const Run& run) {
   }
 
   // Each step's first start and last end over the devices.
+  // Each device's own in parallel, then combined (min and max: any order).
   std::vector<std::int64_t> first_start(step_count, std::numeric_limits<std::int64_t>::max());
   std::vector<std::int64_t> last_end(step_count, kNoTime);
   std::vector<bool> has_job(step_count, false);
-  for (std::size_t d = 0; d < device_count; ++d) {
-    const auto& jobs = run.devices[d].jobs;
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-      const auto k = static_cast<std::size_t>(metrics.job_step[d][i]);
-      first_start[k] = std::min(first_start[k], jobs[i].start_ns);
-      last_end[k] = std::max(last_end[k], jobs[i].end_ns);
-      has_job[k] = true;
+  {
+    struct Edges {
+      std::vector<std::int64_t> first_start, last_end;
+      std::vector<char> has_job;
+    };
+    std::vector<Edges> edges(device_count);
+    tbb::parallel_for(std::size_t{0}, device_count, [&](std::size_t d) {
+      const auto& jobs = run.devices[d].jobs;
+      if (jobs.empty()) return;
+      Edges& e = edges[d];
+      e.first_start.assign(step_count, std::numeric_limits<std::int64_t>::max());
+      e.last_end.assign(step_count, kNoTime);
+      e.has_job.assign(step_count, 0);
+      const std::int32_t* step_of = metrics.job_step[d].data();
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        const auto k = static_cast<std::size_t>(step_of[i]);
+        e.first_start[k] = std::min(e.first_start[k], jobs[i].start_ns);
+        e.last_end[k] = std::max(e.last_end[k], jobs[i].end_ns);
+        e.has_job[k] = 1;
+      }
+    });
+    for (std::size_t d = 0; d < device_count; ++d) {
+      const Edges& e = edges[d];
+      if (e.has_job.empty()) continue;
+      for (std::size_t k = 0; k < step_count; ++k) {
+        first_start[k] = std::min(first_start[k], e.first_start[k]);
+        last_end[k] = std::max(last_end[k], e.last_end[k]);
+        if (e.has_job[k]) has_job[k] = true;
+      }
     }
   }
 
@@ -230,18 +274,29 @@ Metrics compute_metrics(const Run& run) {
 
   // busy(d,k) = |union of d's non-comm jobs ∩ [S_k, E_k)|; idle is the
   // rest; comm(d,k) = |(union of comm jobs − that union) ∩ [S_k, E_k)|.
-  for (std::size_t d = 0; d < device_count; ++d) {
-    const std::vector<Interval> compute = job_union(run.devices[d], kinds, false);
+  // Devices are independent: each writes its own entry of every window.
+  tbb::parallel_for(std::size_t{0}, device_count, [&](std::size_t d) {
+    const Device& device = run.devices[d];
+    const bool has_comm = std::any_of(device.jobs.begin(), device.jobs.end(), [&](const Job& job) {
+      return job.type < kinds.kind.size() && kinds.kind[job.type] == JobKind::comm;
+    });
     WindowAccumulator busy(metrics.steps, d, &DeviceStepTime::busy_ns);
-    for (const auto& [begin, end] : compute) busy.add(begin, end);
-    WindowAccumulator comm(metrics.steps, d, &DeviceStepTime::comm_ns);
-    for (const auto& [begin, end] : subtract(job_union(run.devices[d], kinds, true), compute)) {
-      comm.add(begin, end);
+    if (!has_comm) {
+      // The union streamed into the windows, never held.
+      for_each_union_interval(device, kinds, false,
+                              [&](std::int64_t begin, std::int64_t end) { busy.add(begin, end); });
+    } else {
+      const std::vector<Interval> compute = job_union(device, kinds, false);
+      for (const auto& [begin, end] : compute) busy.add(begin, end);
+      WindowAccumulator comm(metrics.steps, d, &DeviceStepTime::comm_ns);
+      for (const auto& [begin, end] : subtract(job_union(device, kinds, true), compute)) {
+        comm.add(begin, end);
+      }
     }
     for (StepWindow& window : metrics.steps) {
       window.devices[d].idle_ns = window.window_ns() - window.devices[d].busy_ns;
     }
-  }
+  });
 
   // Ratios: per step, and per device and overall over the complete steps.
   std::int64_t total_idle = 0;

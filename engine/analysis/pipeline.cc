@@ -1,6 +1,7 @@
 #include "analysis/pipeline.h"
 
 #include <fmt/core.h>
+#include <tbb/parallel_invoke.h>
 
 #include <cstdlib>
 #include <utility>
@@ -26,8 +27,8 @@ PipelineAnalysis with_dependencies(const Run& run, const Metrics& metrics,
   a.stages = resolve_stage_map(run, options.stages, options.stages_label);
   a.roles = classify_job_roles(run.types);
   a.schedule = detect_run_schedule(run, metrics, a.stages, a.roles);
-  a.dependencies = find_dependencies(run, metrics.job_step, a.stages, a.roles,
-                                     detected_placement(a.schedule));
+  a.dependencies =
+      find_dependencies(run, metrics.job_step, a.stages, a.roles, detected_placement(a.schedule));
   return a;
 }
 
@@ -45,13 +46,16 @@ namespace {
 /// have moved since, which detection does not read).
 PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const PipelineOptions& options,
                           PipelineAnalysis a, ClockReport clock) {
-  a.bubbles = summarize_bubbles(run, metrics, options.top_bubbles);
-  a.bottleneck = find_bottleneck(run, metrics, a.stages, a.roles);
-  a.split = split_bubbles(run, metrics, a.stages, a.roles, a.schedule);
+  // Independent passes over the same jobs, run as tasks (each one's result
+  // is what it computes alone: nothing is shared but the inputs).
+  tbb::parallel_invoke(
+      [&] { a.bubbles = summarize_bubbles(run, metrics, options.top_bubbles); },
+      [&] { a.bottleneck = find_bottleneck(run, metrics, a.stages, a.roles); },
+      [&] { a.split = split_bubbles(run, metrics, a.stages, a.roles, a.schedule); },
+      [&] { a.critical_paths = critical_paths(run, metrics, a.stages, a.dependencies, a.roles); },
+      [&] { a.warnings = check_data_quality(run, metrics, a.stages); });
   a.explanation = explain_bubbles(run, metrics, a.schedule, a.split, a.bottleneck);
-  a.critical_paths = critical_paths(run, metrics, a.stages, a.dependencies, a.roles);
   a.clock = std::move(clock);
-  a.warnings = check_data_quality(run, metrics, a.stages);
 
   if (a.clock.method == "rejected") {
     std::string estimates;

@@ -1,8 +1,9 @@
 #include "analysis/schedule_detect.h"
 
 #include <algorithm>
-#include <set>
+#include <map>
 #include <string>
+#include <tuple>
 
 namespace pipescope {
 
@@ -27,14 +28,33 @@ bool same_order(const std::vector<ScheduleStep>& expected,
   return true;
 }
 
-bool matches(ScheduleId id, const std::vector<std::vector<ScheduleStep>>& orders, int m, int v) {
+/// The table's job lists, each built once: a run's every step is compared
+/// with the same lists.
+class JobListCache {
+ public:
+  const std::optional<std::vector<ScheduleStep>>& get(ScheduleId id, int p, int m, int v, int s) {
+    const auto key = std::make_tuple(static_cast<int>(id), p, m, v, s);
+    auto it = lists_.find(key);
+    if (it == lists_.end()) it = lists_.emplace(key, schedule_job_list(id, p, m, v, s)).first;
+    return it->second;
+  }
+
+ private:
+  std::map<std::tuple<int, int, int, int, int>, std::optional<std::vector<ScheduleStep>>> lists_;
+};
+
+bool matches(ScheduleId id, const std::vector<std::vector<ScheduleStep>>& orders, int m, int v,
+             JobListCache& cache) {
   const int p = static_cast<int>(orders.size());
   for (int s = 0; s < p; ++s) {
-    const auto expected = schedule_job_list(id, p, m, v, s);
+    const auto& expected = cache.get(id, p, m, v, s);
     if (!expected || !same_order(*expected, orders[s])) return false;
   }
   return true;
 }
+
+ScheduleDetection detect_schedule(const std::vector<std::vector<ScheduleStep>>& orders,
+                                  JobListCache& cache);
 
 }  // namespace
 
@@ -62,6 +82,14 @@ std::string detection_frameworks(const ScheduleDetection& d) {
 }
 
 ScheduleDetection detect_schedule(const std::vector<std::vector<ScheduleStep>>& orders) {
+  JobListCache cache;
+  return detect_schedule(orders, cache);
+}
+
+namespace {
+
+ScheduleDetection detect_schedule(const std::vector<std::vector<ScheduleStep>>& orders,
+                                  JobListCache& cache) {
   ScheduleDetection d;
   d.stages = static_cast<int>(orders.size());
   if (orders.empty()) return d;
@@ -76,14 +104,16 @@ ScheduleDetection detect_schedule(const std::vector<std::vector<ScheduleStep>>& 
     }
   }
   d.chunks = max_chunk + 1;
-  std::set<std::int64_t> micro_batches;
+  std::vector<std::int64_t> micro_batches;  // the distinct ones are counted
   for (const ScheduleStep& op : orders.front()) {
-    if (op.role == PipelineRole::forward && op.chunk == 0) micro_batches.insert(op.micro_batch);
+    if (op.role == PipelineRole::forward && op.chunk == 0) micro_batches.push_back(op.micro_batch);
   }
-  d.micro_batches = static_cast<int>(micro_batches.size());
+  std::sort(micro_batches.begin(), micro_batches.end());
+  d.micro_batches = static_cast<int>(std::unique(micro_batches.begin(), micro_batches.end()) -
+                                     micro_batches.begin());
 
   for (const ScheduleEntry& e : schedule_table()) {
-    if (e.has_job_list && matches(e.id, orders, d.micro_batches, d.chunks)) {
+    if (e.has_job_list && matches(e.id, orders, d.micro_batches, d.chunks, cache)) {
       d.matches.push_back(e.id);
     }
   }
@@ -116,6 +146,8 @@ ScheduleDetection detect_schedule(const std::vector<std::vector<ScheduleStep>>& 
   }
   return d;
 }
+
+}  // namespace
 
 std::optional<double> ideal_bubble_ratio(const ScheduleDetection& d) {
   if (!d.exact || !d.id) return std::nullopt;
@@ -152,6 +184,7 @@ ScheduleReport detect_run_schedule(const Run& run, const Metrics& metrics, const
     std::int64_t count = 0;
   };
   std::vector<Vote> votes;
+  JobListCache cache;
   // One step at a time, so memory holds one step's ops, not the run's:
   // order[s] is stage s's compute ops of step k (its first device). Along a
   // device's jobs job_step only decreases after a step's prologue (an lr or
@@ -186,7 +219,7 @@ ScheduleReport detect_run_schedule(const Run& run, const Metrics& metrics, const
       continue;
     }
     ++report.steps_examined;
-    const ScheduleDetection d = detect_schedule(order);
+    const ScheduleDetection d = detect_schedule(order, cache);
     auto same = [&](const Vote& v) { return v.detection == d; };
     auto it = std::find_if(votes.begin(), votes.end(), same);
     if (it == votes.end()) {

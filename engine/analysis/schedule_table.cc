@@ -439,7 +439,8 @@ int global_stage(StagePlacement placement, int p, int stage, int chunk) {
 
 StageChunk stage_chunk_of(StagePlacement placement, int p, int global) {
   const int chunk = global / p;
-  if (placement == StagePlacement::v_shape) return {chunk == 0 ? global : 2 * p - 1 - global, chunk};
+  if (placement == StagePlacement::v_shape)
+    return {chunk == 0 ? global : 2 * p - 1 - global, chunk};
   return {global % p, chunk};
 }
 
@@ -546,15 +547,51 @@ std::optional<SimulatedSchedule> simulate_job_lists(
   if (placement == StagePlacement::v_shape && chunks != 2) return std::nullopt;
   const int g_count = p * chunks;
   // End time of F(m) and of the input-gradient backward of m on each global
-  // stage, by micro-batch.
-  std::vector<std::map<std::int64_t, double>> f_end(g_count), b_end(g_count);
+  // stage, by micro-batch: flat tables when the micro-batches are 0..M-1 (a
+  // run's every step is simulated; a map per stage and step was most of the
+  // cost), maps otherwise.
+  std::int64_t min_mb = 0, max_mb = -1;
+  std::size_t ops = 0;
+  for (const auto& list : lists) {
+    for (const ScheduleStep& op : list) {
+      min_mb = ops == 0 ? op.micro_batch : std::min(min_mb, op.micro_batch);
+      max_mb = ops == 0 ? op.micro_batch : std::max(max_mb, op.micro_batch);
+      ++ops;
+    }
+  }
+  constexpr double kNotYet = -1;
+  const bool flat = min_mb >= 0 && max_mb < static_cast<std::int64_t>(4 * ops + 64);
+  const std::size_t width = flat ? static_cast<std::size_t>(max_mb + 1) : 0;
+  std::vector<double> f_flat(flat ? width * static_cast<std::size_t>(g_count) : 0, kNotYet);
+  std::vector<double> b_flat(f_flat.size(), kNotYet);
+  std::vector<std::map<std::int64_t, double>> f_end(flat ? 0 : g_count), b_end(flat ? 0 : g_count);
+  // The end of `role`'s op of micro-batch `mb` on global stage g (forward:
+  // f, else b), or kNotYet.
+  auto end_of = [&](bool forward, int g, std::int64_t mb) {
+    if (flat)
+      return (forward ? f_flat
+                      : b_flat)[static_cast<std::size_t>(g) * width + static_cast<std::size_t>(mb)];
+    const auto& ends = (forward ? f_end : b_end)[static_cast<std::size_t>(g)];
+    const auto it = ends.find(mb);
+    return it == ends.end() ? kNotYet : it->second;
+  };
+  // Records an end; false when the op was there already.
+  auto set_end = [&](bool forward, int g, std::int64_t mb, double end) {
+    if (flat) {
+      double& slot =
+          (forward ? f_flat
+                   : b_flat)[static_cast<std::size_t>(g) * width + static_cast<std::size_t>(mb)];
+      if (slot != kNotYet) return false;
+      slot = end;
+      return true;
+    }
+    return (forward ? f_end : b_end)[static_cast<std::size_t>(g)].emplace(mb, end).second;
+  };
   std::vector<std::size_t> next(p, 0);
   std::vector<double> free_at(p, 0.0);
   std::vector<double> stage_busy(p, 0.0);
   double busy = 0;
-  std::size_t remaining = 0;
-  for (const auto& list : lists) remaining += list.size();
-  constexpr double kNotYet = -1;
+  std::size_t remaining = ops;
   while (remaining > 0) {
     bool progress = false;
     for (int s = 0; s < p; ++s) {
@@ -564,18 +601,15 @@ std::optional<SimulatedSchedule> simulate_job_lists(
         const int g = global_stage(placement, p, s, op.chunk);
         double ready = 0;
         double cost = 0;
-        auto input = [&](const std::map<std::int64_t, double>& ends) {
-          const auto it = ends.find(op.micro_batch);
-          return it == ends.end() ? kNotYet : it->second;
-        };
         if (op.role == PipelineRole::forward) {
-          if (g > 0) ready = input(f_end[g - 1]);
+          if (g > 0) ready = end_of(true, g - 1, op.micro_batch);
           cost = costs.forward;
         } else if (op.role == PipelineRole::backward) {
-          ready = g < g_count - 1 ? input(b_end[g + 1]) : input(f_end[g]);
+          ready = g < g_count - 1 ? end_of(false, g + 1, op.micro_batch)
+                                  : end_of(true, g, op.micro_batch);
           cost = op.split ? costs.backward_input : costs.backward;
         } else if (op.role == PipelineRole::weight) {
-          ready = input(b_end[g]);
+          ready = end_of(false, g, op.micro_batch);
           cost = costs.weight;
         } else {
           return std::nullopt;
@@ -583,8 +617,8 @@ std::optional<SimulatedSchedule> simulate_job_lists(
         if (ready == kNotYet) break;
         const double start = std::max(free_at[s], ready);
         const double end = start + cost;
-        auto& ends = op.role == PipelineRole::forward ? f_end[g] : b_end[g];
-        if (op.role != PipelineRole::weight && !ends.emplace(op.micro_batch, end).second) {
+        if (op.role != PipelineRole::weight &&
+            !set_end(op.role == PipelineRole::forward, g, op.micro_batch, end)) {
           return std::nullopt;  // the same op twice
         }
         free_at[s] = end;

@@ -1,6 +1,8 @@
 #include "load/load_run.h"
 
 #include <fmt/format.h>
+#include <tbb/global_control.h>
+#include <tbb/info.h>
 
 #include <limits>
 #include <stdexcept>
@@ -120,6 +122,12 @@ void split_segments(LoadedRun& loaded, std::optional<int> wanted,
 }  // namespace
 
 LoadedRun analyse_run(Run run, const LoadOptions& options) {
+  // The analysis runs its independent parts as oneTBB tasks, on as many
+  // threads as reading was given (IngestOptions::threads; 0: one per core).
+  const unsigned threads = options.ingest.threads > 0
+                               ? options.ingest.threads
+                               : static_cast<unsigned>(tbb::info::default_concurrency());
+  tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, threads);
   LoadedRun loaded;
   loaded.run = std::move(run);
   // The input rules first: nothing is analysed (or written) from a run with
