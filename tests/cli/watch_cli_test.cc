@@ -379,8 +379,10 @@ TEST(WatchCli, ACompletedStepIsReportedWithinTwoIntervalsOfItsLastLine) {
     const std::int64_t t = 1'000'000 + 100 * k;
     const std::string lines = testing::wild_job_line(2 * k, 0, t, t + 4, "forward") +
                               testing::wild_job_line(2 * k + 1, 0, t + 5, t + 9, "backward");
-    script += "printf '%s' " + shell_quote(lines) + " >> " + shell_quote(log) +
-              "\necho $(date +%s.%N) >> " + shell_quote(dir / "landed") + "\nsleep 2\n";
+    // The time is taken just before the append: taken after it, the watcher
+    // can print the step before `date` has run.
+    script += "echo $(date +%s.%N) >> " + shell_quote(dir / "landed") + "\nprintf '%s' " +
+              shell_quote(lines) + " >> " + shell_quote(log) + "\nsleep 2\n";
   }
   script += "wait\n";
   const CommandResult r = run_command("bash -c " + shell_quote(script));
