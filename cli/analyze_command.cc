@@ -198,10 +198,10 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
                input_count, input_count == 1 ? "" : "s");
     return kExitUsage;
   }
-  // Only the traces draw the dependencies (16 bytes per matched job): without
-  // a trace they are freed before the summary's figures are built.
+  // Only the traces draw the dependencies (4 bytes per job of a consumer
+  // device): without a trace they are freed before the summary's figures are built.
   if (options.no_trace && !options.perfetto) {
-    std::vector<Dependency>().swap(loaded.pipeline.dependencies);
+    loaded.pipeline.dependencies = Dependencies();
   }
   const Metrics& metrics = loaded.metrics;
   const PipelineAnalysis& analysis = loaded.pipeline;

@@ -31,7 +31,7 @@ std::string machine_name(const Run& run, int machine) {
 }
 
 // Violations per pair with the current times.
-void count_violations(const Run& run, const std::vector<Dependency>& deps,
+void count_violations(const Run& run, const Dependencies& deps,
                       std::map<std::pair<int, int>, MachinePairClock>& pairs, bool before) {
   // Dependencies come in long runs between the same two machines: the pair
   // of the previous one is looked up again only when the machines change.
@@ -193,7 +193,7 @@ std::pair<std::string, std::int64_t> parse_clock_offset(std::string_view spec,
   return {std::string(spec.substr(0, eq)), *ns};
 }
 
-ClockReport estimate_clock_offsets(const Run& run, const std::vector<Dependency>& deps) {
+ClockReport estimate_clock_offsets(const Run& run, const Dependencies& deps) {
   ClockReport report;
   const int n = machine_count(run);
   std::map<std::pair<int, int>, MachinePairClock> pairs;
@@ -262,8 +262,7 @@ ClockReport correct_clocks(Run& run, const StageMap& stages, const ClockOptions&
   return correct_clocks(run, find_dependencies(run, metrics.job_step, stages, roles), options);
 }
 
-ClockReport correct_clocks(Run& run, const std::vector<Dependency>& deps,
-                           const ClockOptions& options) {
+ClockReport correct_clocks(Run& run, const Dependencies& deps, const ClockOptions& options) {
   const int n = machine_count(run);
   // Offsets to apply, resolved before any work so a bad name fails fast.
   std::vector<std::int64_t> imposed(n, 0);

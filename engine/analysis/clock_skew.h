@@ -97,7 +97,7 @@ struct ClockReport {
 };
 
 /// Counts violations per machine pair and estimates offsets; changes nothing.
-ClockReport estimate_clock_offsets(const Run& run, const std::vector<Dependency>& deps);
+ClockReport estimate_clock_offsets(const Run& run, const Dependencies& deps);
 
 /// Subtracts offsets[machine] from every job time of that machine's devices.
 void apply_clock_offsets(Run& run, const std::vector<std::int64_t>& offsets);
@@ -112,7 +112,6 @@ ClockReport correct_clocks(Run& run, const StageMap& stages, const ClockOptions&
 /// The same with the dependencies already found (on the uncorrected times:
 /// a machine's offset moves all its jobs alike, so which job depends on
 /// which does not change, and `deps` stays valid after the correction).
-ClockReport correct_clocks(Run& run, const std::vector<Dependency>& deps,
-                           const ClockOptions& options);
+ClockReport correct_clocks(Run& run, const Dependencies& deps, const ClockOptions& options);
 
 }  // namespace pipescope

@@ -6,82 +6,12 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 namespace pipescope {
 
 namespace {
-
-/// Where each consumer device's dependencies begin in `deps` (sorted by
-/// consumer: device, then job), so a lookup searches one device's only.
-class DependencyIndex {
- public:
-  DependencyIndex(const std::vector<Dependency>& deps, std::size_t devices)
-      : deps_(deps), begin_(devices + 1, deps.size()) {
-    for (std::size_t d = 0; d <= devices; ++d) {
-      begin_[d] =
-          static_cast<std::size_t>(std::lower_bound(deps.begin(), deps.end(), d,
-                                                    [](const Dependency& dep, std::size_t device) {
-                                                      return dep.consumer.device < device;
-                                                    }) -
-                                   deps.begin());
-    }
-  }
-
-  /// The dependency whose consumer is `job`, if any. `hint` (one entry per
-  /// device, kept by the caller) holds where the previous lookup of each
-  /// device ended: a path's hops stay near each other, so the search
-  /// gallops out from there instead of halving the device's whole list.
-  const Dependency* of(JobRef job, std::vector<std::size_t>& hint) const {
-    if (job.device + 1 >= begin_.size()) return nullptr;
-    const std::size_t first = begin_[job.device];
-    const std::size_t last = begin_[job.device + 1];
-    if (first == last) return nullptr;
-    const std::uint32_t key = job.job;
-    const auto job_at = [&](std::size_t i) { return deps_[i].consumer.job; };
-    const std::size_t h = std::clamp(hint[job.device], first, last - 1);
-    std::size_t lo = first, hi = last;  // the first entry >= key is in [lo, hi]
-    if (job_at(h) < key) {
-      lo = h + 1;
-      std::size_t bound = lo, step = 1;
-      while (bound < last && job_at(bound) < key) {
-        lo = bound + 1;
-        bound += step;
-        step *= 2;
-      }
-      hi = std::min(bound, last);
-    } else {
-      hi = h;  // job_at(hi) >= key
-      std::size_t step = 1;
-      while (true) {
-        if (hi == first) {
-          lo = first;
-          break;
-        }
-        const std::size_t probe = hi - first > step ? hi - step : first;
-        if (job_at(probe) >= key) {
-          hi = probe;
-          step *= 2;
-        } else {
-          lo = probe + 1;
-          break;
-        }
-      }
-    }
-    const auto it = std::lower_bound(
-        deps_.begin() + static_cast<std::ptrdiff_t>(lo),
-        deps_.begin() + static_cast<std::ptrdiff_t>(hi), key,
-        [](const Dependency& dep, std::uint32_t j) { return dep.consumer.job < j; });
-    const auto at = static_cast<std::size_t>(it - deps_.begin());
-    hint[job.device] = at;
-    if (at == last || job_at(at) != key) return nullptr;
-    return &*it;
-  }
-
- private:
-  const std::vector<Dependency>& deps_;
-  std::vector<std::size_t> begin_;
-};
 
 /// The jobs on a chain so far: an open-addressing set of JobRef keys, its
 /// memory reused from one step to the next (a node set per step was a
@@ -143,15 +73,14 @@ bool is_comm(const Run& run, const std::vector<JobRole>& roles, JobRef job) {
 /// blocking recv (a run of comm jobs) just before a job with one, that
 /// producer: the recv waits for the same data. Looked up per hop of a path
 /// instead of tabulated per job, which cost 8 bytes per job of the run.
-std::optional<JobRef> producer_of(const Run& run, const DependencyIndex& deps,
-                                  const std::vector<JobRole>& roles, JobRef job,
-                                  std::vector<std::size_t>& hint) {
+std::optional<JobRef> producer_of(const Run& run, const Dependencies& deps,
+                                  const std::vector<JobRole>& roles, JobRef job) {
   const auto& jobs = run.devices[job.device].jobs;
-  if (const Dependency* own = deps.of(job, hint)) return own->producer;
+  if (const auto own = deps.producer_of(job)) return own;
   if (!is_comm(run, roles, job)) return std::nullopt;
   for (std::size_t k = job.job + 1; k < jobs.size(); ++k) {
     const JobRef next{job.device, static_cast<std::uint32_t>(k)};
-    if (const Dependency* dep = deps.of(next, hint)) return dep->producer;
+    if (const auto dep = deps.producer_of(next)) return dep;
     if (!is_comm(run, roles, next)) break;
   }
   return std::nullopt;
@@ -159,11 +88,15 @@ std::optional<JobRef> producer_of(const Run& run, const DependencyIndex& deps,
 
 }  // namespace
 
-std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
-                                         const StageMap& stages,
-                                         const std::vector<Dependency>& deps,
-                                         const std::vector<JobRole>& roles) {
-  std::vector<CriticalPath> paths;
+namespace {
+
+/// Both entry points: every path's jobs kept, or only the longest complete
+/// step's (`summary`).
+CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const StageMap& stages,
+                               const Dependencies& deps, const std::vector<JobRole>& roles,
+                               bool summary) {
+  CriticalPathSummary out;
+  std::vector<CriticalPath>& paths = out.paths;
   const std::size_t devices = std::min(run.devices.size(), metrics.job_step.size());
   const std::size_t steps = metrics.steps.size();
 
@@ -197,8 +130,17 @@ std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
   device_last.clear();
   device_last.shrink_to_fit();
 
-  const DependencyIndex dependencies(deps, devices);
   const std::size_t p = stages.stage_count();
+  // The longest complete step with a path, known before any is walked (as
+  // the reports choose it: the first of equal windows).
+  std::optional<std::size_t> longest_step;
+  for (std::size_t k = 0; k < steps; ++k) {
+    if (!last[k] || metrics.steps[k].window_ns() <= 0 || !metrics.steps[k].complete) continue;
+    if (!longest_step || metrics.steps[k].window_ns() > metrics.steps[*longest_step].window_ns()) {
+      longest_step = k;
+    }
+  }
+  std::vector<std::vector<JobRef>> hops(summary ? steps : 0);
   auto job_of = [&](JobRef r) -> const Job& { return run.devices[r.device].jobs[r.job]; };
   // Steps are independent: each path into its own slot, kept in step order.
   std::vector<std::optional<CriticalPath>> found(steps);
@@ -206,7 +148,6 @@ std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
       tbb::blocked_range<std::size_t>(0, steps, 64),
       [&](const tbb::blocked_range<std::size_t>& range) {
         ChainSet on_chain;
-        std::vector<std::size_t> hint(devices, 0);
         std::vector<std::pair<JobRef, bool>> chain;  // backwards
         for (std::size_t k = range.begin(); k != range.end(); ++k) {
           if (!last[k] || metrics.steps[k].window_ns() <= 0) continue;
@@ -229,7 +170,7 @@ std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
                 metrics.job_step[at.device][at.job - 1] == static_cast<std::int32_t>(k)) {
               previous = JobRef{at.device, at.job - 1};
             }
-            std::optional<JobRef> input = producer_of(run, dependencies, roles, at, hint);
+            std::optional<JobRef> input = producer_of(run, deps, roles, at);
             if (input && (input->device >= devices || metrics.job_step[input->device][input->job] !=
                                                           static_cast<std::int32_t>(k))) {
               input.reset();
@@ -280,13 +221,43 @@ std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
             path.jobs[i + 1].via_dependency = chain[i].second;
           }
           path.lead_in_ns = job_of(chain.front().first).start_ns - metrics.steps[k].start_ns;
+          path.job_count = path.jobs.size();
+          if (summary) {
+            for (const CriticalPathJob& entry : path.jobs) {
+              if (entry.via_dependency) hops[k].push_back(entry.job);
+            }
+            if (k != longest_step) std::vector<CriticalPathJob>().swap(path.jobs);
+          }
           found[k] = std::move(path);
         }
       });
   for (std::optional<CriticalPath>& path : found) {
-    if (path) paths.push_back(std::move(*path));
+    if (!path) continue;
+    if (path->step == longest_step) out.longest = paths.size();
+    paths.push_back(std::move(*path));
   }
-  return paths;
+  for (const std::vector<JobRef>& step_hops : hops) {
+    out.via_dependency.insert(out.via_dependency.end(), step_hops.begin(), step_hops.end());
+  }
+  std::sort(out.via_dependency.begin(), out.via_dependency.end(),
+            [](const JobRef& a, const JobRef& b) {
+              return std::tie(a.device, a.job) < std::tie(b.device, b.job);
+            });
+  return out;
+}
+
+}  // namespace
+
+std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
+                                         const StageMap& stages, const Dependencies& deps,
+                                         const std::vector<JobRole>& roles) {
+  return walk_paths(run, metrics, stages, deps, roles, /*summary=*/false).paths;
+}
+
+CriticalPathSummary summarize_critical_paths(const Run& run, const Metrics& metrics,
+                                             const StageMap& stages, const Dependencies& deps,
+                                             const std::vector<JobRole>& roles) {
+  return walk_paths(run, metrics, stages, deps, roles, /*summary=*/true);
 }
 
 }  // namespace pipescope

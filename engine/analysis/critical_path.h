@@ -10,10 +10,16 @@
 // its predecessor: transfer latency; negative only if clocks disagree).
 //
 // Usage:
-//   auto paths = critical_paths(run, metrics, stages, deps, roles);
+//   auto paths = critical_paths(run, metrics, stages, deps, roles);  // every path's jobs
+//   CriticalPathSummary s = summarize_critical_paths(run, metrics, stages, deps, roles);
+// The summary keeps the jobs of one path only (the longest complete step's,
+// the one the reports list) and the jobs entered through a dependency on any
+// path (the trace's critical-path arrows): a path per step job by job is
+// 24 bytes per job on it, about 7 per job of a dense run.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "analysis/dependencies.h"
@@ -24,7 +30,7 @@
 
 namespace pipescope {
 
-// Fields ordered so an entry takes 24 bytes: every step's path is kept.
+// Fields ordered so an entry takes 24 bytes.
 struct CriticalPathJob {
   JobRef job;
   /// Start of this job minus the end of its predecessor on the path (0 for
@@ -39,8 +45,10 @@ struct CriticalPathJob {
 struct CriticalPath {
   /// Index into Metrics::steps.
   std::size_t step = 0;
-  /// In time order.
+  /// In time order (summarize_critical_paths: the longest step's only).
   std::vector<CriticalPathJob> jobs;
+  /// How many jobs the path has (jobs.size() where they are kept).
+  std::size_t job_count = 0;
   /// From the window's start to the first job's start.
   std::int64_t lead_in_ns = 0;
   /// Σ wait_ns.
@@ -51,8 +59,24 @@ struct CriticalPath {
 
 /// One path per non-empty step window, in step order.
 std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
-                                         const StageMap& stages,
-                                         const std::vector<Dependency>& deps,
+                                         const StageMap& stages, const Dependencies& deps,
                                          const std::vector<JobRole>& roles);
+
+struct CriticalPathSummary {
+  /// One path per non-empty step window, in step order; only the path of
+  /// `longest` keeps its jobs.
+  std::vector<CriticalPath> paths;
+  /// Index into `paths` of the longest complete step's path (the first of
+  /// equal windows), or nullopt when no complete step has one.
+  std::optional<std::size_t> longest;
+  /// Every job that some path entered through a dependency (its
+  /// via_dependency), sorted by device, then job.
+  std::vector<JobRef> via_dependency;
+};
+
+/// The same paths and figures, with only what the reports read kept.
+CriticalPathSummary summarize_critical_paths(const Run& run, const Metrics& metrics,
+                                             const StageMap& stages, const Dependencies& deps,
+                                             const std::vector<JobRole>& roles);
 
 }  // namespace pipescope

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 #include <tuple>
+#include <utility>
 
 namespace pipescope {
 
@@ -129,11 +130,100 @@ class OpIndex {
 
 }  // namespace
 
-std::vector<Dependency> find_dependencies(const Run& run,
-                                          const std::vector<std::vector<std::int32_t>>& job_step,
-                                          const StageMap& stages, const std::vector<JobRole>& roles,
-                                          StagePlacement placement) {
-  std::vector<Dependency> deps;
+Dependencies::Dependencies(const std::vector<Dependency>& list) {
+  std::size_t devices = 0;
+  for (const Dependency& dep : list) {
+    devices = std::max<std::size_t>(devices, std::size_t{dep.consumer.device} + 1);
+  }
+  std::vector<std::vector<JobRef>> match(devices);
+  for (const Dependency& dep : list) {
+    auto& m = match[dep.consumer.device];
+    if (m.size() <= dep.consumer.job) m.resize(std::size_t{dep.consumer.job} + 1, {kNoDevice, 0});
+    if (m[dep.consumer.job].device == kNoDevice) m[dep.consumer.job] = dep.producer;
+  }
+  for (std::size_t d = 0; d < devices; ++d) set_device(d, match[d]);
+}
+
+void Dependencies::set_device(std::size_t device, const std::vector<JobRef>& match) {
+  if (consumers_.size() <= device) consumers_.resize(device + 1);
+  Consumer& c = consumers_[device];
+  std::size_t last = 0, count = 0;
+  bool fits = true;
+  for (std::size_t j = 0; j < match.size(); ++j) {
+    const JobRef& r = match[j];
+    if (r.device == kNoDevice) continue;
+    ++count;
+    last = j + 1;
+    if (r.job > kJobMask) fits = false;
+    if (std::find(c.producers.begin(), c.producers.end(), r.device) == c.producers.end()) {
+      if (c.producers.size() == kMaxSlots) {
+        fits = false;
+      } else {
+        c.producers.push_back(r.device);
+      }
+    }
+  }
+  size_ += count;
+  if (count == 0) {
+    c = Consumer{};
+    return;
+  }
+  if (!fits) {
+    c.producers.clear();
+    c.wide.assign(match.begin(), match.begin() + static_cast<std::ptrdiff_t>(last));
+    return;
+  }
+  c.packed.assign(last, kNone);
+  for (std::size_t j = 0; j < last; ++j) {
+    const JobRef& r = match[j];
+    if (r.device == kNoDevice) continue;
+    const auto slot = static_cast<std::uint32_t>(
+        std::find(c.producers.begin(), c.producers.end(), r.device) - c.producers.begin());
+    c.packed[j] = (slot << kSlotShift) | r.job;
+  }
+}
+
+std::optional<JobRef> Dependencies::producer_of(JobRef consumer) const {
+  if (consumer.device >= consumers_.size()) return std::nullopt;
+  const Consumer& c = consumers_[consumer.device];
+  if (consumer.job >= c.jobs() || !c.has(consumer.job)) return std::nullopt;
+  return c.producer(consumer.job);
+}
+
+std::vector<Dependency> Dependencies::to_vector() const {
+  std::vector<Dependency> out;
+  out.reserve(size_);
+  for (const Dependency& dep : *this) out.push_back(dep);
+  return out;
+}
+
+Dependency Dependencies::const_iterator::operator*() const {
+  return {owner_->consumers_[device_].producer(job_),
+          {static_cast<std::uint32_t>(device_), static_cast<std::uint32_t>(job_)}};
+}
+
+void Dependencies::const_iterator::settle() {
+  const auto& consumers = owner_->consumers_;
+  while (device_ < consumers.size()) {
+    const Consumer& c = consumers[device_];
+    const std::size_t n = c.jobs();
+    if (c.wide.empty()) {
+      while (job_ < n && c.packed[job_] == kNone) ++job_;
+    } else {
+      while (job_ < n && c.wide[job_].device == kNoDevice) ++job_;
+    }
+    if (job_ < n) return;
+    ++device_;
+    job_ = 0;
+  }
+  job_ = 0;
+}
+
+Dependencies find_dependencies(const Run& run,
+                               const std::vector<std::vector<std::int32_t>>& job_step,
+                               const StageMap& stages, const std::vector<JobRole>& roles,
+                               StagePlacement placement) {
+  Dependencies deps;
   const std::size_t devices = std::min(run.devices.size(), job_step.size());
   const int p = static_cast<int>(stages.stage_count());
   if (p == 0 || devices == 0) return deps;
@@ -161,12 +251,8 @@ std::vector<Dependency> find_dependencies(const Run& run,
 
   // One consumer device at a time, its jobs in blocks matched in parallel:
   // each job's producer (or none) into a transient array of 8 bytes per job
-  // of the device, then appended in job order, so the order is (device, job)
-  // and the result needs no second copy.
-  std::size_t upper = 0;
-  for (const auto& ops : index) upper += ops->size();
-  deps.reserve(upper);  // at most one producer per F/B job: no regrowth copies
-  constexpr std::uint32_t kNone = UINT32_MAX;
+  // of the device, then packed into the result.
+  constexpr std::uint32_t kNone = Dependencies::kNoDevice;
   constexpr std::size_t kBlock = 1 << 16;
   std::vector<JobRef> match;
   for (std::size_t d = 0; d < devices; ++d) {
@@ -196,19 +282,7 @@ std::vector<Dependency> find_dependencies(const Run& run,
                 match[op.job] = {static_cast<std::uint32_t>(producer), *found};
               });
         });
-    for (std::size_t i = 0; i < n; ++i) {
-      if (match[i].device == kNone) continue;
-      deps.push_back({match[i], {static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(i)}});
-    }
-  }
-  index.clear();
-  // Consumers were visited in (device, job) order, so this is already sorted.
-  const auto by_consumer = [](const Dependency& a, const Dependency& b) {
-    return std::tie(a.consumer.device, a.consumer.job) <
-           std::tie(b.consumer.device, b.consumer.job);
-  };
-  if (!std::is_sorted(deps.begin(), deps.end(), by_consumer)) {
-    std::sort(deps.begin(), deps.end(), by_consumer);
+    deps.set_device(d, match);
   }
   return deps;
 }

@@ -19,10 +19,15 @@
 // first job is used.
 //
 // Usage:
-//   std::vector<Dependency> deps = find_dependencies(run, metrics.job_step, stages, roles);
+//   Dependencies deps = find_dependencies(run, metrics.job_step, stages, roles);
+//   for (const Dependency& dep : deps) ...;          // by consumer: device, then job
+//   std::optional<JobRef> in = deps.producer_of(job);
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <optional>
 #include <vector>
 
 #include "analysis/job_role.h"
@@ -45,12 +50,112 @@ struct Dependency {
   JobRef consumer;
 };
 
-/// All cross-stage dependencies, ordered by consumer (device, then job).
+/// Dependencies, at most one per consumer job, kept by consumer device as one
+/// 4-byte entry per job of the device up to its last consumer: the producer's
+/// job index with, in the top 4 bits, which of the device's (at most 15)
+/// producer devices made it. A schedule's consumer device reads from one or
+/// two others, so this holds millions of dependencies in a quarter of a list
+/// of pairs' memory; a device whose producers do not fit (more than 15
+/// devices, or a producer job index of 2^28 or more) keeps a pair per job.
+/// Iterating yields each Dependency by value, ordered by consumer (device,
+/// then job).
+class Dependencies {
+ public:
+  Dependencies() = default;
+  /// From a list of pairs in any order (hand-made lists: tests, tools). A
+  /// consumer listed twice keeps its first producer.
+  Dependencies(const std::vector<Dependency>& list);  // NOLINT: implicit on purpose
+
+  /// How many dependencies.
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+  /// The producer `consumer` depends on, or nullopt. O(1).
+  std::optional<JobRef> producer_of(JobRef consumer) const;
+
+  /// Every dependency as a list of pairs, in iteration order.
+  std::vector<Dependency> to_vector() const;
+
+  /// Sets consumer device `device`'s dependencies: match[j] is job j's
+  /// producer, or a JobRef whose device is kNoDevice. Devices are set in
+  /// any order, each once.
+  static constexpr std::uint32_t kNoDevice = UINT32_MAX;
+  void set_device(std::size_t device, const std::vector<JobRef>& match);
+
+  class const_iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Dependency;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = Dependency;
+
+    const_iterator() = default;
+    Dependency operator*() const;
+    const_iterator& operator++() {
+      ++job_;
+      settle();
+      return *this;
+    }
+    const_iterator operator++(int) {
+      const_iterator old = *this;
+      ++*this;
+      return old;
+    }
+    friend bool operator==(const const_iterator& a, const const_iterator& b) {
+      return a.device_ == b.device_ && a.job_ == b.job_;
+    }
+
+   private:
+    friend class Dependencies;
+    const_iterator(const Dependencies* owner, std::size_t device, std::size_t job)
+        : owner_(owner), device_(device), job_(job) {
+      settle();
+    }
+    /// Moves to the first dependency at or after (device_, job_).
+    void settle();
+
+    const Dependencies* owner_ = nullptr;
+    std::size_t device_ = 0;
+    std::size_t job_ = 0;
+  };
+
+  const_iterator begin() const { return {this, 0, 0}; }
+  const_iterator end() const { return {this, consumers_.size(), 0}; }
+
+ private:
+  static constexpr std::uint32_t kNone = UINT32_MAX;
+  static constexpr unsigned kSlotShift = 28;
+  static constexpr std::uint32_t kJobMask = (std::uint32_t{1} << kSlotShift) - 1;
+  static constexpr std::size_t kMaxSlots = 15;  // slot 15 with every job bit set is kNone
+
+  struct Consumer {
+    /// Per job, up to the last consumer: (slot << 28) | producer job, or kNone.
+    std::vector<std::uint32_t> packed;
+    /// Slot -> producer device.
+    std::vector<std::uint32_t> producers;
+    /// Instead of `packed` when the producers do not fit: per job, or device kNoDevice.
+    std::vector<JobRef> wide;
+
+    std::size_t jobs() const { return wide.empty() ? packed.size() : wide.size(); }
+    bool has(std::size_t j) const {
+      return wide.empty() ? packed[j] != kNone : wide[j].device != kNoDevice;
+    }
+    JobRef producer(std::size_t j) const {
+      if (!wide.empty()) return wide[j];
+      return {producers[packed[j] >> kSlotShift], packed[j] & kJobMask};
+    }
+  };
+
+  std::vector<Consumer> consumers_;  // by consumer device
+  std::size_t size_ = 0;
+};
+
+/// All cross-stage dependencies.
 /// job_step is Metrics::job_step (or any per-device step numbering).
-std::vector<Dependency> find_dependencies(const Run& run,
-                                          const std::vector<std::vector<std::int32_t>>& job_step,
-                                          const StageMap& stages,
-                                          const std::vector<JobRole>& roles,
-                                          StagePlacement placement = StagePlacement::looped);
+Dependencies find_dependencies(const Run& run,
+                               const std::vector<std::vector<std::int32_t>>& job_step,
+                               const StageMap& stages, const std::vector<JobRole>& roles,
+                               StagePlacement placement = StagePlacement::looped);
 
 }  // namespace pipescope

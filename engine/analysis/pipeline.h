@@ -53,8 +53,12 @@ struct PipelineAnalysis {
   /// Idle time split into inherent and excess; comm time by the stage waited for.
   BubbleSplit split;
   BottleneckReport bottleneck;
-  std::vector<Dependency> dependencies;
+  Dependencies dependencies;
+  /// One per non-empty step window; only the longest complete step's keeps
+  /// its jobs (critical_path.h, summarize_critical_paths).
   std::vector<CriticalPath> critical_paths;
+  /// Every job a critical path entered through a dependency, sorted.
+  std::vector<JobRef> critical_dependency_hops;
   ClockReport clock;
   std::vector<QualityWarning> warnings;
   /// The plain sentence the reports lead with (explanation.h).

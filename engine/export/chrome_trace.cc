@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -389,18 +390,14 @@ class ChromeWriter {
   // An arrow from each job to the jobs of other stages that depend on it.
   void write_flows() {
     // Dependencies on a critical path get their own category, to filter on.
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> critical;
-    for (const CriticalPath& path : options_.pipeline->critical_paths) {
-      for (const CriticalPathJob& entry : path.jobs) {
-        if (entry.via_dependency) critical.emplace_back(entry.job.device, entry.job.job);
-      }
-    }
-    std::sort(critical.begin(), critical.end());
+    const std::vector<JobRef>& critical = options_.pipeline->critical_dependency_hops;
     std::int64_t id = 0;
     for (const Dependency& dep :
          selected_dependencies(run_, metrics_, options_.pipeline->dependencies, options_.steps)) {
       const bool on_path = std::binary_search(
-          critical.begin(), critical.end(), std::make_pair(dep.consumer.device, dep.consumer.job));
+          critical.begin(), critical.end(), dep.consumer, [](const JobRef& a, const JobRef& b) {
+            return std::tie(a.device, a.job) < std::tie(b.device, b.job);
+          });
       ++id;
       flow_end(dep.producer, id, on_path, /*start=*/true);
       flow_end(dep.consumer, id, on_path, /*start=*/false);

@@ -189,7 +189,7 @@ CriticalPathFigures critical_path_figures(const Run& run, const Metrics& metrics
     }
     PathStepFigures step{metrics.steps[path.step].step,
                          window,
-                         static_cast<std::int64_t>(path.jobs.size()),
+                         static_cast<std::int64_t>(path.job_count),
                          path.lead_in_ns,
                          path.wait_ns,
                          {}};

@@ -400,7 +400,7 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
     append_line(
         out, style.bold(fmt::format("Critical path of step {} (the longest, {}): {} jobs, waits {}",
                                     step_label(metrics, path->step), format_duration(window),
-                                    path->jobs.size(), format_duration(path->wait_ns))));
+                                    path->job_count, format_duration(path->wait_ns))));
     Table table({{"stage", Table::right}, {"time on path", Table::right}, {"share", Table::right}});
     for (std::size_t s = 0; s < path->stage_ns.size(); ++s) {
       table.add_row({std::to_string(s), format_duration(path->stage_ns[s]),

@@ -62,7 +62,7 @@ TraceJobKinds::TraceJobKinds(const Run& run) : by_type_(run.types.size()) {
 }
 
 std::vector<Dependency> selected_dependencies(const Run& run, const Metrics& metrics,
-                                              const std::vector<Dependency>& dependencies,
+                                              const Dependencies& dependencies,
                                               const StepSelection& selection) {
   const auto selected = [&](const JobRef& ref) {
     return selection.contains(trace_job_step(run, metrics, ref.device, ref.job));

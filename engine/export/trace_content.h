@@ -71,7 +71,7 @@ class TraceJobKinds {
 /// The dependencies whose producer and consumer are both selected, in their
 /// order; the flow arrow of the n-th has id n (from 1) in both traces.
 std::vector<Dependency> selected_dependencies(const Run& run, const Metrics& metrics,
-                                              const std::vector<Dependency>& dependencies,
+                                              const Dependencies& dependencies,
                                               const StepSelection& selection);
 
 /// One value of the "bubble ratio" counters: each kind's idle share of the

@@ -416,7 +416,7 @@ TEST(ClockSkew, ThreeMachinesInAChain) {
   const std::vector<JobRole> roles = classify_job_roles(run.types);
   const StageMap stages = one_stage_per_device(3);
   const std::vector<Dependency> deps =
-      find_dependencies(run, compute_metrics(run).job_step, stages, roles);
+      find_dependencies(run, compute_metrics(run).job_step, stages, roles).to_vector();
   ASSERT_EQ(deps.size(), 4u);
 
   const ClockReport clock = correct_clocks(run, deps, ClockOptions{});
@@ -431,7 +431,7 @@ TEST(ClockSkew, ThreeMachinesInAChain) {
 
   // The dependencies found before the correction are those found after.
   const std::vector<Dependency> again =
-      find_dependencies(run, compute_metrics(run).job_step, stages, roles);
+      find_dependencies(run, compute_metrics(run).job_step, stages, roles).to_vector();
   ASSERT_EQ(again.size(), deps.size());
   for (std::size_t i = 0; i < deps.size(); ++i) {
     EXPECT_EQ(again[i].producer, deps[i].producer);

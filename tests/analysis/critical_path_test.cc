@@ -30,7 +30,7 @@ Analysed analyse(const pipescope::Run& run, const StageMap& stages) {
   Analysed a;
   a.metrics = compute_metrics(run);
   const std::vector<JobRole> roles = classify_job_roles(run.types);
-  const std::vector<Dependency> deps = find_dependencies(run, a.metrics.job_step, stages, roles);
+  const Dependencies deps = find_dependencies(run, a.metrics.job_step, stages, roles);
   a.paths = critical_paths(run, a.metrics, stages, deps, roles);
   return a;
 }
@@ -225,8 +225,7 @@ TEST(CriticalPath, ARecvPostedBeforeItsInputEndedIsOnThePathFromThatEndOnly) {
   const Analysed a = analyse(run);
   ASSERT_EQ(a.paths.size(), 1u);
   const CriticalPath& path = a.paths[0];
-  EXPECT_EQ(jobs_of(path),
-            (std::vector<std::string>{"d0.j0", "d1.j0", "d1.j1", "d1.j2", "d0.j1"}));
+  EXPECT_EQ(jobs_of(path), (std::vector<std::string>{"d0.j0", "d1.j0", "d1.j1", "d1.j2", "d0.j1"}));
   EXPECT_EQ(waits_of(path), (std::vector<std::int64_t>{0, 0, 0, 0, 2}));
   EXPECT_EQ(path.stage_ns, (std::vector<std::int64_t>{20, 18}));
   EXPECT_EQ(path.lead_in_ns, 0);
@@ -423,6 +422,38 @@ TEST(CriticalPath, NoJobTwiceOnAPathEvenWithAWrongStageMap) {
         << "d" << j.job.device << ".j" << j.job.job << " twice";
   }
   EXPECT_LE(path.jobs.size(), run.job_count());
+}
+
+// The analysis's form: the same paths and figures, the jobs of the longest
+// complete step only (two equal windows of 34: the first), and every job a
+// path entered through a dependency: step 0's d1.j0 (F0 from d0.j0) and
+// d0.j1 (B0 from d1.j1), step 1's d1.j2 and d0.j3.
+TEST(CriticalPath, SummaryKeepsTheLongestStepsJobsAndTheDependencyHops) {
+  pipescope::Run run;
+  add_job(run, 0, "forward", 0, 0, 10);
+  add_job(run, 0, "backward", 0, 24, 34);
+  add_job(run, 0, "forward", 0, 40, 50);
+  add_job(run, 0, "backward", 0, 64, 74);
+  add_job(run, 1, "forward", 0, 12, 22);
+  add_job(run, 1, "backward", 0, 22, 24);
+  add_job(run, 1, "forward", 0, 52, 62);
+  add_job(run, 1, "backward", 0, 62, 64);
+  run.finalize();
+  const Metrics metrics = compute_metrics(run);
+  const StageMap stages = one_stage_per_device(2);
+  const std::vector<JobRole> roles = classify_job_roles(run.types);
+  const Dependencies deps = find_dependencies(run, metrics.job_step, stages, roles);
+  const CriticalPathSummary s = summarize_critical_paths(run, metrics, stages, deps, roles);
+  ASSERT_EQ(s.paths.size(), 2u);
+  ASSERT_TRUE(s.longest.has_value());
+  EXPECT_EQ(*s.longest, 0u);
+  EXPECT_EQ(jobs_of(s.paths[0]), (std::vector<std::string>{"d0.j0", "d1.j0", "d1.j1", "d0.j1"}));
+  EXPECT_EQ(s.paths[0].job_count, 4u);
+  EXPECT_TRUE(s.paths[1].jobs.empty());
+  EXPECT_EQ(s.paths[1].job_count, 4u);
+  EXPECT_EQ(s.paths[1].wait_ns, 2);
+  EXPECT_EQ(s.paths[1].stage_ns, (std::vector<std::int64_t>{20, 12}));
+  EXPECT_EQ(s.via_dependency, (std::vector<JobRef>{{0, 1}, {0, 3}, {1, 0}, {1, 2}}));
 }
 
 }  // namespace

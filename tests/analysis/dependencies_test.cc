@@ -22,7 +22,7 @@ using testing::add_job;
 
 /// "consumer <- producer" as "dD.jJ <- dD.jJ" (device position, job index in
 /// start order), so a mismatch reads as a list of edges.
-std::vector<std::string> edges(const std::vector<Dependency>& deps) {
+std::vector<std::string> edges(const Dependencies& deps) {
   std::vector<std::string> out;
   for (const Dependency& dep : deps) {
     out.push_back(fmt::format("d{}.j{} <- d{}.j{}", dep.consumer.device, dep.consumer.job,
@@ -151,8 +151,7 @@ TEST(Dependencies, VShapedPlacementFlowsBackUpTheStages) {
   // g3's forward needs g2's (d1's chunk 1); g2's backward needs g3's; g0's
   // backward needs g1's; g1's forward needs g0's. g2's forward and g1's
   // backward take their input from their own device: no edge.
-  EXPECT_EQ(edges(find_dependencies(run, metrics.job_step, stages, roles,
-                                    StagePlacement::v_shape)),
+  EXPECT_EQ(edges(find_dependencies(run, metrics.job_step, stages, roles, StagePlacement::v_shape)),
             (std::vector<std::string>{"d0.j1 <- d1.j1", "d0.j3 <- d1.j3", "d1.j0 <- d0.j0",
                                       "d1.j2 <- d0.j2"}));
   // Read looped (d0 holds g0 and g2, d1 g1 and g3), the same jobs chain
@@ -341,6 +340,46 @@ TEST(Dependencies, EmptyInputs) {
   const Metrics metrics = compute_metrics(run);
   EXPECT_TRUE(find_dependencies(run, metrics.job_step, StageMap{}, roles).empty());
   EXPECT_TRUE(find_dependencies(run, {}, one_stage_per_device(2), roles).empty());
+}
+
+// The compact form: a hand-made list in any order comes back sorted by
+// consumer, a consumer listed twice keeps its first producer, and lookups
+// find exactly the listed consumers.
+TEST(Dependencies, HandMadeListSortedByConsumer) {
+  const Dependencies deps(std::vector<Dependency>{
+      {{1, 7}, {2, 5}}, {{0, 3}, {1, 2}}, {{3, 1}, {2, 0}}, {{0, 9}, {1, 2}}, {{1, 4}, {2, 3}}});
+  EXPECT_EQ(deps.size(), 4u);
+  EXPECT_EQ(edges(deps), (std::vector<std::string>{"d1.j2 <- d0.j3", "d2.j0 <- d3.j1",
+                                                   "d2.j3 <- d1.j4", "d2.j5 <- d1.j7"}));
+  EXPECT_EQ(deps.producer_of({2, 0}), (JobRef{3, 1}));
+  EXPECT_EQ(deps.producer_of({2, 5}), (JobRef{1, 7}));
+  EXPECT_FALSE(deps.producer_of({2, 1}));
+  EXPECT_FALSE(deps.producer_of({2, 6}));  // past the device's last consumer
+  EXPECT_FALSE(deps.producer_of({0, 0}));  // a device without consumers
+  EXPECT_FALSE(deps.producer_of({9, 0}));  // past the last device
+  EXPECT_EQ(deps.to_vector().size(), 4u);
+  EXPECT_TRUE(Dependencies().empty());
+  EXPECT_TRUE(Dependencies().begin() == Dependencies().end());
+}
+
+// More producers than the packed form's 15 slots, or a producer job index of
+// 2^28 or more, keep that device's pairs whole: the same answers.
+TEST(Dependencies, DevicesThatDoNotPackKeepPairs) {
+  std::vector<Dependency> list;
+  for (std::uint32_t p = 0; p < 16; ++p) list.push_back({{p + 1, p}, {0, p}});
+  list.push_back({{1, std::uint32_t{1} << 28}, {20, 0}});
+  list.push_back({{1, (std::uint32_t{1} << 28) - 1}, {21, 3}});
+  const Dependencies deps(list);
+  EXPECT_EQ(deps.size(), 18u);
+  for (std::uint32_t p = 0; p < 16; ++p) EXPECT_EQ(deps.producer_of({0, p}), (JobRef{p + 1, p}));
+  EXPECT_EQ(deps.producer_of({20, 0}), (JobRef{1, std::uint32_t{1} << 28}));
+  EXPECT_EQ(deps.producer_of({21, 3}), (JobRef{1, (std::uint32_t{1} << 28) - 1}));
+  const std::vector<Dependency> back = deps.to_vector();
+  ASSERT_EQ(back.size(), 18u);
+  for (std::size_t i = 0; i < 16; ++i) EXPECT_EQ(back[i].consumer, (JobRef{0, std::uint32_t(i)}));
+  EXPECT_EQ(back[16].consumer, (JobRef{20, 0}));
+  EXPECT_EQ(back[17].consumer, (JobRef{21, 3}));
+  EXPECT_EQ(back[17].producer, (JobRef{1, (std::uint32_t{1} << 28) - 1}));
 }
 
 }  // namespace

@@ -40,11 +40,14 @@ void expect_same(const Analysed& one, const Analysed& many) {
   EXPECT_TRUE(one.figures == many.figures);
   const PipelineAnalysis& a = one.result.pipeline;
   const PipelineAnalysis& b = many.result.pipeline;
-  ASSERT_EQ(a.dependencies.size(), b.dependencies.size());
-  for (std::size_t i = 0; i < a.dependencies.size(); ++i) {
-    ASSERT_EQ(a.dependencies[i].producer, b.dependencies[i].producer) << i;
-    ASSERT_EQ(a.dependencies[i].consumer, b.dependencies[i].consumer) << i;
+  const std::vector<Dependency> da = a.dependencies.to_vector();
+  const std::vector<Dependency> db = b.dependencies.to_vector();
+  ASSERT_EQ(da.size(), db.size());
+  for (std::size_t i = 0; i < da.size(); ++i) {
+    ASSERT_EQ(da[i].producer, db[i].producer) << i;
+    ASSERT_EQ(da[i].consumer, db[i].consumer) << i;
   }
+  EXPECT_EQ(a.critical_dependency_hops, b.critical_dependency_hops);
   ASSERT_EQ(a.critical_paths.size(), b.critical_paths.size());
   for (std::size_t i = 0; i < a.critical_paths.size(); ++i) {
     const CriticalPath& p = a.critical_paths[i];
@@ -53,6 +56,7 @@ void expect_same(const Analysed& one, const Analysed& many) {
     EXPECT_EQ(p.lead_in_ns, q.lead_in_ns);
     EXPECT_EQ(p.wait_ns, q.wait_ns);
     EXPECT_EQ(p.stage_ns, q.stage_ns);
+    EXPECT_EQ(p.job_count, q.job_count);
     ASSERT_EQ(p.jobs.size(), q.jobs.size()) << "step " << p.step;
     for (std::size_t j = 0; j < p.jobs.size(); ++j) {
       EXPECT_EQ(p.jobs[j].job, q.jobs[j].job);
