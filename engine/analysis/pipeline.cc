@@ -64,16 +64,29 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
   // Independent passes over the same jobs, run as tasks (each one's result
   // is what it computes alone: nothing is shared but the inputs).
   tbb::parallel_invoke(
-      [&] { a.bubbles = summarize_bubbles(run, metrics, options.top_bubbles); },
-      [&] { a.bottleneck = find_bottleneck(run, metrics, a.stages, a.roles); },
-      [&] { a.split = split_bubbles(run, metrics, a.stages, a.roles, a.schedule); },
+      [&] {
+        a.bubbles = summarize_bubbles(run, metrics, options.top_bubbles);
+        release_free_memory();
+      },
+      [&] {
+        a.bottleneck = find_bottleneck(run, metrics, a.stages, a.roles);
+        release_free_memory();
+      },
+      [&] {
+        a.split = split_bubbles(run, metrics, a.stages, a.roles, a.schedule);
+        release_free_memory();
+      },
       [&] {
         CriticalPathSummary paths =
             summarize_critical_paths(run, metrics, a.stages, a.dependencies, a.roles);
         a.critical_paths = std::move(paths.paths);
         a.critical_dependency_hops = std::move(paths.via_dependency);
+        release_free_memory();
       },
-      [&] { a.warnings = check_data_quality(run, metrics, a.stages); });
+      [&] {
+        a.warnings = check_data_quality(run, metrics, a.stages);
+        release_free_memory();
+      });
   a.explanation = explain_bubbles(run, metrics, a.schedule, a.split, a.bottleneck);
   a.clock = std::move(clock);
 
