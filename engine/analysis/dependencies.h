@@ -24,6 +24,7 @@
 //   std::optional<JobRef> in = deps.producer_of(job);
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -72,6 +73,27 @@ class Dependencies {
 
   /// The producer `consumer` depends on, or nullopt. O(1).
   std::optional<JobRef> producer_of(JobRef consumer) const;
+
+  /// Consumer devices (an upper bound on the device index of a consumer),
+  /// and the jobs of one of them that may be consumers: [0, jobs_of(d)).
+  std::size_t consumer_devices() const { return consumers_.size(); }
+  std::size_t jobs_of(std::size_t device) const {
+    return device < consumers_.size() ? consumers_[device].jobs() : 0;
+  }
+
+  /// f(Dependency) for the consumers among jobs [first, last) of `device`,
+  /// in job order (for blocks walked in parallel).
+  template <typename F>
+  void for_each_in(std::size_t device, std::size_t first, std::size_t last, F&& f) const {
+    if (device >= consumers_.size()) return;
+    const Consumer& c = consumers_[device];
+    last = std::min(last, c.jobs());
+    for (std::size_t j = first; j < last; ++j) {
+      if (!c.has(j)) continue;
+      f(Dependency{c.producer(j),
+                   {static_cast<std::uint32_t>(device), static_cast<std::uint32_t>(j)}});
+    }
+  }
 
   /// Every dependency as a list of pairs, in iteration order.
   std::vector<Dependency> to_vector() const;
