@@ -1,6 +1,7 @@
 #include "analysis/launch_segments.h"
 
 #include <fmt/core.h>
+#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <limits>
@@ -189,10 +190,16 @@ std::vector<IgnoredLaunchSignal> split_launch_segments(Run& run, const SegmentOp
   run.segments.clear();
   const TypeKinds kinds(run.types);
   std::vector<std::vector<Candidate>> candidates(run.devices.size());
+  // Devices are independent: each one's candidates (and the step-start
+  // lines it ignores) found in parallel, then taken in device order.
+  std::vector<std::vector<IgnoredLaunchSignal>> device_ignored(run.devices.size());
+  tbb::parallel_for(std::size_t{0}, run.devices.size(), [&](std::size_t d) {
+    step_start_candidates(run.devices[d], candidates[d], device_ignored[d]);
+    gap_candidates(run.devices[d], kinds, options, candidates[d]);
+  });
   bool any = false;
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    step_start_candidates(run.devices[d], candidates[d], ignored);
-    gap_candidates(run.devices[d], kinds, options, candidates[d]);
+    for (IgnoredLaunchSignal& signal : device_ignored[d]) ignored.push_back(std::move(signal));
     any = any || !candidates[d].empty();
   }
 
