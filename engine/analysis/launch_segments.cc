@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
+#include <span>
 #include <stdexcept>
 
 #include "analysis/step_rule.h"
@@ -73,8 +75,10 @@ void gap_candidates(const Device& device, const TypeKinds& kinds, const SegmentO
   const JobVector& jobs = device.jobs;
   const std::size_t n = jobs.size();
   if (n < 2) return;
-  std::vector<std::int32_t> step_of(n);
-  const auto steps = static_cast<std::size_t>(assign_steps(jobs, 0, n, kinds, step_of));
+  // Not zeroed: assign_steps writes every entry.
+  const std::unique_ptr<std::int32_t[]> step_of(new std::int32_t[n]);
+  const auto steps = static_cast<std::size_t>(
+      assign_steps(jobs, 0, n, kinds, std::span<std::int32_t>(step_of.get(), n)));
   std::vector<std::int64_t> first(steps, kMaxTime), last(steps, kMinTime);
   std::vector<std::int64_t> fbo(steps, 0);  // forward, backward and optimizer jobs per step
   for (std::size_t i = 0; i < n; ++i) {
