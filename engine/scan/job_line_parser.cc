@@ -82,19 +82,32 @@ class Cursor {
 
 std::string_view describe(LineError error) {
   switch (error) {
-    case LineError::none: return "ok";
-    case LineError::no_literal: return "not a job line";
-    case LineError::bad_job_id: return "job id missing or not an integer in 'Job (ID)'";
-    case LineError::missing_type: return "missing 'type = ' field";
-    case LineError::empty_type: return "empty job type";
-    case LineError::missing_micro_batch: return "missing 'micro_batch_id = ' field";
-    case LineError::bad_micro_batch: return "micro_batch_id is not an integer";
-    case LineError::missing_start_time: return "missing 'job_start_time = ' field";
-    case LineError::bad_start_time: return "job_start_time is not a millisecond timestamp";
-    case LineError::missing_end_time: return "missing 'job_end_time = ' field";
-    case LineError::bad_end_time: return "job_end_time is not a millisecond timestamp";
-    case LineError::end_before_start: return "job_end_time is before job_start_time";
-    case LineError::line_too_long: return "line longer than the line limit; skipped";
+    case LineError::none:
+      return "ok";
+    case LineError::no_literal:
+      return "not a job line";
+    case LineError::bad_job_id:
+      return "job id missing or not an integer in 'Job (ID)'";
+    case LineError::missing_type:
+      return "missing 'type = ' field";
+    case LineError::empty_type:
+      return "empty job type";
+    case LineError::missing_micro_batch:
+      return "missing 'micro_batch_id = ' field";
+    case LineError::bad_micro_batch:
+      return "micro_batch_id is not an integer";
+    case LineError::missing_start_time:
+      return "missing 'job_start_time = ' field";
+    case LineError::bad_start_time:
+      return "job_start_time is not a millisecond timestamp";
+    case LineError::missing_end_time:
+      return "missing 'job_end_time = ' field";
+    case LineError::bad_end_time:
+      return "job_end_time is not a millisecond timestamp";
+    case LineError::end_before_start:
+      return "job_end_time is before job_start_time";
+    case LineError::line_too_long:
+      return "line longer than the line limit; skipped";
   }
   return "unknown error";
 }
@@ -224,10 +237,20 @@ bool parse_job_line_fast(std::string_view line, std::size_t literal, JobLine& ou
   }
   // START: up to the next ','. Accepted only when it is digits and a dot, so
   // the full grammar's token (which also stops at blanks) is the same text.
+  // The form PaddlePaddle prints (13 digits, a dot, 6 digits, then the
+  // comma) is parsed in place; when its digits check fails, the general
+  // path below decides, so both give the same result.
   const char* const start_begin = p;
-  while (p < end && *p != ',') ++p;
-  const auto start =
-      parse_millis_to_ns(std::string_view(start_begin, static_cast<std::size_t>(p - start_begin)));
+  std::optional<std::int64_t> start;
+  if (end - p > 20 && p[13] == '.' && p[20] == ',') {
+    start = parse_millis_13_6(p);
+    if (start) p += 20;
+  }
+  if (!start) {
+    while (p < end && *p != ',') ++p;
+    start = parse_millis_to_ns(
+        std::string_view(start_begin, static_cast<std::size_t>(p - start_begin)));
+  }
   if (!start || !take(p, end, ", job_end_time = ")) return false;
   // END: the rest of the line, digits and a dot only.
   const auto finish = parse_millis_to_ns(std::string_view(p, static_cast<std::size_t>(end - p)));
