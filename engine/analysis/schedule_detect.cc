@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -256,8 +257,10 @@ ScheduleReport detect_run_schedule(const Run& run, const Metrics& metrics, const
       std::vector<std::vector<ScheduleStep>> order(p);
       std::vector<std::size_t> cursor(block_start.begin() + static_cast<std::ptrdiff_t>(b * p),
                                       block_start.begin() + static_cast<std::ptrdiff_t>(b * p + p));
-      const std::size_t last = std::min(steps, (b + 1) * kStepBlock);
-      for (std::size_t k = b * kStepBlock; k < last; ++k) {
+      std::vector<std::vector<ScheduleStep>> last_order;
+      std::optional<ScheduleDetection> last;
+      const std::size_t block_end = std::min(steps, (b + 1) * kStepBlock);
+      for (std::size_t k = b * kStepBlock; k < block_end; ++k) {
         for (std::size_t s = 0; s < p; ++s) {
           order[s].clear();
           if (stages.devices[s].empty()) continue;
@@ -283,7 +286,13 @@ ScheduleReport detect_run_schedule(const Run& run, const Metrics& metrics, const
           continue;
         }
         ++out.steps_examined;
-        add_vote(out.votes, detect_schedule(order, cache), 1);
+        // Detection is a function of the orders alone, and consecutive
+        // steps usually run the same ones: detected again only on a change.
+        if (!last || order != last_order) {
+          last = detect_schedule(order, cache);
+          last_order = order;
+        }
+        add_vote(out.votes, *last, 1);
       }
     });
   };
