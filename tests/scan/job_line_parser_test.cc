@@ -27,8 +27,8 @@ Parsed parse(std::string_view line) {
 }
 
 TEST(JobLineParser, ParsesTheGlogLine) {
-  const auto p =
-      parse("I1020 09:15:07.265326 22317 standalone_executor.cc:217] " + std::string(kBody));
+  const auto p = parse(
+      "I1020 09:15:07.265326 22317 standalone_executor.cc:217] " + std::string(kBody));
   ASSERT_EQ(p.error, LineError::none);
   EXPECT_EQ(p.job.job_id, 3);
   EXPECT_EQ(p.type, "forward");
