@@ -98,7 +98,11 @@ class CandidateLines {
     const void* nl = std::memchr(data + match_end, '\n', text_.size() - match_end);
     const std::size_t line_end = nl ? static_cast<const char*>(nl) - data : text_.size();
 
-    line_index_ += count_newlines(text_.substr(counted_, line_begin - counted_));
+    // On dense logs the line starts where the last one's newline was
+    // counted: nothing between, no call.
+    if (line_begin > counted_) {
+      line_index_ += count_newlines(text_.substr(counted_, line_begin - counted_));
+    }
     counted_ = line_begin;
     line_ = text_.substr(line_begin, line_end - line_begin);
     line_begin_ = line_begin;
