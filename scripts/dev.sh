@@ -80,7 +80,8 @@ build() {
 # instrumented library cannot be loaded into an uninstrumented Python; so is MPI, whose allocations that outlive MPI_Finalize would be
 # leak reports; the distributed engine's pure parts are still tested). asan:
 # AddressSanitizer + UndefinedBehaviorSanitizer over the whole suite. tsan:
-# ThreadSanitizer over the parallel scanner/pipeline tests (and the trace reader's)
+# ThreadSanitizer over the parallel scanner/pipeline tests (and the trace reader's, the
+# parallel analysis's and the parallel trace writers')
 # (TSAN_FILTER, a gtest filter), which include wild_* tests with many files,
 # many threads and tiny chunks, files that change while read, and 1000 files
 # under a 64-descriptor limit through the (also instrumented) CLI. TSan needs
@@ -117,7 +118,7 @@ sanitize_one() {
       ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900
   else
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$here/scripts/tsan.supp" \
-      "$dir/tests/pipescope_tests" --gtest_filter="${TSAN_FILTER:-LogScanner*:LineReaders*:ChunkScanner*:CompressedInput*:Wild*Parallel*:RecordImport*:WildInputs.File*:WildLimits.LowOpenFile*:TorchTraceReader*:TraceEventTokenizer*}"
+      "$dir/tests/pipescope_tests" --gtest_filter="${TSAN_FILTER:-LogScanner*:LineReaders*:ChunkScanner*:CompressedInput*:Wild*Parallel*:RecordImport*:WildInputs.File*:WildLimits.LowOpenFile*:TorchTraceReader*:TraceEventTokenizer*:ParallelAnalysis*:TraceParallel*}"
   fi
   echo "sanitize $kind: tests took $((SECONDS - start)) s"
 }

@@ -1,6 +1,7 @@
 #include "analysis/clock_skew.h"
 
 #include <fmt/core.h>
+#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <cmath>
@@ -30,28 +31,50 @@ std::string machine_name(const Run& run, int machine) {
   return fmt::format("machine{}", machine);
 }
 
-// Violations per pair with the current times.
+// Violations per pair with the current times. Blocks of dependencies are
+// counted in parallel, each into its own pairs; the integer counts are then
+// added into `pairs` (a sum, so the result does not depend on the blocks).
 void count_violations(const Run& run, const Dependencies& deps,
                       std::map<std::pair<int, int>, MachinePairClock>& pairs, bool before) {
-  // Dependencies come in long runs between the same two machines: the pair
-  // of the previous one is looked up again only when the machines change.
-  std::pair<int, int> last_key{-1, -1};
-  MachinePairClock* last_pair = nullptr;
-  for (const Dependency& dep : deps) {
-    const Device& pd = run.devices[dep.producer.device];
-    const Device& cd = run.devices[dep.consumer.device];
-    const Job& p = pd.jobs[dep.producer.job];
-    const Job& c = cd.jobs[dep.consumer.job];
-    const auto key = std::minmax(pd.machine, cd.machine);
-    if (last_pair == nullptr || last_key.first != key.first || last_key.second != key.second) {
-      last_key = {key.first, key.second};
-      last_pair = &pairs[last_key];
+  constexpr std::size_t kBlock = std::size_t{1} << 14;
+  struct Block {
+    std::size_t device, first, last;
+  };
+  std::vector<Block> blocks;
+  for (std::size_t d = 0; d < deps.consumer_devices(); ++d) {
+    for (std::size_t j = 0; j < deps.jobs_of(d); j += kBlock) blocks.push_back({d, j, j + kBlock});
+  }
+  std::vector<std::map<std::pair<int, int>, MachinePairClock>> counted(blocks.size());
+  tbb::parallel_for(std::size_t{0}, blocks.size(), [&](std::size_t b) {
+    auto& mine = counted[b];
+    // Dependencies come in long runs between the same two machines: the pair
+    // of the previous one is looked up again only when the machines change.
+    std::pair<int, int> last_key{-1, -1};
+    MachinePairClock* last_pair = nullptr;
+    deps.for_each_in(blocks[b].device, blocks[b].first, blocks[b].last, [&](const Dependency& dep) {
+      const Device& pd = run.devices[dep.producer.device];
+      const Device& cd = run.devices[dep.consumer.device];
+      const Job& p = pd.jobs[dep.producer.job];
+      const Job& c = cd.jobs[dep.consumer.job];
+      const auto key = std::minmax(pd.machine, cd.machine);
+      if (last_pair == nullptr || last_key.first != key.first || last_key.second != key.second) {
+        last_key = {key.first, key.second};
+        last_pair = &mine[last_key];
+      }
+      MachinePairClock& pair = *last_pair;
+      if (before) ++pair.dependencies;
+      if (c.start_ns < p.end_ns) ++(before ? pair.violations_before : pair.violations_after);
+    });
+  });
+  for (const auto& mine : counted) {
+    for (const auto& [key, counts] : mine) {
+      MachinePairClock& pair = pairs[key];
+      pair.machine_a = key.first;
+      pair.machine_b = key.second;
+      pair.dependencies += counts.dependencies;
+      pair.violations_before += counts.violations_before;
+      pair.violations_after += counts.violations_after;
     }
-    MachinePairClock& pair = *last_pair;
-    pair.machine_a = key.first;
-    pair.machine_b = key.second;
-    if (before) ++pair.dependencies;
-    if (c.start_ns < p.end_ns) ++(before ? pair.violations_before : pair.violations_after);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "analysis/data_quality.h"
 
 #include <fmt/core.h>
+#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <array>
@@ -29,17 +30,19 @@ std::vector<std::vector<std::int64_t>> compute_jobs_per_step(const Run& run, con
                                                              const TypeKinds& kinds) {
   std::vector<std::vector<std::int64_t>> counts(run.devices.size(),
                                                 std::vector<std::int64_t>(metrics.steps.size(), 0));
-  for (std::size_t d = 0; d < run.devices.size() && d < metrics.job_step.size(); ++d) {
-    const auto& jobs = run.devices[d].jobs;
-    for (std::size_t i = 0; i < jobs.size() && i < metrics.job_step[d].size(); ++i) {
-      const JobKind kind = kinds.kind[jobs[i].type];
-      const auto k = metrics.job_step[d][i];
-      if (k >= 0 &&
-          (kind == JobKind::forward || kind == JobKind::backward || kind == JobKind::optimizer)) {
-        ++counts[d][static_cast<std::size_t>(k)];
-      }
-    }
-  }
+  // Devices are independent: each counts its own row.
+  tbb::parallel_for(
+      std::size_t{0}, std::min(run.devices.size(), metrics.job_step.size()), [&](std::size_t d) {
+        const auto& jobs = run.devices[d].jobs;
+        for (std::size_t i = 0; i < jobs.size() && i < metrics.job_step[d].size(); ++i) {
+          const JobKind kind = kinds.kind[jobs[i].type];
+          const auto k = metrics.job_step[d][i];
+          if (k >= 0 && (kind == JobKind::forward || kind == JobKind::backward ||
+                         kind == JobKind::optimizer)) {
+            ++counts[d][static_cast<std::size_t>(k)];
+          }
+        }
+      });
   return counts;
 }
 
@@ -192,20 +195,29 @@ std::vector<QualityWarning> check_data_quality(const Run& run, const Metrics& me
   std::vector<QualityWarning> out;
   const std::size_t windows = metrics.steps.size();
 
-  for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    const Device& device = run.devices[d];
+  // Overlapping and non-positive jobs: each device's walked in parallel, the
+  // warnings then written in device order.
+  struct JobChecks {
     std::uint64_t overlaps = 0, nonpositive = 0;
     const Job* first_overlap = nullptr;
     const Job* first_nonpositive = nullptr;
+  };
+  std::vector<JobChecks> checks(run.devices.size());
+  tbb::parallel_for(std::size_t{0}, run.devices.size(), [&](std::size_t d) {
+    JobChecks& c = checks[d];
     std::int64_t max_end = std::numeric_limits<std::int64_t>::min();
-    for (const Job& job : device.jobs) {
+    for (const Job& job : run.devices[d].jobs) {
       if (job.end_ns <= job.start_ns) {
-        if (nonpositive++ == 0) first_nonpositive = &job;
+        if (c.nonpositive++ == 0) c.first_nonpositive = &job;
         continue;
       }
-      if (job.start_ns < max_end && overlaps++ == 0) first_overlap = &job;
+      if (job.start_ns < max_end && c.overlaps++ == 0) c.first_overlap = &job;
       max_end = std::max(max_end, job.end_ns);
     }
+  });
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const Device& device = run.devices[d];
+    const auto [overlaps, nonpositive, first_overlap, first_nonpositive] = checks[d];
     if (overlaps > 0) {
       out.push_back({"overlap",
                      fmt::format("device {}: {} job{} overlap an earlier job of the device (first: "
@@ -280,11 +292,15 @@ std::vector<QualityWarning> check_data_quality(const Run& run, const Metrics& me
       std::max<std::uint64_t>(1, (total + kQuartileSample - 1) / kQuartileSample);
   std::vector<std::int64_t> starts;
   starts.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(total, kQuartileSample)));
-  std::uint64_t seen = 0;
+  // Every stride-th job of the devices' jobs taken in a row (from the first):
+  // only the sampled jobs are read.
+  std::uint64_t seen = 0;  // jobs of the devices before this one
   for (const Device& device : run.devices) {
-    for (const Job& job : device.jobs) {
-      if (seen++ % stride == 0) starts.push_back(job.start_ns);
+    const std::uint64_t n = device.jobs.size();
+    for (std::uint64_t i = (stride - seen % stride) % stride; i < n; i += stride) {
+      starts.push_back(device.jobs[static_cast<std::size_t>(i)].start_ns);
     }
+    seen += n;
   }
   if (starts.size() >= 2) {
     // Quartiles: robust however few jobs there are, and a stray job cannot

@@ -1,9 +1,12 @@
 #include "analysis/launch_segments.h"
 
 #include <fmt/core.h>
+#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <limits>
+#include <memory>
+#include <span>
 #include <stdexcept>
 
 #include "analysis/step_rule.h"
@@ -72,8 +75,10 @@ void gap_candidates(const Device& device, const TypeKinds& kinds, const SegmentO
   const JobVector& jobs = device.jobs;
   const std::size_t n = jobs.size();
   if (n < 2) return;
-  std::vector<std::int32_t> step_of(n);
-  const auto steps = static_cast<std::size_t>(assign_steps(jobs, 0, n, kinds, step_of));
+  // Not zeroed: assign_steps writes every entry.
+  const std::unique_ptr<std::int32_t[]> step_of(new std::int32_t[n]);
+  const auto steps = static_cast<std::size_t>(
+      assign_steps(jobs, 0, n, kinds, std::span<std::int32_t>(step_of.get(), n)));
   std::vector<std::int64_t> first(steps, kMaxTime), last(steps, kMinTime);
   std::vector<std::int64_t> fbo(steps, 0);  // forward, backward and optimizer jobs per step
   for (std::size_t i = 0; i < n; ++i) {
@@ -189,10 +194,16 @@ std::vector<IgnoredLaunchSignal> split_launch_segments(Run& run, const SegmentOp
   run.segments.clear();
   const TypeKinds kinds(run.types);
   std::vector<std::vector<Candidate>> candidates(run.devices.size());
+  // Devices are independent: each one's candidates (and the step-start
+  // lines it ignores) found in parallel, then taken in device order.
+  std::vector<std::vector<IgnoredLaunchSignal>> device_ignored(run.devices.size());
+  tbb::parallel_for(std::size_t{0}, run.devices.size(), [&](std::size_t d) {
+    step_start_candidates(run.devices[d], candidates[d], device_ignored[d]);
+    gap_candidates(run.devices[d], kinds, options, candidates[d]);
+  });
   bool any = false;
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    step_start_candidates(run.devices[d], candidates[d], ignored);
-    gap_candidates(run.devices[d], kinds, options, candidates[d]);
+    for (IgnoredLaunchSignal& signal : device_ignored[d]) ignored.push_back(std::move(signal));
     any = any || !candidates[d].empty();
   }
 

@@ -164,9 +164,9 @@ Metrics compute_metrics(const Run& run) {
   const std::size_t segment_count = std::max<std::size_t>(1, run.segments.size());
   metrics.job_step.resize(device_count);
   metrics.devices.resize(device_count);
-  for (std::size_t d = 0; d < device_count; ++d) {
-    metrics.job_step[d].resize(run.devices[d].jobs.size());
-  }
+  // Each device's array faulted in and zeroed on its own thread.
+  tbb::parallel_for(std::size_t{0}, device_count,
+                    [&](std::size_t d) { metrics.job_step[d].resize(run.devices[d].jobs.size()); });
   // device_steps[s][d]: device d's steps in segment s.
   std::vector<std::vector<std::int64_t>> device_steps(segment_count,
                                                       std::vector<std::int64_t>(device_count, 0));
@@ -184,7 +184,9 @@ Metrics compute_metrics(const Run& run) {
       if (first == last) return;
       std::span<std::int32_t> step_of(metrics.job_step[d].data() + first, last - first);
       const std::int32_t steps = assign_steps(device.jobs, first, last, kinds, step_of);
-      for (std::int32_t& k : step_of) k += static_cast<std::int32_t>(step_count);
+      if (step_count > 0) {
+        for (std::int32_t& k : step_of) k += static_cast<std::int32_t>(step_count);
+      }
       device_steps[s][d] = steps;
     });
     for (std::size_t d = 0; d < device_count; ++d) {

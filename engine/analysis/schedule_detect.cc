@@ -1,7 +1,12 @@
 #include "analysis/schedule_detect.h"
 
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+#include <tbb/parallel_invoke.h>
+
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -154,6 +159,37 @@ std::optional<double> ideal_bubble_ratio(const ScheduleDetection& d) {
   return uniform_bubble_ratio(*d.id, d.stages, d.micro_batches, d.chunks);
 }
 
+namespace {
+
+/// How many steps showed each detection, in the order each was first seen
+/// (the first of equal counts wins, so the order is part of the result).
+struct Vote {
+  ScheduleDetection detection;
+  std::int64_t count = 0;
+};
+
+void add_vote(std::vector<Vote>& votes, const ScheduleDetection& d, std::int64_t count) {
+  auto it =
+      std::find_if(votes.begin(), votes.end(), [&](const Vote& v) { return v.detection == d; });
+  if (it == votes.end()) {
+    votes.push_back({d, count});
+  } else {
+    it->count += count;
+  }
+}
+
+/// The votes of one block of steps.
+struct StepVotes {
+  std::vector<Vote> votes;
+  std::int64_t steps_examined = 0;
+};
+
+/// Steps per block of the detection: each block is one task with its own
+/// votes, combined in block order after.
+constexpr std::size_t kStepBlock = 64;
+
+}  // namespace
+
 ScheduleReport detect_run_schedule(const Run& run, const Metrics& metrics, const StageMap& stages,
                                    const std::vector<JobRole>& roles) {
   ScheduleReport report;
@@ -161,72 +197,111 @@ ScheduleReport detect_run_schedule(const Run& run, const Metrics& metrics, const
   const std::size_t p = stages.stage_count();
   const std::size_t steps = metrics.steps.size();
 
-  // Means of F, B and W over every device.
-  long double sums[3] = {0, 0, 0};
-  std::uint64_t counts[3] = {0, 0, 0};
-  for (const Device& device : run.devices) {
-    for (const Job& job : device.jobs) {
-      if (job.type >= roles.size()) continue;
-      const auto r = static_cast<std::size_t>(roles[job.type].role);
-      if (r < 3) {
-        sums[r] += static_cast<long double>(job.duration_ns());
-        ++counts[r];
+  // Means of F, B and W over every device: one task, the sums in job order
+  // (long double sums are not reordered), beside the per-step detection.
+  const auto op_means = [&] {
+    long double sums[3] = {0, 0, 0};
+    std::uint64_t counts[3] = {0, 0, 0};
+    for (const Device& device : run.devices) {
+      for (const Job& job : device.jobs) {
+        if (job.type >= roles.size()) continue;
+        const auto r = static_cast<std::size_t>(roles[job.type].role);
+        if (r < 3) {
+          sums[r] += static_cast<long double>(job.duration_ns());
+          ++counts[r];
+        }
       }
     }
-  }
-  double* means[3] = {&report.means.forward_ns, &report.means.backward_ns, &report.means.weight_ns};
-  for (int r = 0; r < 3; ++r) {
-    *means[r] = counts[r] == 0 ? 0.0 : static_cast<double>(sums[r] / counts[r]);
-  }
-
-  struct Vote {
-    ScheduleDetection detection;
-    std::int64_t count = 0;
+    double* means[3] = {&report.means.forward_ns, &report.means.backward_ns,
+                        &report.means.weight_ns};
+    for (int r = 0; r < 3; ++r) {
+      *means[r] = counts[r] == 0 ? 0.0 : static_cast<double>(sums[r] / counts[r]);
+    }
   };
-  std::vector<Vote> votes;
-  JobListCache cache;
-  // One step at a time, so memory holds one step's ops, not the run's:
-  // order[s] is stage s's compute ops of step k (its first device). Along a
-  // device's jobs job_step only decreases after a step's prologue (an lr or
-  // recv job moved into the next step, then a send or other job still in the
-  // step before), never at a compute job, so a cursor per stage that stops at
-  // the first job of a later step walks every job once and misses no compute op.
-  std::vector<std::vector<ScheduleStep>> order(p);
-  std::vector<std::size_t> cursor(p, 0);
-  for (std::size_t k = 0; k < steps; ++k) {
-    for (std::size_t s = 0; s < p; ++s) {
-      order[s].clear();
-      if (stages.devices[s].empty()) continue;
+
+  // order[s] of a step is stage s's compute ops in that step (its first
+  // device). Along a device's jobs job_step only decreases after a step's
+  // prologue (an lr or recv job moved into the next step, then a send or
+  // other job still in the step before), never at a compute job, so a
+  // cursor per stage that stops at the first job of a later step walks
+  // every job once and misses no compute op. Each block of steps starts its
+  // cursors where that walk would have them (`block_start`), so blocks run
+  // in parallel and see exactly the ops the serial walk sees.
+  const std::size_t blocks = (steps + kStepBlock - 1) / kStepBlock;
+  std::vector<StepVotes> block_votes(blocks);
+  const auto detect_steps = [&] {
+    // block_start[b * p + s]: stage s's cursor at the first step of block b.
+    std::vector<std::size_t> block_start(blocks * p, 0);
+    tbb::parallel_for(std::size_t{0}, p, [&](std::size_t s) {
+      if (stages.devices[s].empty()) return;
       const std::size_t d = stages.devices[s].front();
-      if (d >= run.devices.size() || d >= metrics.job_step.size()) continue;
-      const auto& jobs = run.devices[d].jobs;
+      if (d >= run.devices.size() || d >= metrics.job_step.size()) return;
       const auto& job_step = metrics.job_step[d];
-      std::size_t& i = cursor[s];
-      for (; i < jobs.size() && i < job_step.size(); ++i) {
-        if (job_step[i] >= 0 && static_cast<std::size_t>(job_step[i]) > k) break;
-        if (job_step[i] < 0 || static_cast<std::size_t>(job_step[i]) < k) continue;
-        const Job& job = jobs[i];
-        if (job.type >= roles.size() || !roles[job.type].compute()) continue;
-        const JobRole& role = roles[job.type];
-        order[s].push_back({role.role, job.micro_batch, role.chunk,
-                            role.role == PipelineRole::backward && role.split_backward});
+      const std::size_t n = std::min(run.devices[d].jobs.size(), job_step.size());
+      std::size_t i = 0;
+      for (std::size_t b = 1; b < blocks; ++b) {
+        // The serial cursor after step k stops at the first job of a step
+        // after k (or the end); the first step of block b is b * kStepBlock.
+        for (std::size_t k = (b - 1) * kStepBlock; k < b * kStepBlock; ++k) {
+          for (; i < n; ++i) {
+            if (job_step[i] >= 0 && static_cast<std::size_t>(job_step[i]) > k) break;
+          }
+        }
+        block_start[b * p + s] = i;
       }
-    }
-    // An incomplete step (a launch cut short) shows only part of the schedule.
-    if (!metrics.steps[k].complete) continue;
-    if (p == 0 ||
-        std::any_of(order.begin(), order.end(), [](const auto& ops) { return ops.empty(); })) {
-      continue;
-    }
-    ++report.steps_examined;
-    const ScheduleDetection d = detect_schedule(order, cache);
-    auto same = [&](const Vote& v) { return v.detection == d; };
-    auto it = std::find_if(votes.begin(), votes.end(), same);
-    if (it == votes.end()) {
-      votes.push_back({d, 1});
-    } else {
-      ++it->count;
-    }
+    });
+    tbb::enumerable_thread_specific<JobListCache> caches;
+    tbb::parallel_for(std::size_t{0}, blocks, [&](std::size_t b) {
+      JobListCache& cache = caches.local();
+      StepVotes& out = block_votes[b];
+      std::vector<std::vector<ScheduleStep>> order(p);
+      std::vector<std::size_t> cursor(block_start.begin() + static_cast<std::ptrdiff_t>(b * p),
+                                      block_start.begin() + static_cast<std::ptrdiff_t>(b * p + p));
+      std::vector<std::vector<ScheduleStep>> last_order;
+      std::optional<ScheduleDetection> last;
+      const std::size_t block_end = std::min(steps, (b + 1) * kStepBlock);
+      for (std::size_t k = b * kStepBlock; k < block_end; ++k) {
+        for (std::size_t s = 0; s < p; ++s) {
+          order[s].clear();
+          if (stages.devices[s].empty()) continue;
+          const std::size_t d = stages.devices[s].front();
+          if (d >= run.devices.size() || d >= metrics.job_step.size()) continue;
+          const auto& jobs = run.devices[d].jobs;
+          const auto& job_step = metrics.job_step[d];
+          std::size_t& i = cursor[s];
+          for (; i < jobs.size() && i < job_step.size(); ++i) {
+            if (job_step[i] >= 0 && static_cast<std::size_t>(job_step[i]) > k) break;
+            if (job_step[i] < 0 || static_cast<std::size_t>(job_step[i]) < k) continue;
+            const Job& job = jobs[i];
+            if (job.type >= roles.size() || !roles[job.type].compute()) continue;
+            const JobRole& role = roles[job.type];
+            order[s].push_back({role.role, job.micro_batch, role.chunk,
+                                role.role == PipelineRole::backward && role.split_backward});
+          }
+        }
+        // An incomplete step (a launch cut short) shows only part of the schedule.
+        if (!metrics.steps[k].complete) continue;
+        if (p == 0 ||
+            std::any_of(order.begin(), order.end(), [](const auto& ops) { return ops.empty(); })) {
+          continue;
+        }
+        ++out.steps_examined;
+        // Detection is a function of the orders alone, and consecutive
+        // steps usually run the same ones: detected again only on a change.
+        if (!last || order != last_order) {
+          last = detect_schedule(order, cache);
+          last_order = order;
+        }
+        add_vote(out.votes, *last, 1);
+      }
+    });
+  };
+  tbb::parallel_invoke(op_means, detect_steps);
+
+  std::vector<Vote> votes;
+  for (const StepVotes& block : block_votes) {
+    report.steps_examined += block.steps_examined;
+    for (const Vote& v : block.votes) add_vote(votes, v.detection, v.count);
   }
   if (!votes.empty()) {
     const auto best =

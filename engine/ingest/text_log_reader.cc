@@ -244,13 +244,14 @@ class ResultBuilder {
     file.type_map.clear();
     for (const std::string& name : scan.types)
       file.type_map.push_back(file.result.types.intern(name));
-    const std::size_t first = jobs.size();
-    jobs.insert(jobs.end(), scan.jobs.begin(), scan.jobs.end());
-    for (std::size_t i = first; i < jobs.size(); ++i) {
-      Job& job = jobs[i];
+    // Copied and relabelled in one pass (file type ids, file lines), so each
+    // job of this serial stage is read and written once.
+    for (const Job& scanned : scan.jobs) {
+      Job job = scanned;
       job.type = file.type_map[job.type];
       job.line =
           static_cast<std::uint32_t>(std::min<std::uint64_t>(base + job.line + 1, UINT32_MAX));
+      jobs.push_back(job);
     }
     if (item.chunk.skipped_after) bytes += skip_line(f, *item.chunk.skipped_after);
     progress_.advance(bytes, item.last_of_file ? 1 : 0);

@@ -1,6 +1,9 @@
 #include "scan/chunk_scanner.h"
 
+#include <algorithm>
 #include <cstring>
+
+#include "scan/cpu_features.h"
 
 namespace pipescope {
 
@@ -16,11 +19,12 @@ void ChunkScan::clear() {
   partial_last_line = 0;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-// An AVX2 copy as well, picked at load time on CPUs that have it.
-__attribute__((target_clones("avx2", "default")))
-#endif
-std::uint64_t count_newlines(std::string_view text) {
+namespace {
+
+// One body, compiled twice: as is, and inlined into an AVX2 copy chosen at
+// run time. Not target_clones: its ifunc resolver runs before the sanitizer
+// runtimes start, and ThreadSanitizer builds crash at load.
+[[gnu::always_inline]] inline std::uint64_t count_newlines_in(std::string_view text) {
   // Byte-wise sums in blocks the compiler vectorizes; the 8-bit accumulators
   // are flushed before they can overflow.
   std::uint64_t total = 0;
@@ -39,6 +43,21 @@ std::uint64_t count_newlines(std::string_view text) {
   }
   for (std::size_t i = 0; i < n; ++i) total += p[i] == '\n';
   return total;
+}
+
+#if PIPESCOPE_X86_DISPATCH
+__attribute__((target("avx2"))) std::uint64_t count_newlines_avx2(std::string_view text) {
+  return count_newlines_in(text);
+}
+#endif
+
+}  // namespace
+
+std::uint64_t count_newlines(std::string_view text) {
+#if PIPESCOPE_X86_DISPATCH
+  if (cpu_has_avx2()) return count_newlines_avx2(text);
+#endif
+  return count_newlines_in(text);
 }
 
 namespace {
@@ -79,7 +98,11 @@ class CandidateLines {
     const void* nl = std::memchr(data + match_end, '\n', text_.size() - match_end);
     const std::size_t line_end = nl ? static_cast<const char*>(nl) - data : text_.size();
 
-    line_index_ += count_newlines(text_.substr(counted_, line_begin - counted_));
+    // On dense logs the line starts where the last one's newline was
+    // counted: nothing between, no call.
+    if (line_begin > counted_) {
+      line_index_ += count_newlines(text_.substr(counted_, line_begin - counted_));
+    }
     counted_ = line_begin;
     line_ = text_.substr(line_begin, line_end - line_begin);
     line_begin_ = line_begin;

@@ -37,6 +37,8 @@ std::uint64_t eight_digit_value(std::uint64_t x) {
          32;
 }
 
+}  // namespace
+
 /// The form PaddlePaddle prints, `DDDDDDDDDDDDD.DDDDDD` (13 + 6 digits), in
 /// three overlapping 8-byte words; the same result as the general parser.
 std::optional<std::int64_t> parse_millis_13_6(const char* p) {
@@ -56,7 +58,6 @@ std::optional<std::int64_t> parse_millis_13_6(const char* p) {
   }
   return ns;
 }
-}  // namespace
 
 std::optional<std::int64_t> parse_millis_to_ns(std::string_view text) {
   if (text.size() == kMaxIntegerDigits + 7 && text[kMaxIntegerDigits] == '.') {

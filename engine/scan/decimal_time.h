@@ -11,10 +11,15 @@
 namespace pipescope {
 
 /// Parses `DIGITS[.DIGITS]` milliseconds (1–13 integer digits, 1–9 fraction
-/// digits) into nanoseconds; values beyond int64 nanoseconds are rejected. Fraction digits beyond the 6th are sub-nanosecond
-/// and rounded half up (.0000005 ms -> 1 ns). Returns nullopt for anything
-/// else: empty text, a sign, other characters, too many digits.
+/// digits) into nanoseconds; values beyond int64 nanoseconds are rejected. Fraction digits beyond
+/// the 6th are sub-nanosecond and rounded half up (.0000005 ms -> 1 ns). Returns nullopt for
+/// anything else: empty text, a sign, other characters, too many digits.
 std::optional<std::int64_t> parse_millis_to_ns(std::string_view text);
+
+/// parse_millis_to_ns of the 20 bytes at `p` when they are in the form
+/// PaddlePaddle prints, `DDDDDDDDDDDDD.DDDDDD` (p[13] is '.'; the caller
+/// checks it): nullopt when any other byte is not a digit.
+std::optional<std::int64_t> parse_millis_13_6(const char* p);
 
 /// Formats nanoseconds as milliseconds with 6 decimals ("1697793307213.760986"),
 /// the inverse of parse_millis_to_ns for whole nanoseconds. Non-negative input.

@@ -224,10 +224,20 @@ bool parse_job_line_fast(std::string_view line, std::size_t literal, JobLine& ou
   }
   // START: up to the next ','. Accepted only when it is digits and a dot, so
   // the full grammar's token (which also stops at blanks) is the same text.
+  // The form PaddlePaddle prints (13 digits, a dot, 6 digits, then the
+  // comma) is parsed in place; when its digits check fails, the general
+  // path below decides, so both give the same result.
   const char* const start_begin = p;
-  while (p < end && *p != ',') ++p;
-  const auto start =
-      parse_millis_to_ns(std::string_view(start_begin, static_cast<std::size_t>(p - start_begin)));
+  std::optional<std::int64_t> start;
+  if (end - p > 20 && p[13] == '.' && p[20] == ',') {
+    start = parse_millis_13_6(p);
+    if (start) p += 20;
+  }
+  if (!start) {
+    while (p < end && *p != ',') ++p;
+    start = parse_millis_to_ns(
+        std::string_view(start_begin, static_cast<std::size_t>(p - start_begin)));
+  }
   if (!start || !take(p, end, ", job_end_time = ")) return false;
   // END: the rest of the line, digits and a dot only.
   const auto finish = parse_millis_to_ns(std::string_view(p, static_cast<std::size_t>(end - p)));

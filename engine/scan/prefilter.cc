@@ -7,6 +7,7 @@
 #include <immintrin.h>
 #endif
 
+#include "scan/cpu_features.h"
 #include "scan/job_line_parser.h"
 
 namespace pipescope {
@@ -125,10 +126,6 @@ bool scan_sse2(const Verifier& v, std::size_t& next) {
   return true;
 }
 
-bool has_avx2() {
-  static const bool avx2 = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
-  return avx2;
-}
 #endif
 
 }  // namespace
@@ -139,7 +136,7 @@ void Prefilter::scan_raw(std::string_view data, Scratch& /*scratch*/, RawCallbac
   const Verifier verifier{data, callback, context};
   std::size_t i = 0;
 #if defined(__x86_64__)
-  if (!(has_avx2() ? scan_avx2(verifier, i) : scan_sse2(verifier, i))) return;
+  if (!(cpu_has_avx2() ? scan_avx2(verifier, i) : scan_sse2(verifier, i))) return;
 #endif
   scan_scalar(verifier, i);
 }

@@ -4,6 +4,8 @@
 #include "analysis/data_quality.h"
 
 #include <gtest/gtest.h>
+#include <tbb/global_control.h>
+#include <tbb/task_arena.h>
 
 #include <limits>
 #include <string>
@@ -342,6 +344,59 @@ TEST(DataQuality, TimeOutlierOfAJobLeftOutOfTheQuartileSample) {
   const QualityWarning w = only(warnings, "time_outlier");
   EXPECT_EQ(w.device, 0);
   EXPECT_EQ(w.count, 1u);
+}
+
+TEST(DataQuality, TheQuartileSampleStridesOnAcrossDevices) {
+  // Stride 2 over the devices' jobs in a row: device 0's one job is job 0,
+  // so device 1's sampled jobs are its 2nd, 4th, ... (global 2, 4, ...).
+  // Device 1's starts jump by a day between its jobs 2^18 - 2 and 2^18 - 1,
+  // where the lower quartile of that sample falls: it lands above the jump
+  // (a sample restarted at each device's first job would land below it and
+  // find no outlier). So the quartiles are a day out, and every job below
+  // the jump is far from them.
+  constexpr std::int64_t kDay = 86'400 * kSecond;
+  constexpr std::int64_t kJump = (std::int64_t{1} << 18) - 1;
+  pipescope::Run run;
+  add_job(run, 0, "memcpy", 0, 0, 1);
+  for (std::int64_t j = 0; j < (std::int64_t{1} << 20); ++j) {
+    const std::int64_t start = j < kJump ? j : kDay + j;
+    add_job(run, 1, "memcpy", 0, start, start + 1);
+  }
+  run.finalize();
+  const std::vector<QualityWarning> warnings = check(run);
+  ASSERT_EQ(codes(warnings), (std::vector<std::string>{"time_outlier", "time_outlier"}));
+  EXPECT_EQ(warnings[0].device, 0);
+  EXPECT_EQ(warnings[0].count, 1u);
+  EXPECT_EQ(warnings[1].device, 1);
+  EXPECT_EQ(warnings[1].count, static_cast<std::uint64_t>(kJump));
+}
+
+TEST(DataQuality, DeviceWarningsComeInDeviceOrderOnOneThreadAndOnEight) {
+  // Each device's jobs are checked on its own thread; the warnings follow
+  // the devices' order whatever the thread count.
+  pipescope::Run run;
+  add_job(run, 0, "forward", 0, 0, 10);
+  add_job(run, 0, "forward", 1, 5, 15);   // overlaps
+  add_job(run, 1, "forward", 0, 20, 20);  // zero length
+  add_job(run, 2, "forward", 0, 0, 10);
+  add_job(run, 2, "forward", 1, 2, 4);   // overlaps
+  add_job(run, 2, "forward", 2, 3, 12);  // overlaps
+  run.finalize();
+  for (const int threads : {1, 8}) {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
+                              static_cast<std::size_t>(threads));
+    tbb::task_arena arena(threads);
+    std::vector<QualityWarning> warnings;
+    arena.execute([&] { warnings = check(run); });
+    ASSERT_EQ(codes(warnings),
+              (std::vector<std::string>{"overlap", "nonpositive_length", "overlap"}))
+        << threads;
+    EXPECT_EQ(warnings[0].device, 0) << threads;
+    EXPECT_EQ(warnings[0].count, 1u) << threads;
+    EXPECT_EQ(warnings[1].device, 1) << threads;
+    EXPECT_EQ(warnings[2].device, 2) << threads;
+    EXPECT_EQ(warnings[2].count, 2u) << threads;
+  }
 }
 
 TEST(DataQuality, DeviceOutsideTheStageMapHasStageMinusOne) {

@@ -1,6 +1,8 @@
 #include "analysis/launch_segments.h"
 
 #include <gtest/gtest.h>
+#include <tbb/global_control.h>
+#include <tbb/task_arena.h>
 
 #include <string>
 
@@ -162,6 +164,34 @@ TEST(LaunchSegments, AStepStartLineWhileOthersKeepRunningIsIgnoredAndSaidSo) {
   EXPECT_EQ(ignored[0].found_by, "step_start_line");
   EXPECT_EQ(ignored[0].where, "workerlog.0:6");
   EXPECT_EQ(run.segments.size(), 1u);
+}
+
+// Devices' candidates are found in parallel and taken in device order: the
+// signals ignored are listed device by device, then line by line, whatever
+// the thread count.
+TEST(LaunchSegments, IgnoredSignalsComeInDeviceOrderOnOneThreadAndOnEight) {
+  pipescope::Run run;
+  full_step(run, 0);
+  mark(run, 1, 7);  // device 1's line 6
+  full_step(run, 100);
+  mark(run, 0, 8);  // device 0's line 11
+  full_step(run, 200);
+  mark(run, 0, 9);  // device 0's line 17
+  full_step(run, 300);
+  run.finalize();
+  for (const int threads : {1, 8}) {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
+                              static_cast<std::size_t>(threads));
+    tbb::task_arena arena(threads);
+    pipescope::Run copy = run;
+    std::vector<IgnoredLaunchSignal> ignored;
+    arena.execute([&] { ignored = split_launch_segments(copy); });
+    ASSERT_EQ(ignored.size(), 3u) << threads;
+    EXPECT_EQ(ignored[0].where, "workerlog.0:11") << threads;
+    EXPECT_EQ(ignored[1].where, "workerlog.0:17") << threads;
+    EXPECT_EQ(ignored[2].where, "workerlog.1:6") << threads;
+    EXPECT_EQ(copy.segments.size(), 1u) << threads;
+  }
 }
 
 TEST(LaunchSegments, ADeviceWithoutASignalIsCutAtTheSameTime) {

@@ -114,6 +114,24 @@ TEST(ParallelAnalysis, TwoMachineVppWithSkewAndCommJobsIsTheSameOnOneThreadAndOn
   const Analysed many = analyse_on(8, config, {});
   EXPECT_TRUE(one.result.pipeline.clock.applied);
   EXPECT_GT(one.result.metrics.comm_ns, 0);
+  // Violations are counted over blocks of 16384 dependencies: several here.
+  EXPECT_GT(one.result.pipeline.dependencies.size(), 2u * 16384u);
+  const ClockReport& a = one.result.pipeline.clock;
+  const ClockReport& b = many.result.pipeline.clock;
+  EXPECT_GT(a.violations_before, 0u);
+  EXPECT_EQ(a.dependencies, b.dependencies);
+  EXPECT_EQ(a.violations_before, b.violations_before);
+  EXPECT_EQ(a.violations_after, b.violations_after);
+  ASSERT_EQ(a.pairs.size(), b.pairs.size());
+  for (std::size_t i = 0; i < a.pairs.size(); ++i) {
+    EXPECT_EQ(a.pairs[i].machine_a, b.pairs[i].machine_a);
+    EXPECT_EQ(a.pairs[i].machine_b, b.pairs[i].machine_b);
+    EXPECT_EQ(a.pairs[i].dependencies, b.pairs[i].dependencies);
+    EXPECT_EQ(a.pairs[i].violations_before, b.pairs[i].violations_before);
+    EXPECT_EQ(a.pairs[i].violations_after, b.pairs[i].violations_after);
+    EXPECT_EQ(a.pairs[i].lower_ns, b.pairs[i].lower_ns);
+    EXPECT_EQ(a.pairs[i].upper_ns, b.pairs[i].upper_ns);
+  }
   expect_same(one, many);
 }
 

@@ -4,6 +4,8 @@
 #include "analysis/schedule_detect.h"
 
 #include <gtest/gtest.h>
+#include <tbb/global_control.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <array>
@@ -412,6 +414,65 @@ TEST(ScheduleDetect, OnWholeSimulatedRunsWithJitterAndTypesAsLogged) {
     ASSERT_TRUE(report.ideal_bubble_ratio.has_value()) << where;
     EXPECT_EQ(*report.ideal_bubble_ratio, *uniform_bubble_ratio(c.matches.front(), c.p, c.m, c.v));
     EXPECT_DOUBLE_EQ(*report.excess, metrics.bubble_ratio - *report.ideal_bubble_ratio);
+  }
+}
+
+// Detection runs blocks of steps as parallel tasks, each with its own votes;
+// the votes are combined in step order, so the detection seen first wins a
+// tie whatever the thread count. Of 200 steps (several blocks), 100 have two
+// forwards of stage 0 swapped and 100 are 1F1B: whichever half comes first
+// wins the tie, on one thread and on eight.
+TEST(ScheduleDetect, VotesOverBlocksOfStepsAreTheSameOnOneThreadAndOnEight) {
+  sim::SimConfig config = testing::sim_config(sim::ScheduleKind::one_f_one_b, 4, 8, 1);
+  config.steps = 200;
+  config.comm_jobs = true;
+  const pipescope::Run original = testing::run_from_simulation(config);
+  const std::vector<JobRole> roles = classify_job_roles(original.types);
+  const Metrics original_metrics = compute_metrics(original);
+  ASSERT_EQ(original_metrics.steps.size(), 200u);
+  const StageMap stages = one_stage_per_device(original.devices.size());
+  // Steps first .. first + 99 with the second and third forwards of stage 0 swapped.
+  const auto swapped_from = [&](std::size_t first) {
+    pipescope::Run run = original;
+    auto& jobs = run.devices[0].jobs;
+    for (std::size_t k = first; k < first + 100; ++k) {
+      std::vector<std::size_t> forwards;
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        if (original_metrics.job_step[0][i] == static_cast<std::int64_t>(k) &&
+            roles[jobs[i].type].role == PipelineRole::forward) {
+          forwards.push_back(i);
+        }
+      }
+      if (forwards.size() < 3) ADD_FAILURE() << "step " << k;
+      if (forwards.size() >= 3)
+        std::swap(jobs[forwards[1]].micro_batch, jobs[forwards[2]].micro_batch);
+    }
+    return run;
+  };
+  const auto detect_on = [&](const pipescope::Run& run, int threads) {
+    const Metrics metrics = compute_metrics(run);
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
+                              static_cast<std::size_t>(threads));
+    tbb::task_arena arena(threads);
+    ScheduleReport report;
+    arena.execute([&] { report = detect_run_schedule(run, metrics, stages, roles); });
+    return report;
+  };
+  for (const std::size_t first : {std::size_t{0}, std::size_t{100}}) {
+    const pipescope::Run run = swapped_from(first);
+    const ScheduleReport one = detect_on(run, 1);
+    const ScheduleReport many = detect_on(run, 8);
+    EXPECT_EQ(one.steps_examined, 200) << first;
+    EXPECT_EQ(one.steps_agreeing, 100) << first;
+    // Swapped first: no list matches; 1F1B first: the exact match wins.
+    EXPECT_EQ(one.detection.exact, first == 100) << first;
+    EXPECT_EQ(one.detection.matches.empty(), first == 0) << first;
+    EXPECT_EQ(one.detection.micro_batches, 8) << first;
+    EXPECT_EQ(many.steps_examined, one.steps_examined) << first;
+    EXPECT_EQ(many.steps_agreeing, one.steps_agreeing) << first;
+    EXPECT_TRUE(many.detection == one.detection) << first;
+    EXPECT_EQ(many.means.forward_ns, one.means.forward_ns) << first;
+    EXPECT_EQ(many.means.backward_ns, one.means.backward_ns) << first;
   }
 }
 

@@ -9,13 +9,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "load/load_run.h"
-#include "source/file_follower.h"
 #include "support/command_runner.h"
+#include "support/live_feeder.h"
 #include "support/temp_dir.h"
 #include "support/wild_util.h"
 
@@ -27,110 +26,14 @@ using testing::read_file;
 using testing::run_cli;
 using testing::shell_quote;
 using testing::TempDir;
-
-/// Writes the logs of a run that is still being written: the files of a
-/// finished folder appended to empty files in random pieces (1 to
-/// `max_piece` bytes, files in random order), the live run following them.
-class Feeder {
- public:
-  Feeder(const std::string& from, const std::string& to, std::uint32_t seed) : to_(to), rng_(seed) {
-    fs::create_directories(to);
-    for (const InputFile& input : find_inputs({from})) {
-      const std::string name = fs::relative(input.path, from).string();
-      const std::string target = (fs::path(to) / name).string();
-      fs::create_directories(fs::path(target).parent_path());
-      TempDir::write_to(target, "");
-      files_.push_back({target, read_file(input.path), 0});
-    }
-    live_.set_inputs(find_inputs({to}));
-    for (const File& file : files_) followers_.emplace_back(file.path);
-  }
-
-  /// Appends pieces until every file is written up to `fraction` of its
-  /// bytes, looking at the files after each piece.
-  void append_until(double fraction, std::size_t max_piece = 700) {
-    std::uniform_int_distribution<std::size_t> piece(1, max_piece);
-    for (;;) {
-      std::vector<std::size_t> open;
-      for (std::size_t f = 0; f < files_.size(); ++f) {
-        if (files_[f].written < limit(f, fraction)) open.push_back(f);
-      }
-      if (open.empty()) break;
-      File& file = files_[open[rng_() % open.size()]];
-      const std::size_t n =
-          std::min(piece(rng_),
-                   limit(static_cast<std::size_t>(&file - files_.data()), fraction) - file.written);
-      std::FILE* out = std::fopen(file.path.c_str(), "ab");
-      std::fwrite(file.content.data() + file.written, 1, n, out);
-      std::fclose(out);
-      file.written += n;
-      look(false);
-    }
-  }
-
-  /// One look at every file, then the steps completed.
-  void look(bool at_end) {
-    for (FileFollower& follower : followers_) {
-      FollowedBytes got = follower.poll();
-      live_.add_lines(follower.path(), got.lines, got.restarted);
-    }
-    for (LiveStep& step : live_.take_completed(at_end)) steps_.push_back(std::move(step));
-    max_kept_ = std::max(max_kept_, live_.jobs_kept());
-  }
-
-  /// Empties file `f` (copytruncate): what follows goes to its new content.
-  void truncate(std::size_t f) { fs::resize_file(files_[f].path, 0); }
-  /// Replaces file `f` by a new, empty one (a new inode).
-  void replace(std::size_t f) {
-    fs::rename(files_[f].path, files_[f].path + ".1");
-    TempDir::write_to(files_[f].path, "");
-  }
-
-  LiveRun& live() { return live_; }
-  const std::vector<LiveStep>& steps() const { return steps_; }
-  std::size_t max_kept() const { return max_kept_; }
-
- private:
-  struct File {
-    std::string path;
-    std::string content;
-    std::size_t written;
-  };
-  std::size_t limit(std::size_t f, double fraction) const {
-    return static_cast<std::size_t>(static_cast<double>(files_[f].content.size()) * fraction);
-  }
-
-  std::string to_;
-  std::mt19937 rng_;
-  std::vector<File> files_;
-  std::vector<FileFollower> followers_;
-  LiveRun live_;
-  std::vector<LiveStep> steps_;
-  std::size_t max_kept_ = 0;
-};
+using Feeder = testing::LiveFeeder;
+using testing::expect_same_steps;
 
 /// `analyze` on the finished folder: its complete steps.
 std::vector<StepWindow> complete_steps(const std::string& folder, Metrics* all = nullptr) {
   LoadedRun loaded = load_run(find_inputs({folder}), LoadOptions{});
-  std::vector<StepWindow> out;
-  for (const StepWindow& step : loaded.metrics.steps) {
-    if (step.complete) out.push_back(step);
-  }
   if (all) *all = loaded.metrics;
-  return out;
-}
-
-void expect_same_steps(const std::vector<LiveStep>& live, const std::vector<StepWindow>& final) {
-  ASSERT_EQ(live.size(), final.size());
-  for (std::size_t i = 0; i < live.size(); ++i) {
-    SCOPED_TRACE("step " + live[i].label);
-    EXPECT_EQ(live[i].segment, final[i].segment);
-    EXPECT_EQ(live[i].step, final[i].step);
-    EXPECT_EQ(live[i].start_ns, final[i].start_ns);
-    EXPECT_EQ(live[i].end_ns, final[i].end_ns);
-    EXPECT_EQ(live[i].bubble_ratio, final[i].bubble_ratio);  // to the last digit
-    EXPECT_FALSE(live[i].provisional);
-  }
+  return testing::complete_steps(loaded);
 }
 
 std::string simulate(const TempDir& dir, const std::string& args) {

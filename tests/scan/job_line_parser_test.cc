@@ -160,6 +160,28 @@ TEST(JobLineFastPath, TakesTheCanonicalLines) {
   EXPECT_EQ(job.end_ns, 5'000'001);  // sub-nanosecond digits rounded half up
 }
 
+// A start time of the printed form (13 digits, a dot, 6 digits) is read in
+// place; any other start time, or that form with a non-digit, goes the
+// general way, with the same result as the grammar.
+TEST(JobLineFastPath, StartTimesInAndOutOfThePrintedForm) {
+  const auto line_with = [](std::string_view start) {
+    return "Profiler Info: Job (3), type = forward, micro_batch_id = 2, job_start_time = " +
+           std::string(start) + ", job_end_time = 1697793307254.006104";
+  };
+  JobLine job;
+  ASSERT_TRUE(parse_job_line_fast(line_with("1697793307213.760986"), 0, job));
+  EXPECT_EQ(job.start_ns, 1697793307213760986);
+  ASSERT_TRUE(parse_job_line_fast(line_with("0697793307213.000001"), 0, job));
+  EXPECT_EQ(job.start_ns, 697793307213000001);
+  ASSERT_TRUE(parse_job_line_fast(line_with("169779330721.3760986"), 0, job));
+  EXPECT_EQ(job.start_ns, 169779330721376099);  // 7th fraction digit rounded half up
+  ASSERT_TRUE(parse_job_line_fast(line_with("1697793307213.76"), 0, job));
+  EXPECT_EQ(job.start_ns, 1697793307213760000);
+  EXPECT_FALSE(parse_job_line_fast(line_with("16977933072x3.760986"), 0, job));
+  EXPECT_FALSE(parse_job_line_fast(line_with("1697793307213.7609x6"), 0, job));
+  EXPECT_FALSE(parse_job_line_fast(line_with("1697793307213.760986 "), 0, job));
+}
+
 TEST(JobLineFastPath, DeclinesWhatTheGrammarTreatsOtherwise) {
   JobLine job;
   for (const std::string& line :

@@ -1,0 +1,23 @@
+// What the CPU can run, asked once, for the scanner's hand-picked SIMD
+// copies. Chosen at run time by a plain branch rather than by ifunc
+// (target_clones): an ifunc resolver runs before the sanitizer runtimes
+// have started, which crashes ThreadSanitizer builds at load.
+#pragma once
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define PIPESCOPE_X86_DISPATCH 1
+#else
+#define PIPESCOPE_X86_DISPATCH 0
+#endif
+
+namespace pipescope {
+
+#if PIPESCOPE_X86_DISPATCH
+/// True when the CPU runs AVX2 code.
+inline bool cpu_has_avx2() {
+  static const bool avx2 = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
+  return avx2;
+}
+#endif
+
+}  // namespace pipescope
