@@ -117,6 +117,21 @@ TEST(CriticalPath, TwoStageOneFOneB) {
   EXPECT_EQ(a.metrics.steps[0].window_ns(), 64);
 }
 
+/// Two stages, two steps of F0 B0 each: windows [0,34) and [40,74).
+pipescope::Run two_steps_of_two_stages() {
+  pipescope::Run run;
+  add_job(run, 0, "forward", 0, 0, 10);
+  add_job(run, 0, "backward", 0, 24, 34);
+  add_job(run, 0, "forward", 0, 40, 50);
+  add_job(run, 0, "backward", 0, 64, 74);
+  add_job(run, 1, "forward", 0, 12, 22);
+  add_job(run, 1, "backward", 0, 22, 24);
+  add_job(run, 1, "forward", 0, 52, 62);
+  add_job(run, 1, "backward", 0, 62, 64);
+  run.finalize();
+  return run;
+}
+
 TEST(CriticalPath, OneDeviceIsItsJobsInOrder) {
   // One stage: no dependency, so the path is every job of the step, each
   // waiting for the one before it. F0 [0,10) F1 [12,22) B0 [25,35) B1 [35,45):
@@ -279,16 +294,7 @@ TEST(CriticalPath, OnePathPerStepWithinItsStep) {
   // d1.j1 d0.j1 (waits 2, 0, 0). Step 1 likewise with jobs 2, 3: d1.j2's
   // previous job (d1.j1) is step 0's, so the walk takes its input d0.j2,
   // whose previous is step 0's too: the path starts there.
-  pipescope::Run run;
-  add_job(run, 0, "forward", 0, 0, 10);
-  add_job(run, 0, "backward", 0, 24, 34);
-  add_job(run, 0, "forward", 0, 40, 50);
-  add_job(run, 0, "backward", 0, 64, 74);
-  add_job(run, 1, "forward", 0, 12, 22);
-  add_job(run, 1, "backward", 0, 22, 24);
-  add_job(run, 1, "forward", 0, 52, 62);
-  add_job(run, 1, "backward", 0, 62, 64);
-  run.finalize();
+  pipescope::Run run = two_steps_of_two_stages();
   const Analysed a = analyse(run);
   ASSERT_EQ(a.paths.size(), 2u);
   EXPECT_EQ(a.paths[0].step, 0u);
@@ -429,16 +435,7 @@ TEST(CriticalPath, NoJobTwiceOnAPathEvenWithAWrongStageMap) {
 // path entered through a dependency: step 0's d1.j0 (F0 from d0.j0) and
 // d0.j1 (B0 from d1.j1), step 1's d1.j2 and d0.j3.
 TEST(CriticalPath, SummaryKeepsTheLongestStepsJobsAndTheDependencyHops) {
-  pipescope::Run run;
-  add_job(run, 0, "forward", 0, 0, 10);
-  add_job(run, 0, "backward", 0, 24, 34);
-  add_job(run, 0, "forward", 0, 40, 50);
-  add_job(run, 0, "backward", 0, 64, 74);
-  add_job(run, 1, "forward", 0, 12, 22);
-  add_job(run, 1, "backward", 0, 22, 24);
-  add_job(run, 1, "forward", 0, 52, 62);
-  add_job(run, 1, "backward", 0, 62, 64);
-  run.finalize();
+  pipescope::Run run = two_steps_of_two_stages();
   const Metrics metrics = compute_metrics(run);
   const StageMap stages = one_stage_per_device(2);
   const std::vector<JobRole> roles = classify_job_roles(run.types);
