@@ -23,7 +23,7 @@ i=0
 while read -r config; do
   i=$((i + 1))
   # shellcheck disable=SC2086
-  "$old" simulate -o "$work/in/sim$i" --seed "$i" $config > /dev/null 2>&1 ||
+  "$old" simulate -o "$work/in/sim$i" --seed "$i" ${config//@IN@/$work/in} > /dev/null 2>&1 ||
     echo "warning: simulate $config failed" >&2
 done <<'EOF'
 --schedule fthenb --stages 4 --micro-batches 8 --steps 3
@@ -38,7 +38,7 @@ done <<'EOF'
 --schedule 1f1b --stages 4 --micro-batches 8 --steps 3 --format paddle-dygraph
 --schedule torch-interleaved1f1b --stages 4 --micro-batches 8 --chunks 2 --steps 2 --format torch
 --schedule torch-dualpipev --stages 4 --micro-batches 8 --steps 2 --format torch
---schedule 1f1b --stages 4 --micro-batches 8 --steps 2 --ivl ivl
+--schedule 1f1b --stages 4 --micro-batches 8 --steps 2 --ivl @IN@/ivl
 EOF
 
 # Each command, run by both binaries into their own folders.
@@ -63,12 +63,16 @@ for d in "$work"/in/*/; do
   run_both "analyze-j1-$n" analyze "$n" -o @OUT@ -j 1 --no-trace --stages auto
   run_both "whatif-$n" whatif "$n" -o @OUT@ -q
 done
-run_both check-sim check sim1 -b sim5 --allow-input-warnings
-run_both check-summary check "$work/old/analyze-sim6/o/summary.json" -b sim6
+run_both check-sim check sim1 -b sim5 --allow-input-warnings --max-bubble-ratio 0.3 \
+  --max-bubble-increase 1 --markdown @OUT@/check.md --junit @OUT@/junit.xml
+run_both check-summary check "$work/old/analyze-sim6/o/summary.json" -b sim6 --max-step-time-increase 5%
 run_both diff-sim diff sim6 sim4 --json @OUT@/diff.json
 run_both convert-sim convert sim2 -o @OUT@
 run_both strict-edge analyze edge -o @OUT@ --strict --no-trace
-run_both pattern-kineto analyze kineto -o @OUT@ --no-trace --job-pattern '(?P<op>fwd|bwd)'
+run_both pattern-kineto analyze kineto/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz -o @OUT@ \
+  --job-pattern '## (?P<op>forward|backward) ##'
+run_both pattern-bad analyze kineto/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz -o @OUT@ \
+  --job-pattern '(?P<op>forward'
 
 total=0 differ=0
 while IFS= read -r -d '' f; do
