@@ -53,7 +53,7 @@ run_both() {  # NAME ARGS... (ARGS may use @OUT@ for the output folder)
     (cd "$work/in" && "$bin" "${args[@]}" > "$out/stdout" 2> "$out/stderr")
     echo $? > "$out/status"
     # Paths printed differ between the two sides only by the side's folder.
-    sed -i "s|$work/$side/|WORK/|g" "$out/stdout" "$out/stderr"
+    sed -i -e "s|$work/old/|WORK/|g" -e "s|$work/new/|WORK/|g" "$out/stdout" "$out/stderr"
   done
 }
 
