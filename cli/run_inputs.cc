@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-#include "ingest/torch_trace_reader.h"
+#include "ingest/job_pattern.h"
 #include "model/errors.h"
 
 namespace pipescope::cli {

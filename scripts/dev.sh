@@ -22,6 +22,7 @@ packages=(
   ccache  # CI builds the engine four times (release, ASan, TSan, fuzz): a warm cache makes a rerun minutes
   libtbb-dev libfmt-dev libsimdjson-dev libcli11-dev
   libgtest-dev libbenchmark-dev zlib1g-dev libzstd-dev
+  libre2-dev  # --job-pattern: linear-time regular expressions
   libprotobuf-dev protobuf-compiler  # trace.pftrace (Perfetto protobuf)
   libopenmpi-dev openmpi-bin  # analyze --mpi and its mpirun tests
   chromium  # headless, renders the HTML report in its tests

@@ -50,7 +50,7 @@ struct IngestOptions {
   /// keep it cheap).
   std::function<void(const IngestProgress&)> on_progress;
   /// Chrome-trace JSON: user-annotation names to jobs instead of PyTorch
-  /// pipelining's `PP:` labels (torch_trace_reader.h, JobPatternSpec).
+  /// pipelining's `PP:` labels (job_pattern.h: RE2 syntax).
   std::string job_pattern;
   std::string job_kinds;
 };

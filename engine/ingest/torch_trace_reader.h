@@ -9,13 +9,11 @@
 // whose names are jobs (`PP:<action>`, or the pattern's), `ProfilerStep#N`
 // spans, kernel records and the runtime calls that launched them are kept.
 //
-//  - Jobs: `PP:<stage><op><mb>` with op F forward, B backward, I backward_b,
-//    W backward_w, SEND_F/RECV_F/SEND_B/RECV_B send_forward ... recv_backward,
-//    UNSHARD/RESHARD/REDUCE_GRAD (no micro-batch) unshard, reshard,
-//    reduce_grad; `(0F1;1B0)OVERLAP_F_B` is both jobs over one interval. A
-//    rank holding several stages names its compute types with the chunk (the
-//    stage's place among the rank's stages: looped s, s+P, ... and the V's r,
-//    2P-1-r alike): forward0, backward_w1.
+//  - Jobs: `PP:<stage><op><mb>` labels (pipeline_action.h), or the names a
+//    job pattern matches (job_pattern.h). A rank holding several stages
+//    names its compute types with the chunk (the stage's place among the
+//    rank's stages: looped s, s+P, ... and the V's r, 2P-1-r alike):
+//    forward0, backward_w1.
 //  - Interval, in order of preference: the GPU span (`gpu_user_annotation`,
 //    matched to the CPU span by External id, else by name and order) when it
 //    covers the kernels launched inside the CPU span (their correlation ids);
@@ -25,6 +23,9 @@
 //    without it), decimals read exactly to the ns, never through double.
 //  - Steps: the N of the `ProfilerStep#N` span holding the first job numbers
 //    the first step (FileResult::first_step); the contract's rule finds them.
+//  - Several traces naming the same stages: trace_pipeline_choice.h.
+//
+// The reading of one file: torch_trace_file_reader.h.
 //
 // InputStats for a trace counts events: `lines` = events, `matched` = jobs,
 // `malformed` = events or labels that could not be read (a diagnostic gives
@@ -33,7 +34,6 @@
 // and sets `error` with the byte offset.
 #pragma once
 
-#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,47 +46,6 @@ namespace pipescope {
 
 struct IngestOptions;
 class ProgressMeter;
-
-/// One job named by a trace annotation.
-struct TraceAction {
-  /// The stored type without its chunk: forward, backward, backward_b,
-  /// backward_w, send_forward, recv_forward, send_backward, recv_backward,
-  /// unshard, reshard, reduce_grad (or a pattern's kind).
-  std::string type;
-  /// Pipeline stage (global), or -1 when the label has none.
-  std::int64_t stage = -1;
-  /// Chunk given directly (a pattern's `chunk` group), or -1.
-  std::int64_t chunk = -1;
-  /// Micro-batch, or -1 when the label has none.
-  std::int64_t micro_batch = -1;
-};
-
-/// Parses the action of a `PP:` label (without the prefix): one action, or
-/// the two of an OVERLAP_F_B pair. Empty for text that is not an action.
-std::vector<TraceAction> parse_pipeline_action(std::string_view label);
-
-/// `--job-pattern` and `--job-kinds` compiled: a regular expression (ECMAScript,
-/// plus Python's `(?P<name>...)` groups) with a named group `op` and optional
-/// `mb`, `stage`, `chunk`, searched for anywhere in an annotation's name; and
-/// op text -> stored type ("F=forward,B=backward"; an op that is already a
-/// type name, such as `forward`, maps to itself).
-class JobPattern {
- public:
-  /// Throws std::invalid_argument naming what is wrong (no `op` group, a bad
-  /// expression, a kind that is no job type).
-  JobPattern(const std::string& pattern, const std::string& kinds);
-  ~JobPattern();
-  JobPattern(JobPattern&&) noexcept;
-
-  bool has_micro_batch() const { return mb_group_ > 0; }
-  /// The action a name stands for, if the pattern matches and its op maps.
-  std::optional<TraceAction> match(std::string_view name) const;
-
- private:
-  struct Impl;
-  Impl* impl_;
-  int mb_group_ = 0;
-};
 
 /// True for `*.pt.trace.json` and `*.pt.trace.json.gz`.
 bool torch_trace_name(std::string_view file_name);
@@ -101,7 +60,9 @@ std::optional<int> torch_trace_rank(const std::string& path);
 /// ProfilerStep spans, and std::invalid_argument for a bad pattern.
 FileResult read_torch_trace(const InputFile& input, const IngestOptions& options);
 
-/// The format table's reader: one task per file, in parallel.
+/// The format table's reader: one task per file, in parallel, then the
+/// pipeline choice (trace_pipeline_choice.h) and one host-timed warning for
+/// the run (`host_timed_jobs`, on the first result) in place of the files'.
 std::vector<FileResult> read_torch_traces(const std::vector<InputFile>& files,
                                           const IngestOptions& options, ProgressMeter& progress);
 

@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cstring>
+#include <limits>
 #include <string>
 
 namespace pipescope {
@@ -59,46 +60,85 @@ std::optional<std::int64_t> parse_millis_13_6(const char* p) {
   return ns;
 }
 
+namespace {
+
+/// What one unit's text may hold.
+struct DecimalRule {
+  int unit_digits;                 // fraction digits that are whole ns: 6 for ms, 3 for us
+  std::size_t max_integer_digits;  // more is rejected
+  std::size_t max_fraction_digits;
+  bool sign;  // a leading '-' is taken
+};
+
+constexpr std::int64_t pow10(int n) { return n == 0 ? 1 : 10 * pow10(n - 1); }
+
+/// The one decimal reader behind every unit: whole units, then the fraction's
+/// first `unit_digits` digits as whole nanoseconds, then the next digit
+/// rounds half up (away from zero for a negative value). Overflow of int64
+/// nanoseconds is checked digit by digit, so no digit count can wrap it.
+template <DecimalRule R>
+std::optional<std::int64_t> parse_decimal_ns(std::string_view text) {
+  constexpr std::int64_t kUnit = pow10(R.unit_digits);
+  constexpr std::int64_t kMaxWhole = std::numeric_limits<std::int64_t>::max() / kUnit;
+  std::size_t i = 0;
+  bool negative = false;
+  if constexpr (R.sign) {
+    if (i < text.size() && text[i] == '-') {
+      negative = true;
+      ++i;
+    }
+  }
+  const std::size_t whole_begin = i;
+  std::int64_t whole = 0;
+  while (i < text.size() && is_digit(text[i])) {
+    if (i - whole_begin == R.max_integer_digits) return std::nullopt;
+    const int digit = text[i] - '0';
+    if (whole > (kMaxWhole - digit) / 10) return std::nullopt;
+    whole = whole * 10 + digit;
+    ++i;
+  }
+  if (i == whole_begin) return std::nullopt;
+  std::int64_t fraction = 0;  // whole nanoseconds below the unit
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    std::size_t digits = 0;
+    bool round_up = false;
+    while (i < text.size() && is_digit(text[i])) {
+      if (digits == R.max_fraction_digits) return std::nullopt;
+      if (digits < static_cast<std::size_t>(R.unit_digits)) {
+        fraction = fraction * 10 + (text[i] - '0');
+      } else if (digits == static_cast<std::size_t>(R.unit_digits)) {
+        round_up = text[i] >= '5';
+      }
+      ++digits;
+      ++i;
+    }
+    if (digits == 0) return std::nullopt;
+    for (; digits < static_cast<std::size_t>(R.unit_digits); ++digits) fraction *= 10;
+    fraction += round_up ? 1 : 0;
+  }
+  if (i != text.size()) return std::nullopt;
+  std::int64_t ns = whole * kUnit;  // whole <= kMaxWhole: no overflow
+  // Beyond int64 nanoseconds (after 2262-04-11) is rejected, never wrapped.
+  if (__builtin_add_overflow(ns, fraction, &ns)) return std::nullopt;
+  return negative ? -ns : ns;
+}
+
+constexpr DecimalRule kMillis{6, kMaxIntegerDigits, kMaxFractionDigits, false};
+constexpr DecimalRule kMicros{3, std::numeric_limits<std::size_t>::max(),
+                              std::numeric_limits<std::size_t>::max(), true};
+
+}  // namespace
+
 std::optional<std::int64_t> parse_millis_to_ns(std::string_view text) {
   if (text.size() == kMaxIntegerDigits + 7 && text[kMaxIntegerDigits] == '.') {
     return parse_millis_13_6(text.data());
   }
-  std::size_t i = 0;
-  std::int64_t millis = 0;
-  while (i < text.size() && is_digit(text[i])) {
-    if (i == kMaxIntegerDigits) return std::nullopt;
-    millis = millis * 10 + (text[i] - '0');
-    ++i;
-  }
-  if (i == 0 || millis > kMaxMillis) return std::nullopt;
-  std::int64_t ns = millis * 1'000'000;
-  if (i == text.size()) return ns;
-  if (text[i] != '.') return std::nullopt;
-  ++i;
-  const std::size_t fraction_begin = i;
-  std::int64_t sub_ms = 0;   // first 6 fraction digits: whole nanoseconds
-  std::int64_t sub_ns = 0;   // digits 7..9: thousandths of a nanosecond
-  while (i < text.size() && is_digit(text[i])) {
-    const std::size_t position = i - fraction_begin;
-    if (position == kMaxFractionDigits) return std::nullopt;
-    if (position < 6) {
-      sub_ms = sub_ms * 10 + (text[i] - '0');
-    } else {
-      sub_ns = sub_ns * 10 + (text[i] - '0');
-    }
-    ++i;
-  }
-  const std::size_t fraction_digits = i - fraction_begin;
-  if (fraction_digits == 0 || i != text.size()) return std::nullopt;
-  static constexpr std::int64_t kPow10[] = {1, 10, 100, 1000, 10000, 100000, 1000000};
-  if (fraction_digits < 6) {
-    sub_ms *= kPow10[6 - fraction_digits];
-  } else {
-    sub_ns *= kPow10[kMaxFractionDigits - fraction_digits];  // scale to thousandths
-  }
-  // Beyond int64 nanoseconds (after 2262-04-11) is rejected, never wrapped.
-  if (__builtin_add_overflow(ns, sub_ms + (sub_ns >= 500 ? 1 : 0), &ns)) return std::nullopt;
-  return ns;  // sub-nanosecond digits rounded half up
+  return parse_decimal_ns<kMillis>(text);
+}
+
+std::optional<std::int64_t> parse_micros_to_ns(std::string_view text) {
+  return parse_decimal_ns<kMicros>(text);
 }
 
 std::string format_ns_as_millis(std::int64_t ns) {

@@ -14,6 +14,8 @@
 #include "ingest/discovery.h"
 #include "ingest/ingest.h"
 #include "ingest/input_formats.h"
+#include "ingest/job_pattern.h"
+#include "ingest/pipeline_action.h"
 #include "ingest/trace_event_tokenizer.h"
 #include "model/errors.h"
 #include "support/temp_dir.h"
@@ -546,6 +548,31 @@ TEST(TorchTraceReader, JobPattern) {
   EXPECT_THROW(JobPattern("(?P<op>F", ""), std::invalid_argument);
   EXPECT_THROW(JobPattern("(?P<op>F)(?P<what>x)", ""), std::invalid_argument);
   EXPECT_THROW(JobPattern("(?P<op>F)", "F=fwd"), std::invalid_argument);
+  EXPECT_THROW(JobPattern("(?P<op>F)(?=x)", ""), std::invalid_argument);
+}
+
+TEST(TorchTraceReader, JobPatternOnANameOfHundredsOfKilobytes) {
+  // A tensor-shape string of 200 KB before the job's tag: a backtracking
+  // matcher recursed per character and crashed the reader (SIGSEGV).
+  TempDir dir;
+  std::string shapes;
+  while (shapes.size() < 200'000) shapes += "ab";
+  const std::string path =
+      dir.write("long.pt.trace.json",
+                trace({span("user_annotation", shapes + "_mb3_fwd", "1", "10"),
+                       span("user_annotation", shapes + "_mb3_bwd", "20", "10"),
+                       span("user_annotation", shapes, "40", "10")}));  // no tag: no job
+  IngestOptions options;
+  options.job_pattern = R"((?:a|b)*_?mb(?P<mb>\d+)_(?P<op>fwd|bwd))";
+  options.job_kinds = "fwd=forward,bwd=backward";
+  const FileResult r = read(path, options);
+  EXPECT_EQ(r.stats.error, "");
+  EXPECT_EQ(r.stats.oversized, 0u);
+  EXPECT_EQ(jobs_of(r),
+            (std::vector<JobText>{{"forward", 3, 1000, 11000}, {"backward", 3, 20000, 30000}}));
+  // The ECMAScript spelling of a named group reads the same jobs.
+  options.job_pattern = R"((?:a|b)*_?mb(?<mb>\d+)_(?<op>fwd|bwd))";
+  EXPECT_EQ(jobs_of(read(path, options)), jobs_of(r));
 }
 
 TEST(TorchTraceReader, DiscoveryByNameRankAndContent) {

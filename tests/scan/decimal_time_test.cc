@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -71,6 +72,59 @@ TEST(DecimalTime, ThePrintedFormIsReadAsTheGeneralFormIs) {
   EXPECT_EQ(parse_millis_to_ns("0000000000001.000001"), 1'000'001);
   EXPECT_EQ(parse_millis_to_ns("16977933072a3.760986"), std::nullopt);
   EXPECT_EQ(parse_millis_to_ns("1697793307213.76098a"), std::nullopt);
+}
+
+TEST(DecimalTime, ConvertsMicrosecondsExactly) {
+  // Chrome-trace JSON: `ts` since the epoch with a fraction, `dur` small.
+  EXPECT_EQ(parse_micros_to_ns("1712195495984501.2"), 1712195495984501200);
+  EXPECT_EQ(parse_micros_to_ns("1712195495984501.234"), 1712195495984501234);
+  EXPECT_EQ(parse_micros_to_ns("12"), 12'000);
+  EXPECT_EQ(parse_micros_to_ns("0.001"), 1);
+  EXPECT_EQ(parse_micros_to_ns("-3.5"), -3'500);
+  EXPECT_EQ(parse_micros_to_ns("-0"), 0);
+  // Any number of digits: leading zeros and a long fraction are still exact.
+  EXPECT_EQ(parse_micros_to_ns("000000000000000000000012.5"), 12'500);
+  EXPECT_EQ(parse_micros_to_ns("1.0004999999999999999999"), 1'000);
+  // Beyond what int64 nanoseconds hold: rejected, not wrapped.
+  EXPECT_EQ(parse_micros_to_ns("9223372036854775.807"), INT64_MAX);
+  EXPECT_EQ(parse_micros_to_ns("-9223372036854775.807"), -INT64_MAX);
+  EXPECT_EQ(parse_micros_to_ns("9223372036854775.8075"), std::nullopt);  // rounds past the end
+  EXPECT_EQ(parse_micros_to_ns("9223372036854775.808"), std::nullopt);
+  EXPECT_EQ(parse_micros_to_ns("9223372036854776"), std::nullopt);
+  EXPECT_EQ(parse_micros_to_ns("99999999999999999999999"), std::nullopt);
+}
+
+TEST(DecimalTime, RoundsMicrosecondsHalfUpAwayFromZero) {
+  EXPECT_EQ(parse_micros_to_ns("1.0005"), 1'001);
+  EXPECT_EQ(parse_micros_to_ns("1.0004"), 1'000);
+  EXPECT_EQ(parse_micros_to_ns("1.9995"), 2'000);
+  EXPECT_EQ(parse_micros_to_ns("-0.0005"), -1);
+  EXPECT_EQ(parse_micros_to_ns("-0.0004"), 0);
+}
+
+TEST(DecimalTime, RejectsMicrosecondsInAnyOtherForm) {
+  for (const char* bad : {"", "-", ".", "1.", ".5", "-.5", "+1", "1e3", "1.5e2", "1.2.3", "12a",
+                          "1 2", " 1", "1 ", "--1", "nan", "0x10"}) {
+    EXPECT_EQ(parse_micros_to_ns(bad), std::nullopt) << bad;
+  }
+}
+
+TEST(DecimalTime, MillisecondsAndMicrosecondsAreOneReading) {
+  // The same digits in either unit, the point moved by three places, give
+  // the same nanoseconds wherever both forms are taken.
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 20000; ++i) {
+    const std::string whole = std::to_string(rng() % 10'000'000'000'000ULL);
+    std::string fraction = std::to_string(rng() % 1'000'000'000ULL);
+    fraction = std::string(9 - fraction.size(), '0') + fraction;
+    fraction.resize(1 + rng() % 9);
+    const std::string ms = whole + "." + fraction;
+    // The first three fraction digits join the whole (padded to three).
+    std::string us = whole + fraction.substr(0, 3);
+    us.append(3 - std::min<std::size_t>(3, fraction.size()), '0');
+    if (fraction.size() > 3) us.append(1, '.').append(fraction, 3);
+    EXPECT_EQ(parse_millis_to_ns(ms), parse_micros_to_ns(us)) << ms << " " << us;
+  }
 }
 
 TEST(DecimalTime, FormatIsTheInverse) {

@@ -228,6 +228,42 @@ TEST(TorchTraceCli, NoPipelineJobsAndPatterns) {
       << bad.output;
 }
 
+TEST(TorchTraceCli, JobPatternOnANameOfHundredsOfKilobytes) {
+  // 200 KB of tensor shapes before each job's tag: `analyze` died of a
+  // stack overflow (exit 139) in a backtracking matcher; it must read the
+  // four jobs and exit 0.
+  testing::TempDir dir;
+  std::string shapes;
+  while (shapes.size() < 200'000) shapes += "ab";
+  std::string events;
+  std::int64_t ts = 10;
+  for (const char* tag : {"_mb0_fwd", "_mb1_fwd", "_mb0_bwd", "_mb1_bwd"}) {
+    events += fmt::format(
+        R"({}{{"ph": "X", "cat": "user_annotation", "name": "{}{}", "pid": 1, "tid": 1, )"
+        R"("ts": {}, "dur": 20}})",
+        events.empty() ? "" : ", ", shapes, tag, ts);
+    ts += 100;
+  }
+  dir.write("t/rank0.pt.trace.json",
+            fmt::format(R"({{"distributedInfo": {{"rank": 0}}, "traceEvents": [{}]}})", events));
+  const CommandResult r = run_cli(fmt::format(
+      "analyze -q '{}' -o '{}' --no-trace --job-pattern '(?:a|b)*_?mb(?P<mb>\\d+)_(?P<op>fwd|bwd)' "
+      "--job-kinds fwd=forward,bwd=backward",
+      dir / "t", dir / "out"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  simdjson::dom::parser parser;
+  simdjson::dom::element summary;
+  ASSERT_EQ(parser.load(dir / "out/summary.json").get(summary), simdjson::SUCCESS);
+  EXPECT_EQ(std::int64_t(summary["jobs"]), 4);
+  // What RE2 cannot take is refused by name, before anything is read.
+  const CommandResult bad = run_cli(fmt::format(
+      "analyze -q '{}' -o '{}' --job-pattern '(?<=x)(?P<op>fwd)'", dir / "t", dir / "o2"));
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("--job-pattern: lookbehind ('(?<=') is not supported"),
+            std::string::npos)
+      << bad.output;
+}
+
 TEST(TorchTraceCli, HostTimedJobsAreOneWarningForTheRun) {
   // Two ranks, CPU spans only (no GPU span, no kernel): every job is
   // host-timed, so the run's busy and idle time is the host's view.

@@ -1,0 +1,219 @@
+#include "ingest/torch_trace_event.h"
+
+#include <fmt/core.h>
+
+#include <charconv>
+#include <system_error>
+
+#include "ingest/job_pattern.h"
+#include "ingest/trace_event_tokenizer.h"
+#include "scan/decimal_time.h"
+
+namespace pipescope {
+
+bool parse_json_int(std::string_view text, std::int64_t& value) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return ec == std::errc{} && end == text.data() + text.size() && !text.empty();
+}
+
+std::string_view trim_json_token(std::string_view s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' ||
+                        s.back() == '\t' || s.back() == ',')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+namespace {
+
+EventClass class_of(std::string_view cat) {
+  if (cat == "user_annotation") return EventClass::cpu_annotation;
+  if (cat == "gpu_user_annotation") return EventClass::gpu_annotation;
+  if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") return EventClass::kernel;
+  if (cat == "cuda_runtime" || cat == "cuda_driver") return EventClass::launch;
+  return EventClass::none;
+}
+
+/// The value of an event's "cat" key found without parsing the event, when
+/// it is a plain string; nullopt when that is not certain (the event is then
+/// parsed whole). A JSON string cannot hold an unescaped quote, so `"cat"`
+/// followed by a colon is the key.
+std::optional<std::string_view> quick_category(std::string_view event) {
+  // By hand rather than string_view::find: "cat" is near the start of
+  // nearly every event, where a library search's set-up costs more than
+  // the search.
+  const auto find_key = [&event](std::size_t from) {
+    for (std::size_t j = from; j + 5 <= event.size(); ++j) {
+      if (event[j] == '"' && event[j + 4] == '"' && event[j + 1] == 'c' && event[j + 2] == 'a' &&
+          event[j + 3] == 't') {
+        return j;
+      }
+    }
+    return std::string_view::npos;
+  };
+  std::size_t pos = 0;
+  for (;;) {
+    const std::size_t at = find_key(pos);
+    if (at == std::string_view::npos) return std::string_view();  // no category: none of ours
+    std::size_t j = at + 5;
+    while (j < event.size() &&
+           (event[j] == ' ' || event[j] == '\n' || event[j] == '\t' || event[j] == '\r')) {
+      ++j;
+    }
+    if (j >= event.size() || event[j] != ':') {
+      pos = at + 5;
+      continue;
+    }
+    ++j;
+    while (j < event.size() &&
+           (event[j] == ' ' || event[j] == '\n' || event[j] == '\t' || event[j] == '\r')) {
+      ++j;
+    }
+    if (j >= event.size() || event[j] != '"') return std::nullopt;
+    const std::size_t close = event.find('"', j + 1);
+    if (close == std::string_view::npos) return std::nullopt;
+    const std::string_view value = event.substr(j + 1, close - j - 1);
+    if (value.find('\\') != std::string_view::npos) return std::nullopt;
+    return value;
+  }
+}
+
+/// Whether a runtime or driver call starts GPU work: cudaLaunchKernel,
+/// cuLaunchKernel, cudaGraphLaunch, hipLaunchKernel, cudaMemcpyAsync,
+/// hipMemcpyWithStream, cudaMemsetAsync, ...
+bool launches_gpu_work(std::string_view name) {
+  return name.find("Launch") != std::string_view::npos ||
+         name.find("Memcpy") != std::string_view::npos ||
+         name.find("Memset") != std::string_view::npos;
+}
+
+/// Whether an annotation of this name is kept: a step span, or a job.
+bool wanted_name(std::string_view name, const JobPattern* pattern) {
+  if (name.starts_with(kStepPrefix)) return true;
+  if (pattern) return pattern->match(name).has_value();
+  return name.starts_with(kPipelinePrefix);
+}
+
+}  // namespace
+
+std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t offset,
+                                       std::uint64_t ordinal, simdjson::ondemand::parser& parser,
+                                       const EventFilter& filter) {
+  // Most events are CPU ops and flows: their category says so unparsed.
+  if (const auto cat = quick_category(event); cat) {
+    const EventClass quick = class_of(*cat);
+    if (quick == EventClass::none) return std::nullopt;
+    if (filter.kernels_only && quick != EventClass::kernel && quick != EventClass::launch) {
+      return std::nullopt;
+    }
+  }
+  ParsedEvent out;
+  out.offset = offset;
+  out.ordinal = ordinal;
+  auto malformed = [&](std::string message) {
+    out.kind = EventClass::none;
+    out.malformed = std::move(message);
+    return std::optional<ParsedEvent>(std::move(out));
+  };
+  simdjson::ondemand::document doc;
+  if (parser.iterate(event.data(), event.size(), event.size() + TraceEventTokenizer::kPadding)
+          .get(doc) != simdjson::SUCCESS) {
+    return malformed("an event that is not JSON; skipped");
+  }
+  simdjson::ondemand::object object;
+  if (doc.get_object().get(object) != simdjson::SUCCESS) {
+    return malformed("an event that is not a JSON object; skipped");
+  }
+  std::string_view ph, cat, ts, dur;
+  bool has_name = false;
+  for (auto field : object) {
+    std::string_view key;
+    if (field.unescaped_key().get(key) != simdjson::SUCCESS) {
+      return malformed("an event that is not valid JSON; skipped");
+    }
+    simdjson::ondemand::value value;
+    if (field.value().get(value) != simdjson::SUCCESS) {
+      return malformed("an event that is not valid JSON; skipped");
+    }
+    if (key == "ph") {
+      if (value.get_string().get(ph) != simdjson::SUCCESS) ph = {};
+    } else if (key == "cat") {
+      if (value.get_string().get(cat) != simdjson::SUCCESS) cat = {};
+    } else if (key == "name") {
+      std::string_view n;
+      if (value.get_string().get(n) == simdjson::SUCCESS) {
+        out.name.assign(n);
+        has_name = true;
+      }
+    } else if (key == "ts") {
+      ts = trim_json_token(value.raw_json_token());
+    } else if (key == "dur") {
+      dur = trim_json_token(value.raw_json_token());
+    } else if (key == "args") {
+      simdjson::ondemand::object args;
+      if (value.get_object().get(args) != simdjson::SUCCESS) continue;
+      for (auto arg : args) {
+        std::string_view arg_key;
+        if (arg.unescaped_key().get(arg_key) != simdjson::SUCCESS) {
+          return malformed("an event that is not valid JSON; skipped");
+        }
+        if (arg_key == "correlation") {
+          if (arg.value().get_int64().get(out.correlation) != simdjson::SUCCESS) {
+            out.correlation = -1;
+          }
+        } else if (arg_key == "External id") {
+          if (arg.value().get_int64().get(out.external_id) != simdjson::SUCCESS) {
+            out.external_id = -1;
+          }
+        }
+      }
+    }
+  }
+  if (!has_name) out.name.clear();
+  const std::string_view name = out.name;
+  const EventClass kind = class_of(cat);
+  if (kind == EventClass::none || ph != "X") return std::nullopt;
+  if (filter.kernels_only && kind != EventClass::kernel && kind != EventClass::launch) {
+    return std::nullopt;
+  }
+  const std::optional<std::int64_t> start = parse_micros_to_ns(ts);
+  const std::optional<std::int64_t> length =
+      dur.empty() ? std::optional<std::int64_t>(0) : parse_micros_to_ns(dur);
+  if (!start || !length || *length < 0) {
+    return malformed(
+        fmt::format("event '{}' has a time that is not decimal microseconds "
+                    "(ts {}, dur {}); skipped",
+                    name.substr(0, 60), ts.substr(0, 30), dur.substr(0, 30)));
+  }
+  out.kind = kind;
+  out.start = *start;
+  out.end = *start + *length;
+  switch (kind) {
+    case EventClass::cpu_annotation:
+    case EventClass::gpu_annotation:
+      if (!has_name || !wanted_name(name, filter.pattern)) return std::nullopt;
+      if (name.starts_with(kStepPrefix)) {
+        if (kind == EventClass::gpu_annotation) return std::nullopt;
+        std::int64_t step = 0;
+        if (!parse_json_int(name.substr(kStepPrefix.size()), step)) return std::nullopt;
+        out.step = step;
+      }
+      return out;
+    case EventClass::kernel:
+      if (out.correlation < 0) return std::nullopt;
+      out.name.clear();
+      return out;
+    case EventClass::launch:
+      // Only calls that start GPU work (kernel launches, graph launches,
+      // copies, sets): a synchronize or an event record never gets a
+      // kernel, and would wait for one for ever.
+      if (out.correlation < 0 || !launches_gpu_work(name)) return std::nullopt;
+      out.name.clear();
+      return out;
+    case EventClass::none:
+      break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace pipescope

@@ -1,0 +1,69 @@
+// One event of a PyTorch profiler trace, parsed alone: what the torch trace
+// reader keeps of it. An event is found by trace_event_tokenizer and parsed
+// here on any thread (simdjson On-Demand, in place); the reader applies the
+// results in file order.
+//
+// Kept: complete events (`ph` "X") that are user annotations naming a job
+// (`PP:` labels, or the job pattern's), `ProfilerStep#N` spans, kernels
+// (and copies, sets) with a correlation id, and the runtime or driver calls
+// that launch GPU work. Everything else (CPU ops, flows, other annotations)
+// is dropped unparsed where its category already says so.
+#pragma once
+
+#include <simdjson.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace pipescope {
+
+class JobPattern;
+
+/// The prefix of torch.distributed.pipelining's action labels.
+inline constexpr std::string_view kPipelinePrefix = "PP:";
+/// The prefix of the profiler's step spans (`ProfilerStep#7`).
+inline constexpr std::string_view kStepPrefix = "ProfilerStep#";
+
+/// What an event is to the reader, by its category.
+enum class EventClass { none, cpu_annotation, gpu_annotation, kernel, launch };
+
+/// What one kept event holds.
+struct ParsedEvent {
+  EventClass kind = EventClass::none;
+  std::int64_t start = 0;  // ns after the base
+  std::int64_t end = 0;
+  std::int64_t correlation = -1;
+  std::int64_t external_id = -1;
+  std::optional<std::int64_t> step;  // a ProfilerStep#N span
+  std::uint64_t offset = 0;          // byte offset
+  std::uint64_t ordinal = 0;         // 1-based event index
+  std::size_t index = 0;             // place among its batch's events (set by the caller)
+  std::string name;                  // annotations only
+  std::string malformed;             // non-empty: counted malformed, with this message
+};
+
+/// Which events a pass keeps.
+struct EventFilter {
+  bool kernels_only = false;            // the second pass: kernels and the calls that launched them
+  const JobPattern* pattern = nullptr;  // null: `PP:` labels name the jobs
+};
+
+/// Parses one event. `event` has TraceEventTokenizer::kPadding readable bytes
+/// after it. Returns nullopt for an event no pass keeps; an event that cannot
+/// be read (not JSON, a time that is not decimal microseconds) comes back
+/// with kind none and `malformed` saying why, so that it is counted. Times
+/// are exact (parse_micros_to_ns), never through double.
+std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t offset,
+                                       std::uint64_t ordinal, simdjson::ondemand::parser& parser,
+                                       const EventFilter& filter);
+
+/// A JSON number token that must be an integer (`baseTimeNanoseconds`, a
+/// step's N): true and `value` set only for the whole text being one.
+bool parse_json_int(std::string_view text, std::int64_t& value);
+
+/// A raw JSON token without the blanks and comma the tokenizer leaves after it.
+std::string_view trim_json_token(std::string_view token);
+
+}  // namespace pipescope

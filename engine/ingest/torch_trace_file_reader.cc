@@ -1,0 +1,407 @@
+#include "ingest/torch_trace_file_reader.h"
+
+#include <fmt/core.h>
+#include <simdjson.h>
+#include <tbb/enumerable_thread_specific.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <system_error>
+#include <tuple>
+
+#include "ingest/ingest.h"
+#include "ingest/trace_event_tokenizer.h"
+#include "model/errors.h"
+#include "source/byte_stream.h"
+
+namespace pipescope {
+
+namespace {
+
+/// The largest chunk read at once.
+constexpr std::size_t kReadBytes = std::size_t{4} << 20;
+
+}  // namespace
+
+TorchTraceFileReader::TorchTraceFileReader(const InputFile& input, const IngestOptions& options)
+    : input_(input), options_(options), out_(empty_result_for(input)) {
+  if (!options.job_pattern.empty()) pattern_.emplace(options.job_pattern, options.job_kinds);
+}
+
+FileResult TorchTraceFileReader::read() {
+  TraceEventTokenizer tokenizer({"baseTimeNanoseconds"}, {});
+  bool unreadable = false;
+  const std::string stream_error = read_events(tokenizer, unreadable);
+  if (unreadable) {
+    out_.stats.unreadable = true;
+    out_.stats.error = stream_error;
+    note(0, stream_error);
+  } else if (!stream_error.empty()) {
+    out_.stats.error = stream_error;
+    note(0, fmt::format("{}; every complete event before it was read", stream_error));
+  } else {
+    tokenizer.finish();
+    if (!tokenizer.error().empty()) {
+      out_.stats.error =
+          fmt::format("byte offset {}: {}", tokenizer.error_offset(), tokenizer.error());
+      note(0, out_.stats.error);
+    }
+  }
+  out_.stats.bytes = tokenizer.bytes();
+  out_.stats.lines = tokenizer.events();
+  out_.stats.oversized = tokenizer.oversized();
+  if (late_annotation_ && !unreadable) second_pass();
+  require_steps_for_pattern();
+  std::vector<Pending> pending = timed_actions();
+  const std::vector<std::int64_t> stages = rank_stages(pending);
+  emit_jobs(pending, stages);
+  record_steps();
+  return std::move(out_);
+}
+
+void TorchTraceFileReader::note(std::uint64_t offset, std::string message) {
+  if (out_.diagnostics.size() >= options_.diagnostics_per_file) return;
+  out_.diagnostics.push_back(
+      {input_.path, 0,
+       offset == 0 ? std::move(message) : fmt::format("byte offset {}: {}", offset, message)});
+}
+
+void TorchTraceFileReader::malformed(std::uint64_t offset, std::string message) {
+  if (second_pass_) return;  // counted in the first
+  ++out_.stats.malformed;
+  note(offset, std::move(message));
+}
+
+void TorchTraceFileReader::on_base_time(std::string_view value) {
+  std::int64_t base = 0;
+  // Up to year 2096: a base and a time after it never overflow.
+  if (parse_json_int(trim_json_token(value), base) && base >= 0 &&
+      base <= 4'000'000'000'000'000'000) {
+    base_ns_ = base;
+  } else {
+    note(0, fmt::format("baseTimeNanoseconds '{}' is not an integer in 0..4e18; times "
+                        "are taken as absolute microseconds",
+                        value.substr(0, 40)));
+  }
+}
+
+/// Reads the file through `tokenizer` in batches (read_event_batches): the
+/// events of several chunks are parsed side by side (parse_event), and what
+/// they hold is applied to the reader in file order (apply). Returns the
+/// stream's error (compressed data, I/O), if any; `unreadable` when the file
+/// could not be opened or read.
+std::string TorchTraceFileReader::read_events(TraceEventTokenizer& tokenizer, bool& unreadable) {
+  std::unique_ptr<ByteStream> stream;
+  try {
+    stream = open_byte_stream(input_.path);
+  } catch (const std::system_error& e) {
+    unreadable = true;
+    return e.what();
+  }
+  const EventFilter filter{second_pass_, pattern_ ? &*pattern_ : nullptr};
+  // Chunks no larger than the file (most traces of a small run are far
+  // below 4 MiB): the buffers are zeroed when made, page by page.
+  const std::size_t chunk = std::clamp<std::size_t>(
+      static_cast<std::size_t>(std::min<std::uint64_t>(input_.size_bytes, kReadBytes)) + 1,
+      std::size_t{64} << 10, kReadBytes);
+  tbb::enumerable_thread_specific<simdjson::ondemand::parser> parsers;
+  const std::optional<std::string> read_error = read_event_batches(
+      *stream, tokenizer, chunk, batches_,
+      [&](EventBatch& batch) {
+        simdjson::ondemand::parser& parser = parsers.local();
+        for (std::size_t i = 0; i < batch.events.size(); ++i) {
+          auto parsed = parse_event(batch.view(i), batch.events[i].offset, batch.events[i].ordinal,
+                                    parser, filter);
+          if (!parsed) continue;
+          parsed->index = i;
+          batch.parsed.push_back(std::move(*parsed));
+        }
+      },
+      [&](EventBatch& batch) { apply(batch); });
+  if (read_error) {
+    unreadable = true;
+    return *read_error;
+  }
+  return stream->error();
+}
+
+/// Applies one batch's parsed events (and the top-level values found
+/// among them) in file order.
+void TorchTraceFileReader::apply(EventBatch& batch) {
+  std::size_t value = 0;
+  for (ParsedEvent& e : batch.parsed) {
+    for (; value < batch.values.size() && batch.values[value].before <= e.index; ++value) {
+      on_base_time(batch.values[value].text);
+    }
+    apply(e);
+  }
+  for (; value < batch.values.size(); ++value) on_base_time(batch.values[value].text);
+}
+
+void TorchTraceFileReader::apply(ParsedEvent& e) {
+  if (!e.malformed.empty()) {
+    malformed(e.offset, std::move(e.malformed));
+    return;
+  }
+  switch (e.kind) {
+    case EventClass::cpu_annotation:
+    case EventClass::gpu_annotation: {
+      if (e.step) {
+        steps_.push_back({e.start, e.end, *e.step});
+        return;
+      }
+      auto& list = e.kind == EventClass::cpu_annotation ? cpu_ : gpu_;
+      list.push_back({std::move(e.name), e.start, e.end, e.external_id, e.ordinal, e.offset});
+      if (e.kind == EventClass::cpu_annotation && launches_started_) late_annotation_ = true;
+      return;
+    }
+    case EventClass::kernel:
+      on_kernel(e.correlation, e.start, e.end);
+      return;
+    case EventClass::launch:
+      on_launch(e.correlation, e.start);
+      return;
+    case EventClass::none:
+      return;
+  }
+}
+
+// Kernels are joined to the CPU span that launched them as they come, so
+// that only launches still waiting for their kernel are held: Kineto
+// writes the CPU events (the annotations among them) first, then the
+// runtime calls and kernels in time order. A CPU annotation after the
+// first runtime call breaks that order: the file is then read a second
+// time for the kernels, every span known (second_pass).
+
+/// The CPU span holding host time `ts`, or npos.
+std::size_t TorchTraceFileReader::span_at(std::int64_t ts) {
+  if (span_index_.size() != cpu_.size()) {
+    span_index_.clear();
+    for (std::size_t i = 0; i < cpu_.size(); ++i) span_index_.push_back({cpu_[i].start, i});
+    std::sort(span_index_.begin(), span_index_.end());
+  }
+  auto it = std::upper_bound(span_index_.begin(), span_index_.end(),
+                             std::pair{ts, std::numeric_limits<std::size_t>::max()});
+  // Spans may nest or overlap (an OVERLAP pair, a pattern's ranges): the
+  // latest-starting span that holds ts, looking back a few.
+  for (int back = 0; back < 4 && it != span_index_.begin(); ++back) {
+    --it;
+    if (cpu_[it->second].end >= ts) return it->second;
+  }
+  return std::string::npos;
+}
+
+void TorchTraceFileReader::add_kernel(std::size_t span, std::int64_t start, std::int64_t end) {
+  cpu_[span].kernel_start = std::min(cpu_[span].kernel_start, start);
+  cpu_[span].kernel_end = std::max(cpu_[span].kernel_end, end);
+}
+
+void TorchTraceFileReader::on_launch(std::int64_t correlation, std::int64_t ts) {
+  launches_started_ = true;
+  if (late_annotation_ && !second_pass_) return;  // joined in the second pass
+  max_launch_correlation_ = std::max(max_launch_correlation_, correlation);
+  const std::size_t span = span_at(ts);
+  if (span == std::string::npos) return;
+  if (const auto k = early_kernels_.find(correlation); k != early_kernels_.end()) {
+    add_kernel(span, k->second.start, k->second.end);
+    early_kernels_.erase(k);
+    return;
+  }
+  waiting_launches_[correlation] = span;
+}
+
+void TorchTraceFileReader::on_kernel(std::int64_t correlation, std::int64_t start,
+                                     std::int64_t end) {
+  if (late_annotation_ && !second_pass_) return;
+  if (const auto l = waiting_launches_.find(correlation); l != waiting_launches_.end()) {
+    add_kernel(l->second, start, end);
+    waiting_launches_.erase(l);
+  } else if (correlation > max_launch_correlation_) {
+    early_kernels_[correlation] = {start, end};  // its launch may still come
+  }
+}
+
+void TorchTraceFileReader::second_pass() {
+  second_pass_ = true;
+  for (Annotation& a : cpu_) {
+    a.kernel_start = std::numeric_limits<std::int64_t>::max();
+    a.kernel_end = std::numeric_limits<std::int64_t>::min();
+  }
+  waiting_launches_.clear();
+  early_kernels_.clear();
+  max_launch_correlation_ = -1;
+  TraceEventTokenizer tokenizer({}, {});
+  bool unreadable = false;
+  read_events(tokenizer, unreadable);
+  second_pass_ = false;
+}
+
+/// The action(s) a CPU annotation's name stands for; empty when none.
+std::vector<TraceAction> TorchTraceFileReader::actions_of(const Annotation& a) {
+  if (pattern_) {
+    if (auto action = pattern_->match(a.name)) return {*action};
+    return {};
+  }
+  auto actions = parse_pipeline_action(std::string_view(a.name).substr(kPipelinePrefix.size()));
+  if (actions.empty()) {
+    malformed(a.offset, fmt::format("'{}' is no pipeline action; skipped", a.name.substr(0, 80)));
+  }
+  return actions;
+}
+
+// ---------------------------------------------------------------- assembly
+
+void TorchTraceFileReader::require_steps_for_pattern() {
+  std::sort(steps_.begin(), steps_.end(),
+            [](const StepSpan& a, const StepSpan& b) { return a.start < b.start; });
+  if (pattern_ && !pattern_->has_micro_batch() && steps_.empty() && !cpu_.empty()) {
+    throw InputError(fmt::format(
+        "{}: the job pattern has no 'mb' group, so steps must come from ProfilerStep#N spans, "
+        "and this trace has none",
+        input_.path));
+  }
+}
+
+/// Each job's interval, in order of preference: the GPU span (matched to
+/// the CPU span by External id, else by name and order) when it covers the
+/// kernels launched inside the CPU span; else the span of those kernels;
+/// else the CPU span, and the jobs are counted host-timed (one note).
+std::vector<TorchTraceFileReader::Pending> TorchTraceFileReader::timed_actions() {
+  // GPU spans by (name, External id), and by name in order without one.
+  std::map<std::pair<std::string_view, std::int64_t>, const Annotation*> gpu_by_id;
+  std::map<std::string_view, std::vector<const Annotation*>> gpu_by_name;
+  for (const Annotation& g : gpu_) {
+    if (g.external_id >= 0)
+      gpu_by_id.emplace(std::pair{std::string_view(g.name), g.external_id}, &g);
+    gpu_by_name[g.name].push_back(&g);
+  }
+  std::map<std::string_view, std::size_t> next_of_name;
+  auto gpu_span_of = [&](const Annotation& cpu) -> const Annotation* {
+    const Annotation* gpu = nullptr;
+    if (cpu.external_id >= 0) {
+      if (const auto it = gpu_by_id.find({cpu.name, cpu.external_id}); it != gpu_by_id.end()) {
+        gpu = it->second;
+      }
+    }
+    if (gpu == nullptr) {
+      const auto it = gpu_by_name.find(cpu.name);
+      std::size_t& next = next_of_name[cpu.name];
+      if (it != gpu_by_name.end() && next < it->second.size() &&
+          it->second[next]->external_id < 0) {
+        gpu = it->second[next];
+      }
+    }
+    ++next_of_name[cpu.name];
+    return gpu;
+  };
+
+  std::vector<Pending> pending;
+  std::uint64_t host_timed = 0;
+  for (const Annotation& cpu : cpu_) {
+    std::vector<TraceAction> actions = actions_of(cpu);
+    if (actions.empty()) continue;
+    const Annotation* gpu = gpu_span_of(cpu);
+    // Kernels launched from inside the CPU span.
+    const std::int64_t kernel_start = cpu.kernel_start, kernel_end = cpu.kernel_end;
+    const bool kernels = kernel_start <= kernel_end;
+    std::int64_t start = cpu.start, end = cpu.end;
+    if (gpu != nullptr && (!kernels || (gpu->start <= kernel_start && gpu->end >= kernel_end))) {
+      start = gpu->start;
+      end = gpu->end;
+    } else if (kernels) {
+      start = kernel_start;
+      end = kernel_end;
+    } else {
+      host_timed += actions.size();
+    }
+    for (TraceAction& action : actions) {
+      pending.push_back({std::move(action), start, end, cpu.start, cpu.ordinal});
+    }
+  }
+  if (host_timed > 0) {
+    note(0, fmt::format("{} of {} jobs are host-timed: no GPU span or kernel was found for "
+                        "them, so their times are the CPU's launch spans, not the GPU's",
+                        host_timed, pending.size()));
+    // Counted per file here; read_torch_traces makes one warning of them.
+    out_.notes.push_back({std::string(kHostTimedCode), input_.path, host_timed});
+  }
+  return pending;
+}
+
+/// The stages this rank ran, in order (a stage's place among them is its
+/// chunk); sets lowest_stage_.
+std::vector<std::int64_t> TorchTraceFileReader::rank_stages(const std::vector<Pending>& pending) {
+  std::set<std::int64_t> stages;
+  for (const Pending& p : pending) {
+    if (p.action.stage >= 0 && p.action.chunk < 0) stages.insert(p.action.stage);
+  }
+  std::vector<std::int64_t> list(stages.begin(), stages.end());
+  if (!list.empty()) lowest_stage_ = list.front();
+  return list;
+}
+
+/// Jobs in host order: each one's chunk (given, else its stage's place),
+/// its micro-batch (given, else numbered per step span, type and chunk for a
+/// pattern without `mb`), and its type (compute types named with the chunk
+/// when the rank holds several).
+void TorchTraceFileReader::emit_jobs(std::vector<Pending>& pending,
+                                     const std::vector<std::int64_t>& stages) {
+  const bool chunked =
+      stages.size() > 1 || std::any_of(pending.begin(), pending.end(),
+                                       [](const Pending& p) { return p.action.chunk >= 0; });
+  auto step_of = [&](std::int64_t t) -> const StepSpan* {
+    auto it = std::upper_bound(steps_.begin(), steps_.end(), t,
+                               [](std::int64_t v, const StepSpan& s) { return v < s.start; });
+    if (it == steps_.begin()) return nullptr;
+    --it;
+    return t <= it->end ? &*it : nullptr;
+  };
+  std::sort(pending.begin(), pending.end(),
+            [](const Pending& a, const Pending& b) { return a.host_start < b.host_start; });
+  std::map<std::tuple<const StepSpan*, std::string, std::int64_t>, std::int64_t> counters;
+  std::uint64_t outside = 0;
+  const bool count_mb = pattern_ && !pattern_->has_micro_batch();
+  for (Pending& p : pending) {
+    std::int64_t chunk = p.action.chunk;
+    if (chunk < 0 && p.action.stage >= 0) {
+      chunk = std::lower_bound(stages.begin(), stages.end(), p.action.stage) - stages.begin();
+    }
+    if (chunk < 0) chunk = 0;
+    const StepSpan* step = step_of(p.host_start);
+    if (!out_.first_step && step != nullptr) out_.first_step = step->step;
+    if (count_mb) {
+      if (step == nullptr) {
+        ++outside;
+        continue;
+      }
+      p.action.micro_batch = counters[{step, p.action.type, chunk}]++;
+    }
+    const bool compute = p.action.type == "forward" || p.action.type.starts_with("backward");
+    const std::string type =
+        chunked && compute ? fmt::format("{}{}", p.action.type, chunk) : p.action.type;
+    Job& job = out_.device.jobs.emplace_back();
+    job.start_ns = base_ns_ + p.start;
+    job.end_ns = base_ns_ + p.end;
+    job.micro_batch = std::max<std::int64_t>(p.action.micro_batch, 0);
+    job.job_id = static_cast<std::int64_t>(out_.device.jobs.size() - 1);
+    job.type = out_.types.intern(type);
+    job.line = static_cast<std::uint32_t>(std::min<std::uint64_t>(p.ordinal, UINT32_MAX));
+  }
+  if (outside > 0) {
+    out_.stats.malformed += outside;
+    note(0, fmt::format("{} jobs lie outside every ProfilerStep#N span, which number the "
+                        "micro-batches of a pattern without 'mb'; skipped",
+                        outside));
+  }
+  out_.stats.matched = out_.device.jobs.size();
+}
+
+/// The first step: the one holding the first job, else the first span.
+void TorchTraceFileReader::record_steps() {
+  if (!out_.first_step && !steps_.empty()) out_.first_step = steps_.front().step;
+  if (out_.first_step) out_.device.step_starts.push_back({0, *out_.first_step});
+}
+
+}  // namespace pipescope

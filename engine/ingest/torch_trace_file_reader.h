@@ -1,0 +1,125 @@
+// The reading of one PyTorch profiler trace into jobs (torch_trace_reader.h
+// says what a trace's jobs are; this is how one file becomes them).
+//
+//  1. Events: the file is read in batches (trace_event_batches.h), each event
+//     parsed alone (torch_trace_event.h) and applied in file order: user
+//     annotations naming jobs, `ProfilerStep#N` spans, and kernels joined to
+//     the CPU span that launched them (by correlation id) as they come.
+//  2. A CPU annotation after the first runtime call breaks Kineto's order
+//     (CPU events first, then runtime calls and kernels): the file is then
+//     read a second time for the kernels, every span known.
+//  3. Jobs are assembled: each CPU span's interval chosen (GPU span, else
+//     its kernels' span, else the host's), chunks and micro-batches
+//     numbered, the steps found.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ingest/discovery.h"
+#include "ingest/file_result.h"
+#include "ingest/job_pattern.h"
+#include "ingest/trace_event_batches.h"
+
+namespace pipescope {
+
+struct IngestOptions;
+class TraceEventTokenizer;
+
+/// The warning code of jobs timed by the host (InputNote::code): one note
+/// per file from the reader, made one warning per run by read_torch_traces.
+inline constexpr std::string_view kHostTimedCode = "host_timed_jobs";
+
+/// Reads one trace file; read() once.
+class TorchTraceFileReader {
+ public:
+  /// Throws std::invalid_argument for a bad job pattern in `options`.
+  TorchTraceFileReader(const InputFile& input, const IngestOptions& options);
+
+  /// The file's jobs, steps, statistics and diagnostics. Never throws for the
+  /// file's content or I/O (they become `stats.error` and diagnostics);
+  /// throws InputError when a job pattern without `mb` meets a trace with
+  /// jobs but no ProfilerStep spans.
+  FileResult read();
+
+  /// The lowest pipeline stage the labels name (after read()), if any.
+  std::optional<std::int64_t> lowest_stage() const { return lowest_stage_; }
+
+ private:
+  /// An annotation span as kept.
+  struct Annotation {
+    std::string name;
+    std::int64_t start = 0;  // ns after the base
+    std::int64_t end = 0;
+    std::int64_t external_id = -1;
+    std::uint64_t ordinal = 0;  // 1-based event index
+    std::uint64_t offset = 0;   // byte offset
+    // The kernels launched from inside the span (CPU annotations only).
+    std::int64_t kernel_start = std::numeric_limits<std::int64_t>::max();
+    std::int64_t kernel_end = std::numeric_limits<std::int64_t>::min();
+  };
+  struct KernelSpan {
+    std::int64_t start = 0;
+    std::int64_t end = 0;
+  };
+  struct StepSpan {
+    std::int64_t start = 0;
+    std::int64_t end = 0;
+    std::int64_t step = 0;
+  };
+  /// A job found, before its chunk and micro-batch are numbered.
+  struct Pending {
+    TraceAction action;
+    std::int64_t start, end, host_start;
+    std::uint64_t ordinal;
+  };
+
+  void note(std::uint64_t offset, std::string message);
+  void malformed(std::uint64_t offset, std::string message);
+  void on_base_time(std::string_view value);
+
+  // Reading events.
+  std::string read_events(TraceEventTokenizer& tokenizer, bool& unreadable);
+  void apply(EventBatch& batch);
+  void apply(ParsedEvent& e);
+
+  // Joining kernels to the CPU spans that launched them.
+  std::size_t span_at(std::int64_t ts);
+  void add_kernel(std::size_t span, std::int64_t start, std::int64_t end);
+  void on_launch(std::int64_t correlation, std::int64_t ts);
+  void on_kernel(std::int64_t correlation, std::int64_t start, std::int64_t end);
+  void second_pass();
+
+  // Assembling jobs, in this order.
+  void require_steps_for_pattern();
+  std::vector<TraceAction> actions_of(const Annotation& a);
+  std::vector<Pending> timed_actions();
+  std::vector<std::int64_t> rank_stages(const std::vector<Pending>& pending);
+  void emit_jobs(std::vector<Pending>& pending, const std::vector<std::int64_t>& stages);
+  void record_steps();
+
+  const InputFile& input_;
+  const IngestOptions& options_;
+  std::optional<std::int64_t> lowest_stage_;
+  FileResult out_;
+  std::optional<JobPattern> pattern_;
+  BatchPool batches_;
+  std::int64_t base_ns_ = 0;
+  std::vector<Annotation> cpu_, gpu_;
+  std::vector<StepSpan> steps_;
+  std::vector<std::pair<std::int64_t, std::size_t>> span_index_;    // (start, cpu_ index)
+  std::unordered_map<std::int64_t, std::size_t> waiting_launches_;  // correlation -> span
+  std::unordered_map<std::int64_t, KernelSpan> early_kernels_;      // kernel before its launch
+  std::int64_t max_launch_correlation_ = -1;
+  bool launches_started_ = false;
+  bool late_annotation_ = false;
+  bool second_pass_ = false;
+};
+
+}  // namespace pipescope
