@@ -17,6 +17,7 @@
 #include "export/chrome_trace.h"
 #include "load/load_run.h"
 #include "model/errors.h"
+#include "numeric/units.h"
 #include "run_inputs.h"
 #include "whatif/replay.h"
 #include "whatif/whatif_json.h"
@@ -39,8 +40,6 @@ struct WhatifOptions : RunInputOptions {
 };
 
 std::string ms(double ns) { return fmt::format("{:.3f}", ns / 1e6); }
-
-std::string percent(double ratio) { return fmt::format("{:.1f}%", ratio * 100); }
 
 std::string signed_percent(double change) { return fmt::format("{:+.1f}%", change * 100); }
 

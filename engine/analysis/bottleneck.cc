@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "numeric/statistics.h"
+
 namespace pipescope {
 
 DurationStats duration_stats(std::vector<std::int64_t>& durations) {
@@ -13,31 +15,12 @@ DurationStats duration_stats(std::vector<std::int64_t>& durations) {
   s.count = durations.size();
   for (const std::int64_t d : durations) s.total_ns += d;
   s.mean_ns = s.total_ns / static_cast<std::int64_t>(s.count);
-  // Nearest rank: the smallest value with at least q·n values at or below it.
-  // Selection instead of a full sort (linear, not n log n: a dense run has
-  // millions of durations per stage); the values are the same.
-  const auto index = [&](std::uint64_t percent) {
-    return static_cast<std::ptrdiff_t>(std::max<std::uint64_t>((percent * s.count + 99) / 100, 1) -
-                                       1);
-  };
-  const auto begin = durations.begin();
-  const std::ptrdiff_t median = index(50);
-  const std::ptrdiff_t p95 = index(95);
-  std::nth_element(begin, begin + median, durations.end());
-  s.median_ns = begin[median];
-  if (s.count % 2 == 0) {
-    // Interpolated: the mean of the two middle values. For an even count the
-    // nearest-rank index is the lower middle; the upper one is the smallest
-    // value after it.
-    const std::int64_t lower = begin[median];
-    const std::int64_t upper = *std::min_element(begin + median + 1, durations.end());
-    s.median_ns = lower + (upper - lower + 1) / 2;  // half up, no overflow for lower <= upper
-  }
-  // Everything after the median is at least the median, so p95 and the
-  // maximum are found in that part alone.
-  if (p95 > median) std::nth_element(begin + median + 1, begin + p95, durations.end());
-  s.p95_ns = begin[p95];
-  s.max_ns = *std::max_element(begin + p95, durations.end());
+  s.median_ns = median_ns(durations);
+  const std::size_t p95 = nearest_rank(durations.size(), 95);
+  s.p95_ns = select_rank(durations, p95);
+  // Nothing after the p95 rank is smaller, so the maximum is found there.
+  s.max_ns =
+      *std::max_element(durations.begin() + static_cast<std::ptrdiff_t>(p95), durations.end());
   return s;
 }
 

@@ -19,10 +19,10 @@
 
 namespace pipescope {
 
-/// Integer statistics of a set of job durations (ns). The median is the
-/// interpolated one that `check`, `diff` and the reports use everywhere (the
-/// middle value, or the mean of the two middle values, rounded half up to the
-/// ns); p95 is nearest-rank (an actual duration); mean is rounded toward zero.
+/// Integer statistics of a set of job durations (ns). The median is
+/// median_ns (the middle value, or the mean of the two middle values, rounded
+/// half up to the ns); p95 is nearest_rank (an actual duration); both in
+/// numeric/statistics.h. The mean is rounded toward zero.
 struct DurationStats {
   std::uint64_t count = 0;
   std::int64_t total_ns = 0;

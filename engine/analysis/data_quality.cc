@@ -10,6 +10,7 @@
 #include <string>
 
 #include "analysis/step_rule.h"
+#include "numeric/statistics.h"
 
 namespace pipescope {
 
@@ -44,12 +45,6 @@ std::vector<std::vector<std::int64_t>> compute_jobs_per_step(const Run& run, con
         }
       });
   return counts;
-}
-
-std::int64_t median_of(std::vector<std::int64_t> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
 }
 
 /// Why incomplete step `k` is: the first device of its segment that never
@@ -157,7 +152,7 @@ void add_step_findings(const Run& run, const Metrics& metrics, const StageMap& s
         for (std::size_t k = segment.first; k < segment.first + segment.count; ++k) {
           if (metrics.steps[k].complete) own.push_back(counts[d][k]);
         }
-        own_median = median_of(std::move(own));
+        own_median = upper_middle(own);
       }
       for (std::size_t k = segment.first; k < segment.first + segment.count; ++k) {
         if (!metrics.steps[k].complete) continue;
@@ -165,7 +160,7 @@ void add_step_findings(const Run& run, const Metrics& metrics, const StageMap& s
         if (!peers.empty()) {
           std::vector<std::int64_t> theirs;
           for (const std::size_t p : peers) theirs.push_back(counts[p][k]);
-          expected = median_of(std::move(theirs));
+          expected = upper_middle(theirs);
         }
         if (counts[d][k] >= expected) continue;
         if (short_steps++ < 3) {
@@ -305,12 +300,9 @@ std::vector<QualityWarning> check_data_quality(const Run& run, const Metrics& me
   if (starts.size() >= 2) {
     // Quartiles: robust however few jobs there are, and a stray job cannot
     // widen them.
-    const std::size_t lo_rank = starts.size() / 4;
-    const std::size_t hi_rank = starts.size() - 1 - starts.size() / 4;
-    std::nth_element(starts.begin(), starts.begin() + lo_rank, starts.end());
-    const std::int64_t lo = starts[lo_rank];
-    std::nth_element(starts.begin(), starts.begin() + hi_rank, starts.end());
-    const std::int64_t hi = starts[hi_rank];
+    const QuartileRanks ranks = quartile_ranks(starts.size());
+    const std::int64_t lo = select_rank(starts, ranks.lower);
+    const std::int64_t hi = select_rank(starts, ranks.upper);
     const std::int64_t span = std::max(hi - lo, kMinOutlierSpanNs);
     // Bounds saturate instead of overflowing near the ends of int64.
     const std::int64_t reach = span > std::numeric_limits<std::int64_t>::max() / 10

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "numeric/units.h"
+
 namespace pipescope {
 
 namespace {
@@ -81,7 +83,7 @@ std::string explain_bubbles(const Run& run, const Metrics& metrics, const Schedu
   const auto total = static_cast<std::int64_t>(devices) * metrics.total_window_ns;
   if (total <= 0) return "no complete step with a window: nothing to explain";
   const ScheduleDetection& d = schedule.detection;
-  std::string out = fmt::format("{:.1f}% bubble", metrics.bubble_ratio * 100.0);
+  std::string out = percent(metrics.bubble_ratio) + " bubble";
   const std::string shape = fmt::format("P={}, M={}{}", d.stages, d.micro_batches,
                                         d.chunks > 1 ? fmt::format(", V={}", d.chunks) : "");
   if (split.known) {

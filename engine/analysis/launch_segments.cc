@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "analysis/step_rule.h"
+#include "numeric/statistics.h"
 
 namespace pipescope {
 
@@ -92,11 +93,8 @@ void gap_candidates(const Device& device, const TypeKinds& kinds, const SegmentO
   for (std::size_t k = 0; k < steps; ++k) {
     if (last[k] > first[k]) spans.push_back(last[k] - first[k]);
   }
-  std::int64_t median = 0;
-  if (!spans.empty()) {
-    std::nth_element(spans.begin(), spans.begin() + spans.size() / 2, spans.end());
-    median = spans[spans.size() / 2];
-  }
+  // An actual span: the upper middle one of an even count.
+  const std::int64_t median = upper_middle(spans);
   const std::int64_t threshold =
       std::max(options.min_gap_ns, saturating_multiply(median, options.gap_steps));
 

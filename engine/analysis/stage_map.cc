@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "numeric/units.h"
+
 namespace pipescope {
 
 namespace {
@@ -169,7 +171,7 @@ std::vector<std::string> stage_map_contradictions(const Run& run, const StageMap
     }
     return t;
   }();
-  const auto ms = [&](std::int64_t t) { return static_cast<double>(t - origin) / 1e6; };
+  const auto ms = [&](std::int64_t t) { return format_ms(t - origin); };
   for (std::size_t s = 0; s < map.stage_count(); ++s) {
     const auto& group = map.devices[s];
     if (group.size() < 2 || group.front() >= run.devices.size()) continue;
@@ -204,7 +206,7 @@ std::vector<std::string> stage_map_contradictions(const Run& run, const StageMap
         const Job& x = first.jobs[example_index];
         evidence = fmt::format(
             "{} of its {} jobs do not overlap device {}'s same job at all (first: {}, device "
-            "{} {:.3f}-{:.3f} ms, device {} {:.3f}-{:.3f} ms after the first job): one waits for "
+            "{} {}-{} ms, device {} {}-{} ms after the first job): one waits for "
             "the other, a pipeline dependency",
             after, n, first.index, label(*example), first.index, ms(x.start_ns), ms(x.end_ns),
             other.index, ms(example->start_ns), ms(example->end_ns));

@@ -12,6 +12,7 @@
 #include "compare/figure_format.h"
 #include "ingest/discovery.h"
 #include "load/input_rules.h"
+#include "numeric/statistics.h"
 
 namespace pipescope {
 
@@ -21,14 +22,6 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
-}
-
-double quantile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const double pos = q * static_cast<double>(sorted.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
 }
 
 FigureComparison compare(std::vector<double> base, std::vector<double> cur) {
@@ -225,11 +218,11 @@ Spread spread_of(std::vector<double> values) {
   s.count = values.size();
   if (values.empty()) return s;
   std::sort(values.begin(), values.end());
-  s.median = quantile(values, 0.5);
-  s.p25 = quantile(values, 0.25);
-  s.p75 = quantile(values, 0.75);
+  s.p25 = interpolated_quantile(values, 0.25);
+  s.p75 = interpolated_quantile(values, 0.75);
   s.min = values.front();
   s.max = values.back();
+  s.median = median(values);  // last: it reorders the values
   return s;
 }
 

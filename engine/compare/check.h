@@ -104,7 +104,9 @@ struct Spread {
   double iqr() const { return p75 - p25; }
 };
 
-/// Linear-interpolated quantiles of `values` (any order; count 0 gives zeros).
+/// The spread of `values` (any order; count 0 gives zeros): the median (the
+/// mean of the two middle values) and the quartiles interpolated between
+/// closest ranks (numeric/statistics.h).
 Spread spread_of(std::vector<double> values);
 
 struct FigureComparison {

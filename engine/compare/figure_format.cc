@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "export/text_report.h"
+#include "numeric/units.h"
 
 namespace pipescope {
 

@@ -14,7 +14,8 @@
 #include "analysis/job_role.h"
 #include "analysis/step_selection.h"
 #include "export/atomic_file.h"
-#include "export/text_report.h"
+#include "numeric/statistics.h"
+#include "numeric/units.h"
 
 namespace pipescope {
 
@@ -70,8 +71,6 @@ const char* compute_color(PipelineRole role, std::int32_t chunk) {
       return nullptr;
   }
 }
-
-std::string percent(double ratio) { return fmt::format("{:.1f}%", ratio * 100); }
 
 // An axis label in the unit of the tick spacing, with only the decimals the
 // spacing needs, in the largest unit not above the label or the spacing:
@@ -391,18 +390,14 @@ void write_step_chart(Out it, const Metrics& metrics, const std::vector<std::siz
   fmt::format_to(it, "</svg>\n");
 }
 
-/// The median window of the complete steps: the middle one, or the mean of
-/// the two middle ones (half up), as everywhere in pipescope.
+/// The median window of the complete steps (median_ns: the middle one, or
+/// the mean of the two middle ones rounded half up).
 std::int64_t median_step_ns(const Metrics& metrics) {
   std::vector<std::int64_t> d;
   for (const StepWindow& s : metrics.steps) {
     if (s.complete) d.push_back(s.window_ns());
   }
-  if (d.empty()) return 0;
-  std::sort(d.begin(), d.end());
-  const std::size_t n = d.size();
-  if (n % 2 == 1) return d[n / 2];
-  return d[n / 2 - 1] + (d[n / 2] - d[n / 2 - 1] + 1) / 2;
+  return median_ns(d);
 }
 
 constexpr std::string_view kStyle = R"(
@@ -519,7 +514,9 @@ std::vector<std::size_t> choose_html_steps(const Metrics& metrics, std::string_v
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       return metrics.steps[a].window_ns() < metrics.steps[b].window_ns();
     });
-    const std::size_t median = order[(order.size() - 1) / 2];
+    // The median-duration step must be a step: the lower middle one (the
+    // earlier of equal windows, the sort being stable).
+    const std::size_t median = order[lower_middle_rank(order.size())];
     const std::size_t slowest = order.back();
     chosen.push_back(median);
     if (slowest != median) chosen.push_back(slowest);

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "numeric/units.h"
+
 namespace pipescope {
 
 namespace {
@@ -19,31 +21,15 @@ constexpr std::size_t kStepsHead = 10;
 constexpr std::size_t kStepsTail = 5;
 constexpr std::size_t kDiagnosticsShown = 20;
 
-// "<whole>.<3 digits>" of magnitude/unit, rounded half up, from integers.
-std::string fixed3(std::uint64_t magnitude, std::uint64_t unit) {
-  const std::uint64_t thousandths =
-      unit >= 1000 ? (magnitude + unit / 2000) / (unit / 1000) : magnitude * (1000 / unit);
-  return fmt::format("{}.{:03}", thousandths / 1000, thousandths % 1000);
-}
-
-std::uint64_t magnitude_of(std::int64_t v) {
-  return v < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
-}
-
 std::string count(std::uint64_t n, std::string_view noun) {
   return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
-}
-
-std::string percent(double ratio) {
-  if (!std::isfinite(ratio)) return "-";
-  return fmt::format("{:.1f}%", ratio * 100.0);
 }
 
 // Start of a step relative to the first window, in milliseconds.
 std::string relative_ms(std::int64_t ns, std::int64_t origin) {
   const auto diff = static_cast<std::int64_t>(static_cast<std::uint64_t>(ns) -
                                               static_cast<std::uint64_t>(origin));
-  return fmt::format("{}{}", diff < 0 ? "-" : "", fixed3(magnitude_of(diff), 1'000'000));
+  return format_ms(diff);
 }
 
 // Terminal-safe text: paths and messages may hold arbitrary log bytes, and a
@@ -419,16 +405,6 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
 }
 
 }  // namespace
-
-std::string format_duration(std::int64_t ns) {
-  const std::string_view sign = ns < 0 ? "-" : "";
-  const std::uint64_t abs = magnitude_of(ns);
-  if (abs < 1'000) return fmt::format("{}{} ns", sign, abs);
-  if (abs < 1'000'000) return fmt::format("{}{} us", sign, fixed3(abs, 1'000));
-  // Rounding can carry into the next unit (999.9996 ms is 1.000 s).
-  if ((abs + 500) / 1'000 < 1'000'000) return fmt::format("{}{} ms", sign, fixed3(abs, 1'000'000));
-  return fmt::format("{}{} s", sign, fixed3(abs, 1'000'000'000));
-}
 
 void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
                        const ReportOptions& options) {

@@ -29,8 +29,4 @@ struct ReportOptions {
 void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
                        const ReportOptions& options = {});
 
-/// "999 ns", "12.345 us", "12.345 ms", "1.234 s" (three decimals, rounded
-/// half away from zero, computed in integers).
-std::string format_duration(std::int64_t ns);
-
 }  // namespace pipescope

@@ -10,6 +10,7 @@
 
 #include "analysis/launch_segments.h"
 #include "analysis/metrics.h"
+#include "numeric/statistics.h"
 #include "scan/chunk_scanner.h"
 #include "scan/prefilter.h"
 
@@ -202,25 +203,12 @@ bool LiveRun::provisional() const {
 
 bool LiveRun::beyond_spread(double ratio) const {
   if (recent_.size() < std::max<std::size_t>(options_.spread_min_steps, 1)) return false;
-  auto median_of = [](std::vector<double> values) {
-    const std::size_t mid = values.size() / 2;
-    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid),
-                     values.end());
-    double median = values[mid];
-    if (values.size() % 2 == 0) {
-      median = (median + *std::max_element(values.begin(),
-                                           values.begin() + static_cast<std::ptrdiff_t>(mid))) /
-               2;
-    }
-    return median;
-  };
-  const std::vector<double> values(recent_.begin(), recent_.end());
-  const double median = median_of(values);
+  std::vector<double> values(recent_.begin(), recent_.end());
+  const double middle = median(values);
   std::vector<double> deviations;
-  for (const double v : values) deviations.push_back(std::abs(v - median));
-  const double spread =
-      std::max(options_.spread_mads * median_of(std::move(deviations)), options_.spread_floor);
-  return std::abs(ratio - median) > spread;
+  for (const double v : values) deviations.push_back(std::abs(v - middle));
+  const double spread = std::max(options_.spread_mads * median(deviations), options_.spread_floor);
+  return std::abs(ratio - middle) > spread;
 }
 
 namespace {

@@ -4,6 +4,7 @@
 
 #include "export/atomic_file.h"
 #include "export/json_writer.h"
+#include "numeric/units.h"
 
 namespace pipescope {
 
@@ -31,9 +32,9 @@ std::string label_value(const std::string& text) {
 
 std::string format_step_line(const LiveStep& step) {
   std::string line = fmt::format(
-      "step {}  window {:.3f} ms  bubble {:.2f}%  inherent {}  excess {}  waited on {}", step.label,
-      static_cast<double>(step.window_ns()) / 1e6, 100.0 * step.bubble_ratio,
-      points(step.inherent_points), points(step.excess_points),
+      "step {}  window {} ms  bubble {:.2f}%  inherent {}  excess {}  waited on {}", step.label,
+      format_ms(step.window_ns()), 100.0 * step.bubble_ratio, points(step.inherent_points),
+      points(step.excess_points),
       step.most_waited_stage ? fmt::format("stage {}", *step.most_waited_stage) : std::string("-"));
   if (step.beyond_spread) line += "  beyond recent spread";
   if (step.provisional) line += "  provisional";

@@ -9,6 +9,7 @@
 
 #include "analysis/job_kind.h"
 #include "model/errors.h"
+#include "numeric/statistics.h"
 
 namespace pipescope {
 
@@ -25,12 +26,6 @@ std::string machine_label(const Device& device) {
   const std::string name =
       device.machine_name.empty() ? fmt::format("machine {}", device.machine) : device.machine_name;
   return folder.empty() ? name : fmt::format("{} ({})", name, folder);
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "analysis/job_kind.h"
+#include "numeric/statistics.h"
 
 namespace pipescope {
 
@@ -47,20 +48,6 @@ bool iequal(std::string_view a, std::string_view b) {
 
 double mean(const std::vector<double>& v) {
   return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-}
-
-/// Nearest-rank quantile of a sorted sample (q in [0, 1]).
-double quantile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const auto i = static_cast<std::size_t>(std::llround(q * static_cast<double>(sorted.size() - 1)));
-  return sorted[std::min(i, sorted.size() - 1)];
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  if (v.empty()) return 0;
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // splitmix64: reproducible draws whatever the standard library.
@@ -145,13 +132,13 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
   measured.micro_batches = detection.micro_batches;
   measured.chunks = std::max(1, detection.chunks);
   measured.bubble_ratio = metrics.bubble_ratio;
-  std::vector<double> windows;
+  std::vector<std::int64_t> windows;
   for (const StepWindow& step : metrics.steps) {
-    if (step.complete) windows.push_back(static_cast<double>(step.window_ns()));
+    if (step.complete) windows.push_back(step.window_ns());
   }
   measured.complete_steps = windows.size();
   if (windows.empty()) throw std::invalid_argument("no complete step: nothing to replay");
-  measured.step_ns = median(windows);
+  measured.step_ns = median_ns_exact(windows);
 
   const auto complete = [&](std::size_t d, std::size_t i) {
     const std::int32_t k = metrics.job_step[d][i];
@@ -380,7 +367,8 @@ Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
   const std::vector<double>& cross = inputs.latency_cross_machine.empty()
                                          ? inputs.latency_same_machine
                                          : inputs.latency_cross_machine;
-  const double overhead = median(inputs.step_overhead);
+  std::vector<double> overheads = inputs.step_overhead;
+  const double overhead = median(overheads);
   Draws draws(options.seed);
   // A stage's whole backwards where it logged them, else its two halves; a
   // half where it logged them, else its share of a whole one.
@@ -504,14 +492,15 @@ Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
   replay.metrics = compute_metrics(run);
   Prediction& out = replay.prediction;
   out.scenario = scenario;
-  std::vector<double> windows;
+  std::vector<std::int64_t> windows;
   for (const StepWindow& step : replay.metrics.steps) {
-    if (step.complete) windows.push_back(static_cast<double>(step.window_ns()));
+    if (step.complete) windows.push_back(step.window_ns());
   }
-  out.step_ns = median(windows);
-  std::sort(windows.begin(), windows.end());
-  out.step_p10_ns = quantile(windows, 0.1);
-  out.step_p90_ns = quantile(windows, 0.9);
+  out.step_ns = median_ns_exact(windows);
+  if (!windows.empty()) {
+    out.step_p10_ns = static_cast<double>(select_rank(windows, rounded_rank(windows.size(), 10)));
+    out.step_p90_ns = static_cast<double>(select_rank(windows, rounded_rank(windows.size(), 90)));
+  }
   out.bubble_ratio = replay.metrics.bubble_ratio;
   out.step_ns_per_micro_batch = out.step_ns / m;
   out.in_flight_max = std::move(in_flight_max);

@@ -81,7 +81,8 @@ struct MeasuredRun {
   int stages = 0;
   int micro_batches = 0;
   int chunks = 1;
-  /// Median window of the complete steps, and the contract's bubble ratio.
+  /// Median window of the complete steps (median_ns_exact), and the
+  /// contract's bubble ratio.
   double step_ns = 0;
   double bubble_ratio = 0;
   std::size_t complete_steps = 0;
@@ -146,8 +147,9 @@ struct UsedCosts {
 
 struct Prediction {
   Scenario scenario;
-  /// Median window of the replayed complete steps, and its 10th and 90th
-  /// percentiles (equal without cost spread).
+  /// Median window of the replayed complete steps (median_ns_exact), and its
+  /// 10th and 90th percentiles (rounded_rank: actual windows; equal without
+  /// cost spread). numeric/statistics.h.
   double step_ns = 0;
   double step_p10_ns = 0;
   double step_p90_ns = 0;

@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -97,22 +96,6 @@ Sample make_sample(int steps) {
   s.metrics.bubble_ratio = 0.234;
   s.metrics.total_window_ns = 12'345'678 * std::int64_t{steps};
   return s;
-}
-
-TEST(ExportReport, FormatDuration) {
-  EXPECT_EQ(format_duration(0), "0 ns");
-  EXPECT_EQ(format_duration(999), "999 ns");
-  EXPECT_EQ(format_duration(1'000), "1.000 us");
-  EXPECT_EQ(format_duration(999'999), "999.999 us");
-  EXPECT_EQ(format_duration(1'000'000), "1.000 ms");
-  EXPECT_EQ(format_duration(12'345'678), "12.346 ms");
-  EXPECT_EQ(format_duration(12'345'499), "12.345 ms");
-  EXPECT_EQ(format_duration(999'999'499), "999.999 ms");
-  EXPECT_EQ(format_duration(999'999'500), "1.000 s");
-  EXPECT_EQ(format_duration(1'234'567'891), "1.235 s");
-  EXPECT_EQ(format_duration(3'600'000'000'000), "3600.000 s");
-  EXPECT_EQ(format_duration(-1'500), "-1.500 us");
-  EXPECT_EQ(format_duration(std::numeric_limits<std::int64_t>::min()), "-9223372036.855 s");
 }
 
 TEST(ExportReport, ContainsTheFigures) {

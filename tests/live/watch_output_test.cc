@@ -41,6 +41,15 @@ TEST(WatchOutput, Line) {
             "-  beyond recent spread  provisional");
 }
 
+TEST(WatchOutput, WindowRoundsFromIntegerNanoseconds) {
+  // Half a microsecond rounds away from zero, as every duration pipescope
+  // prints (a double 1.0005 would print 1.000).
+  LiveStep step = sample_step();
+  step.start_ns = 0;
+  step.end_ns = 1'000'500;
+  EXPECT_NE(format_step_line(step).find("window 1.001 ms"), std::string::npos);
+}
+
 TEST(WatchOutput, JsonObject) {
   EXPECT_EQ(step_json("job \"7\"", sample_step()),
             R"({"run":"job \"7\"","segment":1,"step":12,"label":"1:12","start_ns":1000000000,)"

@@ -1,0 +1,80 @@
+#include "numeric/statistics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <numeric>
+
+namespace pipescope {
+
+namespace {
+
+template <typename T>
+T select(std::span<T> values, std::size_t rank) {
+  const auto at = values.begin() + static_cast<std::ptrdiff_t>(rank);
+  std::nth_element(values.begin(), at, values.end());
+  return *at;
+}
+
+/// The two middle values of `values` (the middle one twice for an odd count);
+/// values non-empty. One selection, then the smallest value after it.
+template <typename T>
+std::pair<T, T> middles(std::span<T> values) {
+  const std::size_t n = values.size();
+  const std::size_t lower = lower_middle_rank(n);
+  const T low = select(values, lower);
+  if (n % 2 == 1) return {low, low};
+  return {low,
+          *std::min_element(values.begin() + static_cast<std::ptrdiff_t>(lower) + 1, values.end())};
+}
+
+/// upper − lower (lower <= upper) without overflow: the difference of any two
+/// int64 fits in uint64.
+std::uint64_t distance(std::int64_t lower, std::int64_t upper) {
+  return static_cast<std::uint64_t>(upper) - static_cast<std::uint64_t>(lower);
+}
+
+}  // namespace
+
+std::int64_t select_rank(std::span<std::int64_t> values, std::size_t rank) {
+  return select(values, rank);
+}
+
+double select_rank(std::span<double> values, std::size_t rank) { return select(values, rank); }
+
+std::int64_t upper_middle(std::span<std::int64_t> values) {
+  return values.empty() ? 0 : select(values, upper_middle_rank(values.size()));
+}
+
+std::int64_t median_ns(std::span<std::int64_t> values) {
+  if (values.empty()) return 0;
+  const auto [low, high] = middles(values);
+  const std::uint64_t d = distance(low, high);
+  // ⌈d / 2⌉ written so that d + 1 cannot wrap; the sum lies in [low, high],
+  // so it fits in int64 and the unsigned addition is exact.
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + d / 2 + d % 2);
+}
+
+double median_ns_exact(std::span<std::int64_t> values) {
+  if (values.empty()) return 0;
+  const auto [low, high] = middles(values);
+  const std::uint64_t d = distance(low, high);
+  const auto floor = static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + d / 2);
+  return static_cast<double>(floor) + (d % 2 == 1 ? 0.5 : 0.0);
+}
+
+double median(std::span<double> values) {
+  if (values.empty()) return 0;
+  const auto [low, high] = middles(values);
+  return std::midpoint(low, high);
+}
+
+double interpolated_quantile(std::span<const double> sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double position = q * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(position));
+  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (position - static_cast<double>(lo));
+}
+
+}  // namespace pipescope
