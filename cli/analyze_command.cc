@@ -27,7 +27,6 @@
 #include "export/text_report.h"
 #include "export/trace_size.h"
 #include "ingest/input_formats.h"
-#include "ingest/torch_trace_reader.h"
 #include "load/load_run.h"
 #include "progress.h"
 #include "run_inputs.h"
@@ -180,7 +179,8 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
       fmt::print(stderr, "pipescope: {}: {}\n", d.location(), d.message);
     }
     const bool traces = std::any_of(run.inputs.begin(), run.inputs.end(), [](const InputStats& s) {
-      return format_by_name(fs::path(s.path).filename().string()) == InputFormat::torch_trace ||
+      const auto format = format_by_name(fs::path(s.path).filename().string());
+      return (format && input_format_spec(*format).takes_job_pattern) ||
              s.path.ends_with(".json") || s.path.ends_with(".json.gz");
     });
     if (traces) {
@@ -293,10 +293,10 @@ int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load) {
   callbacks.on_plan = [&](const std::vector<InputFile>& inputs) {
     for (const InputFile& input : inputs) {
       // Their pipelines are chosen over all files at once, which the ranks' shares are not.
-      if (input.format == InputFormat::paddle_dygraph) {
-        throw InputError(fmt::format(
-            "{}: --mpi does not read Paddle dygraph records; analyse them without --mpi",
-            input.path));
+      const InputFormatSpec& format = input_format_spec(input.format);
+      if (format.reads_files_together) {
+        throw InputError(fmt::format("{}: --mpi does not read {}; analyse them without --mpi",
+                                     input.path, format.name));
       }
     }
     check_outputs_are_not_inputs(options, inputs);

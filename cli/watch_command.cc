@@ -24,6 +24,7 @@
 #include "export/chrome_trace.h"
 #include "export/summary_json.h"
 #include "ingest/discovery.h"
+#include "ingest/input_formats.h"
 #include "live/live_run.h"
 #include "live/live_source.h"
 #include "live/watch_output.h"
@@ -65,32 +66,28 @@ void install_stop_handlers() {
   sigaction(SIGTERM, &action, nullptr);
 }
 
-/// Inputs that can be followed while they grow: all but Paddle's
-/// concatenation of the dygraph records (`pipeline_profile.json`), which its
-/// helper writes once the run is over.
+/// Inputs that can be followed while they grow: all but those the format
+/// table says are written whole once the run is over (Paddle's concatenation
+/// of the dygraph records, `pipeline_profile.json`).
 void refuse_unfollowable(const std::vector<InputFile>& inputs) {
   for (const InputFile& input : inputs) {
-    if (input.format != InputFormat::paddle_dygraph ||
-        !is_dygraph_concatenation(fs::path(input.path).filename().string())) {
-      continue;
-    }
-    throw InputError(fmt::format(
-        "{} is Paddle's concatenation of the dygraph records, written once the run is over: "
-        "watch the per-rank files (profile_record_tmp_file_for_rank_N) instead, or analyse it "
-        "with `pipescope analyze`",
-        input.path));
+    const auto unfollowable = input_format_spec(input.format).unfollowable;
+    const std::string_view why =
+        unfollowable ? unfollowable(fs::path(input.path).filename().string()) : "";
+    if (why.empty()) continue;
+    throw InputError(fmt::format("{} {}, or analyse it with `pipescope analyze`", input.path, why));
   }
 }
 
 /// A stage map that names devices is checked against the inputs before
-/// anything is followed, as analyze checks it (dygraph records and traces
-/// place their devices only once read: checked by the final pass).
+/// anything is followed, as analyze checks it (formats whose reader places
+/// the devices, dygraph records and traces, are checked by the final pass).
 void check_stage_map(const std::vector<InputFile>& inputs, const LoadOptions& load) {
   const std::string& stages = load.pipeline.stages;
   if (stages.empty() || stages == "device" || stages == "auto") return;
   Run placed;
   for (const InputFile& input : inputs) {
-    if (input.format != InputFormat::worker_log && input.format != InputFormat::ivl) return;
+    if (input_format_spec(input.format).reader_places_devices) return;
     Device& device = placed.devices.emplace_back();
     device.index = input.device;
     device.path = input.path;

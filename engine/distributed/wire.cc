@@ -1,5 +1,7 @@
 #include "distributed/wire.h"
 
+#include "ingest/input_formats.h"
+
 namespace pipescope::distributed {
 
 void put_input(ByteWriter& w, const InputFile& input) {
@@ -16,7 +18,7 @@ InputFile get_input(ByteReader& r) {
   InputFile input;
   input.path = r.str();
   const auto format = r.get<std::uint8_t>();
-  if (format > static_cast<std::uint8_t>(InputFormat::torch_trace)) throw WireError("bad input format");
+  if (!is_input_format(format)) throw WireError("bad input format");
   input.format = static_cast<InputFormat>(format);
   input.size_bytes = r.get<std::uint64_t>();
   input.machine = r.get<std::int32_t>();

@@ -11,8 +11,6 @@
 #include <system_error>
 
 #include "ingest/input_formats.h"
-#include "ingest/torch_trace_reader.h"
-#include "records/ivl_reader.h"
 
 namespace pipescope {
 
@@ -104,53 +102,73 @@ bool is_broken_link(const fs::directory_entry& entry) {
   return !fs::exists(entry.path(), ec);  // ELOOP or ENOENT through the link
 }
 
-/// The worker logs (and Paddle dygraph records) directly inside `dir`,
-/// ordered by rank. The concatenated `pipeline_profile.json` is taken only
-/// when no per-rank record file is there: it repeats their records.
-std::vector<InputFile> worker_logs_in(const std::vector<fs::directory_entry>& entries) {
+/// The row of a file the table claims by its name, if any.
+const InputFormatSpec* row_by_name(const fs::path& path) {
+  const auto format = format_by_name(path.filename().string());
+  return format ? &input_format_spec(*format) : nullptr;
+}
+
+/// The files of Placement::folder_ranks formats directly inside a folder,
+/// ordered by rank; a file whose name gives no rank after them (of a format
+/// whose rankless file concatenates the per-rank ones: only when no per-rank
+/// file of it is there, as it repeats their records).
+std::vector<InputFile> ranked_files_in(const std::vector<fs::directory_entry>& entries) {
   std::vector<InputFile> logs;
-  std::vector<InputFile> concatenations;
-  bool per_rank_records = false;
+  std::vector<InputFile> rankless;
+  std::set<InputFormat> per_rank;  // formats with a per-rank file here
   for (const auto& entry : entries) {
-    const std::string name = entry.path().filename().string();
-    int rank = worker_log_rank(name);
-    InputFormat format = InputFormat::worker_log;
-    const bool concatenation = rank < 0 && is_dygraph_concatenation(name);
-    if (rank < 0) {
-      rank = dygraph_record_rank(name);
-      format = InputFormat::paddle_dygraph;
-      per_rank_records = per_rank_records || rank >= 0;
-    }
-    if ((rank < 0 && !concatenation) || !(is_regular(entry) || is_broken_link(entry))) continue;
+    const InputFormatSpec* row = row_by_name(entry.path());
+    if (!row || row->placement != Placement::folder_ranks) continue;
+    const int rank = row->origin(entry.path().string()).rank;
+    if (rank >= 0) per_rank.insert(row->format);
+    if (!(is_regular(entry) || is_broken_link(entry))) continue;
     InputFile file;
     file.path = entry.path().string();
-    file.format = format;
+    file.format = row->format;
     file.size_bytes = file_size_or_zero(entry.path());
     file.rank = std::max(rank, 0);
-    (concatenation ? concatenations : logs).push_back(std::move(file));
+    (rank < 0 ? rankless : logs).push_back(std::move(file));
   }
-  if (!per_rank_records && !concatenations.empty()) {
-    for (InputFile& file : concatenations) {
-      file.rank = static_cast<int>(logs.size());
-      logs.push_back(std::move(file));
+  for (InputFile& file : rankless) {
+    if (input_format_spec(file.format).rankless_concatenates && per_rank.count(file.format)) {
+      continue;
     }
+    file.rank = static_cast<int>(logs.size());
+    logs.push_back(std::move(file));
   }
   std::sort(logs.begin(), logs.end(),
             [](const InputFile& a, const InputFile& b) { return a.rank < b.rank; });
   return logs;
 }
 
-bool is_ivl_file(const fs::directory_entry& entry) {
-  return format_by_name(entry.path().filename().string()) == InputFormat::ivl && is_regular(entry);
+/// Files placed by what they say (Placement::named_machine and
+/// folder_global_ranks), gathered over a folder and its sub-folders and
+/// placed together.
+struct SelfPlaced {
+  std::vector<fs::path> named_machine;
+  std::vector<fs::path> global_ranks;
+
+  void add(const fs::directory_entry& entry) {
+    const InputFormatSpec* row = row_by_name(entry.path());
+    if (!row || !is_regular(entry)) return;
+    if (row->placement == Placement::named_machine) named_machine.push_back(entry.path());
+    if (row->placement == Placement::folder_global_ranks) global_ranks.push_back(entry.path());
+  }
+};
+
+/// The format of a file given directly: its name decides, else its first bytes.
+InputFormat format_of_given_file(const fs::path& path) {
+  if (const auto by_name = format_by_name(path.filename().string())) return *by_name;
+  return format_by_content(path.string());
 }
 
-/// Places .ivl files by their headers: files naming one machine index form
-/// one machine (ordered by that index), ranks from the header. A file whose
-/// header cannot be read goes to a last machine of its own kind, so that the
-/// importer reports it and the other files are still analysed.
-/// `machine_of_key` maps header machine index -> position in `machines`.
-void add_ivl_files(std::vector<fs::path> files, std::vector<Machine>& machines,
-                   std::map<long, std::size_t>& machine_of_key) {
+/// Places files that name their machine (.ivl headers): files naming one
+/// machine index form one machine (ordered by that index), ranks from the
+/// file. A file that cannot say goes to a last machine of its own kind, so
+/// that its reader reports it and the other files are still analysed.
+/// `machine_of_key` maps machine index -> position in `machines`.
+void add_named_machine_files(std::vector<fs::path> files, std::vector<Machine>& machines,
+                             std::map<long, std::size_t>& machine_of_key) {
   std::sort(files.begin(), files.end());
   constexpr long kUnreadable = LONG_MAX;
   std::map<long, std::vector<InputFile>> found;
@@ -158,14 +176,13 @@ void add_ivl_files(std::vector<fs::path> files, std::vector<Machine>& machines,
   for (const auto& path : files) {
     InputFile input;
     input.path = path.string();
-    input.format = InputFormat::ivl;
+    input.format = format_of_given_file(path);
     input.size_bytes = file_size_or_zero(path);
-    std::string error;
-    const auto header = ivl::read_header(input.path, error);
-    const long key = header ? header->machine : kUnreadable;
+    const FileOrigin origin = input_format_spec(input.format).origin(input.path);
+    const long key = origin.machine.value_or(kUnreadable);
     auto& ranks = found[key];
-    input.rank = header ? header->rank : static_cast<int>(ranks.size());
-    if (header && names[key].empty()) names[key] = header->machine_name;
+    input.rank = origin.machine ? origin.rank : static_cast<int>(ranks.size());
+    if (origin.machine && names[key].empty()) names[key] = origin.machine_name;
     ranks.push_back(std::move(input));
   }
   for (auto& [key, ranks] : found) {
@@ -182,19 +199,14 @@ void add_ivl_files(std::vector<fs::path> files, std::vector<Machine>& machines,
   }
 }
 
-bool is_torch_trace(const fs::directory_entry& entry) {
-  return format_by_name(entry.path().filename().string()) == InputFormat::torch_trace &&
-         is_regular(entry);
-}
-
 Machine folder_machine(const fs::path& folder, std::vector<InputFile> ranks);
 
-/// Places PyTorch profiler traces: the traces of one folder are one
-/// machine, ordered by the global rank their `distributedInfo` names (rank
-/// within the machine: that rank less the folder's lowest); a trace without
-/// one takes the next free rank, in name order.
-void add_trace_files(std::vector<fs::path> files, std::vector<Machine>& machines,
-                     std::map<std::string, std::size_t>& machine_of_parent) {
+/// Places files that name their global rank (PyTorch traces'
+/// `distributedInfo`): the files of one folder are one machine, ordered by
+/// that rank (rank within the machine: that rank less the folder's lowest); a
+/// file without one takes the next free rank, in name order.
+void add_global_rank_files(std::vector<fs::path> files, std::vector<Machine>& machines,
+                           std::map<std::string, std::size_t>& machine_of_parent) {
   std::sort(files.begin(), files.end());
   std::set<std::size_t> touched;
   for (const auto& path : files) {
@@ -203,21 +215,24 @@ void add_trace_files(std::vector<fs::path> files, std::vector<Machine>& machines
     if (inserted) machines.push_back(folder_machine(parent, {}));
     InputFile input;
     input.path = path.string();
-    input.format = InputFormat::torch_trace;
+    input.format = format_of_given_file(path);
     input.size_bytes = file_size_or_zero(path);
-    input.rank = torch_trace_rank(input.path).value_or(-1);
+    input.rank = input_format_spec(input.format).origin(input.path).rank;
     machines[it->second].ranks.push_back(std::move(input));
     touched.insert(it->second);
   }
   // Ranks within the machine: the global ranks less the machine's lowest
   // (a gap stays a gap).
+  auto global = [](const InputFile& f) {
+    return f.rank >= 0 && input_format_spec(f.format).placement == Placement::folder_global_ranks;
+  };
   for (const std::size_t m : touched) {
     int lowest = INT_MAX, next = 0;
     for (const InputFile& f : machines[m].ranks) {
-      if (f.format == InputFormat::torch_trace && f.rank >= 0) lowest = std::min(lowest, f.rank);
+      if (global(f)) lowest = std::min(lowest, f.rank);
     }
     for (InputFile& f : machines[m].ranks) {
-      if (f.format == InputFormat::torch_trace && f.rank >= 0) f.rank -= lowest;
+      if (global(f)) f.rank -= lowest;
       next = std::max(next, f.rank + 1);
     }
     for (InputFile& f : machines[m].ranks) {
@@ -239,12 +254,9 @@ Machine folder_machine(const fs::path& folder, std::vector<InputFile> ranks) {
 
 void add_folder(const fs::path& dir, std::vector<Machine>& machines) {
   const auto entries = list_folder(dir);
-  std::vector<fs::path> ivl_files, trace_files;
-  for (const auto& entry : entries) {
-    if (is_ivl_file(entry)) ivl_files.push_back(entry.path());
-    if (is_torch_trace(entry)) trace_files.push_back(entry.path());
-  }
-  auto direct = worker_logs_in(entries);
+  SelfPlaced self_placed;
+  for (const auto& entry : entries) self_placed.add(entry);
+  auto direct = ranked_files_in(entries);
   const bool has_direct = !direct.empty();
   if (has_direct) machines.push_back(folder_machine(dir, std::move(direct)));
   const std::size_t before = machines.size();
@@ -256,26 +268,29 @@ void add_folder(const fs::path& dir, std::vector<Machine>& machines) {
     const bool machine_k = numbered_name(name, "machine") >= 0;
     if (!is_folder(entry) || name.starts_with('.') || (!machine_k && has_direct)) continue;
     const auto listing = list_folder(entry.path());
-    for (const auto& sub : listing) {
-      if (is_ivl_file(sub)) ivl_files.push_back(sub.path());
-      if (is_torch_trace(sub)) trace_files.push_back(sub.path());
-    }
-    auto logs = worker_logs_in(listing);
+    for (const auto& sub : listing) self_placed.add(sub);
+    auto logs = ranked_files_in(listing);
     if (!logs.empty()) {
       machines.push_back(folder_machine(entry.path(), std::move(logs)));
       machines.back().name = name;  // machineK, or the host name
     }
   }
-  std::map<long, std::size_t> ivl_machines;  // .ivl machines of this folder
-  add_ivl_files(std::move(ivl_files), machines, ivl_machines);
-  std::map<std::string, std::size_t> trace_machines;  // trace folders of this folder
-  add_trace_files(std::move(trace_files), machines, trace_machines);
+  std::map<long, std::size_t> named_machines;  // machines named in this folder's files
+  add_named_machine_files(std::move(self_placed.named_machine), machines, named_machines);
+  std::map<std::string, std::size_t> rank_folders;  // folders of globally ranked files
+  add_global_rank_files(std::move(self_placed.global_ranks), machines, rank_folders);
   if (machines.size() == before && !has_direct) {
+    // The fallback (the format a folder most often holds) first.
+    const auto formats = input_formats();
+    std::string looked_for(formats.back().looked_for);
+    for (std::size_t i = 0; i + 1 < formats.size(); ++i) {
+      looked_for += i + 2 == formats.size() ? " or " : ", ";
+      looked_for += formats[i].looked_for;
+    }
     throw InputError(fmt::format(
-        "no worker logs in {}: looked for files named workerlog.N (N = rank), *.ivl, "
-        "*.pt.trace.json[.gz] or Paddle dygraph records (profile_record_tmp_file_for_rank_N, "
-        "pipeline_profile.json) in it, or in its sub-folders (machineK/, or one per host)",
-        dir.string()));
+        "no worker logs in {}: looked for {} in it, or in its sub-folders (machineK/, or one per "
+        "host)",
+        dir.string(), looked_for));
   }
 }
 
@@ -289,46 +304,9 @@ void add_file(const fs::path& file, InputFormat format, std::vector<Machine>& ma
   input.path = file.string();
   input.format = format;
   input.size_bytes = file_size_or_zero(file);
-  const std::string name = file.filename().string();
-  const int rank =
-      format == InputFormat::paddle_dygraph ? dygraph_record_rank(name) : worker_log_rank(name);
+  const int rank = input_format_spec(format).origin(input.path).rank;
   input.rank = rank >= 0 ? rank : static_cast<int>(machine.ranks.size());
   machine.ranks.push_back(std::move(input));
-}
-
-/// A file given directly: its name decides, else its first bytes.
-InputFormat format_of_given_file(const fs::path& path) {
-  if (const auto by_name = format_by_name(path.filename().string())) return *by_name;
-  return format_by_content(path.string());
-}
-
-/// The sources a run is read from. Worker logs and .ivl records (what
-/// `convert` makes of them) share machine and rank numbering and mix freely;
-/// Paddle dygraph records and PyTorch traces carry nothing that could tell
-/// their devices apart from another source's, so a run mixing them with
-/// anything else is refused rather than merged into one pipeline.
-enum class SourceFamily { static_graph, paddle_dygraph, torch_trace };
-
-SourceFamily family_of(InputFormat format) {
-  switch (format) {
-    case InputFormat::paddle_dygraph:
-      return SourceFamily::paddle_dygraph;
-    case InputFormat::torch_trace:
-      return SourceFamily::torch_trace;
-    default:
-      return SourceFamily::static_graph;
-  }
-}
-
-std::string_view family_name(SourceFamily family) {
-  switch (family) {
-    case SourceFamily::paddle_dygraph:
-      return "a Paddle dygraph pipeline record file";
-    case SourceFamily::torch_trace:
-      return "a PyTorch profiler trace";
-    default:
-      return "a worker log or .ivl record file";
-  }
 }
 
 /// Refuses a run read from two families of sources, and per-rank dygraph
@@ -340,16 +318,16 @@ void refuse_mixed_formats(const std::vector<Machine>& machines) {
   for (const Machine& machine : machines) {
     for (const InputFile& input : machine.ranks) {
       if (!first) first = &input;
-      if (family_of(input.format) != family_of(first->format)) {
+      const InputFormatSpec& row = input_format_spec(input.format);
+      const std::string_view first_family = input_format_spec(first->format).family;
+      if (row.family != first_family) {
         throw InputError(fmt::format(
             "{} is {} and {} is {}: one run is read from one kind of source (nothing in these "
             "files says that they describe different pipelines); analyse them separately",
-            first->path, family_name(family_of(first->format)), input.path,
-            family_name(family_of(input.format))));
+            first->path, first_family, input.path, row.family));
       }
-      if (input.format != InputFormat::paddle_dygraph) continue;
-      const std::string name = fs::path(input.path).filename().string();
-      if (dygraph_record_rank(name) >= 0) {
+      if (!row.rankless_concatenates) continue;
+      if (row.origin(input.path).rank >= 0) {
         if (!per_rank) per_rank = &input;
       } else if (!concatenation) {
         concatenation = &input;
@@ -422,8 +400,8 @@ std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths) {
   if (paths.empty()) throw InputError("no input paths given");
   std::vector<Machine> machines;
   std::map<std::string, std::size_t> machine_of_parent;  // files given directly
-  std::map<long, std::size_t> ivl_machine_of_key;        // .ivl files given directly
-  std::vector<fs::path> direct_traces;                   // traces given directly
+  std::map<long, std::size_t> named_machine_of_key;      // named machines given directly
+  std::vector<fs::path> direct_global_ranks;             // globally ranked files given directly
   for (const auto& text : paths) {
     const fs::path path(text);
     std::error_code ec;
@@ -434,18 +412,25 @@ std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths) {
     }
     if (fs::is_directory(status)) {
       add_folder(path, machines);
-    } else if (const InputFormat format = format_of_given_file(path); format == InputFormat::ivl) {
-      // A file given directly is sniffed when its name says nothing: records
-      // saved under another name are still read as records.
-      add_ivl_files({path}, machines, ivl_machine_of_key);
-    } else if (format == InputFormat::torch_trace) {
-      direct_traces.push_back(path);
-    } else {
-      add_file(path, format, machines, machine_of_parent);
+      continue;
+    }
+    // A file given directly is sniffed when its name says nothing: records
+    // saved under another name are still read as records.
+    const InputFormat format = format_of_given_file(path);
+    switch (input_format_spec(format).placement) {
+      case Placement::named_machine:
+        add_named_machine_files({path}, machines, named_machine_of_key);
+        break;
+      case Placement::folder_global_ranks:
+        direct_global_ranks.push_back(path);
+        break;
+      case Placement::folder_ranks:
+        add_file(path, format, machines, machine_of_parent);
+        break;
     }
   }
-  std::map<std::string, std::size_t> trace_machine_of_parent;
-  add_trace_files(std::move(direct_traces), machines, trace_machine_of_parent);
+  std::map<std::string, std::size_t> rank_folder_of_parent;
+  add_global_rank_files(std::move(direct_global_ranks), machines, rank_folder_of_parent);
   refuse_mixed_formats(machines);
 
   // One order whatever the order of the arguments: a shell glob puts node10

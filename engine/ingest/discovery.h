@@ -20,8 +20,9 @@
 
 namespace pipescope {
 
-/// How an input file is read.
-enum class InputFormat {
+/// How an input file is read: the id of its row in the format table
+/// (ingest/input_formats.h), which alone knows what each format means.
+enum class InputFormat : std::uint8_t {
   worker_log,  ///< text worker log, scanned line by line
   ivl,         ///< `.ivl` binary interval records (records/ivl_format.h)
   /// Paddle dygraph pipeline profiler records (JSON lines, one B and one E
@@ -29,6 +30,9 @@ enum class InputFormat {
   /// concatenation `pipeline_profile.json` (ingest/dygraph_reader.h).
   paddle_dygraph,
   torch_trace,  ///< PyTorch profiler (Chrome-trace JSON) trace, ingest/torch_trace_reader.h
+  /// The number of built-in formats; a format registered at run time
+  /// (InputFormatRegistration) takes an id from here on.
+  count,
 };
 
 struct InputFile {

@@ -1,9 +1,13 @@
 #include "ingest/input_formats.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <iterator>
 
 #include "ingest/dygraph_reader.h"
 #include "ingest/ivl_import.h"
@@ -11,11 +15,29 @@
 #include "ingest/torch_trace_reader.h"
 #include "io/file_descriptor.h"
 #include "records/ivl_format.h"
+#include "records/ivl_reader.h"
 #include "source/byte_stream.h"
 
 namespace pipescope {
 
 namespace {
+
+std::string file_name_of(const std::string& path) {
+  return std::filesystem::path(path).filename().string();
+}
+
+// ---- worker logs ----------------------------------------------------------
+
+bool worker_log_name(std::string_view name) { return worker_log_rank(name) >= 0; }
+
+// Any bytes can be scanned as text: the fallback, so it claims everything.
+bool any_content(std::string_view) { return true; }
+
+FileOrigin worker_log_origin(const std::string& path) {
+  return {.rank = worker_log_rank(file_name_of(path))};
+}
+
+// ---- .ivl records -----------------------------------------------------------
 
 bool ivl_name(std::string_view name) { return name.size() > 4 && name.ends_with(".ivl"); }
 
@@ -24,36 +46,251 @@ bool ivl_content(std::string_view bytes) {
          std::memcmp(bytes.data(), ivl::kMagic, sizeof(ivl::kMagic)) == 0;
 }
 
-bool worker_log_name(std::string_view name) { return worker_log_rank(name) >= 0; }
+FileOrigin ivl_origin(const std::string& path) {
+  std::string error;
+  const auto header = ivl::read_header(path, error);
+  if (!header) return {};
+  return {.rank = header->rank, .machine = header->machine, .machine_name = header->machine_name};
+}
+
+/// What stat(2) said of a followed file at the last look: a file replaced
+/// (another inode) or shrunk is read again from its start.
+struct FileSeen {
+  dev_t dev = 0;
+  ino_t inode = 0;
+  std::int64_t size = -1;
+  std::int64_t mtime_ns = -1;
+
+  struct Change {
+    bool replaced = false;  ///< another file under the name
+    bool shrank = false;
+    bool changed = false;  ///< size, time or file differ from the last look
+  };
+  /// Looks again; nullopt when the file is missing now (it may appear again).
+  std::optional<Change> look(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+    const auto now_size = static_cast<std::int64_t>(st.st_size);
+    const std::int64_t now_mtime =
+        static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+    Change change;
+    change.replaced = size >= 0 && (st.st_dev != dev || st.st_ino != inode);
+    change.changed = now_size != size || now_mtime != mtime_ns || change.replaced;
+    change.shrank = size >= 0 && now_size < size;
+    dev = st.st_dev;
+    inode = st.st_ino;
+    size = now_size;
+    mtime_ns = now_mtime;
+    return change;
+  }
+};
+
+/// Appended whole blocks (IvlFollowImport), never a block still being written.
+class IvlFollower final : public InputFollower {
+ public:
+  IvlFollower(const InputFile& input, const FollowOptions& options)
+      : InputFollower(input),
+        look_bytes_(options.look_bytes),
+        import_(std::make_unique<IvlFollowImport>(input)) {}
+
+  FollowedData look() override {
+    FollowedData out;
+    const auto change = seen_.look(input().path);
+    if (!change) return out;
+    if (change->replaced || change->shrank) {
+      import_ = std::make_unique<IvlFollowImport>(input());
+      out.restarted = true;
+    }
+    const auto size = static_cast<std::uint64_t>(seen_.size);
+    if (!out.restarted && size <= import_->offset()) return out;
+    FileResult batch = import_->read_more(look_bytes_);
+    for (const Diagnostic& d : batch.diagnostics) {
+      out.notes.push_back(fmt::format("{}: {}", input().path, d.message));
+    }
+    if (batch.device.jobs.empty() && batch.device.step_starts.empty() && !out.restarted) return out;
+    out.kind = FollowedData::Kind::records;
+    out.more = import_->offset() + look_bytes_ / 2 < size;
+    out.records = std::move(batch);
+    return out;
+  }
+
+ private:
+  std::uint64_t look_bytes_;
+  std::unique_ptr<IvlFollowImport> import_;
+  FileSeen seen_;
+};
+
+std::unique_ptr<InputFollower> follow_ivl(const InputFile& input, const FollowOptions& options) {
+  return std::make_unique<IvlFollower>(input, options);
+}
+
+// ---- Paddle dygraph records -------------------------------------------------
 
 bool dygraph_name(std::string_view name) {
   return dygraph_record_rank(name) >= 0 || is_dygraph_concatenation(name);
 }
 
-// Any bytes can be scanned as text: the fallback, so it claims everything.
-bool any_content(std::string_view) { return true; }
+FileOrigin dygraph_origin(const std::string& path) {
+  return {.rank = dygraph_record_rank(file_name_of(path))};
+}
 
-// The fallback (text) last: sniffing tries the formats in this order.
-constexpr InputFormatSpec kFormats[] = {
-    {InputFormat::ivl, ".ivl records", ivl_name, ivl_content, read_ivl_files},
-    {InputFormat::paddle_dygraph, "Paddle dygraph pipeline records", dygraph_name,
-     looks_like_dygraph_records, read_dygraph_records},
-    {InputFormat::torch_trace, "PyTorch profiler trace", torch_trace_name, trace_json_content,
-     read_torch_traces},
-    {InputFormat::worker_log, "worker log", worker_log_name, any_content, read_text_logs},
+std::string_view dygraph_unfollowable(std::string_view name) {
+  if (!is_dygraph_concatenation(name)) return {};
+  return "is Paddle's concatenation of the dygraph records, written once the run is over: "
+         "watch the per-rank files (profile_record_tmp_file_for_rank_N) instead";
+}
+
+/// One rank's record file, a B record waiting for its E (DygraphFollowReader).
+class DygraphLines final : public LineRecordParser {
+ public:
+  DygraphLines(const InputFile& input, std::size_t max_diagnostics)
+      : reader_(input, max_diagnostics) {}
+  FileResult lines(std::string_view text) override { return reader_.lines(text); }
+  int stage() const override { return reader_.stage(); }
+
+ private:
+  DygraphFollowReader reader_;
 };
+
+std::unique_ptr<InputFollower> follow_dygraph(const InputFile& input,
+                                              const FollowOptions& options) {
+  return follow_line_records(
+      input, options,
+      [](const InputFile& file, std::size_t max_diagnostics) {
+        return std::make_unique<DygraphLines>(file, max_diagnostics);
+      },
+      /*places_itself=*/true);
+}
+
+// ---- PyTorch profiler traces ------------------------------------------------
+
+FileOrigin torch_trace_origin(const std::string& path) {
+  return {.rank = torch_trace_rank(path).value_or(-1)};
+}
+
+/// One JSON document written when profiling stops: read once it is complete
+/// (it reads to its end without damage) and stable (the same size and time
+/// over two looks); read again once rewritten.
+class TorchTraceFollower final : public InputFollower {
+ public:
+  TorchTraceFollower(const InputFile& input, const FollowOptions& options)
+      : InputFollower(input), ingest_(options.ingest) {}
+
+  FollowedData look() override {
+    FollowedData out;
+    const auto change = seen_.look(input().path);
+    if (!change) return out;
+    if (change->changed) {
+      if (done_) {
+        done_ = false;  // rewritten: read it again when it settles
+        tried_size_ = -1;
+      }
+      return out;
+    }
+    if (done_ || seen_.size == 0) return out;
+    if (seen_.size == tried_size_ && seen_.mtime_ns == tried_mtime_ns_) return out;
+    tried_size_ = seen_.size;
+    tried_mtime_ns_ = seen_.mtime_ns;
+    InputFile file = input();
+    file.size_bytes = static_cast<std::uint64_t>(seen_.size);
+    FileResult result;
+    try {
+      result = read_torch_trace(file, ingest_);
+    } catch (const std::exception& e) {
+      std::string why = fmt::format("{}: {}", file.path, e.what());
+      if (stopped_ != why) out.notes.push_back(stopped_ = std::move(why));
+      return out;
+    }
+    if (!result.stats.error.empty()) return out;  // not a whole document yet
+    done_ = true;
+    out.kind = FollowedData::Kind::records;
+    // A trace written again (a new profiling window under the same name) is
+    // read as a file that restarted: the jobs read before stay the run's.
+    out.restarted = reads_++ > 0;
+    out.records = std::move(result);
+    return out;
+  }
+
+ private:
+  IngestOptions ingest_;
+  FileSeen seen_;
+  bool done_ = false;
+  int reads_ = 0;
+  std::int64_t tried_size_ = -1;
+  std::int64_t tried_mtime_ns_ = -1;
+  std::string stopped_;
+};
+
+std::unique_ptr<InputFollower> follow_torch_trace(const InputFile& input,
+                                                  const FollowOptions& options) {
+  return std::make_unique<TorchTraceFollower>(input, options);
+}
+
+// ---- the table --------------------------------------------------------------
+
+constexpr std::string_view kStaticGraph = "a worker log or .ivl record file";
+
+// The fallback (text) last: sniffing tries the formats in this order, the
+// stricter sniffers first (a trace's first key before the dygraph records'
+// marker anywhere in the first bytes). A folder's message lists what it
+// looked for from the fallback on, then in this order.
+// clang-format off
+const InputFormatSpec kBuiltIn[] = {
+    {.format = InputFormat::ivl, .name = ".ivl records",
+     .claims_name = ivl_name, .claims_content = ivl_content, .looked_for = "*.ivl",
+     .family = kStaticGraph, .placement = Placement::named_machine, .origin = ivl_origin,
+     .read = read_ivl_files, .follow = follow_ivl},
+    {.format = InputFormat::torch_trace, .name = "PyTorch profiler traces",
+     .claims_name = torch_trace_name, .claims_content = trace_json_content,
+     .looked_for = "*.pt.trace.json[.gz]", .family = "a PyTorch profiler trace",
+     .placement = Placement::folder_global_ranks, .origin = torch_trace_origin,
+     .reader_places_devices = true, .takes_job_pattern = true,
+     .read = read_torch_traces, .follow = follow_torch_trace},
+    {.format = InputFormat::paddle_dygraph, .name = "Paddle dygraph records",
+     .claims_name = dygraph_name, .claims_content = looks_like_dygraph_records,
+     .looked_for = "Paddle dygraph records (profile_record_tmp_file_for_rank_N, "
+                   "pipeline_profile.json)",
+     .family = "a Paddle dygraph pipeline record file",
+     .placement = Placement::folder_ranks, .origin = dygraph_origin,
+     .rankless_concatenates = true, .reader_places_devices = true,
+     .reads_files_together = true, .unfollowable = dygraph_unfollowable,
+     .read = read_dygraph_records, .follow = follow_dygraph},
+    {.format = InputFormat::worker_log, .name = "worker logs",
+     .claims_name = worker_log_name, .claims_content = any_content,
+     .looked_for = "files named workerlog.N (N = rank)", .family = kStaticGraph,
+     .placement = Placement::folder_ranks, .origin = worker_log_origin,
+     .read = read_text_logs, .follow = follow_text_lines},
+};
+// clang-format on
+static_assert(std::size(kBuiltIn) == static_cast<std::size_t>(InputFormat::count),
+              "every built-in InputFormat has one row");
+
+/// The table: the built-in rows, registered rows before the fallback.
+std::vector<InputFormatSpec>& table() {
+  static std::vector<InputFormatSpec> rows(std::begin(kBuiltIn), std::end(kBuiltIn));
+  return rows;
+}
+
+const InputFormatSpec* find_row(InputFormat format) {
+  const auto& rows = table();
+  const auto it = std::find_if(rows.begin(), rows.end(),
+                               [format](const InputFormatSpec& f) { return f.format == format; });
+  return it == rows.end() ? nullptr : &*it;
+}
 
 }  // namespace
 
-std::span<const InputFormatSpec> input_formats() { return kFormats; }
+std::span<const InputFormatSpec> input_formats() { return table(); }
 
 const InputFormatSpec& input_format_spec(InputFormat format) {
-  return *std::find_if(std::begin(kFormats), std::end(kFormats),
-                       [format](const InputFormatSpec& f) { return f.format == format; });
+  if (const InputFormatSpec* row = find_row(format)) return *row;
+  throw InputError(fmt::format("no input format has id {}", static_cast<int>(format)));
 }
 
+bool is_input_format(std::uint8_t id) { return find_row(static_cast<InputFormat>(id)) != nullptr; }
+
 std::optional<InputFormat> format_by_name(std::string_view file_name) {
-  for (const InputFormatSpec& f : kFormats) {
+  for (const InputFormatSpec& f : table()) {
     if (f.claims_name(file_name)) return f.format;
   }
   return std::nullopt;
@@ -79,10 +316,27 @@ InputFormat format_by_content(const std::string& path) {
     if (fd.valid()) io::pread_full(fd.get(), bytes, sizeof bytes, 0, &size);
   }
   const std::string_view first(bytes, size);
-  for (const InputFormatSpec& f : kFormats) {
+  for (const InputFormatSpec& f : table()) {
     if (f.claims_content(first)) return f.format;
   }
-  return kFormats[std::size(kFormats) - 1].format;
+  return table().back().format;
+}
+
+InputFormatRegistration::InputFormatRegistration(InputFormatSpec spec) {
+  auto& rows = table();
+  int id = static_cast<int>(InputFormat::count);
+  while (find_row(static_cast<InputFormat>(id))) ++id;
+  if (id > 255) throw InputError("too many input formats registered");
+  format_ = static_cast<InputFormat>(id);
+  spec.format = format_;
+  rows.insert(rows.end() - 1, spec);  // before the fallback
+}
+
+InputFormatRegistration::~InputFormatRegistration() {
+  auto& rows = table();
+  rows.erase(std::remove_if(rows.begin(), rows.end(),
+                            [this](const InputFormatSpec& f) { return f.format == format_; }),
+             rows.end());
 }
 
 }  // namespace pipescope

@@ -1,6 +1,8 @@
 // The inputs of a run still being written, each read the way its format
-// allows, with the reader `analyze` uses for it (one parser per format), and
-// handed to a LiveRun (live_run.h):
+// allows, by the follower its row of the format table gives
+// (ingest/input_formats.h, ingest/input_follower.h: the reader `analyze` uses
+// for it, fed the appended data), and handed to a LiveRun (live_run.h). No
+// format is named here; the built-in rows follow:
 //   - text worker logs, plain or compressed (.gz, .zst): appended whole lines
 //     (source/file_follower.h; a compressed file through a decoder that keeps
 //     its state between looks);
@@ -8,10 +10,10 @@
 //     block still being written;
 //   - Paddle dygraph records, one file per rank: appended whole lines
 //     (ingest/dygraph_reader.h; a B record waits for its E), each file placed
-//     at its stage once a record names it, as analyze places them; of several
-//     pipelines (two ranks of one stage) the one chosen (the K-th rank of the
-//     stage among the files that named it, decided at the end of a look),
-//     the others left out;
+//     at its stage once a record names it (InputFollower::places_itself), as
+//     analyze places them; of several pipelines (two ranks of one stage) the
+//     one chosen (the K-th rank of the stage among the files that named it,
+//     decided at the end of a look), the others left out;
 //   - PyTorch profiler traces, one JSON document written when profiling
 //     stops: each file once it is a complete document (it reads to its end
 //     without damage) and stable (the same size and time over two looks).
@@ -69,7 +71,7 @@ class LiveSources {
  private:
   struct Source;
   void look_at(Source& source, LiveRun& live, Look& look);
-  void place_dygraph(LiveRun& live);
+  void place_by_stage(LiveRun& live);
 
   LiveSourceOptions options_;
   std::map<std::string, std::unique_ptr<Source>> sources_;  // by path
