@@ -159,13 +159,10 @@ WriteReport write_simulated_dygraph(const SimConfig& config, const DygraphWriter
   }
   report.write_description(
       options.dir, expected.finish(),
-      fmt::format("{{\"format\": \"paddle-dygraph\", \"schedule\": \"{}\", \"stages\": {}, "
-                  "\"micro_batches\": {}, \"chunks\": {}, \"steps\": {}, "
-                  "\"devices_per_stage\": {}, \"seed\": {}, \"start_ns\": {}, "
+      fmt::format("{{\"format\": \"paddle-dygraph\", {}, \"seed\": {}, \"start_ns\": {}, "
                   "\"resolution_ns\": {}}}\n",
-                  schedule_kind_name(config.shape.kind), config.shape.stages,
-                  config.shape.micro_batches, config.shape.chunks, simulator.steps_done(),
-                  config.devices_per_stage, config.seed, config.start_ns, config.resolution_ns));
+                  simulation_shape_fields(config, simulator.steps_done()), config.seed,
+                  config.start_ns, config.resolution_ns));
   report.steps = simulator.steps_done();
   report.devices = static_cast<int>(devices.size());
   report.machines = config.machines;

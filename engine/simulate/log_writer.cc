@@ -277,15 +277,13 @@ std::string simulation_json(const SimConfig& config, const LogWriterOptions& opt
     return "index";
   };
   return fmt::format(
-      "{{\"schedule\": \"{}\", \"stages\": {}, \"micro_batches\": {}, \"chunks\": {}, "
-      "\"steps\": {}, \"devices_per_stage\": {}, \"machines\": {}, \"seed\": {}, "
+      "{{{}, \"machines\": {}, \"seed\": {}, "
       "\"start_ns\": {}, \"resolution_ns\": {}, \"comm_jobs\": {}, \"noise_per_job\": {}, "
       "\"shuffle\": {}, \"ansi\": {}, \"crlf\": {}, \"time_decimals\": {}, "
       "\"chunk_names\": \"{}\", \"job_id\": \"{}\"{}}}\n",
-      schedule_kind_name(config.shape.kind), config.shape.stages, config.shape.micro_batches,
-      config.shape.chunks, steps, config.devices_per_stage, config.machines, config.seed,
-      config.start_ns, config.resolution_ns, config.comm_jobs, options.noise_per_job,
-      options.shuffle, options.ansi, options.crlf, options.time_decimals,
+      simulation_shape_fields(config, steps), config.machines, config.seed, config.start_ns,
+      config.resolution_ns, config.comm_jobs, options.noise_per_job, options.shuffle, options.ansi,
+      options.crlf, options.time_decimals,
       options.chunk_naming == ChunkNaming::paren ? "paren" : "digit", id_name(options.job_id),
       config.lr_jobs ? ", \"lr_jobs\": true" : "");
 }
@@ -307,6 +305,14 @@ void validate(const LogWriterOptions& options) {
 }
 
 }  // namespace
+
+std::string simulation_shape_fields(const SimConfig& config, int steps) {
+  return fmt::format(
+      "\"schedule\": \"{}\", \"stages\": {}, \"micro_batches\": {}, \"chunks\": {}, "
+      "\"steps\": {}, \"devices_per_stage\": {}",
+      schedule_kind_name(config.shape.kind), config.shape.stages, config.shape.micro_batches,
+      config.shape.chunks, steps, config.devices_per_stage);
+}
 
 void WriteReport::write_description(const fs::path& dir, ExpectedMetrics metrics,
                                     std::string_view simulation) {

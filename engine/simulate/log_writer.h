@@ -96,6 +96,12 @@ struct WriteReport {
                          std::string_view simulation);
 };
 
+/// The fields every simulation.json holds first (after its "format"), as
+/// `"key": value` pairs separated by ", ", without braces: "schedule",
+/// "stages", "micro_batches", "chunks", "steps" (`steps`, those simulated)
+/// and "devices_per_stage".
+std::string simulation_shape_fields(const SimConfig& config, int steps);
+
 /// Simulates config and writes the logs, expected.json and simulation.json into options.dir
 /// (created when missing). Throws std::invalid_argument for bad options or a
 /// non-empty folder without force, std::system_error (naming the file) for I/O

@@ -242,14 +242,10 @@ WriteReport write_torch_traces(const SimConfig& config, const TorchTraceOptions&
   for (auto& trace : traces) trace->commit();
   report.write_description(
       options.dir, expected.finish(),
-      fmt::format("{{\"format\": \"torch\", \"schedule\": \"{}\", \"stages\": {}, "
-                  "\"micro_batches\": {}, \"chunks\": {}, \"steps\": {}, "
-                  "\"devices_per_stage\": {}, \"machines\": {}, \"seed\": {}, "
+      fmt::format("{{\"format\": \"torch\", {}, \"machines\": {}, \"seed\": {}, "
                   "\"start_ns\": {}, \"comm_jobs\": {}, \"first_step\": {}}}\n",
-                  schedule_kind_name(config.shape.kind), config.shape.stages,
-                  config.shape.micro_batches, config.shape.chunks, simulator.steps_done(),
-                  config.devices_per_stage, config.machines, config.seed, config.start_ns,
-                  config.comm_jobs, options.first_step));
+                  simulation_shape_fields(config, simulator.steps_done()), config.machines,
+                  config.seed, config.start_ns, config.comm_jobs, options.first_step));
   for (const auto& trace : traces) {
     report.add({trace->path(), trace->bytes(), 0, trace->jobs()});
   }

@@ -52,12 +52,9 @@ TEST(RunLoader, ScheduleLevelMatchesTheSummaryOfAnalyze) {
 
   // The contract's figures too; the level computes no other section.
   SummaryFigures want = summary;
-  want.stages.reset();
-  want.bubbles.reset();
-  want.bottleneck.reset();
-  want.critical_path.reset();
-  want.clock.reset();
-  want.warnings.reset();
+  const auto drop = [](SummaryFigures& f, auto... section) { ((f.*section).reset(), ...); };
+  drop(want, &SummaryFigures::stages, &SummaryFigures::bubbles, &SummaryFigures::bottleneck,
+       &SummaryFigures::critical_path, &SummaryFigures::clock, &SummaryFigures::warnings);
   const SummaryFigures got = from_logs;
   EXPECT_TRUE(got == want);
   EXPECT_EQ(got.steps.size(), want.steps.size());

@@ -3,9 +3,7 @@
 #include "simulate/simulator.h"
 
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <simdjson.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -24,6 +22,7 @@
 #include "simulate/log_writer.h"
 #include "simulate/noise.h"
 #include "simulate/schedule.h"
+#include "support/file_size_limit.h"
 #include "support/temp_dir.h"
 
 namespace pipescope::sim {
@@ -602,24 +601,16 @@ TEST(LogWriter, WriteErrorNamesTheFileAndLeavesNothing) {
   options.dir = dir.path() / "logs";
   options.noise_per_job = 4;
   options.target_bytes = 4'000'000;
-
-  struct sigaction ignore {};
-  struct sigaction previous {};
-  ignore.sa_handler = SIG_IGN;
-  ASSERT_EQ(::sigaction(SIGXFSZ, &ignore, &previous), 0);
-  rlimit saved{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
-  rlimit small = saved;
-  small.rlim_cur = 1 << 20;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
   std::string message;
-  try {
-    write_simulated_logs(config, options);
-  } catch (const std::system_error& e) {
-    message = e.what();
+  {
+    const testing::FileSizeLimit limit(1 << 20);
+    ASSERT_TRUE(limit.active());
+    try {
+      write_simulated_logs(config, options);
+    } catch (const std::system_error& e) {
+      message = e.what();
+    }
   }
-  ::setrlimit(RLIMIT_FSIZE, &saved);
-  ::sigaction(SIGXFSZ, &previous, nullptr);
 
   EXPECT_EQ(message.rfind("cannot write " + (options.dir / "workerlog.").string(), 0), 0u)
       << message;
