@@ -6,9 +6,10 @@
 #
 #   bash bench/throughput.sh [SIZE] [REPS]      e.g. bash bench/throughput.sh 1G 3
 #
-# Prints the target table (CONTRIBUTING.md, "Benchmarks"): each row's ratio and
-# whether it is met. Anonymous memory is the peak RssAnon sampled every 20 ms
-# (bench/peak_memory.sh) on the dense folder. With REFERENCE=/path/to/pipescope
+# Prints the target table (CONTRIBUTING.md, "Benchmarks"; the latest run's in
+# bench/RESULTS.md): each row's ratio and whether it is met. Anonymous memory
+# is the peak RssAnon sampled every 20 ms (bench/peak_memory.sh) on the dense
+# folder. With REFERENCE=/path/to/pipescope
 # (an earlier build), the summary.json of both is compared byte for byte on
 # every folder ("figures unchanged"). EXTRA=1 adds the other rows: `grep -c`,
 # -j 1, one file of the folder, the folder gzip-compressed and the Python

@@ -309,7 +309,7 @@ int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load) {
     progress.finish();
     // A node folder that could not be listed: its ranks are missing, an
     // input error as for a path that does not exist (the files a rank could
-    // not read are refused by analyse_run, as in a single process).
+    // not read are refused by load_run, as in a single process).
     if (!options.allow_missing) {
       std::string folders;
       for (const distributed::ReadFailure& f : scan.failures) {
@@ -322,7 +322,7 @@ int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load) {
             folders));
       }
     }
-    LoadedRun loaded = analyse_run(std::move(scan.run), load);
+    LoadedRun loaded = load_run(std::move(scan.run), load);
     const int status = analyze_loaded(loaded, scan.inputs.size(), options);
     if (options.strict && !scan.failures.empty()) {
       fmt::print(stderr, "pipescope: --strict: {} input{} could not be read\n",

@@ -5,7 +5,6 @@
 // not comparable (compare/check.h).
 #include <fmt/core.h>
 
-#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -14,12 +13,15 @@
 #include "compare/check_report.h"
 #include "compare/run_loader.h"
 #include "export/atomic_file.h"
+#include "run_inputs.h"
 
 namespace pipescope::cli {
 
 namespace {
 
-struct CheckOptions {
+// The input options are analyze's (run_inputs.h), applied to both runs
+// where they are inputs; a summary.json is taken as written.
+struct CheckOptions : RunInputOptions {
   std::string current;
   std::string baseline;
   std::string max_bubble_ratio;
@@ -30,18 +32,9 @@ struct CheckOptions {
   std::string config;
   std::string markdown;
   std::string junit;
-  unsigned threads = 0;
   bool quiet = false;
   bool allow_input_warnings = false;
 };
-
-void write_text(const std::string& path, const std::string& text) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) ensure_output_dir(parent.string());
-  AtomicFile file(path);
-  file.append(text);
-  file.commit();
-}
 
 int compare_runs(const CheckOptions& o);
 
@@ -50,10 +43,11 @@ int run_check(const CheckOptions& o) {
   const auto write_error_reports = [&](const std::string& error) {
     try {
       if (!o.markdown.empty()) {
-        write_text(o.markdown, format_check_error_markdown(error, o.baseline, o.current));
+        write_file_atomically(o.markdown,
+                              format_check_error_markdown(error, o.baseline, o.current));
       }
       if (!o.junit.empty()) {
-        write_text(o.junit, format_check_error_junit(error, o.baseline, o.current));
+        write_file_atomically(o.junit, format_check_error_junit(error, o.baseline, o.current));
       }
     } catch (const std::exception& e) {
       fmt::print(stderr, "pipescope: error: cannot write the report: {}\n", e.what());
@@ -95,14 +89,13 @@ int compare_runs(const CheckOptions& o) {
         "--help)");
   }
 
-  LoadOptions load;
-  load.ingest.threads = o.threads;
-  const RunFigures baseline = load_run_figures(o.baseline, load);
-  const RunFigures current = load_run_figures(o.current, load);
+  const LoadOptions load = make_load_options(o);  // throws: usage error
+  const RunFigures baseline = load_run_figures(o.baseline, load, o.devices);
+  const RunFigures current = load_run_figures(o.current, load, o.devices);
   const CheckReport report = evaluate_check(baseline, current, t, o.allow_input_warnings);
 
-  if (!o.markdown.empty()) write_text(o.markdown, format_check_markdown(report));
-  if (!o.junit.empty()) write_text(o.junit, format_check_junit(report));
+  if (!o.markdown.empty()) write_file_atomically(o.markdown, format_check_markdown(report));
+  if (!o.junit.empty()) write_file_atomically(o.junit, format_check_junit(report));
   const bool bad = report.refused() || report.regression();
   if (!o.quiet || bad) std::fputs(format_check_verdict(report).c_str(), bad ? stderr : stdout);
   if (report.refused()) return kExitUsage;
@@ -121,7 +114,9 @@ void register_check_command(CLI::App& app, int& status) {
       "error (it would mean over 100%).\n"
       "Runs whose inputs had a missing, unreadable or empty rank, or whose device, stage,\n"
       "micro-batch or chunk counts differ, are refused unless --allow-input-warnings.\n"
-      "Exit status: 0 pass, 1 regression, 2 usage or input error, or runs refused.\n\n"
+      "Exit status: 0 pass, 1 regression, 2 usage or input error, or runs refused.\n"
+      "The input options (--devices, --stages, --job-pattern, ...) are analyze's and apply\n"
+      "to both runs where they are logs, records or traces; a summary.json is read as written.\n\n"
       "Example:\n  pipescope check logs/ --baseline baseline/summary.json --max-bubble-increase 2% "
       "\\\n"
       "      --max-step-time-increase 5% --markdown summary.md --junit junit.xml");
@@ -151,12 +146,12 @@ void register_check_command(CLI::App& app, int& status) {
   cmd->add_option("--markdown", o->markdown, "Write a GitHub-flavoured markdown report to FILE");
   cmd->add_option("--junit", o->junit,
                   "Write a JUnit XML report (one testcase per threshold) to FILE");
-  cmd->add_option("-j,--threads", o->threads, "Scan threads for log inputs (0 = one per core)");
   cmd->add_flag("-q,--quiet", o->quiet, "Print nothing when the check passes");
   cmd->add_flag("--allow-input-warnings", o->allow_input_warnings,
                 "Compare runs even when their inputs had input warnings (unreadable_input,\n"
                 "empty_input, rank_gap, uneven_ranks, short_device) or their device, stage,\n"
                 "micro-batch or chunk counts differ (the reasons are still reported)");
+  add_run_input_options(cmd, *o);
   cmd->callback([o, &status] { status = run_check(*o); });
 }
 

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "command.h"
-#include "run_inputs.h"
 #include "export/ivl_export.h"
 #include "load/load_run.h"
+#include "run_inputs.h"
 
 namespace pipescope::cli {
 
@@ -76,7 +76,7 @@ int run_convert(const ConvertOptions& o) {
   load.inputs.check_layout = o.devices.empty();
   // Records keep the times as logged; reading them back corrects the clocks
   // exactly as reading the logs does.
-  load.metrics_only = true;
+  load.level = LoadLevel::metrics;
   const LoadedRun loaded = load_run(inputs, load);
   const Run& run = loaded.run;
   for (const Diagnostic& d : run.diagnostics) {

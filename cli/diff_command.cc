@@ -3,7 +3,6 @@
 #include <fmt/core.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -11,35 +10,30 @@
 #include "compare/diff.h"
 #include "compare/run_loader.h"
 #include "export/atomic_file.h"
+#include "run_inputs.h"
 
 namespace pipescope::cli {
 
 namespace {
 
-struct DiffOptions {
+// The input options are analyze's (run_inputs.h), applied to both runs
+// where they are inputs; a summary.json is taken as written.
+struct DiffOptions : RunInputOptions {
   std::string a;
   std::string b;
   std::string json;
-  unsigned threads = 0;
   bool quiet = false;
 };
 
 int run_diff(const DiffOptions& o) {
-  LoadOptions load;
-  load.ingest.threads = o.threads;
-  const RunFigures a = load_run_figures(o.a, load);
-  const RunFigures b = load_run_figures(o.b, load);
+  const LoadOptions load = make_load_options(o);  // throws: usage error
+  const RunFigures a = load_run_figures(o.a, load, o.devices);
+  const RunFigures b = load_run_figures(o.b, load, o.devices);
   if (o.json == "-") {
     std::fputs(format_diff_json(a, b).c_str(), stdout);
     return kExitOk;
   }
-  if (!o.json.empty()) {
-    const std::filesystem::path parent = std::filesystem::path(o.json).parent_path();
-    if (!parent.empty()) ensure_output_dir(parent.string());
-    AtomicFile file(o.json);
-    file.append(format_diff_json(a, b));
-    file.commit();
-  }
+  if (!o.json.empty()) write_file_atomically(o.json, format_diff_json(a, b));
   if (!o.quiet) std::fputs(format_diff_text(a, b).c_str(), stdout);
   return kExitOk;
 }
@@ -52,14 +46,16 @@ void register_diff_command(CLI::App& app, int& status) {
       "diff",
       "Show two runs side by side: overall figures, each device, each step, mean job\n"
       "durations per kind and type, and what changed in the schedule. A and B are log\n"
-      "folders, record inputs or summary.json files.\n\n"
+      "folders, record inputs or summary.json files. The input options (--devices, --stages,\n"
+      "--job-pattern, ...) are analyze's and apply to both runs where they are logs, records\n"
+      "or traces; a summary.json is read as written.\n\n"
       "Example:\n  pipescope diff before/summary.json after/logs --json diff.json");
   cmd->add_option("a", o->a, "The first run (A)")->required();
   cmd->add_option("b", o->b, "The second run (B)")->required();
   cmd->add_option("--json", o->json,
                   "Write the diff as JSON to FILE ('-': stdout, instead of the text)");
-  cmd->add_option("-j,--threads", o->threads, "Scan threads for log inputs (0 = one per core)");
   cmd->add_flag("-q,--quiet", o->quiet, "Do not print the text diff");
+  add_run_input_options(cmd, *o);
   cmd->callback([o, &status] { status = run_diff(*o); });
 }
 

@@ -1,5 +1,5 @@
 // The input options every command that reads a run through load/ shares
-// (analyze, whatif): the device selection, the stage map, clock correction,
+// (analyze, whatif, watch, check, diff): the device selection, the stage map, clock correction,
 // launch segments, dygraph pipelines, profiler-trace job patterns and the
 // reader's limits. Declared once and turned into LoadOptions once.
 //

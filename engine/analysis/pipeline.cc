@@ -173,20 +173,27 @@ PipelineAnalysis analyze_pipeline(const Run& run, const Metrics& metrics,
                   std::move(clock));
 }
 
-AnalyzedRun analyze_run(Run& run, const PipelineOptions& options) {
+AnalyzedRun analyze_schedule(Run& run, const PipelineOptions& options) {
   // The steps (and so the dependencies) follow each device's job order,
   // which a machine's clock offset does not change; only the step windows
   // move, so the metrics are recomputed when offsets were applied.
   Metrics metrics = compute_metrics(run);
   PipelineAnalysis a = with_dependencies(run, metrics, options);
-  ClockReport clock = correct_clocks(run, a.dependencies, options.clock);
-  if (clock.applied) {
+  a.clock = correct_clocks(run, a.dependencies, options.clock);
+  if (a.clock.applied) {
     metrics = compute_metrics(run);
     // The measured bubble ratio it carries is the corrected run's.
     a.schedule = detect_run_schedule(run, metrics, a.stages, a.roles);
   }
-  PipelineAnalysis pipeline = assemble(run, metrics, options, std::move(a), std::move(clock));
-  return {std::move(metrics), std::move(pipeline)};
+  return {std::move(metrics), std::move(a)};
+}
+
+AnalyzedRun analyze_run(Run& run, const PipelineOptions& options) {
+  AnalyzedRun result = analyze_schedule(run, options);
+  ClockReport clock = std::move(result.pipeline.clock);
+  result.pipeline =
+      assemble(run, result.metrics, options, std::move(result.pipeline), std::move(clock));
+  return result;
 }
 
 }  // namespace pipescope

@@ -86,4 +86,13 @@ struct AnalyzedRun {
 /// a bad stage spec or imposed machine.
 AnalyzedRun analyze_run(Run& run, const PipelineOptions& options);
 
+/// The first part of analyze_run, which is this followed by the rest of the
+/// analysis: clock correction, the metrics on corrected times, and of the
+/// pipeline analysis only the stage map, roles, detected schedule,
+/// dependencies and clock report (the rest left empty). So the schedule is
+/// the one analyze_run reports, for a caller that wants no more than it
+/// (the passes left out: bubbles, split, bottleneck, critical paths, data
+/// quality). Throws like analyze_run.
+AnalyzedRun analyze_schedule(Run& run, const PipelineOptions& options);
+
 }  // namespace pipescope

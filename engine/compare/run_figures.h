@@ -4,14 +4,15 @@
 // figures (export/summary_figures.h), so both sources fill the same fields
 // the same way, plus where they came from.
 //
-// From logs, every section is computed as `analyze` computes it (its default
-// stage map); with LoadOptions::metrics_only, only the contract's figures and
-// the detected schedule. From a summary, each section is there when the file
+// From logs, every section is computed as `analyze` computes it, with the
+// same options; a run loaded at LoadLevel::schedule (load/load_run.h) has
+// only the contract's figures and the schedule `analyze` detects. Nothing
+// here analyses again. From a summary, each section is there when the file
 // has it.
 //
 // Usage:
 //   RunFigures base = load_run_figures("base/summary.json");   // compare/run_loader.h
-//   RunFigures cur  = figures_from_run(run, metrics, "logs/");
+//   RunFigures cur  = figures_from_run(loaded.run, loaded.metrics, loaded.pipeline, "logs/");
 #pragma once
 
 #include <string>
@@ -29,9 +30,11 @@ struct RunFigures : SummaryFigures {
   std::string origin;
 };
 
-/// The figures of an analysed run (summary_figures), plus the detected schedule.
-/// A summary's are read by compare/summary_reader.h.
-RunFigures figures_from_run(const Run& run, const Metrics& metrics, std::string source);
+/// The contract's figures of a run (summary_figures) and, when `schedule` is
+/// not null, the "schedule" section of that detection report (a run loaded
+/// at LoadLevel::schedule). A summary's are read by compare/summary_reader.h.
+RunFigures figures_from_run(const Run& run, const Metrics& metrics, const ScheduleReport* schedule,
+                            std::string source);
 
 /// Every section, as `analyze` writes them (the stages and bubbles `diff`
 /// compares included): from a run loaded with its pipeline analysis.

@@ -30,11 +30,12 @@ bool is_summary_folder(const fs::path& p) {
 
 }  // namespace
 
-LoadedRun load_log_run(const std::string& path, const LoadOptions& options) {
+LoadedRun load_log_run(const std::string& path, const LoadOptions& options,
+                       const std::string& devices) {
   if (is_json_file(path)) {
     throw InputError(fmt::format("{}: a summary has no jobs to draw; give the log folder", path));
   }
-  const std::vector<InputFile> inputs = find_inputs({path});
+  const std::vector<InputFile> inputs = find_inputs({path}, devices);
   LoadedRun loaded = load_run(inputs, options);
   if (loaded.run.job_count() == 0) {
     throw InputError(fmt::format(
@@ -45,14 +46,19 @@ LoadedRun load_log_run(const std::string& path, const LoadOptions& options) {
   return loaded;
 }
 
-RunFigures load_run_figures(const std::string& path, const LoadOptions& options) {
+RunFigures load_run_figures(const std::string& path, const LoadOptions& options,
+                            const std::string& devices) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw InputError(fmt::format("no such file or folder: {}", path));
   if (is_json_file(path)) return read_summary_json(path);
   if (is_summary_folder(path)) return read_summary_json((fs::path(path) / "summary.json").string());
-  const LoadedRun loaded = load_log_run(path, options);
-  if (options.metrics_only) {
-    RunFigures f = figures_from_run(loaded.run, loaded.metrics, path);
+  const LoadedRun loaded = load_log_run(path, options, devices);
+  if (options.level != LoadLevel::full) {
+    // The contract's figures, and the schedule as `analyze` detects it when
+    // the load went that far.
+    const ScheduleReport* schedule =
+        options.level == LoadLevel::schedule ? &loaded.pipeline.schedule : nullptr;
+    RunFigures f = figures_from_run(loaded.run, loaded.metrics, schedule, path);
     // The input warnings go with the figures (`check` refuses such runs).
     if (!loaded.input_warnings.empty()) {
       f.warnings.emplace();

@@ -2,8 +2,9 @@
 // hand, into comparable RunFigures:
 //   - a `.json` file: a summary.json written by `analyze` (summary_reader.h);
 //   - a folder or file of worker logs/records: loaded and analysed exactly as
-//     `analyze` does with its default options (load/load_run.h), so both
-//     commands see the same figures;
+//     `analyze` does with the same input options (load/load_run.h: the
+//     device selection, stage map, clock options, job patterns, ...), so
+//     both commands see the same figures;
 //   - a folder without worker logs that holds a summary.json (an `analyze`
 //     output folder): that summary.
 //
@@ -19,12 +20,16 @@
 
 namespace pipescope {
 
-/// `options` as for load_run (ingest threads; the analysis defaults are
-/// `analyze`'s); ignored for a summary.
-RunFigures load_run_figures(const std::string& path, const LoadOptions& options = {});
+/// `options` as for load_run (at LoadLevel::schedule or ::metrics, only the
+/// sections that level computes: figures_from_run) and `devices` (a device
+/// list such as "0-3", empty for all) as for find_inputs; both are ignored
+/// for a summary, whose figures are taken as written.
+RunFigures load_run_figures(const std::string& path, const LoadOptions& options = {},
+                            const std::string& devices = {});
 
 /// A log run loaded for drawing (the HTML report needs the jobs): the model
 /// and its analysis. Throws like load_run_figures; a summary path is refused.
-LoadedRun load_log_run(const std::string& path, const LoadOptions& options = {});
+LoadedRun load_log_run(const std::string& path, const LoadOptions& options = {},
+                       const std::string& devices = {});
 
 }  // namespace pipescope

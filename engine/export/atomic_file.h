@@ -12,6 +12,9 @@
 //   file.append("\n");
 //   file.commit();                  // flush, close, rename
 //
+// A small file written at once (a report, diff.json, a .prom file) needs no
+// buffer: write_file_atomically(path, text) (io/atomic_output.h).
+//
 // Every failure throws std::system_error whose what() reads
 // "cannot write /x/summary.json: No space left on device".
 #pragma once
@@ -27,6 +30,7 @@
 namespace pipescope {
 
 using io::ensure_output_dir;
+using io::write_file_atomically;
 
 class AtomicFile {
  public:

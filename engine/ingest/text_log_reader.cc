@@ -353,7 +353,7 @@ std::vector<FileResult> read_text_logs(const std::vector<InputFile>& inputs,
   std::vector<std::size_t> range_files;
   tbb::task_group streams;
   for (std::size_t f = 0; f < inputs.size(); ++f) {
-    if (compression_of(inputs[f].path) == Compression::none && is_regular_file(inputs[f].path)) {
+    if (compression_of(inputs[f].path) == Compression::none && readable_in_ranges(inputs[f].path)) {
       range_files.push_back(f);
     } else {
       streams.run([&, f] { scan_stream(f, inputs[f], prefilter, scratches, options, builder); });

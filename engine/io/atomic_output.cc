@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <filesystem>
+#include <string_view>
 #include <system_error>
 #include <utility>
 
@@ -29,7 +30,36 @@ std::string temp_path_for(const std::string& path) {
   return parent.empty() ? name : (parent / name).string();
 }
 
+bool all_digits(std::string_view text) {
+  if (text.empty()) return false;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+bool is_atomic_temp_name(std::string_view filename) {
+  // Built by temp_path_for: "." NAME ".tmp-" PID "-" COUNTER, NAME not empty.
+  const std::size_t marker = filename.rfind(".tmp-");
+  if (filename.size() < 2 || filename.front() != '.' || marker == std::string_view::npos ||
+      marker < 2) {
+    return false;
+  }
+  const std::string_view numbers = filename.substr(marker + 5);
+  const std::size_t dash = numbers.find('-');
+  return dash != std::string_view::npos && all_digits(numbers.substr(0, dash)) &&
+         all_digits(numbers.substr(dash + 1));
+}
+
+void write_file_atomically(const std::string& path, std::string_view text) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) ensure_output_dir(parent.string());
+  AtomicOutput output(path);
+  output.write(text.data(), text.size());
+  output.commit();
+}
 
 void ensure_output_dir(const std::string& path) {
   std::error_code ec;

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "io/file_descriptor.h"
 
@@ -20,6 +21,19 @@ namespace pipescope::io {
 /// ("cannot create output folder PATH: ...") when that fails or when `path`
 /// exists and is not a folder.
 void ensure_output_dir(const std::string& path);
+
+/// Writes `text` to `path` as a whole file: its missing parent folders are
+/// created (ensure_output_dir), then an AtomicOutput is written and
+/// committed, so a reader sees the old file or the whole new one. The one
+/// way a command or the simulator writes a small report (a markdown or
+/// JUnit report, diff.json, a .prom file, expected.json). Throws
+/// std::system_error like AtomicOutput.
+void write_file_atomically(const std::string& path, std::string_view text);
+
+/// True when `filename` (a name without its folder) is one AtomicOutput
+/// gives its temporary files (".NAME.tmp-PID-N"): what a process killed
+/// before commit() leaves behind, for a writer that clears its own leftovers.
+bool is_atomic_temp_name(std::string_view filename);
 
 class AtomicOutput {
  public:

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "export/atomic_file.h"
 #include "export/json_writer.h"
 #include "numeric/units.h"
 
@@ -117,12 +116,6 @@ std::string prometheus_text(const std::string& run, const LiveStep& last,
          fmt::format("{}", counters.steps));
   series("pipescope_jobs_total", "counter", "Job lines read.", fmt::format("{}", counters.jobs));
   return out;
-}
-
-void write_file_atomically(const std::string& path, const std::string& text) {
-  AtomicFile file(path);
-  file.append(text);
-  file.commit();
 }
 
 }  // namespace pipescope

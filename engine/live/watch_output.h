@@ -32,8 +32,4 @@ struct WatchCounters {
 std::string prometheus_text(const std::string& run, const LiveStep& last,
                             const WatchCounters& counters);
 
-/// Writes `text` to `path` through a temporary file renamed over it, so the
-/// collector never reads half a file. Throws std::system_error.
-void write_file_atomically(const std::string& path, const std::string& text);
-
 }  // namespace pipescope

@@ -121,7 +121,7 @@ void split_segments(LoadedRun& loaded, std::optional<int> wanted,
 
 }  // namespace
 
-LoadedRun analyse_run(Run run, const LoadOptions& options) {
+LoadedRun load_run(Run run, const LoadOptions& options) {
   // The analysis runs its independent parts as oneTBB tasks, on as many
   // threads as reading was given (IngestOptions::threads; 0: one per core).
   const unsigned threads = options.ingest.threads > 0
@@ -143,7 +143,7 @@ LoadedRun analyse_run(Run run, const LoadOptions& options) {
   }
   if (loaded.run.job_count() == 0) return loaded;
   split_segments(loaded, options.segment, options.first_step);
-  if (options.metrics_only) {
+  if (options.level == LoadLevel::metrics) {
     loaded.metrics = compute_metrics(loaded.run);
     for (QualityWarning& w : check_short_devices(loaded.run, loaded.metrics,
                                                  one_stage_per_device(loaded.run.devices.size()))) {
@@ -155,7 +155,8 @@ LoadedRun analyse_run(Run run, const LoadOptions& options) {
   // contract's metrics, which are then computed on corrected times.
   AnalyzedRun analyzed;
   try {
-    analyzed = analyze_run(loaded.run, options.pipeline);
+    analyzed = options.level == LoadLevel::schedule ? analyze_schedule(loaded.run, options.pipeline)
+                                                    : analyze_run(loaded.run, options.pipeline);
   } catch (const std::invalid_argument& e) {
     if (loaded.run.left_out.empty()) throw;
     throw std::invalid_argument(e.what() + left_out_note(loaded.run));
@@ -166,6 +167,7 @@ LoadedRun analyse_run(Run run, const LoadOptions& options) {
        check_short_devices(loaded.run, loaded.metrics, loaded.pipeline.stages)) {
     loaded.input_warnings.push_back(std::move(w));
   }
+  if (options.level == LoadLevel::schedule) return loaded;
   std::vector<QualityWarning>& warnings = loaded.pipeline.warnings;
   warnings.insert(warnings.begin(), loaded.launch_warnings.begin(), loaded.launch_warnings.end());
   warnings.insert(warnings.begin(), loaded.input_warnings.begin(), loaded.input_warnings.end());
@@ -173,7 +175,7 @@ LoadedRun analyse_run(Run run, const LoadOptions& options) {
 }
 
 LoadedRun load_run(const std::vector<InputFile>& inputs, const LoadOptions& options) {
-  return analyse_run(ingest_inputs(inputs, options.ingest), options);
+  return load_run(ingest_inputs(inputs, options.ingest), options);
 }
 
 }  // namespace pipescope

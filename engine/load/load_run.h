@@ -24,13 +24,27 @@
 
 namespace pipescope {
 
-struct LoadOptions {
-  IngestOptions ingest;
-  PipelineOptions pipeline;
+/// How much of the analysis load_run does after reading.
+enum class LoadLevel {
+  /// Everything `analyze` reports: clock correction, the metric contract on
+  /// corrected times and the whole pipeline analysis.
+  full,
+  /// The metric contract and the detected schedule exactly as `full`
+  /// computes them (the same clock correction, stage map and roles:
+  /// analysis/pipeline.h, analyze_schedule), without the rest of the
+  /// pipeline analysis. What a comparison of contract figures and
+  /// schedules needs (compare/run_loader.h).
+  schedule,
   /// The metric contract only, on the times as logged: no clock correction
   /// and no pipeline analysis (`convert` writes records with the logged
   /// times; reading them back corrects the clocks as for the logs).
-  bool metrics_only = false;
+  metrics,
+};
+
+struct LoadOptions {
+  IngestOptions ingest;
+  PipelineOptions pipeline;
+  LoadLevel level = LoadLevel::full;
   /// Unreadable inputs, rank-layout checks (input_rules.h).
   InputRules inputs;
   /// Analyse one launch segment only (analysis/launch_segments.h): its
@@ -50,14 +64,17 @@ int parse_segment_choice(std::string_view text);
 
 struct LoadedRun {
   Run run;
-  /// The contract's figures (on corrected times unless metrics_only).
+  /// The contract's figures (on corrected times unless LoadLevel::metrics).
   Metrics metrics;
-  /// Empty when metrics_only; else its warnings begin with input_warnings.
+  /// Full: the whole analysis, its warnings beginning with input_warnings.
+  /// LoadLevel::schedule: only the stage map, roles, schedule, dependencies
+  /// and clock report (no warnings). LoadLevel::metrics: empty.
   PipelineAnalysis pipeline;
-  /// The input warnings (input_rules.h), also with metrics_only.
+  /// The input warnings (input_rules.h), at every level.
   std::vector<QualityWarning> input_warnings;
   /// What the launch segments show (`relaunch`, `launch_signal_ignored`),
-  /// also with metrics_only; in `pipeline.warnings` after the input warnings.
+  /// at every level; with LoadLevel::full also in `pipeline.warnings`, after
+  /// the input warnings.
   std::vector<QualityWarning> launch_warnings;
   /// Every segment found, before a selection (LoadOptions::segment) kept one.
   std::vector<LaunchSegment> all_segments;
@@ -75,9 +92,9 @@ std::vector<InputFile> find_inputs(const std::vector<std::string>& paths,
 /// segment the run does not have.
 LoadedRun load_run(const std::vector<InputFile>& inputs, const LoadOptions& options);
 
-/// The analysis of a run read elsewhere (rank 0 of `analyze --mpi`), exactly
-/// as load_run does it, the input rules included: `run` as merged, one device
-/// per input.
-LoadedRun analyse_run(Run run, const LoadOptions& options);
+/// The same for a run read and merged elsewhere (rank 0 of `analyze --mpi`):
+/// `run` as ingest_inputs() returns it, one device per input; everything
+/// after reading (the input rules included) is done exactly as above.
+LoadedRun load_run(Run run, const LoadOptions& options);
 
 }  // namespace pipescope

@@ -9,7 +9,7 @@
 
 namespace pipescope {
 
-/// Index into Run::job_types.
+/// Index into Run::types (model/run.h, TypeTable): the job type names.
 using TypeId = std::uint32_t;
 
 struct Job {

@@ -3,15 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <vector>
 
+#include "io/atomic_output.h"
 #include "simulate/log_format.h"
 
 namespace pipescope::sim {
@@ -61,28 +59,14 @@ void prepare(const fs::path& dir, bool force) {
     }
     for (const auto& entry : fs::directory_iterator(dir)) {
       const std::string name = entry.path().filename().string();
-      if (entry.is_regular_file() && (name.starts_with(kPrefix) || name == kConcatenation ||
-                                      name == "expected.json" || name == "simulation.json")) {
+      if (entry.is_regular_file() &&
+          (name.starts_with(kPrefix) || name == kConcatenation || name == "expected.json" ||
+           name == "simulation.json" || io::is_atomic_temp_name(name))) {
         fs::remove(entry.path());
       }
     }
   }
   fs::create_directories(dir);
-}
-
-void write_file(const fs::path& path, std::string_view text) {
-  const fs::path temp = path.string() + ".pipescope-tmp";
-  std::FILE* file = std::fopen(temp.c_str(), "wb");
-  if (file == nullptr) {
-    throw std::runtime_error(
-        fmt::format("cannot create {}: {}", temp.string(), std::strerror(errno)));
-  }
-  const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  if (std::fclose(file) != 0 || !written) {
-    throw std::runtime_error(
-        fmt::format("cannot write {}: {}", temp.string(), std::strerror(errno)));
-  }
-  fs::rename(temp, path);
 }
 
 void append_record(fmt::memory_buffer& out, const SimJob& job, bool chunked, int stage,
@@ -151,7 +135,7 @@ WriteReport write_simulated_dygraph(const SimConfig& config, const DygraphWriter
   for (std::size_t d = 0; d < devices.size(); ++d) {
     const std::string name = fmt::format("{}{}", kPrefix, devices[d].index);
     const fs::path path = options.dir / name;
-    write_file(path, std::string_view(text[d].data(), text[d].size()));
+    io::write_file_atomically(path.string(), std::string_view(text[d].data(), text[d].size()));
     names.emplace_back(name, d);
     report.add({path, text[d].size(), 2 * jobs[d], jobs[d]});
   }
@@ -170,20 +154,15 @@ WriteReport write_simulated_dygraph(const SimConfig& config, const DygraphWriter
       }
     }
     all += " ]\n";
-    write_file(options.concatenation_dir / std::string(kConcatenation), all);
+    io::write_file_atomically((options.concatenation_dir / std::string(kConcatenation)).string(),
+                              all);
   }
-  report.expected = expected.finish();
-  report.expected_path = options.dir / "expected.json";
-  write_file(report.expected_path, expected_metrics_json(report.expected));
-  write_file(
-      options.dir / "simulation.json",
-      fmt::format("{{\"format\": \"paddle-dygraph\", \"schedule\": \"{}\", \"stages\": {}, "
-                  "\"micro_batches\": {}, \"chunks\": {}, \"steps\": {}, "
-                  "\"devices_per_stage\": {}, \"seed\": {}, \"start_ns\": {}, "
+  report.write_description(
+      options.dir, expected.finish(),
+      fmt::format("{{\"format\": \"paddle-dygraph\", {}, \"seed\": {}, \"start_ns\": {}, "
                   "\"resolution_ns\": {}}}\n",
-                  schedule_kind_name(config.shape.kind), config.shape.stages,
-                  config.shape.micro_batches, config.shape.chunks, simulator.steps_done(),
-                  config.devices_per_stage, config.seed, config.start_ns, config.resolution_ns));
+                  simulation_shape_fields(config, simulator.steps_done()), config.seed,
+                  config.start_ns, config.resolution_ns));
   report.steps = simulator.steps_done();
   report.devices = static_cast<int>(devices.size());
   report.machines = config.machines;

@@ -37,7 +37,8 @@ struct DygraphWriterOptions {
 /// Throws std::invalid_argument for a config the records cannot describe
 /// (a resolution that is not whole ms, comm or lr jobs, clock skews, a
 /// schedule with split backwards), or for a non-empty folder without force;
-/// std::runtime_error for I/O failures.
+/// std::system_error (naming the file) for I/O failures, as model/errors.h
+/// says system calls do.
 WriteReport write_simulated_dygraph(const SimConfig& config, const DygraphWriterOptions& options);
 
 }  // namespace pipescope::sim

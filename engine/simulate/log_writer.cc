@@ -3,9 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -13,6 +10,7 @@
 #include <system_error>
 #include <utility>
 
+#include "io/atomic_output.h"
 #include "records/ivl_writer.h"
 #include "simulate/log_format.h"
 #include "simulate/noise.h"
@@ -25,7 +23,6 @@ namespace {
 
 constexpr std::string_view kJobSource = "standalone_executor.cc:217";
 constexpr std::string_view kFirstStepSource = "pipeline_parallel.py:1288";
-constexpr std::string_view kTempSuffix = ".pipescope-tmp";
 // Unshuffled output is written in chunks of about this size.
 constexpr std::size_t kDirectFlushBytes = std::size_t{1} << 20;
 // Shuffled job lines are held back (and shuffled) in blocks of about this
@@ -41,7 +38,7 @@ bool is_numbered(std::string_view name, std::string_view prefix) {
 
 bool is_ours(std::string_view name) {
   return is_numbered(name, "workerlog.") || name == "expected.json" || name == "simulation.json" ||
-         name.ends_with(kTempSuffix) || name.ends_with(".ivl");
+         io::is_atomic_temp_name(name) || name.ends_with(".ivl");
 }
 
 // Creates dir, or empties it of what a previous simulation wrote (only with
@@ -74,30 +71,19 @@ void prepare_dir(const fs::path& dir, bool force) {
   fs::create_directories(dir);
 }
 
-struct FileCloser {
-  void operator()(std::FILE* file) const {
-    if (file != nullptr) std::fclose(file);
-  }
-};
-using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
-
-[[noreturn]] void throw_io(std::string_view what, const fs::path& path) {
-  throw std::runtime_error(
-      fmt::format("cannot {} {}: {}", what, path.string(), std::strerror(errno)));
-}
-
 std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
   return SplitMix(a * 0x9E3779B97F4A7C15ULL ^ b).next();
 }
 
 // One worker log being written: renders lines into memory, shuffles them in
-// blocks when asked, and writes big chunks to a temporary file.
+// blocks when asked, and writes big chunks to its temporary file
+// (io::AtomicOutput; destroyed uncommitted, the file is removed).
 class DeviceLog {
  public:
   DeviceLog(fs::path path, const SimDeviceInfo& device, int stages, std::uint64_t seed,
             const LogWriterOptions& options, const std::vector<std::string>& type_names, int chunks)
       : path_(std::move(path)),
-        temp_path_(path_.string() + std::string(kTempSuffix)),
+        output_(path_.string()),
         options_(options),
         type_names_(type_names),
         chunks_(chunks),
@@ -105,13 +91,10 @@ class DeviceLog {
         random_(mix(seed, 1000 + device.index)),
         noise_(mix(seed, 2000 + device.index), thread_id_, device.rank, stages),
         counters_(type_names.size(), 0) {
-    file_.reset(std::fopen(temp_path_.c_str(), "wb"));
-    if (!file_) throw_io("create", temp_path_);
     eol_ = options.crlf ? "\r\n" : "\n";
   }
 
   const fs::path& path() const { return path_; }
-  const fs::path& temp_path() const { return temp_path_; }
   std::uint64_t bytes() const { return written_ + pending_bytes(); }
   std::uint64_t lines() const { return lines_; }
   std::uint64_t jobs() const { return jobs_; }
@@ -205,13 +188,13 @@ class DeviceLog {
     write_direct();
   }
 
-  /// Flushes and closes the temporary file (the caller renames it).
+  /// Flushes and closes the temporary file; commit() then renames it, once
+  /// every log is closed, so the logs appear together.
   void close() {
     flush();
-    std::FILE* file = file_.release();
-    const bool failed = std::ferror(file) != 0;
-    if (std::fclose(file) != 0 || failed) throw_io("write", temp_path_);
+    output_.close_descriptor();
   }
+  void commit() { output_.commit(); }
 
  private:
   void end_line(fmt::memory_buffer& out) {
@@ -253,15 +236,13 @@ class DeviceLog {
 
   void write_direct() {
     if (direct_.size() == 0) return;
-    if (std::fwrite(direct_.data(), 1, direct_.size(), file_.get()) != direct_.size()) {
-      throw_io("write", temp_path_);
-    }
+    output_.write(direct_.data(), direct_.size());
     written_ += direct_.size();
     direct_.clear();
   }
 
   fs::path path_;
-  fs::path temp_path_;
+  io::AtomicOutput output_;
   const LogWriterOptions& options_;
   const std::vector<std::string>& type_names_;
   int chunks_;
@@ -271,7 +252,6 @@ class DeviceLog {
   std::vector<std::int64_t> counters_;
   std::int64_t next_index_ = 0;
   std::string_view eol_;
-  FilePtr file_;
   std::uint64_t written_ = 0;
   std::uint64_t lines_ = 0;
   std::uint64_t jobs_ = 0;
@@ -297,31 +277,15 @@ std::string simulation_json(const SimConfig& config, const LogWriterOptions& opt
     return "index";
   };
   return fmt::format(
-      "{{\"schedule\": \"{}\", \"stages\": {}, \"micro_batches\": {}, \"chunks\": {}, "
-      "\"steps\": {}, \"devices_per_stage\": {}, \"machines\": {}, \"seed\": {}, "
+      "{{{}, \"machines\": {}, \"seed\": {}, "
       "\"start_ns\": {}, \"resolution_ns\": {}, \"comm_jobs\": {}, \"noise_per_job\": {}, "
       "\"shuffle\": {}, \"ansi\": {}, \"crlf\": {}, \"time_decimals\": {}, "
       "\"chunk_names\": \"{}\", \"job_id\": \"{}\"{}}}\n",
-      schedule_kind_name(config.shape.kind), config.shape.stages, config.shape.micro_batches,
-      config.shape.chunks, steps, config.devices_per_stage, config.machines, config.seed,
-      config.start_ns, config.resolution_ns, config.comm_jobs, options.noise_per_job,
-      options.shuffle, options.ansi, options.crlf, options.time_decimals,
+      simulation_shape_fields(config, steps), config.machines, config.seed, config.start_ns,
+      config.resolution_ns, config.comm_jobs, options.noise_per_job, options.shuffle, options.ansi,
+      options.crlf, options.time_decimals,
       options.chunk_naming == ChunkNaming::paren ? "paren" : "digit", id_name(options.job_id),
       config.lr_jobs ? ", \"lr_jobs\": true" : "");
-}
-
-void write_file_atomically(const fs::path& path, std::string_view text) {
-  const fs::path temp = path.string() + std::string(kTempSuffix);
-  {
-    FilePtr file(std::fopen(temp.c_str(), "wb"));
-    if (!file) throw_io("create", temp);
-    if (std::fwrite(text.data(), 1, text.size(), file.get()) != text.size()) {
-      throw_io("write", temp);
-    }
-    std::FILE* raw = file.release();
-    if (std::fclose(raw) != 0) throw_io("write", temp);
-  }
-  fs::rename(temp, path);
 }
 
 void validate(const LogWriterOptions& options) {
@@ -341,6 +305,22 @@ void validate(const LogWriterOptions& options) {
 }
 
 }  // namespace
+
+std::string simulation_shape_fields(const SimConfig& config, int steps) {
+  return fmt::format(
+      "\"schedule\": \"{}\", \"stages\": {}, \"micro_batches\": {}, \"chunks\": {}, "
+      "\"steps\": {}, \"devices_per_stage\": {}",
+      schedule_kind_name(config.shape.kind), config.shape.stages, config.shape.micro_batches,
+      config.shape.chunks, steps, config.devices_per_stage);
+}
+
+void WriteReport::write_description(const fs::path& dir, ExpectedMetrics metrics,
+                                    std::string_view simulation) {
+  expected = std::move(metrics);
+  expected_path = dir / "expected.json";
+  io::write_file_atomically(expected_path.string(), expected_metrics_json(expected));
+  io::write_file_atomically((dir / "simulation.json").string(), simulation);
+}
 
 WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions& options) {
   validate(options);
@@ -372,103 +352,95 @@ WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions
     throw std::invalid_argument("the .ivl folder must differ from the worker log folder");
   }
   if (!options.ivl_dir.empty()) prepare_dir(options.ivl_dir, options.force);
+  // Each .ivl file is written by its writer through the temporary file of
+  // an io::AtomicOutput. Should anything throw, every file not yet committed
+  // is removed as these go out of scope.
+  std::vector<io::AtomicOutput> ivl_outputs;
+  ivl_outputs.reserve(options.ivl_dir.empty() ? 0 : devices.size());
   std::vector<std::unique_ptr<ivl::Writer>> ivls;
-  std::vector<fs::path> ivl_paths;
-  auto remove_temps = [&] {
-    std::error_code ec;
-    for (const auto& log : logs) fs::remove(log->temp_path(), ec);
-    for (const auto& path : ivl_paths) fs::remove(path.string() + std::string(kTempSuffix), ec);
-  };
 
   WriteReport report;
-  try {
-    for (const auto& device : devices) {
-      fs::path folder = options.dir;
-      if (config.machines > 1) {
-        folder /= fmt::format("machine{}", device.machine);
-        fs::create_directories(folder);
-      }
-      logs.push_back(std::make_unique<DeviceLog>(folder / fmt::format("workerlog.{}", device.rank),
-                                                 device, config.shape.stages, config.seed, options,
-                                                 type_names, chunks));
-      if (!options.ivl_dir.empty()) {
-        const fs::path ivl_folder = options.ivl_dir / folder.lexically_relative(options.dir);
-        fs::create_directories(ivl_folder);
-        ivl_paths.push_back(ivl_folder / fmt::format("workerlog.{}.ivl", device.rank));
-        ivl::FileInfo info;
-        info.machine = device.machine;
-        info.rank = device.rank;
-        info.machine_name = config.machines > 1 ? fmt::format("machine{}", device.machine) : "";
-        info.producer = "pipescope simulate";
-        info.anchor_realtime_ns = config.start_ns;
-        info.first_step = options.first_step;
-        info.types = type_names;  // id = type * chunks + chunk, as in DeviceLog::add_job
-        ivls.push_back(std::make_unique<ivl::Writer>(
-            ivl_paths.back().string() + std::string(kTempSuffix), info));
-      }
+  for (const auto& device : devices) {
+    fs::path folder = options.dir;
+    if (config.machines > 1) {
+      folder /= fmt::format("machine{}", device.machine);
+      fs::create_directories(folder);
     }
-
-    const std::int64_t start = config.start_ns;
-    for (auto& log : logs) {
-      if (options.first_step) {
-        log->add_glog_line(start - 6'000'000'000, kFirstStepSource,
-                           fmt::format("Schedule Profiler start at step {}", *options.first_step));
-      }
-      log->add_noise(start - 5'000'000'000, options.noise_per_job);
+    logs.push_back(std::make_unique<DeviceLog>(folder / fmt::format("workerlog.{}", device.rank),
+                                               device, config.shape.stages, config.seed, options,
+                                               type_names, chunks));
+    if (!options.ivl_dir.empty()) {
+      const fs::path ivl_folder = options.ivl_dir / folder.lexically_relative(options.dir);
+      fs::create_directories(ivl_folder);
+      io::AtomicOutput& output = ivl_outputs.emplace_back(
+          (ivl_folder / fmt::format("workerlog.{}.ivl", device.rank)).string());
+      output.close_descriptor();  // the writer opens the temporary file by its path
+      ivl::FileInfo info;
+      info.machine = device.machine;
+      info.rank = device.rank;
+      info.machine_name = config.machines > 1 ? fmt::format("machine{}", device.machine) : "";
+      info.producer = "pipescope simulate";
+      info.anchor_realtime_ns = config.start_ns;
+      info.first_step = options.first_step;
+      info.types = type_names;  // id = type * chunks + chunk, as in DeviceLog::add_job
+      ivls.push_back(std::make_unique<ivl::Writer>(output.temp_path(), info));
     }
-
-    ExpectedMetricsBuilder expected(devices, options.first_step.value_or(0));
-    std::vector<std::vector<SimJob>> step_jobs;
-    const std::size_t block_limit =
-        options.shuffle ? std::max(kShuffleBlockBytes / devices.size(), std::size_t{4} << 20)
-                        : kDirectFlushBytes;
-    const int decimals = options.time_decimals;
-    for (;;) {
-      simulator.next_step(step_jobs);
-      std::uint64_t total = 0;
-      for (std::size_t d = 0; d < logs.size(); ++d) {
-        for (const SimJob& job : step_jobs[d]) {
-          logs[d]->add_job(job);
-          if (!ivls.empty()) {
-            const auto slot =
-                static_cast<std::uint32_t>(static_cast<int>(job.type) * chunks + job.chunk);
-            ivls[d]->append({printed_ns(job.start_ns, decimals), printed_ns(job.end_ns, decimals),
-                             slot, job.micro_batch,
-                             static_cast<std::int32_t>(options.first_step.value_or(0) + job.step),
-                             0});
-          }
-          expected.add_job(static_cast<int>(d), job.step, printed_ns(job.start_ns, decimals),
-                           printed_ns(job.end_ns, decimals), is_comm_job(job.type));
-        }
-        if (simulator.steps_done() == 1 && options.first_step && options.noise_per_job > 0) {
-          // Only the first occurrence in a file counts; a later one must be ignored.
-          logs[d]->add_glog_line(
-              step_jobs[d].back().end_ns, kFirstStepSource,
-              fmt::format("Schedule Profiler start at step {}", *options.first_step + 1000));
-        }
-        logs[d]->flush_if_over(block_limit);
-        if (!ivls.empty()) ivls[d]->flush();
-        total += logs[d]->bytes();
-      }
-      if (simulator.steps_done() >= config.steps && total >= options.target_bytes) break;
-    }
-
-    for (auto& log : logs) log->close();
-    for (auto& log : logs) fs::rename(log->temp_path(), log->path());
-    for (std::size_t d = 0; d < ivls.size(); ++d) {
-      ivls[d]->close();
-      fs::rename(ivls[d]->path(), ivl_paths[d]);
-    }
-
-    report.expected = expected.finish();
-    report.expected_path = options.dir / "expected.json";
-    write_file_atomically(report.expected_path, expected_metrics_json(report.expected));
-    write_file_atomically(options.dir / "simulation.json",
-                          simulation_json(config, options, simulator.steps_done()));
-  } catch (...) {
-    remove_temps();
-    throw;
   }
+
+  const std::int64_t start = config.start_ns;
+  for (auto& log : logs) {
+    if (options.first_step) {
+      log->add_glog_line(start - 6'000'000'000, kFirstStepSource,
+                         fmt::format("Schedule Profiler start at step {}", *options.first_step));
+    }
+    log->add_noise(start - 5'000'000'000, options.noise_per_job);
+  }
+
+  ExpectedMetricsBuilder expected(devices, options.first_step.value_or(0));
+  std::vector<std::vector<SimJob>> step_jobs;
+  const std::size_t block_limit =
+      options.shuffle ? std::max(kShuffleBlockBytes / devices.size(), std::size_t{4} << 20)
+                      : kDirectFlushBytes;
+  const int decimals = options.time_decimals;
+  for (;;) {
+    simulator.next_step(step_jobs);
+    std::uint64_t total = 0;
+    for (std::size_t d = 0; d < logs.size(); ++d) {
+      for (const SimJob& job : step_jobs[d]) {
+        logs[d]->add_job(job);
+        if (!ivls.empty()) {
+          const auto slot =
+              static_cast<std::uint32_t>(static_cast<int>(job.type) * chunks + job.chunk);
+          ivls[d]->append({printed_ns(job.start_ns, decimals), printed_ns(job.end_ns, decimals),
+                           slot, job.micro_batch,
+                           static_cast<std::int32_t>(options.first_step.value_or(0) + job.step),
+                           0});
+        }
+        expected.add_job(static_cast<int>(d), job.step, printed_ns(job.start_ns, decimals),
+                         printed_ns(job.end_ns, decimals), is_comm_job(job.type));
+      }
+      if (simulator.steps_done() == 1 && options.first_step && options.noise_per_job > 0) {
+        // Only the first occurrence in a file counts; a later one must be ignored.
+        logs[d]->add_glog_line(
+            step_jobs[d].back().end_ns, kFirstStepSource,
+            fmt::format("Schedule Profiler start at step {}", *options.first_step + 1000));
+      }
+      logs[d]->flush_if_over(block_limit);
+      if (!ivls.empty()) ivls[d]->flush();
+      total += logs[d]->bytes();
+    }
+    if (simulator.steps_done() >= config.steps && total >= options.target_bytes) break;
+  }
+
+  for (auto& log : logs) log->close();
+  for (auto& log : logs) log->commit();
+  for (std::size_t d = 0; d < ivls.size(); ++d) {
+    ivls[d]->close();
+    ivl_outputs[d].commit();
+  }
+
+  report.write_description(options.dir, expected.finish(),
+                           simulation_json(config, options, simulator.steps_done()));
 
   for (const auto& log : logs) {
     report.add({log->path(), log->bytes(), log->lines(), log->jobs()});

@@ -7,8 +7,8 @@
 // independently of the analysis engine (see expected_metrics.h), and
 // DIR/simulation.json: the configuration, for people reading the folder.
 //
-// Every file is written to a temporary name and renamed when complete, so a
-// failed run never leaves a truncated workerlog behind.
+// Every file is written through io::AtomicOutput (a temporary name renamed
+// when complete), so a failed run never leaves a truncated workerlog behind.
 //
 // Usage:
 //   LogWriterOptions options;  options.dir = "out";  options.noise_per_job = 49;
@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -86,11 +87,25 @@ struct WriteReport {
     jobs += file.jobs;
     files.push_back(std::move(file));
   }
+
+  /// Keeps `metrics` as `expected` and writes the two files every writer
+  /// leaves beside the run: DIR/expected.json (`expected_path`) and
+  /// DIR/simulation.json, holding `simulation` (the configuration). Both go
+  /// through io::write_file_atomically; throws std::system_error.
+  void write_description(const std::filesystem::path& dir, ExpectedMetrics metrics,
+                         std::string_view simulation);
 };
+
+/// The fields every simulation.json holds first (after its "format"), as
+/// `"key": value` pairs separated by ", ", without braces: "schedule",
+/// "stages", "micro_batches", "chunks", "steps" (`steps`, those simulated)
+/// and "devices_per_stage".
+std::string simulation_shape_fields(const SimConfig& config, int steps);
 
 /// Simulates config and writes the logs, expected.json and simulation.json into options.dir
 /// (created when missing). Throws std::invalid_argument for bad options or a
-/// non-empty folder without force, std::runtime_error for I/O failures.
+/// non-empty folder without force, std::system_error (naming the file) for I/O
+/// failures, as model/errors.h says system calls do.
 WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions& options);
 
 }  // namespace pipescope::sim

@@ -2,12 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "io/atomic_output.h"
 
 namespace pipescope::sim {
 
@@ -15,21 +14,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::string_view kTempSuffix = ".pipescope-tmp";
 constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
 // Host launch spans lie this far before the GPU work (ns).
 constexpr std::int64_t kHostLeadNs = 10'000;
 constexpr std::int64_t kHostSpanNs = 5'000;
 constexpr std::int64_t kLaunchAfterNs = 2'000;
 
-[[noreturn]] void throw_io(std::string_view what, const fs::path& path) {
-  throw std::runtime_error(
-      fmt::format("cannot {} {}: {}", what, path.string(), std::strerror(errno)));
-}
-
 bool is_ours(const std::string& name) {
   return name.ends_with(".pt.trace.json") || name == "expected.json" || name == "simulation.json" ||
-         name.ends_with(kTempSuffix);
+         io::is_atomic_temp_name(name);
 }
 
 void prepare_dir(const fs::path& dir, bool force) {
@@ -59,24 +52,19 @@ void append_us(fmt::memory_buffer& out, std::int64_t ns) {
   fmt::format_to(std::back_inserter(out), "{}.{:03}", ns / 1000, ns % 1000);
 }
 
+// One rank's trace being written to its temporary file (io::AtomicOutput;
+// destroyed uncommitted, the file is removed).
 class RankTrace {
  public:
   RankTrace(fs::path path, int rank, int world, std::int64_t base_ns)
-      : path_(std::move(path)), temp_(path_.string() + std::string(kTempSuffix)), base_(base_ns) {
-    file_ = std::fopen(temp_.c_str(), "wb");
-    if (file_ == nullptr) throw_io("create", temp_);
+      : path_(std::move(path)), output_(path_.string()), base_(base_ns) {
     pid_ = 1000 + rank;
     fmt::format_to(std::back_inserter(out_),
                    "{{\n  \"schemaVersion\": 1,\n  \"distributedInfo\": {{\"backend\": \"nccl\", "
                    "\"rank\": {}, \"world_size\": {}}},\n  \"traceEvents\": [\n",
                    rank, world);
   }
-  ~RankTrace() {
-    if (file_ != nullptr) std::fclose(file_);
-  }
-
   const fs::path& path() const { return path_; }
-  const fs::path& temp() const { return temp_; }
   std::uint64_t bytes() const { return written_ + out_.size(); }
   std::uint64_t jobs() const { return jobs_; }
 
@@ -126,24 +114,24 @@ class RankTrace {
                    "  \"baseTimeNanoseconds\": {}\n}}\n",
                    trace_name, base_);
     flush();
-    std::FILE* file = std::exchange(file_, nullptr);
-    const bool failed = std::ferror(file) != 0;
-    if (std::fclose(file) != 0 || failed) throw_io("write", temp_);
+    output_.close_descriptor();
   }
+  /// Renames the closed trace into place (once every trace is closed).
+  void commit() { output_.commit(); }
 
   int pid() const { return pid_; }
 
  private:
   void flush() {
     if (out_.size() == 0) return;
-    if (std::fwrite(out_.data(), 1, out_.size(), file_) != out_.size()) throw_io("write", temp_);
+    output_.write(out_.data(), out_.size());
     written_ += out_.size();
     out_.clear();
   }
 
-  fs::path path_, temp_;
+  fs::path path_;
+  io::AtomicOutput output_;
   std::int64_t base_;
-  std::FILE* file_ = nullptr;
   fmt::memory_buffer out_;
   bool first_ = true;
   int pid_ = 0;
@@ -152,15 +140,6 @@ class RankTrace {
   std::uint64_t written_ = 0;
   std::uint64_t jobs_ = 0;
 };
-
-void write_text(const fs::path& path, std::string_view text) {
-  const fs::path temp = path.string() + std::string(kTempSuffix);
-  std::FILE* file = std::fopen(temp.c_str(), "wb");
-  if (file == nullptr) throw_io("create", temp);
-  const bool ok = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  if (std::fclose(file) != 0 || !ok) throw_io("write", temp);
-  fs::rename(temp, path);
-}
 
 }  // namespace
 
@@ -214,69 +193,59 @@ WriteReport write_torch_traces(const SimConfig& config, const TorchTraceOptions&
   // Whole seconds, 10 s before the run: every host time is after it.
   const std::int64_t base =
       std::max<std::int64_t>(0, (config.start_ns / 1'000'000'000 - 10)) * 1'000'000'000;
+  // Should anything throw, every trace not yet committed is removed as these
+  // go out of scope.
   std::vector<std::unique_ptr<RankTrace>> traces;
   WriteReport report;
-  try {
-    for (const auto& device : devices) {
-      fs::path folder = options.dir;
-      if (config.machines > 1) {
-        folder /= fmt::format("machine{}", device.machine);
-        fs::create_directories(folder);
-      }
-      traces.push_back(
-          std::make_unique<RankTrace>(folder / fmt::format("rank{}.pt.trace.json", device.index),
-                                      device.index, static_cast<int>(devices.size()), base));
+  for (const auto& device : devices) {
+    fs::path folder = options.dir;
+    if (config.machines > 1) {
+      folder /= fmt::format("machine{}", device.machine);
+      fs::create_directories(folder);
     }
-    ExpectedMetricsBuilder expected(devices, options.first_step);
-    std::vector<std::vector<SimJob>> step_jobs;
-    std::vector<std::uint64_t> style(devices.size(), 0);
-    while (simulator.steps_done() < config.steps) {
-      simulator.next_step(step_jobs);
-      for (std::size_t d = 0; d < traces.size(); ++d) {
-        RankTrace& trace = *traces[d];
-        const auto& jobs = step_jobs[d];
-        if (jobs.empty()) continue;
-        // One ProfilerStep#N span per step around its jobs' host spans.
-        std::int64_t first = jobs.front().start_ns, last = jobs.front().end_ns;
-        for (const SimJob& job : jobs) {
-          first = std::min(first, job.start_ns);
-          last = std::max(last, job.end_ns);
-        }
-        const std::int64_t step = options.first_step + jobs.front().step;
-        trace.span("user_annotation", fmt::format("ProfilerStep#{}", step), trace.pid(),
-                   trace.pid(), first - kHostLeadNs - 1'000, last, static_cast<std::int64_t>(step));
-        for (const SimJob& job : jobs) {
-          const std::string label = torch_action_label(job, config.shape, devices[d].stage);
-          if (label.empty()) {
-            trace.span("user_annotation", "Optimizer.step#SGD.step", trace.pid(), trace.pid(),
-                       job.start_ns, job.end_ns, 0);
-            continue;
-          }
-          trace.job(label, job, static_cast<int>(style[d]++ % 3));
-          expected.add_job(static_cast<int>(d), job.step, job.start_ns, job.end_ns,
-                           is_comm_job(job.type));
-        }
-      }
-    }
-    for (auto& trace : traces) trace->close(trace->path().filename().string());
-    for (auto& trace : traces) fs::rename(trace->temp(), trace->path());
-    report.expected = expected.finish();
-    report.expected_path = options.dir / "expected.json";
-    write_text(report.expected_path, expected_metrics_json(report.expected));
-    write_text(options.dir / "simulation.json",
-               fmt::format("{{\"format\": \"torch\", \"schedule\": \"{}\", \"stages\": {}, "
-                           "\"micro_batches\": {}, \"chunks\": {}, \"steps\": {}, "
-                           "\"devices_per_stage\": {}, \"machines\": {}, \"seed\": {}, "
-                           "\"start_ns\": {}, \"comm_jobs\": {}, \"first_step\": {}}}\n",
-                           schedule_kind_name(config.shape.kind), config.shape.stages,
-                           config.shape.micro_batches, config.shape.chunks, simulator.steps_done(),
-                           config.devices_per_stage, config.machines, config.seed, config.start_ns,
-                           config.comm_jobs, options.first_step));
-  } catch (...) {
-    std::error_code ec;
-    for (const auto& trace : traces) fs::remove(trace->temp(), ec);
-    throw;
+    traces.push_back(
+        std::make_unique<RankTrace>(folder / fmt::format("rank{}.pt.trace.json", device.index),
+                                    device.index, static_cast<int>(devices.size()), base));
   }
+  ExpectedMetricsBuilder expected(devices, options.first_step);
+  std::vector<std::vector<SimJob>> step_jobs;
+  std::vector<std::uint64_t> style(devices.size(), 0);
+  while (simulator.steps_done() < config.steps) {
+    simulator.next_step(step_jobs);
+    for (std::size_t d = 0; d < traces.size(); ++d) {
+      RankTrace& trace = *traces[d];
+      const auto& jobs = step_jobs[d];
+      if (jobs.empty()) continue;
+      // One ProfilerStep#N span per step around its jobs' host spans.
+      std::int64_t first = jobs.front().start_ns, last = jobs.front().end_ns;
+      for (const SimJob& job : jobs) {
+        first = std::min(first, job.start_ns);
+        last = std::max(last, job.end_ns);
+      }
+      const std::int64_t step = options.first_step + jobs.front().step;
+      trace.span("user_annotation", fmt::format("ProfilerStep#{}", step), trace.pid(), trace.pid(),
+                 first - kHostLeadNs - 1'000, last, static_cast<std::int64_t>(step));
+      for (const SimJob& job : jobs) {
+        const std::string label = torch_action_label(job, config.shape, devices[d].stage);
+        if (label.empty()) {
+          trace.span("user_annotation", "Optimizer.step#SGD.step", trace.pid(), trace.pid(),
+                     job.start_ns, job.end_ns, 0);
+          continue;
+        }
+        trace.job(label, job, static_cast<int>(style[d]++ % 3));
+        expected.add_job(static_cast<int>(d), job.step, job.start_ns, job.end_ns,
+                         is_comm_job(job.type));
+      }
+    }
+  }
+  for (auto& trace : traces) trace->close(trace->path().filename().string());
+  for (auto& trace : traces) trace->commit();
+  report.write_description(
+      options.dir, expected.finish(),
+      fmt::format("{{\"format\": \"torch\", {}, \"machines\": {}, \"seed\": {}, "
+                  "\"start_ns\": {}, \"comm_jobs\": {}, \"first_step\": {}}}\n",
+                  simulation_shape_fields(config, simulator.steps_done()), config.machines,
+                  config.seed, config.start_ns, config.comm_jobs, options.first_step));
   for (const auto& trace : traces) {
     report.add({trace->path(), trace->bytes(), 0, trace->jobs()});
   }

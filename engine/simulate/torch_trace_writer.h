@@ -36,7 +36,8 @@ struct TorchTraceOptions {
 /// Simulates config and writes the traces, expected.json and simulation.json.
 /// Throws std::invalid_argument for bad options (lr jobs, which PyTorch's
 /// schedules do not have; a non-empty folder without force),
-/// std::runtime_error for I/O failures.
+/// std::system_error (naming the file) for I/O failures, as model/errors.h
+/// says system calls do.
 WriteReport write_torch_traces(const SimConfig& config, const TorchTraceOptions& options);
 
 /// The `PP:` label of a job (without the prefix): "2F3", "0RECV_B1", ...

@@ -26,7 +26,7 @@ const char* find_last_newline(const char* begin, const char* end) {
 }
 }  // namespace
 
-bool is_regular_file(const std::string& path) {
+bool readable_in_ranges(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }

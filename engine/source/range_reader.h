@@ -15,7 +15,7 @@ namespace pipescope {
 class RangeFile {
  public:
   /// Opens `path`. Throws std::system_error (path in the message) when it
-  /// cannot be opened or is not a regular file (see is_regular_file).
+  /// cannot be opened or is not a regular file (see readable_in_ranges).
   explicit RangeFile(std::string path);
   ~RangeFile();
   RangeFile(const RangeFile&) = delete;
@@ -43,8 +43,10 @@ class RangeFile {
   std::uint64_t size_ = 0;
 };
 
-/// True when `path` names a regular file (which RangeFile can read in
-/// ranges); pipes, character devices and the like must be read in order.
-bool is_regular_file(const std::string& path);
+/// True when `path` names a regular file, which RangeFile can read in
+/// ranges; pipes, character devices and the like must be read in order.
+/// (Not named is_regular_file, which a reader takes for std::filesystem's:
+/// called with a std::filesystem::path, argument-dependent lookup picks that one.)
+bool readable_in_ranges(const std::string& path);
 
 }  // namespace pipescope

@@ -218,5 +218,40 @@ TEST_F(CheckCli, BundledSampleAgainstItsExpectedSummary) {
   EXPECT_NE(r.output.find("0 warm-up steps left out"), std::string::npos) << r.output;
 }
 
+// check takes analyze's input options and applies them to both runs: a
+// device selection, and the job pattern a profiler trace needs.
+TEST_F(CheckCli, TakesTheInputOptionsOfAnalyze) {
+  TempDir tmp;
+  ASSERT_EQ(run_cli("analyze -q --no-trace " + shell_quote(*dir_ / "base") + " --devices 1-2 -o " +
+                    shell_quote(tmp / "two"))
+                .status,
+            0);
+  const std::string thresholds = " --max-step-time-increase 0% --max-utilization-drop 0";
+  // The logs cut to the summary's two devices: the same figures.
+  CommandResult r = run_cli("check " + shell_quote(*dir_ / "base") + " --devices 1-2 -b " +
+                            shell_quote(tmp / "two/summary.json") + thresholds);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("PASS (2 thresholds)"), std::string::npos) << r.output;
+  // All four devices against two: not comparable.
+  r = run_cli("check " + shell_quote(*dir_ / "base") + " -b " +
+              shell_quote(tmp / "two/summary.json") + thresholds);
+  EXPECT_EQ(r.status, 2) << r.output;
+
+  // A real PyTorch profiler trace whose jobs only a --job-pattern finds.
+  const std::string resnet =
+      shell_quote(sample("kineto/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"));
+  r = run_cli("check " + resnet + " -b " + resnet + thresholds +
+              " --job-pattern '## (?P<op>forward|backward) ##'");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("PASS (2 thresholds)"), std::string::npos) << r.output;
+  r = run_cli("check " + resnet + " -b " + resnet + thresholds);
+  EXPECT_EQ(r.status, 2) << r.output;
+  // A bad value is a usage error naming the option, as for analyze.
+  r = run_cli("check " + resnet + " -b " + resnet + thresholds + " --job-pattern x");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--job-pattern: it has no named group 'op'"), std::string::npos)
+      << r.output;
+}
+
 }  // namespace
 }  // namespace pipescope

@@ -129,5 +129,33 @@ TEST(CompareDiff, StageByStageLargestChangesFirst) {
   }
 }
 
+// diff takes analyze's input options and applies them to both runs: a
+// device selection, and the job pattern a profiler trace needs.
+TEST(CompareDiff, CliTakesTheInputOptionsOfAnalyze) {
+  const std::string sample = testing::shell_quote(std::string(PIPESCOPE_TESTDATA) + "/single");
+  testing::CommandResult r =
+      testing::run_cli("diff " + sample + " " + sample + " --devices 1-2 --json -");
+  ASSERT_EQ(r.status, 0) << r.output;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(r.output).get(doc), simdjson::SUCCESS) << r.output;
+  simdjson::dom::array devices = doc["devices"];
+  ASSERT_EQ(devices.size(), 2u) << r.output;
+  EXPECT_EQ(int64_t(devices.at(0)["device"]), 1);
+  EXPECT_EQ(int64_t(devices.at(1)["device"]), 2);
+
+  const std::string resnet = testing::shell_quote(
+      std::string(PIPESCOPE_TESTDATA) + "/kineto/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz");
+  r = testing::run_cli("diff " + resnet + " " + resnet +
+                       " --job-pattern '## (?P<op>forward|backward) ##' --json -");
+  ASSERT_EQ(r.status, 0) << r.output;
+  ASSERT_EQ(parser.parse(r.output).get(doc), simdjson::SUCCESS) << r.output;
+  EXPECT_EQ(simdjson::dom::array(doc["devices"]).size(), 1u) << r.output;
+  EXPECT_FALSE(simdjson::dom::array(doc["steps"]).size() == 0) << r.output;
+  // Without the pattern the trace holds no job.
+  r = testing::run_cli("diff " + resnet + " " + resnet + " --json -");
+  EXPECT_EQ(r.status, 2) << r.output;
+}
+
 }  // namespace
 }  // namespace pipescope

@@ -199,5 +199,40 @@ TEST(ExportAtomic, EnsureOutputDirRejectsFile) {
   }
 }
 
+// A report written at once (check's markdown, diff.json, watch's .prom
+// file): the parents made, the old file replaced whole, no temporary left.
+TEST(ExportAtomic, WriteFileAtomicallyReplacesWholeAndMakesFolders) {
+  TempDir dir;
+  const std::string path = dir / "reports/ci/pipescope.prom";
+  write_file_atomically(path, "old\n");
+  write_file_atomically(path, "new\n");
+  EXPECT_EQ(read_file(path), "new\n");
+  EXPECT_EQ(entries(dir.path() / "reports/ci"), std::vector<std::string>{"pipescope.prom"});
+  // A parent that is a file: the error names it, nothing is written.
+  TempDir::write_to(dir / "plain", "x");
+  try {
+    write_file_atomically(dir / "plain/report.md", "text");
+    FAIL() << "expected an error";
+  } catch (const std::system_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot create output folder " + (dir / "plain")),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(read_file(dir / "plain"), "x");
+}
+
+TEST(ExportAtomic, TempNamesAreRecognised) {
+  TempDir dir;
+  AtomicFile file(dir / "workerlog.3");
+  EXPECT_TRUE(io::is_atomic_temp_name(fs::path(file.temp_path()).filename().string()))
+      << file.temp_path();
+  for (const char* other : {"workerlog.3", ".workerlog.3", ".x.tmp-", ".x.tmp-12", ".x.tmp-12-",
+                            ".x.tmp--3", ".x.tmp-1a-2", "x.tmp-1-2", "..tmp-1-2", ".tmp-1-2"}) {
+    EXPECT_FALSE(io::is_atomic_temp_name(other)) << other;
+  }
+  EXPECT_TRUE(io::is_atomic_temp_name(".a.tmp-1-2"));
+  EXPECT_TRUE(io::is_atomic_temp_name(".expected.json.tmp-4242-17"));
+}
+
 }  // namespace
 }  // namespace pipescope

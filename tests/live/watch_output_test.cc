@@ -1,12 +1,11 @@
 // live/watch_output.h: the printed line, the JSON object and the .prom file
-// of one step, exactly.
+// of one step, exactly (written whole by write_file_atomically:
+// tests/export/atomic_file_test.cc).
 #include "live/watch_output.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include "support/temp_dir.h"
 
 namespace pipescope {
 namespace {
@@ -110,15 +109,6 @@ TEST(WatchOutput, PrometheusTextfile) {
   // Label values escaped as the exposition format wants.
   EXPECT_NE(prometheus_text("a\"b\\c\nd", sample_step(), {}).find(R"({run="a\"b\\c\nd"})"),
             std::string::npos);
-}
-
-TEST(WatchOutput, WritesThePromFileWhole) {
-  testing::TempDir dir;
-  const std::string path = dir / "pipescope.prom";
-  write_file_atomically(path, "old\n");
-  write_file_atomically(path, "new\n");
-  EXPECT_EQ(testing::read_file(path), "new\n");
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
 }
 
 }  // namespace

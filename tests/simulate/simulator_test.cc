@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <system_error>
 #include <tuple>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "simulate/log_writer.h"
 #include "simulate/noise.h"
 #include "simulate/schedule.h"
+#include "support/file_size_limit.h"
 #include "support/temp_dir.h"
 
 namespace pipescope::sim {
@@ -573,8 +575,11 @@ TEST(LogWriter, WritesTheDiscoveryLayoutAndExpectedJson) {
   EXPECT_EQ(simdjson::dom::array(expected["devices"]).size(), 4u);
   EXPECT_TRUE(fs::exists(options.dir / "simulation.json"));
 
-  // A non-empty folder is refused, and replaced with force (old machine folders go).
+  // A non-empty folder is refused, and replaced with force (old machine folders go,
+  // and so do the temporary files of a run killed before it finished).
   EXPECT_THROW(write_simulated_logs(config, options), std::invalid_argument);
+  TempDir::write_to(options.dir / ".workerlog.0.tmp-4242-7", "half a log");
+  TempDir::write_to(options.dir / "machine1" / ".workerlog.1.tmp-4242-8", "half a log");
   config.machines = 1;
   options.force = true;
   const WriteReport again = write_simulated_logs(config, options);
@@ -584,6 +589,33 @@ TEST(LogWriter, WritesTheDiscoveryLayoutAndExpectedJson) {
   for (const auto& entry : fs::directory_iterator(options.dir)) {
     EXPECT_EQ(entry.path().filename().string().find("tmp"), std::string::npos) << entry.path();
   }
+}
+
+// Writing past RLIMIT_FSIZE fails with EFBIG, a real write error even as root:
+// the simulator throws std::system_error naming the file (model/errors.h) and
+// leaves neither a truncated log nor a temporary file behind.
+TEST(LogWriter, WriteErrorNamesTheFileAndLeavesNothing) {
+  TempDir dir;
+  SimConfig config = small_config(ScheduleKind::one_f_one_b, 2, 4, 1);
+  LogWriterOptions options;
+  options.dir = dir.path() / "logs";
+  options.noise_per_job = 4;
+  options.target_bytes = 4'000'000;
+  std::string message;
+  {
+    const testing::FileSizeLimit limit(1 << 20);
+    ASSERT_TRUE(limit.active());
+    try {
+      write_simulated_logs(config, options);
+    } catch (const std::system_error& e) {
+      message = e.what();
+    }
+  }
+
+  EXPECT_EQ(message.rfind("cannot write " + (options.dir / "workerlog.").string(), 0), 0u)
+      << message;
+  EXPECT_NE(message.find(": File too large"), std::string::npos) << message;
+  EXPECT_TRUE(fs::is_empty(options.dir));
 }
 
 TEST(LogWriter, TargetBytesAddsSteps) {
