@@ -30,7 +30,7 @@ struct RunFigures : SummaryFigures {
 };
 
 /// The figures of an analysed run (summary_figures), plus the detected schedule.
-/// A summary's are read by compare/summary_reader.h.
+/// A summary's are read by compare/run_from_summary.h.
 RunFigures figures_from_run(const Run& run, const Metrics& metrics, std::string source);
 
 /// Every section, as `analyze` writes them (the stages and bubbles `diff`

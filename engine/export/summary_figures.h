@@ -351,6 +351,8 @@ struct ClockFigures {
   friend bool operator==(const ClockFigures&, const ClockFigures&) = default;
 };
 
+/// A warning as summary.json holds it (model/warning.h Warning): the code by
+/// its name, for a summary may come from a version that knows other codes.
 struct WarningFigures {
   std::string code;
   std::string message;
@@ -413,6 +415,9 @@ SummaryFigures summary_figures(const Run& run, const Metrics& metrics,
 /// type name: type ids follow the order importers met the names in, which
 /// parallel reading does not fix.
 std::vector<JobTypeFigures> job_type_figures(const Run& run);
+
+/// The "warnings" entries of `warnings`: each code by its name.
+std::vector<WarningFigures> warning_figures(const std::vector<Warning>& warnings);
 
 /// The "schedule" section of a detection report.
 ScheduleFigures schedule_figures(const ScheduleReport& report);

@@ -681,10 +681,6 @@ class BatchPool {
   std::vector<EventBatch*> free_;
 };
 
-
-/// The warning code of jobs timed by the host (InputNote::code).
-constexpr std::string_view kHostTimedCode = "host_timed_jobs";
-
 class TraceReader {
  public:
   TraceReader(const InputFile& input, const IngestOptions& options)
@@ -1019,7 +1015,7 @@ class TraceReader {
                           "them, so their times are the CPU's launch spans, not the GPU's",
                           host_timed, pending.size()));
       // Counted per file here; read_torch_traces makes one warning of them.
-      out_.notes.push_back({std::string(kHostTimedCode), input_.path, host_timed});
+      out_.notes.push_back({WarningCode::host_timed_jobs, input_.path, -1, -1, host_timed});
     }
 
     // Chunks: a stage's place among the stages this rank ran.
@@ -1151,13 +1147,13 @@ void keep_one_pipeline(const std::vector<InputFile>& files,
       count += traces.size();
     }
     results.front().notes.push_back(
-        {"shared_stages",
+        {WarningCode::shared_stages,
          fmt::format("several traces run the same stages ({}): they are analysed as devices of "
                      "one stage (tensor-parallel peers); if they are data-parallel replicas, "
                      "analyse one pipeline at a time (pipeline k = the k-th trace of each stage, "
                      "0-{}): {}",
                      shared, pipelines - 1, options.pipeline_label),
-         count});
+         -1, -1, count});
     return;
   }
   std::vector<std::vector<const InputFile*>> members(pipelines);
@@ -1189,21 +1185,21 @@ void keep_one_pipeline(const std::vector<InputFile>& files,
   }
   FileResult& first = results.front();
   first.notes.push_back(
-      {"other_pipelines",
+      {WarningCode::other_pipelines,
        fmt::format("the traces hold {} pipelines (data-parallel replicas: several ranks run one "
                    "stage); pipeline {} ({}) is analysed and the others are left out{}; {}",
                    pipelines, chosen, file_names(members[chosen]), list, options.pipeline_label),
-       count});
+       -1, -1, count});
   if (!missing.empty()) {
     std::string stages;
     for (const std::int64_t s : missing) stages += fmt::format("{}{}", stages.empty() ? "" : ", ", s);
     first.notes.push_back(
-        {"missing_stage",
+        {WarningCode::missing_stage,
          fmt::format("pipeline {} has no trace of stage{} {} (the lowest stage its labels "
                      "name): {} left out of the figures",
                      chosen, missing.size() == 1 ? "" : "s", stages,
                      missing.size() == 1 ? "it is" : "they are"),
-         static_cast<std::uint64_t>(missing.size())});
+         -1, -1, static_cast<std::uint64_t>(missing.size())});
   }
 }
 
@@ -1237,7 +1233,7 @@ std::vector<FileResult> read_torch_traces(const std::vector<InputFile>& files,
       jobs += r.stats.matched;
     }
     for (auto it = r.notes.begin(); it != r.notes.end();) {
-      if (it->code != kHostTimedCode) {
+      if (it->code != WarningCode::host_timed_jobs) {
         ++it;
         continue;
       }
@@ -1251,13 +1247,13 @@ std::vector<FileResult> read_torch_traces(const std::vector<InputFile>& files,
   }
   if (host_timed > 0) {
     results.front().notes.push_back(
-        {std::string(kHostTimedCode),
+        {WarningCode::host_timed_jobs,
          fmt::format("{} of {} jobs, in {} of {} traces (first: {}), are host-timed: no GPU span "
                      "or kernel was found for them, so their intervals are the CPU's launch "
                      "spans and their busy and idle time is the host's view, not the GPU's "
                      "(profile with CUDA activities on, or label GPU ranges)",
                      host_timed, jobs, traces, analysed, example),
-         host_timed});
+         -1, -1, host_timed});
   }
   return results;
 }

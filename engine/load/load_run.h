@@ -55,10 +55,10 @@ struct LoadedRun {
   /// Empty when metrics_only; else its warnings begin with input_warnings.
   PipelineAnalysis pipeline;
   /// The input warnings (input_rules.h), also with metrics_only.
-  std::vector<QualityWarning> input_warnings;
+  std::vector<Warning> input_warnings;
   /// What the launch segments show (`relaunch`, `launch_signal_ignored`),
   /// also with metrics_only; in `pipeline.warnings` after the input warnings.
-  std::vector<QualityWarning> launch_warnings;
+  std::vector<Warning> launch_warnings;
   /// Every segment found, before a selection (LoadOptions::segment) kept one.
   std::vector<LaunchSegment> all_segments;
 };
