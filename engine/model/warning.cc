@@ -1,5 +1,7 @@
 #include "model/warning.h"
 
+#include <array>
+
 namespace pipescope {
 
 std::optional<WarningCode> warning_from_name(std::string_view name) {
@@ -10,15 +12,9 @@ std::optional<WarningCode> warning_from_name(std::string_view name) {
 }
 
 std::string_view severity_name(WarningSeverity severity) {
-  switch (severity) {
-    case WarningSeverity::input:
-      return "input";
-    case WarningSeverity::data:
-      return "data";
-    case WarningSeverity::note:
-      return "note";
-  }
-  return "note";
+  // Indexed by WarningSeverity, in its order.
+  constexpr std::array<std::string_view, 3> kNames = {"input", "data", "note"};
+  return kNames[static_cast<std::size_t>(severity)];
 }
 
 std::string warning_table_markdown() {
