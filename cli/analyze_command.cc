@@ -205,7 +205,7 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
   }
   const Metrics& metrics = loaded.metrics;
   const PipelineAnalysis& analysis = loaded.pipeline;
-  for (const QualityWarning& warning : analysis.warnings) {
+  for (const Warning& warning : analysis.warnings) {
     fmt::print(stderr, "pipescope: warning: {}\n", warning.message);
   }
 

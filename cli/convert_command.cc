@@ -82,10 +82,10 @@ int run_convert(const ConvertOptions& o) {
   for (const Diagnostic& d : run.diagnostics) {
     fmt::print(stderr, "pipescope: {}: {}\n", d.location(), d.message);
   }
-  for (const QualityWarning& w : loaded.launch_warnings) {
+  for (const Warning& w : loaded.launch_warnings) {
     fmt::print(stderr, "pipescope: warning: {}\n", w.message);
   }
-  for (const QualityWarning& w : loaded.input_warnings) {
+  for (const Warning& w : loaded.input_warnings) {
     fmt::print(stderr, "pipescope: warning: {}\n", w.message);
   }
   if (run.job_count() == 0) {

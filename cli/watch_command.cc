@@ -121,7 +121,7 @@ int final_pass(const WatchOptions& options, const LoadOptions& load) {
                inputs.size(), inputs.size() == 1 ? "" : "s");
     return kExitUsage;
   }
-  for (const QualityWarning& warning : loaded.pipeline.warnings) {
+  for (const Warning& warning : loaded.pipeline.warnings) {
     fmt::print(stderr, "pipescope: warning: {}\n", warning.message);
   }
   ensure_output_dir(options.output_dir);

@@ -186,7 +186,7 @@ int run_whatif(const WhatifOptions& options) {
                inputs.size(), inputs.size() == 1 ? "" : "s");
     return kExitUsage;
   }
-  for (const QualityWarning& warning : loaded.pipeline.warnings) {
+  for (const Warning& warning : loaded.pipeline.warnings) {
     fmt::print(stderr, "pipescope: warning: {}\n", warning.message);
   }
   WhatifInputs in;

@@ -1,5 +1,5 @@
 // Fuzzes the readers `check` and `diff` use on files from the repository under
-// test: summary.json (compare/summary_reader.h) and the thresholds config
+// test: summary.json (compare/run_from_summary.h) and the thresholds config
 // (compare/check.h, read_check_config). Bad input must end in InputError with
 // a message, never a crash; seeded with summaries and configs from testdata.
 #include <cstddef>
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "compare/check.h"
-#include "compare/summary_reader.h"
+#include "compare/run_from_summary.h"
 #include "fuzz_input.h"
 #include "ingest/discovery.h"
 

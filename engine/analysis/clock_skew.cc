@@ -4,6 +4,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -149,6 +150,13 @@ std::vector<double> solve_offsets(int n, const std::vector<std::tuple<int, int, 
 
 }  // namespace
 
+std::string_view clock_method_name(ClockMethod method) {
+  // Indexed by ClockMethod, in its order.
+  constexpr std::array<std::string_view, 6> kNames = {"single-machine", "disabled",  "imposed",
+                                                      "consistent",     "estimated", "rejected"};
+  return kNames[static_cast<std::size_t>(method)];
+}
+
 std::optional<std::int64_t> parse_duration_ns(std::string_view text) {
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
@@ -264,7 +272,7 @@ ClockReport estimate_clock_offsets(const Run& run, const Dependencies& deps) {
   for (auto& [key, pair] : pairs) report.pairs.push_back(pair);
   report.violations_after = report.violations_before;
   for (auto& pair : report.pairs) pair.violations_after = pair.violations_before;
-  report.method = n < 2 ? "single-machine" : "consistent";
+  report.method = n < 2 ? ClockMethod::single_machine : ClockMethod::consistent;
   return report;
 }
 
@@ -317,20 +325,20 @@ ClockReport correct_clocks(Run& run, const Dependencies& deps, const ClockOption
 
   std::vector<std::int64_t> offsets(n, 0);
   if (!options.fix) {
-    report.method = "disabled";
+    report.method = ClockMethod::disabled;
   } else if (!options.imposed.empty()) {
-    report.method = "imposed";
+    report.method = ClockMethod::imposed;
     offsets = imposed;
   } else if (n >= 2 && report.violations_before > 0) {
-    report.method = "estimated";
+    report.method = ClockMethod::estimated;
     for (const MachineClock& m : report.machines) offsets[m.machine] = m.estimate_ns;
   }
   const bool any =
       std::any_of(offsets.begin(), offsets.end(), [](std::int64_t o) { return o != 0; });
   if (!any) {
-    if (report.method == "estimated") {
+    if (report.method == ClockMethod::estimated) {
       // Violations, yet no offset (bounds that cannot all hold): nothing to apply.
-      report.method = "rejected";
+      report.method = ClockMethod::rejected;
       report.violations_if_estimated = report.violations_before;
     }
     return report;
@@ -345,13 +353,13 @@ ClockReport correct_clocks(Run& run, const Dependencies& deps, const ClockOption
   for (const auto& [key, pair] : pairs) {
     if (pair.machine_a != pair.machine_b) after += pair.violations_after;
   }
-  if (report.method == "estimated" && after >= report.violations_before) {
+  if (report.method == ClockMethod::estimated && after >= report.violations_before) {
     // The estimate explains nothing (machines in the wrong order, jobs
     // matched wrongly): undo it and keep the times as read.
     std::vector<std::int64_t> undo(offsets.size());
     std::transform(offsets.begin(), offsets.end(), undo.begin(), [](std::int64_t o) { return -o; });
     apply_clock_offsets(run, undo);
-    report.method = "rejected";
+    report.method = ClockMethod::rejected;
     report.violations_if_estimated = after;
     return report;
   }

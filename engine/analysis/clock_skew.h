@@ -81,13 +81,24 @@ struct MachineClock {
   std::int64_t offset_ns = 0;
 };
 
+/// How the clocks were treated (summary.json clock.method, by clock_method_name).
+enum class ClockMethod {
+  single_machine,  ///< "single-machine": one machine, no clock to align
+  disabled,        ///< "disabled": --no-clock-fix
+  imposed,         ///< "imposed": --clock-offset, applied whatever they do
+  consistent,      ///< "consistent": no violation across machines, nothing applied
+  estimated,       ///< "estimated": offsets estimated and applied
+  rejected,        ///< "rejected": offsets estimated but not applied (they removed no violation)
+};
+
+/// The method as written: "single-machine", "disabled", "imposed", "consistent",
+/// "estimated" or "rejected".
+std::string_view clock_method_name(ClockMethod method);
+
 struct ClockReport {
-  /// "single-machine", "disabled", "imposed", "consistent" (no violation across
-  /// machines: nothing applied), "estimated" (offsets applied), "rejected"
-  /// (offsets estimated but not applied: they removed no violation).
-  std::string method = "single-machine";
+  ClockMethod method = ClockMethod::single_machine;
   bool applied = false;
-  /// "rejected": the violations between machines the estimate would have left.
+  /// Rejected: the violations between machines the estimate would have left.
   std::uint64_t violations_if_estimated = 0;
   std::vector<MachineClock> machines;
   std::vector<MachinePairClock> pairs;

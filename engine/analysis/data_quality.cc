@@ -96,7 +96,7 @@ std::string why_incomplete(const Run& run, const Metrics& metrics, const TypeKin
 
 /// incomplete_steps, no_complete_step and short_step.
 void add_step_findings(const Run& run, const Metrics& metrics, const StageMap& stages,
-                       std::vector<QualityWarning>& out) {
+                       std::vector<Warning>& out) {
   if (metrics.steps.empty()) return;
   const TypeKinds kinds(run.types);
   if (metrics.incomplete_steps > 0) {
@@ -112,7 +112,7 @@ void add_step_findings(const Run& run, const Metrics& metrics, const StageMap& s
     if (listed > 5) which += fmt::format(" and {} more", listed - 5);
     const std::string why = why_incomplete(run, metrics, kinds, *first);
     out.push_back(
-        {"incomplete_steps",
+        {WarningCode::incomplete_steps,
          fmt::format("{} incomplete step{} ({}{}), left out of the totals, the ratios "
                      "and the gate (a launch cut short, or a log that ends early)",
                      listed, listed == 1 ? "" : "s", which,
@@ -120,7 +120,7 @@ void add_step_findings(const Run& run, const Metrics& metrics, const StageMap& s
                                  : fmt::format("; step {}: {}", step_label(metrics, *first), why)),
          -1, -1, static_cast<std::uint64_t>(listed)});
     if (metrics.incomplete_steps == metrics.steps.size()) {
-      out.push_back({"no_complete_step",
+      out.push_back({WarningCode::no_complete_step,
                      "no step is complete: the totals and the bubble ratio cover no step and "
                      "read 0; only the steps' own figures are measured",
                      -1, -1, static_cast<std::uint64_t>(metrics.steps.size())});
@@ -172,7 +172,7 @@ void add_step_findings(const Run& run, const Metrics& metrics, const StageMap& s
     }
     if (short_steps == 0) continue;
     out.push_back(
-        {"short_step",
+        {WarningCode::short_step,
          fmt::format("device {}: fewer forward, backward and optimizer jobs than {} in {} "
                      "step{} ({}{}): a job line lost or cut, or jobs the rank did not log",
                      run.devices[d].index,
@@ -185,9 +185,9 @@ void add_step_findings(const Run& run, const Metrics& metrics, const StageMap& s
 
 }  // namespace
 
-std::vector<QualityWarning> check_data_quality(const Run& run, const Metrics& metrics,
-                                               const StageMap& stages) {
-  std::vector<QualityWarning> out;
+std::vector<Warning> check_data_quality(const Run& run, const Metrics& metrics,
+                                        const StageMap& stages) {
+  std::vector<Warning> out;
   const std::size_t windows = metrics.steps.size();
 
   // Overlapping and non-positive jobs: each device's walked in parallel, the
@@ -214,7 +214,7 @@ std::vector<QualityWarning> check_data_quality(const Run& run, const Metrics& me
     const Device& device = run.devices[d];
     const auto [overlaps, nonpositive, first_overlap, first_nonpositive] = checks[d];
     if (overlaps > 0) {
-      out.push_back({"overlap",
+      out.push_back({WarningCode::overlap,
                      fmt::format("device {}: {} job{} overlap an earlier job of the device (first: "
                                  "{}); their overlap is counted as busy once",
                                  device.index, overlaps, overlaps == 1 ? "" : "s",
@@ -222,7 +222,7 @@ std::vector<QualityWarning> check_data_quality(const Run& run, const Metrics& me
                      device.index, d < stages.stage_of.size() ? stages.stage_of[d] : -1, overlaps});
     }
     if (nonpositive > 0) {
-      out.push_back({"nonpositive_length",
+      out.push_back({WarningCode::nonpositive_length,
                      fmt::format("device {}: {} job{} with zero or negative length (first: {})",
                                  device.index, nonpositive, nonpositive == 1 ? "" : "s",
                                  job_label(run, *first_nonpositive)),
@@ -233,7 +233,7 @@ std::vector<QualityWarning> check_data_quality(const Run& run, const Metrics& me
     if (static_cast<std::size_t>(steps) < windows) {
       const auto missing = static_cast<std::uint64_t>(windows - static_cast<std::size_t>(steps));
       out.push_back(
-          {"missing_steps",
+          {WarningCode::missing_steps,
            fmt::format("device {}: {} of {} steps{}", device.index, steps, windows,
                        device.jobs.empty() ? " (no job at all)" : " (its log ends early?)"),
            device.index, d < stages.stage_of.size() ? stages.stage_of[d] : -1, missing});
@@ -266,7 +266,7 @@ std::vector<QualityWarning> check_data_quality(const Run& run, const Metrics& me
         detail += fmt::format("{}device {}: {}", g == 0 ? "" : ", ", run.devices[group[g]].index,
                               counts[g][first]);
       }
-      out.push_back({"job_count_mismatch",
+      out.push_back({WarningCode::job_count_mismatch,
                      fmt::format("stage {}: its devices ran different numbers of jobs in {} "
                                  "step{} (first: step {}, {})",
                                  s, mismatched, mismatched == 1 ? "" : "s",
@@ -324,7 +324,7 @@ std::vector<QualityWarning> check_data_quality(const Run& run, const Metrics& me
       }
       if (far > 0) {
         out.push_back(
-            {"time_outlier",
+            {WarningCode::time_outlier,
              fmt::format("device {}: {} job{} start far from all others (first: {})", device.index,
                          far, far == 1 ? "" : "s", job_label(run, *example)),
              device.index, -1, far});

@@ -105,7 +105,7 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
   a.explanation = explain_bubbles(run, metrics, a.schedule, a.split, a.bottleneck);
   a.clock = std::move(clock);
 
-  if (a.clock.method == "rejected") {
+  if (a.clock.method == ClockMethod::rejected) {
     std::string estimates;
     for (const MachineClock& m : a.clock.machines) {
       if (m.estimate_ns == 0) continue;
@@ -124,25 +124,25 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
                   "the estimated clock offsets ({}) were not applied: they leave {} of "
                   "the {} dependency violations between machines",
                   estimates, a.clock.violations_if_estimated, a.clock.violations_before);
-    a.warnings.push_back({"clock_estimate_rejected",
+    a.warnings.push_back({WarningCode::clock_estimate_rejected,
                           what + "; check the order of the machines (machines out of order look "
                                  "like a clock skew that no offset fixes)",
                           -1, -1, a.clock.violations_before});
   }
   if (a.clock.violations_after > 0) {
     a.warnings.push_back(
-        {"dependency_violations",
+        {WarningCode::dependency_violations,
          fmt::format("{} of {} dependencies between machines still start before their input "
                      "ended{} (clock skew, or jobs matched across stages wrongly)",
                      a.clock.violations_after, a.clock.dependencies,
-                     a.clock.method == "disabled"
+                     a.clock.method == ClockMethod::disabled
                          ? fmt::format(" ({})", options.clock.disabled_label)
                          : std::string()),
          -1, -1, a.clock.violations_after});
   }
   for (std::string& why : stage_map_contradictions(run, a.stages)) {
     a.warnings.push_back(
-        {"stage_map_contradicted",
+        {WarningCode::stage_map_contradicted,
          fmt::format("{}: {}; {}", options.stages_label, why, options.stages_advice), -1, -1, 1});
   }
   if (a.stages.source == "device") {
@@ -155,7 +155,7 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
             fmt::format("{}{}", groups.empty() ? "" : ", ", describe_stage_devices(run, guess, s));
       }
       a.warnings.push_back(
-          {"stage_map",
+          {WarningCode::stage_map,
            fmt::format("devices {} run the same jobs at the same times: they look like one "
                        "stage each (tensor-parallel peers); {}",
                        groups, options.stages_advice),

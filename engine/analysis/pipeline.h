@@ -60,7 +60,7 @@ struct PipelineAnalysis {
   /// Every job a critical path entered through a dependency, sorted.
   std::vector<JobRef> critical_dependency_hops;
   ClockReport clock;
-  std::vector<QualityWarning> warnings;
+  std::vector<Warning> warnings;
   /// The plain sentence the reports lead with (explanation.h).
   std::string explanation;
 };

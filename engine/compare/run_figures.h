@@ -32,7 +32,7 @@ struct RunFigures : SummaryFigures {
 
 /// The contract's figures of a run (summary_figures) and, when `schedule` is
 /// not null, the "schedule" section of that detection report (a run loaded
-/// at LoadLevel::schedule). A summary's are read by compare/summary_reader.h.
+/// at LoadLevel::schedule). A summary's are read by compare/run_from_summary.h.
 RunFigures figures_from_run(const Run& run, const Metrics& metrics, const ScheduleReport* schedule,
                             std::string source);
 

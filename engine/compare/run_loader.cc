@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "compare/summary_reader.h"
+#include "compare/run_from_summary.h"
 
 namespace pipescope {
 
@@ -60,12 +60,7 @@ RunFigures load_run_figures(const std::string& path, const LoadOptions& options,
         options.level == LoadLevel::schedule ? &loaded.pipeline.schedule : nullptr;
     RunFigures f = figures_from_run(loaded.run, loaded.metrics, schedule, path);
     // The input warnings go with the figures (`check` refuses such runs).
-    if (!loaded.input_warnings.empty()) {
-      f.warnings.emplace();
-      for (const QualityWarning& w : loaded.input_warnings) {
-        f.warnings->push_back({w.code, w.message, w.device, w.stage, w.count});
-      }
-    }
+    if (!loaded.input_warnings.empty()) f.warnings = warning_figures(loaded.input_warnings);
     return f;
   }
   // Every section, as in the summary `analyze` writes: the warnings (the

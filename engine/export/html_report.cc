@@ -590,7 +590,7 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
   fmt::format_to(it, "</dl>\n");
   if (a != nullptr && !a->warnings.empty()) {
     fmt::format_to(it, "<h2>Warnings ({})</h2>\n<ul class=\"warnings\">\n", a->warnings.size());
-    for (const QualityWarning& w : a->warnings) {
+    for (const Warning& w : a->warnings) {
       fmt::format_to(it, "<li>{}</li>\n", markup_escape(w.message));
     }
     fmt::format_to(it, "</ul>\n");

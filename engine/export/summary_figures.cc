@@ -216,8 +216,13 @@ CriticalPathFigures critical_path_figures(const Run& run, const Metrics& metrics
 
 ClockFigures clock_figures(const PipelineAnalysis& a) {
   const ClockReport& c = a.clock;
-  ClockFigures out{c.method, c.applied, c.dependencies, c.violations_before, c.violations_after,
-                   {},       {}};
+  ClockFigures out{std::string(clock_method_name(c.method)),
+                   c.applied,
+                   c.dependencies,
+                   c.violations_before,
+                   c.violations_after,
+                   {},
+                   {}};
   for (const MachineClock& m : c.machines) {
     out.machines.push_back({m.machine, m.name, m.estimate_ns, m.offset_ns});
   }
@@ -228,15 +233,15 @@ ClockFigures clock_figures(const PipelineAnalysis& a) {
   return out;
 }
 
-std::vector<WarningFigures> warning_figures(const PipelineAnalysis& a) {
+}  // namespace
+
+std::vector<WarningFigures> warning_figures(const std::vector<Warning>& warnings) {
   std::vector<WarningFigures> out;
-  for (const QualityWarning& w : a.warnings) {
-    out.push_back({w.code, w.message, w.device, w.stage, w.count});
+  for (const Warning& w : warnings) {
+    out.push_back({std::string(warning_name(w.code)), w.message, w.device, w.stage, w.count});
   }
   return out;
 }
-
-}  // namespace
 
 std::vector<JobTypeFigures> job_type_figures(const Run& run) {
   std::vector<std::int64_t> counts(run.types.size(), 0);
@@ -306,7 +311,7 @@ SummaryFigures summary_figures(const Run& run, const Metrics& metrics,
   f.bottleneck = bottleneck_figures(pipeline);
   f.critical_path = critical_path_figures(run, metrics, pipeline);
   f.clock = clock_figures(pipeline);
-  f.warnings = warning_figures(pipeline);
+  f.warnings = warning_figures(pipeline.warnings);
   return f;
 }
 

@@ -1,9 +1,11 @@
 // Everything summary.json holds (schema "pipescope.summary/1", docs/formats.md,
 // "summary.json"), as plain values: the one structure the writer serializes
 // (summary_json.h), the reader parses back (summary_reader.h) and `check` and
-// `diff` compare (compare/run_figures.h). A member added here does not let the
+// `diff` compare (compare/run_figures.h). Each struct's keys, their order and
+// what their absence means are listed once, in summary_fields.h, which the
+// writer and the reader both visit. A member added here does not let the
 // round-trip test (tests/export/summary_roundtrip_test.cc) compile until the
-// test sets it, and fails it until the writer and the reader both know it.
+// test sets it, and fails it until its key is in that list.
 //
 // The figures are computed once from an analysed run; nothing here looks at
 // the logs again:
@@ -12,8 +14,8 @@
 //   assert(read_summary_figures("out/summary.json") == f);
 //
 // Members are named like their JSON keys and in the JSON's order (where not,
-// the member says where it goes). "schema" and "tool" are not figures: the
-// writer stamps them and the reader checks the schema.
+// summary_fields.h says where it goes). "schema" and "tool" are not figures:
+// the writer stamps them and the reader checks the schema.
 #pragma once
 
 #include <cstdint>
@@ -351,6 +353,8 @@ struct ClockFigures {
   friend bool operator==(const ClockFigures&, const ClockFigures&) = default;
 };
 
+/// A warning as summary.json holds it (model/warning.h Warning): the code by
+/// its name, for a summary may come from a version that knows other codes.
 struct WarningFigures {
   std::string code;
   std::string message;
@@ -413,6 +417,9 @@ SummaryFigures summary_figures(const Run& run, const Metrics& metrics,
 /// type name: type ids follow the order importers met the names in, which
 /// parallel reading does not fix.
 std::vector<JobTypeFigures> job_type_figures(const Run& run);
+
+/// The "warnings" entries of `warnings`: each code by its name.
+std::vector<WarningFigures> warning_figures(const std::vector<Warning>& warnings);
 
 /// The "schedule" section of a detection report.
 ScheduleFigures schedule_figures(const ScheduleReport& report);

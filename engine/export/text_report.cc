@@ -304,7 +304,7 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
                             format_duration(b.stages[slowest].compute_per_step_ns), b.imbalance));
   }
   const ClockReport& c = a.clock;
-  if (c.method != "single-machine") {
+  if (c.method != ClockMethod::single_machine) {
     std::string offsets;
     for (const MachineClock& m : c.machines) {
       if (m.offset_ns == 0 && m.estimate_ns == 0) continue;
@@ -314,7 +314,7 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
                              format_duration(m.offset_ns != 0 ? m.offset_ns : m.estimate_ns));
     }
     append_line(out, fmt::format("  clocks: {}{}{}; dependency violations {} before, {} after",
-                                 c.method, offsets.empty() ? "" : ": ", offsets,
+                                 clock_method_name(c.method), offsets.empty() ? "" : ": ", offsets,
                                  c.violations_before, c.violations_after));
   }
   append_line(out, "");
@@ -398,7 +398,7 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
   if (!a.warnings.empty()) {
     append_line(out, "");
     append_line(out, style.yellow(fmt::format("Warnings ({})", a.warnings.size())));
-    for (const QualityWarning& warning : a.warnings) {
+    for (const Warning& warning : a.warnings) {
       append_line(out, fmt::format("  {}", printable(warning.message)));
     }
   }

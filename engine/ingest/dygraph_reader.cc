@@ -503,22 +503,22 @@ std::vector<FileResult> read_dygraph_records(const std::vector<InputFile>& files
       count += others[k].size();
     }
     first->notes.push_back(
-        {"other_pipelines",
+        {WarningCode::other_pipelines,
          fmt::format("the dygraph records hold {} pipelines (data-parallel replicas: several "
                      "ranks record one stage); pipeline {} (ranks {}) is analysed and the others "
                      "are left out{}; {}",
                      pipelines, chosen, rank_list(analysed), list, options.pipeline_label),
-         count});
+         -1, -1, count});
   }
   if (first && !missing_stages.empty() && pipelines > 0) {
     std::string stages;
     for (const int s : missing_stages) stages += fmt::format("{}{}", stages.empty() ? "" : ", ", s);
     first->notes.push_back(
-        {"missing_stage",
+        {WarningCode::missing_stage,
          fmt::format("pipeline {} has no records of stage{} {}: its devices are indexed by stage, "
                      "and the missing ones are not in the figures",
                      chosen, missing_stages.size() == 1 ? "" : "s", stages),
-         static_cast<std::uint64_t>(missing_stages.size())});
+         -1, -1, static_cast<std::uint64_t>(missing_stages.size())});
   }
   for (std::size_t f = 0; f < files.size(); ++f) {
     if (results[f].stats.unreadable) continue;
@@ -526,13 +526,13 @@ std::vector<FileResult> read_dygraph_records(const std::vector<InputFile>& files
     for (const DygraphRank& rank : parsed[f].ranks) any_job = any_job || rank.jobs_read > 0;
     if (any_job) continue;
     results[f].notes.push_back(
-        {"empty_input",
+        {WarningCode::empty_input,
          fmt::format("{} holds no complete dygraph job{}: it is left out of the figures",
                      files[f].path,
                      results[f].stats.malformed > 0
                          ? fmt::format(" ({} malformed records)", results[f].stats.malformed)
                          : ""),
-         1});
+         -1, -1, 1});
   }
   return results;
 }

@@ -32,7 +32,7 @@ struct FileResult {
   /// Run::time_resolution_ns of this file's times (0: as fine as logged).
   std::int64_t time_resolution_ns = 0;
   /// Findings about the inputs as a whole (the merge keeps them in order).
-  std::vector<InputNote> notes;
+  std::vector<Warning> notes;
 };
 
 /// An empty result for `input`: its device placed where discovery put it,

@@ -325,7 +325,7 @@ std::vector<TorchTraceFileReader::Pending> TorchTraceFileReader::timed_actions()
                         "them, so their times are the CPU's launch spans, not the GPU's",
                         host_timed, pending.size()));
     // Counted per file here; read_torch_traces makes one warning of them.
-    out_.notes.push_back({std::string(kHostTimedCode), input_.path, host_timed});
+    out_.notes.push_back({WarningCode::host_timed_jobs, input_.path, -1, -1, host_timed});
   }
   return pending;
 }

@@ -32,10 +32,6 @@ namespace pipescope {
 struct IngestOptions;
 class TraceEventTokenizer;
 
-/// The warning code of jobs timed by the host (InputNote::code): one note
-/// per file from the reader, made one warning per run by read_torch_traces.
-inline constexpr std::string_view kHostTimedCode = "host_timed_jobs";
-
 /// Reads one trace file; read() once.
 class TorchTraceFileReader {
  public:

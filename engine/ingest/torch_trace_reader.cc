@@ -100,7 +100,7 @@ void merge_host_timed_notes(std::vector<FileResult>& results) {
       jobs += r.stats.matched;
     }
     for (auto it = r.notes.begin(); it != r.notes.end();) {
-      if (it->code != kHostTimedCode) {
+      if (it->code != WarningCode::host_timed_jobs) {
         ++it;
         continue;
       }
@@ -114,13 +114,13 @@ void merge_host_timed_notes(std::vector<FileResult>& results) {
   }
   if (host_timed > 0) {
     results.front().notes.push_back(
-        {std::string(kHostTimedCode),
+        {WarningCode::host_timed_jobs,
          fmt::format("{} of {} jobs, in {} of {} traces (first: {}), are host-timed: no GPU span "
                      "or kernel was found for them, so their intervals are the CPU's launch "
                      "spans and their busy and idle time is the host's view, not the GPU's "
                      "(profile with CUDA activities on, or label GPU ranges)",
                      host_timed, jobs, traces, analysed, example),
-         host_timed});
+         -1, -1, host_timed});
   }
 }
 

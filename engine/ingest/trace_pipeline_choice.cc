@@ -46,13 +46,13 @@ void choose_trace_pipeline(const std::vector<InputFile>& files,
       count += traces.size();
     }
     results.front().notes.push_back(
-        {"shared_stages",
+        {WarningCode::shared_stages,
          fmt::format("several traces run the same stages ({}): they are analysed as devices of "
                      "one stage (tensor-parallel peers); if they are data-parallel replicas, "
                      "analyse one pipeline at a time (pipeline k = the k-th trace of each stage, "
                      "0-{}): {}",
                      shared, pipelines - 1, options.pipeline_label),
-         count});
+         -1, -1, count});
     return;
   }
   std::vector<std::vector<const InputFile*>> members(pipelines);
@@ -84,22 +84,22 @@ void choose_trace_pipeline(const std::vector<InputFile>& files,
   }
   FileResult& first = results.front();
   first.notes.push_back(
-      {"other_pipelines",
+      {WarningCode::other_pipelines,
        fmt::format("the traces hold {} pipelines (data-parallel replicas: several ranks run one "
                    "stage); pipeline {} ({}) is analysed and the others are left out{}; {}",
                    pipelines, chosen, file_names(members[chosen]), list, options.pipeline_label),
-       count});
+       -1, -1, count});
   if (!missing.empty()) {
     std::string stages;
     for (const std::int64_t s : missing)
       stages += fmt::format("{}{}", stages.empty() ? "" : ", ", s);
     first.notes.push_back(
-        {"missing_stage",
+        {WarningCode::missing_stage,
          fmt::format("pipeline {} has no trace of stage{} {} (the lowest stage its labels "
                      "name): {} left out of the figures",
                      chosen, missing.size() == 1 ? "" : "s", stages,
                      missing.size() == 1 ? "it is" : "they are"),
-         static_cast<std::uint64_t>(missing.size())});
+         -1, -1, static_cast<std::uint64_t>(missing.size())});
   }
 }
 

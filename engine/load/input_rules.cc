@@ -31,8 +31,8 @@ std::string machine_label(const Device& device) {
 }  // namespace
 
 bool is_input_warning(std::string_view code) {
-  return std::find(std::begin(kInputWarningCodes), std::end(kInputWarningCodes), code) !=
-         std::end(kInputWarningCodes);
+  const std::optional<WarningCode> known = warning_from_name(code);
+  return known && warning_severity(*known) == WarningSeverity::input;
 }
 
 void refuse_unreadable(const Run& run, const InputRules& rules) {
@@ -53,8 +53,8 @@ void refuse_unreadable(const Run& run, const InputRules& rules) {
   throw InputError(message);
 }
 
-std::vector<QualityWarning> check_rank_layout(const Run& run) {
-  std::vector<QualityWarning> warnings;
+std::vector<Warning> check_rank_layout(const Run& run) {
+  std::vector<Warning> warnings;
   // Machine ordinal -> its devices' positions, in rank order.
   std::map<int, std::vector<const Device*>> machines;
   for (const Device& device : run.devices) machines[device.machine].push_back(&device);
@@ -71,7 +71,7 @@ std::vector<QualityWarning> check_rank_layout(const Run& run) {
     std::vector<int> found;
     for (const Device* device : devices) found.push_back(device->rank);
     warnings.push_back(
-        {"rank_gap",
+        {WarningCode::rank_gap,
          fmt::format("{}: no input for rank{} {} (ranks found: {}); a log not copied, or a rank "
                      "that never started?",
                      machine_label(*devices.front()), missing.size() == 1 ? "" : "s",
@@ -94,7 +94,7 @@ std::vector<QualityWarning> check_rank_layout(const Run& run) {
     if (devices.size() == usual) continue;
     const std::size_t diff =
         devices.size() > usual ? devices.size() - usual : usual - devices.size();
-    warnings.push_back({"uneven_ranks",
+    warnings.push_back({WarningCode::uneven_ranks,
                         fmt::format("{} has {}, {} of the run's {} machines {} {}",
                                     machine_label(*devices.front()), plural(devices.size(), "rank"),
                                     most, machines.size(), most == 1 ? "has" : "have", usual),
@@ -103,8 +103,8 @@ std::vector<QualityWarning> check_rank_layout(const Run& run) {
   return warnings;
 }
 
-std::vector<QualityWarning> leave_out_devices(Run& run) {
-  std::vector<QualityWarning> warnings;
+std::vector<Warning> leave_out_devices(Run& run) {
+  std::vector<Warning> warnings;
   if (run.devices.size() != run.inputs.size()) return warnings;  // not as merged: nothing to match
   std::size_t kept_count = 0;
   for (std::size_t i = 0; i < run.devices.size(); ++i) {
@@ -120,7 +120,8 @@ std::vector<QualityWarning> leave_out_devices(Run& run) {
       kept.push_back(std::move(device));
       continue;
     }
-    const std::string reason = input.unreadable ? "unreadable_input" : "empty_input";
+    const WarningCode reason =
+        input.unreadable ? WarningCode::unreadable_input : WarningCode::empty_input;
     const std::string message =
         input.unreadable
             ? fmt::format(
@@ -134,16 +135,16 @@ std::vector<QualityWarning> leave_out_devices(Run& run) {
                   device.index);
     warnings.push_back(
         {reason, message, device.index, -1, static_cast<std::uint64_t>(device.jobs.size())});
-    run.left_out.push_back(
-        {device.index, device.machine, device.machine_name, device.rank, device.path, reason});
+    run.left_out.push_back({device.index, device.machine, device.machine_name, device.rank,
+                            device.path, std::string(warning_name(reason))});
   }
   run.devices = std::move(kept);
   return warnings;
 }
 
-std::vector<QualityWarning> check_short_devices(const Run& run, const Metrics& metrics,
-                                                const StageMap& stages) {
-  std::vector<QualityWarning> warnings;
+std::vector<Warning> check_short_devices(const Run& run, const Metrics& metrics,
+                                         const StageMap& stages) {
+  std::vector<Warning> warnings;
   const std::size_t n = run.devices.size();
   if (n < 2 || metrics.devices.size() != n || metrics.job_step.size() != n ||
       stages.stage_of.size() != n) {
@@ -181,7 +182,7 @@ std::vector<QualityWarning> check_short_devices(const Run& run, const Metrics& m
     if (usual < 2 || rate[d] >= usual / 2) continue;
     const Device& device = run.devices[d];
     warnings.push_back(
-        {"short_device",
+        {WarningCode::short_device,
          fmt::format("device {} ({}): {:.1f} forward/backward/optimizer jobs per step, its {} "
                      "{:.1f} (a log that lost lines, or a rank that logs only part of its jobs?)",
                      device.index, device.path, rate[d],

@@ -1,7 +1,7 @@
 // What the analysis does with a rank that is missing, unreadable or empty
 // (docs/guide.md, "Missing, unreadable and empty ranks"): one rule for every
 // command, applied by load_run. Each finding is a warning with its code
-// (summary.json "warnings", and stderr):
+// (summary.json "warnings", and stderr; severity input in model/warning.h):
 //   unreadable_input  an input that could not be opened or read (an I/O error,
 //                     not damaged content): refused (InputError) unless the
 //                     caller allows it; then its device is left out of D
@@ -36,11 +36,9 @@
 
 namespace pipescope {
 
-/// The codes above: the input warnings `check` refuses to compare.
-inline constexpr std::string_view kInputWarningCodes[] = {
-    "unreadable_input", "empty_input", "rank_gap", "uneven_ranks", "short_device"};
-
-/// True for one of kInputWarningCodes.
+/// True for the name of a warning of severity input (model/warning.h: the
+/// codes above), which `check` refuses to compare; false for any other
+/// text, a code this version does not know included.
 bool is_input_warning(std::string_view code);
 
 struct InputRules {
@@ -61,18 +59,18 @@ void refuse_unreadable(const Run& run, const InputRules& rules);
 
 /// rank_gap and uneven_ranks warnings, from the devices of `run` as read
 /// (call it before leave_out_devices: an empty input is a rank present).
-std::vector<QualityWarning> check_rank_layout(const Run& run);
+std::vector<Warning> check_rank_layout(const Run& run);
 
 /// Moves every device whose input is unreadable or holds no job from
 /// run.devices to run.left_out, with an unreadable_input or empty_input
 /// warning each. `run.devices` must still hold one device per input, in
 /// input order (as the merge builds it). Call refuse_unreadable first.
-std::vector<QualityWarning> leave_out_devices(Run& run);
+std::vector<Warning> leave_out_devices(Run& run);
 
 /// short_device warnings: devices (positions in run.devices, as `metrics`
 /// and `stages`) whose forward, backward and optimizer jobs per step of
 /// their own are less than half the median of their stage peers'.
-std::vector<QualityWarning> check_short_devices(const Run& run, const Metrics& metrics,
-                                                const StageMap& stages);
+std::vector<Warning> check_short_devices(const Run& run, const Metrics& metrics,
+                                         const StageMap& stages);
 
 }  // namespace pipescope

@@ -63,7 +63,7 @@ void split_segments(LoadedRun& loaded, std::optional<int> wanted,
   segment_options.first_step = first_step;
   for (const IgnoredLaunchSignal& signal : split_launch_segments(run, segment_options)) {
     loaded.launch_warnings.push_back(
-        {"launch_signal_ignored",
+        {WarningCode::launch_signal_ignored,
          fmt::format("{}: a sign of a new launch ({}) while the other devices kept running: "
                      "not treated as a relaunch",
                      signal.where,
@@ -101,7 +101,7 @@ void split_segments(LoadedRun& loaded, std::optional<int> wanted,
               : fmt::format(", no step-start line: steps numbered on from {}", segment.first_step));
     }
     loaded.launch_warnings.push_back(
-        {"relaunch",
+        {WarningCode::relaunch,
          fmt::format("the logs hold {} launches of the training program (a crash and relaunch "
                      "appended to the same logs){}; each launch is a segment of its own, no step "
                      "spans two, and the step a crash cut short is left out of the figures",
@@ -135,18 +135,16 @@ LoadedRun load_run(Run run, const LoadOptions& options) {
   refuse_unreadable(loaded.run, options.inputs);
   if (options.first_step) loaded.run.first_step = options.first_step;
   if (options.inputs.check_layout) loaded.input_warnings = check_rank_layout(loaded.run);
-  for (InputNote& note : loaded.run.notes) {
-    loaded.input_warnings.push_back({note.code, note.message, -1, -1, note.count});
-  }
-  for (QualityWarning& w : leave_out_devices(loaded.run)) {
+  for (Warning& note : loaded.run.notes) loaded.input_warnings.push_back(note);
+  for (Warning& w : leave_out_devices(loaded.run)) {
     loaded.input_warnings.push_back(std::move(w));
   }
   if (loaded.run.job_count() == 0) return loaded;
   split_segments(loaded, options.segment, options.first_step);
   if (options.level == LoadLevel::metrics) {
     loaded.metrics = compute_metrics(loaded.run);
-    for (QualityWarning& w : check_short_devices(loaded.run, loaded.metrics,
-                                                 one_stage_per_device(loaded.run.devices.size()))) {
+    for (Warning& w : check_short_devices(loaded.run, loaded.metrics,
+                                          one_stage_per_device(loaded.run.devices.size()))) {
       loaded.input_warnings.push_back(std::move(w));
     }
     return loaded;
@@ -163,12 +161,11 @@ LoadedRun load_run(Run run, const LoadOptions& options) {
   }
   loaded.metrics = std::move(analyzed.metrics);
   loaded.pipeline = std::move(analyzed.pipeline);
-  for (QualityWarning& w :
-       check_short_devices(loaded.run, loaded.metrics, loaded.pipeline.stages)) {
+  for (Warning& w : check_short_devices(loaded.run, loaded.metrics, loaded.pipeline.stages)) {
     loaded.input_warnings.push_back(std::move(w));
   }
   if (options.level == LoadLevel::schedule) return loaded;
-  std::vector<QualityWarning>& warnings = loaded.pipeline.warnings;
+  std::vector<Warning>& warnings = loaded.pipeline.warnings;
   warnings.insert(warnings.begin(), loaded.launch_warnings.begin(), loaded.launch_warnings.end());
   warnings.insert(warnings.begin(), loaded.input_warnings.begin(), loaded.input_warnings.end());
   return loaded;

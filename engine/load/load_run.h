@@ -71,11 +71,11 @@ struct LoadedRun {
   /// and clock report (no warnings). LoadLevel::metrics: empty.
   PipelineAnalysis pipeline;
   /// The input warnings (input_rules.h), at every level.
-  std::vector<QualityWarning> input_warnings;
+  std::vector<Warning> input_warnings;
   /// What the launch segments show (`relaunch`, `launch_signal_ignored`),
   /// at every level; with LoadLevel::full also in `pipeline.warnings`, after
   /// the input warnings.
-  std::vector<QualityWarning> launch_warnings;
+  std::vector<Warning> launch_warnings;
   /// Every segment found, before a selection (LoadOptions::segment) kept one.
   std::vector<LaunchSegment> all_segments;
 };

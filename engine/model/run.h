@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/job.h"
+#include "model/warning.h"
 
 namespace pipescope {
 
@@ -120,18 +121,9 @@ struct LeftOutDevice {
   int rank = 0;
   std::string path;
   /// Why: "empty_input" (no job at all) or "unreadable_input" (an I/O error;
-  /// left out only when the caller allows it).
+  /// left out only when the caller allows it), the name of its warning; or
+  /// "not_in_segment" (no job in the launch segment kept, no warning).
   std::string reason;
-};
-
-/// A finding of a reader about the inputs as a whole (e.g. records of several
-/// pipelines, of which one is analysed); load_run reports it as a warning.
-struct InputNote {
-  /// Warning code, e.g. "other_pipelines".
-  std::string code;
-  std::string message;
-  /// How many devices (or inputs) it covers.
-  std::uint64_t count = 0;
 };
 
 /// Interns job type names so each Job stores a small id.
@@ -169,8 +161,10 @@ struct Run {
   /// jobs shorter than a few ms are quantised); 0: as fine as each input
   /// logged it (worker logs, .ivl records).
   std::int64_t time_resolution_ns = 0;
-  /// Readers' findings about the inputs as a whole, in input order.
-  std::vector<InputNote> notes;
+  /// Readers' findings about the inputs as a whole (e.g. records of several
+  /// pipelines, of which one is analysed), in input order; load_run reports
+  /// them as input warnings.
+  std::vector<Warning> notes;
 
   std::uint64_t job_count() const;
   /// Sorts every device's jobs into start order.

@@ -69,7 +69,7 @@ TEST(ClockSkew, AShiftedMachineIsFoundAndCorrectedByExactlyItsShift) {
     pipescope::Run run = two_machines(skew);
     const pipescope::Run truth = two_machines(0);
     const ClockReport clock = correct(run);
-    EXPECT_EQ(clock.method, "estimated");
+    EXPECT_EQ(clock.method, ClockMethod::estimated);
     EXPECT_TRUE(clock.applied);
     EXPECT_EQ(clock.dependencies, 2u);
     EXPECT_EQ(clock.violations_before, 1u);
@@ -106,7 +106,7 @@ TEST(ClockSkew, JobsAddedOutOfOrderGiveTheSameCorrection) {
   run.devices[1].machine = 1;
   run.finalize();
   const ClockReport clock = correct(run);
-  EXPECT_EQ(clock.method, "estimated");
+  EXPECT_EQ(clock.method, ClockMethod::estimated);
   EXPECT_EQ(clock.machines[1].offset_ns, 3 * ms);
   EXPECT_EQ(times_of(run, 1), times_of(two_machines(0), 1));
 }
@@ -124,7 +124,7 @@ TEST(ClockSkew, EstimateIsTheMiddleOfTheInterval) {
   run.devices[1].machine = 1;
   run.finalize();
   const ClockReport clock = correct(run);
-  EXPECT_EQ(clock.method, "estimated");
+  EXPECT_EQ(clock.method, ClockMethod::estimated);
   EXPECT_EQ(clock.pairs[0].lower_ns, 4 * us);
   EXPECT_EQ(clock.pairs[0].upper_ns, 12 * us);
   EXPECT_EQ(clock.machines[1].offset_ns, 8 * us);
@@ -146,7 +146,7 @@ TEST(ClockSkew, ForwardBoundOnlyTakesTheSmallestCorrection) {
   run.devices[1].machine = 1;
   run.finalize();
   const ClockReport clock = correct(run);
-  EXPECT_EQ(clock.method, "estimated");
+  EXPECT_EQ(clock.method, ClockMethod::estimated);
   EXPECT_FALSE(clock.pairs[0].lower_ns.has_value());
   EXPECT_EQ(clock.pairs[0].upper_ns, -3 * us);
   EXPECT_EQ(clock.machines[1].offset_ns, -3 * us);
@@ -162,7 +162,7 @@ TEST(ClockSkew, ForwardBoundOnlyTakesTheSmallestCorrection) {
   fine.devices[1].machine = 1;
   fine.finalize();
   const ClockReport ok = correct(fine);
-  EXPECT_EQ(ok.method, "consistent");
+  EXPECT_EQ(ok.method, ClockMethod::consistent);
   EXPECT_EQ(ok.pairs[0].upper_ns, 5 * us);
   EXPECT_EQ(ok.machines[1].estimate_ns, 0);
 }
@@ -177,7 +177,7 @@ TEST(ClockSkew, BackwardBoundOnlyTakesTheSmallestCorrection) {
   run.devices[1].machine = 1;
   run.finalize();
   const ClockReport clock = correct(run);
-  EXPECT_EQ(clock.method, "estimated");
+  EXPECT_EQ(clock.method, ClockMethod::estimated);
   EXPECT_EQ(clock.pairs[0].lower_ns, 5 * us);
   EXPECT_FALSE(clock.pairs[0].upper_ns.has_value());
   EXPECT_EQ(clock.machines[1].offset_ns, 5 * us);
@@ -199,7 +199,7 @@ TEST(ClockSkew, ConsistentClocksAreEstimatedButLeftAlone) {
   run.finalize();
   const std::vector<std::int64_t> before = times_of(run, 1);
   const ClockReport clock = correct(run);
-  EXPECT_EQ(clock.method, "consistent");
+  EXPECT_EQ(clock.method, ClockMethod::consistent);
   EXPECT_FALSE(clock.applied);
   EXPECT_EQ(clock.violations_before, 0u);
   EXPECT_EQ(clock.violations_after, 0u);
@@ -216,7 +216,7 @@ TEST(ClockSkew, DisabledCountsButMovesNothing) {
   ClockOptions options;
   options.fix = false;
   const ClockReport clock = correct(run, options);
-  EXPECT_EQ(clock.method, "disabled");
+  EXPECT_EQ(clock.method, ClockMethod::disabled);
   EXPECT_FALSE(clock.applied);
   EXPECT_EQ(clock.violations_before, 1u);
   EXPECT_EQ(clock.violations_after, 1u);
@@ -234,7 +234,7 @@ TEST(ClockSkew, ImposedOffsetsAreSubtractedAsGiven) {
     ClockOptions options;
     options.imposed = {{"machine1", 3 * ms}};
     const ClockReport clock = correct(run, options);
-    EXPECT_EQ(clock.method, "imposed");
+    EXPECT_EQ(clock.method, ClockMethod::imposed);
     EXPECT_TRUE(clock.applied);
     EXPECT_EQ(clock.machines[1].offset_ns, 3 * ms);
     EXPECT_EQ(clock.violations_before, 1u);
@@ -248,7 +248,7 @@ TEST(ClockSkew, ImposedOffsetsAreSubtractedAsGiven) {
     ClockOptions options;
     options.imposed = {{"machine1", 10 * ms}};
     const ClockReport clock = correct(run, options);
-    EXPECT_EQ(clock.method, "imposed");
+    EXPECT_EQ(clock.method, ClockMethod::imposed);
     EXPECT_EQ(clock.machines[1].offset_ns, 10 * ms);
     EXPECT_EQ(clock.machines[1].estimate_ns, 3 * ms);
     EXPECT_EQ(clock.violations_after, 1u);
@@ -272,7 +272,7 @@ TEST(ClockSkew, ImposedOffsetsAreSubtractedAsGiven) {
     ClockOptions options;
     options.imposed = {{"machine1", 0}};
     const ClockReport clock = correct(run, options);
-    EXPECT_EQ(clock.method, "imposed");
+    EXPECT_EQ(clock.method, ClockMethod::imposed);
     EXPECT_FALSE(clock.applied);
     EXPECT_EQ(clock.violations_after, 1u);
   }
@@ -318,7 +318,7 @@ TEST(ClockSkew, OneMachineHasNoSkewToFind) {
   run.finalize();
   const std::vector<std::int64_t> before = times_of(run, 1);
   const ClockReport clock = correct(run);
-  EXPECT_EQ(clock.method, "single-machine");
+  EXPECT_EQ(clock.method, ClockMethod::single_machine);
   EXPECT_FALSE(clock.applied);
   EXPECT_EQ(clock.dependencies, 2u);
   EXPECT_EQ(clock.violations_before, 0u);
@@ -337,7 +337,7 @@ TEST(ClockSkew, OneMachineHasNoSkewToFind) {
   ClockOptions options;
   options.imposed = {{"machine0", 1 * us}};
   const ClockReport imposed = correct(run, options);
-  EXPECT_EQ(imposed.method, "imposed");
+  EXPECT_EQ(imposed.method, ClockMethod::imposed);
   EXPECT_TRUE(imposed.applied);
   EXPECT_EQ(run.devices[1].jobs[0].start_ns, 7 * us);
 }
@@ -366,7 +366,7 @@ TEST(ClockSkew, ViolationsWithinAMachineNeitherTriggerNorCount) {
   pipescope::Run run = three_stages_two_machines(0);
   ClockReport clock = correct(run);
   // Pair (0,1): upper 20 - 18 = 2us, lower -(38 - 36) = -2us, middle 0.
-  EXPECT_EQ(clock.method, "consistent");
+  EXPECT_EQ(clock.method, ClockMethod::consistent);
   EXPECT_EQ(clock.dependencies, 4u);
   EXPECT_EQ(clock.violations_before, 0u);
   ASSERT_EQ(clock.pairs.size(), 2u);  // (0,0) and (0,1), in that order
@@ -383,7 +383,7 @@ TEST(ClockSkew, ViolationsWithinAMachineNeitherTriggerNorCount) {
   // stays in its pair and out of the totals.
   run = three_stages_two_machines(2 * ms);
   clock = correct(run);
-  EXPECT_EQ(clock.method, "estimated");
+  EXPECT_EQ(clock.method, ClockMethod::estimated);
   EXPECT_EQ(clock.machines[1].offset_ns, 2 * ms);
   EXPECT_EQ(clock.violations_before, 1u);
   EXPECT_EQ(clock.violations_after, 0u);
@@ -420,7 +420,7 @@ TEST(ClockSkew, ThreeMachinesInAChain) {
   ASSERT_EQ(deps.size(), 4u);
 
   const ClockReport clock = correct_clocks(run, deps, ClockOptions{});
-  EXPECT_EQ(clock.method, "estimated");
+  EXPECT_EQ(clock.method, ClockMethod::estimated);
   ASSERT_EQ(clock.machines.size(), 3u);
   EXPECT_EQ(clock.machines[1].offset_ns, 5 * ms);
   EXPECT_EQ(clock.machines[2].offset_ns, -7 * ms);
@@ -472,7 +472,7 @@ TEST(ClockSkew, LeastSquaresOverACycleOfMachines) {
   deps.push_back(dependency(run, {2, 0}, {1, 1}, -3));
   deps.push_back(dependency(run, {0, 0}, {2, 1}, 5));
   const ClockReport estimate = estimate_clock_offsets(run, deps);
-  EXPECT_EQ(estimate.method, "consistent");  // estimating alone applies nothing
+  EXPECT_EQ(estimate.method, ClockMethod::consistent);  // estimating alone applies nothing
   EXPECT_EQ(estimate.dependencies, 3u);
   EXPECT_EQ(estimate.violations_before, 2u);
   ASSERT_EQ(estimate.pairs.size(), 3u);  // (0,1), (0,2), (1,2)
@@ -488,7 +488,7 @@ TEST(ClockSkew, LeastSquaresOverACycleOfMachines) {
   // explains nothing, so it is reported and the times stay as read.
   const std::vector<std::int64_t> before = {times_of(run, 1)[0], times_of(run, 2)[0]};
   const ClockReport clock = correct_clocks(run, deps, ClockOptions{});
-  EXPECT_EQ(clock.method, "rejected");
+  EXPECT_EQ(clock.method, ClockMethod::rejected);
   EXPECT_FALSE(clock.applied);
   EXPECT_EQ(clock.violations_before, 2u);
   EXPECT_EQ(clock.violations_after, 2u);
@@ -510,7 +510,7 @@ TEST(ClockSkew, EachConnectedGroupOfMachinesIsAnchoredAtItsLowest) {
   deps.push_back(dependency(run, {1, 0}, {0, 1}, -3));
   deps.push_back(dependency(run, {3, 0}, {2, 1}, -4));
   const ClockReport clock = correct_clocks(run, deps, ClockOptions{});
-  EXPECT_EQ(clock.method, "estimated");
+  EXPECT_EQ(clock.method, ClockMethod::estimated);
   ASSERT_EQ(clock.machines.size(), 5u);
   EXPECT_EQ(clock.machines[2].name, "machine2");
   const std::vector<std::int64_t> offsets = {0, 3, 0, 0, 4};
@@ -532,7 +532,7 @@ TEST(ClockSkew, BoundsThatCannotAllHoldGiveTheirMiddle) {
   EXPECT_EQ(clock.pairs[0].lower_ns, 1);
   EXPECT_EQ(clock.pairs[0].upper_ns, -1);
   EXPECT_EQ(clock.machines[1].estimate_ns, 0);
-  EXPECT_EQ(clock.method, "rejected");  // violations, and no offset to remove them
+  EXPECT_EQ(clock.method, ClockMethod::rejected);  // violations, and no offset to remove them
   EXPECT_FALSE(clock.applied);
   EXPECT_EQ(clock.violations_before, 2u);
   EXPECT_EQ(clock.violations_after, 2u);
@@ -552,7 +552,7 @@ TEST(ClockSkew, AnEstimateThatRemovesNoViolationIsNotApplied) {
   const ClockReport clock = correct_clocks(run, deps, ClockOptions{});
   EXPECT_EQ(clock.pairs[0].lower_ns, 5);
   EXPECT_EQ(clock.pairs[0].upper_ns, -1);
-  EXPECT_EQ(clock.method, "rejected");
+  EXPECT_EQ(clock.method, ClockMethod::rejected);
   EXPECT_FALSE(clock.applied);
   EXPECT_EQ(clock.machines[1].estimate_ns, 2);
   EXPECT_EQ(clock.machines[1].offset_ns, 0);
@@ -567,7 +567,7 @@ TEST(ClockSkew, AnEstimateThatRemovesNoViolationIsNotApplied) {
   ClockOptions imposed;
   imposed.imposed = {{"machine1", 2}};
   const ClockReport forced = correct_clocks(run, deps, imposed);
-  EXPECT_EQ(forced.method, "imposed");
+  EXPECT_EQ(forced.method, ClockMethod::imposed);
   EXPECT_TRUE(forced.applied);
   EXPECT_EQ(forced.machines[1].offset_ns, 2);
   EXPECT_EQ(forced.violations_after, 2u);
@@ -592,7 +592,7 @@ TEST(ClockSkew, AnEstimateThatRemovesSomeViolationsIsApplied) {
   const ClockReport clock = correct_clocks(run, deps, ClockOptions{});
   EXPECT_EQ(clock.pairs[0].lower_ns, 1);
   EXPECT_EQ(clock.pairs[0].upper_ns, -10);
-  EXPECT_EQ(clock.method, "estimated");
+  EXPECT_EQ(clock.method, ClockMethod::estimated);
   EXPECT_TRUE(clock.applied);
   EXPECT_EQ(clock.machines[1].offset_ns, -5);
   EXPECT_EQ(clock.violations_before, 3u);
@@ -603,7 +603,7 @@ TEST(ClockSkew, AnEstimateThatRemovesSomeViolationsIsApplied) {
 TEST(ClockSkew, EmptyRun) {
   pipescope::Run run;
   const ClockReport clock = correct(run);
-  EXPECT_EQ(clock.method, "single-machine");
+  EXPECT_EQ(clock.method, ClockMethod::single_machine);
   EXPECT_FALSE(clock.applied);
   EXPECT_TRUE(clock.machines.empty());
   EXPECT_TRUE(clock.pairs.empty());

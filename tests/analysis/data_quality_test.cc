@@ -21,32 +21,32 @@ using testing::add_job;
 
 constexpr std::int64_t kSecond = 1'000'000'000;
 
-std::vector<QualityWarning> check(const pipescope::Run& run, const StageMap& stages) {
+std::vector<Warning> check(const pipescope::Run& run, const StageMap& stages) {
   return check_data_quality(run, compute_metrics(run), stages);
 }
 
-std::vector<QualityWarning> check(const pipescope::Run& run) {
+std::vector<Warning> check(const pipescope::Run& run) {
   return check(run, one_stage_per_device(run.devices.size()));
 }
 
-std::vector<std::string> codes(const std::vector<QualityWarning>& warnings) {
+std::vector<std::string> codes(const std::vector<Warning>& warnings) {
   std::vector<std::string> out;
-  for (const QualityWarning& w : warnings) out.push_back(w.code);
+  for (const Warning& w : warnings) out.emplace_back(warning_name(w.code));
   return out;
 }
 
 /// The one warning with this code (a test failure if there is not exactly one).
-QualityWarning only(const std::vector<QualityWarning>& warnings, std::string_view code) {
-  const QualityWarning* found = nullptr;
+Warning only(const std::vector<Warning>& warnings, std::string_view code) {
+  const Warning* found = nullptr;
   int n = 0;
-  for (const QualityWarning& w : warnings) {
-    if (w.code == code) {
+  for (const Warning& w : warnings) {
+    if (warning_name(w.code) == code) {
       found = &w;
       ++n;
     }
   }
   EXPECT_EQ(n, 1) << code;
-  return found ? *found : QualityWarning{};
+  return found ? *found : Warning{};
 }
 
 // Two stages, two steps of F0 B0 each, nothing odd.
@@ -98,9 +98,9 @@ TEST(DataQuality, Overlap) {
   add_job(run, 1, "optimizer", 0, 20, 25);
   run.devices[1].index = 7;
   run.finalize();
-  const std::vector<QualityWarning> warnings = check(run);
+  const std::vector<Warning> warnings = check(run);
   EXPECT_EQ(codes(warnings), (std::vector<std::string>{"nonpositive_length", "overlap"}));
-  const QualityWarning w = only(warnings, "overlap");
+  const Warning w = only(warnings, "overlap");
   EXPECT_EQ(w.device, 7);
   EXPECT_EQ(w.stage, 1);
   EXPECT_EQ(w.count, 2u);
@@ -118,8 +118,8 @@ TEST(DataQuality, OverlapOfJobsAddedOutOfOrder) {
   add_job(run, 0, "forward", 1, 5, 15);
   add_job(run, 0, "forward", 0, 0, 10);
   run.finalize();
-  const std::vector<QualityWarning> warnings = check(run);
-  const QualityWarning w = only(warnings, "overlap");
+  const std::vector<Warning> warnings = check(run);
+  const Warning w = only(warnings, "overlap");
   EXPECT_EQ(w.count, 1u);
   EXPECT_NE(w.message.find("forward mb1 (line 1)"), std::string::npos) << w.message;
   EXPECT_EQ(warnings.size(), 1u);
@@ -136,9 +136,9 @@ TEST(DataQuality, NonpositiveLength) {
   add_job(run, 0, "memcpy", 0, 6, 1);
   add_job(run, 0, "backward", 0, 10, 20);
   run.finalize();
-  const std::vector<QualityWarning> warnings = check(run);
+  const std::vector<Warning> warnings = check(run);
   EXPECT_EQ(codes(warnings), (std::vector<std::string>{"nonpositive_length"}));
-  const QualityWarning w = only(warnings, "nonpositive_length");
+  const Warning w = only(warnings, "nonpositive_length");
   EXPECT_EQ(w.device, 0);
   EXPECT_EQ(w.stage, 0);
   EXPECT_EQ(w.count, 2u);
@@ -158,7 +158,7 @@ TEST(DataQuality, MissingSteps) {
   add_job(run, 1, "backward", 0, 10, 20);
   testing::device_at(run, 2);
   run.finalize();
-  const std::vector<QualityWarning> warnings = check(run);
+  const std::vector<Warning> warnings = check(run);
   // Device 1 never started step 1, and step 1 has no complete step before
   // it: no step is complete (the device without a job is of no segment).
   EXPECT_EQ(codes(warnings), (std::vector<std::string>{"missing_steps", "missing_steps",
@@ -199,14 +199,14 @@ pipescope::Run mismatched_run(bool also_step_1) {
 
 TEST(DataQuality, JobCountMismatch) {
   const pipescope::Run run = mismatched_run(false);
-  const std::vector<QualityWarning> warnings = check(run, resolve_stage_map(run, "0,1-2"));
+  const std::vector<Warning> warnings = check(run, resolve_stage_map(run, "0,1-2"));
   // Step 101, the last, holds no send on device 2 where step 100 held one:
   // incomplete by the kind counts.
   EXPECT_EQ(codes(warnings), (std::vector<std::string>{"job_count_mismatch", "incomplete_steps"}));
   EXPECT_NE(only(warnings, "incomplete_steps")
                 .message.find("step 101: device 2 ran 0 comm jobs in it, 1 in step 100"),
             std::string::npos);
-  const QualityWarning w = only(warnings, "job_count_mismatch");
+  const Warning w = only(warnings, "job_count_mismatch");
   EXPECT_EQ(w.device, -1);
   EXPECT_EQ(w.stage, 1);
   EXPECT_EQ(w.count, 1u);
@@ -216,8 +216,7 @@ TEST(DataQuality, JobCountMismatch) {
 
   // Device 1 also runs an extra send in step 1 (3 jobs against 2): two steps differ.
   const pipescope::Run both = mismatched_run(true);
-  const QualityWarning w2 =
-      only(check(both, resolve_stage_map(both, "0,1-2")), "job_count_mismatch");
+  const Warning w2 = only(check(both, resolve_stage_map(both, "0,1-2")), "job_count_mismatch");
   EXPECT_EQ(w2.count, 2u);
   EXPECT_NE(w2.message.find("first: step 100"), std::string::npos) << w2.message;
 
@@ -242,9 +241,9 @@ TEST(DataQuality, TimeOutlierBoundaryAfterTheMiddleHalf) {
   const std::vector<std::int64_t> starts = {0, 1, 2, 3, 4, 5, 6};
   const std::int64_t high = 5 + 100 * kSecond;
   EXPECT_TRUE(check(with_far_job(starts, high)).empty());
-  const std::vector<QualityWarning> warnings = check(with_far_job(starts, high + 1));
+  const std::vector<Warning> warnings = check(with_far_job(starts, high + 1));
   EXPECT_EQ(codes(warnings), (std::vector<std::string>{"time_outlier"}));
-  const QualityWarning w = only(warnings, "time_outlier");
+  const Warning w = only(warnings, "time_outlier");
   EXPECT_EQ(w.device, 1);
   EXPECT_EQ(w.stage, -1);
   EXPECT_EQ(w.count, 1u);
@@ -279,7 +278,7 @@ TEST(DataQuality, TimeOutlierCountsEveryFarJobOfTheDevice) {
   add_job(run, 1, "memcpy", 7, 200 * kSecond, 200 * kSecond + 1);
   add_job(run, 1, "memcpy", 8, 300 * kSecond, 300 * kSecond + 1);
   run.finalize();
-  const QualityWarning w = only(check(run), "time_outlier");
+  const Warning w = only(check(run), "time_outlier");
   EXPECT_EQ(w.count, 2u);
   EXPECT_TRUE(w.message.starts_with("device 1: 2 jobs start far")) << w.message;
   EXPECT_NE(w.message.find("memcpy mb7 (line 1)"), std::string::npos) << w.message;
@@ -322,8 +321,7 @@ TEST(DataQuality, TimeOutlierBoundsSaturateAtTheEndsOfTime) {
   metrics.devices[0].steps = 1;
   metrics.devices[1].steps = 1;
   metrics.job_step = {{0, 0, 0}, {0}};
-  const std::vector<QualityWarning> warnings =
-      check_data_quality(both, metrics, one_stage_per_device(2));
+  const std::vector<Warning> warnings = check_data_quality(both, metrics, one_stage_per_device(2));
   EXPECT_EQ(codes(warnings), (std::vector<std::string>{"time_outlier"}));
   EXPECT_EQ(only(warnings, "time_outlier").device, 1);
 }
@@ -339,9 +337,9 @@ TEST(DataQuality, TimeOutlierOfAJobLeftOutOfTheQuartileSample) {
   for (std::int64_t i = 0; i < rest; ++i) add_job(run, 1, "memcpy", 0, i, i + 1);
   run.finalize();
   ASSERT_EQ(run.job_count(), (std::uint64_t{1} << 20) + 1);
-  const std::vector<QualityWarning> warnings = check(run);
+  const std::vector<Warning> warnings = check(run);
   EXPECT_EQ(codes(warnings), (std::vector<std::string>{"time_outlier"}));
-  const QualityWarning w = only(warnings, "time_outlier");
+  const Warning w = only(warnings, "time_outlier");
   EXPECT_EQ(w.device, 0);
   EXPECT_EQ(w.count, 1u);
 }
@@ -363,7 +361,7 @@ TEST(DataQuality, TheQuartileSampleStridesOnAcrossDevices) {
     add_job(run, 1, "memcpy", 0, start, start + 1);
   }
   run.finalize();
-  const std::vector<QualityWarning> warnings = check(run);
+  const std::vector<Warning> warnings = check(run);
   ASSERT_EQ(codes(warnings), (std::vector<std::string>{"time_outlier", "time_outlier"}));
   EXPECT_EQ(warnings[0].device, 0);
   EXPECT_EQ(warnings[0].count, 1u);
@@ -386,7 +384,7 @@ TEST(DataQuality, DeviceWarningsComeInDeviceOrderOnOneThreadAndOnEight) {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
                               static_cast<std::size_t>(threads));
     tbb::task_arena arena(threads);
-    std::vector<QualityWarning> warnings;
+    std::vector<Warning> warnings;
     arena.execute([&] { warnings = check(run); });
     ASSERT_EQ(codes(warnings),
               (std::vector<std::string>{"overlap", "nonpositive_length", "overlap"}))
@@ -405,7 +403,7 @@ TEST(DataQuality, DeviceOutsideTheStageMapHasStageMinusOne) {
   add_job(run, 0, "forward", 0, 0, 10);
   add_job(run, 0, "forward", 1, 5, 15);
   run.finalize();
-  const QualityWarning w = only(check(run, StageMap{}), "overlap");
+  const Warning w = only(check(run, StageMap{}), "overlap");
   EXPECT_EQ(w.device, 0);
   EXPECT_EQ(w.stage, -1);
 }
@@ -443,7 +441,7 @@ pipescope::Run with_lost_jobs(const std::vector<std::pair<std::int64_t, std::str
 
 TEST(DataQuality, ShortStepAgainstItsOwnStepsWhenAloneInItsStage) {
   const pipescope::Run run = with_lost_jobs({{1, "B1"}, {2, "F1"}, {2, "B0"}});
-  const QualityWarning w = only(check(run), "short_step");
+  const Warning w = only(check(run), "short_step");
   EXPECT_EQ(w.device, 1);
   EXPECT_EQ(w.stage, 1);
   EXPECT_EQ(w.count, 2u);
@@ -457,7 +455,7 @@ TEST(DataQuality, ShortStepAgainstItsOwnStepsWhenAloneInItsStage) {
 TEST(DataQuality, ShortStepAgainstItsStagePeers) {
   // Devices 0 and 1 form one stage: device 1 is compared with device 0.
   const pipescope::Run run = with_lost_jobs({{0, "B1"}});
-  const QualityWarning w = only(check(run, resolve_stage_map(run, "0-1")), "short_step");
+  const Warning w = only(check(run, resolve_stage_map(run, "0-1")), "short_step");
   EXPECT_EQ(w.device, 1);
   EXPECT_EQ(w.stage, 0);
   EXPECT_NE(w.message.find("than its stage peers in 1 step (step 0: 4 of 5, 1 missing)"),

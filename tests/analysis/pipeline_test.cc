@@ -26,7 +26,7 @@ TEST(PipelineAnalysis, TwoMachineVppWithASlowStageAndThreeMsOfSkew) {
   pipescope::Run run = testing::run_from_simulation(acceptance_config(3'000'000));
   PipelineOptions options;
   const ClockReport clock = correct_run_clocks(run, options);
-  EXPECT_EQ(clock.method, "estimated");
+  EXPECT_EQ(clock.method, ClockMethod::estimated);
   EXPECT_TRUE(clock.applied);
   EXPECT_GT(clock.violations_before, 0u);
   EXPECT_EQ(clock.violations_after, 0u);
@@ -80,7 +80,7 @@ TEST(PipelineAnalysis, TwoMachineVppWithASlowStageAndThreeMsOfSkew) {
       EXPECT_GE(after.start_ns, before.end_ns);  // clocks corrected: no negative wait
     }
   }
-  for (const QualityWarning& w : a.warnings) ADD_FAILURE() << w.code << ": " << w.message;
+  for (const Warning& w : a.warnings) ADD_FAILURE() << warning_name(w.code) << ": " << w.message;
 }
 
 TEST(PipelineAnalysis, CorrectedTimesMatchTheUnskewedRun) {
@@ -103,7 +103,7 @@ TEST(PipelineAnalysis, ClockOptions) {
   PipelineOptions options;
   options.clock.fix = false;
   ClockReport clock = correct_run_clocks(run, options);
-  EXPECT_EQ(clock.method, "disabled");
+  EXPECT_EQ(clock.method, ClockMethod::disabled);
   EXPECT_FALSE(clock.applied);
   EXPECT_GT(clock.violations_before, 0u);
   EXPECT_EQ(clock.violations_after, clock.violations_before);
@@ -111,15 +111,15 @@ TEST(PipelineAnalysis, ClockOptions) {
   EXPECT_LE(std::llabs(clock.machines[1].estimate_ns + 2'000'000), 200'000);
   const Metrics metrics = compute_metrics(run);
   const PipelineAnalysis a = analyze_pipeline(run, metrics, options, clock);
-  EXPECT_TRUE(std::any_of(a.warnings.begin(), a.warnings.end(), [](const QualityWarning& w) {
-    return w.code == "dependency_violations";
+  EXPECT_TRUE(std::any_of(a.warnings.begin(), a.warnings.end(), [](const Warning& w) {
+    return w.code == WarningCode::dependency_violations;
   }));
 
   // Imposed by name: subtracted as given.
   options.clock.fix = true;
   options.clock.imposed = {parse_clock_offset("machine1=-2ms", "offset")};
   clock = correct_run_clocks(run, options);
-  EXPECT_EQ(clock.method, "imposed");
+  EXPECT_EQ(clock.method, ClockMethod::imposed);
   EXPECT_EQ(run.devices[2].jobs[0].start_ns, first + 2'000'000);
   EXPECT_EQ(clock.machines[1].offset_ns, -2'000'000);
   EXPECT_EQ(clock.violations_after, 0u);
@@ -131,7 +131,7 @@ TEST(PipelineAnalysis, ClockOptions) {
   pipescope::Run clean = testing::run_from_simulation(acceptance_config(0));
   const std::int64_t clean_first = clean.devices[2].jobs[0].start_ns;
   clock = correct_run_clocks(clean, PipelineOptions{});
-  EXPECT_EQ(clock.method, "consistent");
+  EXPECT_EQ(clock.method, ClockMethod::consistent);
   EXPECT_EQ(clock.violations_before, 0u);
   EXPECT_EQ(clean.devices[2].jobs[0].start_ns, clean_first);
   ASSERT_EQ(clock.pairs.size(), 3u);  // (0,0), (0,1), (1,1)
@@ -208,7 +208,7 @@ TEST(PipelineAnalysis, StageMaps) {
   EXPECT_EQ(a.bottleneck.stages[1].by_role[0].count, 2u * 6u * 3u);  // 2 devices · M · steps
   const PipelineAnalysis by_device = analyze_pipeline(run, metrics, PipelineOptions{});
   EXPECT_TRUE(std::any_of(by_device.warnings.begin(), by_device.warnings.end(),
-                          [](const QualityWarning& w) { return w.code == "stage_map"; }));
+                          [](const Warning& w) { return w.code == WarningCode::stage_map; }));
 }
 
 TEST(PipelineAnalysis, DependenciesOfOneFOneB) {
@@ -261,8 +261,8 @@ TEST(PipelineAnalysis, DataQualityWarnings) {
   const Metrics metrics = compute_metrics(run);
   const auto warnings = check_data_quality(run, metrics, resolve_stage_map(run, "0,1-2"));
   auto has = [&](std::string_view code, int device, std::uint64_t count) {
-    return std::any_of(warnings.begin(), warnings.end(), [&](const QualityWarning& w) {
-      return w.code == code && w.device == device && w.count == count;
+    return std::any_of(warnings.begin(), warnings.end(), [&](const Warning& w) {
+      return warning_name(w.code) == code && w.device == device && w.count == count;
     });
   };
   EXPECT_TRUE(has("overlap", 0, 1));
@@ -275,7 +275,7 @@ TEST(PipelineAnalysis, DataQualityWarnings) {
   EXPECT_TRUE(has("incomplete_steps", -1, 2));
   EXPECT_TRUE(has("no_complete_step", -1, 2));
   EXPECT_EQ(warnings.size(), 8u);
-  for (const QualityWarning& w : warnings) EXPECT_FALSE(w.message.empty());
+  for (const Warning& w : warnings) EXPECT_FALSE(w.message.empty());
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "compare/check_report.h"
-#include "compare/summary_reader.h"
+#include "compare/run_from_summary.h"
 #include "ingest/discovery.h"
 #include "support/temp_dir.h"
 

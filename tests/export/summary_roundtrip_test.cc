@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,6 +19,7 @@
 
 #include "analysis/pipeline.h"
 #include "compare/run_loader.h"
+#include "export/summary_fields.h"
 #include "export/summary_figures.h"
 #include "export/summary_json.h"
 #include "export/summary_reader.h"
@@ -347,6 +349,72 @@ void expect_same(const SummaryFigures& got, const SummaryFigures& want) {
 }
 
 TEST(SummaryRoundTrip, HandBuiltFiguresSetEveryField) { expect_all_set(every_field()); }
+
+// The field lists (summary_fields.h), walked over figures with every member
+// set: no object lists a key twice (the JSON would hold it twice, and a
+// reader would take one of them).
+class KeyChecker {
+ public:
+  explicit KeyChecker(std::string where) : where_(std::move(where)) {}
+
+  template <typename T>
+  void operator()(summary_fields::Key key, const T& member) {
+    add(key.name);
+    descend(key.name, member);
+  }
+  template <typename T>
+  void inline_fields(const T& member) {
+    summary_fields::fields(*this, member);
+  }
+  template <typename T>
+  void inline_optional(const std::optional<T>& member, std::string_view) {
+    EXPECT_TRUE(member.has_value()) << where_;
+    if (member) summary_fields::fields(*this, *member);
+  }
+  template <typename T>
+  void keyed(summary_fields::Key key, const std::vector<T>& list, std::string T::*) {
+    add(key.name);
+    for (const T& item : list) {
+      KeyChecker inner(where_ + "." + std::string(key.name));
+      summary_fields::fields(inner, item);
+    }
+  }
+  void pair(summary_fields::Key key, int, int) { add(key.name); }
+  template <typename T, typename Make>
+  void derived(summary_fields::Key key, const T&, Make&&) {
+    add(key.name);
+  }
+
+  std::size_t keys() const { return seen_.size(); }
+
+ private:
+  void add(std::string_view name) {
+    EXPECT_TRUE(seen_.insert(std::string(name)).second)
+        << where_ << " lists \"" << name << "\" twice";
+  }
+  template <typename T>
+  void descend(std::string_view name, const T& member) {
+    if constexpr (summary_fields::kIsOptional<T>) {
+      if (member) descend(name, *member);
+    } else if constexpr (summary_fields::kIsVector<T>) {
+      for (const auto& e : member) descend(name, e);
+    } else if constexpr (!summary_fields::kIsScalar<T>) {
+      KeyChecker inner(where_ + "." + std::string(name));
+      summary_fields::fields(inner, member);
+    }
+  }
+
+  std::string where_;
+  std::set<std::string> seen_;
+};
+
+TEST(SummaryRoundTrip, NoObjectListsAKeyTwice) {
+  const SummaryFigures figures = every_field();
+  KeyChecker checker("the summary");
+  summary_fields::fields(checker, figures);
+  // jobs ... warnings: the 21 keys of the top level besides "schema" and "tool".
+  EXPECT_EQ(checker.keys(), 21u);
+}
 
 TEST(SummaryRoundTrip, EveryFieldComesBack) {
   const SummaryFigures f = every_field();

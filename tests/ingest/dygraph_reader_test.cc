@@ -277,7 +277,7 @@ TEST(DygraphReader, PipelinesAreNeverMixed) {
   EXPECT_EQ(run.devices[0].jobs[0].duration_ns(), 7'000'000);   // rank 0
   EXPECT_EQ(run.devices[1].jobs[0].duration_ns(), 9'000'000);   // rank 2
   ASSERT_EQ(run.notes.size(), 1u);
-  EXPECT_EQ(run.notes[0].code, "other_pipelines");
+  EXPECT_EQ(run.notes[0].code, WarningCode::other_pipelines);
   EXPECT_NE(run.notes[0].message.find("pipeline 1: ranks 1 (stage 0), 3 (stage 1)"),
             std::string::npos)
       << run.notes[0].message;

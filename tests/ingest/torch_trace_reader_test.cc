@@ -357,7 +357,7 @@ TEST(TorchTraceReader, IntervalPreferenceAndExactTimes) {
   EXPECT_NE(notes.find("'PP:0Q1' is no pipeline action"), std::string::npos) << notes;
   EXPECT_NE(notes.find("1 of 5 jobs are host-timed"), std::string::npos) << notes;
   ASSERT_EQ(r.notes.size(), 1u);
-  EXPECT_EQ(r.notes[0].code, "host_timed_jobs");
+  EXPECT_EQ(r.notes[0].code, WarningCode::host_timed_jobs);
   EXPECT_EQ(r.notes[0].count, 1u);
 
   // Kineto's own order (CPU events first, then runtime calls and kernels in

@@ -41,9 +41,9 @@ void write_two_devices(const TempDir& dir, const std::string& folder) {
   dir.write(folder + "/workerlog.1", job(0, "forward", 0, 5, 15) + job(1, "backward", 0, 15, 30));
 }
 
-std::vector<std::string> codes(const std::vector<QualityWarning>& warnings) {
+std::vector<std::string> codes(const std::vector<Warning>& warnings) {
   std::vector<std::string> out;
-  for (const QualityWarning& w : warnings) out.push_back(w.code);
+  for (const Warning& w : warnings) out.emplace_back(warning_name(w.code));
   return out;
 }
 
@@ -69,7 +69,7 @@ TEST(InputRules, EmptyInputIsLeftOutOfDNotCountedAsAnIdleDevice) {
   EXPECT_NE(loaded.input_warnings[0].message.find(dir / "logs/workerlog.2"), std::string::npos);
   // The analysis's warnings begin with them (summary.json, stderr).
   ASSERT_GE(loaded.pipeline.warnings.size(), 2u);
-  EXPECT_EQ(loaded.pipeline.warnings[0].code, "empty_input");
+  EXPECT_EQ(loaded.pipeline.warnings[0].code, WarningCode::empty_input);
 }
 
 TEST(InputRules, UnreadableInputIsAnInputErrorNamingTheFile) {
@@ -128,13 +128,13 @@ TEST(InputRules, RankGapAndUnevenMachinesAreNamed) {
   for (int rank : {0, 1, 2, 3}) dir.write(fmt::format("logs/machine2/workerlog.{}", rank), one);
   const LoadedRun loaded = load_run(find_inputs({dir / "logs"}), {});
   ASSERT_EQ(codes(loaded.input_warnings), (std::vector<std::string>{"rank_gap", "uneven_ranks"}));
-  const QualityWarning& gap = loaded.input_warnings[0];
+  const Warning& gap = loaded.input_warnings[0];
   EXPECT_EQ(gap.message,
             fmt::format("machine0 ({}): no input for rank 2 (ranks found: 0, 1, 3); a log not "
                         "copied, or a rank that never started?",
                         dir / "logs/machine0"));
   EXPECT_EQ(gap.count, 1u);
-  const QualityWarning& uneven = loaded.input_warnings[1];
+  const Warning& uneven = loaded.input_warnings[1];
   EXPECT_EQ(uneven.message,
             fmt::format("machine0 ({}) has 3 ranks, 2 of the run's 3 machines have 4",
                         dir / "logs/machine0"));
@@ -166,7 +166,7 @@ TEST(InputRules, ShortDeviceIsNamed) {
   }
   const LoadedRun loaded = load_run(find_inputs({dir / "logs"}), {});
   ASSERT_EQ(codes(loaded.input_warnings), std::vector<std::string>{"short_device"});
-  const QualityWarning& w = loaded.input_warnings[0];
+  const Warning& w = loaded.input_warnings[0];
   EXPECT_EQ(w.device, 2);
   EXPECT_EQ(w.count, 4u);
   EXPECT_EQ(w.message,

@@ -1,4 +1,4 @@
-#include "compare/summary_reader.h"
+#include "compare/run_from_summary.h"
 
 #include "export/summary_reader.h"
 

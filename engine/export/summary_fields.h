@@ -1,0 +1,385 @@
+// The field list of every summary.json object: each key spelled once, with
+// what its absence means, in the order the writer writes it. The writer
+// (summary_json.cc) and the reader (summary_reader.cc) both visit these lists,
+// so a key cannot be written under one name and read under another, nor
+// written in one place and forgotten in the other.
+//
+// fields(v, s) calls, for each key of the struct s, one of:
+//   v(key, member)                   a value, an object, an array, or an
+//                                    optional of one of these (see Rule)
+//   v.inline_fields(member)          a struct whose keys sit in this object
+//   v.inline_optional(member, key)   the same, set when `key` holds an object
+//   v.keyed(key, list, &T::name)     an object whose keys are the list's names
+//   v.pair(key, a, b)                a two-number array
+//   v.derived(key, member, make)     a value that a summary may lack: make()
+//                                    gives it when the reader finds none
+// s is const for the writer and mutable for the reader. A struct written on
+// one line is marked kOneLine. "schema" and "tool" are not figures: the
+// writer stamps them and the reader checks the schema.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "analysis/schedule_table.h"
+#include "export/summary_figures.h"
+
+namespace pipescope::summary_fields {
+
+/// What a key's absence means.
+enum class Rule {
+  /// The reader fails without it (`check` and `diff` cannot do without it).
+  required,
+  /// Always written; read as its default when absent or of another type.
+  optional,
+  /// Written only when set (an optional) or not empty (a string, a list) or
+  /// not 0 (a number); read as optional.
+  omitted,
+  /// An optional written as null when unset; null or absent read as unset.
+  nullable,
+};
+
+struct Key {
+  std::string_view name;
+  Rule rule;
+};
+
+constexpr Key req(std::string_view name) { return {name, Rule::required}; }
+constexpr Key opt(std::string_view name) { return {name, Rule::optional}; }
+constexpr Key omitted(std::string_view name) { return {name, Rule::omitted}; }
+constexpr Key nullable(std::string_view name) { return {name, Rule::nullable}; }
+
+/// S is T, const or not.
+template <typename S, typename T>
+concept Of = std::is_same_v<std::remove_const_t<S>, T>;
+
+template <typename T>
+inline constexpr bool kIsOptional = false;
+template <typename T>
+inline constexpr bool kIsOptional<std::optional<T>> = true;
+template <typename T>
+inline constexpr bool kIsVector = false;
+template <typename T>
+inline constexpr bool kIsVector<std::vector<T>> = true;
+/// A JSON number, boolean or string.
+template <typename T>
+inline constexpr bool kIsScalar = std::is_arithmetic_v<T> || std::is_same_v<T, std::string>;
+
+/// Objects written on one line.
+template <typename T>
+inline constexpr bool kOneLine = false;
+template <>
+inline constexpr bool kOneLine<DeviceFigures> = true;
+template <>
+inline constexpr bool kOneLine<StepDeviceFigures> = true;
+template <>
+inline constexpr bool kOneLine<JobTypeFigures> = true;
+template <>
+inline constexpr bool kOneLine<InputFigures> = true;
+template <>
+inline constexpr bool kOneLine<DiagnosticFigures> = true;
+template <>
+inline constexpr bool kOneLine<LeftOutFigures> = true;
+template <>
+inline constexpr bool kOneLine<RoleDurationFigures> = true;
+template <>
+inline constexpr bool kOneLine<DeviceBubbleFigures> = true;
+template <>
+inline constexpr bool kOneLine<BubbleJobFigures> = true;
+template <>
+inline constexpr bool kOneLine<BottleneckFigures> = true;
+template <>
+inline constexpr bool kOneLine<PathStageFigures> = true;
+template <>
+inline constexpr bool kOneLine<PathJobFigures> = true;
+template <>
+inline constexpr bool kOneLine<MachineClockFigures> = true;
+template <>
+inline constexpr bool kOneLine<MachinePairFigures> = true;
+template <>
+inline constexpr bool kOneLine<WarningFigures> = true;
+
+// --- the metric contract's sections --------------------------------------------
+
+void fields(auto& v, Of<DeviceFigures> auto& d) {
+  v(req("device"), d.device);
+  v(req("machine"), d.machine);
+  v(opt("machine_name"), d.machine_name);
+  v(req("rank"), d.rank);
+  v(opt("path"), d.path);
+  v(req("jobs"), d.jobs);
+  v(opt("steps"), d.steps);
+  v(req("busy_ns"), d.busy_ns);
+  v(req("idle_ns"), d.idle_ns);
+  v(omitted("comm_ns"), d.comm_ns);
+  v(req("utilization"), d.utilization);
+}
+
+void fields(auto& v, Of<StepDeviceFigures> auto& d) {
+  v(req("device"), d.device);
+  v(req("busy_ns"), d.busy_ns);
+  v(req("idle_ns"), d.idle_ns);
+  v(omitted("comm_ns"), d.comm_ns);
+}
+
+void fields(auto& v, Of<StepFigures> auto& s) {
+  v(req("step"), s.step);
+  v(opt("segment"), s.segment);
+  v(opt("complete"), s.complete);
+  v(req("start_ns"), s.start_ns);
+  v(req("end_ns"), s.end_ns);
+  v(req("duration_ns"), s.duration_ns);
+  v(req("bubble_ratio"), s.bubble_ratio);
+  v(req("devices"), s.devices);
+}
+
+void fields(auto& v, Of<SegmentFigures> auto& s) {
+  v(req("index"), s.index);
+  v(req("start_ns"), s.start_ns);
+  v(req("end_ns"), s.end_ns);
+  v(req("first_step"), s.first_step);
+  v(opt("numbered_by_line"), s.numbered_by_line);
+  v(req("steps"), s.steps);
+  v(opt("complete_steps"), s.complete_steps);
+  v(opt("found_by"), s.found_by);
+  v(opt("files"), s.files);
+}
+
+void fields(auto& v, Of<JobTypeFigures> auto& t) {
+  v(req("type"), t.type);
+  v(req("kind"), t.kind);
+  v(req("jobs"), t.jobs);
+  v(omitted("total_ns"), t.total_ns);
+}
+
+void fields(auto& v, Of<InputFigures> auto& i) {
+  v(opt("path"), i.path);
+  v(opt("bytes"), i.bytes);
+  v(opt("lines"), i.lines);
+  v(opt("matched"), i.matched);
+  v(opt("malformed"), i.malformed);
+  v(opt("oversized"), i.oversized);
+  v(opt("partial_last_line_bytes"), i.partial_last_line_bytes);
+  v(omitted("error"), i.error);
+}
+
+void fields(auto& v, Of<DiagnosticFigures> auto& d) {
+  v(opt("path"), d.path);
+  v(opt("line"), d.line);
+  v(opt("message"), d.message);
+}
+
+void fields(auto& v, Of<LeftOutFigures> auto& d) {
+  v(opt("device"), d.device);
+  v(opt("machine"), d.machine);
+  v(opt("machine_name"), d.machine_name);
+  v(opt("rank"), d.rank);
+  v(opt("path"), d.path);
+  v(opt("reason"), d.reason);
+}
+
+// --- the pipeline sections -----------------------------------------------------
+
+void fields(auto& v, Of<ScheduleFigures> auto& s) {
+  v.derived(opt("name"), s.name, [] { return std::string("unknown"); });
+  v(opt("exact"), s.exact);
+  v(opt("stages"), s.stages);
+  v(opt("micro_batches"), s.micro_batches);
+  v(opt("chunks"), s.chunks);
+  v(opt("steps_examined"), s.steps_examined);
+  v(opt("steps_agreeing"), s.steps_agreeing);
+  v(opt("mean_forward_ns"), s.mean_forward_ns);
+  v(opt("mean_backward_ns"), s.mean_backward_ns);
+  v(opt("mean_weight_ns"), s.mean_weight_ns);
+  v(opt("measured_bubble_ratio"), s.measured_bubble_ratio);
+  v(nullable("ideal_bubble_ratio"), s.ideal_bubble_ratio);
+  v(nullable("excess_bubble_ratio"), s.excess_bubble_ratio);
+  // Summaries written before the schedule table (issue 14) have no family:
+  // derived from the name, so that check still compares them by family.
+  v.derived(opt("family"), s.family, [&s] {
+    const auto family = family_of_schedule_name(s.name);
+    return family ? std::string(schedule_family_name(*family)) : std::string();
+  });
+  v(opt("frameworks"), s.frameworks);
+}
+
+void fields(auto& v, Of<RoleDurationFigures> auto& d) {
+  // The role is the key of the "jobs" object that holds it (StageLoadFigures).
+  v(opt("count"), d.count);
+  v(opt("total_ns"), d.total_ns);
+  v(opt("mean_ns"), d.mean_ns);
+  v(opt("median_ns"), d.median_ns);
+  v(opt("p95_ns"), d.p95_ns);
+  v(opt("max_ns"), d.max_ns);
+}
+
+void fields(auto& v, Of<StageLoadFigures> auto& load) {
+  v(opt("compute_per_step_ns"), load.compute_per_step_ns);
+  v.keyed(opt("jobs"), load.jobs, &RoleDurationFigures::role);
+}
+
+void fields(auto& v, Of<StageFigures> auto& s) {
+  v(opt("stage"), s.stage);
+  v(opt("devices"), s.devices);
+  // "compute_per_step_ns" and "jobs" come together, for a stage the
+  // bottleneck analysis covered.
+  v.inline_optional(s.load, "jobs");
+}
+
+void fields(auto& v, Of<StagesFigures> auto& s) {
+  v(opt("source"), s.source);
+  v(opt("list"), s.list);
+}
+
+void fields(auto& v, Of<BubbleSplitFigures> auto& s) {
+  v(opt("fill_ns"), s.fill_ns);
+  v(opt("interior_ns"), s.interior_ns);
+  v(opt("drain_ns"), s.drain_ns);
+  v(nullable("inherent_ns"), s.inherent_ns);
+  v(nullable("excess_ns"), s.excess_ns);
+}
+
+void fields(auto& v, Of<DeviceBubbleFigures> auto& d) {
+  v(opt("device"), d.device);
+  v.inline_fields(d.split);
+}
+
+void fields(auto& v, Of<StepBubbleFigures> auto& s) {
+  v(opt("step"), s.step);
+  v(opt("devices"), s.devices);
+}
+
+void fields(auto& v, Of<BubbleJobFigures> auto& j) {
+  v(opt("type"), j.type);
+  v(opt("micro_batch"), j.micro_batch);
+  v(opt("start_ns"), j.start_ns);
+  v(opt("end_ns"), j.end_ns);
+}
+
+void fields(auto& v, Of<LongBubbleFigures> auto& b) {
+  v(opt("device"), b.device);
+  v(opt("step"), b.step);
+  v(opt("start_ns"), b.start_ns);
+  v(opt("length_ns"), b.length_ns);
+  v(nullable("inherent_ns"), b.inherent_ns);
+  v(nullable("excess_ns"), b.excess_ns);
+  v(opt("kind"), b.kind);
+  v(nullable("before"), b.before);
+  v(nullable("after"), b.after);
+}
+
+void fields(auto& v, Of<BubblesFigures> auto& b) {
+  v.inline_fields(b.total);
+  v(opt("idle_ns"), b.idle_ns);
+  v(opt("devices"), b.devices);
+  v(opt("steps"), b.steps);
+  v(opt("longest"), b.longest);
+}
+
+void fields(auto& v, Of<BottleneckFigures> auto& b) {
+  v(opt("slowest_stage"), b.slowest_stage);
+  v(opt("slowest_compute_per_step_ns"), b.slowest_compute_per_step_ns);
+  v(opt("mean_compute_per_step_ns"), b.mean_compute_per_step_ns);
+  v(opt("imbalance"), b.imbalance);
+}
+
+void fields(auto& v, Of<PathStageFigures> auto& s) {
+  v(opt("stage"), s.stage);
+  v(opt("ns"), s.ns);
+  v(opt("share"), s.share);
+}
+
+void fields(auto& v, Of<PathStepFigures> auto& s) {
+  v(opt("step"), s.step);
+  v(opt("duration_ns"), s.duration_ns);
+  v(opt("jobs"), s.jobs);
+  v(opt("lead_in_ns"), s.lead_in_ns);
+  v(opt("wait_ns"), s.wait_ns);
+  v(opt("stages"), s.stages);
+}
+
+void fields(auto& v, Of<PathJobFigures> auto& j) {
+  v(opt("device"), j.device);
+  v(opt("stage"), j.stage);
+  v(opt("type"), j.type);
+  v(opt("micro_batch"), j.micro_batch);
+  v(opt("start_ns"), j.start_ns);
+  v(opt("end_ns"), j.end_ns);
+  v(opt("wait_ns"), j.wait_ns);
+  v(opt("via_dependency"), j.via_dependency);
+}
+
+void fields(auto& v, Of<LongestPathFigures> auto& l) {
+  v(opt("step"), l.step);
+  v(opt("jobs"), l.jobs);
+}
+
+void fields(auto& v, Of<CriticalPathFigures> auto& c) {
+  v(opt("steps"), c.steps);
+  v(nullable("longest_step"), c.longest_step);
+}
+
+void fields(auto& v, Of<MachineClockFigures> auto& m) {
+  v(opt("machine"), m.machine);
+  v(opt("name"), m.name);
+  v(opt("estimate_ns"), m.estimate_ns);
+  v(opt("offset_ns"), m.offset_ns);
+}
+
+void fields(auto& v, Of<MachinePairFigures> auto& p) {
+  v.pair(opt("machines"), p.machine_a, p.machine_b);
+  v(opt("dependencies"), p.dependencies);
+  v(opt("violations_before"), p.violations_before);
+  v(opt("violations_after"), p.violations_after);
+  v(nullable("lower_ns"), p.lower_ns);
+  v(nullable("upper_ns"), p.upper_ns);
+}
+
+void fields(auto& v, Of<ClockFigures> auto& c) {
+  v(opt("method"), c.method);
+  v(opt("applied"), c.applied);
+  v(opt("dependencies"), c.dependencies);
+  v(opt("violations_before"), c.violations_before);
+  v(opt("violations_after"), c.violations_after);
+  v(opt("machines"), c.machines);
+  v(opt("pairs"), c.pairs);
+}
+
+void fields(auto& v, Of<WarningFigures> auto& w) {
+  v(opt("code"), w.code);
+  v(opt("message"), w.message);
+  v(opt("device"), w.device);
+  v(opt("stage"), w.stage);
+  v(opt("count"), w.count);
+}
+
+// --- the whole summary ---------------------------------------------------------
+
+void fields(auto& v, Of<SummaryFigures> auto& f) {
+  v(req("jobs"), f.jobs);
+  v(req("first_step"), f.first_step);
+  v(req("bubble_ratio"), f.bubble_ratio);
+  v(req("total_window_ns"), f.total_window_ns);
+  v(omitted("time_resolution_ns"), f.time_resolution_ns);
+  v(omitted("comm_ns"), f.comm_ns);
+  v(req("devices"), f.devices);
+  v(req("steps"), f.steps);
+  v(opt("incomplete_steps"), f.incomplete_steps);
+  v(opt("segments"), f.segments);
+  v(opt("job_types"), f.job_types);
+  v(opt("inputs"), f.inputs);
+  v(opt("diagnostics"), f.diagnostics);
+  v(omitted("left_out"), f.left_out);
+  v(omitted("schedule"), f.schedule);
+  v(omitted("stages"), f.stages);
+  v(omitted("bubbles"), f.bubbles);
+  v(omitted("bottleneck"), f.bottleneck);
+  v(omitted("critical_path"), f.critical_path);
+  v(omitted("clock"), f.clock);
+  v(omitted("warnings"), f.warnings);
+}
+
+}  // namespace pipescope::summary_fields
