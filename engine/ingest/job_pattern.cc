@@ -131,6 +131,18 @@ struct JobPattern::Impl {
 JobPattern::JobPattern(const std::string& pattern, const std::string& kinds) {
   std::vector<std::string> names;
   const std::string re2_pattern = to_re2_syntax(pattern, names);
+  // A pattern RE2 cannot take is reported first: what its groups are named
+  // says nothing useful about a pattern that does not compile.
+  impl_ = std::make_unique<Impl>(re2_pattern);
+  const RE2& regex = impl_->regex;
+  if (!regex.ok()) {
+    const std::string& arg = regex.error_arg();
+    if (regex.error_code() == RE2::ErrorBadEscape && arg.size() == 2 &&
+        ((arg[1] >= '1' && arg[1] <= '9') || arg[1] == 'k' || arg[1] == 'g')) {
+      reject("a back-reference", arg);
+    }
+    throw std::invalid_argument(regex.error());
+  }
   std::map<std::string_view, int> seen;
   for (const std::string& name : names) {
     if (std::find(std::begin(kGroups), std::end(kGroups), name) == std::end(kGroups)) {
@@ -142,16 +154,6 @@ JobPattern::JobPattern(const std::string& pattern, const std::string& kinds) {
   }
   if (!seen.contains("op")) {
     throw std::invalid_argument("it has no named group 'op' ((?P<op>...))");
-  }
-  impl_ = std::make_unique<Impl>(re2_pattern);
-  const RE2& regex = impl_->regex;
-  if (!regex.ok()) {
-    const std::string& arg = regex.error_arg();
-    if (regex.error_code() == RE2::ErrorBadEscape && arg.size() == 2 &&
-        ((arg[1] >= '1' && arg[1] <= '9') || arg[1] == 'k' || arg[1] == 'g')) {
-      reject("a back-reference", arg);
-    }
-    throw std::invalid_argument(regex.error());
   }
   const std::map<std::string, int>& groups = regex.NamedCapturingGroups();
   auto number = [&](std::string_view name) {

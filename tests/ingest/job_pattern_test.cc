@@ -119,6 +119,8 @@ TEST(JobPattern, RejectsLookaroundAndBackReferencesByName) {
   EXPECT_EQ(error_of(R"((?P<op>F)(x)\2)"), "a back-reference ('\\2') " + why);
   EXPECT_EQ(error_of(R"((?P<op>F)\k<op>)"), "a back-reference ('\\k') " + why);
   EXPECT_EQ(error_of("(?P<op>F)(?P=op)"), "a back-reference by name ('(?P=') " + why);
+  // What RE2 cannot take is said before what the groups lack.
+  EXPECT_EQ(error_of(R"((a)\1)"), "a back-reference ('\\1') " + why);
   // The same text inside a class or escaped is no lookaround.
   EXPECT_EQ(error_of(R"((?P<op>F)[(?=]\(?=)"), "");
 }
