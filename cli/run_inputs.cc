@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "analysis/layout.h"
 #include "ingest/job_pattern.h"
 #include "model/errors.h"
 
@@ -17,10 +18,16 @@ void add_run_input_options(CLI::App* cmd, RunInputOptions& options) {
   cmd->add_flag("--allow-missing", options.allow_missing,
                 "Analyse the run even when an input cannot be read (permission denied, I/O\n"
                 "error): its device is left out of the figures, with a warning (default: exit 2)");
+  cmd->add_option("--layout", options.layout,
+                  "The run's parallel layout, e.g. pp=4,dp=8,tp=8 (absent sizes are 1), and the\n"
+                  "order of the ranks' mesh, outermost first: order=dp,pp,tp (the default, Paddle\n"
+                  "fleet's) or order=pp,dp,tp (Megatron-LM, DeepSpeed); default: found from the\n"
+                  "jobs' order and dependency timing");
   cmd->add_option("--stages", options.stages,
-                  "Pipeline stage map: tp=N (groups of N consecutive devices), a list such as\n"
-                  "0-3,4-7 or 0+4,1+5 (one item per stage, global device indices), auto (guess\n"
-                  "tensor-parallel peers), or device (one stage per device, the default)");
+                  "Pipeline stage map instead of a layout: tp=N (groups of N consecutive\n"
+                  "devices), a list such as 0-3,4-7 or 0+4,1+5 (one item per stage, global\n"
+                  "device indices), auto (guess tensor-parallel peers), or device (one stage\n"
+                  "per device)");
   cmd->add_flag("--no-clock-fix", options.no_clock_fix,
                 "Do not correct clock skew between machines (violations are still counted)");
   cmd->add_option("--clock-offset", options.clock_offsets,
@@ -56,6 +63,18 @@ void add_run_input_options(CLI::App* cmd, RunInputOptions& options) {
 
 LoadOptions make_load_options(const RunInputOptions& options) {
   LoadOptions load;
+  if (!options.layout.empty() && !options.stages.empty()) {
+    throw InputError("--layout and --stages both say how the devices form stages: give one");
+  }
+  if (!options.layout.empty()) {
+    try {
+      parse_layout_spec(options.layout, "--layout");
+    } catch (const std::invalid_argument& e) {
+      throw InputError(e.what());
+    }
+  }
+  load.pipeline.layout = options.layout;
+  load.pipeline.layout_label = "--layout";
   load.pipeline.stages = options.stages;
   load.pipeline.clock.fix = !options.no_clock_fix;
   // The analysis's messages name the options in the command's words.

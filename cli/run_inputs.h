@@ -28,6 +28,7 @@ struct RunInputOptions {
   std::size_t max_line_kib = 1024;
   bool allow_missing = false;  // --allow-missing: leave unreadable inputs' devices out
   // Pipeline analysis (docs/guide.md, "Explaining the bubbles").
+  std::string layout;  // --layout pp=4,dp=8,tp=8[,order=dp,pp,tp]
   std::string stages;
   bool no_clock_fix = false;
   std::vector<std::string> clock_offsets;

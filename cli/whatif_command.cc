@@ -100,6 +100,12 @@ void print_measured(const WhatifInputs& in) {
   fmt::print("measured: {}, P={} M={} V={}: step {} ms (median of {} complete step{}), bubble {}\n",
              m.schedule, m.stages, m.micro_batches, m.chunks, ms(m.step_ns), m.complete_steps,
              m.complete_steps == 1 ? "" : "s", percent(m.bubble_ratio));
+  if (m.replica >= 0) {
+    fmt::print(
+        "replayed: replica {}, the slowest of the run's {} data-parallel replicas (its "
+        "jobs' durations and latencies)\n",
+        m.replica, m.replicas);
+  }
   fmt::print("latency: same machine {}, across machines {}; step overhead {}\n",
              latency_samples(in.latency_same_machine, "across machines"),
              latency_samples(in.latency_cross_machine, "same machine"),

@@ -12,6 +12,7 @@
 
 #include "analysis/job_role.h"
 #include "analysis/metrics.h"
+#include "numeric/units.h"
 
 namespace pipescope {
 
@@ -36,7 +37,8 @@ std::string machine_name(const Run& run, int machine) {
 // counted in parallel, each into its own pairs; the integer counts are then
 // added into `pairs` (a sum, so the result does not depend on the blocks).
 void count_violations(const Run& run, const Dependencies& deps,
-                      std::map<std::pair<int, int>, MachinePairClock>& pairs, bool before) {
+                      std::map<std::pair<int, int>, MachinePairClock>& pairs, bool before,
+                      std::int64_t noise_ns) {
   constexpr std::size_t kBlock = std::size_t{1} << 14;
   struct Block {
     std::size_t device, first, last;
@@ -65,6 +67,9 @@ void count_violations(const Run& run, const Dependencies& deps,
       MachinePairClock& pair = *last_pair;
       if (before) ++pair.dependencies;
       if (c.start_ns < p.end_ns) ++(before ? pair.violations_before : pair.violations_after);
+      if (c.start_ns < p.end_ns - noise_ns) {
+        ++(before ? pair.beyond_noise_before : pair.beyond_noise_after);
+      }
     });
   });
   for (const auto& mine : counted) {
@@ -75,6 +80,8 @@ void count_violations(const Run& run, const Dependencies& deps,
       pair.dependencies += counts.dependencies;
       pair.violations_before += counts.violations_before;
       pair.violations_after += counts.violations_after;
+      pair.beyond_noise_before += counts.beyond_noise_before;
+      pair.beyond_noise_after += counts.beyond_noise_after;
     }
   }
 }
@@ -152,8 +159,8 @@ std::vector<double> solve_offsets(int n, const std::vector<std::tuple<int, int, 
 
 std::string_view clock_method_name(ClockMethod method) {
   // Indexed by ClockMethod, in its order.
-  constexpr std::array<std::string_view, 6> kNames = {"single-machine", "disabled",  "imposed",
-                                                      "consistent",     "estimated", "rejected"};
+  constexpr std::array<std::string_view, 7> kNames = {
+      "single-machine", "disabled", "imposed", "consistent", "estimated", "rejected", "no-layout"};
   return kNames[static_cast<std::size_t>(method)];
 }
 
@@ -224,11 +231,19 @@ std::pair<std::string, std::int64_t> parse_clock_offset(std::string_view spec,
   return {std::string(spec.substr(0, eq)), *ns};
 }
 
-ClockReport estimate_clock_offsets(const Run& run, const Dependencies& deps) {
+/// Whether a pair's violations are evidence of skew: more than 1% of its
+/// dependencies violated by more than the noise.
+bool beyond_noise(const MachinePairClock& pair) {
+  return pair.machine_a != pair.machine_b && pair.beyond_noise_before * 100 > pair.dependencies;
+}
+
+ClockReport estimate_clock_offsets(const Run& run, const Dependencies& deps,
+                                   std::int64_t noise_ns) {
   ClockReport report;
+  report.noise_ns = noise_ns;
   const int n = machine_count(run);
   std::map<std::pair<int, int>, MachinePairClock> pairs;
-  count_violations(run, deps, pairs, /*before=*/true);
+  count_violations(run, deps, pairs, /*before=*/true, noise_ns);
   std::pair<int, int> last_key{-1, -1};
   MachinePairClock* last_pair = nullptr;  // as in count_violations
   for (const Dependency& dep : deps) {
@@ -253,10 +268,18 @@ ClockReport estimate_clock_offsets(const Run& run, const Dependencies& deps) {
   std::vector<std::tuple<int, int, double>> edges;
   for (auto& [key, pair] : pairs) {
     report.dependencies += pair.dependencies;
-    if (pair.machine_a != pair.machine_b) report.violations_before += pair.violations_before;
+    if (pair.machine_a != pair.machine_b) {
+      report.violations_before += pair.violations_before;
+      report.beyond_noise_before += pair.beyond_noise_before;
+    }
     if (!pair.lower_ns && !pair.upper_ns) continue;
     double estimate = 0;
-    if (pair.lower_ns && pair.upper_ns) {
+    if (!beyond_noise(pair)) {
+      // No evidence of skew: the pair's clocks are taken to agree (its
+      // bounds' middle would move them by half the difference of its
+      // directions' latencies, an offset no log shows).
+      estimate = 0;
+    } else if (pair.lower_ns && pair.upper_ns) {
       estimate = (static_cast<double>(*pair.lower_ns) + static_cast<double>(*pair.upper_ns)) / 2;
     } else if (pair.lower_ns) {
       estimate = std::max<double>(0, static_cast<double>(*pair.lower_ns));
@@ -271,7 +294,11 @@ ClockReport estimate_clock_offsets(const Run& run, const Dependencies& deps) {
   }
   for (auto& [key, pair] : pairs) report.pairs.push_back(pair);
   report.violations_after = report.violations_before;
-  for (auto& pair : report.pairs) pair.violations_after = pair.violations_before;
+  report.beyond_noise_after = report.beyond_noise_before;
+  for (auto& pair : report.pairs) {
+    pair.violations_after = pair.violations_before;
+    pair.beyond_noise_after = pair.beyond_noise_before;
+  }
   report.method = n < 2 ? ClockMethod::single_machine : ClockMethod::consistent;
   return report;
 }
@@ -321,7 +348,9 @@ ClockReport correct_clocks(Run& run, const Dependencies& deps, const ClockOption
     imposed[found] = ns;
   }
 
-  ClockReport report = estimate_clock_offsets(run, deps);
+  const std::int64_t noise = std::max(options.noise_ns, run.time_resolution_ns);
+  ClockReport report = estimate_clock_offsets(run, deps, noise);
+  const bool evidence = std::any_of(report.pairs.begin(), report.pairs.end(), beyond_noise);
 
   std::vector<std::int64_t> offsets(n, 0);
   if (!options.fix) {
@@ -329,7 +358,19 @@ ClockReport correct_clocks(Run& run, const Dependencies& deps, const ClockOption
   } else if (!options.imposed.empty()) {
     report.method = ClockMethod::imposed;
     offsets = imposed;
-  } else if (n >= 2 && report.violations_before > 0) {
+  } else if (n >= 2 && !options.layout_known) {
+    report.method = ClockMethod::no_layout;
+    // Dependencies of an unknown layout estimate nothing.
+    for (MachineClock& m : report.machines) m.estimate_ns = 0;
+    report.reason =
+        "no layout fits the run: which jobs depend on which across machines is not known";
+  } else if (n >= 2 && report.violations_before > 0 && !evidence) {
+    report.reason = fmt::format(
+        "{} of the {} dependencies between machines start before their input ended, but no "
+        "machine pair has more than 1% of its dependencies violated by more than {}: timing "
+        "noise, not skew",
+        report.violations_before, report.dependencies, format_duration(noise));
+  } else if (n >= 2 && evidence) {
     report.method = ClockMethod::estimated;
     for (const MachineClock& m : report.machines) offsets[m.machine] = m.estimate_ns;
   }
@@ -340,6 +381,7 @@ ClockReport correct_clocks(Run& run, const Dependencies& deps, const ClockOption
       // Violations, yet no offset (bounds that cannot all hold): nothing to apply.
       report.method = ClockMethod::rejected;
       report.violations_if_estimated = report.violations_before;
+      report.reason = "the estimated offsets are 0 for every machine";
     }
     return report;
   }
@@ -347,20 +389,28 @@ ClockReport correct_clocks(Run& run, const Dependencies& deps, const ClockOption
   apply_clock_offsets(run, offsets);
   std::map<std::pair<int, int>, MachinePairClock> pairs;
   for (const MachinePairClock& pair : report.pairs) pairs[{pair.machine_a, pair.machine_b}] = pair;
-  for (auto& [key, pair] : pairs) pair.violations_after = 0;
-  count_violations(run, deps, pairs, /*before=*/false);
-  std::uint64_t after = 0;
+  for (auto& [key, pair] : pairs) pair.violations_after = pair.beyond_noise_after = 0;
+  count_violations(run, deps, pairs, /*before=*/false, noise);
+  std::uint64_t after = 0, beyond_after = 0;
   for (const auto& [key, pair] : pairs) {
-    if (pair.machine_a != pair.machine_b) after += pair.violations_after;
+    if (pair.machine_a != pair.machine_b) {
+      after += pair.violations_after;
+      beyond_after += pair.beyond_noise_after;
+    }
   }
-  if (report.method == ClockMethod::estimated && after >= report.violations_before) {
-    // The estimate explains nothing (machines in the wrong order, jobs
-    // matched wrongly): undo it and keep the times as read.
+  if (report.method == ClockMethod::estimated &&
+      (beyond_after * 10 > report.beyond_noise_before || after >= report.violations_before)) {
+    // The estimate explains too little (machines in the wrong order, jobs
+    // matched wrongly, clocks that drift): undo it, keep the times as read.
     std::vector<std::int64_t> undo(offsets.size());
     std::transform(offsets.begin(), offsets.end(), undo.begin(), [](std::int64_t o) { return -o; });
     apply_clock_offsets(run, undo);
     report.method = ClockMethod::rejected;
     report.violations_if_estimated = after;
+    report.reason = fmt::format(
+        "the estimate would leave {} of the {} violations beyond noise ({} of {} in all); an "
+        "offset is applied only when it removes at least 90% of them",
+        beyond_after, report.beyond_noise_before, after, report.violations_before);
     return report;
   }
   report.applied = true;
@@ -368,6 +418,7 @@ ClockReport correct_clocks(Run& run, const Dependencies& deps, const ClockOption
   report.pairs.clear();
   for (auto& [key, pair] : pairs) report.pairs.push_back(pair);
   report.violations_after = after;
+  report.beyond_noise_after = beyond_after;
   return report;
 }
 

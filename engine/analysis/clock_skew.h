@@ -13,13 +13,18 @@
 // into one offset per machine by least squares, the lowest machine of each
 // connected group fixed at 0.
 //
-// Offsets are applied only when the logs prove the clocks wrong (some
-// dependency is violated across machines): without a violation the data
-// cannot tell skew from the schedule's slack, and the times are left as read.
-// An estimate is also kept only when it removes violations: one that leaves
-// as many (or more) explains nothing (the machines given in the wrong order,
-// jobs matched wrongly) and is reported, not applied. Imposed offsets are
-// always applied.
+// Offsets are applied only when the logs prove the clocks wrong, beyond
+// what timing noise explains: some machine pair has more than 1% of its
+// dependencies violated by more than the noise (ClockOptions::noise_ns,
+// 100 us or the input's time resolution: a kernel's start as the host logs
+// it varies by tens of microseconds). Only such pairs are estimated; a pair
+// within noise keeps its clocks' difference at 0, so no offset is invented
+// for it. The estimate is applied only when it removes at least 90% of the
+// violations beyond noise; otherwise it is reported, not applied
+// ("rejected", with why). Imposed offsets are always applied. Clocks are
+// not estimated at all when the run's layout is unknown (analysis/layout.h):
+// dependencies between devices that are not adjacent stages of one pipeline
+// say nothing about clocks.
 //
 // Usage (before compute_metrics, so the contract's figures use corrected times):
 //   ClockReport clock = correct_clocks(run, stages, options);
@@ -49,6 +54,12 @@ struct ClockOptions {
   /// names a command's flags).
   std::string imposed_label = "imposed clock offset";
   std::string disabled_label = "clock correction disabled";
+  /// A violation counts as evidence of skew only when the consumer starts
+  /// more than this before its input ended (and the run's time resolution).
+  std::int64_t noise_ns = 100'000;
+  /// False when no layout fits the run: violations are counted, nothing is
+  /// estimated (method "no-layout"); imposed offsets still apply.
+  bool layout_known = true;
 };
 
 /// "2.5ms", "+250us", "-3000000ns", "1s", "-0.5 ms" -> ns, exactly (decimal
@@ -68,6 +79,9 @@ struct MachinePairClock {
   /// Dependencies whose consumer started before its producer ended.
   std::uint64_t violations_before = 0;
   std::uint64_t violations_after = 0;
+  /// Violations by more than the noise, before and after correction.
+  std::uint64_t beyond_noise_before = 0;
+  std::uint64_t beyond_noise_after = 0;
   /// The interval of offset(b) - offset(a) the dependencies allow (times as read).
   std::optional<std::int64_t> lower_ns;
   std::optional<std::int64_t> upper_ns;
@@ -86,13 +100,14 @@ enum class ClockMethod {
   single_machine,  ///< "single-machine": one machine, no clock to align
   disabled,        ///< "disabled": --no-clock-fix
   imposed,         ///< "imposed": --clock-offset, applied whatever they do
-  consistent,      ///< "consistent": no violation across machines, nothing applied
+  consistent,      ///< "consistent": no violation across machines beyond noise, nothing applied
   estimated,       ///< "estimated": offsets estimated and applied
-  rejected,        ///< "rejected": offsets estimated but not applied (they removed no violation)
+  rejected,   ///< "rejected": offsets estimated but not applied (they removed too few violations)
+  no_layout,  ///< "no-layout": no layout fits the run, clocks not estimated
 };
 
 /// The method as written: "single-machine", "disabled", "imposed", "consistent",
-/// "estimated" or "rejected".
+/// "estimated", "rejected" or "no-layout".
 std::string_view clock_method_name(ClockMethod method);
 
 struct ClockReport {
@@ -100,6 +115,14 @@ struct ClockReport {
   bool applied = false;
   /// Rejected: the violations between machines the estimate would have left.
   std::uint64_t violations_if_estimated = 0;
+  /// The noise threshold used (ClockOptions::noise_ns or the time resolution).
+  std::int64_t noise_ns = 0;
+  /// Violations between machines by more than the noise, before and after.
+  std::uint64_t beyond_noise_before = 0;
+  std::uint64_t beyond_noise_after = 0;
+  /// Why the clocks were left as read when there were violations
+  /// (consistent, rejected, no-layout); empty otherwise.
+  std::string reason;
   std::vector<MachineClock> machines;
   std::vector<MachinePairClock> pairs;
   std::uint64_t dependencies = 0;
@@ -107,16 +130,19 @@ struct ClockReport {
   std::uint64_t violations_after = 0;
 };
 
-/// Counts violations per machine pair and estimates offsets; changes nothing.
-ClockReport estimate_clock_offsets(const Run& run, const Dependencies& deps);
+/// Counts violations per machine pair and estimates offsets from the pairs
+/// with more than 1% of their dependencies violated by more than `noise_ns`
+/// (the others held at a difference of 0); changes nothing.
+ClockReport estimate_clock_offsets(const Run& run, const Dependencies& deps,
+                                   std::int64_t noise_ns = 0);
 
 /// Subtracts offsets[machine] from every job time of that machine's devices.
 void apply_clock_offsets(Run& run, const std::vector<std::int64_t>& offsets);
 
 /// The whole step: finds the dependencies (with the contract's steps), then
 /// estimates, imposes or skips offsets as `options` say, applies them and
-/// recounts; estimated offsets that leave as many violations between machines
-/// as before are taken back ("rejected"). Throws std::invalid_argument for an
+/// recounts; estimated offsets that leave more than 10% of the violations
+/// beyond noise are taken back ("rejected"). Throws std::invalid_argument for an
 /// imposed machine that is not in the run.
 ClockReport correct_clocks(Run& run, const StageMap& stages, const ClockOptions& options);
 

@@ -258,7 +258,6 @@ Dependencies find_dependencies(const Run& run,
   for (std::size_t d = 0; d < devices; ++d) {
     if (d >= stages.stage_of.size() || stages.stage_of[d] < 0) continue;
     const int s = stages.stage_of[d];
-    const std::size_t rank = stages.rank_in_stage(d);
     const std::size_t n = std::min(run.devices[d].jobs.size(), job_step[d].size());
     match.assign(n, JobRef{kNone, 0});
     tbb::parallel_for(
@@ -272,9 +271,8 @@ Dependencies find_dependencies(const Run& run,
                 if (from_global < 0 || from_global >= global_stages) return;
                 const auto [from_stage, from_chunk] = stage_chunk_of(placement, p, from_global);
                 if (from_stage == s) return;  // made on this stage, which runs its jobs in order
-                const auto& group = stages.devices[static_cast<std::size_t>(from_stage)];
-                if (group.empty()) return;
-                const std::size_t producer = group[rank % group.size()];
+                const std::size_t producer =
+                    stages.partner(d, static_cast<std::size_t>(from_stage));
                 if (producer >= devices || producer == d) return;
                 const auto found =
                     index[producer]->find(op.step, op.role, from_chunk, op.micro_batch);

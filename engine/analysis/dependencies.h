@@ -13,8 +13,9 @@
 //   B(m, 0) on s+1 (the last stage: its own B(m, 1)).
 // An input made on the same device needs no edge (it runs its jobs in order).
 // B is a whole backward or ZB's backward_b; W and the jobs of one device in
-// order need no edge here (one device runs its jobs in order). The i-th
-// device of a stage pairs with the (i mod size)-th device of the other stage.
+// order need no edge here (one device runs its jobs in order). A device of a
+// stage pairs with its partner in the other stage (StageMap::partner: the
+// same replica and peer of a layout, else the (i mod size)-th device).
 // When a type appears twice with one micro-batch and chunk in a step, its
 // first job is used.
 //

@@ -4,6 +4,7 @@
 #include <tbb/parallel_invoke.h>
 
 #include <cstdlib>
+#include <stdexcept>
 #include <utility>
 
 #if defined(__GLIBC__)
@@ -28,8 +29,23 @@ StagePlacement detected_placement(const ScheduleReport& schedule) {
 PipelineAnalysis with_dependencies(const Run& run, const Metrics& metrics,
                                    const PipelineOptions& options) {
   PipelineAnalysis a;
-  a.stages = resolve_stage_map(run, options.stages, options.stages_label);
   a.roles = classify_job_roles(run.types);
+  if (!options.layout.empty() && !options.stages.empty()) {
+    throw std::invalid_argument(
+        fmt::format("{} and {} both say how the devices form stages: give one",
+                    options.layout_label, options.stages_label));
+  }
+  if (!options.layout.empty()) {
+    a.layout = layout_from_shape(run, parse_layout_spec(options.layout, options.layout_label),
+                                 options.layout_label);
+  } else if (!options.stages.empty()) {
+    a.layout =
+        layout_from_stage_map(run, resolve_stage_map(run, options.stages, options.stages_label));
+    a.layout.evidence = options.stages_label;
+  } else {
+    a.layout = detect_layout(run, metrics.job_step, a.roles);
+  }
+  a.stages = a.layout.stages;
   a.schedule = detect_run_schedule(run, metrics, a.stages, a.roles);
   a.dependencies =
       find_dependencies(run, metrics.job_step, a.stages, a.roles, detected_placement(a.schedule));
@@ -38,9 +54,17 @@ PipelineAnalysis with_dependencies(const Run& run, const Metrics& metrics,
 
 }  // namespace
 
+/// The clock options with what the layout allows.
+ClockOptions clock_options(const PipelineOptions& options, const Layout& layout) {
+  ClockOptions clock = options.clock;
+  clock.layout_known = layout.aligns_clocks();
+  return clock;
+}
+
 ClockReport correct_run_clocks(Run& run, const PipelineOptions& options) {
   const Metrics metrics = compute_metrics(run);
-  return correct_clocks(run, with_dependencies(run, metrics, options).dependencies, options.clock);
+  const PipelineAnalysis a = with_dependencies(run, metrics, options);
+  return correct_clocks(run, a.dependencies, clock_options(options, a.layout));
 }
 
 namespace {
@@ -101,10 +125,27 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
       [&] {
         a.warnings = check_data_quality(run, metrics, a.stages);
         release_free_memory();
+      },
+      [&] {
+        a.replicas = summarize_replicas(run, a.layout, a.roles);
+        release_free_memory();
       });
+  // The run's bottleneck is the one of the replica that bounds its step.
+  if (a.replicas.slowest >= 0) {
+    a.bottleneck = a.replicas.replicas[static_cast<std::size_t>(a.replicas.slowest)].bottleneck;
+  }
   a.explanation = explain_bubbles(run, metrics, a.schedule, a.split, a.bottleneck);
   a.clock = std::move(clock);
 
+  if (a.layout.method == LayoutMethod::none && run.devices.size() > 1) {
+    a.warnings.push_back({WarningCode::layout_not_found,
+                          fmt::format("no pipeline layout fits the run ({}): each device is "
+                                      "analysed as its own stage and the clocks are not "
+                                      "corrected; check the order of the machines (machines "
+                                      "out of order look like this), or state it with {}",
+                                      a.layout.reason, options.layout_label),
+                          -1, -1, static_cast<std::uint64_t>(run.devices.size())});
+  }
   if (a.clock.method == ClockMethod::rejected) {
     std::string estimates;
     for (const MachineClock& m : a.clock.machines) {
@@ -120,10 +161,8 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
                   "the clock offsets estimated are 0 for every machine: no offset removes "
                   "the {} dependency violations between machines",
                   a.clock.violations_before)
-            : fmt::format(
-                  "the estimated clock offsets ({}) were not applied: they leave {} of "
-                  "the {} dependency violations between machines",
-                  estimates, a.clock.violations_if_estimated, a.clock.violations_before);
+            : fmt::format("the estimated clock offsets ({}) were not applied: {}", estimates,
+                          a.clock.reason);
     a.warnings.push_back({WarningCode::clock_estimate_rejected,
                           what + "; check the order of the machines (machines out of order look "
                                  "like a clock skew that no offset fixes)",
@@ -179,7 +218,7 @@ AnalyzedRun analyze_schedule(Run& run, const PipelineOptions& options) {
   // move, so the metrics are recomputed when offsets were applied.
   Metrics metrics = compute_metrics(run);
   PipelineAnalysis a = with_dependencies(run, metrics, options);
-  a.clock = correct_clocks(run, a.dependencies, options.clock);
+  a.clock = correct_clocks(run, a.dependencies, clock_options(options, a.layout));
   if (a.clock.applied) {
     metrics = compute_metrics(run);
     // The measured bubble ratio it carries is the corrected run's.

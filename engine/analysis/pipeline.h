@@ -25,7 +25,9 @@
 #include "analysis/dependencies.h"
 #include "analysis/explanation.h"
 #include "analysis/job_role.h"
+#include "analysis/layout.h"
 #include "analysis/metrics.h"
+#include "analysis/replicas.h"
 #include "analysis/schedule_detect.h"
 #include "analysis/stage_map.h"
 #include "model/run.h"
@@ -33,7 +35,12 @@
 namespace pipescope {
 
 struct PipelineOptions {
-  /// Stage map spec (stage_map.h): "" = one stage per device, "tp=4", "0-3,4-7", "auto".
+  /// Layout spec (layout.h parse_layout_spec): "pp=4,dp=8,tp=8[,order=...]";
+  /// "" = detected (unless `stages` is given).
+  std::string layout;
+  std::string layout_label = "layout";
+  /// Stage map spec (stage_map.h): "device" = one stage per device, "tp=4",
+  /// "0-3,4-7", "auto"; "" = the layout's. Not with `layout`.
   std::string stages;
   /// How messages name the stage map and how to pass one: the caller's
   /// words (a command line names its options; the analysis never names a
@@ -46,7 +53,13 @@ struct PipelineOptions {
 };
 
 struct PipelineAnalysis {
+  /// The layout (layout.h): how the devices form stages and replicas.
+  Layout layout;
+  /// The layout's stage map.
   StageMap stages;
+  /// Each replica's figures when there are several (replicas.h); the
+  /// bottleneck below is then the slowest replica's.
+  ReplicaSummary replicas;
   std::vector<JobRole> roles;  ///< by TypeId
   ScheduleReport schedule;
   BubbleSummary bubbles;

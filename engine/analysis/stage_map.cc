@@ -61,6 +61,17 @@ std::size_t StageMap::rank_in_stage(std::size_t d) const {
   return static_cast<std::size_t>(std::lower_bound(group.begin(), group.end(), d) - group.begin());
 }
 
+std::size_t StageMap::partner(std::size_t d, std::size_t stage) const {
+  if (stage >= devices.size() || devices[stage].empty()) return npos;
+  if (!slots.empty()) {
+    if (d >= slot_of.size() || slot_of[d] == npos || stage >= slots.size()) return npos;
+    const auto& row = slots[stage];
+    return slot_of[d] < row.size() ? row[slot_of[d]] : npos;
+  }
+  const auto& group = devices[stage];
+  return group[rank_in_stage(d) % group.size()];
+}
+
 StageMap one_stage_per_device(std::size_t device_count) {
   std::vector<std::vector<std::size_t>> groups(device_count);
   for (std::size_t d = 0; d < device_count; ++d) groups[d] = {d};
@@ -228,16 +239,30 @@ std::string describe_stage_devices(const Run& run, const StageMap& map, std::siz
   std::vector<int> indices;
   for (const std::size_t d : group) indices.push_back(run.devices[d].index);
   if (indices.empty()) return "";
+  if (indices.size() == 1) return fmt::format("{}", indices[0]);
   bool consecutive = true;
   for (std::size_t i = 1; i < indices.size(); ++i) consecutive &= indices[i] == indices[i - 1] + 1;
-  if (indices.size() == 1) return fmt::format("{}", indices[0]);
   if (consecutive) return fmt::format("{}-{}", indices.front(), indices.back());
+  // Up to 8 devices each by its index, as --stages writes a stage; a stage
+  // of many replicas' devices by its first runs of consecutive indices and
+  // how many devices it has.
   std::string out;
-  for (const int i : indices) {
-    if (!out.empty()) out.push_back('+');
-    out += fmt::format("{}", i);
+  if (indices.size() <= 8) {
+    for (const int i : indices) {
+      if (!out.empty()) out.push_back('+');
+      out += fmt::format("{}", i);
+    }
+    return out;
   }
-  return out;
+  std::size_t runs = 0;
+  for (std::size_t i = 0; i < indices.size() && runs < 3; ++runs) {
+    std::size_t j = i;
+    while (j + 1 < indices.size() && indices[j + 1] == indices[j] + 1) ++j;
+    if (!out.empty()) out.push_back('+');
+    out += i == j ? fmt::format("{}", indices[i]) : fmt::format("{}-{}", indices[i], indices[j]);
+    i = j + 1;
+  }
+  return out + fmt::format("+... ({} devices)", indices.size());
 }
 
 }  // namespace pipescope

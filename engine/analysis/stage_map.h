@@ -31,9 +31,21 @@ struct StageMap {
   /// "device", "tp", "list" or "auto": where the map came from.
   std::string source = "device";
 
+  /// A layout's pairing (analysis/layout.h), else empty: slot_of[d] is the
+  /// place of device d in its stage's copies (replica × tp + peer), and
+  /// slots[s][k] the device of stage s in slot k (npos for a missing rank).
+  std::vector<std::size_t> slot_of;
+  std::vector<std::vector<std::size_t>> slots;
+
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
   std::size_t stage_count() const { return devices.size(); }
   /// Position of device d within its stage (its tensor-parallel rank).
   std::size_t rank_in_stage(std::size_t d) const;
+  /// The device of `stage` that device d exchanges data with: the one in
+  /// the same slot (same replica, same peer) with a layout's pairing, else
+  /// the (rank_in_stage(d) mod size)-th; npos when there is none.
+  std::size_t partner(std::size_t d, std::size_t stage) const;
 };
 
 /// One stage per device.
@@ -62,7 +74,8 @@ StageMap resolve_stage_map(const Run& run, std::string_view spec,
 /// for a map that fits.
 std::vector<std::string> stage_map_contradictions(const Run& run, const StageMap& map);
 
-/// "0-3" / "0+4" / "5": the global indices of a stage's devices, compactly.
+/// "0-3" / "0+4" / "5": the global indices of a stage's devices, compactly; more than
+/// 8 devices that are not consecutive as "24-31+56-63+88-95+... (64 devices)".
 std::string describe_stage_devices(const Run& run, const StageMap& map, std::size_t stage);
 
 }  // namespace pipescope

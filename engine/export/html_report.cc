@@ -565,6 +565,22 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
            fmt::format("{}{} P={} M={}{}", detection_name(d), d.exact || !d.family ? "" : "-like",
                        d.stages, d.micro_batches,
                        d.chunks > 1 ? fmt::format(" V={}", d.chunks) : std::string()));
+    figure("fig-layout", "layout",
+           a->layout.method == LayoutMethod::none ? std::string("none fits")
+                                                  : describe_layout_shape(a->layout.shape));
+    if (a->replicas.slowest >= 0) {
+      const auto& all = a->replicas.replicas;
+      const ReplicaStats& slow = all[static_cast<std::size_t>(a->replicas.slowest)];
+      std::int64_t fastest = slow.total_window_ns;
+      for (const ReplicaStats& r : all) fastest = std::min(fastest, r.total_window_ns);
+      figure("fig-slowest-replica", "slowest replica",
+             fmt::format("{} of {} ({} per step; the fastest {:.1f}% faster)", slow.replica,
+                         all.size(), format_duration(slow.step_ns),
+                         slow.total_window_ns > 0
+                             ? 100.0 * (1.0 - static_cast<double>(fastest) /
+                                                  static_cast<double>(slow.total_window_ns))
+                             : 0.0));
+    }
     figure("fig-ideal", "its ideal bubble",
            a->schedule.ideal_bubble_ratio ? percent(*a->schedule.ideal_bubble_ratio) : "unknown");
     const std::int64_t all =

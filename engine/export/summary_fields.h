@@ -101,6 +101,8 @@ template <>
 inline constexpr bool kOneLine<MachinePairFigures> = true;
 template <>
 inline constexpr bool kOneLine<WarningFigures> = true;
+template <>
+inline constexpr bool kOneLine<LayoutFigures> = true;
 
 // --- the metric contract's sections --------------------------------------------
 
@@ -229,6 +231,28 @@ void fields(auto& v, Of<StageFigures> auto& s) {
   v.inline_optional(s.load, "jobs");
 }
 
+void fields(auto& v, Of<LayoutFigures> auto& l) {
+  v(opt("pp"), l.pp);
+  v(opt("dp"), l.dp);
+  v(opt("tp"), l.tp);
+  v(opt("order"), l.order);
+  v(opt("method"), l.method);
+  v(omitted("evidence"), l.evidence);
+  v(omitted("reason"), l.reason);
+}
+
+void fields(auto& v, Of<ReplicaFigures> auto& r) {
+  v(opt("replica"), r.replica);
+  v(opt("devices"), r.devices);
+  v(opt("complete_steps"), r.complete_steps);
+  v(opt("step_ns"), r.step_ns);
+  v(opt("total_window_ns"), r.total_window_ns);
+  v(opt("bubble_ratio"), r.bubble_ratio);
+  v(opt("slowest_stage"), r.slowest_stage);
+  v(opt("imbalance"), r.imbalance);
+  v(opt("slowest"), r.slowest);
+}
+
 void fields(auto& v, Of<StagesFigures> auto& s) {
   v(opt("source"), s.source);
   v(opt("list"), s.list);
@@ -336,6 +360,8 @@ void fields(auto& v, Of<MachinePairFigures> auto& p) {
   v(opt("violations_after"), p.violations_after);
   v(nullable("lower_ns"), p.lower_ns);
   v(nullable("upper_ns"), p.upper_ns);
+  v(omitted("beyond_noise_before"), p.beyond_noise_before);
+  v(omitted("beyond_noise_after"), p.beyond_noise_after);
 }
 
 void fields(auto& v, Of<ClockFigures> auto& c) {
@@ -346,6 +372,10 @@ void fields(auto& v, Of<ClockFigures> auto& c) {
   v(opt("violations_after"), c.violations_after);
   v(opt("machines"), c.machines);
   v(opt("pairs"), c.pairs);
+  v(omitted("noise_ns"), c.noise_ns);
+  v(omitted("beyond_noise_before"), c.beyond_noise_before);
+  v(omitted("beyond_noise_after"), c.beyond_noise_after);
+  v(omitted("reason"), c.reason);
 }
 
 void fields(auto& v, Of<WarningFigures> auto& w) {
@@ -373,8 +403,10 @@ void fields(auto& v, Of<SummaryFigures> auto& f) {
   v(opt("inputs"), f.inputs);
   v(opt("diagnostics"), f.diagnostics);
   v(omitted("left_out"), f.left_out);
+  v(omitted("layout"), f.layout);
   v(omitted("schedule"), f.schedule);
   v(omitted("stages"), f.stages);
+  v(omitted("replicas"), f.replicas);
   v(omitted("bubbles"), f.bubbles);
   v(omitted("bottleneck"), f.bottleneck);
   v(omitted("critical_path"), f.critical_path);

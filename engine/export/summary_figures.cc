@@ -216,19 +216,54 @@ CriticalPathFigures critical_path_figures(const Run& run, const Metrics& metrics
 
 ClockFigures clock_figures(const PipelineAnalysis& a) {
   const ClockReport& c = a.clock;
-  ClockFigures out{std::string(clock_method_name(c.method)),
-                   c.applied,
-                   c.dependencies,
-                   c.violations_before,
-                   c.violations_after,
-                   {},
-                   {}};
+  ClockFigures out;
+  out.method = std::string(clock_method_name(c.method));
+  out.applied = c.applied;
+  out.dependencies = c.dependencies;
+  out.violations_before = c.violations_before;
+  out.violations_after = c.violations_after;
   for (const MachineClock& m : c.machines) {
     out.machines.push_back({m.machine, m.name, m.estimate_ns, m.offset_ns});
   }
   for (const MachinePairClock& p : c.pairs) {
     out.pairs.push_back({p.machine_a, p.machine_b, p.dependencies, p.violations_before,
-                         p.violations_after, p.lower_ns, p.upper_ns});
+                         p.violations_after, p.lower_ns, p.upper_ns, p.beyond_noise_before,
+                         p.beyond_noise_after});
+  }
+  // The noise matters only where there was something to judge.
+  if (c.violations_before > 0) out.noise_ns = c.noise_ns;
+  out.beyond_noise_before = c.beyond_noise_before;
+  out.beyond_noise_after = c.beyond_noise_after;
+  out.reason = c.reason;
+  return out;
+}
+
+LayoutFigures layout_figures(const PipelineAnalysis& a) {
+  const Layout& l = a.layout;
+  return {l.shape.pp,
+          l.shape.dp,
+          l.shape.tp,
+          layout_order_name(l.shape.order),
+          std::string(layout_method_name(l.method)),
+          l.evidence,
+          l.reason};
+}
+
+std::vector<ReplicaFigures> replica_figures(const Run& run, const PipelineAnalysis& a) {
+  std::vector<ReplicaFigures> out;
+  for (std::size_t i = 0; i < a.replicas.replicas.size(); ++i) {
+    const ReplicaStats& r = a.replicas.replicas[i];
+    ReplicaFigures f;
+    f.replica = r.replica;
+    for (const std::size_t d : r.devices) f.devices.push_back(run.devices[d].index);
+    f.complete_steps = static_cast<std::int64_t>(r.complete_steps);
+    f.step_ns = r.step_ns;
+    f.total_window_ns = r.total_window_ns;
+    f.bubble_ratio = r.bubble_ratio;
+    f.slowest_stage = r.bottleneck.slowest_stage;
+    f.imbalance = r.bottleneck.imbalance;
+    f.slowest = static_cast<int>(i) == a.replicas.slowest;
+    out.push_back(std::move(f));
   }
   return out;
 }
@@ -305,8 +340,10 @@ SummaryFigures summary_figures(const Run& run, const Metrics& metrics) {
 SummaryFigures summary_figures(const Run& run, const Metrics& metrics,
                                const PipelineAnalysis& pipeline) {
   SummaryFigures f = summary_figures(run, metrics);
+  f.layout = layout_figures(pipeline);
   f.schedule = schedule_figures(pipeline.schedule);
   f.stages = stages_figures(run, pipeline);
+  f.replicas = replica_figures(run, pipeline);
   f.bubbles = bubbles_figures(run, metrics, pipeline);
   f.bottleneck = bottleneck_figures(pipeline);
   f.critical_path = critical_path_figures(run, metrics, pipeline);

@@ -192,6 +192,34 @@ struct StageFigures {
   friend bool operator==(const StageFigures&, const StageFigures&) = default;
 };
 
+/// How the devices form stages and replicas (analysis/layout.h).
+struct LayoutFigures {
+  std::int64_t pp = 0;
+  std::int64_t dp = 0;
+  std::int64_t tp = 0;
+  std::string order;     ///< "dp,pp,tp": the mesh's axes, outermost first
+  std::string method;    ///< detected, given, stages, none
+  std::string evidence;  ///< what it was found from
+  std::string reason;    ///< method none: why no mesh fits
+
+  friend bool operator==(const LayoutFigures&, const LayoutFigures&) = default;
+};
+
+/// One data-parallel replica's own figures (analysis/replicas.h).
+struct ReplicaFigures {
+  std::int64_t replica = 0;
+  std::vector<std::int64_t> devices;  ///< global device indices
+  std::int64_t complete_steps = 0;
+  std::int64_t step_ns = 0;  ///< mean complete step
+  std::int64_t total_window_ns = 0;
+  double bubble_ratio = 0;
+  std::int64_t slowest_stage = -1;
+  double imbalance = 0;
+  bool slowest = false;  ///< the replica that bounds the run's step
+
+  friend bool operator==(const ReplicaFigures&, const ReplicaFigures&) = default;
+};
+
 struct StagesFigures {
   std::string source;  ///< device, tp, list, auto
   std::vector<StageFigures> list;
@@ -243,7 +271,7 @@ struct LongBubbleFigures {
   std::int64_t step = 0;
   std::int64_t start_ns = 0;
   std::int64_t length_ns = 0;
-  std::string kind;                        ///< fill, interior, drain
+  std::string kind;  ///< fill, interior, drain
   /// Its parts: its device-step's inherent time shared among that
   /// device-step's bubbles in proportion to their lengths (rounded down),
   /// and the rest. Written after "length_ns"; null as BubbleSplitFigures'.
@@ -337,6 +365,8 @@ struct MachinePairFigures {
   std::uint64_t violations_after = 0;
   std::optional<std::int64_t> lower_ns;  ///< null: unbounded
   std::optional<std::int64_t> upper_ns;
+  std::uint64_t beyond_noise_before = 0;  ///< violations by more than the noise
+  std::uint64_t beyond_noise_after = 0;
 
   friend bool operator==(const MachinePairFigures&, const MachinePairFigures&) = default;
 };
@@ -349,6 +379,10 @@ struct ClockFigures {
   std::uint64_t violations_after = 0;
   std::vector<MachineClockFigures> machines;
   std::vector<MachinePairFigures> pairs;
+  std::int64_t noise_ns = 0;  ///< the threshold of a violation that counts as skew
+  std::uint64_t beyond_noise_before = 0;
+  std::uint64_t beyond_noise_after = 0;
+  std::string reason;  ///< why clocks with violations were left as read
 
   friend bool operator==(const ClockFigures&, const ClockFigures&) = default;
 };
@@ -392,8 +426,11 @@ struct SummaryFigures {
 
   // The pipeline sections: all set when the run was analysed as a pipeline
   // (`analyze` always does), none otherwise.
+  std::optional<LayoutFigures> layout;
   std::optional<ScheduleFigures> schedule;
   std::optional<StagesFigures> stages;
+  /// Each replica's figures, when the layout has several (dp > 1).
+  std::vector<ReplicaFigures> replicas;
   std::optional<BubblesFigures> bubbles;
   std::optional<BottleneckFigures> bottleneck;
   std::optional<CriticalPathFigures> critical_path;

@@ -259,6 +259,50 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
   if (const std::string frameworks = detection_frameworks(d); !frameworks.empty()) {
     append_line(out, fmt::format("  job list of: {}", frameworks));
   }
+  const Layout& layout = a.layout;
+  if (layout.method == LayoutMethod::none) {
+    append_line(out, "  layout: none fits (each device is its own stage; see the warnings)");
+  } else {
+    // The order tells something only when two axes have more than one rank.
+    const LayoutShape& shape = layout.shape;
+    const bool ordered = (shape.pp > 1) + (shape.dp > 1) + (shape.tp > 1) >= 2;
+    append_line(out,
+                fmt::format("  layout: {}{}, {}", describe_layout_shape(shape),
+                            ordered ? fmt::format(" (order {})", layout_order_name(shape.order))
+                                    : std::string(),
+                            layout.method == LayoutMethod::detected
+                                ? "from job order and dependencies"
+                                : fmt::format("as given ({})", printable(layout.evidence))));
+  }
+  if (a.replicas.slowest >= 0) {
+    const auto& all = a.replicas.replicas;
+    const ReplicaStats& slow = all[static_cast<std::size_t>(a.replicas.slowest)];
+    std::int64_t fastest = slow.total_window_ns, nearest = 0;
+    bool first = true;
+    for (const ReplicaStats& r : all) {
+      if (&r == &slow) continue;
+      fastest = std::min(fastest, r.total_window_ns);
+      nearest = first ? r.total_window_ns : std::max(nearest, r.total_window_ns);
+      first = false;
+    }
+    const std::size_t steps = std::max<std::size_t>(1, slow.complete_steps);
+    const auto shorter = [&](std::int64_t total) {
+      const std::int64_t per_step =
+          (slow.total_window_ns - total) / static_cast<std::int64_t>(steps);
+      return fmt::format("{} ({:.2f}%)", format_duration(per_step),
+                         slow.total_window_ns > 0
+                             ? 100.0 * static_cast<double>(slow.total_window_ns - total) /
+                                   static_cast<double>(slow.total_window_ns)
+                             : 0.0);
+    };
+    const std::string others =
+        all.size() == 2
+            ? fmt::format("the other's steps {} shorter", shorter(fastest))
+            : fmt::format("the others' steps {} to {} shorter", shorter(nearest), shorter(fastest));
+    append_line(out, fmt::format("  replicas: {}, slowest replica {} (step {}, bubble {}); {}",
+                                 all.size(), slow.replica, format_duration(slow.step_ns),
+                                 percent(slow.bubble_ratio), others));
+  }
   if (sr.ideal_bubble_ratio) {
     append_line(out, fmt::format("  bubble: measured {}, ideal {} for this schedule under uniform "
                                  "costs, excess {:+.1f} points",
@@ -316,6 +360,7 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
     append_line(out, fmt::format("  clocks: {}{}{}; dependency violations {} before, {} after",
                                  clock_method_name(c.method), offsets.empty() ? "" : ": ", offsets,
                                  c.violations_before, c.violations_after));
+    if (!c.reason.empty()) append_line(out, fmt::format("  clocks left as read: {}", c.reason));
   }
   append_line(out, "");
 

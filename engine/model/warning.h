@@ -92,15 +92,20 @@ enum class WarningSeverity {
   X(time_outlier, data,                                                                           \
     "jobs starting far from the others: more than ten times the span of the middle half of all "  \
     "starts (at least 10 s) before or after that middle half; a bad clock or a stray line")       \
+  X(layout_not_found, data,                                                                       \
+    "no pipeline layout (pp x dp x tp, either order of dp and pp) fits the jobs' order and "      \
+    "dependency timing: each device is analysed as its own stage and the clocks are not "         \
+    "corrected (`--layout` or `--stages` states it)")                                             \
   X(clock_estimate_rejected, data,                                                                \
-    "the estimated clock offsets leave as many dependency violations as before (or more): not "   \
-    "applied; check the order of the machines")                                                   \
+    "the estimated clock offsets would leave more than 10% of the dependency violations beyond "  \
+    "timing noise: not applied; check the order of the machines")                                 \
   X(dependency_violations, data,                                                                  \
     "jobs that start before the job they depend on ended, after clock correction: jobs matched "  \
     "wrongly (a wrong stage map) or clocks that drift within the run")                            \
   X(stage_map, data,                                                                              \
-    "the default stage map (one device per stage) while groups of devices run the same jobs at "  \
-    "the same times: P, the bottleneck and the ideal bubble are wrong until `--stages` is right") \
+    "one stage per device (`--stages device`, or no layout fits) while groups of devices run "    \
+    "the same jobs at the same times: P, the bottleneck and the ideal bubble are wrong until "    \
+    "the stages are right")                                                                       \
   X(stage_map_contradicted, data,                                                                 \
     "a stage of `--stages` whose devices do not run the same jobs at the same times, with the "   \
     "evidence")

@@ -140,7 +140,18 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
   if (windows.empty()) throw std::invalid_argument("no complete step: nothing to replay");
   measured.step_ns = median_ns_exact(windows);
 
+  // Several replicas: the slowest one is replayed, its devices alone.
+  std::vector<char> replayed(run.devices.size(), 1);
+  if (pipeline.replicas.slowest >= 0) {
+    const ReplicaStats& slowest =
+        pipeline.replicas.replicas[static_cast<std::size_t>(pipeline.replicas.slowest)];
+    measured.replica = slowest.replica;
+    measured.replicas = static_cast<int>(pipeline.replicas.replicas.size());
+    std::fill(replayed.begin(), replayed.end(), 0);
+    for (const std::size_t d : slowest.devices) replayed[d] = 1;
+  }
   const auto complete = [&](std::size_t d, std::size_t i) {
+    if (!replayed[d]) return false;
     const std::int32_t k = metrics.job_step[d][i];
     return k >= 0 && static_cast<std::size_t>(k) < metrics.steps.size() &&
            metrics.steps[k].complete;
@@ -150,8 +161,10 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
   for (int s = 0; s < p; ++s) {
     StageSamples& out = in.stages[s];
     const auto& devices = pipeline.stages.devices[s];
-    if (!devices.empty()) out.machine = run.devices[devices.front()].machine;
+    bool placed = false;
     for (std::size_t d : devices) {
+      if (!replayed[d]) continue;
+      if (!placed) out.machine = run.devices[d].machine, placed = true;
       const auto& jobs = run.devices[d].jobs;
       for (std::size_t i = 0; i < jobs.size(); ++i) {
         if (!complete(d, i)) continue;

@@ -86,6 +86,11 @@ struct MeasuredRun {
   double step_ns = 0;
   double bubble_ratio = 0;
   std::size_t complete_steps = 0;
+  /// With several data-parallel replicas: the one replayed (the slowest,
+  /// which bounds the step; analysis/replicas.h) and how many there are.
+  /// -1 and 0 for a single pipeline.
+  int replica = -1;
+  int replicas = 0;
 };
 
 /// What a replay needs from a measured run.

@@ -37,6 +37,10 @@ void write_whatif_json(const WhatifInputs& inputs, const std::vector<Prediction>
   w.field("bubble_ratio", measured.bubble_ratio);
   w.field("complete_steps", static_cast<std::uint64_t>(measured.complete_steps));
   w.field("split_backward", inputs.split_backward);
+  if (measured.replica >= 0) {
+    w.field("replica", measured.replica);
+    w.field("replicas", measured.replicas);
+  }
   w.end_object();
   w.key("model");
   w.begin_object();

@@ -197,7 +197,7 @@ TEST(PipelineAnalysis, StageMaps) {
   EXPECT_NE(paired[0].find("device 1:"), std::string::npos) << paired[0];
   EXPECT_TRUE(stage_map_contradictions(pure, resolve_stage_map(pure, "")).empty());
 
-  // With the right map: P = 3, the slow stage found; the default map warns.
+  // With the right map: P = 3, the slow stage found; one stage per device warns.
   const Metrics metrics = compute_metrics(run);
   PipelineOptions options;
   options.stages = "auto";
@@ -206,7 +206,16 @@ TEST(PipelineAnalysis, StageMaps) {
   EXPECT_EQ(a.schedule.detection.stages, 3);
   EXPECT_EQ(a.bottleneck.slowest_stage, 1);
   EXPECT_EQ(a.bottleneck.stages[1].by_role[0].count, 2u * 6u * 3u);  // 2 devices · M · steps
-  const PipelineAnalysis by_device = analyze_pipeline(run, metrics, PipelineOptions{});
+  // The layout found by default groups them the same way (tp=2).
+  const PipelineAnalysis found = analyze_pipeline(run, metrics, PipelineOptions{});
+  EXPECT_EQ(found.layout.method, LayoutMethod::detected);
+  EXPECT_EQ(found.layout.shape.tp, 2);
+  EXPECT_EQ(found.schedule.detection.stages, 3);
+  EXPECT_FALSE(std::any_of(found.warnings.begin(), found.warnings.end(),
+                           [](const Warning& w) { return w.code == WarningCode::stage_map; }));
+  PipelineOptions one_per_device;
+  one_per_device.stages = "device";
+  const PipelineAnalysis by_device = analyze_pipeline(run, metrics, one_per_device);
   EXPECT_TRUE(std::any_of(by_device.warnings.begin(), by_device.warnings.end(),
                           [](const Warning& w) { return w.code == WarningCode::stage_map; }));
 }

@@ -132,12 +132,15 @@ TEST(PipelineCli, MachinesGivenInReverseAreAnalysedAsTheRunFolder) {
   EXPECT_EQ(quiet.output, "");
 }
 
-TEST(PipelineCli, AnEstimateThatFixesNothingIsReportedNotApplied) {
+TEST(PipelineCli, MachinesInTheWrongOrderFitNoLayoutAndAreNotCorrected) {
   // Machine folders whose names put them in the wrong order: "a" holds
   // machine1's logs (stages 4-7), "b" machine0's. Every one of the 192
   // dependencies across the boundary then runs backwards in time (stage 0
-  // "waits" for stage 7), which no clock offset can fix: the estimate is
-  // reported, the times stay as read, and the bubble ratio is the true run's.
+  // "waits" for stage 7). Before any clock is read, the layout check sees
+  // that device 4 (truly stage 0) does not follow device 3 (truly stage 7):
+  // no layout fits, so nothing is estimated, the times stay as read, the
+  // warning says which devices and to check the machines' order, and the
+  // bubble ratio is the true run's.
   testing::TempDir dir;
   const std::string run = simulate_two_machines(dir);
   std::filesystem::rename(run + "/machine1", dir / "a");
@@ -147,24 +150,27 @@ TEST(PipelineCli, AnEstimateThatFixesNothingIsReportedNotApplied) {
   ASSERT_EQ(wrong.status, 0) << wrong.output;
   EXPECT_NE(wrong.output.find("pipescope: machine 0: " + (dir / "a")), std::string::npos)
       << wrong.output;
-  EXPECT_NE(wrong.output.find("were not applied: they leave 192 of the 192 dependency violations "
-                              "between machines; check the order of the machines"),
+  EXPECT_NE(wrong.output.find("no pipeline layout fits the run (in pp=8 \u00d7 dp=1 \u00d7 tp=1, "
+                              "device 4 (stage 4) does not follow device 3"),
             std::string::npos)
       << wrong.output;
-  EXPECT_NE(wrong.output.find("clocks: rejected: machine1 estimate "), std::string::npos)
+  EXPECT_NE(wrong.output.find("check the order of the machines"), std::string::npos)
+      << wrong.output;
+  EXPECT_NE(wrong.output.find("clocks: no-layout; dependency violations 192 before, 192 after"),
+            std::string::npos)
       << wrong.output;
   simdjson::dom::parser parser;
   simdjson::dom::element s;
   ASSERT_EQ(parser.load(dir / "out/summary.json").get(s), simdjson::SUCCESS);
-  EXPECT_EQ(std::string_view(s["clock"]["method"]), "rejected");
+  EXPECT_EQ(std::string_view(s["layout"]["method"]), "none");
+  EXPECT_EQ(std::string_view(s["clock"]["method"]), "no-layout");
   EXPECT_FALSE(bool(s["clock"]["applied"]));
   EXPECT_EQ(uint64_t(s["clock"]["dependencies"]), 1344u);
   EXPECT_EQ(uint64_t(s["clock"]["violations_before"]), 192u);
   EXPECT_EQ(uint64_t(s["clock"]["violations_after"]), 192u);
-  EXPECT_NE(int64_t(s["clock"]["machines"].at(1)["estimate_ns"]), 0);
   EXPECT_EQ(int64_t(s["clock"]["machines"].at(1)["offset_ns"]), 0);
-  EXPECT_EQ(std::string_view(s["warnings"].at(0)["code"]), "clock_estimate_rejected");
-  EXPECT_EQ(uint64_t(s["warnings"].at(0)["count"]), 192u);
+  EXPECT_EQ(std::string_view(s["warnings"].at(0)["code"]), "layout_not_found");
+  EXPECT_EQ(uint64_t(s["warnings"].at(0)["count"]), 8u);
 
   // The bubble ratio of the same logs in the right order: the times as read.
   std::filesystem::create_directories(dir / "right");

@@ -53,8 +53,10 @@ TEST(RunLoader, ScheduleLevelMatchesTheSummaryOfAnalyze) {
   // The contract's figures too; the level computes no other section.
   SummaryFigures want = summary;
   const auto drop = [](SummaryFigures& f, auto... section) { ((f.*section).reset(), ...); };
-  drop(want, &SummaryFigures::stages, &SummaryFigures::bubbles, &SummaryFigures::bottleneck,
-       &SummaryFigures::critical_path, &SummaryFigures::clock, &SummaryFigures::warnings);
+  want.replicas.clear();
+  drop(want, &SummaryFigures::layout, &SummaryFigures::stages, &SummaryFigures::bubbles,
+       &SummaryFigures::bottleneck, &SummaryFigures::critical_path, &SummaryFigures::clock,
+       &SummaryFigures::warnings);
   const SummaryFigures got = from_logs;
   EXPECT_TRUE(got == want);
   EXPECT_EQ(got.steps.size(), want.steps.size());
@@ -63,7 +65,7 @@ TEST(RunLoader, ScheduleLevelMatchesTheSummaryOfAnalyze) {
   // What the level is for: another stage map detects another schedule, and
   // the times as logged give other step figures.
   LoadOptions by_device = options;
-  by_device.pipeline.stages.clear();
+  by_device.pipeline.stages = "device";
   const RunFigures one_stage_per_device = load_run_figures(logs.dir.string(), by_device);
   ASSERT_TRUE(one_stage_per_device.schedule.has_value());
   EXPECT_FALSE(*one_stage_per_device.schedule == *from_logs.schedule);

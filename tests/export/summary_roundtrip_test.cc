@@ -58,6 +58,8 @@ void expect_all_set(const ScheduleFigures& x);
 void expect_all_set(const RoleDurationFigures& x);
 void expect_all_set(const StageLoadFigures& x);
 void expect_all_set(const StageFigures& x);
+void expect_all_set(const LayoutFigures& x);
+void expect_all_set(const ReplicaFigures& x);
 void expect_all_set(const StagesFigures& x);
 void expect_all_set(const BubbleSplitFigures& x);
 void expect_all_set(const DeviceBubbleFigures& x);
@@ -136,6 +138,15 @@ void expect_all_set(const StageFigures& x) {
   expect_set("StageFigures", a, b);
   expect_all_set(load);
 }
+void expect_all_set(const LayoutFigures& x) {
+  const auto& [a, b, c, d, e, f, g] = x;
+  expect_set("LayoutFigures", a, b, c, d, e, f, g);
+}
+void expect_all_set(const ReplicaFigures& x) {
+  const auto& [a, devices, c, d, e, f, g, h, i] = x;
+  expect_set("ReplicaFigures", a, c, d, e, f, g, h, i);
+  EXPECT_FALSE(devices.empty()) << "ReplicaFigures: devices";
+}
 void expect_all_set(const StagesFigures& x) {
   const auto& [a, list] = x;
   expect_set("StagesFigures", a);
@@ -205,12 +216,12 @@ void expect_all_set(const MachineClockFigures& x) {
   expect_set("MachineClockFigures", a, b, c, d);
 }
 void expect_all_set(const MachinePairFigures& x) {
-  const auto& [a, b, c, d, e, f, g] = x;
-  expect_set("MachinePairFigures", a, b, c, d, e, f, g);
+  const auto& [a, b, c, d, e, f, g, h, i] = x;
+  expect_set("MachinePairFigures", a, b, c, d, e, f, g, h, i);
 }
 void expect_all_set(const ClockFigures& x) {
-  const auto& [a, b, c, d, e, machines, pairs] = x;
-  expect_set("ClockFigures", a, b, c, d, e);
+  const auto& [a, b, c, d, e, machines, pairs, f, g, h, i] = x;
+  expect_set("ClockFigures", a, b, c, d, e, f, g, h, i);
   expect_all_set(machines);
   expect_all_set(pairs);
 }
@@ -224,8 +235,8 @@ void expect_all_set(const LeftOutFigures& x) {
 }
 void expect_all_set(const SummaryFigures& x) {
   const auto& [a, b, c, d, time_resolution_ns, comm, devices, steps, incomplete_steps, segments,
-               job_types, inputs, diagnostics, left_out, schedule, stages, bubbles, bottleneck,
-               critical_path, clock, warnings] = x;
+               job_types, inputs, diagnostics, left_out, layout, schedule, stages, replicas,
+               bubbles, bottleneck, critical_path, clock, warnings] = x;
   expect_set("SummaryFigures", a, b, c, d, time_resolution_ns, comm, incomplete_steps);
   expect_all_set(devices);
   expect_all_set(steps);
@@ -234,8 +245,10 @@ void expect_all_set(const SummaryFigures& x) {
   expect_all_set(inputs);
   expect_all_set(diagnostics);
   expect_all_set(left_out);
+  expect_all_set(layout);
   expect_all_set(schedule);
   expect_all_set(stages);
+  expect_all_set(replicas);
   expect_all_set(bubbles);
   expect_all_set(bottleneck);
   expect_all_set(critical_path);
@@ -299,8 +312,25 @@ SummaryFigures every_field() {
   f.critical_path =
       CriticalPathFigures{{{7, 1000, 12, 5, 6, {{1, 400, 0.4}, {2, 589, 0.589}}}},
                           LongestPathFigures{8, {{4, 1, "backward", 2, 100, 200, 7, true}}}};
-  f.clock = ClockFigures{
-      "estimated", true, 40, 3, 1, {{1, "machine1", -2500, 2400}}, {{1, 2, 20, 2, 1, -100, 300}}};
+  f.layout = LayoutFigures{4,
+                           8,
+                           2,
+                           "pp,dp,tp",
+                           "detected",
+                           "job order and dependencies",
+                           "device 3 does not follow device 2"};
+  f.replicas = {{3, {4, 5}, 6, 700, 4200, 0.375, 2, 1.125, true}};
+  f.clock = ClockFigures{"estimated",
+                         true,
+                         40,
+                         3,
+                         1,
+                         {{1, "machine1", -2500, 2400}},
+                         {{1, 2, 20, 2, 1, -100, 300, 2, 1}},
+                         100000,
+                         3,
+                         1,
+                         "within noise"};
   f.warnings = std::vector<WarningFigures>{{"overlap", "jobs overlap on device 4", 4, 1, 2}};
   return f;
 }
@@ -331,8 +361,10 @@ void expect_same(const SummaryFigures& got, const SummaryFigures& want) {
   EXPECT_TRUE(got.inputs == want.inputs);
   EXPECT_TRUE(got.diagnostics == want.diagnostics);
   EXPECT_TRUE(got.left_out == want.left_out);
+  EXPECT_TRUE(got.layout == want.layout);
   EXPECT_TRUE(got.schedule == want.schedule);
   EXPECT_TRUE(got.stages == want.stages);
+  EXPECT_TRUE(got.replicas == want.replicas);
   EXPECT_TRUE(got.bubbles == want.bubbles);
   EXPECT_TRUE(got.bottleneck == want.bottleneck);
   EXPECT_TRUE(got.critical_path == want.critical_path);
@@ -412,8 +444,8 @@ TEST(SummaryRoundTrip, NoObjectListsAKeyTwice) {
   const SummaryFigures figures = every_field();
   KeyChecker checker("the summary");
   summary_fields::fields(checker, figures);
-  // jobs ... warnings: the 21 keys of the top level besides "schema" and "tool".
-  EXPECT_EQ(checker.keys(), 21u);
+  // jobs ... warnings: the 23 keys of the top level besides "schema" and "tool".
+  EXPECT_EQ(checker.keys(), 23u);
 }
 
 TEST(SummaryRoundTrip, EveryFieldComesBack) {
@@ -441,7 +473,7 @@ TEST(SummaryRoundTrip, UnsetAndNullFieldsComeBackUnset) {
   }
   f.job_types[0].total_ns.reset();
   f.inputs[0].error.clear();
-  f.left_out.clear();  // written only when not empty
+  f.left_out.clear();        // written only when not empty
   f.time_resolution_ns = 0;  // written only when not 0
   f.schedule.reset();
   f.stages.reset();
@@ -548,6 +580,7 @@ TEST(SummaryRoundTrip, FiguresOfASimulatedRunComeBack) {
   run.diagnostics = {{"machine0/workerlog.0", 5, "malformed job line"}};
   PipelineOptions options;
   options.top_bubbles = 4;
+  options.stages = "device";  // its tensor-parallel pairs as stages: a stage_map warning
   const AnalyzedRun analyzed = analyze_run(run, options);
   const SummaryFigures f = summary_figures(run, analyzed.metrics, analyzed.pipeline);
 

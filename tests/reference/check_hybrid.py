@@ -216,8 +216,14 @@ def ambiguous(truth):
     dp*tp and the stages' device sets are determined."""
     lay = truth["layout"]
     order = lay["order"].split(",")
-    return (truth["replica_jitter"] == "shared" and lay["dp"] > 1
-            and (order.index("dp") > order.index("pp") or lay["tp"] > 1))
+    if truth["replica_jitter"] == "shared" and lay["dp"] > 1 and (
+            order.index("dp") > order.index("pp") or lay["tp"] > 1):
+        return True
+    # The engine looks for tp peers among consecutive ranks only (tp is the
+    # fastest axis in every framework's order: Paddle fleet, Megatron-LM,
+    # DeepSpeed, torchtitan); peers laid out elsewhere are found as replicas
+    # (docs/guide.md, "Layout"): pp, dp*tp and the stages still hold.
+    return lay["tp"] > 1 and order[-1] != "tp"
 
 
 def rank_map(pp, dp, tp, order, gpm):

@@ -1,0 +1,50 @@
+// Each data-parallel replica's own figures: its step time, bubble and
+// bottleneck, computed by the metric contract on its devices alone (its
+// own step windows), and which replica bounds the run's step: the slowest,
+// whose schedule, bottleneck and critical path the run reports.
+//
+// Usage:
+//   ReplicaSummary r = summarize_replicas(run, layout, roles);
+//   r.replicas[r.slowest].step_ns
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "analysis/bottleneck.h"
+#include "analysis/job_role.h"
+#include "analysis/layout.h"
+#include "model/run.h"
+
+namespace pipescope {
+
+struct ReplicaStats {
+  /// The replica's number in the layout (its dp coordinate).
+  int replica = 0;
+  /// Positions in Run::devices, ascending.
+  std::vector<std::size_t> devices;
+  /// Its complete steps (by the contract, on its devices alone), their
+  /// windows' total and mean length, and its bubble ratio over them.
+  std::size_t complete_steps = 0;
+  std::int64_t total_window_ns = 0;
+  std::int64_t step_ns = 0;
+  double bubble_ratio = 0;
+  /// Its stages' loads and slowest stage (bottleneck.h).
+  BottleneckReport bottleneck;
+};
+
+struct ReplicaSummary {
+  /// One per replica with a device, in replica order.
+  std::vector<ReplicaStats> replicas;
+  /// Index into `replicas` of the one with the longest total step time
+  /// (the first of equals); -1 without replicas.
+  int slowest = -1;
+};
+
+/// The figures of every replica of `layout` when it has more than one
+/// replica with devices; empty otherwise. Copies one replica's devices at a
+/// time.
+ReplicaSummary summarize_replicas(const Run& run, const Layout& layout,
+                                  const std::vector<JobRole>& roles);
+
+}  // namespace pipescope
