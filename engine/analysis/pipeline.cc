@@ -188,10 +188,14 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
     const StageMap guess = guess_stage_map(run);
     if (guess.stage_count() < a.stages.stage_count()) {
       std::string groups;
-      for (std::size_t s = 0; s < guess.stage_count() && s < 4; ++s) {
+      // The first four groups of several devices (the groups before them
+      // may be single devices).
+      std::size_t named = 0;
+      for (std::size_t s = 0; s < guess.stage_count() && named < 4; ++s) {
         if (guess.devices[s].size() < 2) continue;
         groups +=
             fmt::format("{}{}", groups.empty() ? "" : ", ", describe_stage_devices(run, guess, s));
+        ++named;
       }
       a.warnings.push_back(
           {WarningCode::stage_map,

@@ -187,3 +187,98 @@ TEST(PipelineCli, MachinesInTheWrongOrderFitNoLayoutAndAreNotCorrected) {
 
 }  // namespace
 }  // namespace pipescope
+
+namespace pipescope {
+namespace {
+
+// Two replicas of a 4-stage 1F1B pipeline, each simulated with its own seed,
+// laid out as Megatron-LM lays them (pp,dp,tp: the replicas of a stage are
+// neighbouring ranks): machine0 holds stages 0-1 of both, machine1 stages
+// 2-3, machine1's clock `skew_ns` ahead.
+std::string hybrid_folder(const testing::TempDir& dir, const std::string& skew) {
+  for (int r = 0; r < 2; ++r) {
+    const std::string out = dir / ("replica" + std::to_string(r));
+    EXPECT_EQ(run_cli("simulate -o '" + out + "' --schedule 1f1b --stages 4 --micro-batches 8 " +
+                      "--steps 3 --machines 2 --seed " + std::to_string(r + 1) + skew)
+                  .status,
+              0);
+  }
+  const std::string run = dir / "hybrid";
+  for (int s = 0; s < 4; ++s) {
+    for (int r = 0; r < 2; ++r) {
+      const int rank = s * 2 + r;
+      const std::filesystem::path to = std::filesystem::path(run) /
+                                       ("machine" + std::to_string(rank / 4)) /
+                                       ("workerlog." + std::to_string(rank % 4));
+      std::filesystem::create_directories(to.parent_path());
+      std::filesystem::copy_file(std::filesystem::path(dir / ("replica" + std::to_string(r))) /
+                                     ("machine" + std::to_string(s / 2)) /
+                                     ("workerlog." + std::to_string(s % 2)),
+                                 to);
+    }
+  }
+  return run;
+}
+
+TEST(PipelineCli, AHybridLayoutIsFoundItsSkewCorrectedAndItsSlowestReplicaReplayed) {
+  testing::TempDir dir;
+  const std::string run = hybrid_folder(dir, " --skew 1:5000000");
+  const CommandResult analyze = run_cli("analyze '" + run + "' -o '" + (dir / "out") + "'");
+  ASSERT_EQ(analyze.status, 0) << analyze.output;
+  EXPECT_NE(analyze.output.find("layout: pp=4 \u00d7 dp=2 \u00d7 tp=1 (order pp,dp,tp), from job "
+                                "order and dependencies"),
+            std::string::npos)
+      << analyze.output;
+  EXPECT_NE(analyze.output.find("replicas: 2, slowest replica "), std::string::npos)
+      << analyze.output;
+  EXPECT_NE(analyze.output.find("clocks: estimated: machine1 +5.000 ms"), std::string::npos)
+      << analyze.output;
+  simdjson::dom::parser parser;
+  simdjson::dom::element s;
+  ASSERT_EQ(parser.load(dir / "out/summary.json").get(s), simdjson::SUCCESS);
+  EXPECT_EQ(std::string_view(s["layout"]["method"]), "detected");
+  EXPECT_EQ(std::string_view(s["layout"]["order"]), "pp,dp,tp");
+  EXPECT_EQ(simdjson::dom::array(s["replicas"]).size(), 2u);
+  EXPECT_EQ(int64_t(s["clock"]["machines"].at(1)["offset_ns"]), 5'000'000);
+  EXPECT_EQ(uint64_t(s["clock"]["violations_after"]), 0u);
+  // The stages hold both replicas' devices: {0, 1}, {2, 3}, ...
+  EXPECT_EQ(int64_t(s["stages"]["list"].at(1)["devices"].at(0)), 2);
+  EXPECT_EQ(int64_t(s["stages"]["list"].at(1)["devices"].at(1)), 3);
+
+  // Stated, it gives the same figures; with --stages too it is refused.
+  const CommandResult given = run_cli("analyze -q '" + run + "' -o '" + (dir / "given") +
+                                      "' --layout pp=4,dp=2,order=pp,dp,tp");
+  ASSERT_EQ(given.status, 0) << given.output;
+  simdjson::dom::parser given_parser;
+  simdjson::dom::element g;
+  ASSERT_EQ(given_parser.load(dir / "given/summary.json").get(g), simdjson::SUCCESS);
+  EXPECT_EQ(std::string_view(g["layout"]["method"]), "given");
+  EXPECT_EQ(double(g["bubble_ratio"]), double(s["bubble_ratio"]));
+  const CommandResult both = run_cli("analyze -q '" + run + "' -o '" + (dir / "both") +
+                                     "' --layout pp=4,dp=2 --stages tp=2");
+  EXPECT_EQ(both.status, 2);
+  EXPECT_NE(both.output.find("--layout and --stages both say how the devices form stages"),
+            std::string::npos)
+      << both.output;
+  const CommandResult bad =
+      run_cli("analyze -q '" + run + "' -o '" + (dir / "bad") + "' --layout pp=4,dp=x");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("--layout pp=4,dp=x: 'x' is not a size"), std::string::npos)
+      << bad.output;
+  const CommandResult small =
+      run_cli("analyze -q '" + run + "' -o '" + (dir / "small") + "' --layout pp=4");
+  EXPECT_EQ(small.status, 2);
+  EXPECT_NE(small.output.find("the mesh holds ranks 0-3, but the run has device 4"),
+            std::string::npos)
+      << small.output;
+
+  const CommandResult whatif = run_cli("whatif '" + run + "' --schedule 1f1b");
+  ASSERT_EQ(whatif.status, 0) << whatif.output;
+  EXPECT_NE(whatif.output.find("replayed: replica "), std::string::npos) << whatif.output;
+  EXPECT_NE(whatif.output.find(", the slowest of the run's 2 data-parallel replicas"),
+            std::string::npos)
+      << whatif.output;
+}
+
+}  // namespace
+}  // namespace pipescope
