@@ -64,7 +64,7 @@ for d in "$work"/in/*/; do
   run_both "whatif-$n" whatif "$n" -o @OUT@ -q
 done
 run_both check-sim check sim1 -b sim5 --allow-input-warnings --max-bubble-ratio 0.3 \
-  --max-bubble-increase 1 --markdown @OUT@/check.md --junit @OUT@/junit.xml
+  --max-bubble-increase 100pp --markdown @OUT@/check.md --junit @OUT@/junit.xml
 run_both check-summary check "$work/old/analyze-sim6/o/summary.json" -b sim6 --max-step-time-increase 5%
 run_both diff-sim diff sim6 sim4 --json @OUT@/diff.json
 run_both convert-sim convert sim2 -o @OUT@

@@ -407,10 +407,15 @@ ClockReport correct_clocks(Run& run, const Dependencies& deps, const ClockOption
     apply_clock_offsets(run, undo);
     report.method = ClockMethod::rejected;
     report.violations_if_estimated = after;
+    // "would leave 157 of the 156" is no sentence: an estimate can add violations.
+    const auto change = [](std::uint64_t from, std::uint64_t to) {
+      return to <= from ? fmt::format("leave {} of the {}", to, from)
+                        : fmt::format("raise from {} to {} the", from, to);
+    };
     report.reason = fmt::format(
-        "the estimate would leave {} of the {} violations beyond noise ({} of {} in all); an "
-        "offset is applied only when it removes at least 90% of them",
-        beyond_after, report.beyond_noise_before, after, report.violations_before);
+        "the estimate would {} violations beyond noise (and {} violations in all); an offset "
+        "is applied only when it removes at least 90% of them",
+        change(report.beyond_noise_before, beyond_after), change(report.violations_before, after));
     return report;
   }
   report.applied = true;

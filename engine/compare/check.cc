@@ -120,6 +120,8 @@ double parse_threshold(std::string_view text, ThresholdScale scale, std::string_
                  ? "write 5% or 0.05 for an increase of 5 percent of the baseline (150% for 1.5x)"
                  : "write 25% or 0.25");
   std::string_view t = trim(text);
+  // "+5%": how every report prints a limit on an increase.
+  if (t.starts_with('+')) t = trim(t.substr(1));
   enum { bare, percent, pp } unit = bare;
   if (t.ends_with('%')) {
     unit = percent;
@@ -142,9 +144,12 @@ double parse_threshold(std::string_view text, ThresholdScale scale, std::string_
                     "is a {} ({})",
                     what, trim(text), threshold_scale_name(scale), forms));
   }
-  if (unit == bare && value > 1) {
-    throw InputError(fmt::format("{}: '{}' is ambiguous: as a fraction it means {}%; {}", what,
-                                 trim(text), value * 100, forms));
+  if (unit == bare && value >= 1) {
+    // 1 may mean 1% as well as 100% (and above 1 the gate could hardly fail).
+    throw InputError(
+        fmt::format("{}: '{}' is ambiguous: as a fraction it means {}%, but it may "
+                    "mean {}%; {}",
+                    what, trim(text), value * 100, value, forms));
   }
   const double fraction = unit == bare ? value : value / 100;
   if (scale != ThresholdScale::relative && fraction > 1) {
@@ -261,6 +266,38 @@ void input_warning_problems(const RunFigures& run, std::string_view side,
   }
 }
 
+/// The damaged inputs of one side, one line each (at most 5, then a count):
+/// a file that ends inside a line or record (a cut log, a torn .ivl tail)
+/// or whose data could not all be decoded (a truncated or corrupt
+/// compressed stream, a damaged record). What was read before the damage is
+/// in the figures, so the run is not the whole run. An input that could not
+/// be read at all is an input warning already.
+void damaged_input_problems(const RunFigures& run, std::string_view side,
+                            std::vector<std::string>& out) {
+  std::size_t shown = 0, total = 0;
+  for (const InputFigures& input : run.inputs) {
+    const bool unreadable =
+        std::any_of(run.left_out.begin(), run.left_out.end(), [&](const LeftOutFigures& d) {
+          return d.path == input.path && d.reason == "unreadable_input";
+        });
+    if (unreadable || (input.error.empty() && input.partial_last_line_bytes == 0)) continue;
+    ++total;
+    if (shown == 5) continue;
+    ++shown;
+    out.push_back(fmt::format(
+        "{} {}: damaged input {}: {}", side, run.source, input.path,
+        !input.error.empty()
+            ? input.error
+            : fmt::format("it ends inside a line ({} bytes after the last newline, from byte "
+                          "{} of its text): the file was cut",
+                          input.partial_last_line_bytes,
+                          input.bytes - input.partial_last_line_bytes)));
+  }
+  if (total > shown) {
+    out.push_back(fmt::format("{} {}: {} more damaged inputs", side, run.source, total - shown));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> comparability_problems(const RunFigures& baseline,
@@ -268,6 +305,8 @@ std::vector<std::string> comparability_problems(const RunFigures& baseline,
   std::vector<std::string> out;
   input_warning_problems(baseline, "baseline", out);
   input_warning_problems(current, "current", out);
+  damaged_input_problems(baseline, "baseline", out);
+  damaged_input_problems(current, "current", out);
   if (baseline.devices.size() != current.devices.size()) {
     out.push_back(fmt::format("device count differs: baseline {}, current {}",
                               baseline.devices.size(), current.devices.size()));

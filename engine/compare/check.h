@@ -15,7 +15,10 @@
 //                 busy/duration of that step
 //
 // Comparable runs: a run whose inputs had an input warning (a missing,
-// unreadable or empty rank, load/input_rules.h) on either side, or whose
+// unreadable or empty rank, load/input_rules.h) or a damaged input (a file
+// cut inside a line or record, a truncated or corrupt compressed stream, a
+// damaged record: what was read before the damage is not the whole run) on
+// either side, or whose
 // device count, schedule family (analysis/schedule_table.h: compared by
 // family, not by name, so a renamed schedule stays comparable), stage count
 // P, micro-batch count M or chunk count V differs from the baseline's, is
@@ -78,9 +81,10 @@ enum class ThresholdScale {
 /// "points", "relative" or "ratio", as the help and every report say.
 std::string_view threshold_scale_name(ThresholdScale scale);
 
-/// Parses a threshold of `scale` into a fraction (0.05 for "5%"). A bare
-/// number above 1 is refused as ambiguous (it would mean over 100%, and the
-/// gate could never fail), with the accepted forms; so are negative, non-finite
+/// Parses a threshold of `scale` into a fraction (0.05 for "5%"; a leading
+/// '+' is allowed, as the reports print limits: "+5%"). A bare number of 1
+/// or more is refused as ambiguous (1 may mean 1% or 100%), with the
+/// accepted forms; so are negative, non-finite
 /// and out-of-range values and "pp" on a relative threshold. Throws InputError
 /// naming `what`.
 double parse_threshold(std::string_view text, ThresholdScale scale, std::string_view what);

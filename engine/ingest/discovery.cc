@@ -444,11 +444,14 @@ std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths) {
     auto& ranks = machines[m].ranks;
     std::stable_sort(ranks.begin(), ranks.end(),
                      [](const InputFile& a, const InputFile& b) { return a.rank < b.rank; });
-    for (std::size_t i = 0; i < ranks.size(); ++i) {
-      if (i > 0 && ranks[i].rank == ranks[i - 1].rank) {
+    // Before any input is moved out of `ranks` (the message names both).
+    for (std::size_t i = 1; i < ranks.size(); ++i) {
+      if (ranks[i].rank == ranks[i - 1].rank) {
         throw InputError(fmt::format("{} and {} are both rank {} of one machine", ranks[i - 1].path,
                                      ranks[i].path, ranks[i].rank));
       }
+    }
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
       std::error_code ec;
       const auto canonical = fs::weakly_canonical(ranks[i].path, ec).string();
       if (!seen.insert(ec ? ranks[i].path : canonical).second) {

@@ -82,19 +82,32 @@ class Cursor {
 
 std::string_view describe(LineError error) {
   switch (error) {
-    case LineError::none: return "ok";
-    case LineError::no_literal: return "not a job line";
-    case LineError::bad_job_id: return "job id missing or not an integer in 'Job (ID)'";
-    case LineError::missing_type: return "missing 'type = ' field";
-    case LineError::empty_type: return "empty job type";
-    case LineError::missing_micro_batch: return "missing 'micro_batch_id = ' field";
-    case LineError::bad_micro_batch: return "micro_batch_id is not an integer";
-    case LineError::missing_start_time: return "missing 'job_start_time = ' field";
-    case LineError::bad_start_time: return "job_start_time is not a millisecond timestamp";
-    case LineError::missing_end_time: return "missing 'job_end_time = ' field";
-    case LineError::bad_end_time: return "job_end_time is not a millisecond timestamp";
-    case LineError::end_before_start: return "job_end_time is before job_start_time";
-    case LineError::line_too_long: return "line longer than the line limit; skipped";
+    case LineError::none:
+      return "ok";
+    case LineError::no_literal:
+      return "not a job line";
+    case LineError::bad_job_id:
+      return "job id missing or not an integer in 'Job (ID)'";
+    case LineError::missing_type:
+      return "missing 'type = ' field";
+    case LineError::empty_type:
+      return "empty job type";
+    case LineError::missing_micro_batch:
+      return "missing 'micro_batch_id = ' field";
+    case LineError::bad_micro_batch:
+      return "micro_batch_id is not an integer";
+    case LineError::missing_start_time:
+      return "missing 'job_start_time = ' field";
+    case LineError::bad_start_time:
+      return "job_start_time is not a millisecond timestamp";
+    case LineError::missing_end_time:
+      return "missing 'job_end_time = ' field";
+    case LineError::bad_end_time:
+      return "job_end_time is not a millisecond timestamp";
+    case LineError::end_before_start:
+      return "job_end_time is before job_start_time";
+    case LineError::line_too_long:
+      return "line longer than the line limit; skipped";
   }
   return "unknown error";
 }
@@ -124,7 +137,8 @@ std::string_view strip_ansi(std::string_view line, std::string& out) {
 
 LineError parse_job_line(std::string_view line, JobLine& out, std::string& scratch) {
   line = strip_ansi(line, scratch);
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);  // CRLF line ending
+  // CRLF line endings, and CR CR LF (a Windows copy of a CRLF file): every trailing CR.
+  while (!line.empty() && line.back() == '\r') line.remove_suffix(1);
 
   const std::size_t at = line.find(kJobLineLiteral);
   if (at == std::string_view::npos) return LineError::no_literal;

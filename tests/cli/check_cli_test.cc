@@ -156,14 +156,14 @@ TEST_F(CheckCli, UsageAndInputErrorsExitTwo) {
   v2.replace(v2.find("pipescope.summary/1"), 19, "pipescope.summary/2");
   const std::string v2_path = tmp.write("v2.json", v2);
   r = run_cli("check " + shell_quote(*dir_ / "cur") + " -b " + shell_quote(v2_path) +
-              " --max-bubble-ratio 1");
+              " --max-bubble-ratio 100%");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("summary schema 'pipescope.summary/2' is not supported"),
             std::string::npos)
       << r.output;
 
   r = run_cli("check " + shell_quote(*dir_ / "cur") + base +
-              " --max-bubble-ratio 1 --skip-steps 5");
+              " --max-bubble-ratio 100% --skip-steps 5");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("none left after skipping 5 warm-up steps"), std::string::npos)
       << r.output;
@@ -171,8 +171,8 @@ TEST_F(CheckCli, UsageAndInputErrorsExitTwo) {
   EXPECT_EQ(
       run_cli("check " + shell_quote(*dir_ / "cur") + base + " --max-bubble-ratio lots").status, 2);
   EXPECT_EQ(
-      run_cli("check " + shell_quote(tmp / "nowhere") + base + " --max-bubble-ratio 1").status, 2);
-  EXPECT_EQ(run_cli("check " + shell_quote(*dir_ / "cur") + " --max-bubble-ratio 1").status,
+      run_cli("check " + shell_quote(tmp / "nowhere") + base + " --max-bubble-ratio 100%").status, 2);
+  EXPECT_EQ(run_cli("check " + shell_quote(*dir_ / "cur") + " --max-bubble-ratio 100%").status,
             2);  // no baseline
 }
 
@@ -186,7 +186,7 @@ TEST_F(CheckCli, AmbiguousThresholdsAndErrorReports) {
                             " --junit " + shell_quote(tmp / "r.xml"));
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("--max-step-time-increase: '5' is ambiguous: as a fraction it means "
-                          "500%; write 5% or 0.05"),
+                          "500%, but it may mean 5%; write 5% or 0.05"),
             std::string::npos)
       << r.output;
   EXPECT_NE(read_file(tmp / "r.md").find("error, nothing was compared"), std::string::npos);
@@ -210,12 +210,48 @@ TEST_F(CheckCli, AmbiguousThresholdsAndErrorReports) {
 }
 
 TEST_F(CheckCli, BundledSampleAgainstItsExpectedSummary) {
-  // testdata/single has 2 steps, so nothing is skipped by default.
-  const CommandResult r =
-      run_cli("check " + sample("single") + " -b " + sample("single/expected.json") +
-              " --max-bubble-ratio 0.43 --max-bubble-increase 0");
+  // testdata/single has 2 steps, so nothing is skipped by default; its
+  // workerlog.3 ends inside a job line (cut), which makes it a damaged
+  // input: refused unless allowed.
+  const std::string args = "check " + sample("single") + " -b " + sample("single/expected.json") +
+                           " --max-bubble-ratio 0.43 --max-bubble-increase 0";
+  const CommandResult refused = run_cli(args);
+  EXPECT_EQ(refused.status, 2) << refused.output;
+  EXPECT_NE(refused.output.find("damaged input " + sample("single") +
+                                "/workerlog.3: it ends inside a line (166 bytes after the last "
+                                "newline"),
+            std::string::npos)
+      << refused.output;
+  const CommandResult r = run_cli(args + " --allow-input-warnings");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("0 warm-up steps left out"), std::string::npos) << r.output;
+}
+
+// A log cut inside its compressed stream (a copy interrupted, a crash while
+// writing): its figures are those of the part before the cut, so the gate
+// refuses to compare them, naming the file and the damage, in every report.
+TEST_F(CheckCli, ADamagedInputIsRefusedNamingTheFile) {
+  TempDir tmp;
+  const std::string cut = tmp / "cut";
+  ASSERT_EQ(run_command("cp -r " + shell_quote(*dir_ / "base") + " " + shell_quote(cut)).status, 0);
+  const std::string log = cut + "/workerlog.1";
+  ASSERT_EQ(
+      run_command("gzip " + shell_quote(log) + " && truncate -s -200 " + shell_quote(log + ".gz"))
+          .status,
+      0);
+  const std::string args = "check " + shell_quote(cut) + " -b " +
+                           shell_quote(*dir_ / "base-out/summary.json") +
+                           " --max-bubble-increase 5pp --markdown " + shell_quote(tmp / "r.md") +
+                           " --junit " + shell_quote(tmp / "r.xml");
+  const CommandResult refused = run_cli(args);
+  EXPECT_EQ(refused.status, 2) << refused.output;
+  EXPECT_NE(refused.output.find("damaged input " + log + ".gz: "), std::string::npos)
+      << refused.output;
+  EXPECT_NE(read_file(tmp / "r.md").find("damaged input"), std::string::npos);
+  EXPECT_NE(read_file(tmp / "r.xml").find("damaged input"), std::string::npos);
+  const CommandResult allowed = run_cli(args + " --allow-input-warnings");
+  EXPECT_NE(allowed.status, 2) << allowed.output;
+  EXPECT_NE(allowed.output.find("damaged input"), std::string::npos) << allowed.output;
 }
 
 // check takes analyze's input options and applies them to both runs: a

@@ -84,15 +84,22 @@ TEST(CompareRatio, ThresholdFormsPerScale) {
     }
     return std::string("no error");
   };
-  // A bare number above 1 would mean over 100%: ambiguous, with the forms.
+  // A bare number of 1 or more may mean a percentage or a fraction:
+  // ambiguous, with the forms.
   EXPECT_EQ(message("5", ThresholdScale::relative),
-            "--opt: '5' is ambiguous: as a fraction it means 500%; write 5% or 0.05 for an "
-            "increase of 5 percent of the baseline (150% for 1.5x)");
+            "--opt: '5' is ambiguous: as a fraction it means 500%, but it may mean 5%; write 5% "
+            "or 0.05 for an increase of 5 percent of the baseline (150% for 1.5x)");
   EXPECT_EQ(message("2", ThresholdScale::points),
-            "--opt: '2' is ambiguous: as a fraction it means 200%; write 2pp, 2% or 0.02 for 2 "
-            "percentage points");
+            "--opt: '2' is ambiguous: as a fraction it means 200%, but it may mean 2%; write "
+            "2pp, 2% or 0.02 for 2 percentage points");
   EXPECT_EQ(message("1.5", ThresholdScale::ratio),
-            "--opt: '1.5' is ambiguous: as a fraction it means 150%; write 25% or 0.25");
+            "--opt: '1.5' is ambiguous: as a fraction it means 150%, but it may mean 1.5%; "
+            "write 25% or 0.25");
+  // 1 was read as +100% once: a gate that passes nearly everything.
+  EXPECT_NE(message("1", ThresholdScale::relative).find("'1' is ambiguous"), std::string::npos);
+  // The reports print limits as "+5%": that form is taken as written.
+  EXPECT_DOUBLE_EQ(parse_threshold("+5%", ThresholdScale::relative, "x"), 0.05);
+  EXPECT_DOUBLE_EQ(parse_threshold(" +2pp", ThresholdScale::points, "x"), 0.02);
   // pp beside % on points only.
   EXPECT_DOUBLE_EQ(parse_threshold("2pp", ThresholdScale::points, "x"), 0.02);
   EXPECT_DOUBLE_EQ(parse_threshold("2.5 pp", ThresholdScale::points, "x"), 0.025);
@@ -104,7 +111,7 @@ TEST(CompareRatio, ThresholdFormsPerScale) {
   EXPECT_NE(message("120%", ThresholdScale::points).find("is over 100 points"), std::string::npos);
   EXPECT_NE(message("101%", ThresholdScale::ratio).find("is over 100%"), std::string::npos);
   EXPECT_DOUBLE_EQ(parse_threshold("150%", ThresholdScale::relative, "x"), 1.5);
-  EXPECT_DOUBLE_EQ(parse_threshold("1", ThresholdScale::relative, "x"), 1.0);
+  EXPECT_DOUBLE_EQ(parse_threshold("0.999", ThresholdScale::relative, "x"), 0.999);
   EXPECT_NE(message("-2%", ThresholdScale::points).find("is negative"), std::string::npos);
   EXPECT_EQ(threshold_scale_name(ThresholdScale::points), "points");
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
 
 #include "support/temp_dir.h"
 
@@ -142,6 +143,25 @@ TEST(Discovery, FilesGivenDirectly) {
   EXPECT_EQ(inputs[1].rank, 3);
   EXPECT_EQ(inputs[0].machine_name, "machine1");
   EXPECT_THROW(discover_inputs({a, a}), InputError);
+}
+
+// Two files of one rank (a log and its compressed copy): both named. The
+// first path was once read after it had been moved out of its list, and the
+// message began "error:  and ...".
+TEST(Discovery, TwoFilesOfOneRankAreBothNamed) {
+  TempDir dir;
+  dir.write("workerlog.1", "x\n");
+  const auto plain = dir.write("workerlog.0", "x\n");
+  const auto packed = dir.write("workerlog.0.gz", "x\n");
+  try {
+    discover_inputs({dir.path().string()});
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find(plain), std::string::npos) << message;
+    EXPECT_NE(message.find(packed), std::string::npos) << message;
+    EXPECT_NE(message.find("are both rank 0 of one machine"), std::string::npos) << message;
+  }
 }
 
 TEST(Discovery, HostNamedMachineFoldersInNumericAwareOrder) {

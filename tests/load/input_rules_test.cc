@@ -272,7 +272,7 @@ TEST(InputRules, AnalyzeEndToEnd) {
   EXPECT_EQ(std::string_view(warnings.at(1)["code"]), "unreadable_input");
   // check refuses the summary as it refuses the logs.
   const auto check =
-      run_cli("check " + shell_quote(out) + " -b " + shell_quote(out) + " --max-bubble-ratio 1");
+      run_cli("check " + shell_quote(out) + " -b " + shell_quote(out) + " --max-bubble-ratio 100%");
   EXPECT_EQ(check.status, 2) << check.output;
   EXPECT_NE(check.output.find("input warning unreadable_input"), std::string::npos) << check.output;
 }

@@ -75,8 +75,7 @@ def split_lines(data):
 def parse_job(raw):
     """Returns a job dict, or None when the candidate line is malformed."""
     line = CSI.sub(b"", raw)
-    if line.endswith(b"\r"):
-        line = line[:-1]
+    line = line.rstrip(b"\r")  # CR LF, and CR CR LF
     at = line.find(LITERAL)
     if at < 0:  # an escape sequence's final byte ate part of the literal
         return None

@@ -27,8 +27,8 @@ Parsed parse(std::string_view line) {
 }
 
 TEST(JobLineParser, ParsesTheGlogLine) {
-  const auto p = parse(
-      "I1020 09:15:07.265326 22317 standalone_executor.cc:217] " + std::string(kBody));
+  const auto p =
+      parse("I1020 09:15:07.265326 22317 standalone_executor.cc:217] " + std::string(kBody));
   ASSERT_EQ(p.error, LineError::none);
   EXPECT_EQ(p.job.job_id, 3);
   EXPECT_EQ(p.type, "forward");
@@ -55,6 +55,7 @@ TEST(JobLineParser, AcceptsPrefixesEscapesSpacingAndCrLf) {
       "2023-10-20 09:15:07 INFO " + std::string(kBody) + "\r",
       "\x1b[32mI1020 09:15:07.265326 22317 x.cc:1] " + std::string(kBody) + "\x1b[0m",
       "\x1b[1;31m" + std::string(kBody) + "\x1b[0m\r",
+      std::string(kBody) + "\r\r",  // CR CR LF: a CRLF log copied through a text-mode transfer
       "Profiler Info: Job(3),type=forward,micro_batch_id=2,job_start_time=1697793307213.760986,"
       "job_end_time=1697793307254.006104",
       "Profiler Info: Job ( 3 ) ,\ttype =  forward , micro_batch_id = 2 , job_start_time = "
