@@ -266,8 +266,28 @@ void add_folder(const fs::path& dir, std::vector<Machine>& machines) {
     // it is a run folder, not a machine with stray sub-folders).
     const std::string name = entry.path().filename().string();
     const bool machine_k = numbered_name(name, "machine") >= 0;
-    if (!is_folder(entry) || name.starts_with('.') || (!machine_k && has_direct)) continue;
+    if (!is_folder(entry) || name.starts_with('.')) continue;
     const auto listing = list_folder(entry.path());
+    if (!machine_k && has_direct) {
+      // Logs of this folder and of a host-named sub-folder: two machines,
+      // or one machine twice (a copy, an older run)? Neither is read
+      // silently; the user says which.
+      const auto logs = ranked_files_in(listing);
+      if (logs.empty()) continue;
+      const auto ranks = [](const std::vector<InputFile>& files) {
+        int lo = INT_MAX, hi = INT_MIN;
+        for (const InputFile& f : files) lo = std::min(lo, f.rank), hi = std::max(hi, f.rank);
+        return lo == hi ? fmt::format("rank {}", lo) : fmt::format("ranks {}-{}", lo, hi);
+      };
+      const std::string top = full_path(dir).string();
+      throw InputError(fmt::format(
+          "{} holds worker logs of its own ({}) and so does its sub-folder {} ({}): two "
+          "machines, or one machine twice (a copy, an older run)? Nothing is read until you say "
+          "which: pass '{}'/workerlog.* '{}' for two machines, or '{}'/workerlog.* for the "
+          "top-level logs alone",
+          top, ranks(machines[before - 1].ranks), full_path(entry.path()).string(), ranks(logs),
+          top, full_path(entry.path()).string(), top));
+    }
     for (const auto& sub : listing) self_placed.add(sub);
     auto logs = ranked_files_in(listing);
     if (!logs.empty()) {

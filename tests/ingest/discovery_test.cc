@@ -164,6 +164,43 @@ TEST(Discovery, TwoFilesOfOneRankAreBothNamed) {
   }
 }
 
+// Worker logs at the top of a folder and in a host-named sub-folder: the
+// sub-folder was once skipped without a word (4 devices of 8 reported).
+// Two machines, or one machine twice? Refused, with the paths to pass.
+TEST(Discovery, TopLevelLogsBesideAHostFolderOfLogsAreRefusedWithThePathsToPass) {
+  TempDir dir;
+  for (const char* name :
+       {"workerlog.0", "workerlog.1", "node1/workerlog.0", "node1/workerlog.1"}) {
+    dir.write(name, "x\n");
+  }
+  try {
+    discover_inputs({dir.path().string()});
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    const std::string top = std::filesystem::absolute(dir.path()).lexically_normal().string();
+    EXPECT_NE(message.find("holds worker logs of its own (ranks 0-1) and so does its sub-folder " +
+                           top + "/node1 (ranks 0-1)"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("pass '" + top + "'/workerlog.* '" + top + "/node1' for two machines"),
+              std::string::npos)
+        << message;
+  }
+  // Passed as the message says: two machines.
+  const auto inputs =
+      discover_inputs({(dir.path() / "workerlog.0").string(), (dir.path() / "workerlog.1").string(),
+                       (dir.path() / "node1").string()});
+  ASSERT_EQ(inputs.size(), 4u);
+  EXPECT_EQ(inputs[3].machine, 1);
+  // A hidden sub-folder, or one without logs, is no question.
+  TempDir quiet;
+  for (const char* name : {"workerlog.0", ".cache/workerlog.0", "notes/readme.txt"}) {
+    quiet.write(name, "x\n");
+  }
+  EXPECT_EQ(discover_inputs({quiet.path().string()}).size(), 1u);
+}
+
 TEST(Discovery, HostNamedMachineFoldersInNumericAwareOrder) {
   TempDir dir;
   for (const char* m : {"node-b", "gpu17", "gpu2", "node-a"}) {
@@ -178,12 +215,17 @@ TEST(Discovery, HostNamedMachineFoldersInNumericAwareOrder) {
     EXPECT_EQ(inputs[i].machine_name, order[i]);
     EXPECT_EQ(inputs[i].machine, i);
   }
-  // A folder with worker logs of its own is one machine: its stray
-  // sub-folders are not machines (machineK/ ones still are).
+  // A folder with worker logs of its own beside a host-named sub-folder of
+  // logs (an older run kept in old/?) was once read as one machine, the
+  // sub-folder skipped without a word: now refused, the user says which
+  // (TopLevelLogsBesideAHostFolderOfLogsAreRefusedWithThePathsToPass).
+  // machineK/ sub-folders are still machines.
   TempDir one;
   one.write("workerlog.0", "x\n");
   one.write("old/workerlog.0", "x\n");
-  EXPECT_EQ(discover_inputs({one.path().string()}).size(), 1u);
+  EXPECT_THROW(discover_inputs({one.path().string()}), InputError);
+  one.write("machine1/workerlog.0", "x\n");
+  EXPECT_THROW(discover_inputs({one.path().string()}), InputError);
 }
 
 TEST(Discovery, ExplainsWhatWasLookedFor) {
