@@ -191,7 +191,11 @@ TEST(WatchCli, ANewInputItCannotFollowIsNamedOnce) {
   const std::string script =
       shell_quote(kCli) + " watch " + shell_quote(from) +
       " --interval 0.05 --until-idle 1.5 --no-trace -o " + shell_quote(dir / "out") + " > " +
-      shell_quote(dir / "stdout") + " 2>&1 &\n" + "pid=$!\nsleep 0.3\ncp " +
+      shell_quote(dir / "stdout") + " 2>&1 &\n" +
+      // The record file must land after watch has found its inputs: wait for
+      // its first output (a fixed pause lost the race under a sanitizer).
+      "pid=$!\nfor i in $(seq 300); do [ -s " + shell_quote(dir / "stdout") +
+      " ] && break; sleep 0.05; done\nsleep 0.1\ncp " +
       shell_quote(dir / "cat/pipeline_profile.json") + " " +
       shell_quote(from + "/pipeline_profile.json") + "\nsleep 0.5\nrm " +
       shell_quote(from + "/pipeline_profile.json") + "\nwait $pid\necho rc=$?\n";
