@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "numeric/statistics.h"
 #include "numeric/units.h"
 
 namespace pipescope {
@@ -156,13 +157,6 @@ struct DeviceDigest {
   }
 };
 
-std::int64_t median_of(std::vector<std::int64_t>& v) {
-  if (v.empty()) return 0;
-  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
-}
-
 DeviceDigest digest(const Device& device, const std::vector<std::int32_t>& steps,
                     const std::vector<JobRole>& roles) {
   DeviceDigest out;
@@ -203,8 +197,8 @@ DeviceDigest digest(const Device& device, const std::vector<std::int32_t>& steps
   out.ops.erase(std::unique(out.ops.begin(), out.ops.end(),
                             [](const OpTime& a, const OpTime& b) { return a.key == b.key; }),
                 out.ops.end());
-  out.median_forward_ns = median_of(forwards);
-  out.median_backward_ns = median_of(backwards);
+  out.median_forward_ns = upper_middle(forwards);
+  out.median_backward_ns = upper_middle(backwards);
   return out;
 }
 
@@ -238,11 +232,8 @@ struct LinkFit {
   std::int64_t tolerance_ns = 0;
 };
 
-std::int64_t low_quantile(std::vector<std::int64_t>& v) {
-  auto at = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 100);
-  std::nth_element(v.begin(), at, v.end());
-  return *at;
-}
+/// The 1% quantile (a damaged line does not decide).
+std::int64_t low_quantile(std::vector<std::int64_t>& v) { return select_rank(v, v.size() / 100); }
 
 LinkFit link_fit(const DeviceDigest& a, const DeviceDigest& b) {
   std::vector<std::int64_t> forward, backward;
