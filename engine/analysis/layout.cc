@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
@@ -54,17 +55,57 @@ std::int64_t rank_of(const LayoutShape& shape, const MeshPlace& place) {
   return rank;
 }
 
-/// Position in Run::devices of each global index below `ranks` (npos: absent).
-std::vector<std::size_t> positions_by_index(const Run& run, std::int64_t ranks) {
-  std::vector<std::size_t> out(static_cast<std::size_t>(std::max<std::int64_t>(ranks, 0)), npos);
-  for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    const auto i = run.devices[d].index;
-    if (i >= 0 && i < ranks) out[static_cast<std::size_t>(i)] = d;
+/// Each device's place in the run's rank order: machine × ranks per machine
+/// + its rank on the machine, so that a missing rank leaves a hole where it
+/// belongs (the global device index closes it up). Runs whose devices do not
+/// all have distinct (machine, rank) places (made by hand) use the global index.
+std::vector<std::int64_t> mesh_ranks(const Run& run) {
+  // A machine's width: its highest rank + 1; the run's, the most common.
+  std::map<int, int> width_of;
+  for (const Device& d : run.devices) {
+    int& w = width_of[d.machine];
+    w = std::max(w, d.rank + 1);
+  }
+  std::map<int, std::size_t> count;
+  for (const auto& [m, w] : width_of) ++count[w];
+  int width = 0;
+  std::size_t most = 0;
+  for (const auto& [w, c] : count) {
+    if (c > most || (c == most && w > width)) width = w, most = c;
+  }
+  // Machines of the common width (or narrower: a last rank missing) sit at
+  // machine × width; a wider one pushes the machines after it on.
+  std::map<int, std::int64_t> offset;
+  std::int64_t next = 0;
+  for (const auto& [m, w] : width_of) {
+    offset[m] = next;
+    next += std::max(w, width);
+  }
+  std::vector<std::int64_t> out;
+  out.reserve(run.devices.size());
+  for (const Device& d : run.devices) out.push_back(offset[d.machine] + std::max(d.rank, 0));
+  std::vector<std::int64_t> sorted = out;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    for (std::size_t d = 0; d < out.size(); ++d) out[d] = std::max(run.devices[d].index, 0);
   }
   return out;
 }
 
-/// The layout of a mesh, its devices found by global index.
+/// Position in Run::devices of each mesh rank below `ranks` (npos: absent).
+std::vector<std::size_t> positions_by_rank(const std::vector<std::int64_t>& rank_of,
+                                           std::int64_t ranks) {
+  std::vector<std::size_t> out(static_cast<std::size_t>(std::max<std::int64_t>(ranks, 0)), npos);
+  for (std::size_t d = 0; d < rank_of.size(); ++d) {
+    const std::int64_t r = rank_of[d];
+    if (r >= 0 && r < ranks && out[static_cast<std::size_t>(r)] == npos) {
+      out[static_cast<std::size_t>(r)] = d;
+    }
+  }
+  return out;
+}
+
+/// The layout of a mesh, its devices found by mesh rank.
 Layout layout_of_mesh(const Run& run, const LayoutShape& shape,
                       const std::vector<std::size_t>& position) {
   Layout layout;
@@ -398,7 +439,7 @@ bool tight_peers(const Device& a, const Device& b) {
 /// The tensor-parallel size the peers show: every group of consecutive
 /// peers (tight_peers with the group's first device) starts at a multiple
 /// of it and none is larger, half of them at least full; else 1.
-int peer_group_size(const Run& run) {
+int peer_group_size(const Run& run, const std::vector<std::int64_t>& rank_of) {
   std::vector<std::vector<std::size_t>> groups;
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
     if (!groups.empty() && tight_peers(run.devices[groups.back().front()], run.devices[d])) {
@@ -415,7 +456,7 @@ int peer_group_size(const Run& run) {
   }
   if (size <= 1 || most * 2 < groups.size()) return 1;
   for (const auto& group : groups) {
-    if (group.size() > size || run.devices[group.front()].index % static_cast<int>(size) != 0) {
+    if (group.size() > size || rank_of[group.front()] % static_cast<std::int64_t>(size) != 0) {
       return 1;
     }
   }
@@ -519,14 +560,15 @@ LayoutShape parse_layout_spec(std::string_view spec, std::string_view label) {
 }
 
 Layout layout_from_shape(const Run& run, const LayoutShape& shape, std::string_view label) {
-  for (const Device& device : run.devices) {
-    if (device.index >= shape.ranks()) {
-      throw std::invalid_argument(
-          fmt::format("{} {}: the mesh holds ranks 0-{}, but the run has device {}", label,
-                      describe_layout_shape(shape), shape.ranks() - 1, device.index));
+  const std::vector<std::int64_t> rank_of = mesh_ranks(run);
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    if (rank_of[d] >= shape.ranks()) {
+      throw std::invalid_argument(fmt::format(
+          "{} {}: the mesh holds ranks 0-{}, but the run has device {} (rank {})", label,
+          describe_layout_shape(shape), shape.ranks() - 1, run.devices[d].index, rank_of[d]));
     }
   }
-  Layout layout = layout_of_mesh(run, shape, positions_by_index(run, shape.ranks()));
+  Layout layout = layout_of_mesh(run, shape, positions_by_rank(rank_of, shape.ranks()));
   layout.method = LayoutMethod::given;
   layout.evidence = std::string(label);
   return layout;
@@ -548,8 +590,6 @@ Layout layout_from_stage_map(const Run& run, StageMap stages) {
 Layout detect_layout(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
                      const std::vector<JobRole>& roles) {
   const std::size_t n = run.devices.size();
-  std::int64_t ranks = 0;
-  for (const Device& device : run.devices) ranks = std::max<std::int64_t>(ranks, device.index + 1);
   if (n <= 1) {
     Layout layout = n == 0 ? no_layout(run, "") : layout_of_mesh(run, LayoutShape{}, {0});
     layout.method = LayoutMethod::detected;
@@ -557,46 +597,87 @@ Layout detect_layout(const Run& run, const std::vector<std::vector<std::int32_t>
     return layout;
   }
   Detector detector(run, job_step, roles);
-  const int peers = peer_group_size(run);
+  const std::vector<std::int64_t> rank_of = mesh_ranks(run);
+  const int peers = peer_group_size(run, rank_of);
 
-  // Meshes to test: tp innermost (peers are consecutive ranks in every
-  // framework's order), both orders of dp and pp. A sparse selection of
-  // ranks (--devices 0,100) is placed by its order instead of its indices.
-  std::vector<std::size_t> position = positions_by_index(run, ranks);
-  if (ranks > 2 * static_cast<std::int64_t>(n)) {
-    ranks = static_cast<std::int64_t>(n);
-    for (std::size_t d = 0; d < n; ++d) position[d] = d;
-    position.resize(n);
+  // Two numberings of the devices: their mesh ranks (machine × ranks per
+  // machine + rank: a missing rank leaves a hole where it belongs), and
+  // their order (a selection such as --devices 0,2,4,6 is a pipeline of its
+  // own, not a mesh of 7 with 3 holes).
+  struct Numbering {
+    std::vector<std::size_t> position;
+    std::int64_t ranks = 0;
+  };
+  std::vector<Numbering> numberings;
+  {
+    std::int64_t ranks = 0;
+    for (const std::int64_t r : rank_of) ranks = std::max(ranks, r + 1);
+    numberings.push_back({positions_by_rank(rank_of, ranks), ranks});
+    if (ranks != static_cast<std::int64_t>(n)) {
+      Numbering compact{std::vector<std::size_t>(n), static_cast<std::int64_t>(n)};
+      for (std::size_t d = 0; d < n; ++d) compact.position[d] = d;
+      numberings.push_back(std::move(compact));
+    }
   }
-  std::vector<LayoutShape> shapes;
-  for (const int tp : divisors(ranks)) {
-    const std::int64_t rest = ranks / tp;
-    for (const int pp : divisors(rest)) {
-      const auto dp = static_cast<int>(rest / pp);
-      shapes.push_back({pp, dp, tp, {LayoutAxis::dp, LayoutAxis::pp, LayoutAxis::tp}});
-      if (dp > 1 && pp > 1) {
-        shapes.push_back({pp, dp, tp, {LayoutAxis::pp, LayoutAxis::dp, LayoutAxis::tp}});
+  // Meshes to test: tp innermost (peers are consecutive ranks in every
+  // framework's order), both orders of dp and pp, for each numbering.
+  struct Shape {
+    LayoutShape shape;
+    std::size_t numbering = 0;
+    bool empty_stage = false;  ///< a stage with no device at all
+  };
+  std::vector<Shape> shapes;
+  for (std::size_t k = 0; k < numberings.size(); ++k) {
+    const Numbering& numbering = numberings[k];
+    for (const int tp : divisors(numbering.ranks)) {
+      const std::int64_t rest = numbering.ranks / tp;
+      for (const int pp : divisors(rest)) {
+        const auto dp = static_cast<int>(rest / pp);
+        for (const auto& order : {std::array{LayoutAxis::dp, LayoutAxis::pp, LayoutAxis::tp},
+                                  std::array{LayoutAxis::pp, LayoutAxis::dp, LayoutAxis::tp}}) {
+          if (order[0] == LayoutAxis::pp && (dp == 1 || pp == 1)) continue;  // the same mesh
+          Shape s{{pp, dp, tp, order}, k, false};
+          std::vector<char> seen(static_cast<std::size_t>(pp), 0);
+          for (std::int64_t r = 0; r < numbering.ranks; ++r) {
+            if (numbering.position[static_cast<std::size_t>(r)] != npos) {
+              seen[static_cast<std::size_t>(mesh_place(s.shape, r).stage)] = 1;
+            }
+          }
+          s.empty_stage = std::find(seen.begin(), seen.end(), 0) != seen.end();
+          shapes.push_back(s);
+        }
       }
     }
   }
-  // Most stages first; then the peers' size, a smaller tp, the order listed.
-  std::stable_sort(shapes.begin(), shapes.end(), [&](const LayoutShape& a, const LayoutShape& b) {
+  // A mesh none of whose stages is empty first (a stage without a single
+  // device is no evidence); then the most stages; then the mesh with fewer
+  // holes (the same devices in fewer places); then the peers' size, a
+  // smaller tp, the order listed.
+  std::stable_sort(shapes.begin(), shapes.end(), [&](const Shape& x, const Shape& y) {
+    const LayoutShape& a = x.shape;
+    const LayoutShape& b = y.shape;
+    if (x.empty_stage != y.empty_stage) return !x.empty_stage;
     if (a.pp != b.pp) return a.pp > b.pp;
+    const std::int64_t holes_x = numberings[x.numbering].ranks,
+                       holes_y = numberings[y.numbering].ranks;
+    if (holes_x != holes_y) return holes_x < holes_y;  // the same devices: fewer holes
     if ((a.tp == peers) != (b.tp == peers)) return a.tp == peers;
-    return a.tp < b.tp;
+    if (a.tp != b.tp) return a.tp < b.tp;
+    return x.numbering < y.numbering;
   });
   std::string first_failure;
-  for (const LayoutShape& shape : shapes) {
-    const Candidate c = detector.test(shape, position);
+  for (const Shape& s : shapes) {
+    const Numbering& numbering = numberings[s.numbering];
+    const Candidate c = detector.test(s.shape, numbering.position);
     if (c.fits) {
-      Layout layout = layout_of_mesh(run, shape, position);
+      Layout layout = layout_of_mesh(run, s.shape, numbering.position);
       layout.method = LayoutMethod::detected;
       layout.evidence = "job order and dependencies";
       return layout;
     }
     // The pipeline of every device (or of every peer group) is what a
     // person expects; its failure says most.
-    if (first_failure.empty() && shape.dp == 1 && (shape.tp == peers || shape.tp == 1)) {
+    if (first_failure.empty() && s.shape.dp == 1 && (s.shape.tp == peers || s.shape.tp == 1)) {
       first_failure = c.why_not;
     }
   }

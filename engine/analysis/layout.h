@@ -17,8 +17,12 @@
 //     same jobs, 90% of them starting and ending within 5% of their length
 //     of each other (peers meet in an all-reduce inside every job).
 //  2. Every mesh (pp × dp × tp = the ranks, tp innermost; both orders of dp
-//     and pp) is tested: the devices of one stage must run the same job list
-//     in (nearly) every step, and along every replica each stage must follow
+//     and pp) is tested, the devices placed by their rank in the run
+//     (machine × ranks per machine + rank on the machine: a missing rank
+//     leaves a hole where it belongs) and again by their order (a selection
+//     of devices is a pipeline of its own): the devices of one stage must
+//     run the same job list in (nearly) every step, and along every replica
+//     each stage must follow
 //     the one before it. "Follow" is read from the dependency timing in a
 //     way no clock offset changes: for a link a -> b between two machines
 //     whose clocks differ by δ, the forwards give start_b(F m) − end_a(F m)
@@ -32,7 +36,8 @@
 //  3. Of the meshes that fit, the one with the most stages wins (a mesh with
 //     too few stages also fits: its links skip stages, which keeps round
 //     trips positive, but a mesh with more stages than the run has needs a
-//     link between two copies of one stage); then the tensor-parallel size
+//     link between two copies of one stage), a mesh with a stage that holds
+//     no device coming last; then fewer holes, the tensor-parallel size
 //     found in step 1, a smaller tp, and the order as listed above.
 //  4. No mesh fits: each device is its own stage, and the clocks are not
 //     corrected (a dependency between devices that are not adjacent stages

@@ -204,6 +204,32 @@ TEST(Layout, MachinesInTheWrongOrderFitNoLayoutAndSayWhy) {
   EXPECT_NE(layout.reason.find("does not follow"), std::string::npos) << layout.reason;
 }
 
+// A missing rank: discovery closes the global indices up (the next device
+// takes its index), but its machine and rank still say where it belongs,
+// and the mesh is found with a hole there. A selection of devices
+// (--devices 0,2,4,6: one peer of each stage) is a pipeline of its own.
+TEST(Layout, AMissingRankLeavesAHoleAndASelectionIsAPipelineOfItsOwn) {
+  Hybrid h;
+  h.shape = {4, 2, 2, kPaddle};
+  h.gpus_per_machine = 8;
+  pipescope::Run run = hybrid_run(h);
+  pipescope::Run selected = run;
+  run.devices.erase(run.devices.begin() + 5);
+  for (std::size_t d = 0; d < run.devices.size(); ++d) run.devices[d].index = static_cast<int>(d);
+  const Layout holed = detect(run);
+  ASSERT_EQ(holed.method, LayoutMethod::detected) << holed.reason;
+  EXPECT_EQ(holed.shape, h.shape);
+  EXPECT_EQ(holed.stages.devices[2].size(), 3u);  // stage 2 lost one peer of replica 0
+
+  std::vector<Device> kept;
+  for (const int i : {0, 2, 4, 6}) kept.push_back(selected.devices[static_cast<std::size_t>(i)]);
+  selected.devices = std::move(kept);
+  const Layout pipeline = detect(selected);
+  ASSERT_EQ(pipeline.method, LayoutMethod::detected) << pipeline.reason;
+  EXPECT_EQ(pipeline.shape.pp, 4);
+  EXPECT_EQ(pipeline.shape.dp * pipeline.shape.tp, 1);
+}
+
 TEST(Layout, AGivenMeshIsTakenAndOneTooSmallIsRefused) {
   Hybrid h;
   h.shape = {4, 2, 1, kMegatron};
