@@ -57,6 +57,22 @@ std::string why_incomplete(const Run& run, const Metrics& metrics, const TypeKin
     if (k >= s.first && k < s.first + s.count) segment = &s;
   }
   if (segment == nullptr) return {};
+  // A cut input: the first device that began no later step before its cut.
+  for (const std::size_t d : segment->devices) {
+    const Device& device = run.devices[d];
+    if (device.cut_ns == Device::kNotCut) continue;
+    const auto& steps = metrics.job_step[d];
+    bool later = false;
+    for (std::size_t i = 0; i < steps.size() && !later; ++i) {
+      later = steps[i] >= 0 && static_cast<std::size_t>(steps[i]) > k &&
+              static_cast<std::size_t>(steps[i]) < segment->first + segment->count &&
+              device.jobs[i].start_ns < device.cut_ns;
+    }
+    if (!later) {
+      return fmt::format("the input of device {} ({}) was cut before it began a later step",
+                         device.index, device.path);
+    }
+  }
   const bool last = k + 1 == segment->first + segment->count;
   for (const std::size_t d : last ? std::vector<std::size_t>{} : segment->devices) {
     const auto& steps = metrics.job_step[d];

@@ -113,17 +113,26 @@ KindCounts kind_counts(const Device& device, std::size_t first, std::size_t last
 }
 
 /// The contract's complete-step rule over one segment's steps.
+/// `begun_steps[d]`: the steps device d began (before its input's cut).
 void mark_complete_steps(const Run& run, const TypeKinds& kinds, std::size_t s,
-                         const std::vector<std::int64_t>& device_steps, Metrics& metrics) {
+                         const std::vector<std::int64_t>& begun_steps, Metrics& metrics) {
   const SegmentSteps& segment = metrics.segments[s];
   const std::size_t n = segment.count;
+  const bool cut = std::any_of(segment.devices.begin(), segment.devices.end(), [&](std::size_t d) {
+    return run.devices[d].cut_ns != Device::kNotCut;
+  });
   std::optional<std::size_t> previous_complete;  // local index
   for (std::size_t k = 0; k < n; ++k) {
     bool complete = true;
     for (const std::size_t d : segment.devices) {
-      complete = complete && static_cast<std::size_t>(device_steps[d]) > k + 1;
+      complete = complete && static_cast<std::size_t>(begun_steps[d]) > k + 1;
+      // The window must also end before the cut: a job timed by the host
+      // after the cut could otherwise fall into it.
+      complete = complete && metrics.steps[segment.first + k].end_ns <= run.devices[d].cut_ns;
     }
-    if (!complete && k + 1 == n) {
+    // A cut input never completes its segment's last step: what it lost
+    // there is unknown.
+    if (!complete && k + 1 == n && !cut) {
       if (n == 1) {
         complete = true;  // a first and only step
       } else if (previous_complete) {
@@ -170,6 +179,9 @@ Metrics compute_metrics(const Run& run) {
   // device_steps[s][d]: device d's steps in segment s.
   std::vector<std::vector<std::int64_t>> device_steps(segment_count,
                                                       std::vector<std::int64_t>(device_count, 0));
+  // begun_steps[s][d]: the steps device d began before its input's cut
+  // (all of them when not cut).
+  std::vector<std::vector<std::int64_t>> begun_steps = device_steps;
   std::size_t step_count = 0;
   for (std::size_t s = 0; s < segment_count; ++s) {
     SegmentSteps segment;
@@ -188,6 +200,18 @@ Metrics compute_metrics(const Run& run) {
         for (std::int32_t& k : step_of) k += static_cast<std::int32_t>(step_count);
       }
       device_steps[s][d] = steps;
+      // A cut input has begun only the steps of its jobs before the cut.
+      if (device.cut_ns != Device::kNotCut) {
+        std::int32_t begun = 0;
+        for (std::size_t i = first; i < last; ++i) {
+          if (device.jobs[i].start_ns < device.cut_ns) {
+            begun = std::max(begun, step_of[i - first] + 1 - static_cast<std::int32_t>(step_count));
+          }
+        }
+        begun_steps[s][d] = begun;
+      } else {
+        begun_steps[s][d] = steps;
+      }
     });
     for (std::size_t d = 0; d < device_count; ++d) {
       const auto [first, last] = run.devices[d].segment_jobs(s);
@@ -264,7 +288,7 @@ Metrics compute_metrics(const Run& run) {
   }
   for (std::size_t s = 0; s < metrics.segments.size(); ++s) {
     SegmentSteps& segment = metrics.segments[s];
-    mark_complete_steps(run, kinds, s, device_steps[s], metrics);
+    mark_complete_steps(run, kinds, s, begun_steps[s], metrics);
     if (segment.count > 0) {
       segment.start_ns = metrics.steps[segment.first].start_ns;
       segment.end_ns = metrics.steps[segment.first + segment.count - 1].end_ns;

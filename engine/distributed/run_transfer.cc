@@ -22,7 +22,7 @@ static_assert(sizeof(void*) != 8 || sizeof(InputStats) == 2 * sizeof(std::string
 static_assert(sizeof(void*) != 8 || sizeof(Device) == 2 * sizeof(std::string) + 16 +
                                                           sizeof(JobVector) +
                                                           sizeof(std::vector<StepStartLine>) +
-                                                          sizeof(std::vector<std::size_t>),
+                                                          sizeof(std::vector<std::size_t>) + 8,
               "Device changed: update put_device/get_device");
 static_assert(sizeof(Job) == 40, "Job changed: records travel as 40-byte copies");
 
@@ -36,6 +36,7 @@ void put_device(ByteWriter& w, const Device& d) {
   w.str(d.machine_name);
   w.put(static_cast<std::int32_t>(d.rank));
   w.str(d.path);
+  w.put(d.cut_ns);
   w.put(static_cast<std::uint32_t>(d.step_starts.size()));
   for (const StepStartLine& s : d.step_starts) {
     w.put(s.line);
@@ -50,6 +51,7 @@ Device get_device(ByteReader& r) {
   d.machine_name = r.str();
   d.rank = r.get<std::int32_t>();
   d.path = r.str();
+  d.cut_ns = r.get<std::int64_t>();
   const auto step_starts = r.get<std::uint32_t>();
   for (std::uint32_t i = 0; i < step_starts; ++i) {
     StepStartLine s;
@@ -70,6 +72,7 @@ void put_stats(ByteWriter& w, const InputStats& s) {
   w.put(s.partial_last_line_bytes);
   w.str(s.error);
   w.put(static_cast<std::uint8_t>(s.unreadable ? 1 : 0));
+  w.put(static_cast<std::uint8_t>(s.time_base));
 }
 
 InputStats get_stats(ByteReader& r) {
@@ -83,6 +86,11 @@ InputStats get_stats(ByteReader& r) {
   s.partial_last_line_bytes = r.get<std::uint64_t>();
   s.error = r.str();
   s.unreadable = r.get<std::uint8_t>() != 0;
+  const auto base = r.get<std::uint8_t>();
+  if (base > static_cast<std::uint8_t>(TimeBase::missing)) {
+    throw WireError(fmt::format("bad time base {} in the input stats", base));
+  }
+  s.time_base = static_cast<TimeBase>(base);
   return s;
 }
 

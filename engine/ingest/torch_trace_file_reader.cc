@@ -52,12 +52,20 @@ FileResult TorchTraceFileReader::read() {
   out_.stats.bytes = tokenizer.bytes();
   out_.stats.lines = tokenizer.events();
   out_.stats.oversized = tokenizer.oversized();
+  // Ended inside the events (cut short, or compressed data that broke off):
+  // the GPU activities, which Kineto writes after the CPU events, go first.
+  if (!unreadable && !tokenizer.complete() && tokenizer.in_events()) {
+    cut_offset_ = tokenizer.bytes();
+  }
   if (late_annotation_ && !unreadable) second_pass();
   require_steps_for_pattern();
   std::vector<Pending> pending = timed_actions();
   const std::vector<std::int64_t> stages = rank_stages(pending);
   emit_jobs(pending, stages);
   record_steps();
+  if (!out_.device.jobs.empty()) {
+    out_.stats.time_base = base_given_ ? TimeBase::given : TimeBase::missing;
+  }
   return std::move(out_);
 }
 
@@ -80,6 +88,7 @@ void TorchTraceFileReader::on_base_time(std::string_view value) {
   if (parse_json_int(trim_json_token(value), base) && base >= 0 &&
       base <= 4'000'000'000'000'000'000) {
     base_ns_ = base;
+    base_given_ = true;
   } else {
     note(0, fmt::format("baseTimeNanoseconds '{}' is not an integer in 0..4e18; times "
                         "are taken as absolute microseconds",
@@ -158,6 +167,7 @@ void TorchTraceFileReader::apply(ParsedEvent& e) {
       return;
     }
     case EventClass::kernel:
+      gpu_latest_start_ = std::max(gpu_latest_start_, e.start);
       on_kernel(e.correlation, e.start, e.end);
       return;
     case EventClass::launch:
@@ -299,6 +309,7 @@ std::vector<TorchTraceFileReader::Pending> TorchTraceFileReader::timed_actions()
 
   std::vector<Pending> pending;
   std::uint64_t host_timed = 0;
+  std::int64_t first_host_timed = std::numeric_limits<std::int64_t>::max();
   for (const Annotation& cpu : cpu_) {
     std::vector<TraceAction> actions = actions_of(cpu);
     if (actions.empty()) continue;
@@ -315,12 +326,15 @@ std::vector<TorchTraceFileReader::Pending> TorchTraceFileReader::timed_actions()
       end = kernel_end;
     } else {
       host_timed += actions.size();
+      first_host_timed = std::min(first_host_timed, cpu.start);
     }
     for (TraceAction& action : actions) {
       pending.push_back({std::move(action), start, end, cpu.start, cpu.ordinal});
     }
   }
-  if (host_timed > 0) {
+  if (cut_offset_) {
+    note_cut(pending, host_timed, first_host_timed);
+  } else if (host_timed > 0) {
     note(0, fmt::format("{} of {} jobs are host-timed: no GPU span or kernel was found for "
                         "them, so their times are the CPU's launch spans, not the GPU's",
                         host_timed, pending.size()));
@@ -328,6 +342,47 @@ std::vector<TorchTraceFileReader::Pending> TorchTraceFileReader::timed_actions()
     out_.notes.push_back({WarningCode::host_timed_jobs, input_.path, -1, -1, host_timed});
   }
   return pending;
+}
+
+/// A trace cut inside its events: where its record ends in time, and one
+/// warning saying what was lost. Kineto writes the CPU events first, then
+/// the runtime calls and GPU activities in time order, then the GPU
+/// annotations and last `baseTimeNanoseconds`: a cut loses the GPU's view of
+/// the latest jobs first. The record ends at the latest GPU activity read,
+/// or earlier at the first job that kept no GPU time (its host start: a
+/// later step that begins after it cannot count as begun), and at the first
+/// job when no GPU activity survived at all.
+void TorchTraceFileReader::note_cut(const std::vector<Pending>& pending, std::uint64_t host_timed,
+                                    std::int64_t first_host_timed) {
+  std::int64_t first_job = std::numeric_limits<std::int64_t>::max();
+  for (const Pending& p : pending) first_job = std::min(first_job, p.start);
+  if (pending.empty()) first_job = 0;
+  const bool gpu_read = gpu_latest_start_ != std::numeric_limits<std::int64_t>::min();
+  std::int64_t cut = gpu_read ? gpu_latest_start_ : first_job;
+  cut = std::min(cut, first_host_timed);
+  if (!pending.empty()) out_.device.cut_ns = base_ns_ + cut;
+  std::string lost =
+      gpu_read ? fmt::format(
+                     "what the GPU did after {:.6f} s into the trace (its kernels and "
+                     "annotations: Kineto writes them after the CPU events, in time order)",
+                     static_cast<double>(cut - first_job) / 1e9)
+               : std::string("every GPU activity and the CPU events after the cut");
+  if (!base_given_) lost += ", and baseTimeNanoseconds (written after the events)";
+  std::string message = fmt::format(
+      "{}: the trace ends at byte {}{} inside its events (a crash, or a copy cut short); lost: {}",
+      input_.path, *cut_offset_,
+      compression_of(input_.path) == Compression::none ? "" : " of the decompressed data", lost);
+  if (host_timed > 0) {
+    message += fmt::format(
+        "; {} of {} jobs are host-timed because of the cut (not the profiler's set-up): their "
+        "intervals are the CPU's launch spans",
+        host_timed, pending.size());
+  }
+  if (!pending.empty()) {
+    message += "; the steps from the cut on are incomplete for the run, left out of the totals";
+  }
+  note(0, message);
+  out_.notes.push_back({WarningCode::trace_cut, message, -1, -1, *cut_offset_});
 }
 
 /// The stages this rank ran, in order (a stage's place among them is its

@@ -96,6 +96,8 @@ class TorchTraceFileReader {
   void require_steps_for_pattern();
   std::vector<TraceAction> actions_of(const Annotation& a);
   std::vector<Pending> timed_actions();
+  void note_cut(const std::vector<Pending>& pending, std::uint64_t host_timed,
+                std::int64_t first_host_timed);
   std::vector<std::int64_t> rank_stages(const std::vector<Pending>& pending);
   void emit_jobs(std::vector<Pending>& pending, const std::vector<std::int64_t>& stages);
   void record_steps();
@@ -107,6 +109,12 @@ class TorchTraceFileReader {
   std::optional<JobPattern> pattern_;
   BatchPool batches_;
   std::int64_t base_ns_ = 0;
+  bool base_given_ = false;
+  // Byte offset where the file ended inside its events (cut short), if so.
+  std::optional<std::uint64_t> cut_offset_;
+  // The latest start of a kernel (copy, set) read: how far the GPU's record
+  // reaches in a cut trace.
+  std::int64_t gpu_latest_start_ = std::numeric_limits<std::int64_t>::min();
   std::vector<Annotation> cpu_, gpu_;
   std::vector<StepSpan> steps_;
   std::vector<std::pair<std::int64_t, std::size_t>> span_index_;    // (start, cpu_ index)

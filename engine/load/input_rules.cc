@@ -53,6 +53,30 @@ void refuse_unreadable(const Run& run, const InputRules& rules) {
   throw InputError(message);
 }
 
+void refuse_unplaced(const Run& run) {
+  std::vector<const InputStats*> missing;
+  std::size_t given = 0;
+  for (const InputStats& input : run.inputs) {
+    if (input.time_base == TimeBase::missing) missing.push_back(&input);
+    given += input.time_base == TimeBase::given;
+  }
+  if (missing.empty() || given == 0) return;
+  std::string message = fmt::format(
+      "{} of {} traces {} no baseTimeNanoseconds while {} {} one: {} times count from an "
+      "unknown base and cannot be placed on theirs",
+      missing.size(), missing.size() + given, missing.size() == 1 ? "has" : "have", given,
+      given == 1 ? "has" : "have", missing.size() == 1 ? "its" : "their");
+  for (const InputStats* input : missing) {
+    message += fmt::format("\n  {}{}", input->path,
+                           input->error.empty() ? std::string(" (no baseTimeNanoseconds key)")
+                                                : fmt::format(" ({})", input->error));
+  }
+  message +=
+      "\nKineto writes the base time after the events, so a trace a crash cut short loses it; "
+      "analyse the other traces without it (name them, or move it out of the folder)";
+  throw InputError(message);
+}
+
 std::vector<Warning> check_rank_layout(const Run& run) {
   std::vector<Warning> warnings;
   // Machine ordinal -> its devices' positions, in rank order.

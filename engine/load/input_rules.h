@@ -19,6 +19,7 @@
 //
 // Usage (load_run does this):
 //   refuse_unreadable(run, rules);               // throws InputError
+//   refuse_unplaced(run);                        // throws InputError
 //   auto warnings = check_rank_layout(run);      // before leaving devices out
 //   append(warnings, leave_out_devices(run));
 //   ... analyse ...
@@ -56,6 +57,12 @@ struct InputRules {
 /// Throws InputError naming every unreadable input (path and error) unless
 /// `rules.allow_unreadable`.
 void refuse_unreadable(const Run& run, const InputRules& rules);
+
+/// Throws InputError naming every input whose format states a time base
+/// that it lacks (TimeBase::missing: a PyTorch trace cut before its
+/// `baseTimeNanoseconds`) while other inputs have theirs: its times cannot
+/// be placed on theirs. When no input has one, times are as written.
+void refuse_unplaced(const Run& run);
 
 /// rank_gap and uneven_ranks warnings, from the devices of `run` as read
 /// (call it before leave_out_devices: an empty input is a rank present).

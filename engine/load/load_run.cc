@@ -133,6 +133,7 @@ LoadedRun load_run(Run run, const LoadOptions& options) {
   // The input rules first: nothing is analysed (or written) from a run with
   // an unreadable input, and D never counts a device without a job.
   refuse_unreadable(loaded.run, options.inputs);
+  refuse_unplaced(loaded.run);
   if (options.first_step) loaded.run.first_step = options.first_step;
   if (options.inputs.check_layout) loaded.input_warnings = check_rank_layout(loaded.run);
   for (Warning& note : loaded.run.notes) loaded.input_warnings.push_back(note);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,10 +69,28 @@ struct Device {
   /// per segment; equal entries for a segment without a job of this
   /// device). Empty: every job is in the one segment.
   std::vector<std::size_t> segment_begin;
+  /// Where the device's input was cut (a trace a crash cut short, whose GPU
+  /// activities past this time were lost): a step counts as left by this
+  /// device only when one of its later steps began before this time
+  /// (docs/guide.md, "Complete step"). kNotCut: nothing was lost.
+  std::int64_t cut_ns = kNotCut;
+  static constexpr std::int64_t kNotCut = std::numeric_limits<std::int64_t>::max();
 
   /// Jobs [first, last) of `segment` (without segment_begin: all of them
   /// in segment 0, none in any other).
   std::pair<std::size_t, std::size_t> segment_jobs(std::size_t segment) const;
+};
+
+/// Whether an input gave the base its times count from.
+enum class TimeBase : std::uint8_t {
+  /// The format states none (worker logs: absolute times), or the input
+  /// holds no job.
+  not_stated,
+  /// The input gave it.
+  given,
+  /// The format states one, but this input has none (a trace cut before it,
+  /// or written by a profiler that omits it): its times are as written.
+  missing,
 };
 
 /// What reading one input file found; reported in the summary.
@@ -97,6 +116,10 @@ struct InputStats {
   /// load_run refuses such an input, or leaves its device out (docs/guide.md,
   /// "Missing, unreadable and empty ranks").
   bool unreadable = false;
+  /// Where the input's times count from, for formats that state it (a
+  /// PyTorch trace's `baseTimeNanoseconds`): load_run refuses an input whose
+  /// base was lost while other inputs have theirs.
+  TimeBase time_base = TimeBase::not_stated;
 };
 
 /// A problem found in one line of one input (a skipped line), kept for the

@@ -55,6 +55,10 @@ enum class WarningSeverity {
     "a device that ran less than half as many forward, backward and optimizer jobs per step (of " \
     "its own steps) as the median of its stage peers, or of all other devices when each device "  \
     "is its own stage (a log that lost lines, a rank that logs only part of its jobs)")           \
+  X(trace_cut, input,                                                                             \
+    "a PyTorch trace that ends inside its events (a crash): the file, the byte offset and what "  \
+    "was lost are named; jobs that lost their GPU spans are host-timed, and the steps from the "  \
+    "cut on are incomplete")                                                                      \
   X(other_pipelines, note,                                                                        \
     "records or traces of several pipelines (data-parallel replicas): one is analysed, the "      \
     "others are listed by rank; `--pipeline K` picks another")                                    \

@@ -43,7 +43,7 @@ TEST(WarningTable, SeveritiesAreThoseCheckActsOn) {
     if (info.severity == WarningSeverity::input) input.insert(info.name);
   }
   EXPECT_EQ(input, (std::set<std::string_view>{"unreadable_input", "empty_input", "rank_gap",
-                                               "uneven_ranks", "short_device"}));
+                                               "uneven_ranks", "short_device", "trace_cut"}));
   EXPECT_EQ(severity_name(WarningSeverity::input), "input");
   EXPECT_EQ(severity_name(WarningSeverity::data), "data");
   EXPECT_EQ(severity_name(WarningSeverity::note), "note");

@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Damaged and ambiguous inputs, the way real runs leave them: exact or refused.
+
+    check_damaged.py --cli build/cli/pipescope [--keep DIR] [-k NAME]
+
+Each case writes its inputs with the independent generators (kineto_run.py for
+PyTorch traces in Kineto's write order, hybrid_run.py for worker logs), runs
+`pipescope analyze` (and `check`), and compares with the truth the generator
+computed from the true times by the metric contract (pipescope_reference.py):
+every figure the engine reports is the truth over the steps it calls complete,
+or the engine refuses (exit 2) naming the file. Prints one line per case; exits 1
+when a case fails.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import kineto_run  # noqa: E402
+
+
+class Failure(Exception):
+    pass
+
+
+def expect(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def run(cmd, env=None):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)
+
+
+def analyze(cli, inputs, out, *options):
+    out = Path(out)
+    r = run([cli, "analyze", *inputs, "-o", out, "--quiet", *options])
+    summary = None
+    if (out / "summary.json").exists() and r.returncode == 0:
+        summary = json.loads((out / "summary.json").read_text())
+    return r, summary
+
+
+def truth_over(truth, steps, devices=None):
+    """The contract's figures over the true steps `steps` (step numbers)."""
+    chosen = [s for s in truth["steps"] if s["step"] in steps]
+    window = sum(s["duration_ns"] for s in chosen)
+    idle = sum(d["idle_ns"] for s in chosen for d in s["devices"])
+    n = len(chosen[0]["devices"]) if chosen else 0
+    busy = {}
+    for s in chosen:
+        for d in s["devices"]:
+            busy[d["device"]] = busy.get(d["device"], 0) + d["busy_ns"]
+    return {"total_window_ns": window, "bubble_ratio": idle / (n * window) if window else 0.0,
+            "busy": busy, "windows": {s["step"]: (s["start_ns"], s["end_ns"]) for s in chosen}}
+
+
+def check_figures(summary, truth, base_ns):
+    """Engine figures == the truth over the engine's complete steps."""
+    complete = [s["step"] for s in summary["steps"] if s["complete"]]
+    t = truth_over(truth, set(complete))
+    expect(summary["total_window_ns"] == t["total_window_ns"],
+           f"total_window_ns {summary['total_window_ns']} != truth {t['total_window_ns']} "
+           f"over steps {complete}")
+    expect(abs(summary["bubble_ratio"] - t["bubble_ratio"]) < 1e-9,
+           f"bubble_ratio {summary['bubble_ratio']} != truth {t['bubble_ratio']}")
+    for d in summary["devices"]:
+        expect(d["busy_ns"] == t["busy"][d["device"]],
+               f"device {d['device']} busy {d['busy_ns']} != truth {t['busy'][d['device']]}")
+    for s in summary["steps"]:
+        if s["complete"]:
+            lo, hi = t["windows"][s["step"]]
+            expect((s["start_ns"] + base_ns, s["end_ns"] + base_ns) == (lo, hi) or
+                   (s["start_ns"], s["end_ns"]) == (lo, hi),
+                   f"step {s['step']} window differs from the truth")
+    return complete
+
+
+def warning(summary, code):
+    return [w for w in summary.get("warnings", []) if w["code"] == code]
+
+
+# ---------------------------------------------------------------- cases
+
+def kineto(work, *args):
+    out = Path(work) / "run"
+    kineto_run.main(["-o", str(out), *args])
+    return out, json.loads((out / "truth.json").read_text())
+
+
+def cut_file(truth):
+    return next(f for f in truth["files"] if "cut_section" in f)
+
+
+def case_cut_base_lost(cli, work):
+    """Kineto's order: the cut loses baseTimeNanoseconds; the others have theirs."""
+    run_dir, truth = kineto(work, "--cut", "2:gpu:0.5")
+    r, _ = analyze(cli, [run_dir], Path(work) / "out")
+    expect(r.returncode == 2, f"exit {r.returncode}, expected 2\n{r.stderr[-800:]}")
+    expect("rank2.pt.trace.json" in r.stderr and "baseTimeNanoseconds" in r.stderr,
+           f"the refusal does not name the file and the base time:\n{r.stderr[-800:]}")
+
+
+def cut_case(cli, work, *args, min_lost=1):
+    run_dir, truth = kineto(work, *args)
+    f = cut_file(truth)
+    r, summary = analyze(cli, [run_dir], Path(work) / "out")
+    expect(r.returncode == 0, f"exit {r.returncode}\n{r.stderr[-800:]}")
+    complete = check_figures(summary, truth, truth["base_ns"])
+    survived = f["survived_steps"]
+    expect(set(complete) <= set(survived),
+           f"complete steps {complete} include steps whose kernels were lost "
+           f"(survived: {survived})")
+    expect(len(complete) >= len(survived) - 1,
+           f"only {complete} complete of the {survived} that survived")
+    cut = warning(summary, "trace_cut")
+    expect(len(cut) == 1, f"{len(cut)} trace_cut warnings")
+    expect(f["path"] in cut[0]["message"] and f"byte {f['surviving_bytes']}" in cut[0]["message"],
+           f"trace_cut does not name the file and byte {f['surviving_bytes']}: "
+           f"{cut[0]['message']}")
+    expect(not warning(summary, "host_timed_jobs"),
+           "host_timed_jobs blames the profiler's set-up for the cut")
+    # The gate refuses it, naming the file.
+    base_out = Path(work) / "base"
+    full_dir = Path(work) / "full"
+    kineto_run.main(["-o", str(full_dir), *[a for a in args if not a.startswith("--cut")
+                                             and ":" not in a]])
+    r0, _ = analyze(cli, [full_dir], base_out)
+    expect(r0.returncode == 0, f"the uncut run: exit {r0.returncode}\n{r0.stderr[-400:]}")
+    g = run([cli, "check", Path(work) / "out" / "summary.json", "--baseline",
+             base_out / "summary.json", "--max-bubble-increase", "2pp"])
+    expect(g.returncode == 2 and f["path"] in (g.stdout + g.stderr),
+           f"check: exit {g.returncode}, expected 2 naming {f['path']}\n"
+           f"{(g.stdout + g.stderr)[-800:]}")
+    return complete, survived
+
+
+def case_cut_gpu_base_first(cli, work):
+    """Base written first (intact): the kernels after the cut are lost."""
+    cut_case(cli, work, "--base", "first", "--cut", "1:gpu:0.6")
+
+
+def case_cut_gpu_old_traces(cli, work):
+    """No trace has a base (older traces, absolute times): taken as written."""
+    cut_case(cli, work, "--base", "none", "--cut", "3:gpu:0.3")
+
+
+def case_cut_gz(cli, work):
+    """A gzip trace whose compressed stream broke off in the kernels."""
+    cut_case(cli, work, "--gz", "--base", "first", "--cut", "0:gpu:0.7")
+
+
+def case_cut_annotations(cli, work):
+    """Only GPU annotations lost: the kernels give every job's interval."""
+    complete, survived = cut_case(cli, work, "--base", "first", "--cut", "2:annotations:0.5")
+    expect(len(complete) >= len(survived) - 1, "steps lost")
+
+
+def case_cut_cpu(cli, work):
+    """Cut among the CPU events: no GPU activity survived; no step can be complete."""
+    run_dir, truth = kineto(work, "--base", "first", "--cut", "1:cpu:0.5")
+    r, summary = analyze(cli, [run_dir], Path(work) / "out")
+    expect(r.returncode == 0, f"exit {r.returncode}\n{r.stderr[-800:]}")
+    expect(all(not s["complete"] for s in summary["steps"]), "a step counted complete")
+    expect(warning(summary, "no_complete_step"), "no no_complete_step warning")
+    cut = warning(summary, "trace_cut")
+    expect(cut and "every GPU activity" in cut[0]["message"], f"trace_cut: {cut}")
+
+
+def case_cut_tail(cli, work):
+    """Cut after the events array (only the base lost), others have a base: refused."""
+    run_dir, truth = kineto(work, "--cut", "0:tail:0.5")
+    r, _ = analyze(cli, [run_dir], Path(work) / "out")
+    expect(r.returncode == 2 and "rank0.pt.trace.json" in r.stderr,
+           f"exit {r.returncode}, expected 2 naming rank0\n{r.stderr[-600:]}")
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--cli", required=True)
+    p.add_argument("--keep", help="keep each case's files under this folder")
+    p.add_argument("-k", dest="only", action="append", help="run only these cases")
+    a = p.parse_args()
+    failed = 0
+    for name, fn in CASES.items():
+        if a.only and name not in a.only:
+            continue
+        work = Path(a.keep) / name if a.keep else Path(tempfile.mkdtemp(prefix="damaged-"))
+        if work.exists() and a.keep:
+            shutil.rmtree(work)
+        work.mkdir(parents=True, exist_ok=True)
+        try:
+            fn(Path(a.cli).resolve(), work)
+            print(f"ok    {name}")
+        except Failure as e:
+            failed += 1
+            print(f"FAIL  {name}: {e}")
+        except Exception:  # noqa: BLE001  (a broken case is a failure, not a crash)
+            failed += 1
+            print(f"FAIL  {name}: {traceback.format_exc()}")
+        finally:
+            if not a.keep:
+                shutil.rmtree(work, ignore_errors=True)
+    print(f"{len(CASES) - failed if not a.only else ''} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
