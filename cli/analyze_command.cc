@@ -159,7 +159,8 @@ int run_analyze(const AnalyzeOptions& options) {
   if (options.mpi) return run_analyze_mpi(options, load);
   if (!options.local.empty()) throw InputError("--local needs --mpi");
 
-  const std::vector<InputFile> inputs = find_inputs(options.paths, options.devices);
+  const std::vector<InputFile> inputs =
+      find_inputs(options.paths, options.devices, &load.discovery_notes);
   check_outputs_are_not_inputs(options, inputs);
   if (!options.quiet) print_machine_order(inputs);
   ProgressLine progress(stderr, options.progress);

@@ -67,9 +67,9 @@ void prepare_output(const ConvertOptions& o) {
 }
 
 int run_convert(const ConvertOptions& o) {
-  const std::vector<InputFile> inputs = find_inputs(o.paths, o.devices);
-  check_output(o);
   LoadOptions load;
+  const std::vector<InputFile> inputs = find_inputs(o.paths, o.devices, &load.discovery_notes);
+  check_output(o);
   load.ingest.threads = o.threads;
   load.inputs.allow_unreadable = o.allow_missing;
   load.inputs.allow_unreadable_advice = "pass --allow-missing to convert the other inputs";

@@ -181,8 +181,9 @@ int run_whatif(const WhatifOptions& options) {
     throw InputError(fmt::format("--weight-share must be between 0 and 1 (exclusive), got {}",
                                  options.weight_share));
   }
-  const LoadOptions load = make_load_options(options);
-  const std::vector<InputFile> inputs = find_inputs(options.paths, options.devices);
+  LoadOptions load = make_load_options(options);
+  const std::vector<InputFile> inputs =
+      find_inputs(options.paths, options.devices, &load.discovery_notes);
   const bool one_scenario = !options.schedule.empty() || options.micro_batches || options.chunks;
   const fs::path out(options.output_dir);
   if (!options.output_dir.empty()) check_output_location(options);

@@ -35,8 +35,9 @@ LoadedRun load_log_run(const std::string& path, const LoadOptions& options,
   if (is_json_file(path)) {
     throw InputError(fmt::format("{}: a summary has no jobs to draw; give the log folder", path));
   }
-  const std::vector<InputFile> inputs = find_inputs({path}, devices);
-  LoadedRun loaded = load_run(inputs, options);
+  LoadOptions load = options;
+  const std::vector<InputFile> inputs = find_inputs({path}, devices, &load.discovery_notes);
+  LoadedRun loaded = load_run(inputs, load);
   if (loaded.run.job_count() == 0) {
     throw InputError(fmt::format(
         "{}: no job lines found in {} input file{} (looked for lines containing 'Profiler Info: "

@@ -252,7 +252,83 @@ Machine folder_machine(const fs::path& folder, std::vector<InputFile> ranks) {
   return machine;
 }
 
-void add_folder(const fs::path& dir, std::vector<Machine>& machines) {
+/// Input files directly in a listing, by name.
+std::size_t inputs_in(const std::vector<fs::directory_entry>& listing) {
+  std::size_t n = 0;
+  for (const auto& entry : listing) n += row_by_name(entry.path()) != nullptr && is_regular(entry);
+  return n;
+}
+
+/// Sub-folders of a listing that hold input files (by name), with how many.
+std::vector<std::pair<fs::path, std::size_t>> folders_with_inputs(
+    const std::vector<fs::directory_entry>& listing) {
+  std::vector<std::pair<fs::path, std::size_t>> out;
+  for (const auto& entry : listing) {
+    if (!is_folder(entry)) continue;
+    std::error_code ec;
+    fs::directory_iterator it(entry.path(), ec);
+    if (ec) continue;
+    std::size_t n = 0;
+    for (; it != fs::directory_iterator(); it.increment(ec)) {
+      if (ec) break;
+      n += row_by_name(it->path()) != nullptr && is_regular(*it);
+    }
+    if (n > 0) out.emplace_back(entry.path(), n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// The folders discovery did not read, said once each (Warning folder_skipped).
+class SkippedFolders {
+ public:
+  explicit SkippedFolders(std::vector<Warning>* out) : out_(out) {}
+  /// A folder holding inputs that are not read, and why.
+  void holding(const fs::path& folder, std::size_t inputs, std::string why) {
+    if (!out_) return;
+    out_->push_back({WarningCode::folder_skipped,
+                     fmt::format("{} was not read although it holds {} input file{}: {}",
+                                 folder.string(), inputs, inputs == 1 ? "" : "s", why),
+                     -1, -1, static_cast<std::uint64_t>(inputs)});
+  }
+  /// A folder without inputs (one warning for all of them, at the end).
+  void empty(const fs::path& folder) { empty_.push_back(folder.string()); }
+  /// A link to a folder that is read under its own name.
+  void link(const fs::path& folder, const fs::path& target) {
+    if (!out_) return;
+    out_->push_back({WarningCode::folder_skipped,
+                     fmt::format("{} is a link to {}, which is read once, under its own name",
+                                 folder.string(), target.string()),
+                     -1, -1, 0});
+  }
+  void finish() {
+    if (!out_ || empty_.empty()) return;
+    std::sort(empty_.begin(), empty_.end());
+    std::string list;
+    for (std::size_t i = 0; i < empty_.size() && i < 8; ++i) {
+      list += fmt::format("{}{}", i ? ", " : "", empty_[i]);
+    }
+    if (empty_.size() > 8) list += fmt::format(" and {} more", empty_.size() - 8);
+    out_->push_back(
+        {WarningCode::folder_skipped,
+         fmt::format("{} sub-folder{} without input files {} not read: {}", empty_.size(),
+                     empty_.size() == 1 ? "" : "s", empty_.size() == 1 ? "was" : "were", list),
+         -1, -1, static_cast<std::uint64_t>(empty_.size())});
+  }
+
+ private:
+  std::vector<Warning>* out_;
+  std::vector<std::string> empty_;
+};
+
+/// The canonical form of a path, or the path itself when it cannot be found.
+std::string canonical_or_self(const fs::path& path) {
+  std::error_code ec;
+  const fs::path c = fs::weakly_canonical(path, ec);
+  return ec ? full_path(path).string() : c.string();
+}
+
+void add_folder(const fs::path& dir, std::vector<Machine>& machines, SkippedFolders& skipped) {
   const auto entries = list_folder(dir);
   SelfPlaced self_placed;
   for (const auto& entry : entries) self_placed.add(entry);
@@ -260,14 +336,60 @@ void add_folder(const fs::path& dir, std::vector<Machine>& machines) {
   const bool has_direct = !direct.empty();
   if (has_direct) machines.push_back(folder_machine(dir, std::move(direct)));
   const std::size_t before = machines.size();
+  // Real folders first: a link to one of them is then read once, under the
+  // folder's own name.
+  std::vector<fs::directory_entry> folders;
   for (const auto& entry : entries) {
+    if (is_folder(entry)) folders.push_back(entry);
+  }
+  std::stable_partition(folders.begin(), folders.end(), [](const fs::directory_entry& e) {
+    std::error_code ec;
+    return !e.is_symlink(ec);
+  });
+  std::map<std::string, fs::path> read_folders;  // canonical -> as found
+  read_folders.emplace(canonical_or_self(dir), dir);
+  for (const auto& entry : folders) {
     // machineK/ sub-folders always; a sub-folder of another name (a host name:
     // node-a/, gpu17/) when this folder holds no worker log of its own (then
     // it is a run folder, not a machine with stray sub-folders).
     const std::string name = entry.path().filename().string();
     const bool machine_k = numbered_name(name, "machine") >= 0;
-    if (!is_folder(entry) || name.starts_with('.')) continue;
     const auto listing = list_folder(entry.path());
+    const std::size_t inputs = inputs_in(listing);
+    if (name.starts_with('.')) {
+      if (inputs > 0) skipped.holding(entry.path(), inputs, "hidden folders are not read");
+      continue;
+    }
+    const std::string canonical = canonical_or_self(entry.path());
+    if (const auto seen = read_folders.find(canonical); seen != read_folders.end()) {
+      skipped.link(entry.path(), seen->second);
+      continue;
+    }
+    read_folders.emplace(canonical, entry.path());
+    if (inputs == 0) {
+      // Inputs one level further down (an older run's machineK/ folders,
+      // kept in previous/): not this run's machines.
+      const auto deeper = folders_with_inputs(listing);
+      if (deeper.empty()) {
+        skipped.empty(entry.path());
+      } else {
+        std::size_t n = 0;
+        for (const auto& [folder, count] : deeper) n += count;
+        skipped.holding(entry.path(), n,
+                        fmt::format("they are in its sub-folders ({}{}), a level below this run's "
+                                    "machine folders (another run?); pass it to analyse them",
+                                    deeper.front().first.filename().string(),
+                                    deeper.size() > 1 ? ", ..." : ""));
+      }
+      continue;
+    }
+    // Sub-folders of a machine folder are never read.
+    for (const auto& [folder, count] : folders_with_inputs(listing)) {
+      skipped.holding(folder, count,
+                      fmt::format("it is inside the machine folder {}, and sub-folders of a "
+                                  "machine are not read; pass it to analyse it",
+                                  entry.path().string()));
+    }
     if (!machine_k && has_direct) {
       // Logs of this folder and of a host-named sub-folder: two machines,
       // or one machine twice (a copy, an older run)? Neither is read
@@ -416,8 +538,10 @@ int worker_log_rank(std::string_view file_name) {
   return static_cast<int>(numbered_name(file_name, "workerlog."));
 }
 
-std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths) {
+std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths,
+                                       std::vector<Warning>* notes) {
   if (paths.empty()) throw InputError("no input paths given");
+  SkippedFolders skipped(notes);
   std::vector<Machine> machines;
   std::map<std::string, std::size_t> machine_of_parent;  // files given directly
   std::map<long, std::size_t> named_machine_of_key;      // named machines given directly
@@ -431,7 +555,7 @@ std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths) {
           fmt::format("{}: {}", text, ec ? ec.message() : std::string("no such file or folder")));
     }
     if (fs::is_directory(status)) {
-      add_folder(path, machines);
+      add_folder(path, machines, skipped);
       continue;
     }
     // A file given directly is sniffed when its name says nothing: records
@@ -452,6 +576,7 @@ std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths) {
   std::map<std::string, std::size_t> rank_folder_of_parent;
   add_global_rank_files(std::move(direct_global_ranks), machines, rank_folder_of_parent);
   refuse_mixed_formats(machines);
+  skipped.finish();
 
   // One order whatever the order of the arguments: a shell glob puts node10
   // before node2, and a reversed list would otherwise renumber the machines.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/errors.h"
+#include "model/warning.h"
 
 namespace pipescope {
 
@@ -41,8 +42,8 @@ struct InputFile {
   std::uint64_t size_bytes = 0;
   int machine = 0;           ///< machine ordinal
   std::string machine_name;  ///< `machineK` folder name, or empty
-  int rank = 0;  ///< N of workerlog.N or of profile_record_tmp_file_for_rank_N (or the position)
-  int device = 0;            ///< global device index
+  int rank = 0;    ///< N of workerlog.N or of profile_record_tmp_file_for_rank_N (or the position)
+  int device = 0;  ///< global device index
 };
 
 /// Compares two names with runs of digits taken as numbers ("node2" < "node10",
@@ -73,7 +74,11 @@ bool is_dygraph_concatenation(std::string_view file_name);
 /// Throws InputError when dygraph records are mixed with worker logs or
 /// `.ivl` records (nothing says which pipeline each describes), or when
 /// per-rank records and their concatenation are both given.
-std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths);
+/// Folders it does not read (hidden ones holding inputs, sub-folders without
+/// inputs, inputs a level too deep, a link to a folder read under its own
+/// name) are said in `notes` (folder_skipped warnings), when given.
+std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths,
+                                       std::vector<Warning>* notes = nullptr);
 
 /// Parses a device selection like "0,2,3" or "0-3,6" into sorted, distinct
 /// device indices. Throws InputError on bad syntax.

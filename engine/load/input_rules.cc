@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "analysis/job_kind.h"
@@ -75,6 +77,147 @@ void refuse_unplaced(const Run& run) {
       "\nKineto writes the base time after the events, so a trace a crash cut short loses it; "
       "analyse the other traces without it (name them, or move it out of the folder)";
   throw InputError(message);
+}
+
+namespace {
+
+/// A device's jobs, time for time: equal for two inputs holding the same jobs.
+std::uint64_t job_fingerprint(const Device& device) {
+  // FNV-1a over each job's start, end, type and micro-batch.
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  for (const Job& job : device.jobs) {
+    mix(static_cast<std::uint64_t>(job.start_ns));
+    mix(static_cast<std::uint64_t>(job.end_ns));
+    mix(job.type);
+    mix(static_cast<std::uint64_t>(job.micro_batch));
+  }
+  return h;
+}
+
+bool same_jobs(const Device& a, const Device& b) {
+  if (a.jobs.size() != b.jobs.size()) return false;
+  for (std::size_t i = 0; i < a.jobs.size(); ++i) {
+    const Job &x = a.jobs[i], &y = b.jobs[i];
+    if (x.start_ns != y.start_ns || x.end_ns != y.end_ns || x.type != y.type ||
+        x.micro_batch != y.micro_batch) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Whether two files hold the same bytes (a copy). False when either cannot
+/// be read.
+bool same_bytes(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(a, ec);
+  if (ec || std::filesystem::file_size(b, ec) != size || ec) return false;
+  std::ifstream x(a, std::ios::binary), y(b, std::ios::binary);
+  if (!x || !y) return false;
+  std::vector<char> p(std::size_t{1} << 20), q(p.size());
+  while (x && y) {
+    x.read(p.data(), static_cast<std::streamsize>(p.size()));
+    y.read(q.data(), static_cast<std::streamsize>(q.size()));
+    if (x.gcount() != y.gcount() || !std::equal(p.begin(), p.begin() + x.gcount(), q.begin())) {
+      return false;
+    }
+  }
+  return x.eof() && y.eof();
+}
+
+/// "run/machine1" for a device: the folder its input is in.
+std::string folder_of(const Device& device) {
+  const std::string folder = std::filesystem::path(device.path).parent_path().string();
+  return folder.empty() ? "." : folder;
+}
+
+std::string seconds(std::int64_t ns) {
+  return fmt::format("{:.1f} s", static_cast<double>(ns) / 1e9);
+}
+
+}  // namespace
+
+void refuse_duplicate_inputs(const Run& run) {
+  // Same jobs time for time, in files of the same bytes on two machines: a
+  // copy. Same jobs alone are not enough: a simulator's tensor-parallel
+  // peers, or data-parallel replicas drawn with the same costs, run identical
+  // jobs in files that differ (thread ids, ranks).
+  std::map<std::pair<std::size_t, std::uint64_t>, std::vector<const Device*>> by_jobs;
+  for (const Device& device : run.devices) {
+    if (device.jobs.size() < 2) continue;
+    by_jobs[{device.jobs.size(), job_fingerprint(device)}].push_back(&device);
+  }
+  for (const auto& [key, devices] : by_jobs) {
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      for (std::size_t j = i + 1; j < devices.size(); ++j) {
+        const Device &a = *devices[i], &b = *devices[j];
+        if (a.machine == b.machine || !same_jobs(a, b) || !same_bytes(a.path, b.path)) continue;
+        throw InputError(fmt::format(
+            "{} and {} are the same file (the same {} jobs, byte for byte): one is a copy of the "
+            "other (a backup folder such as {}?), and reading both would count its devices "
+            "twice. Analyse without the copy: move it out of the folder, or name the folders to "
+            "read",
+            a.path, b.path, a.jobs.size(), folder_of(b)));
+      }
+    }
+  }
+}
+
+void refuse_separate_runs(const Run& run) {
+  // Each device's time range; devices sorted by their first start.
+  struct Range {
+    std::int64_t first, last;
+    const Device* device;
+  };
+  std::vector<Range> ranges;
+  for (const Device& device : run.devices) {
+    if (device.jobs.empty()) continue;
+    std::int64_t first = device.jobs.front().start_ns, last = device.jobs.front().end_ns;
+    for (const Job& job : device.jobs) {
+      first = std::min(first, job.start_ns);
+      last = std::max(last, job.end_ns);
+    }
+    ranges.push_back({first, last, &device});
+  }
+  if (ranges.size() < 2) return;
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range& a, const Range& b) { return a.first < b.first; });
+  // A cut between the devices: every device before it ended before every
+  // device after it began. A relaunch keeps its devices on both sides (its
+  // logs are appended to), so it never makes one.
+  std::int64_t ended = ranges.front().last;
+  for (std::size_t i = 1; i < ranges.size(); ++i) {
+    const std::int64_t gap = ranges[i].first - ended;
+    if (gap >= kSeparateRunsGapNs) {
+      const auto folders = [&](std::size_t lo, std::size_t hi) {
+        std::set<std::string> names;
+        for (std::size_t k = lo; k < hi; ++k) names.insert(folder_of(*ranges[k].device));
+        std::string text;
+        std::size_t n = 0;
+        for (const std::string& name : names) {
+          if (n++ == 4) {
+            text += fmt::format(" and {} more", names.size() - 4);
+            break;
+          }
+          text += fmt::format("{}'{}'", text.empty() ? "" : " ", name);
+        }
+        return text;
+      };
+      throw InputError(fmt::format(
+          "the inputs hold two runs: {} of them ({}, in {}) end {} before the other {} ({}, in "
+          "{}) begin, and no device has jobs in both (a relaunch appends to the same logs). "
+          "Analyse one run at a time: pass its folders, e.g. {}",
+          i, ranges[i - 1].device->path, folders(0, i), seconds(gap), ranges.size() - i,
+          ranges[i].device->path, folders(i, ranges.size()), folders(i, ranges.size())));
+    }
+    ended = std::max(ended, ranges[i].last);
+  }
 }
 
 std::vector<Warning> check_rank_layout(const Run& run) {

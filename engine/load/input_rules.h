@@ -20,12 +20,15 @@
 // Usage (load_run does this):
 //   refuse_unreadable(run, rules);               // throws InputError
 //   refuse_unplaced(run);                        // throws InputError
+//   refuse_duplicate_inputs(run);                // throws InputError
+//   refuse_separate_runs(run);                   // throws InputError
 //   auto warnings = check_rank_layout(run);      // before leaving devices out
 //   append(warnings, leave_out_devices(run));
 //   ... analyse ...
 //   append(warnings, check_short_devices(run, metrics, stages));
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +66,23 @@ void refuse_unreadable(const Run& run, const InputRules& rules);
 /// `baseTimeNanoseconds`) while other inputs have theirs: its times cannot
 /// be placed on theirs. When no input has one, times are as written.
 void refuse_unplaced(const Run& run);
+
+/// Throws InputError naming two inputs on different machines that hold the
+/// same jobs, time for time, in files of the same bytes (a backup copy of a
+/// machine folder beside the real one). Only such pairs are read again, to
+/// compare their bytes. Identical jobs in files that differ are not a copy
+/// (a simulator's tensor-parallel peers, replicas drawn with equal costs).
+void refuse_duplicate_inputs(const Run& run);
+
+/// The least gap between two groups of devices, none of which has jobs on
+/// both sides, that makes them two runs (refuse_separate_runs).
+inline constexpr std::int64_t kSeparateRunsGapNs = 60'000'000'000;  // 60 s
+
+/// Throws InputError when the devices fall into two groups in time, every
+/// device of one ending at least kSeparateRunsGapNs before any device of the
+/// other begins (an older run in a sub-folder): no device spans both, so it
+/// is no relaunch. The message names both groups' folders.
+void refuse_separate_runs(const Run& run);
 
 /// rank_gap and uneven_ranks warnings, from the devices of `run` as read
 /// (call it before leave_out_devices: an empty input is a rank present).

@@ -28,8 +28,8 @@ int parse_segment_choice(std::string_view text) {
 }
 
 std::vector<InputFile> find_inputs(const std::vector<std::string>& paths,
-                                   const std::string& devices) {
-  std::vector<InputFile> inputs = discover_inputs(paths);
+                                   const std::string& devices, std::vector<Warning>* notes) {
+  std::vector<InputFile> inputs = discover_inputs(paths, notes);
   if (!devices.empty()) inputs = select_devices(std::move(inputs), parse_device_list(devices));
   return inputs;
 }
@@ -134,8 +134,13 @@ LoadedRun load_run(Run run, const LoadOptions& options) {
   // an unreadable input, and D never counts a device without a job.
   refuse_unreadable(loaded.run, options.inputs);
   refuse_unplaced(loaded.run);
+  refuse_duplicate_inputs(loaded.run);
+  refuse_separate_runs(loaded.run);
   if (options.first_step) loaded.run.first_step = options.first_step;
-  if (options.inputs.check_layout) loaded.input_warnings = check_rank_layout(loaded.run);
+  loaded.input_warnings = options.discovery_notes;
+  if (options.inputs.check_layout) {
+    for (Warning& w : check_rank_layout(loaded.run)) loaded.input_warnings.push_back(std::move(w));
+  }
   for (Warning& note : loaded.run.notes) loaded.input_warnings.push_back(note);
   for (Warning& w : leave_out_devices(loaded.run)) {
     loaded.input_warnings.push_back(std::move(w));

@@ -54,6 +54,9 @@ struct LoadOptions {
   /// dygraph records have no step numbers: steps count from 0 otherwise).
   /// Overrides the inputs' own `Schedule Profiler start at step N`.
   std::optional<std::int64_t> first_step;
+  /// What discovery said of the folders it did not read (find_inputs'
+  /// `notes`): reported first among the input warnings.
+  std::vector<Warning> discovery_notes;
 };
 
 inline constexpr int kLastSegment = -1;
@@ -80,10 +83,12 @@ struct LoadedRun {
   std::vector<LaunchSegment> all_segments;
 };
 
-/// discover_inputs() and, when `devices` is not empty, select_devices().
-/// Throws InputError.
+/// discover_inputs() and, when `devices` is not empty, select_devices();
+/// the folders not read are said in `notes` when given (pass them on as
+/// LoadOptions::discovery_notes). Throws InputError.
 std::vector<InputFile> find_inputs(const std::vector<std::string>& paths,
-                                   const std::string& devices = {});
+                                   const std::string& devices = {},
+                                   std::vector<Warning>* notes = nullptr);
 
 /// Reads `inputs` and analyses them. A run without a single job is returned
 /// with no figures: the caller says so in its own words. Throws InputError

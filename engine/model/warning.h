@@ -59,6 +59,9 @@ enum class WarningSeverity {
     "a PyTorch trace that ends inside its events (a crash): the file, the byte offset and what "  \
     "was lost are named; jobs that lost their GPU spans are host-timed, and the steps from the "  \
     "cut on are incomplete")                                                                      \
+  X(folder_skipped, note,                                                                         \
+    "a folder that discovery did not read: a hidden one or one a level too deep that holds "      \
+    "inputs, sub-folders without inputs, a link to a folder read under its own name")             \
   X(other_pipelines, note,                                                                        \
     "records or traces of several pipelines (data-parallel replicas): one is analysed, the "      \
     "others are listed by rank; `--pipeline K` picks another")                                    \

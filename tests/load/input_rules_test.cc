@@ -122,10 +122,14 @@ TEST(InputRules, DamagedCompressedDataIsNotUnreadable) {
 
 TEST(InputRules, RankGapAndUnevenMachinesAreNamed) {
   TempDir dir;
-  const std::string one = job(0, "forward", 0, 0, 10) + job(1, "backward", 0, 10, 20);
-  for (int rank : {0, 1, 3}) dir.write(fmt::format("logs/machine0/workerlog.{}", rank), one);
-  for (int rank : {0, 1, 2, 3}) dir.write(fmt::format("logs/machine1/workerlog.{}", rank), one);
-  for (int rank : {0, 1, 2, 3}) dir.write(fmt::format("logs/machine2/workerlog.{}", rank), one);
+  // Each machine's files differ (the same bytes on two machines are a copy).
+  const auto one = [](int machine) {
+    return job(0, "forward", 0, machine, 10 + machine) +
+           job(1, "backward", 0, 10 + machine, 20 + machine);
+  };
+  for (int rank : {0, 1, 3}) dir.write(fmt::format("logs/machine0/workerlog.{}", rank), one(0));
+  for (int rank : {0, 1, 2, 3}) dir.write(fmt::format("logs/machine1/workerlog.{}", rank), one(1));
+  for (int rank : {0, 1, 2, 3}) dir.write(fmt::format("logs/machine2/workerlog.{}", rank), one(2));
   const LoadedRun loaded = load_run(find_inputs({dir / "logs"}), {});
   ASSERT_EQ(codes(loaded.input_warnings), (std::vector<std::string>{"rank_gap", "uneven_ranks"}));
   const Warning& gap = loaded.input_warnings[0];
@@ -145,6 +149,51 @@ TEST(InputRules, RankGapAndUnevenMachinesAreNamed) {
   LoadOptions selected;
   selected.inputs.check_layout = false;
   EXPECT_TRUE(load_run(find_inputs({dir / "logs"}, "0,2"), selected).input_warnings.empty());
+}
+
+TEST(InputRules, CopiedMachineFolderIsRefusedNamingBoth) {
+  TempDir dir;
+  const std::string jobs = job(0, "forward", 0, 0, 10) + job(1, "backward", 0, 10, 20);
+  const std::string other = job(0, "forward", 0, 1, 11) + job(1, "backward", 0, 11, 21);
+  dir.write("logs/machine0/workerlog.0", jobs);
+  dir.write("logs/machine1/workerlog.0", other);
+  // Identical jobs in files that differ (another thread id): not a copy.
+  dir.write("logs/machine2/workerlog.0", "I1020 09:15:07.000000 999 x.cc:1] noise\n" + jobs);
+  EXPECT_NO_THROW(load_run(find_inputs({dir / "logs"}), {}));
+  // The same bytes on another machine: a backup copy, refused naming both.
+  dir.write("logs/machine0.bak/workerlog.0", jobs);
+  try {
+    load_run(find_inputs({dir / "logs"}), {});
+    ADD_FAILURE() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(dir / "logs/machine0/workerlog.0"), std::string::npos) << what;
+    EXPECT_NE(what.find(dir / "logs/machine0.bak/workerlog.0"), std::string::npos) << what;
+    EXPECT_NE(what.find("are the same file"), std::string::npos) << what;
+  }
+}
+
+TEST(InputRules, TwoRunsAtDifferentTimesAreRefusedNamingBoth) {
+  TempDir dir;
+  // Times in ms since the epoch: the older run ends an hour before the other.
+  const auto run = [](int t) {
+    return job(0, "forward", 0, t, t + 10) + job(1, "backward", 0, t + 10, t + 20);
+  };
+  dir.write("logs/machine0/workerlog.0", run(3'600'000));
+  dir.write("logs/machine1/workerlog.0", run(3'600'005));
+  dir.write("logs/previous/workerlog.0", run(0));
+  try {
+    load_run(find_inputs({dir / "logs"}), {});
+    ADD_FAILURE() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("two runs"), std::string::npos) << what;
+    EXPECT_NE(what.find(dir / "logs/previous"), std::string::npos) << what;
+    EXPECT_NE(what.find(dir / "logs/machine1"), std::string::npos) << what;
+  }
+  // A gap under a minute is one run (a device that started late would overlap).
+  dir.write("logs/previous/workerlog.0", run(3'550'000));
+  EXPECT_NO_THROW(load_run(find_inputs({dir / "logs"}), {}));
 }
 
 TEST(InputRules, ShortDeviceIsNamed) {

@@ -24,6 +24,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import hybrid_run  # noqa: E402
 import kineto_run  # noqa: E402
 
 
@@ -183,6 +184,69 @@ def case_cut_tail(cli, work):
            f"exit {r.returncode}, expected 2 naming rank0\n{r.stderr[-600:]}")
 
 
+def hybrid(work, name, *args):
+    out = Path(work) / name
+    hybrid_run.generate(hybrid_run.parser().parse_args(["-o", str(out), *args]))
+    return out, json.loads((out / "truth.json").read_text())
+
+
+def case_folder_backup_copy(cli, work):
+    """A backup copy of a machine folder beside the real ones: exit 2, both named."""
+    run_dir, _ = hybrid(work, "run", "--pp", "4", "--dp", "2", "--gpus-per-machine", "4")
+    shutil.copytree(run_dir / "machine1", run_dir / "machine1.bak")
+    r, _ = analyze(cli, [run_dir], Path(work) / "out")
+    expect(r.returncode == 2, f"exit {r.returncode}, expected 2\n{r.stderr[-600:]}")
+    expect("machine1.bak/workerlog." in r.stderr and "machine1/workerlog." in r.stderr,
+           f"the refusal does not name both copies:\n{r.stderr[-600:]}")
+
+
+def case_folder_older_run(cli, work):
+    """An older run's logs in previous/ (read as a machine): exit 2, both runs named."""
+    run_dir, truth = hybrid(work, "run", "--pp", "4", "--dp", "2", "--gpus-per-machine", "4")
+    old_dir, _ = hybrid(work, "old", "--pp", "4", "--gpus-per-machine", "4", "--seed", "9",
+                        "--skew", "0:-3600000000000")
+    shutil.copytree(old_dir / "machine0", run_dir / "previous")
+    r, _ = analyze(cli, [run_dir], Path(work) / "out")
+    expect(r.returncode == 2, f"exit {r.returncode}, expected 2\n{r.stderr[-600:]}")
+    expect("previous" in r.stderr and "machine0" in r.stderr and "two runs" in r.stderr,
+           f"the refusal does not name both runs:\n{r.stderr[-600:]}")
+    # Each run alone, as the message says to pass it: the true figures.
+    r, summary = analyze(cli, [run_dir / "machine0", run_dir / "machine1"], Path(work) / "out1")
+    expect(r.returncode == 0, f"the run alone: exit {r.returncode}\n{r.stderr[-400:]}")
+    expect(abs(summary["bubble_ratio"] - truth["expected"]["bubble_ratio"]) < 1e-9,
+           f"bubble {summary['bubble_ratio']} != truth {truth['expected']['bubble_ratio']}")
+
+
+def case_folder_top_level_and_node(cli, work):
+    """Worker logs at the top plus node1/ with the other machine's: exit 2 with the paths."""
+    run_dir, _ = hybrid(work, "run", "--pp", "4", "--dp", "2", "--gpus-per-machine", "4")
+    top = Path(work) / "top"
+    shutil.copytree(run_dir / "machine0", top)
+    shutil.copytree(run_dir / "machine1", top / "node1")
+    r, _ = analyze(cli, [top], Path(work) / "out")
+    expect(r.returncode == 2 and "node1" in r.stderr and "workerlog.*" in r.stderr,
+           f"exit {r.returncode}, expected 2 with the paths to pass\n{r.stderr[-600:]}")
+
+
+def case_folder_skipped_named(cli, work):
+    """Folders not read are named; a link to a machine folder is read once."""
+    run_dir, truth = hybrid(work, "run", "--pp", "4", "--dp", "2", "--gpus-per-machine", "4")
+    old_dir, _ = hybrid(work, "old", "--pp", "4", "--gpus-per-machine", "4", "--seed", "9")
+    (run_dir / "previous").mkdir()
+    shutil.copytree(old_dir / "machine0", run_dir / "previous" / "machine0")
+    (run_dir / "checkpoints").mkdir()
+    os.symlink("machine1", run_dir / "machine1-latest")
+    r, summary = analyze(cli, [run_dir], Path(work) / "out")
+    expect(r.returncode == 0, f"exit {r.returncode}\n{r.stderr[-600:]}")
+    notes = [w["message"] for w in warning(summary, "folder_skipped")]
+    expect(any("previous" in m and "4 input files" in m for m in notes), f"previous/: {notes}")
+    expect(any("checkpoints" in m for m in notes), f"checkpoints/: {notes}")
+    expect(any("machine1-latest" in m and "link" in m for m in notes), f"the link: {notes}")
+    expect(len(summary["devices"]) == 8, f"{len(summary['devices'])} devices, expected 8")
+    expect(abs(summary["bubble_ratio"] - truth["expected"]["bubble_ratio"]) < 1e-9,
+           f"bubble {summary['bubble_ratio']} != truth {truth['expected']['bubble_ratio']}")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
@@ -192,10 +256,11 @@ def main():
     p.add_argument("--keep", help="keep each case's files under this folder")
     p.add_argument("-k", dest="only", action="append", help="run only these cases")
     a = p.parse_args()
-    failed = 0
+    failed = ran = 0
     for name, fn in CASES.items():
         if a.only and name not in a.only:
             continue
+        ran += 1
         work = Path(a.keep) / name if a.keep else Path(tempfile.mkdtemp(prefix="damaged-"))
         if work.exists() and a.keep:
             shutil.rmtree(work)
@@ -212,7 +277,7 @@ def main():
         finally:
             if not a.keep:
                 shutil.rmtree(work, ignore_errors=True)
-    print(f"{len(CASES) - failed if not a.only else ''} passed, {failed} failed")
+    print(f"{ran - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 
