@@ -320,7 +320,40 @@ ClockReport correct_clocks(Run& run, const StageMap& stages, const ClockOptions&
   return correct_clocks(run, find_dependencies(run, metrics.job_step, stages, roles), options);
 }
 
+namespace {
+
+/// Each machine's clock pieces, from the steps undone when the run was loaded.
+void add_clock_pieces(const Run& run, ClockReport& report) {
+  for (MachineClock& m : report.machines) {
+    std::int64_t first = std::numeric_limits<std::int64_t>::max();
+    for (const Device& d : run.devices) {
+      if (d.machine == m.machine && !d.jobs.empty())
+        first = std::min(first, d.jobs.front().start_ns);
+    }
+    std::int64_t offset = m.offset_ns;
+    for (const ClockStep& step : run.clock_steps) {
+      if (step.machine != m.machine) continue;
+      if (m.pieces.empty()) m.pieces.push_back({first, offset});
+      offset += step.size_ns;
+      m.pieces.push_back({step.at_ns, offset});
+    }
+  }
+}
+
+ClockReport correct_machine_clocks(Run& run, const Dependencies& deps, const ClockOptions& options);
+
+}  // namespace
+
 ClockReport correct_clocks(Run& run, const Dependencies& deps, const ClockOptions& options) {
+  ClockReport report = correct_machine_clocks(run, deps, options);
+  add_clock_pieces(run, report);
+  return report;
+}
+
+namespace {
+
+ClockReport correct_machine_clocks(Run& run, const Dependencies& deps,
+                                   const ClockOptions& options) {
   const int n = machine_count(run);
   // Offsets to apply, resolved before any work so a bad name fails fast.
   std::vector<std::int64_t> imposed(n, 0);
@@ -426,5 +459,7 @@ ClockReport correct_clocks(Run& run, const Dependencies& deps, const ClockOption
   report.beyond_noise_after = beyond_after;
   return report;
 }
+
+}  // namespace
 
 }  // namespace pipescope

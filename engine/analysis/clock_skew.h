@@ -87,12 +87,25 @@ struct MachinePairClock {
   std::optional<std::int64_t> upper_ns;
 };
 
+/// One stretch of a machine's clock between two clock steps.
+struct ClockPiece {
+  /// Where it begins on the run's time axis (the first piece: the machine's
+  /// first job).
+  std::int64_t from_ns = 0;
+  /// How far this piece read ahead of machine 0's clock, as it was written:
+  /// the machine's offset plus the sizes of the steps before it.
+  std::int64_t offset_ns = 0;
+};
+
 struct MachineClock {
   int machine = 0;
   std::string name;
   /// What the dependencies suggest, and what was subtracted from its times.
   std::int64_t estimate_ns = 0;
   std::int64_t offset_ns = 0;
+  /// With clock steps (Run::clock_steps): every piece of its clock, in time
+  /// order; empty without.
+  std::vector<ClockPiece> pieces;
 };
 
 /// How the clocks were treated (summary.json clock.method, by clock_method_name).

@@ -346,11 +346,17 @@ void fields(auto& v, Of<CriticalPathFigures> auto& c) {
   v(nullable("longest_step"), c.longest_step);
 }
 
+void fields(auto& v, Of<ClockPieceFigures> auto& p) {
+  v(opt("from_ns"), p.from_ns);
+  v(opt("offset_ns"), p.offset_ns);
+}
+
 void fields(auto& v, Of<MachineClockFigures> auto& m) {
   v(opt("machine"), m.machine);
   v(opt("name"), m.name);
   v(opt("estimate_ns"), m.estimate_ns);
   v(opt("offset_ns"), m.offset_ns);
+  v(omitted("pieces"), m.pieces);
 }
 
 void fields(auto& v, Of<MachinePairFigures> auto& p) {

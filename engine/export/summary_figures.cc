@@ -223,7 +223,9 @@ ClockFigures clock_figures(const PipelineAnalysis& a) {
   out.violations_before = c.violations_before;
   out.violations_after = c.violations_after;
   for (const MachineClock& m : c.machines) {
-    out.machines.push_back({m.machine, m.name, m.estimate_ns, m.offset_ns});
+    std::vector<ClockPieceFigures> pieces;
+    for (const ClockPiece& p : m.pieces) pieces.push_back({p.from_ns, p.offset_ns});
+    out.machines.push_back({m.machine, m.name, m.estimate_ns, m.offset_ns, std::move(pieces)});
   }
   for (const MachinePairClock& p : c.pairs) {
     out.pairs.push_back({p.machine_a, p.machine_b, p.dependencies, p.violations_before,

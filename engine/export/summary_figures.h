@@ -348,11 +348,19 @@ struct CriticalPathFigures {
   friend bool operator==(const CriticalPathFigures&, const CriticalPathFigures&) = default;
 };
 
+struct ClockPieceFigures {
+  std::int64_t from_ns = 0;
+  std::int64_t offset_ns = 0;
+
+  friend bool operator==(const ClockPieceFigures&, const ClockPieceFigures&) = default;
+};
+
 struct MachineClockFigures {
   int machine = 0;
   std::string name;
   std::int64_t estimate_ns = 0;
   std::int64_t offset_ns = 0;
+  std::vector<ClockPieceFigures> pieces;  ///< with clock steps only
 
   friend bool operator==(const MachineClockFigures&, const MachineClockFigures&) = default;
 };

@@ -4,11 +4,16 @@
 #include <tbb/global_control.h>
 #include <tbb/info.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <utility>
 
+#include "analysis/bad_timestamps.h"
+#include "analysis/clock_steps.h"
 #include "analysis/launch_segments.h"
+#include "numeric/units.h"
 
 namespace pipescope {
 
@@ -45,6 +50,22 @@ std::string left_out_note(const Run& run) {
     note += fmt::format(" device {} ({}, {})", d.device, d.path, d.reason);
   }
   return note;
+}
+
+/// "machine1" (its folder name) or "machine 1".
+std::string machine_label_of(const Run& run, int machine) {
+  for (const Device& d : run.devices) {
+    if (d.machine == machine && !d.machine_name.empty()) return d.machine_name;
+  }
+  return fmt::format("machine {}", machine);
+}
+
+std::int64_t first_job_start(const Run& run) {
+  std::int64_t first = std::numeric_limits<std::int64_t>::max();
+  for (const Device& d : run.devices) {
+    if (!d.jobs.empty()) first = std::min(first, d.jobs.front().start_ns);
+  }
+  return first;
 }
 
 /// "12.5 s" after the run's first job, for a segment's start.
@@ -146,6 +167,36 @@ LoadedRun load_run(Run run, const LoadOptions& options) {
     loaded.input_warnings.push_back(std::move(w));
   }
   if (loaded.run.job_count() == 0) return loaded;
+  // One job stamped decades away (a clock read as 0) would open a segment of
+  // its own and stretch a window over the years: left out, and said.
+  if (const auto bad = leave_out_bad_timestamps(loaded.run); !bad.empty()) {
+    const Device& device = loaded.run.devices[bad.front().device];
+    loaded.input_warnings.push_back(
+        {WarningCode::bad_timestamp,
+         fmt::format("{} job{} stamped more than an hour from both {} neighbours in the log "
+                     "(first: {}:{}, start {} ns since the epoch): bad timestamp{}, left out",
+                     bad.size(), bad.size() == 1 ? "" : "s", bad.size() == 1 ? "its" : "their",
+                     device.path, bad.front().line, bad.front().start_ns,
+                     bad.size() == 1 ? "" : "s"),
+         device.index, -1, static_cast<std::uint64_t>(bad.size())});
+  }
+  // A clock that jumped mid-run would split steps and make relaunches: undone
+  // first, so that everything after reads one clock per machine.
+  if (options.pipeline.clock.fix) {
+    loaded.run.clock_steps = undo_clock_steps(loaded.run, {});
+    for (const ClockStep& step : loaded.run.clock_steps) {
+      loaded.input_warnings.push_back(
+          {WarningCode::clock_step,
+           fmt::format("{}: its clock jumped {} by {} at {} after the run's first job (every "
+                       "device of the machine at once: jobs that start before the previous one "
+                       "ended); the {} jobs after it were moved back by it",
+                       machine_label_of(loaded.run, step.machine),
+                       step.size_ns < 0 ? "back" : "forward",
+                       format_duration(std::llabs(step.size_ns)),
+                       offset_from(first_job_start(loaded.run), step.at_ns), step.jobs),
+           -1, -1, step.jobs});
+    }
+  }
   split_segments(loaded, options.segment, options.first_step);
   if (options.level == LoadLevel::metrics) {
     loaded.metrics = compute_metrics(loaded.run);

@@ -149,6 +149,21 @@ struct LeftOutDevice {
   std::string reason;
 };
 
+/// A jump of one machine's clock mid-run (analysis/clock_steps.h), undone
+/// when the run was loaded.
+struct ClockStep {
+  int machine = 0;
+  /// Where the jump happened, on the run's (corrected) time axis: the start
+  /// of the machine's first job after it.
+  std::int64_t at_ns = 0;
+  /// How far the clock jumped: negative when it was stepped back.
+  std::int64_t size_ns = 0;
+  /// The machine's jobs after it, whose times were moved back by size_ns.
+  std::uint64_t jobs = 0;
+
+  friend bool operator==(const ClockStep&, const ClockStep&) = default;
+};
+
 /// Interns job type names so each Job stores a small id.
 class TypeTable {
  public:
@@ -188,6 +203,8 @@ struct Run {
   /// pipelines, of which one is analysed), in input order; load_run reports
   /// them as input warnings.
   std::vector<Warning> notes;
+  /// The clock steps found and undone (load_run), in machine, then time order.
+  std::vector<ClockStep> clock_steps;
 
   std::uint64_t job_count() const;
   /// Sorts every device's jobs into start order.

@@ -78,6 +78,12 @@ enum class WarningSeverity {
   X(launch_signal_ignored, note,                                                                  \
     "a sign of a new launch on some devices while the other devices kept running: not treated "   \
     "as a relaunch")                                                                              \
+  X(bad_timestamp, data,                                                                         \
+    "jobs stamped more than an hour from both of their neighbours in the log (a clock read as "   \
+    "0): left out of every figure, counted and the first one named")                             \
+  X(clock_step, data,                                                                             \
+    "a machine's clock that jumped mid-run (every device at once): undone, and the pieces of "    \
+    "its clock are in `clock.machines[].pieces`; the step's size is estimated from the jobs")     \
   X(overlap, data,                                                                                \
     "jobs that start before an earlier job of the same device ended (busy time counts them "      \
     "once)")                                                                                      \

@@ -73,6 +73,7 @@ void expect_all_set(const PathStepFigures& x);
 void expect_all_set(const PathJobFigures& x);
 void expect_all_set(const LongestPathFigures& x);
 void expect_all_set(const CriticalPathFigures& x);
+void expect_all_set(const ClockPieceFigures& x);
 void expect_all_set(const MachineClockFigures& x);
 void expect_all_set(const MachinePairFigures& x);
 void expect_all_set(const ClockFigures& x);
@@ -211,9 +212,14 @@ void expect_all_set(const CriticalPathFigures& x) {
   expect_all_set(steps);
   expect_all_set(longest_step);
 }
+void expect_all_set(const ClockPieceFigures& x) {
+  const auto& [a, b] = x;
+  expect_set("ClockPieceFigures", a, b);
+}
 void expect_all_set(const MachineClockFigures& x) {
-  const auto& [a, b, c, d] = x;
+  const auto& [a, b, c, d, pieces] = x;
   expect_set("MachineClockFigures", a, b, c, d);
+  expect_all_set(pieces);
 }
 void expect_all_set(const MachinePairFigures& x) {
   const auto& [a, b, c, d, e, f, g, h, i] = x;
@@ -325,7 +331,7 @@ SummaryFigures every_field() {
                          40,
                          3,
                          1,
-                         {{1, "machine1", -2500, 2400}},
+                         {{1, "machine1", -2500, 2400, {{10, 2400}, {700, -147600600}}}},
                          {{1, 2, 20, 2, 1, -100, 300, 2, 1}},
                          100000,
                          3,

@@ -247,6 +247,60 @@ def case_folder_skipped_named(cli, work):
            f"bubble {summary['bubble_ratio']} != truth {truth['expected']['bubble_ratio']}")
 
 
+def case_clock_stepped_back(cli, work):
+    """NTP steps one machine's clock back 150 ms mid-run: found, undone, figures near the truth."""
+    run_dir, truth = hybrid(work, "run", "--pp", "4", "--dp", "2", "--gpus-per-machine", "4",
+                            "--steps", "12", "--forward-us", "5000",
+                            "--clock-step", "1:40000:-150000000")
+    r, summary = analyze(cli, [run_dir], Path(work) / "out")
+    expect(r.returncode == 0, f"exit {r.returncode}\n{r.stderr[-600:]}")
+    steps = warning(summary, "clock_step")
+    expect(len(steps) == 1 and "machine1" in steps[0]["message"], f"clock_step: {steps}")
+    pieces = summary["clock"]["machines"][1].get("pieces", [])
+    expect(len(pieces) == 2, f"machine1's clock pieces: {pieces}")
+    size = pieces[1]["offset_ns"] - pieces[0]["offset_ns"]
+    # Estimated from the jobs: within 1 ms of the true step.
+    expect(abs(size + 150_000_000) < 1_000_000, f"step size {size}, true -150000000")
+    expect(summary["layout"]["pp"] == 4 and summary["layout"]["dp"] == 2,
+           f"layout {summary['layout']}")
+    expect(summary["incomplete_steps"] == truth["expected"]["incomplete_steps"],
+           f"{summary['incomplete_steps']} incomplete steps (true: "
+           f"{truth['expected']['incomplete_steps']})")
+    # The jobs the step cut in two end before they start and are lost (one per
+    # device busy at the step): the bubble is within half a point of the truth.
+    expect(abs(summary["bubble_ratio"] - truth["expected"]["bubble_ratio"]) < 0.005,
+           f"bubble {summary['bubble_ratio']} vs truth {truth['expected']['bubble_ratio']}")
+
+
+def case_epoch_zero_job(cli, work):
+    """One job stamped at epoch 0: left out, counted; the figures are those without it."""
+    import re
+    import pipescope_reference
+    run_dir, _ = hybrid(work, "run", "--pp", "4", "--dp", "2", "--gpus-per-machine", "4")
+    log = run_dir / "machine0" / "workerlog.1"
+    lines = log.read_text().split("\n")
+    jobs = [i for i, line in enumerate(lines) if "Profiler Info: Job (" in line]
+    victim = jobs[10]
+    without = Path(work) / "without"
+    shutil.copytree(run_dir, without)
+    (without / "machine0" / "workerlog.1").write_text(
+        "\n".join(line for i, line in enumerate(lines) if i != victim))
+    lines[victim] = re.sub(r"job_start_time = [0-9.]+, job_end_time = [0-9.]+",
+                           "job_start_time = 0.000000, job_end_time = 4.125000", lines[victim])
+    log.write_text("\n".join(lines))
+    truth = pipescope_reference.analyse([str(without)])
+    r, summary = analyze(cli, [run_dir], Path(work) / "out")
+    expect(r.returncode == 0, f"exit {r.returncode}\n{r.stderr[-600:]}")
+    bad = warning(summary, "bad_timestamp")
+    expect(len(bad) == 1 and f"workerlog.1:{victim + 1}" in bad[0]["message"],
+           f"bad_timestamp: {bad}")
+    expect(not warning(summary, "relaunch"), "read as a relaunch")
+    expect(summary["total_window_ns"] == truth["total_window_ns"],
+           f"window {summary['total_window_ns']} != truth {truth['total_window_ns']}")
+    expect(abs(summary["bubble_ratio"] - truth["bubble_ratio"]) < 1e-9,
+           f"bubble {summary['bubble_ratio']} != truth {truth['bubble_ratio']}")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 

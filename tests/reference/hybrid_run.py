@@ -317,10 +317,15 @@ def python_prefix(ns):
             f"{tm.tm_min:02d}:{tm.tm_sec:02d},{rest // 1_000_000:03d}]")
 
 
-def log_text(args, layout, rank, jobs, skew):
-    """The worker log of one rank; job times shifted by its machine's skew."""
+def log_text(args, layout, rank, jobs, skew, steps=()):
+    """The worker log of one rank; every time as its machine's clock reads it: ahead by
+    the skew, and from each clock step's true time on by that step's size too (an NTP
+    step moves every timestamp after it, a job's start and end each by its own)."""
+    def clock(t):
+        return t + skew + sum(size for at, size in steps if t >= at)
+
     thread = 20000 + (rank * 7919) % 40000
-    first = jobs[0][4] + skew if jobs else BASE_EPOCH_NS + skew
+    first = clock(jobs[0][4]) if jobs else BASE_EPOCH_NS + skew
     t0 = first - 5_000_000_000
     lines = [
         f"{python_prefix(t0)} [    INFO] distributed_strategy.py:214 - distributed strategy initialized",
@@ -343,13 +348,13 @@ def log_text(args, layout, rank, jobs, skew):
         by_step.setdefault(job[0], []).append(job)
     for k in sorted(by_step):
         mine = by_step[k]  # already in the device's list order
-        printed = max(j[5] for j in mine) + skew + 150_000  # profiler lines come after the step
+        printed = clock(max(j[5] for j in mine)) + 150_000  # profiler lines come after the step
         lines.append(f"{glog_prefix(printed, thread, 'program_interpreter.cc:212')} New Executor is Running.")
         for n, (_, i, kind, m, start, end) in enumerate(mine):
             lines.append(
                 f"{glog_prefix(printed + 20_000 * (n + 1), thread, 'standalone_executor.cc:217')} "
                 f"Profiler Info: Job ({i}), type = {kind}, micro_batch_id = {m}, "
-                f"job_start_time = {ms_text(start + skew)}, job_end_time = {ms_text(end + skew)}")
+                f"job_start_time = {ms_text(clock(start))}, job_end_time = {ms_text(clock(end))}")
             if n % 5 == 4:
                 lines.append(f"{glog_prefix(printed + 20_000 * (n + 1) + 3_000, thread, 'nccl_comm_context.cc:94')} "
                              f"Send tensor numel=4194304 to peer 1 on ring_id 1")
@@ -358,14 +363,15 @@ def log_text(args, layout, rank, jobs, skew):
     return "\n".join(lines) + "\n"
 
 
-def write_logs(folder, args, layout, times, skews):
+def write_logs(folder, args, layout, times, skews, steps=None):
     folder = Path(folder)
     for m in range(layout.machines):
         (folder / f"machine{m}").mkdir(parents=True, exist_ok=True)
     for rank in range(layout.world):
         m = layout.machine(rank)
         path = folder / f"machine{m}" / f"workerlog.{layout.local_rank(rank)}"
-        path.write_text(log_text(args, layout, rank, times[rank], skews.get(m, 0)))
+        path.write_text(log_text(args, layout, rank, times[rank], skews.get(m, 0),
+                                 (steps or {}).get(m, ())))
 
 
 # ---------------------------------------------------------------- truth
@@ -426,7 +432,12 @@ def generate(args):
         shutil.rmtree(out)
     out.mkdir(parents=True)
     times = simulate(args, layout)
-    write_logs(out, args, layout, times, skews)
+    steps = {}
+    for m, at_us, ns in args.clock_step or []:
+        if not 0 <= m < layout.machines:
+            raise ValueError(f"--clock-step: no machine {m} (there are {layout.machines})")
+        steps.setdefault(m, []).append((BASE_EPOCH_NS + at_us * 1000, ns))
+    write_logs(out, args, layout, times, skews, steps)
     layout_json = layout.to_json()
     truth = {
         "generator": "hybrid_run.py",
@@ -436,10 +447,12 @@ def generate(args):
         "seed": args.seed, "replica_jitter": args.replica_jitter,
         "symmetric_latency": args.symmetric_latency,
         "options": {k: v for k, v in sorted(vars(args).items())
-                    if k not in ("output", "skew", "slow_replica")},
+                    if k not in ("output", "skew", "slow_replica", "clock_step")},
         "slow_replicas": [{"replica": d, "permille": p} for d, p in args.slow_replica or []],
+        "clock_steps": [{"machine": m, "at_ns": at, "size_ns": ns}
+                        for m, lst in sorted(steps.items()) for at, ns in lst],
     }
-    if any(skews.values()):
+    if any(skews.values()) or steps:
         with tempfile.TemporaryDirectory(prefix="hybrid_true_") as tmp:
             write_logs(tmp, args, layout, times, {})
             truth["expected"] = contract_figures(pipescope_reference.analyse([tmp]))
@@ -460,6 +473,15 @@ def skew_arg(text):
         return int(machine), int(ns)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text}: MACHINE:NS expected, e.g. 1:5000000")
+
+
+def clock_step_arg(text):
+    parts = text.split(":")
+    try:
+        m, at, ns = (int(x) for x in parts)
+        return m, at, ns
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text}: MACHINE:AT_US:NS expected, e.g. 1:20000:-150000000")
 
 
 def slow_arg(text):
@@ -486,6 +508,10 @@ def parser():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--skew", type=skew_arg, action="append", metavar="MACHINE:NS",
                    help="machine MACHINE's clock reads NS ahead (repeatable)")
+    p.add_argument("--clock-step", type=clock_step_arg, action="append",
+                   metavar="MACHINE:AT_US:NS",
+                   help="machine MACHINE's clock steps by NS (negative: back, as NTP steps a "
+                        "clock that ran ahead) AT_US microseconds after the run began")
     p.add_argument("--replica-jitter", default="independent", choices=("independent", "shared"))
     p.add_argument("--slow-replica", type=slow_arg, action="append", metavar="REPLICA:FACTOR",
                    help="scale every job cost of one replica (repeatable)")

@@ -1,0 +1,42 @@
+// Bad timestamps: a job stamped far outside its neighbours (a clock read as
+// 0, a field overwritten), found and left out before anything reads the
+// times, so that one job at epoch 0 does not open a launch segment 54 years
+// before the run or stretch a step window over decades.
+//
+// In the order a device's jobs were written (their lines), a job is a bad
+// timestamp when its start or end lies more than kBadTimestampGapNs from
+// both the job before it and the job after it while those two lie within
+// that gap of each other (the first and the last job: from its one
+// neighbour, when the device has at least three jobs). A relaunch never
+// looks like this: its jobs come after the earlier launch's in line order
+// and lie close to one another.
+//
+// Usage (load_run, before the clock steps):
+//   std::vector<BadTimestamp> bad = leave_out_bad_timestamps(run);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/run.h"
+
+namespace pipescope {
+
+/// How far from both neighbours a job's time must be to be a bad timestamp.
+inline constexpr std::int64_t kBadTimestampGapNs = 3'600'000'000'000;  // 1 hour
+
+/// A job left out for its time.
+struct BadTimestamp {
+  std::size_t device = 0;  ///< position in Run::devices
+  std::uint32_t line = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
+/// Removes every bad timestamp's job from `run` (then Run::finalize()) and
+/// returns them, in device and line order. Devices whose jobs have no lines
+/// are not examined.
+std::vector<BadTimestamp> leave_out_bad_timestamps(Run& run);
+
+}  // namespace pipescope

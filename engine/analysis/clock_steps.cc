@@ -1,0 +1,217 @@
+#include "analysis/clock_steps.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <optional>
+
+#include "analysis/step_rule.h"
+
+namespace pipescope {
+
+namespace {
+
+/// Where a device's jobs, in the order they were written, jump back: the
+/// first compute job that starts at least `min_step` before an earlier
+/// compute job ended.
+struct BackJump {
+  /// The line of the first job in the new clock: it and every later line move.
+  std::uint32_t line = 0;
+  /// How far it starts before the latest earlier end (at most the step).
+  std::int64_t overlap = 0;
+  /// The jobs on either side: the one whose end was the latest before, and
+  /// the first one after.
+  std::size_t before = 0, after = 0;
+  /// A job the step cut in two (its start before the step, its end after:
+  /// it ends before it starts), if any.
+  std::optional<std::size_t> cut_job;
+};
+
+/// Compute jobs of `device` in line order; empty when some job has no line.
+std::vector<std::size_t> written_order(const Device& device, const TypeKinds& kinds) {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < device.jobs.size(); ++i) {
+    const Job& job = device.jobs[i];
+    if (job.line == 0) return {};
+    if (job.type < kinds.kind.size() && kinds.kind[job.type] == JobKind::comm) continue;
+    order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return device.jobs[a].line < device.jobs[b].line;
+  });
+  return order;
+}
+
+std::optional<BackJump> first_back_jump(const Device& device, const std::vector<std::size_t>& order,
+                                        std::int64_t min_step) {
+  std::int64_t latest_end = std::numeric_limits<std::int64_t>::min();
+  std::size_t latest = 0;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const Job& job = device.jobs[order[k]];
+    if (k > 0 && job.start_ns < latest_end - min_step) {
+      BackJump jump{job.line, latest_end - job.start_ns, latest, order[k], std::nullopt};
+      if (const Job& before = device.jobs[order[k - 1]]; before.end_ns < before.start_ns) {
+        jump.cut_job = order[k - 1];
+      }
+      return jump;
+    }
+    // A job that ends before it starts (cut by the step) says nothing of
+    // where the device's clock stood: its start does.
+    if (std::max(job.end_ns, job.start_ns) >= latest_end) {
+      latest_end = std::max(job.end_ns, job.start_ns);
+      latest = order[k];
+    }
+  }
+  return std::nullopt;
+}
+
+/// The usual time from the end of a job like `jump.before` (its type and
+/// micro-batch) to the start of the next job like `jump.after`, on the same
+/// side of the step, in the device's other steps: what the device did
+/// between them (a job the step cut, which the reader drops for ending
+/// before it starts, or an idle gap). The median, if any.
+std::optional<std::int64_t> usual_gap(const Device& device, const std::vector<std::size_t>& order,
+                                      const BackJump& jump) {
+  const Job& p = device.jobs[jump.before];
+  const Job& n = device.jobs[jump.after];
+  std::vector<std::int64_t> gaps;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const Job& a = device.jobs[order[k]];
+    if (order[k] == jump.before || a.type != p.type || a.micro_batch != p.micro_batch) continue;
+    // The next like `after` within a few lines, not across the step.
+    for (std::size_t j = k + 1; j < order.size() && j <= k + 8; ++j) {
+      const Job& b = device.jobs[order[j]];
+      if ((a.line < jump.line) != (b.line < jump.line)) break;
+      if (b.type == n.type && b.micro_batch == n.micro_batch) {
+        if (b.start_ns >= a.end_ns) gaps.push_back(b.start_ns - a.end_ns);
+        break;
+      }
+    }
+  }
+  if (gaps.empty()) return std::nullopt;
+  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
+  return gaps[gaps.size() / 2];
+}
+
+/// The median length of the device's other jobs of the same type as job
+/// `i` (their ends after their starts), if it has any.
+std::optional<std::int64_t> usual_length(const Device& device, std::size_t i) {
+  std::vector<std::int64_t> lengths;
+  for (std::size_t k = 0; k < device.jobs.size(); ++k) {
+    const Job& job = device.jobs[k];
+    if (k != i && job.type == device.jobs[i].type && job.end_ns > job.start_ns) {
+      lengths.push_back(job.end_ns - job.start_ns);
+    }
+  }
+  if (lengths.empty()) return std::nullopt;
+  std::nth_element(lengths.begin(), lengths.begin() + lengths.size() / 2, lengths.end());
+  return lengths[lengths.size() / 2];
+}
+
+/// How many times the device's jobs, in line order, jump back by min_step or
+/// more: in a log written in time order, once per clock step.
+std::size_t back_jumps(const Device& device, const std::vector<std::size_t>& order,
+                       std::int64_t min_step) {
+  std::size_t n = 0;
+  std::int64_t latest_end = std::numeric_limits<std::int64_t>::min();
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const Job& job = device.jobs[order[k]];
+    if (k > 0 && job.start_ns < latest_end - min_step) {
+      ++n;
+      latest_end = job.start_ns;  // on from the new clock
+    }
+    latest_end = std::max(latest_end, std::max(job.end_ns, job.start_ns));
+  }
+  return n;
+}
+
+/// The most clock steps of one machine looked for: more jumps than this (or
+/// a different number on its devices) means lines out of time order.
+constexpr std::size_t kMaxSteps = 4;
+
+}  // namespace
+
+std::vector<ClockStep> undo_clock_steps(Run& run, const ClockStepOptions& options) {
+  const TypeKinds kinds(run.types);
+  std::map<int, std::vector<std::size_t>> machines;  // machine -> device positions
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    if (!run.devices[d].jobs.empty()) machines[run.devices[d].machine].push_back(d);
+  }
+  std::vector<ClockStep> steps;
+  bool moved = false;
+  for (const auto& [machine, devices] : machines) {
+    // Several steps of one machine are undone one at a time, earliest first.
+    for (int round = 0; round < 16; ++round) {
+      // A log whose lines are not in time order (some versions print a
+      // step's jobs by id) jumps back many times, and differently on each
+      // device: no clock's doing. A clock step makes every device of the
+      // machine jump back the same number of times.
+      std::optional<std::size_t> count;
+      bool same = true;
+      for (const std::size_t d : devices) {
+        const Device& device = run.devices[d];
+        const std::size_t n = back_jumps(device, written_order(device, kinds), options.min_step_ns);
+        if (count && *count != n) same = false;
+        count = n;
+      }
+      if (!same || !count || *count == 0 || *count > kMaxSteps) break;
+      std::vector<std::optional<BackJump>> jumps;
+      std::int64_t size = 0;                // the largest overlap: the step is at least that
+      std::vector<std::int64_t> estimates;  // of the step, one per device that gives one
+      for (const std::size_t d : devices) {
+        const Device& device = run.devices[d];
+        const std::vector<std::size_t> order = written_order(device, kinds);
+        jumps.push_back(first_back_jump(device, order, options.min_step_ns));
+        if (!jumps.back()) break;
+        const BackJump& jump = *jumps.back();
+        size = std::max(size, jump.overlap);
+        if (jump.cut_job) {
+          // The job the step cut ends (in the new clock) its usual length
+          // after its start (in the old one) less the step.
+          if (const auto usual = usual_length(device, *jump.cut_job)) {
+            const Job& cut = device.jobs[*jump.cut_job];
+            estimates.push_back(cut.start_ns + *usual - cut.end_ns);
+          }
+        } else if (const auto gap = usual_gap(device, order, jump)) {
+          // The overlap falls short of the step by what the device did
+          // between the two jobs.
+          estimates.push_back(jump.overlap + *gap);
+        }
+      }
+      // Every device of the machine at once, or it is no clock's doing.
+      if (jumps.size() < devices.size() || !jumps.back()) break;
+      // An overlap shows the whole step only on a device that went straight
+      // from one job to the next across it; each device's usual gap there
+      // (or its cut job's usual length) places it closer. The median of
+      // those, never below what the overlaps prove.
+      if (!estimates.empty()) {
+        std::nth_element(estimates.begin(), estimates.begin() + estimates.size() / 2,
+                         estimates.end());
+        size = std::max(size, estimates[estimates.size() / 2]);
+      }
+      ClockStep step{machine, std::numeric_limits<std::int64_t>::max(), -size, 0};
+      for (std::size_t i = 0; i < devices.size(); ++i) {
+        Device& device = run.devices[devices[i]];
+        const BackJump& jump = *jumps[i];
+        for (Job& job : device.jobs) {
+          if (job.line < jump.line) continue;
+          job.start_ns += size;
+          job.end_ns += size;
+          step.at_ns = std::min(step.at_ns, job.start_ns);
+          ++step.jobs;
+        }
+        if (jump.cut_job) device.jobs[*jump.cut_job].end_ns += size;
+      }
+      steps.push_back(step);
+      moved = true;
+    }
+  }
+  if (moved) run.finalize();
+  std::sort(steps.begin(), steps.end(), [](const ClockStep& a, const ClockStep& b) {
+    return a.machine != b.machine ? a.machine < b.machine : a.at_ns < b.at_ns;
+  });
+  return steps;
+}
+
+}  // namespace pipescope

@@ -1,0 +1,47 @@
+// Clock steps: a machine's clock that jumped mid-run (NTP stepping a clock
+// back, or forward), found in the jobs and undone before anything else reads
+// their times.
+//
+// A step moves every timestamp the machine writes after it by the same
+// amount, on every one of its devices at once. In the order the jobs were
+// written (their lines), a device's compute jobs never overlap and always
+// start after the previous one ended; so:
+//   - a step back shows as a job that starts well before its predecessor
+//     ended (by ClockStepOptions::min_step_ns or more), on every device of
+//     the machine at about the same time; its size is the largest such
+//     overlap on the machine (a device that ran back to back at the step
+//     shows it whole), and a job the step cut in two (end before start) is
+//     mended with it;
+//   - a step forward shows as a gap in which every device of the machine is
+//     idle while every other machine keeps working (a pause of the whole
+//     run, data loading between steps, is seen on every machine); its size is
+//     the shortest of the machine's devices' gaps.
+// The jobs after a step are moved back by its size (Run::finalize re-sorts
+// them), so each machine reads one continuous clock; correct_clocks then
+// estimates each machine's offset as ever and reports the pieces
+// (MachineClock::pieces). Jobs without lines (`.ivl` records hold no line
+// order) are not examined.
+//
+// Usage (load_run, before the segments are split):
+//   run.clock_steps = undo_clock_steps(run, {});
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/run.h"
+
+namespace pipescope {
+
+struct ClockStepOptions {
+  /// The least jump taken for a step; smaller ones are timing noise (a host
+  /// stamp moves by tens of microseconds) or jobs that really overlap.
+  std::int64_t min_step_ns = 1'000'000;  // 1 ms
+};
+
+/// Finds the clock steps of every machine, undoes them in `run` (the jobs
+/// after each step moved back by its size, then Run::finalize()), and
+/// returns them in machine, then time order.
+std::vector<ClockStep> undo_clock_steps(Run& run, const ClockStepOptions& options);
+
+}  // namespace pipescope

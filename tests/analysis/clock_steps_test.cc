@@ -1,0 +1,89 @@
+// Clock steps (clock_steps.h): a machine's clock stepped back mid-run is found
+// on every device of the machine at once and undone; an overlap on one device
+// only, or a machine of one device among others that show nothing, is not a
+// clock's doing. Times in ns; ms = 10^6 ns.
+#include "analysis/clock_steps.h"
+
+#include <gtest/gtest.h>
+
+#include "support/hand_run.h"
+
+namespace pipescope {
+namespace {
+
+using testing::add_job;
+using testing::device_at;
+
+constexpr std::int64_t ms = 1'000'000;
+
+/// Device d: `steps` steps of F0 F1 B0 B1 back to back, 10 ms each job, the
+/// step k starting at k * 50 ms; every time from `step_at` on read `jump`
+/// later (a clock step), the job the step cuts dropped as the reader drops
+/// a job that ends before it starts.
+void add_device(Run& run, std::size_t d, int machine, int steps, std::int64_t step_at,
+                std::int64_t jump) {
+  device_at(run, d).machine = machine;
+  const auto clock = [&](std::int64_t t) { return t >= step_at ? t + jump : t; };
+  const char* types[] = {"forward", "forward", "backward", "backward"};
+  for (int k = 0; k < steps; ++k) {
+    for (int i = 0; i < 4; ++i) {
+      const std::int64_t start = k * 50 * ms + i * 10 * ms + static_cast<std::int64_t>(d) * ms;
+      const std::int64_t end = start + 10 * ms;
+      const std::int64_t s = clock(start), e = clock(end);
+      if (e < s) continue;  // cut by the step: malformed, never read
+      add_job(run, d, types[i], i % 2, s, e);
+    }
+  }
+}
+
+TEST(ClockSteps, AStepBackOnEveryDeviceOfAMachineIsFoundAndUndone) {
+  pipescope::Run run;
+  add_device(run, 0, 0, 6, 0, 0);
+  add_device(run, 1, 0, 6, 0, 0);
+  // Machine 1 stepped back 150 ms at 125 ms (in the middle of step 2).
+  add_device(run, 2, 1, 6, 125 * ms, -150 * ms);
+  add_device(run, 3, 1, 6, 125 * ms, -150 * ms);
+  run.finalize();
+  const auto steps = undo_clock_steps(run, {});
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].machine, 1);
+  // Device 3's usual gap at the step (the cut job, 10 ms) places it exactly.
+  EXPECT_EQ(steps[0].size_ns, -150 * ms);
+  EXPECT_GT(steps[0].jobs, 0u);
+  // Every job of machine 1 is back on the true clock: in start order, no
+  // compute job overlaps the one before.
+  for (std::size_t d = 2; d < 4; ++d) {
+    const auto& jobs = run.devices[d].jobs;
+    for (std::size_t i = 1; i < jobs.size(); ++i) {
+      EXPECT_GE(jobs[i].start_ns, jobs[i - 1].end_ns) << "device " << d << " job " << i;
+    }
+    EXPECT_EQ(jobs.back().end_ns, 5 * 50 * ms + 40 * ms + static_cast<std::int64_t>(d) * ms);
+  }
+}
+
+TEST(ClockSteps, AnOverlapOnOneDeviceOnlyIsNoClockStep) {
+  pipescope::Run run;
+  add_device(run, 0, 0, 4, 0, 0);
+  add_device(run, 1, 1, 4, 0, 0);
+  add_device(run, 2, 1, 4, 60 * ms, -30 * ms);  // its own stray times, not its machine's
+  run.finalize();
+  const pipescope::Run before = run;
+  EXPECT_TRUE(undo_clock_steps(run, {}).empty());
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    ASSERT_EQ(run.devices[d].jobs.size(), before.devices[d].jobs.size());
+    for (std::size_t i = 0; i < run.devices[d].jobs.size(); ++i) {
+      EXPECT_EQ(run.devices[d].jobs[i].start_ns, before.devices[d].jobs[i].start_ns);
+    }
+  }
+}
+
+TEST(ClockSteps, OverlapsBelowTheThresholdAreNoise) {
+  pipescope::Run run;
+  add_device(run, 0, 0, 4, 0, 0);
+  add_device(run, 1, 1, 4, 75 * ms, -ms / 2);  // half a millisecond: noise
+  run.finalize();
+  EXPECT_TRUE(undo_clock_steps(run, {}).empty());
+}
+
+}  // namespace
+}  // namespace pipescope
