@@ -36,9 +36,10 @@ void add_run_input_options(CLI::App* cmd, RunInputOptions& options) {
   cmd->add_option("--segment", options.segment,
                   "Analyse one launch segment only: its index (0, 1, ...; segments are the\n"
                   "launches a relaunch appended to the same logs) or last");
-  cmd->add_option("--pipeline", options.pipeline,
-                  "Paddle dygraph records or PyTorch traces of several pipelines (data-parallel\n"
-                  "replicas): analyse pipeline K (0 = the ranks lowest for each stage, the default)")
+  cmd->add_option(
+         "--pipeline", options.pipeline,
+         "Paddle dygraph records or PyTorch traces of several pipelines (data-parallel\n"
+         "replicas): analyse pipeline K (0 = the ranks lowest for each stage, the default)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--first-step", options.first_step,
                   "Number the steps from N (inputs without step numbers, such as Paddle\n"
@@ -104,6 +105,8 @@ LoadOptions make_load_options(const RunInputOptions& options) {
   load.first_step = options.first_step;
   load.ingest.limits.chunk_bytes = options.chunk_mib << 20;
   load.ingest.limits.max_line_bytes = options.max_line_kib << 10;
+  load.ingest.line_limit_advice = fmt::format(
+      "raise --max-line-kib (now {} KiB) above the line's size to read it", options.max_line_kib);
   if (!options.job_kinds.empty() && options.job_pattern.empty()) {
     throw InputError("--job-kinds needs --job-pattern");
   }
@@ -134,9 +137,10 @@ void refuse_output_inside_inputs(const std::string& out, const std::vector<std::
   for (const std::string& input : inputs) {
     std::error_code ec;
     if (std::filesystem::is_directory(input, ec) && is_within(where, resolved(input))) {
-      throw InputError(fmt::format("output folder {} is inside input folder {}; choose another "
-                                   "with -o{}",
-                                   where.string(), input, advice));
+      throw InputError(
+          fmt::format("output folder {} is inside input folder {}; choose another "
+                      "with -o{}",
+                      where.string(), input, advice));
     }
   }
 }

@@ -46,6 +46,9 @@ struct IngestOptions {
   /// How the caller lets a person choose the pipeline, for the note that lists
   /// the others (analysis and ingest never name command-line flags).
   std::string pipeline_label = "another can be chosen by its number";
+  /// How the caller lets a person raise the line limit, for the note on a
+  /// job line lost in an over-long line.
+  std::string line_limit_advice = "raise the line limit to read it";
   /// Called as files are read (from reader threads, one call at a time;
   /// keep it cheap).
   std::function<void(const IngestProgress&)> on_progress;

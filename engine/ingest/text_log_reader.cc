@@ -215,7 +215,16 @@ class ResultBuilder {
                        item.chunk.file_offset + *scan.first_nul));
     }
     for (const LineProblem& problem : scan.problems) {
-      note(f, base + problem.line + 1, std::string(describe(problem.error)));
+      // Only candidate lines (holding the job literal) are examined: an
+      // over-long one is a job line lost, said with how to keep it.
+      note(f, base + problem.line + 1,
+           problem.error == LineError::line_too_long
+               ? fmt::format("holds a job line ('{}') but is longer than the {}-byte line limit "
+                             "(a progress bar's \\r updates without a newline?); skipped, and its "
+                             "job is lost: {}",
+                             kJobLineLiteral, options_.limits.max_line_bytes,
+                             options_.line_limit_advice)
+               : std::string(describe(problem.error)));
     }
     for (const StepStartSeen& seen : scan.step_starts) {
       file.result.device.step_starts.push_back({base + seen.line + 1, seen.step});
@@ -294,9 +303,21 @@ class ResultBuilder {
     ++stats.oversized;
     const std::uint64_t bytes = skipped.length + (skipped.has_newline ? 1 : 0);
     stats.bytes += bytes;
-    note(f, file.lines,
-         fmt::format("line of {} bytes at byte offset {} is longer than the {}-byte limit; skipped",
-                     skipped.length, skipped.offset, options_.limits.max_line_bytes));
+    if (skipped.held_watched) {
+      // A job line behind a progress bar's carriage returns (one line of
+      // `\r` updates that never ends) is lost unless the limit is raised.
+      note(f, file.lines,
+           fmt::format("line of {} bytes at byte offset {} holds a job line ('{}') but is longer "
+                       "than the {}-byte line limit (a progress bar's \\r updates without a "
+                       "newline?); skipped, and its job is lost: {}",
+                       skipped.length, skipped.offset, kJobLineLiteral,
+                       options_.limits.max_line_bytes, options_.line_limit_advice));
+    } else {
+      note(f, file.lines,
+           fmt::format("line of {} bytes at byte offset {} is longer than the {}-byte limit; "
+                       "skipped",
+                       skipped.length, skipped.offset, options_.limits.max_line_bytes));
+    }
     return bytes;
   }
 
@@ -342,7 +363,10 @@ void scan_stream(std::size_t file, const InputFile& input, const Prefilter& pref
 }  // namespace
 
 std::vector<FileResult> read_text_logs(const std::vector<InputFile>& inputs,
-                                       const IngestOptions& options, ProgressMeter& progress) {
+                                       const IngestOptions& given, ProgressMeter& progress) {
+  // An over-long line that held a job line is said so (SkippedLine::held_watched).
+  IngestOptions options = given;
+  options.limits.watched = kJobLineLiteral;
   const unsigned threads = options.threads > 0
                                ? options.threads
                                : static_cast<unsigned>(tbb::info::default_concurrency());

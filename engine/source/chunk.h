@@ -22,6 +22,10 @@ struct ReadLimits {
   /// in the cache it was copied into. 0 (or a block no smaller than the chunk)
   /// reads each range whole.
   std::size_t block_bytes = std::size_t{256} << 10;
+  /// Bytes whose presence in a skipped over-long line is reported
+  /// (SkippedLine::held_watched): the job line's literal, so that a job line
+  /// behind a progress bar's carriage returns is not lost unsaid. Empty: none.
+  std::string_view watched;
 };
 
 /// A reusable read buffer: [front | read area | tail], each a multiple of
@@ -57,6 +61,8 @@ struct SkippedLine {
   std::uint64_t offset = 0;  ///< byte offset of its first byte in the file
   std::uint64_t length = 0;  ///< bytes, without the '\n'
   bool has_newline = true;   ///< false for an unterminated last line
+  /// It held ReadLimits::watched (a job line among the bytes skipped).
+  bool held_watched = false;
 };
 
 struct LineChunk {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +32,23 @@ std::size_t LineChunker::read_full(char* destination, std::size_t capacity) {
   return filled;
 }
 
+void LineChunker::watch_skipped(std::string_view bytes) {
+  const std::string_view watched = limits_.watched;
+  if (watched.empty() || skipped_.held_watched) return;
+  // The watched string may begin in an earlier piece: its tail and this
+  // piece's head are searched together.
+  std::string seam = watch_tail_;
+  seam.append(bytes.substr(0, std::min(bytes.size(), watched.size() - 1)));
+  if (seam.find(watched) != std::string::npos || bytes.find(watched) != std::string_view::npos) {
+    skipped_.held_watched = true;
+    return;
+  }
+  watch_tail_.append(bytes.substr(bytes.size() - std::min(bytes.size(), watched.size() - 1)));
+  if (watch_tail_.size() > watched.size() - 1) {
+    watch_tail_.erase(0, watch_tail_.size() - (watched.size() - 1));
+  }
+}
+
 bool LineChunker::next(ChunkBuffer& buffer, LineChunk& chunk) {
   chunk.skipped_before.clear();
   while (true) {
@@ -55,6 +73,7 @@ bool LineChunker::next(ChunkBuffer& buffer, LineChunk& chunk) {
     if (skipping_) {
       const void* newline = std::memchr(view.data(), '\n', view.size());
       if (newline == nullptr) {
+        watch_skipped(view);
         skipped_.length += view.size();
         if (n == 0) {  // the over-long line is the file's last
           end_of_file_ = true;
@@ -65,6 +84,7 @@ bool LineChunker::next(ChunkBuffer& buffer, LineChunk& chunk) {
         continue;
       }
       const std::size_t consumed = static_cast<const char*>(newline) - view.data() + 1;
+      watch_skipped(view.substr(0, consumed - 1));
       skipped_.length += consumed - 1;
       pending_skipped_.push_back(skipped_);
       skipping_ = false;
@@ -87,7 +107,9 @@ bool LineChunker::next(ChunkBuffer& buffer, LineChunk& chunk) {
     const std::string_view tail = view.substr(complete);
     if (tail.size() > limits_.max_line_bytes) {
       skipping_ = true;
-      skipped_ = {view_offset + complete, tail.size(), true};
+      skipped_ = {view_offset + complete, tail.size(), true, false};
+      watch_tail_.clear();
+      watch_skipped(tail);
     } else {
       carry_.assign(tail);
     }

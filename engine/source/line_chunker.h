@@ -39,6 +39,9 @@ class LineChunker {
 
  private:
   std::size_t read_full(char* destination, std::size_t capacity);
+  /// Looks for ReadLimits::watched in the next bytes of the line being
+  /// skipped (across the pieces it comes in).
+  void watch_skipped(std::string_view bytes);
 
   std::string path_;
   ReadLimits limits_;
@@ -46,8 +49,9 @@ class LineChunker {
   std::uint64_t offset_ = 0;  // bytes read so far
   std::string carry_;         // partial last line of the previous chunk
   bool end_of_file_ = false;
-  bool skipping_ = false;     // inside an over-long line
-  SkippedLine skipped_;       // the over-long line being skipped
+  bool skipping_ = false;   // inside an over-long line
+  SkippedLine skipped_;     // the over-long line being skipped
+  std::string watch_tail_;  // its last bytes, for a watched string cut by a piece
   std::vector<SkippedLine> pending_skipped_;
 };
 

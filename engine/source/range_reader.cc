@@ -1,5 +1,4 @@
 #include "source/range_reader.h"
-#include "io/file_descriptor.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,8 +7,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <string_view>
 #include <system_error>
+
+#include "io/file_descriptor.h"
 
 namespace pipescope {
 
@@ -104,8 +106,8 @@ void RangeFile::read_lines(std::uint64_t begin, std::uint64_t end, const ReadLim
   // limit, in steps that start small and double: a line is usually far
   // shorter than the limit, and every byte read is copied.
   std::size_t step = kReadOnStep;
-  while (line_end == nullptr && filled < capacity &&
-         read_begin + filled < size_ && filled - last_offset <= max_line) {
+  while (line_end == nullptr && filled < capacity && read_begin + filled < size_ &&
+         filled - last_offset <= max_line) {
     const std::size_t want =
         std::min({capacity, last_offset + max_line + 1, filled + step}) - filled;
     const std::size_t got = read_at(data + filled, want, read_begin + filled);
@@ -126,11 +128,27 @@ void RangeFile::read_lines(std::uint64_t begin, std::uint64_t end, const ReadLim
     // it by reading on through the tail of the buffer, which no kept line uses.
     chunk.text = std::string_view(first, static_cast<std::size_t>(last - first));
     SkippedLine skipped{read_begin + last_offset, 0, true};
+    // Whether the skipped bytes hold limits.watched, across the pieces they
+    // are read in (the seam of two pieces searched with the earlier tail).
+    const std::string_view watched = limits.watched;
+    std::string seam;
+    const auto watch = [&](std::string_view bytes) {
+      if (watched.empty() || skipped.held_watched) return;
+      seam.append(bytes.substr(0, std::min(bytes.size(), watched.size() - 1)));
+      if (seam.find(watched) != std::string::npos ||
+          bytes.find(watched) != std::string_view::npos) {
+        skipped.held_watched = true;
+        return;
+      }
+      seam.assign(bytes.substr(bytes.size() - std::min(bytes.size(), watched.size() - 1)));
+    };
     if (line_end != nullptr) {
       skipped.length = static_cast<std::uint64_t>(line_end - last);
+      watch(std::string_view(last, static_cast<std::size_t>(line_end - last)));
     } else {
       std::uint64_t offset = read_begin + filled;
       skipped.length = filled - last_offset;
+      watch(std::string_view(last, static_cast<std::size_t>(data + filled - last)));
       char* const scratch = buffer.read_area() + buffer.chunk_bytes();
       const std::size_t scratch_size = buffer.read_capacity() - buffer.chunk_bytes();
       while (true) {
@@ -141,9 +159,11 @@ void RangeFile::read_lines(std::uint64_t begin, std::uint64_t end, const ReadLim
         }
         if (const char* nl = find_newline(scratch, scratch + got)) {
           skipped.length += static_cast<std::uint64_t>(nl - scratch);
+          watch(std::string_view(scratch, static_cast<std::size_t>(nl - scratch)));
           break;
         }
         skipped.length += got;
+        watch(std::string_view(scratch, got));
         offset += got;
       }
     }

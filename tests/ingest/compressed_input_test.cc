@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "ingest/ingest.h"
 #include "ingest/discovery.h"
+#include "ingest/ingest.h"
 #include "support/compress_util.h"
 #include "support/temp_dir.h"
 
@@ -64,6 +64,43 @@ TEST(CompressedInput, SameJobsAsThePlainFile) {
   }
 }
 
+// A progress bar redraws itself with '\r' and no newline: a job line printed
+// before the bar's last update ends up inside one line longer than the limit.
+// Plain (read in ranges) or compressed (read as a stream), the skipped line
+// is said to hold a job line, with the advice on raising the limit.
+TEST(CompressedInput, AJobLineInsideAnOverLongProgressLineIsSaidToBeLost) {
+  TempDir dir;
+  std::string bar;
+  for (int i = 0; bar.size() < 3000; ++i) bar += "\rtraining:  " + std::to_string(i) + "% |####|";
+  const std::string log = sample_log(3) + bar +
+                          sample_log(1).substr(sample_log(1).find("I1020 09:15:07.265326")) + bar +
+                          "\n" + sample_log(2);
+  const auto run = scan({dir.write("workerlog.0", log), dir.write("workerlog.1.gz", gzip(log))});
+  for (std::size_t d = 0; d < 2; ++d) {
+    // The line ending in the job line (and, read in ranges, the bar's last
+    // line: a reader counts the over-long lines it skips itself too).
+    EXPECT_GE(run.inputs[d].oversized, 1u) << d;
+    EXPECT_EQ(run.devices[d].jobs.size(), 5u) << d;
+    bool said = false;
+    for (const Diagnostic& diagnostic : run.diagnostics) {
+      if (diagnostic.path != run.inputs[d].path) continue;
+      said = said || (diagnostic.message.find("holds a job line ('Profiler Info: Job')") !=
+                          std::string::npos &&
+                      diagnostic.message.find("raise the line limit") != std::string::npos);
+    }
+    EXPECT_TRUE(said) << d << [&] {
+      std::string all;
+      for (const Diagnostic& x : run.diagnostics) all += x.path + ": " + x.message + "\n";
+      return all;
+    }();
+  }
+  // A long line without a job line is only counted.
+  const auto plain = scan({dir.write("other/workerlog.0", sample_log(2) + bar + "\n")});
+  for (const Diagnostic& diagnostic : plain.diagnostics) {
+    EXPECT_EQ(diagnostic.message.find("holds a job line"), std::string::npos) << diagnostic.message;
+  }
+}
+
 TEST(CompressedInput, TruncatedAndCorruptStreamsKeepWhatWasReadable) {
   TempDir dir;
   const std::string log = sample_log(20000);
@@ -77,7 +114,8 @@ TEST(CompressedInput, TruncatedAndCorruptStreamsKeepWhatWasReadable) {
   for (std::size_t d = 0; d < 3; ++d) {
     EXPECT_GT(run.devices[d].jobs.size(), 1000u) << d;
     EXPECT_LT(run.devices[d].jobs.size(), 20000u) << d;
-    EXPECT_NE(run.inputs[d].error.find("compressed byte"), std::string::npos) << run.inputs[d].error;
+    EXPECT_NE(run.inputs[d].error.find("compressed byte"), std::string::npos)
+        << run.inputs[d].error;
   }
   EXPECT_NE(run.inputs[0].error.find("truncated gzip"), std::string::npos) << run.inputs[0].error;
   EXPECT_NE(run.inputs[1].error.find("truncated zstd"), std::string::npos) << run.inputs[1].error;
