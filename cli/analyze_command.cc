@@ -156,11 +156,14 @@ int run_analyze(const AnalyzeOptions& options) {
   if (!options.allow_output_in_input) check_output_location(options);
   LoadOptions load = make_load_options(options);
   load.pipeline.top_bubbles = options.top_bubbles;
+  if (options.mpi && !load.machine_order.empty()) {
+    throw InputError("--machine-order is not available with --mpi yet: rename the folders");
+  }
   if (options.mpi) return run_analyze_mpi(options, load);
   if (!options.local.empty()) throw InputError("--local needs --mpi");
 
   const std::vector<InputFile> inputs =
-      find_inputs(options.paths, options.devices, &load.discovery_notes);
+      find_inputs(options.paths, options.devices, &load.discovery_notes, load.machine_order);
   check_outputs_are_not_inputs(options, inputs);
   if (!options.quiet) print_machine_order(inputs);
   ProgressLine progress(stderr, options.progress);

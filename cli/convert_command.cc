@@ -68,7 +68,8 @@ void prepare_output(const ConvertOptions& o) {
 
 int run_convert(const ConvertOptions& o) {
   LoadOptions load;
-  const std::vector<InputFile> inputs = find_inputs(o.paths, o.devices, &load.discovery_notes);
+  const std::vector<InputFile> inputs =
+      find_inputs(o.paths, o.devices, &load.discovery_notes, load.machine_order);
   check_output(o);
   load.ingest.threads = o.threads;
   load.inputs.allow_unreadable = o.allow_missing;

@@ -1,8 +1,7 @@
 #include "progress.h"
 
-#include <unistd.h>
-
 #include <fmt/core.h>
+#include <unistd.h>
 
 namespace pipescope::cli {
 
@@ -31,8 +30,9 @@ void ProgressLine::update(const IngestProgress& progress) {
   const double seconds = std::chrono::duration<double>(now - start_).count();
   const double percent =
       progress.bytes_total ? 100.0 * progress.bytes_done / progress.bytes_total : 100.0;
-  fmt::print(stream_, "\r\033[Kscanning {} / {} ({:.0f}%), {}/{} files, {}/s", human_bytes(progress.bytes_done),
-             human_bytes(progress.bytes_total), percent, progress.files_done, progress.files_total,
+  fmt::print(stream_, "\r\033[Kscanning {} / {} ({:.0f}%), {}/{} files, {}/s",
+             human_bytes(progress.bytes_done), human_bytes(progress.bytes_total), percent,
+             progress.files_done, progress.files_total,
              human_bytes(seconds > 0 ? progress.bytes_done / seconds : 0));
   std::fflush(stream_);
   drawn_ = true;

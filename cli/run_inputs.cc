@@ -13,6 +13,11 @@ namespace pipescope::cli {
 void add_run_input_options(CLI::App* cmd, RunInputOptions& options) {
   cmd->add_option("--devices", options.devices,
                   "Analyse only these global device indices, e.g. 0,2,3 or 0-3");
+  cmd->add_option("--machine-order", options.machine_order,
+                  "The machines' order, by folder name, e.g. node3,node1,node2 (every machine\n"
+                  "once); default: numeric-aware by name. It numbers the machines and the\n"
+                  "global device indices, so --devices counts in it")
+      ->delimiter(',');
   cmd->add_option("-j,--threads", options.threads, "Worker threads (0 = one per core)")
       ->capture_default_str();
   cmd->add_flag("--allow-missing", options.allow_missing,
@@ -87,6 +92,7 @@ LoadOptions make_load_options(const RunInputOptions& options) {
     // throws: usage error
     load.pipeline.clock.imposed.push_back(parse_clock_offset(spec, "--clock-offset"));
   }
+  load.machine_order = options.machine_order;
   load.inputs.allow_unreadable = options.allow_missing;
   load.inputs.allow_unreadable_advice =
       "pass --allow-missing to leave it out of the figures (with a warning)";

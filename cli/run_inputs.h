@@ -23,6 +23,7 @@ namespace pipescope::cli {
 
 struct RunInputOptions {
   std::string devices;
+  std::vector<std::string> machine_order;  // --machine-order NAME,...
   unsigned threads = 0;
   std::size_t chunk_mib = 8;
   std::size_t max_line_kib = 1024;

@@ -45,6 +45,7 @@ struct WatchOptions : RunInputOptions {
   std::string jsonl;
   std::string prometheus;
   double until_idle_s = 0;  // 0: until a signal
+  double wait_for_input_s = 600;
   std::string output_dir = "pipescope-out";
   bool no_trace = false;
   std::string run_name;
@@ -112,7 +113,8 @@ std::string default_run_name(const std::vector<std::string>& paths) {
 /// The fresh full pass of the end: summary.json (and trace.json), as
 /// `analyze` writes them.
 int final_pass(const WatchOptions& options, const LoadOptions& load) {
-  const std::vector<InputFile> inputs = find_inputs(options.paths, options.devices);
+  const std::vector<InputFile> inputs =
+      find_inputs(options.paths, options.devices, nullptr, load.machine_order);
   LoadedRun loaded = load_run(inputs, load);
   if (loaded.run.job_count() == 0) {
     fmt::print(stderr,
@@ -138,6 +140,44 @@ int final_pass(const WatchOptions& options, const LoadOptions& load) {
   return kExitOk;
 }
 
+/// The inputs, once there: a watch started before the job wrote its first log
+/// waits for it (the paths missing, or a folder without inputs yet), up to
+/// --wait-for-input seconds, saying so once; then the discovery error (exit 2).
+/// Any other discovery error ends it at once.
+std::vector<InputFile> wait_for_inputs(const WatchOptions& options, const LoadOptions& load) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(
+                                           static_cast<long long>(options.wait_for_input_s * 1000));
+  bool said = false;
+  while (true) {
+    std::string why;
+    for (const std::string& path : options.paths) {
+      std::error_code ec;
+      if (!fs::exists(path, ec)) why = fmt::format("{}: no such file or folder", path);
+    }
+    if (why.empty()) {
+      try {
+        return find_inputs(options.paths, options.devices, nullptr, load.machine_order);
+      } catch (const InputError& e) {
+        // Only a folder without inputs yet is worth waiting for.
+        if (std::string_view(e.what()).find("no worker logs in") == std::string_view::npos) throw;
+        why = e.what();
+      }
+    }
+    if (Clock::now() >= deadline || g_stop != 0) {
+      throw InputError(fmt::format("no input appeared within {} s (--wait-for-input): {}",
+                                   options.wait_for_input_s, why));
+    }
+    if (!said && !options.quiet) {
+      fmt::print(stderr,
+                 "pipescope: waiting for the first input ({}), up to {} s (--wait-for-input)\n",
+                 why, options.wait_for_input_s);
+      said = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(
+        std::max<long long>(10, static_cast<long long>(options.interval_s * 1000))));
+  }
+}
+
 int run_watch(const WatchOptions& options) {
   if (!options.jsonl.empty() && options.jsonl == options.prometheus) {
     throw InputError("--jsonl and --prometheus name the same file");
@@ -146,7 +186,8 @@ int run_watch(const WatchOptions& options) {
   // traces written at the end never go among them.
   refuse_output_inside_inputs(options.output_dir, options.paths);
   const LoadOptions load = make_load_options(options);  // throws: usage error
-  std::vector<InputFile> inputs = find_inputs(options.paths, options.devices);
+  install_stop_handlers();
+  std::vector<InputFile> inputs = wait_for_inputs(options, load);
   refuse_unfollowable(inputs);
   check_stage_map(inputs, load);
   for (const InputFile& input : inputs) {
@@ -172,7 +213,6 @@ int run_watch(const WatchOptions& options) {
   }
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> jsonl_file(
       jsonl, [](std::FILE* f) { return f ? std::fclose(f) : 0; });
-  install_stop_handlers();
 
   LiveOptions live_options;
   live_options.pipeline = load.pipeline;
@@ -196,7 +236,8 @@ int run_watch(const WatchOptions& options) {
   std::string discovery_error;
   while (g_stop == 0) {
     try {
-      std::vector<InputFile> now = find_inputs(options.paths, options.devices);
+      std::vector<InputFile> now =
+          find_inputs(options.paths, options.devices, nullptr, load.machine_order);
       refuse_unfollowable(now);
       inputs = std::move(now);
     } catch (const InputError& e) {
@@ -279,6 +320,11 @@ void register_watch_command(CLI::App& app, int& status) {
                   "Stop once no input grew for S seconds (the last step counts then), write\n"
                   "the outputs and exit (default: run until SIGINT or SIGTERM)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--wait-for-input", options->wait_for_input_s,
+                  "Seconds to wait for the first input when the paths do not exist yet or\n"
+                  "hold no logs (a watch started before the job); then exit 2")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
   cmd->add_option("-o,--output", options->output_dir,
                   "Output folder of the final summary.json and trace.json")
       ->capture_default_str();

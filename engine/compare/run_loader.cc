@@ -36,7 +36,8 @@ LoadedRun load_log_run(const std::string& path, const LoadOptions& options,
     throw InputError(fmt::format("{}: a summary has no jobs to draw; give the log folder", path));
   }
   LoadOptions load = options;
-  const std::vector<InputFile> inputs = find_inputs({path}, devices, &load.discovery_notes);
+  const std::vector<InputFile> inputs =
+      find_inputs({path}, devices, &load.discovery_notes, load.machine_order);
   LoadedRun loaded = load_run(inputs, load);
   if (loaded.run.job_count() == 0) {
     throw InputError(fmt::format(

@@ -1,6 +1,7 @@
 #include "ingest/discovery.h"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <charconv>
@@ -609,6 +610,50 @@ std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths,
       inputs.push_back(std::move(input));
     }
   }
+  return inputs;
+}
+
+std::string machine_order_name(const InputFile& input) {
+  if (!input.machine_name.empty()) return input.machine_name;
+  return full_path(input.path).parent_path().filename().string();
+}
+
+std::vector<InputFile> order_machines(std::vector<InputFile> inputs,
+                                      const std::vector<std::string>& order) {
+  if (order.empty()) return inputs;
+  // The machines as found: ordinal -> name.
+  std::map<int, std::string> found;
+  for (const InputFile& input : inputs) found.emplace(input.machine, machine_order_name(input));
+  std::vector<std::string> names;
+  for (const auto& [machine, name] : found) names.push_back(name);
+  const auto listing = [&] { return fmt::format("{}", fmt::join(names, ",")); };
+  std::map<std::string, int> position;
+  for (const std::string& name : order) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      throw InputError(
+          fmt::format("--machine-order: the run has no machine '{}'; its machines, "
+                      "in the order found: {}",
+                      name, listing()));
+    }
+    if (!position.emplace(name, static_cast<int>(position.size())).second) {
+      throw InputError(fmt::format("--machine-order names '{}' twice", name));
+    }
+  }
+  if (position.size() != names.size()) {
+    std::vector<std::string> missing;
+    for (const std::string& name : names) {
+      if (!position.count(name)) missing.push_back(name);
+    }
+    throw InputError(
+        fmt::format("--machine-order must name every machine once; missing: {} "
+                    "(the machines, in the order found: {})",
+                    fmt::join(missing, ","), listing()));
+  }
+  for (InputFile& input : inputs) input.machine = position.at(machine_order_name(input));
+  std::stable_sort(inputs.begin(), inputs.end(),
+                   [](const InputFile& a, const InputFile& b) { return a.machine < b.machine; });
+  int device = 0;
+  for (InputFile& input : inputs) input.device = device++;
   return inputs;
 }
 

@@ -80,6 +80,18 @@ bool is_dygraph_concatenation(std::string_view file_name);
 std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths,
                                        std::vector<Warning>* notes = nullptr);
 
+/// The name a machine goes by in `--machine-order`: its machine name (the
+/// `machineK` or host folder's name), else its folder's name.
+std::string machine_order_name(const InputFile& input);
+
+/// Puts the machines in the order `order` names them (machine_order_name),
+/// renumbering machines and global device indices; ranks keep their order
+/// within each machine. Throws InputError unless `order` names every
+/// machine of `inputs` exactly once (the message lists them, in the order
+/// found). An empty `order` changes nothing.
+std::vector<InputFile> order_machines(std::vector<InputFile> inputs,
+                                      const std::vector<std::string>& order);
+
 /// Parses a device selection like "0,2,3" or "0-3,6" into sorted, distinct
 /// device indices. Throws InputError on bad syntax.
 std::vector<int> parse_device_list(std::string_view text);

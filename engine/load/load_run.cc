@@ -33,8 +33,9 @@ int parse_segment_choice(std::string_view text) {
 }
 
 std::vector<InputFile> find_inputs(const std::vector<std::string>& paths,
-                                   const std::string& devices, std::vector<Warning>* notes) {
-  std::vector<InputFile> inputs = discover_inputs(paths, notes);
+                                   const std::string& devices, std::vector<Warning>* notes,
+                                   const std::vector<std::string>& machine_order) {
+  std::vector<InputFile> inputs = order_machines(discover_inputs(paths, notes), machine_order);
   if (!devices.empty()) inputs = select_devices(std::move(inputs), parse_device_list(devices));
   return inputs;
 }

@@ -57,6 +57,8 @@ struct LoadOptions {
   /// What discovery said of the folders it did not read (find_inputs'
   /// `notes`): reported first among the input warnings.
   std::vector<Warning> discovery_notes;
+  /// The machines' order, by name (order_machines); empty: as found.
+  std::vector<std::string> machine_order;
 };
 
 inline constexpr int kLastSegment = -1;
@@ -83,12 +85,14 @@ struct LoadedRun {
   std::vector<LaunchSegment> all_segments;
 };
 
-/// discover_inputs() and, when `devices` is not empty, select_devices();
+/// discover_inputs(), order_machines() by `machine_order` and, when
+/// `devices` is not empty, select_devices();
 /// the folders not read are said in `notes` when given (pass them on as
 /// LoadOptions::discovery_notes). Throws InputError.
 std::vector<InputFile> find_inputs(const std::vector<std::string>& paths,
                                    const std::string& devices = {},
-                                   std::vector<Warning>* notes = nullptr);
+                                   std::vector<Warning>* notes = nullptr,
+                                   const std::vector<std::string>& machine_order = {});
 
 /// Reads `inputs` and analyses them. A run without a single job is returned
 /// with no figures: the caller says so in its own words. Throws InputError

@@ -179,6 +179,29 @@ TEST(WatchCli, UntilIdleReportsTheLastStep) {
       << r.output;
 }
 
+TEST(WatchCli, StartedBeforeTheLogsItWaitsForThemThenGivesUp) {
+  TempDir dir;
+  const std::string from = simulate(dir, "--steps 3 --seed 2");
+  // The logs appear (moved into place) after the watch started.
+  const std::string later = dir / "later";
+  const std::string script = shell_quote(kCli) + " watch " + shell_quote(later) +
+                             " --interval 0.05 --until-idle 0.3 --no-trace -o " +
+                             shell_quote(dir / "out") + " > " + shell_quote(dir / "stdout") +
+                             " 2>&1 &\npid=$!\nsleep 0.4\nmv " + shell_quote(from) + " " +
+                             shell_quote(later) + "\nwait $pid\necho rc=$?\n";
+  const CommandResult r = run_command("bash -c " + shell_quote(script));
+  EXPECT_NE(r.output.find("rc=0"), std::string::npos) << r.output;
+  const std::string printed = read_file(dir / "stdout");
+  EXPECT_NE(printed.find("waiting for the first input"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("step 2  window"), std::string::npos) << printed;
+  // Nothing ever comes: exit 2 after the bound, saying why.
+  const CommandResult none =
+      run_cli("watch " + shell_quote(dir / "never") + " --interval 0.05 --wait-for-input 0.2 -o " +
+              shell_quote(dir / "out2"));
+  EXPECT_EQ(none.status, 2) << none.output;
+  EXPECT_NE(none.output.find("no input appeared within 0.2 s"), std::string::npos) << none.output;
+}
+
 TEST(WatchCli, ANewInputItCannotFollowIsNamedOnce) {
   TempDir dir;
   const std::string from = simulate(dir, "--steps 3 --seed 5");
