@@ -1,6 +1,7 @@
 #include "io/atomic_output.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -53,6 +54,28 @@ bool is_atomic_temp_name(std::string_view filename) {
          all_digits(numbers.substr(dash + 1));
 }
 
+std::size_t remove_stale_temp_files(const std::string& folder) {
+  std::size_t removed = 0;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(folder, ec);
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!is_atomic_temp_name(name)) continue;
+    const std::string_view numbers = std::string_view(name).substr(name.rfind(".tmp-") + 5);
+    const std::string_view pid_text = numbers.substr(0, numbers.find('-'));
+    if (pid_text.size() > 9) continue;
+    const long pid = std::stol(std::string(pid_text));
+    // ESRCH: no such process. EPERM (another user's live process) keeps it.
+    if (pid <= 0 || pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 ||
+        errno != ESRCH) {
+      continue;
+    }
+    std::error_code removing;
+    if (std::filesystem::remove(it->path(), removing)) ++removed;
+  }
+  return removed;
+}
+
 void write_file_atomically(const std::string& path, std::string_view text) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) ensure_output_dir(parent.string());
@@ -68,6 +91,8 @@ void ensure_output_dir(const std::string& path) {
     ec = std::make_error_code(std::errc::not_a_directory);
   }
   if (ec) throw std::system_error(ec, "cannot create output folder " + path);
+  // What a killed run left here is cleared by the next one.
+  remove_stale_temp_files(path);
 }
 
 AtomicOutput::AtomicOutput(std::string path) : path_(std::move(path)) {

@@ -35,6 +35,14 @@ void write_file_atomically(const std::string& path, std::string_view text);
 /// before commit() leaves behind, for a writer that clears its own leftovers.
 bool is_atomic_temp_name(std::string_view filename);
 
+/// Removes from `folder` the temporary files of AtomicOutputs whose process
+/// is gone (killed before commit(): the pid in the name no longer runs on
+/// this machine), and returns how many. ensure_output_dir calls it, so the
+/// next run writing a folder clears what a killed one left. A temporary file
+/// of a process alive (or of another user's, which kill(2) cannot probe) is
+/// kept. Never throws.
+std::size_t remove_stale_temp_files(const std::string& folder);
+
 class AtomicOutput {
  public:
   /// Creates a fresh temporary file next to `path` (O_EXCL: never someone

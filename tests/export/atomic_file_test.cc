@@ -1,8 +1,12 @@
 // AtomicFile: the destination only ever holds the old file or the complete new
 // one, and no temporary file survives, whatever happens while writing.
+#include "export/atomic_file.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -11,7 +15,6 @@
 #include <system_error>
 #include <vector>
 
-#include "export/atomic_file.h"
 #include "support/temp_dir.h"
 
 namespace pipescope {
@@ -182,6 +185,31 @@ TEST(ExportAtomic, EnsureOutputDirCreatesParents) {
   EXPECT_TRUE(fs::is_directory(nested));
   ensure_output_dir(nested.string());  // existing folder: fine
   EXPECT_TRUE(fs::is_directory(nested));
+}
+
+// A run killed before commit() leaves ".summary.json.tmp-PID-N"; the next run
+// writing the folder removes it once PID no longer runs, and keeps the
+// temporary files of processes alive (its own, and another running one's).
+TEST(ExportAtomic, TheNextRunRemovesTheTempFilesOfAKilledOne) {
+  TempDir dir;
+  const std::string out = dir / "out";
+  ensure_output_dir(out);
+  // A pid that ran and is gone: a child that exited and was reaped.
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  const std::string dead = out + "/.summary.json.tmp-" + std::to_string(child) + "-0";
+  const std::string mine = out + "/.trace.json.tmp-" + std::to_string(::getpid()) + "-7";
+  const std::string parent = out + "/.report.html.tmp-" + std::to_string(::getppid()) + "-1";
+  for (const std::string& f : {dead, mine, parent}) TempDir::write_to(f, "partial");
+  TempDir::write_to(out + "/.notes.tmp-x", "not ours");
+  ensure_output_dir(out);
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_TRUE(fs::exists(mine));
+  EXPECT_TRUE(fs::exists(parent));
+  EXPECT_TRUE(fs::exists(out + "/.notes.tmp-x"));
 }
 
 TEST(ExportAtomic, EnsureOutputDirRejectsFile) {
