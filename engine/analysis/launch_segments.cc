@@ -61,7 +61,8 @@ void step_start_candidates(const Device& device, std::vector<Candidate>& out,
       ignored.push_back({"step_start_line", where(device, marks[m].line)});
       continue;
     }
-    out.push_back({before, after[m + 1], "step_start_line", where(device, marks[m].line)});
+    out.push_back({before, after[m + 1], marks[m].window ? "profiler_window" : "step_start_line",
+                   where(device, marks[m].line)});
   }
 }
 
@@ -220,7 +221,10 @@ std::vector<IgnoredLaunchSignal> split_launch_segments(Run& run, const SegmentOp
     for (auto& mine : candidates) {
       std::vector<std::int64_t> named;  // cuts this device is already named at
       for (Candidate& c : mine) {
-        const auto at = all_idle_cut(unions, c.stop_ns, c.restart_ns, options.min_gap_ns);
+        // A profiling window needs no long gap: the time between windows
+        // was simply not traced (any all-idle moment will do).
+        const auto at = all_idle_cut(unions, c.stop_ns, c.restart_ns,
+                                     c.found_by == "profiler_window" ? 0 : options.min_gap_ns);
         if (!at) {
           ignored.push_back({c.found_by, c.where});
           continue;
@@ -230,7 +234,7 @@ std::vector<IgnoredLaunchSignal> split_launch_segments(Run& run, const SegmentOp
         if (same == cuts.end()) {
           cuts.push_back({*at, c.found_by, {}});
           same = cuts.end() - 1;
-        } else if (c.found_by == "step_start_line") {
+        } else if (c.found_by == "step_start_line" || c.found_by == "profiler_window") {
           same->found_by = c.found_by;
         }
         if (std::find(named.begin(), named.end(), *at) == named.end()) {

@@ -41,6 +41,7 @@ void put_device(ByteWriter& w, const Device& d) {
   for (const StepStartLine& s : d.step_starts) {
     w.put(s.line);
     w.put(s.step);
+    w.put(static_cast<std::uint8_t>(s.window ? 1 : 0));
   }
 }
 
@@ -57,6 +58,7 @@ Device get_device(ByteReader& r) {
     StepStartLine s;
     s.line = r.get<std::uint64_t>();
     s.step = r.get<std::int64_t>();
+    s.window = r.get<std::uint8_t>() != 0;
     d.step_starts.push_back(s);
   }
   return d;

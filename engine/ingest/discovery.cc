@@ -591,8 +591,14 @@ std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths,
     std::stable_sort(ranks.begin(), ranks.end(),
                      [](const InputFile& a, const InputFile& b) { return a.rank < b.rank; });
     // Before any input is moved out of `ranks` (the message names both).
+    // Files of one rank are refused, unless their format says they are the
+    // rank's profiling windows (one device, joined by the reader).
+    const auto windows = [&](std::size_t i) {
+      return ranks[i].format == ranks[i - 1].format &&
+             input_format_spec(ranks[i].format).rank_windows;
+    };
     for (std::size_t i = 1; i < ranks.size(); ++i) {
-      if (ranks[i].rank == ranks[i - 1].rank) {
+      if (ranks[i].rank == ranks[i - 1].rank && !windows(i)) {
         throw InputError(fmt::format("{} and {} are both rank {} of one machine", ranks[i - 1].path,
                                      ranks[i].path, ranks[i].rank));
       }
@@ -603,10 +609,11 @@ std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths,
       if (!seen.insert(ec ? ranks[i].path : canonical).second) {
         throw InputError(fmt::format("{} is given twice", ranks[i].path));
       }
+      const bool same_device = i > 0 && ranks[i].rank == ranks[i - 1].rank;
       InputFile input = std::move(ranks[i]);
       input.machine = static_cast<int>(m);
       input.machine_name = machines[m].name;
-      input.device = device++;
+      input.device = same_device ? device - 1 : device++;
       inputs.push_back(std::move(input));
     }
   }
@@ -692,15 +699,17 @@ std::vector<int> parse_device_list(std::string_view text) {
 std::vector<InputFile> select_devices(std::vector<InputFile> inputs,
                                       const std::vector<int>& devices) {
   std::vector<InputFile> kept;
+  const int count = inputs.empty() ? 0 : inputs.back().device + 1;
   for (const int d : devices) {
-    auto it = std::find_if(inputs.begin(), inputs.end(),
-                           [d](const InputFile& f) { return f.device == d; });
-    if (it == inputs.end()) {
-      throw InputError(fmt::format("--devices: there is no device {} (found {} device{}: 0-{})", d,
-                                   inputs.size(), inputs.size() == 1 ? "" : "s",
-                                   inputs.empty() ? 0 : inputs.size() - 1));
+    // Every input of the device (a rank's profiling windows are several).
+    const std::size_t before = kept.size();
+    for (const InputFile& f : inputs) {
+      if (f.device == d) kept.push_back(f);
     }
-    kept.push_back(*it);
+    if (kept.size() == before) {
+      throw InputError(fmt::format("--devices: there is no device {} (found {} device{}: 0-{})", d,
+                                   count, count == 1 ? "" : "s", count == 0 ? 0 : count - 1));
+    }
   }
   return kept;
 }

@@ -244,7 +244,7 @@ const InputFormatSpec kBuiltIn[] = {
      .claims_name = torch_trace_name, .claims_content = trace_json_content,
      .looked_for = "*.pt.trace.json[.gz]", .family = "a PyTorch profiler trace",
      .placement = Placement::folder_global_ranks, .origin = torch_trace_origin,
-     .reader_places_devices = true, .takes_job_pattern = true,
+     .reader_places_devices = true, .takes_job_pattern = true, .rank_windows = true,
      .read = read_torch_traces, .follow = follow_torch_trace},
     {.format = InputFormat::paddle_dygraph, .name = "Paddle dygraph records",
      .claims_name = dygraph_name, .claims_content = looks_like_dygraph_records,

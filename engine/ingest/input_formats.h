@@ -103,6 +103,10 @@ struct InputFormatSpec {
   /// The reader makes jobs of user annotations (`PP:` labels, or a job
   /// pattern: IngestOptions::job_pattern); said when no job was found.
   bool takes_job_pattern = false;
+  /// Several files of one rank are its profiling windows (a PyTorch
+  /// profiler schedule with repeat: one trace per window): discovery gives
+  /// them one device, and the reader joins them, a launch segment each.
+  bool rank_windows = false;
   /// Why a file of this name cannot be followed while it grows (written
   /// whole once the run is over), completing "PATH ..."; empty when it can.
   /// Null: every file can.

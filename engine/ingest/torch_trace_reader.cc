@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
+#include <map>
 #include <memory>
 #include <system_error>
 
@@ -13,6 +15,7 @@
 #include "ingest/torch_trace_file_reader.h"
 #include "ingest/trace_event_tokenizer.h"
 #include "ingest/trace_pipeline_choice.h"
+#include "model/errors.h"
 #include "source/byte_stream.h"
 
 namespace pipescope {
@@ -124,6 +127,74 @@ void merge_host_timed_notes(std::vector<FileResult>& results) {
   }
 }
 
+/// A rank's profiling windows (files discovery gave one device: a
+/// torch.profiler schedule with repeat writes one trace per window) joined
+/// into the earliest window's result, in time order: the later windows'
+/// jobs follow its own (their lines after its lines), each window opened by
+/// a step-start mark of its first ProfilerStep#N (StepStartLine::window), so
+/// that the launch segments make each window a segment numbered as traced.
+/// The later files keep their stats and lose their device. Throws
+/// InputError when two traces of one rank overlap in time (the same window
+/// twice, or two runs): they cannot be one device's windows.
+void join_rank_windows(const std::vector<InputFile>& files, std::vector<FileResult>& results,
+                       std::vector<std::optional<std::int64_t>>& lowest_stage) {
+  std::map<int, std::vector<std::size_t>> by_device;
+  for (std::size_t i = 0; i < files.size(); ++i) by_device[files[i].device].push_back(i);
+  for (auto& [device, members] : by_device) {
+    if (members.size() < 2) continue;
+    struct Window {
+      std::size_t file;
+      std::int64_t first, last;
+    };
+    std::vector<Window> windows;
+    for (const std::size_t i : members) {
+      const JobVector& jobs = results[i].device.jobs;
+      if (jobs.empty() || !results[i].has_device) continue;
+      Window w{i, jobs.front().start_ns, jobs.front().end_ns};
+      for (const Job& job : jobs) {
+        w.first = std::min(w.first, job.start_ns);
+        w.last = std::max(w.last, job.end_ns);
+      }
+      windows.push_back(w);
+    }
+    std::sort(windows.begin(), windows.end(),
+              [](const Window& a, const Window& b) { return a.first < b.first; });
+    for (std::size_t k = 1; k < windows.size(); ++k) {
+      if (windows[k].first < windows[k - 1].last) {
+        throw InputError(fmt::format(
+            "{} and {} are both rank {}, and their jobs overlap in time: not two profiling "
+            "windows of one run (the same window twice, or two runs?); analyse one of them",
+            files[windows[k - 1].file].path, files[windows[k].file].path,
+            files[windows[k].file].rank));
+      }
+    }
+    if (windows.size() < 2) continue;
+    FileResult& into = results[windows.front().file];
+    std::uint64_t offset = 0;
+    for (const Job& job : into.device.jobs) offset = std::max<std::uint64_t>(offset, job.line);
+    for (std::size_t k = 1; k < windows.size(); ++k) {
+      FileResult& from = results[windows[k].file];
+      // The mark between the windows' lines: after every earlier line,
+      // before every line of this window.
+      const std::uint64_t mark = offset + 1;
+      if (from.first_step) into.device.step_starts.push_back({mark, *from.first_step, true});
+      std::uint64_t last_line = mark;
+      for (Job job : from.device.jobs) {
+        job.type = into.types.intern(from.types.name(job.type));
+        job.line = static_cast<std::uint32_t>(
+            std::min<std::uint64_t>(mark + job.line, std::numeric_limits<std::uint32_t>::max()));
+        job.job_id = static_cast<std::int64_t>(into.device.jobs.size());
+        last_line = std::max<std::uint64_t>(last_line, job.line);
+        into.device.jobs.push_back(job);
+      }
+      offset = last_line;
+      from.device.jobs.clear();
+      from.has_device = false;
+      lowest_stage[windows[k].file].reset();
+    }
+  }
+}
+
 }  // namespace
 
 FileResult read_torch_trace(const InputFile& input, const IngestOptions& options) {
@@ -141,6 +212,7 @@ std::vector<FileResult> read_torch_traces(const std::vector<InputFile>& files,
     lowest_stage[i] = reader.lowest_stage();
     progress.advance(results[i].stats.bytes, 1);
   });
+  join_rank_windows(files, results, lowest_stage);
   choose_trace_pipeline(files, lowest_stage, options, results);
   merge_host_timed_notes(results);
   return results;

@@ -86,12 +86,13 @@ void split_segments(LoadedRun& loaded, std::optional<int> wanted,
   for (const IgnoredLaunchSignal& signal : split_launch_segments(run, segment_options)) {
     loaded.launch_warnings.push_back(
         {WarningCode::launch_signal_ignored,
-         fmt::format("{}: a sign of a new launch ({}) while the other devices kept running: "
-                     "not treated as a relaunch",
-                     signal.where,
-                     signal.found_by == "step_start_line"
-                         ? "a `Schedule Profiler start` line after jobs"
-                         : "the schedule starting over after a gap"),
+         fmt::format(
+             "{}: a sign of a new launch ({}) while the other devices kept running: "
+             "not treated as a relaunch",
+             signal.where,
+             signal.found_by == "step_start_line"   ? "a `Schedule Profiler start` line after jobs"
+             : signal.found_by == "profiler_window" ? "the rank's next profiling window"
+                                                    : "the schedule starting over after a gap"),
          -1, -1, 1});
   }
   loaded.all_segments = run.segments;
@@ -115,20 +116,36 @@ void split_segments(LoadedRun& loaded, std::optional<int> wanted,
       where += fmt::format(
           "; segment {} begins {} after the first job ({}: {}){}", segment.index,
           offset_from(origin, start),
-          segment.found_by == "step_start_line" ? "a new `Schedule Profiler start` line"
-                                                : "the schedule starts over after a gap",
+          segment.found_by == "profiler_window"   ? "the rank's next trace"
+          : segment.found_by == "step_start_line" ? "a new `Schedule Profiler start` line"
+                                                  : "the schedule starts over after a gap",
           evidence,
           segment.numbered_by_line
               ? fmt::format(", at step {}", segment.first_step)
               : fmt::format(", no step-start line: steps numbered on from {}", segment.first_step));
     }
-    loaded.launch_warnings.push_back(
-        {WarningCode::relaunch,
-         fmt::format("the logs hold {} launches of the training program (a crash and relaunch "
-                     "appended to the same logs){}; each launch is a segment of its own, no step "
-                     "spans two, and the step a crash cut short is left out of the figures",
-                     run.segments.size(), where),
-         -1, -1, static_cast<std::uint64_t>(run.segments.size())});
+    const bool windows =
+        std::all_of(run.segments.begin() + 1, run.segments.end(),
+                    [](const LaunchSegment& s) { return s.found_by == "profiler_window"; });
+    if (windows) {
+      // A profiler schedule with repeat: one launch, profiled in windows.
+      loaded.launch_warnings.push_back(
+          {WarningCode::profiler_windows,
+           fmt::format("the traces hold {} profiling windows of each rank (a torch.profiler "
+                       "schedule with repeat, one trace per window){}; each window is a segment "
+                       "of its own, its steps numbered by its ProfilerStep#N, and the time "
+                       "between windows, not profiled, is in no figure",
+                       run.segments.size(), where),
+           -1, -1, static_cast<std::uint64_t>(run.segments.size())});
+    } else {
+      loaded.launch_warnings.push_back(
+          {WarningCode::relaunch,
+           fmt::format("the logs hold {} launches of the training program (a crash and relaunch "
+                       "appended to the same logs){}; each launch is a segment of its own, no "
+                       "step spans two, and the step a crash cut short is left out of the figures",
+                       run.segments.size(), where),
+           -1, -1, static_cast<std::uint64_t>(run.segments.size())});
+    }
   }
   if (!wanted) return;
   const int count = static_cast<int>(run.segments.size());

@@ -23,6 +23,9 @@ struct StepStartLine {
   /// 1-based line in the input; 0 for a record file's header.
   std::uint64_t line = 0;
   std::int64_t step = 0;
+  /// The start of a profiling window, not of a launch: the rank's next trace
+  /// of a PyTorch profiler schedule with repeat (its ProfilerStep#N).
+  bool window = false;
 
   friend bool operator==(const StepStartLine&, const StepStartLine&) = default;
 };
@@ -42,8 +45,10 @@ struct LaunchSegment {
   /// Whether a step-start line gave `first_step`.
   bool numbered_by_line = false;
   /// What showed that the segment is a new launch: "" for the first one,
-  /// "step_start_line" (a `Schedule Profiler start` line after jobs) or
-  /// "restart_after_gap" (the schedule starting over mid-step after a gap).
+  /// "step_start_line" (a `Schedule Profiler start` line after jobs),
+  /// "restart_after_gap" (the schedule starting over mid-step after a gap)
+  /// or "profiler_window" (a rank's next trace of a profiler schedule with
+  /// repeat: a window of the same launch).
   std::string found_by;
   /// Where, for a person: "workerlog.0:1234" items, at most a few.
   std::vector<std::string> evidence;

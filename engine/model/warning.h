@@ -75,12 +75,15 @@ enum class WarningSeverity {
   X(relaunch, note,                                                                               \
     "the logs hold several launches of the training program (a crash and relaunch): each is a "   \
     "segment, no step spans two, and a step a crash cut short is left out")                       \
+  X(profiler_windows, note,                                                                       \
+    "PyTorch traces of several profiling windows of each rank (a schedule with repeat): each "    \
+    "window is a segment, its steps numbered by its ProfilerStep#N")                              \
   X(launch_signal_ignored, note,                                                                  \
     "a sign of a new launch on some devices while the other devices kept running: not treated "   \
     "as a relaunch")                                                                              \
-  X(bad_timestamp, data,                                                                         \
+  X(bad_timestamp, data,                                                                          \
     "jobs stamped more than an hour from both of their neighbours in the log (a clock read as "   \
-    "0): left out of every figure, counted and the first one named")                             \
+    "0): left out of every figure, counted and the first one named")                              \
   X(clock_step, data,                                                                             \
     "a machine's clock that jumped mid-run (every device at once): undone, and the pieces of "    \
     "its clock are in `clock.machines[].pieces`; the step's size is estimated from the jobs")     \

@@ -301,6 +301,23 @@ def case_epoch_zero_job(cli, work):
            f"bubble {summary['bubble_ratio']} != truth {truth['bubble_ratio']}")
 
 
+def case_profiler_windows(cli, work):
+    """schedule(wait=1, warmup=1, active=2, repeat=2): two traces per rank, each window exact."""
+    run_dir, truth = kineto(work, "--repeat", "2", "--steps", "8", "--wait", "1", "--warmup",
+                            "1", "--active", "2")
+    r, summary = analyze(cli, [run_dir], Path(work) / "out")
+    expect(r.returncode == 0, f"exit {r.returncode}\n{r.stderr[-600:]}")
+    windows = sorted({k for f in truth["files"] for k in f["steps"]})
+    expect([s["step"] for s in summary["steps"]] == windows,
+           f"steps {[s['step'] for s in summary['steps']]}, expected the windows' {windows}")
+    complete = check_figures(summary, truth, truth["base_ns"])
+    expect(complete == windows, f"complete steps {complete}")
+    expect(len(summary["segments"]) == 2 and summary["segments"][1]["found_by"] == "profiler_window",
+           f"segments {summary.get('segments')}")
+    expect(warning(summary, "profiler_windows") and not warning(summary, "relaunch"),
+           "said to be a relaunch, or the windows not said")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
