@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <tuple>
 
 #include "analysis/step_rule.h"
 
@@ -130,6 +131,163 @@ std::size_t back_jumps(const Device& device, const std::vector<std::size_t>& ord
 /// a different number on its devices) means lines out of time order.
 constexpr std::size_t kMaxSteps = 4;
 
+/// Where a device's jobs, in line order, jump forward: the first compute job
+/// that lasts at least `min_step` longer than its type usually does on the
+/// device (the step fell inside it), or the first pair of consecutive
+/// compute jobs with at least `min_step` more between them than usual (it
+/// fell between them).
+struct ForwardJump {
+  std::uint32_t line = 0;  ///< the first line wholly in the new clock
+  std::int64_t size = 0;   ///< the excess over the usual: the step, as this device sees it
+  std::int64_t from = 0;   ///< the step lies in [from, to - size] (old clock)
+  std::int64_t to = 0;
+  std::optional<std::size_t> stretched_job;  ///< the job the step fell in
+};
+
+std::optional<ForwardJump> first_forward_jump(const Device& device,
+                                              const std::vector<std::size_t>& order,
+                                              std::int64_t min_step) {
+  // The usual length of each type, and the usual time between each pair of
+  // consecutive jobs (by type and micro-batch), over the whole device: one
+  // pass each, so a device of millions of jobs is looked at in linear time.
+  const auto median = [](std::vector<std::int64_t>& v) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  std::map<TypeId, std::vector<std::int64_t>> lengths;
+  using PairKey = std::tuple<TypeId, std::int64_t, TypeId, std::int64_t>;
+  std::map<PairKey, std::vector<std::int64_t>> gaps;
+  const auto key_of = [&](std::size_t k) {
+    const Job& a = device.jobs[order[k]];
+    const Job& b = device.jobs[order[k + 1]];
+    return PairKey{a.type, a.micro_batch, b.type, b.micro_batch};
+  };
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const Job& job = device.jobs[order[k]];
+    if (job.end_ns > job.start_ns) lengths[job.type].push_back(job.end_ns - job.start_ns);
+    if (k + 1 < order.size()) {
+      const std::int64_t gap = device.jobs[order[k + 1]].start_ns - job.end_ns;
+      if (gap >= 0) gaps[key_of(k)].push_back(gap);
+    }
+  }
+  std::map<TypeId, std::int64_t> usual_length_of;
+  for (auto& [type, v] : lengths) {
+    if (v.size() >= 3) usual_length_of[type] = median(v);
+  }
+  std::map<PairKey, std::int64_t> usual_gap_of;
+  for (auto& [key, v] : gaps) {
+    if (v.size() >= 3) usual_gap_of[key] = median(v);
+  }
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const Job& job = device.jobs[order[k]];
+    const std::uint32_t next = k + 1 < order.size() ? device.jobs[order[k + 1]].line
+                                                    : std::numeric_limits<std::uint32_t>::max();
+    if (const auto u = usual_length_of.find(job.type); u != usual_length_of.end()) {
+      const std::int64_t excess = job.end_ns - job.start_ns - u->second;
+      if (excess >= min_step) return ForwardJump{next, excess, job.start_ns, job.end_ns, order[k]};
+    }
+    if (k + 1 == order.size()) break;
+    const Job& after = device.jobs[order[k + 1]];
+    const std::int64_t gap = after.start_ns - job.end_ns;
+    if (const auto u = usual_gap_of.find(key_of(k)); u != usual_gap_of.end()) {
+      if (gap - u->second >= min_step) {
+        return ForwardJump{after.line, gap - u->second, job.end_ns, after.start_ns, std::nullopt};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+/// Each device's steps by the contract's rule (device-local numbering).
+std::vector<std::vector<std::int32_t>> local_steps(const Run& run, const TypeKinds& kinds) {
+  std::vector<std::vector<std::int32_t>> steps(run.devices.size());
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const JobVector& jobs = run.devices[d].jobs;
+    steps[d].resize(jobs.size());
+    assign_steps(jobs, 0, jobs.size(), kinds, steps[d]);
+  }
+  return steps;
+}
+
+/// How far machine `machine`'s steps begin after the other machines' (the
+/// median over steps of the difference of their first starts), over the
+/// steps that begin before `at` (before) or after it (!before); nullopt
+/// without such a step. A clock step moves it by its size for good; a
+/// pause of one machine (a fast replica waiting at the gradient all-reduce)
+/// does not.
+std::optional<std::int64_t> machine_lead(const Run& run,
+                                         const std::vector<std::vector<std::int32_t>>& steps,
+                                         int machine, std::int64_t at, bool before) {
+  std::map<std::int32_t, std::pair<std::int64_t, std::int64_t>> first;  // step -> (mine, others)
+  constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const Device& device = run.devices[d];
+    for (std::size_t i = 0; i < device.jobs.size(); ++i) {
+      auto [it, added] = first.try_emplace(steps[d][i], kNone, kNone);
+      std::int64_t& slot = device.machine == machine ? it->second.first : it->second.second;
+      slot = std::min(slot, device.jobs[i].start_ns);
+    }
+  }
+  std::vector<std::int64_t> leads;
+  for (const auto& [step, pair] : first) {
+    if (pair.first == kNone || pair.second == kNone) continue;
+    const std::int64_t begins = std::min(pair.first, pair.second);
+    if (before ? begins < at : begins > at) leads.push_back(pair.first - pair.second);
+  }
+  if (leads.empty()) return std::nullopt;
+  std::nth_element(leads.begin(), leads.begin() + leads.size() / 2, leads.end());
+  return leads[leads.size() / 2];
+}
+
+/// A step forward of `machine` (see the header): found, checked against the
+/// other machines, undone. Returns it, if any.
+std::optional<ClockStep> undo_forward_step(Run& run, int machine,
+                                           const std::vector<std::size_t>& devices,
+                                           const TypeKinds& kinds, std::int64_t min_step) {
+  std::vector<ForwardJump> jumps;
+  std::vector<std::int64_t> sizes;
+  for (const std::size_t d : devices) {
+    const auto jump =
+        first_forward_jump(run.devices[d], written_order(run.devices[d], kinds), min_step);
+    if (!jump) return std::nullopt;  // every device of the machine at once
+    jumps.push_back(*jump);
+    sizes.push_back(jump->size);
+  }
+  std::nth_element(sizes.begin(), sizes.begin() + sizes.size() / 2, sizes.end());
+  const std::int64_t size = sizes[sizes.size() / 2];
+  // At one moment: some instant lies in every device's [from, to - size],
+  // give or take a quarter of the step.
+  std::int64_t latest_from = std::numeric_limits<std::int64_t>::min();
+  std::int64_t earliest_to = std::numeric_limits<std::int64_t>::max();
+  for (const ForwardJump& j : jumps) {
+    latest_from = std::max(latest_from, j.from);
+    earliest_to = std::min(earliest_to, j.to - size);
+  }
+  if (latest_from > earliest_to + size / 4) return std::nullopt;
+  // For good: the machine's steps begin `size` later, relative to the other
+  // machines', after it than before it.
+  const std::vector<std::vector<std::int32_t>> steps = local_steps(run, kinds);
+  const auto lead_before = machine_lead(run, steps, machine, latest_from, true);
+  const auto lead_after = machine_lead(run, steps, machine, earliest_to + size, false);
+  if (!lead_before || !lead_after) return std::nullopt;
+  const std::int64_t moved = *lead_after - *lead_before;
+  if (moved < size / 2 || moved > size + size / 2) return std::nullopt;
+  ClockStep step{machine, std::numeric_limits<std::int64_t>::max(), size, 0};
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    Device& device = run.devices[devices[i]];
+    const ForwardJump& jump = jumps[i];
+    for (Job& job : device.jobs) {
+      if (job.line < jump.line) continue;
+      job.start_ns -= size;
+      job.end_ns -= size;
+      step.at_ns = std::min(step.at_ns, job.start_ns);
+      ++step.jobs;
+    }
+    if (jump.stretched_job) device.jobs[*jump.stretched_job].end_ns -= size;
+  }
+  return step;
+}
+
 }  // namespace
 
 std::vector<ClockStep> undo_clock_steps(Run& run, const ClockStepOptions& options) {
@@ -205,6 +363,20 @@ std::vector<ClockStep> undo_clock_steps(Run& run, const ClockStepOptions& option
       }
       steps.push_back(step);
       moved = true;
+    }
+  }
+  // Steps forward, once the steps back are undone: they need the other
+  // machines to compare with.
+  if (machines.size() >= 2) {
+    for (const auto& [machine, devices] : machines) {
+      for (int round = 0; round < static_cast<int>(kMaxSteps); ++round) {
+        const auto step =
+            undo_forward_step(run, machine, devices, kinds, options.min_forward_step_ns);
+        if (!step) break;
+        steps.push_back(*step);
+        moved = true;
+        run.finalize();
+      }
     }
   }
   if (moved) run.finalize();

@@ -206,12 +206,17 @@ LoadedRun load_run(Run run, const LoadOptions& options) {
       loaded.input_warnings.push_back(
           {WarningCode::clock_step,
            fmt::format("{}: its clock jumped {} by {} at {} after the run's first job (every "
-                       "device of the machine at once: jobs that start before the previous one "
-                       "ended); the {} jobs after it were moved back by it",
+                       "device of the machine at once: {}); the {} jobs after it were moved {} "
+                       "by it (the size is estimated from the jobs)",
                        machine_label_of(loaded.run, step.machine),
                        step.size_ns < 0 ? "back" : "forward",
                        format_duration(std::llabs(step.size_ns)),
-                       offset_from(first_job_start(loaded.run), step.at_ns), step.jobs),
+                       offset_from(first_job_start(loaded.run), step.at_ns),
+                       step.size_ns < 0
+                           ? "jobs that start before the previous one ended"
+                           : "a job or a gap that much longer than usual, and the machine's steps "
+                             "beginning that much later than the other machines' from then on",
+                       step.jobs, step.size_ns < 0 ? "later" : "earlier"),
            -1, -1, step.jobs});
     }
   }

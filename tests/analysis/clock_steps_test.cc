@@ -61,6 +61,43 @@ TEST(ClockSteps, AStepBackOnEveryDeviceOfAMachineIsFoundAndUndone) {
   }
 }
 
+TEST(ClockSteps, AStepForwardThatMovesTheMachinesStepsForGoodIsUndone) {
+  pipescope::Run run;
+  add_device(run, 0, 0, 8, 0, 0);
+  add_device(run, 1, 0, 8, 0, 0);
+  // Machine 1 stepped forward 200 ms at 125 ms: the job running then lasts
+  // 200 ms longer, and every later step begins 200 ms after machine 0's.
+  add_device(run, 2, 1, 8, 125 * ms, 200 * ms);
+  add_device(run, 3, 1, 8, 125 * ms, 200 * ms);
+  run.finalize();
+  const auto steps = undo_clock_steps(run, {});
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].machine, 1);
+  EXPECT_EQ(steps[0].size_ns, 200 * ms);
+  for (std::size_t d = 2; d < 4; ++d) {
+    const auto& jobs = run.devices[d].jobs;
+    for (const Job& job : jobs) EXPECT_EQ(job.end_ns - job.start_ns, 10 * ms) << "device " << d;
+    EXPECT_EQ(jobs.back().end_ns, 7 * 50 * ms + 40 * ms + static_cast<std::int64_t>(d) * ms);
+  }
+}
+
+TEST(ClockSteps, APauseOfTheWholeRunIsNoStepForward) {
+  pipescope::Run run;
+  for (std::size_t d = 0; d < 4; ++d) add_device(run, d, d < 2 ? 0 : 1, 8, 0, 0);
+  // Every device idles 200 ms from 150 ms on (a checkpoint): every machine
+  // shows the gap, and machine 1's steps stay in step with machine 0's.
+  for (std::size_t d = 0; d < 4; ++d) {
+    for (Job& job : run.devices[d].jobs) {
+      if (job.start_ns >= 150 * ms) {
+        job.start_ns += 200 * ms;
+        job.end_ns += 200 * ms;
+      }
+    }
+  }
+  run.finalize();
+  EXPECT_TRUE(undo_clock_steps(run, {}).empty());
+}
+
 TEST(ClockSteps, AnOverlapOnOneDeviceOnlyIsNoClockStep) {
   pipescope::Run run;
   add_device(run, 0, 0, 4, 0, 0);

@@ -318,6 +318,35 @@ def case_profiler_windows(cli, work):
            "said to be a relaunch, or the windows not said")
 
 
+def case_clock_stepped_forward(cli, work):
+    """A machine's clock steps forward 150 ms: found (its steps begin later for good), undone."""
+    run_dir, truth = hybrid(work, "run", "--pp", "4", "--dp", "2", "--gpus-per-machine", "4",
+                            "--steps", "12", "--forward-us", "5000",
+                            "--clock-step", "1:40000:150000000")
+    r, summary = analyze(cli, [run_dir], Path(work) / "out")
+    expect(r.returncode == 0, f"exit {r.returncode}\n{r.stderr[-600:]}")
+    steps = warning(summary, "clock_step")
+    expect(len(steps) == 1 and "forward" in steps[0]["message"], f"clock_step: {steps}")
+    pieces = summary["clock"]["machines"][1].get("pieces", [])
+    expect(len(pieces) == 2 and abs(pieces[1]["offset_ns"] - pieces[0]["offset_ns"] - 150_000_000)
+           < 1_000_000, f"pieces {pieces}")
+    expect(summary["layout"]["pp"] == 4 and summary["layout"]["dp"] == 2,
+           f"layout {summary['layout']}")
+    expect(abs(summary["bubble_ratio"] - truth["expected"]["bubble_ratio"]) < 0.005,
+           f"bubble {summary['bubble_ratio']} vs truth {truth['expected']['bubble_ratio']}")
+
+
+def case_slow_replica_is_no_clock_step(cli, work):
+    """A slower replica makes the other wait at the all-reduce every step: no clock step."""
+    run_dir, truth = hybrid(work, "run", "--pp", "4", "--dp", "2", "--gpus-per-machine", "4",
+                            "--steps", "12", "--forward-us", "5000", "--slow-replica", "1:1.3")
+    r, summary = analyze(cli, [run_dir], Path(work) / "out")
+    expect(r.returncode == 0, f"exit {r.returncode}\n{r.stderr[-600:]}")
+    expect(not warning(summary, "clock_step"), f"clock_step: {warning(summary, 'clock_step')}")
+    expect(abs(summary["bubble_ratio"] - truth["expected"]["bubble_ratio"]) < 1e-9,
+           f"bubble {summary['bubble_ratio']} != truth {truth['expected']['bubble_ratio']}")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
