@@ -27,8 +27,11 @@ std::vector<BadTimestamp> leave_out_bad_timestamps(Run& run) {
     std::vector<std::size_t> order(jobs.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     if (std::any_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.line == 0; })) continue;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return jobs[a].line < jobs[b].line; });
+    // Usually the lines are in start order already: one pass, no sort.
+    const auto by_line = [&](std::size_t a, std::size_t b) { return jobs[a].line < jobs[b].line; };
+    if (!std::is_sorted(order.begin(), order.end(), by_line)) {
+      std::stable_sort(order.begin(), order.end(), by_line);
+    }
     std::vector<char> drop(jobs.size(), 0);
     for (std::size_t k = 0; k < order.size(); ++k) {
       const Job& job = jobs[order[k]];

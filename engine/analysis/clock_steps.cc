@@ -38,9 +38,13 @@ std::vector<std::size_t> written_order(const Device& device, const TypeKinds& ki
     if (job.type < kinds.kind.size() && kinds.kind[job.type] == JobKind::comm) continue;
     order.push_back(i);
   }
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+  const auto by_line = [&](std::size_t a, std::size_t b) {
     return device.jobs[a].line < device.jobs[b].line;
-  });
+  };
+  // Usually the lines are in start order already: one pass, no sort.
+  if (!std::is_sorted(order.begin(), order.end(), by_line)) {
+    std::stable_sort(order.begin(), order.end(), by_line);
+  }
   return order;
 }
 

@@ -1,6 +1,7 @@
 #include "load/input_rules.h"
 
 #include <fmt/format.h>
+#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -83,19 +84,17 @@ namespace {
 
 /// A device's jobs, time for time: equal for two inputs holding the same jobs.
 std::uint64_t job_fingerprint(const Device& device) {
-  // FNV-1a over each job's start, end, type and micro-batch.
-  std::uint64_t h = 1469598103934665603ull;
+  // A word at a time (multiply and fold), not a byte: every job of the run
+  // goes through it.
+  std::uint64_t h = 0x9e3779b97f4a7c15ull ^ device.jobs.size();
   auto mix = [&h](std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
+    h = (h ^ v) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
   };
   for (const Job& job : device.jobs) {
     mix(static_cast<std::uint64_t>(job.start_ns));
     mix(static_cast<std::uint64_t>(job.end_ns));
-    mix(job.type);
-    mix(static_cast<std::uint64_t>(job.micro_batch));
+    mix((static_cast<std::uint64_t>(job.type) << 40) ^ static_cast<std::uint64_t>(job.micro_batch));
   }
   return h;
 }
@@ -148,10 +147,14 @@ void refuse_duplicate_inputs(const Run& run) {
   // copy. Same jobs alone are not enough: a simulator's tensor-parallel
   // peers, or data-parallel replicas drawn with the same costs, run identical
   // jobs in files that differ (thread ids, ranks).
+  std::vector<std::uint64_t> prints(run.devices.size());
+  tbb::parallel_for(std::size_t{0}, run.devices.size(),
+                    [&](std::size_t d) { prints[d] = job_fingerprint(run.devices[d]); });
   std::map<std::pair<std::size_t, std::uint64_t>, std::vector<const Device*>> by_jobs;
-  for (const Device& device : run.devices) {
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const Device& device = run.devices[d];
     if (device.jobs.size() < 2) continue;
-    by_jobs[{device.jobs.size(), job_fingerprint(device)}].push_back(&device);
+    by_jobs[{device.jobs.size(), prints[d]}].push_back(&device);
   }
   for (const auto& [key, devices] : by_jobs) {
     for (std::size_t i = 0; i < devices.size(); ++i) {
