@@ -247,29 +247,42 @@ def case_folder_skipped_named(cli, work):
            f"bubble {summary['bubble_ratio']} != truth {truth['expected']['bubble_ratio']}")
 
 
-def case_clock_stepped_back(cli, work):
-    """NTP steps one machine's clock back 150 ms mid-run: found, undone, figures near the truth."""
+def clock_step_case(cli, work, size_ns):
+    """One machine's clock steps by size_ns mid-run: found within 1 ms, undone, figures near
+    the truth, the layout right."""
     run_dir, truth = hybrid(work, "run", "--pp", "4", "--dp", "2", "--gpus-per-machine", "4",
                             "--steps", "12", "--forward-us", "5000",
-                            "--clock-step", "1:40000:-150000000")
+                            "--clock-step", f"1:40000:{size_ns}")
     r, summary = analyze(cli, [run_dir], Path(work) / "out")
     expect(r.returncode == 0, f"exit {r.returncode}\n{r.stderr[-600:]}")
     steps = warning(summary, "clock_step")
-    expect(len(steps) == 1 and "machine1" in steps[0]["message"], f"clock_step: {steps}")
+    direction = "back" if size_ns < 0 else "forward"
+    expect(len(steps) == 1 and "machine1" in steps[0]["message"] and
+           f"jumped {direction}" in steps[0]["message"], f"clock_step: {steps}")
     pieces = summary["clock"]["machines"][1].get("pieces", [])
     expect(len(pieces) == 2, f"machine1's clock pieces: {pieces}")
     size = pieces[1]["offset_ns"] - pieces[0]["offset_ns"]
     # Estimated from the jobs: within 1 ms of the true step.
-    expect(abs(size + 150_000_000) < 1_000_000, f"step size {size}, true -150000000")
+    expect(abs(size - size_ns) < 1_000_000, f"step size {size}, true {size_ns}")
     expect(summary["layout"]["pp"] == 4 and summary["layout"]["dp"] == 2,
            f"layout {summary['layout']}")
     expect(summary["incomplete_steps"] == truth["expected"]["incomplete_steps"],
            f"{summary['incomplete_steps']} incomplete steps (true: "
            f"{truth['expected']['incomplete_steps']})")
-    # The jobs the step cut in two end before they start and are lost (one per
+    # A job a step back cuts in two ends before it starts and is lost (one per
     # device busy at the step): the bubble is within half a point of the truth.
     expect(abs(summary["bubble_ratio"] - truth["expected"]["bubble_ratio"]) < 0.005,
            f"bubble {summary['bubble_ratio']} vs truth {truth['expected']['bubble_ratio']}")
+
+
+def case_clock_stepped_back(cli, work):
+    """NTP steps one machine's clock back 150 ms mid-run."""
+    clock_step_case(cli, work, -150_000_000)
+
+
+def case_clock_stepped_forward(cli, work):
+    """A machine's clock steps forward 150 ms: its steps begin later for good."""
+    clock_step_case(cli, work, 150_000_000)
 
 
 def case_epoch_zero_job(cli, work):
@@ -316,24 +329,6 @@ def case_profiler_windows(cli, work):
            f"segments {summary.get('segments')}")
     expect(warning(summary, "profiler_windows") and not warning(summary, "relaunch"),
            "said to be a relaunch, or the windows not said")
-
-
-def case_clock_stepped_forward(cli, work):
-    """A machine's clock steps forward 150 ms: found (its steps begin later for good), undone."""
-    run_dir, truth = hybrid(work, "run", "--pp", "4", "--dp", "2", "--gpus-per-machine", "4",
-                            "--steps", "12", "--forward-us", "5000",
-                            "--clock-step", "1:40000:150000000")
-    r, summary = analyze(cli, [run_dir], Path(work) / "out")
-    expect(r.returncode == 0, f"exit {r.returncode}\n{r.stderr[-600:]}")
-    steps = warning(summary, "clock_step")
-    expect(len(steps) == 1 and "forward" in steps[0]["message"], f"clock_step: {steps}")
-    pieces = summary["clock"]["machines"][1].get("pieces", [])
-    expect(len(pieces) == 2 and abs(pieces[1]["offset_ns"] - pieces[0]["offset_ns"] - 150_000_000)
-           < 1_000_000, f"pieces {pieces}")
-    expect(summary["layout"]["pp"] == 4 and summary["layout"]["dp"] == 2,
-           f"layout {summary['layout']}")
-    expect(abs(summary["bubble_ratio"] - truth["expected"]["bubble_ratio"]) < 0.005,
-           f"bubble {summary['bubble_ratio']} vs truth {truth['expected']['bubble_ratio']}")
 
 
 def case_slow_replica_is_no_clock_step(cli, work):
