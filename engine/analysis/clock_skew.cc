@@ -290,7 +290,7 @@ ClockReport estimate_clock_offsets(const Run& run, const Dependencies& deps,
   }
   const std::vector<double> offsets = solve_offsets(n, edges);
   for (int m = 0; m < n; ++m) {
-    report.machines.push_back({m, machine_name(run, m), std::llround(offsets[m]), 0});
+    report.machines.push_back({m, machine_name(run, m), std::llround(offsets[m]), 0, {}});
   }
   for (auto& [key, pair] : pairs) report.pairs.push_back(pair);
   report.violations_after = report.violations_before;
