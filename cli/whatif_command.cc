@@ -19,6 +19,7 @@
 #include "model/errors.h"
 #include "numeric/units.h"
 #include "run_inputs.h"
+#include "whatif/model_error.h"
 #include "whatif/replay.h"
 #include "whatif/whatif_json.h"
 
@@ -35,7 +36,7 @@ struct WhatifOptions : RunInputOptions {
   std::optional<int> micro_batches;
   std::optional<int> chunks;
   double weight_share = 0.5;
-  int replay_steps = 16;
+  int replay_steps = 0;  // 0: as many as measured
   bool quiet = false;
 };
 
@@ -90,12 +91,13 @@ Scenario chosen_scenario(const WhatifOptions& options, const MeasuredRun& measur
   return scenario;
 }
 
-std::string latency_samples(const std::vector<double>& samples, std::string_view other) {
-  if (samples.empty()) return fmt::format("none measured (taken from {})", other);
-  return fmt::format("{} sample{}", samples.size(), samples.size() == 1 ? "" : "s");
+std::string link_line(const LinkSamples& kind) {
+  if (kind.pairs == 0) return "no dependent pair";
+  return fmt::format("{} ms ({} of {} dependent pair{} waited for the data)", ms(kind.ns),
+                     kind.samples.size(), kind.pairs, kind.pairs == 1 ? "" : "s");
 }
 
-void print_measured(const WhatifInputs& in) {
+void print_measured(const WhatifInputs& in, const ModelError& error) {
   const MeasuredRun& m = in.measured;
   fmt::print("measured: {}, P={} M={} V={}: step {} ms (median of {} complete step{}), bubble {}\n",
              m.schedule, m.stages, m.micro_batches, m.chunks, ms(m.step_ns), m.complete_steps,
@@ -106,13 +108,26 @@ void print_measured(const WhatifInputs& in) {
         "jobs' durations and latencies)\n",
         m.replica, m.replicas);
   }
-  fmt::print("latency: same machine {}, across machines {}; step overhead {}\n",
-             latency_samples(in.latency_same_machine, "across machines"),
-             latency_samples(in.latency_cross_machine, "same machine"),
+  const LinkCosts& links = in.links;
+  fmt::print("latency: same machine {}; across machines {}\n", link_line(links.same_machine),
+             link_line(links.cross_machine));
+  fmt::print("launch overhead {} ms ({} gap{}); step overhead {}\n", ms(links.launch_overhead_ns),
+             links.launch_overhead_samples.size(),
+             links.launch_overhead_samples.size() == 1 ? "" : "s",
              in.step_overhead.empty()
                  ? std::string("none measured (fewer than two complete steps): taken as 0")
                  : fmt::format("{} sample{}", in.step_overhead.size(),
                                in.step_overhead.size() == 1 ? "" : "s"));
+  for (const std::string& note : in.notes) fmt::print("note: {}\n", note);
+  if (error.available) {
+    fmt::print(
+        "model error: the measured schedule replayed gives {} ms ({:+.1f}%) and a {} bubble "
+        "({:+.1f} points){}\n",
+        ms(error.replayed_step_ns), error.step_error * 100, percent(error.replayed_bubble_ratio),
+        error.bubble_error * 100, error.trusted() ? "" : fmt::format("; worst: {}", error.worst));
+  } else {
+    fmt::print("model error: not measured ({})\n", error.reason);
+  }
 }
 
 void print_table(const MeasuredRun& measured, const std::vector<Prediction>& predictions) {
@@ -156,8 +171,11 @@ void print_costs(const Prediction& p) {
                c.weight_ns[s] > 0 ? fmt::format(", weight {} ms", ms(c.weight_ns[s])) : "",
                ms(c.optimizer_ns[s]));
   }
-  fmt::print("  latency {} ms same machine, {} ms across machines; step overhead {} ms\n",
-             ms(c.latency_same_machine_ns), ms(c.latency_cross_machine_ns), ms(c.step_overhead_ns));
+  fmt::print(
+      "  latency {} ms same machine, {} ms across machines; launch overhead {} ms; step overhead "
+      "{} ms\n",
+      ms(c.latency_same_machine_ns), ms(c.latency_cross_machine_ns), ms(c.launch_overhead_ns),
+      ms(c.step_overhead_ns));
 }
 
 /// The output folder is never an input folder or inside one (a later run
@@ -193,7 +211,8 @@ int run_whatif(const WhatifOptions& options) {
                inputs.size(), inputs.size() == 1 ? "" : "s");
     return kExitUsage;
   }
-  for (const Warning& warning : loaded.pipeline.warnings) {
+  std::vector<Warning> warnings = loaded.pipeline.warnings;
+  for (const Warning& warning : warnings) {
     fmt::print(stderr, "pipescope: warning: {}\n", warning.message);
   }
   WhatifInputs in;
@@ -205,6 +224,13 @@ int run_whatif(const WhatifOptions& options) {
   ReplayOptions replay;
   replay.weight_share = options.weight_share;
   replay.steps = options.replay_steps;
+
+  // The replay's own error: the measured schedule replayed against the run.
+  const ModelError error = measure_model_error(in, replay);
+  if (!error.trusted()) {
+    warnings.push_back({WarningCode::whatif_model_error, model_error_message(error)});
+    fmt::print(stderr, "pipescope: warning: {}\n", warnings.back().message);
+  }
 
   std::vector<Prediction> predictions;
   std::optional<Replay> single;
@@ -224,7 +250,7 @@ int run_whatif(const WhatifOptions& options) {
   std::vector<std::string> written;
   if (!options.output_dir.empty()) {
     ensure_output_dir(options.output_dir);
-    write_whatif_json(in, predictions, replay, (out / "whatif.json").string());
+    write_whatif_json(in, predictions, replay, error, warnings, (out / "whatif.json").string());
     written.push_back((out / "whatif.json").string());
     if (single) {
       TraceOptions trace;
@@ -234,7 +260,7 @@ int run_whatif(const WhatifOptions& options) {
     }
   }
   if (!options.quiet) {
-    print_measured(in);
+    print_measured(in, error);
     fmt::print("\n");
     print_table(in.measured, predictions);
     if (single) {
@@ -284,9 +310,10 @@ void register_whatif_command(CLI::App& app, int& status) {
                   "zero-bubble schedule replays a run whose backwards were not split")
       ->capture_default_str();
   cmd->add_option("--replay-steps", options->replay_steps,
-                  "Steps replayed per scenario (each op's cost drawn from the measured ones)")
-      ->check(CLI::Range(2, 1000))
-      ->capture_default_str();
+                  "Steps replayed per scenario, each op's cost drawn from the measured ones\n"
+                  "(default: as many as the run's complete steps, at most 1000; the model\n"
+                  "error always replays that many)")
+      ->check(CLI::Range(1, kMaxReplaySteps));
   cmd->add_flag("-q,--quiet", options->quiet, "Do not print the table");
   add_run_input_options(cmd, *options);
   cmd->callback([options, &status] { status = run_whatif(*options); });

@@ -124,7 +124,11 @@ enum class WarningSeverity {
     "the stages are right")                                                                       \
   X(stage_map_contradicted, data,                                                                 \
     "a stage of `--stages` whose devices do not run the same jobs at the same times, with the "   \
-    "evidence")
+    "evidence")                                                                                   \
+  X(whatif_model_error, data,                                                                     \
+    "`whatif` only: the replay of the measured schedule misses the measured run by more than 3% " \
+    "of step time or 1 point of bubble ratio; the worst figure is named and no prediction is to " \
+    "be trusted")
 
 /// One enumerator per row of PIPESCOPE_WARNINGS, in table order.
 enum class WarningCode {

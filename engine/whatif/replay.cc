@@ -203,51 +203,62 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
     }
   }
 
-  // Latency: consumer start - producer end, where the consumer waited for its
-  // input (its device's previous job of the step ended before it started).
-  std::vector<double> all_same, all_cross;
-  // The pairs are those of a looped placement (analysis/dependencies.h); a
-  // pair whose global stages are not neighbours under the measured schedule's
-  // placement (chunk 1 of a V) is no transfer of this run.
+  // The link costs, global stages placed as the measured schedule places
+  // them (looped when it is none of the table's).
   const StagePlacement placement =
       measured.id ? schedule_entry(*measured.id).placement : StagePlacement::looped;
-  const auto global_of = [&](const JobRef& ref) {
-    const JobRole& role = pipeline.roles[run.devices[ref.device].jobs[ref.job].type];
-    return global_stage(placement, p, pipeline.stages.stage_of[ref.device], role.chunk);
+  in.links = measure_link_costs(run, metrics, pipeline, replayed, placement);
+  const double overhead = in.links.launch_overhead_ns;
+  const auto note_latency = [&](const LinkSamples& kind, const LinkSamples& other,
+                                std::string_view name, std::string_view other_name) {
+    if (kind.pairs > 0 && kind.samples.empty()) {
+      in.notes.push_back(fmt::format(
+          "no consumer waited for data {} ({} dependent pair{}, each consumer busy when its "
+          "input came): that latency is hidden by the schedule and taken as 0",
+          name, kind.pairs, kind.pairs == 1 ? "" : "s"));
+    } else if (kind.pairs == 0 && !other.samples.empty()) {
+      in.notes.push_back(
+          fmt::format("no dependent pair {}: a scenario's transfers {} take the latency {}", name,
+                      name, other_name));
+    }
   };
-  for (const Dependency& dep : pipeline.dependencies) {
-    // Two chunks of one device pass data in memory: no transfer to measure.
-    if (dep.producer.device == dep.consumer.device) continue;
-    if (!complete(dep.consumer.device, dep.consumer.job)) continue;
-    const Job& producer = run.devices[dep.producer.device].jobs[dep.producer.job];
-    const auto& consumer_jobs = run.devices[dep.consumer.device].jobs;
-    const Job& consumer = consumer_jobs[dep.consumer.job];
-    const int step = pipeline.roles[consumer.type].role == PipelineRole::forward ? 1 : -1;
-    if (global_of(dep.consumer) != global_of(dep.producer) + step) continue;
-    const double gap =
-        static_cast<double>(std::max<std::int64_t>(0, consumer.start_ns - producer.end_ns));
-    const bool same =
-        run.devices[dep.producer.device].machine == run.devices[dep.consumer.device].machine;
-    (same ? all_same : all_cross).push_back(gap);
-    // The device's previous job of the same step ended before: it was free and
-    // waited for the data (after the previous step's last job, the step
-    // overhead may be what it waited for).
-    const auto& job_step = metrics.job_step[dep.consumer.device];
-    const bool waited = dep.consumer.job > 0 &&
-                        job_step[dep.consumer.job - 1] == job_step[dep.consumer.job] &&
-                        consumer_jobs[dep.consumer.job - 1].end_ns < consumer.start_ns;
-    if (waited) (same ? in.latency_same_machine : in.latency_cross_machine).push_back(gap);
+  note_latency(in.links.same_machine, in.links.cross_machine, "within a machine",
+               "across machines");
+  note_latency(in.links.cross_machine, in.links.same_machine, "across machines",
+               "within a machine");
+
+  // A job the replay replays: an op, the optimizer, lr (send/recv and other
+  // jobs are not device time of the replay).
+  std::vector<char> replayed_type(run.types.size(), 0);
+  for (TypeId t = 0; t < run.types.size(); ++t) {
+    replayed_type[t] = pipeline.roles[t].compute() ||
+                       pipeline.roles[t].role == PipelineRole::optimizer ||
+                       classify_job_type(run.types.name(t)) == JobKind::lr;
   }
-  // No consumer ever waited (send/recv jobs fill the gaps): the smallest gap.
-  if (in.latency_same_machine.empty() && !all_same.empty()) {
-    in.latency_same_machine.push_back(*std::min_element(all_same.begin(), all_same.end()));
-  }
-  if (in.latency_cross_machine.empty() && !all_cross.empty()) {
-    in.latency_cross_machine.push_back(*std::min_element(all_cross.begin(), all_cross.end()));
+  // The optimizer's wait: its start − the end of the previous replayed job of
+  // its step, less the launch overhead.
+  for (int s = 0; s < p; ++s) {
+    for (std::size_t d : pipeline.stages.devices[s]) {
+      if (!replayed[d]) continue;
+      const auto& jobs = run.devices[d].jobs;
+      for (std::size_t i = 1; i < jobs.size(); ++i) {
+        if (!complete(d, i) || pipeline.roles[jobs[i].type].role != PipelineRole::optimizer) {
+          continue;
+        }
+        for (std::size_t j = i; j-- > 0;) {
+          if (metrics.job_step[d][j] != metrics.job_step[d][i]) break;
+          if (!replayed_type[jobs[j].type]) continue;
+          const double wait = static_cast<double>(jobs[i].start_ns - jobs[j].end_ns) - overhead;
+          in.stages[s].optimizer_wait.push_back(std::max(0.0, wait));
+          break;
+        }
+      }
+    }
   }
 
   // Step overhead on stage 0: its optimizer end (or last job end) to the
-  // first job of its next complete step in the same segment.
+  // first job of its next complete step in the same segment, less the launch
+  // overhead the replay adds to that job.
   struct StepEnds {
     std::int64_t first_start = 0;
     std::int64_t last_end = 0;
@@ -257,7 +268,7 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
     std::map<std::int32_t, StepEnds> ends;
     const auto& jobs = run.devices[d].jobs;
     for (std::size_t i = 0; i < jobs.size(); ++i) {
-      if (!complete(d, i)) continue;
+      if (!complete(d, i) || !replayed_type[jobs[i].type]) continue;
       const std::int32_t k = metrics.job_step[d][i];
       auto [it, fresh] = ends.try_emplace(k, StepEnds{jobs[i].start_ns, jobs[i].end_ns, -1});
       StepEnds& e = it->second;
@@ -278,7 +289,33 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
       const std::int64_t end =
           it->second.optimizer_end >= 0 ? it->second.optimizer_end : it->second.last_end;
       in.step_overhead.push_back(
-          static_cast<double>(std::max<std::int64_t>(0, next->second.first_start - end)));
+          std::max(0.0, static_cast<double>(next->second.first_start - end) - overhead));
+    }
+  }
+
+  // What the replay of the measured schedule is held to: per stage, the mean
+  // busy and idle time of its replayed devices per complete step.
+  measured.replayed_bubble_ratio =
+      pipeline.replicas.slowest >= 0
+          ? pipeline.replicas.replicas[static_cast<std::size_t>(pipeline.replicas.slowest)]
+                .bubble_ratio
+          : metrics.bubble_ratio;
+  measured.stage_busy_ns.assign(p, 0);
+  measured.stage_idle_ns.assign(p, 0);
+  for (int s = 0; s < p; ++s) {
+    std::size_t n = 0;
+    for (const StepWindow& step : metrics.steps) {
+      if (!step.complete) continue;
+      for (std::size_t d : pipeline.stages.devices[s]) {
+        if (!replayed[d] || d >= step.devices.size()) continue;
+        measured.stage_busy_ns[s] += static_cast<double>(step.devices[d].busy_ns);
+        measured.stage_idle_ns[s] += static_cast<double>(step.devices[d].idle_ns);
+        ++n;
+      }
+    }
+    if (n > 0) {
+      measured.stage_busy_ns[s] /= static_cast<double>(n);
+      measured.stage_idle_ns[s] /= static_cast<double>(n);
     }
   }
   return in;
@@ -354,6 +391,11 @@ std::vector<Scenario> sweep_scenarios(int stages, int micro_batches) {
   return out;
 }
 
+int replayed_steps(const ReplayOptions& options, const MeasuredRun& measured) {
+  if (options.steps > 0) return options.steps;
+  return static_cast<int>(std::clamp<std::size_t>(measured.complete_steps, 1, kMaxReplaySteps));
+}
+
 Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
                        const ReplayOptions& options) {
   const int p = inputs.measured.stages;
@@ -374,15 +416,25 @@ Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
     for (int c = 0; c < v; ++c) rank_of[global_stage(placement, p, s, c)] = s;
   }
   const double share = options.weight_share;
-  const std::vector<double>& same = inputs.latency_same_machine.empty()
-                                        ? inputs.latency_cross_machine
-                                        : inputs.latency_same_machine;
-  const std::vector<double>& cross = inputs.latency_cross_machine.empty()
-                                         ? inputs.latency_same_machine
-                                         : inputs.latency_cross_machine;
-  std::vector<double> overheads = inputs.step_overhead;
-  const double overhead = median(overheads);
-  Draws draws(options.seed);
+  // Latencies and overheads are the measured medians, not drawn: a replay's
+  // spread is its cost spread alone. A kind of link the run had no pair of
+  // takes the other kind's latency.
+  const LinkCosts& links = inputs.links;
+  const double same = links.same_machine.pairs == 0 && links.cross_machine.pairs > 0
+                          ? links.cross_machine.ns
+                          : links.same_machine.ns;
+  const double cross = links.cross_machine.pairs == 0 && links.same_machine.pairs > 0
+                           ? links.same_machine.ns
+                           : links.cross_machine.ns;
+  const std::int64_t same_ns = std::llround(same);
+  const std::int64_t cross_ns = std::llround(cross);
+  const std::int64_t launch_ns = std::llround(links.launch_overhead_ns);
+  const auto median_of = [](std::vector<double> v) { return v.empty() ? 0.0 : median(v); };
+  const double overhead = median_of(inputs.step_overhead);
+  std::vector<std::int64_t> optimizer_wait_ns(p, 0);
+  for (int s = 0; s < p; ++s) {
+    optimizer_wait_ns[s] = std::llround(median_of(inputs.stages[s].optimizer_wait));
+  }
   // A stage's whole backwards where it logged them, else its two halves; a
   // half where it logged them, else its share of a whole one.
   const auto whole_backward = [](const StageSamples& c, Draws& d) {
@@ -396,112 +448,122 @@ Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
   };
   auto ns = [](double x) { return std::max<std::int64_t>(1, std::llround(x)); };
 
-  // Job types of the predicted run.
-  Run run;
-  auto type_name = [&](std::string_view base, int chunk) {
-    return v > 1 ? fmt::format("{}{}", base, chunk) : std::string(base);
-  };
-  run.devices.resize(p);
-  for (int s = 0; s < p; ++s) {
-    Device& d = run.devices[s];
-    d.index = s;
-    d.machine = inputs.stages[s].machine;
-    d.rank = s;
-    d.path = fmt::format("stage {}", s);
-  }
-  // Whether a stage's list frees a micro-batch's activations with a weight op.
-  std::vector<bool> has_weight(p, false);
-  for (int s = 0; s < p; ++s) {
-    for (const ScheduleStep& op : lists[s])
-      has_weight[s] = has_weight[s] || op.role == PipelineRole::weight;
-  }
+  // The predicted timeline of `steps` steps (the same draws for any count).
+  const auto timeline = [&](int steps, std::vector<double>& in_flight_max) {
+    in_flight_max.assign(p, 0);
+    Draws draws(options.seed);
+    // Job types of the predicted run.
+    Run run;
+    auto type_name = [&](std::string_view base, int chunk) {
+      return v > 1 ? fmt::format("{}{}", base, chunk) : std::string(base);
+    };
+    run.devices.resize(p);
+    for (int s = 0; s < p; ++s) {
+      Device& d = run.devices[s];
+      d.index = s;
+      d.machine = inputs.stages[s].machine;
+      d.rank = s;
+      d.path = fmt::format("stage {}", s);
+    }
+    // Whether a stage's list frees a micro-batch's activations with a weight op.
+    std::vector<bool> has_weight(p, false);
+    for (int s = 0; s < p; ++s) {
+      for (const ScheduleStep& op : lists[s])
+        has_weight[s] = has_weight[s] || op.role == PipelineRole::weight;
+    }
 
-  constexpr std::int64_t kNotYet = -1;
-  std::vector<std::int64_t> stage_start(p, 0);
-  std::vector<double> in_flight_max(p, 0);
-  std::int64_t job_id = 0;
-  for (int step = 0; step < std::max(1, options.steps); ++step) {
-    std::vector<std::int64_t> f_ready(static_cast<std::size_t>(g_count) * m, kNotYet);
-    std::vector<std::int64_t> b_ready(static_cast<std::size_t>(g_count) * m, kNotYet);
-    auto slot = [&](int g, std::int64_t mb) { return static_cast<std::size_t>(g) * m + mb; };
-    std::vector<std::int64_t> free_at = stage_start;
-    std::vector<int> in_flight(p, 0);
-    for (int s = 0; s < p; ++s) {
-      if (inputs.stages[s].lr.empty()) continue;
-      const std::int64_t end = free_at[s] + ns(draws.pick(inputs.stages[s].lr));
-      run.devices[s].jobs.push_back({free_at[s], end, job_id++, 0, run.types.intern("lr"), 0});
-      free_at[s] = end;
-    }
-    std::vector<std::size_t> next(p, 0);
-    std::size_t remaining = 0;
-    for (const auto& list : lists) remaining += list.size();
-    while (remaining > 0) {
-      bool progress = false;
+    constexpr std::int64_t kNotYet = -1;
+    std::vector<std::int64_t> stage_start(p, 0);
+    std::int64_t job_id = 0;
+    for (int step = 0; step < steps; ++step) {
+      std::vector<std::int64_t> f_ready(static_cast<std::size_t>(g_count) * m, kNotYet);
+      std::vector<std::int64_t> b_ready(static_cast<std::size_t>(g_count) * m, kNotYet);
+      auto slot = [&](int g, std::int64_t mb) { return static_cast<std::size_t>(g) * m + mb; };
+      std::vector<std::int64_t> free_at = stage_start;
+      std::vector<int> in_flight(p, 0);
       for (int s = 0; s < p; ++s) {
-        const StageSamples& c = inputs.stages[s];
-        while (next[s] < lists[s].size()) {
-          const ScheduleStep& op = lists[s][next[s]];
-          const int g = global_stage(placement, p, s, op.chunk);
-          std::int64_t ready = 0;
-          double cost = 0;
-          std::string_view base;
-          int neighbour = -1;  // the global stage this op's output goes to
-          if (op.role == PipelineRole::forward) {
-            if (g > 0) ready = f_ready[slot(g - 1, op.micro_batch)];
-            if (g < g_count - 1) neighbour = g + 1;
-            cost = draws.pick(c.forward);
-            base = "forward";
-          } else if (op.role == PipelineRole::backward) {
-            if (g < g_count - 1) ready = b_ready[slot(g + 1, op.micro_batch)];
-            if (g > 0) neighbour = g - 1;
-            cost = op.split ? input_half(c, draws) : whole_backward(c, draws);
-            base = op.split ? "backward_b" : "backward";
-          } else {
-            cost = weight_half(c, draws);
-            base = "backward_w";
-          }
-          if (ready == kNotYet) break;
-          const std::int64_t start = std::max(free_at[s], ready);
-          const std::int64_t end = start + ns(cost / v);
-          run.devices[s].jobs.push_back({start, end, job_id++, op.micro_batch,
-                                         run.types.intern(type_name(base, op.chunk)), 0});
-          if (neighbour >= 0) {
-            std::int64_t arrival = end;
-            if (rank_of[neighbour] != s) {
-              const bool same_machine =
-                  inputs.stages[rank_of[neighbour]].machine == inputs.stages[s].machine;
-              arrival += std::llround(draws.pick(same_machine ? same : cross));
+        if (inputs.stages[s].lr.empty()) continue;
+        const std::int64_t start = free_at[s] + launch_ns;
+        const std::int64_t end = start + ns(draws.pick(inputs.stages[s].lr));
+        run.devices[s].jobs.push_back({start, end, job_id++, 0, run.types.intern("lr"), 0});
+        free_at[s] = end;
+      }
+      std::vector<std::size_t> next(p, 0);
+      std::size_t remaining = 0;
+      for (const auto& list : lists) remaining += list.size();
+      while (remaining > 0) {
+        bool progress = false;
+        for (int s = 0; s < p; ++s) {
+          const StageSamples& c = inputs.stages[s];
+          while (next[s] < lists[s].size()) {
+            const ScheduleStep& op = lists[s][next[s]];
+            const int g = global_stage(placement, p, s, op.chunk);
+            std::int64_t ready = 0;
+            double cost = 0;
+            std::string_view base;
+            int neighbour = -1;  // the global stage this op's output goes to
+            if (op.role == PipelineRole::forward) {
+              if (g > 0) ready = f_ready[slot(g - 1, op.micro_batch)];
+              if (g < g_count - 1) neighbour = g + 1;
+              cost = draws.pick(c.forward);
+              base = "forward";
+            } else if (op.role == PipelineRole::backward) {
+              if (g < g_count - 1) ready = b_ready[slot(g + 1, op.micro_batch)];
+              if (g > 0) neighbour = g - 1;
+              cost = op.split ? input_half(c, draws) : whole_backward(c, draws);
+              base = op.split ? "backward_b" : "backward";
+            } else {
+              cost = weight_half(c, draws);
+              base = "backward_w";
             }
-            (op.role == PipelineRole::forward ? f_ready : b_ready)[slot(g, op.micro_batch)] =
-                arrival;
+            if (ready == kNotYet) break;
+            const std::int64_t start = std::max(free_at[s], ready) + launch_ns;
+            const std::int64_t end = start + ns(cost / v);
+            run.devices[s].jobs.push_back({start, end, job_id++, op.micro_batch,
+                                           run.types.intern(type_name(base, op.chunk)), 0});
+            if (neighbour >= 0) {
+              std::int64_t arrival = end;
+              if (rank_of[neighbour] != s) {
+                const bool same_machine =
+                    inputs.stages[rank_of[neighbour]].machine == inputs.stages[s].machine;
+                arrival += same_machine ? same_ns : cross_ns;
+              }
+              (op.role == PipelineRole::forward ? f_ready : b_ready)[slot(g, op.micro_batch)] =
+                  arrival;
+            }
+            if (op.role == PipelineRole::forward) {
+              ++in_flight[s];
+              in_flight_max[s] = std::max(in_flight_max[s], static_cast<double>(in_flight[s]) / v);
+            } else if (op.role == PipelineRole::weight || !op.split || !has_weight[s]) {
+              --in_flight[s];
+            }
+            free_at[s] = end;
+            ++next[s];
+            --remaining;
+            progress = true;
           }
-          if (op.role == PipelineRole::forward) {
-            ++in_flight[s];
-            in_flight_max[s] = std::max(in_flight_max[s], static_cast<double>(in_flight[s]) / v);
-          } else if (op.role == PipelineRole::weight || !op.split || !has_weight[s]) {
-            --in_flight[s];
-          }
-          free_at[s] = end;
-          ++next[s];
-          --remaining;
-          progress = true;
         }
+        if (!progress) throw std::logic_error("what-if replay deadlocked (schedule table bug)");
       }
-      if (!progress) throw std::logic_error("what-if replay deadlocked (schedule table bug)");
-    }
-    for (int s = 0; s < p; ++s) {
-      std::int64_t end = free_at[s];
-      if (!inputs.stages[s].optimizer.empty()) {
-        end += ns(draws.pick(inputs.stages[s].optimizer));
-        run.devices[s].jobs.push_back(
-            {free_at[s], end, job_id++, 0, run.types.intern("optimizer"), 0});
+      for (int s = 0; s < p; ++s) {
+        std::int64_t end = free_at[s];
+        if (!inputs.stages[s].optimizer.empty()) {
+          const std::int64_t start = free_at[s] + launch_ns + optimizer_wait_ns[s];
+          end = start + ns(draws.pick(inputs.stages[s].optimizer));
+          run.devices[s].jobs.push_back(
+              {start, end, job_id++, 0, run.types.intern("optimizer"), 0});
+        }
+        stage_start[s] = end + std::llround(overhead);
       }
-      stage_start[s] = end + std::llround(overhead);
     }
-  }
-  run.finalize();
+    run.finalize();
+    return run;
+  };
 
   Replay replay;
+  std::vector<double> in_flight_max;
+  const int steps = replayed_steps(options, inputs.measured);
+  Run run = timeline(steps, in_flight_max);
   replay.metrics = compute_metrics(run);
   Prediction& out = replay.prediction;
   out.scenario = scenario;
@@ -510,13 +572,26 @@ Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
     if (step.complete) windows.push_back(step.window_ns());
   }
   out.step_ns = median_ns_exact(windows);
-  if (!windows.empty()) {
-    out.step_p10_ns = static_cast<double>(select_rank(windows, rounded_rank(windows.size(), 10)));
-    out.step_p90_ns = static_cast<double>(select_rank(windows, rounded_rank(windows.size(), 90)));
-  }
   out.bubble_ratio = replay.metrics.bubble_ratio;
   out.step_ns_per_micro_batch = out.step_ns / m;
   out.in_flight_max = std::move(in_flight_max);
+  // The spread: the steps of a replay long enough to show the cost spread,
+  // less its first and last (which differ from the others without any: the
+  // first follows no step, the last is followed by none).
+  {
+    std::vector<double> unused;
+    const Metrics longer = steps >= kSpreadSteps + 2
+                               ? replay.metrics
+                               : compute_metrics(timeline(kSpreadSteps + 2, unused));
+    std::vector<std::int64_t> inner;
+    for (std::size_t k = 1; k + 1 < longer.steps.size(); ++k) {
+      if (longer.steps[k].complete) inner.push_back(longer.steps[k].window_ns());
+    }
+    if (!inner.empty()) {
+      out.step_p10_ns = static_cast<double>(select_rank(inner, rounded_rank(inner.size(), 10)));
+      out.step_p90_ns = static_cast<double>(select_rank(inner, rounded_rank(inner.size(), 90)));
+    }
+  }
 
   UsedCosts& used = out.costs;
   const bool split_out = std::any_of(lists.begin(), lists.end(), [](const auto& list) {
@@ -536,9 +611,11 @@ Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
       used.weight_ns.push_back(0);
     }
     used.optimizer_ns.push_back(mean(c.optimizer));
+    used.optimizer_wait_ns.push_back(static_cast<double>(optimizer_wait_ns[s]));
   }
-  used.latency_same_machine_ns = mean(same);
-  used.latency_cross_machine_ns = mean(cross);
+  used.latency_same_machine_ns = same;
+  used.latency_cross_machine_ns = cross;
+  used.launch_overhead_ns = links.launch_overhead_ns;
   used.step_overhead_ns = overhead;
   replay.run = std::move(run);
   return replay;

@@ -13,14 +13,19 @@
 //     whole backward split by ReplayOptions::weight_share where a schedule
 //     splits it, and one that logged only halves has them joined (input
 //     half + weight half) where a schedule runs a whole backward;
-//   - data sent between ranks arrives a drawn latency after its producer ends
-//     (the measured gaps between dependent jobs whose consumer waited for its
-//     input, same machine and across machines separately); two chunks of one
-//     rank pass data without latency;
-//   - after its last op each stage runs its optimizer (drawn), and starts its
-//     next step the measured overhead later (optimizer end to the first job
-//     of the next step on stage 0); an `lr` job opens each step when the
+//   - every job starts the measured launch overhead after both its device is
+//     free and its input is there (whatif/link_costs.h);
+//   - data sent between ranks arrives the measured latency after its
+//     producer ends (the median over the dependent pairs whose consumer
+//     waited for its input, same machine and across machines separately);
+//     two chunks of one rank pass data without latency;
+//   - after its last op each stage runs its optimizer (drawn) the measured
+//     optimizer wait later, and its next step starts the measured step
+//     overhead later (stage 0's optimizer end to the first job of its next
+//     step, less the launch overhead); an `lr` job opens each step when the
 //     measured run logged one.
+// Only job durations are drawn, so a replay's spread is the measured cost
+// spread: none on a run without jitter.
 // The replay writes its timeline as a Run and measures it with the metric
 // contract (analysis/metrics.h), so a predicted step time and bubble ratio
 // mean exactly what the measured ones mean. Send/recv jobs are not replayed
@@ -43,6 +48,7 @@
 #include "analysis/pipeline.h"
 #include "analysis/schedule_table.h"
 #include "model/run.h"
+#include "whatif/link_costs.h"
 
 namespace pipescope {
 
@@ -69,6 +75,10 @@ struct StageSamples {
   std::vector<double> weight;
   std::vector<double> optimizer;
   std::vector<double> lr;
+  /// Optimizer start − the end of the stage's previous job of the step, less
+  /// the launch overhead (≥ 0): a wait before the optimizer (a gradient
+  /// all-reduce, for one) that is none of the pipeline's ops.
+  std::vector<double> optimizer_wait;
   /// The machine of the stage's first device.
   int machine = 0;
 };
@@ -91,6 +101,13 @@ struct MeasuredRun {
   /// -1 and 0 for a single pipeline.
   int replica = -1;
   int replicas = 0;
+  /// The bubble ratio the replay of the measured schedule is held to: the
+  /// run's, or the replayed replica's with several.
+  double replayed_bubble_ratio = 0;
+  /// Per stage: mean busy and idle time of its replayed devices per
+  /// complete step (the contract's busy(d,k) and idle(d,k)).
+  std::vector<double> stage_busy_ns;
+  std::vector<double> stage_idle_ns;
 };
 
 /// What a replay needs from a measured run.
@@ -99,13 +116,14 @@ struct WhatifInputs {
   std::vector<StageSamples> stages;
   /// True when some stage logged split backwards (backward_b / backward_w).
   bool split_backward = false;
-  /// Latency samples (ns) between dependent jobs of neighbouring stages,
-  /// consumer start - producer end where the consumer waited for its input
-  /// (the device's previous job of the same step ended before it started).
-  std::vector<double> latency_same_machine;
-  std::vector<double> latency_cross_machine;
-  /// Stage 0's optimizer end (or last job end) to its next step's first job.
+  /// Launch overhead and link latencies (whatif/link_costs.h).
+  LinkCosts links;
+  /// Stage 0's optimizer end (or last job end) to its next step's first job,
+  /// less the launch overhead (≥ 0).
   std::vector<double> step_overhead;
+  /// What the measurement could not see and what it assumed instead ("no
+  /// consumer waited for data across machines: latency taken as 0", ...).
+  std::vector<std::string> notes;
 };
 
 /// Measures the inputs of a replay. Throws std::invalid_argument when the run
@@ -130,14 +148,26 @@ std::string scenario_problem(const Scenario& scenario, int stages);
 /// same job lists, the first in table order.
 std::vector<Scenario> sweep_scenarios(int stages, int micro_batches);
 
+inline constexpr int kMaxReplaySteps = 1000;
+/// The steps, first and last left out, a prediction's spread is taken from
+/// (a replay of that many more when it replays fewer).
+inline constexpr int kSpreadSteps = 16;
+
 struct ReplayOptions {
   /// Share of a whole backward given to the weight half when a zero-bubble
   /// schedule replays an unsplit run.
   double weight_share = 0.5;
-  /// Steps replayed (costs drawn per op per step).
-  int steps = 16;
+  /// Steps replayed (job durations drawn per op per step); 0: as many as the
+  /// measured run's complete steps (at most kMaxReplaySteps), so that a step
+  /// that closes the run weighs in the replay what it weighs in the run (the
+  /// contract counts the next step's work inside a window; the last has none).
+  int steps = 0;
   std::uint64_t seed = 1;
 };
+
+/// The steps a replay runs: options.steps, or with 0 the measured complete
+/// steps (1 to kMaxReplaySteps).
+int replayed_steps(const ReplayOptions& options, const MeasuredRun& measured);
 
 /// Mean costs a scenario used (ns; per chunk op).
 struct UsedCosts {
@@ -147,14 +177,17 @@ struct UsedCosts {
   std::vector<double> optimizer_ns;
   double latency_same_machine_ns = 0;
   double latency_cross_machine_ns = 0;
+  double launch_overhead_ns = 0;
+  std::vector<double> optimizer_wait_ns;
   double step_overhead_ns = 0;
 };
 
 struct Prediction {
   Scenario scenario;
-  /// Median window of the replayed complete steps (median_ns_exact), and its
-  /// 10th and 90th percentiles (rounded_rank: actual windows; equal without
-  /// cost spread). numeric/statistics.h.
+  /// Median window of the replayed complete steps (median_ns_exact), and the
+  /// 10th and 90th percentiles (rounded_rank: actual windows) of the steps
+  /// of a replay of at least kSpreadSteps + 2, its first and last left out:
+  /// equal without cost spread. numeric/statistics.h.
   double step_ns = 0;
   double step_p10_ns = 0;
   double step_p90_ns = 0;

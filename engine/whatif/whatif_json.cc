@@ -21,7 +21,8 @@ double step_change(const MeasuredRun& measured, const Prediction& prediction) {
 }
 
 void write_whatif_json(const WhatifInputs& inputs, const std::vector<Prediction>& predictions,
-                       const ReplayOptions& options, const std::string& path) {
+                       const ReplayOptions& options, const ModelError& error,
+                       const std::vector<Warning>& warnings, const std::string& path) {
   AtomicFile file(path);
   JsonWriter w(file, JsonStyle::pretty());
   const MeasuredRun& measured = inputs.measured;
@@ -45,13 +46,59 @@ void write_whatif_json(const WhatifInputs& inputs, const std::vector<Prediction>
   w.key("model");
   w.begin_object();
   w.field("weight_share", options.weight_share);
-  w.field("replayed_steps", options.steps);
+  w.field("replayed_steps", replayed_steps(options, measured));
+  const LinkCosts& links = inputs.links;
+  w.field("launch_overhead_ns", links.launch_overhead_ns);
+  w.field("launch_overhead_samples",
+          static_cast<std::uint64_t>(links.launch_overhead_samples.size()));
+  w.field("latency_same_machine_ns", links.same_machine.ns);
+  w.field("latency_same_machine_pairs", static_cast<std::uint64_t>(links.same_machine.pairs));
   w.field("latency_same_machine_samples",
-          static_cast<std::uint64_t>(inputs.latency_same_machine.size()));
+          static_cast<std::uint64_t>(links.same_machine.samples.size()));
+  w.field("latency_cross_machine_ns", links.cross_machine.ns);
+  w.field("latency_cross_machine_pairs", static_cast<std::uint64_t>(links.cross_machine.pairs));
   w.field("latency_cross_machine_samples",
-          static_cast<std::uint64_t>(inputs.latency_cross_machine.size()));
+          static_cast<std::uint64_t>(links.cross_machine.samples.size()));
   w.field("step_overhead_samples", static_cast<std::uint64_t>(inputs.step_overhead.size()));
+  w.key("notes");
+  w.begin_array(true);
+  for (const std::string& note : inputs.notes) w.value(std::string_view(note));
+  w.end_array();
   w.end_object();
+  w.key("model_error");
+  w.begin_object();
+  w.field("available", error.available);
+  if (!error.available) {
+    w.field("reason", std::string_view(error.reason));
+  } else {
+    w.field("schedule", whatif_schedule_name(error.scenario.schedule));
+    w.field("micro_batches", error.scenario.micro_batches);
+    w.field("chunks", error.scenario.chunks);
+    w.field("measured_step_ns", error.measured_step_ns);
+    w.field("replayed_step_ns", error.replayed_step_ns);
+    w.field("step_error", error.step_error);
+    w.field("measured_bubble_ratio", error.measured_bubble_ratio);
+    w.field("replayed_bubble_ratio", error.replayed_bubble_ratio);
+    w.field("bubble_error", error.bubble_error);
+    write_array(w, "measured_busy_ns", error.measured_busy_ns);
+    write_array(w, "replayed_busy_ns", error.replayed_busy_ns);
+    write_array(w, "measured_idle_ns", error.measured_idle_ns);
+    write_array(w, "replayed_idle_ns", error.replayed_idle_ns);
+    w.field("worst", std::string_view(error.worst));
+    w.field("worst_error", error.worst_error);
+    w.field("trusted", error.trusted());
+  }
+  w.end_object();
+  w.key("warnings");
+  w.begin_array();
+  for (const Warning& warning : warnings) {
+    w.begin_object();
+    w.field("code", warning_name(warning.code));
+    w.field("severity", severity_name(warning_severity(warning.code)));
+    w.field("message", std::string_view(warning.message));
+    w.end_object();
+  }
+  w.end_array();
   w.key("scenarios");
   w.begin_array();
   for (const Prediction& p : predictions) {
@@ -75,6 +122,8 @@ void write_whatif_json(const WhatifInputs& inputs, const std::vector<Prediction>
     write_array(w, "optimizer_ns", p.costs.optimizer_ns);
     w.field("latency_same_machine_ns", p.costs.latency_same_machine_ns);
     w.field("latency_cross_machine_ns", p.costs.latency_cross_machine_ns);
+    w.field("launch_overhead_ns", p.costs.launch_overhead_ns);
+    write_array(w, "optimizer_wait_ns", p.costs.optimizer_wait_ns);
     w.field("step_overhead_ns", p.costs.step_overhead_ns);
     w.end_object();
     w.end_object();

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/warning.h"
+#include "whatif/model_error.h"
 #include "whatif/replay.h"
 
 namespace pipescope {
@@ -21,6 +23,7 @@ double step_change(const MeasuredRun& measured, const Prediction& prediction);
 /// Writes the document to `path` atomically (the folder must exist). Throws
 /// std::system_error on I/O failure.
 void write_whatif_json(const WhatifInputs& inputs, const std::vector<Prediction>& predictions,
-                       const ReplayOptions& options, const std::string& path);
+                       const ReplayOptions& options, const ModelError& error,
+                       const std::vector<Warning>& warnings, const std::string& path);
 
 }  // namespace pipescope

@@ -1,6 +1,7 @@
 // `pipescope whatif` end to end: a jitter-free simulated 1F1B run through the
 // CLI, the sweep and one scenario, whatif.json and whatif-trace.json, and the
-// usage errors of scenarios a schedule does not run.
+// usage errors of scenarios a schedule does not run; and the model error on
+// logs of the test's own pipeline model (support/pipeline_model.h).
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -10,6 +11,7 @@
 
 #include "analysis/schedule_table.h"
 #include "support/command_runner.h"
+#include "support/pipeline_model.h"
 #include "support/temp_dir.h"
 
 namespace pipescope {
@@ -106,7 +108,8 @@ TEST(WhatifCli, OneScenarioWritesItsPredictedTimeline) {
       ++weight_jobs;
     }
   }
-  // Paddle's ZBH1 splits some backwards: every W of its lists, 16 replayed steps.
+  // Paddle's ZBH1 splits some backwards: every W of its lists, in as many
+  // replayed steps as the run has complete steps (3).
   std::size_t weight_ops = 0;
   for (int stage = 0; stage < 4; ++stage) {
     const auto list = schedule_job_list(ScheduleId::paddle_zbh1, 4, 16, 1, stage);
@@ -114,7 +117,67 @@ TEST(WhatifCli, OneScenarioWritesItsPredictedTimeline) {
     for (const ScheduleStep& op : *list) weight_ops += op.role == PipelineRole::weight ? 1 : 0;
   }
   EXPECT_GT(weight_ops, 0u);
-  EXPECT_EQ(weight_jobs, weight_ops * 16);
+  EXPECT_EQ(weight_jobs, weight_ops * 3);
+}
+
+// The run of the whatif fidelity issue, written as Paddle logs by the test's own
+// pipeline model (not the simulator): the command measures 0.2 and 0.5 ms of
+// latency, a 20 us launch overhead, and a model error it trusts.
+TEST(WhatifCli, ReportsTheModelErrorOnARunItDidNotWrite) {
+  testing::ModelConfig c;
+  c.schedule = ScheduleId::paddle_1f1b;
+  c.stages = 4;
+  c.micro_batches = 8;
+  c.forward_ns = {7'600'000, 7'900'000, 8'100'000, 8'400'000};
+  for (std::int64_t f : c.forward_ns) c.backward_ns.push_back(2 * f);
+  c.optimizer_ns.assign(4, 3'000'000);
+  c.machines = 2;
+  c.latency_same_ns = 200'000;
+  c.latency_cross_ns = 500'000;
+  c.host_gap_ns = {0, 1'500'000, 3'000'000};
+  c.launch_overhead_ns = 20'000;
+  for (const bool stalled : {false, true}) {
+    SCOPED_TRACE(stalled ? "a host stall on stage 2" : "the model's run");
+    testing::TempDir dir;
+    testing::ModelConfig run_config = c;
+    if (stalled) run_config.stall_ns = 6'000'000, run_config.stall_rank = 2;
+    const testing::ModelRun model = testing::run_model(run_config);
+    testing::write_model_logs(model, dir / "logs");
+    const CommandResult r =
+        run_cli("whatif " + shell_quote(dir / "logs") + " -o " + shell_quote(dir / "o"));
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("latency: same machine 0.200 ms"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("predictions are not to be trusted") != std::string::npos, stalled)
+        << r.output;
+
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    ASSERT_EQ(parser.load(dir / "o/whatif.json").get(doc), simdjson::SUCCESS);
+    simdjson::dom::element e = doc["model_error"];
+    EXPECT_TRUE(bool(e["available"]));
+    EXPECT_EQ(bool(e["trusted"]), !stalled);
+    EXPECT_DOUBLE_EQ(double(e["measured_step_ns"]), model.step_ns);
+    EXPECT_DOUBLE_EQ(double(doc["measured"]["step_ns"]), model.step_ns);
+    EXPECT_NEAR(double(e["measured_bubble_ratio"]), model.bubble_ratio, 1e-9);
+    EXPECT_EQ(simdjson::dom::array(e["replayed_idle_ns"]).size(), 4u);
+    if (!stalled) {
+      EXPECT_NEAR(double(e["step_error"]), 0, 0.01);
+      EXPECT_NEAR(double(e["bubble_error"]), 0, 0.005);
+      EXPECT_DOUBLE_EQ(double(doc["model"]["latency_same_machine_ns"]), 200'000);
+      EXPECT_DOUBLE_EQ(double(doc["model"]["latency_cross_machine_ns"]), 500'000);
+      EXPECT_DOUBLE_EQ(double(doc["model"]["launch_overhead_ns"]), 20'000);
+      EXPECT_EQ(simdjson::dom::array(doc["warnings"]).size(), 0u);
+    } else {
+      EXPECT_LT(double(e["step_error"]), -0.03);
+      simdjson::dom::array warnings = doc["warnings"];
+      ASSERT_EQ(warnings.size(), 1u);
+      EXPECT_EQ(std::string_view(warnings.at(0)["code"]), "whatif_model_error");
+    }
+    // Jitter-free: no spread on any scenario.
+    for (simdjson::dom::element s : simdjson::dom::array(doc["scenarios"])) {
+      EXPECT_EQ(double(s["step_p10_ns"]), double(s["step_p90_ns"]));
+    }
+  }
 }
 
 TEST(WhatifCli, ScenariosASchedulerDoesNotRunAreUsageErrors) {

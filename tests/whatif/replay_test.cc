@@ -69,10 +69,17 @@ TEST(WhatifReplay, MeasuresTheSimulatorsCosts) {
   EXPECT_DOUBLE_EQ(in.stages[1].forward.front(), 15.6e6);
   EXPECT_DOUBLE_EQ(in.stages[0].optimizer.front(), 8e6);
   // Stages 0-1 on machine 0, 2-3 on machine 1; the simulator's latency is 150 us.
-  ASSERT_FALSE(in.latency_same_machine.empty());
-  ASSERT_FALSE(in.latency_cross_machine.empty());
-  for (double l : in.latency_same_machine) EXPECT_DOUBLE_EQ(l, 150'000);
-  for (double l : in.latency_cross_machine) EXPECT_DOUBLE_EQ(l, 150'000);
+  // It starts a job as soon as its device is free and its input is there:
+  // no launch overhead.
+  EXPECT_FALSE(in.links.launch_overhead_samples.empty());
+  EXPECT_EQ(in.links.launch_overhead_ns, 0);
+  ASSERT_FALSE(in.links.same_machine.samples.empty());
+  ASSERT_FALSE(in.links.cross_machine.samples.empty());
+  EXPECT_LE(in.links.same_machine.samples.size(), in.links.same_machine.pairs);
+  for (double l : in.links.same_machine.samples) EXPECT_DOUBLE_EQ(l, 150'000);
+  for (double l : in.links.cross_machine.samples) EXPECT_DOUBLE_EQ(l, 150'000);
+  EXPECT_DOUBLE_EQ(in.links.same_machine.ns, 150'000);
+  EXPECT_TRUE(in.notes.empty());
   ASSERT_FALSE(in.step_overhead.empty());
   for (double g : in.step_overhead) EXPECT_DOUBLE_EQ(g, 2'000'000);
 }
