@@ -241,8 +241,13 @@ TEST(WatchCli, RefusesInputsItCannotFollow) {
                           "records, written once the run is over: watch the per-rank files"),
             std::string::npos)
       << r.output;
-  const CommandResult missing = run_cli("watch " + shell_quote(dir / "nothing"));
+  // A path that never appears: exit 2 once --wait-for-input has passed.
+  const CommandResult missing =
+      run_cli("watch " + shell_quote(dir / "nothing") + " --wait-for-input 0.2");
   EXPECT_EQ(missing.status, 2) << missing.output;
+  EXPECT_NE(missing.output.find("no input appeared within 0.2 s (--wait-for-input)"),
+            std::string::npos)
+      << missing.output;
   // Nor does it write its outputs into a folder it watches (each look would
   // search them with the logs).
   ASSERT_EQ(run_cli("simulate --steps 2 -o " + shell_quote(dir / "logs")).status, 0);
