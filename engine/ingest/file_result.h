@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ingest/discovery.h"
+#include "model/gpu_activity.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -33,6 +34,9 @@ struct FileResult {
   std::int64_t time_resolution_ns = 0;
   /// Findings about the inputs as a whole (the merge keeps them in order).
   std::vector<Warning> notes;
+  /// A PyTorch trace's GPU activities, for the kernel view (with or without
+  /// jobs): the merge moves them to Run::kernels.
+  std::optional<RankKernels> kernels;
 };
 
 /// An empty result for `input`: its device placed where discovery put it,

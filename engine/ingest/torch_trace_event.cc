@@ -87,6 +87,80 @@ bool launches_gpu_work(std::string_view name) {
          name.find("Memset") != std::string_view::npos;
 }
 
+/// An integer arg written as a JSON number or as a string of one (PyTorch
+/// writes both, by version); false for anything else.
+template <typename Int>
+bool int_arg(simdjson::ondemand::value value, Int& out) {
+  std::string_view text;
+  if (value.type() == simdjson::ondemand::json_type::string) {
+    if (value.get_string().get(text) != simdjson::SUCCESS) return false;
+  } else {
+    text = trim_json_token(value.raw_json_token());
+  }
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc{} && end == text.data() + text.size() && !text.empty();
+}
+
+/// `Process Group Ranks`: "[0, 2, 4]" (a string, as PyTorch writes it, or
+/// an array); empty when it is anything else, truncated ("...") included.
+std::vector<int> rank_list(simdjson::ondemand::value value) {
+  std::vector<int> ranks;
+  std::string_view text;
+  if (value.type() == simdjson::ondemand::json_type::string) {
+    if (value.get_string().get(text) != simdjson::SUCCESS) return {};
+  } else {
+    text = trim_json_token(value.raw_json_token());
+  }
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') return {};
+  text = text.substr(1, text.size() - 2);
+  while (!text.empty()) {
+    while (!text.empty() && (text.front() == ' ' || text.front() == ',')) text.remove_prefix(1);
+    if (text.empty()) break;
+    int r = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), r);
+    if (ec != std::errc{} || r < 0) return {};
+    ranks.push_back(r);
+    text.remove_prefix(static_cast<std::size_t>(end - text.data()));
+  }
+  return ranks;
+}
+
+/// Reads one of a NCCL kernel's communication args into `comm` (made on the
+/// first); false when `key` is none of them.
+bool comm_arg(std::string_view key, simdjson::ondemand::value value,
+              std::unique_ptr<CommKernel>& comm, int (&rank_range)[3]) {
+  if (key.empty() || key[0] < 'A' || key[0] > 'Z') return false;
+  auto made = [&comm]() -> CommKernel& {
+    if (!comm) comm = std::make_unique<CommKernel>();
+    return *comm;
+  };
+  std::string_view text;
+  if (key == "Collective name") {
+    if (value.get_string().get(text) == simdjson::SUCCESS) made().collective.assign(text);
+  } else if (key == "Process Group Name") {
+    if (value.get_string().get(text) == simdjson::SUCCESS) made().group_name.assign(text);
+  } else if (key == "Process Group Description") {
+    if (value.get_string().get(text) == simdjson::SUCCESS) made().group_description.assign(text);
+  } else if (key == "Process Group Ranks") {
+    made().group_ranks = rank_list(value);
+  } else if (key == "Src Rank" || key == "Dst Rank") {
+    int r = -1;
+    if (int_arg(value, r) && r >= 0) made().peer = r;
+  } else if (key == "Comms Id") {
+    std::uint64_t id = 0;
+    if (int_arg(value, id)) made().comms_id = id;
+  } else if (key == "Global rank start") {
+    int_arg(value, rank_range[0]);
+  } else if (key == "Global rank stride") {
+    int_arg(value, rank_range[1]);
+  } else if (key == "Group size") {
+    int_arg(value, rank_range[2]);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 /// Whether an annotation of this name is kept: a step span, or a job.
 bool wanted_name(std::string_view name, const JobPattern* pattern) {
   if (name.starts_with(kStepPrefix)) return true;
@@ -126,6 +200,7 @@ std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t off
   }
   std::string_view ph, cat, ts, dur;
   bool has_name = false;
+  int rank_range[3] = {-1, -1, -1};  // Global rank start, stride, Group size
   for (auto field : object) {
     std::string_view key;
     if (field.unescaped_key().get(key) != simdjson::SUCCESS) {
@@ -165,6 +240,11 @@ std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t off
           if (arg.value().get_int64().get(out.external_id) != simdjson::SUCCESS) {
             out.external_id = -1;
           }
+        } else {
+          simdjson::ondemand::value arg_value;
+          if (arg.value().get(arg_value) == simdjson::SUCCESS) {
+            comm_arg(arg_key, arg_value, out.comm, rank_range);
+          }
         }
       }
     }
@@ -200,7 +280,16 @@ std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t off
       }
       return out;
     case EventClass::kernel:
-      if (out.correlation < 0) return std::nullopt;
+      // Every activity counts in the kernel view, with or without its launch.
+      out.communication = cat == "kernel" && name.starts_with("nccl");
+      if (!out.communication) {
+        out.comm.reset();
+      } else if (out.comm && out.comm->group_ranks.empty() && rank_range[2] > 0 &&
+                 rank_range[0] >= 0 && rank_range[1] > 0) {
+        for (int i = 0; i < rank_range[2]; ++i) {
+          out.comm->group_ranks.push_back(rank_range[0] + i * rank_range[1]);
+        }
+      }
       out.name.clear();
       return out;
     case EventClass::launch:
@@ -208,6 +297,7 @@ std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t off
       // copies, sets): a synchronize or an event record never gets a
       // kernel, and would wait for one for ever.
       if (out.correlation < 0 || !launches_gpu_work(name)) return std::nullopt;
+      out.graph = name.find("GraphLaunch") != std::string_view::npos;
       out.name.clear();
       return out;
     case EventClass::none:

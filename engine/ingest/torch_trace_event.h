@@ -4,18 +4,21 @@
 // results in file order.
 //
 // Kept: complete events (`ph` "X") that are user annotations naming a job
-// (`PP:` labels, or the job pattern's), `ProfilerStep#N` spans, kernels
-// (and copies, sets) with a correlation id, and the runtime or driver calls
-// that launch GPU work. Everything else (CPU ops, flows, other annotations)
-// is dropped unparsed where its category already says so.
+// (`PP:` labels, or the job pattern's), `ProfilerStep#N` spans, every GPU
+// activity (kernels, copies, sets; NCCL kernels with their communication
+// args), and the runtime or driver calls that launch GPU work. Everything else (CPU ops, flows,
+// other annotations) is dropped unparsed where its category already says so.
 #pragma once
 
 #include <simdjson.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "model/gpu_activity.h"
 
 namespace pipescope {
 
@@ -41,6 +44,12 @@ struct ParsedEvent {
   std::uint64_t ordinal = 0;         // 1-based event index
   std::size_t index = 0;             // place among its batch's events (set by the caller)
   std::string name;                  // annotations only
+  /// Kernels (copies, sets): whether it is a communication kernel (a
+  /// `kernel` named `nccl...`), and what its args say of the communication.
+  bool communication = false;
+  /// Launches: a CUDA (HIP) graph launch, whose activities share its id.
+  bool graph = false;
+  std::unique_ptr<CommKernel> comm;  // communication kernels with comm args only
   std::string malformed;             // non-empty: counted malformed, with this message
 };
 

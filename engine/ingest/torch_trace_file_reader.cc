@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "ingest/ingest.h"
+#include "ingest/torch_trace_reader.h"
 #include "ingest/trace_event_tokenizer.h"
 #include "model/errors.h"
 #include "source/byte_stream.h"
@@ -57,7 +58,18 @@ FileResult TorchTraceFileReader::read() {
   if (!unreadable && !tokenizer.complete() && tokenizer.in_events()) {
     cut_offset_ = tokenizer.bytes();
   }
-  if (late_annotation_ && !unreadable) second_pass();
+  if ((late_annotation_ || late_step_) && !unreadable) second_pass();
+  if (kernels_.any()) {
+    RankKernels kernels = kernels_.finish(base_ns_);
+    kernels.path = input_.path;
+    kernels.device = input_.device;
+    kernels.machine = input_.machine;
+    kernels.global_rank = torch_trace_rank(input_.path).value_or(-1);
+    if (cut_offset_ && gpu_latest_start_ != std::numeric_limits<std::int64_t>::min()) {
+      kernels.cut_ns = base_ns_ + gpu_latest_start_;
+    }
+    out_.kernels = std::move(kernels);
+  }
   require_steps_for_pattern();
   std::vector<Pending> pending = timed_actions();
   const std::vector<std::int64_t> stages = rank_stages(pending);
@@ -159,6 +171,8 @@ void TorchTraceFileReader::apply(ParsedEvent& e) {
     case EventClass::gpu_annotation: {
       if (e.step) {
         steps_.push_back({e.start, e.end, *e.step});
+        kernels_.on_step_span(e.start, e.end, *e.step);
+        if (launches_started_) late_step_ = true;
         return;
       }
       auto& list = e.kind == EventClass::cpu_annotation ? cpu_ : gpu_;
@@ -168,9 +182,11 @@ void TorchTraceFileReader::apply(ParsedEvent& e) {
     }
     case EventClass::kernel:
       gpu_latest_start_ = std::max(gpu_latest_start_, e.start);
-      on_kernel(e.correlation, e.start, e.end);
+      kernels_.on_activity(e);
+      if (e.correlation >= 0) on_kernel(e.correlation, e.start, e.end);
       return;
     case EventClass::launch:
+      kernels_.on_launch(e.correlation, e.start, e.graph);
       on_launch(e.correlation, e.start);
       return;
     case EventClass::none:
@@ -242,6 +258,9 @@ void TorchTraceFileReader::second_pass() {
   waiting_launches_.clear();
   early_kernels_.clear();
   max_launch_correlation_ = -1;
+  // Every step span known now (the second pass reads no annotation).
+  kernels_.reset();
+  for (const StepSpan& s : steps_) kernels_.on_step_span(s.start, s.end, s.step);
   TraceEventTokenizer tokenizer({}, {});
   bool unreadable = false;
   read_events(tokenizer, unreadable);

@@ -8,6 +8,8 @@
 //  2. A CPU annotation after the first runtime call breaks Kineto's order
 //     (CPU events first, then runtime calls and kernels): the file is then
 //     read a second time for the kernels, every span known.
+//     Every GPU activity also goes to the kernel collector (the kernel
+//     view's record of the rank, with or without jobs).
 //  3. Jobs are assembled: each CPU span's interval chosen (GPU span, else
 //     its kernels' span, else the host's), chunks and micro-batches
 //     numbered, the steps found.
@@ -25,6 +27,7 @@
 #include "ingest/discovery.h"
 #include "ingest/file_result.h"
 #include "ingest/job_pattern.h"
+#include "ingest/kernel_collector.h"
 #include "ingest/trace_event_batches.h"
 
 namespace pipescope {
@@ -124,6 +127,9 @@ class TorchTraceFileReader {
   bool launches_started_ = false;
   bool late_annotation_ = false;
   bool second_pass_ = false;
+  // Every GPU activity, for the kernel view (FileResult::kernels).
+  KernelCollector kernels_;
+  bool late_step_ = false;  // a ProfilerStep#N span after the first launch
 };
 
 }  // namespace pipescope

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/gpu_activity.h"
 #include "model/job.h"
 #include "model/warning.h"
 
@@ -210,6 +211,10 @@ struct Run {
   std::vector<Warning> notes;
   /// The clock steps found and undone (load_run), in machine, then time order.
   std::vector<ClockStep> clock_steps;
+  /// The GPU activities of every PyTorch trace that has any, in input order
+  /// (the kernel view: analysis/kernel_view.h); kept with or without jobs,
+  /// and for traces whose devices hold no job.
+  std::vector<RankKernels> kernels;
 
   std::uint64_t job_count() const;
   /// Sorts every device's jobs into start order.
