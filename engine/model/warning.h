@@ -128,7 +128,14 @@ enum class WarningSeverity {
   X(whatif_model_error, data,                                                                     \
     "`whatif` only: the replay of the measured schedule misses the measured run by more than 3% " \
     "of step time or 1 point of bubble ratio; the worst figure is named and no prediction is to " \
-    "be trusted")
+    "be trusted")                                                                                 \
+  X(kernel_view_one_window, note,                                                                 \
+    "the kernel view: the traces hold no `ProfilerStep#N` span, so the whole trace is one "       \
+    "window (wrap the training loop in `torch.profiler` with `prof.step()` for steps)")           \
+  X(comm_kernels_without_peers, data,                                                             \
+    "the kernel view: NCCL kernels whose peers are not in the traces (another rank's file "       \
+    "missing, or no communication args in an older trace) count as transfer for all their "       \
+    "time: their waiting is not told apart, so wait is low and transfer high by up to that")
 
 /// One enumerator per row of PIPESCOPE_WARNINGS, in table order.
 enum class WarningCode {

@@ -1,0 +1,330 @@
+#include "analysis/kernel_view.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <set>
+#include <tuple>
+#include <utility>
+
+namespace pipescope {
+
+void KernelSplit::add(const KernelSplit& o) {
+  window += o.window;
+  compute += o.compute;
+  transfer += o.transfer;
+  wait += o.wait;
+  idle += o.idle;
+}
+
+double KernelView::bubble_ratio() const {
+  return total.window > 0
+             ? static_cast<double>(total.window - total.compute) / static_cast<double>(total.window)
+             : 0.0;
+}
+
+double KernelView::share(std::int64_t part) const {
+  return total.window > 0 ? static_cast<double>(part) / static_cast<double>(total.window) : 0.0;
+}
+
+namespace {
+
+using Spans = std::vector<TimeSpan>;
+
+/// Sorted, disjoint, non-touching spans from any spans.
+Spans normalized(Spans spans) {
+  std::sort(spans.begin(), spans.end(),
+            [](const TimeSpan& a, const TimeSpan& b) { return a.start < b.start; });
+  Spans out;
+  for (const TimeSpan& s : spans) {
+    if (s.end <= s.start) continue;
+    if (!out.empty() && s.start <= out.back().end) {
+      out.back().end = std::max(out.back().end, s.end);
+    } else {
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+/// a − b (both normalized).
+Spans minus(const Spans& a, const Spans& b) {
+  Spans out;
+  std::size_t j = 0;
+  for (TimeSpan s : a) {
+    while (j < b.size() && b[j].end <= s.start) ++j;
+    std::size_t k = j;
+    while (k < b.size() && b[k].start < s.end) {
+      if (b[k].start > s.start) out.push_back({s.start, b[k].start});
+      s.start = std::max(s.start, b[k].end);
+      if (s.start >= s.end) break;
+      ++k;
+    }
+    if (s.start < s.end) out.push_back(s);
+  }
+  return out;
+}
+
+/// |spans ∩ [start, end)| (spans normalized).
+std::int64_t covered(const Spans& spans, std::int64_t start, std::int64_t end) {
+  if (end <= start) return 0;
+  auto it = std::lower_bound(spans.begin(), spans.end(), start,
+                             [](const TimeSpan& s, std::int64_t v) { return s.end <= v; });
+  std::int64_t sum = 0;
+  for (; it != spans.end() && it->start < end; ++it) {
+    sum += std::min(it->end, end) - std::max(it->start, start);
+  }
+  return sum;
+}
+
+/// A communication kernel's place: rank (index into the view's order) and
+/// index in that rank's `comm`.
+struct KernelRef {
+  std::size_t rank = 0;
+  std::size_t index = 0;
+};
+
+/// The group a kernel's communication belongs to, for matching without
+/// Comms Id: its name where given, else its ranks.
+std::string group_key(const CommKernel& c) {
+  if (!c.group_name.empty()) return c.group_name;
+  std::string key = "ranks";
+  for (int r : c.group_ranks) key += fmt::format(",{}", r);
+  return key;
+}
+
+/// For every kernel, the refs of its peers (empty: none found).
+std::vector<std::vector<std::vector<KernelRef>>> find_peers(
+    const std::vector<const RankKernels*>& ranks, const std::vector<int>& global) {
+  std::vector<std::vector<std::vector<KernelRef>>> peers(ranks.size());
+  std::map<int, std::size_t> place;  // global rank -> rank index
+  for (std::size_t r = 0; r < ranks.size(); ++r) place[global[r]] = r;
+
+  // Kernels with the same key are one communication.
+  std::map<std::uint64_t, std::vector<KernelRef>> by_id;
+  std::map<std::tuple<std::string, std::string, std::int64_t>, std::vector<KernelRef>> by_call;
+  std::map<std::tuple<std::string, int, int, std::int64_t>, std::vector<KernelRef>> by_pair;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    peers[r].resize(ranks[r]->comm.size());
+    std::map<std::pair<std::string, std::string>, std::int64_t> calls;  // (group, name) -> k
+    std::map<std::tuple<std::string, int, int>, std::int64_t> pairs;    // (group, src, dst) -> k
+    for (std::size_t i = 0; i < ranks[r]->comm.size(); ++i) {
+      const CommKernel& c = ranks[r]->comm[i];
+      if (c.comms_id) {
+        by_id[*c.comms_id].push_back({r, i});
+        continue;
+      }
+      if (c.op == CommOp::collective && !c.group_ranks.empty()) {
+        const std::string g = group_key(c);
+        by_call[{g, c.collective, calls[{g, c.collective}]++}].push_back({r, i});
+      } else if ((c.op == CommOp::send || c.op == CommOp::recv) && c.peer >= 0) {
+        const std::string g = group_key(c);
+        const int src = c.op == CommOp::send ? global[r] : c.peer;
+        const int dst = c.op == CommOp::send ? c.peer : global[r];
+        by_pair[{g, src, dst, pairs[{g, src, dst}]++}].push_back({r, i});
+      }
+    }
+  }
+  // Each member's peers: the others of its communication; a collective
+  // needs every member of its group present, a send its recv.
+  auto assign = [&](const std::vector<KernelRef>& members, bool whole_group) {
+    for (const KernelRef& m : members) {
+      const CommKernel& c = ranks[m.rank]->comm[m.index];
+      std::vector<KernelRef> others;
+      std::set<std::size_t> seen;
+      for (const KernelRef& o : members) {
+        if (o.rank != m.rank && seen.insert(o.rank).second) others.push_back(o);
+      }
+      if (whole_group && !c.group_ranks.empty()) {
+        bool all = true;
+        for (int g : c.group_ranks) {
+          if (g == global[m.rank]) continue;
+          const auto p = place.find(g);
+          if (p == place.end() || !seen.count(p->second)) all = false;
+        }
+        if (!all) others.clear();
+      }
+      peers[m.rank][m.index] = std::move(others);
+    }
+  };
+  for (const auto& [id, members] : by_id) {
+    const CommKernel& c = ranks[members.front().rank]->comm[members.front().index];
+    assign(members, c.op == CommOp::collective);
+  }
+  for (const auto& [key, members] : by_call) assign(members, true);
+  for (const auto& [key, members] : by_pair) assign(members, false);
+  return peers;
+}
+
+}  // namespace
+
+KernelView compute_kernel_view(const std::vector<RankKernels>& input) {
+  KernelView view;
+  if (input.empty()) return view;
+  view.available = true;
+
+  // Ranks in global-rank order when every trace names a distinct one.
+  std::vector<const RankKernels*> ranks;
+  for (const RankKernels& r : input) ranks.push_back(&r);
+  std::set<int> named;
+  for (const RankKernels* r : ranks) {
+    if (r->global_rank >= 0) named.insert(r->global_rank);
+  }
+  const bool by_global = named.size() == ranks.size();
+  if (by_global) {
+    std::stable_sort(ranks.begin(), ranks.end(), [](const RankKernels* a, const RankKernels* b) {
+      return a->global_rank < b->global_rank;
+    });
+  }
+  std::vector<int> global(ranks.size());
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    global[r] = by_global ? ranks[r]->global_rank : static_cast<int>(r);
+  }
+
+  // Steps and their windows.
+  std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> extent;  // step -> first, last
+  std::map<std::int64_t, std::size_t> holders;                           // step -> ranks
+  for (const RankKernels* r : ranks) {
+    view.gpu_activities += r->activities;
+    view.without_launch += r->without_launch;
+    view.comm_kernels += r->comm.size();
+    view.step_spans = view.step_spans || r->step_spans;
+    for (const RankKernels::StepExtent& s : r->steps) {
+      auto [it, fresh] = extent.try_emplace(s.step, s.first_start, s.last_end);
+      if (!fresh) {
+        it->second.first = std::min(it->second.first, s.first_start);
+        it->second.second = std::max(it->second.second, s.last_end);
+      }
+      ++holders[s.step];
+    }
+  }
+  std::int64_t cut = RankKernels::kNotCut;
+  for (const RankKernels* r : ranks) cut = std::min(cut, r->cut_ns);
+  if (extent.empty()) {
+    // No activity launched inside a step span: the whole trace is one window.
+    std::int64_t first = std::numeric_limits<std::int64_t>::max();
+    std::int64_t last = std::numeric_limits<std::int64_t>::min();
+    for (const RankKernels* r : ranks) {
+      if (r->activities == 0) continue;
+      first = std::min(first, r->first_start);
+      last = std::max(last, r->last_end);
+    }
+    if (first > last) first = last = 0;
+    view.steps.push_back({0, first, last, last <= cut});
+    view.warnings.push_back(
+        {WarningCode::kernel_view_one_window,
+         view.step_spans
+             ? "the kernel view: no GPU activity was launched inside a ProfilerStep#N span, so "
+               "the whole trace is one window"
+             : "the kernel view: the traces hold no ProfilerStep#N span, so the whole trace is "
+               "one window (call prof.step() once per training step for steps)",
+         -1, -1, 1});
+  } else {
+    std::int64_t previous_end = std::numeric_limits<std::int64_t>::min();
+    for (const auto& [step, span] : extent) {
+      KernelStepWindow w;
+      w.step = step;
+      w.start = std::max(span.first, previous_end);
+      w.end = std::max(span.second, w.start);
+      w.complete = holders[step] == ranks.size() && w.end <= cut;
+      previous_end = w.end;
+      view.steps.push_back(w);
+    }
+  }
+
+  // Peers, then each rank's transfer and wait parts.
+  const auto peers = find_peers(ranks, global);
+  std::uint64_t lonely = 0;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    const RankKernels& rk = *ranks[r];
+    KernelRankView rv;
+    rv.path = rk.path;
+    rv.device = rk.device;
+    rv.machine = rk.machine;
+    rv.global_rank = global[r];
+    rv.steps.resize(view.steps.size());
+    Spans transfer, wait;
+    // (wait part, the peer that ends it), for most_waited_on.
+    std::vector<std::pair<TimeSpan, int>> waits;
+    for (std::size_t i = 0; i < rk.comm.size(); ++i) {
+      const CommKernel& c = rk.comm[i];
+      std::int64_t t = c.start;
+      int ender = -1;
+      if (peers[r][i].empty()) {
+        ++lonely;
+      } else {
+        std::int64_t latest = std::numeric_limits<std::int64_t>::min();
+        for (const KernelRef& p : peers[r][i]) {
+          const std::int64_t s = ranks[p.rank]->comm[p.index].start;
+          const int g = global[p.rank];
+          if (s > latest || (s == latest && g < ender)) {
+            latest = s;
+            ender = g;
+          }
+        }
+        t = std::min(c.end, std::max(c.start, latest));
+      }
+      if (t > c.start) {
+        wait.push_back({c.start, t});
+        waits.push_back({{c.start, t}, ender});
+      }
+      if (c.end > t) transfer.push_back({t, c.end});
+    }
+    const Spans& compute = rk.compute;
+    const Spans transfer_only = minus(normalized(std::move(transfer)), compute);
+    const Spans wait_only = minus(minus(normalized(std::move(wait)), compute), transfer_only);
+    std::map<int, std::int64_t> total_waited;
+    for (std::size_t k = 0; k < view.steps.size(); ++k) {
+      const KernelStepWindow& w = view.steps[k];
+      KernelRankStep& rs = rv.steps[k];
+      rs.split.window = w.end - w.start;
+      rs.split.compute = covered(compute, w.start, w.end);
+      rs.split.transfer = covered(transfer_only, w.start, w.end);
+      rs.split.wait = covered(wait_only, w.start, w.end);
+      rs.split.idle = rs.split.window - rs.split.compute - rs.split.transfer - rs.split.wait;
+      // Blame only where the rank waited (its wait parts not all under
+      // compute or transfer).
+      std::map<int, std::int64_t> waited;
+      if (rs.split.wait > 0) {
+        for (const auto& [span, ender] : waits) {
+          const std::int64_t len =
+              std::max<std::int64_t>(0, std::min(span.end, w.end) - std::max(span.start, w.start));
+          if (len > 0 && ender >= 0) waited[ender] += len;
+        }
+      }
+      for (const auto& [g, ns] : waited) {
+        if (ns > rs.waited_on_ns) {
+          rs.waited_on_ns = ns;
+          rs.most_waited_on = g;
+        }
+        if (w.complete) total_waited[g] += ns;
+      }
+      if (w.complete) rv.total.add(rs.split);
+    }
+    for (const auto& [g, ns] : total_waited) {
+      if (ns > rv.waited_on_ns) {
+        rv.waited_on_ns = ns;
+        rv.most_waited_on = g;
+      }
+    }
+    view.total.add(rv.total);
+    view.ranks.push_back(std::move(rv));
+  }
+  view.comm_kernels_without_peers = lonely;
+  if (lonely > 0) {
+    view.warnings.push_back(
+        {WarningCode::comm_kernels_without_peers,
+         fmt::format("the kernel view: {} of {} NCCL kernels have no peer in the traces given "
+                     "({}): their time counts as transfer, their waiting is not told apart",
+                     lonely, view.comm_kernels,
+                     ranks.size() == 1 ? "one rank's trace: give every rank's"
+                                       : "a rank's trace missing, or no communication args"),
+         -1, -1, lonely});
+  }
+  return view;
+}
+
+}  // namespace pipescope

@@ -1,0 +1,97 @@
+// The kernel view: every rank's step windows split, instant by instant, into
+// compute, transfer, wait and idle from the GPU activities of PyTorch
+// profiler traces alone (no job labels needed), as docs/guide.md ("The
+// kernel view") defines it:
+//
+//  - An activity belongs to step N when the call that launched it lies in
+//    `ProfilerStep#N`; windows follow the job contract's rule
+//    (S_k = max(first start of step k, E_{k-1}), E_k = last end, over ranks).
+//  - Precedence: compute (any non-NCCL kernel, copy or set running) >
+//    transfer (a NCCL kernel moving data) > wait (only NCCL kernels running,
+//    none able to move data yet) > idle.
+//  - A NCCL kernel waits from its start to the latest start among its peers
+//    (the kernels of the same communication on the other ranks: by `Comms
+//    Id`, else the k-th call of the process group, or the k-th send from a
+//    to b); the rest is transfer. Without peers it is all transfer
+//    (`comm_kernels_without_peers`).
+//
+// Guarantees: per rank and step, compute + transfer + wait + idle = window;
+// totals and ratios cover the complete steps (every rank has an activity of
+// the step, and no rank's trace was cut before the window ends).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/gpu_activity.h"
+#include "model/warning.h"
+
+namespace pipescope {
+
+/// One window's four-way split (ns); the parts add up to `window`.
+struct KernelSplit {
+  std::int64_t window = 0;
+  std::int64_t compute = 0;
+  std::int64_t transfer = 0;
+  std::int64_t wait = 0;
+  std::int64_t idle = 0;
+  void add(const KernelSplit& o);
+};
+
+/// One run-wide step window.
+struct KernelStepWindow {
+  std::int64_t step = 0;
+  std::int64_t start = 0;
+  std::int64_t end = 0;
+  bool complete = false;
+};
+
+struct KernelRankStep {
+  KernelSplit split;
+  /// The global rank this rank waited on longest in the step; -1: no wait.
+  int most_waited_on = -1;
+  std::int64_t waited_on_ns = 0;
+};
+
+struct KernelRankView {
+  std::string path;
+  int device = 0;
+  int machine = 0;
+  /// `distributedInfo.rank`, else the rank's place among the traces.
+  int global_rank = 0;
+  /// One per KernelView::steps.
+  std::vector<KernelRankStep> steps;
+  /// Over the complete steps.
+  KernelSplit total;
+  /// The rank waited on longest over the complete steps; -1: none.
+  int most_waited_on = -1;
+  std::int64_t waited_on_ns = 0;
+};
+
+struct KernelView {
+  /// False when no trace has a GPU activity (nothing else is set).
+  bool available = false;
+  /// Whether steps come from ProfilerStep#N spans (else one window, step 0).
+  bool step_spans = false;
+  std::vector<KernelStepWindow> steps;
+  /// Ranks in global-rank order.
+  std::vector<KernelRankView> ranks;
+  /// Over ranks and complete steps.
+  KernelSplit total;
+  std::uint64_t gpu_activities = 0;
+  std::uint64_t without_launch = 0;
+  std::uint64_t comm_kernels = 0;
+  std::uint64_t comm_kernels_without_peers = 0;
+  std::vector<Warning> warnings;
+
+  /// (window − compute) / window over ranks and complete steps; 0 for none.
+  double bubble_ratio() const;
+  /// part / window over ranks and complete steps; 0 for none.
+  double share(std::int64_t part) const;
+};
+
+/// The kernel view of `ranks` (Run::kernels). Never throws for the data.
+KernelView compute_kernel_view(const std::vector<RankKernels>& ranks);
+
+}  // namespace pipescope

@@ -1,0 +1,138 @@
+#include "analysis/kernel_view.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "ingest/kernel_collector.h"
+
+namespace pipescope {
+namespace {
+
+CommKernel kernel(std::int64_t start, std::int64_t end, std::int64_t step, CommOp op,
+                  std::string collective, std::vector<int> group, int peer = -1) {
+  CommKernel c;
+  c.start = start;
+  c.end = end;
+  c.step = step;
+  c.op = op;
+  c.collective = std::move(collective);
+  c.group_name = "pp";
+  c.group_ranks = std::move(group);
+  c.peer = peer;
+  return c;
+}
+
+RankKernels rank(int global, std::vector<TimeSpan> compute, std::vector<CommKernel> comm,
+                 std::vector<RankKernels::StepExtent> steps) {
+  RankKernels r;
+  r.global_rank = global;
+  r.device = global;
+  r.compute = std::move(compute);
+  r.comm = std::move(comm);
+  r.steps = std::move(steps);
+  r.step_spans = true;
+  r.activities = r.compute.size() + r.comm.size();
+  return r;
+}
+
+// Worked example (times in ns). Rank 0 computes [0,40), sends to rank 1 with
+// a kernel [40,70), computes [70,100). Rank 1 computes [0,10), starts its recv
+// [20,70) early, computes [60,100) (a kernel on another stream overlapping the
+// recv's end). Peers: the send and the recv (k-th send 0->1, no Comms Id).
+//  - Rank 0's send: its peer started at 20, before it: no wait, transfer 30.
+//  - Rank 1's recv waits [20,40) for the send; transfers [40,70), of which
+//    [60,70) is under compute. Window [0,100): rank 1 compute 50, transfer 20,
+//    wait 20, idle 10 (the gap [10,20)).
+TEST(KernelView, SplitsTheWindowByPrecedence) {
+  std::vector<RankKernels> ranks;
+  ranks.push_back(rank(0, {{0, 40}, {70, 100}},
+                       {kernel(40, 70, 1, CommOp::send, "send", {0, 1}, 1)}, {{1, 0, 100}}));
+  ranks.push_back(rank(1, {{0, 10}, {60, 100}},
+                       {kernel(20, 70, 1, CommOp::recv, "recv", {0, 1}, 0)}, {{1, 0, 100}}));
+  const KernelView v = compute_kernel_view(ranks);
+  ASSERT_TRUE(v.available);
+  ASSERT_EQ(v.steps.size(), 1u);
+  EXPECT_TRUE(v.steps[0].complete);
+  EXPECT_EQ(v.steps[0].start, 0);
+  EXPECT_EQ(v.steps[0].end, 100);
+  const KernelSplit& r0 = v.ranks[0].steps[0].split;
+  EXPECT_EQ(r0.compute, 70);
+  EXPECT_EQ(r0.transfer, 30);
+  EXPECT_EQ(r0.wait, 0);
+  EXPECT_EQ(r0.idle, 0);
+  const KernelSplit& r1 = v.ranks[1].steps[0].split;
+  EXPECT_EQ(r1.compute, 50);
+  EXPECT_EQ(r1.transfer, 20);
+  EXPECT_EQ(r1.wait, 20);
+  EXPECT_EQ(r1.idle, 10);
+  EXPECT_EQ(v.ranks[1].steps[0].most_waited_on, 0);
+  EXPECT_EQ(v.ranks[0].steps[0].most_waited_on, -1);
+  EXPECT_EQ(v.comm_kernels_without_peers, 0u);
+  EXPECT_DOUBLE_EQ(v.bubble_ratio(), 80.0 / 200.0);
+  EXPECT_TRUE(v.warnings.empty());
+}
+
+// Comms Id above 2^63 pairs kernels whatever their order; a collective needs
+// every member of its group; a kernel without peers is all transfer.
+TEST(KernelView, MatchesByCommsIdAndCountsKernelsWithoutPeers) {
+  std::vector<RankKernels> ranks;
+  CommKernel a = kernel(0, 50, 0, CommOp::collective, "allreduce", {0, 1});
+  a.comms_id = 18'446'744'073'709'551'557u;
+  CommKernel b = kernel(30, 50, 0, CommOp::collective, "allreduce", {0, 1});
+  b.comms_id = 18'446'744'073'709'551'557u;
+  // A broadcast over three ranks whose third is not in the files.
+  CommKernel lonely = kernel(60, 80, 0, CommOp::collective, "broadcast", {0, 1, 2});
+  ranks.push_back(rank(0, {}, {a, lonely}, {{0, 0, 80}}));
+  ranks.push_back(rank(1, {}, {b, lonely}, {{0, 30, 80}}));
+  const KernelView v = compute_kernel_view(ranks);
+  const KernelSplit& r0 = v.ranks[0].steps[0].split;
+  EXPECT_EQ(r0.wait, 30);           // [0,30) until rank 1 starts
+  EXPECT_EQ(r0.transfer, 20 + 20);  // [30,50) and the lonely broadcast
+  EXPECT_EQ(r0.idle, 10);
+  EXPECT_EQ(v.comm_kernels_without_peers, 2u);
+  ASSERT_EQ(v.warnings.size(), 1u);
+  EXPECT_EQ(v.warnings[0].code, WarningCode::comm_kernels_without_peers);
+}
+
+// Windows follow the job contract; a step some rank lacks is incomplete and
+// out of the totals; without step extents the whole trace is one window.
+TEST(KernelView, WindowsAndCompleteSteps) {
+  std::vector<RankKernels> ranks;
+  ranks.push_back(rank(0, {{0, 10}, {20, 30}}, {}, {{5, 0, 10}, {6, 8, 30}}));
+  ranks.push_back(rank(1, {{0, 12}}, {}, {{5, 0, 12}}));
+  const KernelView v = compute_kernel_view(ranks);
+  ASSERT_EQ(v.steps.size(), 2u);
+  EXPECT_EQ(v.steps[1].start, 12);  // max(first start 8, E_5 = 12)
+  EXPECT_TRUE(v.steps[0].complete);
+  EXPECT_FALSE(v.steps[1].complete);
+  EXPECT_EQ(v.total.window, 24);
+  EXPECT_EQ(v.total.compute, 22);
+
+  std::vector<RankKernels> bare;
+  bare.push_back(rank(3, {{100, 150}}, {}, {}));
+  bare.back().first_start = 100;
+  bare.back().last_end = 180;
+  bare.back().step_spans = false;
+  const KernelView one = compute_kernel_view(bare);
+  ASSERT_EQ(one.steps.size(), 1u);
+  EXPECT_EQ(one.steps[0].end - one.steps[0].start, 80);
+  EXPECT_EQ(one.total.compute, 50);
+  ASSERT_EQ(one.warnings.size(), 1u);
+  EXPECT_EQ(one.warnings[0].code, WarningCode::kernel_view_one_window);
+}
+
+TEST(KernelCollector, MergesSpansInAnyOrder) {
+  std::vector<TimeSpan> s;
+  KernelCollector::add_span(s, 10, 20);
+  KernelCollector::add_span(s, 30, 40);
+  KernelCollector::add_span(s, 0, 5);
+  KernelCollector::add_span(s, 20, 25);  // touching: merged
+  KernelCollector::add_span(s, 7, 7);    // empty: nothing
+  EXPECT_EQ(s, (std::vector<TimeSpan>{{0, 5}, {10, 25}, {30, 40}}));
+  KernelCollector::add_span(s, 4, 31);  // bridges all three
+  EXPECT_EQ(s, (std::vector<TimeSpan>{{0, 40}}));
+}
+
+}  // namespace
+}  // namespace pipescope
