@@ -22,6 +22,7 @@
 #include "export/atomic_file.h"
 #include "export/chrome_trace.h"
 #include "export/html_report.h"
+#include "export/kernel_view_report.h"
 #include "export/perfetto_trace.h"
 #include "export/summary_json.h"
 #include "export/text_report.h"
@@ -149,6 +150,34 @@ void print_machine_order(const std::vector<InputFile>& inputs) {
 }
 
 int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOptions& options);
+
+/// PyTorch traces without job labels: no jobs, so no schedule, stages,
+/// bubbles or critical path; the kernel view alone (summary.json `no_jobs`
+/// says so), exit 0.
+int analyze_kernels(LoadedRun& loaded, const AnalyzeOptions& options) {
+  const Run& run = loaded.run;
+  std::vector<Warning> warnings;
+  for (const Warning& w : loaded.input_warnings) {
+    // Traces without jobs are "empty" only to the job analysis.
+    if (w.code != WarningCode::empty_input) warnings.push_back(w);
+  }
+  for (const Warning& w : loaded.kernels.warnings) warnings.push_back(w);
+  for (const Warning& w : warnings) fmt::print(stderr, "pipescope: warning: {}\n", w.message);
+  ensure_output_dir(options.output_dir);
+  const fs::path out(options.output_dir);
+  SummaryFigures figures = summary_figures(run, loaded.metrics);
+  figures.no_jobs =
+      "none: kernel-level trace (no PP: labels), so no schedule, stages, bubbles, critical path "
+      "or whatif; see kernel_view";
+  figures.warnings = warning_figures(warnings);
+  figures.kernel_view = kernel_view_figures(loaded.kernels);
+  write_summary_json(figures, (out / "summary.json").string());
+  if (!options.quiet) {
+    write_kernel_view_text(loaded.kernels, stdout);
+    fmt::print("\nwrote {}\n", (out / "summary.json").string());
+  }
+  return kExitOk;
+}
 int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load);
 
 int run_analyze(const AnalyzeOptions& options) {
@@ -178,6 +207,7 @@ int run_analyze(const AnalyzeOptions& options) {
 /// The exports of a loaded run (with --mpi: rank 0's part).
 int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOptions& options) {
   const Run& run = loaded.run;
+  if (run.job_count() == 0 && loaded.kernels.available) return analyze_kernels(loaded, options);
   if (run.job_count() == 0) {
     for (const Diagnostic& d : run.diagnostics) {
       fmt::print(stderr, "pipescope: {}: {}\n", d.location(), d.message);
@@ -224,7 +254,7 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
   ensure_output_dir(options.output_dir);
   const fs::path out(options.output_dir);
   std::vector<std::string> written;  // every file written, in order, for the "wrote" line
-  write_summary_json(run, metrics, analysis, (out / "summary.json").string());
+  write_summary_json(run, metrics, analysis, loaded.kernels, (out / "summary.json").string());
   written.push_back((out / "summary.json").string());
   if (!options.no_trace || options.perfetto) {
     TraceOptions trace;
@@ -263,6 +293,10 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
     ReportOptions report;
     report.pipeline = &analysis;
     write_text_report(run, metrics, stdout, report);
+    if (loaded.kernels.available) {
+      fmt::print("\n");
+      write_kernel_view_text(loaded.kernels, stdout);
+    }
     std::string list;
     for (std::size_t i = 0; i < written.size(); ++i) {
       list += (i == 0 ? "" : i + 1 == written.size() ? " and " : ", ") + written[i];

@@ -128,7 +128,8 @@ int final_pass(const WatchOptions& options, const LoadOptions& load) {
   }
   ensure_output_dir(options.output_dir);
   const fs::path out(options.output_dir);
-  write_summary_json(loaded.run, loaded.metrics, loaded.pipeline, (out / "summary.json").string());
+  write_summary_json(loaded.run, loaded.metrics, loaded.pipeline, loaded.kernels,
+                     (out / "summary.json").string());
   std::string written = (out / "summary.json").string();
   if (!options.no_trace) {
     TraceOptions trace;

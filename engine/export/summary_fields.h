@@ -78,6 +78,10 @@ inline constexpr bool kOneLine<StepDeviceFigures> = true;
 template <>
 inline constexpr bool kOneLine<JobTypeFigures> = true;
 template <>
+inline constexpr bool kOneLine<KernelStepFigures> = true;
+template <>
+inline constexpr bool kOneLine<KernelRankStepFigures> = true;
+template <>
 inline constexpr bool kOneLine<InputFigures> = true;
 template <>
 inline constexpr bool kOneLine<DiagnosticFigures> = true;
@@ -392,6 +396,54 @@ void fields(auto& v, Of<WarningFigures> auto& w) {
   v(opt("count"), w.count);
 }
 
+void fields(auto& v, Of<KernelSplitFigures> auto& s) {
+  v(opt("window_ns"), s.window_ns);
+  v(opt("compute_ns"), s.compute_ns);
+  v(opt("transfer_ns"), s.transfer_ns);
+  v(opt("wait_ns"), s.wait_ns);
+  v(opt("idle_ns"), s.idle_ns);
+}
+
+void fields(auto& v, Of<KernelStepFigures> auto& s) {
+  v(opt("step"), s.step);
+  v(opt("complete"), s.complete);
+  v(opt("start_ns"), s.start_ns);
+  v(opt("end_ns"), s.end_ns);
+}
+
+void fields(auto& v, Of<KernelRankStepFigures> auto& s) {
+  v(opt("step"), s.step);
+  v(opt("complete"), s.complete);
+  v(opt("start_ns"), s.start_ns);
+  v(opt("end_ns"), s.end_ns);
+  v.inline_fields(s.split);
+  v(nullable("most_waited_on"), s.most_waited_on);
+}
+
+void fields(auto& v, Of<KernelRankFigures> auto& r) {
+  v(opt("device"), r.device);
+  v(opt("global_rank"), r.global_rank);
+  v(opt("path"), r.path);
+  v.inline_fields(r.split);
+  v(nullable("most_waited_on"), r.most_waited_on);
+  v(opt("steps"), r.steps);
+}
+
+void fields(auto& v, Of<KernelViewFigures> auto& k) {
+  v(opt("step_spans"), k.step_spans);
+  v(opt("gpu_activities"), k.gpu_activities);
+  v(opt("without_launch"), k.without_launch);
+  v(opt("comm_kernels"), k.comm_kernels);
+  v(opt("comm_kernels_without_peers"), k.comm_kernels_without_peers);
+  v.inline_fields(k.split);
+  v(opt("bubble_ratio"), k.bubble_ratio);
+  v(opt("idle_share"), k.idle_share);
+  v(opt("wait_share"), k.wait_share);
+  v(opt("transfer_share"), k.transfer_share);
+  v(opt("steps"), k.steps);
+  v(opt("ranks"), k.ranks);
+}
+
 // --- the whole summary ---------------------------------------------------------
 
 void fields(auto& v, Of<SummaryFigures> auto& f) {
@@ -418,6 +470,8 @@ void fields(auto& v, Of<SummaryFigures> auto& f) {
   v(omitted("critical_path"), f.critical_path);
   v(omitted("clock"), f.clock);
   v(omitted("warnings"), f.warnings);
+  v(omitted("no_jobs"), f.no_jobs);
+  v(omitted("kernel_view"), f.kernel_view);
 }
 
 }  // namespace pipescope::summary_fields

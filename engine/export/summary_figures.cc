@@ -354,4 +354,49 @@ SummaryFigures summary_figures(const Run& run, const Metrics& metrics,
   return f;
 }
 
+namespace {
+
+KernelSplitFigures split_figures(const KernelSplit& s) {
+  return {s.window, s.compute, s.transfer, s.wait, s.idle};
+}
+
+std::optional<std::int64_t> rank_or_null(int rank) {
+  return rank >= 0 ? std::optional<std::int64_t>(rank) : std::nullopt;
+}
+
+}  // namespace
+
+std::optional<KernelViewFigures> kernel_view_figures(const KernelView& view) {
+  if (!view.available) return std::nullopt;
+  KernelViewFigures f;
+  f.step_spans = view.step_spans;
+  f.gpu_activities = view.gpu_activities;
+  f.without_launch = view.without_launch;
+  f.comm_kernels = view.comm_kernels;
+  f.comm_kernels_without_peers = view.comm_kernels_without_peers;
+  f.split = split_figures(view.total);
+  f.bubble_ratio = view.bubble_ratio();
+  f.idle_share = view.share(view.total.idle);
+  f.wait_share = view.share(view.total.wait);
+  f.transfer_share = view.share(view.total.transfer);
+  for (const KernelStepWindow& w : view.steps) {
+    f.steps.push_back({w.step, w.complete, w.start, w.end});
+  }
+  for (const KernelRankView& r : view.ranks) {
+    KernelRankFigures rf;
+    rf.device = r.device;
+    rf.global_rank = r.global_rank;
+    rf.path = r.path;
+    rf.split = split_figures(r.total);
+    rf.most_waited_on = rank_or_null(r.most_waited_on);
+    for (std::size_t k = 0; k < r.steps.size(); ++k) {
+      const KernelStepWindow& w = view.steps[k];
+      rf.steps.push_back({w.step, w.complete, w.start, w.end, split_figures(r.steps[k].split),
+                          rank_or_null(r.steps[k].most_waited_on)});
+    }
+    f.ranks.push_back(std::move(rf));
+  }
+  return f;
+}
+
 }  // namespace pipescope

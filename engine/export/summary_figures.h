@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/kernel_view.h"
 #include "analysis/metrics.h"
 #include "analysis/pipeline.h"
 #include "model/run.h"
@@ -407,6 +408,71 @@ struct WarningFigures {
   friend bool operator==(const WarningFigures&, const WarningFigures&) = default;
 };
 
+// --- the kernel view (analysis/kernel_view.h) ---------------------------------
+
+/// One window's four-way split; the parts add up to window_ns.
+struct KernelSplitFigures {
+  std::int64_t window_ns = 0;
+  std::int64_t compute_ns = 0;
+  std::int64_t transfer_ns = 0;
+  std::int64_t wait_ns = 0;
+  std::int64_t idle_ns = 0;
+
+  friend bool operator==(const KernelSplitFigures&, const KernelSplitFigures&) = default;
+};
+
+struct KernelStepFigures {
+  std::int64_t step = 0;
+  bool complete = false;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+
+  friend bool operator==(const KernelStepFigures&, const KernelStepFigures&) = default;
+};
+
+struct KernelRankStepFigures {
+  std::int64_t step = 0;
+  bool complete = false;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  KernelSplitFigures split;
+  std::optional<std::int64_t> most_waited_on;  ///< null: the rank did not wait
+
+  friend bool operator==(const KernelRankStepFigures&, const KernelRankStepFigures&) = default;
+};
+
+struct KernelRankFigures {
+  int device = 0;
+  int global_rank = 0;
+  std::string path;
+  KernelSplitFigures split;  ///< over the complete steps
+  std::optional<std::int64_t> most_waited_on;
+  std::vector<KernelRankStepFigures> steps;
+
+  friend bool operator==(const KernelRankFigures&, const KernelRankFigures&) = default;
+};
+
+struct KernelViewFigures {
+  bool step_spans = false;
+  std::uint64_t gpu_activities = 0;
+  std::uint64_t without_launch = 0;
+  std::uint64_t comm_kernels = 0;
+  std::uint64_t comm_kernels_without_peers = 0;
+  KernelSplitFigures split;  ///< over ranks and complete steps
+  double bubble_ratio = 0;
+  double idle_share = 0;
+  double wait_share = 0;
+  double transfer_share = 0;
+  std::vector<KernelStepFigures> steps;
+  std::vector<KernelRankFigures> ranks;
+
+  friend bool operator==(const KernelViewFigures&, const KernelViewFigures&) = default;
+};
+
+/// The "kernel_view" section of a computed kernel view (nullopt when
+/// unavailable).
+std::optional<KernelViewFigures> kernel_view_figures(const KernelView& view);
+
 // --- the whole summary -------------------------------------------------------
 
 struct SummaryFigures {
@@ -444,6 +510,11 @@ struct SummaryFigures {
   std::optional<CriticalPathFigures> critical_path;
   std::optional<ClockFigures> clock;
   std::optional<std::vector<WarningFigures>> warnings;
+  /// Why a run has no pipeline sections: "none: kernel-level trace ..." for
+  /// traces without job labels, analysed by their kernels only.
+  std::string no_jobs;
+  /// The kernel view, for PyTorch traces (with or without job labels).
+  std::optional<KernelViewFigures> kernel_view;
 
   friend bool operator==(const SummaryFigures&, const SummaryFigures&) = default;
 };

@@ -130,4 +130,11 @@ void write_summary_json(const Run& run, const Metrics& metrics, const PipelineAn
   write_summary_json(summary_figures(run, metrics, pipeline), path);
 }
 
+void write_summary_json(const Run& run, const Metrics& metrics, const PipelineAnalysis& pipeline,
+                        const KernelView& kernels, const std::string& path) {
+  SummaryFigures figures = summary_figures(run, metrics, pipeline);
+  figures.kernel_view = kernel_view_figures(kernels);
+  write_summary_json(figures, path);
+}
+
 }  // namespace pipescope

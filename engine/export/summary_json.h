@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "analysis/kernel_view.h"
 #include "analysis/metrics.h"
 #include "analysis/pipeline.h"
 #include "export/summary_figures.h"
@@ -27,5 +28,10 @@ void write_summary_json(const Run& run, const Metrics& metrics, const std::strin
 /// warnings. Same errors.
 void write_summary_json(const Run& run, const Metrics& metrics, const PipelineAnalysis& pipeline,
                         const std::string& path);
+
+/// The same plus the "kernel_view" section of `kernels` when it is available
+/// (`analyze` and `watch` on PyTorch traces). Same errors.
+void write_summary_json(const Run& run, const Metrics& metrics, const PipelineAnalysis& pipeline,
+                        const KernelView& kernels, const std::string& path);
 
 }  // namespace pipescope

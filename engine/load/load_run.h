@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/kernel_view.h"
 #include "analysis/pipeline.h"
 #include "ingest/ingest.h"
 #include "load/input_rules.h"
@@ -83,6 +84,9 @@ struct LoadedRun {
   std::vector<Warning> launch_warnings;
   /// Every segment found, before a selection (LoadOptions::segment) kept one.
   std::vector<LaunchSegment> all_segments;
+  /// The kernel view of the PyTorch traces' GPU activities (Run::kernels),
+  /// at every level; unavailable for inputs without any.
+  KernelView kernels;
 };
 
 /// discover_inputs(), order_machines() by `machine_order` and, when

@@ -79,6 +79,11 @@ void expect_all_set(const MachinePairFigures& x);
 void expect_all_set(const ClockFigures& x);
 void expect_all_set(const WarningFigures& x);
 void expect_all_set(const LeftOutFigures& x);
+void expect_all_set(const KernelSplitFigures& x);
+void expect_all_set(const KernelStepFigures& x);
+void expect_all_set(const KernelRankStepFigures& x);
+void expect_all_set(const KernelRankFigures& x);
+void expect_all_set(const KernelViewFigures& x);
 void expect_all_set(const SummaryFigures& x);
 
 template <typename T>
@@ -239,11 +244,38 @@ void expect_all_set(const LeftOutFigures& x) {
   const auto& [a, b, c, d, e, f] = x;
   expect_set("LeftOutFigures", a, b, c, d, e, f);
 }
+void expect_all_set(const KernelSplitFigures& x) {
+  const auto& [a, b, c, d, e] = x;
+  expect_set("KernelSplitFigures", a, b, c, d, e);
+}
+void expect_all_set(const KernelStepFigures& x) {
+  const auto& [a, b, c, d] = x;
+  expect_set("KernelStepFigures", a, b, c, d);
+}
+void expect_all_set(const KernelRankStepFigures& x) {
+  const auto& [a, b, c, d, split, e] = x;
+  expect_set("KernelRankStepFigures", a, b, c, d, e);
+  expect_all_set(split);
+}
+void expect_all_set(const KernelRankFigures& x) {
+  const auto& [a, b, c, split, d, steps] = x;
+  expect_set("KernelRankFigures", a, b, c, d);
+  expect_all_set(split);
+  expect_all_set(steps);
+}
+void expect_all_set(const KernelViewFigures& x) {
+  const auto& [a, b, c, d, e, split, f, g, h, i, steps, ranks] = x;
+  expect_set("KernelViewFigures", a, b, c, d, e, f, g, h, i);
+  expect_all_set(split);
+  expect_all_set(steps);
+  expect_all_set(ranks);
+}
 void expect_all_set(const SummaryFigures& x) {
   const auto& [a, b, c, d, time_resolution_ns, comm, devices, steps, incomplete_steps, segments,
                job_types, inputs, diagnostics, left_out, layout, schedule, stages, replicas,
-               bubbles, bottleneck, critical_path, clock, warnings] = x;
-  expect_set("SummaryFigures", a, b, c, d, time_resolution_ns, comm, incomplete_steps);
+               bubbles, bottleneck, critical_path, clock, warnings, no_jobs, kernel_view] = x;
+  expect_set("SummaryFigures", a, b, c, d, time_resolution_ns, comm, incomplete_steps, no_jobs);
+  expect_all_set(kernel_view);
   expect_all_set(devices);
   expect_all_set(steps);
   expect_all_set(segments);
@@ -338,6 +370,26 @@ SummaryFigures every_field() {
                          1,
                          "within noise"};
   f.warnings = std::vector<WarningFigures>{{"overlap", "jobs overlap on device 4", 4, 1, 2}};
+  f.no_jobs = "none: kernel-level trace";
+  KernelViewFigures k;
+  k.step_spans = true;
+  k.gpu_activities = 18'446'744'073'709'551'615u;
+  k.without_launch = 3;
+  k.comm_kernels = 40;
+  k.comm_kernels_without_peers = 2;
+  k.split = {1000, 600, 150, 200, 50};
+  k.bubble_ratio = 0.4;
+  k.idle_share = 0.05;
+  k.wait_share = 0.2 + 0.1;
+  k.transfer_share = 0.15;
+  k.steps = {{550, true, 1'683'564'901'554'112'000, 1'683'564'901'754'112'001}};
+  k.ranks = {{2,
+              7,
+              "/traces/rank\"7\".json",
+              {999, 1, 2, 3, 993},
+              4,
+              {{550, true, 10, 1009, {999, 1, 2, 3, 993}, 5}}}};
+  f.kernel_view = k;
   return f;
 }
 
@@ -450,8 +502,8 @@ TEST(SummaryRoundTrip, NoObjectListsAKeyTwice) {
   const SummaryFigures figures = every_field();
   KeyChecker checker("the summary");
   summary_fields::fields(checker, figures);
-  // jobs ... warnings: the 23 keys of the top level besides "schema" and "tool".
-  EXPECT_EQ(checker.keys(), 23u);
+  // jobs ... kernel_view: the 25 keys of the top level besides "schema" and "tool".
+  EXPECT_EQ(checker.keys(), 25u);
 }
 
 TEST(SummaryRoundTrip, EveryFieldComesBack) {

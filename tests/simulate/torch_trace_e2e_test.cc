@@ -155,8 +155,8 @@ TEST(TorchTraceCli, SharedStagesArePeersOrWithPipelineKReplicas) {
   ASSERT_EQ(p1.load(one + "/expected.json").get(expected), simdjson::SUCCESS);
   // Without --pipeline: one stage of two devices each, and a warning that
   // says how to read them as replicas instead.
-  const CommandResult peers = run_cli(fmt::format("analyze '{}' -o '{}' --no-trace", two,
-                                                  dir / "peers"));
+  const CommandResult peers =
+      run_cli(fmt::format("analyze '{}' -o '{}' --no-trace", two, dir / "peers"));
   ASSERT_EQ(peers.status, 0) << peers.output;
   EXPECT_NE(peers.output.find(
                 "warning: several traces run the same stages (stage 0: rank0.pt.trace.json, "
@@ -209,9 +209,22 @@ TEST(TorchTraceCli, NoPipelineJobsAndPatterns) {
   testing::TempDir dir;
   const std::string resnet =
       std::string(PIPESCOPE_TESTDATA) + "/kineto/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz";
+  // Without labels: the kernel view alone (exit 0), and summary.json says
+  // why there are no pipeline sections.
   const CommandResult none = run_cli(fmt::format("analyze -q '{}' -o '{}'", resnet, dir / "o1"));
-  EXPECT_EQ(none.status, 2);
-  EXPECT_NE(none.output.find("no jobs found in 1 input file"), std::string::npos) << none.output;
+  ASSERT_EQ(none.status, 0) << none.output;
+  {
+    simdjson::dom::parser parser;
+    simdjson::dom::element summary;
+    ASSERT_EQ(parser.load(dir / "o1/summary.json").get(summary), simdjson::SUCCESS);
+    EXPECT_EQ(std::int64_t(summary["jobs"]), 0);
+    EXPECT_TRUE(std::string_view(summary["no_jobs"]).starts_with("none: kernel-level trace"));
+    EXPECT_EQ(summary["schedule"].error(), simdjson::NO_SUCH_FIELD);
+    // Figures pinned by tests/reference/kernel_reference.py on this trace.
+    EXPECT_EQ(std::int64_t(summary["kernel_view"]["window_ns"]), 480'026'043);
+    EXPECT_EQ(std::int64_t(summary["kernel_view"]["compute_ns"]), 472'454'441);
+    EXPECT_EQ(summary["kernel_view"]["steps"].get_array().size(), 5u);
+  }
   const CommandResult jobs =
       run_cli(fmt::format("analyze -q '{}' -o '{}' --job-pattern '## (?P<op>forward|backward) ##'",
                           resnet, dir / "o2"));
@@ -279,9 +292,9 @@ TEST(TorchTraceCli, HostTimedJobsAreOneWarningForTheRun) {
           stage, op, ts);
       ts += 100;
     }
-    return dir.write(fmt::format("t/rank{}.pt.trace.json", rank),
-                     fmt::format(R"({{"distributedInfo": {{"rank": {}}}, "traceEvents": [{}]}})",
-                                 rank, events));
+    return dir.write(
+        fmt::format("t/rank{}.pt.trace.json", rank),
+        fmt::format(R"({{"distributedInfo": {{"rank": {}}}, "traceEvents": [{}]}})", rank, events));
   };
   const std::string first = write_rank(0, 0);
   write_rank(1, 1);
