@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""The kernel view of real and generated traces: the engine against independent figures, to the ns.
+
+    check_kernel_view.py --cli build/cli/pipescope [--traces DIR]
+
+For each real PyTorch profiler trace in DIR (default: shared/reference/kineto
+beside the repository), runs `pipescope analyze TRACE -o OUT --quiet`, requires
+exit 0, and compares OUT/summary.json's `kernel_view` with the independent
+reference (kernel_reference.py) key by key: every *_ns figure and count equal to
+the nanosecond, the ratios within 1e-9, the step lists equal, `path` on its file
+name. Then the multi-rank runs of kernel_run.py (Megatron-style traces without
+labels: 1F1B and interleaved, data-parallel allreduce, two machines, with and
+without `Comms Id`, two generations of NCCL kernel names): the engine against
+the truth the generator computed from its own simulation (who waited for whom),
+and against the reference on the files. Prints one line per case; exits 1 when
+one differs (the real traces are skipped, with a note, when their folder is not
+there).
+"""
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import kernel_reference  # noqa: E402
+
+# (name, kernel_run.py arguments): small, so that the suite stays quick.
+GENERATED = [
+    ("1f1b-pp4-dp2-2machines", ["--pp", "4", "--dp", "2", "--micro-batches", "8", "--steps", "3",
+                                "--schedule", "1f1b", "--machines", "2"]),
+    ("interleaved-pp4-dp2-v2", ["--pp", "4", "--dp", "2", "--micro-batches", "8", "--steps", "3",
+                                "--schedule", "interleaved", "--chunks", "2", "--machines", "2"]),
+    ("1f1b-no-comms-id-old-names", ["--pp", "4", "--dp", "2", "--micro-batches", "8",
+                                    "--steps", "3", "--schedule", "1f1b", "--machines", "2",
+                                    "--no-comms-id", "--nccl-names", "old"]),
+    ("interleaved-pp2-dp3-gz-no-id", ["--pp", "2", "--dp", "3", "--micro-batches", "4",
+                                      "--steps", "2", "--schedule", "interleaved", "--chunks", "3",
+                                      "--no-comms-id", "--gz", "--seed", "5",
+                                      "--first-step", "40"]),
+]
+
+DEFAULT_TRACES = Path(__file__).resolve().parents[3] / "shared" / "reference" / "kineto"
+RATIO_KEYS = {"bubble_ratio", "idle_share", "wait_share", "transfer_share"}
+TOLERANCE = 1e-9
+
+
+class Failure(Exception):
+    pass
+
+
+def is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def first_difference(actual, expected, where="kernel_view", extra=None):
+    """The first key path where `actual` differs from `expected`, with both values;
+    None when they agree. Keys only in `actual` are appended to `extra` (when
+    given) as (path, value), to be reported once every value agrees."""
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return where, actual, expected
+        for key in expected:
+            if key not in actual:
+                return f"{where}.{key}", "<missing>", expected[key]
+            diff = first_difference(actual[key], expected[key], f"{where}.{key}", extra)
+            if diff:
+                return diff
+        if extra is not None:
+            extra.extend((f"{where}.{key}", actual[key]) for key in actual
+                         if key not in expected)
+        return None
+    if isinstance(expected, list):
+        if not isinstance(actual, list):
+            return where, actual, expected
+        if len(actual) != len(expected):
+            return f"{where} (length)", len(actual), len(expected)
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            diff = first_difference(a, e, f"{where}[{i}]", extra)
+            if diff:
+                return diff
+        return None
+    key = where.rsplit(".", 1)[-1]
+    if key in RATIO_KEYS:
+        ok = (isinstance(actual, (int, float)) and not isinstance(actual, bool)
+              and abs(actual - expected) <= TOLERANCE)
+    elif key == "path":
+        ok = isinstance(actual, str) and Path(actual).name == Path(expected).name
+    elif is_int(expected):
+        ok = is_int(actual) and actual == expected   # ns and counts: exactly, as integers
+    elif expected is None or isinstance(expected, bool):
+        ok = actual is expected
+    else:
+        ok = actual == expected
+    return None if ok else (where, actual, expected)
+
+
+def compare(actual, expected):
+    """A value that differs first; else a key the contract's schema does not have."""
+    extra = []
+    diff = first_difference(actual, expected, extra=extra)
+    if diff is None and extra:
+        where, value = extra[0]
+        diff = (where, value, "<not in the schema>")
+    return diff
+
+
+def check_trace(cli, trace, work):
+    out = Path(work) / "out"
+    r = subprocess.run([str(cli), "analyze", str(trace), "-o", str(out), "--quiet"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Failure(f"analyze exit {r.returncode}\n{(r.stderr or r.stdout)[-800:]}")
+    summary_path = out / "summary.json"
+    if not summary_path.exists():
+        raise Failure("no summary.json")
+    summary = json.loads(summary_path.read_text())
+    actual = summary.get("kernel_view")
+    if actual is None:
+        raise Failure("summary.json has no kernel_view")
+    expected = kernel_reference.kernel_view([str(trace)])
+    return actual, expected, compare(actual, expected)
+
+
+def traces_in(folder):
+    return sorted(p for p in folder.iterdir()
+                  if p.is_file() and (p.name.endswith(".json") or p.name.endswith(".json.gz")))
+
+
+def short(value, limit=120):
+    text = json.dumps(value) if not isinstance(value, str) else value
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def check_generated(cli, name, args, work):
+    """One kernel_run.py case: (difference against the truth or None, against the reference)."""
+    run = work / name
+    r = subprocess.run([sys.executable, str(HERE / "kernel_run.py"), "-o", str(run),
+                        "--kernels-per-op", "12", *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Failure(f"kernel_run.py exit {r.returncode}: {(r.stderr or r.stdout)[-400:]}")
+    out = work / (name + "-out")
+    r = subprocess.run([str(cli), "analyze", str(run), "-o", str(out), "--quiet"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Failure(f"analyze exit {r.returncode}\n{(r.stderr or r.stdout)[-800:]}")
+    actual = json.loads((out / "summary.json").read_text()).get("kernel_view")
+    if actual is None:
+        raise Failure("summary.json has no kernel_view")
+    truth = json.loads((run / "truth.json").read_text())["kernel_view"]
+    files = sorted(str(p) for p in run.iterdir() if ".pt.trace.json" in p.name)
+    expected = kernel_reference.kernel_view(files)
+    return actual, truth, compare(actual, truth), compare(actual, expected)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--cli", required=True, help="the pipescope binary")
+    p.add_argument("--traces", default=str(DEFAULT_TRACES),
+                   help=f"folder of Kineto traces (default {DEFAULT_TRACES})")
+    a = p.parse_args()
+    folder = Path(a.traces)
+    if folder.is_dir():
+        traces = traces_in(folder)
+        if not traces:
+            print(f"FAIL  no .json or .json.gz trace in {folder}")
+            return 1
+    else:
+        traces = []
+        print(f"skipped: no trace folder at {folder} (the real Kineto traces are not "
+              f"checked out beside the repository)")
+    cli = Path(a.cli).resolve()
+    failed = 0
+    for trace in traces:
+        work = Path(tempfile.mkdtemp(prefix="kernel-view-"))
+        try:
+            actual, expected, diff = check_trace(cli, trace, work)
+            figures = (f"steps {[s['step'] for s in expected['steps']]} "
+                       f"window {expected['window_ns']} compute {expected['compute_ns']}")
+            if diff:
+                failed += 1
+                where, got, want = diff
+                print(f"FAIL  {trace.name}: {figures}: {where}: engine {short(got)}, "
+                      f"reference {short(want)}")
+            else:
+                print(f"ok    {trace.name}: {figures}")
+        except Failure as e:
+            failed += 1
+            print(f"FAIL  {trace.name}: {e}")
+        except Exception as e:  # noqa: BLE001  (a broken case is a failure, not a crash)
+            failed += 1
+            print(f"FAIL  {trace.name}: {type(e).__name__}: {e}")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    work = Path(tempfile.mkdtemp(prefix="kernel-runs-"))
+    try:
+        for name, args in GENERATED:
+            try:
+                actual, truth, against_truth, against_reference = check_generated(
+                    cli, name, args, work)
+                figures = (f"{len(truth['ranks'])} ranks, bubble {truth['bubble_ratio']:.4f} "
+                           f"(wait {truth['wait_share']:.4f}, transfer "
+                           f"{truth['transfer_share']:.4f})")
+                bad = [(what, d) for what, d in (("truth", against_truth),
+                                                 ("reference", against_reference)) if d]
+                if bad:
+                    failed += 1
+                    what, (where, got, want) = bad[0]
+                    print(f"FAIL  {name}: {figures}: {where}: engine {short(got)}, "
+                          f"{what} {short(want)}")
+                else:
+                    print(f"ok    {name}: {figures}")
+            except Failure as e:
+                failed += 1
+                print(f"FAIL  {name}: {e}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    total = len(traces) + len(GENERATED)
+    print(f"{total - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
