@@ -159,9 +159,111 @@ std::vector<std::vector<std::vector<KernelRef>>> find_peers(
   return peers;
 }
 
+/// The median of `v` (sorted in place; the lower middle for an even count).
+std::int64_t median_of(std::vector<std::int64_t>& v) {
+  std::sort(v.begin(), v.end());
+  return v[(v.size() - 1) / 2];
+}
+
+/// Machine offsets from the matched kernels' ends (KernelClock); `machine`
+/// is each rank's machine.
+KernelClock estimate_clocks(const std::vector<const RankKernels*>& ranks,
+                            const std::vector<std::vector<std::vector<KernelRef>>>& peers) {
+  KernelClock clock;
+  std::set<int> machines;
+  for (const RankKernels* r : ranks) machines.insert(r->machine);
+  clock.machines = machines.size();
+  for (int m : machines) clock.offsets.push_back({m, 0, 0});
+  if (machines.size() < 2) return clock;
+  // (a, b) with a < b -> samples of end_b − end_a; same machine: |end diff|.
+  std::map<std::pair<int, int>, std::vector<std::int64_t>> across;
+  std::vector<std::int64_t> within;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    for (std::size_t i = 0; i < peers[r].size(); ++i) {
+      const CommKernel& c = ranks[r]->comm[i];
+      for (const KernelRef& p : peers[r][i]) {
+        if (p.rank <= r) continue;  // each pair once
+        const int a = ranks[r]->machine, b = ranks[p.rank]->machine;
+        const std::int64_t d = ranks[p.rank]->comm[p.index].end - c.end;
+        if (a == b) {
+          within.push_back(d < 0 ? -d : d);
+        } else if (a < b) {
+          across[{a, b}].push_back(d);
+        } else {
+          across[{b, a}].push_back(-d);
+        }
+      }
+    }
+  }
+  std::int64_t noise = 2'000;
+  if (!within.empty()) {
+    std::sort(within.begin(), within.end());
+    noise = std::max(
+        noise,
+        2 * within[(within.size() * 95) / 100 == within.size() ? within.size() - 1
+                                                               : (within.size() * 95) / 100]);
+  }
+  clock.noise_ns = noise;
+  // Offsets from machine 0 (the lowest) outwards, along the pairs with the
+  // most samples first.
+  std::map<int, std::pair<std::int64_t, std::uint64_t>> known;  // machine -> offset, pairs
+  known[*machines.begin()] = {0, 0};
+  for (bool grew = true; grew;) {
+    grew = false;
+    std::pair<int, int> best{-1, -1};
+    std::size_t best_n = 0;
+    for (const auto& [pair, samples] : across) {
+      const bool a = known.count(pair.first) > 0, b = known.count(pair.second) > 0;
+      if (a != b && samples.size() > best_n) {
+        best = pair;
+        best_n = samples.size();
+      }
+    }
+    if (best_n == 0) break;
+    std::vector<std::int64_t> samples = across[best];
+    const std::int64_t d = median_of(samples);  // offset(second) − offset(first)
+    if (known.count(best.first)) {
+      known[best.second] = {known[best.first].first + d, known[best.first].second + best_n};
+    } else {
+      known[best.first] = {known[best.second].first - d, known[best.second].second + best_n};
+    }
+    grew = true;
+  }
+  for (KernelMachineClock& m : clock.offsets) {
+    if (const auto k = known.find(m.machine); k != known.end()) {
+      m.offset_ns = k->second.first;
+      m.pairs = k->second.second;
+      if (std::llabs(m.offset_ns) > noise) clock.applied = true;
+    }
+  }
+  return clock;
+}
+
+/// `r` with every time moved back by `offset` (onto machine 0's clock).
+RankKernels shifted(const RankKernels& r, std::int64_t offset) {
+  RankKernels s = r;
+  for (TimeSpan& t : s.compute) {
+    t.start -= offset;
+    t.end -= offset;
+  }
+  for (CommKernel& c : s.comm) {
+    c.start -= offset;
+    c.end -= offset;
+  }
+  for (RankKernels::StepExtent& e : s.steps) {
+    e.first_start -= offset;
+    e.last_end -= offset;
+  }
+  s.first_start -= offset;
+  s.last_end -= offset;
+  if (s.cut_ns != RankKernels::kNotCut) s.cut_ns -= offset;
+  return s;
+}
+
 }  // namespace
 
-KernelView compute_kernel_view(const std::vector<RankKernels>& input) {
+KernelView compute_kernel_view(const std::vector<RankKernels>& input,
+                               const KernelViewOptions& options) {
   KernelView view;
   if (input.empty()) return view;
   view.available = true;
@@ -182,6 +284,44 @@ KernelView compute_kernel_view(const std::vector<RankKernels>& input) {
   std::vector<int> global(ranks.size());
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     global[r] = by_global ? ranks[r]->global_rank : static_cast<int>(r);
+  }
+
+  // Peers (they do not depend on the clocks: kernels are counted in start
+  // order within a rank), then the clocks.
+  const auto peers = find_peers(ranks, global);
+  view.clock = estimate_clocks(ranks, peers);
+  const bool beyond_noise = view.clock.applied;
+  view.clock.applied = beyond_noise && options.fix_clocks;
+  std::vector<RankKernels> moved;  // the ranks on machine 0's clock, when applied
+  if (view.clock.applied) {
+    std::map<int, std::int64_t> offset;
+    for (const KernelMachineClock& m : view.clock.offsets) offset[m.machine] = m.offset_ns;
+    moved.reserve(ranks.size());
+    for (const RankKernels* r : ranks) moved.push_back(shifted(*r, offset[r->machine]));
+    for (std::size_t r = 0; r < ranks.size(); ++r) ranks[r] = &moved[r];
+  }
+  if (view.clock.machines > 1) {
+    std::string list;
+    bool unknown = false;
+    for (const KernelMachineClock& m : view.clock.offsets) {
+      if (m.machine == view.clock.offsets.front().machine) continue;
+      if (m.pairs == 0) unknown = true;
+      list += fmt::format("{}machine {} {:+.3f} ms ({} pairs)", list.empty() ? "" : ", ", m.machine,
+                          static_cast<double>(m.offset_ns) / 1e6, m.pairs);
+    }
+    view.warnings.push_back(
+        {WarningCode::kernel_clock_offsets,
+         fmt::format("the kernel view: clocks against machine {} from matched NCCL kernels' "
+                     "ends: {}; {}{}",
+                     view.clock.offsets.front().machine, list,
+                     view.clock.applied
+                         ? fmt::format("applied (beyond the {:.3f} ms noise of one "
+                                       "machine's kernels)",
+                                       static_cast<double>(view.clock.noise_ns) / 1e6)
+                     : beyond_noise ? std::string("not applied (--no-clock-fix)")
+                                    : std::string("within the noise, left as read"),
+                     unknown ? "; a machine without matched kernels keeps its clock" : ""),
+         -1, -1, view.clock.machines});
   }
 
   // Steps and their windows.
@@ -235,8 +375,7 @@ KernelView compute_kernel_view(const std::vector<RankKernels>& input) {
     }
   }
 
-  // Peers, then each rank's transfer and wait parts.
-  const auto peers = find_peers(ranks, global);
+  // Each rank's transfer and wait parts.
   std::uint64_t lonely = 0;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     const RankKernels& rk = *ranks[r];

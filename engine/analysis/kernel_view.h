@@ -15,6 +15,13 @@
 //    to b); the rest is transfer. Without peers it is all transfer
 //    (`comm_kernels_without_peers`).
 //
+//  - Clocks: ranks of one machine share a clock. Across machines, the two
+//    ends of a matched NCCL communication end together (to within the link's
+//    jitter), so each machine pair's offset is the median of their end
+//    differences; the offsets are applied (every time of a machine moved by
+//    its offset to machine 0's clock) only when one is beyond the noise seen
+//    between kernels of one machine, and reported either way.
+//
 // Guarantees: per rank and step, compute + transfer + wait + idle = window;
 // totals and ratios cover the complete steps (every rank has an activity of
 // the step, and no rank's trace was cut before the window ends).
@@ -69,6 +76,28 @@ struct KernelRankView {
   std::int64_t waited_on_ns = 0;
 };
 
+/// One machine's clock as the kernel view found it.
+struct KernelMachineClock {
+  int machine = 0;
+  /// How far its clock reads ahead of machine 0's (ns); 0 when unknown.
+  std::int64_t offset_ns = 0;
+  /// Matched communications with machine 0's side (directly or through
+  /// another machine) that gave the estimate; 0: none (offset unknown).
+  std::uint64_t pairs = 0;
+};
+
+/// The cross-machine clock rule's outcome (docs/guide.md, "The kernel view").
+struct KernelClock {
+  /// Machines in the traces (1: nothing to estimate).
+  std::size_t machines = 1;
+  /// Whether the offsets were applied.
+  bool applied = false;
+  /// The end-to-end spread of matched kernels of one machine (p95, doubled,
+  /// at least 2 us): an offset within it is not told from jitter.
+  std::int64_t noise_ns = 0;
+  std::vector<KernelMachineClock> offsets;  // one per machine, machine order
+};
+
 struct KernelView {
   /// False when no trace has a GPU activity (nothing else is set).
   bool available = false;
@@ -83,6 +112,7 @@ struct KernelView {
   std::uint64_t without_launch = 0;
   std::uint64_t comm_kernels = 0;
   std::uint64_t comm_kernels_without_peers = 0;
+  KernelClock clock;
   std::vector<Warning> warnings;
 
   /// (window − compute) / window over ranks and complete steps; 0 for none.
@@ -91,7 +121,14 @@ struct KernelView {
   double share(std::int64_t part) const;
 };
 
+struct KernelViewOptions {
+  /// Apply the cross-machine offsets found (`--no-clock-fix` turns it off:
+  /// they are still estimated and reported).
+  bool fix_clocks = true;
+};
+
 /// The kernel view of `ranks` (Run::kernels). Never throws for the data.
-KernelView compute_kernel_view(const std::vector<RankKernels>& ranks);
+KernelView compute_kernel_view(const std::vector<RankKernels>& ranks,
+                               const KernelViewOptions& options = {});
 
 }  // namespace pipescope

@@ -82,6 +82,8 @@ inline constexpr bool kOneLine<KernelStepFigures> = true;
 template <>
 inline constexpr bool kOneLine<KernelRankStepFigures> = true;
 template <>
+inline constexpr bool kOneLine<KernelMachineClockFigures> = true;
+template <>
 inline constexpr bool kOneLine<InputFigures> = true;
 template <>
 inline constexpr bool kOneLine<DiagnosticFigures> = true;
@@ -429,6 +431,18 @@ void fields(auto& v, Of<KernelRankFigures> auto& r) {
   v(opt("steps"), r.steps);
 }
 
+void fields(auto& v, Of<KernelMachineClockFigures> auto& m) {
+  v(opt("machine"), m.machine);
+  v(opt("offset_ns"), m.offset_ns);
+  v(opt("pairs"), m.pairs);
+}
+
+void fields(auto& v, Of<KernelClockFigures> auto& c) {
+  v(opt("applied"), c.applied);
+  v(opt("noise_ns"), c.noise_ns);
+  v(opt("machines"), c.machines);
+}
+
 void fields(auto& v, Of<KernelViewFigures> auto& k) {
   v(opt("step_spans"), k.step_spans);
   v(opt("gpu_activities"), k.gpu_activities);
@@ -442,6 +456,7 @@ void fields(auto& v, Of<KernelViewFigures> auto& k) {
   v(opt("transfer_share"), k.transfer_share);
   v(opt("steps"), k.steps);
   v(opt("ranks"), k.ranks);
+  v(omitted("clock"), k.clock);
 }
 
 // --- the whole summary ---------------------------------------------------------

@@ -382,6 +382,15 @@ std::optional<KernelViewFigures> kernel_view_figures(const KernelView& view) {
   for (const KernelStepWindow& w : view.steps) {
     f.steps.push_back({w.step, w.complete, w.start, w.end});
   }
+  if (view.clock.machines > 1) {
+    KernelClockFigures clock;
+    clock.applied = view.clock.applied;
+    clock.noise_ns = view.clock.noise_ns;
+    for (const KernelMachineClock& m : view.clock.offsets) {
+      clock.machines.push_back({m.machine, m.offset_ns, m.pairs});
+    }
+    f.clock = std::move(clock);
+  }
   for (const KernelRankView& r : view.ranks) {
     KernelRankFigures rf;
     rf.device = r.device;

@@ -452,6 +452,24 @@ struct KernelRankFigures {
   friend bool operator==(const KernelRankFigures&, const KernelRankFigures&) = default;
 };
 
+struct KernelMachineClockFigures {
+  int machine = 0;
+  std::int64_t offset_ns = 0;
+  std::uint64_t pairs = 0;
+
+  friend bool operator==(const KernelMachineClockFigures&,
+                         const KernelMachineClockFigures&) = default;
+};
+
+/// The cross-machine clock rule of the kernel view (traces of several machines).
+struct KernelClockFigures {
+  bool applied = false;
+  std::int64_t noise_ns = 0;
+  std::vector<KernelMachineClockFigures> machines;
+
+  friend bool operator==(const KernelClockFigures&, const KernelClockFigures&) = default;
+};
+
 struct KernelViewFigures {
   bool step_spans = false;
   std::uint64_t gpu_activities = 0;
@@ -465,6 +483,7 @@ struct KernelViewFigures {
   double transfer_share = 0;
   std::vector<KernelStepFigures> steps;
   std::vector<KernelRankFigures> ranks;
+  std::optional<KernelClockFigures> clock;  ///< only for traces of several machines
 
   friend bool operator==(const KernelViewFigures&, const KernelViewFigures&) = default;
 };

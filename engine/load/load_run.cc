@@ -184,7 +184,7 @@ LoadedRun load_run(Run run, const LoadOptions& options) {
   for (Warning& w : leave_out_devices(loaded.run)) {
     loaded.input_warnings.push_back(std::move(w));
   }
-  loaded.kernels = compute_kernel_view(loaded.run.kernels);
+  loaded.kernels = compute_kernel_view(loaded.run.kernels, {options.pipeline.clock.fix});
   if (loaded.run.job_count() == 0) return loaded;
   // One job stamped decades away (a clock read as 0) would open a segment of
   // its own and stretch a window over the years: left out, and said.

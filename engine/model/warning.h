@@ -132,6 +132,10 @@ enum class WarningSeverity {
   X(kernel_view_one_window, note,                                                                 \
     "the kernel view: the traces hold no `ProfilerStep#N` span, so the whole trace is one "       \
     "window (wrap the training loop in `torch.profiler` with `prof.step()` for steps)")           \
+  X(kernel_clock_offsets, note,                                                                   \
+    "the kernel view: traces of several machines; each machine's clock offset from machine 0's, " \
+    "estimated from matched NCCL kernels ending together, applied when beyond one machine's "     \
+    "noise, else left as read")                                                                   \
   X(comm_kernels_without_peers, data,                                                             \
     "the kernel view: NCCL kernels whose peers are not in the traces (another rank's file "       \
     "missing, or no communication args in an older trace) count as transfer for all their "       \

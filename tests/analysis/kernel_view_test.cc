@@ -122,6 +122,34 @@ TEST(KernelView, WindowsAndCompleteSteps) {
   EXPECT_EQ(one.warnings[0].code, WarningCode::kernel_view_one_window);
 }
 
+// Machine 1's clock reads 50 us ahead: its recv, which truly starts at 20 and
+// ends with the send at 70, is written [50020, 50070). The ends of matched
+// kernels give the offset; undone, rank 1 waits [20,40) as on one clock.
+TEST(KernelView, UndoesAClockOffsetFoundFromMatchedKernels) {
+  constexpr std::int64_t kAhead = 50'000;
+  std::vector<RankKernels> ranks;
+  ranks.push_back(rank(0, {{0, 40}, {70, 100}},
+                       {kernel(40, 70, 1, CommOp::send, "send", {0, 1}, 1)}, {{1, 0, 100}}));
+  ranks.push_back(rank(1, {{kAhead, kAhead + 10}, {kAhead + 60, kAhead + 100}},
+                       {kernel(kAhead + 20, kAhead + 70, 1, CommOp::recv, "recv", {0, 1}, 0)},
+                       {{1, kAhead, kAhead + 100}}));
+  ranks[1].machine = 1;
+  const KernelView v = compute_kernel_view(ranks);
+  ASSERT_EQ(v.clock.machines, 2u);
+  EXPECT_TRUE(v.clock.applied);
+  ASSERT_EQ(v.clock.offsets.size(), 2u);
+  EXPECT_EQ(v.clock.offsets[1].offset_ns, kAhead);
+  EXPECT_EQ(v.clock.offsets[1].pairs, 1u);
+  EXPECT_EQ(v.steps[0].end, 100);
+  EXPECT_EQ(v.ranks[1].steps[0].split.wait, 20);
+  EXPECT_EQ(v.ranks[1].steps[0].split.idle, 10);
+  // --no-clock-fix: estimated and reported, not applied.
+  const KernelView kept = compute_kernel_view(ranks, {.fix_clocks = false});
+  EXPECT_FALSE(kept.clock.applied);
+  EXPECT_EQ(kept.clock.offsets[1].offset_ns, kAhead);
+  EXPECT_EQ(kept.steps[0].end, kAhead + 100);
+}
+
 TEST(KernelCollector, MergesSpansInAnyOrder) {
   std::vector<TimeSpan> s;
   KernelCollector::add_span(s, 10, 20);

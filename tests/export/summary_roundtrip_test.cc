@@ -83,6 +83,8 @@ void expect_all_set(const KernelSplitFigures& x);
 void expect_all_set(const KernelStepFigures& x);
 void expect_all_set(const KernelRankStepFigures& x);
 void expect_all_set(const KernelRankFigures& x);
+void expect_all_set(const KernelMachineClockFigures& x);
+void expect_all_set(const KernelClockFigures& x);
 void expect_all_set(const KernelViewFigures& x);
 void expect_all_set(const SummaryFigures& x);
 
@@ -263,12 +265,22 @@ void expect_all_set(const KernelRankFigures& x) {
   expect_all_set(split);
   expect_all_set(steps);
 }
+void expect_all_set(const KernelMachineClockFigures& x) {
+  const auto& [a, b, c] = x;
+  expect_set("KernelMachineClockFigures", a, b, c);
+}
+void expect_all_set(const KernelClockFigures& x) {
+  const auto& [a, b, machines] = x;
+  expect_set("KernelClockFigures", a, b);
+  expect_all_set(machines);
+}
 void expect_all_set(const KernelViewFigures& x) {
-  const auto& [a, b, c, d, e, split, f, g, h, i, steps, ranks] = x;
+  const auto& [a, b, c, d, e, split, f, g, h, i, steps, ranks, clock] = x;
   expect_set("KernelViewFigures", a, b, c, d, e, f, g, h, i);
   expect_all_set(split);
   expect_all_set(steps);
   expect_all_set(ranks);
+  expect_all_set(clock);
 }
 void expect_all_set(const SummaryFigures& x) {
   const auto& [a, b, c, d, time_resolution_ns, comm, devices, steps, incomplete_steps, segments,
@@ -389,6 +401,7 @@ SummaryFigures every_field() {
               {999, 1, 2, 3, 993},
               4,
               {{550, true, 10, 1009, {999, 1, 2, 3, 993}, 5}}}};
+  k.clock = KernelClockFigures{true, 6'000, {{1, -1'500'250, 48}}};
   f.kernel_view = k;
   return f;
 }

@@ -12,7 +12,9 @@ name. Then the multi-rank runs of kernel_run.py (Megatron-style traces without
 labels: 1F1B and interleaved, data-parallel allreduce, two machines, with and
 without `Comms Id`, two generations of NCCL kernel names): the engine against
 the truth the generator computed from its own simulation (who waited for whom),
-and against the reference on the files. Prints one line per case; exits 1 when
+and against the reference on the files; and runs whose second machine's clock
+reads ahead or behind (machineK/ folders), where the engine must find the
+offset from the matched kernels and undo it. Prints one line per case; exits 1 when
 one differs (the real traces are skipped, with a note, when their folder is not
 there).
 """
@@ -38,6 +40,9 @@ GENERATED = [
     ("1f1b-no-comms-id-old-names", ["--pp", "4", "--dp", "2", "--micro-batches", "8",
                                     "--steps", "3", "--schedule", "1f1b", "--machines", "2",
                                     "--no-comms-id", "--nccl-names", "old"]),
+    ("1f1b-machine-folders-same-clock", ["--pp", "4", "--dp", "2", "--micro-batches", "8",
+                                         "--steps", "3", "--schedule", "1f1b", "--machines", "2",
+                                         "--machine-folders"]),
     ("interleaved-pp2-dp3-gz-no-id", ["--pp", "2", "--dp", "3", "--micro-batches", "4",
                                       "--steps", "2", "--schedule", "interleaved", "--chunks", "3",
                                       "--no-comms-id", "--gz", "--seed", "5",
@@ -136,8 +141,25 @@ def short(value, limit=120):
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def check_generated(cli, name, args, work):
-    """One kernel_run.py case: (difference against the truth or None, against the reference)."""
+# (name, arguments, true offset of machine 1 in ns): machine 1's clock reads
+# ahead; the engine must find the offset from the matched kernels' ends (to
+# within their jitter of a few us) and undo it, leaving every figure within
+# CLOCK_TOLERANCE of the window of the truth on the true clock.
+OFFSET_RUNS = [
+    ("1f1b-clock-offset-1.5ms", ["--pp", "4", "--dp", "2", "--micro-batches", "8", "--steps", "3",
+                                 "--schedule", "1f1b", "--machines", "2", "--machine-folders",
+                                 "--clock-offset-us", "1500.25"], 1_500_250),
+    ("interleaved-clock-offset-back-0.3ms", ["--pp", "4", "--dp", "1", "--micro-batches", "8",
+                                             "--steps", "3", "--schedule", "interleaved",
+                                             "--chunks", "2", "--machines", "2",
+                                             "--machine-folders", "--clock-offset-us", "-300",
+                                             "--seed", "3"], -300_000),
+]
+CLOCK_TOLERANCE = 1e-4
+OFFSET_ERROR_NS = 10_000
+
+
+def generate_and_analyze(cli, name, args, work):
     run = work / name
     r = subprocess.run([sys.executable, str(HERE / "kernel_run.py"), "-o", str(run),
                         "--kernels-per-op", "12", *args], capture_output=True, text=True)
@@ -152,7 +174,37 @@ def check_generated(cli, name, args, work):
     if actual is None:
         raise Failure("summary.json has no kernel_view")
     truth = json.loads((run / "truth.json").read_text())["kernel_view"]
-    files = sorted(str(p) for p in run.iterdir() if ".pt.trace.json" in p.name)
+    files = sorted(str(p) for p in run.rglob("*.pt.trace.json*"))
+    return run, actual, truth, files
+
+
+def check_offset(cli, name, args, offset_ns, work):
+    """An offset run: (figures line, failure or None)."""
+    _, actual, truth, _ = generate_and_analyze(cli, name, args, work)
+    clock = actual.pop("clock", None)
+    if not clock or not clock.get("applied"):
+        return None, f"clock not applied: {clock}"
+    found = {m["machine"]: m["offset_ns"] for m in clock["machines"]}
+    if abs(found.get(1, 0) - offset_ns) > OFFSET_ERROR_NS:
+        return None, f"machine 1 offset {found.get(1)} ns, true {offset_ns} ns"
+    window = truth["window_ns"]
+    for key in ("window_ns", "compute_ns", "transfer_ns", "wait_ns", "idle_ns"):
+        if abs(actual[key] - truth[key]) > CLOCK_TOLERANCE * window:
+            return None, f"{key}: engine {actual[key]}, truth {truth[key]} (window {window})"
+    for key in ("bubble_ratio", "wait_share", "transfer_share", "idle_share"):
+        if abs(actual[key] - truth[key]) > CLOCK_TOLERANCE:
+            return None, f"{key}: engine {actual[key]}, truth {truth[key]}"
+    return (f"offset {found.get(1)} ns (true {offset_ns}), bubble {actual['bubble_ratio']:.6f} "
+            f"(truth {truth['bubble_ratio']:.6f})"), None
+
+
+def check_generated(cli, name, args, work):
+    """One kernel_run.py case: (difference against the truth or None, against the reference)."""
+    _, actual, truth, files = generate_and_analyze(cli, name, args, work)
+    # Machines on one clock: the offsets found stay within the noise, unapplied.
+    clock = actual.pop("clock", None)
+    if clock is not None and clock.get("applied"):
+        raise Failure(f"clock offsets applied to machines on one clock: {clock}")
     expected = kernel_reference.kernel_view(files)
     return actual, truth, compare(actual, truth), compare(actual, expected)
 
@@ -217,9 +269,20 @@ def main():
             except Failure as e:
                 failed += 1
                 print(f"FAIL  {name}: {e}")
+        for name, args, offset_ns in OFFSET_RUNS:
+            try:
+                figures, failure = check_offset(cli, name, args, offset_ns, work)
+                if failure:
+                    failed += 1
+                    print(f"FAIL  {name}: {failure}")
+                else:
+                    print(f"ok    {name}: {figures}")
+            except Failure as e:
+                failed += 1
+                print(f"FAIL  {name}: {e}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    total = len(traces) + len(GENERATED)
+    total = len(traces) + len(GENERATED) + len(OFFSET_RUNS)
     print(f"{total - failed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -2,7 +2,7 @@
 """Generates the PyTorch profiler traces of a Megatron-style pipeline run, kernels only.
 
     kernel_run.py -o DIR --pp P --dp D --micro-batches M --steps K
-                  --schedule {1f1b,interleaved} [--chunks V] [--machines N]
+                  --schedule {1f1b,interleaved} [--chunks V] [--machines N] [--machine-folders]
                   [--clock-offset-us X] [--no-comms-id] [--nccl-names {old,new}]
                   [--kernels-per-op 120] [--seed S] [--gz] [--first-step N]
 
@@ -971,6 +971,9 @@ def generate(args):
     for g in range(lay.world):
         offsets[g] = lay.machine(g) * step_ns
         name = f"rank{g}.pt.trace.json" + (".gz" if args.gz else "")
+        if args.machine_folders:
+            name = f"machine{lay.machine(g)}/{name}"
+            (out / name).parent.mkdir(exist_ok=True)
         paths[g] = str(out / name)
         text = rank_text(sim, g, offsets[g]).encode()
         data = gzip.compress(text, compresslevel=6, mtime=0) if args.gz else text
@@ -1008,6 +1011,9 @@ def parser():
                    help="model chunks per rank (interleaved; default 2)")
     p.add_argument("--machines", type=int, default=1,
                    help="machines, each a contiguous block of ranks")
+    p.add_argument("--machine-folders", action="store_true",
+                   help="write machine m's traces into DIR/machine{m}/ (as a cluster's "
+                        "folders are gathered), so that a reader knows which ranks share a clock")
     p.add_argument("--clock-offset-us", default="0",
                    help="machine m writes its timestamps m times this far ahead (us)")
     p.add_argument("--no-comms-id", action="store_true", help="leave out \"Comms Id\"")
