@@ -22,6 +22,7 @@
 #include "export/atomic_file.h"
 #include "export/chrome_trace.h"
 #include "export/html_report.h"
+#include "export/kernel_trace.h"
 #include "export/kernel_view_report.h"
 #include "export/perfetto_trace.h"
 #include "export/summary_json.h"
@@ -172,9 +173,14 @@ int analyze_kernels(LoadedRun& loaded, const AnalyzeOptions& options) {
   figures.warnings = warning_figures(warnings);
   figures.kernel_view = kernel_view_figures(loaded.kernels);
   write_summary_json(figures, (out / "summary.json").string());
+  std::string written = (out / "summary.json").string();
+  if (!options.no_trace) {
+    write_kernel_trace(run.kernels, loaded.kernels, (out / "trace.json").string());
+    written += " and " + (out / "trace.json").string();
+  }
   if (!options.quiet) {
     write_kernel_view_text(loaded.kernels, stdout);
-    fmt::print("\nwrote {}\n", (out / "summary.json").string());
+    fmt::print("\nwrote {}\n", written);
   }
   return kExitOk;
 }

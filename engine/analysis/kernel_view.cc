@@ -286,6 +286,8 @@ KernelView compute_kernel_view(const std::vector<RankKernels>& input,
     global[r] = by_global ? ranks[r]->global_rank : static_cast<int>(r);
   }
 
+  const std::vector<const RankKernels*> ranks_in = ranks;  // before any shift
+  std::vector<std::int64_t> offset_of(ranks.size(), 0);
   // Peers (they do not depend on the clocks: kernels are counted in start
   // order within a rank), then the clocks.
   const auto peers = find_peers(ranks, global);
@@ -297,7 +299,10 @@ KernelView compute_kernel_view(const std::vector<RankKernels>& input,
     std::map<int, std::int64_t> offset;
     for (const KernelMachineClock& m : view.clock.offsets) offset[m.machine] = m.offset_ns;
     moved.reserve(ranks.size());
-    for (const RankKernels* r : ranks) moved.push_back(shifted(*r, offset[r->machine]));
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+      offset_of[r] = offset[ranks[r]->machine];
+      moved.push_back(shifted(*ranks[r], offset_of[r]));
+    }
     for (std::size_t r = 0; r < ranks.size(); ++r) ranks[r] = &moved[r];
   }
   if (view.clock.machines > 1) {
@@ -380,6 +385,8 @@ KernelView compute_kernel_view(const std::vector<RankKernels>& input,
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     const RankKernels& rk = *ranks[r];
     KernelRankView rv;
+    rv.source = static_cast<std::size_t>(ranks_in[r] - input.data());
+    rv.clock_offset_ns = offset_of[r];
     rv.path = rk.path;
     rv.device = rk.device;
     rv.machine = rk.machine;
@@ -406,6 +413,7 @@ KernelView compute_kernel_view(const std::vector<RankKernels>& input,
         }
         t = std::min(c.end, std::max(c.start, latest));
       }
+      rv.comm.push_back({c.start, t, c.end, t > c.start ? ender : -1, !peers[r][i].empty(), i});
       if (t > c.start) {
         wait.push_back({c.start, t});
         waits.push_back({{c.start, t}, ender});

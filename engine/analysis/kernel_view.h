@@ -61,7 +61,26 @@ struct KernelRankStep {
   std::int64_t waited_on_ns = 0;
 };
 
+/// One NCCL kernel as the view split it: wait [start, transfer_from), then
+/// transfer [transfer_from, end), on the view's clock (before precedence).
+struct KernelCommSlice {
+  std::int64_t start = 0;
+  std::int64_t transfer_from = 0;
+  std::int64_t end = 0;
+  /// The peer whose late start ended the wait; -1: no wait or no peer.
+  int waited_on = -1;
+  bool has_peers = false;
+  /// Index into the rank's RankKernels::comm (for its name and group).
+  std::size_t kernel = 0;
+};
+
 struct KernelRankView {
+  /// Index of the rank's record in the ranks given to compute_kernel_view.
+  std::size_t source = 0;
+  /// What was subtracted from the trace's times (its machine's offset).
+  std::int64_t clock_offset_ns = 0;
+  /// Its NCCL kernels, in start order.
+  std::vector<KernelCommSlice> comm;
   std::string path;
   int device = 0;
   int machine = 0;
