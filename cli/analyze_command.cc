@@ -157,21 +157,11 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
 /// says so), exit 0.
 int analyze_kernels(LoadedRun& loaded, const AnalyzeOptions& options) {
   const Run& run = loaded.run;
-  std::vector<Warning> warnings;
-  for (const Warning& w : loaded.input_warnings) {
-    // Traces without jobs are "empty" only to the job analysis.
-    if (w.code != WarningCode::empty_input) warnings.push_back(w);
-  }
-  for (const Warning& w : loaded.kernels.warnings) warnings.push_back(w);
+  const std::vector<Warning> warnings = kernel_run_warnings(loaded);
   for (const Warning& w : warnings) fmt::print(stderr, "pipescope: warning: {}\n", w.message);
   ensure_output_dir(options.output_dir);
   const fs::path out(options.output_dir);
-  SummaryFigures figures = summary_figures(run, loaded.metrics);
-  figures.no_jobs =
-      "none: kernel-level trace (no PP: labels), so no schedule, stages, bubbles, critical path "
-      "or whatif; see kernel_view";
-  figures.warnings = warning_figures(warnings);
-  figures.kernel_view = kernel_view_figures(loaded.kernels);
+  const SummaryFigures figures = kernel_run_figures(run, loaded.metrics, loaded.kernels, warnings);
   write_summary_json(figures, (out / "summary.json").string());
   std::string written = (out / "summary.json").string();
   if (!options.no_trace) {

@@ -62,9 +62,15 @@ double median_of(const std::vector<StepFigures>& steps, bool duration) {
   return spread_of(std::move(v)).median;
 }
 
+/// The kernel view's split of one run, n/a where it has none.
+std::optional<double> kernel_share(const RunFigures& f, double KernelViewFigures::*share) {
+  if (!f.kernel_view) return std::nullopt;
+  return (*f.kernel_view).*share;
+}
+
 std::vector<Row> metric_rows(const RunFigures& a, const RunFigures& b) {
   const auto d = [](auto v) { return static_cast<double>(v); };
-  return {
+  std::vector<Row> rows = {
       {"jobs", d(a.jobs), d(b.jobs), Unit::count},
       {"devices", d(a.devices.size()), d(b.devices.size()), Unit::count},
       {"steps", d(a.steps.size()), d(b.steps.size()), Unit::count},
@@ -74,6 +80,19 @@ std::vector<Row> metric_rows(const RunFigures& a, const RunFigures& b) {
       {"step time (median)", median_of(a.steps, true), median_of(b.steps, true), Unit::ns},
       {"total step time", d(a.total_window_ns), d(b.total_window_ns), Unit::ns},
   };
+  // PyTorch traces: the kernel view's split of the bubble (NCCL waiting,
+  // transferring, idle), for either side that has it.
+  if (a.kernel_view || b.kernel_view) {
+    rows.push_back({"kernel bubble ratio", kernel_share(a, &KernelViewFigures::bubble_ratio),
+                    kernel_share(b, &KernelViewFigures::bubble_ratio), Unit::ratio});
+    rows.push_back({"  NCCL wait", kernel_share(a, &KernelViewFigures::wait_share),
+                    kernel_share(b, &KernelViewFigures::wait_share), Unit::ratio});
+    rows.push_back({"  NCCL transfer", kernel_share(a, &KernelViewFigures::transfer_share),
+                    kernel_share(b, &KernelViewFigures::transfer_share), Unit::ratio});
+    rows.push_back({"  idle", kernel_share(a, &KernelViewFigures::idle_share),
+                    kernel_share(b, &KernelViewFigures::idle_share), Unit::ratio});
+  }
+  return rows;
 }
 
 struct DevicePair {

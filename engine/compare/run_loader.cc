@@ -54,7 +54,23 @@ RunFigures load_run_figures(const std::string& path, const LoadOptions& options,
   if (!fs::exists(path, ec)) throw InputError(fmt::format("no such file or folder: {}", path));
   if (is_json_file(path)) return read_summary_json(path);
   if (is_summary_folder(path)) return read_summary_json((fs::path(path) / "summary.json").string());
-  const LoadedRun loaded = load_log_run(path, options, devices);
+  LoadOptions load = options;
+  const std::vector<InputFile> inputs =
+      find_inputs({path}, devices, &load.discovery_notes, load.machine_order);
+  const LoadedRun loaded = load_run(inputs, load);
+  if (loaded.run.job_count() == 0 && loaded.kernels.available) {
+    // PyTorch traces without labels: compared by their kernel view, as
+    // `analyze` writes their summary.
+    return {
+        kernel_run_figures(loaded.run, loaded.metrics, loaded.kernels, kernel_run_warnings(loaded)),
+        path, "logs"};
+  }
+  if (loaded.run.job_count() == 0) {
+    throw InputError(fmt::format(
+        "{}: no job lines found in {} input file{} (looked for lines containing 'Profiler Info: "
+        "Job')",
+        path, inputs.size(), inputs.size() == 1 ? "" : "s"));
+  }
   if (options.level != LoadLevel::full) {
     // The contract's figures, and the schedule as `analyze` detects it when
     // the load went that far.

@@ -408,4 +408,60 @@ std::optional<KernelViewFigures> kernel_view_figures(const KernelView& view) {
   return f;
 }
 
+SummaryFigures kernel_run_figures(const Run& run, const Metrics& metrics, const KernelView& view,
+                                  const std::vector<Warning>& warnings) {
+  SummaryFigures f = summary_figures(run, metrics);
+  f.no_jobs = std::string(kNoJobsKernelTrace);
+  f.warnings = warning_figures(warnings);
+  f.kernel_view = kernel_view_figures(view);
+  f.devices.clear();
+  f.steps.clear();
+  f.segments.clear();
+  f.bubble_ratio = view.bubble_ratio();
+  f.total_window_ns = 0;
+  f.incomplete_steps = 0;
+  std::int64_t comm = 0;
+  for (const KernelStepWindow& w : view.steps) {
+    if (w.complete) f.total_window_ns += w.end - w.start;
+  }
+  if (!view.steps.empty()) f.first_step = view.steps.front().step;
+  for (std::size_t k = 0; k < view.steps.size(); ++k) {
+    const KernelStepWindow& w = view.steps[k];
+    StepFigures step;
+    step.step = w.step;
+    step.complete = w.complete;
+    step.start_ns = w.start;
+    step.end_ns = w.end;
+    step.duration_ns = w.end - w.start;
+    std::int64_t window = 0, idle = 0;
+    for (const KernelRankView& r : view.ranks) {
+      const KernelSplit& s = r.steps[k].split;
+      step.devices.push_back({r.device, s.compute, s.window - s.compute, s.transfer + s.wait});
+      window += s.window;
+      idle += s.window - s.compute;
+    }
+    step.bubble_ratio = window > 0 ? static_cast<double>(idle) / static_cast<double>(window) : 0.0;
+    f.incomplete_steps += w.complete ? 0 : 1;
+    f.steps.push_back(std::move(step));
+  }
+  for (const KernelRankView& r : view.ranks) {
+    DeviceFigures d;
+    d.device = r.device;
+    d.machine = r.machine;
+    d.rank = r.global_rank;
+    d.path = r.path;
+    for (const KernelRankStep& s : r.steps) d.steps += s.split.compute > 0 ? 1 : 0;
+    d.busy_ns = r.total.compute;
+    d.idle_ns = r.total.window - r.total.compute;
+    d.utilization = r.total.window > 0
+                        ? static_cast<double>(r.total.compute) / static_cast<double>(r.total.window)
+                        : 0.0;
+    d.comm_ns = r.total.transfer + r.total.wait;
+    comm += *d.comm_ns;
+    f.devices.push_back(std::move(d));
+  }
+  f.comm_ns = comm;
+  return f;
+}
+
 }  // namespace pipescope

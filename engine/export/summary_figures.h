@@ -559,4 +559,20 @@ std::vector<WarningFigures> warning_figures(const std::vector<Warning>& warnings
 /// The "schedule" section of a detection report.
 ScheduleFigures schedule_figures(const ScheduleReport& report);
 
+/// The summary of PyTorch traces without job labels (docs/guide.md, "The
+/// kernel view"): the run's figures (inputs, diagnostics) with the contract's
+/// top-level figures taken from the kernel view — `bubble_ratio`,
+/// `total_window_ns`, `first_step`, `devices[]` (one per rank: busy = compute,
+/// idle = window − compute, comm_ns = NCCL transfer + wait), `steps[]` (the
+/// kernel windows, their bubble ratio over ranks) — so that `check` and
+/// `diff` compare such runs like any other; plus `no_jobs`, `kernel_view`
+/// and `warnings`.
+SummaryFigures kernel_run_figures(const Run& run, const Metrics& metrics, const KernelView& view,
+                                  const std::vector<Warning>& warnings);
+
+/// The `no_jobs` text of such a summary.
+inline constexpr std::string_view kNoJobsKernelTrace =
+    "none: kernel-level trace (no PP: labels), so no schedule, stages, bubbles, critical path or "
+    "whatif; see kernel_view";
+
 }  // namespace pipescope

@@ -160,6 +160,15 @@ void split_segments(LoadedRun& loaded, std::optional<int> wanted,
 
 }  // namespace
 
+std::vector<Warning> kernel_run_warnings(const LoadedRun& loaded) {
+  std::vector<Warning> warnings;
+  for (const Warning& w : loaded.input_warnings) {
+    if (w.code != WarningCode::empty_input) warnings.push_back(w);
+  }
+  for (const Warning& w : loaded.kernels.warnings) warnings.push_back(w);
+  return warnings;
+}
+
 LoadedRun load_run(Run run, const LoadOptions& options) {
   // The analysis runs its independent parts as oneTBB tasks, on as many
   // threads as reading was given (IngestOptions::threads; 0: one per core).

@@ -89,6 +89,11 @@ struct LoadedRun {
   KernelView kernels;
 };
 
+/// The warnings of a run analysed by its kernels alone (PyTorch traces
+/// without job labels): the input warnings less `empty_input` (traces
+/// without jobs are empty only to the job analysis), then the kernel view's.
+std::vector<Warning> kernel_run_warnings(const LoadedRun& loaded);
+
 /// discover_inputs(), order_machines() by `machine_order` and, when
 /// `devices` is not empty, select_devices();
 /// the folders not read are said in `notes` when given (pass them on as

@@ -152,9 +152,10 @@ TEST(CompareDiff, CliTakesTheInputOptionsOfAnalyze) {
   ASSERT_EQ(parser.parse(r.output).get(doc), simdjson::SUCCESS) << r.output;
   EXPECT_EQ(simdjson::dom::array(doc["devices"]).size(), 1u) << r.output;
   EXPECT_FALSE(simdjson::dom::array(doc["steps"]).size() == 0) << r.output;
-  // Without the pattern the trace holds no job.
+  // Without the pattern the trace holds no job: compared by its kernel view.
   r = testing::run_cli("diff " + resnet + " " + resnet + " --json -");
-  EXPECT_EQ(r.status, 2) << r.output;
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("kernel bubble ratio"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -198,6 +198,32 @@ def check_offset(cli, name, args, offset_ns, work):
             f"(truth {truth['bubble_ratio']:.6f})"), None
 
 
+def check_gate(cli, work):
+    """`check` and `diff` on runs without labels: a run with half the micro-batches
+    (a larger bubble, by the generator's truth) fails the gate, exit 1; the same
+    run passes, exit 0; `diff` shows the split. Returns a failure or None."""
+    base_args = ["--pp", "4", "--dp", "2", "--steps", "4", "--schedule", "1f1b"]
+    base, _, base_truth, _ = generate_and_analyze(cli, "gate-base",
+                                                  base_args + ["--micro-batches", "8"], work)
+    cur, _, cur_truth, _ = generate_and_analyze(cli, "gate-current",
+                                                base_args + ["--micro-batches", "4"], work)
+    if not cur_truth["bubble_ratio"] > base_truth["bubble_ratio"] + 0.05:
+        return "the generator's runs do not differ enough to test the gate"
+    r = subprocess.run([str(cli), "check", str(cur), "--baseline", str(base),
+                        "--max-bubble-increase", "0.02"], capture_output=True, text=True)
+    if r.returncode != 1 or "FAIL max-bubble-increase" not in r.stdout + r.stderr:
+        return f"check on a larger bubble: exit {r.returncode}\n{r.stdout[-600:]}{r.stderr[-300:]}"
+    r = subprocess.run([str(cli), "check", str(base), "--baseline", str(base),
+                        "--max-bubble-increase", "0.02"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return f"check of a run against itself: exit {r.returncode}\n{r.stdout[-600:]}"
+    r = subprocess.run([str(cli), "diff", str(base), str(cur)], capture_output=True, text=True)
+    want = f"{100 * base_truth['wait_share']:.2f}%"
+    if r.returncode != 0 or "NCCL wait" not in r.stdout or want not in r.stdout:
+        return f"diff: exit {r.returncode}, no 'NCCL wait' row with {want}\n{r.stdout[:900]}"
+    return None
+
+
 def check_generated(cli, name, args, work):
     """One kernel_run.py case: (difference against the truth or None, against the reference)."""
     _, actual, truth, files = generate_and_analyze(cli, name, args, work)
@@ -280,9 +306,20 @@ def main():
             except Failure as e:
                 failed += 1
                 print(f"FAIL  {name}: {e}")
+        try:
+            failure = check_gate(cli, work)
+            if failure:
+                failed += 1
+                print(f"FAIL  check and diff: {failure}")
+            else:
+                print("ok    check and diff: half the micro-batches fails the gate, the same run "
+                      "passes, diff shows the NCCL wait")
+        except Failure as e:
+            failed += 1
+            print(f"FAIL  check and diff: {e}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    total = len(traces) + len(GENERATED) + len(OFFSET_RUNS)
+    total = len(traces) + len(GENERATED) + len(OFFSET_RUNS) + 1
     print(f"{total - failed} passed, {failed} failed")
     return 1 if failed else 0
 
