@@ -3,10 +3,12 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <set>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -159,6 +161,142 @@ std::vector<std::vector<std::vector<KernelRef>>> find_peers(
   return peers;
 }
 
+bool names_the_pipeline(std::string_view text) {
+  std::string lower(text);
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return lower.find("pipe") != std::string::npos;
+}
+
+/// The layout and each rank's stage (KernelLayout), from the ranks' NCCL
+/// kernels; `global` is each rank's global rank.
+KernelLayout find_layout(const std::vector<const RankKernels*>& ranks,
+                         const std::vector<int>& global, std::vector<int>& stage) {
+  KernelLayout layout;
+  stage.assign(ranks.size(), -1);
+  std::map<int, std::size_t> place;
+  for (std::size_t r = 0; r < ranks.size(); ++r) place[global[r]] = r;
+  // 1. A process group that names the pipeline.
+  std::set<std::vector<int>> pipelines;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    for (const CommKernel& c : ranks[r]->comm) {
+      const std::string_view label =
+          !c.group_description.empty() ? c.group_description : std::string_view(c.group_name);
+      if (c.group_ranks.empty() || !names_the_pipeline(label)) continue;
+      const auto at = std::find(c.group_ranks.begin(), c.group_ranks.end(), global[r]);
+      if (at == c.group_ranks.end()) continue;
+      stage[r] = static_cast<int>(at - c.group_ranks.begin());
+      pipelines.insert(c.group_ranks);
+      layout.group = std::string(label);
+      layout.pp = std::max(layout.pp, static_cast<int>(c.group_ranks.size()));
+      break;
+    }
+  }
+  if (!pipelines.empty()) {
+    layout.source = "process_group";
+    layout.dp = static_cast<int>(pipelines.size());
+    return layout;
+  }
+  // 2. The point-to-point pattern: neighbours are ranks that send to each
+  // other; each pipeline is a chain (or a ring, with interleaved stages).
+  std::vector<std::set<std::size_t>> next(ranks.size());
+  std::vector<int> first_op(ranks.size(), 0);  // +1: a send first, −1: a recv
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    for (const CommKernel& c : ranks[r]->comm) {  // in start order
+      if ((c.op != CommOp::send && c.op != CommOp::recv) || c.peer < 0) continue;
+      const auto p = place.find(c.peer);
+      if (p == place.end() || p->second == r) continue;
+      next[r].insert(p->second);
+      next[p->second].insert(r);
+      if (first_op[r] == 0) first_op[r] = c.op == CommOp::send ? 1 : -1;
+    }
+  }
+  std::vector<bool> seen(ranks.size(), false);
+  int chains = 0, longest = 0;
+  for (std::size_t r0 = 0; r0 < ranks.size(); ++r0) {
+    if (seen[r0] || next[r0].empty()) continue;
+    // The component of r0.
+    std::vector<std::size_t> members;
+    std::vector<std::size_t> todo{r0};
+    seen[r0] = true;
+    bool chain = true;
+    while (!todo.empty()) {
+      const std::size_t r = todo.back();
+      todo.pop_back();
+      members.push_back(r);
+      if (next[r].size() > 2) chain = false;
+      for (std::size_t q : next[r]) {
+        if (!seen[q]) {
+          seen[q] = true;
+          todo.push_back(q);
+        }
+      }
+    }
+    if (!chain) return {};  // not a pipeline's pattern: no layout
+    // Stage 0: an end that sends first (a chain), else, on a ring, the
+    // lowest rank that sends first.
+    std::sort(members.begin(), members.end());
+    std::size_t start = members.front();
+    bool found = false;
+    for (std::size_t m : members) {
+      if (next[m].size() == 1 && first_op[m] > 0) {
+        start = m;
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      for (std::size_t m : members) {
+        if (next[m].size() == 1) {
+          start = m;
+          found = true;
+          break;
+        }
+      }
+    }
+    if (!found) {
+      for (std::size_t m : members) {
+        if (first_op[m] > 0) {
+          start = m;
+          break;
+        }
+      }
+    }
+    // Walk: on a ring, towards the first rank `start` sent to.
+    std::size_t prev = ranks.size(), at = start;
+    int s = 0;
+    for (std::size_t steps = 0; steps < members.size(); ++steps) {
+      stage[at] = s++;
+      std::size_t to = ranks.size();
+      if (prev == ranks.size() && next[at].size() == 2) {
+        for (const CommKernel& c : ranks[at]->comm) {
+          if (c.op == CommOp::send && place.count(c.peer)) {
+            to = place[c.peer];
+            break;
+          }
+        }
+      }
+      if (to == ranks.size()) {
+        for (std::size_t q : next[at]) {
+          if (q != prev && stage[q] < 0) {
+            to = q;
+            break;
+          }
+        }
+      }
+      if (to == ranks.size()) break;
+      prev = at;
+      at = to;
+    }
+    ++chains;
+    longest = std::max(longest, s);
+  }
+  if (chains == 0) return {};
+  layout.source = "point_to_point";
+  layout.pp = longest;
+  layout.dp = chains;
+  return layout;
+}
+
 /// The median of `v` (sorted in place; the lower middle for an even count).
 std::int64_t median_of(std::vector<std::int64_t>& v) {
   std::sort(v.begin(), v.end());
@@ -291,6 +429,8 @@ KernelView compute_kernel_view(const std::vector<RankKernels>& input,
   // Peers (they do not depend on the clocks: kernels are counted in start
   // order within a rank), then the clocks.
   const auto peers = find_peers(ranks, global);
+  std::vector<int> stage_of;
+  view.layout = find_layout(ranks, global, stage_of);
   view.clock = estimate_clocks(ranks, peers);
   const bool beyond_noise = view.clock.applied;
   view.clock.applied = beyond_noise && options.fix_clocks;
@@ -391,6 +531,7 @@ KernelView compute_kernel_view(const std::vector<RankKernels>& input,
     rv.device = rk.device;
     rv.machine = rk.machine;
     rv.global_rank = global[r];
+    rv.stage = stage_of[r];
     rv.steps.resize(view.steps.size());
     Spans transfer, wait;
     // (wait part, the peer that ends it), for most_waited_on.

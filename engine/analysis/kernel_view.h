@@ -86,6 +86,8 @@ struct KernelRankView {
   int machine = 0;
   /// `distributedInfo.rank`, else the rank's place among the traces.
   int global_rank = 0;
+  /// Its pipeline stage (KernelLayout); -1: not found.
+  int stage = -1;
   /// One per KernelView::steps.
   std::vector<KernelRankStep> steps;
   /// Over the complete steps.
@@ -117,6 +119,21 @@ struct KernelClock {
   std::vector<KernelMachineClock> offsets;  // one per machine, machine order
 };
 
+/// The pipeline layout the NCCL kernels show (docs/guide.md, "The kernel
+/// view"): from the process group whose description or name names the
+/// pipeline (`PIPELINE_MODEL_PARALLEL_GROUP`, ...), a rank's stage being its
+/// place in the group's ranks; else from the point-to-point pattern (each
+/// pipeline a chain of ranks that send to each other, stage 0 the end whose
+/// first point-to-point kernel is a send).
+struct KernelLayout {
+  /// "process_group", "point_to_point" or "" (not found).
+  std::string source;
+  /// The pipeline group's description (or name) for "process_group".
+  std::string group;
+  int pp = 0;  ///< stages per pipeline (0: not found)
+  int dp = 0;  ///< pipelines
+};
+
 struct KernelView {
   /// False when no trace has a GPU activity (nothing else is set).
   bool available = false;
@@ -132,6 +149,7 @@ struct KernelView {
   std::uint64_t comm_kernels = 0;
   std::uint64_t comm_kernels_without_peers = 0;
   KernelClock clock;
+  KernelLayout layout;
   std::vector<Warning> warnings;
 
   /// (window − compute) / window over ranks and complete steps; 0 for none.

@@ -55,6 +55,12 @@ void write_kernel_view_text(const KernelView& view, std::FILE* out) {
   fmt::print(out, "Kernel view ({} GPU activities, {} NCCL kernels; {} of {} step{} complete{})\n",
              view.gpu_activities, view.comm_kernels, complete, view.steps.size(),
              view.steps.size() == 1 ? "" : "s", view.step_spans ? "" : ", one window");
+  if (!view.layout.source.empty()) {
+    fmt::print(out, "  layout pp={} x dp={}, {}\n", view.layout.pp, view.layout.dp,
+               view.layout.source == "process_group"
+                   ? fmt::format("from the process group {}", view.layout.group)
+                   : std::string("from who sends to whom (no pipeline process group named)"));
+  }
   std::vector<std::size_t> order(view.ranks.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   const std::size_t kMaxRanks = 32, kShown = 16;
@@ -68,8 +74,8 @@ void write_kernel_view_text(const KernelView& view, std::FILE* out) {
     order.resize(kShown);
     std::sort(order.begin(), order.end());
   }
-  fmt::print(out, "  {:>5}  {:>12}  {:>8}  {:>8}  {:>8}  {:>8}  {}\n", "rank", "window", "compute",
-             "transfer", "wait", "idle", "waited on most");
+  fmt::print(out, "  {:>5}  {:>5}  {:>12}  {:>8}  {:>8}  {:>8}  {:>8}  {}\n", "rank", "stage",
+             "window", "compute", "transfer", "wait", "idle", "waited on most");
   auto share = [](std::int64_t part, std::int64_t whole) {
     return whole > 0 ? percent(static_cast<double>(part) / static_cast<double>(whole))
                      : std::string("-");
@@ -77,7 +83,8 @@ void write_kernel_view_text(const KernelView& view, std::FILE* out) {
   for (std::size_t i : order) {
     const KernelRankView& r = view.ranks[i];
     const KernelSplit& s = r.total;
-    fmt::print(out, "  {:>5}  {:>12}  {:>8}  {:>8}  {:>8}  {:>8}  {}\n", r.global_rank,
+    fmt::print(out, "  {:>5}  {:>5}  {:>12}  {:>8}  {:>8}  {:>8}  {:>8}  {}\n", r.global_rank,
+               r.stage >= 0 ? fmt::format("{}", r.stage) : std::string("-"),
                format_duration(s.window), share(s.compute, s.window), share(s.transfer, s.window),
                share(s.wait, s.window), share(s.idle, s.window),
                r.most_waited_on >= 0

@@ -84,6 +84,8 @@ inline constexpr bool kOneLine<KernelRankStepFigures> = true;
 template <>
 inline constexpr bool kOneLine<KernelMachineClockFigures> = true;
 template <>
+inline constexpr bool kOneLine<KernelLayoutFigures> = true;
+template <>
 inline constexpr bool kOneLine<InputFigures> = true;
 template <>
 inline constexpr bool kOneLine<DiagnosticFigures> = true;
@@ -425,6 +427,7 @@ void fields(auto& v, Of<KernelRankStepFigures> auto& s) {
 void fields(auto& v, Of<KernelRankFigures> auto& r) {
   v(opt("device"), r.device);
   v(opt("global_rank"), r.global_rank);
+  v(nullable("stage"), r.stage);
   v(opt("path"), r.path);
   v.inline_fields(r.split);
   v(nullable("most_waited_on"), r.most_waited_on);
@@ -443,6 +446,13 @@ void fields(auto& v, Of<KernelClockFigures> auto& c) {
   v(opt("machines"), c.machines);
 }
 
+void fields(auto& v, Of<KernelLayoutFigures> auto& l) {
+  v(opt("source"), l.source);
+  v(omitted("group"), l.group);
+  v(opt("pp"), l.pp);
+  v(opt("dp"), l.dp);
+}
+
 void fields(auto& v, Of<KernelViewFigures> auto& k) {
   v(opt("step_spans"), k.step_spans);
   v(opt("gpu_activities"), k.gpu_activities);
@@ -457,6 +467,7 @@ void fields(auto& v, Of<KernelViewFigures> auto& k) {
   v(opt("steps"), k.steps);
   v(opt("ranks"), k.ranks);
   v(omitted("clock"), k.clock);
+  v(omitted("layout"), k.layout);
 }
 
 // --- the whole summary ---------------------------------------------------------

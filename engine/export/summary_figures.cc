@@ -382,6 +382,10 @@ std::optional<KernelViewFigures> kernel_view_figures(const KernelView& view) {
   for (const KernelStepWindow& w : view.steps) {
     f.steps.push_back({w.step, w.complete, w.start, w.end});
   }
+  if (!view.layout.source.empty()) {
+    f.layout =
+        KernelLayoutFigures{view.layout.source, view.layout.group, view.layout.pp, view.layout.dp};
+  }
   if (view.clock.machines > 1) {
     KernelClockFigures clock;
     clock.applied = view.clock.applied;
@@ -395,6 +399,7 @@ std::optional<KernelViewFigures> kernel_view_figures(const KernelView& view) {
     KernelRankFigures rf;
     rf.device = r.device;
     rf.global_rank = r.global_rank;
+    if (r.stage >= 0) rf.stage = r.stage;
     rf.path = r.path;
     rf.split = split_figures(r.total);
     rf.most_waited_on = rank_or_null(r.most_waited_on);

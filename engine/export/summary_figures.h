@@ -444,6 +444,7 @@ struct KernelRankStepFigures {
 struct KernelRankFigures {
   int device = 0;
   int global_rank = 0;
+  std::optional<std::int64_t> stage;  ///< null: no layout found
   std::string path;
   KernelSplitFigures split;  ///< over the complete steps
   std::optional<std::int64_t> most_waited_on;
@@ -459,6 +460,16 @@ struct KernelMachineClockFigures {
 
   friend bool operator==(const KernelMachineClockFigures&,
                          const KernelMachineClockFigures&) = default;
+};
+
+/// The pipeline layout the NCCL kernels show.
+struct KernelLayoutFigures {
+  std::string source;  ///< "process_group" or "point_to_point"
+  std::string group;   ///< the pipeline group's description, for process_group
+  int pp = 0;
+  int dp = 0;
+
+  friend bool operator==(const KernelLayoutFigures&, const KernelLayoutFigures&) = default;
 };
 
 /// The cross-machine clock rule of the kernel view (traces of several machines).
@@ -483,7 +494,8 @@ struct KernelViewFigures {
   double transfer_share = 0;
   std::vector<KernelStepFigures> steps;
   std::vector<KernelRankFigures> ranks;
-  std::optional<KernelClockFigures> clock;  ///< only for traces of several machines
+  std::optional<KernelClockFigures> clock;    ///< only for traces of several machines
+  std::optional<KernelLayoutFigures> layout;  ///< only when found
 
   friend bool operator==(const KernelViewFigures&, const KernelViewFigures&) = default;
 };

@@ -85,6 +85,7 @@ void expect_all_set(const KernelRankStepFigures& x);
 void expect_all_set(const KernelRankFigures& x);
 void expect_all_set(const KernelMachineClockFigures& x);
 void expect_all_set(const KernelClockFigures& x);
+void expect_all_set(const KernelLayoutFigures& x);
 void expect_all_set(const KernelViewFigures& x);
 void expect_all_set(const SummaryFigures& x);
 
@@ -260,8 +261,8 @@ void expect_all_set(const KernelRankStepFigures& x) {
   expect_all_set(split);
 }
 void expect_all_set(const KernelRankFigures& x) {
-  const auto& [a, b, c, split, d, steps] = x;
-  expect_set("KernelRankFigures", a, b, c, d);
+  const auto& [a, b, stage, c, split, d, steps] = x;
+  expect_set("KernelRankFigures", a, b, stage, c, d);
   expect_all_set(split);
   expect_all_set(steps);
 }
@@ -274,8 +275,13 @@ void expect_all_set(const KernelClockFigures& x) {
   expect_set("KernelClockFigures", a, b);
   expect_all_set(machines);
 }
+void expect_all_set(const KernelLayoutFigures& x) {
+  const auto& [a, b, c, d] = x;
+  expect_set("KernelLayoutFigures", a, b, c, d);
+}
 void expect_all_set(const KernelViewFigures& x) {
-  const auto& [a, b, c, d, e, split, f, g, h, i, steps, ranks, clock] = x;
+  const auto& [a, b, c, d, e, split, f, g, h, i, steps, ranks, clock, layout] = x;
+  expect_all_set(layout);
   expect_set("KernelViewFigures", a, b, c, d, e, f, g, h, i);
   expect_all_set(split);
   expect_all_set(steps);
@@ -397,11 +403,13 @@ SummaryFigures every_field() {
   k.steps = {{550, true, 1'683'564'901'554'112'000, 1'683'564'901'754'112'001}};
   k.ranks = {{2,
               7,
+              3,
               "/traces/rank\"7\".json",
               {999, 1, 2, 3, 993},
               4,
               {{550, true, 10, 1009, {999, 1, 2, 3, 993}, 5}}}};
   k.clock = KernelClockFigures{true, 6'000, {{1, -1'500'250, 48}}};
+  k.layout = KernelLayoutFigures{"process_group", "PIPELINE_MODEL_PARALLEL_GROUP", 4, 2};
   f.kernel_view = k;
   return f;
 }

@@ -47,6 +47,15 @@ GENERATED = [
                                       "--steps", "2", "--schedule", "interleaved", "--chunks", "3",
                                       "--no-comms-id", "--gz", "--seed", "5",
                                       "--first-step", "40"]),
+    # No group descriptions: the layout from the point-to-point pattern, a chain
+    # per pipeline (1F1B) and a ring per pipeline (interleaved).
+    ("1f1b-pp4-dp2-no-descriptions", ["--pp", "4", "--dp", "2", "--micro-batches", "8",
+                                      "--steps", "2", "--schedule", "1f1b",
+                                      "--no-group-descriptions", "--seed", "7"]),
+    ("interleaved-pp4-dp2-no-descriptions", ["--pp", "4", "--dp", "2", "--micro-batches", "8",
+                                             "--steps", "2", "--schedule", "interleaved",
+                                             "--chunks", "2", "--no-group-descriptions",
+                                             "--no-comms-id"]),
 ]
 
 DEFAULT_TRACES = Path(__file__).resolve().parents[3] / "shared" / "reference" / "kineto"
@@ -127,6 +136,12 @@ def check_trace(cli, trace, work):
     actual = summary.get("kernel_view")
     if actual is None:
         raise Failure("summary.json has no kernel_view")
+    # One rank's trace shows no pipeline: no layout, no stage.
+    if "layout" in actual:
+        raise Failure(f"a layout from one rank's trace: {actual['layout']}")
+    for r in actual.get("ranks", []):
+        if r.pop("stage", None) is not None:
+            raise Failure("a stage from one rank's trace")
     expected = kernel_reference.kernel_view([str(trace)])
     return actual, expected, compare(actual, expected)
 
@@ -180,7 +195,8 @@ def generate_and_analyze(cli, name, args, work):
 
 def check_offset(cli, name, args, offset_ns, work):
     """An offset run: (figures line, failure or None)."""
-    _, actual, truth, _ = generate_and_analyze(cli, name, args, work)
+    run, actual, truth, _ = generate_and_analyze(cli, name, args, work)
+    check_layout(run, actual, args)
     clock = actual.pop("clock", None)
     if not clock or not clock.get("applied"):
         return None, f"clock not applied: {clock}"
@@ -196,6 +212,30 @@ def check_offset(cli, name, args, offset_ns, work):
             return None, f"{key}: engine {actual[key]}, truth {truth[key]}"
     return (f"offset {found.get(1)} ns (true {offset_ns}), bubble {actual['bubble_ratio']:.6f} "
             f"(truth {truth['bubble_ratio']:.6f})"), None
+
+
+def run_dir_of(files):
+    p = Path(files[0]).parent
+    return p.parent if p.name.startswith("machine") else p
+
+
+def check_layout(run, actual, args):
+    """The layout the engine found from the NCCL kernels against the generator's
+    (taken out of `actual`, which the reference does not compute): from the
+    pipeline's process group where the traces describe their groups, else from
+    who sends to whom."""
+    layout = json.loads((run / "truth.json").read_text())["layout"]
+    found = actual.pop("layout", None)
+    source = "point_to_point" if "--no-group-descriptions" in args else "process_group"
+    if found and found.get("source") != source:
+        raise Failure(f"layout from {found.get('source')}, expected from {source}")
+    stages = {r["global_rank"]: r.pop("stage", None) for r in actual["ranks"]}
+    if not found or found.get("pp") != layout["pp"] or found.get("dp") != layout["dp"]:
+        raise Failure(f"layout {found}, the generator's pp={layout['pp']} dp={layout['dp']}")
+    for r in layout["ranks"]:
+        if stages.get(r["global_rank"]) != r["stage"]:
+            raise Failure(f"rank {r['global_rank']}: stage {stages.get(r['global_rank'])}, "
+                          f"the generator's {r['stage']}")
 
 
 def check_gate(cli, work):
@@ -231,6 +271,7 @@ def check_generated(cli, name, args, work):
     clock = actual.pop("clock", None)
     if clock is not None and clock.get("applied"):
         raise Failure(f"clock offsets applied to machines on one clock: {clock}")
+    check_layout(run_dir_of(files), actual, args)
     expected = kernel_reference.kernel_view(files)
     return actual, truth, compare(actual, truth), compare(actual, expected)
 

@@ -540,8 +540,9 @@ class Simulation:
             meta = {"Collective name": coll, "In msg nelems": nelems, "Out msg nelems": nelems,
                     "Group size": len(granks), "dtype": dtype, "In split size": "[]",
                     "Out split size": "[]", "Process Group Name": gname,
-                    "Process Group Description": gdesc,
                     "Process Group Ranks": "[" + ", ".join(map(str, granks)) + "]"}
+            if not args.no_group_descriptions:
+                meta["Process Group Description"] = gdesc
             if coll == "send":
                 meta["Dst Rank"] = peer
             elif coll == "recv":
@@ -1018,6 +1019,10 @@ def parser():
                    help="machine m writes its timestamps m times this far ahead (us)")
     p.add_argument("--no-comms-id", action="store_true", help="leave out \"Comms Id\"")
     p.add_argument("--nccl-names", default="new", choices=("old", "new"))
+    p.add_argument("--no-group-descriptions", action="store_true",
+                   help="leave out \"Process Group Description\" (PyTorch before 2.2 writes "
+                        "none, and the group names are numbers): the layout then comes from "
+                        "who sends to whom")
     p.add_argument("--kernels-per-op", type=int, default=120,
                    help="compute kernels per forward / backward of a micro-batch (and chunk)")
     p.add_argument("--seed", type=int, default=1)
