@@ -356,6 +356,7 @@ int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load) {
             folders));
       }
     }
+    adopt_event_library(scan.run, scan.inputs, load.ingest);
     LoadedRun loaded = load_run(std::move(scan.run), load);
     const int status = analyze_loaded(loaded, scan.inputs.size(), options);
     if (options.strict && !scan.failures.empty()) {

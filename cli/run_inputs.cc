@@ -62,6 +62,14 @@ void add_run_input_options(CLI::App* cmd, RunInputOptions& options) {
                   "Profiler traces (Chrome-trace JSON): a regular expression for the names of\n"
                   "user annotations that are jobs, with a named group op ((?P<op>...)) and\n"
                   "optional mb, stage and chunk; without mb, ProfilerStep#N spans make the steps");
+  cmd->add_flag("--no-events", options.no_events,
+                "Do not look for log events (checkpoints, NCCL warnings, out-of-memory retries,\n"
+                "...) in text logs; they are on by default");
+  cmd->add_option("--patterns", options.patterns,
+                  "An event pattern file (the format of the shipped library, see the guide's\n"
+                  "\"Log events\"): its entries are added, or replace the shipped entries with\n"
+                  "the same id; repeatable")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--job-kinds", options.job_kinds,
                   "With --job-pattern: op text to job type, e.g. F=forward,B=backward\n"
                   "(an op that is a type name, such as forward, needs none)");
@@ -125,6 +133,12 @@ LoadOptions make_load_options(const RunInputOptions& options) {
   }
   load.ingest.job_pattern = options.job_pattern;
   load.ingest.job_kinds = options.job_kinds;
+  if (options.no_events && !options.patterns.empty()) {
+    throw InputError("--patterns and --no-events contradict each other: give one");
+  }
+  load.events = make_event_setup(!options.no_events, options.patterns);  // throws InputError
+  load.ingest.events = load.events.matcher.get();
+  load.ingest.events_off = load.events.off;
   return load;
 }
 

@@ -39,6 +39,9 @@ struct RunInputOptions {
   // Chrome-trace JSON: annotation names to jobs (docs/guide.md, "PyTorch profiler traces").
   std::string job_pattern;
   std::string job_kinds;
+  // Log events (docs/guide.md, "Log events").
+  bool no_events = false;
+  std::vector<std::string> patterns;  // --patterns FILE, repeatable
 };
 
 /// Declares the options on `cmd`, storing into `options` (which must outlive it).

@@ -22,12 +22,17 @@ packages=(
   ccache  # CI builds the engine four times (release, ASan, TSan, fuzz): a warm cache makes a rerun minutes
   libtbb-dev libfmt-dev libsimdjson-dev libcli11-dev
   libgtest-dev libbenchmark-dev zlib1g-dev libzstd-dev
-  libre2-dev  # --job-pattern: linear-time regular expressions
+  libre2-dev  # --job-pattern and log events' captures: linear-time regular expressions
   libprotobuf-dev protobuf-compiler  # trace.pftrace (Perfetto protobuf)
   libopenmpi-dev openmpi-bin  # analyze --mpi and its mpirun tests
   chromium  # headless, renders the HTML report in its tests
   ripgrep bc  # bench/throughput.sh: the `rg -c` baseline, and its arithmetic
 )
+# Log events: the event library matched in the scan's pass. Debian builds
+# Hyperscan for amd64 only; elsewhere pipescope builds without it (events off).
+if [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ]; then
+  packages+=(libhyperscan-dev)
+fi
 # Installed by `test` when missing, without failing it when they cannot be:
 # the test that needs them then says it was skipped and why.
 optional_test_packages=(

@@ -311,6 +311,8 @@ void apply_clock_offsets(Run& run, const std::vector<std::int64_t>& offsets) {
       job.start_ns -= offsets[m];
       job.end_ns -= offsets[m];
     }
+    // The machine's log events were stamped by the same clock.
+    for (LogEvent& event : device.events) event.time_ns -= offsets[m];
   }
 }
 

@@ -287,6 +287,9 @@ std::optional<ClockStep> undo_forward_step(Run& run, int machine,
       step.at_ns = std::min(step.at_ns, job.start_ns);
       ++step.jobs;
     }
+    for (LogEvent& event : device.events) {
+      if (event.line >= jump.line) event.time_ns -= size;  // printed after the step
+    }
     if (jump.stretched_job) device.jobs[*jump.stretched_job].end_ns -= size;
   }
   return step;
@@ -362,6 +365,9 @@ std::vector<ClockStep> undo_clock_steps(Run& run, const ClockStepOptions& option
           job.end_ns += size;
           step.at_ns = std::min(step.at_ns, job.start_ns);
           ++step.jobs;
+        }
+        for (LogEvent& event : device.events) {
+          if (event.line >= jump.line) event.time_ns += size;
         }
         if (jump.cut_job) device.jobs[*jump.cut_job].end_ns += size;
       }

@@ -22,7 +22,8 @@ static_assert(sizeof(void*) != 8 || sizeof(InputStats) == 2 * sizeof(std::string
 static_assert(sizeof(void*) != 8 || sizeof(Device) == 2 * sizeof(std::string) + 16 +
                                                           sizeof(JobVector) +
                                                           sizeof(std::vector<StepStartLine>) +
-                                                          sizeof(std::vector<std::size_t>) + 8,
+                                                          sizeof(std::vector<std::size_t>) + 8 +
+                                                          sizeof(std::vector<LogEvent>),
               "Device changed: update put_device/get_device");
 static_assert(sizeof(Job) == 40, "Job changed: records travel as 40-byte copies");
 
@@ -43,6 +44,18 @@ void put_device(ByteWriter& w, const Device& d) {
     w.put(s.step);
     w.put(static_cast<std::uint8_t>(s.window ? 1 : 0));
   }
+  w.put(static_cast<std::uint32_t>(d.events.size()));
+  for (const LogEvent& e : d.events) {
+    w.put(e.kind);
+    w.put(static_cast<std::uint8_t>(e.time_kind));
+    w.put(e.line);
+    w.put(e.time_ns);
+    w.put(static_cast<std::uint32_t>(e.captures.size()));
+    for (const auto& [name, value] : e.captures) {
+      w.str(name);
+      w.str(value);
+    }
+  }
 }
 
 Device get_device(ByteReader& r) {
@@ -60,6 +73,24 @@ Device get_device(ByteReader& r) {
     s.step = r.get<std::int64_t>();
     s.window = r.get<std::uint8_t>() != 0;
     d.step_starts.push_back(s);
+  }
+  const auto events = r.get<std::uint32_t>();
+  for (std::uint32_t i = 0; i < events; ++i) {
+    LogEvent e;
+    e.kind = r.get<std::uint32_t>();
+    const auto time_kind = r.get<std::uint8_t>();
+    if (time_kind > static_cast<std::uint8_t>(EventTime::unplaced)) {
+      throw WireError(fmt::format("bad event time kind {}", time_kind));
+    }
+    e.time_kind = static_cast<EventTime>(time_kind);
+    e.line = r.get<std::uint64_t>();
+    e.time_ns = r.get<std::int64_t>();
+    const auto captures = r.get<std::uint32_t>();
+    for (std::uint32_t c = 0; c < captures; ++c) {
+      std::string name = r.str();
+      e.captures.emplace_back(std::move(name), r.str());
+    }
+    d.events.push_back(std::move(e));
   }
   return d;
 }

@@ -88,6 +88,12 @@ inline constexpr bool kOneLine<KernelLayoutFigures> = true;
 template <>
 inline constexpr bool kOneLine<InputFigures> = true;
 template <>
+inline constexpr bool kOneLine<EventFigures> = true;
+template <>
+inline constexpr bool kOneLine<EventCaptureFigures> = true;
+template <>
+inline constexpr bool kOneLine<EventKindFigures> = true;
+template <>
 inline constexpr bool kOneLine<DiagnosticFigures> = true;
 template <>
 inline constexpr bool kOneLine<LeftOutFigures> = true;
@@ -470,6 +476,67 @@ void fields(auto& v, Of<KernelViewFigures> auto& k) {
   v(omitted("layout"), k.layout);
 }
 
+// --- log events ------------------------------------------------------------------
+
+void fields(auto& v, Of<EventCaptureFigures> auto& c) {
+  v(opt("name"), c.name);
+  v(opt("value"), c.value);
+}
+
+void fields(auto& v, Of<EventFigures> auto& e) {
+  v(opt("device"), e.device);
+  v(opt("id"), e.id);
+  v(opt("category"), e.category);
+  v(opt("severity"), e.severity);
+  v(opt("time_ns"), e.time_ns);
+  v(opt("offset_ns"), e.offset_ns);
+  v(omitted("approximate"), e.approximate);
+  v(opt("path"), e.path);
+  v(opt("line"), e.line);
+  v(omitted("captures"), e.captures);
+}
+
+void fields(auto& v, Of<EventStepFigures> auto& s) {
+  v(opt("step"), s.step);
+  v(omitted("before"), s.before);
+  v(omitted("events"), s.events);
+  v(omitted("more"), s.more);
+}
+
+void fields(auto& v, Of<EventCountFigures> auto& c) { v(opt("count"), c.count); }
+
+void fields(auto& v, Of<EventKindFigures> auto& k) {
+  v(opt("id"), k.id);
+  v(opt("category"), k.category);
+  v(opt("severity"), k.severity);
+  v(opt("count"), k.count);
+}
+
+void fields(auto& v, Of<EventOutlierFigures> auto& o) {
+  v(opt("step"), o.step);
+  v(opt("extra_ns"), o.extra_ns);
+  v(opt("bubble_ratio"), o.bubble_ratio);
+  v(opt("slow"), o.slow);
+  v(opt("bubble"), o.bubble);
+  v(opt("events"), o.events);
+  v(opt("text"), o.text);
+}
+
+void fields(auto& v, Of<EventsFigures> auto& e) {
+  v(omitted("off"), e.off);
+  v(omitted("patterns"), e.patterns);
+  v(omitted("total"), e.total);
+  v(omitted("approximate"), e.approximate);
+  v(omitted("unplaced"), e.unplaced);
+  v.keyed(omitted("categories"), e.categories, &EventCountFigures::name);
+  v(omitted("kinds"), e.kinds);
+  v(omitted("steps"), e.steps);
+  v(omitted("after_last"), e.after_last);
+  v(omitted("outliers"), e.outliers);
+  v(omitted("median_window_ns"), e.median_window_ns);
+  v(omitted("median_bubble_ratio"), e.median_bubble_ratio);
+}
+
 // --- the whole summary ---------------------------------------------------------
 
 void fields(auto& v, Of<SummaryFigures> auto& f) {
@@ -498,6 +565,7 @@ void fields(auto& v, Of<SummaryFigures> auto& f) {
   v(omitted("warnings"), f.warnings);
   v(omitted("no_jobs"), f.no_jobs);
   v(omitted("kernel_view"), f.kernel_view);
+  v(omitted("events"), f.events);
 }
 
 }  // namespace pipescope::summary_fields

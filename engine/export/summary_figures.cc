@@ -1,9 +1,11 @@
 #include "export/summary_figures.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "analysis/job_kind.h"
+#include "analysis/step_events.h"
 
 namespace pipescope {
 
@@ -336,6 +338,7 @@ SummaryFigures summary_figures(const Run& run, const Metrics& metrics) {
   f.inputs = input_figures(run);
   f.diagnostics = diagnostic_figures(run);
   f.left_out = left_out_figures(run);
+  f.events = events_figures(run, metrics);
   return f;
 }
 
@@ -466,6 +469,92 @@ SummaryFigures kernel_run_figures(const Run& run, const Metrics& metrics, const 
     f.devices.push_back(std::move(d));
   }
   f.comm_ns = comm;
+  return f;
+}
+
+}  // namespace pipescope
+
+namespace pipescope {
+
+namespace {
+
+EventFigures event_figures(const Run& run, const EventRef& ref, std::int64_t step_start) {
+  const Device& device = run.devices[ref.device];
+  const LogEvent& event = device.events[ref.event];
+  const EventKind& kind = run.event_kinds[event.kind];
+  EventFigures f;
+  f.device = device.index;
+  f.id = kind.id;
+  f.category = kind.category;
+  f.severity = kind.severity;
+  f.time_ns = event.time_ns;
+  f.offset_ns = event.time_ns - step_start;
+  f.approximate = event.time_kind == EventTime::approximate;
+  f.path = device.path;
+  f.line = static_cast<std::int64_t>(event.line);
+  for (const auto& [name, value] : event.captures) f.captures.push_back({name, value});
+  return f;
+}
+
+}  // namespace
+
+std::optional<EventsFigures> events_figures(const Run& run, const Metrics& metrics) {
+  if (!run.events_off.empty()) {
+    EventsFigures f;
+    f.off = run.events_off;
+    return f;
+  }
+  if (run.event_kinds.empty()) return std::nullopt;
+  const StepEvents placed = place_step_events(run, metrics);
+  EventsFigures f;
+  f.patterns = static_cast<std::int64_t>(run.event_kinds.size());
+  f.total = static_cast<std::int64_t>(placed.total);
+  f.unplaced = static_cast<std::int64_t>(placed.unplaced.size());
+  for (const Device& device : run.devices) {
+    for (const LogEvent& event : device.events) {
+      if (event.time_kind == EventTime::approximate) ++f.approximate;
+    }
+  }
+  std::map<std::string, std::int64_t> categories;
+  for (std::size_t k = 0; k < run.event_kinds.size(); ++k) {
+    if (placed.per_kind[k] == 0) continue;
+    const EventKind& kind = run.event_kinds[k];
+    const auto count = static_cast<std::int64_t>(placed.per_kind[k]);
+    f.kinds.push_back({kind.id, kind.category, kind.severity, count});
+    categories[kind.category] += count;
+  }
+  std::sort(f.kinds.begin(), f.kinds.end(),
+            [](const EventKindFigures& a, const EventKindFigures& b) { return a.id < b.id; });
+  for (const auto& [name, count] : categories) f.categories.push_back({name, count});
+  for (std::size_t s = 0; s < metrics.steps.size(); ++s) {
+    const auto& before = placed.before_step[s];
+    const auto& in = placed.in_step[s];
+    if (before.empty() && in.empty()) continue;
+    const std::int64_t start = metrics.steps[s].start_ns;
+    EventStepFigures step;
+    step.step = metrics.steps[s].step;
+    std::size_t listed = 0;
+    for (const EventRef& ref : before) {
+      if (listed++ < kEventsListedPerStep) step.before.push_back(event_figures(run, ref, start));
+    }
+    for (const EventRef& ref : in) {
+      if (listed++ < kEventsListedPerStep) step.events.push_back(event_figures(run, ref, start));
+    }
+    step.more = static_cast<std::int64_t>(listed - step.before.size() - step.events.size());
+    f.steps.push_back(std::move(step));
+  }
+  const std::int64_t last_end = metrics.steps.empty() ? 0 : metrics.steps.back().end_ns;
+  for (std::size_t i = 0; i < placed.after_last.size() && i < kEventsListedPerStep; ++i) {
+    f.after_last.push_back(event_figures(run, placed.after_last[i], last_end));
+  }
+  for (const OutlierStep& o : placed.outliers) {
+    const StepWindow& w = metrics.steps[o.step];
+    f.outliers.push_back({w.step, o.extra_ns, w.bubble_ratio, o.slow, o.bubble,
+                          static_cast<std::int64_t>(o.events.size()),
+                          describe_outlier(run, metrics, o)});
+  }
+  f.median_window_ns = placed.median_window_ns;
+  f.median_bubble_ratio = placed.median_bubble;
   return f;
 }
 

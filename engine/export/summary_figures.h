@@ -506,6 +506,95 @@ std::optional<KernelViewFigures> kernel_view_figures(const KernelView& view);
 
 // --- the whole summary -------------------------------------------------------
 
+/// One named capture of a log event's pattern.
+struct EventCaptureFigures {
+  std::string name;
+  std::string value;
+
+  friend bool operator==(const EventCaptureFigures&, const EventCaptureFigures&) = default;
+};
+
+/// One log event (docs/guide.md, "Log events").
+struct EventFigures {
+  int device = 0;  ///< global device index
+  std::string id;
+  std::string category;
+  std::string severity;
+  std::int64_t time_ns = 0;
+  /// From the start of its step's window (negative: before it).
+  std::int64_t offset_ns = 0;
+  /// The line had no timestamp: the time of the dated line before it.
+  bool approximate = false;
+  std::string path;
+  std::int64_t line = 0;
+  std::vector<EventCaptureFigures> captures;
+
+  friend bool operator==(const EventFigures&, const EventFigures&) = default;
+};
+
+/// The events of one step: in its window, and in the gap before it.
+struct EventStepFigures {
+  std::int64_t step = 0;
+  std::vector<EventFigures> before;
+  std::vector<EventFigures> events;
+  /// Events of the step not listed (past kEventsListedPerStep).
+  std::int64_t more = 0;
+
+  friend bool operator==(const EventStepFigures&, const EventStepFigures&) = default;
+};
+
+struct EventCountFigures {
+  std::string name;  ///< the JSON key: a category
+  std::int64_t count = 0;
+
+  friend bool operator==(const EventCountFigures&, const EventCountFigures&) = default;
+};
+
+struct EventKindFigures {
+  std::string id;
+  std::string category;
+  std::string severity;
+  std::int64_t count = 0;
+
+  friend bool operator==(const EventKindFigures&, const EventKindFigures&) = default;
+};
+
+/// A step whose window or bubble is an outlier, and the events with it.
+struct EventOutlierFigures {
+  std::int64_t step = 0;
+  std::int64_t extra_ns = 0;
+  double bubble_ratio = 0;
+  bool slow = false;
+  bool bubble = false;
+  std::int64_t events = 0;
+  std::string text;
+
+  friend bool operator==(const EventOutlierFigures&, const EventOutlierFigures&) = default;
+};
+
+/// The log events of a run of text logs.
+struct EventsFigures {
+  /// Why none was looked for ("" when events were on; then only this key).
+  std::string off;
+  std::int64_t patterns = 0;  ///< entries of the library used
+  std::int64_t total = 0;
+  std::int64_t approximate = 0;
+  std::int64_t unplaced = 0;
+  std::vector<EventCountFigures> categories;  ///< by category name
+  std::vector<EventKindFigures> kinds;        ///< kinds with events, by id
+  std::vector<EventStepFigures> steps;        ///< steps with events, in step order
+  std::vector<EventFigures> after_last;
+  std::vector<EventOutlierFigures> outliers;
+  /// Median window and bubble ratio of the complete steps (the outliers' reference).
+  std::int64_t median_window_ns = 0;
+  double median_bubble_ratio = 0;
+
+  friend bool operator==(const EventsFigures&, const EventsFigures&) = default;
+};
+
+/// Events listed per step in summary.json (the rest are counted in `more`).
+inline constexpr std::size_t kEventsListedPerStep = 100;
+
 struct SummaryFigures {
   std::int64_t jobs = 0;
   std::int64_t first_step = 0;
@@ -546,6 +635,8 @@ struct SummaryFigures {
   std::string no_jobs;
   /// The kernel view, for PyTorch traces (with or without job labels).
   std::optional<KernelViewFigures> kernel_view;
+  /// The log events of text logs; unset for runs without text inputs.
+  std::optional<EventsFigures> events;
 
   friend bool operator==(const SummaryFigures&, const SummaryFigures&) = default;
 };
@@ -554,6 +645,10 @@ struct SummaryFigures {
 /// sections. Metrics computed for another run (or none) leave a device's
 /// totals at 0 rather than failing.
 SummaryFigures summary_figures(const Run& run, const Metrics& metrics);
+
+/// The `events` section: unset when the run read no text log (and events
+/// were on), `off` alone when events were off.
+std::optional<EventsFigures> events_figures(const Run& run, const Metrics& metrics);
 
 /// The same plus the pipeline sections of `pipeline`, computed on `run` and
 /// `metrics`.

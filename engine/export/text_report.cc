@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <set>
 #include <string_view>
 #include <vector>
 
+#include "analysis/step_events.h"
 #include "numeric/units.h"
 
 namespace pipescope {
@@ -449,6 +451,41 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
   }
 }
 
+/// "Log events: 12 (nccl 5, checkpoint 7)", then one line per outlier step
+/// with the events that coincide with it (analysis/step_events.h).
+void write_events(fmt::memory_buffer& out, const Run& run, const Metrics& metrics) {
+  if (!run.events_off.empty()) {
+    append_line(out, fmt::format("Log events: {}", run.events_off));
+    append_line(out, "");
+    return;
+  }
+  if (run.event_kinds.empty()) return;
+  const StepEvents placed = place_step_events(run, metrics);
+  std::map<std::string, std::uint64_t> categories;
+  for (std::size_t k = 0; k < placed.per_kind.size(); ++k) {
+    if (placed.per_kind[k] > 0) categories[run.event_kinds[k].category] += placed.per_kind[k];
+  }
+  std::string by_category;
+  for (const auto& [name, n] : categories) {
+    by_category += fmt::format("{}{} {}", by_category.empty() ? "" : ", ", name, n);
+  }
+  append_line(out, fmt::format("Log events: {}{}{}", placed.total,
+                               by_category.empty() ? "" : fmt::format(" ({})", by_category),
+                               placed.unplaced.empty()
+                                   ? ""
+                                   : fmt::format("; {} without a time", placed.unplaced.size())));
+  const std::size_t kShown = 10;
+  for (std::size_t i = 0; i < placed.outliers.size() && i < kShown; ++i) {
+    append_line(out,
+                fmt::format("  {}", printable(describe_outlier(run, metrics, placed.outliers[i]))));
+  }
+  if (placed.outliers.size() > kShown) {
+    append_line(out, fmt::format("  and {} more outlier steps (summary.json events.outliers)",
+                                 placed.outliers.size() - kShown));
+  }
+  append_line(out, "");
+}
+
 }  // namespace
 
 void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
@@ -501,6 +538,7 @@ void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
     write_pipeline(text, run, metrics, *options.pipeline, style);
     append_line(text, "");
   }
+  write_events(text, run, metrics);
 
   write_inputs(text, run, style);
   if (!run.diagnostics.empty()) {

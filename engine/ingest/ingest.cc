@@ -11,6 +11,7 @@
 #include "ingest/input_formats.h"
 #include "ingest/run_merge.h"
 #include "model/errors.h"
+#include "scan/event_matcher.h"
 
 namespace pipescope {
 
@@ -83,7 +84,22 @@ std::vector<FileResult> read_input_files(const std::vector<InputFile>& inputs,
 }
 
 Run ingest_inputs(const std::vector<InputFile>& inputs, const IngestOptions& options) {
-  return merge_file_results(read_input_files(inputs, options));
+  Run run = merge_file_results(read_input_files(inputs, options));
+  adopt_event_library(run, inputs, options);
+  return run;
+}
+
+void adopt_event_library(Run& run, const std::vector<InputFile>& inputs,
+                         const IngestOptions& options) {
+  const bool looked = std::any_of(inputs.begin(), inputs.end(), [](const InputFile& input) {
+    return input_format_spec(input.format).log_events;
+  });
+  if (!looked) return;
+  if (options.events != nullptr) {
+    run.event_kinds = options.events->kinds();
+  } else {
+    run.events_off = options.events_off;  // "": no library was given, nothing to say
+  }
 }
 
 }  // namespace pipescope

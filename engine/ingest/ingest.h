@@ -26,6 +26,8 @@
 
 namespace pipescope {
 
+class EventMatcher;
+
 struct IngestProgress {
   std::uint64_t bytes_done = 0;
   std::uint64_t bytes_total = 0;  ///< sum of the file sizes at discovery
@@ -56,6 +58,12 @@ struct IngestOptions {
   /// pipelining's `PP:` labels (job_pattern.h: RE2 syntax).
   std::string job_pattern;
   std::string job_kinds;
+  /// The event library's matcher (scan/event_matcher.h) for text logs; null:
+  /// events are off. Owned by the caller, alive while the inputs are read.
+  const EventMatcher* events = nullptr;
+  /// Why `events` is null, when it is (reported for runs of text logs; ""
+  /// with no library: the run then says nothing of events).
+  std::string events_off;
 };
 
 /// Throws the InputError for IngestOptions::pipeline naming a pipeline the
@@ -82,6 +90,13 @@ class ProgressMeter {
 /// (InputStats::error and a diagnostic); the others are still read.
 std::vector<FileResult> read_input_files(const std::vector<InputFile>& inputs,
                                          const IngestOptions& options);
+
+/// Makes the event library the run's (Run::event_kinds) when a reader looked
+/// for events in one of `inputs` (InputFormatSpec::log_events) with
+/// `options.events`; ingest_inputs does it, a run assembled elsewhere
+/// (`analyze --mpi`) calls it.
+void adopt_event_library(Run& run, const std::vector<InputFile>& inputs,
+                         const IngestOptions& options);
 
 /// read_input_files() and merge_file_results(): the finalized Run, one
 /// Device per input, in input order.

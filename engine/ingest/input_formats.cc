@@ -258,7 +258,7 @@ const InputFormatSpec kBuiltIn[] = {
     {.format = InputFormat::worker_log, .name = "worker logs",
      .claims_name = worker_log_name, .claims_content = any_content,
      .looked_for = "files named workerlog.N (N = rank)", .family = kStaticGraph,
-     .placement = Placement::folder_ranks, .origin = worker_log_origin,
+     .placement = Placement::folder_ranks, .origin = worker_log_origin, .log_events = true,
      .read = read_text_logs, .follow = follow_text_lines},
 };
 // clang-format on

@@ -107,6 +107,9 @@ struct InputFormatSpec {
   /// profiler schedule with repeat: one trace per window): discovery gives
   /// them one device, and the reader joins them, a launch segment each.
   bool rank_windows = false;
+  /// The reader looks for log events (IngestOptions::events) in the file's
+  /// lines: a run with such an input reports its events, or that none was.
+  bool log_events = false;
   /// Why a file of this name cannot be followed while it grows (written
   /// whole once the run is over), completing "PATH ..."; empty when it can.
   /// Null: every file can.

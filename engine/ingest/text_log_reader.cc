@@ -15,6 +15,7 @@
 
 #include "ingest/ingest.h"
 #include "scan/chunk_scanner.h"
+#include "scan/line_stamp.h"
 #include "scan/prefilter.h"
 #include "source/byte_stream.h"
 #include "source/line_chunker.h"
@@ -23,6 +24,9 @@
 namespace pipescope {
 
 namespace {
+
+/// Events kept per library entry and file (ResultBuilder::consume).
+constexpr std::uint64_t kEventsKeptPerKind = 10'000;
 
 /// One chunk travelling through the pipeline, with its buffer and results.
 /// Work items are pooled so their buffers and vectors are reused (fresh
@@ -114,9 +118,23 @@ class RangeCursor {
   std::uint64_t offset_ = 0;
 };
 
+/// One worker thread's search state: the literal search's, and the event
+/// matcher's when events are on.
+struct ThreadScratch {
+  ThreadScratch(const Prefilter& prefilter, const EventMatcher* events) : prefilter(prefilter) {
+    if (events != nullptr) this->events.emplace(*events);
+  }
+  Prefilter::Scratch prefilter;
+  std::optional<EventMatcher::Scratch> events;
+};
+
 ChunkScanOptions scan_options_for(const LineChunk& chunk, bool look_for_binary,
-                                  const IngestOptions& options) {
+                                  const IngestOptions& options, ThreadScratch& scratch) {
   ChunkScanOptions scan_options;
+  if (scratch.events) {
+    scan_options.events = options.events;
+    scan_options.event_scratch = &*scratch.events;
+  }
   scan_options.end_of_file = chunk.end_of_file;
   scan_options.max_problems = options.diagnostics_per_file;
   scan_options.look_for_binary = look_for_binary;
@@ -125,14 +143,14 @@ ChunkScanOptions scan_options_for(const LineChunk& chunk, bool look_for_binary,
 }
 
 /// Scans one chunk already read into `item` (no-op for an item with an error).
-void scan_item(WorkItem& item, const Prefilter& prefilter, Prefilter::Scratch& scratch,
+void scan_item(WorkItem& item, const Prefilter& prefilter, ThreadScratch& scratch,
                const IngestOptions& options) {
   item.scan.clear();
   item.text_bytes = item.chunk.text.size();
   if (!item.error.empty()) return;
   const bool look_for_binary = item.chunk.file_offset == 0 && item.chunk.skipped_before.empty();
-  scan_chunk(item.chunk.text, prefilter, scratch,
-             scan_options_for(item.chunk, look_for_binary, options), item.scan);
+  scan_chunk(item.chunk.text, prefilter, scratch.prefilter,
+             scan_options_for(item.chunk, look_for_binary, options, scratch), item.scan);
 }
 
 /// Reads and scans the range of `item` block by block (ReadLimits::block_bytes):
@@ -142,7 +160,7 @@ void scan_item(WorkItem& item, const Prefilter& prefilter, Prefilter::Scratch& s
 /// only a line over the limit that crosses a block boundary inside the range
 /// (which reading the range whole keeps as text) sends the range back to be
 /// read whole. Throws std::system_error on a read error.
-void read_and_scan_range(WorkItem& item, const Prefilter& prefilter, Prefilter::Scratch& scratch,
+void read_and_scan_range(WorkItem& item, const Prefilter& prefilter, ThreadScratch& scratch,
                          const IngestOptions& options) {
   const RangeFile& file = *item.range_file;
   const ReadLimits& limits = options.limits;
@@ -167,8 +185,8 @@ void read_and_scan_range(WorkItem& item, const Prefilter& prefilter, Prefilter::
       return;
     }
     if (!file_offset && !item.chunk.text.empty()) file_offset = item.chunk.file_offset;
-    scan_chunk_more(item.chunk.text, text_offset, prefilter, scratch,
-                    scan_options_for(item.chunk, look_for_binary, options), item.scan);
+    scan_chunk_more(item.chunk.text, text_offset, prefilter, scratch.prefilter,
+                    scan_options_for(item.chunk, look_for_binary, options, scratch), item.scan);
     text_offset += item.chunk.text.size();
   }
   // The range as a whole: its bytes, where its text starts, and the last
@@ -202,7 +220,7 @@ class ResultBuilder {
     }
     std::uint64_t bytes = item.text_bytes;
     for (const SkippedLine& skipped : item.chunk.skipped_before) bytes += skip_line(f, skipped);
-    const ChunkScan& scan = item.scan;
+    ChunkScan& scan = item.scan;
     const std::uint64_t base = file.lines;
     stats.bytes += item.text_bytes;
     stats.lines = file.lines = base + scan.lines;
@@ -237,6 +255,24 @@ class ResultBuilder {
                        "was cut off; the line is not read",
                        scan.partial_last_line));
     }
+
+    if (!file.anchor && scan.anchor) file.anchor = scan.anchor;
+    for (EventSeen& seen : scan.events) {
+      // A pattern matching most lines of a log is noise, not an event:
+      // memory stays bounded by the limit, whatever the file's size.
+      if (file.per_kind.size() <= seen.pattern) file.per_kind.resize(seen.pattern + 1, 0);
+      if (++file.per_kind[seen.pattern] > kEventsKeptPerKind) continue;
+      LogEvent event;
+      event.kind = seen.pattern;
+      event.line = base + seen.line + 1;
+      event.time_kind = seen.approximate ? EventTime::approximate : EventTime::stamped;
+      event.captures = std::move(seen.captures);
+      // An undated line with no dated line before it in its chunk: the
+      // previous chunk's last dated line.
+      file.stamps.push_back(seen.stamp ? seen.stamp : file.last_stamp);
+      file.result.device.events.push_back(std::move(event));
+    }
+    if (scan.last_stamp) file.last_stamp = scan.last_stamp;
 
     auto& jobs = file.result.device.jobs;
     if (jobs.capacity() == 0 && !scan.jobs.empty()) {
@@ -283,6 +319,7 @@ class ResultBuilder {
                          "replaced); lines past byte {} are missing",
                          inputs_[f].size_bytes, now, now));
       }
+      place_events(f);
       results.push_back(std::move(files_[f].result));
     }
     return results;
@@ -293,7 +330,43 @@ class ResultBuilder {
     FileResult result;
     std::uint64_t lines = 0;
     std::vector<TypeId> type_map;  // chunk type id -> file type id
+    /// The stamp of each of result.device.events, as printed (local time).
+    std::vector<std::optional<LineStamp>> stamps;
+    std::optional<StampAnchor> anchor;
+    std::optional<LineStamp> last_stamp;
+    std::vector<std::uint64_t> per_kind;  // events seen per library entry
   };
+
+  /// Places file f's events on the epoch: the year and UTC offset of its
+  /// first stamped job line (docs/guide.md, "Log events").
+  void place_events(std::size_t f) {
+    File& file = files_[f];
+    for (std::size_t k = 0; k < file.per_kind.size(); ++k) {
+      if (file.per_kind[k] <= kEventsKeptPerKind) continue;
+      note(f, 0,
+           fmt::format("{} lines match log event [{}]: only the first {} are kept (a pattern that "
+                       "matches so many lines is noise rather than an event)",
+                       file.per_kind[k], options_.events->kinds()[k].id, kEventsKeptPerKind));
+    }
+    auto& events = file.result.device.events;
+    if (events.empty()) return;
+    const std::optional<StampPlacement> placement =
+        file.anchor ? placement_from(*file.anchor) : std::nullopt;
+    for (std::size_t e = 0; e < events.size(); ++e) {
+      if (placement && file.stamps[e]) {
+        events[e].time_ns = placement->place(*file.stamps[e]);
+      } else {
+        events[e].time_kind = EventTime::unplaced;
+      }
+    }
+    if (!placement) {
+      note(f, 0,
+           fmt::format("{} log event{} found, but no job line with a timestamp (GLOG or dated) to "
+                       "place the file's local times on the epoch: {} in no step",
+                       events.size(), events.size() == 1 ? "" : "s",
+                       events.size() == 1 ? "it is listed" : "they are listed"));
+    }
+  }
 
   /// Accounts for a line the reader dropped as over-long; returns its bytes.
   std::uint64_t skip_line(std::size_t f, const SkippedLine& skipped) {
@@ -338,7 +411,7 @@ class ResultBuilder {
 /// one thread: decompression cannot be split, so such files run in parallel
 /// with each other and with the range pipeline instead.
 void scan_stream(std::size_t file, const InputFile& input, const Prefilter& prefilter,
-                 tbb::enumerable_thread_specific<Prefilter::Scratch>& scratches,
+                 tbb::enumerable_thread_specific<ThreadScratch>& scratches,
                  const IngestOptions& options, ResultBuilder& builder) {
   auto item = std::make_unique<WorkItem>(options.limits);
   item->file = file;
@@ -371,8 +444,8 @@ std::vector<FileResult> read_text_logs(const std::vector<InputFile>& inputs,
                                ? options.threads
                                : static_cast<unsigned>(tbb::info::default_concurrency());
   const Prefilter prefilter;
-  tbb::enumerable_thread_specific<Prefilter::Scratch> scratches(
-      [&prefilter] { return Prefilter::Scratch(prefilter); });
+  tbb::enumerable_thread_specific<ThreadScratch> scratches(
+      [&] { return ThreadScratch(prefilter, options.events); });
   ResultBuilder builder(inputs, options, progress);
   std::vector<std::size_t> range_files;
   tbb::task_group streams;

@@ -237,6 +237,7 @@ LoadedRun load_run(Run run, const LoadOptions& options) {
                                           one_stage_per_device(loaded.run.devices.size()))) {
       loaded.input_warnings.push_back(std::move(w));
     }
+    loaded.events = place_step_events(loaded.run, loaded.metrics);
     return loaded;
   }
   // Clock correction shifts machines' job times, so it runs before the
@@ -255,6 +256,7 @@ LoadedRun load_run(Run run, const LoadOptions& options) {
     loaded.input_warnings.push_back(std::move(w));
   }
   if (options.level == LoadLevel::schedule) return loaded;
+  loaded.events = place_step_events(loaded.run, loaded.metrics);
   std::vector<Warning>& warnings = loaded.pipeline.warnings;
   warnings.insert(warnings.begin(), loaded.launch_warnings.begin(), loaded.launch_warnings.end());
   warnings.insert(warnings.begin(), loaded.input_warnings.begin(), loaded.input_warnings.end());
@@ -262,7 +264,11 @@ LoadedRun load_run(Run run, const LoadOptions& options) {
 }
 
 LoadedRun load_run(const std::vector<InputFile>& inputs, const LoadOptions& options) {
-  return load_run(ingest_inputs(inputs, options.ingest), options);
+  IngestOptions ingest = options.ingest;
+  if (ingest.events == nullptr && options.events.matcher)
+    ingest.events = options.events.matcher.get();
+  if (ingest.events_off.empty()) ingest.events_off = options.events.off;
+  return load_run(ingest_inputs(inputs, ingest), options);
 }
 
 }  // namespace pipescope

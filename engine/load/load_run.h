@@ -20,7 +20,9 @@
 
 #include "analysis/kernel_view.h"
 #include "analysis/pipeline.h"
+#include "analysis/step_events.h"
 #include "ingest/ingest.h"
+#include "load/event_setup.h"
 #include "load/input_rules.h"
 
 namespace pipescope {
@@ -60,6 +62,10 @@ struct LoadOptions {
   std::vector<Warning> discovery_notes;
   /// The machines' order, by name (order_machines); empty: as found.
   std::vector<std::string> machine_order;
+  /// The log-event library (load/event_setup.h): its matcher, which
+  /// `ingest.events` points to while the inputs are read, or why events are
+  /// off.
+  EventSetup events;
 };
 
 inline constexpr int kLastSegment = -1;
@@ -87,6 +93,9 @@ struct LoadedRun {
   /// The kernel view of the PyTorch traces' GPU activities (Run::kernels),
   /// at every level; unavailable for inputs without any.
   KernelView kernels;
+  /// The log events on the step windows (analysis/step_events.h), with
+  /// LoadLevel::full and metrics.
+  StepEvents events;
 };
 
 /// The warnings of a run analysed by its kernels alone (PyTorch traces

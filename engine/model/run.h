@@ -13,6 +13,7 @@
 
 #include "model/gpu_activity.h"
 #include "model/job.h"
+#include "model/log_event.h"
 #include "model/warning.h"
 
 namespace pipescope {
@@ -80,6 +81,9 @@ struct Device {
   /// device only when one of its later steps began before this time
   /// (docs/guide.md, "Complete step"). kNotCut: nothing was lost.
   std::int64_t cut_ns = kNotCut;
+  /// The log events of the device's input (model/log_event.h), in line
+  /// order; their kinds index Run::event_kinds.
+  std::vector<LogEvent> events;
   static constexpr std::int64_t kNotCut = std::numeric_limits<std::int64_t>::max();
 
   /// Jobs [first, last) of `segment` (without segment_begin: all of them
@@ -215,6 +219,12 @@ struct Run {
   /// (the kernel view: analysis/kernel_view.h); kept with or without jobs,
   /// and for traces whose devices hold no job.
   std::vector<RankKernels> kernels;
+  /// The event library the text inputs were matched against (empty when
+  /// events were off); Device::events index it.
+  std::vector<EventKind> event_kinds;
+  /// Why no event was looked for, when none was ("" when events were on):
+  /// a build without Hyperscan, or `--no-events`.
+  std::string events_off;
 
   std::uint64_t job_count() const;
   /// Sorts every device's jobs into start order.

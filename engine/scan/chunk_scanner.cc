@@ -17,6 +17,10 @@ void ChunkScan::clear() {
   step_starts.clear();
   first_nul.reset();
   partial_last_line = 0;
+  events.clear();
+  anchor.reset();
+  last_stamp.reset();
+  last_stamp_line = 0;
 }
 
 namespace {
@@ -125,6 +129,10 @@ class CandidateLines {
     on_literal(id, match_end);
   }
 
+  /// The last job line located (its text and its line index), if any.
+  std::string_view last_job_line() const { return last_job_line_; }
+  std::uint64_t last_job_index() const { return last_job_index_; }
+
   /// Newlines in the whole piece, counting on from the last candidate line.
   std::uint64_t total_newlines() const {
     return line_index_ + count_newlines(text_.substr(counted_));
@@ -144,6 +152,13 @@ class CandidateLines {
                         parse_job_line_fast(line_, literal, job);
       const LineError error = fast ? LineError::none : parse_job_line(line_, job, scratch_);
       if (error == LineError::none) {
+        if (!out_.anchor) {
+          if (const auto stamp = find_line_stamp(line_.substr(0, literal))) {
+            out_.anchor = StampAnchor{*stamp, job.end_ns};
+          }
+        }
+        last_job_line_ = line_;
+        last_job_index_ = current_line_;
         out_.jobs.push_back({job.start_ns, job.end_ns, job.job_id, job.micro_batch,
                              intern_local(out_.types, job.type),
                              static_cast<std::uint32_t>(current_line_)});
@@ -176,8 +191,53 @@ class CandidateLines {
   bool line_open_ = false;          // within the length limit: its literals are handled
   bool job_seen_ = false;
   bool step_seen_ = false;
+  std::string_view last_job_line_;
+  std::uint64_t last_job_index_ = 0;
   std::string scratch_;
 };
+
+/// The stamp of the closest line before `line_begin` in `text` that has one,
+/// looking back at most kLookBack lines (an event printed without a
+/// timestamp, as NCCL's are, takes the time of the log line before it).
+std::optional<LineStamp> stamp_before(std::string_view text, std::size_t line_begin) {
+  constexpr int kLookBack = 64;
+  std::size_t end = line_begin;  // one past the previous line's '\n'
+  for (int i = 0; i < kLookBack && end > 0; ++i) {
+    const std::size_t line_end = end - 1;  // its '\n'
+    const void* nl = line_end > 0 ? memrchr(text.data(), '\n', line_end) : nullptr;
+    const std::size_t begin = nl ? static_cast<const char*>(nl) - text.data() + 1 : 0;
+    if (auto stamp = find_line_stamp(text.substr(begin, line_end - begin))) return stamp;
+    end = begin;
+  }
+  return std::nullopt;
+}
+
+/// Finds the event lines of `complete` (lines [line_base, ...) of the chunk)
+/// and their stamps and captures.
+void scan_events(std::string_view complete, std::uint64_t line_base,
+                 const ChunkScanOptions& options, ChunkScan& out) {
+  thread_local std::vector<EventMatch> matches;
+  matches.clear();
+  options.events->scan(complete, *options.event_scratch, matches);
+  std::size_t counted = 0;  // newlines before this offset are in `index`
+  std::uint64_t index = 0;
+  for (const EventMatch& m : matches) {
+    if (m.line_end - m.line_begin > options.max_line_bytes) continue;  // as for job lines
+    index += count_newlines(complete.substr(counted, m.line_begin - counted));
+    counted = m.line_begin;
+    const std::string_view line = complete.substr(m.line_begin, m.line_end - m.line_begin);
+    EventSeen seen;
+    seen.line = line_base + index;
+    seen.pattern = m.pattern;
+    seen.stamp = find_line_stamp(line);
+    if (!seen.stamp) {
+      seen.approximate = true;
+      seen.stamp = stamp_before(complete, m.line_begin);
+    }
+    seen.captures = options.events->captures(m.pattern, line);
+    out.events.push_back(std::move(seen));
+  }
+}
 
 }  // namespace
 
@@ -202,6 +262,27 @@ void scan_chunk_more(std::string_view text, std::uint64_t text_offset, const Pre
     candidates.on_match(id, end);
     return true;
   });
+  const std::uint64_t line_base = out.lines;
+  if (options.events != nullptr && options.event_scratch != nullptr) {
+    const std::size_t first_event = out.events.size();
+    scan_events(complete, line_base, options, out);
+    // The chunk's last dated line among its job and event lines.
+    for (std::size_t e = out.events.size(); e > first_event; --e) {
+      const EventSeen& seen = out.events[e - 1];
+      if (seen.stamp && !seen.approximate) {
+        out.last_stamp = seen.stamp;
+        out.last_stamp_line = seen.line;
+        break;
+      }
+    }
+  }
+  if (!candidates.last_job_line().empty() &&
+      (!out.last_stamp || candidates.last_job_index() > out.last_stamp_line)) {
+    if (const auto stamp = find_line_stamp(candidates.last_job_line())) {
+      out.last_stamp = stamp;
+      out.last_stamp_line = candidates.last_job_index();
+    }
+  }
   out.lines += candidates.total_newlines() + (complete.size() < text.size() ? 1 : 0);
   // memchr on an empty chunk's null data() is undefined (UBSan: nonnull).
   if (options.look_for_binary && !out.first_nul && !text.empty()) {

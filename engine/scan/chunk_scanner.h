@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "model/job.h"
+#include "scan/event_matcher.h"
 #include "scan/job_line_parser.h"
+#include "scan/line_stamp.h"
 #include "scan/prefilter.h"
 
 namespace pipescope {
@@ -21,6 +23,17 @@ namespace pipescope {
 struct StepStartSeen {
   std::uint64_t line = 0;  ///< 0-based line index within the chunk
   std::int64_t step = 0;
+};
+
+/// A line the event library matched (scan/event_matcher.h).
+struct EventSeen {
+  std::uint64_t line = 0;  ///< 0-based line index within the chunk
+  std::uint32_t pattern = 0;
+  /// The line's own stamp; or, when it has none (`approximate`), the stamp
+  /// of the closest line before it in the chunk that has one, if any.
+  std::optional<LineStamp> stamp;
+  bool approximate = false;
+  std::vector<std::pair<std::string, std::string>> captures;
 };
 
 struct LineProblem {
@@ -52,6 +65,15 @@ struct ChunkScan {
   /// ends every line, so it is a write still in progress (or a cut-off file)
   /// and its numbers may be cut short, e.g. `job_end_time = 1697793307254.0`.
   std::uint64_t partial_last_line = 0;
+  /// Event lines (ChunkScanOptions::events), in line order.
+  std::vector<EventSeen> events;
+  /// The first job line with a stamp: its stamp and its job's end, which
+  /// place the file's local stamps on the epoch (scan/line_stamp.h).
+  std::optional<StampAnchor> anchor;
+  /// The stamp of the chunk's last job or event line that has one: the time
+  /// of an undated event line at the start of the next chunk.
+  std::optional<LineStamp> last_stamp;
+  std::uint64_t last_stamp_line = 0;  ///< its 0-based line index
 
   void clear();
 };
@@ -63,6 +85,10 @@ struct ChunkScanOptions {
   /// Candidate lines longer than this are rejected unparsed, so that a line
   /// is treated the same whether or not it fitted in one read chunk.
   std::size_t max_line_bytes = std::size_t{1} << 20;
+  /// The event library's matcher and this thread's scratch for it; null:
+  /// no event is looked for.
+  const EventMatcher* events = nullptr;
+  EventMatcher::Scratch* event_scratch = nullptr;
 };
 
 /// Scans `text` (complete lines) into `out`, which is cleared first and

@@ -8,8 +8,8 @@
 namespace pipescope {
 
 namespace {
-constexpr std::size_t kMaxIntegerDigits = 13;   // ms since the epoch until year 2286
-constexpr std::size_t kMaxFractionDigits = 9;   // down to picoseconds, as printed
+constexpr std::size_t kMaxIntegerDigits = 13;  // ms since the epoch until year 2286
+constexpr std::size_t kMaxFractionDigits = 9;  // down to picoseconds, as printed
 
 // The largest millisecond count whose nanoseconds can fit in int64.
 constexpr std::int64_t kMaxMillis = 9'223'372'036'854;
@@ -45,13 +45,13 @@ std::uint64_t eight_digit_value(std::uint64_t x) {
 std::optional<std::int64_t> parse_millis_13_6(const char* p) {
   constexpr std::uint64_t kZeros3 = 0x0000000000303030;  // '0' in the 3 lowest bytes
   constexpr std::uint64_t kZeros2 = 0x0000000000003030;
-  const std::uint64_t head = load8(p);       // digits 0-7
-  const std::uint64_t middle = load8(p + 5);  // digits 5-12
+  const std::uint64_t head = load8(p);                                            // digits 0-7
+  const std::uint64_t middle = load8(p + 5);                                      // digits 5-12
   const std::uint64_t tail = (load8(p + 12) & ~std::uint64_t{0xFFFF}) | kZeros2;  // 00 + fraction
   if (!eight_digits(head) || !eight_digits(middle) || !eight_digits(tail)) return std::nullopt;
-  const auto millis = static_cast<std::int64_t>(
-      eight_digit_value(head) * 100000 +
-      eight_digit_value((middle & ~std::uint64_t{0xFFFFFF}) | kZeros3));
+  const auto millis =
+      static_cast<std::int64_t>(eight_digit_value(head) * 100000 +
+                                eight_digit_value((middle & ~std::uint64_t{0xFFFFFF}) | kZeros3));
   if (millis > kMaxMillis) return std::nullopt;
   std::int64_t ns = millis * 1'000'000;
   if (__builtin_add_overflow(ns, static_cast<std::int64_t>(eight_digit_value(tail)), &ns)) {

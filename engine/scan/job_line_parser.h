@@ -29,18 +29,18 @@ inline constexpr std::string_view kStepStartLiteral = "Schedule Profiler start a
 /// Why a candidate line was rejected. Each value is one skipped-line reason.
 enum class LineError : std::uint8_t {
   none = 0,
-  no_literal,          ///< the line does not contain kJobLineLiteral
-  bad_job_id,          ///< `Job (ID)` missing, or ID not an integer
-  missing_type,        ///< no `type = ` field where expected
-  empty_type,          ///< `type = ,`
-  missing_micro_batch, ///< no `micro_batch_id = ` field where expected
-  bad_micro_batch,     ///< micro_batch_id is not an integer
-  missing_start_time,  ///< no `job_start_time = ` field where expected
-  bad_start_time,      ///< START is not a decimal millisecond count
-  missing_end_time,    ///< no `job_end_time = ` field where expected (e.g. truncated)
-  bad_end_time,        ///< END is not a decimal millisecond count
-  end_before_start,    ///< END < START
-  line_too_long,       ///< longer than the reader's line limit (not parsed)
+  no_literal,           ///< the line does not contain kJobLineLiteral
+  bad_job_id,           ///< `Job (ID)` missing, or ID not an integer
+  missing_type,         ///< no `type = ` field where expected
+  empty_type,           ///< `type = ,`
+  missing_micro_batch,  ///< no `micro_batch_id = ` field where expected
+  bad_micro_batch,      ///< micro_batch_id is not an integer
+  missing_start_time,   ///< no `job_start_time = ` field where expected
+  bad_start_time,       ///< START is not a decimal millisecond count
+  missing_end_time,     ///< no `job_end_time = ` field where expected (e.g. truncated)
+  bad_end_time,         ///< END is not a decimal millisecond count
+  end_before_start,     ///< END < START
+  line_too_long,        ///< longer than the reader's line limit (not parsed)
 };
 
 /// A short human description of `error`, for `file:line: <description>`.

@@ -87,6 +87,13 @@ void expect_all_set(const KernelMachineClockFigures& x);
 void expect_all_set(const KernelClockFigures& x);
 void expect_all_set(const KernelLayoutFigures& x);
 void expect_all_set(const KernelViewFigures& x);
+void expect_all_set(const EventCaptureFigures& x);
+void expect_all_set(const EventFigures& x);
+void expect_all_set(const EventStepFigures& x);
+void expect_all_set(const EventCountFigures& x);
+void expect_all_set(const EventKindFigures& x);
+void expect_all_set(const EventOutlierFigures& x);
+void expect_all_set(const EventsFigures& x);
 void expect_all_set(const SummaryFigures& x);
 
 template <typename T>
@@ -288,12 +295,50 @@ void expect_all_set(const KernelViewFigures& x) {
   expect_all_set(ranks);
   expect_all_set(clock);
 }
+void expect_all_set(const EventCaptureFigures& x) {
+  const auto& [a, b] = x;
+  expect_set("EventCaptureFigures", a, b);
+}
+void expect_all_set(const EventFigures& x) {
+  const auto& [a, b, c, d, e, f, g, h, i, captures] = x;
+  expect_set("EventFigures", a, b, c, d, e, f, g, h, i);
+  expect_all_set(captures);
+}
+void expect_all_set(const EventStepFigures& x) {
+  const auto& [a, before, events, b] = x;
+  expect_set("EventStepFigures", a, b);
+  expect_all_set(before);
+  expect_all_set(events);
+}
+void expect_all_set(const EventCountFigures& x) {
+  const auto& [a, b] = x;
+  expect_set("EventCountFigures", a, b);
+}
+void expect_all_set(const EventKindFigures& x) {
+  const auto& [a, b, c, d] = x;
+  expect_set("EventKindFigures", a, b, c, d);
+}
+void expect_all_set(const EventOutlierFigures& x) {
+  const auto& [a, b, c, d, e, f, g] = x;
+  expect_set("EventOutlierFigures", a, b, c, d, e, f, g);
+}
+void expect_all_set(const EventsFigures& x) {
+  const auto& [off, a, b, c, d, categories, kinds, steps, after_last, outliers, e, f] = x;
+  expect_set("EventsFigures", a, b, c, d, e, f);
+  expect_all_set(categories);
+  expect_all_set(kinds);
+  expect_all_set(steps);
+  expect_all_set(after_last);
+  expect_all_set(outliers);
+}
 void expect_all_set(const SummaryFigures& x) {
   const auto& [a, b, c, d, time_resolution_ns, comm, devices, steps, incomplete_steps, segments,
                job_types, inputs, diagnostics, left_out, layout, schedule, stages, replicas,
-               bubbles, bottleneck, critical_path, clock, warnings, no_jobs, kernel_view] = x;
+               bubbles, bottleneck, critical_path, clock, warnings, no_jobs, kernel_view, events] =
+      x;
   expect_set("SummaryFigures", a, b, c, d, time_resolution_ns, comm, incomplete_steps, no_jobs);
   expect_all_set(kernel_view);
+  expect_all_set(events);
   expect_all_set(devices);
   expect_all_set(steps);
   expect_all_set(segments);
@@ -411,6 +456,32 @@ SummaryFigures every_field() {
   k.clock = KernelClockFigures{true, 6'000, {{1, -1'500'250, 48}}};
   k.layout = KernelLayoutFigures{"process_group", "PIPELINE_MODEL_PARALLEL_GROUP", 4, 2};
   f.kernel_view = k;
+  // `off` stands alone in a summary (events off), so it is left out here and
+  // round-tripped by its own test.
+  EventsFigures ev;
+  ev.patterns = 77;
+  ev.total = 12;
+  ev.approximate = 3;
+  ev.unplaced = 1;
+  ev.categories = {{"nccl", 5}, {"checkpoint", 7}};
+  ev.kinds = {{"nccl_warn", "nccl", "warning", 5}};
+  const EventFigures event{3,
+                           "nccl_warn",
+                           "nccl",
+                           "warning",
+                           1'697'793'307'265'326'000,
+                           -2'000'000,
+                           true,
+                           "/logs/workerlog.\"3\"",
+                           1234,
+                           {{"message", "Call to ibv_reg_mr failed, \"x\""}}};
+  ev.steps = {{412, {event}, {event, event}, 9}};
+  ev.after_last = {event};
+  ev.outliers = {
+      {412, 3'104'000'000, 0.61, true, true, 2, "step 412 +3.104 s (bubble 61.0%): ..."}};
+  ev.median_window_ns = 1'200'000'000;
+  ev.median_bubble_ratio = 0.25;
+  f.events = ev;
   return f;
 }
 
@@ -449,6 +520,7 @@ void expect_same(const SummaryFigures& got, const SummaryFigures& want) {
   EXPECT_TRUE(got.critical_path == want.critical_path);
   EXPECT_TRUE(got.clock == want.clock);
   EXPECT_TRUE(got.warnings == want.warnings);
+  EXPECT_TRUE(got.events == want.events);
   if (!(got == want)) {
     TempDir dir;
     write_summary_json(got, dir / "got.json");
@@ -523,8 +595,8 @@ TEST(SummaryRoundTrip, NoObjectListsAKeyTwice) {
   const SummaryFigures figures = every_field();
   KeyChecker checker("the summary");
   summary_fields::fields(checker, figures);
-  // jobs ... kernel_view: the 25 keys of the top level besides "schema" and "tool".
-  EXPECT_EQ(checker.keys(), 25u);
+  // jobs ... events: the 26 keys of the top level besides "schema" and "tool".
+  EXPECT_EQ(checker.keys(), 26u);
 }
 
 TEST(SummaryRoundTrip, EveryFieldComesBack) {
@@ -697,7 +769,9 @@ TEST(SummaryRoundTrip, SummaryReadsLikeTheLogsItWasWrittenFrom) {
                        testing::shell_quote(dir / "out") + " --no-trace");
   ASSERT_EQ(r.status, 0) << r.output;
 
-  const RunFigures from_logs = load_run_figures(logs.dir.string());
+  LoadOptions with_events;  // as the CLI reads them
+  with_events.events = make_event_setup(true, {});
+  const RunFigures from_logs = load_run_figures(logs.dir.string(), with_events);
   const RunFigures from_summary = load_run_figures(dir / "out/summary.json");
   EXPECT_EQ(from_logs.origin, "logs");
   EXPECT_EQ(from_summary.origin, "summary");
@@ -708,6 +782,19 @@ TEST(SummaryRoundTrip, SummaryReadsLikeTheLogsItWasWrittenFrom) {
   const SummaryFigures want = from_logs;
   const SummaryFigures got = from_summary;
   expect_same(got, want);
+}
+
+}  // namespace
+}  // namespace pipescope
+
+namespace pipescope {
+namespace {
+
+TEST(SummaryRoundTrip, EventsOffComesBackAlone) {
+  SummaryFigures f = every_field();
+  f.events = EventsFigures{};
+  f.events->off = "log events are off (--no-events)";
+  expect_same(round_trip(f), f);
 }
 
 }  // namespace

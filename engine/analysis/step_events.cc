@@ -1,0 +1,141 @@
+#include "analysis/step_events.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <tuple>
+
+#include "numeric/statistics.h"
+#include "numeric/units.h"
+
+namespace pipescope {
+
+namespace {
+
+/// Signed seconds with three decimals, from integer ns: "+0.200 s", "-1.250 s".
+std::string signed_seconds(std::int64_t ns) {
+  const char sign = ns < 0 ? '-' : '+';
+  const std::int64_t a = ns < 0 ? -ns : ns;
+  const std::int64_t ms = (a + 500'000) / 1'000'000;  // rounded half up to the ms
+  return fmt::format("{}{}.{:03} s", sign, ms / 1000, ms % 1000);
+}
+
+}  // namespace
+
+StepEvents place_step_events(const Run& run, const Metrics& metrics) {
+  StepEvents out;
+  const std::size_t n_steps = metrics.steps.size();
+  out.in_step.resize(n_steps);
+  out.before_step.resize(n_steps);
+  out.per_kind.assign(run.event_kinds.size(), 0);
+
+  // Every placed event, in time order.
+  struct Placed {
+    std::int64_t time;
+    EventRef ref;
+  };
+  std::vector<Placed> placed;
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const auto& events = run.devices[d].events;
+    for (std::size_t e = 0; e < events.size(); ++e) {
+      const LogEvent& event = events[e];
+      if (event.kind < out.per_kind.size()) ++out.per_kind[event.kind];
+      ++out.total;
+      if (event.time_kind == EventTime::unplaced) {
+        out.unplaced.push_back({d, e});
+      } else {
+        placed.push_back({event.time_ns, {d, e}});
+      }
+    }
+  }
+  std::sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) {
+    return std::tie(a.time, a.ref.device, a.ref.event) <
+           std::tie(b.time, b.ref.device, b.ref.event);
+  });
+
+  // Windows in start order (they are, segment after segment; sorted anyway).
+  std::vector<std::size_t> order(n_steps);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return metrics.steps[a].start_ns < metrics.steps[b].start_ns;
+  });
+  for (const Placed& p : placed) {
+    // The last window starting at or before the event.
+    const auto after = std::upper_bound(
+        order.begin(), order.end(), p.time,
+        [&](std::int64_t t, std::size_t s) { return t < metrics.steps[s].start_ns; });
+    if (after != order.begin()) {
+      const std::size_t s = *(after - 1);
+      if (p.time < metrics.steps[s].end_ns) {
+        out.in_step[s].push_back(p.ref);
+        continue;
+      }
+    }
+    if (after == order.end()) {
+      out.after_last.push_back(p.ref);
+    } else {
+      out.before_step[*after].push_back(p.ref);
+    }
+  }
+
+  // Outliers over the complete steps.
+  std::vector<std::int64_t> windows;
+  std::vector<double> bubbles;
+  for (const StepWindow& w : metrics.steps) {
+    if (!w.complete) continue;
+    windows.push_back(w.window_ns());
+    bubbles.push_back(w.bubble_ratio);
+  }
+  if (windows.size() < 3) return out;  // no spread to speak of
+  out.median_window_ns = median_ns(windows);
+  out.median_bubble = median(bubbles);
+  std::vector<double> window_deviations, bubble_deviations;
+  for (const std::int64_t w : windows) {
+    window_deviations.push_back(
+        std::abs(static_cast<double>(w) - static_cast<double>(out.median_window_ns)));
+  }
+  for (const double b : bubbles) bubble_deviations.push_back(std::abs(b - out.median_bubble));
+  const double window_spread = std::max(kOutlierMads * median(window_deviations),
+                                        0.01 * static_cast<double>(out.median_window_ns));
+  const double bubble_spread = std::max(kOutlierMads * median(bubble_deviations), 0.005);
+  for (std::size_t s = 0; s < n_steps; ++s) {
+    const StepWindow& w = metrics.steps[s];
+    if (!w.complete) continue;
+    const std::int64_t extra = w.window_ns() - out.median_window_ns;
+    const bool slow = static_cast<double>(extra) > window_spread;
+    const bool bubble = w.bubble_ratio - out.median_bubble > bubble_spread;
+    if (!slow && !bubble) continue;
+    OutlierStep outlier{s, extra, slow, bubble, {}};
+    outlier.events = out.before_step[s];
+    outlier.events.insert(outlier.events.end(), out.in_step[s].begin(), out.in_step[s].end());
+    out.outliers.push_back(std::move(outlier));
+  }
+  return out;
+}
+
+std::string describe_outlier(const Run& run, const Metrics& metrics, const OutlierStep& outlier,
+                             std::size_t max_events) {
+  const StepWindow& w = metrics.steps[outlier.step];
+  std::string text = fmt::format("step {} {} (bubble {})", w.step, signed_seconds(outlier.extra_ns),
+                                 percent(w.bubble_ratio));
+  if (outlier.events.empty()) return text + ": no log event";
+  text += ":";
+  const std::size_t shown = std::min(max_events, outlier.events.size());
+  for (std::size_t i = 0; i < shown; ++i) {
+    const EventRef& ref = outlier.events[i];
+    const Device& device = run.devices[ref.device];
+    const LogEvent& event = device.events[ref.event];
+    const EventKind& kind = run.event_kinds[event.kind];
+    text += fmt::format("{} device {} {} at {}{} ({})", i == 0 ? "" : ",", device.index, kind.id,
+                        signed_seconds(event.time_ns - w.start_ns),
+                        event.time_kind == EventTime::approximate ? " (about)" : "", kind.category);
+  }
+  if (shown < outlier.events.size()) {
+    text += fmt::format(" and {} more", outlier.events.size() - shown);
+  }
+  return text;
+}
+
+}  // namespace pipescope

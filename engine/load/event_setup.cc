@@ -1,0 +1,44 @@
+#include "load/event_setup.h"
+
+#include <fmt/core.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "model/errors.h"
+
+namespace pipescope {
+
+EventSetup make_event_setup(bool enabled, const std::vector<std::string>& pattern_files) {
+  EventSetup setup;
+  if (!enabled) {
+    setup.off = "log events are off (--no-events)";
+    return setup;
+  }
+  if (!EventMatcher::available()) {
+    if (!pattern_files.empty()) {
+      throw InputError(fmt::format(
+          "--patterns {}: this pipescope was built without Hyperscan, so it matches no log event",
+          pattern_files.front()));
+    }
+    setup.off = "log events are off: this pipescope was built without Hyperscan";
+    return setup;
+  }
+  try {
+    EventLibrary library = builtin_event_library();
+    for (const std::string& path : pattern_files) {
+      std::ifstream in(path, std::ios::binary);
+      if (!in) throw InputError(fmt::format("--patterns {}: cannot be read", path));
+      std::ostringstream text;
+      text << in.rdbuf();
+      if (in.bad()) throw InputError(fmt::format("--patterns {}: read error", path));
+      library.add(parse_event_library(text.str(), path));
+    }
+    setup.matcher = std::make_shared<const EventMatcher>(library);
+  } catch (const EventLibraryError& e) {
+    throw InputError(e.what());
+  }
+  return setup;
+}
+
+}  // namespace pipescope

@@ -1,0 +1,200 @@
+#include "scan/event_matcher.h"
+
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#if PIPESCOPE_HAVE_HYPERSCAN
+#include <hs/hs.h>
+#endif
+
+namespace pipescope {
+
+struct EventMatcher::Compiled {
+#if PIPESCOPE_HAVE_HYPERSCAN
+  hs_database_t* database = nullptr;
+#endif
+  std::vector<std::unique_ptr<RE2>> confirm;
+  /// Each pattern's capture names in group order ("" for an unnamed group).
+  std::vector<std::vector<std::string>> capture_names;
+
+  ~Compiled() {
+#if PIPESCOPE_HAVE_HYPERSCAN
+    hs_free_database(database);
+#endif
+  }
+};
+
+bool EventMatcher::available() { return PIPESCOPE_HAVE_HYPERSCAN != 0; }
+
+namespace {
+
+[[noreturn]] void reject(const EventPattern& p, std::string_view engine, std::string_view why) {
+  throw EventLibraryError(p.origin + ": the regex of [" + p.id + "] is rejected by " +
+                          std::string(engine) + ": " + std::string(why));
+}
+
+}  // namespace
+
+EventMatcher::EventMatcher(const EventLibrary& library) : compiled_(std::make_unique<Compiled>()) {
+  if (!available()) {
+    throw std::runtime_error("this pipescope was built without Hyperscan: log events are off");
+  }
+  // RE2 first: its messages are the clearer, and it must accept every
+  // pattern to confirm lines and take captures.
+  for (const EventPattern& p : library.patterns) {
+    RE2::Options options;
+    options.set_encoding(RE2::Options::EncodingLatin1);  // bytes, as Hyperscan reads them
+    options.set_log_errors(false);
+    auto re = std::make_unique<RE2>(p.regex, options);
+    if (!re->ok()) reject(p, "RE2", re->error());
+    std::vector<std::string> names(static_cast<std::size_t>(re->NumberOfCapturingGroups()));
+    for (const auto& [name, index] : re->NamedCapturingGroups()) {
+      names[static_cast<std::size_t>(index - 1)] = name;
+    }
+    compiled_->confirm.push_back(std::move(re));
+    compiled_->capture_names.push_back(std::move(names));
+    kinds_.push_back({p.id, p.category, p.severity, p.description});
+  }
+#if PIPESCOPE_HAVE_HYPERSCAN
+  if (library.patterns.empty()) return;
+  std::vector<const char*> expressions;
+  std::vector<unsigned> flags, ids;
+  for (std::size_t i = 0; i < library.patterns.size(); ++i) {
+    expressions.push_back(library.patterns[i].regex.c_str());
+    // Per line, as RE2 confirms it: ^ and $ at line edges.
+    flags.push_back(HS_FLAG_MULTILINE);
+    ids.push_back(static_cast<unsigned>(i));
+  }
+  hs_compile_error_t* error = nullptr;
+  if (hs_compile_multi(expressions.data(), flags.data(), ids.data(),
+                       static_cast<unsigned>(expressions.size()), HS_MODE_BLOCK, nullptr,
+                       &compiled_->database, &error) != HS_SUCCESS) {
+    const std::string message = error != nullptr ? error->message : "unknown error";
+    const int which = error != nullptr ? error->expression : -1;
+    hs_free_compile_error(error);
+    if (which >= 0 && static_cast<std::size_t>(which) < library.patterns.size()) {
+      reject(library.patterns[static_cast<std::size_t>(which)], "Hyperscan", message);
+    }
+    throw EventLibraryError("the event library is rejected by Hyperscan: " + message);
+  }
+#endif
+}
+
+EventMatcher::~EventMatcher() = default;
+
+EventMatcher::Scratch::Scratch(const EventMatcher& matcher) {
+#if PIPESCOPE_HAVE_HYPERSCAN
+  if (matcher.compiled_->database != nullptr) {
+    hs_scratch_t* scratch = nullptr;
+    if (hs_alloc_scratch(matcher.compiled_->database, &scratch) != HS_SUCCESS) {
+      throw std::bad_alloc();
+    }
+    scratch_ = scratch;
+  }
+#else
+  (void)matcher;
+#endif
+}
+
+EventMatcher::Scratch::~Scratch() {
+#if PIPESCOPE_HAVE_HYPERSCAN
+  hs_free_scratch(static_cast<hs_scratch_t*>(scratch_));
+#endif
+}
+
+EventMatcher::Scratch::Scratch(Scratch&& other) noexcept
+    : scratch_(std::exchange(other.scratch_, nullptr)), hits_(std::move(other.hits_)) {}
+
+#if PIPESCOPE_HAVE_HYPERSCAN
+namespace {
+
+int on_hit(unsigned id, unsigned long long /*from*/, unsigned long long to, unsigned /*flags*/,
+           void* context) {
+  static_cast<std::vector<std::pair<std::size_t, std::uint32_t>>*>(context)->emplace_back(
+      static_cast<std::size_t>(to), id);
+  return 0;
+}
+
+}  // namespace
+#endif
+
+void EventMatcher::scan(std::string_view block, Scratch& scratch,
+                        std::vector<EventMatch>& out) const {
+#if PIPESCOPE_HAVE_HYPERSCAN
+  if (compiled_->database == nullptr || block.empty()) return;
+  auto& hits = scratch.hits_;
+  hits.clear();
+  // Hyperscan takes an unsigned length: a block over 4 GiB goes in pieces cut
+  // at line ends (blocks are far smaller in practice).
+  constexpr std::size_t kMaxPiece = std::size_t{1} << 31;
+  std::size_t piece_begin = 0;
+  while (piece_begin < block.size()) {
+    std::size_t piece_end = block.size();
+    if (piece_end - piece_begin > kMaxPiece) {
+      const void* nl = memrchr(block.data() + piece_begin, '\n', kMaxPiece);
+      piece_end = nl ? static_cast<const char*>(nl) - block.data() + 1 : piece_begin + kMaxPiece;
+    }
+    const std::size_t before = hits.size();
+    hs_scan(compiled_->database, block.data() + piece_begin,
+            static_cast<unsigned>(piece_end - piece_begin), 0,
+            static_cast<hs_scratch_t*>(scratch.scratch_), on_hit, &hits);
+    for (std::size_t i = before; i < hits.size(); ++i) hits[i].first += piece_begin;
+    piece_begin = piece_end;
+  }
+  if (hits.empty()) return;
+  std::sort(hits.begin(), hits.end());
+  // Lines are disjoint ranges, so a line's hits are consecutive in end order.
+  std::size_t i = 0;
+  std::vector<std::uint32_t> patterns;
+  while (i < hits.size()) {
+    const std::size_t last = hits[i].first - 1;  // the match's last byte
+    const void* nl_before = last > 0 ? memrchr(block.data(), '\n', last) : nullptr;
+    // A match ending on a '\n' belongs to the line that '\n' ends.
+    const std::size_t line_begin =
+        nl_before ? static_cast<const char*>(nl_before) - block.data() + 1 : 0;
+    const void* nl_after = std::memchr(block.data() + last, '\n', block.size() - last);
+    const std::size_t line_end =
+        nl_after ? static_cast<const char*>(nl_after) - block.data() : block.size();
+    patterns.clear();
+    for (; i < hits.size() && hits[i].first - 1 <= line_end; ++i)
+      patterns.push_back(hits[i].second);
+    std::sort(patterns.begin(), patterns.end());
+    patterns.erase(std::unique(patterns.begin(), patterns.end()), patterns.end());
+    const std::string_view line = block.substr(line_begin, line_end - line_begin);
+    for (std::uint32_t p : patterns) {
+      if (matches(p, line)) out.push_back({line_begin, line_end, p});
+    }
+  }
+#else
+  (void)block;
+  (void)scratch;
+  (void)out;
+#endif
+}
+
+bool EventMatcher::matches(std::uint32_t pattern, std::string_view line) const {
+  return RE2::PartialMatch(line, *compiled_->confirm[pattern]);
+}
+
+std::vector<std::pair<std::string, std::string>> EventMatcher::captures(
+    std::uint32_t pattern, std::string_view line) const {
+  const RE2& re = *compiled_->confirm[pattern];
+  const auto& names = compiled_->capture_names[pattern];
+  std::vector<std::pair<std::string, std::string>> out;
+  if (names.empty()) return out;
+  std::vector<re2::StringPiece> groups(names.size() + 1);
+  if (!re.Match(line, 0, line.size(), RE2::UNANCHORED, groups.data(),
+                static_cast<int>(groups.size()))) {
+    return out;
+  }
+  for (std::size_t g = 0; g < names.size(); ++g) {
+    if (names[g].empty()) continue;
+    out.emplace_back(names[g], std::string(groups[g + 1].data(), groups[g + 1].size()));
+  }
+  return out;
+}
+
+}  // namespace pipescope

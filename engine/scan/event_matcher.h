@@ -1,0 +1,82 @@
+// Matches the event library against text: one Hyperscan database holds every
+// pattern and finds, in one pass over a block of complete lines, the lines
+// any of them may match; RE2 then confirms each such line on its own and
+// takes its named captures. Contract: an event is reported for a line
+// exactly when RE2 finds the pattern in that line (without its newline),
+// whatever the block's cut, since blocks are whole lines; a line matched by
+// several patterns gives one event per pattern.
+//
+// A build without Hyperscan (PIPESCOPE_HAVE_HYPERSCAN 0) has no matcher:
+// available() is false and the caller says events are off.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "model/log_event.h"
+#include "scan/event_library.h"
+
+namespace pipescope {
+
+/// One event line found in a block.
+struct EventMatch {
+  std::size_t line_begin = 0;  ///< offset of the line in the block
+  std::size_t line_end = 0;    ///< offset of its '\n' (or the block's end)
+  std::uint32_t pattern = 0;   ///< index into the library's patterns
+};
+
+class EventMatcher {
+ public:
+  /// Whether this build can match events (it was built with Hyperscan).
+  static bool available();
+
+  /// Compiles every pattern of `library`. Throws EventLibraryError naming the
+  /// entry (its id and origin) whose regex Hyperscan or RE2 rejects, and
+  /// std::runtime_error when !available().
+  explicit EventMatcher(const EventLibrary& library);
+  ~EventMatcher();
+  EventMatcher(const EventMatcher&) = delete;
+  EventMatcher& operator=(const EventMatcher&) = delete;
+
+  std::size_t size() const { return kinds_.size(); }
+  /// The library's entries as a run reports them, in pattern order.
+  const std::vector<EventKind>& kinds() const { return kinds_; }
+
+  /// Per-thread scratch space (Hyperscan's); one per worker thread.
+  class Scratch {
+   public:
+    explicit Scratch(const EventMatcher& matcher);
+    ~Scratch();
+    Scratch(Scratch&& other) noexcept;
+    Scratch& operator=(Scratch&&) = delete;
+    Scratch(const Scratch&) = delete;
+
+   private:
+    friend class EventMatcher;
+    void* scratch_ = nullptr;
+    std::vector<std::pair<std::size_t, std::uint32_t>> hits_;  // (end offset, pattern)
+  };
+
+  /// Appends the event lines of `block` (complete lines) to `out`, in line
+  /// order, then pattern order within a line; each is confirmed by RE2.
+  void scan(std::string_view block, Scratch& scratch, std::vector<EventMatch>& out) const;
+
+  /// The named captures of `pattern` on `line`, in the pattern's order
+  /// (a group that took no part is an empty value).
+  std::vector<std::pair<std::string, std::string>> captures(std::uint32_t pattern,
+                                                            std::string_view line) const;
+
+  /// Whether `pattern` matches `line` (RE2).
+  bool matches(std::uint32_t pattern, std::string_view line) const;
+
+ private:
+  struct Compiled;
+  std::unique_ptr<Compiled> compiled_;
+  std::vector<EventKind> kinds_;
+};
+
+}  // namespace pipescope

@@ -1,0 +1,98 @@
+// Line stamps and their placement on the epoch. The expected epoch values
+// were worked out apart from the code (`date -u -d '2023-10-20 09:15:07' +%s`
+// and the like), not by calling it.
+#include "scan/line_stamp.h"
+
+#include <gtest/gtest.h>
+
+namespace pipescope {
+namespace {
+
+constexpr std::int64_t kSecond = 1'000'000'000;
+constexpr std::int64_t kHour = 3600 * kSecond;
+
+TEST(LineStamp, ReadsGlogPythonAndIsoPrefixes) {
+  const auto glog = find_line_stamp("I1020 09:15:07.265326 22317 standalone_executor.cc:217] x");
+  ASSERT_TRUE(glog);
+  EXPECT_EQ(*glog, (LineStamp{0, 10, 20, (9 * 3600 + 15 * 60 + 7) * kSecond + 265'326'000}));
+  const auto torch = find_line_stamp("[rank3]:[E1020 09:15:07.265326 1234 ProcessGroupNCCL.cpp:1]");
+  ASSERT_TRUE(torch);
+  EXPECT_EQ(torch->month, 10);
+  const auto python = find_line_stamp("[2023-10-20 09:15:07,265] [    INFO] - loss");
+  ASSERT_TRUE(python);
+  EXPECT_EQ(*python, (LineStamp{2023, 10, 20, (9 * 3600 + 15 * 60 + 7) * kSecond + 265'000'000}));
+  const auto iso = find_line_stamp("2023-10-20T09:15:07.123456789Z worker");
+  ASSERT_TRUE(iso);
+  EXPECT_EQ(iso->ns_of_day, (9 * 3600 + 15 * 60 + 7) * kSecond + 123'456'789);
+  const auto whole = find_line_stamp("2024-02-29 23:59:60 - INFO - leap second");
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->ns_of_day, 86'400 * kSecond);
+  const auto coloured = find_line_stamp("\x1b[0;32mI1020 09:15:07.265326 1 a.cc:1] x");
+  ASSERT_TRUE(coloured);
+}
+
+TEST(LineStamp, NoStampWhereNoneBeginsTheLine) {
+  EXPECT_FALSE(find_line_stamp("gpu3:22317:22410 [3] NCCL WARN Call to ibv_reg_mr failed"));
+  EXPECT_FALSE(find_line_stamp("XI1020 09:15:07.265326 glued to a word"));
+  EXPECT_FALSE(find_line_stamp("I1320 09:15:07.265326 month 13"));
+  EXPECT_FALSE(find_line_stamp("I1020 25:15:07.265326 hour 25"));
+  EXPECT_FALSE(find_line_stamp("I1020 09:15:07.2653 four fraction digits"));
+  EXPECT_FALSE(find_line_stamp("2023-02-30 09:15:07 February 30th"));
+  // A date quoted far into the message is not the line's time.
+  EXPECT_FALSE(find_line_stamp(std::string(100, 'x') + " 2023-10-20 09:15:07,265"));
+}
+
+TEST(StampPlacement, TheJobLinesEndTimeGivesTheYearAndTheOffset) {
+  // Job ends 2023-10-20 09:15:07.254006104 UTC (1697793307254006104 ns);
+  // its line is printed in UTC+8 (Beijing) 11 ms later.
+  const std::int64_t end = 1'697'793'307'254'006'104;
+  const StampAnchor anchor{*find_line_stamp("I1020 17:15:07.265326 1 a.cc:1]"), end};
+  const auto placement = placement_from(anchor);
+  ASSERT_TRUE(placement);
+  EXPECT_EQ(placement->utc_offset_ns, 8 * kHour);
+  // An event printed at 17:20:00.5 local is 09:20:00.5 UTC that day:
+  // 1697793600 s (date -u -d '2023-10-20 09:20:00' +%s) + 0.5 s.
+  EXPECT_EQ(placement->place(*find_line_stamp("W1020 17:20:00.500000 1 b.cc:2] x")),
+            1'697'793'600 * kSecond + 500'000'000);
+  // A Python line of the same file carries its year; the same offset.
+  EXPECT_EQ(placement->place(*find_line_stamp("2023-10-20 17:20:00,500 - INFO - x")),
+            1'697'793'600 * kSecond + 500'000'000);
+  // Offsets of a quarter hour (Nepal, UTC+5:45) and west of UTC (UTC-7).
+  EXPECT_EQ(
+      placement_from({*find_line_stamp("I1020 15:00:07.300000 1 a.cc:1]"), end})->utc_offset_ns,
+      5 * kHour + 45 * 60 * kSecond);
+  EXPECT_EQ(
+      placement_from({*find_line_stamp("I1020 02:15:07.300000 1 a.cc:1]"), end})->utc_offset_ns,
+      -7 * kHour);
+}
+
+TEST(StampPlacement, ARunOverNewYearsEveKeepsItsOrder) {
+  // A job ends 2023-12-31 23:59:59 UTC (1704067199 s); its line and the
+  // events are printed in UTC.
+  const std::int64_t end = 1'704'067'199 * kSecond;
+  const auto placement = placement_from({*find_line_stamp("I1231 23:59:59.000000 1 a.cc:1]"), end});
+  ASSERT_TRUE(placement);
+  EXPECT_EQ(placement->utc_offset_ns, 0);
+  // Two seconds later, in January of the next year: 1704067201 s.
+  EXPECT_EQ(placement->place(*find_line_stamp("I0101 00:00:01.000000 1 a.cc:1]")),
+            1'704'067'201 * kSecond);
+  // And one from the day before stays in December.
+  EXPECT_EQ(placement->place(*find_line_stamp("I1230 23:59:59.000000 1 a.cc:1]")),
+            (1'704'067'199 - 86'400) * kSecond);
+}
+
+TEST(StampPlacement, AStampNoTimeZoneExplainsPlacesNothing) {
+  const std::int64_t end = 1'697'793'307'254'006'104;  // 2023-10-20 09:15 UTC
+  EXPECT_FALSE(placement_from({*find_line_stamp("I0420 09:15:07.265326 1 a.cc:1]"), end}));
+  EXPECT_FALSE(placement_from({*find_line_stamp("2021-10-20 09:15:07,265"), end}));
+}
+
+TEST(LineStamp, UtcYear) {
+  EXPECT_EQ(utc_year(0), 1970);
+  EXPECT_EQ(utc_year(1'704'067'199 * kSecond), 2023);
+  EXPECT_EQ(utc_year(1'704'067'200 * kSecond), 2024);
+  EXPECT_EQ(utc_year(-1), 1969);
+}
+
+}  // namespace
+}  // namespace pipescope
