@@ -14,6 +14,7 @@
 #include "command.h"
 #include "simulate/dygraph_writer.h"
 #include "simulate/log_writer.h"
+#include "simulate/torch_kernel_writer.h"
 #include "simulate/torch_trace_writer.h"
 
 namespace pipescope::cli {
@@ -45,8 +46,12 @@ struct SimulateOptions {
   std::string job_id = "index";
   std::string target_bytes;
   std::string ivl_dir;
-  std::string format = "worker-log";  // --format worker-log|paddle-dygraph|torch
+  std::string format = "worker-log";  // --format worker-log|paddle-dygraph|torch|torch-kernels
   std::string concatenation_dir;      // --concatenation DIR (paddle-dygraph)
+  // --format torch-kernels only.
+  std::optional<int> kernels_per_job;
+  bool no_comms_id = false;
+  std::optional<std::string> nccl_names;
   int time_decimals = 6;
   std::string resolution = "us";
   std::int64_t start_ns = 1'697'793'307'213'000'000;
@@ -217,6 +222,47 @@ int run_simulate_torch(const SimulateOptions& o, const sim::SimConfig& config) {
   return kExitOk;
 }
 
+int run_simulate_torch_kernels(const SimulateOptions& o, const sim::SimConfig& config) {
+  if (!o.ivl_dir.empty() || o.noise_per_job != 0 || o.shuffle || o.ansi || o.crlf ||
+      !o.target_bytes.empty() || !o.concatenation_dir.empty()) {
+    throw std::invalid_argument(
+        "--format torch-kernels writes traces only: --ivl, --noise-per-job, --shuffle, --ansi, "
+        "--crlf, --target-bytes and --concatenation are for other formats");
+  }
+  if (o.lr || o.comm) {
+    throw std::invalid_argument(
+        "--format torch-kernels has no lr or send/recv jobs (--lr, --comm): its NCCL kernels "
+        "are the transfers");
+  }
+  if (config.p2p_latency_ns < config.resolution_ns) {
+    throw std::invalid_argument(fmt::format(
+        "--format torch-kernels needs --latency-us of at least the time resolution ({} ns): it "
+        "is how long each NCCL transfer takes",
+        config.resolution_ns));
+  }
+  sim::TorchKernelOptions options;
+  options.dir = o.output;
+  options.force = o.force;
+  options.first_step = o.first_step.value_or(0);
+  options.kernels_per_job = o.kernels_per_job.value_or(24);
+  options.comms_id = !o.no_comms_id;
+  options.nccl = o.nccl_names.value_or("new") == "old" ? sim::NcclGeneration::old_names
+                                                       : sim::NcclGeneration::new_names;
+  const sim::KernelTraceReport report = sim::write_torch_kernel_traces(config, options);
+  fmt::print(
+      "wrote {} PyTorch profiler traces (kernels, no labels) to {}: {} GPU activities, {} NCCL "
+      "kernels, {} steps, {} ranks on {} machine{}, {} bytes\n",
+      report.files.size(), o.output, report.activities, report.expected.comm_kernels, report.steps,
+      report.ranks, report.machines, report.machines == 1 ? "" : "s", report.bytes);
+  const auto& e = report.expected;
+  fmt::print(
+      "expected kernel view: {} (bubble ratio {:.6f}: idle {:.6f}, NCCL wait {:.6f}, NCCL "
+      "transfer {:.6f}; {} step windows)\n",
+      report.expected_path.string(), e.bubble_ratio(), e.share(e.total.idle), e.share(e.total.wait),
+      e.share(e.total.transfer), e.windows.size());
+  return kExitOk;
+}
+
 int run_dygraph_simulate(const SimulateOptions& o, const sim::SimConfig& config) {
   if (o.first_step || o.noise_per_job != 0 || o.shuffle || o.ansi || o.crlf || !o.ivl_dir.empty() ||
       !o.target_bytes.empty()) {
@@ -245,6 +291,11 @@ int run_dygraph_simulate(const SimulateOptions& o, const sim::SimConfig& config)
 
 int run_simulate(const SimulateOptions& o) {
   const sim::SimConfig config = make_config(o);
+  if (o.format != "torch-kernels" && (o.kernels_per_job || o.no_comms_id || o.nccl_names)) {
+    throw std::invalid_argument(
+        "--kernels-per-job, --no-comms-id and --nccl-names need --format torch-kernels");
+  }
+  if (o.format == "torch-kernels") return run_simulate_torch_kernels(o, config);
   if (o.format == "torch") return run_simulate_torch(o, config);
   if (o.format == "paddle-dygraph") return run_dygraph_simulate(o, config);
   if (!o.concatenation_dir.empty()) {
@@ -308,10 +359,12 @@ void register_simulate_command(CLI::App& app, int& status) {
                   "Machines; devices are split evenly over them (machineK/ folders when > 1)")
       ->capture_default_str();
   sub->add_option("--devices-per-stage", o.devices_per_stage,
-                  "Devices per stage (a tensor-parallel group running identical jobs)")
+                  "Devices per stage (a tensor-parallel group running identical jobs; with\n"
+                  "--format torch-kernels: data-parallel replicas)")
       ->capture_default_str();
   sub->add_option("--first-step", o.first_step,
-                  "Print `Schedule Profiler start at step N` at the top of every log");
+                  "Print `Schedule Profiler start at step N` at the top of every log (torch,\n"
+                  "torch-kernels: N of the first ProfilerStep#N span, default 0)");
   sub->add_option("--seed", o.seed, "Seed of the cost jitter, noise, shuffle and colours")
       ->capture_default_str();
 
@@ -332,7 +385,9 @@ void register_simulate_command(CLI::App& app, int& status) {
   sub->add_option("--slow-stage", o.slow_stages,
                   "STAGE:FACTOR, multiply a stage's costs (repeatable), e.g. 2:1.5");
   sub->add_option("--skew", o.skews,
-                  "MACHINE:NS, add a clock skew to every time of a machine (repeatable)");
+                  "MACHINE:NS, add a clock skew to every time of a machine (repeatable; with\n"
+                  "--format torch-kernels: the machine's clock offset, the expected figures\n"
+                  "staying on the true clock)");
   sub->add_option("--resolution", o.resolution, "Round times to whole us or ns")
       ->check(CLI::IsMember({"us", "ns"}))
       ->capture_default_str();
@@ -375,12 +430,26 @@ void register_simulate_command(CLI::App& app, int& status) {
                   "paddle-dygraph (the dygraph pipeline profiler's B/E records, whole ms,\n"
                   "one profile_record_tmp_file_for_rank_R per device; fthenb, 1f1b, vpp) or\n"
                   "torch (PyTorch profiler traces of a pipelining schedule, one\n"
-                  "DIR/rankR.pt.trace.json per rank)")
-      ->check(CLI::IsMember({"worker-log", "paddle-dygraph", "torch"}))
+                  "DIR/rankR.pt.trace.json per rank) or torch-kernels (Megatron-style traces\n"
+                  "without labels: compute kernels, NCCL send/recv and data-parallel\n"
+                  "allreduce kernels; expected.json holds their kernel view)")
+      ->check(CLI::IsMember({"worker-log", "paddle-dygraph", "torch", "torch-kernels"}))
       ->capture_default_str();
   sub->add_option("--concatenation", o.concatenation_dir,
                   "With --format paddle-dygraph: also write Paddle's helper's\n"
                   "pipeline_profile.json of the same records into this folder");
+  sub->add_option("--kernels-per-job", o.kernels_per_job,
+                  "With --format torch-kernels: compute kernels splitting each compute job\n"
+                  "(default 24, at least 1; the optimizer gets a quarter of them)")
+      ->check(CLI::Range(1, 10000));
+  sub->add_flag("--no-comms-id", o.no_comms_id,
+                "With --format torch-kernels: leave \"Comms Id\" out of the NCCL kernels'\n"
+                "args (peers are then matched by call order)");
+  sub->add_option("--nccl-names", o.nccl_names,
+                  "With --format torch-kernels: NCCL kernel names of NCCL before 2.19 (old:\n"
+                  "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t, cudaLaunchKernel) or after\n"
+                  "(new: ncclDevKernel_SendRecv, cuLaunchKernelEx; the default)")
+      ->check(CLI::IsMember({"old", "new"}));
 
   sub->callback([options, &status] { status = run_simulate(*options); });
 }

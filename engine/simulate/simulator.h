@@ -131,6 +131,11 @@ class Simulator {
   const SimConfig& config() const { return config_; }
   const std::vector<SimDeviceInfo>& devices() const { return devices_; }
   int steps_done() const { return step_; }
+  /// When the next step (the one next_step simulates) begins on `stage`: the
+  /// run's start for the first step, else the stage's optimizer end plus the
+  /// step gap; before any clock skew. A device of the stage is free from then
+  /// until its first job of the step.
+  std::int64_t step_start(int stage) const { return stage_start_.at(stage); }
 
   /// Simulates the next step; jobs[d] receives device d's jobs in execution
   /// order (non-overlapping, increasing times). jobs is resized to the device count.

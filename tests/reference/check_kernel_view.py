@@ -14,9 +14,13 @@ without `Comms Id`, two generations of NCCL kernel names): the engine against
 the truth the generator computed from its own simulation (who waited for whom),
 and against the reference on the files; and runs whose second machine's clock
 reads ahead or behind (machineK/ folders), where the engine must find the
-offset from the matched kernels and undo it. Prints one line per case; exits 1 when
-one differs (the real traces are skipped, with a note, when their folder is not
-there).
+offset from the matched kernels and undo it. Then the same for the C++
+simulator's runs (`pipescope simulate --format torch-kernels`, whose
+expected.json the simulator computes from its own timeline): the engine
+against expected.json and against the reference on the files, and with a
+machine's --skew, the offset found and the figures against expected.json.
+Prints one line per case; exits 1 when one differs (the real traces are
+skipped, with a note, when their folder is not there).
 """
 
 import argparse
@@ -173,6 +177,34 @@ OFFSET_RUNS = [
 CLOCK_TOLERANCE = 1e-4
 OFFSET_ERROR_NS = 10_000
 
+# (name, `pipescope simulate --format torch-kernels` arguments): Megatron-style
+# runs from the C++ simulator's schedules and timing (1F1B, interleaved, ZB-V;
+# pp 2 and 4; one to three data-parallel replicas; two machines; with and
+# without Comms Id; both NCCL name generations).
+SIMULATED = [
+    ("sim-1f1b-pp4-dp2-2machines", ["--schedule", "1f1b", "--stages", "4", "--micro-batches", "8",
+                                    "--devices-per-stage", "2", "--machines", "2"]),
+    ("sim-vpp-pp4-dp2-v2", ["--schedule", "vpp", "--stages", "4", "--micro-batches", "8",
+                            "--chunks", "2", "--devices-per-stage", "2", "--first-step", "12"]),
+    ("sim-1f1b-pp2-dp3-no-id-old-names", ["--schedule", "1f1b", "--stages", "2",
+                                          "--micro-batches", "4", "--devices-per-stage", "3",
+                                          "--no-comms-id", "--nccl-names", "old", "--seed", "9"]),
+    ("sim-vpp-pp2-v3-no-id", ["--schedule", "vpp", "--stages", "2", "--micro-batches", "4",
+                              "--chunks", "3", "--no-comms-id", "--steps", "2"]),
+    ("sim-zbv-pp4-dp2-ns", ["--schedule", "torch-zbvzerobubble", "--stages", "4",
+                            "--micro-batches", "8", "--devices-per-stage", "2",
+                            "--resolution", "ns", "--nccl-names", "old"]),
+]
+# (name, arguments, true offset of machine 1 in ns), as OFFSET_RUNS.
+SIMULATED_OFFSET_RUNS = [
+    ("sim-1f1b-clock-offset-1.5ms", ["--schedule", "1f1b", "--stages", "4", "--micro-batches",
+                                     "8", "--devices-per-stage", "2", "--machines", "2",
+                                     "--skew", "1:1500250"], 1_500_250),
+    ("sim-vpp-clock-offset-back-0.3ms", ["--schedule", "vpp", "--stages", "4", "--micro-batches",
+                                         "8", "--machines", "2", "--skew", "1:-300000",
+                                         "--no-comms-id", "--nccl-names", "old"], -300_000),
+]
+
 
 def generate_and_analyze(cli, name, args, work):
     run = work / name
@@ -188,15 +220,36 @@ def generate_and_analyze(cli, name, args, work):
     actual = json.loads((out / "summary.json").read_text()).get("kernel_view")
     if actual is None:
         raise Failure("summary.json has no kernel_view")
-    truth = json.loads((run / "truth.json").read_text())["kernel_view"]
+    truth = json.loads((run / "truth.json").read_text())
     files = sorted(str(p) for p in run.rglob("*.pt.trace.json*"))
-    return run, actual, truth, files
+    return truth["layout"], actual, truth["kernel_view"], files
 
 
-def check_offset(cli, name, args, offset_ns, work):
+def simulate_and_analyze(cli, name, args, work):
+    """`pipescope simulate --format torch-kernels` then `analyze`: (layout,
+    kernel_view, the simulator's expected kernel_view, trace files)."""
+    run = work / name
+    r = subprocess.run([str(cli), "simulate", "--format", "torch-kernels", "-o", str(run),
+                        "--kernels-per-job", "12", *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Failure(f"simulate exit {r.returncode}: {(r.stderr or r.stdout)[-400:]}")
+    out = work / (name + "-out")
+    r = subprocess.run([str(cli), "analyze", str(run), "-o", str(out), "--quiet"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Failure(f"analyze exit {r.returncode}\n{(r.stderr or r.stdout)[-800:]}")
+    actual = json.loads((out / "summary.json").read_text()).get("kernel_view")
+    if actual is None:
+        raise Failure("summary.json has no kernel_view")
+    expected = json.loads((run / "expected.json").read_text())
+    files = sorted(str(p) for p in run.rglob("*.pt.trace.json*"))
+    return expected["layout"], actual, expected["kernel_view"], files
+
+
+def check_offset(cli, name, args, offset_ns, work, runner=generate_and_analyze):
     """An offset run: (figures line, failure or None)."""
-    run, actual, truth, _ = generate_and_analyze(cli, name, args, work)
-    check_layout(run, actual, args)
+    layout, actual, truth, _ = runner(cli, name, args, work)
+    check_layout(layout, actual, args)
     clock = actual.pop("clock", None)
     if not clock or not clock.get("applied"):
         return None, f"clock not applied: {clock}"
@@ -214,17 +267,11 @@ def check_offset(cli, name, args, offset_ns, work):
             f"(truth {truth['bubble_ratio']:.6f})"), None
 
 
-def run_dir_of(files):
-    p = Path(files[0]).parent
-    return p.parent if p.name.startswith("machine") else p
-
-
-def check_layout(run, actual, args):
+def check_layout(layout, actual, args):
     """The layout the engine found from the NCCL kernels against the generator's
     (taken out of `actual`, which the reference does not compute): from the
     pipeline's process group where the traces describe their groups, else from
     who sends to whom."""
-    layout = json.loads((run / "truth.json").read_text())["layout"]
     found = actual.pop("layout", None)
     source = "point_to_point" if "--no-group-descriptions" in args else "process_group"
     if found and found.get("source") != source:
@@ -243,10 +290,11 @@ def check_gate(cli, work):
     (a larger bubble, by the generator's truth) fails the gate, exit 1; the same
     run passes, exit 0; `diff` shows the split. Returns a failure or None."""
     base_args = ["--pp", "4", "--dp", "2", "--steps", "4", "--schedule", "1f1b"]
-    base, _, base_truth, _ = generate_and_analyze(cli, "gate-base",
-                                                  base_args + ["--micro-batches", "8"], work)
-    cur, _, cur_truth, _ = generate_and_analyze(cli, "gate-current",
-                                                base_args + ["--micro-batches", "4"], work)
+    _, _, base_truth, _ = generate_and_analyze(cli, "gate-base",
+                                               base_args + ["--micro-batches", "8"], work)
+    _, _, cur_truth, _ = generate_and_analyze(cli, "gate-current",
+                                              base_args + ["--micro-batches", "4"], work)
+    base, cur = work / "gate-base", work / "gate-current"
     if not cur_truth["bubble_ratio"] > base_truth["bubble_ratio"] + 0.05:
         return "the generator's runs do not differ enough to test the gate"
     r = subprocess.run([str(cli), "check", str(cur), "--baseline", str(base),
@@ -264,14 +312,15 @@ def check_gate(cli, work):
     return None
 
 
-def check_generated(cli, name, args, work):
-    """One kernel_run.py case: (difference against the truth or None, against the reference)."""
-    _, actual, truth, files = generate_and_analyze(cli, name, args, work)
+def check_generated(cli, name, args, work, runner=generate_and_analyze):
+    """One kernel_run.py (or simulate) case: (difference against the truth or
+    None, against the reference)."""
+    layout, actual, truth, files = runner(cli, name, args, work)
     # Machines on one clock: the offsets found stay within the noise, unapplied.
     clock = actual.pop("clock", None)
     if clock is not None and clock.get("applied"):
         raise Failure(f"clock offsets applied to machines on one clock: {clock}")
-    check_layout(run_dir_of(files), actual, args)
+    check_layout(layout, actual, args)
     expected = kernel_reference.kernel_view(files)
     return actual, truth, compare(actual, truth), compare(actual, expected)
 
@@ -317,14 +366,17 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
     work = Path(tempfile.mkdtemp(prefix="kernel-runs-"))
     try:
-        for name, args in GENERATED:
+        cases = [(name, args, generate_and_analyze, "truth") for name, args in GENERATED]
+        cases += [(name, args, simulate_and_analyze, "expected.json")
+                  for name, args in SIMULATED]
+        for name, args, runner, source in cases:
             try:
                 actual, truth, against_truth, against_reference = check_generated(
-                    cli, name, args, work)
+                    cli, name, args, work, runner)
                 figures = (f"{len(truth['ranks'])} ranks, bubble {truth['bubble_ratio']:.4f} "
                            f"(wait {truth['wait_share']:.4f}, transfer "
                            f"{truth['transfer_share']:.4f})")
-                bad = [(what, d) for what, d in (("truth", against_truth),
+                bad = [(what, d) for what, d in ((source, against_truth),
                                                  ("reference", against_reference)) if d]
                 if bad:
                     failed += 1
@@ -336,9 +388,11 @@ def main():
             except Failure as e:
                 failed += 1
                 print(f"FAIL  {name}: {e}")
-        for name, args, offset_ns in OFFSET_RUNS:
+        offset_cases = [(*case, generate_and_analyze) for case in OFFSET_RUNS]
+        offset_cases += [(*case, simulate_and_analyze) for case in SIMULATED_OFFSET_RUNS]
+        for name, args, offset_ns, runner in offset_cases:
             try:
-                figures, failure = check_offset(cli, name, args, offset_ns, work)
+                figures, failure = check_offset(cli, name, args, offset_ns, work, runner)
                 if failure:
                     failed += 1
                     print(f"FAIL  {name}: {failure}")
@@ -360,7 +414,8 @@ def main():
             print(f"FAIL  check and diff: {e}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    total = len(traces) + len(GENERATED) + len(OFFSET_RUNS) + 1
+    total = (len(traces) + len(GENERATED) + len(SIMULATED) + len(OFFSET_RUNS)
+             + len(SIMULATED_OFFSET_RUNS) + 1)
     print(f"{total - failed} passed, {failed} failed")
     return 1 if failed else 0
 
