@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include <memory>
+#include <set>
 #include <string>
 
 #include "command.h"
@@ -28,6 +29,7 @@ struct CheckOptions : RunInputOptions {
   std::string max_bubble_increase;
   std::string max_step_time_increase;
   std::string max_utilization_drop;
+  std::vector<std::string> max_events;  // --max-events ID=N, repeatable
   std::int64_t skip_steps = -1;
   std::string config;
   std::string markdown;
@@ -79,17 +81,38 @@ int compare_runs(const CheckOptions& o) {
     t.max_utilization_drop =
         parse_threshold(o.max_utilization_drop, ThresholdScale::points, "--max-utilization-drop");
   }
+  for (const std::string& spec : o.max_events) {
+    t.max_events.push_back(parse_max_events(spec, "--max-events"));
+  }
   if (o.skip_steps >= 0) t.skip_steps = o.skip_steps;
   // Flags win over the config file, threshold by threshold.
   if (!o.config.empty()) t.fill_from(read_check_config(o.config));
   if (!t.any()) {
     throw InputError(
         "no threshold given: use --max-bubble-ratio, --max-bubble-increase, "
-        "--max-step-time-increase, --max-utilization-drop or --config (see pipescope check "
+        "--max-step-time-increase, --max-utilization-drop, --max-events or --config (see "
+        "pipescope check "
         "--help)");
   }
 
   const LoadOptions load = make_load_options(o);  // throws: usage error
+  if (load.events.matcher) {
+    // An ID the library does not know would pass silently: a usage error.
+    std::set<std::string> ids, categories;
+    for (const EventKind& kind : load.events.matcher->kinds()) {
+      ids.insert(kind.id);
+      categories.insert(kind.category);
+    }
+    for (const auto& [id, limit] : t.max_events) {
+      if (ids.count(id) || categories.count(id)) continue;
+      std::string known;
+      for (const std::string& c : categories) known += (known.empty() ? "" : ", ") + c;
+      throw InputError(fmt::format(
+          "--max-events: '{}' is no event id or category of the library (categories: {}; ids: "
+          "data/log_events.patterns, or your --patterns)",
+          id, known));
+    }
+  }
   const RunFigures baseline = load_run_figures(o.baseline, load, o.devices);
   const RunFigures current = load_run_figures(o.current, load, o.devices);
   const CheckReport report = evaluate_check(baseline, current, t, o.allow_input_warnings);
@@ -136,13 +159,18 @@ void register_check_command(CLI::App& app, int& status) {
   cmd->add_option("--max-utilization-drop", o->max_utilization_drop,
                   "Points: fail when any device's median utilization drops by more than this\n"
                   "many percentage points (3pp, 3% or 0.03)");
+  cmd->add_option("--max-events", o->max_events,
+                  "ID=N: fail when the current run holds more than N log events of ID, an event\n"
+                  "id of the library or a category (nccl=0, torch_cuda_oom=0; repeatable; see\n"
+                  "the guide's \"Log events\")");
   cmd->add_option("--skip-steps", o->skip_steps,
                   "Warm-up steps left out of both runs: the first N complete steps of each\n"
                   "launch segment (default: 1 when both have more than 2 complete steps, else 0)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--config", o->config,
                   "JSON file with thresholds (max_bubble_ratio, max_bubble_increase, "
-                  "max_step_time_increase, max_utilization_drop, skip_steps); flags override it");
+                  "max_step_time_increase, max_utilization_drop, max_events, skip_steps); flags\n"
+                  "override it");
   cmd->add_option("--markdown", o->markdown, "Write a GitHub-flavoured markdown report to FILE");
   cmd->add_option("--junit", o->junit,
                   "Write a JUnit XML report (one testcase per threshold) to FILE");

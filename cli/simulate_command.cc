@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -42,6 +43,9 @@ struct SimulateOptions {
   bool lr = false;
   std::vector<std::string> slow_stages;
   std::vector<std::string> skews;
+  std::vector<std::string> stalls;  // --stall STEP:STAGE:MS
+  bool events = false;              // --events (worker logs)
+  std::string utc_offset;           // --utc-offset [+-]HH:MM (worker logs)
   std::string chunk_names = "digit";
   std::string job_id = "index";
   std::string target_bytes;
@@ -163,6 +167,18 @@ sim::SimConfig make_config(const SimulateOptions& o) {
       config.stage_slowdown[stage] = parse_double(factor_text, "--slow-stage");
     }
   }
+  for (const auto& spec : o.stalls) {
+    // STEP:STAGE:MS, STEP counted from the first step written (0-based).
+    const auto [step_text, rest] = split_pair(spec, "--stall");
+    const auto [stage_text, ms_text] = split_pair(rest, "--stall");
+    const double ms = parse_double(ms_text, "--stall");
+    if (!(ms > 0 && ms <= 3'600'000)) {
+      throw std::invalid_argument(fmt::format("--stall: {} ms is not in (0, 3600000]", ms_text));
+    }
+    config.stalls.push_back({static_cast<int>(parse_int(step_text, "--stall")),
+                             static_cast<int>(parse_int(stage_text, "--stall")),
+                             static_cast<std::int64_t>(std::llround(ms * 1e6))});
+  }
   if (!o.skews.empty()) {
     config.machine_skew_ns.assign(o.machines > 0 ? o.machines : 0, 0);
     for (const auto& spec : o.skews) {
@@ -176,6 +192,26 @@ sim::SimConfig make_config(const SimulateOptions& o) {
     }
   }
   return config;
+}
+
+/// `+05:45`, `-07:00`, `+8` (hours): ns; "" is 0.
+std::int64_t parse_utc_offset(const std::string& text) {
+  if (text.empty()) return 0;
+  const char sign = text.front();
+  if (sign != '+' && sign != '-') {
+    throw std::invalid_argument(
+        fmt::format("--utc-offset: '{}' is not of the form +HH:MM or -HH:MM", text));
+  }
+  const std::string body = text.substr(1);
+  const std::size_t colon = body.find(':');
+  const std::int64_t hours = parse_int(body.substr(0, colon), "--utc-offset");
+  const std::int64_t minutes =
+      colon == std::string::npos ? 0 : parse_int(body.substr(colon + 1), "--utc-offset");
+  if (hours < 0 || hours > 14 || minutes < 0 || minutes > 59) {
+    throw std::invalid_argument(fmt::format("--utc-offset: '{}' is out of range", text));
+  }
+  const std::int64_t ns = (hours * 60 + minutes) * 60'000'000'000;
+  return sign == '-' ? -ns : ns;
 }
 
 sim::LogWriterOptions make_writer_options(const SimulateOptions& o) {
@@ -195,6 +231,8 @@ sim::LogWriterOptions make_writer_options(const SimulateOptions& o) {
   options.time_decimals = o.time_decimals;
   options.target_bytes = parse_bytes(o.target_bytes);
   options.ivl_dir = o.ivl_dir;
+  options.events = o.events;
+  options.utc_offset_ns = parse_utc_offset(o.utc_offset);
   return options;
 }
 
@@ -296,6 +334,11 @@ int run_simulate(const SimulateOptions& o) {
         "--kernels-per-job, --no-comms-id and --nccl-names need --format torch-kernels");
   }
   if (o.format == "torch-kernels") return run_simulate_torch_kernels(o, config);
+  if (o.format != "worker-log" && (o.events || !o.utc_offset.empty())) {
+    throw std::invalid_argument(
+        "--events and --utc-offset are for worker logs (--format "
+        "worker-log): the other formats print no log lines");
+  }
   if (o.format == "torch") return run_simulate_torch(o, config);
   if (o.format == "paddle-dygraph") return run_dygraph_simulate(o, config);
   if (!o.concatenation_dir.empty()) {
@@ -398,6 +441,17 @@ void register_simulate_command(CLI::App& app, int& status) {
   sub->add_flag("--lr", o.lr,
                 "Also log an lr job at the start of every step (Paddle's 2023 static passes)");
 
+  sub->add_option("--stall", o.stalls,
+                  "STEP:STAGE:MS, stage STAGE is busy for MS before its first op of 0-based\n"
+                  "step STEP (a checkpoint save; on the last stage it makes the step slower);\n"
+                  "with --events, a checkpoint line is written in the stall (repeatable)");
+  sub->add_flag("--events", o.events,
+                "Worker logs: also write log events (a data loader's cost, a NCCL warning\n"
+                "without a timestamp, evaluations, checkpoints in --stall, a watchdog warning)\n"
+                "and where analyze must place them (expected.json events)");
+  sub->add_option("--utc-offset", o.utc_offset,
+                  "Worker logs: print every timestamp in this local time, e.g. +05:45 or -07:00\n"
+                  "(default UTC)");
   sub->add_option("--noise-per-job", o.noise_per_job,
                   "Average non-job lines after each job line (49: one job line in 50)")
       ->capture_default_str();

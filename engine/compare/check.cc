@@ -97,6 +97,28 @@ void CheckThresholds::fill_from(const CheckThresholds& other) {
   if (!max_step_time_increase) max_step_time_increase = other.max_step_time_increase;
   if (!max_utilization_drop) max_utilization_drop = other.max_utilization_drop;
   if (!skip_steps) skip_steps = other.skip_steps;
+  for (const auto& [id, limit] : other.max_events) {
+    const bool given = std::any_of(max_events.begin(), max_events.end(),
+                                   [&](const auto& e) { return e.first == id; });
+    if (!given) max_events.emplace_back(id, limit);
+  }
+}
+
+std::pair<std::string, std::int64_t> parse_max_events(std::string_view text,
+                                                      std::string_view what) {
+  const std::size_t eq = text.rfind('=');
+  const std::string_view id = eq == std::string_view::npos ? text : text.substr(0, eq);
+  const std::string_view number = eq == std::string_view::npos ? "" : text.substr(eq + 1);
+  std::int64_t limit = -1;
+  const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), limit);
+  if (id.empty() || number.empty() || error != std::errc() ||
+      end != number.data() + number.size() || limit < 0) {
+    throw InputError(fmt::format(
+        "{}: '{}' is not ID=N (an event id or category of the library, N an integer >= 0, e.g. "
+        "nccl=0 or torch_cuda_oom=0)",
+        what, text));
+  }
+  return {std::string(id), limit};
 }
 
 std::string_view threshold_scale_name(ThresholdScale scale) {
@@ -173,6 +195,20 @@ CheckThresholds read_check_config(const std::string& path) {
   CheckThresholds t;
   for (auto [key, value] : object) {
     const std::string where = fmt::format("{}: \"{}\"", path, key);
+    if (key == "max_events") {
+      simdjson::dom::object limits;
+      if (value.get(limits) != simdjson::SUCCESS) {
+        throw InputError(where + " must be an object of ID: N, e.g. {\"nccl\": 0}");
+      }
+      for (auto [id, n] : limits) {
+        std::int64_t limit = -1;
+        if (n.get(limit) != simdjson::SUCCESS || limit < 0) {
+          throw InputError(fmt::format("{}: \"{}\" must be an integer >= 0", where, id));
+        }
+        t.max_events.emplace_back(std::string(id), limit);
+      }
+      continue;
+    }
     if (key == "skip_steps") {
       std::int64_t n = 0;
       if (value.get(n) != simdjson::SUCCESS || n < 0) {
@@ -199,7 +235,7 @@ CheckThresholds read_check_config(const std::string& path) {
     if (slot == nullptr) {
       throw InputError(fmt::format(
           "{} is not a known key (max_bubble_ratio, max_bubble_increase, max_step_time_increase, "
-          "max_utilization_drop, skip_steps)",
+          "max_utilization_drop, max_events, skip_steps)",
           where));
     }
     double number = 0;
@@ -437,6 +473,46 @@ CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current
                   t.failures.size(), r.devices.size(), r.devices.size() == 1 ? "" : "s",
                   format_points(limit).substr(1), format_points(worst), worst_device);
     r.thresholds.push_back(std::move(t));
+  }
+
+  if (!thresholds.max_events.empty()) {
+    if (!current.events || !current.events->off.empty()) {
+      r.refusals.push_back(fmt::format(
+          "--max-events: the current run has no log events to count ({})",
+          current.events ? current.events->off
+                         : std::string("its inputs are no worker logs, or its summary has none")));
+    } else {
+      for (const auto& [id, limit] : thresholds.max_events) {
+        std::int64_t count = 0;
+        bool category = false;
+        for (const EventKindFigures& k : current.events->kinds) {
+          if (k.id == id) count += k.count;
+        }
+        for (const EventCountFigures& c : current.events->categories) {
+          if (c.name == id) {
+            count += c.count;
+            category = true;
+          }
+        }
+        ThresholdResult t{"max-events", count <= limit, "", {}};
+        t.detail = fmt::format("{} {}: {} event{} {} limit {}", category ? "category" : "event", id,
+                               count, count == 1 ? "" : "s", count <= limit ? "<=" : ">", limit);
+        if (count > limit) {
+          // Where they are, for the reader: the first few listed.
+          for (const EventStepFigures& step : current.events->steps) {
+            for (const auto* list : {&step.before, &step.events}) {
+              for (const EventFigures& e : *list) {
+                if ((e.id != id && e.category != id) || t.failures.size() >= 5) continue;
+                t.failures.push_back(fmt::format("step {}{}: device {} {} ({}:{})", step.step,
+                                                 list == &step.before ? " (before it)" : "",
+                                                 e.device, e.id, e.path, e.line));
+              }
+            }
+          }
+        }
+        r.thresholds.push_back(std::move(t));
+      }
+    }
   }
 
   // The largest idle stretches of the current run, as device-steps.

@@ -55,10 +55,14 @@ struct CheckThresholds {
   /// Warm-up steps left out of both sides; unset: 1 when both sides have more
   /// than 2 steps, else 0.
   std::optional<std::int64_t> skip_steps;
+  /// Log events (docs/guide.md, "Log events"): the current run may hold at
+  /// most N events of each ID, a library entry's id or a category, over the
+  /// whole run; in the order given.
+  std::vector<std::pair<std::string, std::int64_t>> max_events;
 
   bool any() const {
     return max_bubble_ratio || max_bubble_increase || max_step_time_increase ||
-           max_utilization_drop;
+           max_utilization_drop || !max_events.empty();
   }
   /// Fills the thresholds that are unset here from `other` (command line over
   /// config file).
@@ -89,10 +93,15 @@ std::string_view threshold_scale_name(ThresholdScale scale);
 /// naming `what`.
 double parse_threshold(std::string_view text, ThresholdScale scale, std::string_view what);
 
+/// `ID=N` of --max-events: the id or category and the limit (an integer
+/// >= 0). Throws InputError naming `what`.
+std::pair<std::string, std::int64_t> parse_max_events(std::string_view text, std::string_view what);
+
 /// Reads thresholds from a JSON config file (kept in the repository under
 /// test). Keys, all optional: "max_bubble_ratio", "max_bubble_increase",
 /// "max_step_time_increase", "max_utilization_drop" (numbers, or strings like
-/// "5%"), "skip_steps" (integer >= 0). An unknown key, a wrong type or
+/// "5%"), "skip_steps" (integer >= 0), "max_events" (an object of ID:
+/// integer >= 0). An unknown key, a wrong type or
 /// invalid JSON throws InputError naming the file and the key.
 CheckThresholds read_check_config(const std::string& path);
 

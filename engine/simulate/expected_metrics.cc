@@ -165,7 +165,9 @@ std::string expected_metrics_json(const ExpectedMetrics& metrics) {
     }
     fmt::format_to(it, "]}}");
   }
-  fmt::format_to(it, "\n  ]\n}}\n");
+  fmt::format_to(it, "\n  ]");
+  if (!metrics.events_json.empty()) fmt::format_to(it, ",\n  \"events\": {}", metrics.events_json);
+  fmt::format_to(it, "\n}}\n");
   return fmt::to_string(out);
 }
 

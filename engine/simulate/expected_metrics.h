@@ -52,6 +52,8 @@ struct ExpectedMetrics {
   std::int64_t comm_ns = 0;
   std::vector<ExpectedDevice> devices;
   std::vector<ExpectedStep> steps;
+  /// The `events` object (log_events.h), written as is when not empty.
+  std::string events_json;
 };
 
 class ExpectedMetricsBuilder {
@@ -75,7 +77,7 @@ class ExpectedMetricsBuilder {
   std::int64_t first_step_;
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> intervals_;  // per device
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> comm_intervals_;
-  std::vector<std::vector<StepSpan>> spans_;                                   // [step][device]
+  std::vector<std::vector<StepSpan>> spans_;  // [step][device]
 };
 
 /// expected.json: exactly the summary.json fields jobs, first_step,

@@ -12,6 +12,7 @@
 
 #include "io/atomic_output.h"
 #include "records/ivl_writer.h"
+#include "simulate/log_events.h"
 #include "simulate/log_format.h"
 #include "simulate/noise.h"
 
@@ -105,7 +106,7 @@ class DeviceLog {
   /// A GLOG line of this device's process after the latest job (or at the top).
   void add_glog_line(std::int64_t ns, std::string_view source, std::string_view text) {
     fmt::memory_buffer line;
-    append_glog_prefix(line, 'I', ns, thread_id_, source);
+    append_glog_prefix(line, 'I', ns + options_.utc_offset_ns, thread_id_, source);
     append_text(line, text);
     add_line(std::string_view(line.data(), line.size()));
   }
@@ -124,14 +125,15 @@ class DeviceLog {
     for (int i = 0; i < count; ++i) {
       const bool colour = options_.ansi && random_.below(6) == 0;
       if (colour) append_text(out, "\x1b[33m");
-      noise_.append_line(out, ns + i * 137'000);
+      noise_.append_line(out, ns + i * 137'000 + options_.utc_offset_ns);
       if (colour) append_text(out, "\x1b[0m");
       end_line(out);
     }
     extend_group();
   }
 
-  void add_job(const SimJob& job) {
+  /// A job line, then `after` (event lines), then the job's noise.
+  void add_job(const SimJob& job, const std::vector<std::string>& after = {}) {
     const std::size_t slot = static_cast<std::size_t>(job.type) * chunks_ + job.chunk;
     std::int64_t id = 0;
     switch (options_.job_id) {
@@ -154,6 +156,7 @@ class DeviceLog {
       render_job(direct_, job, type_names_[slot], id);
     }
     ++jobs_;
+    for (const std::string& line : after) add_line(line);
     const int noise = options_.noise_per_job == 0
                           ? 0
                           : static_cast<int>(random_.below(2 * options_.noise_per_job + 1));
@@ -218,7 +221,7 @@ class DeviceLog {
     if (ansi == 0) append_text(out, "\x1b[0;32m");
     if (ansi == 1) append_text(out, "\x1b[1m");
     if (ansi == 2) append_text(out, "\x1b[2K");
-    append_glog_prefix(out, 'I', job.end_ns, thread_id_, kJobSource);
+    append_glog_prefix(out, 'I', job.end_ns + options_.utc_offset_ns, thread_id_, kJobSource);
     if (ansi == 1) append_text(out, "\x1b[0m");
     append_text(out, "Profiler Info: Job (");
     append_int(out, id);
@@ -297,6 +300,18 @@ void validate(const LogWriterOptions& options) {
   if (options.noise_per_job < 0 || options.noise_per_job > kMaxNoisePerJob) {
     throw std::invalid_argument(fmt::format("noise lines per job must be in 0..{}, got {}",
                                             kMaxNoisePerJob, options.noise_per_job));
+  }
+  constexpr std::int64_t kQuarterHour = 15LL * 60 * 1'000'000'000;
+  if (options.utc_offset_ns % kQuarterHour != 0 || options.utc_offset_ns > 56 * kQuarterHour ||
+      options.utc_offset_ns < -56 * kQuarterHour) {
+    throw std::invalid_argument(
+        "the UTC offset must be a whole number of quarter hours within "
+        "±14 hours");
+  }
+  if (options.events && options.shuffle) {
+    throw std::invalid_argument(
+        "events are written in time order beside their job lines: "
+        "not with shuffled job lines");
   }
   if (options.first_step && (*options.first_step < 0 || *options.first_step > 1'000'000'000'000)) {
     throw std::invalid_argument(
@@ -397,17 +412,31 @@ WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions
   }
 
   ExpectedMetricsBuilder expected(devices, options.first_step.value_or(0));
+  EventPlan events(config, options.utc_offset_ns);
+  std::vector<std::vector<std::string>> after(0);
   std::vector<std::vector<SimJob>> step_jobs;
   const std::size_t block_limit =
       options.shuffle ? std::max(kShuffleBlockBytes / devices.size(), std::size_t{4} << 20)
                       : kDirectFlushBytes;
   const int decimals = options.time_decimals;
   for (;;) {
+    const int step = simulator.steps_done();
     simulator.next_step(step_jobs);
     std::uint64_t total = 0;
     for (std::size_t d = 0; d < logs.size(); ++d) {
-      for (const SimJob& job : step_jobs[d]) {
-        logs[d]->add_job(job);
+      // The event lines of this step, by the job they follow.
+      after.assign(step_jobs[d].size(), {});
+      if (options.events) {
+        const SimDeviceInfo& device = devices[d];
+        std::int64_t next_start = simulator.step_start(device.stage);
+        if (!config.machine_skew_ns.empty()) next_start += config.machine_skew_ns[device.machine];
+        for (EventLine& line : events.lines_after_jobs(device, step, step_jobs[d], next_start)) {
+          after[line.after_job].push_back(std::move(line.text));
+        }
+      }
+      for (std::size_t j = 0; j < step_jobs[d].size(); ++j) {
+        const SimJob& job = step_jobs[d][j];
+        logs[d]->add_job(job, after[j]);
         if (!ivls.empty()) {
           const auto slot =
               static_cast<std::uint32_t>(static_cast<int>(job.type) * chunks + job.chunk);
@@ -439,7 +468,9 @@ WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions
     ivl_outputs[d].commit();
   }
 
-  report.write_description(options.dir, expected.finish(),
+  ExpectedMetrics metrics = expected.finish();
+  if (options.events) metrics.events_json = events.expected_json(metrics);
+  report.write_description(options.dir, std::move(metrics),
                            simulation_json(config, options, simulator.steps_done()));
 
   for (const auto& log : logs) {

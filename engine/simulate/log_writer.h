@@ -60,6 +60,12 @@ struct LogWriterOptions {
   /// (same layout, `workerlog.R.ivl`; one block per step) through the job
   /// timer's record writer (records/ivl_writer.h). Must differ from dir.
   std::filesystem::path ivl_dir;
+  /// Local time − UTC of every printed stamp (GLOG and Python prefixes); a
+  /// multiple of 15 minutes within ±14 h.
+  std::int64_t utc_offset_ns = 0;
+  /// Also write log events (log_events.h) beside the job lines, and where
+  /// they must be placed into expected.json's `events`.
+  bool events = false;
 };
 
 struct WrittenFile {

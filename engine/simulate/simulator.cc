@@ -88,6 +88,13 @@ std::vector<SimDeviceInfo> layout_devices(const SimConfig& config) {
           "optimizer, comm and lr costs must be positive");
   require(config.p2p_latency_ns >= 0 && config.step_gap_ns >= 0,
           "p2p latency and step gap must not be negative");
+  for (const SimStall& stall : config.stalls) {
+    require(stall.step >= 0 && stall.stage >= 0 && stall.stage < p,
+            fmt::format("a stall needs a step >= 0 and a stage in 0..{}, got step {} stage {}",
+                        p - 1, stall.step, stall.stage));
+    require(stall.ns > 0 && stall.ns <= 3'600'000'000'000,
+            fmt::format("a stall lasts more than 0 and at most an hour, got {} ns", stall.ns));
+  }
   require(std::isfinite(config.jitter) && config.jitter >= 0 && config.jitter <= 0.9,
           fmt::format("jitter must be in [0, 0.9], got {}", config.jitter));
   require(config.machine_skew_ns.empty() ||
@@ -151,6 +158,9 @@ void Simulator::next_step(std::vector<std::vector<SimJob>>& jobs) {
   std::vector<std::vector<SimJob>> stage_jobs(p);
   std::vector<std::size_t> next(p, 0);
   std::vector<std::int64_t> free_at = stage_start_;
+  for (const SimStall& stall : config_.stalls) {
+    if (stall.step == step) free_at[stall.stage] += round_to(stall.ns, res);
+  }
   if (config_.lr_jobs) {
     // The step's first job on every stage (it opens the step under the contract).
     for (int s = 0; s < p; ++s) {

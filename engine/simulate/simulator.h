@@ -35,6 +35,15 @@ struct StageCosts {
   std::int64_t weight_ns = 10'000'000;
 };
 
+/// A stage busy with something else (a checkpoint save, a slow data loader)
+/// for `ns` before its first op of 0-based step `step`; the other stages go
+/// on and wait for it where the schedule makes them.
+struct SimStall {
+  int step = 0;
+  int stage = 0;
+  std::int64_t ns = 0;
+};
+
 struct SimConfig {
   ScheduleShape shape;
   /// Training steps simulate() runs (Simulator::next_step can go on).
@@ -72,6 +81,8 @@ struct SimConfig {
   std::int64_t lr_ns = 200'000;
   /// ns added to every time of a machine's devices; empty or one per machine.
   std::vector<std::int64_t> machine_skew_ns;
+  /// Stalls before a stage's first op of a step (`simulate --stall`).
+  std::vector<SimStall> stalls;
 };
 
 enum class SimJobType : std::uint8_t {

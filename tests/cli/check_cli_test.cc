@@ -293,5 +293,54 @@ TEST_F(CheckCli, TakesTheInputOptionsOfAnalyze) {
       << r.output;
 }
 
+// --max-events on a run with log events at known places (simulate --events:
+// a NCCL warning in steps 2, 6 and 10 on the last device, an evaluation on
+// every device before every fifth step, a checkpoint in the stall), from its
+// logs and from its summary; the config file's max_events; an id the library
+// does not know is a usage error; events off cannot be counted (exit 2).
+TEST(CheckCliEvents, MaxEventsGatesOnEventIdsAndCategories) {
+  if (run_cli("analyze --help").output.find("--no-events") == std::string::npos) GTEST_SKIP();
+  TempDir dir;
+  const std::string run = shell_quote(dir / "run");
+  const std::string base = shell_quote(dir / "base");
+  ASSERT_EQ(run_cli("simulate -o " + run + " --steps 12 --events --stall 6:3:300").status, 0);
+  ASSERT_EQ(run_cli("simulate -o " + base + " --steps 12").status, 0);
+  ASSERT_EQ(run_cli("analyze -q --no-trace " + run + " -o " + shell_quote(dir / "out")).status, 0);
+  const std::string summary = shell_quote(dir / "out/summary.json");
+  for (const std::string& current : {run, summary}) {
+    CommandResult r = run_cli("check " + current + " -b " + base +
+                              " --max-events nccl=0 --max-events paddlenlp_saving_checkpoint=1");
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("FAIL max-events: category nccl: 3 events > limit 0"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("step 6: device 3 nccl_warn"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("ok   max-events: event paddlenlp_saving_checkpoint: 1 event <= "
+                            "limit 1"),
+              std::string::npos)
+        << r.output;
+    r = run_cli("check -q " + current + " -b " + base + " --max-events nccl_warn=3");
+    EXPECT_EQ(r.status, 0) << r.output;
+  }
+  dir.write("gate.json", R"({"max_events": {"evaluation": 2, "nccl": 9}})");
+  CommandResult r =
+      run_cli("check " + run + " -b " + base + " --config " + shell_quote(dir / "gate.json"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("category evaluation: 8 events > limit 2"), std::string::npos)
+      << r.output;
+  // The flag wins over the file for the same id.
+  r = run_cli("check -q " + run + " -b " + base + " --config " + shell_quote(dir / "gate.json") +
+              " --max-events evaluation=8");
+  EXPECT_EQ(r.status, 0) << r.output;
+  r = run_cli("check " + run + " -b " + base + " --max-events ncc=1");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("'ncc' is no event id or category"), std::string::npos) << r.output;
+  r = run_cli("check " + run + " -b " + base + " --max-events nccl");
+  EXPECT_EQ(r.status, 2) << r.output;
+  r = run_cli("check " + run + " -b " + base + " --max-events nccl=1 --no-events");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("no log events to count"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace pipescope
