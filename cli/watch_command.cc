@@ -219,6 +219,7 @@ int run_watch(const WatchOptions& options) {
   live_options.pipeline = load.pipeline;
   live_options.first_step = load.first_step;
   live_options.max_line_bytes = load.ingest.limits.max_line_bytes;
+  live_options.events = load.events.matcher.get();
   LiveRun live(live_options);
   LiveSourceOptions source_options;
   source_options.ingest = load.ingest;

@@ -12,6 +12,8 @@
 #include "analysis/metrics.h"
 #include "numeric/statistics.h"
 #include "scan/chunk_scanner.h"
+#include "scan/event_matcher.h"
+#include "scan/line_stamp.h"
 #include "scan/prefilter.h"
 
 namespace pipescope {
@@ -36,16 +38,30 @@ struct LiveRun::Input {
   std::optional<int> device;
   /// Not analysed (another pipeline's records): never waited for.
   bool left_out = false;
+  /// Log events: where its stamps go on the epoch (from its first stamped
+  /// job line), its last dated line, and events read before that anchor.
+  std::optional<StampPlacement> placement;
+  std::optional<LineStamp> last_stamp;
+  struct Unplaced {
+    std::optional<LineStamp> stamp;
+    std::uint32_t kind = 0;
+    bool approximate = false;
+  };
+  std::vector<Unplaced> unplaced;
 };
 
 struct LiveRun::Scanner {
+  explicit Scanner(const EventMatcher* matcher) {
+    if (matcher != nullptr) events.emplace(*matcher);
+  }
   Prefilter prefilter;
   Prefilter::Scratch scratch{prefilter};
+  std::optional<EventMatcher::Scratch> events;
   ChunkScan scan;
 };
 
 LiveRun::LiveRun(LiveOptions options)
-    : options_(std::move(options)), scanner_(std::make_unique<Scanner>()) {}
+    : options_(std::move(options)), scanner_(std::make_unique<Scanner>(options_.events)) {}
 
 LiveRun::~LiveRun() = default;
 
@@ -73,10 +89,15 @@ void LiveRun::add_lines(const std::string& path, std::string_view lines, bool re
   ChunkScanOptions scan_options;
   scan_options.max_problems = 0;
   scan_options.max_line_bytes = options_.max_line_bytes;
+  if (scanner_->events) {
+    scan_options.events = options_.events;
+    scan_options.event_scratch = &*scanner_->events;
+  }
   ChunkScan& scan = scanner_->scan;
   scan_chunk(lines, scanner_->prefilter, scanner_->scratch, scan_options, scan);
   const std::uint64_t base = input.lines;
   input.lines += scan.lines;
+  take_events(input, base);
   std::vector<StepStartLine> starts;
   for (const StepStartSeen& seen : scan.step_starts)
     starts.push_back({base + seen.line + 1, seen.step});
@@ -90,6 +111,39 @@ void LiveRun::add_lines(const std::string& path, std::string_view lines, bool re
     jobs.push_back(job);
   }
   accept(path, input, jobs, starts);
+}
+
+void LiveRun::take_events(Input& input, std::uint64_t /*base*/) {
+  const ChunkScan& scan = scanner_->scan;
+  if (!input.placement && scan.anchor) input.placement = placement_from(*scan.anchor);
+  for (const EventSeen& seen : scan.events) {
+    std::optional<LineStamp> stamp = seen.stamp ? seen.stamp : input.last_stamp;
+    input.unplaced.push_back({stamp, seen.pattern, seen.approximate});
+  }
+  if (scan.last_stamp) input.last_stamp = scan.last_stamp;
+  if (!input.placement) return;  // held until a job line anchors the stamps
+  for (const Input::Unplaced& e : input.unplaced) {
+    if (!e.stamp) continue;  // no dated line before it: no time
+    held_events_.push_back(
+        {input.placement->place(*e.stamp), input.place.device, e.kind, e.approximate});
+  }
+  input.unplaced.clear();
+}
+
+void LiveRun::attach_events(LiveStep& step) {
+  if (options_.events == nullptr) return;
+  const std::vector<EventKind>& kinds = options_.events->kinds();
+  std::vector<HeldEvent> mine, rest;
+  for (const HeldEvent& e : held_events_) (e.time_ns < step.end_ns ? mine : rest).push_back(e);
+  std::stable_sort(mine.begin(), mine.end(), [](const HeldEvent& a, const HeldEvent& b) {
+    return a.time_ns != b.time_ns ? a.time_ns < b.time_ns : a.device < b.device;
+  });
+  for (const HeldEvent& e : mine) {
+    const EventKind& kind = kinds[e.kind];
+    step.events.push_back({e.device, kind.id, kind.category, kind.severity,
+                           e.time_ns - step.start_ns, e.approximate});
+  }
+  held_events_ = std::move(rest);
 }
 
 void LiveRun::add_jobs(const std::string& path, const FileResult& batch, bool restarted) {
@@ -379,6 +433,7 @@ std::vector<LiveStep> LiveRun::take_completed(bool at_end) {
   for (LiveStep& step : out) {
     step.label = segments_seen_ > 1 ? fmt::format("{}:{}", step.segment, step.step)
                                     : fmt::format("{}", step.step);
+    attach_events(step);  // in step order: each takes what is left before its end
   }
   steps_reported_ += out.size();
   if (!last_reported) return out;

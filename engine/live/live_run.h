@@ -37,7 +37,20 @@
 
 namespace pipescope {
 
+class EventMatcher;
+
 /// One completed step as reported live.
+/// A log event reported with its step (docs/guide.md, "Log events").
+struct LiveEvent {
+  int device = 0;  ///< global device index
+  std::string id;
+  std::string category;
+  std::string severity;
+  /// From the step window's start (negative: in the gap before the window).
+  std::int64_t offset_ns = 0;
+  bool approximate = false;
+};
+
 struct LiveStep {
   /// Launch segment (LaunchSegment::index in the whole run) and step number.
   int segment = 0;
@@ -62,6 +75,8 @@ struct LiveStep {
   bool beyond_spread = false;
   /// The final pass may give other figures (see the header comment).
   bool provisional = false;
+  /// The log events in the window and in the gap before it, in time order.
+  std::vector<LiveEvent> events;
 
   std::int64_t window_ns() const { return end_ns - start_ns; }
 };
@@ -87,6 +102,9 @@ struct LiveOptions {
   /// The number of the first step when no input says it (analyze's
   /// LoadOptions::first_step).
   std::optional<std::int64_t> first_step;
+  /// The event library's matcher (scan/event_matcher.h); null: no event is
+  /// looked for. Owned by the caller, alive as long as the LiveRun.
+  const EventMatcher* events = nullptr;
 };
 
 class LiveRun {
@@ -144,7 +162,20 @@ class LiveRun {
   bool map_waits() const;
   bool beyond_spread(double ratio) const;
 
+  /// Places input's new events (scan) once its job lines anchor its stamps.
+  void take_events(Input& input, std::uint64_t base);
+  /// Moves the held events up to `end_ns` into `step` (window and gap before).
+  void attach_events(LiveStep& step);
+
   LiveOptions options_;
+  /// Placed events not yet reported, in arrival order.
+  struct HeldEvent {
+    std::int64_t time_ns = 0;
+    int device = 0;
+    std::uint32_t kind = 0;
+    bool approximate = false;
+  };
+  std::vector<HeldEvent> held_events_;
   struct Scanner;
   std::unique_ptr<Scanner> scanner_;
   TypeTable types_;

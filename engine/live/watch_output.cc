@@ -37,6 +37,22 @@ std::string format_step_line(const LiveStep& step) {
       step.most_waited_stage ? fmt::format("stage {}", *step.most_waited_stage) : std::string("-"));
   if (step.beyond_spread) line += "  beyond recent spread";
   if (step.provisional) line += "  provisional";
+  if (!step.events.empty()) {
+    // The first few events, as the text report names them.
+    constexpr std::size_t kShown = 3;
+    line += "  events:";
+    for (std::size_t i = 0; i < step.events.size() && i < kShown; ++i) {
+      const LiveEvent& e = step.events[i];
+      // Rounded half up to the ms, as the text report writes offsets.
+      const std::int64_t ms =
+          ((e.offset_ns < 0 ? -e.offset_ns : e.offset_ns) + 500'000) / 1'000'000;
+      line += fmt::format("{} device {} {} at {}{}.{:03} s{}", i == 0 ? "" : ",", e.device, e.id,
+                          e.offset_ns < 0 ? '-' : '+', ms / 1000, ms % 1000,
+                          e.approximate ? " (about)" : "");
+    }
+    if (step.events.size() > kShown)
+      line += fmt::format(" and {} more", step.events.size() - kShown);
+  }
   return line;
 }
 
@@ -71,6 +87,19 @@ std::string step_json(const std::string& run, const LiveStep& step) {
   }
   json.field("beyond_spread", step.beyond_spread);
   json.field("provisional", step.provisional);
+  json.key("events");
+  json.begin_array(true);
+  for (const LiveEvent& e : step.events) {
+    json.begin_object(true);
+    json.field("device", e.device);
+    json.field("id", e.id);
+    json.field("category", e.category);
+    json.field("severity", e.severity);
+    json.field("offset_ns", e.offset_ns);
+    json.field("approximate", e.approximate);
+    json.end_object();
+  }
+  json.end_array();
   json.end_object();
   return fmt::to_string(buffer);
 }

@@ -440,5 +440,53 @@ TEST(WatchCli, ACompletedStepIsReportedWithinTwoIntervalsOfItsLastLine) {
   EXPECT_EQ(reported.count(4), 1u) << read_file(dir / "stamped");
 }
 
+// Log events reported live: each step's --jsonl object lists the events
+// analyze places in that step's window or in the gap before it (the same
+// devices, ids and offsets), on a run with events at known times.
+TEST(WatchCli, StepsCarryTheirLogEventsAsAnalyzePlacesThem) {
+  if (run_cli("analyze --help").output.find("--no-events") == std::string::npos) GTEST_SKIP();
+  TempDir dir;
+  const std::string run = simulate(dir, "--steps 12 --events --stall 6:3:300 --utc-offset -07:00");
+  ASSERT_EQ(
+      run_cli("analyze -q --no-trace " + shell_quote(run) + " -o " + shell_quote(dir / "analyzed"))
+          .status,
+      0);
+  const CommandResult r =
+      run_cli("watch " + shell_quote(run) + " --interval 0.05 --until-idle 0.2 --no-trace -o " +
+              shell_quote(dir / "out") + " --jsonl " + shell_quote(dir / "steps.jsonl"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("paddlenlp_saving_checkpoint at +"), std::string::npos) << r.output;
+  // (step, device, id, offset) as analyze lists them, and as watch did.
+  using Key = std::tuple<std::int64_t, std::int64_t, std::string, std::int64_t>;
+  std::vector<Key> want, got;
+  simdjson::dom::parser parser;
+  const simdjson::dom::element summary = parser.load(dir / "analyzed/summary.json");
+  for (const auto step : summary["events"]["steps"].get_array()) {
+    for (const char* list : {"before", "events"}) {
+      simdjson::dom::array events;
+      if (step[list].get(events) != simdjson::SUCCESS) continue;
+      for (const auto e : events) {
+        want.emplace_back(step["step"].get_int64().value(), e["device"].get_int64().value(),
+                          std::string(e["id"].get_string().value()),
+                          e["offset_ns"].get_int64().value());
+      }
+    }
+  }
+  std::istringstream lines(read_file(dir / "steps.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    simdjson::dom::parser line_parser;
+    const simdjson::dom::element step = line_parser.parse(line);
+    for (const auto e : step["events"].get_array()) {
+      got.emplace_back(step["step"].get_int64().value(), e["device"].get_int64().value(),
+                       std::string(e["id"].get_string().value()),
+                       e["offset_ns"].get_int64().value());
+    }
+  }
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  EXPECT_GE(want.size(), 15u);
+  EXPECT_EQ(got, want);
+}
+
 }  // namespace
 }  // namespace pipescope
