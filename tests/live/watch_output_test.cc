@@ -54,7 +54,23 @@ TEST(WatchOutput, JsonObject) {
             R"({"run":"job \"7\"","segment":1,"step":12,"label":"1:12","start_ns":1000000000,)"
             R"("end_ns":1812345678,"window_ns":812345678,"bubble_ratio":0.25,"devices":4,)"
             R"("inherent_points":20.125,"excess_points":4.875,"most_waited_stage":2,)"
-            R"("beyond_spread":false,"provisional":false})");
+            R"("beyond_spread":false,"provisional":false,"events":[]})");
+  LiveStep with_events = sample_step();
+  with_events.events = {
+      {3, "nccl_warn", "nccl", "warning", -2'500'000, true},
+      {0, "paddlenlp_saving_checkpoint", "checkpoint", "info", 83'000'000, false}};
+  EXPECT_NE(step_json("r", with_events)
+                .find(R"("events":[{"device":3,"id":"nccl_warn","category":"nccl",)"
+                      R"("severity":"warning","offset_ns":-2500000,"approximate":true},)"
+                      R"({"device":0,"id":"paddlenlp_saving_checkpoint","category":"checkpoint",)"
+                      R"("severity":"info","offset_ns":83000000,"approximate":false}]})"),
+            std::string::npos)
+      << step_json("r", with_events);
+  EXPECT_NE(format_step_line(with_events)
+                .find("  events: device 3 nccl_warn at -0.003 s (about), device 0 "
+                      "paddlenlp_saving_checkpoint at +0.083 s"),
+            std::string::npos)
+      << format_step_line(with_events);
   LiveStep unknown = sample_step();
   unknown.inherent_points.reset();
   unknown.excess_points.reset();
