@@ -75,6 +75,21 @@ install_optional() {
     echo "warning: cannot install ${missing[*]}; the tests that need them will be skipped" >&2
 }
 
+# without_hyperscan: the CLI built without Hyperscan (build-nohs/) reads the
+# same jobs and gives the same figures as the main build, and says events are
+# off (tests/reference/check_without_hyperscan.sh). Only where the main build
+# has Hyperscan: elsewhere both builds are the same.
+without_hyperscan() {
+  dpkg-query -W -f='${Status}' libhyperscan-dev 2>/dev/null | grep -q "install ok installed" ||
+    return 0
+  local nohs=${build_dir}-nohs
+  cmake -S "$here" -B "$nohs" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_HYPERSCAN=OFF \
+    -DPIPESCOPE_BUILD_TESTS=OFF -DPIPESCOPE_BUILD_BENCH=OFF > /dev/null
+  cmake --build "$nohs" -j "$jobs" --target pipescope
+  bash "$here/tests/reference/check_without_hyperscan.sh" "$build_dir/cli/pipescope" \
+    "$nohs/cli/pipescope"
+}
+
 # build [TARGET]: configure and build everything, or one target.
 build() {
   cmake -S "$here" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release
@@ -142,6 +157,7 @@ case "${1:-}" in
     install_optional
     build
     ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
+    without_hyperscan
     ;;
   build)
     install_missing

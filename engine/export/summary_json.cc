@@ -58,6 +58,7 @@ class FieldWriter {
   }
   template <typename T>
   void keyed(Key key, const std::vector<T>& list, std::string T::*name) {
+    if (key.rule == Rule::omitted && list.empty()) return;
     w_.key(key.name);
     w_.begin_object();
     for (const T& item : list) {
