@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -801,6 +802,32 @@ TEST(PerfettoTrace, LogEventsAddTheirPacketsAndChangeNoOther) {
   EXPECT_EQ(instants, 6);
   EXPECT_EQ(kept.SerializeAsString(), without_bytes);
   EXPECT_GT(with_bytes.size(), without_bytes.size());
+}
+
+// A NCCL warning appended to a simulated worker log (no timestamp: placed at
+// the job line before it) is one instant in the pftrace `analyze` writes.
+TEST(PerfettoTrace, CliWritesTheLogEventsOfWorkerLogs) {
+  TempDir dir;
+  auto result = testing::run_cli("simulate -o " + testing::shell_quote(dir / "logs") +
+                                 " --stages 2 --micro-batches 4 --steps 3");
+  ASSERT_EQ(result.status, 0) << result.output;
+  {
+    std::ofstream log(dir / "logs/workerlog.1", std::ios::app);
+    log << "gpu1:1:2 [1] NCCL WARN Call to ibv_reg_mr failed\n";
+  }
+  result = testing::run_cli("analyze -q --perfetto " + testing::shell_quote(dir / "logs") + " -o " +
+                            testing::shell_quote(dir / "out"));
+  ASSERT_EQ(result.status, 0) << result.output;
+  pb::Trace trace;
+  ASSERT_TRUE(trace.ParseFromString(read_file(dir / "out/trace.pftrace")));
+  const Decoded d = decode(trace);
+  const std::vector<Instant>& instants = instants_on(d, "GPU 1 (machine 0)");
+  ASSERT_EQ(instants.size(), 1u);
+  EXPECT_EQ(instants[0].name, "nccl_warn");
+  EXPECT_EQ(instants[0].bools.at("approximate"), true);
+  EXPECT_EQ(instants[0].strings.at("captures.message"), "Call to ibv_reg_mr failed");
+  EXPECT_EQ(instants[0].strings.at("path"), dir / "logs/workerlog.1");
+  EXPECT_TRUE(instants_on(d, "GPU 0 (machine 0)").empty());
 }
 
 }  // namespace
