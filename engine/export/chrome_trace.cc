@@ -267,7 +267,7 @@ class JobEventText {
 };
 
 // The trace section by section: metadata (processes and threads), steps,
-// bubble-ratio counters, jobs, bubbles, flows; then the trailer.
+// bubble-ratio counters, jobs, log events, bubbles, flows; then the trailer.
 class ChromeWriter {
  public:
   ChromeWriter(const Run& run, const Metrics& metrics, const TraceOptions& options,
@@ -275,9 +275,10 @@ class ChromeWriter {
       : run_(run),
         metrics_(metrics),
         options_(options),
+        events_(trace_log_events(run, metrics, options.steps)),
         origin_ns_(options.absolute_time
                        ? 0
-                       : earliest_selected_start(run, metrics, options.steps).value_or(0)),
+                       : trace_origin(run, metrics, options.steps, events_).value_or(0)),
         layout_(run, options.pipeline != nullptr),
         lanes_(lane_texts(layout_)),
         file_(file),
@@ -292,6 +293,7 @@ class ChromeWriter {
     write_steps();
     if (options_.pipeline != nullptr) write_bubble_counters();
     write_jobs();
+    write_log_events();
     if (options_.pipeline != nullptr) write_bubbles();
     if (options_.pipeline != nullptr && options_.flows) write_flows();
     w_.end_array();
@@ -346,6 +348,43 @@ class ChromeWriter {
     const std::vector<TraceJobRange> pieces = trace_job_pieces(run_, kJobsPerPiece);
     write_in_order(file_, pieces.size(), options_.threads,
                    [&](std::size_t k, fmt::memory_buffer& out) { text.format(pieces[k], out); });
+  }
+
+  // Each drawn log event as an instant on its device's first lane (the
+  // track of the device's jobs): "s":"t" scopes it to that thread. The
+  // captures go in an object of their own: patterns capture names such as
+  // "path" and "line".
+  void write_log_events() {
+    for (const EventRef& ref : events_) {
+      const Device& device = run_.devices[ref.device];
+      const LogEvent& event = device.events[ref.event];
+      const TraceThread& lane = layout_.thread(layout_.device_lane(ref.device));
+      static const EventKind kUnknown{"?", "?", "?", ""};
+      const EventKind& kind =
+          event.kind < run_.event_kinds.size() ? run_.event_kinds[event.kind] : kUnknown;
+      w_.begin_object(/*one_line=*/true);
+      w_.field("name", kind.id);
+      w_.field("cat", "event," + kind.category);
+      w_.field("ph", "i");
+      out_.ts_field(event.time_ns);
+      w_.field("pid", lane.pid);
+      w_.field("tid", lane.tid);
+      w_.field("s", "t");
+      w_.key("args");
+      w_.begin_object();
+      w_.field("severity", kind.severity);
+      w_.field("category", kind.category);
+      w_.field("line", event.line);
+      w_.field("path", device.path);
+      if (event.time_kind == EventTime::approximate) w_.field("approximate", true);
+      if (!event.captures.empty()) {
+        w_.key("captures");
+        w_.begin_object();
+        for (const auto& [name, value] : event.captures) w_.field(name, value);
+        w_.end_object();
+      }
+      out_.end_event();
+    }
   }
 
   // By hand like the jobs, straight into the file's buffer.
@@ -433,6 +472,7 @@ class ChromeWriter {
   const Run& run_;
   const Metrics& metrics_;
   const TraceOptions& options_;
+  const std::vector<EventRef> events_;  // trace_log_events
   const std::int64_t origin_ns_;
   const TraceLayout layout_;
   const std::vector<std::string> lanes_;  // lane_texts(layout_)

@@ -1,9 +1,9 @@
 // The run as a Chrome trace (JSON object form), for the Perfetto UI and
 // chrome://tracing: one process per machine, one thread per device lane, one
-// complete ("X") slice per job, plus a "Steps" process with one slice per
-// step window. Processes, threads and lanes are those of trace_layout.h,
-// shared with the Perfetto trace. Times are microseconds with exactly three
-// decimals, formatted from the integer nanoseconds so no precision is lost on
+// complete ("X") slice per job, one instant ("i") per log event on its
+// device's first lane, plus a "Steps" process with one slice per step window. Processes, threads
+// and lanes are those of trace_layout.h, shared with the Perfetto trace. Times are microseconds
+// with exactly three decimals, formatted from the integer nanoseconds so no precision is lost on
 // the way. Deterministic: the same Run and Metrics give the same bytes.
 #pragma once
 
@@ -20,8 +20,9 @@
 namespace pipescope {
 
 struct TraceOptions {
-  /// false: time zero is the earliest job start (otherData.origin_ns says
-  /// which epoch time that is); true: timestamps are epoch microseconds.
+  /// false: time zero is the earliest job start, or the earliest log event
+  /// drawn when one lies before it (otherData.origin_ns says which epoch time
+  /// that is); true: timestamps are epoch microseconds.
   bool absolute_time = false;
   /// When set: a "· bubbles" lane per device with one slice per bubble (named
   /// by kind), and a "bubble ratio" counter track (fill/interior/drain) in Steps.
@@ -30,9 +31,10 @@ struct TraceOptions {
   /// that depend on it (category "dependency", or "critical_path" on a step's
   /// critical path).
   bool flows = false;
-  /// Only these steps' windows, jobs, bubbles and flows (`--steps`); jobs
+  /// Only these steps' windows, jobs, bubbles and flows (`--steps`), and the
+  /// log events in their windows and in the gaps before them; jobs and events
   /// outside any step are left out of a selection. Time zero is then the
-  /// earliest selected job.
+  /// earliest selected job or event.
   StepSelection steps{};
   /// Worker threads that format the events (0: one per core). The bytes
   /// written do not depend on it.

@@ -3,15 +3,18 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <iterator>
 #include <stdexcept>
+#include <utility>
 
 #include "analysis/bubble_split.h"
 #include "analysis/bubbles.h"
 #include "analysis/explanation.h"
 #include "analysis/job_kind.h"
 #include "analysis/job_role.h"
+#include "analysis/step_events.h"
 #include "analysis/step_selection.h"
 #include "export/atomic_file.h"
 #include "numeric/statistics.h"
@@ -32,6 +35,10 @@ constexpr double kRowHeight = 20;
 constexpr double kAxisHeight = 22;
 // A box needs this many pixels to carry its micro-batch number.
 constexpr double kMinLabelWidth = 16;
+// Log-event marks drawn per device row of a step (the rest are counted).
+constexpr std::size_t kMaxEventMarksPerRow = 100;
+// Outlier steps listed (the rest are counted; summary.json lists them all).
+constexpr std::size_t kMaxOutliersListed = 10;
 
 using Out = std::back_insert_iterator<std::string>;
 
@@ -158,6 +165,39 @@ void write_box(Out it, const Box& b, double y) {
   }
 }
 
+// The severities marks are coloured by (CSS classes of the same names); any
+// other is drawn in the info colour.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kSeverityColours = {
+    {{"info", "#4a4a4a"}, {"warning", "#e8a200"}, {"error", "#d62728"}}};
+
+std::string_view severity_class(std::string_view severity) {
+  for (const auto& [name, colour] : kSeverityColours) {
+    if (severity == name) return name;
+  }
+  return "info";
+}
+
+// One log event of the step's window on device row `y`: a line across the
+// row under a small triangle, titled with what it is, when and where.
+void write_event_mark(Out it, const Run& run, const Device& device, const LogEvent& event,
+                      const StepWindow& w, double x, double y) {
+  static const EventKind kUnknown{"?", "?", "?", ""};
+  const EventKind& kind =
+      event.kind < run.event_kinds.size() ? run.event_kinds[event.kind] : kUnknown;
+  std::string title = fmt::format("{} ({}, {}) at +{}{} in the step: {}:{}", kind.id, kind.category,
+                                  kind.severity, format_duration(event.time_ns - w.start_ns),
+                                  event.time_kind == EventTime::approximate ? " (about)" : "",
+                                  device.path, event.line);
+  for (const auto& [name, value] : event.captures) title += fmt::format("; {}={}", name, value);
+  fmt::format_to(it,
+                 "<g class=\"event {}\" data-event=\"{}\" data-severity=\"{}\"><title>{}</title>"
+                 "<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>"
+                 "<path d=\"M{:.1f} {:.1f}h10l-5 8z\"/></g>",
+                 severity_class(kind.severity), markup_escape(kind.id),
+                 markup_escape(kind.severity), markup_escape(title), x, x, y, y + kRowHeight, x - 5,
+                 y);
+}
+
 void write_idle(Out it, double x0, double x1, std::int64_t ns, double y, const std::string& parts) {
   if (x1 - x0 < 0.5) return;
   fmt::format_to(
@@ -201,9 +241,15 @@ std::size_t first_overlapping(const JobVector& jobs, std::int64_t start) {
 
 // `bubbles`: the step's, from drawn_bubbles().
 // `highlight[d]`: device d's row belongs to the bottleneck stage.
+// `events`: the log events in the step's window (StepEvents::in_step).
 void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t k,
                     const std::vector<Bubble>& bubbles, const std::vector<JobRole>& roles,
-                    const std::vector<bool>& highlight, const BubbleSplit* split) {
+                    const std::vector<bool>& highlight, const BubbleSplit* split,
+                    std::vector<EventRef> events) {
+  // Device by device, each device's in time order (as placed).
+  std::stable_sort(events.begin(), events.end(),
+                   [](const EventRef& a, const EventRef& b) { return a.device < b.device; });
+  std::size_t unmarked = 0;
   const StepWindow& w = metrics.steps[k];
   const std::int64_t span = std::max<std::int64_t>(w.window_ns(), 1);
   const double scale = kPlotWidth / static_cast<double>(span);
@@ -232,6 +278,7 @@ void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t 
   }
 
   auto bubble = bubbles.begin();
+  auto event = events.begin();
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
     const Device& device = run.devices[d];
     const double y = kAxisHeight + kRowHeight * static_cast<double>(d);
@@ -292,9 +339,28 @@ void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t 
       has_pending = true;
     }
     if (has_pending) write_box(it, pending, y);
+
+    // Log events over the jobs.
+    std::size_t marks = 0;
+    for (; event != events.end() && event->device == d; ++event) {
+      if (marks == kMaxEventMarksPerRow) {
+        ++unmarked;
+        continue;
+      }
+      const LogEvent& log = device.events[event->event];
+      write_event_mark(it, run, device, log, w, kLabelWidth + x_of(log.time_ns), y);
+      ++marks;
+    }
     fmt::format_to(it, "</g>\n");
   }
-  fmt::format_to(it, "</svg></section>\n");
+  fmt::format_to(it, "</svg>");
+  if (unmarked > 0) {
+    fmt::format_to(it,
+                   "\n<p class=\"note\">{} more log event{} in this step, not marked (at most {} "
+                   "a device; summary.json lists them).</p>\n",
+                   unmarked, unmarked == 1 ? "" : "s", kMaxEventMarksPerRow);
+  }
+  fmt::format_to(it, "</section>\n");
 }
 
 void write_utilization(Out it, const Run& run, const Metrics& metrics) {
@@ -419,6 +485,11 @@ svg .step-bar{fill:#e15759}svg .step-bar.selected{fill:#8b1e1f}svg .max-tick{str
 .legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px;border-radius:2px}
 table{border-collapse:collapse;font-size:13px}td,th{padding:2px 10px;text-align:right;border-bottom:1px solid #eee}
 .note{color:#666;font-size:12px}
+svg .event line{stroke-width:2}svg .event path{stroke:#fff;stroke-width:0.5}
+svg .event.info line{stroke:#4a4a4a}svg .event.info path{fill:#4a4a4a}
+svg .event.warning line{stroke:#e8a200}svg .event.warning path{fill:#e8a200}
+svg .event.error line{stroke:#d62728}svg .event.error path{fill:#d62728}
+ul.outliers{margin:4px 0;padding-left:20px}
 )";
 
 }  // namespace
@@ -643,8 +714,30 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
   if (std::find(highlight.begin(), highlight.end(), true) != highlight.end()) {
     fmt::format_to(it, "<span><i style=\"background:#fff3c4\"></i>bottleneck stage \u25b2</span>");
   }
+  fmt::format_to(it, "<span><i style=\"background:#f6c9c4\"></i>idle (bubble)</span>");
+  // The log events of the drawn steps' windows, and the severities among them.
+  const bool with_events = !run.event_kinds.empty();
+  const StepEvents placed = with_events ? place_step_events(run, metrics) : StepEvents{};
+  std::vector<bool> severities(kSeverityColours.size(), false);
+  for (const std::size_t k : options.steps) {
+    if (k >= placed.in_step.size()) continue;
+    for (const EventRef& ref : placed.in_step[k]) {
+      const LogEvent& event = run.devices[ref.device].events[ref.event];
+      const std::string_view severity =
+          severity_class(event.kind < run.event_kinds.size() ? run.event_kinds[event.kind].severity
+                                                             : std::string_view());
+      for (std::size_t s = 0; s < kSeverityColours.size(); ++s) {
+        severities[s] = severities[s] || kSeverityColours[s].first == severity;
+      }
+    }
+  }
+  for (std::size_t s = 0; s < kSeverityColours.size(); ++s) {
+    if (!severities[s]) continue;
+    fmt::format_to(it, "<span><b style=\"color:{}\">\u25bc</b> log event ({})</span>",
+                   kSeverityColours[s].second, kSeverityColours[s].first);
+  }
   fmt::format_to(it,
-                 "<span><i style=\"background:#f6c9c4\"></i>idle (bubble)</span></div>\n"
+                 "</div>\n"
                  "<p class=\"note\">Numbers on the boxes are micro-batch ids ({}). Only the "
                  "steps below are drawn; the chart further down covers every step.</p>\n",
                  max_chunk > 0 ? "F3\u00b7c1: forward of micro-batch 3, chunk 1; chunks are shaded"
@@ -653,7 +746,8 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
   for (std::size_t k : options.steps) {
     if (k < metrics.steps.size()) {
       write_timeline(it, run, metrics, k, bubbles[k], roles, highlight,
-                     a != nullptr ? &a->split : nullptr);
+                     a != nullptr ? &a->split : nullptr,
+                     k < placed.in_step.size() ? placed.in_step[k] : std::vector<EventRef>{});
     }
   }
   if (options.steps.empty()) fmt::format_to(it, "<p class=\"note\">No step to draw.</p>\n");
@@ -711,6 +805,26 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
                    "ratio {}.</p>\n",
                    metrics.steps.size(), format_duration(lo), format_duration(hi),
                    format_duration(median_step_ns(metrics)), percent(metrics.bubble_ratio));
+  }
+  // The outlier steps and the log events that coincide with them (as in the
+  // text report), when events were looked for.
+  if (with_events && !placed.outliers.empty()) {
+    fmt::format_to(it,
+                   "<h3>Outlier steps</h3>\n<p class=\"note\">Steps whose time or bubble ratio "
+                   "lies far above the median (median step {}), with the log events in their "
+                   "window or just before it.</p>\n<ul class=\"outliers\">\n",
+                   format_duration(placed.median_window_ns));
+    for (std::size_t i = 0; i < placed.outliers.size() && i < kMaxOutliersListed; ++i) {
+      fmt::format_to(it, "<li>{}</li>\n",
+                     markup_escape(describe_outlier(run, metrics, placed.outliers[i])));
+    }
+    fmt::format_to(it, "</ul>\n");
+    if (placed.outliers.size() > kMaxOutliersListed) {
+      fmt::format_to(it,
+                     "<p class=\"note\">and {} more outlier steps (summary.json "
+                     "events.outliers).</p>\n",
+                     placed.outliers.size() - kMaxOutliersListed);
+    }
   }
   fmt::format_to(it,
                  "<p class=\"note\">Written by pipescope; self-contained, no network "

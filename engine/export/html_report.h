@@ -3,7 +3,10 @@
 // browser. It holds the summary figures, a timeline of a few chosen steps
 // (devices as rows, jobs as boxes coloured by kind with the micro-batch
 // number when it fits, the bubbles of analysis/bubbles.h shaded so they
-// stand out), per-device utilization bars and a bubble-ratio-per-step chart.
+// stand out, the log events of the step's window marked on their device's
+// row, coloured by severity), per-device utilization bars and a
+// bubble-ratio-per-step chart, and the outlier steps with the log events
+// that coincide with them (analysis/step_events.h).
 //
 // It stays small for big runs: only the chosen steps are drawn job by job
 // (jobs narrower than a pixel are merged into one box per run of same-kind
@@ -23,9 +26,11 @@
 // fig-median-step; with the analysis fig-schedule, fig-ideal, fig-inherent,
 // fig-excess, fig-comm); each timeline is <svg class="timeline" data-step="N">
 // with one <g class="device-row" data-device="D"> per device holding
-// <rect class="job" data-kind="K"> boxes and <rect class="idle"> bubbles;
-// utilization bars are <rect class="util-bar" data-device="D">; step bars
-// are <rect class="step-bar">.
+// <rect class="job" data-kind="K"> boxes, <rect class="idle"> bubbles and
+// <g class="event SEVERITY" data-event="ID" data-severity="SEVERITY"> log
+// event marks (at most 100 a row); utilization bars are <rect
+// class="util-bar" data-device="D">; step bars are <rect class="step-bar">;
+// the outlier steps are the <li> of <ul class="outliers">.
 //
 // Usage:
 //   HtmlOptions o; o.steps = choose_html_steps(metrics, "");  // default choice

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -422,6 +423,7 @@ class PerfettoWriter {
     if (options_.pipeline != nullptr) write_bubble_counters();
     collect_flows();
     write_jobs();
+    write_log_events();
     if (options_.pipeline != nullptr) write_bubbles();
   }
 
@@ -433,9 +435,10 @@ class PerfettoWriter {
   }
 
   void compute_origin() {
-    // With a --steps selection, time zero is the earliest selected job.
-    const std::int64_t earliest =
-        earliest_selected_start(run_, metrics_, options_.steps).value_or(0);
+    // With a --steps selection, time zero is the earliest selected job; a
+    // log event drawn before it moves it back to that event.
+    events_ = trace_log_events(run_, metrics_, options_.steps);
+    const std::int64_t earliest = trace_origin(run_, metrics_, options_.steps, events_).value_or(0);
     // Packet timestamps are unsigned: an epoch time before 1970 (only
     // possible after a large clock correction) falls back to relative times.
     origin_ns_ = options_.absolute_time ? std::min<std::int64_t>(0, earliest) : earliest;
@@ -597,6 +600,81 @@ class PerfettoWriter {
     const std::vector<TraceJobRange> pieces = trace_job_pieces(run_, kJobsPerPiece);
     write_in_order(file_, pieces.size(), options_.threads,
                    [&](std::size_t k, fmt::memory_buffer& out) { packets.format(pieces[k], out); });
+    next_name_iid_ += names.definitions().size();
+  }
+
+  // The iid of `name` in `table`: a fresh one (the next of `next`), defined
+  // in the current packet's interned data by `define`, on its first use.
+  template <typename Define>
+  static std::uint64_t intern(std::map<std::string, std::uint64_t>& table, std::uint64_t& next,
+                              const std::string& name, Define define) {
+    const auto [it, fresh] = table.try_emplace(name, next);
+    if (fresh) {
+      ++next;
+      define(it->second, name);
+    }
+    return it->second;
+  }
+
+  std::uint64_t event_name(const std::string& name) {
+    return intern(event_names_, next_name_iid_, name, [&](std::uint64_t iid, const std::string& n) {
+      pb::EventName* entry = out_.packet().mutable_interned_data()->add_event_names();
+      entry->set_iid(iid);
+      entry->set_name(n);
+    });
+  }
+
+  std::uint64_t category(const std::string& name) {
+    return intern(
+        categories_, next_category_iid_, name, [&](std::uint64_t iid, const std::string& n) {
+          pb::EventCategory* entry = out_.packet().mutable_interned_data()->add_event_categories();
+          entry->set_iid(iid);
+          entry->set_name(n);
+        });
+  }
+
+  // A debug annotation of the current event, its name interned.
+  pb::DebugAnnotation& event_arg(pb::TrackEvent& event, const std::string& name) {
+    const std::uint64_t iid =
+        intern(arg_names_, next_arg_iid_, name, [&](std::uint64_t id, const std::string& n) {
+          pb::DebugAnnotationName* entry =
+              out_.packet().mutable_interned_data()->add_debug_annotation_names();
+          entry->set_iid(id);
+          entry->set_name(n);
+        });
+    pb::DebugAnnotation* arg = event.add_debug_annotations();
+    arg->set_name_iid(iid);
+    return *arg;
+  }
+
+  // Each drawn log event as an instant on its device's first lane, named by
+  // its id, in categories "event" and its own; its names (id, categories,
+  // argument names) are interned where first used, after every fixed and job
+  // name, so a trace without events keeps its bytes. Captures are arguments
+  // "captures.NAME" (patterns capture names such as "path" and "line").
+  void write_log_events() {
+    static const EventKind kUnknown{"?", "?", "?", ""};
+    for (const EventRef& ref : events_) {
+      const Device& device = run_.devices[ref.device];
+      const LogEvent& log = device.events[ref.event];
+      const EventKind& kind =
+          log.kind < run_.event_kinds.size() ? run_.event_kinds[log.kind] : kUnknown;
+      pb::TrackEvent& event = begin_event(log.time_ns, pb::TrackEvent::TYPE_INSTANT,
+                                          lane_uuid(layout_.device_lane(ref.device)));
+      event.set_name_iid(event_name(kind.id));
+      event.add_category_iids(category("event"));
+      event.add_category_iids(category(kind.category));
+      event_arg(event, "severity").set_string_value(kind.severity);
+      event_arg(event, "category").set_string_value(kind.category);
+      event_arg(event, "line").set_int_value(static_cast<std::int64_t>(log.line));
+      event_arg(event, "path").set_string_value(device.path);
+      if (log.time_kind == EventTime::approximate)
+        event_arg(event, "approximate").set_bool_value(true);
+      for (const auto& [name, value] : log.captures) {
+        event_arg(event, "captures." + name).set_string_value(value);
+      }
+      out_.finish();
+    }
   }
 
   // Bubble slices by hand, straight into the file's buffer.
@@ -642,9 +720,19 @@ class PerfettoWriter {
   std::array<std::uint64_t, 3> counter_tracks_{};
   std::uint64_t first_lane_uuid_ = 0;
 
-  // Event names after the bubble kinds': the steps', then the jobs' (JobNameIids).
+  // Event names after the bubble kinds': the steps', then the jobs'
+  // (JobNameIids), then the log events'.
   std::uint64_t next_name_iid_ = kBubbleKinds.size() + 1;
   std::vector<FlowMark> flows_;
+
+  // The log events drawn (trace_log_events) and the names interned for them:
+  // categories after lr's iid, argument names after kArgNames'.
+  std::vector<EventRef> events_;
+  std::map<std::string, std::uint64_t> event_names_;
+  std::map<std::string, std::uint64_t> categories_;
+  std::map<std::string, std::uint64_t> arg_names_;
+  std::uint64_t next_category_iid_ = kCategoryLr + 1;
+  std::uint64_t next_arg_iid_ = kArgNames.size();
 };
 
 }  // namespace

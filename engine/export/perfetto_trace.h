@@ -14,9 +14,14 @@
 //     (interned) on its device lane, category = its kind, args job_id,
 //     micro_batch, step, line; with pipeline analysis, each device's
 //     "... · bubbles" lane holds one slice per bubble named fill/interior/drain.
-// Timestamps are integer nanoseconds: relative to the first job's start, or
-// epoch nanoseconds with TraceOptions::absolute_time. TraceOptions::steps
-// selects steps as in the Chrome trace. With TraceOptions::flows, dependencies
+//   every log event drawn (trace_content.h, trace_log_events) is a
+//     TYPE_INSTANT on its device's first lane, named by its id (interned),
+//     categories "event" and its own, args severity, category, line, path,
+//     approximate (when true) and "captures.NAME" per capture.
+// Timestamps are integer nanoseconds: relative to the first job's start (or
+// the first log event drawn, when earlier), or epoch nanoseconds with
+// TraceOptions::absolute_time. TraceOptions::steps selects steps (and their
+// events) as in the Chrome trace. With TraceOptions::flows, dependencies
 // become Perfetto flows (flow_ids on the producer's slice,
 // terminating_flow_ids on the consumer's; Perfetto flows have no category, so
 // critical-path arrows are not told apart as in the Chrome trace).

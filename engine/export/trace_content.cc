@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string_view>
+#include <tuple>
 
 namespace pipescope {
 
@@ -23,6 +24,48 @@ std::optional<std::int64_t> earliest_selected_start(const Run& run, const Metric
       if (!selection.contains(trace_job_step(run, metrics, d, i))) continue;
       earliest = std::min(earliest.value_or(jobs[i].start_ns), jobs[i].start_ns);
     }
+  }
+  return earliest;
+}
+
+std::vector<EventRef> trace_log_events(const Run& run, const Metrics& metrics,
+                                       const StepSelection& selection) {
+  std::vector<EventRef> drawn;
+  bool any = false;
+  for (const Device& device : run.devices) any = any || !device.events.empty();
+  if (!any) return drawn;
+  if (selection.everything()) {
+    for (std::size_t d = 0; d < run.devices.size(); ++d) {
+      const std::vector<LogEvent>& events = run.devices[d].events;
+      for (std::size_t e = 0; e < events.size(); ++e) {
+        if (events[e].time_kind != EventTime::unplaced) drawn.push_back({d, e});
+      }
+    }
+  } else {
+    const StepEvents placed = place_step_events(run, metrics);
+    for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
+      if (!selection.contains(static_cast<std::int64_t>(k))) continue;
+      drawn.insert(drawn.end(), placed.before_step[k].begin(), placed.before_step[k].end());
+      drawn.insert(drawn.end(), placed.in_step[k].begin(), placed.in_step[k].end());
+    }
+  }
+  const auto time = [&](const EventRef& ref) {
+    return run.devices[ref.device].events[ref.event].time_ns;
+  };
+  std::sort(drawn.begin(), drawn.end(), [&](const EventRef& a, const EventRef& b) {
+    return std::make_tuple(a.device, time(a), a.event) <
+           std::make_tuple(b.device, time(b), b.event);
+  });
+  return drawn;
+}
+
+std::optional<std::int64_t> trace_origin(const Run& run, const Metrics& metrics,
+                                         const StepSelection& selection,
+                                         const std::vector<EventRef>& events) {
+  std::optional<std::int64_t> earliest = earliest_selected_start(run, metrics, selection);
+  for (const EventRef& ref : events) {
+    const std::int64_t t = run.devices[ref.device].events[ref.event].time_ns;
+    earliest = std::min(earliest.value_or(t), t);
   }
   return earliest;
 }

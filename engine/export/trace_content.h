@@ -14,6 +14,7 @@
 #include "analysis/dependencies.h"
 #include "analysis/job_kind.h"
 #include "analysis/metrics.h"
+#include "analysis/step_events.h"
 #include "analysis/step_selection.h"
 #include "model/run.h"
 
@@ -26,6 +27,21 @@ std::int32_t trace_job_step(const Run& run, const Metrics& metrics, std::size_t 
 /// The earliest start among the selected jobs; nullopt when none is selected.
 std::optional<std::int64_t> earliest_selected_start(const Run& run, const Metrics& metrics,
                                                     const StepSelection& selection);
+
+/// The log events a trace draws as instants (docs/formats.md): every placed
+/// event (not EventTime::unplaced); with a step selection, only those in a
+/// selected step's window or in the gap before it (analysis/step_events.h),
+/// as the selection keeps a step's jobs. Device by device in Run order, each
+/// device's in time order (then line order).
+std::vector<EventRef> trace_log_events(const Run& run, const Metrics& metrics,
+                                       const StepSelection& selection);
+
+/// Time zero of a trace in relative time: the earliest of the selected jobs'
+/// starts (earliest_selected_start) and of `events`' times (trace_log_events),
+/// so that nothing drawn lies before it; nullopt when there is neither.
+std::optional<std::int64_t> trace_origin(const Run& run, const Metrics& metrics,
+                                         const StepSelection& selection,
+                                         const std::vector<EventRef>& events);
 
 /// `ns` relative to the trace's time zero: ns - origin_ns without signed
 /// overflow for any pair whose true difference fits.

@@ -67,6 +67,9 @@ class TraceLayout {
   std::size_t job_lane(std::size_t d, std::size_t i) const {
     return first_lane_[d] + static_cast<std::size_t>(lanes_[d][i]);
   }
+  /// Index into threads() of device d's first lane (its jobs' lane 0): the
+  /// track of its log events.
+  std::size_t device_lane(std::size_t d) const { return first_lane_[d]; }
   /// Index into threads() of device d's bubble lane (with bubble lanes only).
   std::size_t bubble_lane(std::size_t d) const { return first_lane_[d + 1] - 1; }
 

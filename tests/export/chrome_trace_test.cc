@@ -1,5 +1,7 @@
 // The Chrome trace: processes, threads, lanes for overlapping jobs, step
 // slices and exact microsecond timestamps, read back with simdjson.
+#include "export/chrome_trace.h"
+
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -13,9 +15,10 @@
 #include <utility>
 #include <vector>
 
-#include "export/chrome_trace.h"
-#include "version.h"
+#include "analysis/step_selection.h"
+#include "support/log_event_run.h"
 #include "support/temp_dir.h"
+#include "version.h"
 
 namespace pipescope {
 namespace {
@@ -95,6 +98,7 @@ Sample make_sample() {
 
 struct Event {
   std::string name, ph, cat;
+  std::string scope;  // "s" of an instant
   std::int64_t pid = 0, tid = 0;
   double ts = 0, dur = 0;
   simdjson::dom::element args;
@@ -128,6 +132,10 @@ struct Trace {
         event.dur = double(e["dur"]);
         std::string_view cname;
         EXPECT_EQ(e["cname"].get(cname), simdjson::SUCCESS);
+      } else if (event.ph == "i") {
+        event.cat = std::string(std::string_view(e["cat"]));
+        event.ts = double(e["ts"]);
+        event.scope = std::string(std::string_view(e["s"]));
       } else {
         EXPECT_EQ(e["ts"].error(), simdjson::NO_SUCH_FIELD);
         const auto key = std::make_pair(event.pid, event.tid);
@@ -143,6 +151,14 @@ struct Trace {
       }
       events.push_back(event);
     }
+  }
+
+  std::vector<Event> instants() const {
+    std::vector<Event> out;
+    for (const Event& e : events) {
+      if (e.ph == "i") out.push_back(e);
+    }
+    return out;
   }
 
   const Event& x(std::string_view name) const {
@@ -339,6 +355,163 @@ TEST(ExportTrace, DeterministicAndEmpty) {
   write_chrome_trace(pipescope::Run{}, Metrics{}, TraceOptions{}, dir / "empty.json");
   const Trace empty(dir / "empty.json");
   EXPECT_EQ(empty.events.size(), 4u);  // the Steps process and thread only
+}
+
+}  // namespace
+}  // namespace pipescope
+
+namespace pipescope {
+namespace {
+
+using testing::event_run_time;
+using testing::kEventRunMs;
+using testing::log_event_run;
+
+// The lines of a trace's text holding an instant event, in file order.
+std::vector<std::string> instant_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(at, end - at);
+    if (line.find("\"ph\":\"i\"") != std::string::npos) lines.push_back(line);
+    at = end + 1;
+  }
+  return lines;
+}
+
+// `pid`/`tid` of a device's first lane, as its jobs have them.
+std::pair<std::int64_t, std::int64_t> job_track(const Trace& trace, int device) {
+  const std::string lane = "GPU " + std::to_string(device) + " (machine 0)";
+  for (const auto& [key, name] : trace.thread_names) {
+    if (name == lane) return key;
+  }
+  ADD_FAILURE() << "no thread " << lane;
+  return {};
+}
+
+TEST(ExportTraceEvents, PlacedEventsAreInstantsOnTheirDevicesTrack) {
+  TempDir dir;
+  const auto r = log_event_run();
+  write_chrome_trace(r.run, r.metrics, TraceOptions{}, dir / "trace.json");
+  const Trace trace(dir / "trace.json");
+
+  // Time zero is device 1's event 5 ms before every job.
+  const std::int64_t origin = event_run_time(-5);
+  EXPECT_EQ(std::int64_t(trace.root["otherData"]["origin_ns"]), origin);
+  EXPECT_NE(trace.line_of("step 10").find("\"ts\":5000.000,\"dur\":100000.000,"), std::string::npos)
+      << trace.line_of("step 10");
+
+  // Every placed event, device by device, each in time order; none for the
+  // unplaced one.
+  const std::vector<std::string> lines = instant_lines(trace.text);
+  ASSERT_EQ(lines.size(), 7u);
+  EXPECT_EQ(
+      lines[0],
+      "{\"name\":\"checkpoint_save\",\"cat\":\"event,checkpoint\",\"ph\":\"i\",\"ts\":65000.000,"
+      "\"pid\":2,\"tid\":2,\"s\":\"t\",\"args\":{\"severity\":\"info\",\"category\":"
+      "\"checkpoint\",\"line\":7,\"path\":\"workerlog.0\",\"captures\":{\"path\":"
+      "\"/ckpt/step_10\"}}},");
+  EXPECT_EQ(lines[1],
+            "{\"name\":\"nccl_warn\",\"cat\":\"event,nccl\",\"ph\":\"i\",\"ts\":155000.000,"
+            "\"pid\":2,\"tid\":2,\"s\":\"t\",\"args\":{\"severity\":\"warning\",\"category\":"
+            "\"nccl\",\"line\":12,\"path\":\"workerlog.0\",\"approximate\":true,\"captures\":{"
+            "\"message\":\"Call to ibv_reg_mr failed\"}}},");
+  const std::vector<Event> instants = trace.instants();
+  ASSERT_EQ(instants.size(), 7u);
+  const std::vector<std::pair<std::string, double>> want = {
+      {"checkpoint_save", 65'000},  {"nccl_warn", 155'000}, {"cuda_error", 235'000},
+      {"checkpoint_save", 905'000}, {"nccl_warn", 0},       {"nccl_warn", 285'000},
+      {"cuda_error", 655'000}};
+  for (std::size_t i = 0; i < instants.size(); ++i) {
+    const Event& e = instants[i];
+    EXPECT_EQ(e.name, want[i].first) << i;
+    EXPECT_EQ(e.ts, want[i].second) << i;
+    EXPECT_EQ(e.scope, "t");
+    // The device's own track: where its first job is.
+    const int device = i < 4 ? 0 : 1;
+    EXPECT_EQ(std::make_pair(e.pid, e.tid), job_track(trace, device)) << i;
+    EXPECT_EQ(trace.thread_of(e), "GPU " + std::to_string(device) + " (machine 0)");
+    EXPECT_EQ(std::string_view(e.args["path"]), "workerlog." + std::to_string(device));
+    EXPECT_EQ(e.args["approximate"].error() == simdjson::SUCCESS, i == 1) << i;
+  }
+  EXPECT_EQ(instants[2].cat, "event,cuda");
+  EXPECT_EQ(std::string_view(instants[2].args["severity"]), "error");
+  EXPECT_EQ(std::int64_t(instants[2].args["line"]), 15);
+  EXPECT_EQ(instants[2].args["captures"].error(), simdjson::NO_SUCH_FIELD);
+  // The jobs' ts count from the same time zero.
+  const Job& first = r.run.devices[0].jobs[0];
+  EXPECT_EQ(trace.x("forward mb0").ts * 1000, static_cast<double>(first.start_ns - origin));
+  const Event& forward = trace.x("forward mb0");
+  EXPECT_EQ(std::make_pair(forward.pid, forward.tid), job_track(trace, 0));
+
+  // Epoch microseconds with absolute times.
+  write_chrome_trace(r.run, r.metrics, TraceOptions{.absolute_time = true}, dir / "abs.json");
+  const std::vector<std::string> absolute = instant_lines(read_file(dir / "abs.json"));
+  ASSERT_EQ(absolute.size(), 7u);
+  EXPECT_NE(absolute[0].find("\"ts\":1697793307060000.000,"), std::string::npos) << absolute[0];
+}
+
+TEST(ExportTraceEvents, StepSelectionKeepsTheEventsOfItsWindowsAndTheGapsBefore) {
+  TempDir dir;
+  const auto r = log_event_run();
+  const auto names_and_ts = [&](std::string_view steps) {
+    TraceOptions options;
+    options.steps = StepSelection::parse(steps, r.metrics, "--steps");
+    write_chrome_trace(r.run, r.metrics, options, dir / "t.json");
+    const Trace trace(dir / "t.json");
+    std::vector<std::pair<std::string, double>> out;
+    for (const Event& e : trace.instants()) out.emplace_back(e.name, e.ts);
+    out.emplace_back(
+        "origin",
+        double(std::int64_t(trace.root["otherData"]["origin_ns"]) - testing::kEventRunT0) / 1000);
+    return out;
+  };
+  using List = std::vector<std::pair<std::string, double>>;
+  // Step 11: the warning in the gap before it (150 ms) is time zero; its
+  // window's events at 230 ms and 280 ms.
+  EXPECT_EQ(
+      names_and_ts("11"),
+      (List{
+          {"nccl_warn", 0}, {"cuda_error", 80'000}, {"nccl_warn", 130'000}, {"origin", 150'000}}));
+  // Step 10: the event before it (and before every job) and the one in it.
+  EXPECT_EQ(names_and_ts("10"),
+            (List{{"checkpoint_save", 65'000}, {"nccl_warn", 0}, {"origin", -5'000}}));
+  // Step 12: the events after the last window are in no step.
+  EXPECT_EQ(names_and_ts("12"), (List{{"cuda_error", 250'000}, {"origin", 400'000}}));
+  EXPECT_EQ(names_and_ts("10-12").size(), 6u + 1u);
+}
+
+TEST(ExportTraceEvents, TraceWithoutEventsKeepsItsBytes) {
+  TempDir dir;
+  auto r = log_event_run();
+  // Events that do not move time zero add their lines and change nothing else.
+  r.run.devices[1].events.erase(r.run.devices[1].events.begin());
+  TraceOptions options;
+  write_chrome_trace(r.run, r.metrics, options, dir / "with.json");
+  for (Device& device : r.run.devices) device.events.clear();
+  write_chrome_trace(r.run, r.metrics, options, dir / "without.json");
+  const std::string without = read_file(dir / "without.json");
+  EXPECT_TRUE(instant_lines(without).empty());
+  std::string with = read_file(dir / "with.json");
+  EXPECT_EQ(instant_lines(with).size(), 6u);
+  std::string kept;
+  for (std::size_t at = 0; at < with.size();) {
+    std::size_t end = with.find('\n', at);
+    if (end == std::string::npos) end = with.size() - 1;
+    const std::string line = with.substr(at, end + 1 - at);
+    if (line.find("\"ph\":\"i\"") == std::string::npos) kept += line;
+    at = end + 1;
+  }
+  // The last instant ended the array: the job before it loses its comma.
+  const std::size_t close = kept.find(",\n]");
+  if (close != std::string::npos) kept.erase(close, 1);
+  EXPECT_EQ(kept, without);
+
+  // Event kinds without events, or a run read with events off, change nothing.
+  r.run.event_kinds.clear();
+  write_chrome_trace(r.run, r.metrics, options, dir / "no_kinds.json");
+  EXPECT_EQ(read_file(dir / "no_kinds.json"), without);
 }
 
 }  // namespace

@@ -12,10 +12,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "analysis/metrics.h"
 #include "support/command_runner.h"
+#include "support/log_event_run.h"
 #include "support/temp_dir.h"
 
 namespace pipescope {
@@ -39,6 +42,24 @@ std::string element_text(const std::string& dom, const std::string& id) {
   const std::regex re("id=\"" + id + "\">([^<]*)<");
   std::smatch m;
   return std::regex_search(dom, m, re) ? m[1].str() : "<missing " + id + ">";
+}
+
+// "STEP DEVICE ID SEVERITY" of each log-event mark, in page order: the
+// timeline (data-step) and device row (data-device) it is drawn in.
+std::vector<std::string> event_marks(const std::string& page) {
+  std::vector<std::string> out;
+  std::string step, device;
+  const std::regex token(
+      "<svg class=\"timeline\" data-step=\"([0-9]+)\"|<g class=\"device-row\" "
+      "data-device=\"([0-9]+)\"|<g class=\"event ([a-z]+)\" data-event=\"([a-z_]+)\"");
+  for (std::sregex_iterator m(page.begin(), page.end(), token), end; m != end; ++m) {
+    if ((*m)[1].matched) step = (*m)[1].str();
+    if ((*m)[2].matched) device = (*m)[2].str();
+    if ((*m)[3].matched) {
+      out.push_back(step + " " + device + " " + (*m)[4].str() + " " + (*m)[3].str());
+    }
+  }
+  return out;
 }
 
 bool browser_skipped() {
@@ -162,6 +183,146 @@ TEST(HtmlReportBrowser, ExplainsWhyAndRendersWithoutConsoleErrors) {
   // Axis labels in readable units, no "ms" with three decimals.
   EXPECT_NE(dom.find(" ms</text>"), std::string::npos);
   EXPECT_EQ(dom.find("0.000 ms</text>"), std::string::npos);
+}
+
+// Simulated worker logs with three event lines: a checkpoint save (a GLOG
+// line) in step 2 and a NCCL warning (no timestamp: placed at the line
+// before it) in step 3 on rank 0, a CUDA out-of-memory error in step 2 on
+// rank 1. The report marks each on its step's timeline, the traces hold
+// them as instants, and the page renders without a console message.
+TEST(HtmlReportBrowser, MarksLogEventsOnTheTimeline) {
+  if (browser_skipped()) GTEST_SKIP() << "PIPESCOPE_NO_BROWSER=1";
+  ASSERT_EQ(run_command("command -v chromium >/dev/null 2>&1").status, 0)
+      << "chromium is not installed (see above), or set PIPESCOPE_NO_BROWSER=1";
+  TempDir dir;
+  const CommandResult sim = run_cli("simulate -o " + shell_quote(dir / "logs") +
+                                    " --stages 2 --micro-batches 4 --steps 6");
+  ASSERT_EQ(sim.status, 0) << sim.output;
+  // Inserts `text` after 1-based line `after`; "{time}" becomes that line's
+  // GLOG time (the job's end: inside its step's window).
+  const auto insert = [](const std::string& path,
+                         std::vector<std::pair<std::size_t, std::string>> at) {
+    std::vector<std::string> lines;
+    std::istringstream in(read_file(path));
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    std::sort(at.begin(), at.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (auto& [after, text] : at) {
+      ASSERT_LE(after, lines.size());
+      const std::string& job = lines[after - 1];
+      const std::string time = job.substr(job.find(' ') + 1, 15);  // 09:15:07.601910
+      const std::size_t slot = text.find("{time}");
+      if (slot != std::string::npos) text.replace(slot, 6, time);
+      lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(after), text);
+    }
+    std::ofstream out(path, std::ios::trunc);
+    for (const std::string& line : lines) out << line << '\n';
+  };
+  insert(dir / "logs/workerlog.0",
+         {{20, "I1020 {time} 55700 checkpoint.py:10] Saving model checkpoint to /ckpt/step_2"},
+          {30, "gpu0:1:2 [0] NCCL WARN Call to ibv_reg_mr failed"}});
+  insert(dir / "logs/workerlog.1",
+         {{22,
+           "I1020 {time} 55701 train.py:88] torch.cuda.OutOfMemoryError: CUDA out of memory. "
+           "Tried to allocate 1.74 GiB (GPU 1; 47.54 GiB total capacity)"}});
+
+  const std::string html = dir / "report.html";
+  const CommandResult analyze =
+      run_cli("analyze " + shell_quote(dir / "logs") + " -o " + shell_quote(dir / "out") +
+              " --html " + shell_quote(html) + " --html-steps 1-3");
+  ASSERT_EQ(analyze.status, 0) << analyze.output;
+  EXPECT_NE(analyze.output.find("Log events: 3 (checkpoint 1, memory 1, nccl 1)"),
+            std::string::npos)
+      << analyze.output;
+  // trace.json: one instant per event, on the track of the device's jobs.
+  const std::string trace = read_file(dir / "out/trace.json");
+  EXPECT_EQ(count(trace, "\"ph\":\"i\""), 3u);
+  EXPECT_EQ(count(trace, "\"name\":\"paddlenlp_saving_checkpoint\",\"cat\":\"event,checkpoint\""),
+            1u);
+  EXPECT_EQ(count(trace, "\"approximate\":true"), 1u);
+
+  const CommandResult browser =
+      run_command(chromium(dir / "p") + "--enable-logging=stderr --v=0 --dump-dom " +
+                  shell_quote("file://" + html) + " > " + shell_quote(dir / "dom.html") + " 2> " +
+                  shell_quote(dir / "log.txt"));
+  const std::string dom = read_file(dir / "dom.html");
+  ASSERT_FALSE(dom.empty()) << read_file(dir / "log.txt");
+  const std::string log = read_file(dir / "log.txt");
+  EXPECT_EQ(log.find("CONSOLE"), std::string::npos) << log;
+  EXPECT_EQ(count(dom, "<svg class=\"timeline\""), 3u);
+  // One mark per event, in the row of its device in its step's timeline.
+  EXPECT_EQ(count(dom, "<g class=\"event "), 3u);
+  EXPECT_EQ(count(dom, "data-severity=\"info\""), 1u);
+  EXPECT_EQ(count(dom, "data-severity=\"warning\""), 1u);
+  EXPECT_EQ(count(dom, "data-severity=\"error\""), 1u);
+  EXPECT_EQ(event_marks(dom),
+            (std::vector<std::string>{"2 0 paddlenlp_saving_checkpoint info",
+                                      "2 1 torch_cuda_oom error", "3 0 nccl_warn warning"}));
+  EXPECT_NE(dom.find("paddlenlp_saving_checkpoint (checkpoint, info) at +"), std::string::npos);
+  EXPECT_NE(dom.find("in the step: " + (dir / "logs/workerlog.0") + ":21; path=/ckpt/step_2"),
+            std::string::npos);
+  EXPECT_NE(dom.find("(about) in the step: " + (dir / "logs/workerlog.0") + ":32"),
+            std::string::npos);
+  EXPECT_NE(dom.find("log event (error)"), std::string::npos);
+}
+
+// The log events of the drawn steps' windows, marked on their device's row
+// and coloured by severity; the events outside those windows are not; the
+// outlier steps are listed under the steps' figures.
+TEST(HtmlReport, MarksTheEventsOfTheDrawnStepsAndListsTheOutliers) {
+  const auto r = testing::log_event_run();
+  HtmlOptions options;
+  options.steps = {0, 1};  // steps 10 and 11
+  std::string html = render_html_report(r.run, r.metrics, options);
+  // Step 10: device 0's save; step 11: device 0's error and device 1's warning.
+  EXPECT_EQ(count(html, "<g class=\"event "), 3u);
+  EXPECT_EQ(event_marks(html),
+            (std::vector<std::string>{"10 0 checkpoint_save info", "11 0 cuda_error error",
+                                      "11 1 nccl_warn warning"}));
+  // The title: what, when in the step, where.
+  EXPECT_NE(html.find("<title>checkpoint_save (checkpoint, info) at +60.000 ms in the step: "
+                      "workerlog.0:7; path=/ckpt/step_10</title>"),
+            std::string::npos);
+  // At 60% of the 1000-unit plot, right of the 120-unit labels.
+  EXPECT_NE(html.find("<line x1=\"720.0\" x2=\"720.0\" y1=\"22.0\" y2=\"42.0\"/>"),
+            std::string::npos);
+  EXPECT_NE(html.find("log event (warning)"), std::string::npos);
+
+  // Step 12 is an outlier (300 ms against a median of 100 ms), with device
+  // 1's error in its window.
+  EXPECT_NE(html.find("<ul class=\"outliers\">\n<li>step 12 +0.200 s (bubble 20.0%): device 1 "
+                      "cuda_error at +0.250 s (cuda)</li>\n</ul>"),
+            std::string::npos)
+      << html;
+  options.steps = {2};
+  EXPECT_EQ(event_marks(render_html_report(r.run, r.metrics, options)),
+            (std::vector<std::string>{"12 1 cuda_error error"}));
+
+  // Events off: no mark, no outlier list.
+  pipescope::Run off = r.run;
+  off.event_kinds.clear();
+  for (Device& device : off.devices) device.events.clear();
+  off.events_off = "--no-events";
+  html = render_html_report(off, r.metrics, options);
+  EXPECT_EQ(html.find("class=\"event"), std::string::npos);
+  EXPECT_EQ(html.find("<ul class=\"outliers\">"), std::string::npos);
+  EXPECT_EQ(html.find("log event ("), std::string::npos);
+}
+
+TEST(HtmlReport, EventMarksPerRowAreBounded) {
+  auto r = testing::log_event_run();
+  std::vector<LogEvent>& events = r.run.devices[0].events;
+  for (int i = 0; i < 150; ++i) {
+    LogEvent e;
+    e.kind = 1;
+    e.line = 1000 + static_cast<std::uint64_t>(i);
+    e.time_ns = testing::event_run_time(10) + i * 1000;
+    events.push_back(e);
+  }
+  HtmlOptions options;
+  options.steps = {0};
+  const std::string html = render_html_report(r.run, r.metrics, options);
+  EXPECT_EQ(count(html, "<g class=\"event "), 100u);
+  EXPECT_NE(html.find("51 more log events in this step, not marked"), std::string::npos);
 }
 
 TEST(HtmlReport, StepChoice) {

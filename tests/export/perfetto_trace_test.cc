@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -24,6 +25,7 @@
 #include "ingest/discovery.h"
 #include "ingest/ingest.h"
 #include "support/command_runner.h"
+#include "support/log_event_run.h"
 #include "support/temp_dir.h"
 
 namespace pipescope {
@@ -149,11 +151,22 @@ struct Slice {
   std::vector<std::string> categories;
 };
 
+// An instant event (a log event), its names resolved.
+struct Instant {
+  std::string name;
+  std::uint64_t time = 0;
+  std::vector<std::string> categories;
+  std::map<std::string, std::string> strings;
+  std::map<std::string, std::int64_t> ints;
+  std::map<std::string, bool> bools;
+};
+
 // Resolves the trace the way a reader does: interned names by iid, slices
 // by matching BEGIN and END per track (properly nested, as Perfetto needs).
 struct Decoded {
   std::map<std::uint64_t, pb::TrackDescriptor> tracks;
-  std::map<std::uint64_t, std::vector<Slice>> slices;  // by track uuid
+  std::map<std::uint64_t, std::vector<Slice>> slices;      // by track uuid
+  std::map<std::uint64_t, std::vector<Instant>> instants;  // by track uuid
   std::map<std::uint64_t, std::vector<double>> counters;
   std::size_t begins = 0, ends = 0, flow_starts = 0, flow_ends = 0;
 };
@@ -220,6 +233,26 @@ Decoded decode(const pb::Trace& trace) {
       case pb::TrackEvent::TYPE_COUNTER:
         out.counters[e.track_uuid()].push_back(e.double_counter_value());
         break;
+      case pb::TrackEvent::TYPE_INSTANT: {
+        Instant instant;
+        EXPECT_TRUE(e.has_name_iid()) << "names are interned";
+        EXPECT_TRUE(names.count(e.name_iid())) << "unresolved name iid " << e.name_iid();
+        instant.name = names[e.name_iid()];
+        instant.time = p.timestamp();
+        for (const std::uint64_t c : e.category_iids()) {
+          EXPECT_TRUE(categories.count(c));
+          instant.categories.push_back(categories[c]);
+        }
+        for (const auto& a : e.debug_annotations()) {
+          EXPECT_TRUE(arg_names.count(a.name_iid()));
+          const std::string& name = arg_names[a.name_iid()];
+          if (a.has_string_value()) instant.strings[name] = a.string_value();
+          if (a.has_int_value()) instant.ints[name] = a.int_value();
+          if (a.has_bool_value()) instant.bools[name] = a.bool_value();
+        }
+        out.instants[e.track_uuid()].push_back(instant);
+        break;
+      }
       default:
         ADD_FAILURE() << "unexpected event type " << e.type();
     }
@@ -608,6 +641,193 @@ TEST(PerfettoTrace, CliWritesItBesideTheOtherOutputs) {
   for (const auto& entry : fs::directory_iterator(dir / "only")) {
     EXPECT_EQ(entry.path().filename().string().find(".tmp-"), std::string::npos);
   }
+}
+
+// ---- Log events ----
+
+pb::Trace write_events_trace(const testing::LogEventRun& r, std::string_view steps = "",
+                             std::string* bytes = nullptr) {
+  TraceOptions options;
+  options.steps = StepSelection::parse(steps, r.metrics, "--steps");
+  TempDir dir;
+  write_perfetto_trace(r.run, r.metrics, options, dir / "t.pftrace");
+  const std::string written = read_file(dir / "t.pftrace");
+  if (bytes != nullptr) *bytes = written;
+  pb::Trace trace;
+  EXPECT_TRUE(trace.ParseFromString(written));
+  return trace;
+}
+
+// The instants of the track named `name`.
+const std::vector<Instant>& instants_on(const Decoded& d, const std::string& name) {
+  static const std::vector<Instant> none;
+  const pb::TrackDescriptor* track = track_named(d, name);
+  if (track == nullptr) {
+    ADD_FAILURE() << "no track " << name;
+    return none;
+  }
+  const auto found = d.instants.find(track->uuid());
+  return found != d.instants.end() ? found->second : none;
+}
+
+TEST(PerfettoTrace, LogEventsAreInstantsOnTheirDevicesTrack) {
+  const auto r = testing::log_event_run();
+  std::string bytes;
+  const pb::Trace trace = write_events_trace(r, "", &bytes);
+  const Decoded d = decode(trace);
+  // Time zero: device 1's event 5 ms before every job; jobs count from it too.
+  const std::int64_t origin = testing::event_run_time(-5);
+  const auto at = [&](std::int64_t ms) {
+    return static_cast<std::uint64_t>(testing::event_run_time(ms) - origin);
+  };
+
+  // Each device's instants are on the thread track of its jobs; none for the
+  // unplaced event.
+  std::size_t total = 0;
+  for (const auto& [uuid, list] : d.instants) total += list.size();
+  EXPECT_EQ(total, 7u);
+  const pb::TrackDescriptor* gpu0 = track_named(d, "GPU 0 (machine 0)");
+  ASSERT_NE(gpu0, nullptr);
+  ASSERT_EQ(d.slices.at(gpu0->uuid()).size(), r.run.devices[0].jobs.size());
+  EXPECT_EQ(d.slices.at(gpu0->uuid()).front().start,
+            static_cast<std::uint64_t>(r.run.devices[0].jobs[0].start_ns - origin));
+
+  const std::vector<Instant>& first = instants_on(d, "GPU 0 (machine 0)");
+  ASSERT_EQ(first.size(), 4u);
+  std::vector<std::pair<std::string, std::uint64_t>> got;
+  for (const Instant& i : first) got.emplace_back(i.name, i.time);
+  EXPECT_EQ(got,
+            (std::vector<std::pair<std::string, std::uint64_t>>{{"checkpoint_save", at(60)},
+                                                                {"nccl_warn", at(150)},
+                                                                {"cuda_error", at(230)},
+                                                                {"checkpoint_save", at(900)}}));
+  const Instant& save = first[0];
+  EXPECT_EQ(save.categories, (std::vector<std::string>{"event", "checkpoint"}));
+  EXPECT_EQ(save.strings, (std::map<std::string, std::string>{{"severity", "info"},
+                                                              {"category", "checkpoint"},
+                                                              {"path", "workerlog.0"},
+                                                              {"captures.path", "/ckpt/step_10"}}));
+  EXPECT_EQ(save.ints, (std::map<std::string, std::int64_t>{{"line", 7}}));
+  EXPECT_TRUE(save.bools.empty());
+  const Instant& warn = first[1];
+  EXPECT_EQ(warn.categories, (std::vector<std::string>{"event", "nccl"}));
+  EXPECT_EQ(warn.bools, (std::map<std::string, bool>{{"approximate", true}}));
+  EXPECT_EQ(warn.strings.at("captures.message"), "Call to ibv_reg_mr failed");
+  EXPECT_EQ(warn.strings.at("severity"), "warning");
+  EXPECT_EQ(first[2].strings.at("severity"), "error");
+
+  const std::vector<Instant>& second = instants_on(d, "GPU 1 (machine 0)");
+  ASSERT_EQ(second.size(), 3u);
+  EXPECT_EQ(second[0].time, 0u);
+  EXPECT_EQ(second[0].strings.at("path"), "workerlog.1");
+  EXPECT_EQ(second[2].time, at(650));
+
+  // Each name is interned once (decode checks an iid is never redefined).
+  std::map<std::string, int> defined;
+  for (const pb::TracePacket& p : trace.packet()) {
+    for (const auto& n : p.interned_data().event_names()) ++defined[n.name()];
+    for (const auto& n : p.interned_data().debug_annotation_names()) ++defined[n.name()];
+  }
+  for (const std::string name : {"checkpoint_save", "nccl_warn", "severity", "captures.path"}) {
+    EXPECT_EQ(defined[name], 1) << name;
+  }
+
+  // Wire tags, independently of the generated code: the approximate
+  // warning's track event has type = 9 (TYPE_INSTANT = 3), name_iid = 10,
+  // category_iids = 3 twice, and debug annotations = 4 with string_value = 6,
+  // int_value = 4 and bool_value = 2.
+  bool seen = false;
+  for (const WireField& packet : wire_fields(bytes)) {
+    const WireField* event_field = find_field(wire_fields(packet.bytes), 11);
+    if (event_field == nullptr) continue;
+    const std::vector<WireField> event = wire_fields(event_field->bytes);
+    if (field(event, 9).varint != 3) continue;
+    std::set<std::uint32_t> values;
+    std::size_t categories = 0;
+    for (const WireField& f : event) {
+      categories += f.number == 3 ? 1 : 0;
+      if (f.number != 4) continue;
+      const std::vector<WireField> arg = wire_fields(f.bytes);
+      EXPECT_NE(find_field(arg, 1), nullptr);
+      for (const WireField& a : arg) values.insert(a.number);
+    }
+    EXPECT_NE(find_field(event, 10), nullptr);
+    EXPECT_EQ(categories, 2u);
+    if (values.count(2) == 0) continue;  // not the approximate one
+    EXPECT_EQ(values, (std::set<std::uint32_t>{1, 2, 4, 6}));
+    seen = true;
+  }
+  EXPECT_TRUE(seen);
+}
+
+TEST(PerfettoTrace, LogEventsFollowTheStepSelection) {
+  const auto r = testing::log_event_run();
+  // Step 11: the warning in the gap before it is time zero, then its
+  // window's events on both devices.
+  const Decoded d = decode(write_events_trace(r, "11"));
+  const auto names = [](const std::vector<Instant>& list) {
+    std::vector<std::pair<std::string, std::uint64_t>> out;
+    for (const Instant& i : list) out.emplace_back(i.name, i.time);
+    return out;
+  };
+  using List = std::vector<std::pair<std::string, std::uint64_t>>;
+  EXPECT_EQ(names(instants_on(d, "GPU 0 (machine 0)")),
+            (List{{"nccl_warn", 0}, {"cuda_error", 80 * testing::kEventRunMs}}));
+  EXPECT_EQ(names(instants_on(d, "GPU 1 (machine 0)")),
+            (List{{"nccl_warn", 130 * testing::kEventRunMs}}));
+  // Step 12: the event after the last window is in no step.
+  const Decoded last = decode(write_events_trace(r, "12"));
+  EXPECT_TRUE(instants_on(last, "GPU 0 (machine 0)").empty());
+  EXPECT_EQ(names(instants_on(last, "GPU 1 (machine 0)")),
+            (List{{"cuda_error", 250 * testing::kEventRunMs}}));
+}
+
+TEST(PerfettoTrace, LogEventsAddTheirPacketsAndChangeNoOther) {
+  auto r = testing::log_event_run();
+  // Events that do not move time zero.
+  r.run.devices[1].events.erase(r.run.devices[1].events.begin());
+  std::string with_bytes, without_bytes;
+  const pb::Trace with = write_events_trace(r, "", &with_bytes);
+  for (Device& device : r.run.devices) device.events.clear();
+  write_events_trace(r, "", &without_bytes);
+  pb::Trace kept;
+  int instants = 0;
+  for (const pb::TracePacket& p : with.packet()) {
+    if (p.has_track_event() && p.track_event().type() == pb::TrackEvent::TYPE_INSTANT) {
+      ++instants;
+    } else {
+      *kept.add_packet() = p;
+    }
+  }
+  EXPECT_EQ(instants, 6);
+  EXPECT_EQ(kept.SerializeAsString(), without_bytes);
+  EXPECT_GT(with_bytes.size(), without_bytes.size());
+}
+
+// A NCCL warning appended to a simulated worker log (no timestamp: placed at
+// the job line before it) is one instant in the pftrace `analyze` writes.
+TEST(PerfettoTrace, CliWritesTheLogEventsOfWorkerLogs) {
+  TempDir dir;
+  auto result = testing::run_cli("simulate -o " + testing::shell_quote(dir / "logs") +
+                                 " --stages 2 --micro-batches 4 --steps 3");
+  ASSERT_EQ(result.status, 0) << result.output;
+  {
+    std::ofstream log(dir / "logs/workerlog.1", std::ios::app);
+    log << "gpu1:1:2 [1] NCCL WARN Call to ibv_reg_mr failed\n";
+  }
+  result = testing::run_cli("analyze -q --perfetto " + testing::shell_quote(dir / "logs") + " -o " +
+                            testing::shell_quote(dir / "out"));
+  ASSERT_EQ(result.status, 0) << result.output;
+  pb::Trace trace;
+  ASSERT_TRUE(trace.ParseFromString(read_file(dir / "out/trace.pftrace")));
+  const Decoded d = decode(trace);
+  const std::vector<Instant>& instants = instants_on(d, "GPU 1 (machine 0)");
+  ASSERT_EQ(instants.size(), 1u);
+  EXPECT_EQ(instants[0].name, "nccl_warn");
+  EXPECT_EQ(instants[0].bools.at("approximate"), true);
+  EXPECT_EQ(instants[0].strings.at("captures.message"), "Call to ibv_reg_mr failed");
+  EXPECT_EQ(instants[0].strings.at("path"), dir / "logs/workerlog.1");
+  EXPECT_TRUE(instants_on(d, "GPU 0 (machine 0)").empty());
 }
 
 }  // namespace
