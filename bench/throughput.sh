@@ -62,6 +62,7 @@ run_named() {
     rg) seconds rg -c 'Profiler Info' "$dir" ;;
     grep) seconds grep -c 'Profiler Info' -r "$dir" ;;
     notrace) seconds "$cli" analyze "$dir" -o "$work/out" --no-trace -q ;;
+    noevents) seconds "$cli" analyze "$dir" -o "$work/out" --no-trace -q --no-events ;;
     notrace1) seconds "$cli" analyze "$dir" -o "$work/out" --no-trace -q -j 1 ;;
     trace) seconds "$cli" analyze "$dir" -o "$work/out" -q ;;
     perfetto) seconds "$cli" analyze "$dir" -o "$work/out" -q --no-trace --perfetto ;;
@@ -77,7 +78,7 @@ cores=$(nproc)
 for shape in sparse dense; do
   dir=$(folder "$shape")
   folder_bytes[$shape]=$(cat "$dir"/workerlog.* | wc -c)  # also warms the page cache
-  commands=(rg notrace)
+  commands=(rg notrace noevents)
   [ "$shape" = dense ] && commands+=(trace perfetto)
   [ "$shape" = dense ] && [ "$cores" -ge 16 ] && commands+=(notrace1)
   if [ -n "${EXTRA:-}" ]; then
@@ -127,8 +128,12 @@ row() {  # row SHAPE NAME LABEL TARGET
 }
 row sparse rg "rg -c 'Profiler Info'" ""
 row sparse notrace "analyze --no-trace" 1.0
+row sparse noevents "analyze --no-trace --no-events" ""
+printf '%-7s %-34s %9.2fx (log events on / off, <= 1.25)  %s\n' sparse "cost of the log events" \
+  "$(ratio sparse.notrace sparse.noevents)" "$(verdict "$(ratio sparse.notrace sparse.noevents)" 1.25)"
 row dense rg "rg -c 'Profiler Info'" ""
 row dense notrace "analyze --no-trace" 2.5
+row dense noevents "analyze --no-trace --no-events" ""
 row dense trace "analyze (trace.json)" 5
 row dense perfetto "analyze --perfetto --no-trace" 4
 printf '%-7s %-34s %9.1f MiB for %s jobs; budget 64 MiB + 48 B/job = %.1f MiB  %s\n' dense \

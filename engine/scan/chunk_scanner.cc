@@ -118,6 +118,10 @@ class CandidateLines {
       counted_ = done_;
       ++line_index_;
     }
+    // The lines around this one are all that the event search needs to read:
+    // a line holding a literal is a job or step-start line, never an event.
+    if (line_begin > gap_from_) gaps_.emplace_back(gap_from_, line_begin);
+    gap_from_ = done_;
     line_open_ = line_.size() <= options_.max_line_bytes;
     if (!line_open_) {
       ++out_.oversized;
@@ -127,6 +131,16 @@ class CandidateLines {
       return;
     }
     on_literal(id, match_end);
+  }
+
+  /// The stretches of the piece between the located lines ([begin, end)
+  /// offsets of whole lines), in order; call once the search is done.
+  const std::vector<std::pair<std::size_t, std::size_t>>& gaps() {
+    if (gap_from_ < text_.size()) {
+      gaps_.emplace_back(gap_from_, text_.size());
+      gap_from_ = text_.size();
+    }
+    return gaps_;
   }
 
   /// The last job line located (its text and its line index), if any.
@@ -193,6 +207,8 @@ class CandidateLines {
   bool step_seen_ = false;
   std::string_view last_job_line_;
   std::uint64_t last_job_index_ = 0;
+  std::size_t gap_from_ = 0;
+  std::vector<std::pair<std::size_t, std::size_t>> gaps_;
   std::string scratch_;
 };
 
@@ -215,10 +231,19 @@ std::optional<LineStamp> stamp_before(std::string_view text, std::size_t line_be
 /// Finds the event lines of `complete` (lines [line_base, ...) of the chunk)
 /// and their stamps and captures.
 void scan_events(std::string_view complete, std::uint64_t line_base,
+                 const std::vector<std::pair<std::size_t, std::size_t>>& gaps,
                  const ChunkScanOptions& options, ChunkScan& out) {
   thread_local std::vector<EventMatch> matches;
   matches.clear();
-  options.events->scan(complete, *options.event_scratch, matches);
+  // Only the stretches between job lines are searched (dense logs: none).
+  for (const auto& [begin, end] : gaps) {
+    const std::size_t first = matches.size();
+    options.events->scan(complete.substr(begin, end - begin), *options.event_scratch, matches);
+    for (std::size_t i = first; i < matches.size(); ++i) {
+      matches[i].line_begin += begin;
+      matches[i].line_end += begin;
+    }
+  }
   std::size_t counted = 0;  // newlines before this offset are in `index`
   std::uint64_t index = 0;
   for (const EventMatch& m : matches) {
@@ -265,7 +290,7 @@ void scan_chunk_more(std::string_view text, std::uint64_t text_offset, const Pre
   const std::uint64_t line_base = out.lines;
   if (options.events != nullptr && options.event_scratch != nullptr) {
     const std::size_t first_event = out.events.size();
-    scan_events(complete, line_base, options, out);
+    scan_events(complete, line_base, candidates.gaps(), options, out);
     // The chunk's last dated line among its job and event lines.
     for (std::size_t e = out.events.size(); e > first_event; --e) {
       const EventSeen& seen = out.events[e - 1];

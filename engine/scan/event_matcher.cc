@@ -1,9 +1,15 @@
 #include "scan/event_matcher.h"
 
 #include <re2/re2.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #if PIPESCOPE_HAVE_HYPERSCAN
@@ -38,6 +44,79 @@ namespace {
 
 }  // namespace
 
+#if PIPESCOPE_HAVE_HYPERSCAN
+namespace {
+
+/// Where compiled databases are kept: $PIPESCOPE_CACHE_DIR ("off": nowhere),
+/// else $XDG_CACHE_HOME/pipescope, else ~/.cache/pipescope; "" for none.
+std::filesystem::path cache_dir() {
+  if (const char* dir = std::getenv("PIPESCOPE_CACHE_DIR")) {
+    return std::string_view(dir) == "off" ? std::filesystem::path() : std::filesystem::path(dir);
+  }
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return std::filesystem::path(xdg) / "pipescope";
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return std::filesystem::path(home) / ".cache" / "pipescope";
+  }
+  return {};
+}
+
+/// FNV-1a over everything the compiled database depends on.
+std::uint64_t database_key(const std::vector<const char*>& expressions,
+                           const std::vector<unsigned>& flags, const hs_platform_info_t& platform) {
+  std::uint64_t h = 14695981039346656037ULL;
+  auto mix = [&](const void* data, std::size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
+  };
+  const std::string_view version = hs_version();
+  mix(version.data(), version.size());
+  mix(&platform, sizeof platform);
+  for (std::size_t i = 0; i < expressions.size(); ++i) {
+    mix(expressions[i], std::strlen(expressions[i]) + 1);  // with its NUL: a separator
+    mix(&flags[i], sizeof flags[i]);
+  }
+  return h;
+}
+
+/// The database cached under `path`, or null (missing, damaged, or made for
+/// another Hyperscan or machine).
+hs_database_t* load_cached(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return nullptr;
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  const std::string data = bytes.str();
+  hs_database_t* db = nullptr;
+  if (hs_deserialize_database(data.data(), data.size(), &db) != HS_SUCCESS) return nullptr;
+  return db;
+}
+
+/// Keeps `db` under `path` for the next run: written to a temporary file,
+/// then renamed, so that readers never see half of it. Failures are ignored:
+/// the cache only saves the compile time (~70 ms for the shipped library).
+void store_cached(const hs_database_t* db, const std::filesystem::path& path) {
+  char* bytes = nullptr;
+  std::size_t length = 0;
+  if (hs_serialize_database(db, &bytes, &length) != HS_SUCCESS) return;
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  const std::filesystem::path temp =
+      path.string() + ".tmp." + std::to_string(static_cast<long>(::getpid()));
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (out) out.write(bytes, static_cast<std::streamsize>(length));
+    out.close();
+    if (out) std::filesystem::rename(temp, path, ec);
+  }
+  std::filesystem::remove(temp, ec);  // after a failed write or rename
+  std::free(bytes);
+}
+
+}  // namespace
+#endif
+
 EventMatcher::EventMatcher(const EventLibrary& library) : compiled_(std::make_unique<Compiled>()) {
   if (!available()) {
     throw std::runtime_error("this pipescope was built without Hyperscan: log events are off");
@@ -68,6 +147,17 @@ EventMatcher::EventMatcher(const EventLibrary& library) : compiled_(std::make_un
     flags.push_back(HS_FLAG_MULTILINE);
     ids.push_back(static_cast<unsigned>(i));
   }
+  // A database compiled before for this library, Hyperscan and machine.
+  hs_platform_info_t platform{};
+  hs_populate_platform(&platform);
+  std::filesystem::path cached;
+  if (const std::filesystem::path dir = cache_dir(); !dir.empty()) {
+    char name[40];
+    std::snprintf(name, sizeof name, "events-%016llx.hsdb",
+                  static_cast<unsigned long long>(database_key(expressions, flags, platform)));
+    cached = dir / name;
+    if ((compiled_->database = load_cached(cached)) != nullptr) return;
+  }
   hs_compile_error_t* error = nullptr;
   if (hs_compile_multi(expressions.data(), flags.data(), ids.data(),
                        static_cast<unsigned>(expressions.size()), HS_MODE_BLOCK, nullptr,
@@ -80,6 +170,7 @@ EventMatcher::EventMatcher(const EventLibrary& library) : compiled_(std::make_un
     }
     throw EventLibraryError("the event library is rejected by Hyperscan: " + message);
   }
+  if (!cached.empty()) store_cached(compiled_->database, cached);
 #endif
 }
 

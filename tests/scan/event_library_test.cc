@@ -5,7 +5,12 @@
 #include "scan/event_library.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -194,6 +199,78 @@ TEST(EventLibrary, ExpectedCapturesSplitAtTheNextName) {
   EXPECT_EQ(pairs[0], (std::pair<std::string, std::string>{"path", "/a, b/c"}));
   EXPECT_EQ(pairs[1], (std::pair<std::string, std::string>{"seconds", "0.5"}));
   EXPECT_EQ(pairs[2], (std::pair<std::string, std::string>{"empty", ""}));
+}
+
+}  // namespace
+}  // namespace pipescope
+
+namespace pipescope {
+namespace {
+
+/// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(EventMatcher, TheCompiledLibraryIsCachedAndADamagedCacheIsRecompiled) {
+  if (!EventMatcher::available()) GTEST_SKIP() << "built without Hyperscan";
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("pipescope-hs-cache-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const ScopedEnv env("PIPESCOPE_CACHE_DIR", dir.string());
+  const EventLibrary library = builtin_event_library();
+  const std::string line =
+      "gpu-node-3:22317:22410 [3] misc/ibvwrap.cc:153 NCCL WARN Call to ibv_reg_mr failed\n";
+  auto found = [&](const EventMatcher& m) {
+    EventMatcher::Scratch scratch(m);
+    std::vector<EventMatch> out;
+    m.scan(line, scratch, out);
+    return out.size();
+  };
+  std::size_t first = 0;
+  {
+    const EventMatcher compiled(library);
+    first = found(compiled);
+    EXPECT_GE(first, 1u);
+  }
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) files.push_back(entry.path());
+  ASSERT_EQ(files.size(), 1u);  // written once, no temporary left
+  EXPECT_EQ(files[0].extension(), ".hsdb");
+  {
+    const EventMatcher loaded(library);
+    EXPECT_EQ(found(loaded), first);
+  }
+  // A damaged file is not trusted: compiled again, and rewritten.
+  std::ofstream(files[0], std::ios::binary | std::ios::trunc) << "not a database";
+  {
+    const EventMatcher recompiled(library);
+    EXPECT_EQ(found(recompiled), first);
+  }
+  EXPECT_GT(std::filesystem::file_size(files[0]), 1000u);
+  // Another library is another file.
+  EventLibrary mine = library;
+  mine.add(parse_event_library("[mine]\ncategory = x\nseverity = info\nregex = zzz_marker\n", "t"));
+  { const EventMatcher other(mine); }
+  std::size_t count = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir)) ++count;
+  EXPECT_EQ(count, 2u);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
