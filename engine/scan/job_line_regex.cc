@@ -77,6 +77,7 @@ std::string capture_list() {
   return list;
 }
 
+#if PIPESCOPE_HAVE_HYPERSCAN
 /// The expression as Hyperscan must read it to find every line RE2 matches
 /// (a superset: a construct Hyperscan reads more narrowly than RE2 is
 /// rewritten to RE2's meaning, or widened); nullopt where that cannot be
@@ -192,6 +193,7 @@ std::optional<std::string> hyperscan_form(std::string_view re) {
   if (caseless && beyond_ascii) return std::nullopt;
   return out;
 }
+#endif
 
 }  // namespace
 
