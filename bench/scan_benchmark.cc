@@ -1,8 +1,8 @@
 // Micro-benchmarks of the scanning hot path: the job-line parser, the
-// prefilter + parser over whole chunks (dense and sparse logs), newline
+// prefilter + parser over whole chunks (dense and sparse logs), the same with
+// a --job-line regex (Hyperscan candidates, or RE2 on every line), newline
 // counting, and the metrics. Throughput is reported as bytes or items/s.
 #include <benchmark/benchmark.h>
-
 #include <fmt/core.h>
 
 #include <string>
@@ -10,6 +10,7 @@
 #include "analysis/metrics.h"
 #include "scan/chunk_scanner.h"
 #include "scan/job_line_parser.h"
+#include "scan/job_line_regex.h"
 #include "scan/prefilter.h"
 
 namespace pipescope {
@@ -64,6 +65,55 @@ void BM_ScanChunk(benchmark::State& state) {
 }
 // 0 = dense (job lines only), 49 = sparse (1 job line per 50 lines).
 BENCHMARK(BM_ScanChunk)->Arg(0)->Arg(49)->Unit(benchmark::kMillisecond);
+
+/// The same chunks with another framework's job lines (`--job-line`), times
+/// in seconds: `[2024-05-01 10:00:00] rank0 forward mb=3 t0=... t1=...`.
+std::string make_other_chunk(int noise) {
+  std::string text;
+  for (int i = 0; text.size() < (8u << 20); ++i) {
+    for (int n = 0; n < noise; ++n) {
+      text += "I1020 09:15:07.265326 22317 interpretercore.cc:237] New Executor is Running, step ";
+      text += std::to_string(i);
+      text += " with Profiler disabled\n";
+    }
+    const std::int64_t start = 1714557600123456 + std::int64_t{i} * 1'000;
+    text += fmt::format("[2024-05-01 10:00:00] rank0 forward mb={} t0={}.{:06} t1={}.{:06}\n",
+                        i % 8, start / 1'000'000, start % 1'000'000, (start + 900) / 1'000'000,
+                        (start + 900) % 1'000'000);
+  }
+  return text;
+}
+
+/// The chunk scan with a --job-line regex: Hyperscan finds the candidate
+/// lines (arg 1 = 0), or RE2 reads every line as a build without Hyperscan
+/// does (arg 1 = 1).
+void BM_ScanChunkJobLineRegex(benchmark::State& state) {
+  const std::string text = make_other_chunk(static_cast<int>(state.range(0)));
+  const JobLineRegex regex(
+      R"(rank\d+ (?P<type>\w+) mb=(?P<mb>\d+) t0=(?P<start>[0-9.]+) t1=(?P<end>[0-9.]+))",
+      TimeUnit::s, {},
+      state.range(1) == 0 ? JobLineRegex::Search::hyperscan : JobLineRegex::Search::every_line);
+  const Prefilter prefilter;
+  Prefilter::Scratch scratch(prefilter);
+  JobLineRegex::Scratch regex_scratch(regex);
+  ChunkScanOptions options;
+  options.job_line = &regex;
+  options.job_line_scratch = &regex_scratch;
+  ChunkScan out;
+  for (auto _ : state) {
+    scan_chunk(text, prefilter, scratch, options, out);
+    benchmark::DoNotOptimize(out.jobs.data());
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(text.size()));
+  state.counters["jobs"] = static_cast<double>(out.jobs.size());
+  state.counters["hyperscan"] = regex.search() == JobLineRegex::Search::hyperscan ? 1 : 0;
+}
+BENCHMARK(BM_ScanChunkJobLineRegex)
+    ->Args({0, 0})
+    ->Args({49, 0})
+    ->Args({0, 1})
+    ->Args({49, 1})
+    ->Unit(benchmark::kMillisecond);
 
 void BM_CountNewlines(benchmark::State& state) {
   const std::string text = make_chunk(49);

@@ -215,17 +215,17 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
     });
     if (traces) {
       fmt::print(stderr,
-                 "pipescope: error: no jobs found in {} input file{} (looked for lines containing "
-                 "'Profiler Info: Job' and, in profiler traces, for user annotations named "
-                 "'PP:<action>'{}); nothing to analyse\n",
-                 input_count, input_count == 1 ? "" : "s",
+                 "pipescope: error: no jobs found in {} input file{} (looked for {} and, in "
+                 "profiler traces, for user annotations named 'PP:<action>'{}); nothing to "
+                 "analyse\n",
+                 input_count, input_count == 1 ? "" : "s", job_lines_looked_for(options),
                  options.job_pattern.empty() ? "" : " or matching --job-pattern");
       return kExitUsage;
     }
     fmt::print(stderr,
-               "pipescope: error: no job lines found in {} input file{} (looked for lines "
-               "containing 'Profiler Info: Job'); nothing to analyse\n",
-               input_count, input_count == 1 ? "" : "s");
+               "pipescope: error: no job lines found in {} input file{} (looked for {}); "
+               "nothing to analyse\n",
+               input_count, input_count == 1 ? "" : "s", job_lines_looked_for(options));
     return kExitUsage;
   }
   // Only the traces draw the dependencies (4 bytes per job of a consumer

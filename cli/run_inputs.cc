@@ -7,6 +7,9 @@
 #include "analysis/layout.h"
 #include "ingest/job_pattern.h"
 #include "model/errors.h"
+#include "scan/decimal_time.h"
+#include "scan/job_line_parser.h"
+#include "scan/job_line_regex.h"
 
 namespace pipescope::cli {
 
@@ -62,6 +65,15 @@ void add_run_input_options(CLI::App* cmd, RunInputOptions& options) {
                   "Profiler traces (Chrome-trace JSON): a regular expression for the names of\n"
                   "user annotations that are jobs, with a named group op ((?P<op>...)) and\n"
                   "optional mb, stage and chunk; without mb, ProfilerStep#N spans make the steps");
+  cmd->add_option("--job-line", options.job_line,
+                  "Worker logs of another framework: a line this regular expression (RE2)\n"
+                  "matches, anywhere in the line, is a job, its named captures giving its type,\n"
+                  "micro-batch, start and end ((?P<type>...), mb, start, end) and optionally its\n"
+                  "id; start and end are decimal times in --job-line-unit, read exactly.\n"
+                  "PaddlePaddle's own job lines are then not read (its step-start lines are)");
+  cmd->add_option("--job-line-unit", options.job_line_unit,
+                  "With --job-line: the unit of the start and end captures, s, ms, us or ns\n"
+                  "(default ms, as Paddle's)");
   cmd->add_flag("--no-events", options.no_events,
                 "Do not look for log events (checkpoints, NCCL warnings, out-of-memory retries,\n"
                 "...) in text logs; they are on by default");
@@ -71,8 +83,8 @@ void add_run_input_options(CLI::App* cmd, RunInputOptions& options) {
                   "the same id; repeatable")
       ->check(CLI::ExistingFile);
   cmd->add_option("--job-kinds", options.job_kinds,
-                  "With --job-pattern: op text to job type, e.g. F=forward,B=backward\n"
-                  "(an op that is a type name, such as forward, needs none)");
+                  "With --job-pattern or --job-line: op (or type) text to job type, e.g.\n"
+                  "F=forward,B=backward (an op that is a type name, such as forward, needs none)");
 }
 
 LoadOptions make_load_options(const RunInputOptions& options) {
@@ -121,8 +133,8 @@ LoadOptions make_load_options(const RunInputOptions& options) {
   load.ingest.limits.max_line_bytes = options.max_line_kib << 10;
   load.ingest.line_limit_advice = fmt::format(
       "raise --max-line-kib (now {} KiB) above the line's size to read it", options.max_line_kib);
-  if (!options.job_kinds.empty() && options.job_pattern.empty()) {
-    throw InputError("--job-kinds needs --job-pattern");
+  if (!options.job_kinds.empty() && options.job_pattern.empty() && options.job_line.empty()) {
+    throw InputError("--job-kinds needs --job-pattern or --job-line");
   }
   if (!options.job_pattern.empty()) {
     try {
@@ -133,6 +145,34 @@ LoadOptions make_load_options(const RunInputOptions& options) {
   }
   load.ingest.job_pattern = options.job_pattern;
   load.ingest.job_kinds = options.job_kinds;
+  if (!options.job_line_unit.empty() && options.job_line.empty()) {
+    throw InputError("--job-line-unit needs --job-line");
+  }
+  if (!options.job_line.empty()) {
+    TimeUnit unit = TimeUnit::ms;
+    if (!options.job_line_unit.empty()) {
+      const auto given = parse_time_unit(options.job_line_unit);
+      if (!given) {
+        throw InputError(fmt::format("--job-line-unit {}: the unit is one of s, ms, us and ns",
+                                     options.job_line_unit));
+      }
+      unit = *given;
+    }
+    JobLineRegex::Kinds kinds;
+    try {
+      kinds = JobLineRegex::parse_kinds(options.job_kinds);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(fmt::format("--job-kinds: {}", e.what()));
+    }
+    try {
+      load.job_line =
+          std::make_shared<const JobLineRegex>(options.job_line, unit, std::move(kinds));
+    } catch (const std::invalid_argument& e) {
+      throw InputError(fmt::format("--job-line: {}", e.what()));
+    }
+    load.ingest.job_line = load.job_line.get();
+    load.ingest.job_line_label = "lines matching --job-line";
+  }
   if (options.no_events && !options.patterns.empty()) {
     throw InputError("--patterns and --no-events contradict each other: give one");
   }
@@ -140,6 +180,11 @@ LoadOptions make_load_options(const RunInputOptions& options) {
   load.ingest.events = load.events.matcher.get();
   load.ingest.events_off = load.events.off;
   return load;
+}
+
+std::string job_lines_looked_for(const RunInputOptions& options) {
+  if (!options.job_line.empty()) return "lines matching --job-line";
+  return fmt::format("lines containing '{}'", kJobLineLiteral);
 }
 
 bool is_within(const std::filesystem::path& inner, const std::filesystem::path& outer) {

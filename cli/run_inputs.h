@@ -1,7 +1,8 @@
 // The input options every command that reads a run through load/ shares
 // (analyze, whatif, watch, check, diff): the device selection, the stage map, clock correction,
-// launch segments, dygraph pipelines, profiler-trace job patterns and the
-// reader's limits. Declared once and turned into LoadOptions once.
+// launch segments, dygraph pipelines, profiler-trace job patterns, other
+// frameworks' job lines and the reader's limits. Declared once and turned
+// into LoadOptions once.
 //
 // Usage:
 //   struct MyOptions : RunInputOptions { ... };
@@ -39,6 +40,10 @@ struct RunInputOptions {
   // Chrome-trace JSON: annotation names to jobs (docs/guide.md, "PyTorch profiler traces").
   std::string job_pattern;
   std::string job_kinds;
+  // Worker logs: another framework's job lines (docs/guide.md, "Other
+  // frameworks' job lines").
+  std::string job_line;       // --job-line REGEX
+  std::string job_line_unit;  // --job-line-unit s|ms|us|ns ("": ms)
   // Log events (docs/guide.md, "Log events").
   bool no_events = false;
   std::vector<std::string> patterns;  // --patterns FILE, repeatable
@@ -50,6 +55,11 @@ void add_run_input_options(CLI::App* cmd, RunInputOptions& options);
 /// The LoadOptions the options describe; the analysis's messages name the
 /// options in the command's words. Throws InputError for a bad value.
 LoadOptions make_load_options(const RunInputOptions& options);
+
+/// The job lines the text logs' reader looks for, for a message that none
+/// was found: "lines containing 'Profiler Info: Job'" or "lines matching
+/// --job-line".
+std::string job_lines_looked_for(const RunInputOptions& options);
 
 /// True when `inner` is `outer` or lies below it (both resolved).
 bool is_within(const std::filesystem::path& inner, const std::filesystem::path& outer);

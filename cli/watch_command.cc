@@ -118,9 +118,9 @@ int final_pass(const WatchOptions& options, const LoadOptions& load) {
   LoadedRun loaded = load_run(inputs, load);
   if (loaded.run.job_count() == 0) {
     fmt::print(stderr,
-               "pipescope: error: no job lines found in {} input file{} (looked for lines "
-               "containing 'Profiler Info: Job'); nothing to analyse\n",
-               inputs.size(), inputs.size() == 1 ? "" : "s");
+               "pipescope: error: no job lines found in {} input file{} (looked for {}); "
+               "nothing to analyse\n",
+               inputs.size(), inputs.size() == 1 ? "" : "s", job_lines_looked_for(options));
     return kExitUsage;
   }
   for (const Warning& warning : loaded.pipeline.warnings) {
@@ -220,6 +220,7 @@ int run_watch(const WatchOptions& options) {
   live_options.first_step = load.first_step;
   live_options.max_line_bytes = load.ingest.limits.max_line_bytes;
   live_options.events = load.events.matcher.get();
+  live_options.job_line = load.ingest.job_line;
   LiveRun live(live_options);
   LiveSourceOptions source_options;
   source_options.ingest = load.ingest;
@@ -336,7 +337,8 @@ void register_watch_command(CLI::App& app, int& status) {
                   "first path's name)");
   cmd->add_flag("-q,--quiet", options->quiet, "Do not print the \"wrote\" line at the end");
   // analyze's input options: the live lines use --devices, --stages, --first-step,
-  // --pipeline, --job-pattern/--job-kinds and --max-line-kib; the final pass all of them.
+  // --pipeline, --job-pattern/--job-kinds, --job-line and --max-line-kib; the final
+  // pass all of them.
   add_run_input_options(cmd, *options);
   cmd->callback([options, &status] { status = run_watch(*options); });
 }

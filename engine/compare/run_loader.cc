@@ -40,10 +40,9 @@ LoadedRun load_log_run(const std::string& path, const LoadOptions& options,
       find_inputs({path}, devices, &load.discovery_notes, load.machine_order);
   LoadedRun loaded = load_run(inputs, load);
   if (loaded.run.job_count() == 0) {
-    throw InputError(fmt::format(
-        "{}: no job lines found in {} input file{} (looked for lines containing 'Profiler Info: "
-        "Job')",
-        path, inputs.size(), inputs.size() == 1 ? "" : "s"));
+    throw InputError(fmt::format("{}: no job lines found in {} input file{} (looked for {})", path,
+                                 inputs.size(), inputs.size() == 1 ? "" : "s",
+                                 job_lines_looked_for(options.ingest)));
   }
   return loaded;
 }
@@ -66,10 +65,9 @@ RunFigures load_run_figures(const std::string& path, const LoadOptions& options,
         path, "logs"};
   }
   if (loaded.run.job_count() == 0) {
-    throw InputError(fmt::format(
-        "{}: no job lines found in {} input file{} (looked for lines containing 'Profiler Info: "
-        "Job')",
-        path, inputs.size(), inputs.size() == 1 ? "" : "s"));
+    throw InputError(fmt::format("{}: no job lines found in {} input file{} (looked for {})", path,
+                                 inputs.size(), inputs.size() == 1 ? "" : "s",
+                                 job_lines_looked_for(options.ingest)));
   }
   if (options.level != LoadLevel::full) {
     // The contract's figures, and the schedule as `analyze` detects it when

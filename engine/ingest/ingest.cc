@@ -12,8 +12,14 @@
 #include "ingest/run_merge.h"
 #include "model/errors.h"
 #include "scan/event_matcher.h"
+#include "scan/job_line_parser.h"
 
 namespace pipescope {
+
+std::string job_lines_looked_for(const IngestOptions& options) {
+  if (options.job_line != nullptr) return options.job_line_label;
+  return fmt::format("lines containing '{}'", kJobLineLiteral);
+}
 
 void check_pipeline_choice(const IngestOptions& options, std::size_t pipelines,
                            std::string_view what) {

@@ -27,6 +27,7 @@
 namespace pipescope {
 
 class EventMatcher;
+class JobLineRegex;
 
 struct IngestProgress {
   std::uint64_t bytes_done = 0;
@@ -64,7 +65,18 @@ struct IngestOptions {
   /// Why `events` is null, when it is (reported for runs of text logs; ""
   /// with no library: the run then says nothing of events).
   std::string events_off;
+  /// Text logs: the lines this regex matches are the jobs, instead of
+  /// PaddlePaddle's job lines (scan/job_line_regex.h); null: Paddle's.
+  /// Owned by the caller, alive while the inputs are read.
+  const JobLineRegex* job_line = nullptr;
+  /// What those lines are in the caller's words, for messages ("lines
+  /// matching the job-line regex").
+  std::string job_line_label = "lines matching the job-line regex";
 };
+
+/// The job lines a text log's reader looks for, for a message that none was
+/// found: "lines containing 'Profiler Info: Job'", or the job-line label.
+std::string job_lines_looked_for(const IngestOptions& options);
 
 /// Throws the InputError for IngestOptions::pipeline naming a pipeline the
 /// inputs (`what`: "the traces", ...) do not hold, if it does.

@@ -118,14 +118,18 @@ class RangeCursor {
   std::uint64_t offset_ = 0;
 };
 
-/// One worker thread's search state: the literal search's, and the event
-/// matcher's when events are on.
+/// One worker thread's search state: the literal search's, the event
+/// matcher's when events are on, and the --job-line regex's when given.
 struct ThreadScratch {
-  ThreadScratch(const Prefilter& prefilter, const EventMatcher* events) : prefilter(prefilter) {
+  ThreadScratch(const Prefilter& prefilter, const EventMatcher* events,
+                const JobLineRegex* job_line)
+      : prefilter(prefilter) {
     if (events != nullptr) this->events.emplace(*events);
+    if (job_line != nullptr) this->job_line.emplace(*job_line);
   }
   Prefilter::Scratch prefilter;
   std::optional<EventMatcher::Scratch> events;
+  std::optional<JobLineRegex::Scratch> job_line;
 };
 
 ChunkScanOptions scan_options_for(const LineChunk& chunk, bool look_for_binary,
@@ -134,6 +138,10 @@ ChunkScanOptions scan_options_for(const LineChunk& chunk, bool look_for_binary,
   if (scratch.events) {
     scan_options.events = options.events;
     scan_options.event_scratch = &*scratch.events;
+  }
+  if (scratch.job_line) {
+    scan_options.job_line = options.job_line;
+    scan_options.job_line_scratch = &*scratch.job_line;
   }
   scan_options.end_of_file = chunk.end_of_file;
   scan_options.max_problems = options.diagnostics_per_file;
@@ -237,10 +245,10 @@ class ResultBuilder {
       // over-long one is a job line lost, said with how to keep it.
       note(f, base + problem.line + 1,
            problem.error == LineError::line_too_long
-               ? fmt::format("holds a job line ('{}') but is longer than the {}-byte line limit "
+               ? fmt::format("holds a job line ({}) but is longer than the {}-byte line limit "
                              "(a progress bar's \\r updates without a newline?); skipped, and its "
                              "job is lost: {}",
-                             kJobLineLiteral, options_.limits.max_line_bytes,
+                             job_line_kind(), options_.limits.max_line_bytes,
                              options_.line_limit_advice)
                : std::string(describe(problem.error)));
     }
@@ -289,10 +297,14 @@ class ResultBuilder {
     file.type_map.clear();
     for (const std::string& name : scan.types)
       file.type_map.push_back(file.result.types.intern(name));
+    // A --job-line regex without an `id` capture: a job's id is its index
+    // among the file's jobs.
+    const bool number_jobs = options_.job_line != nullptr && !options_.job_line->has_id();
     // Copied and relabelled in one pass (file type ids, file lines), so each
     // job of this serial stage is read and written once.
     for (const Job& scanned : scan.jobs) {
       Job job = scanned;
+      if (number_jobs) job.job_id = static_cast<std::int64_t>(jobs.size());
       job.type = file.type_map[job.type];
       job.line =
           static_cast<std::uint32_t>(std::min<std::uint64_t>(base + job.line + 1, UINT32_MAX));
@@ -368,6 +380,12 @@ class ResultBuilder {
     }
   }
 
+  /// What a job line is, for the note on one lost in an over-long line.
+  std::string job_line_kind() const {
+    return options_.job_line != nullptr ? "one of the " + job_lines_looked_for(options_)
+                                        : fmt::format("'{}'", kJobLineLiteral);
+  }
+
   /// Accounts for a line the reader dropped as over-long; returns its bytes.
   std::uint64_t skip_line(std::size_t f, const SkippedLine& skipped) {
     File& file = files_[f];
@@ -437,15 +455,17 @@ void scan_stream(std::size_t file, const InputFile& input, const Prefilter& pref
 
 std::vector<FileResult> read_text_logs(const std::vector<InputFile>& inputs,
                                        const IngestOptions& given, ProgressMeter& progress) {
-  // An over-long line that held a job line is said so (SkippedLine::held_watched).
+  // An over-long line that held a job line is said so (SkippedLine::held_watched);
+  // a --job-line regex is no literal to look for in pieces: such a line is
+  // only said to be over-long.
   IngestOptions options = given;
-  options.limits.watched = kJobLineLiteral;
+  options.limits.watched = options.job_line != nullptr ? std::string_view() : kJobLineLiteral;
   const unsigned threads = options.threads > 0
                                ? options.threads
                                : static_cast<unsigned>(tbb::info::default_concurrency());
   const Prefilter prefilter;
   tbb::enumerable_thread_specific<ThreadScratch> scratches(
-      [&] { return ThreadScratch(prefilter, options.events); });
+      [&] { return ThreadScratch(prefilter, options.events, options.job_line); });
   ResultBuilder builder(inputs, options, progress);
   std::vector<std::size_t> range_files;
   tbb::task_group streams;

@@ -27,6 +27,10 @@ struct LiveRun::Input {
   /// Lines read, counted on across a rotation so that lines stay ordered.
   std::uint64_t lines = 0;
   bool had_job = false;
+  /// Jobs read from its lines: the next one's id with a --job-line regex
+  /// without an `id` capture (its index among the file's jobs, as analyze
+  /// numbers them).
+  std::int64_t jobs_read = 0;
   /// First job logged after steps were reported: its jobs of those steps
   /// are left out, the rest line up with the other devices' open steps.
   bool joined_late = false;
@@ -51,17 +55,20 @@ struct LiveRun::Input {
 };
 
 struct LiveRun::Scanner {
-  explicit Scanner(const EventMatcher* matcher) {
+  Scanner(const EventMatcher* matcher, const JobLineRegex* job_line) {
     if (matcher != nullptr) events.emplace(*matcher);
+    if (job_line != nullptr) job_line_scratch.emplace(*job_line);
   }
   Prefilter prefilter;
   Prefilter::Scratch scratch{prefilter};
   std::optional<EventMatcher::Scratch> events;
+  std::optional<JobLineRegex::Scratch> job_line_scratch;
   ChunkScan scan;
 };
 
 LiveRun::LiveRun(LiveOptions options)
-    : options_(std::move(options)), scanner_(std::make_unique<Scanner>(options_.events)) {}
+    : options_(std::move(options)),
+      scanner_(std::make_unique<Scanner>(options_.events, options_.job_line)) {}
 
 LiveRun::~LiveRun() = default;
 
@@ -93,6 +100,10 @@ void LiveRun::add_lines(const std::string& path, std::string_view lines, bool re
     scan_options.events = options_.events;
     scan_options.event_scratch = &*scanner_->events;
   }
+  if (scanner_->job_line_scratch) {
+    scan_options.job_line = options_.job_line;
+    scan_options.job_line_scratch = &*scanner_->job_line_scratch;
+  }
   ChunkScan& scan = scanner_->scan;
   scan_chunk(lines, scanner_->prefilter, scanner_->scratch, scan_options, scan);
   const std::uint64_t base = input.lines;
@@ -105,7 +116,10 @@ void LiveRun::add_lines(const std::string& path, std::string_view lines, bool re
   for (const std::string& name : scan.types) type_map.push_back(types_.intern(name));
   std::vector<Job> jobs;
   jobs.reserve(scan.jobs.size());
+  const bool number_jobs = options_.job_line != nullptr && !options_.job_line->has_id();
   for (Job job : scan.jobs) {
+    if (number_jobs) job.job_id = input.jobs_read;
+    ++input.jobs_read;
     job.type = type_map[job.type];
     job.line = static_cast<std::uint32_t>(std::min<std::uint64_t>(base + job.line + 1, UINT32_MAX));
     jobs.push_back(job);

@@ -38,6 +38,7 @@
 namespace pipescope {
 
 class EventMatcher;
+class JobLineRegex;
 
 /// One completed step as reported live.
 /// A log event reported with its step (docs/guide.md, "Log events").
@@ -99,6 +100,9 @@ struct LiveOptions {
   std::size_t hold_steps = 10;
   /// Longest line parsed, as for analyze.
   std::size_t max_line_bytes = std::size_t{1} << 20;
+  /// The --job-line regex, as for analyze (IngestOptions::job_line); null:
+  /// Paddle's job lines. Owned by the caller, alive as long as the LiveRun.
+  const JobLineRegex* job_line = nullptr;
   /// The number of the first step when no input says it (analyze's
   /// LoadOptions::first_step).
   std::optional<std::int64_t> first_step;

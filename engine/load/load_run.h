@@ -13,6 +13,7 @@
 //   use(loaded.metrics, loaded.pipeline);
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +25,7 @@
 #include "ingest/ingest.h"
 #include "load/event_setup.h"
 #include "load/input_rules.h"
+#include "scan/job_line_regex.h"
 
 namespace pipescope {
 
@@ -66,6 +68,9 @@ struct LoadOptions {
   /// `ingest.events` points to while the inputs are read, or why events are
   /// off.
   EventSetup events;
+  /// The --job-line regex (scan/job_line_regex.h) that `ingest.job_line`
+  /// points to while the inputs are read; null: Paddle's job lines.
+  std::shared_ptr<const JobLineRegex> job_line;
 };
 
 inline constexpr int kLastSegment = -1;

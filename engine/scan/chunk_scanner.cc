@@ -212,6 +212,61 @@ class CandidateLines {
   std::string scratch_;
 };
 
+/// The job lines of `complete` (lines [line_base, ...) of the chunk) by the
+/// --job-line regex; `last_line` and `last_index` receive the last one that
+/// has a stamp (an undated framework line may follow dated ones).
+void scan_regex_jobs(std::string_view complete, std::uint64_t line_base,
+                     const ChunkScanOptions& options, ChunkScan& out, std::string_view& last_line,
+                     std::uint64_t& last_index) {
+  const JobLineRegex& regex = *options.job_line;
+  thread_local std::vector<LineSpan> spans;
+  thread_local std::vector<std::pair<std::size_t, std::uint64_t>> job_lines;  // (span, line)
+  spans.clear();
+  job_lines.clear();
+  regex.candidates(complete, *options.job_line_scratch, spans);
+  std::size_t counted = 0;  // newlines before this offset are in `index`
+  std::uint64_t index = 0;
+  for (const LineSpan& span : spans) {
+    index += count_newlines(complete.substr(counted, span.begin - counted));
+    counted = span.begin;
+    const std::string_view line = complete.substr(span.begin, span.end - span.begin);
+    const std::uint64_t line_index = line_base + index;
+    if (line.size() > options.max_line_bytes) {
+      // As for Paddle's lines: a job line over the limit is said, unread.
+      if (!regex.matches(line)) continue;
+      ++out.oversized;
+      if (out.problems.size() < options.max_problems) {
+        out.problems.push_back({line_index, LineError::line_too_long});
+      }
+      continue;
+    }
+    JobLine job;
+    const LineError error = regex.parse(line, job);
+    if (error == LineError::no_literal) continue;  // a candidate the regex does not match
+    if (error != LineError::none) {
+      ++out.malformed;
+      if (out.problems.size() < options.max_problems) out.problems.push_back({line_index, error});
+      continue;
+    }
+    if (!out.anchor) {
+      // The line's own stamp, at its start (find_line_stamp looks no further).
+      if (const auto stamp = find_line_stamp(line)) out.anchor = StampAnchor{*stamp, job.end_ns};
+    }
+    job_lines.emplace_back(static_cast<std::size_t>(&span - spans.data()), line_index);
+    out.jobs.push_back({job.start_ns, job.end_ns, job.job_id, job.micro_batch,
+                        intern_local(out.types, job.type), static_cast<std::uint32_t>(line_index)});
+  }
+  for (auto it = job_lines.rbegin(); it != job_lines.rend(); ++it) {
+    const LineSpan& span = spans[it->first];
+    const std::string_view line = complete.substr(span.begin, span.end - span.begin);
+    if (find_line_stamp(line)) {
+      last_line = line;
+      last_index = it->second;
+      return;
+    }
+  }
+}
+
 /// The stamp of the closest line before `line_begin` in `text` that has one,
 /// looking back at most kLookBack lines (an event printed without a
 /// timestamp, as NCCL's are, takes the time of the log line before it).
@@ -283,11 +338,25 @@ void scan_chunk_more(std::string_view text, std::uint64_t text_offset, const Pre
     out.partial_last_line = text.size() - complete.size();
   }
   CandidateLines candidates(complete, options, out.lines, out);
+  const bool paddle_jobs = options.job_line == nullptr;
+  const std::size_t first_problem = out.problems.size();
   prefilter.scan(complete, scratch, [&](LiteralId id, std::size_t end) {
-    candidates.on_match(id, end);
+    // With --job-line, Paddle's job lines are not read: their literal is
+    // passed over (the step-start lines still count).
+    if (paddle_jobs || id != LiteralId::job_line) candidates.on_match(id, end);
     return true;
   });
   const std::uint64_t line_base = out.lines;
+  std::string_view last_job_line = candidates.last_job_line();
+  std::uint64_t last_job_index = candidates.last_job_index();
+  if (!paddle_jobs && options.job_line_scratch != nullptr) {
+    scan_regex_jobs(complete, line_base, options, out, last_job_line, last_job_index);
+    // Two searches gave problems (an over-long step-start line, the job
+    // lines'): in line order, as one search gives them.
+    std::stable_sort(out.problems.begin() + static_cast<std::ptrdiff_t>(first_problem),
+                     out.problems.end(),
+                     [](const LineProblem& a, const LineProblem& b) { return a.line < b.line; });
+  }
   if (options.events != nullptr && options.event_scratch != nullptr) {
     const std::size_t first_event = out.events.size();
     scan_events(complete, line_base, candidates.gaps(), options, out);
@@ -301,11 +370,10 @@ void scan_chunk_more(std::string_view text, std::uint64_t text_offset, const Pre
       }
     }
   }
-  if (!candidates.last_job_line().empty() &&
-      (!out.last_stamp || candidates.last_job_index() > out.last_stamp_line)) {
-    if (const auto stamp = find_line_stamp(candidates.last_job_line())) {
+  if (!last_job_line.empty() && (!out.last_stamp || last_job_index > out.last_stamp_line)) {
+    if (const auto stamp = find_line_stamp(last_job_line)) {
       out.last_stamp = stamp;
-      out.last_stamp_line = candidates.last_job_index();
+      out.last_stamp_line = last_job_index;
     }
   }
   out.lines += candidates.total_newlines() + (complete.size() < text.size() ? 1 : 0);

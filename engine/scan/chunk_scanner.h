@@ -1,7 +1,9 @@
 // Scans one chunk of complete lines: the prefilter finds candidate lines,
 // the job-line parser extracts their fields, and everything else is only
-// counted. Results use chunk-relative line numbers; the caller, which sees
-// chunks in file order, turns them into file line numbers.
+// counted. With a --job-line regex (scan/job_line_regex.h), its matches are
+// the job lines instead of Paddle's (whose literal is then ignored); the
+// step-start lines are read either way. Results use chunk-relative line numbers; the caller, which
+// sees chunks in file order, turns them into file line numbers.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include "model/job.h"
 #include "scan/event_matcher.h"
 #include "scan/job_line_parser.h"
+#include "scan/job_line_regex.h"
 #include "scan/line_stamp.h"
 #include "scan/prefilter.h"
 
@@ -89,6 +92,12 @@ struct ChunkScanOptions {
   /// no event is looked for.
   const EventMatcher* events = nullptr;
   EventMatcher::Scratch* event_scratch = nullptr;
+  /// The --job-line regex and this thread's scratch for it: its matches are
+  /// the job lines, Paddle's are not read. Null: Paddle's job lines.
+  /// Without an `id` capture the jobs' ids are 0 here (the reader numbers
+  /// them in file order).
+  const JobLineRegex* job_line = nullptr;
+  JobLineRegex::Scratch* job_line_scratch = nullptr;
 };
 
 /// Scans `text` (complete lines) into `out`, which is cleared first and

@@ -125,6 +125,12 @@ std::optional<std::int64_t> parse_decimal_ns(std::string_view text) {
 }
 
 constexpr DecimalRule kMillis{6, kMaxIntegerDigits, kMaxFractionDigits, false};
+// The other units of --job-line-unit, by the same rule: the integer digits of
+// the largest int64 nanosecond count in the unit, fraction digits down to the
+// picosecond.
+constexpr DecimalRule kSecondsUnit{9, 10, 12, false};
+constexpr DecimalRule kMicrosUnit{3, 16, 6, false};
+constexpr DecimalRule kNanosUnit{0, 19, 3, false};
 constexpr DecimalRule kMicros{3, std::numeric_limits<std::size_t>::max(),
                               std::numeric_limits<std::size_t>::max(), true};
 
@@ -139,6 +145,42 @@ std::optional<std::int64_t> parse_millis_to_ns(std::string_view text) {
 
 std::optional<std::int64_t> parse_micros_to_ns(std::string_view text) {
   return parse_decimal_ns<kMicros>(text);
+}
+
+std::optional<TimeUnit> parse_time_unit(std::string_view name) {
+  if (name == "s") return TimeUnit::s;
+  if (name == "ms") return TimeUnit::ms;
+  if (name == "us") return TimeUnit::us;
+  if (name == "ns") return TimeUnit::ns;
+  return std::nullopt;
+}
+
+std::string_view time_unit_name(TimeUnit unit) {
+  switch (unit) {
+    case TimeUnit::s:
+      return "s";
+    case TimeUnit::ms:
+      return "ms";
+    case TimeUnit::us:
+      return "us";
+    case TimeUnit::ns:
+      return "ns";
+  }
+  return "?";
+}
+
+std::optional<std::int64_t> parse_decimal_to_ns(std::string_view text, TimeUnit unit) {
+  switch (unit) {
+    case TimeUnit::s:
+      return parse_decimal_ns<kSecondsUnit>(text);
+    case TimeUnit::ms:
+      return parse_millis_to_ns(text);
+    case TimeUnit::us:
+      return parse_decimal_ns<kMicrosUnit>(text);
+    case TimeUnit::ns:
+      return parse_decimal_ns<kNanosUnit>(text);
+  }
+  return std::nullopt;
 }
 
 std::string format_ns_as_millis(std::int64_t ns) {

@@ -108,6 +108,20 @@ std::string_view describe(LineError error) {
       return "job_end_time is before job_start_time";
     case LineError::line_too_long:
       return "line longer than the line limit; skipped";
+    case LineError::empty_type_capture:
+      return "the job-line regex's 'type' capture is empty";
+    case LineError::bad_micro_batch_capture:
+      return "the job-line regex's 'mb' capture is not an integer";
+    case LineError::bad_job_id_capture:
+      return "the job-line regex's 'id' capture is not an integer";
+    case LineError::bad_start_capture:
+      return "the job-line regex's 'start' capture is not a plain decimal number "
+             "(DIGITS[.DIGITS], in range)";
+    case LineError::bad_end_capture:
+      return "the job-line regex's 'end' capture is not a plain decimal number "
+             "(DIGITS[.DIGITS], in range)";
+    case LineError::capture_end_before_start:
+      return "the job-line regex's 'end' capture is before its 'start'";
   }
   return "unknown error";
 }

@@ -41,6 +41,13 @@ enum class LineError : std::uint8_t {
   bad_end_time,         ///< END is not a decimal millisecond count
   end_before_start,     ///< END < START
   line_too_long,        ///< longer than the reader's line limit (not parsed)
+  // A line the --job-line regex matches (scan/job_line_regex.h):
+  empty_type_capture,        ///< the `type` capture is empty (or took no part)
+  bad_micro_batch_capture,   ///< the `mb` capture is not an integer
+  bad_job_id_capture,        ///< the `id` capture is not an integer
+  bad_start_capture,         ///< the `start` capture is not a plain decimal in the unit
+  bad_end_capture,           ///< the `end` capture is not a plain decimal in the unit
+  capture_end_before_start,  ///< `end` < `start`
 };
 
 /// A short human description of `error`, for `file:line: <description>`.

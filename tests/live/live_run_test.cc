@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "load/load_run.h"
+#include "scan/job_line_parser.h"
+#include "scan/job_line_regex.h"
 #include "support/command_runner.h"
 #include "support/live_feeder.h"
 #include "support/temp_dir.h"
@@ -59,6 +61,56 @@ TEST(LiveRun, PiecesThatCutLinesAndStepsGiveAnalyzesFigures) {
     feeder.look(true);  // idle: the last step too
     expect_same_steps(feeder.steps(), complete_steps(dir / "live"));
   }
+}
+
+TEST(LiveRun, AJobLineRegexReadsAnotherFrameworksLinesAsAnalyzeDoes) {
+  // The simulated Paddle job lines rewritten into another framework's form,
+  // times in integer ns: `[2023-10-20 09:15:07] rank0 forward mb=3 t0=NS t1=NS`.
+  TempDir dir;
+  const std::string paddle = simulate(dir, "--steps 10 --noise-per-job 2 --seed 4");
+  const std::string other = dir / "other";
+  fs::create_directories(other);
+  for (const InputFile& input : find_inputs({paddle})) {
+    std::string text;
+    std::string scratch;
+    const std::string content = read_file(input.path);
+    std::size_t begin = 0;
+    while (begin < content.size()) {
+      const std::size_t nl = std::min(content.find('\n', begin), content.size());
+      const std::string line = content.substr(begin, nl - begin);
+      begin = nl + 1;
+      JobLine job;
+      if (parse_job_line(line, job, scratch) != LineError::none) {
+        text += line + "\n";
+        continue;
+      }
+      text += fmt::format("[2023-10-20 09:15:07] rank{} {} mb={} t0={} t1={}\n", input.rank,
+                          job.type, job.micro_batch, job.start_ns, job.end_ns);
+    }
+    TempDir::write_to((fs::path(other) / fs::path(input.path).filename()).string(), text);
+  }
+  const JobLineRegex regex(
+      R"(rank\d+ (?P<type>\w+) mb=(?P<mb>\d+) t0=(?P<start>\d+) t1=(?P<end>\d+))", TimeUnit::ns);
+  LiveOptions live;
+  live.job_line = &regex;
+  Feeder feeder(other, dir / "live", 7, live);
+  feeder.append_until(1.0);
+  feeder.look(true);
+  LoadOptions load;
+  load.ingest.job_line = &regex;
+  LoadedRun loaded = load_run(find_inputs({dir / "live"}), load);
+  const std::vector<StepWindow> expected = testing::complete_steps(loaded);
+  EXPECT_EQ(expected.size(), 10u);
+  // The Paddle logs' steps, to the ns.
+  const std::vector<StepWindow> from_paddle = complete_steps(paddle);
+  ASSERT_EQ(expected.size(), from_paddle.size());
+  for (std::size_t k = 0; k < expected.size(); ++k) {
+    EXPECT_EQ(expected[k].step, from_paddle[k].step);
+    EXPECT_EQ(expected[k].start_ns, from_paddle[k].start_ns);
+    EXPECT_EQ(expected[k].end_ns, from_paddle[k].end_ns);
+    EXPECT_EQ(expected[k].bubble_ratio, from_paddle[k].bubble_ratio);
+  }
+  expect_same_steps(feeder.steps(), expected);
 }
 
 TEST(LiveRun, SplitOfEachStepIsAnalyzesSplit) {

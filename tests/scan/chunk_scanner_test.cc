@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,12 +37,18 @@ std::vector<std::string> mixed_lines() {
 }
 
 ChunkScan scan_pieces(const std::string& text, const std::vector<std::size_t>& cuts,
-                      bool end_of_file) {
+                      bool end_of_file, const JobLineRegex* job_line = nullptr) {
   const Prefilter prefilter;
   Prefilter::Scratch scratch(prefilter);
   ChunkScanOptions options;
   options.look_for_binary = true;
   options.max_line_bytes = 300;
+  std::optional<JobLineRegex::Scratch> job_line_scratch;
+  if (job_line != nullptr) {
+    job_line_scratch.emplace(*job_line);
+    options.job_line = job_line;
+    options.job_line_scratch = &*job_line_scratch;
+  }
   ChunkScan out;
   std::size_t begin = 0;
   for (std::size_t i = 0; i <= cuts.size(); ++i) {
@@ -78,6 +85,9 @@ void expect_same(const ChunkScan& a, const ChunkScan& b, const std::string& what
   }
   EXPECT_EQ(a.first_nul, b.first_nul) << what;
   EXPECT_EQ(a.partial_last_line, b.partial_last_line) << what;
+  EXPECT_EQ(a.anchor, b.anchor) << what;
+  EXPECT_EQ(a.last_stamp, b.last_stamp) << what;
+  EXPECT_EQ(a.last_stamp_line, b.last_stamp_line) << what;
 }
 
 TEST(ChunkScanner, ReadsEveryKindOfLineWithItsLineIndex) {
@@ -134,6 +144,83 @@ TEST(ChunkScanner, PiecesCutAtAnyLineBoundariesGiveTheWhole) {
             scan_pieces(text, {boundaries[i], boundaries[j]}, true), whole,
             "cuts at " + std::to_string(boundaries[i]) + ", " + std::to_string(boundaries[j]));
       }
+    }
+  }
+}
+
+/// Another framework's job lines (--job-line), among Paddle's.
+constexpr const char* kOtherRegex =
+    R"(rank\d+ (?P<type>\w+) mb=(?P<mb>\S+) t0=(?P<start>\S+) t1=(?P<end>\S+))";
+
+std::vector<std::string> other_framework_lines() {
+  return {
+      "[2024-05-01 10:00:00] rank0 fwd mb=0 t0=1714557600.5 t1=1714557601",  // a job
+      job(0, "forward", 10),                                                 // Paddle's: not read
+      "Schedule Profiler start at step 4",                                   // read
+      "rank0 bwd mb=x t0=1 t1=2",                                            // malformed
+      std::string(400, 'y') + "rank0 fwd mb=1 t0=1 t1=2",  // a job over the 300-byte limit
+      std::string(400, 'z'),                               // over the limit, no job
+      "noise",
+      "[2024-05-01 10:00:09] rank0 bwd mb=2 t0=1714557603 t1=1714557604.000000001",
+      "rank0 fwd mb=3 t0=1714557605 t1=1714557606",  // undated
+  };
+}
+
+TEST(ChunkScanner, AJobLineRegexReadsItsLinesInsteadOfPaddles) {
+  for (const JobLineRegex::Search search :
+       {JobLineRegex::Search::hyperscan, JobLineRegex::Search::every_line}) {
+    const JobLineRegex regex(kOtherRegex, TimeUnit::s,
+                             JobLineRegex::parse_kinds("fwd=forward,bwd=backward"), search);
+    std::string text;
+    for (const std::string& line : other_framework_lines()) text += line + "\n";
+    const ChunkScan scan = scan_pieces(text, {}, false, &regex);
+    EXPECT_EQ(scan.lines, 9u);
+    ASSERT_EQ(scan.jobs.size(), 3u);
+    EXPECT_EQ(scan.jobs[0].line, 0u);
+    EXPECT_EQ(scan.jobs[0].start_ns, 1714557600500000000);
+    EXPECT_EQ(scan.jobs[0].end_ns, 1714557601000000000);
+    EXPECT_EQ(scan.jobs[0].micro_batch, 0);
+    EXPECT_EQ(scan.types[scan.jobs[0].type], "forward");
+    EXPECT_EQ(scan.jobs[1].line, 7u);
+    EXPECT_EQ(scan.jobs[1].end_ns, 1714557604000000001);
+    EXPECT_EQ(scan.types[scan.jobs[1].type], "backward");
+    EXPECT_EQ(scan.jobs[2].line, 8u);
+    ASSERT_EQ(scan.step_starts.size(), 1u);
+    EXPECT_EQ(scan.step_starts[0].line, 2u);
+    EXPECT_EQ(scan.malformed, 1u);
+    EXPECT_EQ(scan.oversized, 1u);
+    ASSERT_EQ(scan.problems.size(), 2u);
+    EXPECT_EQ(scan.problems[0].line, 3u);
+    EXPECT_EQ(scan.problems[0].error, LineError::bad_micro_batch_capture);
+    EXPECT_EQ(scan.problems[1].line, 4u);
+    EXPECT_EQ(scan.problems[1].error, LineError::line_too_long);
+    // The first dated job line places the file's stamps; the last dated one
+    // is the chunk's last stamp.
+    ASSERT_TRUE(scan.anchor);
+    EXPECT_EQ(scan.anchor->end_ns, 1714557601000000000);
+    EXPECT_EQ(scan.anchor->stamp, (LineStamp{2024, 5, 1, 36'000'000'000'000}));
+    ASSERT_TRUE(scan.last_stamp);
+    EXPECT_EQ(scan.last_stamp_line, 7u);
+  }
+}
+
+TEST(ChunkScanner, AJobLineRegexGivesTheWholeWhereverThePiecesAreCut) {
+  const JobLineRegex regex(kOtherRegex, TimeUnit::s);
+  std::string text;
+  std::vector<std::size_t> boundaries;
+  for (const std::string& line : other_framework_lines()) {
+    text += line + "\n";
+    boundaries.push_back(text.size());
+  }
+  boundaries.pop_back();
+  text += "rank0 fwd mb=4 t0=1 t1=2";  // the file's last line, without '\n': not read
+  const ChunkScan whole = scan_pieces(text, {}, true, &regex);
+  EXPECT_EQ(whole.jobs.size(), 3u);
+  for (std::size_t i = 0; i < boundaries.size(); ++i) {
+    for (std::size_t j = i + 1; j < boundaries.size(); ++j) {
+      expect_same(
+          scan_pieces(text, {boundaries[i], boundaries[j]}, true, &regex), whole,
+          "cuts at " + std::to_string(boundaries[i]) + ", " + std::to_string(boundaries[j]));
     }
   }
 }

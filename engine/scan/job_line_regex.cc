@@ -1,0 +1,440 @@
+#include "scan/job_line_regex.h"
+
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstring>
+#include <map>
+#include <new>
+#include <optional>
+#include <stdexcept>
+
+#if PIPESCOPE_HAVE_HYPERSCAN
+#include <hs/hs.h>
+#endif
+
+namespace pipescope {
+
+struct JobLineRegex::Compiled {
+  explicit Compiled(const std::string& regex) : re(regex, options()) {}
+
+  static RE2::Options options() {
+    RE2::Options o;
+    o.set_encoding(RE2::Options::EncodingLatin1);  // bytes, as Hyperscan reads them
+    o.set_log_errors(false);                       // the error is thrown, not printed
+    return o;
+  }
+
+  ~Compiled() {
+#if PIPESCOPE_HAVE_HYPERSCAN
+    hs_free_database(database);
+#endif
+  }
+
+  RE2 re;
+#if PIPESCOPE_HAVE_HYPERSCAN
+  hs_database_t* database = nullptr;
+#endif
+  // Capture group numbers (0: none).
+  int type = 0, mb = 0, start = 0, end = 0, id = 0;
+  int submatches = 0;  // the whole match and the groups up to the highest named one
+};
+
+namespace {
+
+constexpr int kMaxIntegerDigits = 18;  // as Paddle's job lines: fits int64 with its sign
+
+/// An optional '-' and 1 to 18 digits, the whole text (as Paddle's `Job
+/// (ID)` and `micro_batch_id` are read).
+std::optional<std::int64_t> parse_integer(std::string_view text) {
+  std::size_t i = 0;
+  const bool negative = !text.empty() && text[0] == '-';
+  if (negative) ++i;
+  if (i == text.size() || text.size() - i > static_cast<std::size_t>(kMaxIntegerDigits)) {
+    return std::nullopt;
+  }
+  std::int64_t value = 0;
+  for (; i < text.size(); ++i) {
+    if (text[i] < '0' || text[i] > '9') return std::nullopt;
+    value = value * 10 + (text[i] - '0');
+  }
+  return negative ? -value : value;
+}
+
+std::string capture_list() {
+  std::string list;
+  for (std::string_view name : JobLineRegex::kRequired) {
+    list += list.empty() ? "" : ", ";
+    list += name;
+  }
+  list += " (required) and";
+  for (std::string_view name : JobLineRegex::kOptional) {
+    list += ' ';
+    list += name;
+  }
+  return list;
+}
+
+#if PIPESCOPE_HAVE_HYPERSCAN
+/// The expression as Hyperscan must read it to find every line RE2 matches
+/// (a superset: a construct Hyperscan reads more narrowly than RE2 is
+/// rewritten to RE2's meaning, or widened); nullopt where that cannot be
+/// done, and RE2 then reads every line. Where the two differ on a line of
+/// bytes (RE2 in Latin-1, Hyperscan without UTF-8):
+///  - `\S` excludes \v for Hyperscan (PCRE's \s holds it), not for RE2:
+///    `[\S\x0b]`, or `\S\x0b` in a class; in a negated class Hyperscan's
+///    is already the wider. `\s` in a negated class is spelt out as RE2's
+///    set; elsewhere Hyperscan's is the wider.
+///  - `\v` is vertical whitespace for Hyperscan, the vertical tab for RE2.
+///  - `\A` and `\z` are the line's edges for RE2 (it reads one line), the
+///    block's for Hyperscan: `^` and `$`, which multi-line mode puts at the
+///    lines' edges.
+///  - Caseless matching folds Latin-1 letters (é, É) for RE2, ASCII only
+///    for Hyperscan; and `\p{..}` classes are Unicode's for RE2: not
+///    rewritten.
+/// `\Q...\E` is copied as it is.
+std::optional<std::string> hyperscan_form(std::string_view re) {
+  enum class Class { none, positive, negated };
+  Class in = Class::none;
+  bool caseless = false;
+  bool beyond_ascii = false;  // a byte or an escape that may be one >= 0x80
+  std::string out;
+  out.reserve(re.size() + 16);
+  for (std::size_t i = 0; i < re.size(); ++i) {
+    const char c = re[i];
+    if (static_cast<unsigned char>(c) >= 0x80) beyond_ascii = true;
+    if (c == '\\' && i + 1 < re.size()) {
+      const char e = re[++i];
+      switch (e) {
+        case 'Q': {
+          const std::size_t end = re.find("\\E", i + 1);
+          const std::size_t stop = end == std::string_view::npos ? re.size() : end + 2;
+          for (std::size_t k = i + 1; k < stop; ++k) {
+            if (static_cast<unsigned char>(re[k]) >= 0x80) beyond_ascii = true;
+          }
+          out.append(re.substr(i - 1, stop - (i - 1)));
+          i = stop - 1;
+          continue;
+        }
+        case 'p':
+        case 'P':
+          return std::nullopt;
+        case 'S':
+          out += in == Class::none ? "[\\S\\x0b]" : in == Class::positive ? "\\S\\x0b" : "\\S";
+          continue;
+        case 's':
+          out += in == Class::negated ? "\\t\\n\\f\\r\\x20" : "\\s";
+          continue;
+        case 'v':
+          out += "\\x0b";
+          continue;
+        case 'A':
+        case 'z':
+          if (in == Class::none) {
+            out += e == 'A' ? '^' : '$';
+            continue;
+          }
+          break;
+        case 'x':
+        case '0':
+        case '1':
+        case '2':
+        case '3':
+        case '4':
+        case '5':
+        case '6':
+        case '7':
+          beyond_ascii = true;
+          break;
+        default:
+          break;
+      }
+      out += c;
+      out += e;
+      continue;
+    }
+    if (in != Class::none) {
+      if (c == '[' && i + 1 < re.size() && re[i + 1] == ':') {  // [:alpha:]
+        const std::size_t end = re.find(":]", i + 2);
+        if (end != std::string_view::npos) {
+          out.append(re.substr(i, end + 2 - i));
+          i = end + 1;
+          continue;
+        }
+      }
+      if (c == ']') in = Class::none;
+      out += c;
+      continue;
+    }
+    if (c == '[') {
+      out += c;
+      in = Class::positive;
+      if (i + 1 < re.size() && re[i + 1] == '^') {
+        in = Class::negated;
+        out += re[++i];
+      }
+      if (i + 1 < re.size() && re[i + 1] == ']') out += re[++i];  // a ']' first is a member
+      continue;
+    }
+    if (c == '(' && i + 2 < re.size() && re[i + 1] == '?') {
+      // Flags: (?i), (?i:...), (?s-i); any `i` counts.
+      std::size_t j = i + 2;
+      bool i_flag = false;
+      while (j < re.size() && (std::isalpha(static_cast<unsigned char>(re[j])) || re[j] == '-')) {
+        i_flag = i_flag || re[j] == 'i';
+        ++j;
+      }
+      if (j < re.size() && (re[j] == ')' || re[j] == ':')) caseless = caseless || i_flag;
+    }
+    out += c;
+  }
+  if (caseless && beyond_ascii) return std::nullopt;
+  return out;
+}
+#endif
+
+}  // namespace
+
+JobLineRegex::Kinds JobLineRegex::parse_kinds(std::string_view text) {
+  Kinds kinds;
+  while (!text.empty()) {
+    const std::size_t comma = std::min(text.find(','), text.size());
+    const std::string_view item = text.substr(0, comma);
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0 || eq + 1 == item.size()) {
+      throw std::invalid_argument("job kind '" + std::string(item) +
+                                  "' is not OP=TYPE (e.g. fwd=forward)");
+    }
+    kinds[std::string(item.substr(0, eq))] = std::string(item.substr(eq + 1));
+    text.remove_prefix(std::min(comma + 1, text.size()));
+  }
+  return kinds;
+}
+
+JobLineRegex::JobLineRegex(const std::string& regex, TimeUnit unit, Kinds kinds, Search search)
+    : compiled_(std::make_unique<Compiled>(regex)),
+      regex_(regex),
+      unit_(unit),
+      kinds_(std::move(kinds)) {
+  const RE2& re = compiled_->re;
+  if (!re.ok()) {
+    std::string message = re.error();
+    // RE2 of Debian 12 knows `(?P<name>` only, not `(?<name>`.
+    for (std::size_t at = regex.find("(?<"); at != std::string::npos;
+         at = regex.find("(?<", at + 1)) {
+      if (at + 3 < regex.size() && std::isalpha(static_cast<unsigned char>(regex[at + 3]))) {
+        message += " (write a named capture as (?P<name>...))";
+        break;
+      }
+    }
+    throw std::invalid_argument(message);
+  }
+  const std::map<std::string, int>& groups = re.NamedCapturingGroups();
+  for (const auto& [name, index] : groups) {
+    const auto known = [&](std::string_view n) { return n == name; };
+    if (std::none_of(std::begin(kRequired), std::end(kRequired), known) &&
+        std::none_of(std::begin(kOptional), std::end(kOptional), known)) {
+      throw std::invalid_argument("unknown named capture '" + name + "' (the captures are " +
+                                  capture_list() + ")");
+    }
+  }
+  for (std::string_view name : kRequired) {
+    if (!groups.contains(std::string(name))) {
+      throw std::invalid_argument("it has no named capture '" + std::string(name) + "' ((?P<" +
+                                  std::string(name) + ">...)); the captures are " + capture_list());
+    }
+  }
+  auto number = [&](std::string_view name) {
+    const auto it = groups.find(std::string(name));
+    return it == groups.end() ? 0 : it->second;
+  };
+  Compiled& c = *compiled_;
+  c.type = number("type");
+  c.mb = number("mb");
+  c.start = number("start");
+  c.end = number("end");
+  c.id = number("id");
+  c.submatches = 1 + std::max({c.type, c.mb, c.start, c.end, c.id});
+#if PIPESCOPE_HAVE_HYPERSCAN
+  if (search == Search::hyperscan) {
+    // Per line, as RE2 reads it: ^ and $ at line edges. Prefilter mode: a
+    // construct Hyperscan lacks is widened, never narrowed, and RE2 decides.
+    const std::optional<std::string> form = hyperscan_form(regex);
+    hs_compile_error_t* error = nullptr;
+    if (form && hs_compile(form->c_str(), HS_FLAG_MULTILINE | HS_FLAG_PREFILTER, HS_MODE_BLOCK,
+                           nullptr, &c.database, &error) != HS_SUCCESS) {
+      // E.g. an expression that matches the empty string: RE2 reads every line.
+      hs_free_compile_error(error);
+      c.database = nullptr;
+    }
+  }
+#else
+  (void)search;
+#endif
+}
+
+JobLineRegex::~JobLineRegex() = default;
+
+JobLineRegex::Search JobLineRegex::search() const {
+#if PIPESCOPE_HAVE_HYPERSCAN
+  if (compiled_->database != nullptr) return Search::hyperscan;
+#endif
+  return Search::every_line;
+}
+
+bool JobLineRegex::has_id() const { return compiled_->id > 0; }
+
+JobLineRegex::Scratch::Scratch(const JobLineRegex& regex) {
+#if PIPESCOPE_HAVE_HYPERSCAN
+  if (regex.compiled_->database != nullptr) {
+    hs_scratch_t* scratch = nullptr;
+    if (hs_alloc_scratch(regex.compiled_->database, &scratch) != HS_SUCCESS) {
+      throw std::bad_alloc();
+    }
+    scratch_ = scratch;
+  }
+#else
+  (void)regex;
+#endif
+}
+
+JobLineRegex::Scratch::~Scratch() {
+#if PIPESCOPE_HAVE_HYPERSCAN
+  hs_free_scratch(static_cast<hs_scratch_t*>(scratch_));
+#endif
+}
+
+JobLineRegex::Scratch::Scratch(Scratch&& other) noexcept
+    : scratch_(std::exchange(other.scratch_, nullptr)) {}
+
+void JobLineRegex::every_line(std::string_view block, std::vector<LineSpan>& out) {
+  std::size_t begin = 0;
+  while (begin < block.size()) {
+    const void* nl = std::memchr(block.data() + begin, '\n', block.size() - begin);
+    const std::size_t end = nl ? static_cast<const char*>(nl) - block.data() : block.size();
+    out.push_back({begin, end});
+    begin = end + 1;
+  }
+}
+
+#if PIPESCOPE_HAVE_HYPERSCAN
+namespace {
+
+/// The lines of one Hyperscan scan's matches, each recorded once.
+struct HitLines {
+  std::string_view block;
+  std::size_t base = 0;  // the piece's offset in the block
+  std::vector<LineSpan>* out = nullptr;
+  std::size_t first = 0;  // out's first span of this scan
+  bool ordered = true;    // every new line after the last one
+};
+
+int on_hit(unsigned /*id*/, unsigned long long /*from*/, unsigned long long to, unsigned /*flags*/,
+           void* context) {
+  HitLines& h = *static_cast<HitLines*>(context);
+  const std::size_t end_offset = h.base + static_cast<std::size_t>(to);
+  // The match's last byte; a match ending on a '\n' belongs to the line
+  // that '\n' ends.
+  const std::size_t last = end_offset > 0 ? end_offset - 1 : 0;
+  std::vector<LineSpan>& out = *h.out;
+  if (out.size() > h.first) {
+    const LineSpan& previous = out.back();
+    // Matches arrive in order of their end: most land on the line just found.
+    if (last >= previous.begin && last <= previous.end) return 0;
+    if (last < previous.begin) h.ordered = false;
+  }
+  const char* data = h.block.data();
+  const void* nl_before = last > 0 ? memrchr(data, '\n', last) : nullptr;
+  const std::size_t begin = nl_before ? static_cast<const char*>(nl_before) - data + 1 : 0;
+  const void* nl_after = std::memchr(data + last, '\n', h.block.size() - last);
+  const std::size_t end = nl_after ? static_cast<const char*>(nl_after) - data : h.block.size();
+  out.push_back({begin, end});
+  return 0;
+}
+
+}  // namespace
+#endif
+
+void JobLineRegex::candidates(std::string_view block, Scratch& scratch,
+                              std::vector<LineSpan>& out) const {
+  if (block.empty()) return;
+#if PIPESCOPE_HAVE_HYPERSCAN
+  if (compiled_->database != nullptr) {
+    HitLines hits{block, 0, &out, out.size(), true};
+    // Hyperscan takes an unsigned length: a block over 2 GiB goes in pieces
+    // cut at line ends (blocks are far smaller in practice).
+    constexpr std::size_t kMaxPiece = std::size_t{1} << 31;
+    std::size_t piece_begin = 0;
+    while (piece_begin < block.size()) {
+      std::size_t piece_end = block.size();
+      if (piece_end - piece_begin > kMaxPiece) {
+        const void* nl = memrchr(block.data() + piece_begin, '\n', kMaxPiece);
+        piece_end = nl ? static_cast<const char*>(nl) - block.data() + 1 : piece_begin + kMaxPiece;
+      }
+      hits.base = piece_begin;
+      hs_scan(compiled_->database, block.data() + piece_begin,
+              static_cast<unsigned>(piece_end - piece_begin), 0,
+              static_cast<hs_scratch_t*>(scratch.scratch_), on_hit, &hits);
+      piece_begin = piece_end;
+    }
+    if (!hits.ordered) {
+      const auto first = out.begin() + static_cast<std::ptrdiff_t>(hits.first);
+      std::sort(first, out.end(),
+                [](const LineSpan& a, const LineSpan& b) { return a.begin < b.begin; });
+      out.erase(std::unique(first, out.end()), out.end());
+    }
+    return;
+  }
+#endif
+  (void)scratch;
+  every_line(block, out);
+}
+
+bool JobLineRegex::matches(std::string_view line) const {
+  return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), compiled_->re);
+}
+
+LineError JobLineRegex::parse(std::string_view line, JobLine& out) const {
+  const Compiled& c = *compiled_;
+  // Most expressions have a few groups: no allocation per line for them.
+  std::array<re2::StringPiece, 12> fixed;
+  std::vector<re2::StringPiece> many;
+  re2::StringPiece* m = fixed.data();
+  if (static_cast<std::size_t>(c.submatches) > fixed.size()) {
+    many.resize(static_cast<std::size_t>(c.submatches));
+    m = many.data();
+  }
+  if (!c.re.Match(re2::StringPiece(line.data(), line.size()), 0, line.size(), RE2::UNANCHORED, m,
+                  c.submatches)) {
+    return LineError::no_literal;
+  }
+  // A group that took no part has no data: empty text, rejected below.
+  const auto text = [&](int group) { return std::string_view(m[group].data(), m[group].size()); };
+  std::string_view type = text(c.type);
+  if (type.empty()) return LineError::empty_type_capture;
+  if (!kinds_.empty()) {
+    if (const auto it = kinds_.find(type); it != kinds_.end()) type = it->second;
+  }
+  const auto micro_batch = parse_integer(text(c.mb));
+  if (!micro_batch) return LineError::bad_micro_batch_capture;
+  std::optional<std::int64_t> job_id = 0;
+  if (c.id > 0) {
+    job_id = parse_integer(text(c.id));
+    if (!job_id) return LineError::bad_job_id_capture;
+  }
+  const auto start = parse_decimal_to_ns(text(c.start), unit_);
+  if (!start) return LineError::bad_start_capture;
+  const auto end = parse_decimal_to_ns(text(c.end), unit_);
+  if (!end) return LineError::bad_end_capture;
+  if (*end < *start) return LineError::capture_end_before_start;
+  out.job_id = *job_id;
+  out.micro_batch = *micro_batch;
+  out.start_ns = *start;
+  out.end_ns = *end;
+  out.type = type;
+  return LineError::none;
+}
+
+}  // namespace pipescope
