@@ -12,6 +12,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "scan/hyperscan_form.h"
+
 #if PIPESCOPE_HAVE_HYPERSCAN
 #include <hs/hs.h>
 #endif
@@ -139,12 +141,24 @@ EventMatcher::EventMatcher(const EventLibrary& library) : compiled_(std::make_un
   }
 #if PIPESCOPE_HAVE_HYPERSCAN
   if (library.patterns.empty()) return;
+  // Each regex in the form that finds every line RE2 matches (hyperscan_form.h).
+  std::vector<std::string> forms;
+  for (const EventPattern& p : library.patterns) {
+    std::optional<std::string> form = hyperscan_form(p.regex);
+    if (!form) {
+      reject(p, "Hyperscan",
+             "it uses a construct Hyperscan cannot read as RE2 does (a \\p{..} class, or "
+             "caseless matching of bytes beyond ASCII)");
+    }
+    forms.push_back(std::move(*form));
+  }
   std::vector<const char*> expressions;
   std::vector<unsigned> flags, ids;
-  for (std::size_t i = 0; i < library.patterns.size(); ++i) {
-    expressions.push_back(library.patterns[i].regex.c_str());
-    // Per line, as RE2 confirms it: ^ and $ at line edges.
-    flags.push_back(HS_FLAG_MULTILINE);
+  for (std::size_t i = 0; i < forms.size(); ++i) {
+    expressions.push_back(forms[i].c_str());
+    // Per line, as RE2 confirms it: ^ and $ at line edges. Prefilter mode:
+    // a construct Hyperscan lacks is widened, never narrowed; RE2 decides.
+    flags.push_back(HS_FLAG_MULTILINE | HS_FLAG_PREFILTER);
     ids.push_back(static_cast<unsigned>(i));
   }
   // A database compiled before for this library, Hyperscan and machine.
