@@ -422,6 +422,20 @@ SummaryFigures kernel_run_figures(const Run& run, const Metrics& metrics, const 
   f.no_jobs = std::string(kNoJobsKernelTrace);
   f.warnings = warning_figures(warnings);
   f.kernel_view = kernel_view_figures(view);
+  // The layout the NCCL kernels show feeds the run's: its pipelines count as
+  // data-parallel replicas (tensor-parallel ranks are pipelines of their own
+  // to the kernels: dp here is data x tensor parallelism).
+  if (!view.layout.source.empty()) {
+    LayoutFigures layout;
+    layout.pp = view.layout.pp;
+    layout.dp = view.layout.dp;
+    layout.tp = 1;
+    layout.method = "detected";
+    layout.evidence = view.layout.source == "process_group"
+                          ? "the NCCL kernels' pipeline process group (" + view.layout.group + ")"
+                          : "who sends to whom in the NCCL point-to-point kernels";
+    f.layout = layout;
+  }
   f.devices.clear();
   f.steps.clear();
   f.segments.clear();

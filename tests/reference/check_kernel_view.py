@@ -217,7 +217,10 @@ def generate_and_analyze(cli, name, args, work):
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise Failure(f"analyze exit {r.returncode}\n{(r.stderr or r.stdout)[-800:]}")
-    actual = json.loads((out / "summary.json").read_text()).get("kernel_view")
+    summary = json.loads((out / "summary.json").read_text())
+    actual = summary.get("kernel_view")
+    if actual is not None:
+        actual["_run_layout"] = summary.get("layout")  # checked by check_layout
     if actual is None:
         raise Failure("summary.json has no kernel_view")
     truth = json.loads((run / "truth.json").read_text())
@@ -238,7 +241,10 @@ def simulate_and_analyze(cli, name, args, work):
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise Failure(f"analyze exit {r.returncode}\n{(r.stderr or r.stdout)[-800:]}")
-    actual = json.loads((out / "summary.json").read_text()).get("kernel_view")
+    summary = json.loads((out / "summary.json").read_text())
+    actual = summary.get("kernel_view")
+    if actual is not None:
+        actual["_run_layout"] = summary.get("layout")  # checked by check_layout
     if actual is None:
         raise Failure("summary.json has no kernel_view")
     expected = json.loads((run / "expected.json").read_text())
@@ -273,6 +279,13 @@ def check_layout(layout, actual, args):
     pipeline's process group where the traces describe their groups, else from
     who sends to whom."""
     found = actual.pop("layout", None)
+    run_layout = actual.pop("_run_layout", None)
+    # A trace without labels: the kernels' layout is the run's.
+    if not run_layout or (run_layout.get("pp"), run_layout.get("dp"), run_layout.get("tp"),
+                          run_layout.get("method")) != (layout["pp"], layout["dp"], 1,
+                                                        "detected"):
+        raise Failure(f"the run's layout {run_layout}, the generator's pp={layout['pp']} "
+                      f"dp={layout['dp']}")
     source = "point_to_point" if "--no-group-descriptions" in args else "process_group"
     if found and found.get("source") != source:
         raise Failure(f"layout from {found.get('source')}, expected from {source}")
