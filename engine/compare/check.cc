@@ -477,11 +477,13 @@ CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current
 
   if (!thresholds.max_events.empty()) {
     if (!current.events || !current.events->off.empty()) {
-      r.refusals.push_back(fmt::format(
+      // Nothing to count is no pass: a usage error, whatever else is allowed.
+      throw InputError(fmt::format(
           "--max-events: the current run has no log events to count ({})",
           current.events ? current.events->off
                          : std::string("its inputs are no worker logs, or its summary has none")));
-    } else {
+    }
+    {
       for (const auto& [id, limit] : thresholds.max_events) {
         std::int64_t count = 0;
         bool category = false;

@@ -196,7 +196,9 @@ std::vector<std::string> comparability_problems(const RunFigures& baseline,
 
 /// Compares and evaluates; fills `refusals` (comparability_problems), which
 /// `allow_incomparable` turns from a refusal into a note. Throws InputError
-/// when, after skipping warm-up steps, a side has no step left to compare.
+/// when, after skipping warm-up steps, a side has no step left to compare,
+/// and when `max_events` is given but the current run has no events section
+/// (events off, or no worker logs).
 CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current,
                            const CheckThresholds& thresholds, bool allow_incomparable = false);
 
