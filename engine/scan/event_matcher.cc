@@ -190,38 +190,29 @@ EventMatcher::EventMatcher(const EventLibrary& library) : compiled_(std::make_un
 
 EventMatcher::~EventMatcher() = default;
 
-EventMatcher::Scratch::Scratch(const EventMatcher& matcher) {
+EventMatcher::Scratch::Scratch(const EventMatcher& matcher)
 #if PIPESCOPE_HAVE_HYPERSCAN
-  if (matcher.compiled_->database != nullptr) {
-    hs_scratch_t* scratch = nullptr;
-    if (hs_alloc_scratch(matcher.compiled_->database, &scratch) != HS_SUCCESS) {
-      throw std::bad_alloc();
-    }
-    scratch_ = scratch;
-  }
+    : hyperscan_(matcher.compiled_->database){}
 #else
+    : hyperscan_(nullptr) {
   (void)matcher;
-#endif
 }
-
-EventMatcher::Scratch::~Scratch() {
-#if PIPESCOPE_HAVE_HYPERSCAN
-  hs_free_scratch(static_cast<hs_scratch_t*>(scratch_));
 #endif
-}
-
-EventMatcher::Scratch::Scratch(Scratch&& other) noexcept
-    : scratch_(std::exchange(other.scratch_, nullptr)), hits_(std::move(other.hits_)) {}
 
 #if PIPESCOPE_HAVE_HYPERSCAN
-namespace {
+      namespace {
 
-int on_hit(unsigned id, unsigned long long /*from*/, unsigned long long to, unsigned /*flags*/,
-           void* context) {
-  static_cast<std::vector<std::pair<std::size_t, std::uint32_t>>*>(context)->emplace_back(
-      static_cast<std::size_t>(to), id);
-  return 0;
-}
+  struct Hits {
+    std::vector<std::pair<std::size_t, std::uint32_t>>* hits;  // (end offset in the block, pattern)
+    std::size_t base = 0;                                      // the piece's offset
+  };
+
+  int on_hit(unsigned id, unsigned long long /*from*/, unsigned long long to, unsigned /*flags*/,
+             void* context) {
+    Hits& h = *static_cast<Hits*>(context);
+    h.hits->emplace_back(h.base + static_cast<std::size_t>(to), id);
+    return 0;
+  }
 
 }  // namespace
 #endif
@@ -232,23 +223,8 @@ void EventMatcher::scan(std::string_view block, Scratch& scratch,
   if (compiled_->database == nullptr || block.empty()) return;
   auto& hits = scratch.hits_;
   hits.clear();
-  // Hyperscan takes an unsigned length: a block over 4 GiB goes in pieces cut
-  // at line ends (blocks are far smaller in practice).
-  constexpr std::size_t kMaxPiece = std::size_t{1} << 31;
-  std::size_t piece_begin = 0;
-  while (piece_begin < block.size()) {
-    std::size_t piece_end = block.size();
-    if (piece_end - piece_begin > kMaxPiece) {
-      const void* nl = memrchr(block.data() + piece_begin, '\n', kMaxPiece);
-      piece_end = nl ? static_cast<const char*>(nl) - block.data() + 1 : piece_begin + kMaxPiece;
-    }
-    const std::size_t before = hits.size();
-    hs_scan(compiled_->database, block.data() + piece_begin,
-            static_cast<unsigned>(piece_end - piece_begin), 0,
-            static_cast<hs_scratch_t*>(scratch.scratch_), on_hit, &hits);
-    for (std::size_t i = before; i < hits.size(); ++i) hits[i].first += piece_begin;
-    piece_begin = piece_end;
-  }
+  Hits context{&hits, 0};
+  scan_block(compiled_->database, block, scratch.hyperscan_, on_hit, &context, &context.base);
   if (hits.empty()) return;
   std::sort(hits.begin(), hits.end());
   // Lines are disjoint ranges, so a line's hits are consecutive in end order.

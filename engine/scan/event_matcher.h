@@ -19,6 +19,7 @@
 
 #include "model/log_event.h"
 #include "scan/event_library.h"
+#include "scan/hyperscan_block.h"
 
 namespace pipescope {
 
@@ -50,14 +51,10 @@ class EventMatcher {
   class Scratch {
    public:
     explicit Scratch(const EventMatcher& matcher);
-    ~Scratch();
-    Scratch(Scratch&& other) noexcept;
-    Scratch& operator=(Scratch&&) = delete;
-    Scratch(const Scratch&) = delete;
 
    private:
     friend class EventMatcher;
-    void* scratch_ = nullptr;
+    HyperscanScratch hyperscan_;
     std::vector<std::pair<std::size_t, std::uint32_t>> hits_;  // (end offset, pattern)
   };
 

@@ -170,30 +170,16 @@ JobLineRegex::Search JobLineRegex::search() const {
 
 bool JobLineRegex::has_id() const { return compiled_->id > 0; }
 
-JobLineRegex::Scratch::Scratch(const JobLineRegex& regex) {
+JobLineRegex::Scratch::Scratch(const JobLineRegex& regex)
 #if PIPESCOPE_HAVE_HYPERSCAN
-  if (regex.compiled_->database != nullptr) {
-    hs_scratch_t* scratch = nullptr;
-    if (hs_alloc_scratch(regex.compiled_->database, &scratch) != HS_SUCCESS) {
-      throw std::bad_alloc();
-    }
-    scratch_ = scratch;
-  }
+    : hyperscan_(regex.compiled_->database){}
 #else
+    : hyperscan_(nullptr) {
   (void)regex;
-#endif
 }
-
-JobLineRegex::Scratch::~Scratch() {
-#if PIPESCOPE_HAVE_HYPERSCAN
-  hs_free_scratch(static_cast<hs_scratch_t*>(scratch_));
 #endif
-}
 
-JobLineRegex::Scratch::Scratch(Scratch&& other) noexcept
-    : scratch_(std::exchange(other.scratch_, nullptr)) {}
-
-void JobLineRegex::every_line(std::string_view block, std::vector<LineSpan>& out) {
+      void JobLineRegex::every_line(std::string_view block, std::vector<LineSpan> & out) {
   std::size_t begin = 0;
   while (begin < block.size()) {
     const void* nl = std::memchr(block.data() + begin, '\n', block.size() - begin);
@@ -247,22 +233,7 @@ void JobLineRegex::candidates(std::string_view block, Scratch& scratch,
 #if PIPESCOPE_HAVE_HYPERSCAN
   if (compiled_->database != nullptr) {
     HitLines hits{block, 0, &out, out.size(), true};
-    // Hyperscan takes an unsigned length: a block over 2 GiB goes in pieces
-    // cut at line ends (blocks are far smaller in practice).
-    constexpr std::size_t kMaxPiece = std::size_t{1} << 31;
-    std::size_t piece_begin = 0;
-    while (piece_begin < block.size()) {
-      std::size_t piece_end = block.size();
-      if (piece_end - piece_begin > kMaxPiece) {
-        const void* nl = memrchr(block.data() + piece_begin, '\n', kMaxPiece);
-        piece_end = nl ? static_cast<const char*>(nl) - block.data() + 1 : piece_begin + kMaxPiece;
-      }
-      hits.base = piece_begin;
-      hs_scan(compiled_->database, block.data() + piece_begin,
-              static_cast<unsigned>(piece_end - piece_begin), 0,
-              static_cast<hs_scratch_t*>(scratch.scratch_), on_hit, &hits);
-      piece_begin = piece_end;
-    }
+    scan_block(compiled_->database, block, scratch.hyperscan_, on_hit, &hits, &hits.base);
     if (!hits.ordered) {
       const auto first = out.begin() + static_cast<std::ptrdiff_t>(hits.first);
       std::sort(first, out.end(),

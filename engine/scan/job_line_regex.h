@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "scan/decimal_time.h"
+#include "scan/hyperscan_block.h"
 #include "scan/job_line_parser.h"
 
 namespace pipescope {
@@ -92,14 +93,10 @@ class JobLineRegex {
   class Scratch {
    public:
     explicit Scratch(const JobLineRegex& regex);
-    ~Scratch();
-    Scratch(Scratch&& other) noexcept;
-    Scratch& operator=(Scratch&&) = delete;
-    Scratch(const Scratch&) = delete;
 
    private:
     friend class JobLineRegex;
-    void* scratch_ = nullptr;
+    HyperscanScratch hyperscan_;
   };
 
   /// Appends to `out`, in order, the lines of `block` (complete lines; the
