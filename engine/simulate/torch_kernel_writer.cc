@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "io/atomic_output.h"
+#include "simulate/torch_trace_writer.h"
 
 namespace pipescope::sim {
 
@@ -44,33 +45,6 @@ constexpr NcclNames kNewNames{
     "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
     "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", kLaunchKernelEx,
     "2.21.5"};
-
-bool is_ours(const std::string& name) {
-  return name.ends_with(".pt.trace.json") || name == "expected.json" || name == "simulation.json" ||
-         io::is_atomic_temp_name(name);
-}
-
-void prepare_dir(const fs::path& dir, bool force) {
-  std::error_code ec;
-  if (fs::exists(dir, ec)) {
-    if (!fs::is_directory(dir, ec)) {
-      throw std::invalid_argument(fmt::format("{} exists and is not a folder", dir.string()));
-    }
-    if (!fs::is_empty(dir, ec)) {
-      if (!force) {
-        throw std::invalid_argument(
-            fmt::format("output folder {} is not empty; use --force to replace the traces in it",
-                        dir.string()));
-      }
-      for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-        if (!entry.is_directory() && is_ours(entry.path().filename().string())) {
-          fs::remove(entry.path());
-        }
-      }
-    }
-  }
-  fs::create_directories(dir);
-}
 
 // splitmix64: reproducible host-side draws.
 std::uint64_t mix(std::uint64_t x) {
@@ -449,7 +423,7 @@ KernelTraceReport write_torch_kernel_traces(const SimConfig& config,
   }
   layout_devices(config);  // the whole config checked, clock offsets included
   const KernelTimeline timeline = build_kernel_timeline(config, options.kernels_per_job);
-  prepare_dir(options.dir, options.force);
+  prepare_trace_dir(options.dir, options.force);
 
   const int machines = config.machines;
   std::vector<std::int64_t> offset(static_cast<std::size_t>(machines), 0);

@@ -20,33 +20,6 @@ constexpr std::int64_t kHostLeadNs = 10'000;
 constexpr std::int64_t kHostSpanNs = 5'000;
 constexpr std::int64_t kLaunchAfterNs = 2'000;
 
-bool is_ours(const std::string& name) {
-  return name.ends_with(".pt.trace.json") || name == "expected.json" || name == "simulation.json" ||
-         io::is_atomic_temp_name(name);
-}
-
-void prepare_dir(const fs::path& dir, bool force) {
-  std::error_code ec;
-  if (fs::exists(dir, ec)) {
-    if (!fs::is_directory(dir, ec)) {
-      throw std::invalid_argument(fmt::format("{} exists and is not a folder", dir.string()));
-    }
-    if (!fs::is_empty(dir, ec)) {
-      if (!force) {
-        throw std::invalid_argument(
-            fmt::format("output folder {} is not empty; use --force to replace the traces in it",
-                        dir.string()));
-      }
-      for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-        if (!entry.is_directory() && is_ours(entry.path().filename().string())) {
-          fs::remove(entry.path());
-        }
-      }
-    }
-  }
-  fs::create_directories(dir);
-}
-
 /// ns after the base as microseconds with three decimals ("12.345").
 void append_us(fmt::memory_buffer& out, std::int64_t ns) {
   fmt::format_to(std::back_inserter(out), "{}.{:03}", ns / 1000, ns % 1000);
@@ -143,6 +116,37 @@ class RankTrace {
 
 }  // namespace
 
+namespace {
+
+bool is_ours(const std::string& name) {
+  return name.ends_with(".pt.trace.json") || name == "expected.json" || name == "simulation.json" ||
+         io::is_atomic_temp_name(name);
+}
+
+}  // namespace
+
+void prepare_trace_dir(const fs::path& dir, bool force) {
+  std::error_code ec;
+  if (fs::exists(dir, ec)) {
+    if (!fs::is_directory(dir, ec)) {
+      throw std::invalid_argument(fmt::format("{} exists and is not a folder", dir.string()));
+    }
+    if (!fs::is_empty(dir, ec)) {
+      if (!force) {
+        throw std::invalid_argument(
+            fmt::format("output folder {} is not empty; use --force to replace the traces in it",
+                        dir.string()));
+      }
+      for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+        if (!entry.is_directory() && is_ours(entry.path().filename().string())) {
+          fs::remove(entry.path());
+        }
+      }
+    }
+  }
+  fs::create_directories(dir);
+}
+
 std::string torch_action_label(const SimJob& job, const ScheduleShape& shape, int stage) {
   const int g = global_stage(shape, stage, job.chunk);
   std::string_view op;
@@ -189,7 +193,7 @@ WriteReport write_torch_traces(const SimConfig& config, const TorchTraceOptions&
   }
   Simulator simulator(config);
   const auto& devices = simulator.devices();
-  prepare_dir(options.dir, options.force);
+  prepare_trace_dir(options.dir, options.force);
   // Whole seconds, 10 s before the run: every host time is after it.
   const std::int64_t base =
       std::max<std::int64_t>(0, (config.start_ns / 1'000'000'000 - 10)) * 1'000'000'000;

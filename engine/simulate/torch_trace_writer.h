@@ -40,6 +40,12 @@ struct TorchTraceOptions {
 /// says system calls do.
 WriteReport write_torch_traces(const SimConfig& config, const TorchTraceOptions& options);
 
+/// Makes `dir` ready for a run's PyTorch traces: created when missing; when
+/// not empty, refused (std::invalid_argument) unless `force`, which removes
+/// the traces, expected.json, simulation.json and temporary files a
+/// simulation wrote there (nothing else).
+void prepare_trace_dir(const std::filesystem::path& dir, bool force);
+
 /// The `PP:` label of a job (without the prefix): "2F3", "0RECV_B1", ...
 /// (global stage, op, micro-batch); empty for a job that has none (optimizer).
 std::string torch_action_label(const SimJob& job, const ScheduleShape& shape, int stage);
