@@ -738,7 +738,9 @@ TEST(PerfettoTrace, LogEventsAreInstantsOnTheirDevicesTrack) {
   // int_value = 4 and bool_value = 2.
   bool seen = false;
   for (const WireField& packet : wire_fields(bytes)) {
-    const WireField* event_field = find_field(wire_fields(packet.bytes), 11);
+    const std::vector<WireField> packet_fields =
+        wire_fields(packet.bytes);  // kept: find_field points into it
+    const WireField* event_field = find_field(packet_fields, 11);
     if (event_field == nullptr) continue;
     const std::vector<WireField> event = wire_fields(event_field->bytes);
     if (field(event, 9).varint != 3) continue;
