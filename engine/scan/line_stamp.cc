@@ -70,7 +70,9 @@ std::optional<LineStamp> glog_at(std::string_view text, std::size_t at) {
   if (!digits(text, at + 1, 2, month) || !digits(text, at + 3, 2, day)) return std::nullopt;
   if (at + 5 >= text.size() || text[at + 5] != ' ') return std::nullopt;
   const auto time = time_of_day(text, at + 6, ".");
-  if (!time || time->second != at + 6 + 15) return std::nullopt;  // exactly 6 fraction digits
+  // GLOG prints microseconds; PyTorch's c10 logging (the `[rank3]:[E1218
+  // 20:27:21.426415540 ...` of ProcessGroupNCCL) nanoseconds.
+  if (!time || (time->second != at + 6 + 15 && time->second != at + 6 + 18)) return std::nullopt;
   if (month < 1 || month > 12 || day < 1 || day > days_in_month(2000, month)) return std::nullopt;
   return LineStamp{0, month, day, time->first};
 }

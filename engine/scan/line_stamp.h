@@ -4,7 +4,7 @@
 //
 //  - GLOG: `I1020 09:15:07.265326` (severity, month, day, local time to the
 //    microsecond; no year), also inside a prefix such as torch.distributed's
-//    `[rank3]:[E1020 09:15:07.265326 ...]`;
+//    `[rank3]:[E1020 09:15:07.265326540 ...]` (c10 logging: to the ns);
 //  - Python logging and ISO dates: `2023-10-20 09:15:07,265` (or `.265`,
 //    `T` for the space, 0-9 fraction digits).
 //

@@ -47,7 +47,7 @@ CASES = [
                          "--first-step", "100", "--noise-per-job", "3"]),
 ]
 
-GLOG = re.compile(r"(?:^|[^0-9A-Za-z])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) ")
+GLOG = re.compile(r"(?:^|[^0-9A-Za-z])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{9}|\d{6}) ")
 DATED = re.compile(r"(?:^|[^0-9A-Za-z])(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[,.](\d+))?")
 JOB_END = re.compile(r"job_end_time = (\d+)\.(\d+)")
 EPOCH = dt.datetime(1970, 1, 1)
@@ -79,7 +79,8 @@ def stamp(line, year):
     m = GLOG.search(head)
     d = DATED.search(head)
     if m and (not d or m.start() <= d.start()):
-        mo, day, h, mi, s, us = (int(x) for x in m.groups())
+        mo, day, h, mi, s = (int(x) for x in m.groups()[:5])
+        us = int(m.group(6)[:6])  # datetime holds microseconds: the simulator prints 6 digits
         return dt.datetime(year, mo, day, h, mi, s, us), False
     if d:
         y, mo, day, h, mi, s = (int(x) for x in d.groups()[:6])

@@ -18,6 +18,10 @@ TEST(LineStamp, ReadsGlogPythonAndIsoPrefixes) {
   const auto torch = find_line_stamp("[rank3]:[E1020 09:15:07.265326 1234 ProcessGroupNCCL.cpp:1]");
   ASSERT_TRUE(torch);
   EXPECT_EQ(torch->month, 10);
+  // PyTorch's c10 logging prints nanoseconds.
+  const auto c10 = find_line_stamp("[rank0]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] x");
+  ASSERT_TRUE(c10);
+  EXPECT_EQ(*c10, (LineStamp{0, 12, 18, (20 * 3600 + 27 * 60 + 21) * kSecond + 426'415'540}));
   const auto python = find_line_stamp("[2023-10-20 09:15:07,265] [    INFO] - loss");
   ASSERT_TRUE(python);
   EXPECT_EQ(*python, (LineStamp{2023, 10, 20, (9 * 3600 + 15 * 60 + 7) * kSecond + 265'000'000}));
@@ -37,6 +41,7 @@ TEST(LineStamp, NoStampWhereNoneBeginsTheLine) {
   EXPECT_FALSE(find_line_stamp("I1320 09:15:07.265326 month 13"));
   EXPECT_FALSE(find_line_stamp("I1020 25:15:07.265326 hour 25"));
   EXPECT_FALSE(find_line_stamp("I1020 09:15:07.2653 four fraction digits"));
+  EXPECT_FALSE(find_line_stamp("I1020 09:15:07.2653261 seven fraction digits"));
   EXPECT_FALSE(find_line_stamp("2023-02-30 09:15:07 February 30th"));
   // A date quoted far into the message is not the line's time.
   EXPECT_FALSE(find_line_stamp(std::string(100, 'x') + " 2023-10-20 09:15:07,265"));
