@@ -97,10 +97,10 @@ void CheckThresholds::fill_from(const CheckThresholds& other) {
   if (!max_step_time_increase) max_step_time_increase = other.max_step_time_increase;
   if (!max_utilization_drop) max_utilization_drop = other.max_utilization_drop;
   if (!skip_steps) skip_steps = other.skip_steps;
-  for (const auto& [id, limit] : other.max_events) {
+  for (const auto& entry : other.max_events) {
     const bool given = std::any_of(max_events.begin(), max_events.end(),
-                                   [&](const auto& e) { return e.first == id; });
-    if (!given) max_events.emplace_back(id, limit);
+                                   [&](const auto& e) { return e.first == entry.first; });
+    if (!given) max_events.push_back(entry);
   }
 }
 

@@ -116,7 +116,9 @@ JobLineRegex::JobLineRegex(const std::string& regex, TimeUnit unit, Kinds kinds,
     throw std::invalid_argument(message);
   }
   const std::map<std::string, int>& groups = re.NamedCapturingGroups();
-  for (const auto& [name, index] : groups) {
+  for (const auto& group : groups) {
+    // Not the structured binding: clang 14 (the fuzz build) cannot capture one.
+    const std::string& name = group.first;
     const auto known = [&](std::string_view n) { return n == name; };
     if (std::none_of(std::begin(kRequired), std::end(kRequired), known) &&
         std::none_of(std::begin(kOptional), std::end(kOptional), known)) {

@@ -65,8 +65,9 @@ TEST(EventLibrary, EveryShippedPatternMatchesTheLinesItsSourcePrints) {
       const auto expected = parse_expected_captures(pattern.captures_expected);
       const auto got = matcher.captures(p, pattern.examples.front());
       for (const auto& [name, value] : expected) {
+        const std::string& wanted = name;  // a binding clang 14 can capture
         const auto at =
-            std::find_if(got.begin(), got.end(), [&](const auto& c) { return c.first == name; });
+            std::find_if(got.begin(), got.end(), [&](const auto& c) { return c.first == wanted; });
         ASSERT_NE(at, got.end()) << "[" << pattern.id << "] has no capture " << name;
         EXPECT_EQ(at->second, value) << "[" << pattern.id << "] capture " << name;
       }

@@ -105,8 +105,11 @@ TEST(KernelTimeline, ReceiversWaitForSendersAndEndTogether) {
       }
       ++p2p;
       ASSERT_EQ(comm.members.size(), 2u);
-      const auto [from, s_at] = comm.members[0];
-      const auto [to, r_at] = comm.members[1];
+      // Plain variables, not bindings: clang 14 cannot capture a binding.
+      const auto from = comm.members[0].first;
+      const auto s_at = comm.members[0].second;
+      const auto to = comm.members[1].first;
+      const auto r_at = comm.members[1].second;
       const KernelActivity& send = t.ranks[from][s_at];
       const KernelActivity& recv = t.ranks[to][r_at];
       EXPECT_EQ(send.kind, ActivityKind::send);
@@ -163,8 +166,11 @@ TEST(KernelTimeline, ConsumersStartWhenTheirDataHasArrived) {
     int checked = 0;
     for (const sim::KernelComm& comm : t.comms) {
       if (comm.kind != ActivityKind::send) continue;
-      const auto [from, s_at] = comm.members[0];
-      const auto [to, r_at] = comm.members[1];
+      // Plain variables, not bindings: clang 14 cannot capture a binding.
+      const auto from = comm.members[0].first;
+      const auto s_at = comm.members[0].second;
+      const auto to = comm.members[1].first;
+      const auto r_at = comm.members[1].second;
       const KernelActivity& send = t.ranks[from][s_at];
       const KernelActivity& recv = t.ranks[to][r_at];
       const auto producer =
