@@ -455,7 +455,11 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
 /// with the events that coincide with it (analysis/step_events.h).
 void write_events(fmt::memory_buffer& out, const Run& run, const Metrics& metrics) {
   if (!run.events_off.empty()) {
-    append_line(out, fmt::format("Log events: {}", run.events_off));
+    // "log events are off (--no-events)" reads "Log events: off (--no-events)".
+    constexpr std::string_view kOff = "log events are off";
+    std::string_view why = run.events_off;
+    if (why.starts_with(kOff)) why.remove_prefix(kOff.size());
+    append_line(out, fmt::format("Log events: off{}", why));
     append_line(out, "");
     return;
   }

@@ -57,6 +57,33 @@ TEST(Cli, AnalyzeWritesSummaryAndTrace) {
   }
 }
 
+// The text report's "Log events" line: counts by category, or why none was
+// looked for; --patterns adds an entry that finds a line the library does not.
+TEST(Cli, TheReportSaysWhatLogEventsWereFound) {
+  TempDir out;
+  CommandResult r =
+      run_cli("analyze " + sample("multi") + " --no-trace -o " + shell_quote(out / "a"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  if (r.output.find("Log events: off") != std::string::npos)
+    GTEST_SKIP() << "built without Hyperscan";
+  EXPECT_NE(r.output.find("Log events: 4 (distributed 4)"), std::string::npos) << r.output;
+  r = run_cli("analyze " + sample("multi") + " --no-trace --no-events -o " +
+              shell_quote(out / "b"));
+  EXPECT_NE(r.output.find("Log events: off (--no-events)"), std::string::npos) << r.output;
+  out.write("mine.patterns",
+            "[distributed_strategy]\ncategory = distributed\nseverity = info\n"
+            "regex = distributed strategy initialized\n");
+  r = run_cli("analyze " + sample("multi") + " --no-trace --patterns " +
+              shell_quote(out / "mine.patterns") + " -o " + shell_quote(out / "c"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("Log events: 8 (distributed 8)"), std::string::npos) << r.output;
+  out.write("bad.patterns", "[bad]\ncategory = x\nseverity = info\nregex = (a)\\1\n");
+  r = run_cli("analyze " + sample("multi") + " --no-trace --patterns " +
+              shell_quote(out / "bad.patterns") + " -o " + shell_quote(out / "d"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("[bad]"), std::string::npos) << r.output;
+}
+
 TEST(Cli, StrictTurnsSkippedLinesIntoStatusOne) {
   TempDir out;
   EXPECT_EQ(run_cli("analyze " + sample("single") + " -q -o " + shell_quote(out / "a")).status, 0);
