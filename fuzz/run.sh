@@ -18,7 +18,7 @@ seconds=${1:-15}
 shift || true
 all=(fuzz_job_line_parser fuzz_line_readers fuzz_ivl_reader fuzz_summary_reader fuzz_decompress
   fuzz_dygraph_reader
-  fuzz_torch_trace)
+  fuzz_torch_trace fuzz_log_events)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 
@@ -36,7 +36,7 @@ make_seeds() {
   local tmp
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' RETURN
-  mkdir -p "$seeds"/{fuzz_job_line_parser,fuzz_line_readers,fuzz_ivl_reader,fuzz_summary_reader,fuzz_decompress,fuzz_dygraph_reader,fuzz_torch_trace}
+  mkdir -p "$seeds"/{fuzz_job_line_parser,fuzz_line_readers,fuzz_ivl_reader,fuzz_summary_reader,fuzz_decompress,fuzz_dygraph_reader,fuzz_torch_trace,fuzz_log_events}
   # Job lines (and step lines) of every sample, one per seed.
   # awk reads to the end: a reader that stops early (head) would kill grep with
   # SIGPIPE, which pipefail turns into a failed script once the samples outgrow
@@ -85,8 +85,15 @@ make_seeds() {
   printf '{"max_bubble_increase": "2%%", "max_step_time_increase": 0.05, "skip_steps": 1}' \
     > "$seeds/fuzz_summary_reader/config.json"
   printf '{"max_bubble_ratio": 0.5, "max_utilization_drop": "3 %%"}' > "$seeds/fuzz_summary_reader/config2.json"
+  # Log events: the library, its example lines, and a simulated log with events.
+  cp "$here/data/log_events.patterns" "$seeds/fuzz_log_events/library.patterns"
+  sed -n 's/^example = //p' "$here/data/log_events.patterns" |
+    awk -v dir="$seeds/fuzz_log_events" 'NR <= 60 { f = dir "/example" NR; print > f; close(f) }'
+  "$pipescope" simulate -o "$tmp/ev" --events --stall 2:1:50 --stages 2 --micro-batches 2 \
+    --steps 6 --utc-offset +05:45 --noise-per-job 3 --force >/dev/null
+  head -c 8000 "$tmp/ev/workerlog.1" > "$seeds/fuzz_log_events/workerlog.1"
 }
-[ -d "$seeds/fuzz_torch_trace" ] || make_seeds
+[ -d "$seeds/fuzz_log_events" ] || make_seeds
 
 status=0
 export TMPDIR=${TMPDIR:-/tmp}

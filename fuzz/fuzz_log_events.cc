@@ -1,0 +1,63 @@
+// Fuzzes the log events' readers: the pattern file format
+// (scan/event_library.h; a bad file must end in EventLibraryError naming its
+// line, never a crash), line stamps and their placement on the epoch
+// (scan/line_stamp.h), and the chunk scanner with the shipped library's
+// matcher on the input read as log text (scan/chunk_scanner.h): every event
+// it reports lies on a line of the text. Seeded with the library, its
+// example lines and simulated logs with events.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "scan/chunk_scanner.h"
+#include "scan/event_library.h"
+#include "scan/event_matcher.h"
+#include "scan/line_stamp.h"
+
+namespace {
+
+const pipescope::EventMatcher* shipped_matcher() {
+  static const std::unique_ptr<pipescope::EventMatcher> matcher =
+      pipescope::EventMatcher::available()
+          ? std::make_unique<pipescope::EventMatcher>(pipescope::builtin_event_library())
+          : nullptr;
+  return matcher.get();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  // 1. The pattern file format.
+  try {
+    (void)pipescope::parse_event_library(text, "fuzz.patterns");
+  } catch (const pipescope::EventLibraryError& e) {
+    if (std::string(e.what()).find("fuzz.patterns:") != 0) std::abort();
+  }
+  // 2. A stamp at the start of the input, placed against a job line's end.
+  if (const auto stamp = pipescope::find_line_stamp(text)) {
+    if (stamp->month < 1 || stamp->month > 12 || stamp->day < 1 || stamp->day > 31) std::abort();
+    const pipescope::StampAnchor anchor{*stamp, 1'697'793'307'254'006'104};
+    if (const auto placement = pipescope::placement_from(anchor)) (void)placement->place(*stamp);
+  }
+  // 3. The input as log text, with events on.
+  const pipescope::EventMatcher* matcher = shipped_matcher();
+  if (matcher == nullptr) return 0;
+  static const pipescope::Prefilter prefilter;
+  static pipescope::Prefilter::Scratch scratch(prefilter);
+  static pipescope::EventMatcher::Scratch event_scratch(*matcher);
+  pipescope::ChunkScanOptions options;
+  options.end_of_file = true;
+  options.max_line_bytes = 4096;
+  options.events = matcher;
+  options.event_scratch = &event_scratch;
+  pipescope::ChunkScan out;
+  pipescope::scan_chunk(text, prefilter, scratch, options, out);
+  for (const pipescope::EventSeen& seen : out.events) {
+    if (seen.line >= out.lines || seen.pattern >= matcher->size()) std::abort();
+  }
+  return 0;
+}
