@@ -206,23 +206,28 @@ SIMULATED_OFFSET_RUNS = [
 ]
 
 
-def generate_and_analyze(cli, name, args, work):
-    run = work / name
-    r = subprocess.run([sys.executable, str(HERE / "kernel_run.py"), "-o", str(run),
-                        "--kernels-per-op", "12", *args], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise Failure(f"kernel_run.py exit {r.returncode}: {(r.stderr or r.stdout)[-400:]}")
-    out = work / (name + "-out")
+def analyze_kernel_view(cli, run, out):
+    """`analyze RUN -o OUT`: summary.json's kernel_view, with the run's own
+    layout under "_run_layout" (check_layout takes it out)."""
     r = subprocess.run([str(cli), "analyze", str(run), "-o", str(out), "--quiet"],
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise Failure(f"analyze exit {r.returncode}\n{(r.stderr or r.stdout)[-800:]}")
     summary = json.loads((out / "summary.json").read_text())
     actual = summary.get("kernel_view")
-    if actual is not None:
-        actual["_run_layout"] = summary.get("layout")  # checked by check_layout
     if actual is None:
         raise Failure("summary.json has no kernel_view")
+    actual["_run_layout"] = summary.get("layout")
+    return actual
+
+
+def generate_and_analyze(cli, name, args, work):
+    run = work / name
+    r = subprocess.run([sys.executable, str(HERE / "kernel_run.py"), "-o", str(run),
+                        "--kernels-per-op", "12", *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Failure(f"kernel_run.py exit {r.returncode}: {(r.stderr or r.stdout)[-400:]}")
+    actual = analyze_kernel_view(cli, run, work / (name + "-out"))
     truth = json.loads((run / "truth.json").read_text())
     files = sorted(str(p) for p in run.rglob("*.pt.trace.json*"))
     return truth["layout"], actual, truth["kernel_view"], files
@@ -236,17 +241,7 @@ def simulate_and_analyze(cli, name, args, work):
                         "--kernels-per-job", "12", *args], capture_output=True, text=True)
     if r.returncode != 0:
         raise Failure(f"simulate exit {r.returncode}: {(r.stderr or r.stdout)[-400:]}")
-    out = work / (name + "-out")
-    r = subprocess.run([str(cli), "analyze", str(run), "-o", str(out), "--quiet"],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        raise Failure(f"analyze exit {r.returncode}\n{(r.stderr or r.stdout)[-800:]}")
-    summary = json.loads((out / "summary.json").read_text())
-    actual = summary.get("kernel_view")
-    if actual is not None:
-        actual["_run_layout"] = summary.get("layout")  # checked by check_layout
-    if actual is None:
-        raise Failure("summary.json has no kernel_view")
+    actual = analyze_kernel_view(cli, run, work / (name + "-out"))
     expected = json.loads((run / "expected.json").read_text())
     files = sorted(str(p) for p in run.rglob("*.pt.trace.json*"))
     return expected["layout"], actual, expected["kernel_view"], files
