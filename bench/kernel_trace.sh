@@ -16,7 +16,6 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 pipescope=${1:-$here/build/cli/pipescope}
 shift || true
 sizes=("${@:-1024}")
-python_max=${PYTHON_MAX_MIB:-1024}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -69,32 +68,5 @@ with open(out, "w") as f:
 PY
 }
 
-printf '%-6s %-22s %-9s %-9s %-22s %-14s %s\n' "MiB" "pipescope wall/cpu" "GB/s" \
-  "kernels" "json.load wall/cpu" "ratio wall/cpu" "peak RssAnon"
-for mib in "${sizes[@]}"; do
-  trace=$work/big.pt.trace.json
-  make_trace "$mib" "$trace"
-  bytes=$(stat -c %s "$trace")
-  cat "$trace" > /dev/null  # both readers start from the page cache
-  args=(analyze "$trace" -o "$work/out" -q --no-trace)
-  /usr/bin/time -f "%e %U %S" -o "$work/ps.time" "$pipescope" "${args[@]}" 2> /dev/null
-  read -r ps_wall ps_user ps_sys < "$work/ps.time"
-  ps_cpu=$(python3 -c "print(f'{$ps_user + $ps_sys:.2f}')")
-  mem=$(bash "$here/bench/peak_memory.sh" "$work/out" "$pipescope" "${args[@]}" 2> /dev/null)
-  kernels=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['kernel_view']['gpu_activities'])" "$work/out/summary.json")
-  anon=$(grep -o 'peak RssAnon [0-9.]* MiB' <<< "$mem" | grep -o '[0-9.]* MiB')
-  gbs=$(python3 -c "print(f'{$bytes / $ps_wall / 1e9:.2f}')")
-  if [ "$mib" -le "$python_max" ]; then
-    /usr/bin/time -f "%e %U %S" -o "$work/py.time" \
-      python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$trace"
-    read -r py_wall py_user py_sys < "$work/py.time"
-    py_cpu=$(python3 -c "print(f'{$py_user + $py_sys:.2f}')")
-    py="${py_wall}/${py_cpu}s"
-    ratio=$(python3 -c "print(f'{$py_wall / $ps_wall:.1f}x/{$py_cpu / $ps_cpu:.1f}x')")
-  else
-    py="-"; ratio="-"
-  fi
-  printf '%-6s %-22s %-9s %-9s %-22s %-14s %s\n' "$mib" "${ps_wall}/${ps_cpu}s" "$gbs" \
-    "$kernels" "$py" "$ratio" "$anon"
-  rm -f "$trace"
-done
+. "$here/bench/trace_reading.sh"
+measure_trace_reading kernels "['kernel_view']['gpu_activities']"

@@ -15,7 +15,6 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 pipescope=${1:-$here/build/cli/pipescope}
 shift || true
 sizes=("${@:-1024}")
-python_max=${PYTHON_MAX_MIB:-1024}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -58,33 +57,5 @@ with open(out, "w") as f:
 PY
 }
 
-# Wall and CPU (user + sys) seconds: on a shared machine the CPU time is the steadier figure.
-printf '%-6s %-22s %-9s %-6s %-22s %-14s %s\n' "MiB" "pipescope wall/cpu" "GB/s" "jobs" \
-  "json.load wall/cpu" "ratio wall/cpu" "peak RssAnon"
-for mib in "${sizes[@]}"; do
-  trace=$work/big.pt.trace.json
-  make_trace "$mib" "$trace"
-  bytes=$(stat -c %s "$trace")
-  cat "$trace" > /dev/null  # both readers start from the page cache
-  args=(analyze "$trace" -o "$work/out" -q --no-trace --job-pattern '## (?P<op>forward|backward) ##')
-  /usr/bin/time -f "%e %U %S" -o "$work/ps.time" "$pipescope" "${args[@]}"
-  read -r ps_wall ps_user ps_sys < "$work/ps.time"
-  ps_cpu=$(python3 -c "print(f'{$ps_user + $ps_sys:.2f}')")
-  mem=$(bash "$here/bench/peak_memory.sh" "$work/out" "$pipescope" "${args[@]}")
-  jobs=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['jobs'])" "$work/out/summary.json")
-  anon=$(grep -o 'peak RssAnon [0-9.]* MiB' <<< "$mem" | grep -o '[0-9.]* MiB')
-  gbs=$(python3 -c "print(f'{$bytes / $ps_wall / 1e9:.2f}')")
-  if [ "$mib" -le "$python_max" ]; then
-    /usr/bin/time -f "%e %U %S" -o "$work/py.time" \
-      python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$trace"
-    read -r py_wall py_user py_sys < "$work/py.time"
-    py_cpu=$(python3 -c "print(f'{$py_user + $py_sys:.2f}')")
-    py="${py_wall}/${py_cpu}s"
-    ratio=$(python3 -c "print(f'{$py_wall / $ps_wall:.1f}x/{$py_cpu / $ps_cpu:.1f}x')")
-  else
-    py="-"; ratio="-"
-  fi
-  printf '%-6s %-22s %-9s %-6s %-22s %-14s %s\n' "$mib" "${ps_wall}/${ps_cpu}s" "$gbs" "$jobs" \
-    "$py" "$ratio" "$anon"
-  rm -f "$trace"
-done
+. "$here/bench/trace_reading.sh"
+measure_trace_reading jobs "['jobs']" --job-pattern '## (?P<op>forward|backward) ##'
