@@ -237,7 +237,6 @@ LoadedRun load_run(Run run, const LoadOptions& options) {
                                           one_stage_per_device(loaded.run.devices.size()))) {
       loaded.input_warnings.push_back(std::move(w));
     }
-    loaded.events = place_step_events(loaded.run, loaded.metrics);
     return loaded;
   }
   // Clock correction shifts machines' job times, so it runs before the
@@ -256,7 +255,6 @@ LoadedRun load_run(Run run, const LoadOptions& options) {
     loaded.input_warnings.push_back(std::move(w));
   }
   if (options.level == LoadLevel::schedule) return loaded;
-  loaded.events = place_step_events(loaded.run, loaded.metrics);
   std::vector<Warning>& warnings = loaded.pipeline.warnings;
   warnings.insert(warnings.begin(), loaded.launch_warnings.begin(), loaded.launch_warnings.end());
   warnings.insert(warnings.begin(), loaded.input_warnings.begin(), loaded.input_warnings.end());

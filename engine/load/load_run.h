@@ -21,7 +21,6 @@
 
 #include "analysis/kernel_view.h"
 #include "analysis/pipeline.h"
-#include "analysis/step_events.h"
 #include "ingest/ingest.h"
 #include "load/event_setup.h"
 #include "load/input_rules.h"
@@ -98,9 +97,6 @@ struct LoadedRun {
   /// The kernel view of the PyTorch traces' GPU activities (Run::kernels),
   /// at every level; unavailable for inputs without any.
   KernelView kernels;
-  /// The log events on the step windows (analysis/step_events.h), with
-  /// LoadLevel::full and metrics.
-  StepEvents events;
 };
 
 /// The warnings of a run analysed by its kernels alone (PyTorch traces
