@@ -2,160 +2,9 @@
 
 #include <tbb/parallel_for.h>
 
-#include <algorithm>
-#include <array>
-#include <limits>
-#include <optional>
-#include <span>
-#include <utility>
-
-#include "analysis/step_rule.h"
+#include "analysis/metric_parts.h"
 
 namespace pipescope {
-
-namespace {
-
-constexpr std::int64_t kNoTime = std::numeric_limits<std::int64_t>::min();
-
-/// a / b as a double, 0 when b is 0. long double holds any int64 exactly.
-double ratio(std::int64_t a, std::int64_t b) {
-  return b == 0 ? 0.0
-                : static_cast<double>(static_cast<long double>(a) / static_cast<long double>(b));
-}
-
-using Interval = std::pair<std::int64_t, std::int64_t>;
-
-/// Adds |[begin, end) ∩ window| to one figure of device d (busy or comm) for
-/// every window it meets. Intervals arrive sorted and disjoint, so the first
-/// window that can still meet one only moves forward.
-class WindowAccumulator {
- public:
-  WindowAccumulator(std::vector<StepWindow>& windows, std::size_t device,
-                    std::int64_t DeviceStepTime::*figure)
-      : windows_(windows), device_(device), figure_(figure) {}
-
-  void add(std::int64_t begin, std::int64_t end) {
-    while (next_ < windows_.size() && windows_[next_].end_ns <= begin) ++next_;
-    for (std::size_t k = next_; k < windows_.size() && windows_[k].start_ns < end; ++k) {
-      const std::int64_t overlap =
-          std::min(end, windows_[k].end_ns) - std::max(begin, windows_[k].start_ns);
-      if (overlap > 0) windows_[k].devices[device_].*figure_ += overlap;
-    }
-  }
-
- private:
-  std::vector<StepWindow>& windows_;
-  std::size_t device_;
-  std::int64_t DeviceStepTime::*figure_;
-  std::size_t next_ = 0;
-};
-
-/// The union of a device's job intervals (jobs sorted by start) whose
-/// comm-ness is `comm`, as sorted disjoint intervals; overlapping jobs count
-/// once, zero-length jobs not at all.
-template <typename F>
-void for_each_union_interval(const Device& device, const TypeKinds& kinds, bool comm, F&& f) {
-  bool open = false;
-  std::int64_t begin = 0, end = 0;
-  for (const Job& job : device.jobs) {
-    if (job.end_ns <= job.start_ns) continue;
-    const bool is_comm = job.type < kinds.kind.size() && kinds.kind[job.type] == JobKind::comm;
-    if (is_comm != comm) continue;
-    if (open && job.start_ns <= end) {
-      end = std::max(end, job.end_ns);
-    } else {
-      if (open) f(begin, end);
-      open = true;
-      begin = job.start_ns;
-      end = job.end_ns;
-    }
-  }
-  if (open) f(begin, end);
-}
-
-std::vector<Interval> job_union(const Device& device, const TypeKinds& kinds, bool comm) {
-  std::vector<Interval> out;
-  for_each_union_interval(device, kinds, comm, [&](std::int64_t begin, std::int64_t end) {
-    out.emplace_back(begin, end);
-  });
-  return out;
-}
-
-/// a − b for sorted disjoint interval lists.
-std::vector<Interval> subtract(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  std::vector<Interval> out;
-  std::size_t j = 0;
-  for (auto [begin, end] : a) {
-    while (j < b.size() && b[j].second <= begin) ++j;
-    for (std::size_t i = j; i < b.size() && b[i].first < end; ++i) {
-      if (b[i].first > begin) out.emplace_back(begin, b[i].first);
-      begin = std::max(begin, b[i].second);
-      if (begin >= end) break;
-    }
-    if (begin < end) out.emplace_back(begin, end);
-  }
-  return out;
-}
-
-/// Jobs of each kind a device ran in one step, by JobKind.
-using KindCounts = std::array<std::int64_t, 6>;
-
-KindCounts kind_counts(const Device& device, std::size_t first, std::size_t last,
-                       const std::vector<std::int32_t>& job_step, std::size_t step,
-                       const TypeKinds& kinds) {
-  KindCounts counts{};
-  for (std::size_t i = first; i < last; ++i) {
-    if (static_cast<std::size_t>(job_step[i]) == step) {
-      ++counts[static_cast<std::size_t>(kinds.kind[device.jobs[i].type])];
-    }
-  }
-  return counts;
-}
-
-/// The contract's complete-step rule over one segment's steps.
-/// `begun_steps[d]`: the steps device d began (before its input's cut).
-void mark_complete_steps(const Run& run, const TypeKinds& kinds, std::size_t s,
-                         const std::vector<std::int64_t>& begun_steps, Metrics& metrics) {
-  const SegmentSteps& segment = metrics.segments[s];
-  const std::size_t n = segment.count;
-  const bool cut = std::any_of(segment.devices.begin(), segment.devices.end(), [&](std::size_t d) {
-    return run.devices[d].cut_ns != Device::kNotCut;
-  });
-  std::optional<std::size_t> previous_complete;  // local index
-  for (std::size_t k = 0; k < n; ++k) {
-    bool complete = true;
-    for (const std::size_t d : segment.devices) {
-      complete = complete && static_cast<std::size_t>(begun_steps[d]) > k + 1;
-      // The window must also end before the cut: a job timed by the host
-      // after the cut could otherwise fall into it.
-      complete = complete && metrics.steps[segment.first + k].end_ns <= run.devices[d].cut_ns;
-    }
-    // A cut input never completes its segment's last step: what it lost
-    // there is unknown.
-    if (!complete && k + 1 == n && !cut) {
-      if (n == 1) {
-        complete = true;  // a first and only step
-      } else if (previous_complete) {
-        complete = true;
-        for (const std::size_t d : segment.devices) {
-          const Device& device = run.devices[d];
-          const auto [first, last] = device.segment_jobs(s);
-          const KindCounts now =
-              kind_counts(device, first, last, metrics.job_step[d], segment.first + k, kinds);
-          const KindCounts before = kind_counts(device, first, last, metrics.job_step[d],
-                                                segment.first + *previous_complete, kinds);
-          for (std::size_t kind = 0; kind < now.size(); ++kind) {
-            complete = complete && now[kind] >= before[kind];
-          }
-        }
-      }
-    }
-    metrics.steps[segment.first + k].complete = complete;
-    if (complete) previous_complete = k;
-  }
-}
-
-}  // namespace
 
 std::string step_label(const Metrics& metrics, std::size_t index) {
   if (index >= metrics.steps.size()) return "-";
@@ -168,186 +17,29 @@ Metrics compute_metrics(const Run& run) {
   Metrics metrics;
   const std::size_t device_count = run.devices.size();
   const TypeKinds kinds(run.types);
+  const StepCounts counts = number_steps(run, kinds, metrics);
 
-  // Steps per device and segment; job_step holds the run-wide step index.
-  const std::size_t segment_count = std::max<std::size_t>(1, run.segments.size());
-  metrics.job_step.resize(device_count);
-  metrics.devices.resize(device_count);
-  // Each device's array faulted in and zeroed on its own thread.
-  tbb::parallel_for(std::size_t{0}, device_count,
-                    [&](std::size_t d) { metrics.job_step[d].resize(run.devices[d].jobs.size()); });
-  // device_steps[s][d]: device d's steps in segment s.
-  std::vector<std::vector<std::int64_t>> device_steps(segment_count,
-                                                      std::vector<std::int64_t>(device_count, 0));
-  // begun_steps[s][d]: the steps device d began before its input's cut
-  // (all of them when not cut).
-  std::vector<std::vector<std::int64_t>> begun_steps = device_steps;
-  std::size_t step_count = 0;
-  for (std::size_t s = 0; s < segment_count; ++s) {
-    SegmentSteps segment;
-    segment.index = run.segments.empty() ? 0 : run.segments[s].index;
-    segment.first_step =
-        run.segments.empty() ? run.first_step.value_or(0) : run.segments[s].first_step;
-    segment.first = step_count;
-    // Devices are independent: each numbers its own jobs' steps.
-    tbb::parallel_for(std::size_t{0}, device_count, [&](std::size_t d) {
-      const Device& device = run.devices[d];
-      const auto [first, last] = device.segment_jobs(s);
-      if (first == last) return;
-      std::span<std::int32_t> step_of(metrics.job_step[d].data() + first, last - first);
-      const std::int32_t steps = assign_steps(device.jobs, first, last, kinds, step_of);
-      if (step_count > 0) {
-        for (std::int32_t& k : step_of) k += static_cast<std::int32_t>(step_count);
-      }
-      device_steps[s][d] = steps;
-      // A cut input has begun only the steps of its jobs before the cut.
-      if (device.cut_ns != Device::kNotCut) {
-        std::int32_t begun = 0;
-        for (std::size_t i = first; i < last; ++i) {
-          if (device.jobs[i].start_ns < device.cut_ns) {
-            begun = std::max(begun, step_of[i - first] + 1 - static_cast<std::int32_t>(step_count));
-          }
-        }
-        begun_steps[s][d] = begun;
-      } else {
-        begun_steps[s][d] = steps;
-      }
-    });
-    for (std::size_t d = 0; d < device_count; ++d) {
-      const auto [first, last] = run.devices[d].segment_jobs(s);
-      if (first == last) continue;
-      const std::int64_t steps = device_steps[s][d];
-      metrics.devices[d].steps += steps;
-      segment.count = std::max(segment.count, static_cast<std::size_t>(steps));
-      segment.devices.push_back(d);
-    }
-    step_count += segment.count;
-    metrics.segments.push_back(std::move(segment));
-  }
-
-  // Each step's first start and last end over the devices.
-  // Each device's own in parallel, then combined (min and max: any order).
-  std::vector<std::int64_t> first_start(step_count, std::numeric_limits<std::int64_t>::max());
-  std::vector<std::int64_t> last_end(step_count, kNoTime);
-  std::vector<bool> has_job(step_count, false);
-  {
-    struct Edges {
-      std::vector<std::int64_t> first_start, last_end;
-      std::vector<char> has_job;
-    };
-    std::vector<Edges> edges(device_count);
-    tbb::parallel_for(std::size_t{0}, device_count, [&](std::size_t d) {
-      const auto& jobs = run.devices[d].jobs;
-      if (jobs.empty()) return;
-      Edges& e = edges[d];
-      e.first_start.assign(step_count, std::numeric_limits<std::int64_t>::max());
-      e.last_end.assign(step_count, kNoTime);
-      e.has_job.assign(step_count, 0);
-      const std::int32_t* step_of = metrics.job_step[d].data();
-      for (std::size_t i = 0; i < jobs.size(); ++i) {
-        const auto k = static_cast<std::size_t>(step_of[i]);
-        e.first_start[k] = std::min(e.first_start[k], jobs[i].start_ns);
-        e.last_end[k] = std::max(e.last_end[k], jobs[i].end_ns);
-        e.has_job[k] = 1;
-      }
-    });
-    for (std::size_t d = 0; d < device_count; ++d) {
-      const Edges& e = edges[d];
-      if (e.has_job.empty()) continue;
-      for (std::size_t k = 0; k < step_count; ++k) {
-        first_start[k] = std::min(first_start[k], e.first_start[k]);
-        last_end[k] = std::max(last_end[k], e.last_end[k]);
-        if (e.has_job[k]) has_job[k] = true;
-      }
-    }
-  }
-
-  // Windows: S_k = max(min_d first start, E_{k-1}); E_k = max_d last end. A
-  // step without a job on any device (consecutive lr jobs each open a step,
-  // and the first one moves into the second one's step) gets an empty window
-  // at E_{k-1}, or at the earliest job start for k = 0.
-  const std::int64_t earliest =
-      step_count == 0 ? 0 : *std::min_element(first_start.begin(), first_start.end());
-  metrics.steps.resize(step_count);
-  for (const SegmentSteps& segment : metrics.segments) {
-    for (std::size_t j = 0; j < segment.count; ++j) {
-      metrics.steps[segment.first + j].segment = segment.index;
-      metrics.steps[segment.first + j].step = segment.first_step + static_cast<std::int64_t>(j);
-    }
-  }
-  for (std::size_t k = 0; k < step_count; ++k) {
-    StepWindow& window = metrics.steps[k];
-    window.devices.resize(device_count);
-    if (!has_job[k]) {
-      window.start_ns = window.end_ns = k == 0 ? earliest : metrics.steps[k - 1].end_ns;
-      continue;
-    }
-    window.start_ns =
-        k == 0 ? first_start[k] : std::max(first_start[k], metrics.steps[k - 1].end_ns);
-    window.end_ns = std::max(last_end[k], window.start_ns);  // an empty window, never negative
-  }
-  for (std::size_t s = 0; s < metrics.segments.size(); ++s) {
-    SegmentSteps& segment = metrics.segments[s];
-    mark_complete_steps(run, kinds, s, begun_steps[s], metrics);
-    if (segment.count > 0) {
-      segment.start_ns = metrics.steps[segment.first].start_ns;
-      segment.end_ns = metrics.steps[segment.first + segment.count - 1].end_ns;
-    }
-    for (std::size_t j = 0; j < segment.count; ++j) {
-      segment.complete += metrics.steps[segment.first + j].complete;
-    }
-  }
-
-  // busy(d,k) = |union of d's non-comm jobs ∩ [S_k, E_k)|; idle is the
-  // rest; comm(d,k) = |(union of comm jobs − that union) ∩ [S_k, E_k)|.
-  // Devices are independent: each writes its own entry of every window.
+  // Each device's edges on its own thread, then combined (min and max: any order).
+  std::vector<StepEdges> device_edges(device_count);
   tbb::parallel_for(std::size_t{0}, device_count, [&](std::size_t d) {
-    const Device& device = run.devices[d];
-    const bool has_comm = std::any_of(device.jobs.begin(), device.jobs.end(), [&](const Job& job) {
-      return job.type < kinds.kind.size() && kinds.kind[job.type] == JobKind::comm;
-    });
-    WindowAccumulator busy(metrics.steps, d, &DeviceStepTime::busy_ns);
-    if (!has_comm) {
-      // The union streamed into the windows, never held.
-      for_each_union_interval(device, kinds, false,
-                              [&](std::int64_t begin, std::int64_t end) { busy.add(begin, end); });
-    } else {
-      const std::vector<Interval> compute = job_union(device, kinds, false);
-      for (const auto& [begin, end] : compute) busy.add(begin, end);
-      WindowAccumulator comm(metrics.steps, d, &DeviceStepTime::comm_ns);
-      for (const auto& [begin, end] : subtract(job_union(device, kinds, true), compute)) {
-        comm.add(begin, end);
-      }
-    }
-    for (StepWindow& window : metrics.steps) {
-      window.devices[d].idle_ns = window.window_ns() - window.devices[d].busy_ns;
-    }
+    if (run.devices[d].jobs.empty()) return;
+    device_edges[d] = device_step_edges(run.devices[d], metrics.job_step[d], counts.steps);
   });
+  StepEdges edges(counts.steps);
+  for (const StepEdges& e : device_edges) edges.combine(e);
+  place_windows(edges, device_count, metrics);
 
-  // Ratios: per step, and per device and overall over the complete steps.
-  std::int64_t total_idle = 0;
-  for (StepWindow& window : metrics.steps) {
-    std::int64_t idle = 0;
-    for (std::size_t d = 0; d < device_count; ++d) idle += window.devices[d].idle_ns;
-    window.bubble_ratio = ratio(idle, static_cast<std::int64_t>(device_count) * window.window_ns());
-    if (!window.complete) {
-      ++metrics.incomplete_steps;
-      continue;
-    }
-    for (std::size_t d = 0; d < device_count; ++d) {
-      metrics.devices[d].busy_ns += window.devices[d].busy_ns;
-      metrics.devices[d].idle_ns += window.devices[d].idle_ns;
-      metrics.devices[d].comm_ns += window.devices[d].comm_ns;
-      metrics.comm_ns += window.devices[d].comm_ns;
-    }
-    metrics.total_window_ns += window.window_ns();
-    total_idle += idle;
-  }
-  for (DeviceTotals& totals : metrics.devices) {
-    totals.utilization = ratio(totals.busy_ns, metrics.total_window_ns);
-  }
-  metrics.bubble_ratio =
-      ratio(total_idle, static_cast<std::int64_t>(device_count) * metrics.total_window_ns);
+  std::vector<std::int64_t> cut_ns(device_count);
+  for (std::size_t d = 0; d < device_count; ++d) cut_ns[d] = run.devices[d].cut_ns;
+  mark_complete_steps(
+      counts, cut_ns,
+      [&](std::size_t d, std::size_t step) {
+        return step_kind_counts(run.devices[d], metrics.job_step[d], step, kinds);
+      },
+      metrics);
+
+  add_window_times(run.devices, kinds, metrics.steps);
+  add_totals(metrics);
   return metrics;
 }
 

@@ -1,0 +1,103 @@
+// The metric contract (metrics.h) in parts, so that the figures of a range of
+// steps can be computed where only that range's jobs are (the partitioned
+// analysis, docs/guide.md "Partitioned analysis"). compute_metrics is these
+// parts in one process, in this order:
+//
+//   1. number_steps: every device numbers its own steps (it needs its own
+//      jobs and the run's launch segments, nothing of another device), and
+//      each segment counts the steps of its longest device.
+//   2. device_step_edges, then StepEdges::combine over the devices: the first
+//      start and last end of every step (min and max: any order gives the
+//      same edges).
+//   3. place_windows, then mark_complete_steps: the windows from the edges,
+//      and which steps are complete. The rule needs, besides the windows and
+//      how many steps each device began, the job counts per kind of two steps
+//      of a segment whose last step it must judge by counts (a callback: the
+//      owner of those steps answers).
+//   4. add_window_times: busy, idle and comm of a range of windows from the
+//      jobs that overlap them. Guarantee: any subset of a device's jobs that
+//      holds every job overlapping a window gives that window the same
+//      figures as all the device's jobs.
+//   5. add_totals: per-step ratios, the totals over the complete steps and
+//      the ratios of the run. Integer sums, so the order of the parts does
+//      not matter; the ratios are one division each.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "analysis/metrics.h"
+#include "analysis/step_rule.h"
+#include "model/run.h"
+
+namespace pipescope {
+
+/// Jobs of each kind one device ran in one step, by JobKind.
+using KindCounts = std::array<std::int64_t, 6>;
+
+/// What step numbering found besides Metrics::job_step and the segments.
+struct StepCounts {
+  /// begun[s][d]: the steps device d began in segment s before its input's
+  /// cut (all of them when not cut); 0 for a device without a job there.
+  std::vector<std::vector<std::int64_t>> begun;
+  /// The number of steps of the run (all segments).
+  std::size_t steps = 0;
+};
+
+/// Step 1: fills metrics.job_step, metrics.segments (index, first_step,
+/// first, count, devices) and metrics.devices[d].steps. Requires
+/// run.finalize().
+StepCounts number_steps(const Run& run, const TypeKinds& kinds, Metrics& metrics);
+
+/// Every step's first job start and last job end over some devices.
+struct StepEdges {
+  explicit StepEdges(std::size_t steps = 0);
+
+  std::vector<std::int64_t> first_start;  ///< INT64_MAX where no job
+  std::vector<std::int64_t> last_end;     ///< INT64_MIN where no job
+  std::vector<char> has_job;
+
+  void add(std::size_t step, const Job& job);
+  /// Takes the other devices' edges in (same number of steps).
+  void combine(const StepEdges& other);
+};
+
+/// Step 2, one device: its jobs' edges. `job_step[i]` is jobs[i]'s step.
+StepEdges device_step_edges(const Device& device, std::span<const std::int32_t> job_step,
+                            std::size_t steps);
+
+/// Step 3a: metrics.steps (numbers, segments, windows) from the combined
+/// edges, and each segment's start and end. `metrics.steps` gets one entry
+/// per step with one DeviceStepTime per device (all zero).
+void place_windows(const StepEdges& edges, std::size_t devices, Metrics& metrics);
+
+/// Job counts per kind of `device` (position in Run::devices) in `step`
+/// (index into Metrics::steps).
+using KindCountsOf = std::function<KindCounts(std::size_t device, std::size_t step)>;
+
+/// Step 3b: StepWindow::complete of every step and SegmentSteps::complete.
+/// `cut_ns[d]` is Run::devices[d].cut_ns; `counts` is asked only about the
+/// last step of a segment and the complete step before it.
+void mark_complete_steps(const StepCounts& counts, std::span<const std::int64_t> cut_ns,
+                         const KindCountsOf& kind_counts, Metrics& metrics);
+
+/// Device `d`'s job counts per kind in `step`, from jobs in Run order and
+/// their steps.
+KindCounts step_kind_counts(const Device& device, std::span<const std::int32_t> job_step,
+                            std::size_t step, const TypeKinds& kinds);
+
+/// Step 4: adds busy and comm of `devices[d]` to device d's entry of each of
+/// `windows` (sorted, as Metrics::steps; any contiguous range of them), then
+/// sets idle. `devices` may hold only some of each device's jobs (in start
+/// order): see the guarantee above.
+void add_window_times(std::span<const Device> devices, const TypeKinds& kinds,
+                      std::span<StepWindow> windows);
+
+/// Step 5: per-step bubble ratios, incomplete_steps, devices' totals and
+/// utilization, total_window_ns, comm_ns and bubble_ratio.
+void add_totals(Metrics& metrics);
+
+}  // namespace pipescope
