@@ -1,0 +1,94 @@
+#include "analysis/step_partition.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace pipescope {
+
+std::size_t StepPartition::owner(std::size_t step) const {
+  // The last part whose first step is at or before `step`; empty parts share
+  // their first step with the next one, which is the owner.
+  const auto it = std::upper_bound(bounds.begin(), bounds.end() - 1, step);
+  return static_cast<std::size_t>(it - bounds.begin()) - 1;
+}
+
+std::span<StepWindow> StepPartition::windows(std::vector<StepWindow>& steps,
+                                             std::size_t part) const {
+  return std::span<StepWindow>(steps).subspan(bounds[part], bounds[part + 1] - bounds[part]);
+}
+
+std::size_t StepPartition::first_overlapping(std::int64_t t) const {
+  // Spans are ordered (an empty part's span sits at its neighbours' edge):
+  // the first one ending after t.
+  const auto it = std::upper_bound(span_end.begin(), span_end.end(), t);
+  return static_cast<std::size_t>(it - span_end.begin());
+}
+
+StepPartition partition_steps(std::span<const std::uint64_t> jobs_per_step,
+                              std::span<const StepWindow> steps, std::size_t parts) {
+  if (parts == 0) throw std::invalid_argument("partition_steps: no part");
+  if (jobs_per_step.size() != steps.size()) {
+    throw std::invalid_argument("partition_steps: one job count per step");
+  }
+  std::uint64_t total = 0;
+  for (const std::uint64_t n : jobs_per_step) total += n;
+  StepPartition plan;
+  plan.bounds.assign(parts + 1, steps.size());
+  plan.bounds[0] = 0;
+  // Part p ends after the first step at which the jobs so far reach
+  // p/parts of the total (compared as integers: so * parts >= total * p).
+  std::uint64_t so_far = 0;
+  std::size_t p = 1;
+  for (std::size_t k = 0; k < steps.size() && p < parts; ++k) {
+    so_far += jobs_per_step[k];
+    while (p < parts && static_cast<unsigned __int128>(so_far) * parts >=
+                            static_cast<unsigned __int128>(total) * p) {
+      plan.bounds[p++] = k + 1;
+    }
+  }
+  plan.span_start.resize(parts);
+  plan.span_end.resize(parts);
+  std::int64_t edge = steps.empty() ? 0 : steps.front().start_ns;
+  for (std::size_t q = 0; q < parts; ++q) {
+    const std::size_t first = plan.bounds[q], last = plan.bounds[q + 1];
+    if (first == last) {
+      plan.span_start[q] = plan.span_end[q] = edge;
+      continue;
+    }
+    plan.span_start[q] = steps[first].start_ns;
+    plan.span_end[q] = steps[last - 1].end_ns;
+    edge = plan.span_end[q];
+  }
+  return plan;
+}
+
+PartJobs cut_part(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
+                  const StepPartition& plan, std::size_t part) {
+  PartJobs out;
+  out.devices.resize(run.devices.size());
+  out.job_step.resize(run.devices.size());
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const Device& from = run.devices[d];
+    Device& to = out.devices[d];
+    to.index = from.index;
+    to.machine = from.machine;
+    to.machine_name = from.machine_name;
+    to.rank = from.rank;
+    to.path = from.path;
+    to.cut_ns = from.cut_ns;
+    for (std::size_t i = 0; i < from.jobs.size(); ++i) {
+      const Job& job = from.jobs[i];
+      const auto step = static_cast<std::size_t>(job_step[d][i]);
+      bool needed = false;
+      plan.for_each_recipient(job.start_ns, job.end_ns, step,
+                              [&](std::size_t p) { needed = needed || p == part; });
+      if (!needed) continue;
+      to.jobs.push_back(job);
+      out.job_step[d].push_back(job_step[d][i]);
+      if (plan.owner(step) == part) ++out.owned_jobs;
+    }
+  }
+  return out;
+}
+
+}  // namespace pipescope

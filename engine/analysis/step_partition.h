@@ -1,0 +1,84 @@
+// Cutting a run's steps into contiguous ranges ("parts"), each analysed where
+// its jobs are: the plan of the partitioned analysis (docs/guide.md,
+// "Partitioned analysis"). Part p owns steps [bounds[p], bounds[p+1]) of
+// Metrics::steps, across every device, and needs every job of those steps
+// plus every other job that overlaps one of its windows (a device already in
+// step k+1 while another one still runs step k: its early jobs count in
+// window k). Windows are ordered and disjoint (S_k >= E_{k-1}), so a part's
+// windows lie in one span of time and a job reaches a contiguous run of parts.
+//
+//   StepPartition plan = partition_steps(jobs_per_step, metrics.steps, ranks);
+//   plan.for_each_recipient(job, step, [&](std::size_t part) { send(job, part); });
+//   PartJobs mine = cut_part(run, metrics.job_step, plan, rank);   // in one process
+//   add_window_times(mine.devices, kinds, plan.windows(metrics.steps, rank));
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "analysis/metrics.h"
+#include "model/run.h"
+
+namespace pipescope {
+
+struct StepPartition {
+  /// Part p owns steps [bounds[p], bounds[p + 1]); bounds.front() is 0 and
+  /// bounds.back() the number of steps. A part may own no step.
+  std::vector<std::size_t> bounds;
+  /// Part p's windows span [span_start[p], span_end[p]): its first window's
+  /// start to its last window's end (equal for a part without steps).
+  std::vector<std::int64_t> span_start;
+  std::vector<std::int64_t> span_end;
+
+  std::size_t parts() const { return bounds.empty() ? 0 : bounds.size() - 1; }
+  /// The part that owns `step` (an index into Metrics::steps).
+  std::size_t owner(std::size_t step) const;
+  /// Part p's windows in `steps` (Metrics::steps).
+  std::span<StepWindow> windows(std::vector<StepWindow>& steps, std::size_t part) const;
+
+  /// Calls f(part) once for each part that needs a job of `step` running
+  /// over [start_ns, end_ns): its owner first, then, in ascending order,
+  /// every other part one of whose windows the job overlaps.
+  template <typename F>
+  void for_each_recipient(std::int64_t start_ns, std::int64_t end_ns, std::size_t step,
+                          F&& f) const {
+    const std::size_t own = owner(step);
+    f(own);
+    if (end_ns <= start_ns) return;  // overlaps nothing: counts nowhere
+    for (std::size_t p = first_overlapping(start_ns); p < parts() && span_start[p] < end_ns; ++p) {
+      if (p != own && span_end[p] > start_ns && span_end[p] > span_start[p]) f(p);
+    }
+  }
+
+ private:
+  /// The first part whose span ends after `t`.
+  std::size_t first_overlapping(std::int64_t t) const;
+};
+
+/// Contiguous ranges over the windows `steps` (placed: metric_parts.h), as
+/// even in jobs as whole steps allow: part p's range ends at the first step
+/// where the jobs so far reach p/parts of all (`jobs_per_step[k]`: step k's
+/// jobs over every device). `parts` >= 1.
+StepPartition partition_steps(std::span<const std::uint64_t> jobs_per_step,
+                              std::span<const StepWindow> steps, std::size_t parts);
+
+/// What part p holds of a run: every device (same order, index, machine and
+/// rank; no events or step-start lines) with the jobs the part needs, in
+/// start order, and their steps.
+struct PartJobs {
+  std::vector<Device> devices;
+  std::vector<std::vector<std::int32_t>> job_step;
+  /// Of those jobs, the ones of steps it owns (the others were sent to it
+  /// for their overlap only).
+  std::uint64_t owned_jobs = 0;
+};
+
+/// Part `part` of `run` as the exchange would deliver it, in one process:
+/// the model the partitioned analysis's tests compare with the whole run.
+PartJobs cut_part(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
+                  const StepPartition& plan, std::size_t part);
+
+}  // namespace pipescope

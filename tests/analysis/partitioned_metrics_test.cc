@@ -1,0 +1,244 @@
+// The metric contract computed by parts, each holding only the jobs of its
+// step range plus the jobs that overlap its windows (analysis/step_partition.h),
+// must give every figure of compute_metrics on the whole run: on every golden
+// folder, on simulated runs of each schedule, and on hand-made runs where a
+// device starts a step while another still runs the previous one.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "analysis/metric_parts.h"
+#include "analysis/step_partition.h"
+#include "ingest/discovery.h"
+#include "load/load_run.h"
+#include "support/pipeline_sim_run.h"
+
+namespace pipescope {
+namespace {
+
+/// What the partitioned analysis does, in one process: the scanning side
+/// numbers steps and finds each device's edges; every part then computes its
+/// windows' figures from its own jobs only.
+struct Partitioned {
+  Metrics metrics;
+  StepPartition plan;
+  std::uint64_t halo_jobs = 0;  ///< jobs a part holds for their overlap only
+};
+
+Partitioned partitioned_metrics(const Run& run, std::size_t parts) {
+  Partitioned out;
+  Metrics& m = out.metrics;
+  const TypeKinds kinds(run.types);
+  const StepCounts counts = number_steps(run, kinds, m);
+  StepEdges edges(counts.steps);
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    edges.combine(device_step_edges(run.devices[d], m.job_step[d], counts.steps));
+  }
+  place_windows(edges, run.devices.size(), m);
+
+  std::vector<std::uint64_t> jobs_per_step(counts.steps, 0);
+  for (const auto& steps : m.job_step) {
+    for (const std::int32_t k : steps) ++jobs_per_step[static_cast<std::size_t>(k)];
+  }
+  out.plan = partition_steps(jobs_per_step, m.steps, parts);
+  std::vector<PartJobs> held;
+  std::uint64_t owned = 0, total = 0;
+  for (std::size_t p = 0; p < parts; ++p) {
+    held.push_back(cut_part(run, m.job_step, out.plan, p));
+    owned += held.back().owned_jobs;
+    for (const Device& device : held.back().devices) total += device.jobs.size();
+  }
+  EXPECT_EQ(owned, run.job_count());  // every job owned exactly once
+  out.halo_jobs = total - owned;
+
+  std::vector<std::int64_t> cut_ns;
+  for (const Device& device : run.devices) cut_ns.push_back(device.cut_ns);
+  mark_complete_steps(
+      counts, cut_ns,
+      [&](std::size_t d, std::size_t step) {
+        // Only the owner of a step can count its jobs.
+        const PartJobs& part = held[out.plan.owner(step)];
+        return step_kind_counts(part.devices[d], part.job_step[d], step, kinds);
+      },
+      m);
+  for (std::size_t p = 0; p < parts; ++p) {
+    add_window_times(held[p].devices, kinds, out.plan.windows(m.steps, p));
+  }
+  add_totals(m);
+  // job_step is the scanning side's, not a part's: compare it as well.
+  return out;
+}
+
+void expect_same(const Metrics& a, const Metrics& b, const std::string& what) {
+  SCOPED_TRACE(what);
+  ASSERT_EQ(a.steps.size(), b.steps.size());
+  for (std::size_t k = 0; k < a.steps.size(); ++k) {
+    const StepWindow &x = a.steps[k], &y = b.steps[k];
+    EXPECT_EQ(x.step, y.step) << k;
+    EXPECT_EQ(x.segment, y.segment) << k;
+    EXPECT_EQ(x.complete, y.complete) << k;
+    EXPECT_EQ(x.start_ns, y.start_ns) << k;
+    EXPECT_EQ(x.end_ns, y.end_ns) << k;
+    EXPECT_EQ(x.bubble_ratio, y.bubble_ratio) << k;  // bit-identical, not near
+    ASSERT_EQ(x.devices.size(), y.devices.size());
+    for (std::size_t d = 0; d < x.devices.size(); ++d) {
+      EXPECT_EQ(x.devices[d].busy_ns, y.devices[d].busy_ns) << k << "/" << d;
+      EXPECT_EQ(x.devices[d].idle_ns, y.devices[d].idle_ns) << k << "/" << d;
+      EXPECT_EQ(x.devices[d].comm_ns, y.devices[d].comm_ns) << k << "/" << d;
+    }
+  }
+  ASSERT_EQ(a.segments.size(), b.segments.size());
+  for (std::size_t s = 0; s < a.segments.size(); ++s) {
+    EXPECT_EQ(a.segments[s].index, b.segments[s].index);
+    EXPECT_EQ(a.segments[s].first_step, b.segments[s].first_step);
+    EXPECT_EQ(a.segments[s].first, b.segments[s].first);
+    EXPECT_EQ(a.segments[s].count, b.segments[s].count);
+    EXPECT_EQ(a.segments[s].complete, b.segments[s].complete);
+    EXPECT_EQ(a.segments[s].start_ns, b.segments[s].start_ns);
+    EXPECT_EQ(a.segments[s].end_ns, b.segments[s].end_ns);
+    EXPECT_EQ(a.segments[s].devices, b.segments[s].devices);
+  }
+  ASSERT_EQ(a.devices.size(), b.devices.size());
+  for (std::size_t d = 0; d < a.devices.size(); ++d) {
+    EXPECT_EQ(a.devices[d].busy_ns, b.devices[d].busy_ns) << d;
+    EXPECT_EQ(a.devices[d].idle_ns, b.devices[d].idle_ns) << d;
+    EXPECT_EQ(a.devices[d].comm_ns, b.devices[d].comm_ns) << d;
+    EXPECT_EQ(a.devices[d].steps, b.devices[d].steps) << d;
+    EXPECT_EQ(a.devices[d].utilization, b.devices[d].utilization) << d;
+  }
+  EXPECT_EQ(a.bubble_ratio, b.bubble_ratio);
+  EXPECT_EQ(a.total_window_ns, b.total_window_ns);
+  EXPECT_EQ(a.comm_ns, b.comm_ns);
+  EXPECT_EQ(a.incomplete_steps, b.incomplete_steps);
+  EXPECT_EQ(a.job_step, b.job_step);
+}
+
+/// Every split of 1 to 4 parts, and more parts than steps (empty parts).
+std::uint64_t check_every_split(const Run& run, const std::string& what) {
+  const Metrics whole = compute_metrics(run);
+  std::uint64_t halo = 0;
+  for (std::size_t parts : {1u, 2u, 3u, 4u, 7u}) {
+    if (parts == 7 && whole.steps.size() >= 7) parts = whole.steps.size() + 2;
+    const Partitioned p = partitioned_metrics(run, parts);
+    expect_same(p.metrics, whole, what + ", " + std::to_string(parts) + " parts");
+    if (parts == 1) {
+      EXPECT_EQ(p.halo_jobs, 0u) << what;
+    }
+    halo += p.halo_jobs;
+  }
+  return halo;
+}
+
+TEST(PartitionedMetrics, GoldenFoldersAsAnalyzeReadsThem) {
+  for (const char* folder : {"single", "multi", "edge", "prologue", "relaunch"}) {
+    LoadOptions options;
+    options.inputs.allow_unreadable = true;
+    const LoadedRun loaded =
+        load_run(find_inputs({std::string(PIPESCOPE_TESTDATA) + "/" + folder}), options);
+    ASSERT_GT(loaded.run.job_count(), 0u) << folder;
+    check_every_split(loaded.run, folder);
+  }
+}
+
+TEST(PartitionedMetrics, SimulatedSchedules) {
+  using sim::ScheduleKind;
+  struct Case {
+    ScheduleKind kind;
+    int stages, micro_batches, chunks;
+    bool comm, lr;
+  };
+  for (const Case& c : {Case{ScheduleKind::fthenb, 4, 8, 1, false, false},
+                        Case{ScheduleKind::one_f_one_b, 4, 8, 1, true, true},
+                        Case{ScheduleKind::interleaved, 4, 8, 2, true, false},
+                        Case{ScheduleKind::eager_one_f_one_b, 3, 6, 1, false, true},
+                        Case{ScheduleKind::zbh1, 4, 8, 1, true, false}}) {
+    sim::SimConfig config = testing::sim_config(c.kind, c.stages, c.micro_batches, c.chunks);
+    config.steps = 6;
+    config.comm_jobs = c.comm;
+    config.lr_jobs = c.lr;
+    config.step_gap_ns = 0;  // steps meet: devices overlap at the edges
+    const pipescope::Run run = testing::run_from_simulation(config);
+    check_every_split(run, "simulated " + std::to_string(static_cast<int>(c.kind)));
+  }
+}
+
+/// Adds a job (times in ns) to device d, creating devices as needed.
+void add(Run& run, std::size_t d, std::string_view type, std::int64_t mb, std::int64_t start,
+         std::int64_t end) {
+  while (run.devices.size() <= d) {
+    run.devices.emplace_back();
+    run.devices.back().index = static_cast<int>(run.devices.size() - 1);
+  }
+  auto& jobs = run.devices[d].jobs;
+  jobs.push_back({start, end, static_cast<std::int64_t>(jobs.size()), mb, run.types.intern(type),
+                  static_cast<std::uint32_t>(jobs.size() + 1)});
+}
+
+// Device 1 starts each step while device 0 still runs the previous one, and
+// one of its comm jobs spans two windows: the early jobs count in the earlier
+// window, so a part that held only its own steps' jobs would get it wrong.
+TEST(PartitionedMetrics, JobsOverlappingAnotherPartsWindow) {
+  pipescope::Run run;
+  for (std::int64_t k = 0; k < 5; ++k) {
+    const std::int64_t t = k * 100;
+    add(run, 0, "forward", 0, t, t + 40);
+    add(run, 0, "backward", 0, t + 40, t + 90);
+    add(run, 0, "optimizer", 0, t + 90, t + 120);  // into the next window
+    add(run, 1, "recv_forward", 0, t + 5, t + 30);
+    add(run, 1, "forward", 0, t + 30, t + 60);
+    add(run, 1, "send_backward", 0, t + 60, t + 160);  // a comm job over two windows
+    add(run, 1, "backward", 0, t + 65, t + 80);
+    add(run, 1, "optimizer", 0, t + 80, t + 95);
+  }
+  run.finalize();
+  const std::uint64_t halo = check_every_split(run, "overlapping steps");
+  EXPECT_GT(halo, 0u);  // the case exercises the overlap
+}
+
+// A device whose input was cut (a crash): the complete rule reads the cut and
+// the job counts of the last step, which only its owner holds.
+TEST(PartitionedMetrics, CutInputAndLastStepJudgedByCounts) {
+  pipescope::Run run;
+  for (std::int64_t k = 0; k < 4; ++k) {
+    const std::int64_t t = k * 100;
+    for (std::size_t d = 0; d < 3; ++d) {
+      const auto o = static_cast<std::int64_t>(d) * 5;
+      add(run, d, "forward", 0, t + o, t + o + 30);
+      add(run, d, "backward", 0, t + o + 30, t + o + 70);
+      if (k < 3 || d != 2) add(run, d, "optimizer", 0, t + o + 70, t + o + 80);
+    }
+  }
+  run.finalize();
+  check_every_split(run, "last step short of an optimizer");
+  run.devices[1].cut_ns = 250;
+  check_every_split(run, "cut input");
+}
+
+TEST(StepPartition, BalancedByJobsAndOwnersContiguous) {
+  std::vector<StepWindow> windows(6);
+  for (std::size_t k = 0; k < windows.size(); ++k) {
+    windows[k].start_ns = static_cast<std::int64_t>(k) * 10;
+    windows[k].end_ns = windows[k].start_ns + 8;
+  }
+  const std::vector<std::uint64_t> jobs = {10, 10, 10, 10, 10, 50};
+  const StepPartition plan = partition_steps(jobs, windows, 3);
+  // 100 jobs: a third is reached after step 3 (40), two thirds after step 5.
+  EXPECT_EQ(plan.bounds, (std::vector<std::size_t>{0, 4, 6, 6}));
+  EXPECT_EQ(plan.owner(0), 0u);
+  EXPECT_EQ(plan.owner(3), 0u);
+  EXPECT_EQ(plan.owner(4), 1u);
+  EXPECT_EQ(plan.owner(5), 1u);
+  EXPECT_EQ(plan.span_start[1], 40);
+  EXPECT_EQ(plan.span_end[1], 58);
+  // A job of step 4 that began in step 3's window goes to part 0 as well.
+  std::vector<std::size_t> to;
+  plan.for_each_recipient(35, 45, 4, [&](std::size_t p) { to.push_back(p); });
+  EXPECT_EQ(to, (std::vector<std::size_t>{1, 0}));
+  to.clear();
+  plan.for_each_recipient(45, 45, 4, [&](std::size_t p) { to.push_back(p); });
+  EXPECT_EQ(to, (std::vector<std::size_t>{1}));  // zero-length: its owner only
+  EXPECT_THROW(partition_steps(jobs, windows, 0), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace pipescope
