@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <span>
 
 #include "analysis/step_rule.h"
 
@@ -118,20 +119,29 @@ void BubbleTotals::add(const BubbleTotals& other) {
 
 namespace {
 
-/// Calls `visit` for every bubble of device d, windows in order, then time.
+/// Calls `visit` for every bubble of `device` in `windows` (Metrics::steps
+/// from index `first_step`), windows in order, then time. `job_index`, when
+/// given, maps the device's jobs to their indices in the whole run's device
+/// (a part's jobs: step_partition.h).
 template <typename Visit>
-void device_bubbles(const Run& run, const Metrics& metrics, const TypeKinds& kinds, std::size_t d,
-                    Visit&& visit) {
-  BusyUnion busy(run.devices[d], kinds);
+void device_bubbles(const Device& device, std::size_t d, std::span<const StepWindow> windows,
+                    std::size_t first_step, const std::vector<std::uint64_t>* job_index,
+                    const TypeKinds& kinds, Visit&& visit) {
+  const auto global = [&](std::int64_t job) {
+    return job == kNoJob || job_index == nullptr
+               ? job
+               : static_cast<std::int64_t>((*job_index)[static_cast<std::size_t>(job)]);
+  };
+  BusyUnion busy(device, kinds);
   std::size_t first = 0;  // first interval that may still meet a window
-  for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
-    const StepWindow& window = metrics.steps[k];
+  for (std::size_t w = 0; w < windows.size(); ++w) {
+    const StepWindow& window = windows[w];
     if (window.window_ns() <= 0) continue;
     while (busy.has(first) && busy[first].end <= window.start_ns) ++first;
     busy.forget_before(first);
     Bubble bubble;
     bubble.device = d;
-    bubble.step = k;
+    bubble.step = first_step + w;
     std::int64_t cursor = window.start_ns;
     std::int64_t before = first > 0 ? busy[first - 1].last_job : kNoJob;
     bool seen_busy = false;
@@ -142,8 +152,8 @@ void device_bubbles(const Run& run, const Metrics& metrics, const TypeKinds& kin
         bubble.start_ns = cursor;
         bubble.end_ns = begin;
         bubble.kind = seen_busy ? BubbleKind::interior : BubbleKind::fill;
-        bubble.job_before = before;
-        bubble.job_after = busy[i].first_job;
+        bubble.job_before = global(before);
+        bubble.job_after = global(busy[i].first_job);
         visit(bubble);
       }
       seen_busy = true;
@@ -154,8 +164,8 @@ void device_bubbles(const Run& run, const Metrics& metrics, const TypeKinds& kin
       bubble.start_ns = cursor;
       bubble.end_ns = window.end_ns;
       bubble.kind = seen_busy ? BubbleKind::drain : BubbleKind::fill;
-      bubble.job_before = before;
-      bubble.job_after = busy.has(i) ? busy[i].first_job : kNoJob;
+      bubble.job_before = global(before);
+      bubble.job_after = busy.has(i) ? global(busy[i].first_job) : kNoJob;
       visit(bubble);
     }
   }
@@ -179,32 +189,37 @@ void offer_longest(std::vector<Bubble>& heap, std::size_t top_n, const Bubble& b
 void for_each_bubble(const Run& run, const Metrics& metrics,
                      const std::function<void(const Bubble&)>& visit) {
   const TypeKinds kinds(run.types);
-  for (std::size_t d = 0; d < run.devices.size(); ++d)
-    device_bubbles(run, metrics, kinds, d, visit);
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    device_bubbles(run.devices[d], d, metrics.steps, 0, nullptr, kinds, visit);
+  }
 }
 
-BubbleSummary summarize_bubbles(const Run& run, const Metrics& metrics, std::size_t top_n) {
+BubbleSummary summarize_bubble_windows(std::span<const Device> devices,
+                                       const std::vector<std::vector<std::uint64_t>>* job_index,
+                                       const TypeTable& types, std::span<const StepWindow> windows,
+                                       std::size_t first_step, std::size_t top_n) {
   BubbleSummary summary;
-  const std::size_t devices = run.devices.size();
-  summary.per_step.assign(metrics.steps.size(), std::vector<BubbleTotals>(devices));
-  summary.per_device.assign(devices, BubbleTotals{});
-  const TypeKinds kinds(run.types);
+  const std::size_t device_count = devices.size();
+  summary.per_step.assign(windows.size(), std::vector<BubbleTotals>(device_count));
+  summary.per_device.assign(device_count, BubbleTotals{});
+  const TypeKinds kinds(types);
   // Devices are independent: each fills its own column of per_step and keeps
   // its own longest bubbles. `longer` orders any two bubbles strictly (two
   // bubbles of one device never share a start), so the longest of the
   // devices' longest are the run's, whatever the order they are merged in.
-  std::vector<std::vector<Bubble>> longest(devices);
-  tbb::parallel_for(std::size_t{0}, devices, [&](std::size_t d) {
+  std::vector<std::vector<Bubble>> longest(device_count);
+  tbb::parallel_for(std::size_t{0}, device_count, [&](std::size_t d) {
     std::vector<Bubble>& heap = longest[d];
-    device_bubbles(run, metrics, kinds, d, [&](const Bubble& b) {
-      // Incomplete steps are left out of every total, as of the bubble ratio.
-      if (!metrics.steps[b.step].complete) return;
-      const auto kind = static_cast<std::size_t>(b.kind);
-      BubbleTotals& t = summary.per_step[b.step][b.device];
-      t.ns[kind] += b.length_ns();
-      ++t.count[kind];
-      offer_longest(heap, top_n, b);
-    });
+    device_bubbles(devices[d], d, windows, first_step,
+                   job_index == nullptr ? nullptr : &(*job_index)[d], kinds, [&](const Bubble& b) {
+                     // Incomplete steps are left out of every total, as of the bubble ratio.
+                     if (!windows[b.step - first_step].complete) return;
+                     const auto kind = static_cast<std::size_t>(b.kind);
+                     BubbleTotals& t = summary.per_step[b.step - first_step][b.device];
+                     t.ns[kind] += b.length_ns();
+                     ++t.count[kind];
+                     offer_longest(heap, top_n, b);
+                   });
   });
   std::vector<Bubble>& heap = summary.longest;
   for (const std::vector<Bubble>& some : longest) {
@@ -212,12 +227,29 @@ BubbleSummary summarize_bubbles(const Run& run, const Metrics& metrics, std::siz
   }
   std::sort(heap.begin(), heap.end(), longer);
   for (const auto& step : summary.per_step) {
-    for (std::size_t d = 0; d < devices; ++d) {
+    for (std::size_t d = 0; d < device_count; ++d) {
       summary.per_device[d].add(step[d]);
       summary.total.add(step[d]);
     }
   }
   return summary;
+}
+
+void append_bubble_summary(BubbleSummary& into, BubbleSummary&& part, std::size_t top_n) {
+  if (into.per_device.empty()) into.per_device.assign(part.per_device.size(), BubbleTotals{});
+  for (auto& step : part.per_step) into.per_step.push_back(std::move(step));
+  for (std::size_t d = 0; d < part.per_device.size() && d < into.per_device.size(); ++d) {
+    into.per_device[d].add(part.per_device[d]);
+  }
+  into.total.add(part.total);
+  std::vector<Bubble>& heap = into.longest;
+  std::make_heap(heap.begin(), heap.end(), longer);
+  for (const Bubble& b : part.longest) offer_longest(heap, top_n, b);
+  std::sort(heap.begin(), heap.end(), longer);
+}
+
+BubbleSummary summarize_bubbles(const Run& run, const Metrics& metrics, std::size_t top_n) {
+  return summarize_bubble_windows(run.devices, nullptr, run.types, metrics.steps, 0, top_n);
 }
 
 }  // namespace pipescope

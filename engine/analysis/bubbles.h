@@ -17,6 +17,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -76,5 +77,21 @@ void for_each_bubble(const Run& run, const Metrics& metrics,
 /// Totals by kind per device and step, and the `top_n` longest bubbles, over
 /// the complete steps (an incomplete step keeps zero totals).
 BubbleSummary summarize_bubbles(const Run& run, const Metrics& metrics, std::size_t top_n);
+
+/// The same over the windows Metrics::steps[first_step, first_step +
+/// windows.size()) only, from `devices` holding at least the jobs a part of
+/// the partitioned analysis holds (step_partition.h: every job overlapping
+/// the windows' span and each device's neighbours of it); `job_index[d][i]`
+/// is the index in the whole run's device d of devices[d].jobs[i] (null: the
+/// same). per_step then holds these windows only.
+BubbleSummary summarize_bubble_windows(std::span<const Device> devices,
+                                       const std::vector<std::vector<std::uint64_t>>* job_index,
+                                       const TypeTable& types, std::span<const StepWindow> windows,
+                                       std::size_t first_step, std::size_t top_n);
+
+/// Appends the summary of the next windows (in step order) to `into`: the
+/// per-step totals follow its own, the sums add, the longest are merged
+/// (`longer` orders bubbles strictly, so the merge is the whole run's list).
+void append_bubble_summary(BubbleSummary& into, BubbleSummary&& part, std::size_t top_n);
 
 }  // namespace pipescope

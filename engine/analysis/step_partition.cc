@@ -62,11 +62,45 @@ StepPartition partition_steps(std::span<const std::uint64_t> jobs_per_step,
   return plan;
 }
 
-PartJobs cut_part(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
-                  const StepPartition& plan, std::size_t part) {
+std::pair<std::size_t, std::size_t> span_neighbours(const Device& device, const TypeKinds& kinds,
+                                                    const StepPartition& plan, std::size_t part) {
+  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::pair<std::size_t, std::size_t> out{kNone, kNone};
+  if (plan.bounds[part] == plan.bounds[part + 1]) return out;  // no window, no bubble
+  const std::int64_t start = plan.span_start[part], end = plan.span_end[part];
+  const auto busy = [&](const Job& job) {
+    return job.end_ns > job.start_ns &&
+           !(job.type < kinds.kind.size() && kinds.kind[job.type] == JobKind::comm);
+  };
+  const auto& jobs = device.jobs;
+  // Jobs are in start order: those that may end by `start` begin before it.
+  std::int64_t latest = 0;
+  for (std::size_t i = 0; i < jobs.size() && jobs[i].start_ns < start; ++i) {
+    if (!busy(jobs[i]) || jobs[i].end_ns > start) continue;
+    if (out.first == kNone || jobs[i].end_ns > latest) {
+      out.first = i;
+      latest = jobs[i].end_ns;
+    }
+  }
+  const auto after =
+      std::lower_bound(jobs.begin(), jobs.end(), end,
+                       [](const Job& job, std::int64_t t) { return job.start_ns < t; });
+  for (auto it = after; it != jobs.end(); ++it) {
+    if (busy(*it)) {
+      out.second = static_cast<std::size_t>(it - jobs.begin());
+      break;
+    }
+  }
+  return out;
+}
+
+PartJobs cut_part(const Run& run, const TypeKinds& kinds,
+                  const std::vector<std::vector<std::int32_t>>& job_step, const StepPartition& plan,
+                  std::size_t part) {
   PartJobs out;
   out.devices.resize(run.devices.size());
   out.job_step.resize(run.devices.size());
+  out.job_index.resize(run.devices.size());
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
     const Device& from = run.devices[d];
     Device& to = out.devices[d];
@@ -76,15 +110,17 @@ PartJobs cut_part(const Run& run, const std::vector<std::vector<std::int32_t>>& 
     to.rank = from.rank;
     to.path = from.path;
     to.cut_ns = from.cut_ns;
+    const auto [before, after] = span_neighbours(from, kinds, plan, part);
     for (std::size_t i = 0; i < from.jobs.size(); ++i) {
       const Job& job = from.jobs[i];
       const auto step = static_cast<std::size_t>(job_step[d][i]);
-      bool needed = false;
+      bool needed = i == before || i == after;
       plan.for_each_recipient(job.start_ns, job.end_ns, step,
                               [&](std::size_t p) { needed = needed || p == part; });
       if (!needed) continue;
       to.jobs.push_back(job);
       out.job_step[d].push_back(job_step[d][i]);
+      out.job_index[d].push_back(i);
       if (plan.owner(step) == part) ++out.owned_jobs;
     }
   }

@@ -9,7 +9,7 @@
 //
 //   StepPartition plan = partition_steps(jobs_per_step, metrics.steps, ranks);
 //   plan.for_each_recipient(job, step, [&](std::size_t part) { send(job, part); });
-//   PartJobs mine = cut_part(run, metrics.job_step, plan, rank);   // in one process
+//   PartJobs mine = cut_part(run, kinds, metrics.job_step, plan, rank);   // in one process
 //   add_window_times(mine.devices, kinds, plan.windows(metrics.steps, rank));
 #pragma once
 
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "analysis/metrics.h"
+#include "analysis/step_rule.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -65,12 +66,24 @@ struct StepPartition {
 StepPartition partition_steps(std::span<const std::uint64_t> jobs_per_step,
                               std::span<const StepWindow> steps, std::size_t parts);
 
+/// The jobs of `device` (in start order, all of them) just outside part
+/// p's span that its bubbles name (bubbles.h: the job before a fill bubble
+/// may have ended before the part's first window, the one after a drain
+/// bubble start after its last): the first busy job (not comm, not of zero
+/// length) reaching the latest end at or before the span's start, and the
+/// first busy job starting at or after its end. SIZE_MAX where none.
+std::pair<std::size_t, std::size_t> span_neighbours(const Device& device, const TypeKinds& kinds,
+                                                    const StepPartition& plan, std::size_t part);
+
 /// What part p holds of a run: every device (same order, index, machine and
 /// rank; no events or step-start lines) with the jobs the part needs, in
-/// start order, and their steps.
+/// start order, and their steps: for_each_recipient's, and the
+/// span_neighbours.
 struct PartJobs {
   std::vector<Device> devices;
   std::vector<std::vector<std::int32_t>> job_step;
+  /// job_index[d][i]: the index of devices[d].jobs[i] in the run's device d.
+  std::vector<std::vector<std::uint64_t>> job_index;
   /// Of those jobs, the ones of steps it owns (the others were sent to it
   /// for their overlap only).
   std::uint64_t owned_jobs = 0;
@@ -78,7 +91,8 @@ struct PartJobs {
 
 /// Part `part` of `run` as the exchange would deliver it, in one process:
 /// the model the partitioned analysis's tests compare with the whole run.
-PartJobs cut_part(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
-                  const StepPartition& plan, std::size_t part);
+PartJobs cut_part(const Run& run, const TypeKinds& kinds,
+                  const std::vector<std::vector<std::int32_t>>& job_step, const StepPartition& plan,
+                  std::size_t part);
 
 }  // namespace pipescope

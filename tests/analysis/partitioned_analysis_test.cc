@@ -1,12 +1,14 @@
-// The metric contract computed by parts, each holding only the jobs of its
-// step range plus the jobs that overlap its windows (analysis/step_partition.h),
-// must give every figure of compute_metrics on the whole run: on every golden
+// The metric contract and the bubbles computed by parts, each holding only the
+// jobs of its step range plus the jobs that overlap its windows and their
+// neighbours (analysis/step_partition.h), must give every figure of
+// compute_metrics and summarize_bubbles on the whole run: on every golden
 // folder, on simulated runs of each schedule, and on hand-made runs where a
 // device starts a step while another still runs the previous one.
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "analysis/bubbles.h"
 #include "analysis/metric_parts.h"
 #include "analysis/step_partition.h"
 #include "ingest/discovery.h"
@@ -21,11 +23,12 @@ namespace {
 /// windows' figures from its own jobs only.
 struct Partitioned {
   Metrics metrics;
+  BubbleSummary bubbles;
   StepPartition plan;
   std::uint64_t halo_jobs = 0;  ///< jobs a part holds for their overlap only
 };
 
-Partitioned partitioned_metrics(const Run& run, std::size_t parts) {
+Partitioned partitioned_analysis(const Run& run, std::size_t parts, std::size_t top_n) {
   Partitioned out;
   Metrics& m = out.metrics;
   const TypeKinds kinds(run.types);
@@ -44,7 +47,7 @@ Partitioned partitioned_metrics(const Run& run, std::size_t parts) {
   std::vector<PartJobs> held;
   std::uint64_t owned = 0, total = 0;
   for (std::size_t p = 0; p < parts; ++p) {
-    held.push_back(cut_part(run, m.job_step, out.plan, p));
+    held.push_back(cut_part(run, kinds, m.job_step, out.plan, p));
     owned += held.back().owned_jobs;
     for (const Device& device : held.back().devices) total += device.jobs.size();
   }
@@ -65,7 +68,13 @@ Partitioned partitioned_metrics(const Run& run, std::size_t parts) {
     add_window_times(held[p].devices, kinds, out.plan.windows(m.steps, p));
   }
   add_totals(m);
-  // job_step is the scanning side's, not a part's: compare it as well.
+  for (std::size_t p = 0; p < parts; ++p) {
+    append_bubble_summary(
+        out.bubbles,
+        summarize_bubble_windows(held[p].devices, &held[p].job_index, run.types,
+                                 out.plan.windows(m.steps, p), out.plan.bounds[p], top_n),
+        top_n);
+  }
   return out;
 }
 
@@ -113,23 +122,61 @@ void expect_same(const Metrics& a, const Metrics& b, const std::string& what) {
   EXPECT_EQ(a.job_step, b.job_step);
 }
 
+void expect_same(const BubbleTotals& a, const BubbleTotals& b, const std::string& what) {
+  EXPECT_EQ(a.ns, b.ns) << what;
+  EXPECT_EQ(a.count, b.count) << what;
+}
+
+void expect_same(const BubbleSummary& a, const BubbleSummary& b, const std::string& what) {
+  SCOPED_TRACE(what);
+  ASSERT_EQ(a.per_step.size(), b.per_step.size());
+  for (std::size_t k = 0; k < a.per_step.size(); ++k) {
+    ASSERT_EQ(a.per_step[k].size(), b.per_step[k].size());
+    for (std::size_t d = 0; d < a.per_step[k].size(); ++d) {
+      expect_same(a.per_step[k][d], b.per_step[k][d], std::to_string(k) + "/" + std::to_string(d));
+    }
+  }
+  ASSERT_EQ(a.per_device.size(), b.per_device.size());
+  for (std::size_t d = 0; d < a.per_device.size(); ++d) {
+    expect_same(a.per_device[d], b.per_device[d], "device " + std::to_string(d));
+  }
+  expect_same(a.total, b.total, "total");
+  ASSERT_EQ(a.longest.size(), b.longest.size());
+  for (std::size_t i = 0; i < a.longest.size(); ++i) {
+    const Bubble &x = a.longest[i], &y = b.longest[i];
+    EXPECT_EQ(x.device, y.device) << i;
+    EXPECT_EQ(x.step, y.step) << i;
+    EXPECT_EQ(x.start_ns, y.start_ns) << i;
+    EXPECT_EQ(x.end_ns, y.end_ns) << i;
+    EXPECT_EQ(x.kind, y.kind) << i;
+    EXPECT_EQ(x.job_before, y.job_before) << i;
+    EXPECT_EQ(x.job_after, y.job_after) << i;
+  }
+}
+
 /// Every split of 1 to 4 parts, and more parts than steps (empty parts).
 std::uint64_t check_every_split(const Run& run, const std::string& what) {
   const Metrics whole = compute_metrics(run);
   std::uint64_t halo = 0;
   for (std::size_t parts : {1u, 2u, 3u, 4u, 7u}) {
     if (parts == 7 && whole.steps.size() >= 7) parts = whole.steps.size() + 2;
-    const Partitioned p = partitioned_metrics(run, parts);
-    expect_same(p.metrics, whole, what + ", " + std::to_string(parts) + " parts");
-    if (parts == 1) {
-      EXPECT_EQ(p.halo_jobs, 0u) << what;
+    // Every bubble (the longest list long enough for all), and the default ten.
+    for (const std::size_t top_n : {std::size_t{10}, std::size_t{1} << 20}) {
+      const std::string label =
+          what + ", " + std::to_string(parts) + " parts, top " + std::to_string(top_n);
+      const Partitioned p = partitioned_analysis(run, parts, top_n);
+      expect_same(p.metrics, whole, label);
+      expect_same(p.bubbles, summarize_bubbles(run, whole, top_n), label);
+      if (parts == 1) {
+        EXPECT_EQ(p.halo_jobs, 0u) << what;
+      }
+      halo += p.halo_jobs;
     }
-    halo += p.halo_jobs;
   }
   return halo;
 }
 
-TEST(PartitionedMetrics, GoldenFoldersAsAnalyzeReadsThem) {
+TEST(PartitionedAnalysis, GoldenFoldersAsAnalyzeReadsThem) {
   for (const char* folder : {"single", "multi", "edge", "prologue", "relaunch"}) {
     LoadOptions options;
     options.inputs.allow_unreadable = true;
@@ -140,7 +187,7 @@ TEST(PartitionedMetrics, GoldenFoldersAsAnalyzeReadsThem) {
   }
 }
 
-TEST(PartitionedMetrics, SimulatedSchedules) {
+TEST(PartitionedAnalysis, SimulatedSchedules) {
   using sim::ScheduleKind;
   struct Case {
     ScheduleKind kind;
@@ -177,7 +224,7 @@ void add(Run& run, std::size_t d, std::string_view type, std::int64_t mb, std::i
 // Device 1 starts each step while device 0 still runs the previous one, and
 // one of its comm jobs spans two windows: the early jobs count in the earlier
 // window, so a part that held only its own steps' jobs would get it wrong.
-TEST(PartitionedMetrics, JobsOverlappingAnotherPartsWindow) {
+TEST(PartitionedAnalysis, JobsOverlappingAnotherPartsWindow) {
   pipescope::Run run;
   for (std::int64_t k = 0; k < 5; ++k) {
     const std::int64_t t = k * 100;
@@ -197,7 +244,7 @@ TEST(PartitionedMetrics, JobsOverlappingAnotherPartsWindow) {
 
 // A device whose input was cut (a crash): the complete rule reads the cut and
 // the job counts of the last step, which only its owner holds.
-TEST(PartitionedMetrics, CutInputAndLastStepJudgedByCounts) {
+TEST(PartitionedAnalysis, CutInputAndLastStepJudgedByCounts) {
   pipescope::Run run;
   for (std::int64_t k = 0; k < 4; ++k) {
     const std::int64_t t = k * 100;
