@@ -237,12 +237,8 @@ bool beyond_noise(const MachinePairClock& pair) {
   return pair.machine_a != pair.machine_b && pair.beyond_noise_before * 100 > pair.dependencies;
 }
 
-ClockReport estimate_clock_offsets(const Run& run, const Dependencies& deps,
-                                   std::int64_t noise_ns) {
-  ClockReport report;
-  report.noise_ns = noise_ns;
-  const int n = machine_count(run);
-  std::map<std::pair<int, int>, MachinePairClock> pairs;
+PairClocks pair_clocks(const Run& run, const Dependencies& deps, std::int64_t noise_ns) {
+  PairClocks pairs;
   count_violations(run, deps, pairs, /*before=*/true, noise_ns);
   std::pair<int, int> last_key{-1, -1};
   MachinePairClock* last_pair = nullptr;  // as in count_violations
@@ -265,8 +261,51 @@ ClockReport estimate_clock_offsets(const Run& run, const Dependencies& deps,
       pair.lower_ns = pair.lower_ns ? std::max(*pair.lower_ns, -slack) : -slack;
     }
   }
+  return pairs;
+}
+
+void add_pair_clocks(PairClocks& into, const PairClocks& part) {
+  for (const auto& [key, from] : part) {
+    MachinePairClock& pair = into[key];
+    pair.machine_a = key.first;
+    pair.machine_b = key.second;
+    pair.dependencies += from.dependencies;
+    pair.violations_before += from.violations_before;
+    pair.violations_after += from.violations_after;
+    pair.beyond_noise_before += from.beyond_noise_before;
+    pair.beyond_noise_after += from.beyond_noise_after;
+    if (from.lower_ns)
+      pair.lower_ns = pair.lower_ns ? std::max(*pair.lower_ns, *from.lower_ns) : from.lower_ns;
+    if (from.upper_ns)
+      pair.upper_ns = pair.upper_ns ? std::min(*pair.upper_ns, *from.upper_ns) : from.upper_ns;
+  }
+}
+
+void count_violations_after(const Run& run, const Dependencies& deps, std::int64_t noise_ns,
+                            PairClocks& pairs) {
+  count_violations(run, deps, pairs, /*before=*/false, noise_ns);
+}
+
+std::vector<std::string> machine_clock_names(const Run& run) {
+  std::vector<std::string> names;
+  for (int m = 0; m < machine_count(run); ++m) names.push_back(machine_name(run, m));
+  return names;
+}
+
+ClockReport estimate_clock_offsets(const Run& run, const Dependencies& deps,
+                                   std::int64_t noise_ns) {
+  return estimate_from_pair_clocks(pair_clocks(run, deps, noise_ns), machine_clock_names(run),
+                                   noise_ns);
+}
+
+ClockReport estimate_from_pair_clocks(const PairClocks& pairs,
+                                      const std::vector<std::string>& machines,
+                                      std::int64_t noise_ns) {
+  ClockReport report;
+  report.noise_ns = noise_ns;
+  const int n = static_cast<int>(machines.size());
   std::vector<std::tuple<int, int, double>> edges;
-  for (auto& [key, pair] : pairs) {
+  for (const auto& [key, pair] : pairs) {
     report.dependencies += pair.dependencies;
     if (pair.machine_a != pair.machine_b) {
       report.violations_before += pair.violations_before;
@@ -290,9 +329,10 @@ ClockReport estimate_clock_offsets(const Run& run, const Dependencies& deps,
   }
   const std::vector<double> offsets = solve_offsets(n, edges);
   for (int m = 0; m < n; ++m) {
-    report.machines.push_back({m, machine_name(run, m), std::llround(offsets[m]), 0, {}});
+    report.machines.push_back(
+        {m, machines[static_cast<std::size_t>(m)], std::llround(offsets[m]), 0, {}});
   }
-  for (auto& [key, pair] : pairs) report.pairs.push_back(pair);
+  for (const auto& [key, pair] : pairs) report.pairs.push_back(pair);
   report.violations_after = report.violations_before;
   report.beyond_noise_after = report.beyond_noise_before;
   for (auto& pair : report.pairs) {

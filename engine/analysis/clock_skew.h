@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -142,6 +143,28 @@ struct ClockReport {
   std::uint64_t violations_before = 0;
   std::uint64_t violations_after = 0;
 };
+
+/// What some dependencies say of the machines' clocks, per machine pair
+/// (a <= b): the counts before correction and the bounds on o_b - o_a. Parts
+/// of a run combine exactly (add_pair_clocks: sums, min and max), so the
+/// estimate from step ranges' dependencies is the whole run's.
+using PairClocks = std::map<std::pair<int, int>, MachinePairClock>;
+
+/// The pair evidence of `deps` on the times as they are now.
+PairClocks pair_clocks(const Run& run, const Dependencies& deps, std::int64_t noise_ns);
+/// Adds another part's evidence (any order).
+void add_pair_clocks(PairClocks& into, const PairClocks& part);
+/// Violations after correction: `deps`' counts into violations_after and
+/// beyond_noise_after of `pairs` (added to what is there).
+void count_violations_after(const Run& run, const Dependencies& deps, std::int64_t noise_ns,
+                            PairClocks& pairs);
+/// estimate_clock_offsets from combined evidence: `machines` names every
+/// machine 0..n-1 (machine_clock_names).
+ClockReport estimate_from_pair_clocks(const PairClocks& pairs,
+                                      const std::vector<std::string>& machines,
+                                      std::int64_t noise_ns);
+/// The name of each machine of the run, by machine index.
+std::vector<std::string> machine_clock_names(const Run& run);
 
 /// Counts violations per machine pair and estimates offsets from the pairs
 /// with more than 1% of their dependencies violated by more than `noise_ns`

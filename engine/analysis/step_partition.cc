@@ -98,12 +98,16 @@ PartJobs cut_part(const Run& run, const TypeKinds& kinds,
                   const std::vector<std::vector<std::int32_t>>& job_step, const StepPartition& plan,
                   std::size_t part) {
   PartJobs out;
-  out.devices.resize(run.devices.size());
+  out.run.types = run.types;
+  out.run.first_step = run.first_step;
+  out.run.segments = run.segments;
+  out.run.time_resolution_ns = run.time_resolution_ns;
+  out.run.devices.resize(run.devices.size());
   out.job_step.resize(run.devices.size());
   out.job_index.resize(run.devices.size());
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
     const Device& from = run.devices[d];
-    Device& to = out.devices[d];
+    Device& to = out.run.devices[d];
     to.index = from.index;
     to.machine = from.machine;
     to.machine_name = from.machine_name;

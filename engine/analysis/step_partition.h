@@ -10,7 +10,7 @@
 //   StepPartition plan = partition_steps(jobs_per_step, metrics.steps, ranks);
 //   plan.for_each_recipient(job, step, [&](std::size_t part) { send(job, part); });
 //   PartJobs mine = cut_part(run, kinds, metrics.job_step, plan, rank);   // in one process
-//   add_window_times(mine.devices, kinds, plan.windows(metrics.steps, rank));
+//   add_window_times(mine.run.devices, kinds, plan.windows(metrics.steps, rank));
 #pragma once
 
 #include <cstddef>
@@ -75,14 +75,18 @@ StepPartition partition_steps(std::span<const std::uint64_t> jobs_per_step,
 std::pair<std::size_t, std::size_t> span_neighbours(const Device& device, const TypeKinds& kinds,
                                                     const StepPartition& plan, std::size_t part);
 
-/// What part p holds of a run: every device (same order, index, machine and
-/// rank; no events or step-start lines) with the jobs the part needs, in
-/// start order, and their steps: for_each_recipient's, and the
-/// span_neighbours.
+/// What part p holds of a run: a Run with every device (same order, index,
+/// machine, rank, path and cut; no events or step-start lines) holding the
+/// jobs the part needs, in start order (for_each_recipient's and the
+/// span_neighbours), the same job types, segments and first step; and each
+/// job's step. The run's analyses can read it: what they find for the steps
+/// the part owns is what they find for them in the whole run (each figure's
+/// header says whether it keeps that guarantee).
 struct PartJobs {
-  std::vector<Device> devices;
+  Run run;
   std::vector<std::vector<std::int32_t>> job_step;
-  /// job_index[d][i]: the index of devices[d].jobs[i] in the run's device d.
+  /// job_index[d][i]: the index of run.devices[d].jobs[i] in the whole
+  /// run's device d.
   std::vector<std::vector<std::uint64_t>> job_index;
   /// Of those jobs, the ones of steps it owns (the others were sent to it
   /// for their overlap only).
