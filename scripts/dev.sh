@@ -3,8 +3,9 @@
 # (run as root, or with sudo available for the package install).
 #
 #   bash scripts/dev.sh demo   install what is missing, build, analyse testdata/multi
-#   bash scripts/dev.sh test   install what is missing, build, run the whole test suite
+#   bash scripts/dev.sh test   install what is missing, build (and the package), run the whole test suite
 #   bash scripts/dev.sh build  install what is missing and build only
+#   bash scripts/dev.sh package  build the Debian package (BUILD_DIR-deb/pipescope_VERSION_ARCH.deb)
 #   bash scripts/dev.sh sanitize [asan|tsan]  test suite under ASan+UBSan / TSan
 #   bash scripts/dev.sh fuzz [SECONDS [TARGET...]]  libFuzzer targets (fuzz/run.sh)
 #
@@ -27,6 +28,7 @@ packages=(
   libopenmpi-dev openmpi-bin  # analyze --mpi and its mpirun tests
   chromium  # headless, renders the HTML report in its tests
   ripgrep bc  # bench/throughput.sh: the `rg -c` baseline, and its arithmetic
+  help2man dpkg-dev file  # the .deb (dev.sh package): its man page, and its Depends (dpkg-shlibdeps, file)
 )
 # Log events: the event library matched in the scan's pass. Debian builds
 # Hyperscan for amd64 only; elsewhere pipescope builds without it (events off).
@@ -88,6 +90,20 @@ without_hyperscan() {
   cmake --build "$nohs" -j "$jobs" --target pipescope
   bash "$here/tests/reference/check_without_hyperscan.sh" "$build_dir/cli/pipescope" \
     "$nohs/cli/pipescope"
+}
+
+# package: the Debian package (packaging/CMakeLists.txt), from a build of its
+# own configured for /usr (Debian's layout: the library in lib/<multiarch>/)
+# without the tests and benchmarks, its objects from ccache after the main
+# build: ${build_dir}-deb/pipescope_VERSION_ARCH.deb. The suite's package.deb
+# test installs it into a scratch root and uses it from there.
+package() {
+  local deb_dir=${build_dir}-deb
+  cmake -S "$here" -B "$deb_dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
+    -DPIPESCOPE_BUILD_TESTS=OFF -DPIPESCOPE_BUILD_BENCH=OFF -DPIPESCOPE_MAN_PAGE=ON > /dev/null
+  cmake --build "$deb_dir" -j "$jobs"
+  rm -f "$deb_dir"/pipescope_*.deb
+  (cd "$deb_dir" && cpack -G DEB)
 }
 
 # build [TARGET]: configure and build everything, or one target.
@@ -156,12 +172,17 @@ case "${1:-}" in
     install_missing
     install_optional
     build
+    package
     ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
     without_hyperscan
     ;;
   build)
     install_missing
     build
+    ;;
+  package)
+    install_missing
+    package
     ;;
   sanitize)
     # scripts/tsan_tbb.sh fetches oneTBB's source with apt-get source (from https
@@ -177,7 +198,7 @@ case "${1:-}" in
     bash "$here/fuzz/run.sh" "$@"
     ;;
   *)
-    echo "usage: bash scripts/dev.sh demo|test|build|sanitize [asan|tsan]|fuzz [SECONDS]" >&2
+    echo "usage: bash scripts/dev.sh demo|test|build|package|sanitize [asan|tsan]|fuzz [SECONDS]" >&2
     exit 2
     ;;
 esac

@@ -20,28 +20,7 @@ include_dir=$(echo "$cflags" | sed 's/^ *-I//; s/ *$//')
 test "$(cd "$include_dir" && pwd -P)" = "$(cd "$prefix/include" && pwd -P)" ||
   { echo "FAIL: pkg-config --cflags: $cflags"; exit 1; }
 # A C program built with the pkg-config flags, run against the installed library.
-cat >"$prefix/use.c" <<'C'
-#include <pipescope_timer.h>
-#include <stdio.h>
-int main(int argc, char** argv) {
-  pipescope_timer_options o;
-  pipescope_timer_options_init(&o);
-  o.path = argv[1];
-  o.backend = "host";
-  pipescope_timer* t = NULL;
-  uint32_t fwd = 0;
-  if (pipescope_timer_open(&o, &t) || pipescope_timer_job_type(t, "forward", &fwd) ||
-      pipescope_timer_begin(t, fwd, 0, NULL) || pipescope_timer_end(t, NULL) ||
-      pipescope_timer_free(t)) {
-    const char* why;
-    pipescope_timer_last_error(&why, NULL);
-    fprintf(stderr, "%s\n", why);
-    return 1;
-  }
-  return 0;
-}
-C
-cc $cflags "$prefix/use.c" -o "$prefix/use" $libs
+cc $cflags "$(dirname "$0")/use_timer.c" -o "$prefix/use" $libs
 LD_LIBRARY_PATH=$(dirname "$(find "$prefix" -name 'libpipescope_timer.so.1')") "$prefix/use" "$prefix/c.ivl"
 test -s "$prefix/c.ivl" || { echo "FAIL: the C program wrote nothing"; exit 1; }
 # The module, from the prefix only (cd away from the build tree).
