@@ -9,7 +9,13 @@
 #include <string>
 
 #include "analysis/bubbles.h"
+#include "analysis/clock_skew.h"
+#include "analysis/dependencies.h"
+#include "analysis/job_role.h"
+#include "analysis/layout.h"
 #include "analysis/metric_parts.h"
+#include "analysis/schedule_detect.h"
+#include "analysis/schedule_table.h"
 #include "analysis/step_partition.h"
 #include "ingest/discovery.h"
 #include "load/load_run.h"
@@ -24,6 +30,11 @@ namespace {
 struct Partitioned {
   Metrics metrics;
   BubbleSummary bubbles;
+  /// The dependencies each part found for the consumers of its steps, as
+  /// whole-run job references, in consumer order.
+  std::vector<Dependency> dependencies;
+  /// The clock estimate from the parts' combined pair evidence.
+  ClockReport clock;
   StepPartition plan;
   std::uint64_t halo_jobs = 0;  ///< jobs a part holds for their overlap only
 };
@@ -49,7 +60,7 @@ Partitioned partitioned_analysis(const Run& run, std::size_t parts, std::size_t 
   for (std::size_t p = 0; p < parts; ++p) {
     held.push_back(cut_part(run, kinds, m.job_step, out.plan, p));
     owned += held.back().owned_jobs;
-    for (const Device& device : held.back().devices) total += device.jobs.size();
+    for (const Device& device : held.back().run.devices) total += device.jobs.size();
   }
   EXPECT_EQ(owned, run.job_count());  // every job owned exactly once
   out.halo_jobs = total - owned;
@@ -61,17 +72,54 @@ Partitioned partitioned_analysis(const Run& run, std::size_t parts, std::size_t 
       [&](std::size_t d, std::size_t step) {
         // Only the owner of a step can count its jobs.
         const PartJobs& part = held[out.plan.owner(step)];
-        return step_kind_counts(part.devices[d], part.job_step[d], step, kinds);
+        return step_kind_counts(part.run.devices[d], part.job_step[d], step, kinds);
       },
       m);
   for (std::size_t p = 0; p < parts; ++p) {
-    add_window_times(held[p].devices, kinds, out.plan.windows(m.steps, p));
+    add_window_times(held[p].run.devices, kinds, out.plan.windows(m.steps, p));
   }
   add_totals(m);
+
+  // The stage map and schedule are whole-run decisions (taken here from the
+  // whole run); the dependencies they imply are found by each part.
+  const std::vector<JobRole> roles = classify_job_roles(run.types);
+  const StageMap stages = detect_layout(run, m.job_step, roles).stages;
+  const ScheduleReport schedule = detect_run_schedule(run, m, stages, roles);
+  const StagePlacement placement = schedule.detection.id && schedule.detection.chunks == 2
+                                       ? schedule_entry(*schedule.detection.id).placement
+                                       : StagePlacement::looped;
+  PairClocks pairs;
+  constexpr std::int64_t kNoise = 100'000;
+  for (std::size_t p = 0; p < parts; ++p) {
+    const PartJobs& part = held[p];
+    std::vector<Dependency> local;  // the part's own consumers, in its indices
+    for (const Dependency& dep :
+         find_dependencies(part.run, part.job_step, stages, roles, placement)) {
+      const auto step =
+          static_cast<std::size_t>(part.job_step[dep.consumer.device][dep.consumer.job]);
+      if (out.plan.owner(step) != p) continue;  // a job it holds for its overlap only
+      local.push_back(dep);
+      const auto global = [&](JobRef ref) {
+        return JobRef{ref.device, static_cast<std::uint32_t>(part.job_index[ref.device][ref.job])};
+      };
+      out.dependencies.push_back({global(dep.producer), global(dep.consumer)});
+    }
+    add_pair_clocks(pairs, pair_clocks(part.run, Dependencies(local), kNoise));
+  }
+  std::sort(out.dependencies.begin(), out.dependencies.end(),
+            [](const Dependency& a, const Dependency& b) {
+              return std::pair(a.consumer.device, a.consumer.job) <
+                     std::pair(b.consumer.device, b.consumer.job);
+            });
+  out.clock = estimate_from_pair_clocks(pairs, machine_clock_names(run), kNoise);
+  if (!out.dependencies.empty()) {
+    const Dependencies whole = find_dependencies(run, m.job_step, stages, roles, placement);
+    EXPECT_EQ(out.dependencies.size(), whole.size());
+  }
   for (std::size_t p = 0; p < parts; ++p) {
     append_bubble_summary(
         out.bubbles,
-        summarize_bubble_windows(held[p].devices, &held[p].job_index, run.types,
+        summarize_bubble_windows(held[p].run.devices, &held[p].job_index, run.types,
                                  out.plan.windows(m.steps, p), out.plan.bounds[p], top_n),
         top_n);
   }
@@ -154,6 +202,29 @@ void expect_same(const BubbleSummary& a, const BubbleSummary& b, const std::stri
   }
 }
 
+void expect_same(const ClockReport& a, const ClockReport& b, const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(a.method, b.method);
+  EXPECT_EQ(a.dependencies, b.dependencies);
+  EXPECT_EQ(a.violations_before, b.violations_before);
+  EXPECT_EQ(a.beyond_noise_before, b.beyond_noise_before);
+  ASSERT_EQ(a.machines.size(), b.machines.size());
+  for (std::size_t i = 0; i < a.machines.size(); ++i) {
+    EXPECT_EQ(a.machines[i].name, b.machines[i].name);
+    EXPECT_EQ(a.machines[i].estimate_ns, b.machines[i].estimate_ns) << a.machines[i].name;
+  }
+  ASSERT_EQ(a.pairs.size(), b.pairs.size());
+  for (std::size_t i = 0; i < a.pairs.size(); ++i) {
+    EXPECT_EQ(a.pairs[i].machine_a, b.pairs[i].machine_a);
+    EXPECT_EQ(a.pairs[i].machine_b, b.pairs[i].machine_b);
+    EXPECT_EQ(a.pairs[i].dependencies, b.pairs[i].dependencies);
+    EXPECT_EQ(a.pairs[i].violations_before, b.pairs[i].violations_before);
+    EXPECT_EQ(a.pairs[i].beyond_noise_before, b.pairs[i].beyond_noise_before);
+    EXPECT_EQ(a.pairs[i].lower_ns, b.pairs[i].lower_ns);
+    EXPECT_EQ(a.pairs[i].upper_ns, b.pairs[i].upper_ns);
+  }
+}
+
 /// Every split of 1 to 4 parts, and more parts than steps (empty parts).
 std::uint64_t check_every_split(const Run& run, const std::string& what) {
   const Metrics whole = compute_metrics(run);
@@ -167,6 +238,21 @@ std::uint64_t check_every_split(const Run& run, const std::string& what) {
       const Partitioned p = partitioned_analysis(run, parts, top_n);
       expect_same(p.metrics, whole, label);
       expect_same(p.bubbles, summarize_bubbles(run, whole, top_n), label);
+      // Dependencies and the clock evidence they give.
+      const std::vector<JobRole> roles = classify_job_roles(run.types);
+      const StageMap stages = detect_layout(run, whole.job_step, roles).stages;
+      const ScheduleReport schedule = detect_run_schedule(run, whole, stages, roles);
+      const StagePlacement placement = schedule.detection.id && schedule.detection.chunks == 2
+                                           ? schedule_entry(*schedule.detection.id).placement
+                                           : StagePlacement::looped;
+      const Dependencies deps = find_dependencies(run, whole.job_step, stages, roles, placement);
+      const std::vector<Dependency> list = deps.to_vector();
+      EXPECT_EQ(p.dependencies.size(), list.size()) << label;
+      for (std::size_t i = 0; i < std::min(list.size(), p.dependencies.size()); ++i) {
+        EXPECT_EQ(p.dependencies[i].producer, list[i].producer) << label << " " << i;
+        EXPECT_EQ(p.dependencies[i].consumer, list[i].consumer) << label << " " << i;
+      }
+      expect_same(p.clock, estimate_clock_offsets(run, deps, 100'000), label);
       if (parts == 1) {
         EXPECT_EQ(p.halo_jobs, 0u) << what;
       }
@@ -207,6 +293,28 @@ TEST(PartitionedAnalysis, SimulatedSchedules) {
     const pipescope::Run run = testing::run_from_simulation(config);
     check_every_split(run, "simulated " + std::to_string(static_cast<int>(c.kind)));
   }
+}
+
+// Two machines whose clocks disagree by 3 ms, two data-parallel replicas:
+// dependencies cross the machines, violated on one side, and the offset
+// estimated from the parts' evidence is the whole run's.
+TEST(PartitionedAnalysis, TwoMachinesWithSkew) {
+  sim::SimConfig config = testing::sim_config(sim::ScheduleKind::one_f_one_b, 4, 8);
+  config.steps = 5;
+  config.machines = 2;
+  config.devices_per_stage = 2;
+  config.machine_skew_ns = {0, 3'000'000};
+  const pipescope::Run run = testing::run_from_simulation(config);
+  ASSERT_EQ(run.devices.back().machine, 1);
+  check_every_split(run, "two machines, skew");
+  // The evidence is there to combine: violations beyond noise on the pair.
+  const Metrics m = compute_metrics(run);
+  const std::vector<JobRole> roles = classify_job_roles(run.types);
+  const StageMap stages = detect_layout(run, m.job_step, roles).stages;
+  const ClockReport clock =
+      estimate_clock_offsets(run, find_dependencies(run, m.job_step, stages, roles), 100'000);
+  EXPECT_GT(clock.beyond_noise_before, 0u);
+  EXPECT_NE(clock.machines.at(1).estimate_ns, 0);
 }
 
 /// Adds a job (times in ns) to device d, creating devices as needed.
