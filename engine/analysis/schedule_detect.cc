@@ -161,12 +161,7 @@ std::optional<double> ideal_bubble_ratio(const ScheduleDetection& d) {
 
 namespace {
 
-/// How many steps showed each detection, in the order each was first seen
-/// (the first of equal counts wins, so the order is part of the result).
-struct Vote {
-  ScheduleDetection detection;
-  std::int64_t count = 0;
-};
+using Vote = ScheduleVotes::Vote;
 
 void add_vote(std::vector<Vote>& votes, const ScheduleDetection& d, std::int64_t count) {
   auto it =
@@ -178,47 +173,55 @@ void add_vote(std::vector<Vote>& votes, const ScheduleDetection& d, std::int64_t
   }
 }
 
-/// The votes of one block of steps.
-struct StepVotes {
-  std::vector<Vote> votes;
-  std::int64_t steps_examined = 0;
-};
-
 /// Steps per block of the detection: each block is one task with its own
 /// votes, combined in block order after.
 constexpr std::size_t kStepBlock = 64;
 
 }  // namespace
 
-ScheduleReport detect_run_schedule(const Run& run, const Metrics& metrics, const StageMap& stages,
-                                   const std::vector<JobRole>& roles) {
-  ScheduleReport report;
-  report.measured_bubble_ratio = metrics.bubble_ratio;
-  const std::size_t p = stages.stage_count();
-  const std::size_t steps = metrics.steps.size();
+void ScheduleVotes::add(const ScheduleVotes& later) {
+  steps_examined += later.steps_examined;
+  for (const Vote& v : later.votes) add_vote(votes, v.detection, v.count);
+}
 
-  // Means of F, B and W over every device: one task, the sums in job order
-  // (long double sums are not reordered), beside the per-step detection.
-  const auto op_means = [&] {
-    long double sums[3] = {0, 0, 0};
-    std::uint64_t counts[3] = {0, 0, 0};
-    for (const Device& device : run.devices) {
-      for (const Job& job : device.jobs) {
-        if (job.type >= roles.size()) continue;
-        const auto r = static_cast<std::size_t>(roles[job.type].role);
-        if (r < 3) {
-          sums[r] += static_cast<long double>(job.duration_ns());
-          ++counts[r];
-        }
+void OpSums::add(const OpSums& other) {
+  for (std::size_t r = 0; r < 3; ++r) {
+    ns[r] += other.ns[r];
+    count[r] += other.count[r];
+  }
+}
+
+OpSums op_sums(const Run& run, const std::vector<JobRole>& roles,
+               const std::vector<std::vector<std::int32_t>>* job_step, std::size_t first,
+               std::size_t last) {
+  OpSums sums;
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const auto& jobs = run.devices[d].jobs;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      const Job& job = jobs[i];
+      if (job.type >= roles.size()) continue;
+      if (job_step != nullptr) {
+        const auto k = static_cast<std::size_t>((*job_step)[d][i]);
+        if (k < first || k >= last) continue;
+      }
+      const auto r = static_cast<std::size_t>(roles[job.type].role);
+      if (r < 3) {
+        sums.ns[r] += job.duration_ns();
+        ++sums.count[r];
       }
     }
-    double* means[3] = {&report.means.forward_ns, &report.means.backward_ns,
-                        &report.means.weight_ns};
-    for (int r = 0; r < 3; ++r) {
-      *means[r] = counts[r] == 0 ? 0.0 : static_cast<double>(sums[r] / counts[r]);
-    }
-  };
+  }
+  return sums;
+}
 
+ScheduleVotes vote_schedules(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
+                             std::span<const StepWindow> windows, std::size_t first,
+                             std::size_t last, const StageMap& stages,
+                             const std::vector<JobRole>& roles) {
+  const std::size_t p = stages.stage_count();
+  last = std::min(last, windows.size());
+  const std::size_t steps = last > first ? last - first : 0;
+  if (steps == 0) return {};
   // order[s] of a step is stage s's compute ops in that step (its first
   // device). Along a device's jobs job_step only decreases after a step's
   // prologue (an lr or recv job moved into the next step, then a send or
@@ -228,23 +231,33 @@ ScheduleReport detect_run_schedule(const Run& run, const Metrics& metrics, const
   // cursors where that walk would have them (`block_start`), so blocks run
   // in parallel and see exactly the ops the serial walk sees.
   const std::size_t blocks = (steps + kStepBlock - 1) / kStepBlock;
-  std::vector<StepVotes> block_votes(blocks);
-  const auto detect_steps = [&] {
+  std::vector<ScheduleVotes> block_votes(blocks);
+  {
     // block_start[b * p + s]: stage s's cursor at the first step of block b.
     std::vector<std::size_t> block_start(blocks * p, 0);
     tbb::parallel_for(std::size_t{0}, p, [&](std::size_t s) {
       if (stages.devices[s].empty()) return;
       const std::size_t d = stages.devices[s].front();
-      if (d >= run.devices.size() || d >= metrics.job_step.size()) return;
-      const auto& job_step = metrics.job_step[d];
-      const std::size_t n = std::min(run.devices[d].jobs.size(), job_step.size());
+      if (d >= run.devices.size() || d >= job_step.size()) return;
+      const auto& steps_of = job_step[d];
+      const std::size_t n = std::min(run.devices[d].jobs.size(), steps_of.size());
+      // The serial cursor before step `first`: past every job of an earlier
+      // step up to the first job of a later one.
       std::size_t i = 0;
+      if (first > 0) {
+        for (std::size_t k = 0; k < first; ++k) {
+          for (; i < n; ++i) {
+            if (steps_of[i] >= 0 && static_cast<std::size_t>(steps_of[i]) > k) break;
+          }
+        }
+      }
+      block_start[s] = i;
       for (std::size_t b = 1; b < blocks; ++b) {
         // The serial cursor after step k stops at the first job of a step
-        // after k (or the end); the first step of block b is b * kStepBlock.
-        for (std::size_t k = (b - 1) * kStepBlock; k < b * kStepBlock; ++k) {
+        // after k (or the end); the first step of block b is first + b * kStepBlock.
+        for (std::size_t k = first + (b - 1) * kStepBlock; k < first + b * kStepBlock; ++k) {
           for (; i < n; ++i) {
-            if (job_step[i] >= 0 && static_cast<std::size_t>(job_step[i]) > k) break;
+            if (steps_of[i] >= 0 && static_cast<std::size_t>(steps_of[i]) > k) break;
           }
         }
         block_start[b * p + s] = i;
@@ -253,25 +266,25 @@ ScheduleReport detect_run_schedule(const Run& run, const Metrics& metrics, const
     tbb::enumerable_thread_specific<JobListCache> caches;
     tbb::parallel_for(std::size_t{0}, blocks, [&](std::size_t b) {
       JobListCache& cache = caches.local();
-      StepVotes& out = block_votes[b];
+      ScheduleVotes& out = block_votes[b];
       std::vector<std::vector<ScheduleStep>> order(p);
       std::vector<std::size_t> cursor(block_start.begin() + static_cast<std::ptrdiff_t>(b * p),
                                       block_start.begin() + static_cast<std::ptrdiff_t>(b * p + p));
       std::vector<std::vector<ScheduleStep>> last_order;
       std::optional<ScheduleDetection> last;
-      const std::size_t block_end = std::min(steps, (b + 1) * kStepBlock);
-      for (std::size_t k = b * kStepBlock; k < block_end; ++k) {
+      const std::size_t block_end = first + std::min(steps, (b + 1) * kStepBlock);
+      for (std::size_t k = first + b * kStepBlock; k < block_end; ++k) {
         for (std::size_t s = 0; s < p; ++s) {
           order[s].clear();
           if (stages.devices[s].empty()) continue;
           const std::size_t d = stages.devices[s].front();
-          if (d >= run.devices.size() || d >= metrics.job_step.size()) continue;
+          if (d >= run.devices.size() || d >= job_step.size()) continue;
           const auto& jobs = run.devices[d].jobs;
-          const auto& job_step = metrics.job_step[d];
+          const auto& steps_of = job_step[d];
           std::size_t& i = cursor[s];
-          for (; i < jobs.size() && i < job_step.size(); ++i) {
-            if (job_step[i] >= 0 && static_cast<std::size_t>(job_step[i]) > k) break;
-            if (job_step[i] < 0 || static_cast<std::size_t>(job_step[i]) < k) continue;
+          for (; i < jobs.size() && i < steps_of.size(); ++i) {
+            if (steps_of[i] >= 0 && static_cast<std::size_t>(steps_of[i]) > k) break;
+            if (steps_of[i] < 0 || static_cast<std::size_t>(steps_of[i]) < k) continue;
             const Job& job = jobs[i];
             if (job.type >= roles.size() || !roles[job.type].compute()) continue;
             const JobRole& role = roles[job.type];
@@ -280,7 +293,7 @@ ScheduleReport detect_run_schedule(const Run& run, const Metrics& metrics, const
           }
         }
         // An incomplete step (a launch cut short) shows only part of the schedule.
-        if (!metrics.steps[k].complete) continue;
+        if (!windows[k].complete) continue;
         if (p == 0 ||
             std::any_of(order.begin(), order.end(), [](const auto& ops) { return ops.empty(); })) {
           continue;
@@ -295,29 +308,53 @@ ScheduleReport detect_run_schedule(const Run& run, const Metrics& metrics, const
         add_vote(out.votes, *last, 1);
       }
     });
-  };
-  tbb::parallel_invoke(op_means, detect_steps);
-
-  std::vector<Vote> votes;
-  for (const StepVotes& block : block_votes) {
-    report.steps_examined += block.steps_examined;
-    for (const Vote& v : block.votes) add_vote(votes, v.detection, v.count);
   }
-  if (!votes.empty()) {
+  ScheduleVotes votes;
+  for (const ScheduleVotes& block : block_votes) votes.add(block);
+  return votes;
+}
+
+ScheduleReport finish_schedule(const ScheduleVotes& votes, const OpSums& sums,
+                               std::size_t stage_count, double measured_bubble_ratio) {
+  ScheduleReport report;
+  report.measured_bubble_ratio = measured_bubble_ratio;
+  report.steps_examined = votes.steps_examined;
+  // The sums are exact integers, as long double sums of durations in job
+  // order were: the means do not depend on how the jobs were split.
+  double* means[3] = {&report.means.forward_ns, &report.means.backward_ns, &report.means.weight_ns};
+  for (std::size_t r = 0; r < 3; ++r) {
+    *means[r] = sums.count[r] == 0
+                    ? 0.0
+                    : static_cast<double>(static_cast<long double>(sums.ns[r]) / sums.count[r]);
+  }
+  if (!votes.votes.empty()) {
     const auto best =
-        std::max_element(votes.begin(), votes.end(), [](const Vote& a, const Vote& b) {
-          return a.count < b.count;  // max_element keeps the first of equal counts
+        std::max_element(votes.votes.begin(), votes.votes.end(), [](const Vote& a, const Vote& b) {
+          return a.count < b.count;  // the first of equal counts
         });
     report.detection = best->detection;
     report.steps_agreeing = best->count;
   } else {
-    report.detection.stages = static_cast<int>(p);
+    report.detection.stages = static_cast<int>(stage_count);
   }
   report.ideal_bubble_ratio = ideal_bubble_ratio(report.detection);
   if (report.ideal_bubble_ratio) {
     report.excess = report.measured_bubble_ratio - *report.ideal_bubble_ratio;
   }
   return report;
+}
+
+ScheduleReport detect_run_schedule(const Run& run, const Metrics& metrics, const StageMap& stages,
+                                   const std::vector<JobRole>& roles) {
+  ScheduleVotes votes;
+  OpSums sums;
+  // Means of F, B and W over every device beside the per-step detection.
+  tbb::parallel_invoke([&] { sums = op_sums(run, roles); },
+                       [&] {
+                         votes = vote_schedules(run, metrics.job_step, metrics.steps, 0,
+                                                metrics.steps.size(), stages, roles);
+                       });
+  return finish_schedule(votes, sums, stages.stage_count(), metrics.bubble_ratio);
 }
 
 }  // namespace pipescope

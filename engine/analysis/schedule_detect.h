@@ -23,8 +23,10 @@
 //   std::optional<double> ideal = ideal_bubble_ratio(s);
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -93,6 +95,47 @@ struct ScheduleReport {
   double measured_bubble_ratio = 0;
   std::optional<double> excess;
 };
+
+/// How many complete steps showed each detection, in the order each was
+/// first seen (the first of equal counts wins, so the order is part of the
+/// result). Step ranges' votes add in step order to the whole run's.
+struct ScheduleVotes {
+  struct Vote {
+    ScheduleDetection detection;
+    std::int64_t count = 0;
+  };
+  std::vector<Vote> votes;
+  std::int64_t steps_examined = 0;
+
+  /// Adds the votes of later steps.
+  void add(const ScheduleVotes& later);
+};
+
+/// detect_schedule on each of steps [first, last) of `windows`
+/// (Metrics::steps; each stage's first device, its jobs with their steps in
+/// `job_step`). The run may hold only those steps' jobs and any others (a
+/// part of the partitioned analysis): jobs of other steps are passed over.
+ScheduleVotes vote_schedules(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
+                             std::span<const StepWindow> windows, std::size_t first,
+                             std::size_t last, const StageMap& stages,
+                             const std::vector<JobRole>& roles);
+
+/// Durations of F, B and W jobs (by PipelineRole), summed exactly.
+struct OpSums {
+  std::array<__int128, 3> ns{0, 0, 0};
+  std::array<std::uint64_t, 3> count{0, 0, 0};
+  void add(const OpSums& other);
+};
+
+/// The sums over every job of `run`, or, with `job_step`, over the jobs of
+/// steps [first, last) only.
+OpSums op_sums(const Run& run, const std::vector<JobRole>& roles,
+               const std::vector<std::vector<std::int32_t>>* job_step = nullptr,
+               std::size_t first = 0, std::size_t last = 0);
+
+/// The report from the votes and sums of every step.
+ScheduleReport finish_schedule(const ScheduleVotes& votes, const OpSums& sums,
+                               std::size_t stage_count, double measured_bubble_ratio);
 
 /// Runs detect_schedule on each step (stage s = its first device) and keeps
 /// the most frequent answer (ties: the earliest step's).

@@ -35,6 +35,8 @@ struct Partitioned {
   std::vector<Dependency> dependencies;
   /// The clock estimate from the parts' combined pair evidence.
   ClockReport clock;
+  /// The schedule from the parts' votes and sums.
+  ScheduleReport schedule;
   StepPartition plan;
   std::uint64_t halo_jobs = 0;  ///< jobs a part holds for their overlap only
 };
@@ -89,9 +91,14 @@ Partitioned partitioned_analysis(const Run& run, std::size_t parts, std::size_t 
                                        ? schedule_entry(*schedule.detection.id).placement
                                        : StagePlacement::looped;
   PairClocks pairs;
+  ScheduleVotes votes;
+  OpSums sums;
   constexpr std::int64_t kNoise = 100'000;
   for (std::size_t p = 0; p < parts; ++p) {
     const PartJobs& part = held[p];
+    const std::size_t first = out.plan.bounds[p], last = out.plan.bounds[p + 1];
+    votes.add(vote_schedules(part.run, part.job_step, m.steps, first, last, stages, roles));
+    sums.add(op_sums(part.run, roles, &part.job_step, first, last));
     std::vector<Dependency> local;  // the part's own consumers, in its indices
     for (const Dependency& dep :
          find_dependencies(part.run, part.job_step, stages, roles, placement)) {
@@ -112,6 +119,7 @@ Partitioned partitioned_analysis(const Run& run, std::size_t parts, std::size_t 
                      std::pair(b.consumer.device, b.consumer.job);
             });
   out.clock = estimate_from_pair_clocks(pairs, machine_clock_names(run), kNoise);
+  out.schedule = finish_schedule(votes, sums, stages.stage_count(), m.bubble_ratio);
   if (!out.dependencies.empty()) {
     const Dependencies whole = find_dependencies(run, m.job_step, stages, roles, placement);
     EXPECT_EQ(out.dependencies.size(), whole.size());
@@ -253,6 +261,14 @@ std::uint64_t check_every_split(const Run& run, const std::string& what) {
         EXPECT_EQ(p.dependencies[i].consumer, list[i].consumer) << label << " " << i;
       }
       expect_same(p.clock, estimate_clock_offsets(run, deps, 100'000), label);
+      EXPECT_TRUE(p.schedule.detection == schedule.detection) << label;
+      EXPECT_EQ(p.schedule.steps_agreeing, schedule.steps_agreeing) << label;
+      EXPECT_EQ(p.schedule.steps_examined, schedule.steps_examined) << label;
+      EXPECT_EQ(p.schedule.means.forward_ns, schedule.means.forward_ns) << label;
+      EXPECT_EQ(p.schedule.means.backward_ns, schedule.means.backward_ns) << label;
+      EXPECT_EQ(p.schedule.means.weight_ns, schedule.means.weight_ns) << label;
+      EXPECT_EQ(p.schedule.ideal_bubble_ratio, schedule.ideal_bubble_ratio) << label;
+      EXPECT_EQ(p.schedule.excess, schedule.excess) << label;
       if (parts == 1) {
         EXPECT_EQ(p.halo_jobs, 0u) << what;
       }
