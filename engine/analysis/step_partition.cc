@@ -94,6 +94,32 @@ std::pair<std::size_t, std::size_t> span_neighbours(const Device& device, const 
   return out;
 }
 
+std::vector<std::size_t> part_job_indices(const Device& device,
+                                          std::span<const std::int32_t> job_step,
+                                          const TypeKinds& kinds, const StepPartition& plan,
+                                          std::size_t part) {
+  const std::size_t n = std::min(device.jobs.size(), job_step.size());
+  // The device's first and last job of the part's steps.
+  std::size_t lo = n, hi = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (plan.owner(static_cast<std::size_t>(job_step[i])) != part) continue;
+    lo = std::min(lo, i);
+    hi = i + 1;
+  }
+  const auto [before, after] = span_neighbours(device, kinds, plan, part);
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Job& job = device.jobs[i];
+    bool needed = i == before || i == after || (i >= lo && i < hi);
+    if (!needed) {
+      plan.for_each_recipient(job.start_ns, job.end_ns, static_cast<std::size_t>(job_step[i]),
+                              [&](std::size_t p) { needed = needed || p == part; });
+    }
+    if (needed) out.push_back(i);
+  }
+  return out;
+}
+
 PartJobs cut_part(const Run& run, const TypeKinds& kinds,
                   const std::vector<std::vector<std::int32_t>>& job_step, const StepPartition& plan,
                   std::size_t part) {
@@ -114,18 +140,11 @@ PartJobs cut_part(const Run& run, const TypeKinds& kinds,
     to.rank = from.rank;
     to.path = from.path;
     to.cut_ns = from.cut_ns;
-    const auto [before, after] = span_neighbours(from, kinds, plan, part);
-    for (std::size_t i = 0; i < from.jobs.size(); ++i) {
-      const Job& job = from.jobs[i];
-      const auto step = static_cast<std::size_t>(job_step[d][i]);
-      bool needed = i == before || i == after;
-      plan.for_each_recipient(job.start_ns, job.end_ns, step,
-                              [&](std::size_t p) { needed = needed || p == part; });
-      if (!needed) continue;
-      to.jobs.push_back(job);
+    for (const std::size_t i : part_job_indices(from, job_step[d], kinds, plan, part)) {
+      to.jobs.push_back(from.jobs[i]);
       out.job_step[d].push_back(job_step[d][i]);
       out.job_index[d].push_back(i);
-      if (plan.owner(step) == part) ++out.owned_jobs;
+      if (plan.owner(static_cast<std::size_t>(job_step[d][i])) == part) ++out.owned_jobs;
     }
   }
   return out;

@@ -1,11 +1,18 @@
 // Cutting a run's steps into contiguous ranges ("parts"), each analysed where
-// its jobs are: the plan of the partitioned analysis (docs/guide.md,
-// "Partitioned analysis"). Part p owns steps [bounds[p], bounds[p+1]) of
-// Metrics::steps, across every device, and needs every job of those steps
-// plus every other job that overlaps one of its windows (a device already in
-// step k+1 while another one still runs step k: its early jobs count in
-// window k). Windows are ordered and disjoint (S_k >= E_{k-1}), so a part's
-// windows lie in one span of time and a job reaches a contiguous run of parts.
+// its jobs are: the plan of the partitioned analysis (CONTRIBUTING.md, "Make
+// a figure partitionable"). Part p owns steps [bounds[p], bounds[p+1]) of
+// Metrics::steps, across every device, and holds (part_job_indices):
+//   - every job of those steps;
+//   - on each device, every job between its first and last job of those
+//     steps (a step's prologue moves an lr or recv job into the next step
+//     ahead of the previous step's last jobs: walks along a device's jobs
+//     must see the same neighbours as in the whole run);
+//   - every job that overlaps the part's span of time, or starts in it (a
+//     device already in step k+1 while another one still runs step k: its
+//     early jobs count in window k); windows are ordered and disjoint
+//     (S_k >= E_{k-1}), so a part's windows lie in one span and a job
+//     reaches a contiguous run of parts;
+//   - each device's span_neighbours (the jobs its edge bubbles name).
 //
 //   StepPartition plan = partition_steps(jobs_per_step, metrics.steps, ranks);
 //   plan.for_each_recipient(job, step, [&](std::size_t part) { send(job, part); });
@@ -41,15 +48,18 @@ struct StepPartition {
   std::span<StepWindow> windows(std::vector<StepWindow>& steps, std::size_t part) const;
 
   /// Calls f(part) once for each part that needs a job of `step` running
-  /// over [start_ns, end_ns): its owner first, then, in ascending order,
-  /// every other part one of whose windows the job overlaps.
+  /// over [start_ns, end_ns) for its time: its owner first, then, in
+  /// ascending order, every other part whose span the job overlaps or starts
+  /// in. (The other rules of the header need the device's jobs:
+  /// part_job_indices.)
   template <typename F>
   void for_each_recipient(std::int64_t start_ns, std::int64_t end_ns, std::size_t step,
                           F&& f) const {
     const std::size_t own = owner(step);
     f(own);
-    if (end_ns <= start_ns) return;  // overlaps nothing: counts nowhere
-    for (std::size_t p = first_overlapping(start_ns); p < parts() && span_start[p] < end_ns; ++p) {
+    // A job of no length still has a place in time: the span it starts in.
+    const std::int64_t end = std::max(end_ns, start_ns + 1);
+    for (std::size_t p = first_overlapping(start_ns); p < parts() && span_start[p] < end; ++p) {
       if (p != own && span_end[p] > start_ns && span_end[p] > span_start[p]) f(p);
     }
   }
@@ -74,6 +84,13 @@ StepPartition partition_steps(std::span<const std::uint64_t> jobs_per_step,
 /// first busy job starting at or after its end. SIZE_MAX where none.
 std::pair<std::size_t, std::size_t> span_neighbours(const Device& device, const TypeKinds& kinds,
                                                     const StepPartition& plan, std::size_t part);
+
+/// The indices of the jobs of `device` (all of them, in start order, steps
+/// in `job_step`) that part `part` holds, ascending (the rules of the header).
+std::vector<std::size_t> part_job_indices(const Device& device,
+                                          std::span<const std::int32_t> job_step,
+                                          const TypeKinds& kinds, const StepPartition& plan,
+                                          std::size_t part);
 
 /// What part p holds of a run: a Run with every device (same order, index,
 /// machine, rank, path and cut; no events or step-start lines) holding the

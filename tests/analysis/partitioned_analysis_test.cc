@@ -407,8 +407,41 @@ TEST(StepPartition, BalancedByJobsAndOwnersContiguous) {
   EXPECT_EQ(to, (std::vector<std::size_t>{1, 0}));
   to.clear();
   plan.for_each_recipient(45, 45, 4, [&](std::size_t p) { to.push_back(p); });
-  EXPECT_EQ(to, (std::vector<std::size_t>{1}));  // zero-length: its owner only
+  EXPECT_EQ(to, (std::vector<std::size_t>{1}));  // no length, in its owner's span
+  to.clear();
+  plan.for_each_recipient(35, 35, 4, [&](std::size_t p) { to.push_back(p); });
+  EXPECT_EQ(to, (std::vector<std::size_t>{1, 0}));  // no length, in part 0's span
   EXPECT_THROW(partition_steps(jobs, windows, 0), std::invalid_argument);
+}
+
+// A step's prologue puts a job of the next step ahead of the last jobs of the
+// step before on the same device: the part of the later step holds the
+// earlier step's job between its own (walks along the device see the same
+// neighbours), though it lies outside its span.
+TEST(StepPartition, PartHoldsTheJobsBetweenItsOwn) {
+  pipescope::Run run;
+  add(run, 0, "forward", 0, 0, 4);        // step 0
+  add(run, 0, "recv_forward", 0, 5, 6);   // step 1 (its prologue)
+  add(run, 0, "send_backward", 0, 6, 8);  // step 0, after it
+  add(run, 0, "forward", 0, 10, 14);      // step 1
+  add(run, 0, "backward", 0, 14, 18);     // step 1
+  const std::vector<std::int32_t> job_step = {0, 1, 0, 1, 1};
+  std::vector<StepWindow> windows(2);
+  windows[0].start_ns = 0;
+  windows[0].end_ns = 8;
+  windows[1].start_ns = 8;
+  windows[1].end_ns = 18;
+  const StepPartition plan = partition_steps(std::vector<std::uint64_t>{3, 2}, windows, 2);
+  ASSERT_EQ(plan.bounds, (std::vector<std::size_t>{0, 1, 2}));
+  const TypeKinds kinds(run.types);
+  // Part 1: its jobs 1, 3, 4, job 2 between them (it ends as the span
+  // begins: only this rule brings it) and job 0, the busy job before its
+  // span; part 0: its own, job 1, which starts in its span, and job 3, the
+  // busy job after it.
+  EXPECT_EQ(part_job_indices(run.devices[0], job_step, kinds, plan, 1),
+            (std::vector<std::size_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(part_job_indices(run.devices[0], job_step, kinds, plan, 0),
+            (std::vector<std::size_t>{0, 1, 2, 3}));
 }
 
 }  // namespace
