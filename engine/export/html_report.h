@@ -42,11 +42,15 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/kernel_view.h"
 #include "analysis/metrics.h"
 #include "analysis/pipeline.h"
 #include "model/run.h"
 
 namespace pipescope {
+
+/// Jobs (and NCCL kernels) the interactive timeline embeds at most, by default.
+inline constexpr std::size_t kHtmlMaxEmbeddedJobs = 200'000;
 
 struct HtmlOptions {
   /// Indices into Metrics::steps of the steps drawn as timelines.
@@ -57,6 +61,13 @@ struct HtmlOptions {
   /// and its ideal, the inherent/excess split, the bottleneck stage's rows
   /// highlighted, the warnings and the longest bubbles with what they wait for.
   const PipelineAnalysis* pipeline = nullptr;
+  /// The kernel view of the run's PyTorch traces (analysis/kernel_view.h),
+  /// computed from Run::kernels: when available, each device's NCCL kernels
+  /// are drawn under its jobs, split into wait and transfer.
+  const KernelView* kernels = nullptr;
+  /// The interactive timeline embeds the jobs of as many steps as fit in
+  /// this many jobs (html_report_data.h).
+  std::size_t max_embedded_jobs = kHtmlMaxEmbeddedJobs;
 };
 
 /// The steps to draw: `spec` lists step numbers ("5", "3-4", "3,7"); empty
