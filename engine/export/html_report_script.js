@@ -472,7 +472,8 @@
     if (x < LABEL_W) return;
     const pan = ev.shiftKey || ev.button === 1 || y < AXIS_H;
     view.drag = {mode: pan ? 'pan' : 'select', x0: x, x1: x, t0: view.t0, t1: view.t1};
-    ev.preventDefault();
+    ev.preventDefault();  // no text selection; the keys still reach the timeline:
+    canvas.focus({preventScroll: true});
   });
   window.addEventListener('mousemove', (ev) => {
     const r = canvas.getBoundingClientRect();
@@ -628,6 +629,8 @@
   window.addEventListener('resize', () => { resize(); draw(); });
   resize();
   fillTable();
-  pick(data.drawn.length > 0 ? data.drawn[0] : 0);
+  // The median-duration step when it is among the drawn ones, else the first drawn.
+  const median = data.drawn.find((e) => steps[e].index === data.median);
+  pick(median !== undefined ? median : data.drawn.length > 0 ? data.drawn[0] : 0);
   requestAnimationFrame(() => performance.mark('pipescope-drawn'));
 })();

@@ -13,9 +13,9 @@ from the report's own data:
     median-duration step of summary.json, drawn whole (its window);
   - the wheel zooms about the pointer, a drag zooms to the dragged range,
     shift+drag pans, a double-click shows the whole step again;
-  - a click on a row of the step table, and the step picker, draw that
-    step: its window, and the bubbles of trace.json shaded where trace.json
-    has them;
+  - a click on a row of the step table, the step picker, and the arrow
+    keys on the timeline draw that step: its window, and the bubbles of
+    trace.json shaded where trace.json has them;
   - hovering a job shows its type, micro-batch, start, duration and stage
     (trace.json); a comm job its wait and transfer, the peer named being the
     send of trace.json whose start ends the wait; a bubble its kind, length,
@@ -194,9 +194,13 @@ class Report:
         self.page.mouse("mouseReleased", x1, y1, button="left", clickCount=1, modifiers=modifiers)
 
     def explorer_clip(self):
+        """The interactive frame's area, and the tooltip's when it shows."""
         r = self.page.evaluate(
-            "(() => { const r = document.getElementById('explorer').getBoundingClientRect();"
-            " return {x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height}; })()")
+            "(() => { const u = (a, b) => ({left: Math.min(a.left, b.left), top: Math.min(a.top, b.top),"
+            " right: Math.max(a.right, b.right), bottom: Math.max(a.bottom, b.bottom)});"
+            " let r = document.getElementById('explorer').getBoundingClientRect();"
+            " const tip = document.getElementById('tip'); if (!tip.hidden) r = u(r, tip.getBoundingClientRect());"
+            " return {x: r.left + scrollX, y: r.top + scrollY, width: r.right - r.left, height: r.bottom - r.top}; })()")
         return {"x": max(0, r["x"] - 8), "y": max(0, r["y"] - 8), "width": r["width"] + 16,
                 "height": r["height"] + 16}
 
@@ -340,7 +344,16 @@ def main():
         previous = steps[steps.index(chosen) - 1]
         check(v["step"] == str(previous["step"]) and v["t1"] == previous["duration_ns"],
               f"the picker's ArrowUp from step {chosen['step']} drew {v}")
-        r.click_step_row(chosen["step"])  # back to the chosen step
+        # A click on the timeline, then ->: the next step, the chosen one again.
+        page.evaluate("document.activeElement.blur()")
+        page.click(r.x(previous["duration_ns"] // 2), r.y(0))
+        page.send("Input.dispatchKeyEvent", type="keyDown", key="ArrowRight", code="ArrowRight",
+                  windowsVirtualKeyCode=39)
+        page.send("Input.dispatchKeyEvent", type="keyUp", key="ArrowRight", code="ArrowRight",
+                  windowsVirtualKeyCode=39)
+        check(r.view()["step"] == str(chosen["step"]), f"-> on the timeline from step {previous['step']}: "
+              f"{r.view()}")
+        r.click_step_row(chosen["step"])
         check(r.view()["step"] == str(chosen["step"]), "back to the chosen step")
 
         # The chosen step is what is drawn: its bubbles (trace.json) are shaded
@@ -513,9 +526,11 @@ def main():
               "no-script: the static timelines have no boxes")
         check(page.evaluate("document.getElementById('explorer').getBoundingClientRect().height") == 0,
               "no-script: the interactive frame shows")
-        page.send("Emulation.setDeviceMetricsOverride", width=1280, height=700, deviceScaleFactor=1, mobile=False)
-        page.evaluate("document.querySelector('svg.timeline').scrollIntoView({block: 'start'})")
-        page.screenshot(f"{shots}/report-noscript.png")
+        clip = page.evaluate(
+            "(() => { const r = document.querySelector('svg.timeline').closest('section').getBoundingClientRect();"
+            " return {x: r.left + scrollX - 8, y: r.top + scrollY - 8, width: r.width + 16, height: r.height + 16};"
+            " })()")
+        page.screenshot(f"{shots}/report-noscript.png", clip)
         page.close()
     finally:
         browser.__exit__(None, None, None)
