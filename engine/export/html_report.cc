@@ -343,12 +343,13 @@ void write_explorer(Out it, const Metrics& metrics, const std::vector<std::size_
                    "<p class=\"note\" id=\"embedded-note\">Every step can be picked ({}).</p>\n",
                    embedded.size());
   } else {
-    fmt::format_to(it,
-                   "<p class=\"note\" id=\"embedded-note\">{} of the {} steps can be picked: "
-                   "steps {}. The report embeds at most {} jobs; summary.json and trace.json "
-                   "cover every step (analyze --steps cuts a trace to others).</p>\n",
-                   embedded.size(), metrics.steps.size(),
-                   markup_escape(describe_step_indices(metrics, embedded)), max_jobs);
+    fmt::format_to(
+        it,
+        "<p class=\"note\" id=\"embedded-note\">{} of the {} steps can be picked: "
+        "steps {}. The report embeds at most {} jobs; summary.json and trace.json "
+        "cover every step, and analyze --steps writes a trace of the steps you choose.</p>\n",
+        embedded.size(), metrics.steps.size(),
+        markup_escape(describe_step_indices(metrics, embedded)), max_jobs);
   }
   fmt::format_to(it,
                  "<div class=\"canvas-wrap\"><canvas id=\"timeline-canvas\"></canvas>"
