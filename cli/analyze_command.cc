@@ -228,9 +228,10 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
                input_count, input_count == 1 ? "" : "s", job_lines_looked_for(options));
     return kExitUsage;
   }
-  // Only the traces draw the dependencies (4 bytes per job of a consumer
-  // device): without a trace they are freed before the summary's figures are built.
-  if (options.no_trace && !options.perfetto) {
+  // Only the traces and the HTML report draw the dependencies (4 bytes per
+  // job of a consumer device): without them they are freed before the
+  // summary's figures are built.
+  if (options.no_trace && !options.perfetto && options.html.empty()) {
     loaded.pipeline.dependencies = Dependencies();
   }
   const Metrics& metrics = loaded.metrics;
@@ -273,6 +274,7 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
     HtmlOptions html;
     html.title = "pipescope:";
     html.pipeline = &analysis;
+    if (loaded.kernels.available) html.kernels = &loaded.kernels;
     for (const std::string& path : options.paths) html.title += " " + path;
     try {
       html.steps = choose_html_steps(metrics, options.html_steps);

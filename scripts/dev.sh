@@ -27,6 +27,7 @@ packages=(
   libprotobuf-dev protobuf-compiler  # trace.pftrace (Perfetto protobuf)
   libopenmpi-dev openmpi-bin  # analyze --mpi and its mpirun tests
   chromium  # headless, renders the HTML report in its tests
+  python3-websocket  # drives chromium through the DevTools protocol (tests/browser/)
   ripgrep bc  # bench/throughput.sh: the `rg -c` baseline, and its arithmetic
   help2man dpkg-dev file  # the .deb (dev.sh package): its man page, and its Depends (dpkg-shlibdeps, file)
 )

@@ -63,38 +63,11 @@ class ChainSet {
   std::vector<std::size_t> used_;
 };
 
-/// Whether `job` is a send/recv (comm) job.
-bool is_comm(const Run& run, const std::vector<JobRole>& roles, JobRef job) {
-  const TypeId t = run.devices[job.device].jobs[job.job].type;
-  return t < roles.size() && roles[t].role == PipelineRole::comm;
-}
-
-/// The cross-stage input of `job`: its own dependency's producer, or for a
-/// blocking recv (a run of comm jobs) just before a job with one, that
-/// producer: the recv waits for the same data. Looked up per hop of a path
-/// instead of tabulated per job, which cost 8 bytes per job of the run.
-std::optional<JobRef> producer_of(const Run& run, const Dependencies& deps,
-                                  const std::vector<JobRole>& roles, JobRef job) {
-  const auto& jobs = run.devices[job.device].jobs;
-  if (const auto own = deps.producer_of(job)) return own;
-  if (!is_comm(run, roles, job)) return std::nullopt;
-  for (std::size_t k = job.job + 1; k < jobs.size(); ++k) {
-    const JobRef next{job.device, static_cast<std::uint32_t>(k)};
-    if (const auto dep = deps.producer_of(next)) return dep;
-    if (!is_comm(run, roles, next)) break;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
-namespace {
-
-/// Both entry points: every path's jobs kept, or only the longest complete
-/// step's (`summary`).
+/// The entry points: every path's jobs kept, or only the longest complete
+/// step's (`summary`); `only` (when not null) says which steps to walk.
 CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const StageMap& stages,
                                const Dependencies& deps, const std::vector<JobRole>& roles,
-                               bool summary) {
+                               bool summary, const std::vector<bool>* only = nullptr) {
   CriticalPathSummary out;
   std::vector<CriticalPath>& paths = out.paths;
   const std::size_t devices = std::min(run.devices.size(), metrics.job_step.size());
@@ -151,6 +124,7 @@ CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const Sta
         std::vector<std::pair<JobRef, bool>> chain;  // backwards
         for (std::size_t k = range.begin(); k != range.end(); ++k) {
           if (!last[k] || metrics.steps[k].window_ns() <= 0) continue;
+          if (only != nullptr && (k >= only->size() || !(*only)[k])) continue;
           CriticalPath path;
           path.step = k;
           path.stage_ns.assign(p, 0);
@@ -170,7 +144,7 @@ CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const Sta
                 metrics.job_step[at.device][at.job - 1] == static_cast<std::int32_t>(k)) {
               previous = JobRef{at.device, at.job - 1};
             }
-            std::optional<JobRef> input = producer_of(run, deps, roles, at);
+            std::optional<JobRef> input = input_producer(run, deps, roles, at);
             if (input && (input->device >= devices || metrics.job_step[input->device][input->job] !=
                                                           static_cast<std::int32_t>(k))) {
               input.reset();
@@ -204,7 +178,7 @@ CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const Sta
             if (i > 0) {
               const std::int64_t input_end = job_of(chain[i - 1].first).end_ns;
               const bool waited_on_input = chain[i - 1].second;
-              if (waited_on_input && is_comm(run, roles, r) && on_path_from < input_end) {
+              if (waited_on_input && is_comm_job(run, roles, r) && on_path_from < input_end) {
                 on_path_from = std::min(input_end, job.end_ns);
               }
               entry.wait_ns = on_path_from - input_end;
@@ -252,6 +226,17 @@ std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
                                          const StageMap& stages, const Dependencies& deps,
                                          const std::vector<JobRole>& roles) {
   return walk_paths(run, metrics, stages, deps, roles, /*summary=*/false).paths;
+}
+
+std::vector<CriticalPath> critical_paths_of_steps(const Run& run, const Metrics& metrics,
+                                                  const StageMap& stages, const Dependencies& deps,
+                                                  const std::vector<JobRole>& roles,
+                                                  const std::vector<std::size_t>& steps) {
+  std::vector<bool> only(metrics.steps.size(), false);
+  for (const std::size_t k : steps) {
+    if (k < only.size()) only[k] = true;
+  }
+  return walk_paths(run, metrics, stages, deps, roles, /*summary=*/false, &only).paths;
 }
 
 CriticalPathSummary summarize_critical_paths(const Run& run, const Metrics& metrics,

@@ -62,6 +62,15 @@ std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
                                          const StageMap& stages, const Dependencies& deps,
                                          const std::vector<JobRole>& roles);
 
+/// The paths of `steps` (indices into Metrics::steps) only, each with its
+/// jobs, in step order (a step with an empty window or no job has none):
+/// the HTML report's, for the steps it embeds, without a path per step of
+/// the whole run.
+std::vector<CriticalPath> critical_paths_of_steps(const Run& run, const Metrics& metrics,
+                                                  const StageMap& stages, const Dependencies& deps,
+                                                  const std::vector<JobRole>& roles,
+                                                  const std::vector<std::size_t>& steps);
+
 struct CriticalPathSummary {
   /// One path per non-empty step window, in step order; only the path of
   /// `longest` keeps its jobs.

@@ -285,4 +285,22 @@ Dependencies find_dependencies(const Run& run,
   return deps;
 }
 
+bool is_comm_job(const Run& run, const std::vector<JobRole>& roles, JobRef job) {
+  const TypeId t = run.devices[job.device].jobs[job.job].type;
+  return t < roles.size() && roles[t].role == PipelineRole::comm;
+}
+
+std::optional<JobRef> input_producer(const Run& run, const Dependencies& deps,
+                                     const std::vector<JobRole>& roles, JobRef job) {
+  const auto& jobs = run.devices[job.device].jobs;
+  if (const auto own = deps.producer_of(job)) return own;
+  if (!is_comm_job(run, roles, job)) return std::nullopt;
+  for (std::size_t k = job.job + 1; k < jobs.size(); ++k) {
+    const JobRef next{job.device, static_cast<std::uint32_t>(k)};
+    if (const auto dep = deps.producer_of(next)) return dep;
+    if (!is_comm_job(run, roles, next)) break;
+  }
+  return std::nullopt;
+}
+
 }  // namespace pipescope

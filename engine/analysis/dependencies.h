@@ -181,4 +181,15 @@ Dependencies find_dependencies(const Run& run,
                                const StageMap& stages, const std::vector<JobRole>& roles,
                                StagePlacement placement = StagePlacement::looped);
 
+/// Whether `job` is a send/recv (comm) job (its type's role).
+bool is_comm_job(const Run& run, const std::vector<JobRole>& roles, JobRef job);
+
+/// The cross-stage input of `job`: its own dependency's producer, or for a
+/// blocking recv (a run of comm jobs) just before a job with one, that
+/// producer: the recv waits for the same data. Looked up per job instead of
+/// tabulated (8 bytes per job of the run); the critical path's hops and the
+/// HTML report's comm jobs and bubbles use it.
+std::optional<JobRef> input_producer(const Run& run, const Dependencies& deps,
+                                     const std::vector<JobRole>& roles, JobRef job);
+
 }  // namespace pipescope

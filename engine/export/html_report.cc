@@ -17,6 +17,7 @@
 #include "analysis/step_events.h"
 #include "analysis/step_selection.h"
 #include "export/atomic_file.h"
+#include "export/html_report_data.h"
 #include "numeric/statistics.h"
 #include "numeric/units.h"
 
@@ -42,43 +43,6 @@ constexpr std::size_t kMaxOutliersListed = 10;
 
 using Out = std::back_insert_iterator<std::string>;
 
-const char* kind_color(JobKind kind) {
-  switch (kind) {
-    case JobKind::forward:
-      return "#4e79a7";
-    case JobKind::backward:
-      return "#59a14f";
-    case JobKind::optimizer:
-      return "#f28e2b";
-    case JobKind::comm:
-      return "#9d9d9d";
-    case JobKind::other:
-      return "#b07aa1";
-    case JobKind::lr:
-      return "#edc948";
-  }
-  return "#b07aa1";
-}
-
-// Shades of a compute role by chunk (VPP): chunk c takes shade c mod 4, all
-// dark enough for white labels.
-const char* compute_color(PipelineRole role, std::int32_t chunk) {
-  static constexpr const char* kForward[] = {"#4e79a7", "#2b5d8c", "#6f94c2", "#1d4470"};
-  static constexpr const char* kBackward[] = {"#59a14f", "#3b7d33", "#74b86a", "#2a5e24"};
-  static constexpr const char* kWeight[] = {"#499894", "#2f7672", "#66b3ae", "#215955"};
-  const auto i = static_cast<std::size_t>(chunk < 0 ? 0 : chunk % 4);
-  switch (role) {
-    case PipelineRole::forward:
-      return kForward[i];
-    case PipelineRole::backward:
-      return kBackward[i];
-    case PipelineRole::weight:
-      return kWeight[i];
-    default:
-      return nullptr;
-  }
-}
-
 // An axis label in the unit of the tick spacing, with only the decimals the
 // spacing needs, in the largest unit not above the label or the spacing:
 // "0", "200 ms", "1.2 s", "50 us".
@@ -98,10 +62,6 @@ std::string axis_label(std::int64_t t, std::int64_t tick) {
     }
   }
   return fmt::format("{} ns", t);
-}
-
-std::string device_label(const Device& d) {
-  return fmt::format("GPU {} (m{})", d.index, d.machine);
 }
 
 // A tick spacing of 1, 2 or 5 × 10^k ns giving about `target` ticks.
@@ -140,14 +100,14 @@ std::string box_label(const Box& b) {
 
 void write_box(Out it, const Box& b, double y) {
   const double w = std::max(b.x1 - b.x0, 0.5);
-  const char* shade = compute_color(b.role.role, b.role.chunk);
+  const char* shade = html_compute_color(b.role.role, b.role.chunk);
   fmt::format_to(it,
                  "<rect class=\"job\" data-kind=\"{}\"{} x=\"{:.1f}\" y=\"{:.1f}\" "
                  "width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>",
                  job_kind_name(b.kind),
                  b.role.chunked ? fmt::format(" data-chunk=\"{}\"", b.role.chunk) : std::string(),
                  kLabelWidth + b.x0, y + 2, w, kRowHeight - 4,
-                 shade != nullptr ? shade : kind_color(b.kind));
+                 shade != nullptr ? shade : html_kind_color(b.kind));
   if (b.jobs == 1) {
     fmt::format_to(it, "{} mb{}: {}", markup_escape(b.type), b.micro_batch,
                    format_duration(b.end_ns - b.start_ns));
@@ -293,7 +253,7 @@ void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t 
     }
     fmt::format_to(it, "<text class=\"row-label\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>",
                    kLabelWidth - 6, y + kRowHeight / 2 + 4,
-                   markup_escape(device_label(device) + (slow ? " \u25b2" : "")));
+                   markup_escape(html_device_label(device) + (slow ? " \u25b2" : "")));
 
     for (; bubble != bubbles.end() && bubble->device == d; ++bubble) {
       std::string parts;
@@ -363,6 +323,44 @@ void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t 
   fmt::format_to(it, "</section>\n");
 }
 
+// The interactive timeline's frame (html_report_script.js fills it; hidden
+// until it does): the step picker, the highlights, the canvas and its
+// tooltip, and which steps are embedded.
+void write_explorer(Out it, const Metrics& metrics, const std::vector<std::size_t>& embedded,
+                    std::size_t max_jobs) {
+  fmt::format_to(
+      it,
+      "<div id=\"explorer\" class=\"explorer\" hidden>\n<div class=\"controls\">"
+      "<label>Step <select id=\"step-pick\"></select></label>"
+      "<button type=\"button\" id=\"step-prev\" title=\"previous step (\u2190)\">\u25c0</button>"
+      "<button type=\"button\" id=\"step-next\" title=\"next step (\u2192)\">\u25b6</button>"
+      "<label><input type=\"checkbox\" id=\"show-bottleneck\" checked> bottleneck stage</label>"
+      "<label><input type=\"checkbox\" id=\"show-critical\"> critical path</label>"
+      "<button type=\"button\" id=\"zoom-reset\">whole step</button>"
+      "<span id=\"range\" class=\"range\"></span></div>\n");
+  if (embedded.size() == metrics.steps.size()) {
+    fmt::format_to(it,
+                   "<p class=\"note\" id=\"embedded-note\">Every step can be picked ({}).</p>\n",
+                   embedded.size());
+  } else {
+    fmt::format_to(
+        it,
+        "<p class=\"note\" id=\"embedded-note\">{} of the {} steps can be picked: "
+        "steps {}. The report embeds at most {} jobs; summary.json and trace.json "
+        "cover every step, and analyze --steps writes a trace of the steps you choose.</p>\n",
+        embedded.size(), metrics.steps.size(),
+        markup_escape(describe_step_indices(metrics, embedded)), max_jobs);
+  }
+  fmt::format_to(it,
+                 "<div class=\"canvas-wrap\"><canvas id=\"timeline-canvas\"></canvas>"
+                 "<div id=\"tip\" class=\"tip\" hidden></div></div>\n"
+                 "<p class=\"note\">Hover a job, a bubble or a NCCL kernel for its figures. Wheel: "
+                 "zoom; drag: zoom to a range; shift+drag, drag on the time axis or shift+wheel: "
+                 "pan; double-click or 0: the whole step; \u2190 \u2192: the previous or next "
+                 "step. Jobs of another step that overlap the window are drawn faded.</p>\n"
+                 "</div>\n");
+}
+
 void write_utilization(Out it, const Run& run, const Metrics& metrics) {
   constexpr double kBarWidth = 600;
   const double height = kRowHeight * static_cast<double>(run.devices.size()) + 4;
@@ -382,7 +380,7 @@ void write_utilization(Out it, const Run& run, const Metrics& metrics) {
         "<rect class=\"util-bar\" data-device=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" "
         "width=\"{:.1f}\" height=\"{:.1f}\"><title>busy {}, idle {}</title></rect>"
         "<text class=\"value\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
-        kLabelWidth - 6, y + kRowHeight / 2 + 4, markup_escape(device_label(run.devices[d])),
+        kLabelWidth - 6, y + kRowHeight / 2 + 4, markup_escape(html_device_label(run.devices[d])),
         kLabelWidth, y + 3, kBarWidth, kRowHeight - 6, run.devices[d].index, kLabelWidth, y + 3,
         kBarWidth * std::clamp(u, 0.0, 1.0), kRowHeight - 6,
         format_duration(metrics.devices[d].busy_ns), format_duration(metrics.devices[d].idle_ns),
@@ -433,10 +431,11 @@ void write_step_chart(Out it, const Metrics& metrics, const std::vector<std::siz
             ? fmt::format("step {}", step_label(metrics, first))
             : fmt::format("steps {}-{}", step_label(metrics, first), step_label(metrics, last - 1));
     fmt::format_to(it,
-                   "<rect class=\"step-bar{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" "
-                   "height=\"{:.1f}\"><title>{}: bubble ratio {}</title></rect>",
-                   selected ? " selected" : "", x + bar_width * 0.1, kTop + kHeight - h,
-                   std::max(bar_width * 0.8, 0.5), h, label, percent(mean));
+                   "<rect class=\"step-bar{}\" data-first=\"{}\" data-last=\"{}\" x=\"{:.1f}\" "
+                   "y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"><title>{}: bubble ratio "
+                   "{}</title></rect>",
+                   selected ? " selected" : "", first, last - 1, x + bar_width * 0.1,
+                   kTop + kHeight - h, std::max(bar_width * 0.8, 0.5), h, label, percent(mean));
     if (last - first > 1) {
       const double ym = kTop + kHeight * (1 - std::clamp(max, 0.0, 1.0));
       fmt::format_to(
@@ -490,6 +489,14 @@ svg .event.info line{stroke:#4a4a4a}svg .event.info path{fill:#4a4a4a}
 svg .event.warning line{stroke:#e8a200}svg .event.warning path{fill:#e8a200}
 svg .event.error line{stroke:#d62728}svg .event.error path{fill:#d62728}
 ul.outliers{margin:4px 0;padding-left:20px}
+.js-only{display:none}html.js span.js-only{display:inline-block}html.js p.js-only{display:block}
+.explorer .controls{display:flex;flex-wrap:wrap;gap:6px 14px;align-items:center;margin:8px 0 4px;font-size:13px}
+.explorer .range{color:#555;font-variant-numeric:tabular-nums}
+.canvas-wrap{position:relative;max-width:1400px}.canvas-wrap canvas{display:block;cursor:crosshair;outline:none}
+.tip{position:absolute;z-index:2;background:#fff;border:1px solid #999;border-radius:4px;padding:6px 8px;font-size:12px;line-height:1.45;box-shadow:0 2px 8px rgba(0,0,0,.15);pointer-events:none;max-width:460px}
+.step-table-box{max-height:320px;overflow:auto;display:inline-block;position:relative}
+html.js table.step-table tr[data-e]{cursor:pointer}html.js table.step-table tr[data-e]:hover{background:#f4f7fb}
+table.step-table tr.selected{background:#dde8f4}
 )";
 
 }  // namespace
@@ -693,7 +700,7 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
   for (JobKind k : {JobKind::forward, JobKind::backward, JobKind::optimizer, JobKind::comm,
                     JobKind::other, JobKind::lr}) {
     if (k == JobKind::lr && !has_lr) continue;
-    fmt::format_to(it, "<span><i style=\"background:{}\"></i>{}</span>", kind_color(k),
+    fmt::format_to(it, "<span><i style=\"background:{}\"></i>{}</span>", html_kind_color(k),
                    job_kind_name(k));
   }
   const std::vector<JobRole> roles = classify_job_roles(run.types);
@@ -705,11 +712,11 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
   }
   if (has_weight) {
     fmt::format_to(it, "<span><i style=\"background:{}\"></i>weight (backward_w)</span>",
-                   compute_color(PipelineRole::weight, 0));
+                   html_compute_color(PipelineRole::weight, 0));
   }
   for (std::int32_t c = 1; c <= max_chunk; ++c) {
     fmt::format_to(it, "<span><i style=\"background:{}\"></i>forward chunk {}</span>",
-                   compute_color(PipelineRole::forward, c), c);
+                   html_compute_color(PipelineRole::forward, c), c);
   }
   if (std::find(highlight.begin(), highlight.end(), true) != highlight.end()) {
     fmt::format_to(it, "<span><i style=\"background:#fff3c4\"></i>bottleneck stage \u25b2</span>");
@@ -736,18 +743,56 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
     fmt::format_to(it, "<span><b style=\"color:{}\">\u25bc</b> log event ({})</span>",
                    kSeverityColours[s].second, kSeverityColours[s].first);
   }
-  fmt::format_to(it,
-                 "</div>\n"
-                 "<p class=\"note\">Numbers on the boxes are micro-batch ids ({}). Only the "
-                 "steps below are drawn; the chart further down covers every step.</p>\n",
-                 max_chunk > 0 ? "F3\u00b7c1: forward of micro-batch 3, chunk 1; chunks are shaded"
-                               : "hover a box or a bubble for its times");
+  // The interactive timeline's data: the steps that fit in the bound.
+  const std::vector<std::size_t> embedded = choose_embedded_steps(
+      html_step_costs(run, metrics, options), options.steps, options.max_embedded_jobs);
+  const bool interactive = !embedded.empty();
+  if (interactive) {
+    const bool any_comm = std::any_of(
+        roles.begin(), roles.end(), [](const JobRole& r) { return r.role == PipelineRole::comm; });
+    if (any_comm && a != nullptr) {
+      fmt::format_to(it,
+                     "<span class=\"js-only\"><i style=\"background:#cfcfcf\"></i>comm job "
+                     "waiting (then transferring, darker)</span>");
+    }
+    if (options.kernels != nullptr && options.kernels->available) {
+      fmt::format_to(it,
+                     "<span class=\"js-only\"><i style=\"background:#f1a340\"></i>NCCL wait</span>"
+                     "<span class=\"js-only\"><i style=\"background:#7b3294\"></i>NCCL "
+                     "transfer</span>");
+    }
+  }
+  fmt::format_to(it, "</div>\n");
+  const std::string static_note = fmt::format(
+      "<p class=\"note\">Numbers on the boxes are micro-batch ids ({}). Only the steps below "
+      "are drawn; the chart further down covers every step.</p>\n",
+      max_chunk > 0 ? "F3\u00b7c1: forward of micro-batch 3, chunk 1; chunks are shaded"
+                    : "hover a box or a bubble for its times");
   const std::vector<std::vector<Bubble>> bubbles = drawn_bubbles(run, metrics, options.steps);
-  for (std::size_t k : options.steps) {
-    if (k < metrics.steps.size()) {
-      write_timeline(it, run, metrics, k, bubbles[k], roles, highlight,
-                     a != nullptr ? &a->split : nullptr,
-                     k < placed.in_step.size() ? placed.in_step[k] : std::vector<EventRef>{});
+  const auto timeline = [&](std::size_t k) {
+    write_timeline(it, run, metrics, k, bubbles[k], roles, highlight,
+                   a != nullptr ? &a->split : nullptr,
+                   k < placed.in_step.size() ? placed.in_step[k] : std::vector<EventRef>{});
+  };
+  const auto is_embedded = [&](std::size_t k) {
+    return std::binary_search(embedded.begin(), embedded.end(), k);
+  };
+  if (interactive) {
+    write_explorer(it, metrics, embedded, options.max_embedded_jobs);
+    // Without scripts: the drawn steps as static timelines.
+    fmt::format_to(it, "<noscript>\n{}", static_note);
+    for (const std::size_t k : options.steps) {
+      if (k < metrics.steps.size() && is_embedded(k)) timeline(k);
+    }
+    fmt::format_to(it, "</noscript>\n");
+    // A drawn step too big to embed stays static with scripts too.
+    for (const std::size_t k : options.steps) {
+      if (k < metrics.steps.size() && !is_embedded(k)) timeline(k);
+    }
+  } else {
+    fmt::format_to(it, "{}", static_note);
+    for (const std::size_t k : options.steps) {
+      if (k < metrics.steps.size()) timeline(k);
     }
   }
   if (options.steps.empty()) fmt::format_to(it, "<p class=\"note\">No step to draw.</p>\n");
@@ -785,15 +830,16 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
 
   // The drawn steps in figures, and the rest summarised.
   fmt::format_to(it,
-                 "<h2>Steps</h2>\n<table class=\"step-table\"><tr><th>step</th><th>duration"
-                 "</th><th>bubble ratio</th></tr>\n");
+                 "<h2>Steps</h2>\n<p class=\"note js-only\" id=\"step-table-note\"></p>\n"
+                 "<div class=\"step-table-box\"><table class=\"step-table\" id=\"step-table\">"
+                 "<tr><th>step</th><th>duration</th><th>bubble ratio</th></tr>\n");
   for (std::size_t k : options.steps) {
     if (k >= metrics.steps.size()) continue;
     const StepWindow& s = metrics.steps[k];
     fmt::format_to(it, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", s.step,
                    format_duration(s.window_ns()), percent(s.bubble_ratio));
   }
-  fmt::format_to(it, "</table>\n");
+  fmt::format_to(it, "</table></div>\n");
   if (metrics.steps.size() > options.steps.size()) {
     std::int64_t lo = INT64_MAX, hi = 0;
     for (const StepWindow& s : metrics.steps) {
@@ -828,7 +874,13 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
   }
   fmt::format_to(it,
                  "<p class=\"note\">Written by pipescope; self-contained, no network "
-                 "access.</p>\n</body></html>\n");
+                 "access.</p>\n");
+  if (interactive) {
+    fmt::format_to(it, "<script type=\"application/json\" id=\"pipescope-data\">{}</script>\n",
+                   html_timeline_json(run, metrics, options, embedded));
+    fmt::format_to(it, "<script>{}</script>\n", html_report_script());
+  }
+  fmt::format_to(it, "</body></html>\n");
   return out;
 }
 

@@ -1,17 +1,25 @@
 // A self-contained HTML report of one run (`analyze --html FILE`): one file
-// with inline CSS and SVG, no script, no network access, that opens in any
-// browser. It holds the summary figures, a timeline of a few chosen steps
-// (devices as rows, jobs as boxes coloured by kind with the micro-batch
-// number when it fits, the bubbles of analysis/bubbles.h shaded so they
-// stand out, the log events of the step's window marked on their device's
-// row, coloured by severity), per-device utilization bars and a
-// bubble-ratio-per-step chart, and the outlier steps with the log events
-// that coincide with them (analysis/step_events.h).
+// with inline CSS, SVG, data and script, nothing fetched, that opens in any
+// browser. It holds the summary figures, an interactive timeline
+// (export/html_report_script.js drawing the data of html_report_data.h on a
+// canvas: a step picker over every embedded step, zoom and pan, hovers on
+// jobs, bubbles, comm jobs and NCCL kernels, the bottleneck stage and the
+// critical path highlighted), per-device utilization bars and a
+// bubble-ratio-per-step chart, the step table, and the outlier steps with the
+// log events that coincide with them (analysis/step_events.h).
 //
-// It stays small for big runs: only the chosen steps are drawn job by job
-// (jobs narrower than a pixel are merged into one box per run of same-kind
-// jobs), the step chart groups steps into at most 400 bars (each bar the
-// mean, with the max as a tick), and only the chosen steps are listed.
+// Without scripts (and for a drawn step too big to embed) it shows static
+// SVG timelines of a few chosen steps instead (in <noscript>): devices as
+// rows, jobs as boxes coloured by kind with the micro-batch number when it
+// fits, the bubbles of analysis/bubbles.h shaded, the log events of the
+// step's window marked on their device's row, coloured by severity.
+//
+// It stays small and fast for big runs: the timeline embeds the jobs of the
+// steps that fit in HtmlOptions::max_embedded_jobs (200,000 by default; the
+// drawn steps first, and the page says which steps can be picked); the static
+// timelines draw only the chosen steps, jobs narrower than a pixel merged into
+// one box per run of same-kind jobs; the step chart groups steps into at most
+// 400 bars (each bar the mean, with the max as a tick).
 //
 // With the pipeline analysis it leads with the plain explanation
 // (<p id="why">), then the schedule, its ideal, the inherent/excess split and
@@ -24,13 +32,19 @@
 // Stable hooks for tests and scripts: the figures are <dd> elements with ids
 // (fig-devices, fig-jobs, fig-steps, fig-bubble-ratio, fig-window,
 // fig-median-step; with the analysis fig-schedule, fig-ideal, fig-inherent,
-// fig-excess, fig-comm); each timeline is <svg class="timeline" data-step="N">
-// with one <g class="device-row" data-device="D"> per device holding
-// <rect class="job" data-kind="K"> boxes, <rect class="idle"> bubbles and
-// <g class="event SEVERITY" data-event="ID" data-severity="SEVERITY"> log
+// fig-excess, fig-comm); each static timeline is <svg class="timeline"
+// data-step="N"> with one <g class="device-row" data-device="D"> per device
+// holding <rect class="job" data-kind="K"> boxes, <rect class="idle"> bubbles
+// and <g class="event SEVERITY" data-event="ID" data-severity="SEVERITY"> log
 // event marks (at most 100 a row); utilization bars are <rect
-// class="util-bar" data-device="D">; step bars are <rect class="step-bar">;
-// the outlier steps are the <li> of <ul class="outliers">.
+// class="util-bar" data-device="D">; step bars are <rect class="step-bar"
+// data-first="K" data-last="K">; the outlier steps are the <li> of <ul
+// class="outliers">. The interactive timeline: <div id="explorer">, the
+// picker #step-pick, <canvas id="timeline-canvas" data-step data-t0 data-t1>
+// (the visible range, ns from the step's start), the tooltip #tip (its
+// data-* attributes: the figures shown), the table #step-table, and
+// window.pipescopeReport (view(), pick(), xOf(), yOf()); the page sets the
+// performance mark `pipescope-drawn` after its first draw.
 //
 // Usage:
 //   HtmlOptions o; o.steps = choose_html_steps(metrics, "");  // default choice
@@ -42,11 +56,15 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/kernel_view.h"
 #include "analysis/metrics.h"
 #include "analysis/pipeline.h"
 #include "model/run.h"
 
 namespace pipescope {
+
+/// Jobs (and NCCL kernels) the interactive timeline embeds at most, by default.
+inline constexpr std::size_t kHtmlMaxEmbeddedJobs = 200'000;
 
 struct HtmlOptions {
   /// Indices into Metrics::steps of the steps drawn as timelines.
@@ -57,6 +75,13 @@ struct HtmlOptions {
   /// and its ideal, the inherent/excess split, the bottleneck stage's rows
   /// highlighted, the warnings and the longest bubbles with what they wait for.
   const PipelineAnalysis* pipeline = nullptr;
+  /// The kernel view of the run's PyTorch traces (analysis/kernel_view.h),
+  /// computed from Run::kernels: when available, each device's NCCL kernels
+  /// are drawn under its jobs, split into wait and transfer.
+  const KernelView* kernels = nullptr;
+  /// The interactive timeline embeds the jobs of as many steps as fit in
+  /// this many jobs (html_report_data.h).
+  std::size_t max_embedded_jobs = kHtmlMaxEmbeddedJobs;
 };
 
 /// The steps to draw: `spec` lists step numbers ("5", "3-4", "3,7"); empty

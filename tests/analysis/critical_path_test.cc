@@ -309,6 +309,30 @@ TEST(CriticalPath, OnePathPerStepWithinItsStep) {
   }
 }
 
+// The paths of chosen steps only (what the HTML report embeds) are the
+// same paths, jobs and figures as the walk of every step gives them.
+TEST(CriticalPath, PathsOfChosenStepsAreThoseOfTheFullWalk) {
+  const pipescope::Run run = two_steps_of_two_stages();
+  const Metrics metrics = compute_metrics(run);
+  const StageMap stages = one_stage_per_device(run.devices.size());
+  const std::vector<JobRole> roles = classify_job_roles(run.types);
+  const Dependencies deps = find_dependencies(run, metrics.job_step, stages, roles);
+  const std::vector<CriticalPath> all = critical_paths(run, metrics, stages, deps, roles);
+  ASSERT_EQ(all.size(), 2u);
+  for (std::size_t k = 0; k < 2; ++k) {
+    const std::vector<CriticalPath> one =
+        critical_paths_of_steps(run, metrics, stages, deps, roles, {k});
+    ASSERT_EQ(one.size(), 1u);
+    EXPECT_EQ(one[0].step, k);
+    EXPECT_EQ(jobs_of(one[0]), jobs_of(all[k]));
+    EXPECT_EQ(waits_of(one[0]), waits_of(all[k]));
+    EXPECT_EQ(one[0].stage_ns, all[k].stage_ns);
+  }
+  EXPECT_EQ(critical_paths_of_steps(run, metrics, stages, deps, roles, {0, 1}).size(), 2u);
+  EXPECT_TRUE(critical_paths_of_steps(run, metrics, stages, deps, roles, {}).empty());
+  EXPECT_TRUE(critical_paths_of_steps(run, metrics, stages, deps, roles, {7}).empty());
+}
+
 TEST(CriticalPath, EmptyWindowHasNoPath) {
   // Device 0's step 0 runs until 100; device 1's step 1 [20,30) lies inside
   // it, so window 1 is [max(20,100), max(30,100)) = [100,100): empty, no path.

@@ -1,14 +1,21 @@
 // The HTML report: rendered by headless Chromium (Debian's `chromium`), which
 // must parse it into the expected DOM (device rows, job boxes, bubbles,
 // figures, bars) and take a screenshot; plus unit tests of the step choice,
-// escaping and the size bound for big steps.
+// escaping, the embedded data of the interactive timeline and the size bound
+// for big steps. The static timelines are the no-script fallback: with
+// scripts on they sit in <noscript>, which a DOM dump writes out as its
+// markup, so the counts below are of the fallback; the interactive timeline
+// itself is driven in tests/browser/report_test.py (ctest -L browser).
 //
 // Chromium is required (CI installs it); set PIPESCOPE_NO_BROWSER=1 to skip
 // the browser tests on a machine without it.
 #include "export/html_report.h"
 
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -17,7 +24,10 @@
 #include <vector>
 
 #include "analysis/metrics.h"
+#include "analysis/pipeline.h"
+#include "export/html_report_data.h"
 #include "support/command_runner.h"
+#include "support/hand_run.h"
 #include "support/log_event_run.h"
 #include "support/temp_dir.h"
 
@@ -121,6 +131,9 @@ TEST(HtmlReportBrowser, ChromiumRendersRowsBoxesFiguresAndScreenshot) {
   EXPECT_GT(count(dom, "<text class=\"mb\""), 40u);   // micro-batch numbers on the boxes
   EXPECT_EQ(count(dom, "<rect class=\"util-bar\""), 4u);
   EXPECT_EQ(count(dom, "<rect class=\"step-bar"), 2u);
+  // The script ran: the interactive frame is shown.
+  EXPECT_NE(dom.find("<html lang=\"en\" class=\"js\">"), std::string::npos);
+  EXPECT_NE(dom.find("<div id=\"explorer\" class=\"explorer\">"), std::string::npos);
   // Self-contained: nothing is fetched.
   EXPECT_EQ(dom.find("<script src"), std::string::npos);
   EXPECT_EQ(dom.find("<link"), std::string::npos);
@@ -138,7 +151,7 @@ TEST(HtmlReportBrowser, ChromiumRendersRowsBoxesFiguresAndScreenshot) {
 // A VPP run with a slow stage: the page leads with the explanation, shows
 // the schedule and its split, highlights the slow stage's rows, shades and
 // labels chunks, lists the longest bubbles, and renders without a console
-// message (the page has no script: any message is a parse or load error).
+// message (a parse or load error, or one from its script).
 TEST(HtmlReportBrowser, ExplainsWhyAndRendersWithoutConsoleErrors) {
   if (browser_skipped()) GTEST_SKIP() << "PIPESCOPE_NO_BROWSER=1";
   ASSERT_EQ(run_command("command -v chromium >/dev/null 2>&1").status, 0)
@@ -404,6 +417,181 @@ TEST(HtmlReport, IdleTimeIsTheBubblePass) {
             (std::vector<std::string>{"820.0 idle 3.000 us"}));
 }
 
+// The interactive timeline's data (html_report_data.h): the JSON between
+// <script type="application/json" id="pipescope-data"> and its </script>,
+// or "" when the page has none.
+std::string embedded_json(const std::string& html) {
+  const std::string open = "<script type=\"application/json\" id=\"pipescope-data\">";
+  const std::size_t begin = html.find(open);
+  if (begin == std::string::npos) return "";
+  const std::size_t from = begin + open.size();
+  return html.substr(from, html.find("</script>", from) - from);
+}
+
+std::vector<std::int64_t> ints(simdjson::dom::element e) {
+  std::vector<std::int64_t> out;
+  for (const simdjson::dom::element v : e.get_array()) out.push_back(std::int64_t(v));
+  return out;
+}
+
+TEST(HtmlReport, EmbeddedStepsAreTheDrawnOnesFirstThenInOrderWithinTheBound) {
+  EXPECT_EQ(choose_embedded_steps({5, 5, 5, 5}, {2}, 10), (std::vector<std::size_t>{0, 2}));
+  EXPECT_EQ(choose_embedded_steps({5, 5, 5, 5}, {3, 1}, 10), (std::vector<std::size_t>{1, 3}));
+  // A step that does not fit is skipped; a later one may still fit.
+  EXPECT_EQ(choose_embedded_steps({5, 20, 5}, {}, 10), (std::vector<std::size_t>{0, 2}));
+  EXPECT_EQ(choose_embedded_steps({5, 5, 5}, {}, 15), (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_TRUE(choose_embedded_steps({30}, {0}, 10).empty());
+  EXPECT_TRUE(choose_embedded_steps({}, {}, 10).empty());
+}
+
+// Every job of an embedded step, exactly: the step's own jobs and the other
+// jobs that overlap its window, start and duration in ns from the window's
+// start, type, micro-batch and input line; the page names the steps it
+// embeds when the bound leaves some out.
+TEST(HtmlReport, EmbedsEachStepsJobsExactly) {
+  const auto r = testing::log_event_run();
+  HtmlOptions options;
+  options.steps = {0};
+  std::string html = render_html_report(r.run, r.metrics, options);
+  std::string json = embedded_json(html);
+  ASSERT_FALSE(json.empty());
+  EXPECT_NE(html.find("Every step can be picked (3)."), std::string::npos);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(json).get(doc), simdjson::SUCCESS) << json;
+  EXPECT_EQ(std::uint64_t(doc["run_jobs"]), r.run.job_count());
+  EXPECT_EQ(ints(doc["drawn"]), (std::vector<std::int64_t>{0}));
+  simdjson::dom::array steps = doc["steps"];
+  ASSERT_EQ(steps.size(), r.metrics.steps.size());
+  std::size_t e = 0;
+  for (const simdjson::dom::element step : steps) {
+    const StepWindow& w = r.metrics.steps[e];
+    EXPECT_EQ(std::int64_t(step["step"]), w.step);
+    EXPECT_EQ(std::int64_t(step["window"]), w.window_ns());
+    EXPECT_EQ(std::int64_t(step["start"]), w.start_ns - r.metrics.steps[0].start_ns);
+    std::size_t d = 0;
+    for (const simdjson::dom::element device : step["devices"].get_array()) {
+      std::vector<std::int64_t> start, duration, type, micro_batch, line;
+      const JobVector& jobs = r.run.devices[d].jobs;
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        const bool own = r.metrics.job_step[d][i] == static_cast<std::int32_t>(e);
+        if (!own && (jobs[i].end_ns <= w.start_ns || jobs[i].start_ns >= w.end_ns)) continue;
+        start.push_back(jobs[i].start_ns - w.start_ns);
+        duration.push_back(jobs[i].duration_ns());
+        type.push_back(jobs[i].type);
+        micro_batch.push_back(jobs[i].micro_batch);
+        line.push_back(jobs[i].line);
+      }
+      EXPECT_FALSE(start.empty());
+      EXPECT_EQ(ints(device["start"]), start) << "step " << w.step << " device " << d;
+      EXPECT_EQ(ints(device["dur"]), duration);
+      EXPECT_EQ(ints(device["type"]), type);
+      EXPECT_EQ(ints(device["mb"]), micro_batch);
+      EXPECT_EQ(ints(device["line"]), line);
+      ++d;
+    }
+    EXPECT_EQ(d, r.run.devices.size());
+    ++e;
+  }
+
+  // A bound of 5 jobs: the drawn step 12 (4 jobs) first, then nothing else
+  // fits; the page says which steps can be picked and what the bound is.
+  options.steps = {2};
+  options.max_embedded_jobs = 5;
+  html = render_html_report(r.run, r.metrics, options);
+  ASSERT_EQ(parser.parse(embedded_json(html)).get(doc), simdjson::SUCCESS);
+  EXPECT_EQ(doc["steps"].get_array().size(), 1u);
+  EXPECT_EQ(std::int64_t(doc["steps"].at(0)["step"]), 12);
+  EXPECT_NE(html.find("1 of the 3 steps can be picked: steps 12. The report embeds at most 5 jobs"),
+            std::string::npos);
+  options.max_embedded_jobs = 8;
+  html = render_html_report(r.run, r.metrics, options);
+  EXPECT_NE(html.find("2 of the 3 steps can be picked: steps 10, 12."), std::string::npos);
+}
+
+// Type names are log bytes: the data stays valid JSON, and nothing in it can
+// end its script element or open a comment.
+TEST(HtmlReport, EmbeddedDataIsValidJsonThatCannotCloseItsElement) {
+  pipescope::Run run;
+  testing::add_job(run, 0, "forward</script><!--x", 0, 0, 10);
+  testing::add_job(run, 0, "backward\xff\"", 0, 10, 20);
+  run.finalize();
+  const Metrics metrics = compute_metrics(run);
+  HtmlOptions options;
+  options.steps = choose_html_steps(metrics, "");
+  const std::string html = render_html_report(run, metrics, options);
+  const std::string json = embedded_json(html);
+  ASSERT_FALSE(json.empty());
+  EXPECT_EQ(json.find('<'), std::string::npos);  // so no "</script" and no "<!--"
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(json).get(doc), simdjson::SUCCESS) << json;
+  EXPECT_EQ(std::string_view(doc["types"].at(0)["name"]), "forward</script><!--x");
+  EXPECT_EQ(std::string_view(doc["types"].at(1)["name"]), "backward\xEF\xBF\xBD\"");
+  // The script cannot end its element early or open a comment in it.
+  std::string script(html_report_script());
+  std::transform(script.begin(), script.end(), script.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  EXPECT_EQ(script.find("</script"), std::string::npos);
+  EXPECT_EQ(script.find("<!--"), std::string::npos);
+  EXPECT_NE(html.find("<script>" + std::string(html_report_script()) + "</script>"),
+            std::string::npos);
+}
+
+// The pipeline's figures per embedded step, worked out by hand (comm_jobs_test,
+// critical_path_test's rules). P = 2, M = 1, one stage per device:
+//   device 0: F0 [0,10) send_forward [10,14) recv_backward [14,40) B0 [40,50)
+//   device 1: recv_forward [3,16) F0 [16,26) B0 [26,36) send_backward [36,38)
+// Window [0,50). Bubbles (comm is not busy): device 0 interior [10,40) after
+// F0 (0), waiting for B0 (3), whose input is device 1's B0 (local 2);
+// device 1 fill [0,16) waiting for F0 (1), whose input is device 0's F0 (0),
+// and drain [36,50) after B0 (2). Comm: local, wait, transfer, data, peer.
+// Critical path: d0.j0 d1.j0 d1.j1 d1.j2 d0.j2 d0.j3, entered through a
+// dependency at d1.j0 and d0.j2, no wait.
+TEST(HtmlReport, EmbedsBubblesCommSplitsAndTheCriticalPath) {
+  pipescope::Run run;
+  testing::add_job(run, 0, "forward", 0, 0, 10);
+  testing::add_job(run, 0, "send_forward", 0, 10, 14);
+  testing::add_job(run, 0, "recv_backward", 0, 14, 40);
+  testing::add_job(run, 0, "backward", 0, 40, 50);
+  testing::add_job(run, 1, "recv_forward", 0, 3, 16);
+  testing::add_job(run, 1, "forward", 0, 16, 26);
+  testing::add_job(run, 1, "backward", 0, 26, 36);
+  testing::add_job(run, 1, "send_backward", 0, 36, 38);
+  run.finalize();
+  PipelineOptions pipeline_options;
+  pipeline_options.stages = "device";
+  const AnalyzedRun analysed = analyze_run(run, pipeline_options);
+  HtmlOptions options;
+  options.steps = {0};
+  options.pipeline = &analysed.pipeline;
+  const std::string html = render_html_report(run, analysed.metrics, options);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(embedded_json(html)).get(doc), simdjson::SUCCESS);
+  const simdjson::dom::element step = doc["steps"].at(0);
+  EXPECT_EQ(std::int64_t(step["window"]), 50);
+  const simdjson::dom::element d0 = step["devices"].at(0), d1 = step["devices"].at(1);
+  // Bubbles: start, length, kind, inherent (not checked here), before, after, input.
+  std::vector<std::int64_t> b = ints(d0["bubbles"]);
+  ASSERT_EQ(b.size(), 8u);
+  EXPECT_EQ((std::vector<std::int64_t>{b[0], b[1], b[2], b[4], b[5], b[6], b[7]}),
+            (std::vector<std::int64_t>{10, 30, 1, 0, 3, 1, 2}));
+  b = ints(d1["bubbles"]);
+  ASSERT_EQ(b.size(), 16u);
+  EXPECT_EQ((std::vector<std::int64_t>{b[0], b[1], b[2], b[4], b[5], b[6], b[7]}),
+            (std::vector<std::int64_t>{0, 16, 0, -1, 1, 0, 0}));
+  EXPECT_EQ((std::vector<std::int64_t>{b[8], b[9], b[10], b[12], b[13], b[14], b[15]}),
+            (std::vector<std::int64_t>{36, 14, 2, 2, -1, -1, -1}));
+  EXPECT_EQ(ints(d0["comm"]),
+            (std::vector<std::int64_t>{1, 0, 4, 1, 1, 1, 0, 2, 22, 4, 1, 2, 1, 3}));
+  EXPECT_EQ(ints(d1["comm"]),
+            (std::vector<std::int64_t>{0, 7, 6, 0, 0, 0, 1, 3, 0, 2, 0, 3, 0, 2}));
+  EXPECT_EQ(ints(step["critical"]),
+            (std::vector<std::int64_t>{0, 0, 0, 0, 1, 0, 0, 1, 1, 1, 0, 0,
+                                       1, 2, 0, 0, 0, 2, 0, 1, 0, 3, 0, 0}));
+}
+
 TEST(HtmlReport, BigStepStaysSmall) {
   // One step of 200,000 one-microsecond jobs per device: boxes narrower than
   // a pixel are merged, so the page stays far below one box per job.
@@ -434,6 +622,11 @@ TEST(HtmlReport, BigStepStaysSmall) {
   EXPECT_GT(boxes, 4u);
   EXPECT_LT(boxes, 4u * 2000u);
   EXPECT_NE(html.find("jobs over"), std::string::npos);  // merged boxes say how many jobs
+  // 800,000 jobs in one step: past the embedded bound, so no interactive
+  // timeline; the static one shows with scripts too (not in <noscript>).
+  EXPECT_EQ(embedded_json(html), "");
+  EXPECT_EQ(html.find("<noscript>"), std::string::npos);
+  EXPECT_EQ(html.find("id=\"explorer\""), std::string::npos);
 }
 
 }  // namespace
