@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -201,7 +202,7 @@ struct DeviceDigest {
 /// The step windows detection reads: the first ones. A layout does not
 /// change within a run, and the digest of a run of millions of jobs stays
 /// a few kilobytes per device (the dense 1 GB folder holds 41 k steps).
-constexpr std::int32_t kDigestSteps = 16;
+constexpr std::int32_t kDigestSteps = kLayoutSteps;
 
 DeviceDigest digest(const Device& device, const std::vector<std::int32_t>& steps,
                     const std::vector<JobRole>& roles) {
@@ -422,33 +423,53 @@ std::vector<int> divisors(std::int64_t n) {
 }
 
 /// Whether b runs a's jobs as a tensor-parallel peer: the same job list on
-/// the same machine, 90% of the jobs starting and ending within 5% of their
+/// the same machine, 90% of the jobs starting and ending within 5% of the
 /// length of a's (peers meet in an all-reduce inside every job, so they end
 /// together; data-parallel replicas drift apart by their own jitter, by more
-/// than guess_stage_map's quarter of a job allows to tell).
-bool tight_peers(const Device& a, const Device& b) {
-  if (a.machine != b.machine || a.jobs.size() != b.jobs.size() || a.jobs.empty()) return false;
-  std::size_t close = 0;
-  for (std::size_t i = 0; i < a.jobs.size(); ++i) {
+/// than guess_stage_map's quarter of a job allows to tell). Like the digests,
+/// it reads the jobs of the first kDigestSteps steps only: a layout does not
+/// change within a run, and so the layout needs only the head of each
+/// device's jobs (the partitioned analysis ships no more to decide it).
+bool tight_peers(const Device& a, std::span<const std::int32_t> steps_a, const Device& b,
+                 std::span<const std::int32_t> steps_b) {
+  if (a.machine != b.machine || a.jobs.empty()) return false;
+  const auto head = [](std::span<const std::int32_t> steps, std::size_t n, std::size_t i) {
+    while (i < n && i < steps.size() && (steps[i] < 0 || steps[i] >= kDigestSteps)) ++i;
+    return i < steps.size() ? i : n;
+  };
+  const std::size_t na = a.jobs.size(), nb = b.jobs.size();
+  std::size_t close = 0, compared = 0;
+  std::size_t i = head(steps_a, na, 0), j = head(steps_b, nb, 0);
+  for (; i < na && j < nb; i = head(steps_a, na, i + 1), j = head(steps_b, nb, j + 1)) {
     const Job& x = a.jobs[i];
-    const Job& y = b.jobs[i];
+    const Job& y = b.jobs[j];
     if (x.type != y.type || x.micro_batch != y.micro_batch) return false;
     const std::int64_t length = std::max(x.duration_ns(), y.duration_ns());
     const auto near = [&](std::int64_t p, std::int64_t q) {
       return (p > q ? p - q : q - p) * 20 <= length;
     };
     if (near(x.start_ns, y.start_ns) && near(x.end_ns, y.end_ns)) ++close;
+    ++compared;
   }
-  return close * 10 >= a.jobs.size() * 9;
+  // The same number of jobs: both lists end together.
+  if (i < na || j < nb || compared == 0) return false;
+  return close * 10 >= compared * 9;
 }
 
 /// The tensor-parallel size the peers show: every group of consecutive
 /// peers (tight_peers with the group's first device) starts at a multiple
 /// of it and none is larger, half of them at least full; else 1.
-int peer_group_size(const Run& run, const std::vector<std::int64_t>& rank_of) {
+int peer_group_size(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
+                    const std::vector<std::int64_t>& rank_of) {
+  const auto steps_of = [&](std::size_t d) {
+    return d < job_step.size() ? std::span<const std::int32_t>(job_step[d])
+                               : std::span<const std::int32_t>();
+  };
   std::vector<std::vector<std::size_t>> groups;
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    if (!groups.empty() && tight_peers(run.devices[groups.back().front()], run.devices[d])) {
+    const std::size_t first = groups.empty() ? 0 : groups.back().front();
+    if (!groups.empty() &&
+        tight_peers(run.devices[first], steps_of(first), run.devices[d], steps_of(d))) {
       groups.back().push_back(d);
     } else {
       groups.push_back({d});
@@ -604,7 +625,7 @@ Layout detect_layout(const Run& run, const std::vector<std::vector<std::int32_t>
   }
   Detector detector(run, job_step, roles);
   const std::vector<std::int64_t> rank_of = mesh_ranks(run);
-  const int peers = peer_group_size(run, rank_of);
+  const int peers = peer_group_size(run, job_step, rank_of);
 
   // Two numberings of the devices: their mesh ranks (machine × ranks per
   // machine + rank: a missing rank leaves a hole where it belongs), and

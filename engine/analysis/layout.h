@@ -133,6 +133,11 @@ struct Layout {
 /// "pp=4 × dp=8 × tp=8": every size, in that order.
 std::string describe_layout_shape(const LayoutShape& shape);
 
+/// Detection reads the jobs of the run's first kLayoutSteps steps only (and
+/// every device's place): the same layout comes from a run that holds only
+/// those jobs, which is all the partitioned analysis gathers to decide it.
+inline constexpr std::int32_t kLayoutSteps = 16;
+
 /// Finds the layout (see above). `job_step` is Metrics::job_step.
 Layout detect_layout(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
                      const std::vector<JobRole>& roles);

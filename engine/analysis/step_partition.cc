@@ -120,9 +120,11 @@ std::vector<std::size_t> part_job_indices(const Device& device,
   return out;
 }
 
-PartJobs cut_part(const Run& run, const TypeKinds& kinds,
-                  const std::vector<std::vector<std::int32_t>>& job_step, const StepPartition& plan,
-                  std::size_t part) {
+namespace {
+
+/// A part's Run: the run's types, segments and first step, every device's
+/// place, no job yet.
+PartJobs empty_part(const Run& run) {
   PartJobs out;
   out.run.types = run.types;
   out.run.first_step = run.first_step;
@@ -140,6 +142,35 @@ PartJobs cut_part(const Run& run, const TypeKinds& kinds,
     to.rank = from.rank;
     to.path = from.path;
     to.cut_ns = from.cut_ns;
+  }
+  return out;
+}
+
+}  // namespace
+
+PartJobs head_part(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
+                   std::int32_t steps) {
+  PartJobs out = empty_part(run);
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const auto& jobs = run.devices[d].jobs;
+    for (std::size_t i = 0; i < jobs.size() && i < job_step[d].size(); ++i) {
+      if (job_step[d][i] < 0 || job_step[d][i] >= steps) continue;
+      out.run.devices[d].jobs.push_back(jobs[i]);
+      out.job_step[d].push_back(job_step[d][i]);
+      out.job_index[d].push_back(i);
+      ++out.owned_jobs;
+    }
+  }
+  return out;
+}
+
+PartJobs cut_part(const Run& run, const TypeKinds& kinds,
+                  const std::vector<std::vector<std::int32_t>>& job_step, const StepPartition& plan,
+                  std::size_t part) {
+  PartJobs out = empty_part(run);
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const Device& from = run.devices[d];
+    Device& to = out.run.devices[d];
     for (const std::size_t i : part_job_indices(from, job_step[d], kinds, plan, part)) {
       to.jobs.push_back(from.jobs[i]);
       out.job_step[d].push_back(job_step[d][i]);

@@ -116,4 +116,10 @@ PartJobs cut_part(const Run& run, const TypeKinds& kinds,
                   const std::vector<std::vector<std::int32_t>>& job_step, const StepPartition& plan,
                   std::size_t part);
 
+/// The jobs of steps [0, steps) of every device (Run order kept), as a
+/// part holds them: what whole-run decisions that read only a run's head
+/// (the layout: layout.h kLayoutSteps) are taken from.
+PartJobs head_part(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
+                   std::int32_t steps);
+
 }  // namespace pipescope

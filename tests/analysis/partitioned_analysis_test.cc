@@ -246,9 +246,20 @@ std::uint64_t check_every_split(const Run& run, const std::string& what) {
       const Partitioned p = partitioned_analysis(run, parts, top_n);
       expect_same(p.metrics, whole, label);
       expect_same(p.bubbles, summarize_bubbles(run, whole, top_n), label);
-      // Dependencies and the clock evidence they give.
+      // The layout from the run's head only is the whole run's.
       const std::vector<JobRole> roles = classify_job_roles(run.types);
-      const StageMap stages = detect_layout(run, whole.job_step, roles).stages;
+      const Layout layout = detect_layout(run, whole.job_step, roles);
+      const PartJobs head = head_part(run, whole.job_step, kLayoutSteps);
+      const Layout from_head = detect_layout(head.run, head.job_step, roles);
+      EXPECT_EQ(from_head.method, layout.method) << label;
+      EXPECT_EQ(describe_layout_shape(from_head.shape), describe_layout_shape(layout.shape))
+          << label;
+      EXPECT_EQ(from_head.shape.order, layout.shape.order) << label;
+      EXPECT_EQ(from_head.stages.stage_of, layout.stages.stage_of) << label;
+      EXPECT_EQ(from_head.replicas, layout.replicas) << label;
+      EXPECT_EQ(from_head.reason, layout.reason) << label;
+      // Dependencies and the clock evidence they give.
+      const StageMap& stages = layout.stages;
       const ScheduleReport schedule = detect_run_schedule(run, whole, stages, roles);
       const StagePlacement placement = schedule.detection.id && schedule.detection.chunks == 2
                                            ? schedule_entry(*schedule.detection.id).placement
@@ -323,6 +334,10 @@ TEST(PartitionedAnalysis, TwoMachinesWithSkew) {
   const pipescope::Run run = testing::run_from_simulation(config);
   ASSERT_EQ(run.devices.back().machine, 1);
   check_every_split(run, "two machines, skew");
+  // More steps than the layout reads (its head), with replicas to tell apart.
+  config.steps = kLayoutSteps + 6;
+  const pipescope::Run longer = testing::run_from_simulation(config);
+  check_every_split(longer, "two machines, skew, 22 steps");
   // The evidence is there to combine: violations beyond noise on the pair.
   const Metrics m = compute_metrics(run);
   const std::vector<JobRole> roles = classify_job_roles(run.types);
