@@ -63,18 +63,37 @@ class ChainSet {
   std::vector<std::size_t> used_;
 };
 
+/// Which steps walk_paths walks and what it keeps of them.
+struct WalkScope {
+  /// Steps [first, last) of Metrics::steps; the run may hold other steps'
+  /// jobs too (a part of the partitioned analysis), which are passed over.
+  std::size_t first = 0;
+  std::size_t last = std::numeric_limits<std::size_t>::max();
+  /// When not null: which of those steps to walk.
+  const std::vector<bool>* only = nullptr;
+  /// The step whose path keeps its jobs in a summary, when the caller knows
+  /// it (longest_critical_step over the whole run); else found here.
+  std::optional<std::optional<std::size_t>> keep;
+  /// The jobs' indices in the whole run (PartJobs::job_index), for the
+  /// JobRefs returned; null: the run's own.
+  const std::vector<std::vector<std::uint64_t>>* job_index = nullptr;
+};
+
 /// The entry points: every path's jobs kept, or only the longest complete
-/// step's (`summary`); `only` (when not null) says which steps to walk.
+/// step's (`summary`).
 CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const StageMap& stages,
                                const Dependencies& deps, const std::vector<JobRole>& roles,
-                               bool summary, const std::vector<bool>* only = nullptr) {
+                               bool summary, const WalkScope& scope = {}) {
   CriticalPathSummary out;
   std::vector<CriticalPath>& paths = out.paths;
   const std::size_t devices = std::min(run.devices.size(), metrics.job_step.size());
-  const std::size_t steps = metrics.steps.size();
+  const std::size_t first = std::min(scope.first, metrics.steps.size());
+  const std::size_t steps = std::min(scope.last, metrics.steps.size()) - first;  // walked
+  const std::vector<bool>* only = scope.only;
 
   // The job that ends each step (latest end; ties: lower device, earlier
-  // job): each device's own in parallel, then the devices in order.
+  // job): each device's own in parallel, then the devices in order. Indexed
+  // by k - first.
   std::vector<std::vector<std::optional<JobRef>>> device_last(devices);
   tbb::parallel_for(std::size_t{0}, devices, [&](std::size_t d) {
     const auto& jobs = run.devices[d].jobs;
@@ -82,8 +101,8 @@ CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const Sta
     last.assign(steps, std::nullopt);
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       const auto k = static_cast<std::size_t>(metrics.job_step[d][i]);
-      if (k >= steps) continue;
-      auto& best = last[k];
+      if (k < first || k - first >= steps) continue;
+      auto& best = last[k - first];
       if (!best || jobs[i].end_ns > jobs[best->job].end_ns) {
         best = JobRef{static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(i)};
       }
@@ -107,12 +126,23 @@ CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const Sta
   // The longest complete step with a path, known before any is walked (as
   // the reports choose it: the first of equal windows).
   std::optional<std::size_t> longest_step;
-  for (std::size_t k = 0; k < steps; ++k) {
-    if (!last[k] || metrics.steps[k].window_ns() <= 0 || !metrics.steps[k].complete) continue;
-    if (!longest_step || metrics.steps[k].window_ns() > metrics.steps[*longest_step].window_ns()) {
-      longest_step = k;
+  if (scope.keep) {
+    longest_step = *scope.keep;
+  } else {
+    for (std::size_t j = 0; j < steps; ++j) {
+      const std::size_t k = first + j;
+      if (!last[j] || metrics.steps[k].window_ns() <= 0 || !metrics.steps[k].complete) continue;
+      if (!longest_step ||
+          metrics.steps[k].window_ns() > metrics.steps[*longest_step].window_ns()) {
+        longest_step = k;
+      }
     }
   }
+  const auto global = [&](JobRef r) {
+    return scope.job_index == nullptr
+               ? r
+               : JobRef{r.device, static_cast<std::uint32_t>((*scope.job_index)[r.device][r.job])};
+  };
   std::vector<std::vector<JobRef>> hops(summary ? steps : 0);
   auto job_of = [&](JobRef r) -> const Job& { return run.devices[r.device].jobs[r.job]; };
   // Steps are independent: each path into its own slot, kept in step order.
@@ -122,14 +152,15 @@ CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const Sta
       [&](const tbb::blocked_range<std::size_t>& range) {
         ChainSet on_chain;
         std::vector<std::pair<JobRef, bool>> chain;  // backwards
-        for (std::size_t k = range.begin(); k != range.end(); ++k) {
-          if (!last[k] || metrics.steps[k].window_ns() <= 0) continue;
+        for (std::size_t j = range.begin(); j != range.end(); ++j) {
+          const std::size_t k = first + j;
+          if (!last[j] || metrics.steps[k].window_ns() <= 0) continue;
           if (only != nullptr && (k >= only->size() || !(*only)[k])) continue;
           CriticalPath path;
           path.step = k;
           path.stage_ns.assign(p, 0);
           chain.clear();
-          JobRef at = *last[k];
+          JobRef at = *last[j];
           bool via = false;
           // A path is a chain of distinct jobs. On sound data each hop moves to an
           // earlier-ending job; with a wrong stage map the implied dependencies and
@@ -168,7 +199,7 @@ CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const Sta
             const JobRef r = chain[i].first;
             const Job& job = job_of(r);
             CriticalPathJob entry;
-            entry.job = r;
+            entry.job = global(r);
             entry.stage = r.device < stages.stage_of.size() ? stages.stage_of[r.device] : 0;
             // The part of the job on the path. A blocking recv is posted early
             // and waits inside itself for its data: entered through its input,
@@ -198,11 +229,11 @@ CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const Sta
           path.job_count = path.jobs.size();
           if (summary) {
             for (const CriticalPathJob& entry : path.jobs) {
-              if (entry.via_dependency) hops[k].push_back(entry.job);
+              if (entry.via_dependency) hops[j].push_back(entry.job);
             }
             if (k != longest_step) std::vector<CriticalPathJob>().swap(path.jobs);
           }
-          found[k] = std::move(path);
+          found[j] = std::move(path);
         }
       });
   for (std::optional<CriticalPath>& path : found) {
@@ -236,13 +267,49 @@ std::vector<CriticalPath> critical_paths_of_steps(const Run& run, const Metrics&
   for (const std::size_t k : steps) {
     if (k < only.size()) only[k] = true;
   }
-  return walk_paths(run, metrics, stages, deps, roles, /*summary=*/false, &only).paths;
+  WalkScope scope;
+  scope.only = &only;
+  return walk_paths(run, metrics, stages, deps, roles, /*summary=*/false, scope).paths;
 }
 
 CriticalPathSummary summarize_critical_paths(const Run& run, const Metrics& metrics,
                                              const StageMap& stages, const Dependencies& deps,
                                              const std::vector<JobRole>& roles) {
   return walk_paths(run, metrics, stages, deps, roles, /*summary=*/true);
+}
+
+std::optional<std::size_t> longest_critical_step(std::span<const StepWindow> steps,
+                                                 const std::vector<char>& has_job) {
+  std::optional<std::size_t> longest;
+  for (std::size_t k = 0; k < steps.size() && k < has_job.size(); ++k) {
+    if (!has_job[k] || steps[k].window_ns() <= 0 || !steps[k].complete) continue;
+    if (!longest || steps[k].window_ns() > steps[*longest].window_ns()) longest = k;
+  }
+  return longest;
+}
+
+CriticalPathSummary summarize_critical_path_range(
+    const Run& run, const Metrics& metrics, const StageMap& stages, const Dependencies& deps,
+    const std::vector<JobRole>& roles, std::size_t first, std::size_t last,
+    std::optional<std::size_t> keep_jobs_of,
+    const std::vector<std::vector<std::uint64_t>>* job_index) {
+  WalkScope scope;
+  scope.first = first;
+  scope.last = last;
+  scope.keep = keep_jobs_of;
+  scope.job_index = job_index;
+  return walk_paths(run, metrics, stages, deps, roles, /*summary=*/true, scope);
+}
+
+void append_critical_paths(CriticalPathSummary& into, CriticalPathSummary&& part) {
+  if (part.longest) into.longest = into.paths.size() + *part.longest;
+  for (CriticalPath& path : part.paths) into.paths.push_back(std::move(path));
+  into.via_dependency.insert(into.via_dependency.end(), part.via_dependency.begin(),
+                             part.via_dependency.end());
+  std::sort(into.via_dependency.begin(), into.via_dependency.end(),
+            [](const JobRef& a, const JobRef& b) {
+              return std::tie(a.device, a.job) < std::tie(b.device, b.job);
+            });
 }
 
 }  // namespace pipescope

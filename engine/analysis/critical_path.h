@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "analysis/dependencies.h"
@@ -87,5 +88,28 @@ struct CriticalPathSummary {
 CriticalPathSummary summarize_critical_paths(const Run& run, const Metrics& metrics,
                                              const StageMap& stages, const Dependencies& deps,
                                              const std::vector<JobRole>& roles);
+
+/// The step whose path the summary keeps with its jobs: the longest
+/// complete step with a job (`has_job`: StepEdges::has_job) and a non-empty
+/// window, the first of equal windows.
+std::optional<std::size_t> longest_critical_step(std::span<const StepWindow> steps,
+                                                 const std::vector<char>& has_job);
+
+/// summarize_critical_paths over steps [first, last) of metrics.steps only,
+/// for a part of the partitioned analysis (analysis/step_partition.h): `run`
+/// holds the part's jobs, `metrics.job_step` their steps and `metrics.steps`
+/// every window; `deps` the part's dependencies. The path of `keep_jobs_of`
+/// (longest_critical_step of the whole run) keeps its jobs; the JobRefs
+/// returned are the whole run's through `job_index` (PartJobs::job_index).
+/// A part's paths are the whole run's for its steps: a walk reads the jobs
+/// of one step and their neighbours on each device, which a part holds.
+CriticalPathSummary summarize_critical_path_range(
+    const Run& run, const Metrics& metrics, const StageMap& stages, const Dependencies& deps,
+    const std::vector<JobRole>& roles, std::size_t first, std::size_t last,
+    std::optional<std::size_t> keep_jobs_of,
+    const std::vector<std::vector<std::uint64_t>>* job_index);
+
+/// Appends the next steps' summary (in step order) to `into`.
+void append_critical_paths(CriticalPathSummary& into, CriticalPathSummary&& part);
 
 }  // namespace pipescope

@@ -10,6 +10,7 @@
 
 #include "analysis/bubbles.h"
 #include "analysis/clock_skew.h"
+#include "analysis/critical_path.h"
 #include "analysis/dependencies.h"
 #include "analysis/job_role.h"
 #include "analysis/layout.h"
@@ -37,6 +38,8 @@ struct Partitioned {
   ClockReport clock;
   /// The schedule from the parts' votes and sums.
   ScheduleReport schedule;
+  /// The critical paths of each part's steps, appended in step order.
+  CriticalPathSummary paths;
   StepPartition plan;
   std::uint64_t halo_jobs = 0;  ///< jobs a part holds for their overlap only
 };
@@ -94,9 +97,20 @@ Partitioned partitioned_analysis(const Run& run, std::size_t parts, std::size_t 
   ScheduleVotes votes;
   OpSums sums;
   constexpr std::int64_t kNoise = 100'000;
+  const std::optional<std::size_t> keep = longest_critical_step(m.steps, edges.has_job);
   for (std::size_t p = 0; p < parts; ++p) {
     const PartJobs& part = held[p];
     const std::size_t first = out.plan.bounds[p], last = out.plan.bounds[p + 1];
+    {
+      Metrics part_metrics;  // every window, the part's jobs' steps
+      part_metrics.steps = m.steps;
+      part_metrics.job_step = part.job_step;
+      const Dependencies part_deps =
+          find_dependencies(part.run, part.job_step, stages, roles, placement);
+      append_critical_paths(
+          out.paths, summarize_critical_path_range(part.run, part_metrics, stages, part_deps, roles,
+                                                   first, last, keep, &part.job_index));
+    }
     votes.add(vote_schedules(part.run, part.job_step, m.steps, first, last, stages, roles));
     sums.add(op_sums(part.run, roles, &part.job_step, first, last));
     std::vector<Dependency> local;  // the part's own consumers, in its indices
@@ -233,6 +247,29 @@ void expect_same(const ClockReport& a, const ClockReport& b, const std::string& 
   }
 }
 
+void expect_same(const CriticalPathSummary& a, const CriticalPathSummary& b,
+                 const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(a.longest, b.longest);
+  EXPECT_EQ(a.via_dependency, b.via_dependency);
+  ASSERT_EQ(a.paths.size(), b.paths.size());
+  for (std::size_t i = 0; i < a.paths.size(); ++i) {
+    const CriticalPath &x = a.paths[i], &y = b.paths[i];
+    EXPECT_EQ(x.step, y.step) << i;
+    EXPECT_EQ(x.job_count, y.job_count) << i;
+    EXPECT_EQ(x.lead_in_ns, y.lead_in_ns) << i;
+    EXPECT_EQ(x.wait_ns, y.wait_ns) << i;
+    EXPECT_EQ(x.stage_ns, y.stage_ns) << i;
+    ASSERT_EQ(x.jobs.size(), y.jobs.size()) << i;
+    for (std::size_t j = 0; j < x.jobs.size(); ++j) {
+      EXPECT_EQ(x.jobs[j].job, y.jobs[j].job) << i << "/" << j;
+      EXPECT_EQ(x.jobs[j].wait_ns, y.jobs[j].wait_ns) << i << "/" << j;
+      EXPECT_EQ(x.jobs[j].stage, y.jobs[j].stage) << i << "/" << j;
+      EXPECT_EQ(x.jobs[j].via_dependency, y.jobs[j].via_dependency) << i << "/" << j;
+    }
+  }
+}
+
 /// Every split of 1 to 4 parts, and more parts than steps (empty parts).
 std::uint64_t check_every_split(const Run& run, const std::string& what) {
   const Metrics whole = compute_metrics(run);
@@ -272,6 +309,7 @@ std::uint64_t check_every_split(const Run& run, const std::string& what) {
         EXPECT_EQ(p.dependencies[i].consumer, list[i].consumer) << label << " " << i;
       }
       expect_same(p.clock, estimate_clock_offsets(run, deps, 100'000), label);
+      expect_same(p.paths, summarize_critical_paths(run, whole, stages, deps, roles), label);
       EXPECT_TRUE(p.schedule.detection == schedule.detection) << label;
       EXPECT_EQ(p.schedule.steps_agreeing, schedule.steps_agreeing) << label;
       EXPECT_EQ(p.schedule.steps_examined, schedule.steps_examined) << label;
