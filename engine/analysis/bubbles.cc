@@ -183,6 +183,11 @@ void for_each_bubble(const Run& run, const Metrics& metrics,
     device_bubbles(run, metrics, kinds, d, visit);
 }
 
+void for_each_device_bubble(const Run& run, const Metrics& metrics, std::size_t device,
+                            const std::function<void(const Bubble&)>& visit) {
+  device_bubbles(run, metrics, TypeKinds(run.types), device, visit);
+}
+
 BubbleSummary summarize_bubbles(const Run& run, const Metrics& metrics, std::size_t top_n) {
   BubbleSummary summary;
   const std::size_t devices = run.devices.size();

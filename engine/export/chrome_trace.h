@@ -46,6 +46,13 @@ struct TraceOptions {
 void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,
                         const std::string& path);
 
+/// The bytes write_chrome_trace would write, without writing: the small
+/// sections formatted whole, the jobs, bubbles, log events and flows from a
+/// sample (trace_content.h) scaled by their count, so exact for a run whose
+/// bulk fits the sample. Milliseconds for millions of jobs.
+std::uint64_t estimate_chrome_trace_bytes(const Run& run, const Metrics& metrics,
+                                          const TraceOptions& options);
+
 /// Appends `ns` as microseconds with exactly three decimals, e.g. 1234567 ->
 /// "1234.567", -1 -> "-0.001". Exact for every int64.
 void append_ns_as_us(fmt::memory_buffer& out, std::int64_t ns);
