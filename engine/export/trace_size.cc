@@ -13,8 +13,10 @@ namespace {
 
 constexpr std::string_view kGuideSection = "docs/guide.md, \"Traces of big runs\"";
 
-// "about 1518 MiB": sizes and limits alike in binary megabytes, the unit of the limits.
+// "1518 MiB": sizes and limits alike in binary megabytes, the unit of the
+// limits; "20000 bytes" below one (a test's limits).
 std::string mib(std::uint64_t bytes) {
+  if (bytes < (std::uint64_t{1} << 20)) return fmt::format("{} bytes", bytes);
   return fmt::format("{} MiB", (bytes + (std::uint64_t{1} << 19)) >> 20);
 }
 

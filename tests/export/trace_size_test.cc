@@ -250,8 +250,10 @@ TEST(TracePlan, NothingToLeaveOutWritesTheWholeRunAndWarns) {
   EXPECT_TRUE(few.whole_over_limit);
   const std::vector<std::string> notes = trace_plan_notes(a.metrics, {few});
   ASSERT_EQ(notes.size(), 1u);
-  EXPECT_NE(notes[0].find("warning: trace.json will be about 0 MiB, past the limit of 0 MiB"),
-            std::string::npos)
+  EXPECT_EQ(notes[0].find(fmt::format("warning: trace.json will be about {} bytes, past the limit "
+                                      "of 1 bytes",
+                                      few.estimated_full_bytes)),
+            0u)
       << notes[0];
   EXPECT_NE(notes[0].find("are all of its 2 steps"), std::string::npos) << notes[0];
 
@@ -286,7 +288,7 @@ TEST(TracePlan, OneLineForBothTracesHeldToTheirLimits) {
                            ", each with a step on each side)"),
             0u)
       << only_json;
-  EXPECT_NE(only_json.find("past the limit of 0 MiB"), std::string::npos) << only_json;
+  EXPECT_NE(only_json.find("past the limit of 1 bytes"), std::string::npos) << only_json;
   EXPECT_NE(only_json.find("--steps all writes every step"), std::string::npos) << only_json;
   EXPECT_EQ(only_json.find("pftrace"), std::string::npos) << only_json;
 
@@ -295,7 +297,8 @@ TEST(TracePlan, OneLineForBothTracesHeldToTheirLimits) {
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_EQ(notes[0].find("trace.json and trace.pftrace hold steps " + plans[0].figures->steps), 0u)
       << notes[0];
-  EXPECT_NE(notes[0].find("past their limits of 0 MiB and 0 MiB"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("past their limits of 1 bytes and 1 bytes"), std::string::npos)
+      << notes[0];
 }
 
 TEST(TraceLimits, DefaultsOrTheTestVariable) {
