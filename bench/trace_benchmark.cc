@@ -94,12 +94,16 @@ void run_estimate(benchmark::State& state, Estimate estimate) {
 }
 
 void BM_PerfettoTraceEstimate(benchmark::State& state) {
-  run_estimate(state, estimate_perfetto_trace_bytes);
+  run_estimate(state, [](const Run& run, const Metrics& metrics, const TraceOptions& options) {
+    return estimate_perfetto_trace_bytes(run, metrics, options);
+  });
 }
 BENCHMARK(BM_PerfettoTraceEstimate)->Arg(1 << 14)->Arg(1 << 19)->Unit(benchmark::kMillisecond);
 
 void BM_ChromeTraceEstimate(benchmark::State& state) {
-  run_estimate(state, estimate_chrome_trace_bytes);
+  run_estimate(state, [](const Run& run, const Metrics& metrics, const TraceOptions& options) {
+    return estimate_chrome_trace_bytes(run, metrics, options);
+  });
 }
 BENCHMARK(BM_ChromeTraceEstimate)->Arg(1 << 14)->Arg(1 << 19)->Unit(benchmark::kMillisecond);
 

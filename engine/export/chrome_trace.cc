@@ -324,10 +324,12 @@ class ChromeWriter {
   ChromeWriter(const Run& run, const Metrics& metrics, const TraceOptions& options,
                AtomicFile& file)
       : ChromeWriter(run, metrics, options, &file, file.buffer()) {}
-  // Writes nothing: measure() formats into `scratch`.
+  // Writes nothing: measure() formats into `scratch`, `sample` of the bulk.
   ChromeWriter(const Run& run, const Metrics& metrics, const TraceOptions& options,
-               fmt::memory_buffer& scratch)
-      : ChromeWriter(run, metrics, options, nullptr, scratch) {}
+               fmt::memory_buffer& scratch, TraceSampleSize sample)
+      : ChromeWriter(run, metrics, options, nullptr, scratch) {
+    sample_ = sample;
+  }
 
   void write() {
     w_.begin_object();
@@ -453,7 +455,7 @@ class ChromeWriter {
   std::uint64_t measure_jobs() const {
     const JobEventText text(run_, metrics_, options_, layout_, lanes_, origin_ns_);
     const TraceJobSample sample = sample_job_pieces(
-        run_, metrics_, options_.steps, trace_job_pieces(run_, kJobsPerPiece), kSampledJobPieces);
+        run_, metrics_, options_.steps, trace_job_pieces(run_, kJobsPerPiece), sample_.job_pieces);
     fmt::memory_buffer out;
     std::uint64_t bytes = 0;
     for (const TraceJobRange& piece : sample.pieces) {
@@ -468,7 +470,7 @@ class ChromeWriter {
   // `count` items, scaled to all of them; the buffer is left as it was.
   template <typename WriteOne>
   std::uint64_t measure_items(std::uint64_t count, WriteOne write_one) {
-    const std::uint64_t stride = sample_stride(count, kSampledItems);
+    const std::uint64_t stride = sample_stride(count, sample_.items);
     const std::size_t before = scratch_.size();
     std::uint64_t sampled = 0;
     for (std::uint64_t k = sample_start(stride); k < count; k += stride) {
@@ -535,7 +537,7 @@ class ChromeWriter {
 
   std::uint64_t measure_bubbles() const {
     const BubbleEventText text(metrics_, layout_, lanes_, origin_ns_);
-    const TraceBubbleSample sample = sample_bubbles(run_, metrics_, options_.steps, kSampledItems);
+    const TraceBubbleSample sample = sample_bubbles(run_, metrics_, options_.steps, sample_.items);
     fmt::memory_buffer out;
     for (const Bubble& bubble : sample.bubbles) text.format(bubble, out);
     return scaled_bytes(out.size(), sample.bubbles.size(), sample.count);
@@ -601,6 +603,7 @@ class ChromeWriter {
   const std::vector<std::string> lanes_;  // lane_texts(layout_)
   AtomicFile* file_;                      // null when measuring
   fmt::memory_buffer& scratch_;           // the file's buffer, or measure()'s
+  TraceSampleSize sample_;                // what measure() formats of the bulk
   EventWriter out_;
   JsonWriter& w_;
 };
@@ -613,9 +616,9 @@ void append_ns_as_us(fmt::memory_buffer& out, std::int64_t ns) {
 }
 
 std::uint64_t estimate_chrome_trace_bytes(const Run& run, const Metrics& metrics,
-                                          const TraceOptions& options) {
+                                          const TraceOptions& options, TraceSampleSize sample) {
   fmt::memory_buffer scratch;
-  return ChromeWriter(run, metrics, options, scratch).measure();
+  return ChromeWriter(run, metrics, options, scratch, sample).measure();
 }
 
 void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,

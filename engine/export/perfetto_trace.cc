@@ -418,15 +418,16 @@ class PerfettoWriter {
         file_(&file),
         scratch_(file.buffer()),
         out_(file) {}
-  // Writes nothing: measure() formats into `scratch`.
+  // Writes nothing: measure() formats into `scratch`, `sample` of the bulk.
   PerfettoWriter(const Run& run, const Metrics& metrics, const TraceOptions& options,
-                 fmt::memory_buffer& scratch)
+                 fmt::memory_buffer& scratch, TraceSampleSize sample)
       : run_(run),
         metrics_(metrics),
         options_(options),
         layout_(run, options.pipeline != nullptr),
         kinds_(run),
         scratch_(scratch),
+        sample_(sample),
         out_(scratch) {}
 
   void write() {
@@ -668,7 +669,7 @@ class PerfettoWriter {
     const JobPackets packets({run_, metrics_, options_.steps, layout_, kinds_, origin_ns_,
                               first_lane_uuid_, names, flows_});
     const TraceJobSample sample = sample_job_pieces(
-        run_, metrics_, options_.steps, trace_job_pieces(run_, kJobsPerPiece), kSampledJobPieces);
+        run_, metrics_, options_.steps, trace_job_pieces(run_, kJobsPerPiece), sample_.job_pieces);
     fmt::memory_buffer out;
     std::uint64_t bytes = 0;
     for (const TraceJobRange& piece : sample.pieces) {
@@ -743,7 +744,7 @@ class PerfettoWriter {
   // `count` items, scaled to all of them; the buffer is left as it was.
   template <typename WriteOne>
   std::uint64_t measure_items(std::uint64_t count, WriteOne write_one) {
-    const std::uint64_t stride = sample_stride(count, kSampledItems);
+    const std::uint64_t stride = sample_stride(count, sample_.items);
     const std::size_t before = scratch_.size();
     std::uint64_t sampled = 0;
     for (std::uint64_t k = sample_start(stride); k < count; k += stride) {
@@ -788,7 +789,7 @@ class PerfettoWriter {
   }
 
   std::uint64_t measure_bubbles() const {
-    const TraceBubbleSample sample = sample_bubbles(run_, metrics_, options_.steps, kSampledItems);
+    const TraceBubbleSample sample = sample_bubbles(run_, metrics_, options_.steps, sample_.items);
     fmt::memory_buffer out;
     for (const Bubble& bubble : sample.bubbles) format_bubble(bubble, out);
     return scaled_bytes(out.size(), sample.bubbles.size(), sample.count);
@@ -822,6 +823,7 @@ class PerfettoWriter {
   const TraceJobKinds kinds_;
   AtomicFile* file_ = nullptr;   // null when measuring
   fmt::memory_buffer& scratch_;  // the file's buffer, or measure()'s
+  TraceSampleSize sample_;       // what measure() formats of the bulk
   PacketWriter out_;
   bool first_packet_ = true;
   std::int64_t origin_ns_ = 0;
@@ -850,9 +852,9 @@ class PerfettoWriter {
 }  // namespace
 
 std::uint64_t estimate_perfetto_trace_bytes(const Run& run, const Metrics& metrics,
-                                            const TraceOptions& options) {
+                                            const TraceOptions& options, TraceSampleSize sample) {
   fmt::memory_buffer scratch;
-  return PerfettoWriter(run, metrics, options, scratch).measure();
+  return PerfettoWriter(run, metrics, options, scratch, sample).measure();
 }
 
 void write_perfetto_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,

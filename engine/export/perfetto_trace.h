@@ -45,6 +45,7 @@ void write_perfetto_trace(const Run& run, const Metrics& metrics, const TraceOpt
 /// The bytes write_perfetto_trace would write, without writing, estimated as
 /// estimate_chrome_trace_bytes (chrome_trace.h) estimates the Chrome trace's.
 std::uint64_t estimate_perfetto_trace_bytes(const Run& run, const Metrics& metrics,
-                                            const TraceOptions& options);
+                                            const TraceOptions& options,
+                                            TraceSampleSize sample = {});
 
 }  // namespace pipescope

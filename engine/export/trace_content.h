@@ -68,14 +68,10 @@ struct TraceJobRange {
 std::vector<TraceJobRange> trace_job_pieces(const Run& run, std::size_t jobs_per_piece);
 
 // ---- The size of a trace before it is written (trace_size.h): the writers
-// format the small sections whole and, of the bulk (jobs, bubbles, log
-// events, flows), a sample that they scale by the count. A run whose bulk
-// fits the sample is measured to the byte.
-
-/// Job pieces formatted for an estimate, and the other items (bubbles, log
-/// events, dependencies) of each kind.
-inline constexpr std::size_t kSampledJobPieces = 16;
-inline constexpr std::size_t kSampledItems = 4096;
+// format the small sections whole and, of the bulk (jobs, steps, bubble
+// counters, bubbles, log events, flows), a sample (TraceSampleSize,
+// chrome_trace.h) that they scale by the count. A run whose bulk fits the
+// sample is measured to the byte.
 
 /// The pieces of `pieces` that hold a selected job, every stride-th of them
 /// (from sample_start) formatted for an estimate, at most `max_pieces`.

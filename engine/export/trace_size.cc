@@ -66,9 +66,10 @@ TraceLimits trace_limits_from_environment() {
 }
 
 std::uint64_t estimate_trace_bytes(const Run& run, const Metrics& metrics,
-                                   const TraceOptions& options, TraceFormat format) {
-  return format == TraceFormat::json ? estimate_chrome_trace_bytes(run, metrics, options)
-                                     : estimate_perfetto_trace_bytes(run, metrics, options);
+                                   const TraceOptions& options, TraceFormat format,
+                                   TraceSampleSize sample) {
+  return format == TraceFormat::json ? estimate_chrome_trace_bytes(run, metrics, options, sample)
+                                     : estimate_perfetto_trace_bytes(run, metrics, options, sample);
 }
 
 TracePlan plan_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,

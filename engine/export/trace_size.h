@@ -62,7 +62,8 @@ TraceLimits trace_limits_from_environment();
 /// The bytes trace `format` of `options` would have (estimate_chrome_trace_bytes,
 /// estimate_perfetto_trace_bytes).
 std::uint64_t estimate_trace_bytes(const Run& run, const Metrics& metrics,
-                                   const TraceOptions& options, TraceFormat format);
+                                   const TraceOptions& options, TraceFormat format,
+                                   TraceSampleSize sample = {});
 
 /// What one trace holds.
 struct TracePlan {
