@@ -1,7 +1,9 @@
 // Micro-benchmarks of the trace writers: the native Perfetto protobuf
 // (trace.pftrace) and the Chrome JSON trace, on the same synthetic run, so
 // their events/s and bytes per job can be compared. Files go to the system
-// temp folder (page cache: this measures the writers, not the disk).
+// temp folder (page cache: this measures the writers, not the disk). And
+// their size estimates (export/trace_size.h), which `analyze` runs before a
+// trace it writes without --steps.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 #include <string>
 
 #include "analysis/metrics.h"
+#include "analysis/pipeline.h"
 #include "export/chrome_trace.h"
 #include "export/perfetto_trace.h"
 #include "model/run.h"
@@ -75,6 +78,34 @@ void BM_ChromeTraceWrite(benchmark::State& state) {
   run_writer(state, write_chrome_trace, ".json");
 }
 BENCHMARK(BM_ChromeTraceWrite)->Arg(1 << 14)->Unit(benchmark::kMillisecond);
+
+// With pipeline analysis, as `analyze` estimates: every bubble is counted.
+template <typename Estimate>
+void run_estimate(benchmark::State& state, Estimate estimate) {
+  const Run run = make_run(state.range(0));
+  const Metrics metrics = compute_metrics(run);
+  const PipelineAnalysis pipeline;
+  TraceOptions options;
+  options.pipeline = &pipeline;
+  std::uint64_t bytes = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(bytes = estimate(run, metrics, options));
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(run.job_count()));
+  state.counters["estimated_bytes"] = static_cast<double>(bytes);
+}
+
+void BM_PerfettoTraceEstimate(benchmark::State& state) {
+  run_estimate(state, [](const Run& run, const Metrics& metrics, const TraceOptions& options) {
+    return estimate_perfetto_trace_bytes(run, metrics, options);
+  });
+}
+BENCHMARK(BM_PerfettoTraceEstimate)->Arg(1 << 14)->Arg(1 << 19)->Unit(benchmark::kMillisecond);
+
+void BM_ChromeTraceEstimate(benchmark::State& state) {
+  run_estimate(state, [](const Run& run, const Metrics& metrics, const TraceOptions& options) {
+    return estimate_chrome_trace_bytes(run, metrics, options);
+  });
+}
+BENCHMARK(BM_ChromeTraceEstimate)->Arg(1 << 14)->Arg(1 << 19)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace pipescope

@@ -111,6 +111,25 @@ void check_outputs_are_not_inputs(const AnalyzeOptions& options,
   }
 }
 
+/// What each trace to write holds (export/trace_size.h): decided before
+/// anything is written, so that summary.json can say so.
+std::vector<TracePlan> plan_traces(const Run& run, const Metrics& metrics,
+                                   const TraceOptions& trace, const AnalyzeOptions& options) {
+  TraceLimits limits;
+  try {
+    limits = trace_limits_from_environment();
+  } catch (const std::invalid_argument& e) {
+    throw InputError(e.what());
+  }
+  const bool steps_given = !options.steps.empty();
+  std::vector<TracePlan> plans;
+  for (const TraceFormat format : {TraceFormat::json, TraceFormat::perfetto}) {
+    if (format == TraceFormat::json ? options.no_trace : !options.perfetto) continue;
+    plans.push_back(plan_trace(run, metrics, trace, steps_given, format, limits.of(format)));
+  }
+  return plans;
+}
+
 /// Says so when trace.json came out too big for the viewers, and what to do.
 void warn_if_trace_too_big(const fs::path& trace, const AnalyzeOptions& options) {
   std::error_code ec;
@@ -241,34 +260,44 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
   }
 
   // Checked before anything is written.
-  StepSelection steps;
+  TraceOptions trace;
+  trace.absolute_time = options.absolute_time;
+  trace.pipeline = &analysis;
+  trace.flows = options.flows;
+  trace.threads = options.threads;  // -j: the writers format events on this many threads
   try {
-    steps = StepSelection::parse(options.steps, metrics, "--steps");
+    trace.steps = StepSelection::parse(options.steps, metrics, "--steps");
   } catch (const std::invalid_argument& e) {
     throw InputError(e.what());
+  }
+  // What each trace holds: the whole run, unless --steps says otherwise or
+  // it would be too big to open.
+  const std::vector<TracePlan> plans = plan_traces(run, metrics, trace, options);
+  std::vector<TraceFileFigures> held;  // summary.json "traces"
+  for (const TracePlan& plan : plans) {
+    if (plan.figures) held.push_back(*plan.figures);
+  }
+  for (const std::string& note : trace_plan_notes(metrics, plans)) {
+    fmt::print(stderr, "pipescope: {}\n", note);
   }
 
   ensure_output_dir(options.output_dir);
   const fs::path out(options.output_dir);
   std::vector<std::string> written;  // every file written, in order, for the "wrote" line
-  write_summary_json(run, metrics, analysis, loaded.kernels, (out / "summary.json").string());
+  write_summary_json(run, metrics, analysis, loaded.kernels, (out / "summary.json").string(), held);
   written.push_back((out / "summary.json").string());
-  if (!options.no_trace || options.perfetto) {
-    TraceOptions trace;
-    trace.absolute_time = options.absolute_time;
-    trace.pipeline = &analysis;
-    trace.flows = options.flows;
-    trace.steps = std::move(steps);
-    trace.threads = options.threads;  // -j: the writers format events on this many threads
-    if (!options.no_trace) {
-      write_chrome_trace(run, metrics, trace, (out / "trace.json").string());
-      written.push_back((out / "trace.json").string());
-      warn_if_trace_too_big(out / "trace.json", options);
+  for (const TracePlan& plan : plans) {
+    TraceOptions planned = trace;
+    planned.steps = plan.steps;
+    const fs::path path = out / std::string(trace_file_name(plan.format));
+    if (plan.format == TraceFormat::json) {
+      write_chrome_trace(run, metrics, planned, path.string());
+      // Unless the warning before writing said so already.
+      if (!plan.whole_over_limit) warn_if_trace_too_big(path, options);
+    } else {
+      write_perfetto_trace(run, metrics, planned, path.string());
     }
-    if (options.perfetto) {
-      write_perfetto_trace(run, metrics, trace, (out / "trace.pftrace").string());
-      written.push_back((out / "trace.pftrace").string());
-    }
+    written.push_back(path.string());
   }
   if (!options.html.empty()) {
     HtmlOptions html;
@@ -409,9 +438,12 @@ void register_analyze_command(CLI::App& app, int& status) {
       ->capture_default_str();
   cmd->add_option(
       "--steps", options->steps,
-      "Only these steps in trace.json / trace.pftrace, e.g. 10-20 or 3,5,7-9; SEG:STEP\n"
-      "(1:12, 0:10-12) names a step of one launch segment, a plain number the last\n"
-      "segment that has it (the summary and the table always cover the whole run)");
+      "Only these steps in trace.json / trace.pftrace, e.g. 10-20 or 3,5,7-9, or all;\n"
+      "SEG:STEP (1:12, 0:10-12) names a step of one launch segment, a plain number the\n"
+      "last segment that has it (the summary and the table always cover the whole run).\n"
+      "Without it, where the whole run's trace would be too big to open (over 256 MiB\n"
+      "of JSON, 512 MiB of protobuf), it holds the median and the slowest complete step\n"
+      "with a step on each side");
   cmd->add_flag("--flows", options->flows,
                 "Draw flow arrows between dependent jobs in trace.json (can be many)");
   cmd->add_flag("--mpi", options->mpi,

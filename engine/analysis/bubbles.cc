@@ -194,6 +194,12 @@ void for_each_bubble(const Run& run, const Metrics& metrics,
   }
 }
 
+void for_each_device_bubble(const Run& run, const Metrics& metrics, std::size_t device,
+                            const std::function<void(const Bubble&)>& visit) {
+  device_bubbles(run.devices[device], device, metrics.steps, 0, nullptr, TypeKinds(run.types),
+                 visit);
+}
+
 BubbleSummary summarize_bubble_windows(std::span<const Device> devices,
                                        const std::vector<std::vector<std::uint64_t>>* job_index,
                                        const TypeTable& types, std::span<const StepWindow> windows,

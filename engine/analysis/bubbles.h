@@ -74,6 +74,11 @@ struct BubbleSummary {
 void for_each_bubble(const Run& run, const Metrics& metrics,
                      const std::function<void(const Bubble&)>& visit);
 
+/// The same for device `device` (a position in Run::devices) alone: devices
+/// are independent, so they can be visited on several threads at once.
+void for_each_device_bubble(const Run& run, const Metrics& metrics, std::size_t device,
+                            const std::function<void(const Bubble&)>& visit);
+
 /// Totals by kind per device and step, and the `top_n` longest bubbles, over
 /// the complete steps (an incomplete step keeps zero totals).
 BubbleSummary summarize_bubbles(const Run& run, const Metrics& metrics, std::size_t top_n);

@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "numeric/statistics.h"
+
 namespace pipescope {
 
 namespace {
@@ -148,11 +150,74 @@ std::vector<std::size_t> parse_step_list(std::string_view spec, const Metrics& m
   return chosen;
 }
 
+std::vector<std::size_t> median_and_slowest_steps(const Metrics& metrics) {
+  const std::size_t n = metrics.steps.size();
+  if (n == 0) return {};
+  // Among the complete steps (an incomplete one's window says little),
+  // unless none is.
+  std::vector<std::size_t> order;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (metrics.steps[k].complete) order.push_back(k);
+  }
+  if (order.empty()) {
+    for (std::size_t k = 0; k < n; ++k) order.push_back(k);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return metrics.steps[a].window_ns() < metrics.steps[b].window_ns();
+  });
+  const std::size_t median = order[lower_middle_rank(order.size())];
+  const std::size_t slowest = order.back();
+  std::vector<std::size_t> chosen{median};
+  if (slowest != median) chosen.push_back(slowest);
+  std::sort(chosen.begin(), chosen.end());
+  return chosen;
+}
+
+std::vector<std::size_t> with_neighbours(const Metrics& metrics,
+                                         const std::vector<std::size_t>& indices) {
+  const std::size_t n = metrics.steps.size();
+  std::vector<std::size_t> out;
+  for (const std::size_t k : indices) {
+    if (k >= n) continue;
+    const int segment = metrics.steps[k].segment;
+    if (k > 0 && metrics.steps[k - 1].segment == segment) out.push_back(k - 1);
+    out.push_back(k);
+    if (k + 1 < n && metrics.steps[k + 1].segment == segment) out.push_back(k + 1);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string step_list_text(const Metrics& metrics, const std::vector<std::size_t>& indices) {
+  const bool segmented = metrics.segments.size() > 1;
+  std::string out;
+  for (std::size_t i = 0; i < indices.size();) {
+    // A run of consecutive steps of one segment.
+    std::size_t j = i + 1;
+    while (j < indices.size() && indices[j] == indices[j - 1] + 1 &&
+           metrics.steps[indices[j]].segment == metrics.steps[indices[i]].segment) {
+      ++j;
+    }
+    const StepWindow& first = metrics.steps[indices[i]];
+    const StepWindow& last = metrics.steps[indices[j - 1]];
+    if (!out.empty()) out += ',';
+    if (segmented) out += fmt::format("{}:", first.segment);
+    out += first.step == last.step ? fmt::format("{}", first.step)
+                                   : fmt::format("{}-{}", first.step, last.step);
+    i = j;
+  }
+  return out;
+}
+
 StepSelection StepSelection::parse(std::string_view spec, const Metrics& metrics,
                                    std::string_view flag) {
+  if (trimmed(spec).empty() || trimmed(spec) == "all") return StepSelection();
+  return of(parse_step_list(spec, metrics, flag), metrics);
+}
+
+StepSelection StepSelection::of(const std::vector<std::size_t>& indices, const Metrics& metrics) {
   StepSelection selection;
-  if (trimmed(spec).empty()) return selection;
-  const std::vector<std::size_t> indices = parse_step_list(spec, metrics, flag);
   selection.everything_ = false;
   selection.chosen_.assign(metrics.steps.size(), false);
   selection.start_ns_ = INT64_MAX;
@@ -163,6 +228,14 @@ StepSelection StepSelection::parse(std::string_view spec, const Metrics& metrics
     selection.end_ns_ = std::max(selection.end_ns_, metrics.steps[k].end_ns);
   }
   return selection;
+}
+
+std::vector<std::size_t> StepSelection::indices() const {
+  std::vector<std::size_t> out;
+  for (std::size_t k = 0; k < chosen_.size(); ++k) {
+    if (chosen_[k]) out.push_back(k);
+  }
+  return out;
 }
 
 }  // namespace pipescope

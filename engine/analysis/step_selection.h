@@ -4,10 +4,14 @@
 //
 //   StepSelection s = StepSelection::parse("10-20,25", metrics, "--steps");
 //   if (s.contains(metrics.job_step[d][i])) ...   // by index into Metrics::steps
+//
+// A trace too big to open keeps a few steps by default (export/trace_size.h):
+//   StepSelection::of(with_neighbours(metrics, median_and_slowest_steps(metrics)), metrics)
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -25,14 +29,35 @@ namespace pipescope {
 std::vector<std::size_t> parse_step_list(std::string_view spec, const Metrics& metrics,
                                          std::string_view flag);
 
+/// The median-duration and the slowest complete step (indices into
+/// metrics.steps, sorted; one when they are the same step): among every step
+/// when none is complete, none when the run has no step. The median is the
+/// lower middle of the windows sorted by length, the earlier of equal ones.
+std::vector<std::size_t> median_and_slowest_steps(const Metrics& metrics);
+
+/// `indices` (sorted) with the step before and the step after each, where
+/// they are of the same launch segment: sorted and distinct, so ranges that
+/// touch or overlap merge.
+std::vector<std::size_t> with_neighbours(const Metrics& metrics,
+                                         const std::vector<std::size_t>& indices);
+
+/// `indices` (sorted, distinct) as parse_step_list reads them back:
+/// consecutive steps as ranges, "9-11,41-43"; "SEG:FROM-TO" ("0:9-11") when
+/// the run has several launch segments.
+std::string step_list_text(const Metrics& metrics, const std::vector<std::size_t>& indices);
+
 class StepSelection {
  public:
   /// Every step, and the jobs outside any step.
   StepSelection() = default;
-  /// "" selects everything; otherwise parse_step_list.
+  /// "" and "all" select everything; otherwise parse_step_list.
   static StepSelection parse(std::string_view spec, const Metrics& metrics, std::string_view flag);
+  /// The steps of `indices` (into metrics.steps; each must be one).
+  static StepSelection of(const std::vector<std::size_t>& indices, const Metrics& metrics);
 
   bool everything() const { return everything_; }
+  /// The selected steps' indices, in order (empty when everything() is).
+  std::vector<std::size_t> indices() const;
   /// Whether the step of index `step_index` (Metrics::job_step's value; -1 =
   /// no step) is selected.
   bool contains(std::int64_t step_index) const {

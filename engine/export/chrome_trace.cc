@@ -54,6 +54,8 @@ class EventWriter {
  public:
   EventWriter(AtomicFile& file, std::int64_t origin_ns)
       : w_(file, JsonStyle{0, false}), origin_ns_(origin_ns) {}
+  EventWriter(fmt::memory_buffer& buffer, std::int64_t origin_ns)
+      : w_(buffer, JsonStyle{0, false}), origin_ns_(origin_ns) {}
 
   JsonWriter& json() { return w_; }
 
@@ -266,24 +268,68 @@ class JobEventText {
   std::size_t max_event_bytes_ = 0;
 };
 
+// The bubble events, by hand like the jobs: each ",\n{...}" as the
+// JsonWriter would write it.
+class BubbleEventText {
+ public:
+  BubbleEventText(const Metrics& metrics, const TraceLayout& layout,
+                  const std::vector<std::string>& lanes, std::int64_t origin_ns)
+      : metrics_(metrics), layout_(layout), lanes_(lanes), origin_ns_(origin_ns) {
+    std::size_t longest = 0;
+    for (const BubbleKind kind : {BubbleKind::fill, BubbleKind::interior, BubbleKind::drain}) {
+      const auto k = static_cast<std::size_t>(kind);
+      heads_[k] = ",\n{\"name\":" + json_string(bubble_kind_name(kind)) +
+                  ",\"cat\":\"bubble\",\"ph\":\"X\",\"ts\":";
+      tails_[k] = ",\"cname\":" + json_string(kBubbleColours[k]) + ",\"args\":{\"step\":";
+      longest = std::max(longest, heads_[k].size() + tails_[k].size());
+    }
+    std::size_t longest_lane = 0;
+    for (const std::string& lane : lanes_) longest_lane = std::max(longest_lane, lane.size());
+    // The pieces, the literals below (under 64 bytes) and the numbers.
+    max_bytes_ = longest + longest_lane + 64 + 2 * kMaxNsAsUsChars + 2 * kMaxDecimalChars;
+  }
+
+  void format(const Bubble& bubble, fmt::memory_buffer& out) const {
+    const auto k = static_cast<std::size_t>(bubble.kind);
+    const std::size_t old = out.size();
+    out.resize(old + max_bytes_);
+    char* p = out.data() + old;
+    p = put(p, heads_[k]);
+    p = write_ns_as_us(p, ns_since(bubble.start_ns, origin_ns_));
+    p = put(p, ",\"dur\":");
+    p = write_ns_as_us(p, bubble.length_ns());
+    p = put(p, lanes_[layout_.bubble_lane(bubble.device)]);
+    p = put(p, tails_[k]);
+    p = write_decimal(p, metrics_.steps[bubble.step].step);
+    p = put(p, ",\"length_ns\":");
+    p = write_decimal(p, bubble.length_ns());
+    p = put(p, "}}");
+    out.resize(static_cast<std::size_t>(p - out.data()));
+  }
+
+ private:
+  const Metrics& metrics_;
+  const TraceLayout& layout_;
+  const std::vector<std::string>& lanes_;
+  const std::int64_t origin_ns_;
+  std::array<std::string, 3> heads_;  // ,\n{"name":"KIND","cat":"bubble","ph":"X","ts":
+  std::array<std::string, 3> tails_;  // ,"cname":"COLOUR","args":{"step":
+  std::size_t max_bytes_ = 0;
+};
+
 // The trace section by section: metadata (processes and threads), steps,
 // bubble-ratio counters, jobs, log events, bubbles, flows; then the trailer.
 class ChromeWriter {
  public:
   ChromeWriter(const Run& run, const Metrics& metrics, const TraceOptions& options,
                AtomicFile& file)
-      : run_(run),
-        metrics_(metrics),
-        options_(options),
-        events_(trace_log_events(run, metrics, options.steps)),
-        origin_ns_(options.absolute_time
-                       ? 0
-                       : trace_origin(run, metrics, options.steps, events_).value_or(0)),
-        layout_(run, options.pipeline != nullptr),
-        lanes_(lane_texts(layout_)),
-        file_(file),
-        out_(file, origin_ns_),
-        w_(out_.json()) {}
+      : ChromeWriter(run, metrics, options, &file, file.buffer()) {}
+  // Writes nothing: measure() formats into `scratch`, `sample` of the bulk.
+  ChromeWriter(const Run& run, const Metrics& metrics, const TraceOptions& options,
+               fmt::memory_buffer& scratch, TraceSampleSize sample)
+      : ChromeWriter(run, metrics, options, nullptr, scratch) {
+    sample_ = sample;
+  }
 
   void write() {
     w_.begin_object();
@@ -301,7 +347,44 @@ class ChromeWriter {
     w_.end_object();
   }
 
+  // The bytes write() would write (and the final newline), estimated as
+  // trace_content.h says: the bulk sections from a sample of their events.
+  std::uint64_t measure() {
+    w_.begin_object();
+    w_.key("traceEvents");
+    w_.begin_array();
+    write_metadata();
+    // Every later event starts with ",\n" after the metadata: a sample is
+    // formatted at the end of the scratch buffer, measured and cut off.
+    std::uint64_t bulk = measure_steps();
+    if (options_.pipeline != nullptr) bulk += measure_bubble_counters();
+    bulk += measure_jobs();
+    bulk += measure_log_events();
+    if (options_.pipeline != nullptr) bulk += measure_bubbles();
+    if (options_.pipeline != nullptr && options_.flows) bulk += measure_flows();
+    w_.end_array();
+    write_trailer();
+    w_.end_object();
+    return scratch_.size() + bulk + 1;
+  }
+
  private:
+  ChromeWriter(const Run& run, const Metrics& metrics, const TraceOptions& options,
+               AtomicFile* file, fmt::memory_buffer& scratch)
+      : run_(run),
+        metrics_(metrics),
+        options_(options),
+        events_(trace_log_events(run, metrics, options.steps)),
+        origin_ns_(options.absolute_time
+                       ? 0
+                       : trace_origin(run, metrics, options.steps, events_).value_or(0)),
+        layout_(run, options.pipeline != nullptr),
+        lanes_(lane_texts(layout_)),
+        file_(file),
+        scratch_(scratch),
+        out_(file != nullptr ? EventWriter(*file, origin_ns_) : EventWriter(scratch, origin_ns_)),
+        w_(out_.json()) {}
+
   bool selected(std::int64_t step_index) const { return options_.steps.contains(step_index); }
 
   void write_metadata() {
@@ -312,32 +395,51 @@ class ChromeWriter {
   }
 
   void write_steps() {
-    const TraceThread steps = TraceLayout::steps_thread();
     for (std::size_t k = 0; k < metrics_.steps.size(); ++k) {
-      if (!selected(static_cast<std::int64_t>(k))) continue;
-      const StepWindow& step = metrics_.steps[k];
-      out_.begin_slice(trace_step_name(metrics_, k), "step", step.start_ns, step.window_ns(), steps,
-                       kStepColour);
-      w_.field("bubble_ratio", step.bubble_ratio);
-      w_.field("duration_ns", step.window_ns());
-      w_.field("segment", step.segment);
-      w_.field("complete", step.complete);
-      out_.end_event();
+      if (selected(static_cast<std::int64_t>(k))) write_step(k);
     }
+  }
+
+  std::uint64_t measure_steps() {
+    std::vector<std::size_t> steps;
+    for (std::size_t k = 0; k < metrics_.steps.size(); ++k) {
+      if (selected(static_cast<std::int64_t>(k))) steps.push_back(k);
+    }
+    return measure_items(steps.size(), [&](std::size_t i) { write_step(steps[i]); });
+  }
+
+  void write_step(std::size_t k) {
+    const StepWindow& step = metrics_.steps[k];
+    out_.begin_slice(trace_step_name(metrics_, k), "step", step.start_ns, step.window_ns(),
+                     TraceLayout::steps_thread(), kStepColour);
+    w_.field("bubble_ratio", step.bubble_ratio);
+    w_.field("duration_ns", step.window_ns());
+    w_.field("segment", step.segment);
+    w_.field("complete", step.complete);
+    out_.end_event();
   }
 
   // A stacked counter of each step's idle share by bubble kind; it drops to
   // 0 where a run of selected windows ends.
   void write_bubble_counters() {
-    const TraceThread steps = TraceLayout::steps_thread();
     for (const BubbleRatioSample& sample :
          bubble_ratio_samples(run_, metrics_, options_.pipeline->bubbles, options_.steps)) {
-      out_.begin_counter(TraceLayout::kBubbleRatioName, sample.time_ns, steps);
-      for (const BubbleKind kind : {BubbleKind::fill, BubbleKind::interior, BubbleKind::drain}) {
-        w_.field(bubble_kind_name(kind), sample.share[static_cast<std::size_t>(kind)]);
-      }
-      out_.end_event();
+      write_bubble_counter(sample);
     }
+  }
+
+  std::uint64_t measure_bubble_counters() {
+    const std::vector<BubbleRatioSample> samples =
+        bubble_ratio_samples(run_, metrics_, options_.pipeline->bubbles, options_.steps);
+    return measure_items(samples.size(), [&](std::size_t i) { write_bubble_counter(samples[i]); });
+  }
+
+  void write_bubble_counter(const BubbleRatioSample& sample) {
+    out_.begin_counter(TraceLayout::kBubbleRatioName, sample.time_ns, TraceLayout::steps_thread());
+    for (const BubbleKind kind : {BubbleKind::fill, BubbleKind::interior, BubbleKind::drain}) {
+      w_.field(bubble_kind_name(kind), sample.share[static_cast<std::size_t>(kind)]);
+    }
+    out_.end_event();
   }
 
   // In parallel, pieces of devices' jobs written in order (ordered_writer.h),
@@ -346,8 +448,38 @@ class ChromeWriter {
   void write_jobs() {
     const JobEventText text(run_, metrics_, options_, layout_, lanes_, origin_ns_);
     const std::vector<TraceJobRange> pieces = trace_job_pieces(run_, kJobsPerPiece);
-    write_in_order(file_, pieces.size(), options_.threads,
+    write_in_order(*file_, pieces.size(), options_.threads,
                    [&](std::size_t k, fmt::memory_buffer& out) { text.format(pieces[k], out); });
+  }
+
+  std::uint64_t measure_jobs() const {
+    const JobEventText text(run_, metrics_, options_, layout_, lanes_, origin_ns_);
+    const TraceJobSample sample = sample_job_pieces(
+        run_, metrics_, options_.steps, trace_job_pieces(run_, kJobsPerPiece), sample_.job_pieces);
+    fmt::memory_buffer out;
+    std::uint64_t bytes = 0;
+    for (const TraceJobRange& piece : sample.pieces) {
+      out.clear();
+      text.format(piece, out);
+      bytes += out.size();
+    }
+    return scaled_bytes(bytes, sample.sampled_jobs, sample.selected_jobs);
+  }
+
+  // The bytes `write_one(k)` adds to the scratch buffer over a sample of
+  // `count` items, scaled to all of them; the buffer is left as it was.
+  template <typename WriteOne>
+  std::uint64_t measure_items(std::uint64_t count, WriteOne write_one) {
+    const std::uint64_t stride = sample_stride(count, sample_.items);
+    const std::size_t before = scratch_.size();
+    std::uint64_t sampled = 0;
+    for (std::uint64_t k = sample_start(stride); k < count; k += stride) {
+      write_one(static_cast<std::size_t>(k));
+      ++sampled;
+    }
+    const std::uint64_t bytes = scratch_.size() - before;
+    scratch_.resize(before);
+    return scaled_bytes(bytes, sampled, count);
   }
 
   // Each drawn log event as an instant on its device's first lane (the
@@ -355,92 +487,85 @@ class ChromeWriter {
   // captures go in an object of their own: patterns capture names such as
   // "path" and "line".
   void write_log_events() {
-    for (const EventRef& ref : events_) {
-      const Device& device = run_.devices[ref.device];
-      const LogEvent& event = device.events[ref.event];
-      const TraceThread& lane = layout_.thread(layout_.device_lane(ref.device));
-      static const EventKind kUnknown{"?", "?", "?", ""};
-      const EventKind& kind =
-          event.kind < run_.event_kinds.size() ? run_.event_kinds[event.kind] : kUnknown;
-      w_.begin_object(/*one_line=*/true);
-      w_.field("name", kind.id);
-      w_.field("cat", "event," + kind.category);
-      w_.field("ph", "i");
-      out_.ts_field(event.time_ns);
-      w_.field("pid", lane.pid);
-      w_.field("tid", lane.tid);
-      w_.field("s", "t");
-      w_.key("args");
+    for (const EventRef& ref : events_) write_log_event(ref);
+  }
+
+  std::uint64_t measure_log_events() {
+    return measure_items(events_.size(), [&](std::size_t k) { write_log_event(events_[k]); });
+  }
+
+  void write_log_event(const EventRef& ref) {
+    const Device& device = run_.devices[ref.device];
+    const LogEvent& event = device.events[ref.event];
+    const TraceThread& lane = layout_.thread(layout_.device_lane(ref.device));
+    static const EventKind kUnknown{"?", "?", "?", ""};
+    const EventKind& kind =
+        event.kind < run_.event_kinds.size() ? run_.event_kinds[event.kind] : kUnknown;
+    w_.begin_object(/*one_line=*/true);
+    w_.field("name", kind.id);
+    w_.field("cat", "event," + kind.category);
+    w_.field("ph", "i");
+    out_.ts_field(event.time_ns);
+    w_.field("pid", lane.pid);
+    w_.field("tid", lane.tid);
+    w_.field("s", "t");
+    w_.key("args");
+    w_.begin_object();
+    w_.field("severity", kind.severity);
+    w_.field("category", kind.category);
+    w_.field("line", event.line);
+    w_.field("path", device.path);
+    if (event.time_kind == EventTime::approximate) w_.field("approximate", true);
+    if (!event.captures.empty()) {
+      w_.key("captures");
       w_.begin_object();
-      w_.field("severity", kind.severity);
-      w_.field("category", kind.category);
-      w_.field("line", event.line);
-      w_.field("path", device.path);
-      if (event.time_kind == EventTime::approximate) w_.field("approximate", true);
-      if (!event.captures.empty()) {
-        w_.key("captures");
-        w_.begin_object();
-        for (const auto& [name, value] : event.captures) w_.field(name, value);
-        w_.end_object();
-      }
-      out_.end_event();
+      for (const auto& [name, value] : event.captures) w_.field(name, value);
+      w_.end_object();
     }
+    out_.end_event();
   }
 
   // By hand like the jobs, straight into the file's buffer.
   void write_bubbles() {
-    std::array<std::string, 3> heads;  // ,\n{"name":"KIND","cat":"bubble","ph":"X","ts":
-    std::array<std::string, 3> tails;  // ,"cname":"COLOUR","args":{"step":
-    std::size_t longest = 0;
-    for (const BubbleKind kind : {BubbleKind::fill, BubbleKind::interior, BubbleKind::drain}) {
-      const auto k = static_cast<std::size_t>(kind);
-      heads[k] = ",\n{\"name\":" + json_string(bubble_kind_name(kind)) +
-                 ",\"cat\":\"bubble\",\"ph\":\"X\",\"ts\":";
-      tails[k] = ",\"cname\":" + json_string(kBubbleColours[k]) + ",\"args\":{\"step\":";
-      longest = std::max(longest, heads[k].size() + tails[k].size());
-    }
-    std::size_t longest_lane = 0;
-    for (const std::string& lane : lanes_) longest_lane = std::max(longest_lane, lane.size());
-    // The pieces, the literals below (under 64 bytes) and the numbers.
-    const std::size_t max_bytes =
-        longest + longest_lane + 64 + 2 * kMaxNsAsUsChars + 2 * kMaxDecimalChars;
-    fmt::memory_buffer& out = file_.buffer();
+    const BubbleEventText text(metrics_, layout_, lanes_, origin_ns_);
     for_each_bubble(run_, metrics_, [&](const Bubble& bubble) {
       if (!selected(static_cast<std::int64_t>(bubble.step))) return;
-      const auto k = static_cast<std::size_t>(bubble.kind);
-      const std::size_t old = out.size();
-      out.resize(old + max_bytes);
-      char* p = out.data() + old;
-      p = put(p, heads[k]);
-      p = write_ns_as_us(p, ns_since(bubble.start_ns, origin_ns_));
-      p = put(p, ",\"dur\":");
-      p = write_ns_as_us(p, bubble.length_ns());
-      p = put(p, lanes_[layout_.bubble_lane(bubble.device)]);
-      p = put(p, tails[k]);
-      p = write_decimal(p, metrics_.steps[bubble.step].step);
-      p = put(p, ",\"length_ns\":");
-      p = write_decimal(p, bubble.length_ns());
-      p = put(p, "}}");
-      out.resize(static_cast<std::size_t>(p - out.data()));
-      file_.flush_if_full();
+      text.format(bubble, file_->buffer());
+      file_->flush_if_full();
     });
+  }
+
+  std::uint64_t measure_bubbles() const {
+    const BubbleEventText text(metrics_, layout_, lanes_, origin_ns_);
+    const TraceBubbleSample sample = sample_bubbles(run_, metrics_, options_.steps, sample_.items);
+    fmt::memory_buffer out;
+    for (const Bubble& bubble : sample.bubbles) text.format(bubble, out);
+    return scaled_bytes(out.size(), sample.bubbles.size(), sample.count);
   }
 
   // An arrow from each job to the jobs of other stages that depend on it.
   void write_flows() {
+    const std::vector<Dependency> deps =
+        selected_dependencies(run_, metrics_, options_.pipeline->dependencies, options_.steps);
+    for (std::size_t k = 0; k < deps.size(); ++k) write_flow(deps[k], k + 1);
+  }
+
+  std::uint64_t measure_flows() {
+    const std::vector<Dependency> deps =
+        selected_dependencies(run_, metrics_, options_.pipeline->dependencies, options_.steps);
+    return measure_items(deps.size(), [&](std::size_t k) { write_flow(deps[k], k + 1); });
+  }
+
+  // The arrow of dependency `dep`, the id-th drawn.
+  void write_flow(const Dependency& dep, std::size_t id) {
     // Dependencies on a critical path get their own category, to filter on.
     const std::vector<JobRef>& critical = options_.pipeline->critical_dependency_hops;
-    std::int64_t id = 0;
-    for (const Dependency& dep :
-         selected_dependencies(run_, metrics_, options_.pipeline->dependencies, options_.steps)) {
-      const bool on_path = std::binary_search(
-          critical.begin(), critical.end(), dep.consumer, [](const JobRef& a, const JobRef& b) {
-            return std::tie(a.device, a.job) < std::tie(b.device, b.job);
-          });
-      ++id;
-      flow_end(dep.producer, id, on_path, /*start=*/true);
-      flow_end(dep.consumer, id, on_path, /*start=*/false);
-    }
+    const bool on_path = std::binary_search(
+        critical.begin(), critical.end(), dep.consumer, [](const JobRef& a, const JobRef& b) {
+          return std::tie(a.device, a.job) < std::tie(b.device, b.job);
+        });
+    flow_end(dep.producer, static_cast<std::int64_t>(id), on_path, /*start=*/true);
+    flow_end(dep.consumer, static_cast<std::int64_t>(id), on_path, /*start=*/false);
   }
 
   void flow_end(const JobRef& ref, std::int64_t id, bool on_critical_path, bool start) {
@@ -476,7 +601,9 @@ class ChromeWriter {
   const std::int64_t origin_ns_;
   const TraceLayout layout_;
   const std::vector<std::string> lanes_;  // lane_texts(layout_)
-  AtomicFile& file_;
+  AtomicFile* file_;                      // null when measuring
+  fmt::memory_buffer& scratch_;           // the file's buffer, or measure()'s
+  TraceSampleSize sample_;                // what measure() formats of the bulk
   EventWriter out_;
   JsonWriter& w_;
 };
@@ -486,6 +613,12 @@ class ChromeWriter {
 void append_ns_as_us(fmt::memory_buffer& out, std::int64_t ns) {
   char text[kMaxNsAsUsChars];
   out.append(text, write_ns_as_us(text, ns));
+}
+
+std::uint64_t estimate_chrome_trace_bytes(const Run& run, const Metrics& metrics,
+                                          const TraceOptions& options, TraceSampleSize sample) {
+  fmt::memory_buffer scratch;
+  return ChromeWriter(run, metrics, options, scratch, sample).measure();
 }
 
 void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,

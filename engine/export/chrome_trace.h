@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -41,10 +42,29 @@ struct TraceOptions {
   unsigned threads = 0;
 };
 
+/// How much of a trace's bulk its size estimate formats: pieces of 4096
+/// jobs, and items of each other kind (steps, bubble counters, bubbles, log
+/// events, dependencies). A run within both is measured to the byte; past
+/// them, 64 pieces (262,144 jobs) and 16,384 items kept the estimate within
+/// 0.1% on the benchmark folders (docs/guide.md, "Traces of big runs").
+/// Tests make them small to exercise the scaling on a small run.
+struct TraceSampleSize {
+  std::size_t job_pieces = 64;
+  std::size_t items = 16384;
+};
+
 /// Writes the trace to `path` atomically. The folder must exist. Throws
 /// std::system_error ("cannot write PATH: ...") on I/O failure.
 void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,
                         const std::string& path);
+
+/// The bytes write_chrome_trace would write, without writing: the small
+/// sections formatted whole, the jobs, steps, bubble counters, bubbles, log
+/// events and flows from `sample` of them (trace_content.h) scaled by their
+/// count, so exact for a run whose bulk fits the sample. About 0.1 s for
+/// 5 million jobs (every bubble is visited to be counted).
+std::uint64_t estimate_chrome_trace_bytes(const Run& run, const Metrics& metrics,
+                                          const TraceOptions& options, TraceSampleSize sample = {});
 
 /// Appends `ns` as microseconds with exactly three decimals, e.g. 1234567 ->
 /// "1234.567", -1 -> "-0.001". Exact for every int64.

@@ -70,7 +70,9 @@ std::uint64_t bubble_name_iid(BubbleKind kind) { return static_cast<std::uint64_
 // serialization itself.
 class PacketWriter {
  public:
-  explicit PacketWriter(AtomicFile& file) : file_(file) {}
+  explicit PacketWriter(AtomicFile& file) : file_(&file), buffer_(file.buffer()) {}
+  /// Into `buffer` alone (an estimate's scratch).
+  explicit PacketWriter(fmt::memory_buffer& buffer) : buffer_(buffer) {}
 
   /// A cleared packet stamped with the sequence id and flags: the first
   /// packet of the sequence resets incremental state (interned names), every
@@ -105,20 +107,20 @@ class PacketWriter {
       }
       head[n++] = static_cast<std::uint8_t>((v & 0x7F) | 0x80);
     }
-    fmt::memory_buffer& buffer = file_.buffer();
-    const std::size_t old = buffer.size();
-    buffer.resize(old + n + size);
-    auto* out = reinterpret_cast<std::uint8_t*>(buffer.data() + old);
+    const std::size_t old = buffer_.size();
+    buffer_.resize(old + n + size);
+    auto* out = reinterpret_cast<std::uint8_t*>(buffer_.data() + old);
     std::memcpy(out, head.data(), n);
     packet_->SerializeWithCachedSizesToArray(out + n);
-    file_.flush_if_full();
+    if (file_ != nullptr) file_->flush_if_full();
     ++packets_;
   }
 
  private:
   static constexpr std::uint32_t kPacketsPerArena = 4096;
 
-  AtomicFile& file_;
+  AtomicFile* file_ = nullptr;
+  fmt::memory_buffer& buffer_;  // the file's, or an estimate's scratch
   google::protobuf::Arena arena_;
   pb::TracePacket* packet_ = nullptr;  // on arena_
   std::uint32_t since_reset_ = 0;
@@ -413,8 +415,20 @@ class PerfettoWriter {
         options_(options),
         layout_(run, options.pipeline != nullptr),
         kinds_(run),
-        file_(file),
+        file_(&file),
+        scratch_(file.buffer()),
         out_(file) {}
+  // Writes nothing: measure() formats into `scratch`, `sample` of the bulk.
+  PerfettoWriter(const Run& run, const Metrics& metrics, const TraceOptions& options,
+                 fmt::memory_buffer& scratch, TraceSampleSize sample)
+      : run_(run),
+        metrics_(metrics),
+        options_(options),
+        layout_(run, options.pipeline != nullptr),
+        kinds_(run),
+        scratch_(scratch),
+        sample_(sample),
+        out_(scratch) {}
 
   void write() {
     compute_origin();
@@ -425,6 +439,22 @@ class PerfettoWriter {
     write_jobs();
     write_log_events();
     if (options_.pipeline != nullptr) write_bubbles();
+  }
+
+  // The bytes write() would write, estimated as trace_content.h says: the
+  // bulk sections from a sample of their packets.
+  std::uint64_t measure() {
+    compute_origin();
+    write_descriptors();
+    // A sample is formatted at the end of the scratch buffer, measured and
+    // cut off.
+    std::uint64_t bulk = measure_steps();
+    if (options_.pipeline != nullptr) bulk += measure_bubble_counters();
+    collect_flows();
+    bulk += measure_jobs();
+    bulk += measure_log_events();
+    if (options_.pipeline != nullptr) bulk += measure_bubbles();
+    return scratch_.size() + bulk;
   }
 
  private:
@@ -548,19 +578,38 @@ class PerfettoWriter {
 
   void write_steps() {
     for (std::size_t k = 0; k < metrics_.steps.size(); ++k) {
-      if (!selected(static_cast<std::int64_t>(k))) continue;
-      const StepWindow& step = metrics_.steps[k];
-      pb::TrackEvent& event =
-          begin_event(step.start_ns, pb::TrackEvent::TYPE_SLICE_BEGIN, steps_thread_);
-      // Step numbers are unique, so every step name is new.
-      event.set_name_iid(define_name(trace_step_name(metrics_, k)));
-      event.add_category_iids(kCategoryStep);
-      add_double_arg(event, kArgBubbleRatio, step.bubble_ratio);
-      add_int_arg(event, kArgDurationNs, step.window_ns());
-      add_int_arg(event, kArgOriginNs, origin_ns_);
-      out_.finish();
-      slice_end(step.end_ns, steps_thread_);
+      if (selected(static_cast<std::int64_t>(k))) write_step(k);
     }
+  }
+
+  // The steps' names take iids in step order: each sampled step gets the
+  // iid it would have, so that the sample's varints are the trace's.
+  std::uint64_t measure_steps() {
+    std::vector<std::size_t> steps;
+    for (std::size_t k = 0; k < metrics_.steps.size(); ++k) {
+      if (selected(static_cast<std::int64_t>(k))) steps.push_back(k);
+    }
+    const std::uint64_t first_iid = next_name_iid_;
+    const std::uint64_t bytes = measure_items(steps.size(), [&](std::size_t i) {
+      next_name_iid_ = first_iid + i;
+      write_step(steps[i]);
+    });
+    next_name_iid_ = first_iid + steps.size();
+    return bytes;
+  }
+
+  void write_step(std::size_t k) {
+    const StepWindow& step = metrics_.steps[k];
+    pb::TrackEvent& event =
+        begin_event(step.start_ns, pb::TrackEvent::TYPE_SLICE_BEGIN, steps_thread_);
+    // Step numbers are unique, so every step name is new.
+    event.set_name_iid(define_name(trace_step_name(metrics_, k)));
+    event.add_category_iids(kCategoryStep);
+    add_double_arg(event, kArgBubbleRatio, step.bubble_ratio);
+    add_int_arg(event, kArgDurationNs, step.window_ns());
+    add_int_arg(event, kArgOriginNs, origin_ns_);
+    out_.finish();
+    slice_end(step.end_ns, steps_thread_);
   }
 
   // Each step's idle share by bubble kind, one counter track per kind; the
@@ -569,12 +618,22 @@ class PerfettoWriter {
   void write_bubble_counters() {
     for (const BubbleRatioSample& sample :
          bubble_ratio_samples(run_, metrics_, options_.pipeline->bubbles, options_.steps)) {
-      for (const BubbleKind kind : kBubbleKinds) {
-        pb::TrackEvent& event = begin_event(sample.time_ns, pb::TrackEvent::TYPE_COUNTER,
-                                            counter_tracks_[static_cast<std::size_t>(kind)]);
-        event.set_double_counter_value(sample.share[static_cast<std::size_t>(kind)]);
-        out_.finish();
-      }
+      write_bubble_counter(sample);
+    }
+  }
+
+  std::uint64_t measure_bubble_counters() {
+    const std::vector<BubbleRatioSample> samples =
+        bubble_ratio_samples(run_, metrics_, options_.pipeline->bubbles, options_.steps);
+    return measure_items(samples.size(), [&](std::size_t i) { write_bubble_counter(samples[i]); });
+  }
+
+  void write_bubble_counter(const BubbleRatioSample& sample) {
+    for (const BubbleKind kind : kBubbleKinds) {
+      pb::TrackEvent& event = begin_event(sample.time_ns, pb::TrackEvent::TYPE_COUNTER,
+                                          counter_tracks_[static_cast<std::size_t>(kind)]);
+      event.set_double_counter_value(sample.share[static_cast<std::size_t>(kind)]);
+      out_.finish();
     }
   }
 
@@ -598,9 +657,28 @@ class PerfettoWriter {
     const JobPackets packets({run_, metrics_, options_.steps, layout_, kinds_, origin_ns_,
                               first_lane_uuid_, names, flows_});
     const std::vector<TraceJobRange> pieces = trace_job_pieces(run_, kJobsPerPiece);
-    write_in_order(file_, pieces.size(), options_.threads,
+    write_in_order(*file_, pieces.size(), options_.threads,
                    [&](std::size_t k, fmt::memory_buffer& out) { packets.format(pieces[k], out); });
     next_name_iid_ += names.definitions().size();
+  }
+
+  // The names are interned as in write_jobs (their iids set the size of
+  // every later name's), the packets of a sample of pieces formatted.
+  std::uint64_t measure_jobs() {
+    const JobNameIids names(run_, metrics_, options_.steps, next_name_iid_);
+    const JobPackets packets({run_, metrics_, options_.steps, layout_, kinds_, origin_ns_,
+                              first_lane_uuid_, names, flows_});
+    const TraceJobSample sample = sample_job_pieces(
+        run_, metrics_, options_.steps, trace_job_pieces(run_, kJobsPerPiece), sample_.job_pieces);
+    fmt::memory_buffer out;
+    std::uint64_t bytes = 0;
+    for (const TraceJobRange& piece : sample.pieces) {
+      out.clear();
+      packets.format(piece, out);
+      bytes += out.size();
+    }
+    next_name_iid_ += names.definitions().size();
+    return scaled_bytes(bytes, sample.sampled_jobs, sample.selected_jobs);
   }
 
   // The iid of `name` in `table`: a fresh one (the next of `next`), defined
@@ -653,55 +731,89 @@ class PerfettoWriter {
   // name, so a trace without events keeps its bytes. Captures are arguments
   // "captures.NAME" (patterns capture names such as "path" and "line").
   void write_log_events() {
-    static const EventKind kUnknown{"?", "?", "?", ""};
-    for (const EventRef& ref : events_) {
-      const Device& device = run_.devices[ref.device];
-      const LogEvent& log = device.events[ref.event];
-      const EventKind& kind =
-          log.kind < run_.event_kinds.size() ? run_.event_kinds[log.kind] : kUnknown;
-      pb::TrackEvent& event = begin_event(log.time_ns, pb::TrackEvent::TYPE_INSTANT,
-                                          lane_uuid(layout_.device_lane(ref.device)));
-      event.set_name_iid(event_name(kind.id));
-      event.add_category_iids(category("event"));
-      event.add_category_iids(category(kind.category));
-      event_arg(event, "severity").set_string_value(kind.severity);
-      event_arg(event, "category").set_string_value(kind.category);
-      event_arg(event, "line").set_int_value(static_cast<std::int64_t>(log.line));
-      event_arg(event, "path").set_string_value(device.path);
-      if (log.time_kind == EventTime::approximate)
-        event_arg(event, "approximate").set_bool_value(true);
-      for (const auto& [name, value] : log.captures) {
-        event_arg(event, "captures." + name).set_string_value(value);
-      }
-      out_.finish();
+    for (const EventRef& ref : events_) write_log_event(ref);
+  }
+
+  // A sample of the events: the names they intern are counted with them
+  // (an overestimate of a few bytes per name and stride).
+  std::uint64_t measure_log_events() {
+    return measure_items(events_.size(), [&](std::size_t k) { write_log_event(events_[k]); });
+  }
+
+  // The bytes `write_one(k)` adds to the scratch buffer over a sample of
+  // `count` items, scaled to all of them; the buffer is left as it was.
+  template <typename WriteOne>
+  std::uint64_t measure_items(std::uint64_t count, WriteOne write_one) {
+    const std::uint64_t stride = sample_stride(count, sample_.items);
+    const std::size_t before = scratch_.size();
+    std::uint64_t sampled = 0;
+    for (std::uint64_t k = sample_start(stride); k < count; k += stride) {
+      write_one(static_cast<std::size_t>(k));
+      ++sampled;
     }
+    const std::uint64_t bytes = scratch_.size() - before;
+    scratch_.resize(before);
+    return scaled_bytes(bytes, sampled, count);
+  }
+
+  void write_log_event(const EventRef& ref) {
+    static const EventKind kUnknown{"?", "?", "?", ""};
+    const Device& device = run_.devices[ref.device];
+    const LogEvent& log = device.events[ref.event];
+    const EventKind& kind =
+        log.kind < run_.event_kinds.size() ? run_.event_kinds[log.kind] : kUnknown;
+    pb::TrackEvent& event = begin_event(log.time_ns, pb::TrackEvent::TYPE_INSTANT,
+                                        lane_uuid(layout_.device_lane(ref.device)));
+    event.set_name_iid(event_name(kind.id));
+    event.add_category_iids(category("event"));
+    event.add_category_iids(category(kind.category));
+    event_arg(event, "severity").set_string_value(kind.severity);
+    event_arg(event, "category").set_string_value(kind.category);
+    event_arg(event, "line").set_int_value(static_cast<std::int64_t>(log.line));
+    event_arg(event, "path").set_string_value(device.path);
+    if (log.time_kind == EventTime::approximate)
+      event_arg(event, "approximate").set_bool_value(true);
+    for (const auto& [name, value] : log.captures) {
+      event_arg(event, "captures." + name).set_string_value(value);
+    }
+    out_.finish();
   }
 
   // Bubble slices by hand, straight into the file's buffer.
   void write_bubbles() {
+    for_each_bubble(run_, metrics_, [&](const Bubble& bubble) {
+      if (!selected(static_cast<std::int64_t>(bubble.step))) return;
+      format_bubble(bubble, file_->buffer());
+      file_->flush_if_full();
+    });
+  }
+
+  std::uint64_t measure_bubbles() const {
+    const TraceBubbleSample sample = sample_bubbles(run_, metrics_, options_.steps, sample_.items);
+    fmt::memory_buffer out;
+    for (const Bubble& bubble : sample.bubbles) format_bubble(bubble, out);
+    return scaled_bytes(out.size(), sample.bubbles.size(), sample.count);
+  }
+
+  void format_bubble(const Bubble& bubble, fmt::memory_buffer& out) const {
     // Category, one annotation, type, name and track: under 40 bytes.
     constexpr std::size_t kMaxEventBytes = 64;
     constexpr std::size_t kMaxBeginBytes =
         2 + 2 * (1 + wire::kMaxVarintBytes) + 2 + 3 + kMaxEventBytes + 2;
-    fmt::memory_buffer& out = file_.buffer();
-    for_each_bubble(run_, metrics_, [&](const Bubble& bubble) {
-      if (!selected(static_cast<std::int64_t>(bubble.step))) return;
-      const std::uint64_t track = lane_uuid(layout_.bubble_lane(bubble.device));
-      char event[kMaxEventBytes];
-      char* e = put_varint_field(event, pb::TrackEvent::kCategoryIidsFieldNumber, kCategoryBubble);
-      e = put_int_arg(e, kArgStep, metrics_.steps[bubble.step].step);
-      e = put_varint_field(e, pb::TrackEvent::kTypeFieldNumber, pb::TrackEvent::TYPE_SLICE_BEGIN);
-      e = put_varint_field(e, pb::TrackEvent::kNameIidFieldNumber, bubble_name_iid(bubble.kind));
-      e = put_varint_field(e, pb::TrackEvent::kTrackUuidFieldNumber, track);
-      const std::size_t old = out.size();
-      out.resize(old + kMaxBeginBytes + kMaxEndPacketBytes);
-      char* p = out.data() + old;
-      p = put_slice_begin(p, ts(bubble.start_ns),
-                          std::string_view(event, static_cast<std::size_t>(e - event)));
-      p = put_slice_end(p, ts(bubble.end_ns), track);
-      out.resize(static_cast<std::size_t>(p - out.data()));
-      file_.flush_if_full();
-    });
+    const std::uint64_t track = lane_uuid(layout_.bubble_lane(bubble.device));
+    char event[kMaxEventBytes];
+    char* e = put_varint_field(event, pb::TrackEvent::kCategoryIidsFieldNumber, kCategoryBubble);
+    e = put_int_arg(e, kArgStep, metrics_.steps[bubble.step].step);
+    e = put_varint_field(e, pb::TrackEvent::kTypeFieldNumber, pb::TrackEvent::TYPE_SLICE_BEGIN);
+    e = put_varint_field(e, pb::TrackEvent::kNameIidFieldNumber, bubble_name_iid(bubble.kind));
+    e = put_varint_field(e, pb::TrackEvent::kTrackUuidFieldNumber, track);
+    const std::size_t old = out.size();
+    out.resize(old + kMaxBeginBytes + kMaxEndPacketBytes);
+    char* p = out.data() + old;
+    p = put_slice_begin(p, ts(bubble.start_ns),
+                        std::string_view(event, static_cast<std::size_t>(e - event)));
+    p = put_slice_end(p, ts(bubble.end_ns), track);
+    out.resize(static_cast<std::size_t>(p - out.data()));
   }
 
   const Run& run_;
@@ -709,7 +821,9 @@ class PerfettoWriter {
   const TraceOptions& options_;
   const TraceLayout layout_;
   const TraceJobKinds kinds_;
-  AtomicFile& file_;
+  AtomicFile* file_ = nullptr;   // null when measuring
+  fmt::memory_buffer& scratch_;  // the file's buffer, or measure()'s
+  TraceSampleSize sample_;       // what measure() formats of the bulk
   PacketWriter out_;
   bool first_packet_ = true;
   std::int64_t origin_ns_ = 0;
@@ -736,6 +850,12 @@ class PerfettoWriter {
 };
 
 }  // namespace
+
+std::uint64_t estimate_perfetto_trace_bytes(const Run& run, const Metrics& metrics,
+                                            const TraceOptions& options, TraceSampleSize sample) {
+  fmt::memory_buffer scratch;
+  return PerfettoWriter(run, metrics, options, scratch, sample).measure();
+}
 
 void write_perfetto_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,
                           const std::string& path) {

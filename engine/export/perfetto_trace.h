@@ -27,6 +27,7 @@
 // critical-path arrows are not told apart as in the Chrome trace).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "analysis/metrics.h"
@@ -40,5 +41,11 @@ namespace pipescope {
 /// exist. Throws std::system_error ("cannot write PATH: ...") on I/O failure.
 void write_perfetto_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,
                           const std::string& path);
+
+/// The bytes write_perfetto_trace would write, without writing, estimated as
+/// estimate_chrome_trace_bytes (chrome_trace.h) estimates the Chrome trace's.
+std::uint64_t estimate_perfetto_trace_bytes(const Run& run, const Metrics& metrics,
+                                            const TraceOptions& options,
+                                            TraceSampleSize sample = {});
 
 }  // namespace pipescope

@@ -117,6 +117,8 @@ template <>
 inline constexpr bool kOneLine<WarningFigures> = true;
 template <>
 inline constexpr bool kOneLine<LayoutFigures> = true;
+template <>
+inline constexpr bool kOneLine<TraceFileFigures> = true;
 
 // --- the metric contract's sections --------------------------------------------
 
@@ -537,6 +539,15 @@ void fields(auto& v, Of<EventsFigures> auto& e) {
   v(omitted("median_bubble_ratio"), e.median_bubble_ratio);
 }
 
+void fields(auto& v, Of<TraceFileFigures> auto& t) {
+  v(opt("reason"), t.reason);
+  v(opt("steps"), t.steps);
+  v(omitted("median_step"), t.median_step);
+  v(omitted("slowest_step"), t.slowest_step);
+  v(omitted("estimated_full_bytes"), t.estimated_full_bytes);
+  v(omitted("limit_bytes"), t.limit_bytes);
+}
+
 // --- the whole summary ---------------------------------------------------------
 
 void fields(auto& v, Of<SummaryFigures> auto& f) {
@@ -566,6 +577,7 @@ void fields(auto& v, Of<SummaryFigures> auto& f) {
   v(omitted("no_jobs"), f.no_jobs);
   v(omitted("kernel_view"), f.kernel_view);
   v(omitted("events"), f.events);
+  v.keyed(omitted("traces"), f.traces, &TraceFileFigures::file);
 }
 
 }  // namespace pipescope::summary_fields

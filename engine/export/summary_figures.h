@@ -595,6 +595,28 @@ struct EventsFigures {
 /// Events listed per step in summary.json (the rest are counted in `more`).
 inline constexpr std::size_t kEventsListedPerStep = 100;
 
+/// A trace file that holds only some of the run's steps, and why (the
+/// `traces` object, keyed by file name); a trace written whole has none.
+struct TraceFileFigures {
+  std::string file;  ///< "trace.json" or "trace.pftrace": the key
+  /// "size_limit": the whole run's trace would pass limit_bytes, so the
+  /// median-duration and the slowest complete step were written, each with
+  /// a step on each side (export/trace_size.h); "steps_option": --steps
+  /// named them.
+  std::string reason;
+  /// The steps written, as --steps reads them: "9-11,41-43", or "0:9-11"
+  /// with several launch segments.
+  std::string steps;
+  /// With "size_limit": the two steps chosen (labels as in `steps`), the
+  /// whole run's trace estimated before writing, and the limit it passed.
+  std::string median_step;
+  std::string slowest_step;
+  std::int64_t estimated_full_bytes = 0;
+  std::int64_t limit_bytes = 0;
+
+  friend bool operator==(const TraceFileFigures&, const TraceFileFigures&) = default;
+};
+
 struct SummaryFigures {
   std::int64_t jobs = 0;
   std::int64_t first_step = 0;
@@ -637,6 +659,8 @@ struct SummaryFigures {
   std::optional<KernelViewFigures> kernel_view;
   /// The log events of text logs; unset for runs without text inputs.
   std::optional<EventsFigures> events;
+  /// The traces written that hold only some steps (by file name).
+  std::vector<TraceFileFigures> traces;
 
   friend bool operator==(const SummaryFigures&, const SummaryFigures&) = default;
 };

@@ -132,9 +132,11 @@ void write_summary_json(const Run& run, const Metrics& metrics, const PipelineAn
 }
 
 void write_summary_json(const Run& run, const Metrics& metrics, const PipelineAnalysis& pipeline,
-                        const KernelView& kernels, const std::string& path) {
+                        const KernelView& kernels, const std::string& path,
+                        const std::vector<TraceFileFigures>& traces) {
   SummaryFigures figures = summary_figures(run, metrics, pipeline);
   figures.kernel_view = kernel_view_figures(kernels);
+  figures.traces = traces;
   write_summary_json(figures, path);
 }
 

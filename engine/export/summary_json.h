@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "analysis/kernel_view.h"
 #include "analysis/metrics.h"
@@ -30,8 +31,10 @@ void write_summary_json(const Run& run, const Metrics& metrics, const PipelineAn
                         const std::string& path);
 
 /// The same plus the "kernel_view" section of `kernels` when it is available
-/// (`analyze` and `watch` on PyTorch traces). Same errors.
+/// (`analyze` and `watch` on PyTorch traces) and the "traces" entries of
+/// the traces that hold only some steps (`analyze`). Same errors.
 void write_summary_json(const Run& run, const Metrics& metrics, const PipelineAnalysis& pipeline,
-                        const KernelView& kernels, const std::string& path);
+                        const KernelView& kernels, const std::string& path,
+                        const std::vector<TraceFileFigures>& traces = {});
 
 }  // namespace pipescope

@@ -1,6 +1,7 @@
 #include "export/trace_content.h"
 
 #include <fmt/format.h>
+#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <string_view>
@@ -96,6 +97,73 @@ std::vector<TraceJobRange> trace_job_pieces(const Run& run, std::size_t jobs_per
     }
   }
   return pieces;
+}
+
+TraceJobSample sample_job_pieces(const Run& run, const Metrics& metrics,
+                                 const StepSelection& selection,
+                                 const std::vector<TraceJobRange>& pieces, std::size_t max_pieces) {
+  std::vector<std::uint64_t> selected(pieces.size(), 0);
+  std::vector<std::size_t> holding;  // pieces with a selected job
+  TraceJobSample sample;
+  for (std::size_t p = 0; p < pieces.size(); ++p) {
+    const TraceJobRange& piece = pieces[p];
+    if (selection.everything()) {
+      selected[p] = piece.end - piece.begin;
+    } else {
+      for (std::size_t i = piece.begin; i < piece.end; ++i) {
+        if (selection.contains(trace_job_step(run, metrics, piece.device, i))) ++selected[p];
+      }
+    }
+    if (selected[p] > 0) holding.push_back(p);
+    sample.selected_jobs += selected[p];
+  }
+  const std::uint64_t stride = sample_stride(holding.size(), max_pieces);
+  for (std::size_t h = sample_start(stride); h < holding.size(); h += stride) {
+    sample.pieces.push_back(pieces[holding[h]]);
+    sample.sampled_jobs += selected[holding[h]];
+  }
+  return sample;
+}
+
+TraceBubbleSample sample_bubbles(const Run& run, const Metrics& metrics,
+                                 const StepSelection& selection, std::size_t max_bubbles) {
+  std::uint64_t bound = 0;
+  for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
+    if (selection.contains(static_cast<std::int64_t>(k))) bound += run.devices.size();
+  }
+  for (const Device& device : run.devices) bound += device.jobs.size();
+  const std::uint64_t stride = sample_stride(bound, max_bubbles);
+  std::vector<TraceBubbleSample> per_device(run.devices.size());
+  tbb::parallel_for(std::size_t{0}, run.devices.size(), [&](std::size_t d) {
+    TraceBubbleSample& mine = per_device[d];
+    for_each_device_bubble(run, metrics, d, [&](const Bubble& bubble) {
+      if (!selection.contains(static_cast<std::int64_t>(bubble.step))) return;
+      if (mine.count++ % stride == sample_start(stride)) mine.bubbles.push_back(bubble);
+    });
+  });
+  TraceBubbleSample sample;
+  for (const TraceBubbleSample& mine : per_device) {
+    sample.count += mine.count;
+    sample.bubbles.insert(sample.bubbles.end(), mine.bubbles.begin(), mine.bubbles.end());
+  }
+  return sample;
+}
+
+std::uint64_t sample_stride(std::uint64_t count, std::uint64_t max) {
+  max = std::max<std::uint64_t>(1, max);
+  return std::max<std::uint64_t>(1, (count + max - 1) / max);
+}
+
+std::uint64_t sample_start(std::uint64_t stride) { return stride / 2; }
+
+std::uint64_t scaled_bytes(std::uint64_t sampled_bytes, std::uint64_t sampled,
+                           std::uint64_t count) {
+  if (sampled == 0) return 0;
+  if (sampled == count) return sampled_bytes;
+  // Whole bytes per item, then the remainder's share: no overflow for a
+  // sample of megabytes and billions of items.
+  return sampled_bytes / sampled * count +
+         ((sampled_bytes % sampled) * count + sampled / 2) / sampled;
 }
 
 TraceJobKinds::TraceJobKinds(const Run& run) : by_type_(run.types.size()) {

@@ -67,6 +67,46 @@ struct TraceJobRange {
 /// Every device's jobs in Run order, cut into ranges of at most `jobs_per_piece`.
 std::vector<TraceJobRange> trace_job_pieces(const Run& run, std::size_t jobs_per_piece);
 
+// ---- The size of a trace before it is written (trace_size.h): the writers
+// format the small sections whole and, of the bulk (jobs, steps, bubble
+// counters, bubbles, log events, flows), a sample (TraceSampleSize,
+// chrome_trace.h) that they scale by the count. A run whose bulk fits the
+// sample is measured to the byte.
+
+/// The pieces of `pieces` that hold a selected job, every stride-th of them
+/// (from sample_start) formatted for an estimate, at most `max_pieces`.
+struct TraceJobSample {
+  std::vector<TraceJobRange> pieces;
+  /// Selected jobs in the sampled pieces, and in all of them.
+  std::uint64_t sampled_jobs = 0;
+  std::uint64_t selected_jobs = 0;
+};
+TraceJobSample sample_job_pieces(const Run& run, const Metrics& metrics,
+                                 const StepSelection& selection,
+                                 const std::vector<TraceJobRange>& pieces, std::size_t max_pieces);
+
+/// The selected bubbles: how many, and every stride-th of each device's
+/// (from sample_start; the stride set by a bound on their number, a
+/// device's jobs plus one per window) to format for an estimate. The
+/// devices are visited on several threads.
+struct TraceBubbleSample {
+  std::vector<Bubble> bubbles;  // devices in order, then time
+  std::uint64_t count = 0;
+};
+TraceBubbleSample sample_bubbles(const Run& run, const Metrics& metrics,
+                                 const StepSelection& selection, std::size_t max_bubbles);
+
+/// Every how-many-th of `count` items to format so that at most `max` are.
+std::uint64_t sample_stride(std::uint64_t count, std::uint64_t max);
+/// The first item sampled: the middle of the first stride, so that the
+/// sample is not biased towards the start of each device's time (later jobs
+/// have longer timestamps); 0 when every item is.
+std::uint64_t sample_start(std::uint64_t stride);
+
+/// The bytes of `count` items whose `sampled` formatted took `sampled_bytes`
+/// (rounded to the nearest; 0 when none was sampled).
+std::uint64_t scaled_bytes(std::uint64_t sampled_bytes, std::uint64_t sampled, std::uint64_t count);
+
 /// Each job type's kind (classify_job_type), classified once per type.
 class TraceJobKinds {
  public:

@@ -1,6 +1,8 @@
 // `--steps`: the step list parser shared by the trace and HTML options, the
 // Chrome trace restricted to the selected steps, the CLI flag, and the
 // advice given when a JSON trace is too big for the viewers.
+#include "analysis/step_selection.h"
+
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -9,10 +11,9 @@
 #include <string>
 
 #include "analysis/pipeline.h"
-#include "analysis/step_selection.h"
-#include "support/command_runner.h"
 #include "export/chrome_trace.h"
 #include "export/trace_size.h"
+#include "support/command_runner.h"
 #include "support/pipeline_sim_run.h"
 #include "support/temp_dir.h"
 
@@ -55,6 +56,89 @@ TEST(StepSelection, ParsesNumbersRangesAndListsIntoStepIndices) {
   const StepSelection all = StepSelection::parse("  ", m, "--steps");
   EXPECT_TRUE(all.everything());
   EXPECT_TRUE(all.contains(-1));
+}
+
+TEST(StepSelection, AllSelectsEverythingAndIndicesListTheSteps) {
+  const Metrics m = steps_numbered(10, 6);
+  const StepSelection all = StepSelection::parse(" all ", m, "--steps");
+  EXPECT_TRUE(all.everything());
+  EXPECT_TRUE(all.contains(-1));
+  EXPECT_TRUE(all.indices().empty());
+  // "all" is a word of --steps alone: a list item must be a step.
+  EXPECT_THROW(StepSelection::parse("all,12", m, "--steps"), std::invalid_argument);
+  EXPECT_EQ(StepSelection::parse("15,11-12", m, "--steps").indices(),
+            (std::vector<std::size_t>{1, 2, 5}));
+  const StepSelection some = StepSelection::of({1, 4}, m);
+  EXPECT_FALSE(some.everything());
+  EXPECT_TRUE(some.contains(4));
+  EXPECT_FALSE(some.contains(2));
+  EXPECT_EQ(some.start_ns(), 1000);
+  EXPECT_EQ(some.end_ns(), 4900);
+}
+
+// Windows of these lengths, steps numbered from 100.
+Metrics steps_lasting(const std::vector<std::int64_t>& lengths) {
+  Metrics m;
+  std::int64_t t = 0;
+  for (std::size_t k = 0; k < lengths.size(); ++k) {
+    StepWindow w;
+    w.step = 100 + static_cast<std::int64_t>(k);
+    w.start_ns = t;
+    w.end_ns = t + lengths[k];
+    t = w.end_ns;
+    m.steps.push_back(w);
+  }
+  return m;
+}
+
+TEST(StepSelection, MedianAndSlowestAreAmongTheCompleteSteps) {
+  Metrics m = steps_lasting({50, 10, 30, 20, 40, 90, 35});
+  // Sorted: 10 20 30 35 40 50 90: the median 35 (index 6), the slowest 90 (index 5).
+  EXPECT_EQ(median_and_slowest_steps(m), (std::vector<std::size_t>{5, 6}));
+  // An incomplete step is never chosen, and an even count takes the lower middle.
+  m.steps[0].complete = false;
+  m.steps[5].complete = false;
+  m.steps[6].complete = false;
+  // Complete: 10 30 20 40 -> sorted 10 20 30 40: median 20 (index 3), slowest 40 (index 4).
+  EXPECT_EQ(median_and_slowest_steps(m), (std::vector<std::size_t>{3, 4}));
+  // One step is both.
+  EXPECT_EQ(median_and_slowest_steps(steps_lasting({7})), (std::vector<std::size_t>{0}));
+  // None complete: among all of them.
+  Metrics none = steps_lasting({5, 9, 7});
+  for (StepWindow& w : none.steps) w.complete = false;
+  EXPECT_EQ(median_and_slowest_steps(none), (std::vector<std::size_t>{1, 2}));
+  EXPECT_TRUE(median_and_slowest_steps(Metrics{}).empty());
+}
+
+TEST(StepSelection, NeighboursMergeAndStayInTheirSegment) {
+  Metrics m = steps_lasting({1, 1, 1, 1, 1, 1, 1, 1, 1, 1});
+  EXPECT_EQ(with_neighbours(m, {2, 7}), (std::vector<std::size_t>{1, 2, 3, 6, 7, 8}));
+  // Overlapping and touching ranges merge; the ends have one neighbour.
+  EXPECT_EQ(with_neighbours(m, {3, 5}), (std::vector<std::size_t>{2, 3, 4, 5, 6}));
+  EXPECT_EQ(with_neighbours(m, {0, 9}), (std::vector<std::size_t>{0, 1, 8, 9}));
+  // A relaunch: steps 5.. are segment 1, and step 4's neighbour there is not taken.
+  for (std::size_t k = 5; k < m.steps.size(); ++k) m.steps[k].segment = 1;
+  EXPECT_EQ(with_neighbours(m, {4}), (std::vector<std::size_t>{3, 4}));
+  EXPECT_EQ(with_neighbours(m, {5}), (std::vector<std::size_t>{5, 6}));
+}
+
+TEST(StepSelection, StepListTextIsWhatTheParserReadsBack) {
+  const Metrics m = steps_numbered(10, 8);
+  const std::vector<std::size_t> some{0, 1, 2, 4, 6, 7};
+  EXPECT_EQ(step_list_text(m, some), "10-12,14,16-17");
+  EXPECT_EQ(parse_step_list(step_list_text(m, some), m, "--steps"), some);
+  EXPECT_EQ(step_list_text(m, {}), "");
+
+  // Two launch segments whose numbers overlap: each range names its segment.
+  Metrics relaunch = steps_numbered(10, 6);
+  for (std::size_t k = 3; k < 6; ++k) {
+    relaunch.steps[k].segment = 1;
+    relaunch.steps[k].step = 11 + static_cast<std::int64_t>(k - 3);  // 11, 12, 13
+  }
+  relaunch.segments = {{0, 10, 0, 3, 3, 0, 0, {}}, {1, 11, 3, 3, 3, 0, 0, {}}};
+  const std::vector<std::size_t> across{1, 2, 3, 4};
+  EXPECT_EQ(step_list_text(relaunch, across), "0:11-12,1:11-12");
+  EXPECT_EQ(parse_step_list(step_list_text(relaunch, across), relaunch, "--steps"), across);
 }
 
 TEST(StepSelection, RejectsWhatTheRunDoesNotHaveNamingTheFlag) {
@@ -153,16 +237,16 @@ TEST(StepSelection, TheChromeTraceHoldsOnlyTheSelectedSteps) {
 TEST(StepSelection, CliStepsFlagSelectsAndRejectsBeforeWritingAnything) {
   TempDir dir;
   const std::string data = std::string(PIPESCOPE_TESTDATA) + "/multi";
-  const auto ok = run_cli("analyze " + shell_quote(data) + " -q --steps 11 -o " +
-                          shell_quote(dir / "out"));
+  const auto ok =
+      run_cli("analyze " + shell_quote(data) + " -q --steps 11 -o " + shell_quote(dir / "out"));
   ASSERT_EQ(ok.status, 0) << ok.output;
   const TraceEvents trace = read_trace(dir / "out/trace.json");
   EXPECT_EQ(trace.job_steps, (std::set<std::int64_t>{11}));
   // The multi sample stops a few jobs into step 11: named so in the trace.
   EXPECT_EQ(trace.step_slices, (std::set<std::string>{"step 11 (incomplete)"}));
 
-  const auto bad = run_cli("analyze " + shell_quote(data) + " -q --steps 12 -o " +
-                           shell_quote(dir / "bad"));
+  const auto bad =
+      run_cli("analyze " + shell_quote(data) + " -q --steps 12 -o " + shell_quote(dir / "bad"));
   EXPECT_EQ(bad.status, 2) << bad.output;
   EXPECT_NE(bad.output.find("--steps: the run has no step 12 (steps 10-11)"), std::string::npos)
       << bad.output;

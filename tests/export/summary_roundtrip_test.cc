@@ -91,6 +91,7 @@ void expect_all_set(const EventCaptureFigures& x);
 void expect_all_set(const EventFigures& x);
 void expect_all_set(const EventStepFigures& x);
 void expect_all_set(const EventCountFigures& x);
+void expect_all_set(const TraceFileFigures& x);
 void expect_all_set(const EventKindFigures& x);
 void expect_all_set(const EventOutlierFigures& x);
 void expect_all_set(const EventsFigures& x);
@@ -331,14 +332,19 @@ void expect_all_set(const EventsFigures& x) {
   expect_all_set(after_last);
   expect_all_set(outliers);
 }
+void expect_all_set(const TraceFileFigures& x) {
+  const auto& [a, b, c, d, e, f, g] = x;
+  expect_set("TraceFileFigures", a, b, c, d, e, f, g);
+}
 void expect_all_set(const SummaryFigures& x) {
   const auto& [a, b, c, d, time_resolution_ns, comm, devices, steps, incomplete_steps, segments,
                job_types, inputs, diagnostics, left_out, layout, schedule, stages, replicas,
-               bubbles, bottleneck, critical_path, clock, warnings, no_jobs, kernel_view, events] =
-      x;
+               bubbles, bottleneck, critical_path, clock, warnings, no_jobs, kernel_view, events,
+               traces] = x;
   expect_set("SummaryFigures", a, b, c, d, time_resolution_ns, comm, incomplete_steps, no_jobs);
   expect_all_set(kernel_view);
   expect_all_set(events);
+  expect_all_set(traces);
   expect_all_set(devices);
   expect_all_set(steps);
   expect_all_set(segments);
@@ -482,6 +488,9 @@ SummaryFigures every_field() {
   ev.median_window_ns = 1'200'000'000;
   ev.median_bubble_ratio = 0.25;
   f.events = ev;
+  f.traces = {
+      {"trace.json", "size_limit", "0:9-11,1:41-43", "0:10", "1:42", 1'592'117'635, 268'435'456},
+      {"trace.pftrace", "steps_option", "12", "3:4", "5", 7, 8}};
   return f;
 }
 
@@ -521,6 +530,7 @@ void expect_same(const SummaryFigures& got, const SummaryFigures& want) {
   EXPECT_TRUE(got.clock == want.clock);
   EXPECT_TRUE(got.warnings == want.warnings);
   EXPECT_TRUE(got.events == want.events);
+  EXPECT_TRUE(got.traces == want.traces);
   if (!(got == want)) {
     TempDir dir;
     write_summary_json(got, dir / "got.json");
@@ -595,8 +605,8 @@ TEST(SummaryRoundTrip, NoObjectListsAKeyTwice) {
   const SummaryFigures figures = every_field();
   KeyChecker checker("the summary");
   summary_fields::fields(checker, figures);
-  // jobs ... events: the 26 keys of the top level besides "schema" and "tool".
-  EXPECT_EQ(checker.keys(), 26u);
+  // jobs ... traces: the 27 keys of the top level besides "schema" and "tool".
+  EXPECT_EQ(checker.keys(), 27u);
 }
 
 TEST(SummaryRoundTrip, EveryFieldComesBack) {
