@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "analysis/job_role.h"
@@ -56,5 +57,21 @@ struct BottleneckReport {
 
 BottleneckReport find_bottleneck(const Run& run, const Metrics& metrics, const StageMap& stages,
                                  const std::vector<JobRole>& roles);
+
+/// One part's job durations (the jobs of steps [first, last), a part of the
+/// partitioned analysis: analysis/step_partition.h), per stage and
+/// PipelineRole, sorted: what the stage statistics are selected from.
+using StageDurations = std::vector<std::array<std::vector<std::int64_t>, kRoleCount>>;
+StageDurations stage_durations(const Run& run,
+                               const std::vector<std::vector<std::int32_t>>& job_step,
+                               std::size_t first, std::size_t last, const StageMap& stages,
+                               const std::vector<JobRole>& roles);
+
+/// find_bottleneck from every part's durations, in any order (`windows`:
+/// Metrics::steps.size()): sums and counts add, the median and p95 are
+/// selected exactly across the parts (numeric/statistics.h,
+/// select_rank_by_count) without bringing the durations together.
+BottleneckReport bottleneck_from_parts(std::span<const StageDurations> parts,
+                                       const StageMap& stages, std::size_t windows);
 
 }  // namespace pipescope

@@ -42,6 +42,30 @@ std::int64_t select_rank(std::span<std::int64_t> values, std::size_t rank) {
 
 double select_rank(std::span<double> values, std::size_t rank) { return select(values, rank); }
 
+std::int64_t select_rank_by_count(std::uint64_t rank, std::int64_t lo, std::int64_t hi,
+                                  const std::function<std::uint64_t(std::int64_t)>& count_at_most) {
+  // The smallest x in [lo, hi] with more than `rank` values at or below it.
+  while (lo < hi) {
+    const std::int64_t mid = lo + static_cast<std::int64_t>(distance(lo, hi) / 2);
+    if (count_at_most(mid) > rank) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
+std::int64_t median_ns_by_count(std::uint64_t n, std::int64_t lo, std::int64_t hi,
+                                const std::function<std::uint64_t(std::int64_t)>& count_at_most) {
+  if (n == 0) return 0;
+  const std::int64_t low = select_rank_by_count(lower_middle_rank(n), lo, hi, count_at_most);
+  const std::int64_t high =
+      n % 2 == 1 ? low : select_rank_by_count(upper_middle_rank(n), lo, hi, count_at_most);
+  const std::uint64_t d = distance(low, high);
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + d / 2 + d % 2);
+}
+
 std::int64_t upper_middle(std::span<std::int64_t> values) {
   return values.empty() ? 0 : select(values, upper_middle_rank(values.size()));
 }

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 
 namespace pipescope {
@@ -61,6 +62,18 @@ constexpr QuartileRanks quartile_ranks(std::size_t n) { return {n / 4, n - 1 - n
 /// after it smaller).
 std::int64_t select_rank(std::span<std::int64_t> values, std::size_t rank);
 double select_rank(std::span<double> values, std::size_t rank);
+
+/// select_rank of a sample split into parts that are never brought together
+/// (the partitioned analysis: each rank holds its steps' values), known only
+/// through count_at_most(x), how many of its values are <= x over every
+/// part; `lo` and `hi` are its smallest and largest values (rank < n).
+/// Binary search on the value: at most 64 questions, the answer exact.
+std::int64_t select_rank_by_count(std::uint64_t rank, std::int64_t lo, std::int64_t hi,
+                                  const std::function<std::uint64_t(std::int64_t)>& count_at_most);
+
+/// median_ns of such a sample of `n` values (0 when n is 0).
+std::int64_t median_ns_by_count(std::uint64_t n, std::int64_t lo, std::int64_t hi,
+                                const std::function<std::uint64_t(std::int64_t)>& count_at_most);
 
 /// select_rank(values, upper_middle_rank(n)); 0 when empty.
 std::int64_t upper_middle(std::span<std::int64_t> values);

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "analysis/bottleneck.h"
 #include "analysis/bubbles.h"
 #include "analysis/clock_skew.h"
 #include "analysis/critical_path.h"
@@ -40,6 +41,8 @@ struct Partitioned {
   ScheduleReport schedule;
   /// The critical paths of each part's steps, appended in step order.
   CriticalPathSummary paths;
+  /// The stage statistics selected across the parts' durations.
+  BottleneckReport bottleneck;
   StepPartition plan;
   std::uint64_t halo_jobs = 0;  ///< jobs a part holds for their overlap only
 };
@@ -98,6 +101,7 @@ Partitioned partitioned_analysis(const Run& run, std::size_t parts, std::size_t 
   OpSums sums;
   constexpr std::int64_t kNoise = 100'000;
   const std::optional<std::size_t> keep = longest_critical_step(m.steps, edges.has_job);
+  std::vector<StageDurations> durations;
   for (std::size_t p = 0; p < parts; ++p) {
     const PartJobs& part = held[p];
     const std::size_t first = out.plan.bounds[p], last = out.plan.bounds[p + 1];
@@ -112,6 +116,7 @@ Partitioned partitioned_analysis(const Run& run, std::size_t parts, std::size_t 
                                                    first, last, keep, &part.job_index));
     }
     votes.add(vote_schedules(part.run, part.job_step, m.steps, first, last, stages, roles));
+    durations.push_back(stage_durations(part.run, part.job_step, first, last, stages, roles));
     sums.add(op_sums(part.run, roles, &part.job_step, first, last));
     std::vector<Dependency> local;  // the part's own consumers, in its indices
     for (const Dependency& dep :
@@ -134,6 +139,7 @@ Partitioned partitioned_analysis(const Run& run, std::size_t parts, std::size_t 
             });
   out.clock = estimate_from_pair_clocks(pairs, machine_clock_names(run), kNoise);
   out.schedule = finish_schedule(votes, sums, stages.stage_count(), m.bubble_ratio);
+  out.bottleneck = bottleneck_from_parts(durations, stages, m.steps.size());
   if (!out.dependencies.empty()) {
     const Dependencies whole = find_dependencies(run, m.job_step, stages, roles, placement);
     EXPECT_EQ(out.dependencies.size(), whole.size());
@@ -310,6 +316,28 @@ std::uint64_t check_every_split(const Run& run, const std::string& what) {
       }
       expect_same(p.clock, estimate_clock_offsets(run, deps, 100'000), label);
       expect_same(p.paths, summarize_critical_paths(run, whole, stages, deps, roles), label);
+      const BottleneckReport bottleneck = find_bottleneck(run, whole, stages, roles);
+      EXPECT_EQ(p.bottleneck.slowest_stage, bottleneck.slowest_stage) << label;
+      EXPECT_EQ(p.bottleneck.imbalance, bottleneck.imbalance) << label;
+      EXPECT_EQ(p.bottleneck.mean_compute_per_step_ns, bottleneck.mean_compute_per_step_ns)
+          << label;
+      EXPECT_EQ(p.bottleneck.stages.size(), bottleneck.stages.size()) << label;
+      for (std::size_t s = 0; s < std::min(bottleneck.stages.size(), p.bottleneck.stages.size());
+           ++s) {
+        const StageStats &x = p.bottleneck.stages[s], &y = bottleneck.stages[s];
+        EXPECT_EQ(x.compute_per_step_ns, y.compute_per_step_ns) << label << " stage " << s;
+        for (std::size_t r = 0; r < kRoleCount; ++r) {
+          const DurationStats &a = x.by_role[r], &b = y.by_role[r];
+          const std::string at =
+              label + " stage " + std::to_string(s) + " role " + std::to_string(r);
+          EXPECT_EQ(a.count, b.count) << at;
+          EXPECT_EQ(a.total_ns, b.total_ns) << at;
+          EXPECT_EQ(a.mean_ns, b.mean_ns) << at;
+          EXPECT_EQ(a.median_ns, b.median_ns) << at;
+          EXPECT_EQ(a.p95_ns, b.p95_ns) << at;
+          EXPECT_EQ(a.max_ns, b.max_ns) << at;
+        }
+      }
       EXPECT_TRUE(p.schedule.detection == schedule.detection) << label;
       EXPECT_EQ(p.schedule.steps_agreeing, schedule.steps_agreeing) << label;
       EXPECT_EQ(p.schedule.steps_examined, schedule.steps_examined) << label;

@@ -253,3 +253,45 @@ TEST(Statistics, AgreesWithABruteForceSortOnRandomSamples) {
 
 }  // namespace
 }  // namespace pipescope
+
+namespace pipescope {
+namespace {
+
+// A sample split into parts, selected through counts only, gives the rank
+// and the median a selection over the whole sample gives: duplicates,
+// negatives, the extremes of int64, even and odd counts.
+TEST(Statistics, SelectionByCountsAcrossParts) {
+  std::vector<std::vector<std::int64_t>> parts = {
+      {5, -3, 5, 9, std::numeric_limits<std::int64_t>::max()},
+      {},
+      {5, 0, -3, std::numeric_limits<std::int64_t>::min() + 1, 12, 7},
+      {2}};
+  std::vector<std::int64_t> all;
+  for (auto& part : parts) {
+    std::sort(part.begin(), part.end());
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  const auto count_at_most = [&](std::int64_t x) {
+    std::uint64_t n = 0;
+    for (const auto& part : parts) {
+      n += static_cast<std::uint64_t>(std::upper_bound(part.begin(), part.end(), x) - part.begin());
+    }
+    return n;
+  };
+  const std::int64_t lo = *std::min_element(all.begin(), all.end());
+  const std::int64_t hi = *std::max_element(all.begin(), all.end());
+  for (std::size_t rank = 0; rank < all.size(); ++rank) {
+    std::vector<std::int64_t> copy = all;
+    EXPECT_EQ(select_rank_by_count(rank, lo, hi, count_at_most), select_rank(copy, rank)) << rank;
+  }
+  std::vector<std::int64_t> copy = all;
+  EXPECT_EQ(median_ns_by_count(all.size(), lo, hi, count_at_most), median_ns(copy));
+  parts[3].clear();  // an odd count
+  all.erase(std::find(all.begin(), all.end(), 2));
+  copy = all;
+  EXPECT_EQ(median_ns_by_count(all.size(), lo, hi, count_at_most), median_ns(copy));
+  EXPECT_EQ(median_ns_by_count(0, 0, 0, count_at_most), 0);
+}
+
+}  // namespace
+}  // namespace pipescope
