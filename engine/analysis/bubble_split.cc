@@ -8,7 +8,9 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "analysis/step_rule.h"
@@ -36,20 +38,18 @@ std::optional<std::size_t> op_kind(const JobRole& role) {
   }
 }
 
-struct CostSums {
-  std::array<long double, kOpKinds> sum{};
-  std::array<std::uint64_t, kOpKinds> count{};
-};
+static_assert(kOpKinds == std::tuple_size_v<decltype(OpCostSums::ns)>);
 
 /// The costs of one step: its means, else the run's, else 1 ns (a kind the
-/// lists do not use).
-OpCosts step_costs(const CostSums& step, const CostSums& run) {
+/// lists do not use). The sums are exact integers, as the long double sums
+/// in job order they replace were: the means do not depend on the order.
+OpCosts step_costs(const OpCostSums& step, const OpCostSums& run) {
   std::array<double, kOpKinds> mean{};
   for (std::size_t i = 0; i < kOpKinds; ++i) {
     if (step.count[i] > 0) {
-      mean[i] = static_cast<double>(step.sum[i] / step.count[i]);
+      mean[i] = static_cast<double>(static_cast<long double>(step.ns[i]) / step.count[i]);
     } else if (run.count[i] > 0) {
-      mean[i] = static_cast<double>(run.sum[i] / run.count[i]);
+      mean[i] = static_cast<double>(static_cast<long double>(run.ns[i]) / run.count[i]);
     }
     if (!(mean[i] > 0)) mean[i] = 1;
   }
@@ -71,15 +71,15 @@ std::vector<Interval> compute_union(const Device& device, const TypeKinds& kinds
   return out;
 }
 
-/// |[begin, end) − busy ∩ complete windows|.
+/// |[begin, end) − busy ∩ complete windows| (of `windows`, in time order).
 std::int64_t comm_only(std::int64_t begin, std::int64_t end, const std::vector<Interval>& busy,
-                       const Metrics& metrics) {
+                       std::span<const StepWindow> windows) {
   std::int64_t total = 0;
   auto in_windows = [&](std::int64_t b, std::int64_t e) {
     // Windows are disjoint and in time order.
-    auto it = std::lower_bound(metrics.steps.begin(), metrics.steps.end(), b,
+    auto it = std::lower_bound(windows.begin(), windows.end(), b,
                                [](const StepWindow& w, std::int64_t at) { return w.end_ns <= at; });
-    for (; it != metrics.steps.end() && it->start_ns < e; ++it) {
+    for (; it != windows.end() && it->start_ns < e; ++it) {
       if (!it->complete) continue;
       total += std::max<std::int64_t>(0, std::min(e, it->end_ns) - std::max(b, it->start_ns));
     }
@@ -94,9 +94,9 @@ std::int64_t comm_only(std::int64_t begin, std::int64_t end, const std::vector<I
   return total;
 }
 
-/// Comm time of every device by the stage it waits for.
-void comm_waits(const Run& run, const Metrics& metrics, const StageMap& stages,
-                BubbleSplit& split) {
+/// Comm time of every device in `windows` by the stage it waits for.
+void comm_waits(const Run& run, std::span<const StepWindow> windows, const StageMap& stages,
+                SplitEvidence& split) {
   const std::size_t p = stages.stage_count();
   split.receive_wait_ns.assign(p, 0);
   split.send_wait_ns.assign(p, 0);
@@ -137,7 +137,7 @@ void comm_waits(const Run& run, const Metrics& metrics, const StageMap& stages,
       // Forward data flows to the next stage, backward data to the previous.
       const bool from_before = receive == forward;
       const std::size_t peer = from_before ? (s + p - 1) % p : (s + 1) % p;
-      (receive ? receive_wait : send_wait)[peer] += comm_only(begin, end, busy, metrics);
+      (receive ? receive_wait : send_wait)[peer] += comm_only(begin, end, busy, windows);
     }
   });
   for (const Waits& w : waits) {
@@ -150,26 +150,24 @@ void comm_waits(const Run& run, const Metrics& metrics, const StageMap& stages,
 
 }  // namespace
 
-BubbleSplit split_bubbles(const Run& run, const Metrics& metrics, const StageMap& stages,
-                          const std::vector<JobRole>& roles, const ScheduleReport& schedule) {
-  BubbleSplit split;
-  comm_waits(run, metrics, stages, split);
-  const ScheduleDetection& detection = schedule.detection;
-  if (!detection.exact || !detection.id) return split;
-  const int p = detection.stages;
-  if (p < 1 || static_cast<std::size_t>(p) != stages.stage_count()) return split;
-  std::vector<std::vector<ScheduleStep>> lists;
-  for (int s = 0; s < p; ++s) {
-    auto list = schedule_job_list(*detection.id, p, detection.micro_batches, detection.chunks, s);
-    if (!list) return split;
-    lists.push_back(std::move(*list));
+void OpCostSums::add(const OpCostSums& other) {
+  for (std::size_t i = 0; i < ns.size(); ++i) {
+    ns[i] += other.ns[i];
+    count[i] += other.count[i];
   }
-  const StagePlacement placement = schedule_entry(*detection.id).placement;
+}
 
+SplitEvidence split_evidence(const Run& run, const Metrics& metrics, const StageMap& stages,
+                             const std::vector<JobRole>& roles, std::size_t first,
+                             std::size_t last) {
+  SplitEvidence out;
+  last = std::min(last, metrics.steps.size());
+  first = std::min(first, last);
+  out.first = first;
+  const auto windows = std::span<const StepWindow>(metrics.steps).subspan(first, last - first);
+  comm_waits(run, windows, stages, out);
   // Mean cost of each op kind per step, over every device (all stages).
-  const std::size_t steps = metrics.steps.size();
-  std::vector<CostSums> step_sums(steps);
-  CostSums run_sums;
+  out.step_sums.resize(last - first);
   for (std::size_t d = 0; d < run.devices.size() && d < metrics.job_step.size(); ++d) {
     const auto& jobs = run.devices[d].jobs;
     for (std::size_t i = 0; i < jobs.size() && i < metrics.job_step[d].size(); ++i) {
@@ -177,56 +175,134 @@ BubbleSplit split_bubbles(const Run& run, const Metrics& metrics, const StageMap
       if (job.type >= roles.size()) continue;
       const auto kind = op_kind(roles[job.type]);
       const auto k = static_cast<std::size_t>(metrics.job_step[d][i]);
-      if (!kind || k >= steps || !metrics.steps[k].complete) continue;
-      step_sums[k].sum[*kind] += static_cast<long double>(job.duration_ns());
-      ++step_sums[k].count[*kind];
-      run_sums.sum[*kind] += static_cast<long double>(job.duration_ns());
-      ++run_sums.count[*kind];
+      if (!kind || k < first || k >= last || !metrics.steps[k].complete) continue;
+      out.step_sums[k - first].ns[*kind] += job.duration_ns();
+      ++out.step_sums[k - first].count[*kind];
+      out.run_sums.ns[*kind] += job.duration_ns();
+      ++out.run_sums.count[*kind];
     }
   }
+  return out;
+}
 
-  const std::size_t devices = run.devices.size();
-  split.inherent.assign(steps, std::vector<std::int64_t>(devices, 0));
-  split.device_inherent.assign(devices, 0);
+namespace {
+
+/// The detected schedule's job lists, when it has them for the stage map.
+struct SplitLists {
+  std::vector<std::vector<ScheduleStep>> lists;
+  StagePlacement placement = StagePlacement::looped;
+  int chunks = 1;
+};
+
+std::optional<SplitLists> split_lists(const StageMap& stages, const ScheduleReport& schedule) {
+  const ScheduleDetection& detection = schedule.detection;
+  if (!detection.exact || !detection.id) return std::nullopt;
+  const int p = detection.stages;
+  if (p < 1 || static_cast<std::size_t>(p) != stages.stage_count()) return std::nullopt;
+  SplitLists out;
+  for (int s = 0; s < p; ++s) {
+    auto list = schedule_job_list(*detection.id, p, detection.micro_batches, detection.chunks, s);
+    if (!list) return std::nullopt;
+    out.lists.push_back(std::move(*list));
+  }
+  out.placement = schedule_entry(*detection.id).placement;
+  out.chunks = detection.chunks;
+  return out;
+}
+
+}  // namespace
+
+SplitRows split_rows(const SplitEvidence& part, const OpCostSums& run_sums,
+                     std::span<const StepWindow> windows, const StageMap& stages,
+                     const ScheduleReport& schedule) {
+  SplitRows rows;
+  const std::optional<SplitLists> lists = split_lists(stages, schedule);
+  if (!lists) {
+    rows.failed = true;
+    return rows;
+  }
+  const std::size_t steps = part.step_sums.size();
+  const std::size_t devices = windows.empty() ? 0 : windows.front().devices.size();
+  rows.inherent.assign(steps, std::vector<std::int64_t>(devices, 0));
+  rows.device_inherent.assign(devices, 0);
   // Steps are independent once their costs are known: each simulated in
   // parallel into its own row; the integer totals are added up after.
   std::atomic<bool> failed = false;
-  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, steps, 16),
-                    [&](const tbb::blocked_range<std::size_t>& range) {
-                      for (std::size_t k = range.begin(); k != range.end(); ++k) {
-                        const StepWindow& window = metrics.steps[k];
-                        if (!window.complete || failed.load(std::memory_order_relaxed)) continue;
-                        const auto simulated = simulate_job_lists(
-                            lists, placement, detection.chunks, step_costs(step_sums[k], run_sums));
-                        if (!simulated) {
-                          failed = true;
-                          continue;
-                        }
-                        for (std::size_t d = 0; d < devices && d < stages.stage_of.size(); ++d) {
-                          const auto s = static_cast<std::size_t>(stages.stage_of[d]);
-                          const double stage_idle = simulated->makespan - simulated->busy[s];
-                          const auto ns =
-                              static_cast<std::int64_t>(std::llround(std::max(0.0, stage_idle)));
-                          split.inherent[k][d] = std::min(ns, window.devices[d].idle_ns);
-                        }
-                      }
-                    });
-  if (failed) return BubbleSplit{false, {}, {}, 0, 0, split.receive_wait_ns, split.send_wait_ns};
-  std::int64_t idle = 0;
-  for (std::size_t k = 0; k < steps; ++k) {
-    const StepWindow& window = metrics.steps[k];
+  tbb::parallel_for(
+      tbb::blocked_range<std::size_t>(0, steps, 16),
+      [&](const tbb::blocked_range<std::size_t>& range) {
+        for (std::size_t j = range.begin(); j != range.end(); ++j) {
+          const StepWindow& window = windows[part.first + j];
+          if (!window.complete || failed.load(std::memory_order_relaxed)) continue;
+          const auto simulated = simulate_job_lists(lists->lists, lists->placement, lists->chunks,
+                                                    step_costs(part.step_sums[j], run_sums));
+          if (!simulated) {
+            failed = true;
+            continue;
+          }
+          for (std::size_t d = 0; d < devices && d < stages.stage_of.size(); ++d) {
+            const auto s = static_cast<std::size_t>(stages.stage_of[d]);
+            const double stage_idle = simulated->makespan - simulated->busy[s];
+            const auto ns = static_cast<std::int64_t>(std::llround(std::max(0.0, stage_idle)));
+            rows.inherent[j][d] = std::min(ns, window.devices[d].idle_ns);
+          }
+        }
+      });
+  if (failed) {
+    rows.failed = true;
+    return rows;
+  }
+  for (std::size_t j = 0; j < steps; ++j) {
+    const StepWindow& window = windows[part.first + j];
     if (!window.complete) continue;
     for (std::size_t d = 0; d < devices; ++d) {
-      idle += window.devices[d].idle_ns;
+      rows.idle_ns += window.devices[d].idle_ns;
       if (d >= stages.stage_of.size()) continue;
-      const std::int64_t inherent = split.inherent[k][d];
-      split.device_inherent[d] += inherent;
-      split.inherent_ns += inherent;
+      const std::int64_t inherent = rows.inherent[j][d];
+      rows.device_inherent[d] += inherent;
+      rows.inherent_ns += inherent;
     }
+  }
+  return rows;
+}
+
+BubbleSplit assemble_split(std::span<const SplitEvidence> parts, std::vector<SplitRows>&& rows,
+                           const StageMap& stages, std::size_t devices) {
+  BubbleSplit split;
+  const std::size_t p = stages.stage_count();
+  split.receive_wait_ns.assign(p, 0);
+  split.send_wait_ns.assign(p, 0);
+  for (const SplitEvidence& part : parts) {
+    for (std::size_t s = 0; s < p && s < part.receive_wait_ns.size(); ++s) {
+      split.receive_wait_ns[s] += part.receive_wait_ns[s];
+      split.send_wait_ns[s] += part.send_wait_ns[s];
+    }
+  }
+  const bool failed = rows.empty() || std::any_of(rows.begin(), rows.end(),
+                                                  [](const SplitRows& r) { return r.failed; });
+  if (failed) return split;
+  split.device_inherent.assign(devices, 0);
+  std::int64_t idle = 0;
+  for (SplitRows& part : rows) {
+    for (auto& row : part.inherent) split.inherent.push_back(std::move(row));
+    for (std::size_t d = 0; d < devices && d < part.device_inherent.size(); ++d) {
+      split.device_inherent[d] += part.device_inherent[d];
+    }
+    split.inherent_ns += part.inherent_ns;
+    idle += part.idle_ns;
   }
   split.excess_ns = idle - split.inherent_ns;
   split.known = true;
   return split;
+}
+
+BubbleSplit split_bubbles(const Run& run, const Metrics& metrics, const StageMap& stages,
+                          const std::vector<JobRole>& roles, const ScheduleReport& schedule) {
+  const SplitEvidence all = split_evidence(run, metrics, stages, roles, 0, metrics.steps.size());
+  std::vector<SplitRows> rows;
+  rows.push_back(split_rows(all, all.run_sums, metrics.steps, stages, schedule));
+  return assemble_split(std::span<const SplitEvidence>(&all, 1), std::move(rows), stages,
+                        run.devices.size());
 }
 
 std::optional<std::int64_t> bubble_inherent_ns(const BubbleSplit& split, const Metrics& metrics,

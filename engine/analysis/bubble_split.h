@@ -20,8 +20,10 @@
 //   if (split.known) split.inherent_ns, split.excess_ns ...
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "analysis/bubbles.h"
@@ -57,6 +59,50 @@ struct BubbleSplit {
 
 BubbleSplit split_bubbles(const Run& run, const Metrics& metrics, const StageMap& stages,
                           const std::vector<JobRole>& roles, const ScheduleReport& schedule);
+
+// The same in parts, for the partitioned analysis (analysis/step_partition.h):
+// each step range gathers its evidence (split_evidence), the op sums of every
+// range add up to the run's, each range then simulates its steps
+// (split_rows), and assemble_split puts the ranges together in step order.
+// split_bubbles is these three over one range.
+
+/// Op durations summed exactly (forward, whole backward, input-gradient
+/// half, weight half).
+struct OpCostSums {
+  std::array<__int128, 4> ns{};
+  std::array<std::uint64_t, 4> count{};
+  void add(const OpCostSums& other);
+};
+
+/// What steps [first, last) of metrics.steps give: comm waits by stage in
+/// their windows, and the op sums of each complete step and of them all.
+/// `run` may hold other steps' jobs too (a part's), which count nowhere.
+struct SplitEvidence {
+  std::vector<std::int64_t> receive_wait_ns, send_wait_ns;
+  std::size_t first = 0;
+  std::vector<OpCostSums> step_sums;  ///< [k - first]
+  OpCostSums run_sums;
+};
+SplitEvidence split_evidence(const Run& run, const Metrics& metrics, const StageMap& stages,
+                             const std::vector<JobRole>& roles, std::size_t first,
+                             std::size_t last);
+
+/// The inherent idle of a range's steps (`windows`: every step window),
+/// given the whole run's op sums.
+struct SplitRows {
+  bool failed = false;                              ///< no job lists, or a simulation failed
+  std::vector<std::vector<std::int64_t>> inherent;  ///< [k - first][d]
+  std::vector<std::int64_t> device_inherent;
+  std::int64_t inherent_ns = 0;
+  std::int64_t idle_ns = 0;  ///< Σ idle of its complete steps
+};
+SplitRows split_rows(const SplitEvidence& part, const OpCostSums& run_sums,
+                     std::span<const StepWindow> windows, const StageMap& stages,
+                     const ScheduleReport& schedule);
+
+/// The split from every range's evidence and rows, in step order.
+BubbleSplit assemble_split(std::span<const SplitEvidence> parts, std::vector<SplitRows>&& rows,
+                           const StageMap& stages, std::size_t devices);
 
 /// The inherent part of one bubble: inherent(d,k) · length / idle(d,k),
 /// rounded down; nullopt when the split is not known or the step incomplete.

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "analysis/bottleneck.h"
+#include "analysis/bubble_split.h"
 #include "analysis/bubbles.h"
 #include "analysis/clock_skew.h"
 #include "analysis/critical_path.h"
@@ -43,6 +44,8 @@ struct Partitioned {
   CriticalPathSummary paths;
   /// The stage statistics selected across the parts' durations.
   BottleneckReport bottleneck;
+  /// Inherent and excess idle, from the parts' evidence and rows.
+  BubbleSplit split;
   StepPartition plan;
   std::uint64_t halo_jobs = 0;  ///< jobs a part holds for their overlap only
 };
@@ -102,6 +105,8 @@ Partitioned partitioned_analysis(const Run& run, std::size_t parts, std::size_t 
   constexpr std::int64_t kNoise = 100'000;
   const std::optional<std::size_t> keep = longest_critical_step(m.steps, edges.has_job);
   std::vector<StageDurations> durations;
+  std::vector<SplitEvidence> evidence;
+  OpCostSums run_sums;
   for (std::size_t p = 0; p < parts; ++p) {
     const PartJobs& part = held[p];
     const std::size_t first = out.plan.bounds[p], last = out.plan.bounds[p + 1];
@@ -117,6 +122,13 @@ Partitioned partitioned_analysis(const Run& run, std::size_t parts, std::size_t 
     }
     votes.add(vote_schedules(part.run, part.job_step, m.steps, first, last, stages, roles));
     durations.push_back(stage_durations(part.run, part.job_step, first, last, stages, roles));
+    {
+      Metrics part_metrics;  // every window, the part's jobs' steps
+      part_metrics.steps = m.steps;
+      part_metrics.job_step = part.job_step;
+      evidence.push_back(split_evidence(part.run, part_metrics, stages, roles, first, last));
+      run_sums.add(evidence.back().run_sums);
+    }
     sums.add(op_sums(part.run, roles, &part.job_step, first, last));
     std::vector<Dependency> local;  // the part's own consumers, in its indices
     for (const Dependency& dep :
@@ -140,6 +152,12 @@ Partitioned partitioned_analysis(const Run& run, std::size_t parts, std::size_t 
   out.clock = estimate_from_pair_clocks(pairs, machine_clock_names(run), kNoise);
   out.schedule = finish_schedule(votes, sums, stages.stage_count(), m.bubble_ratio);
   out.bottleneck = bottleneck_from_parts(durations, stages, m.steps.size());
+  out.schedule.measured_bubble_ratio = m.bubble_ratio;
+  std::vector<SplitRows> rows;
+  for (const SplitEvidence& part : evidence) {
+    rows.push_back(split_rows(part, run_sums, m.steps, stages, out.schedule));
+  }
+  out.split = assemble_split(evidence, std::move(rows), stages, run.devices.size());
   if (!out.dependencies.empty()) {
     const Dependencies whole = find_dependencies(run, m.job_step, stages, roles, placement);
     EXPECT_EQ(out.dependencies.size(), whole.size());
@@ -316,6 +334,14 @@ std::uint64_t check_every_split(const Run& run, const std::string& what) {
       }
       expect_same(p.clock, estimate_clock_offsets(run, deps, 100'000), label);
       expect_same(p.paths, summarize_critical_paths(run, whole, stages, deps, roles), label);
+      const BubbleSplit split = split_bubbles(run, whole, stages, roles, schedule);
+      EXPECT_EQ(p.split.known, split.known) << label;
+      EXPECT_EQ(p.split.inherent, split.inherent) << label;
+      EXPECT_EQ(p.split.device_inherent, split.device_inherent) << label;
+      EXPECT_EQ(p.split.inherent_ns, split.inherent_ns) << label;
+      EXPECT_EQ(p.split.excess_ns, split.excess_ns) << label;
+      EXPECT_EQ(p.split.receive_wait_ns, split.receive_wait_ns) << label;
+      EXPECT_EQ(p.split.send_wait_ns, split.send_wait_ns) << label;
       const BottleneckReport bottleneck = find_bottleneck(run, whole, stages, roles);
       EXPECT_EQ(p.bottleneck.slowest_stage, bottleneck.slowest_stage) << label;
       EXPECT_EQ(p.bottleneck.imbalance, bottleneck.imbalance) << label;
@@ -412,6 +438,9 @@ TEST(PartitionedAnalysis, TwoMachinesWithSkew) {
       estimate_clock_offsets(run, find_dependencies(run, m.job_step, stages, roles), 100'000);
   EXPECT_GT(clock.beyond_noise_before, 0u);
   EXPECT_NE(clock.machines.at(1).estimate_ns, 0);
+  // The schedule is known, so the split compared above is a real one.
+  const ScheduleReport schedule = detect_run_schedule(run, m, stages, roles);
+  EXPECT_TRUE(split_bubbles(run, m, stages, roles, schedule).known);
 }
 
 /// Adds a job (times in ns) to device d, creating devices as needed.
