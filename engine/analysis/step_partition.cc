@@ -24,6 +24,18 @@ std::size_t StepPartition::first_overlapping(std::int64_t t) const {
   return static_cast<std::size_t>(it - span_end.begin());
 }
 
+void StepPartition::widen(std::span<const StepWindow> other) {
+  for (std::size_t q = 0; q < parts(); ++q) {
+    const std::size_t first = bounds[q], last = std::min(bounds[q + 1], other.size());
+    if (first >= last || span_start[q] == span_end[q]) continue;
+    span_start[q] = std::min(span_start[q], other[first].start_ns);
+    span_end[q] = std::max(span_end[q], other[last - 1].end_ns);
+  }
+  // Spans stay ordered for the search (first_overlapping): each part's end
+  // is at least the ends before it.
+  for (std::size_t q = 1; q < parts(); ++q) span_end[q] = std::max(span_end[q], span_end[q - 1]);
+}
+
 StepPartition partition_steps(std::span<const std::uint64_t> jobs_per_step,
                               std::span<const StepWindow> steps, std::size_t parts) {
   if (parts == 0) throw std::invalid_argument("partition_steps: no part");

@@ -42,6 +42,12 @@ struct StepPartition {
   std::vector<std::int64_t> span_end;
 
   std::size_t parts() const { return bounds.empty() ? 0 : bounds.size() - 1; }
+
+  /// Widens each part's span to hold its steps' windows in `other`, the
+  /// windows of another set of devices over the same steps (a replica's,
+  /// which may begin a step before the whole run's window does: its devices
+  /// finished the step before while another replica had not).
+  void widen(std::span<const StepWindow> other);
   /// The part that owns `step` (an index into Metrics::steps).
   std::size_t owner(std::size_t step) const;
   /// Part p's windows in `steps` (Metrics::steps).
@@ -59,8 +65,10 @@ struct StepPartition {
     f(own);
     // A job of no length still has a place in time: the span it starts in.
     const std::int64_t end = std::max(end_ns, start_ns + 1);
-    for (std::size_t p = first_overlapping(start_ns); p < parts() && span_start[p] < end; ++p) {
-      if (p != own && span_end[p] > start_ns && span_end[p] > span_start[p]) f(p);
+    for (std::size_t p = first_overlapping(start_ns); p < parts(); ++p) {
+      if (span_end[p] == span_start[p]) continue;  // no step: no window to hold jobs for
+      if (span_start[p] >= end) break;             // starts only grow
+      if (p != own && span_end[p] > start_ns) f(p);
     }
   }
 

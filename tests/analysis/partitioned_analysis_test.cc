@@ -524,6 +524,30 @@ TEST(StepPartition, BalancedByJobsAndOwnersContiguous) {
   EXPECT_THROW(partition_steps(jobs, windows, 0), std::invalid_argument);
 }
 
+// A replica's windows may begin a step before the whole run's (its devices
+// finished the step before while another replica had not): a widened part
+// holds the jobs of that earlier start too.
+TEST(StepPartition, WidenedForAnotherSetOfWindows) {
+  std::vector<StepWindow> windows(4), replica(4);
+  for (std::size_t k = 0; k < 4; ++k) {
+    windows[k].start_ns = static_cast<std::int64_t>(k) * 10;
+    windows[k].end_ns = windows[k].start_ns + 10;
+    replica[k].start_ns = windows[k].start_ns - (k == 2 ? 4 : 0);
+    replica[k].end_ns = windows[k].end_ns - 2;
+  }
+  StepPartition plan = partition_steps(std::vector<std::uint64_t>{1, 1, 1, 1}, windows, 2);
+  ASSERT_EQ(plan.bounds, (std::vector<std::size_t>{0, 2, 4}));
+  std::vector<std::size_t> to;
+  plan.for_each_recipient(16, 17, 1, [&](std::size_t p) { to.push_back(p); });
+  EXPECT_EQ(to, (std::vector<std::size_t>{0}));  // before part 1's own windows
+  plan.widen(replica);
+  EXPECT_EQ(plan.span_start[1], 16);
+  EXPECT_EQ(plan.span_end[1], 40);
+  to.clear();
+  plan.for_each_recipient(16, 17, 1, [&](std::size_t p) { to.push_back(p); });
+  EXPECT_EQ(to, (std::vector<std::size_t>{0, 1}));  // in the replica's window of step 2
+}
+
 // A step's prologue puts a job of the next step ahead of the last jobs of the
 // step before on the same device: the part of the later step holds the
 // earlier step's job between its own (walks along the device see the same
