@@ -20,13 +20,7 @@ constexpr std::int64_t kMaxTime = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kMinTime = std::numeric_limits<std::int64_t>::min();
 constexpr std::size_t kEvidenceItems = 4;
 
-/// One device's sign that a new launch began between two of its jobs.
-struct Candidate {
-  std::int64_t stop_ns = 0;     ///< last end of the device's jobs before it
-  std::int64_t restart_ns = 0;  ///< first start of its jobs after it
-  std::string found_by;
-  std::string where;  ///< "path:line"
-};
+using Candidate = LaunchCandidate;
 
 std::string where(const Device& device, std::uint64_t line) {
   return fmt::format("{}:{}", device.path, line);
@@ -138,18 +132,22 @@ std::vector<std::pair<std::int64_t, std::int64_t>> busy_union(const Device& devi
   return merged;
 }
 
+/// Appends the intervals of `merged` (one device's busy union) that end
+/// after `from` and start before `to`.
+void append_inside(const std::vector<std::pair<std::int64_t, std::int64_t>>& merged,
+                   std::int64_t from, std::int64_t to,
+                   std::vector<std::pair<std::int64_t, std::int64_t>>& inside) {
+  // The first interval that ends after `from`, and on while they start before `to`.
+  auto it = std::lower_bound(merged.begin(), merged.end(), from,
+                             [](const auto& iv, std::int64_t t) { return iv.second <= t; });
+  for (; it != merged.end() && it->first < to; ++it) inside.push_back(*it);
+}
+
 /// The end of the longest time in [from, to] during which no device runs a
-/// job, when it lasts at least `min_ns`.
-std::optional<std::int64_t> all_idle_cut(
-    const std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>& unions,
-    std::int64_t from, std::int64_t to, std::int64_t min_ns) {
-  std::vector<std::pair<std::int64_t, std::int64_t>> inside;
-  for (const auto& merged : unions) {
-    // The first interval that ends after `from`, and on while they start before `to`.
-    auto it = std::lower_bound(merged.begin(), merged.end(), from,
-                               [](const auto& iv, std::int64_t t) { return iv.second <= t; });
-    for (; it != merged.end() && it->first < to; ++it) inside.push_back(*it);
-  }
+/// job, when it lasts at least `min_ns`: `inside` holds every device's busy
+/// intervals that meet it, in any order.
+std::optional<std::int64_t> all_idle_cut(std::vector<std::pair<std::int64_t, std::int64_t>> inside,
+                                         std::int64_t from, std::int64_t to, std::int64_t min_ns) {
   std::sort(inside.begin(), inside.end());
   std::int64_t cursor = from, best_length = -1, best_end = 0;
   auto consider = [&](std::int64_t gap_end) {
@@ -188,71 +186,103 @@ std::optional<std::int64_t> opening_step(const Device& device, std::size_t segme
 
 }  // namespace
 
-std::vector<IgnoredLaunchSignal> split_launch_segments(Run& run, const SegmentOptions& options) {
-  std::vector<IgnoredLaunchSignal> ignored;
-  run.segments.clear();
-  const TypeKinds kinds(run.types);
-  std::vector<std::vector<Candidate>> candidates(run.devices.size());
-  // Devices are independent: each one's candidates (and the step-start
-  // lines it ignores) found in parallel, then taken in device order.
-  std::vector<std::vector<IgnoredLaunchSignal>> device_ignored(run.devices.size());
-  tbb::parallel_for(std::size_t{0}, run.devices.size(), [&](std::size_t d) {
-    step_start_candidates(run.devices[d], candidates[d], device_ignored[d]);
-    gap_candidates(run.devices[d], kinds, options, candidates[d]);
-  });
-  bool any = false;
-  for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    for (IgnoredLaunchSignal& signal : device_ignored[d]) ignored.push_back(std::move(signal));
-    any = any || !candidates[d].empty();
-  }
+DeviceLaunchEvidence device_launch_evidence(const Device& device, const TypeKinds& kinds,
+                                            const SegmentOptions& options) {
+  DeviceLaunchEvidence out;
+  step_start_candidates(device, out.candidates, out.ignored);
+  gap_candidates(device, kinds, options, out.candidates);
+  return out;
+}
 
-  // Cuts: the end of the all-idle gap inside each candidate, one per launch.
-  struct Cut {
-    std::int64_t at = 0;
-    std::string found_by;
-    std::vector<std::string> evidence;
-  };
-  std::vector<Cut> cuts;
-  if (any) {
-    std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> unions;
-    for (const Device& device : run.devices) unions.push_back(busy_union(device));
-    // Candidates come per device, step-start lines first: each device is
-    // named once per cut, by its strongest sign.
-    for (auto& mine : candidates) {
-      std::vector<std::int64_t> named;  // cuts this device is already named at
-      for (Candidate& c : mine) {
-        // A profiling window needs no long gap: the time between windows
-        // was simply not traced (any all-idle moment will do).
-        const auto at = all_idle_cut(unions, c.stop_ns, c.restart_ns,
-                                     c.found_by == "profiler_window" ? 0 : options.min_gap_ns);
-        if (!at) {
-          ignored.push_back({c.found_by, c.where});
-          continue;
-        }
-        auto same =
-            std::find_if(cuts.begin(), cuts.end(), [&](const Cut& k) { return k.at == *at; });
-        if (same == cuts.end()) {
-          cuts.push_back({*at, c.found_by, {}});
-          same = cuts.end() - 1;
-        } else if (c.found_by == "step_start_line" || c.found_by == "profiler_window") {
-          same->found_by = c.found_by;
-        }
-        if (std::find(named.begin(), named.end(), *at) == named.end()) {
-          same->evidence.push_back(std::move(c.where));
-          named.push_back(*at);
-        }
+std::vector<std::pair<std::int64_t, std::int64_t>> busy_between(const Device& device,
+                                                                std::int64_t from,
+                                                                std::int64_t to) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> inside;
+  append_inside(busy_union(device), from, to, inside);
+  return inside;
+}
+
+LaunchCuts decide_launch_cuts(const std::vector<DeviceLaunchEvidence>& devices,
+                              const BusyBetween& busy, const SegmentOptions& options) {
+  LaunchCuts out;
+  for (const DeviceLaunchEvidence& device : devices) {
+    for (const IgnoredLaunchSignal& signal : device.ignored) out.ignored.push_back(signal);
+  }
+  // Candidates come per device, step-start lines first: each device is
+  // named once per cut, by its strongest sign.
+  for (const DeviceLaunchEvidence& device : devices) {
+    std::vector<std::int64_t> named;  // cuts this device is already named at
+    for (const Candidate& c : device.candidates) {
+      // A profiling window needs no long gap: the time between windows
+      // was simply not traced (any all-idle moment will do).
+      const auto at = all_idle_cut(busy(c.stop_ns, c.restart_ns), c.stop_ns, c.restart_ns,
+                                   c.found_by == "profiler_window" ? 0 : options.min_gap_ns);
+      if (!at) {
+        out.ignored.push_back({c.found_by, c.where});
+        continue;
+      }
+      auto same = std::find_if(out.cuts.begin(), out.cuts.end(),
+                               [&](const LaunchCut& k) { return k.at == *at; });
+      if (same == out.cuts.end()) {
+        out.cuts.push_back({*at, c.found_by, {}});
+        same = out.cuts.end() - 1;
+      } else if (c.found_by == "step_start_line" || c.found_by == "profiler_window") {
+        same->found_by = c.found_by;
+      }
+      if (std::find(named.begin(), named.end(), *at) == named.end()) {
+        same->evidence.push_back(c.where);
+        named.push_back(*at);
       }
     }
-    std::sort(cuts.begin(), cuts.end(), [](const Cut& a, const Cut& b) { return a.at < b.at; });
   }
+  std::sort(out.cuts.begin(), out.cuts.end(),
+            [](const LaunchCut& a, const LaunchCut& b) { return a.at < b.at; });
+  return out;
+}
 
-  run.segments.resize(cuts.size() + 1);
+void cut_device(Device& device, const std::vector<LaunchCut>& cuts) {
+  device.segment_begin.assign(cuts.size() + 1, 0);
+  for (std::size_t s = 1; s <= cuts.size(); ++s) {
+    device.segment_begin[s] = static_cast<std::size_t>(
+        std::lower_bound(device.jobs.begin(), device.jobs.end(), cuts[s - 1].at,
+                         [](const Job& job, std::int64_t t) { return job.start_ns < t; }) -
+        device.jobs.begin());
+  }
+}
+
+std::vector<SegmentNumbering> device_segment_numbering(const Device& device, const TypeKinds& kinds,
+                                                       std::size_t segments) {
+  std::vector<SegmentNumbering> out(segments);
+  for (std::size_t s = 0; s < segments; ++s) {
+    out[s].opening_step = opening_step(device, s);
+    if (segments > 1) {
+      const auto [first, last] = device.segment_jobs(s);
+      std::vector<std::int32_t> step_of(last - first);
+      out[s].steps = assign_steps(device.jobs, first, last, kinds, step_of);
+    }
+  }
+  return out;
+}
+
+void add_segment_numbering(std::vector<SegmentNumbering>& into,
+                           const std::vector<SegmentNumbering>& device) {
+  if (into.empty()) into.resize(device.size());
+  for (std::size_t s = 0; s < into.size() && s < device.size(); ++s) {
+    const auto& n = device[s].opening_step;
+    if (n && (!into[s].opening_step || *n < *into[s].opening_step)) into[s].opening_step = n;
+    into[s].steps = std::max(into[s].steps, device[s].steps);
+  }
+}
+
+void number_launch_segments(LaunchCuts&& cuts, const std::vector<SegmentNumbering>& numbering,
+                            const SegmentOptions& options, Run& run) {
+  run.segments.assign(cuts.cuts.size() + 1, LaunchSegment{});
   for (std::size_t s = 0; s < run.segments.size(); ++s) {
     LaunchSegment& segment = run.segments[s];
     segment.index = static_cast<int>(s);
     if (s > 0) {
-      segment.found_by = cuts[s - 1].found_by;
-      auto& evidence = cuts[s - 1].evidence;
+      segment.found_by = cuts.cuts[s - 1].found_by;
+      auto& evidence = cuts.cuts[s - 1].evidence;
       if (evidence.size() > kEvidenceItems) {
         const std::size_t more = evidence.size() - kEvidenceItems;
         evidence.resize(kEvidenceItems);
@@ -261,31 +291,14 @@ std::vector<IgnoredLaunchSignal> split_launch_segments(Run& run, const SegmentOp
       segment.evidence = std::move(evidence);
     }
   }
-  for (Device& device : run.devices) {
-    device.segment_begin.assign(run.segments.size(), 0);
-    for (std::size_t s = 1; s < run.segments.size(); ++s) {
-      device.segment_begin[s] = static_cast<std::size_t>(
-          std::lower_bound(device.jobs.begin(), device.jobs.end(), cuts[s - 1].at,
-                           [](const Job& job, std::int64_t t) { return job.start_ns < t; }) -
-          device.jobs.begin());
-    }
-  }
-
   // Numbering: each segment from its own step-start lines, else on from the
   // previous segment's last step.
   std::int64_t next = run.first_step.value_or(0);
   for (std::size_t s = 0; s < run.segments.size(); ++s) {
     LaunchSegment& segment = run.segments[s];
-    std::optional<std::int64_t> marked;
-    std::int32_t steps = 0;
-    for (const Device& device : run.devices) {
-      if (const auto n = opening_step(device, s); n && (!marked || *n < *marked)) marked = n;
-      if (run.segments.size() > 1) {
-        const auto [first, last] = device.segment_jobs(s);
-        std::vector<std::int32_t> step_of(last - first);
-        steps = std::max(steps, assign_steps(device.jobs, first, last, kinds, step_of));
-      }
-    }
+    std::optional<std::int64_t> marked =
+        s < numbering.size() ? numbering[s].opening_step : std::nullopt;
+    const std::int32_t steps = s < numbering.size() ? numbering[s].steps : 0;
     if (s == 0 && options.first_step) marked.reset();
     segment.numbered_by_line = marked.has_value();
     segment.first_step = s == 0 && options.first_step ? *options.first_step : marked.value_or(next);
@@ -294,6 +307,38 @@ std::vector<IgnoredLaunchSignal> split_launch_segments(Run& run, const SegmentOp
   if (run.segments.front().numbered_by_line || options.first_step) {
     run.first_step = run.segments.front().first_step;
   }
+}
+
+std::vector<IgnoredLaunchSignal> split_launch_segments(Run& run, const SegmentOptions& options) {
+  run.segments.clear();
+  const TypeKinds kinds(run.types);
+  // Devices are independent: each one's candidates (and the step-start
+  // lines it ignores) found in parallel, then taken in device order.
+  std::vector<DeviceLaunchEvidence> evidence(run.devices.size());
+  tbb::parallel_for(std::size_t{0}, run.devices.size(), [&](std::size_t d) {
+    evidence[d] = device_launch_evidence(run.devices[d], kinds, options);
+  });
+  const bool any = std::any_of(evidence.begin(), evidence.end(),
+                               [](const auto& e) { return !e.candidates.empty(); });
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> unions;
+  if (any) {
+    for (const Device& device : run.devices) unions.push_back(busy_union(device));
+  }
+  LaunchCuts cuts = decide_launch_cuts(
+      evidence,
+      [&](std::int64_t from, std::int64_t to) {
+        std::vector<std::pair<std::int64_t, std::int64_t>> inside;
+        for (const auto& merged : unions) append_inside(merged, from, to, inside);
+        return inside;
+      },
+      options);
+  std::vector<IgnoredLaunchSignal> ignored = std::move(cuts.ignored);
+  for (Device& device : run.devices) cut_device(device, cuts.cuts);
+  std::vector<SegmentNumbering> numbering;
+  for (const Device& device : run.devices) {
+    add_segment_numbering(numbering, device_segment_numbering(device, kinds, cuts.cuts.size() + 1));
+  }
+  number_launch_segments(std::move(cuts), numbering, options, run);
   return ignored;
 }
 

@@ -27,10 +27,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "analysis/step_rule.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -52,6 +54,72 @@ struct IgnoredLaunchSignal {
   /// "workerlog.3:1234".
   std::string where;
 };
+
+// The same in parts, for the partitioned analysis, where each device's jobs
+// are on the rank that read them: split_launch_segments is
+//   1. device_launch_evidence, per device (its jobs alone);
+//   2. decide_launch_cuts, once, from every device's evidence (in device
+//      order) and, for each candidate, every device's busy intervals inside
+//      it (busy_between, per device: the idle gap holds few);
+//   3. cut_device, per device;
+//   4. device_segment_numbering per device, add_segment_numbering (min of
+//      the opening step-start lines, max of the steps), and
+//      number_launch_segments, once.
+
+/// One device's sign that a new launch began between two of its jobs.
+struct LaunchCandidate {
+  std::int64_t stop_ns = 0;     ///< last end of the device's jobs before it
+  std::int64_t restart_ns = 0;  ///< first start of its jobs after it
+  std::string found_by;
+  std::string where;  ///< "path:line"
+};
+
+struct DeviceLaunchEvidence {
+  std::vector<LaunchCandidate> candidates;  ///< step-start lines first
+  std::vector<IgnoredLaunchSignal> ignored;
+};
+DeviceLaunchEvidence device_launch_evidence(const Device& device, const TypeKinds& kinds,
+                                            const SegmentOptions& options);
+
+/// The union of the device's job intervals that meets [from, to).
+std::vector<std::pair<std::int64_t, std::int64_t>> busy_between(const Device& device,
+                                                                std::int64_t from, std::int64_t to);
+
+/// Every device's busy intervals that meet [from, to), in any order.
+using BusyBetween =
+    std::function<std::vector<std::pair<std::int64_t, std::int64_t>>(std::int64_t, std::int64_t)>;
+
+/// Where the run is cut: the end of the all-idle gap inside a candidate.
+struct LaunchCut {
+  std::int64_t at = 0;
+  std::string found_by;
+  std::vector<std::string> evidence;
+};
+struct LaunchCuts {
+  std::vector<LaunchCut> cuts;  ///< in time order
+  std::vector<IgnoredLaunchSignal> ignored;
+};
+LaunchCuts decide_launch_cuts(const std::vector<DeviceLaunchEvidence>& devices,
+                              const BusyBetween& busy, const SegmentOptions& options);
+
+/// Device::segment_begin from the cuts.
+void cut_device(Device& device, const std::vector<LaunchCut>& cuts);
+
+/// What one device says of a segment's number: the step-start line that
+/// opens it on the device, and its steps there (counted with several
+/// segments only).
+struct SegmentNumbering {
+  std::optional<std::int64_t> opening_step;
+  std::int32_t steps = 0;
+};
+std::vector<SegmentNumbering> device_segment_numbering(const Device& device, const TypeKinds& kinds,
+                                                       std::size_t segments);
+/// Adds a device's numbering (any order: min and max).
+void add_segment_numbering(std::vector<SegmentNumbering>& into,
+                           const std::vector<SegmentNumbering>& device);
+/// Run::segments (and Run::first_step) from the cuts and the numbering.
+void number_launch_segments(LaunchCuts&& cuts, const std::vector<SegmentNumbering>& numbering,
+                            const SegmentOptions& options, Run& run);
 
 /// Finds the run's launches and writes Run::segments and every
 /// Device::segment_begin (always at least one segment when the run has a

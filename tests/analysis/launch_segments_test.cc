@@ -249,3 +249,89 @@ TEST(LaunchSegments, StepListsTakeSegmentForms) {
 
 }  // namespace
 }  // namespace pipescope
+
+namespace pipescope {
+namespace {
+
+/// split_launch_segments as the partitioned analysis runs it: each device's
+/// evidence, busy intervals and numbering from a run holding that device
+/// alone (as the rank that read it holds it), the decisions from those only.
+std::vector<IgnoredLaunchSignal> split_by_devices(Run& run, const SegmentOptions& options = {}) {
+  const TypeKinds kinds(run.types);
+  std::vector<Run> alone(run.devices.size());
+  std::vector<DeviceLaunchEvidence> evidence;
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    alone[d].types = run.types;
+    alone[d].devices.push_back(run.devices[d]);
+    evidence.push_back(device_launch_evidence(alone[d].devices[0], kinds, options));
+  }
+  LaunchCuts cuts = decide_launch_cuts(
+      evidence,
+      [&](std::int64_t from, std::int64_t to) {
+        std::vector<std::pair<std::int64_t, std::int64_t>> inside;
+        for (const Run& one : alone) {
+          for (const auto& iv : busy_between(one.devices[0], from, to)) inside.push_back(iv);
+        }
+        return inside;
+      },
+      options);
+  std::vector<IgnoredLaunchSignal> ignored = cuts.ignored;
+  std::vector<SegmentNumbering> numbering;
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    cut_device(run.devices[d], cuts.cuts);
+    add_segment_numbering(numbering,
+                          device_segment_numbering(run.devices[d], kinds, cuts.cuts.size() + 1));
+  }
+  number_launch_segments(std::move(cuts), numbering, options, run);
+  return ignored;
+}
+
+void expect_same_segments(const Run& a, const Run& b) {
+  ASSERT_EQ(a.segments.size(), b.segments.size());
+  for (std::size_t s = 0; s < a.segments.size(); ++s) {
+    EXPECT_EQ(a.segments[s].index, b.segments[s].index);
+    EXPECT_EQ(a.segments[s].first_step, b.segments[s].first_step);
+    EXPECT_EQ(a.segments[s].numbered_by_line, b.segments[s].numbered_by_line);
+    EXPECT_EQ(a.segments[s].found_by, b.segments[s].found_by);
+    EXPECT_EQ(a.segments[s].evidence, b.segments[s].evidence);
+  }
+  EXPECT_EQ(a.first_step, b.first_step);
+  ASSERT_EQ(a.devices.size(), b.devices.size());
+  for (std::size_t d = 0; d < a.devices.size(); ++d) {
+    EXPECT_EQ(a.devices[d].segment_begin, b.devices[d].segment_begin) << d;
+  }
+}
+
+// Each device's part of the decision needs its own jobs only: the segments
+// found that way are the whole run's, with and without step-start lines, and
+// when a signal is ignored.
+TEST(LaunchSegments, DecidedFromEachDevicesOwnEvidence) {
+  for (const bool marks : {true, false}) {
+    pipescope::Run whole = crashed_and_relaunched(marks);
+    pipescope::Run parts = whole;
+    const auto ignored_whole = split_launch_segments(whole);
+    const auto ignored_parts = split_by_devices(parts);
+    ASSERT_EQ(whole.segments.size(), 2u) << marks;
+    expect_same_segments(parts, whole);
+    ASSERT_EQ(ignored_parts.size(), ignored_whole.size());
+    for (std::size_t i = 0; i < ignored_whole.size(); ++i) {
+      EXPECT_EQ(ignored_parts[i].found_by, ignored_whole[i].found_by);
+      EXPECT_EQ(ignored_parts[i].where, ignored_whole[i].where);
+    }
+  }
+  // A step-start line printed while the other device kept running: ignored.
+  pipescope::Run whole;
+  full_step(whole, 0);
+  mark(whole, 0, 5);
+  full_step(whole, 100);
+  whole.finalize();
+  pipescope::Run parts = whole;
+  const auto ignored_whole = split_launch_segments(whole);
+  const auto ignored_parts = split_by_devices(parts);
+  expect_same_segments(parts, whole);
+  EXPECT_FALSE(ignored_whole.empty());
+  EXPECT_EQ(ignored_parts.size(), ignored_whole.size());
+}
+
+}  // namespace
+}  // namespace pipescope
