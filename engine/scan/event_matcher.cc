@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <stdexcept>
 
@@ -124,6 +125,18 @@ EventMatcher::EventMatcher(const EventLibrary& library, EventSearch search)
   if (!available()) {
     throw std::runtime_error("this pipescope was built without Hyperscan: log events are off");
   }
+  // The literal analysis (about 2 ms for the shipped library) runs beside
+  // the RE2 and Hyperscan compiles below: at start-up the other cores wait.
+  // Where no thread can be started it runs when it is asked for.
+  std::future<std::unique_ptr<EventPrefilter>> prefilter;
+  if (search == EventSearch::prefiltered ||
+      (search == EventSearch::automatic && LiteralSetSearch::fast())) {
+    std::vector<std::string> regexes;
+    for (const EventPattern& p : library.patterns) regexes.push_back(p.regex);
+    prefilter =
+        std::async(std::launch::async | std::launch::deferred,
+                   [regexes = std::move(regexes)] { return EventPrefilter::make(regexes); });
+  }
   // RE2 first: its messages are the clearer, and it must accept every
   // pattern to confirm lines and take captures.
   for (const EventPattern& p : library.patterns) {
@@ -140,19 +153,17 @@ EventMatcher::EventMatcher(const EventLibrary& library, EventSearch search)
     compiled_->capture_names.push_back(std::move(names));
     kinds_.push_back({p.id, p.category, p.severity, p.description});
   }
-  // The literal search, where it is asked for and every pattern requires a
-  // literal (RE2 accepted each regex above).
-  if (search == EventSearch::prefiltered ||
-      (search == EventSearch::automatic && LiteralSetSearch::fast())) {
-    std::vector<std::string> regexes;
-    for (const EventPattern& p : library.patterns) regexes.push_back(p.regex);
-    prefilter_ = EventPrefilter::make(regexes);
-  }
+  // Compiled even when the literal search is the first pass: a regex is
+  // accepted or refused alike on every machine.
+  compile_hyperscan(library);
+  // Where every pattern requires a literal (else null: Hyperscan reads all).
+  if (prefilter.valid()) prefilter_ = prefilter.get();
+}
+
+void EventMatcher::compile_hyperscan(const EventLibrary& library) {
 #if PIPESCOPE_HAVE_HYPERSCAN
   if (library.patterns.empty()) return;
   // Each regex in the form that finds every line RE2 matches (hyperscan_form.h).
-  // Compiled even when the literal search is the first pass: a regex is
-  // accepted or refused alike on every machine.
   std::vector<std::string> forms;
   for (const EventPattern& p : library.patterns) {
     std::optional<std::string> form = hyperscan_form(p.regex);
@@ -196,6 +207,8 @@ EventMatcher::EventMatcher(const EventLibrary& library, EventSearch search)
     throw EventLibraryError("the event library is rejected by Hyperscan: " + message);
   }
   if (!cached.empty()) store_cached(compiled_->database, cached);
+#else
+  (void)library;
 #endif
 }
 

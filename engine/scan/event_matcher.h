@@ -91,6 +91,10 @@ class EventMatcher {
 
  private:
   struct Compiled;
+  /// The Hyperscan database of every pattern, loaded from the cache or
+  /// compiled (and cached); throws as the constructor says.
+  void compile_hyperscan(const EventLibrary& library);
+
   std::unique_ptr<Compiled> compiled_;
   std::unique_ptr<EventPrefilter> prefilter_;
   std::vector<EventKind> kinds_;

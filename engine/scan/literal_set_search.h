@@ -36,7 +36,7 @@ class LiteralSetSearch {
  public:
   /// Window bytes compared per position (a shorter literal's window is the
   /// whole literal).
-  static constexpr std::size_t kWindow = 8;
+  static constexpr std::size_t kWindow = 7;
   static constexpr std::size_t kBuckets = 8;
 
   struct Hit {
