@@ -21,10 +21,8 @@ constexpr double kSwitchGain = 2;
 // Misses before the first review (a miss costs a compare, a rejected line a
 // search of the line); doubled by each review as above.
 constexpr std::uint64_t kFirstMissReview = 512;
-// Missed windows kept, and noted per block: enough for the few line shapes
-// a log repeats.
+// Missed windows kept: enough for the few line shapes a log repeats.
 constexpr std::size_t kMissedWindows = 64;
-constexpr std::size_t kMissesNotedPerBlock = 16;
 
 unsigned char fold(unsigned char c) {
   return c >= 'A' && c <= 'Z' ? static_cast<unsigned char>(c + ('a' - 'A')) : c;
@@ -153,10 +151,9 @@ void EventPrefilter::State::search_again(const EventPrefilter& prefilter, bool r
 }
 
 void EventPrefilter::State::note_misses(std::string_view block) {
-  missed_since_review_ += misses_.size();
-  const std::size_t noted = std::min(misses_.size(), kMissesNotedPerBlock);
-  for (std::size_t m = 0; m < noted; ++m) {
-    const std::size_t at = misses_[m];
+  missed_since_review_ += misses_.count;
+  for (std::size_t m = 0; m < misses_.kept(); ++m) {
+    const std::size_t at = misses_.first[m];
     if (at + LiteralSetSearch::kWindow > block.size()) continue;
     std::string window(block.substr(at, LiteralSetSearch::kWindow));
     for (char& c : window) c = static_cast<char>(fold(static_cast<unsigned char>(c)));
@@ -207,9 +204,9 @@ void EventPrefilter::candidates(std::string_view block, State& state, std::vecto
   state.bytes_ += block.size();
   auto& hits = state.hits_;
   hits.clear();
-  state.misses_.clear();
+  state.misses_ = {};
   state.search_->find(block, hits, &state.misses_, kernel);
-  if (!state.misses_.empty()) state.note_misses(block);
+  if (state.misses_.count != 0) state.note_misses(block);
   if (hits.empty()) {
     if (state.missed_since_review_ >= state.miss_review_after_) state.review(*this);
     return;

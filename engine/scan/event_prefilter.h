@@ -87,7 +87,7 @@ class EventPrefilter {
     std::uint64_t missed_since_review_ = 0;
     std::uint64_t miss_review_after_ = 0;
     std::vector<LiteralSetSearch::Hit> hits_;
-    std::vector<std::size_t> misses_;
+    LiteralSetSearch::Misses misses_;
     std::vector<std::uint32_t> line_patterns_;
   };
 

@@ -200,8 +200,8 @@ bool LiteralSetSearch::fast() {
 #endif
 }
 
-void LiteralSetSearch::find(std::string_view text, std::vector<Hit>& hits,
-                            std::vector<std::size_t>* misses, Kernel kernel) const {
+void LiteralSetSearch::find(std::string_view text, std::vector<Hit>& hits, Misses* misses,
+                            Kernel kernel) const {
   if (text.empty() || literals_.empty()) return;
   if (kernel == Kernel::best && fast()) {
     find_vbmi(text, hits, misses);
@@ -211,7 +211,7 @@ void LiteralSetSearch::find(std::string_view text, std::vector<Hit>& hits,
 }
 
 void LiteralSetSearch::verify(std::string_view text, Candidate c, std::vector<Hit>& hits,
-                              std::vector<std::size_t>* misses) const {
+                              Misses* misses) const {
   const auto* d = reinterpret_cast<const unsigned char*>(text.data());
   const std::size_t found = hits.size();
   unsigned buckets = c.buckets;
@@ -229,11 +229,14 @@ void LiteralSetSearch::verify(std::string_view text, Candidate c, std::vector<Hi
       if (k == literal.size()) hits.push_back({m.literal, begin});
     }
   }
-  if (misses != nullptr && hits.size() == found) misses->push_back(c.at);
+  if (misses != nullptr && hits.size() == found) {
+    if (misses->count < Misses::kKept) misses->first[misses->count] = c.at;
+    ++misses->count;
+  }
 }
 
 void LiteralSetSearch::find_portable(std::string_view text, std::vector<Hit>& hits,
-                                     std::vector<std::size_t>* misses) const {
+                                     Misses* misses) const {
   const auto* d = reinterpret_cast<const unsigned char*>(text.data());
   const std::size_t n = text.size();
   for (std::size_t i = 0; i < n; ++i) {
@@ -249,7 +252,7 @@ void LiteralSetSearch::find_portable(std::string_view text, std::vector<Hit>& hi
 
 #if PIPESCOPE_X86_DISPATCH
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void LiteralSetSearch::find_vbmi(
-    std::string_view text, std::vector<Hit>& hits, std::vector<std::size_t>* misses) const {
+    std::string_view text, std::vector<Hit>& hits, Misses* misses) const {
   const char* d = text.data();
   const std::size_t n = text.size();
   // Each position's table as two registers of 64 entries: vpermi2b looks a
@@ -317,7 +320,7 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void LiteralSetSearch::fi
 }
 #else
 void LiteralSetSearch::find_vbmi(std::string_view text, std::vector<Hit>& hits,
-                                 std::vector<std::size_t>* misses) const {
+                                 Misses* misses) const {
   find_portable(text, hits, misses);
 }
 #endif

@@ -65,12 +65,20 @@ class LiteralSetSearch {
   /// Whether Kernel::best runs the 64-position search on this CPU.
   static bool fast();
 
+  /// The positions where a bucket took the window but none of its literals
+  /// was there: how many, and the first few (enough to learn from).
+  struct Misses {
+    static constexpr std::size_t kKept = 16;
+    std::size_t count = 0;
+    std::array<std::size_t, kKept> first{};
+    std::size_t kept() const { return count < kKept ? count : kKept; }
+  };
+
   /// Appends every occurrence in `text` to `hits`, ordered by the position
-  /// of the literal's window, then by bucket; with `misses`, also the
-  /// offsets where a bucket took the window but none of its literals was
-  /// there.
-  void find(std::string_view text, std::vector<Hit>& hits,
-            std::vector<std::size_t>* misses = nullptr, Kernel kernel = Kernel::best) const;
+  /// of the literal's window, then by bucket; with `misses`, counts its
+  /// misses there too.
+  void find(std::string_view text, std::vector<Hit>& hits, Misses* misses = nullptr,
+            Kernel kernel = Kernel::best) const;
 
   const std::vector<std::string>& literals() const { return literals_; }
 
@@ -90,13 +98,10 @@ class LiteralSetSearch {
     unsigned buckets = 0;
   };
 
-  void find_portable(std::string_view text, std::vector<Hit>& hits,
-                     std::vector<std::size_t>* misses) const;
-  void find_vbmi(std::string_view text, std::vector<Hit>& hits,
-                 std::vector<std::size_t>* misses) const;
+  void find_portable(std::string_view text, std::vector<Hit>& hits, Misses* misses) const;
+  void find_vbmi(std::string_view text, std::vector<Hit>& hits, Misses* misses) const;
   /// Compares the literals of `c.buckets` whose window would start at c.at.
-  void verify(std::string_view text, Candidate c, std::vector<Hit>& hits,
-              std::vector<std::size_t>* misses) const;
+  void verify(std::string_view text, Candidate c, std::vector<Hit>& hits, Misses* misses) const;
 
   std::vector<std::string> literals_;
   std::array<std::vector<Member>, kBuckets> buckets_;
