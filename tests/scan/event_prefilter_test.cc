@@ -115,6 +115,35 @@ TEST(EventPrefilter, FindsWhatTheFullScanFindsForEveryLibraryLine) {
   EXPECT_EQ(events_of(literal, literal_scratch, all), expected);
 }
 
+TEST(EventPrefilter, CaselessAndNonAsciiPatternsFindWhatTheFullScanFinds) {
+  if (!EventMatcher::available()) GTEST_SKIP() << "built without Hyperscan";
+  // A caseless entry's literals are found in any case; a case-sensitive
+  // one's only in its own, by RE2; bytes beyond ASCII are compared as they
+  // are (UTF-8 read as Latin-1, as RE2 and Hyperscan read lines).
+  const EventLibrary library = parse_event_library(
+      "[oom]\ncategory = memory\nseverity = error\nregex = (?i)out of memory on (?P<dev>\\w+)\n"
+      "[warn]\ncategory = nccl\nseverity = warning\nregex = NCCL WARN (?P<message>.+)\n"
+      "[umlaut]\ncategory = memory\nseverity = error\nregex = Speicher\xc3\xbc"
+      "berlauf auf GPU\n",
+      "test");
+  const EventMatcher full(library, EventSearch::full_scan);
+  const EventMatcher literal(library, EventSearch::prefiltered);
+  ASSERT_TRUE(literal.prefiltered());
+  EventMatcher::Scratch full_scratch(full), literal_scratch(literal);
+  const std::string block =
+      "Out Of Memory on gpu0\nOUT OF MEMORY ON GPU1\nout of memory on\n"
+      "nccl warn lower case\nNCCL WARN upper\nNccl Warn mixed\n"
+      "Speicher\xc3\xbc"
+      "berlauf auf GPU 3\nSPEICHER\xc3\x9c"
+      "BERLAUF AUF GPU\n"
+      "Speicher\xc3\x9c"
+      "berlauf auf GPU\nx Speicher\xc3\xbc"
+      "berlauf auf GPU";
+  const Events expected = events_of(full, full_scratch, block);
+  EXPECT_EQ(expected.size(), 5u);
+  EXPECT_EQ(events_of(literal, literal_scratch, block), expected);
+}
+
 TEST(EventPrefilter, BlocksCutAnywhereAndLearningThreadsFindTheSame) {
   if (!EventMatcher::available()) GTEST_SKIP() << "built without Hyperscan";
   const EventLibrary library = builtin_event_library();
