@@ -70,25 +70,25 @@ std::size_t rarest_window(std::string_view literal) {
 /// would pass it if its bytes were independent (the product over positions
 /// of the accepted bytes' total frequency): what a further member costs.
 struct BucketShape {
-  std::array<std::bitset<256>, LiteralSetSearch::kWindow> bytes;
-  std::array<double, LiteralSetSearch::kWindow> mass{};  // 1: a shorter literal ends before
+  std::array<std::bitset<256>, LiteralSetSearch::kWindow> bytes;  // as in the windows
+  std::array<bool, LiteralSetSearch::kWindow> any{};              // a shorter literal ended before
+  std::array<double, LiteralSetSearch::kWindow> mass{};
   bool empty = true;
 
   double leak() const {
     if (empty) return 0;
     double rate = 1;
-    for (const double m : mass) rate *= m;
+    for (std::size_t k = 0; k < LiteralSetSearch::kWindow; ++k) rate *= any[k] ? 1 : mass[k];
     return rate;
   }
 
-  /// Whether the bucket takes `text` (kWindow bytes), as the vpermi2b
-  /// tables read it (the top bit of a byte ignored).
+  /// Whether the bucket takes `text` (kWindow bytes) as the vpermi2b tables
+  /// read it: by its low 7 bits, a letter in either case.
   bool takes(std::string_view text) const {
     if (empty) return false;
     for (std::size_t k = 0; k < LiteralSetSearch::kWindow; ++k) {
-      if (mass[k] >= 1) continue;
-      const unsigned char c = fold(static_cast<unsigned char>(text[k]));
-      if (!bytes[k][c & 0x7f] && !bytes[k][c | 0x80]) return false;
+      const auto low = static_cast<unsigned char>(text[k] & 0x7f);
+      if (!any[k] && !bytes[k][fold(low)] && !bytes[k][low | 0x80]) return false;
     }
     return true;
   }
@@ -97,11 +97,11 @@ struct BucketShape {
     empty = false;
     for (std::size_t k = 0; k < LiteralSetSearch::kWindow; ++k) {
       if (k >= window.size()) {
-        mass[k] = 1;
+        any[k] = true;
         continue;
       }
       const auto c = static_cast<unsigned char>(window[k]);
-      if (!bytes[k][c] && mass[k] < 1) mass[k] = std::min(1.0, mass[k] + frequency(c));
+      if (!bytes[k][c]) mass[k] += frequency(c);
       bytes[k].set(c);
     }
   }

@@ -13,10 +13,11 @@
 // position at a time, far slower, so callers ask fast() before relying on it.
 //
 // Which literals share a bucket is a guess from the same byte frequencies,
-// and text may prove it wrong: a bucket of "nts join" and "nfo init" also
-// takes "fo: Join" at every `Profiler Info: Joined` line. find() reports
-// such misses, and a search built again with them to avoid spreads the
-// literals so that none of its buckets takes them.
+// and text may prove it wrong: a bucket takes every mix of its windows'
+// bytes, position by position, and some mix may be common in a log (the
+// shipped library's first guess took "fo: Join" at every `Profiler Info:
+// Joined` line). find() reports such misses, and a search built again with
+// them to avoid spreads the literals so that no bucket takes them.
 //
 // Contract: find() reports each occurrence of each literal exactly once,
 // whatever the text and the buckets; a candidate that is no occurrence is
