@@ -3,7 +3,9 @@
 // line, never a crash), line stamps and their placement on the epoch
 // (scan/line_stamp.h), and the chunk scanner with the shipped library's
 // matcher on the input read as log text (scan/chunk_scanner.h): every event
-// it reports lies on a line of the text. Seeded with the library, its
+// it reports lies on a line of the text, and the literal first pass
+// (scan/event_prefilter.h) finds the events Hyperscan's full scan finds, one
+// thread's state learning across inputs. Seeded with the library, its
 // example lines and simulated logs with events.
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "scan/chunk_scanner.h"
 #include "scan/event_library.h"
@@ -19,12 +22,26 @@
 
 namespace {
 
-const pipescope::EventMatcher* shipped_matcher() {
-  static const std::unique_ptr<pipescope::EventMatcher> matcher =
-      pipescope::EventMatcher::available()
-          ? std::make_unique<pipescope::EventMatcher>(pipescope::builtin_event_library())
-          : nullptr;
-  return matcher.get();
+/// The shipped library's matcher with `search` as its first pass (one per
+/// kind for the whole run), or null without Hyperscan.
+const pipescope::EventMatcher* shipped_matcher(
+    pipescope::EventSearch search = pipescope::EventSearch::automatic) {
+  auto make = [](pipescope::EventSearch s) {
+    return pipescope::EventMatcher::available()
+               ? std::make_unique<pipescope::EventMatcher>(pipescope::builtin_event_library(), s)
+               : nullptr;
+  };
+  static const auto automatic = make(pipescope::EventSearch::automatic);
+  static const auto full = make(pipescope::EventSearch::full_scan);
+  static const auto literal = make(pipescope::EventSearch::prefiltered);
+  switch (search) {
+    case pipescope::EventSearch::full_scan:
+      return full.get();
+    case pipescope::EventSearch::prefiltered:
+      return literal.get();
+    default:
+      return automatic.get();
+  }
 }
 
 }  // namespace
@@ -58,6 +75,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   pipescope::scan_chunk(text, prefilter, scratch, options, out);
   for (const pipescope::EventSeen& seen : out.events) {
     if (seen.line >= out.lines || seen.pattern >= matcher->size()) std::abort();
+  }
+  // 4. The literal first pass against the full scan, on the input as one
+  // block of lines.
+  const pipescope::EventMatcher* full = shipped_matcher(pipescope::EventSearch::full_scan);
+  const pipescope::EventMatcher* literal = shipped_matcher(pipescope::EventSearch::prefiltered);
+  static pipescope::EventMatcher::Scratch full_scratch(*full);
+  static pipescope::EventMatcher::Scratch literal_scratch(*literal);
+  std::vector<pipescope::EventMatch> by_full, by_literal;
+  full->scan(text, full_scratch, by_full);
+  literal->scan(text, literal_scratch, by_literal);
+  if (by_full.size() != by_literal.size()) std::abort();
+  for (std::size_t i = 0; i < by_full.size(); ++i) {
+    if (by_full[i].line_begin != by_literal[i].line_begin ||
+        by_full[i].line_end != by_literal[i].line_end ||
+        by_full[i].pattern != by_literal[i].pattern) {
+      std::abort();
+    }
   }
   return 0;
 }

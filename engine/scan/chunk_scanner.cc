@@ -291,13 +291,31 @@ void scan_events(std::string_view complete, std::uint64_t line_base,
   thread_local std::vector<EventMatch> matches;
   matches.clear();
   // Only the stretches between job lines are searched (dense logs: none).
-  for (const auto& [begin, end] : gaps) {
-    const std::size_t first = matches.size();
-    options.events->scan(complete.substr(begin, end - begin), *options.event_scratch, matches);
-    for (std::size_t i = first; i < matches.size(); ++i) {
-      matches[i].line_begin += begin;
-      matches[i].line_end += begin;
+  // Stretches that only a few job lines part are searched as one, which
+  // saves starting a search per stretch, and the events found on the job
+  // lines between them are dropped (a job line is no event).
+  const std::size_t joined = options.events->joined_bytes();
+  std::size_t g = 0;
+  while (g < gaps.size()) {
+    std::size_t last = g;
+    while (last + 1 < gaps.size() && gaps[last + 1].first - gaps[last].second <= joined) {
+      ++last;
     }
+    const std::size_t begin = gaps[g].first;
+    const std::size_t first = matches.size();
+    options.events->scan(complete.substr(begin, gaps[last].second - begin), *options.event_scratch,
+                         matches);
+    // Matches come in line order: keep those whose line is in a stretch.
+    std::size_t kept = first;
+    for (std::size_t i = first; i < matches.size(); ++i) {
+      EventMatch m = matches[i];
+      m.line_begin += begin;
+      m.line_end += begin;
+      while (g <= last && gaps[g].second <= m.line_begin) ++g;
+      if (g <= last && m.line_begin >= gaps[g].first) matches[kept++] = m;
+    }
+    matches.resize(kept);
+    g = last + 1;
   }
   std::size_t counted = 0;  // newlines before this offset are in `index`
   std::uint64_t index = 0;

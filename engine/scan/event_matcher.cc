@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <stdexcept>
 
@@ -119,9 +120,22 @@ void store_cached(const hs_database_t* db, const std::filesystem::path& path) {
 }  // namespace
 #endif
 
-EventMatcher::EventMatcher(const EventLibrary& library) : compiled_(std::make_unique<Compiled>()) {
+EventMatcher::EventMatcher(const EventLibrary& library, EventSearch search)
+    : compiled_(std::make_unique<Compiled>()) {
   if (!available()) {
     throw std::runtime_error("this pipescope was built without Hyperscan: log events are off");
+  }
+  // The literal analysis (about 2 ms for the shipped library) runs beside
+  // the RE2 and Hyperscan compiles below: at start-up the other cores wait.
+  // Where no thread can be started it runs when it is asked for.
+  std::future<std::unique_ptr<EventPrefilter>> prefilter;
+  if (search == EventSearch::prefiltered ||
+      (search == EventSearch::automatic && LiteralSetSearch::fast())) {
+    std::vector<std::string> regexes;
+    for (const EventPattern& p : library.patterns) regexes.push_back(p.regex);
+    prefilter =
+        std::async(std::launch::async | std::launch::deferred,
+                   [regexes = std::move(regexes)] { return EventPrefilter::make(regexes); });
   }
   // RE2 first: its messages are the clearer, and it must accept every
   // pattern to confirm lines and take captures.
@@ -139,6 +153,14 @@ EventMatcher::EventMatcher(const EventLibrary& library) : compiled_(std::make_un
     compiled_->capture_names.push_back(std::move(names));
     kinds_.push_back({p.id, p.category, p.severity, p.description});
   }
+  // Compiled even when the literal search is the first pass: a regex is
+  // accepted or refused alike on every machine.
+  compile_hyperscan(library);
+  // Where every pattern requires a literal (else null: Hyperscan reads all).
+  if (prefilter.valid()) prefilter_ = prefilter.get();
+}
+
+void EventMatcher::compile_hyperscan(const EventLibrary& library) {
 #if PIPESCOPE_HAVE_HYPERSCAN
   if (library.patterns.empty()) return;
   // Each regex in the form that finds every line RE2 matches (hyperscan_form.h).
@@ -185,6 +207,8 @@ EventMatcher::EventMatcher(const EventLibrary& library) : compiled_(std::make_un
     throw EventLibraryError("the event library is rejected by Hyperscan: " + message);
   }
   if (!cached.empty()) store_cached(compiled_->database, cached);
+#else
+  (void)library;
 #endif
 }
 
@@ -192,33 +216,46 @@ EventMatcher::~EventMatcher() = default;
 
 EventMatcher::Scratch::Scratch(const EventMatcher& matcher)
 #if PIPESCOPE_HAVE_HYPERSCAN
-    : hyperscan_(matcher.compiled_->database){}
+    // Hyperscan's scratch only where Hyperscan is the first pass.
+    : hyperscan_(matcher.prefilter_ ? nullptr : matcher.compiled_->database)
 #else
-    : hyperscan_(nullptr) {
-  (void)matcher;
-}
+    : hyperscan_(nullptr)
 #endif
+{
+  if (matcher.prefilter_) prefilter_ = std::make_unique<EventPrefilter::State>(*matcher.prefilter_);
+}
 
 #if PIPESCOPE_HAVE_HYPERSCAN
-      namespace {
+namespace {
 
-  struct Hits {
-    std::vector<std::pair<std::size_t, std::uint32_t>>* hits;  // (end offset in the block, pattern)
-    std::size_t base = 0;                                      // the piece's offset
-  };
+struct Hits {
+  std::vector<std::pair<std::size_t, std::uint32_t>>* hits;  // (end offset in the block, pattern)
+  std::size_t base = 0;                                      // the piece's offset
+};
 
-  int on_hit(unsigned id, unsigned long long /*from*/, unsigned long long to, unsigned /*flags*/,
-             void* context) {
-    Hits& h = *static_cast<Hits*>(context);
-    h.hits->emplace_back(h.base + static_cast<std::size_t>(to), id);
-    return 0;
-  }
+int on_hit(unsigned id, unsigned long long /*from*/, unsigned long long to, unsigned /*flags*/,
+           void* context) {
+  Hits& h = *static_cast<Hits*>(context);
+  h.hits->emplace_back(h.base + static_cast<std::size_t>(to), id);
+  return 0;
+}
 
 }  // namespace
 #endif
 
 void EventMatcher::scan(std::string_view block, Scratch& scratch,
                         std::vector<EventMatch>& out) const {
+  if (prefilter_ != nullptr) {
+    auto& candidates = scratch.candidates_;
+    candidates.clear();
+    prefilter_->candidates(block, *scratch.prefilter_, candidates);
+    for (const EventPrefilter::Candidate& c : candidates) {
+      if (matches(c.pattern, block.substr(c.line_begin, c.line_end - c.line_begin))) {
+        out.push_back({c.line_begin, c.line_end, c.pattern});
+      }
+    }
+    return;
+  }
 #if PIPESCOPE_HAVE_HYPERSCAN
   if (compiled_->database == nullptr || block.empty()) return;
   auto& hits = scratch.hits_;

@@ -84,6 +84,23 @@ TEST(Cli, TheReportSaysWhatLogEventsWereFound) {
   EXPECT_NE(r.output.find("[bad]"), std::string::npos) << r.output;
 }
 
+// An entry whose regex requires no literal (nothing a literal search could
+// look for) turns the literal first pass off: every line is read, and the
+// entry finds the lines the literal one above finds.
+TEST(Cli, APatternWithoutALiteralIsFoundByReadingEveryLine) {
+  TempDir out;
+  out.write("bare.patterns",
+            "[distributed_strategy]\ncategory = distributed\nseverity = info\n"
+            "regex = - [a-z]{11} [a-z]{8} [a-z]{11}$\n");
+  const CommandResult r =
+      run_cli("analyze " + sample("multi") + " --no-trace --patterns " +
+              shell_quote(out / "bare.patterns") + " -o " + shell_quote(out / "a"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  if (r.output.find("Log events: off") != std::string::npos)
+    GTEST_SKIP() << "built without Hyperscan";
+  EXPECT_NE(r.output.find("Log events: 8 (distributed 8)"), std::string::npos) << r.output;
+}
+
 TEST(Cli, StrictTurnsSkippedLinesIntoStatusOne) {
   TempDir out;
   EXPECT_EQ(run_cli("analyze " + sample("single") + " -q -o " + shell_quote(out / "a")).status, 0);

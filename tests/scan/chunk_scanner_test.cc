@@ -2,9 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "scan/event_library.h"
+#include "scan/event_matcher.h"
 
 namespace pipescope {
 namespace {
@@ -222,6 +227,58 @@ TEST(ChunkScanner, AJobLineRegexGivesTheWholeWhereverThePiecesAreCut) {
           scan_pieces(text, {boundaries[i], boundaries[j]}, true, &regex), whole,
           "cuts at " + std::to_string(boundaries[i]) + ", " + std::to_string(boundaries[j]));
     }
+  }
+}
+
+}  // namespace
+}  // namespace pipescope
+
+namespace pipescope {
+namespace {
+
+/// The (line, pattern) of each event of a scan.
+std::vector<std::pair<std::uint64_t, std::uint32_t>> event_lines(const ChunkScan& scan) {
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> out;
+  for (const EventSeen& seen : scan.events) out.emplace_back(seen.line, seen.pattern);
+  return out;
+}
+
+TEST(ChunkScanner, EventsBetweenJobLinesAreFoundButNoneOnAJobLine) {
+  if (!EventMatcher::available()) GTEST_SKIP() << "built without Hyperscan";
+  // `micro_batch_id` is on every job line too: the few job lines between two
+  // stretches are searched with them, and what is found there is dropped.
+  const EventLibrary library = parse_event_library(
+      "[mb]\ncategory = x\nseverity = info\nregex = micro_batch_id = (?P<mb>[0-9]+)\n"
+      "[warn]\ncategory = nccl\nseverity = warning\nregex = NCCL WARN (?P<message>.+)\n",
+      "test");
+  std::string text;
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> expected;
+  std::uint64_t line = 0;
+  for (int i = 0; i < 60; ++i) {
+    // Stretches parted by 1, 2, ... job lines, some far apart.
+    for (int j = 0; j <= i % 4; ++j, ++line) text += job(i * 4 + j, "forward", 10 * i) + "\n";
+    if (i % 7 == 3) {
+      for (int j = 0; j < 40; ++j, ++line) text += job(1000 + j, "backward", 10 * i) + "\n";
+    }
+    text += "free text, micro_batch_id = " + std::to_string(i) + "\n";
+    expected.emplace_back(line++, 0);
+    text += "node3:22317 [3] NCCL WARN Call to ibv_reg_mr failed\n";
+    expected.emplace_back(line++, 1);
+    text += "quiet\n";
+    ++line;
+  }
+  for (const EventSearch search : {EventSearch::full_scan, EventSearch::prefiltered}) {
+    const EventMatcher matcher(library, search);
+    EventMatcher::Scratch event_scratch(matcher);
+    const Prefilter prefilter;
+    Prefilter::Scratch scratch(prefilter);
+    ChunkScanOptions options;
+    options.events = &matcher;
+    options.event_scratch = &event_scratch;
+    ChunkScan scan;
+    scan_chunk(text, prefilter, scratch, options, scan);
+    EXPECT_EQ(scan.jobs.size(), line - expected.size() - 60);
+    EXPECT_EQ(event_lines(scan), expected) << matcher.prefiltered();
   }
 }
 
