@@ -41,6 +41,25 @@ struct ReplicaSummary {
   int slowest = -1;
 };
 
+/// Replica devices as a run of their own (the run's types, segments and
+/// first step; the devices' copies in `devices` order) and their stage map:
+/// what summarize_replicas measures. `run` may be a part's
+/// (analysis/step_partition.h).
+struct ReplicaRun {
+  Run run;
+  StageMap stages;
+};
+ReplicaRun replica_run(const Run& run, const Layout& layout,
+                       const std::vector<std::size_t>& devices);
+
+/// A replica's figures from its metrics and bottleneck (computed whole, or
+/// by parts over the run's step ranges).
+ReplicaStats replica_stats(int replica, const std::vector<std::size_t>& devices,
+                           const Metrics& metrics, BottleneckReport bottleneck);
+
+/// Adds the next replica's figures (in replica order), keeping the slowest.
+void add_replica(ReplicaSummary& summary, ReplicaStats&& stats);
+
 /// The figures of every replica of `layout` when it has more than one
 /// replica with devices; empty otherwise. Copies one replica's devices at a
 /// time.

@@ -17,6 +17,7 @@
 #include "analysis/job_role.h"
 #include "analysis/layout.h"
 #include "analysis/metric_parts.h"
+#include "analysis/replicas.h"
 #include "analysis/schedule_detect.h"
 #include "analysis/schedule_table.h"
 #include "analysis/step_partition.h"
@@ -546,6 +547,159 @@ TEST(StepPartition, WidenedForAnotherSetOfWindows) {
   to.clear();
   plan.for_each_recipient(16, 17, 1, [&](std::size_t p) { to.push_back(p); });
   EXPECT_EQ(to, (std::vector<std::size_t>{0, 1}));  // in the replica's window of step 2
+}
+
+/// Each replica's figures by the run's own step ranges: the replica's
+/// windows come from its devices' edges (as the scanning side gives them),
+/// widen the ranges' spans, and each range computes the replica's window
+/// times and durations from what it holds for the whole run.
+ReplicaSummary replicas_by_parts(const pipescope::Run& run, std::size_t parts) {
+  const TypeKinds kinds(run.types);
+  Metrics m;
+  const StepCounts counts = number_steps(run, kinds, m);
+  StepEdges edges(counts.steps);
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    edges.combine(device_step_edges(run.devices[d], m.job_step[d], counts.steps));
+  }
+  place_windows(edges, run.devices.size(), m);
+  const std::vector<JobRole> roles = classify_job_roles(run.types);
+  const Layout layout = detect_layout(run, m.job_step, roles);
+
+  struct Replica {
+    int index = 0;
+    std::vector<std::size_t> devices;
+    StageMap stages;
+    Metrics metrics;
+    StepCounts counts;
+    std::vector<std::size_t> to_global;  // replica step -> the run's step
+  };
+  std::vector<Replica> replicas;
+  std::size_t with_devices = 0;
+  for (const auto& devices : layout.replicas) with_devices += !devices.empty();
+  if (with_devices < 2) return {};
+  for (std::size_t r = 0; r < layout.replicas.size(); ++r) {
+    if (layout.replicas[r].empty()) continue;
+    Replica rep;
+    rep.index = static_cast<int>(r);
+    rep.devices = layout.replicas[r];
+    const ReplicaRun sub = replica_run(run, layout, rep.devices);
+    rep.stages = sub.stages;
+    rep.counts = number_steps(sub.run, kinds, rep.metrics);
+    StepEdges own(rep.counts.steps);
+    for (std::size_t i = 0; i < sub.run.devices.size(); ++i) {
+      own.combine(device_step_edges(sub.run.devices[i], rep.metrics.job_step[i], rep.counts.steps));
+    }
+    place_windows(own, rep.devices.size(), rep.metrics);
+    for (std::size_t s = 0; s < rep.metrics.segments.size(); ++s) {
+      const SegmentSteps& mine = rep.metrics.segments[s];
+      for (std::size_t j = 0; j < mine.count; ++j) rep.to_global.push_back(m.segments[s].first + j);
+    }
+    replicas.push_back(std::move(rep));
+  }
+  std::vector<std::uint64_t> jobs_per_step(counts.steps, 0);
+  for (const auto& steps : m.job_step) {
+    for (const std::int32_t k : steps) ++jobs_per_step[static_cast<std::size_t>(k)];
+  }
+  StepPartition plan = partition_steps(jobs_per_step, m.steps, parts);
+  for (const Replica& rep : replicas) {
+    std::vector<StepWindow> in_run_steps = m.steps;  // the run's own where the replica has none
+    for (std::size_t k = 0; k < rep.to_global.size(); ++k) {
+      in_run_steps[rep.to_global[k]] = rep.metrics.steps[k];
+    }
+    plan.widen(in_run_steps);
+  }
+  std::vector<PartJobs> held;
+  for (std::size_t p = 0; p < parts; ++p) held.push_back(cut_part(run, kinds, m.job_step, plan, p));
+
+  ReplicaSummary out;
+  for (Replica& rep : replicas) {
+    std::vector<std::int64_t> cut_ns;
+    for (const std::size_t d : rep.devices) cut_ns.push_back(run.devices[d].cut_ns);
+    mark_complete_steps(
+        rep.counts, cut_ns,
+        [&](std::size_t i, std::size_t step) {
+          const std::size_t k = rep.to_global[step];
+          const PartJobs& part = held[plan.owner(k)];
+          const std::size_t d = rep.devices[i];
+          return step_kind_counts(part.run.devices[d], part.job_step[d], k, kinds);
+        },
+        rep.metrics);
+    std::vector<StageDurations> durations;
+    for (std::size_t p = 0; p < parts; ++p) {
+      // The replica's steps this range owns, and its devices' jobs here.
+      std::size_t a = 0;
+      while (a < rep.to_global.size() && rep.to_global[a] < plan.bounds[p]) ++a;
+      std::size_t b = a;
+      while (b < rep.to_global.size() && rep.to_global[b] < plan.bounds[p + 1]) ++b;
+      const ReplicaRun here = replica_run(held[p].run, layout, rep.devices);
+      add_window_times(here.run.devices, kinds,
+                       std::span<StepWindow>(rep.metrics.steps).subspan(a, b - a));
+      std::vector<std::vector<std::int32_t>> steps_here;
+      for (const std::size_t d : rep.devices) steps_here.push_back(held[p].job_step[d]);
+      durations.push_back(stage_durations(here.run, steps_here, plan.bounds[p], plan.bounds[p + 1],
+                                          here.stages, roles));
+    }
+    add_totals(rep.metrics);
+    add_replica(
+        out, replica_stats(rep.index, rep.devices, rep.metrics,
+                           bottleneck_from_parts(durations, rep.stages, rep.metrics.steps.size())));
+  }
+  return out;
+}
+
+// Data-parallel replicas on two machines whose clocks disagree, more steps
+// than the layout reads: each replica's figures by the run's ranges are its
+// figures measured alone.
+TEST(PartitionedAnalysis, ReplicasByTheRunsRanges) {
+  // Two replicas of a 4-stage pipeline, each simulated with its own jitter,
+  // one per machine, the second machine's clock 1 ms ahead.
+  pipescope::Run run;
+  for (int r = 0; r < 2; ++r) {
+    sim::SimConfig config = testing::sim_config(sim::ScheduleKind::one_f_one_b, 4, 8);
+    config.steps = 9;
+    config.step_gap_ns = 0;
+    config.seed = 21 + static_cast<std::uint64_t>(r);
+    pipescope::Run replica = testing::run_from_simulation(config);
+    if (r == 0) run.types = replica.types;  // the same names in the same order
+    for (Device& device : replica.devices) {
+      device.index = static_cast<int>(run.devices.size());
+      device.machine = r;
+      device.machine_name = "machine" + std::to_string(r);
+      for (Job& job : device.jobs) {
+        job.start_ns += r * 1'000'000;
+        job.end_ns += r * 1'000'000;
+      }
+      run.devices.push_back(std::move(device));
+    }
+  }
+  run.finalize();
+  const Metrics whole = compute_metrics(run);
+  const std::vector<JobRole> roles = classify_job_roles(run.types);
+  const ReplicaSummary expected =
+      summarize_replicas(run, detect_layout(run, whole.job_step, roles), roles);
+  ASSERT_GE(expected.replicas.size(), 2u);
+  for (const std::size_t parts : {1u, 2u, 3u, 4u, 12u}) {
+    const ReplicaSummary got = replicas_by_parts(run, parts);
+    EXPECT_EQ(got.slowest, expected.slowest) << parts;
+    ASSERT_EQ(got.replicas.size(), expected.replicas.size()) << parts;
+    for (std::size_t r = 0; r < expected.replicas.size(); ++r) {
+      const ReplicaStats &x = got.replicas[r], &y = expected.replicas[r];
+      EXPECT_EQ(x.replica, y.replica);
+      EXPECT_EQ(x.devices, y.devices);
+      EXPECT_EQ(x.complete_steps, y.complete_steps) << parts << "/" << r;
+      EXPECT_EQ(x.total_window_ns, y.total_window_ns) << parts << "/" << r;
+      EXPECT_EQ(x.step_ns, y.step_ns) << parts << "/" << r;
+      EXPECT_EQ(x.bubble_ratio, y.bubble_ratio) << parts << "/" << r;
+      EXPECT_EQ(x.bottleneck.slowest_stage, y.bottleneck.slowest_stage) << parts << "/" << r;
+      EXPECT_EQ(x.bottleneck.imbalance, y.bottleneck.imbalance) << parts << "/" << r;
+      for (std::size_t s = 0; s < y.bottleneck.stages.size(); ++s) {
+        EXPECT_EQ(x.bottleneck.stages.at(s).compute_per_step_ns,
+                  y.bottleneck.stages[s].compute_per_step_ns);
+        EXPECT_EQ(x.bottleneck.stages.at(s).by_role[0].median_ns,
+                  y.bottleneck.stages[s].by_role[0].median_ns);
+      }
+    }
+  }
 }
 
 // A step's prologue puts a job of the next step ahead of the last jobs of the
