@@ -72,18 +72,7 @@ void count_violations(const Run& run, const Dependencies& deps,
       }
     });
   });
-  for (const auto& mine : counted) {
-    for (const auto& [key, counts] : mine) {
-      MachinePairClock& pair = pairs[key];
-      pair.machine_a = key.first;
-      pair.machine_b = key.second;
-      pair.dependencies += counts.dependencies;
-      pair.violations_before += counts.violations_before;
-      pair.violations_after += counts.violations_after;
-      pair.beyond_noise_before += counts.beyond_noise_before;
-      pair.beyond_noise_after += counts.beyond_noise_after;
-    }
-  }
+  for (const auto& mine : counted) add_pair_clocks(pairs, mine);
 }
 
 // Solves the least-squares offsets: minimise Σ (o_b - o_a - e_ab)² with the

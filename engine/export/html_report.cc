@@ -579,28 +579,9 @@ std::vector<std::size_t> choose_html_steps(const Metrics& metrics, std::string_v
     while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
     return s;
   };
-  if (trimmed(spec).empty()) {
-    // Among the complete steps (an incomplete one's window says little),
-    // unless none is.
-    std::vector<std::size_t> order;
-    for (std::size_t k = 0; k < n; ++k) {
-      if (metrics.steps[k].complete) order.push_back(k);
-    }
-    if (order.empty()) {
-      for (std::size_t k = 0; k < n; ++k) order.push_back(k);
-    }
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return metrics.steps[a].window_ns() < metrics.steps[b].window_ns();
-    });
-    // The median-duration step must be a step: the lower middle one (the
-    // earlier of equal windows, the sort being stable).
-    const std::size_t median = order[lower_middle_rank(order.size())];
-    const std::size_t slowest = order.back();
-    chosen.push_back(median);
-    if (slowest != median) chosen.push_back(slowest);
-    std::sort(chosen.begin(), chosen.end());
-    return chosen;
-  }
+  // The median-duration complete step and the slowest, as a trace past its
+  // size limit holds them (analysis/step_selection.h).
+  if (trimmed(spec).empty()) return median_and_slowest_steps(metrics);
   chosen = parse_step_list(spec, metrics, "--html-steps");
   if (chosen.size() > kMaxDrawnSteps) {
     throw std::invalid_argument(
