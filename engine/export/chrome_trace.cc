@@ -470,16 +470,7 @@ class ChromeWriter {
   // `count` items, scaled to all of them; the buffer is left as it was.
   template <typename WriteOne>
   std::uint64_t measure_items(std::uint64_t count, WriteOne write_one) {
-    const std::uint64_t stride = sample_stride(count, sample_.items);
-    const std::size_t before = scratch_.size();
-    std::uint64_t sampled = 0;
-    for (std::uint64_t k = sample_start(stride); k < count; k += stride) {
-      write_one(static_cast<std::size_t>(k));
-      ++sampled;
-    }
-    const std::uint64_t bytes = scratch_.size() - before;
-    scratch_.resize(before);
-    return scaled_bytes(bytes, sampled, count);
+    return measure_sampled(scratch_, count, sample_.items, write_one);
   }
 
   // Each drawn log event as an instant on its device's first lane (the

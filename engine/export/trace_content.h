@@ -107,6 +107,25 @@ std::uint64_t sample_start(std::uint64_t stride);
 /// (rounded to the nearest; 0 when none was sampled).
 std::uint64_t scaled_bytes(std::uint64_t sampled_bytes, std::uint64_t sampled, std::uint64_t count);
 
+/// The bytes `write_one(k)` appends to `buffer` over a sample of `count`
+/// items (at most `max`, every sample_stride-th from sample_start), scaled
+/// to all of them; `buffer` is left as it was. Both writers measure their
+/// bulk sections this way.
+template <typename Buffer, typename WriteOne>
+std::uint64_t measure_sampled(Buffer& buffer, std::uint64_t count, std::uint64_t max,
+                              WriteOne&& write_one) {
+  const std::uint64_t stride = sample_stride(count, max);
+  const std::size_t before = buffer.size();
+  std::uint64_t sampled = 0;
+  for (std::uint64_t k = sample_start(stride); k < count; k += stride) {
+    write_one(static_cast<std::size_t>(k));
+    ++sampled;
+  }
+  const std::uint64_t bytes = buffer.size() - before;
+  buffer.resize(before);
+  return scaled_bytes(bytes, sampled, count);
+}
+
 /// Each job type's kind (classify_job_type), classified once per type.
 class TraceJobKinds {
  public:

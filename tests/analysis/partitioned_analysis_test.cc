@@ -23,6 +23,7 @@
 #include "analysis/step_partition.h"
 #include "ingest/discovery.h"
 #include "load/load_run.h"
+#include "support/hand_run.h"
 #include "support/pipeline_sim_run.h"
 
 namespace pipescope {
@@ -444,18 +445,6 @@ TEST(PartitionedAnalysis, TwoMachinesWithSkew) {
   EXPECT_TRUE(split_bubbles(run, m, stages, roles, schedule).known);
 }
 
-/// Adds a job (times in ns) to device d, creating devices as needed.
-void add(Run& run, std::size_t d, std::string_view type, std::int64_t mb, std::int64_t start,
-         std::int64_t end) {
-  while (run.devices.size() <= d) {
-    run.devices.emplace_back();
-    run.devices.back().index = static_cast<int>(run.devices.size() - 1);
-  }
-  auto& jobs = run.devices[d].jobs;
-  jobs.push_back({start, end, static_cast<std::int64_t>(jobs.size()), mb, run.types.intern(type),
-                  static_cast<std::uint32_t>(jobs.size() + 1)});
-}
-
 // Device 1 starts each step while device 0 still runs the previous one, and
 // one of its comm jobs spans two windows: the early jobs count in the earlier
 // window, so a part that held only its own steps' jobs would get it wrong.
@@ -463,14 +452,14 @@ TEST(PartitionedAnalysis, JobsOverlappingAnotherPartsWindow) {
   pipescope::Run run;
   for (std::int64_t k = 0; k < 5; ++k) {
     const std::int64_t t = k * 100;
-    add(run, 0, "forward", 0, t, t + 40);
-    add(run, 0, "backward", 0, t + 40, t + 90);
-    add(run, 0, "optimizer", 0, t + 90, t + 120);  // into the next window
-    add(run, 1, "recv_forward", 0, t + 5, t + 30);
-    add(run, 1, "forward", 0, t + 30, t + 60);
-    add(run, 1, "send_backward", 0, t + 60, t + 160);  // a comm job over two windows
-    add(run, 1, "backward", 0, t + 65, t + 80);
-    add(run, 1, "optimizer", 0, t + 80, t + 95);
+    testing::add_job(run, 0, "forward", 0, t, t + 40);
+    testing::add_job(run, 0, "backward", 0, t + 40, t + 90);
+    testing::add_job(run, 0, "optimizer", 0, t + 90, t + 120);  // into the next window
+    testing::add_job(run, 1, "recv_forward", 0, t + 5, t + 30);
+    testing::add_job(run, 1, "forward", 0, t + 30, t + 60);
+    testing::add_job(run, 1, "send_backward", 0, t + 60, t + 160);  // a comm job over two windows
+    testing::add_job(run, 1, "backward", 0, t + 65, t + 80);
+    testing::add_job(run, 1, "optimizer", 0, t + 80, t + 95);
   }
   run.finalize();
   const std::uint64_t halo = check_every_split(run, "overlapping steps");
@@ -485,9 +474,9 @@ TEST(PartitionedAnalysis, CutInputAndLastStepJudgedByCounts) {
     const std::int64_t t = k * 100;
     for (std::size_t d = 0; d < 3; ++d) {
       const auto o = static_cast<std::int64_t>(d) * 5;
-      add(run, d, "forward", 0, t + o, t + o + 30);
-      add(run, d, "backward", 0, t + o + 30, t + o + 70);
-      if (k < 3 || d != 2) add(run, d, "optimizer", 0, t + o + 70, t + o + 80);
+      testing::add_job(run, d, "forward", 0, t + o, t + o + 30);
+      testing::add_job(run, d, "backward", 0, t + o + 30, t + o + 70);
+      if (k < 3 || d != 2) testing::add_job(run, d, "optimizer", 0, t + o + 70, t + o + 80);
     }
   }
   run.finalize();
@@ -708,11 +697,11 @@ TEST(PartitionedAnalysis, ReplicasByTheRunsRanges) {
 // neighbours), though it lies outside its span.
 TEST(StepPartition, PartHoldsTheJobsBetweenItsOwn) {
   pipescope::Run run;
-  add(run, 0, "forward", 0, 0, 4);        // step 0
-  add(run, 0, "recv_forward", 0, 5, 6);   // step 1 (its prologue)
-  add(run, 0, "send_backward", 0, 6, 8);  // step 0, after it
-  add(run, 0, "forward", 0, 10, 14);      // step 1
-  add(run, 0, "backward", 0, 14, 18);     // step 1
+  testing::add_job(run, 0, "forward", 0, 0, 4);        // step 0
+  testing::add_job(run, 0, "recv_forward", 0, 5, 6);   // step 1 (its prologue)
+  testing::add_job(run, 0, "send_backward", 0, 6, 8);  // step 0, after it
+  testing::add_job(run, 0, "forward", 0, 10, 14);      // step 1
+  testing::add_job(run, 0, "backward", 0, 14, 18);     // step 1
   const std::vector<std::int32_t> job_step = {0, 1, 0, 1, 1};
   std::vector<StepWindow> windows(2);
   windows[0].start_ns = 0;
