@@ -99,19 +99,42 @@ std::vector<Interval> subtract(const std::vector<Interval>& a, const std::vector
 
 }  // namespace
 
-StepCounts number_steps(const Run& run, const TypeKinds& kinds, Metrics& metrics) {
+DeviceStepCounts number_device_steps(const Device& device, const TypeKinds& kinds,
+                                     std::size_t segments, std::span<std::int32_t> job_step) {
+  DeviceStepCounts counts;
+  counts.steps.assign(segments, 0);
+  counts.begun.assign(segments, 0);
+  counts.present.assign(segments, 0);
+  for (std::size_t s = 0; s < segments; ++s) {
+    const auto [first, last] = device.segment_jobs(s);
+    if (first == last) continue;
+    std::span<std::int32_t> step_of = job_step.subspan(first, last - first);
+    const std::int32_t steps = assign_steps(device.jobs, first, last, kinds, step_of);
+    counts.present[s] = 1;
+    counts.steps[s] = steps;
+    // A cut input has begun only the steps of its jobs before the cut.
+    if (device.cut_ns != Device::kNotCut) {
+      std::int32_t begun = 0;
+      for (std::size_t i = first; i < last; ++i) {
+        if (device.jobs[i].start_ns < device.cut_ns)
+          begun = std::max(begun, step_of[i - first] + 1);
+      }
+      counts.begun[s] = begun;
+    } else {
+      counts.begun[s] = steps;
+    }
+  }
+  return counts;
+}
+
+StepCounts combine_device_steps(const Run& run, std::span<const DeviceStepCounts> devices,
+                                Metrics& metrics) {
   const std::size_t device_count = run.devices.size();
   const std::size_t segment_count = std::max<std::size_t>(1, run.segments.size());
-  metrics.job_step.resize(device_count);
   metrics.devices.resize(device_count);
-  // Each device's array faulted in and zeroed on its own thread.
-  tbb::parallel_for(std::size_t{0}, device_count,
-                    [&](std::size_t d) { metrics.job_step[d].resize(run.devices[d].jobs.size()); });
+  metrics.segments.clear();
   StepCounts counts;
-  // device_steps[s][d]: device d's steps in segment s.
-  std::vector<std::vector<std::int64_t>> device_steps(segment_count,
-                                                      std::vector<std::int64_t>(device_count, 0));
-  counts.begun = device_steps;
+  counts.begun.assign(segment_count, std::vector<std::int64_t>(device_count, 0));
   std::size_t step_count = 0;
   for (std::size_t s = 0; s < segment_count; ++s) {
     SegmentSteps segment;
@@ -119,42 +142,46 @@ StepCounts number_steps(const Run& run, const TypeKinds& kinds, Metrics& metrics
     segment.first_step =
         run.segments.empty() ? run.first_step.value_or(0) : run.segments[s].first_step;
     segment.first = step_count;
-    // Devices are independent: each numbers its own jobs' steps.
-    tbb::parallel_for(std::size_t{0}, device_count, [&](std::size_t d) {
-      const Device& device = run.devices[d];
-      const auto [first, last] = device.segment_jobs(s);
-      if (first == last) return;
-      std::span<std::int32_t> step_of(metrics.job_step[d].data() + first, last - first);
-      const std::int32_t steps = assign_steps(device.jobs, first, last, kinds, step_of);
-      if (step_count > 0) {
-        for (std::int32_t& k : step_of) k += static_cast<std::int32_t>(step_count);
-      }
-      device_steps[s][d] = steps;
-      // A cut input has begun only the steps of its jobs before the cut.
-      if (device.cut_ns != Device::kNotCut) {
-        std::int32_t begun = 0;
-        for (std::size_t i = first; i < last; ++i) {
-          if (device.jobs[i].start_ns < device.cut_ns) {
-            begun = std::max(begun, step_of[i - first] + 1 - static_cast<std::int32_t>(step_count));
-          }
-        }
-        counts.begun[s][d] = begun;
-      } else {
-        counts.begun[s][d] = steps;
-      }
-    });
-    for (std::size_t d = 0; d < device_count; ++d) {
-      const auto [first, last] = run.devices[d].segment_jobs(s);
-      if (first == last) continue;
-      const std::int64_t steps = device_steps[s][d];
-      metrics.devices[d].steps += steps;
-      segment.count = std::max(segment.count, static_cast<std::size_t>(steps));
+    for (std::size_t d = 0; d < device_count && d < devices.size(); ++d) {
+      const DeviceStepCounts& device = devices[d];
+      if (s >= device.present.size() || !device.present[s]) continue;
+      counts.begun[s][d] = device.begun[s];
+      metrics.devices[d].steps += device.steps[s];
+      segment.count = std::max(segment.count, static_cast<std::size_t>(device.steps[s]));
       segment.devices.push_back(d);
     }
     step_count += segment.count;
     metrics.segments.push_back(std::move(segment));
   }
   counts.steps = step_count;
+  return counts;
+}
+
+void offset_device_steps(const Device& device, const std::vector<SegmentSteps>& segments,
+                         std::span<std::int32_t> job_step) {
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    const auto offset = static_cast<std::int32_t>(segments[s].first);
+    if (offset == 0) continue;
+    const auto [first, last] = device.segment_jobs(s);
+    for (std::size_t i = first; i < last && i < job_step.size(); ++i) job_step[i] += offset;
+  }
+}
+
+StepCounts number_steps(const Run& run, const TypeKinds& kinds, Metrics& metrics) {
+  const std::size_t device_count = run.devices.size();
+  const std::size_t segment_count = std::max<std::size_t>(1, run.segments.size());
+  metrics.job_step.resize(device_count);
+  std::vector<DeviceStepCounts> devices(device_count);
+  // Devices are independent: each numbers its own jobs' steps (its array
+  // faulted in and zeroed on its own thread).
+  tbb::parallel_for(std::size_t{0}, device_count, [&](std::size_t d) {
+    metrics.job_step[d].resize(run.devices[d].jobs.size());
+    devices[d] = number_device_steps(run.devices[d], kinds, segment_count, metrics.job_step[d]);
+  });
+  StepCounts counts = combine_device_steps(run, devices, metrics);
+  tbb::parallel_for(std::size_t{0}, device_count, [&](std::size_t d) {
+    offset_device_steps(run.devices[d], metrics.segments, metrics.job_step[d]);
+  });
   return counts;
 }
 
@@ -301,32 +328,62 @@ void add_window_times(std::span<const Device> devices, const TypeKinds& kinds,
   });
 }
 
-void add_totals(Metrics& metrics) {
-  const std::size_t device_count = metrics.devices.size();
-  // Ratios: per step, and per device and overall over the complete steps.
-  std::int64_t total_idle = 0;
-  for (StepWindow& window : metrics.steps) {
+WindowSums::WindowSums(std::size_t devices) : device(devices) {}
+
+void WindowSums::add(const WindowSums& other) {
+  for (std::size_t d = 0; d < device.size() && d < other.device.size(); ++d) {
+    device[d].busy_ns += other.device[d].busy_ns;
+    device[d].idle_ns += other.device[d].idle_ns;
+    device[d].comm_ns += other.device[d].comm_ns;
+  }
+  window_ns += other.window_ns;
+  idle_ns += other.idle_ns;
+  comm_ns += other.comm_ns;
+  incomplete += other.incomplete;
+}
+
+WindowSums sum_windows(std::span<StepWindow> windows, std::size_t devices) {
+  WindowSums sums(devices);
+  for (StepWindow& window : windows) {
     std::int64_t idle = 0;
-    for (std::size_t d = 0; d < device_count; ++d) idle += window.devices[d].idle_ns;
-    window.bubble_ratio = ratio(idle, static_cast<std::int64_t>(device_count) * window.window_ns());
+    for (std::size_t d = 0; d < devices; ++d) idle += window.devices[d].idle_ns;
+    window.bubble_ratio = ratio(idle, static_cast<std::int64_t>(devices) * window.window_ns());
     if (!window.complete) {
-      ++metrics.incomplete_steps;
+      ++sums.incomplete;
       continue;
     }
-    for (std::size_t d = 0; d < device_count; ++d) {
-      metrics.devices[d].busy_ns += window.devices[d].busy_ns;
-      metrics.devices[d].idle_ns += window.devices[d].idle_ns;
-      metrics.devices[d].comm_ns += window.devices[d].comm_ns;
-      metrics.comm_ns += window.devices[d].comm_ns;
+    for (std::size_t d = 0; d < devices; ++d) {
+      sums.device[d].busy_ns += window.devices[d].busy_ns;
+      sums.device[d].idle_ns += window.devices[d].idle_ns;
+      sums.device[d].comm_ns += window.devices[d].comm_ns;
+      sums.comm_ns += window.devices[d].comm_ns;
     }
-    metrics.total_window_ns += window.window_ns();
-    total_idle += idle;
+    sums.window_ns += window.window_ns();
+    sums.idle_ns += idle;
   }
+  return sums;
+}
+
+void finish_totals(const WindowSums& sums, Metrics& metrics) {
+  const std::size_t device_count = metrics.devices.size();
+  for (std::size_t d = 0; d < device_count && d < sums.device.size(); ++d) {
+    metrics.devices[d].busy_ns += sums.device[d].busy_ns;
+    metrics.devices[d].idle_ns += sums.device[d].idle_ns;
+    metrics.devices[d].comm_ns += sums.device[d].comm_ns;
+  }
+  metrics.comm_ns += sums.comm_ns;
+  metrics.total_window_ns += sums.window_ns;
+  metrics.incomplete_steps += sums.incomplete;
   for (DeviceTotals& totals : metrics.devices) {
     totals.utilization = ratio(totals.busy_ns, metrics.total_window_ns);
   }
   metrics.bubble_ratio =
-      ratio(total_idle, static_cast<std::int64_t>(device_count) * metrics.total_window_ns);
+      ratio(sums.idle_ns, static_cast<std::int64_t>(device_count) * metrics.total_window_ns);
+}
+
+void add_totals(Metrics& metrics) {
+  // Ratios: per step, and per device and overall over the complete steps.
+  finish_totals(sum_windows(metrics.steps, metrics.devices.size()), metrics);
 }
 
 }  // namespace pipescope

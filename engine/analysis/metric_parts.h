@@ -47,9 +47,29 @@ struct StepCounts {
   std::size_t steps = 0;
 };
 
-/// Step 1: fills metrics.job_step, metrics.segments (index, first_step,
-/// first, count, devices) and metrics.devices[d].steps. Requires
-/// run.finalize().
+/// Step 1 for one device: each job's step within its segment (from 0, in
+/// `job_step`, one entry per job) and, per segment, the steps it has.
+struct DeviceStepCounts {
+  std::vector<std::int64_t> steps;  ///< [segment]: steps numbered there
+  std::vector<std::int64_t> begun;  ///< [segment]: as StepCounts::begun
+  std::vector<char> present;        ///< [segment]: the device has a job there
+};
+DeviceStepCounts number_device_steps(const Device& device, const TypeKinds& kinds,
+                                     std::size_t segments, std::span<std::int32_t> job_step);
+
+/// Step 1, the run: metrics.segments (index, first_step, first, count,
+/// devices) and metrics.devices[d].steps from every device's counts
+/// (`devices[d]`: device d's, empty for a device without a job).
+StepCounts combine_device_steps(const Run& run, std::span<const DeviceStepCounts> devices,
+                                Metrics& metrics);
+
+/// Step 1, back on each device: its segment-relative steps made indices
+/// into Metrics::steps (each segment's `first` added).
+void offset_device_steps(const Device& device, const std::vector<SegmentSteps>& segments,
+                         std::span<std::int32_t> job_step);
+
+/// Step 1 in one process (the three above): fills metrics.job_step, metrics.segments (index,
+/// first_step, first, count, devices) and metrics.devices[d].steps. Requires run.finalize().
 StepCounts number_steps(const Run& run, const TypeKinds& kinds, Metrics& metrics);
 
 /// Every step's first job start and last job end over some devices.
@@ -95,6 +115,23 @@ KindCounts step_kind_counts(const Device& device, std::span<const std::int32_t> 
 /// order): see the guarantee above.
 void add_window_times(std::span<const Device> devices, const TypeKinds& kinds,
                       std::span<StepWindow> windows);
+
+/// Step 5 in parts: what a range of windows adds to the run's totals
+/// (integer sums, so ranges add in any order).
+struct WindowSums {
+  explicit WindowSums(std::size_t devices = 0);
+  /// busy_ns, idle_ns, comm_ns per device over the complete windows.
+  std::vector<DeviceTotals> device;
+  std::int64_t window_ns = 0;  ///< Σ window lengths of the complete ones
+  std::int64_t idle_ns = 0;    ///< Σ_d idle of the complete ones
+  std::int64_t comm_ns = 0;
+  std::size_t incomplete = 0;
+  void add(const WindowSums& other);
+};
+/// Sets each window's bubble_ratio and returns the range's sums.
+WindowSums sum_windows(std::span<StepWindow> windows, std::size_t devices);
+/// The run's totals and ratios from the sums of all its windows.
+void finish_totals(const WindowSums& sums, Metrics& metrics);
 
 /// Step 5: per-step bubble ratios, incomplete_steps, devices' totals and
 /// utilization, total_window_ns, comm_ns and bubble_ratio.

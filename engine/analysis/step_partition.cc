@@ -1,7 +1,9 @@
 #include "analysis/step_partition.h"
 
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
+#include <utility>
 
 namespace pipescope {
 
@@ -106,30 +108,86 @@ std::pair<std::size_t, std::size_t> span_neighbours(const Device& device, const 
   return out;
 }
 
+std::vector<std::vector<std::size_t>> device_part_indices(const Device& device,
+                                                          std::span<const std::int32_t> job_step,
+                                                          const TypeKinds& kinds,
+                                                          const StepPartition& plan) {
+  const std::size_t n = std::min(device.jobs.size(), job_step.size());
+  const std::size_t parts = plan.parts();
+  const auto& jobs = device.jobs;
+  // Each part's first and last job of its own steps on this device.
+  std::vector<std::size_t> lo(parts, n), hi(parts, 0);
+  // The jobs a part needs for their time only, ascending (one pass).
+  std::vector<std::vector<std::size_t>> extra(parts);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto step = static_cast<std::size_t>(job_step[i]);
+    const std::size_t own = plan.owner(step);
+    lo[own] = std::min(lo[own], i);
+    hi[own] = i + 1;
+    plan.for_each_recipient(jobs[i].start_ns, jobs[i].end_ns, step, [&](std::size_t p) {
+      if (p != own) extra[p].push_back(i);
+    });
+  }
+  // span_neighbours for every part at once: the busy job (not comm, not of
+  // zero length) with the latest end at or before the span's start (ties:
+  // the first in start order), and the first busy job starting at or after
+  // its end.
+  const auto busy = [&](std::size_t i) {
+    const Job& job = jobs[i];
+    return job.end_ns > job.start_ns &&
+           !(job.type < kinds.kind.size() && kinds.kind[job.type] == JobKind::comm);
+  };
+  // 32-bit positions: a device of 4 billion jobs (190 GB) is no device.
+  std::vector<std::uint32_t> by_end;
+  if (parts > 1) {
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      if (busy(i)) by_end.push_back(static_cast<std::uint32_t>(i));
+    }
+    std::sort(by_end.begin(), by_end.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return jobs[a].end_ns != jobs[b].end_ns ? jobs[a].end_ns < jobs[b].end_ns : a < b;
+    });
+  }
+  std::vector<std::vector<std::size_t>> out(parts);
+  for (std::size_t q = 0; q < parts; ++q) {
+    std::vector<std::size_t>& list = out[q];
+    for (std::size_t i = lo[q]; i < hi[q]; ++i) list.push_back(i);
+    for (const std::size_t i : extra[q]) {
+      if (i < lo[q] || i >= hi[q]) list.push_back(i);
+    }
+    std::vector<std::size_t>().swap(extra[q]);
+    if (plan.bounds[q] != plan.bounds[q + 1] && parts > 1) {
+      const std::int64_t start = plan.span_start[q], end = plan.span_end[q];
+      auto it =
+          std::upper_bound(by_end.begin(), by_end.end(), start,
+                           [&](std::int64_t t, std::uint32_t i) { return t < jobs[i].end_ns; });
+      if (it != by_end.begin()) {
+        const std::int64_t latest = jobs[*std::prev(it)].end_ns;
+        const auto first =
+            std::lower_bound(by_end.begin(), it, latest,
+                             [&](std::uint32_t i, std::int64_t t) { return jobs[i].end_ns < t; });
+        if (*first < n) list.push_back(*first);
+      }
+      const auto after =
+          std::lower_bound(jobs.begin(), jobs.end(), end,
+                           [](const Job& job, std::int64_t t) { return job.start_ns < t; });
+      for (auto j = static_cast<std::size_t>(after - jobs.begin()); j < n; ++j) {
+        if (busy(j)) {
+          list.push_back(j);
+          break;
+        }
+      }
+    }
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
+  return out;
+}
+
 std::vector<std::size_t> part_job_indices(const Device& device,
                                           std::span<const std::int32_t> job_step,
                                           const TypeKinds& kinds, const StepPartition& plan,
                                           std::size_t part) {
-  const std::size_t n = std::min(device.jobs.size(), job_step.size());
-  // The device's first and last job of the part's steps.
-  std::size_t lo = n, hi = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (plan.owner(static_cast<std::size_t>(job_step[i])) != part) continue;
-    lo = std::min(lo, i);
-    hi = i + 1;
-  }
-  const auto [before, after] = span_neighbours(device, kinds, plan, part);
-  std::vector<std::size_t> out;
-  for (std::size_t i = 0; i < n; ++i) {
-    const Job& job = device.jobs[i];
-    bool needed = i == before || i == after || (i >= lo && i < hi);
-    if (!needed) {
-      plan.for_each_recipient(job.start_ns, job.end_ns, static_cast<std::size_t>(job_step[i]),
-                              [&](std::size_t p) { needed = needed || p == part; });
-    }
-    if (needed) out.push_back(i);
-  }
-  return out;
+  return std::move(device_part_indices(device, job_step, kinds, plan)[part]);
 }
 
 namespace {

@@ -100,6 +100,13 @@ std::vector<std::size_t> part_job_indices(const Device& device,
                                           const TypeKinds& kinds, const StepPartition& plan,
                                           std::size_t part);
 
+/// part_job_indices for every part at once, in one pass over the device's
+/// jobs: element p is part p's list. What a rank that read the device sends.
+std::vector<std::vector<std::size_t>> device_part_indices(const Device& device,
+                                                          std::span<const std::int32_t> job_step,
+                                                          const TypeKinds& kinds,
+                                                          const StepPartition& plan);
+
 /// What part p holds of a run: a Run with every device (same order, index,
 /// machine, rank, path and cut; no events or step-start lines) holding the
 /// jobs the part needs, in start order (for_each_recipient's and the

@@ -29,9 +29,9 @@
 #include <string>
 #include <vector>
 
-#include "model/run.h"
-#include "ingest/ingest.h"
 #include "ingest/discovery.h"
+#include "ingest/ingest.h"
+#include "model/run.h"
 
 namespace pipescope::distributed {
 

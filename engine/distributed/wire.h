@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -31,6 +32,14 @@ class ByteWriter {
     bytes(s.data(), s.size());
   }
   void bytes(const void* data, std::size_t n) { out_.append(static_cast<const char*>(data), n); }
+  /// A count, then the elements' bytes.
+  template <typename Range>
+  void list(const Range& items) {
+    using T = std::decay_t<decltype(*std::begin(items))>;
+    static_assert(std::is_trivially_copyable_v<T>);
+    put(static_cast<std::uint64_t>(std::size(items)));
+    if (std::size(items) > 0) bytes(&*std::begin(items), std::size(items) * sizeof(T));
+  }
 
   std::size_t size() const { return out_.size(); }
   std::string& data() { return out_; }
@@ -54,6 +63,16 @@ class ByteReader {
   std::string str() {
     const auto n = get<std::uint32_t>();
     return std::string(bytes(n), n);
+  }
+  /// What ByteWriter::list wrote, into any vector of T.
+  template <typename Vector>
+  void list(Vector& items) {
+    using T = typename Vector::value_type;
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto n = get<std::uint64_t>();
+    if (n > left() / (sizeof(T) == 0 ? 1 : sizeof(T))) throw WireError("list longer than message");
+    items.resize(n);
+    if (n > 0) std::memcpy(items.data(), bytes(n * sizeof(T)), n * sizeof(T));
   }
   const char* bytes(std::size_t n) {
     if (n > in_.size() - pos_) throw WireError("message ends early");
