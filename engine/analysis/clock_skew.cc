@@ -353,16 +353,29 @@ ClockReport correct_clocks(Run& run, const StageMap& stages, const ClockOptions&
 
 namespace {
 
-/// Each machine's clock pieces, from the steps undone when the run was loaded.
-void add_clock_pieces(const Run& run, ClockReport& report) {
+ClockReport correct_machine_clocks(Run& run, const Dependencies& deps, const ClockOptions& options);
+
+}  // namespace
+
+std::vector<std::int64_t> machine_first_starts(const Run& run) {
+  std::vector<std::int64_t> first(static_cast<std::size_t>(machine_count(run)),
+                                  std::numeric_limits<std::int64_t>::max());
+  for (const Device& d : run.devices) {
+    if (d.jobs.empty()) continue;
+    auto& f = first[static_cast<std::size_t>(d.machine)];
+    f = std::min(f, d.jobs.front().start_ns);
+  }
+  return first;
+}
+
+void add_clock_pieces(const std::vector<ClockStep>& steps,
+                      std::span<const std::int64_t> first_start, ClockReport& report) {
   for (MachineClock& m : report.machines) {
-    std::int64_t first = std::numeric_limits<std::int64_t>::max();
-    for (const Device& d : run.devices) {
-      if (d.machine == m.machine && !d.jobs.empty())
-        first = std::min(first, d.jobs.front().start_ns);
-    }
+    const std::int64_t first = static_cast<std::size_t>(m.machine) < first_start.size()
+                                   ? first_start[static_cast<std::size_t>(m.machine)]
+                                   : std::numeric_limits<std::int64_t>::max();
     std::int64_t offset = m.offset_ns;
-    for (const ClockStep& step : run.clock_steps) {
+    for (const ClockStep& step : steps) {
       if (step.machine != m.machine) continue;
       if (m.pieces.empty()) m.pieces.push_back({first, offset});
       offset += step.size_ns;
@@ -371,27 +384,31 @@ void add_clock_pieces(const Run& run, ClockReport& report) {
   }
 }
 
-ClockReport correct_machine_clocks(Run& run, const Dependencies& deps, const ClockOptions& options);
-
-}  // namespace
-
 ClockReport correct_clocks(Run& run, const Dependencies& deps, const ClockOptions& options) {
   ClockReport report = correct_machine_clocks(run, deps, options);
-  add_clock_pieces(run, report);
+  add_clock_pieces(run.clock_steps, machine_first_starts(run), report);
   return report;
 }
 
-namespace {
+std::vector<std::int64_t> negated(std::vector<std::int64_t> offsets) {
+  for (std::int64_t& o : offsets) o = -o;
+  return offsets;
+}
 
-ClockReport correct_machine_clocks(Run& run, const Dependencies& deps,
+std::int64_t clock_noise_ns(const Run& run, const ClockOptions& options) {
+  return std::max(options.noise_ns, run.time_resolution_ns);
+}
+
+ClockDecision decide_clock_offsets(const PairClocks& evidence,
+                                   const std::vector<std::string>& machines, std::int64_t noise,
                                    const ClockOptions& options) {
-  const int n = machine_count(run);
+  const int n = static_cast<int>(machines.size());
   // Offsets to apply, resolved before any work so a bad name fails fast.
   std::vector<std::int64_t> imposed(n, 0);
   for (const auto& [name, ns] : options.imposed) {
     int found = -1;
     for (int m = 0; m < n && found < 0; ++m) {
-      if (machine_name(run, m) == name) found = m;
+      if (machines[static_cast<std::size_t>(m)] == name) found = m;
     }
     if (found < 0) {
       std::string_view digits = name;
@@ -412,11 +429,14 @@ ClockReport correct_machine_clocks(Run& run, const Dependencies& deps,
     imposed[found] = ns;
   }
 
-  const std::int64_t noise = std::max(options.noise_ns, run.time_resolution_ns);
-  ClockReport report = estimate_clock_offsets(run, deps, noise);
-  const bool evidence = std::any_of(report.pairs.begin(), report.pairs.end(), beyond_noise);
+  ClockDecision decision;
+  ClockReport& report = decision.report;
+  report = estimate_from_pair_clocks(evidence, machines, noise);
+  const bool evidence_beyond_noise =
+      std::any_of(report.pairs.begin(), report.pairs.end(), beyond_noise);
 
-  std::vector<std::int64_t> offsets(n, 0);
+  std::vector<std::int64_t>& offsets = decision.offsets;
+  offsets.assign(static_cast<std::size_t>(n), 0);
   if (!options.fix) {
     report.method = ClockMethod::disabled;
   } else if (!options.imposed.empty()) {
@@ -428,35 +448,39 @@ ClockReport correct_machine_clocks(Run& run, const Dependencies& deps,
     for (MachineClock& m : report.machines) m.estimate_ns = 0;
     report.reason =
         "no layout fits the run: which jobs depend on which across machines is not known";
-  } else if (n >= 2 && report.violations_before > 0 && !evidence) {
+  } else if (n >= 2 && report.violations_before > 0 && !evidence_beyond_noise) {
     report.reason = fmt::format(
         "{} of the {} dependencies between machines start before their input ended, but no "
         "machine pair has more than 1% of its dependencies violated by more than {}: timing "
         "noise, not skew",
         report.violations_before, report.dependencies, format_duration(noise));
-  } else if (n >= 2 && evidence) {
+  } else if (n >= 2 && evidence_beyond_noise) {
     report.method = ClockMethod::estimated;
     for (const MachineClock& m : report.machines) offsets[m.machine] = m.estimate_ns;
   }
-  const bool any =
+  decision.to_apply =
       std::any_of(offsets.begin(), offsets.end(), [](std::int64_t o) { return o != 0; });
-  if (!any) {
-    if (report.method == ClockMethod::estimated) {
-      // Violations, yet no offset (bounds that cannot all hold): nothing to apply.
-      report.method = ClockMethod::rejected;
-      report.violations_if_estimated = report.violations_before;
-      report.reason = "the estimated offsets are 0 for every machine";
-    }
-    return report;
+  if (!decision.to_apply && report.method == ClockMethod::estimated) {
+    // Violations, yet no offset (bounds that cannot all hold): nothing to apply.
+    report.method = ClockMethod::rejected;
+    report.violations_if_estimated = report.violations_before;
+    report.reason = "the estimated offsets are 0 for every machine";
   }
+  return decision;
+}
 
-  apply_clock_offsets(run, offsets);
-  std::map<std::pair<int, int>, MachinePairClock> pairs;
+PairClocks pairs_for_recount(const ClockReport& report) {
+  PairClocks pairs;
   for (const MachinePairClock& pair : report.pairs) pairs[{pair.machine_a, pair.machine_b}] = pair;
   for (auto& [key, pair] : pairs) pair.violations_after = pair.beyond_noise_after = 0;
-  count_violations(run, deps, pairs, /*before=*/false, noise);
+  return pairs;
+}
+
+ClockReport finish_clock_decision(ClockDecision&& decision, const PairClocks& after_pairs) {
+  ClockReport report = std::move(decision.report);
+  const std::vector<std::int64_t>& offsets = decision.offsets;
   std::uint64_t after = 0, beyond_after = 0;
-  for (const auto& [key, pair] : pairs) {
+  for (const auto& [key, pair] : after_pairs) {
     if (pair.machine_a != pair.machine_b) {
       after += pair.violations_after;
       beyond_after += pair.beyond_noise_after;
@@ -465,10 +489,8 @@ ClockReport correct_machine_clocks(Run& run, const Dependencies& deps,
   if (report.method == ClockMethod::estimated &&
       (beyond_after * 10 > report.beyond_noise_before || after >= report.violations_before)) {
     // The estimate explains too little (machines in the wrong order, jobs
-    // matched wrongly, clocks that drift): undo it, keep the times as read.
-    std::vector<std::int64_t> undo(offsets.size());
-    std::transform(offsets.begin(), offsets.end(), undo.begin(), [](std::int64_t o) { return -o; });
-    apply_clock_offsets(run, undo);
+    // matched wrongly, clocks that drift): the caller undoes it, keeping the
+    // times as read.
     report.method = ClockMethod::rejected;
     report.violations_if_estimated = after;
     // "would leave 157 of the 156" is no sentence: an estimate can add violations.
@@ -485,9 +507,26 @@ ClockReport correct_machine_clocks(Run& run, const Dependencies& deps,
   report.applied = true;
   for (MachineClock& m : report.machines) m.offset_ns = offsets[m.machine];
   report.pairs.clear();
-  for (auto& [key, pair] : pairs) report.pairs.push_back(pair);
+  for (const auto& [key, pair] : after_pairs) report.pairs.push_back(pair);
   report.violations_after = after;
   report.beyond_noise_after = beyond_after;
+  return report;
+}
+
+namespace {
+
+ClockReport correct_machine_clocks(Run& run, const Dependencies& deps,
+                                   const ClockOptions& options) {
+  const std::int64_t noise = clock_noise_ns(run, options);
+  ClockDecision decision =
+      decide_clock_offsets(pair_clocks(run, deps, noise), machine_clock_names(run), noise, options);
+  if (!decision.to_apply) return std::move(decision.report);
+  const std::vector<std::int64_t> offsets = decision.offsets;
+  apply_clock_offsets(run, offsets);
+  PairClocks after = pairs_for_recount(decision.report);
+  count_violations_after(run, deps, noise, after);
+  ClockReport report = finish_clock_decision(std::move(decision), after);
+  if (!report.applied) apply_clock_offsets(run, negated(offsets));
   return report;
 }
 

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -171,6 +172,45 @@ std::vector<std::string> machine_clock_names(const Run& run);
 /// (the others held at a difference of 0); changes nothing.
 ClockReport estimate_clock_offsets(const Run& run, const Dependencies& deps,
                                    std::int64_t noise_ns = 0);
+
+// correct_clocks in parts, for the partitioned analysis (each part holds
+// some steps' dependencies):
+//   1. pair_clocks per part, add_pair_clocks: the run's evidence;
+//   2. decide_clock_offsets, once: the estimate and the offsets to try;
+//   3. when it says to_apply: apply_clock_offsets everywhere, then
+//      count_violations_after per part into pairs_for_recount(report), added;
+//   4. finish_clock_decision, once: applied, or rejected (then the offsets
+//      are taken back: apply their negation);
+//   5. add_clock_pieces.
+
+/// The noise a violation must exceed to count as evidence of skew.
+std::int64_t clock_noise_ns(const Run& run, const ClockOptions& options);
+
+struct ClockDecision {
+  ClockReport report;
+  std::vector<std::int64_t> offsets;  ///< by machine
+  /// Some offset is not 0: apply them, recount, finish_clock_decision.
+  bool to_apply = false;
+};
+/// Step 2. Throws std::invalid_argument for an imposed machine not in
+/// `machines` (machine_clock_names).
+ClockDecision decide_clock_offsets(const PairClocks& evidence,
+                                   const std::vector<std::string>& machines, std::int64_t noise,
+                                   const ClockOptions& options);
+/// The decision's pairs with their after-counts zeroed, to recount into.
+PairClocks pairs_for_recount(const ClockReport& report);
+/// Step 4, from the recounted pairs: `applied` set when the offsets stay.
+ClockReport finish_clock_decision(ClockDecision&& decision, const PairClocks& after_pairs);
+
+/// The offsets that take `offsets` back.
+std::vector<std::int64_t> negated(std::vector<std::int64_t> offsets);
+
+/// Each machine's first job start (INT64_MAX for one without a job here).
+std::vector<std::int64_t> machine_first_starts(const Run& run);
+/// Step 5: each machine's clock pieces from the clock steps undone when the
+/// run was loaded (Run::clock_steps) and its first job start.
+void add_clock_pieces(const std::vector<ClockStep>& steps,
+                      std::span<const std::int64_t> first_start, ClockReport& report);
 
 /// Subtracts offsets[machine] from every job time of that machine's devices.
 void apply_clock_offsets(Run& run, const std::vector<std::int64_t>& offsets);

@@ -15,36 +15,13 @@ namespace pipescope {
 
 namespace {
 
-/// Where the detected schedule puts each global stage: the dependencies
-/// follow it (a V-shaped schedule's second chunk flows back up the ranks).
-/// Detection reads each device's job order, which no clock offset changes.
-StagePlacement detected_placement(const ScheduleReport& schedule) {
-  const ScheduleDetection& d = schedule.detection;
-  if (!d.id || d.chunks != 2) return StagePlacement::looped;
-  return schedule_entry(*d.id).placement;
-}
-
 /// The stage map, roles, detected schedule and the dependencies it implies:
 /// what clock correction and the rest of the analysis start from.
 PipelineAnalysis with_dependencies(const Run& run, const Metrics& metrics,
                                    const PipelineOptions& options) {
   PipelineAnalysis a;
   a.roles = classify_job_roles(run.types);
-  if (!options.layout.empty() && !options.stages.empty()) {
-    throw std::invalid_argument(
-        fmt::format("{} and {} both say how the devices form stages: give one",
-                    options.layout_label, options.stages_label));
-  }
-  if (!options.layout.empty()) {
-    a.layout = layout_from_shape(run, parse_layout_spec(options.layout, options.layout_label),
-                                 options.layout_label);
-  } else if (!options.stages.empty()) {
-    a.layout =
-        layout_from_stage_map(run, resolve_stage_map(run, options.stages, options.stages_label));
-    a.layout.evidence = options.stages_label;
-  } else {
-    a.layout = detect_layout(run, metrics.job_step, a.roles);
-  }
+  a.layout = choose_layout(run, metrics.job_step, a.roles, options);
   a.stages = a.layout.stages;
   a.schedule = detect_run_schedule(run, metrics, a.stages, a.roles);
   a.dependencies =
@@ -54,7 +31,33 @@ PipelineAnalysis with_dependencies(const Run& run, const Metrics& metrics,
 
 }  // namespace
 
-/// The clock options with what the layout allows.
+StagePlacement detected_placement(const ScheduleReport& schedule) {
+  // Detection reads each device's job order, which no clock offset changes.
+  const ScheduleDetection& d = schedule.detection;
+  if (!d.id || d.chunks != 2) return StagePlacement::looped;
+  return schedule_entry(*d.id).placement;
+}
+
+Layout choose_layout(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
+                     const std::vector<JobRole>& roles, const PipelineOptions& options) {
+  if (!options.layout.empty() && !options.stages.empty()) {
+    throw std::invalid_argument(
+        fmt::format("{} and {} both say how the devices form stages: give one",
+                    options.layout_label, options.stages_label));
+  }
+  if (!options.layout.empty()) {
+    return layout_from_shape(run, parse_layout_spec(options.layout, options.layout_label),
+                             options.layout_label);
+  }
+  if (!options.stages.empty()) {
+    Layout layout =
+        layout_from_stage_map(run, resolve_stage_map(run, options.stages, options.stages_label));
+    layout.evidence = options.stages_label;
+    return layout;
+  }
+  return detect_layout(run, job_step, roles);
+}
+
 ClockOptions clock_options(const PipelineOptions& options, const Layout& layout) {
   ClockOptions clock = options.clock;
   clock.layout_known = layout.aligns_clocks();

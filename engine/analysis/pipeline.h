@@ -78,6 +78,20 @@ struct PipelineAnalysis {
   std::string explanation;
 };
 
+/// The layout the options give: stated (`layout`), from a stage map
+/// (`stages`), or detected (detect_layout: it reads the run's first
+/// kLayoutSteps steps only). Throws std::invalid_argument for a bad spec or
+/// both given.
+Layout choose_layout(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
+                     const std::vector<JobRole>& roles, const PipelineOptions& options);
+
+/// Where the detected schedule puts each global stage: the dependencies
+/// follow it (a V-shaped schedule's second chunk flows back up the ranks).
+StagePlacement detected_placement(const ScheduleReport& schedule);
+
+/// The clock options with what the layout allows (layout_known).
+ClockOptions clock_options(const PipelineOptions& options, const Layout& layout);
+
 /// Resolves the stage map and corrects the machines' clocks (clock_skew.h).
 /// Throws std::invalid_argument for a bad stage spec or imposed machine.
 ClockReport correct_run_clocks(Run& run, const PipelineOptions& options);

@@ -5,6 +5,10 @@
 #include <string>
 #include <utility>
 
+#include "analysis/bubbles.h"
+#include "analysis/clock_skew.h"
+#include "analysis/job_role.h"
+#include "analysis/schedule_detect.h"
 #include "analysis/step_rule.h"
 #include "distributed/wire.h"
 
@@ -236,10 +240,176 @@ void gather_totals(Exchange& exchange, const WindowSums& mine, Metrics& metrics)
   finish_totals(all, metrics);
 }
 
-}  // namespace
+// ---- the pipeline analysis ----------------------------------------------------
 
-PartitionedAnalysis analyze_partitioned(Exchange& exchange, const Run& local) {
-  PartitionedAnalysis out;
+/// The jobs of the run's first `steps` steps of every device, on every rank
+/// (what the layout reads: layout.h kLayoutSteps), as head_part gives them.
+PartJobs gather_head(Exchange& exchange, const Run& local,
+                     const std::vector<std::vector<std::int32_t>>& job_step,
+                     const std::vector<std::size_t>& mine, std::int32_t steps) {
+  PartJobs head = head_part(local, job_step, steps);
+  ByteWriter w;
+  w.put(static_cast<std::uint64_t>(mine.size()));
+  for (const std::size_t d : mine) {
+    w.put(static_cast<std::uint64_t>(d));
+    w.list(head.run.devices[d].jobs);
+    w.list(head.job_step[d]);
+    w.list(head.job_index[d]);
+  }
+  for (const std::string& message : exchange.all_gather(w.take())) {
+    ByteReader r(message);
+    for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
+      const auto d = r.get<std::uint64_t>();
+      if (d >= head.run.devices.size()) throw WireError("jobs of a device not in the run");
+      r.list(head.run.devices[d].jobs);
+      r.list(head.job_step[d]);
+      r.list(head.job_index[d]);
+    }
+  }
+  head.owned_jobs = 0;
+  for (const Device& device : head.run.devices) head.owned_jobs += device.jobs.size();
+  return head;
+}
+
+void put_detection(ByteWriter& w, const ScheduleDetection& d) {
+  w.put(static_cast<std::uint8_t>(d.id.has_value()));
+  if (d.id) w.put(*d.id);
+  w.put(static_cast<std::uint8_t>(d.family.has_value()));
+  if (d.family) w.put(*d.family);
+  w.list(d.matches);
+  w.put(static_cast<std::uint8_t>(d.exact));
+  w.put(d.stages);
+  w.put(d.micro_batches);
+  w.put(d.chunks);
+}
+
+ScheduleDetection get_detection(ByteReader& r) {
+  ScheduleDetection d;
+  if (r.get<std::uint8_t>()) d.id = r.get<ScheduleId>();
+  if (r.get<std::uint8_t>()) d.family = r.get<ScheduleFamily>();
+  r.list(d.matches);
+  d.exact = r.get<std::uint8_t>() != 0;
+  d.stages = r.get<int>();
+  d.micro_batches = r.get<int>();
+  d.chunks = r.get<int>();
+  return d;
+}
+
+/// The run's schedule from every range's votes and op sums, added in step
+/// order (the earliest step's answer wins ties).
+ScheduleReport gather_schedule(Exchange& exchange, const ScheduleVotes& votes, const OpSums& sums,
+                               std::size_t stage_count, double bubble_ratio) {
+  ByteWriter w;
+  w.put(static_cast<std::uint64_t>(votes.votes.size()));
+  for (const ScheduleVotes::Vote& vote : votes.votes) {
+    put_detection(w, vote.detection);
+    w.put(vote.count);
+  }
+  w.put(votes.steps_examined);
+  w.put(sums);
+  ScheduleVotes all_votes;
+  OpSums all_sums;
+  for (const std::string& message : exchange.all_gather(w.take())) {
+    ByteReader r(message);
+    ScheduleVotes theirs;
+    for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
+      ScheduleVotes::Vote vote;
+      vote.detection = get_detection(r);
+      vote.count = r.get<std::int64_t>();
+      theirs.votes.push_back(std::move(vote));
+    }
+    theirs.steps_examined = r.get<std::int64_t>();
+    all_votes.add(theirs);
+    all_sums.add(r.get<OpSums>());
+  }
+  return finish_schedule(all_votes, all_sums, stage_count, bubble_ratio);
+}
+
+void put_pairs(ByteWriter& w, const PairClocks& pairs) {
+  w.put(static_cast<std::uint64_t>(pairs.size()));
+  for (const auto& [key, pair] : pairs) {
+    w.put(pair.machine_a);
+    w.put(pair.machine_b);
+    w.put(pair.dependencies);
+    w.put(pair.violations_before);
+    w.put(pair.violations_after);
+    w.put(pair.beyond_noise_before);
+    w.put(pair.beyond_noise_after);
+    w.put(static_cast<std::uint8_t>(pair.lower_ns.has_value()));
+    if (pair.lower_ns) w.put(*pair.lower_ns);
+    w.put(static_cast<std::uint8_t>(pair.upper_ns.has_value()));
+    if (pair.upper_ns) w.put(*pair.upper_ns);
+  }
+}
+
+PairClocks get_pairs(ByteReader& r) {
+  PairClocks pairs;
+  for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
+    MachinePairClock pair;
+    pair.machine_a = r.get<int>();
+    pair.machine_b = r.get<int>();
+    pair.dependencies = r.get<std::uint64_t>();
+    pair.violations_before = r.get<std::uint64_t>();
+    pair.violations_after = r.get<std::uint64_t>();
+    pair.beyond_noise_before = r.get<std::uint64_t>();
+    pair.beyond_noise_after = r.get<std::uint64_t>();
+    if (r.get<std::uint8_t>()) pair.lower_ns = r.get<std::int64_t>();
+    if (r.get<std::uint8_t>()) pair.upper_ns = r.get<std::int64_t>();
+    pairs[{pair.machine_a, pair.machine_b}] = pair;
+  }
+  return pairs;
+}
+
+/// Every rank's pair evidence added to `into`.
+void gather_pairs(Exchange& exchange, const PairClocks& mine, PairClocks& into) {
+  ByteWriter w;
+  put_pairs(w, mine);
+  for (const std::string& message : exchange.all_gather(w.take())) {
+    ByteReader r(message);
+    add_pair_clocks(into, get_pairs(r));
+  }
+}
+
+/// Each machine's first job start over every rank's devices.
+std::vector<std::int64_t> gather_machine_firsts(Exchange& exchange, const Run& local) {
+  ByteWriter w;
+  w.list(machine_first_starts(local));
+  std::vector<std::int64_t> first;
+  for (const std::string& message : exchange.all_gather(w.take())) {
+    ByteReader r(message);
+    std::vector<std::int64_t> theirs;
+    r.list(theirs);
+    if (first.empty()) first = theirs;
+    for (std::size_t m = 0; m < first.size() && m < theirs.size(); ++m) {
+      first[m] = std::min(first[m], theirs[m]);
+    }
+  }
+  return first;
+}
+
+/// The run's bubble summary: every range's sums and longest, merged in step
+/// order; per_step only of this rank's windows.
+BubbleSummary gather_bubbles(Exchange& exchange, BubbleSummary mine, std::size_t top_n) {
+  ByteWriter w;
+  w.list(mine.per_device);
+  w.put(mine.total);
+  w.list(mine.longest);
+  BubbleSummary all;
+  for (const std::string& message : exchange.all_gather(w.take())) {
+    ByteReader r(message);
+    BubbleSummary theirs;
+    r.list(theirs.per_device);
+    theirs.total = r.get<BubbleTotals>();
+    r.list(theirs.longest);
+    append_bubble_summary(all, std::move(theirs), top_n);
+  }
+  all.per_step = std::move(mine.per_step);
+  return all;
+}
+
+/// Steps 1 to 5 of the header: the metrics, the ranges and the jobs held.
+void partitioned_metrics(Exchange& exchange, const Run& local, PartitionedAnalysis& out) {
+  out.metrics = Metrics();
   Metrics& m = out.metrics;
   const TypeKinds kinds(local.types);
   const std::size_t devices = local.devices.size();
@@ -247,7 +417,8 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, const Run& local) {
   const std::vector<std::size_t> mine = local_devices(local);
 
   // 1. Each device numbers its steps; the segments need every device's.
-  std::vector<std::vector<std::int32_t>> job_step(devices);
+  std::vector<std::vector<std::int32_t>>& job_step = out.local_job_step;
+  job_step.assign(devices, {});
   std::vector<DeviceStepCounts> counts(devices);
   for (const std::size_t d : mine) {
     job_step[d].resize(local.devices[d].jobs.size());
@@ -264,7 +435,9 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, const Run& local) {
     edges.combine(device_step_edges(local.devices[d], job_step[d], step_counts.steps));
     for (const std::int32_t k : job_step[d]) ++jobs_per_step[static_cast<std::size_t>(k)];
   }
-  place_windows(gather_edges(exchange, edges), devices, m);
+  const StepEdges all_edges = gather_edges(exchange, edges);
+  place_windows(all_edges, devices, m);
+  out.step_has_job = all_edges.has_job;
 
   // 3. The ranges, balanced by jobs.
   out.plan = partition_steps(sum_counts(exchange, jobs_per_step), m.steps,
@@ -274,6 +447,7 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, const Run& local) {
   out.last = out.plan.bounds[rank + 1];
 
   // 4. Every job to the ranks that need it.
+  out.part = PartJobs();
   out.part = exchange_jobs(exchange, local, job_step, mine, kinds, out.plan);
 
   // 5. Complete steps, this rank's windows, the run's totals.
@@ -281,6 +455,90 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, const Run& local) {
   const std::span<StepWindow> own = out.plan.windows(m.steps, rank);
   add_window_times(out.part.run.devices, kinds, own);
   gather_totals(exchange, sum_windows(own, devices), m);
+}
+
+/// The dependencies whose consumer is in this rank's steps, in its part's
+/// job indices.
+Dependencies own_dependencies(const PartitionedAnalysis& out, const StagePlacement placement) {
+  const PartJobs& part = out.part;
+  std::vector<Dependency> own;
+  for (const Dependency& dep :
+       find_dependencies(part.run, part.job_step, out.stages, out.roles, placement)) {
+    const auto step =
+        static_cast<std::size_t>(part.job_step[dep.consumer.device][dep.consumer.job]);
+    if (step >= out.first && step < out.last) own.push_back(dep);
+  }
+  return Dependencies(own);
+}
+
+}  // namespace
+
+PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
+                                        const PipelineOptions& options) {
+  PartitionedAnalysis out;
+  partitioned_metrics(exchange, local, out);
+  const Metrics& m = out.metrics;
+  const auto rank = static_cast<std::size_t>(exchange.rank());
+
+  // The layout from the run's head, on every rank; the schedule from every
+  // range's votes.
+  out.roles = classify_job_roles(local.types);
+  {
+    const PartJobs head =
+        gather_head(exchange, local, out.local_job_step, local_devices(local), kLayoutSteps);
+    out.layout = choose_layout(head.run, head.job_step, out.roles, options);
+  }
+  out.stages = out.layout.stages;
+  const auto detect_schedule = [&] {
+    const PartJobs& part = out.part;
+    return gather_schedule(exchange,
+                           vote_schedules(part.run, part.job_step, m.steps, out.first, out.last,
+                                          out.stages, out.roles),
+                           op_sums(part.run, out.roles, &part.job_step, out.first, out.last),
+                           out.stages.stage_count(), m.bubble_ratio);
+  };
+  out.schedule = detect_schedule();
+  const StagePlacement placement = detected_placement(out.schedule);
+
+  // The clocks: every range's evidence, decided once; with offsets applied,
+  // the windows move and the jobs are sent again.
+  const ClockOptions clock = clock_options(options, out.layout);
+  const std::int64_t noise = clock_noise_ns(local, clock);
+  Dependencies deps = own_dependencies(out, placement);
+  PairClocks evidence;
+  gather_pairs(exchange, pair_clocks(out.part.run, deps, noise), evidence);
+  ClockDecision decision = decide_clock_offsets(evidence, machine_clock_names(local), noise, clock);
+  if (decision.to_apply) {
+    const std::vector<std::int64_t> offsets = decision.offsets;
+    apply_clock_offsets(local, offsets);
+    apply_clock_offsets(out.part.run, offsets);
+    // Each range recounts its own dependencies; the sums are the run's.
+    PairClocks mine;
+    count_violations_after(out.part.run, deps, noise, mine);
+    PairClocks after = pairs_for_recount(decision.report);
+    gather_pairs(exchange, mine, after);
+    out.clock = finish_clock_decision(std::move(decision), after);
+    if (!out.clock.applied) {
+      apply_clock_offsets(local, negated(offsets));
+      apply_clock_offsets(out.part.run, negated(offsets));
+    } else {
+      partitioned_metrics(exchange, local, out);
+      out.schedule = detect_schedule();
+      deps = own_dependencies(out, placement);
+    }
+  } else {
+    out.clock = std::move(decision.report);
+  }
+  add_clock_pieces(local.clock_steps, gather_machine_firsts(exchange, local), out.clock);
+  out.dependencies = std::move(deps);
+
+  // Bubbles: this rank's windows, the run's sums and longest.
+  out.bubbles =
+      gather_bubbles(exchange,
+                     summarize_bubble_windows(
+                         out.part.run.devices, &out.part.job_index, local.types,
+                         out.plan.windows(out.metrics.steps, rank), out.first, options.top_bubbles),
+                     options.top_bubbles);
   return out;
 }
 

@@ -19,7 +19,13 @@
 //      ranks whose windows it overlaps or neighbours): one all-to-all;
 //   5. marks the complete steps (the owners answer the job-count questions
 //      of the segments' last steps) and computes its windows' busy, idle and
-//      comm; the totals are integer sums, added on every rank.
+//      comm; the totals are integer sums, added on every rank;
+//   6. takes the layout from the run's head (its first kLayoutSteps steps,
+//      gathered on every rank) and the schedule from every range's votes;
+//   7. finds its steps' dependencies, and decides the clock offsets from
+//      every range's evidence; when they are applied, steps 2 to 5 run again
+//      on the corrected times (the windows move, so the halo does);
+//   8. summarizes its windows' bubbles; the sums and the longest are merged.
 // What it returns are the whole run's figures where they are small, and its
 // own steps' figures where they grow with the steps.
 #pragma once
@@ -28,8 +34,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "analysis/bubbles.h"
+#include "analysis/clock_skew.h"
+#include "analysis/dependencies.h"
+#include "analysis/job_role.h"
+#include "analysis/layout.h"
 #include "analysis/metric_parts.h"
 #include "analysis/metrics.h"
+#include "analysis/pipeline.h"
+#include "analysis/schedule_detect.h"
 #include "analysis/step_partition.h"
 #include "distributed/exchange.h"
 #include "model/run.h"
@@ -50,9 +63,30 @@ struct PartitionedAnalysis {
   /// Steps [first, last) of metrics.steps are this rank's.
   std::size_t first = 0;
   std::size_t last = 0;
+  /// Whether each step has a job on some device (StepEdges::has_job).
+  std::vector<char> step_has_job;
+  /// The steps of the jobs of the devices this rank read (`local`'s).
+  std::vector<std::vector<std::int32_t>> local_job_step;
+
+  // The pipeline analysis (pipeline.h), the whole run's unless said.
+  std::vector<JobRole> roles;
+  Layout layout;
+  StageMap stages;
+  ScheduleReport schedule;
+  ClockReport clock;
+  /// The dependencies whose consumer is in this rank's steps, in `part`'s
+  /// job indices (on corrected times when the clocks were corrected).
+  Dependencies dependencies;
+  /// Sums and longest of the run; per_step of this rank's windows only
+  /// (per_step[k - first]).
+  BubbleSummary bubbles;
 };
 
-/// See the header. Throws what the exchange throws when another rank fails.
-PartitionedAnalysis analyze_partitioned(Exchange& exchange, const Run& local);
+/// See the header. `local` has its machines' clock offsets applied when the
+/// analysis corrected the clocks (as analyze_run corrects a run). Throws
+/// std::invalid_argument as analyze_run does, and what the exchange throws
+/// when another rank fails.
+PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
+                                        const PipelineOptions& options);
 
 }  // namespace pipescope::distributed

@@ -6,10 +6,13 @@
 // robin, and all on the last rank) so that who read a device never matters.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
 
 #include "analysis/metric_parts.h"
 #include "analysis/metrics.h"
+#include "analysis/pipeline.h"
 #include "analysis/step_partition.h"
 #include "analysis/step_rule.h"
 #include "distributed/local_exchange.h"
@@ -56,15 +59,118 @@ void expect_same_window(const StepWindow& x, const StepWindow& y, bool figures,
   }
 }
 
+void expect_same_bubble(const Bubble& x, const Bubble& y, const std::string& at) {
+  EXPECT_EQ(x.device, y.device) << at;
+  EXPECT_EQ(x.step, y.step) << at;
+  EXPECT_EQ(x.start_ns, y.start_ns) << at;
+  EXPECT_EQ(x.end_ns, y.end_ns) << at;
+  EXPECT_EQ(x.kind, y.kind) << at;
+  EXPECT_EQ(x.job_before, y.job_before) << at;
+  EXPECT_EQ(x.job_after, y.job_after) << at;
+}
+
+/// The pipeline figures of one rank against the single process's.
+void expect_same_pipeline(const PartitionedAnalysis& mine, const PipelineAnalysis& a,
+                          const Metrics& whole, const std::string& at) {
+  EXPECT_EQ(mine.layout.method, a.layout.method) << at;
+  EXPECT_EQ(mine.layout.replicas, a.layout.replicas) << at;
+  EXPECT_EQ(mine.layout.reason, a.layout.reason) << at;
+  EXPECT_EQ(mine.stages.stage_of, a.stages.stage_of) << at;
+  EXPECT_TRUE(mine.schedule.detection == a.schedule.detection) << at;
+  EXPECT_EQ(mine.schedule.steps_agreeing, a.schedule.steps_agreeing) << at;
+  EXPECT_EQ(mine.schedule.steps_examined, a.schedule.steps_examined) << at;
+  EXPECT_EQ(mine.schedule.means.forward_ns, a.schedule.means.forward_ns) << at;
+  EXPECT_EQ(mine.schedule.means.backward_ns, a.schedule.means.backward_ns) << at;
+  EXPECT_EQ(mine.schedule.means.weight_ns, a.schedule.means.weight_ns) << at;
+  EXPECT_EQ(mine.schedule.ideal_bubble_ratio, a.schedule.ideal_bubble_ratio) << at;
+  EXPECT_EQ(mine.schedule.measured_bubble_ratio, a.schedule.measured_bubble_ratio) << at;
+  EXPECT_EQ(mine.schedule.excess, a.schedule.excess) << at;
+  // The clocks.
+  const ClockReport &c = mine.clock, &w = a.clock;
+  EXPECT_EQ(c.method, w.method) << at;
+  EXPECT_EQ(c.applied, w.applied) << at;
+  EXPECT_EQ(c.reason, w.reason) << at;
+  EXPECT_EQ(c.dependencies, w.dependencies) << at;
+  EXPECT_EQ(c.violations_before, w.violations_before) << at;
+  EXPECT_EQ(c.violations_after, w.violations_after) << at;
+  EXPECT_EQ(c.beyond_noise_before, w.beyond_noise_before) << at;
+  EXPECT_EQ(c.beyond_noise_after, w.beyond_noise_after) << at;
+  EXPECT_EQ(c.violations_if_estimated, w.violations_if_estimated) << at;
+  ASSERT_EQ(c.machines.size(), w.machines.size()) << at;
+  for (std::size_t i = 0; i < c.machines.size(); ++i) {
+    EXPECT_EQ(c.machines[i].name, w.machines[i].name) << at;
+    EXPECT_EQ(c.machines[i].estimate_ns, w.machines[i].estimate_ns) << at;
+    EXPECT_EQ(c.machines[i].offset_ns, w.machines[i].offset_ns) << at;
+    EXPECT_EQ(c.machines[i].pieces.size(), w.machines[i].pieces.size()) << at;
+  }
+  ASSERT_EQ(c.pairs.size(), w.pairs.size()) << at;
+  for (std::size_t i = 0; i < c.pairs.size(); ++i) {
+    EXPECT_EQ(c.pairs[i].violations_after, w.pairs[i].violations_after) << at;
+    EXPECT_EQ(c.pairs[i].beyond_noise_after, w.pairs[i].beyond_noise_after) << at;
+    EXPECT_EQ(c.pairs[i].lower_ns, w.pairs[i].lower_ns) << at;
+    EXPECT_EQ(c.pairs[i].upper_ns, w.pairs[i].upper_ns) << at;
+  }
+  // Its steps' dependencies, as whole-run job references.
+  std::vector<std::pair<JobRef, JobRef>> own, expected;
+  for (const Dependency& dep : mine.dependencies) {
+    const auto global = [&](JobRef ref) {
+      return JobRef{ref.device,
+                    static_cast<std::uint32_t>(mine.part.job_index[ref.device][ref.job])};
+    };
+    own.emplace_back(global(dep.consumer), global(dep.producer));
+  }
+  for (const Dependency& dep : a.dependencies) {
+    const auto step =
+        static_cast<std::size_t>(whole.job_step[dep.consumer.device][dep.consumer.job]);
+    if (step >= mine.first && step < mine.last) expected.emplace_back(dep.consumer, dep.producer);
+  }
+  std::sort(own.begin(), own.end(), [](const auto& x, const auto& y) {
+    return std::pair(x.first.device, x.first.job) < std::pair(y.first.device, y.first.job);
+  });
+  std::sort(expected.begin(), expected.end(), [](const auto& x, const auto& y) {
+    return std::pair(x.first.device, x.first.job) < std::pair(y.first.device, y.first.job);
+  });
+  ASSERT_EQ(own.size(), expected.size()) << at;
+  for (std::size_t i = 0; i < own.size(); ++i) {
+    EXPECT_EQ(own[i].first, expected[i].first) << at;
+    EXPECT_EQ(own[i].second, expected[i].second) << at;
+  }
+  // Bubbles: the run's sums and longest, its own steps' totals.
+  const BubbleSummary &b = mine.bubbles, &v = a.bubbles;
+  EXPECT_EQ(b.total.ns, v.total.ns) << at;
+  EXPECT_EQ(b.total.count, v.total.count) << at;
+  ASSERT_EQ(b.per_device.size(), v.per_device.size()) << at;
+  for (std::size_t d = 0; d < b.per_device.size(); ++d) {
+    EXPECT_EQ(b.per_device[d].ns, v.per_device[d].ns) << at;
+    EXPECT_EQ(b.per_device[d].count, v.per_device[d].count) << at;
+  }
+  ASSERT_EQ(b.longest.size(), v.longest.size()) << at;
+  for (std::size_t i = 0; i < b.longest.size(); ++i) {
+    expect_same_bubble(b.longest[i], v.longest[i], at + " longest " + std::to_string(i));
+  }
+  ASSERT_EQ(b.per_step.size(), mine.last - mine.first) << at;
+  for (std::size_t k = mine.first; k < mine.last; ++k) {
+    for (std::size_t d = 0; d < b.per_step[k - mine.first].size(); ++d) {
+      EXPECT_EQ(b.per_step[k - mine.first][d].ns, v.per_step[k][d].ns) << at << " step " << k;
+      EXPECT_EQ(b.per_step[k - mine.first][d].count, v.per_step[k][d].count) << at;
+    }
+  }
+}
+
 void check_ranks(const Run& run, int ranks, bool round_robin, const std::string& what) {
   const std::string label = what + ", " + std::to_string(ranks) + " ranks" +
                             (round_robin ? "" : ", devices on the last rank");
   SCOPED_TRACE(label);
-  const Metrics whole = compute_metrics(run);
+  PipelineOptions options;
+  options.top_bubbles = std::size_t{1} << 20;  // every bubble, each where it lies
+  Run corrected = run;
+  const AnalyzedRun single = analyze_run(corrected, options);
+  const Metrics& whole = single.metrics;
+  const PipelineAnalysis& a = single.pipeline;
   const std::vector<PartitionedAnalysis> results =
       run_local_ranks<PartitionedAnalysis>(ranks, [&](Exchange& exchange) {
-        const Run local = local_view(run, exchange.rank(), exchange.size(), round_robin);
-        return analyze_partitioned(exchange, local);
+        Run local = local_view(run, exchange.rank(), exchange.size(), round_robin);
+        return analyze_partitioned(exchange, local, options);
       });
   ASSERT_EQ(results.size(), static_cast<std::size_t>(ranks));
   const TypeKinds kinds(run.types);
@@ -102,7 +208,7 @@ void check_ranks(const Run& run, int ranks, bool round_robin, const std::string&
     EXPECT_EQ(m.incomplete_steps, whole.incomplete_steps) << at;
     // The jobs it holds are the part the one-process cut gives.
     const PartJobs cut =
-        cut_part(run, kinds, whole.job_step, mine.plan, static_cast<std::size_t>(r));
+        cut_part(corrected, kinds, whole.job_step, mine.plan, static_cast<std::size_t>(r));
     EXPECT_EQ(mine.part.owned_jobs, cut.owned_jobs) << at;
     EXPECT_EQ(mine.part.job_step, cut.job_step) << at;
     EXPECT_EQ(mine.part.job_index, cut.job_index) << at;
@@ -110,12 +216,13 @@ void check_ranks(const Run& run, int ranks, bool round_robin, const std::string&
     for (std::size_t d = 0; d < cut.run.devices.size(); ++d) {
       ASSERT_EQ(mine.part.run.devices[d].jobs.size(), cut.run.devices[d].jobs.size()) << at;
       for (std::size_t i = 0; i < cut.run.devices[d].jobs.size(); ++i) {
-        const Job &a = mine.part.run.devices[d].jobs[i], &b = cut.run.devices[d].jobs[i];
-        EXPECT_TRUE(a.start_ns == b.start_ns && a.end_ns == b.end_ns && a.type == b.type &&
-                    a.line == b.line)
+        const Job &x = mine.part.run.devices[d].jobs[i], &y = cut.run.devices[d].jobs[i];
+        EXPECT_TRUE(x.start_ns == y.start_ns && x.end_ns == y.end_ns && x.type == y.type &&
+                    x.line == y.line)
             << at << " device " << d << " job " << i;
       }
     }
+    expect_same_pipeline(mine, a, whole, at);
   }
 }
 
@@ -165,8 +272,26 @@ TEST(PartitionedDriver, TwoMachinesWithSkewAndReplicas) {
   config.steps = 7;
   config.machines = 2;
   config.devices_per_stage = 2;
+  // Machine 1 reads ahead, and steps meet: its jobs cross the windows'
+  // edges until corrected.
   config.machine_skew_ns = {0, 3'000'000};
-  check_every_rank_count(testing::run_from_simulation(config), "two machines, skew");
+  config.step_gap_ns = 0;
+  pipescope::Run run = testing::run_from_simulation(config);
+  // Machine 1's optimizers run longest, so its clock sets where each window
+  // ends: the correction moves the windows.
+  const TypeKinds kinds(run.types);
+  for (Device& device : run.devices) {
+    if (device.machine != 1) continue;
+    for (Job& job : device.jobs) {
+      if (kinds.kind[job.type] == JobKind::optimizer) job.end_ns += 150'000'000;
+    }
+  }
+  // The clocks are corrected: the windows move and the jobs travel again.
+  pipescope::Run copy = run;
+  const AnalyzedRun corrected = analyze_run(copy, PipelineOptions());
+  ASSERT_TRUE(corrected.pipeline.clock.applied);
+  EXPECT_NE(corrected.metrics.steps[1].end_ns, compute_metrics(run).steps[1].end_ns);
+  check_every_rank_count(run, "two machines, skew");
 }
 
 // Device 1 starts each step while device 0 still runs the previous one: the
