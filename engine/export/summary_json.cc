@@ -154,9 +154,13 @@ std::string render_rows(std::span<const T> rows, StepList which) {
   return std::string(out.data(), out.size());
 }
 
+/// What f gives for a list of any step list's rows (the same type for all).
+template <typename F>
+using RowsResult = std::invoke_result_t<F&, std::span<const StepFigures>>;
+
 /// f(list `which` of `rows`, as a span).
 template <typename F>
-std::string with_rows(const SummaryStepRows& rows, StepList which, F&& f) {
+RowsResult<F> with_rows(const SummaryStepRows& rows, StepList which, F&& f) {
   switch (which) {
     case StepList::steps:
       return f(std::span(rows.steps));
@@ -174,7 +178,7 @@ std::string with_rows(const SummaryStepRows& rows, StepList which, F&& f) {
 
 /// The same for the lists of whole figures (empty where a section is unset).
 template <typename F>
-std::string with_rows(const SummaryFigures& figures, StepList which, F&& f) {
+RowsResult<F> with_rows(const SummaryFigures& figures, StepList which, F&& f) {
   // An unset section has no rows: an empty list of its row type.
   const auto of = [&f](const auto& section, const auto member) {
     using Row = typename std::remove_reference_t<decltype((*section).*member)>::value_type;
@@ -236,10 +240,8 @@ void write_summary_json(const SummaryFigures& f, const std::string& path) {
   // parts writer's path (one implementation), holding one piece at a time.
   std::size_t parts = 1;
   for (const StepList which : step_lists(f)) {
-    with_rows(f, which, [&parts](auto list) {
-      parts = std::max(parts, (list.size() + kStepRowsPerPiece - 1) / kStepRowsPerPiece);
-      return std::string();
-    });
+    const std::size_t rows = with_rows(f, which, [](auto list) { return list.size(); });
+    parts = std::max(parts, (rows + kStepRowsPerPiece - 1) / kStepRowsPerPiece);
   }
   const StepRowSource pieces = [&f](StepList which, std::size_t part) {
     return with_rows(f, which, [which, part](auto list) {

@@ -50,8 +50,8 @@ void write_summary_json(const SummaryFigures& figures, const std::string& path);
 std::string render_step_rows(const SummaryStepRows& rows, StepList which);
 
 /// The text of list `which` of step range `part` (render_step_rows of that
-/// range's rows; "" when it has none). Exceptions pass through the writer,
-/// which then leaves no file.
+/// range's rows; "" when it has none). An exception it throws passes
+/// through the writer, which then leaves `path` as it was.
 using StepRowSource = std::function<std::string(StepList which, std::size_t part)>;
 
 /// The step lists a summary of `whole_run` holds, in document order: steps,
