@@ -121,6 +121,14 @@ JsonWriter::JsonWriter(AtomicFile& file, JsonStyle style)
 JsonWriter::JsonWriter(fmt::memory_buffer& buffer, JsonStyle style)
     : out_(&buffer), style_(style) {}
 
+JsonWriter::JsonWriter(fmt::memory_buffer& buffer, JsonStyle style, std::size_t depth)
+    : out_(&buffer), style_(style) {
+  // The containers around the array as open() would have left them: only
+  // their count (the indentation) and the array's own frame matter, and
+  // these writers make multi-line containers only (the summary's step lists).
+  stack_.assign(depth, Frame{style_.indent < 0, true});
+}
+
 void JsonWriter::newline(std::size_t depth) {
   out_->push_back('\n');
   for (std::size_t i = 0, n = depth * static_cast<std::size_t>(style_.indent); i < n; ++i) {
@@ -195,6 +203,23 @@ void JsonWriter::value(std::string_view v) {
 }
 
 void JsonWriter::null() { raw_value("null"); }
+
+void JsonWriter::raw_elements(std::string_view piece) {
+  if (piece.empty()) return;
+  Frame& frame = stack_.back();
+  // The piece begins as the array's first element would (its line break,
+  // no separator): only the separator between pieces is the array's to add.
+  if (!frame.empty) {
+    out_->push_back(',');
+    if (frame.one_line && style_.spaces) out_->push_back(' ');
+  }
+  frame.empty = false;
+  if (file_ != nullptr) {
+    file_->write_through(piece);  // a large piece goes out without a copy
+  } else {
+    append(*out_, piece);
+  }
+}
 
 void JsonWriter::raw_value(std::string_view json) {
   before_value();

@@ -51,6 +51,13 @@ class JsonWriter {
   JsonWriter(AtomicFile& file, JsonStyle style);
   /// Writes into `buffer` only (tests, small documents).
   JsonWriter(fmt::memory_buffer& buffer, JsonStyle style);
+  /// Writes into `buffer` the elements of an array that sits `depth`
+  /// containers deep in a document of `style` (the array counted; the
+  /// top-level object's array has depth 2), exactly as they follow its '['
+  /// there: the first with no separator before it. A piece another writer
+  /// splices in with raw_elements(); nothing but elements goes in (no
+  /// end_array() of that array). `depth` >= 1.
+  JsonWriter(fmt::memory_buffer& buffer, JsonStyle style, std::size_t depth);
 
   /// `one_line`: the container and everything inside it stay on one line.
   void begin_object(bool one_line = false) { open('{', one_line); }
@@ -71,6 +78,15 @@ class JsonWriter {
   void null();
   /// Emits already valid JSON text (e.g. a preformatted number) as a value.
   void raw_value(std::string_view json);
+  /// Splices `piece` into the open array: elements written by the
+  /// depth-constructed writer at this array's depth() and style. A separator
+  /// goes first when the array already has an element; an empty piece
+  /// writes nothing. So the pieces of consecutive runs of elements, spliced
+  /// in order, write what writing the elements here would.
+  void raw_elements(std::string_view piece);
+
+  /// The containers open (the one being written in counted).
+  std::size_t depth() const { return stack_.size(); }
 
   /// key + value in one call.
   template <typename T>

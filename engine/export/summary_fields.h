@@ -13,6 +13,10 @@
 //   v.pair(key, a, b)                a two-number array
 //   v.derived(key, member, make)     a value that a summary may lack: make()
 //                                    gives it when the reader finds none
+//   v.step_list(key, list, which)    a list of rows of some or all steps
+//                                    (summary_step_rows.h): the writer takes
+//                                    its rows from the step ranges' owners
+//                                    (summary_json.h); otherwise as v(key, list)
 // s is const for the writer and mutable for the reader. A struct written on
 // one line is marked kOneLine. "schema" and "tool" are not figures: the
 // writer stamps them and the reader checks the schema.
@@ -26,6 +30,7 @@
 
 #include "analysis/schedule_table.h"
 #include "export/summary_figures.h"
+#include "export/summary_step_rows.h"
 
 namespace pipescope::summary_fields {
 
@@ -315,7 +320,7 @@ void fields(auto& v, Of<BubblesFigures> auto& b) {
   v.inline_fields(b.total);
   v(opt("idle_ns"), b.idle_ns);
   v(opt("devices"), b.devices);
-  v(opt("steps"), b.steps);
+  v.step_list(opt("steps"), b.steps, StepList::bubble_steps);
   v(opt("longest"), b.longest);
 }
 
@@ -358,7 +363,7 @@ void fields(auto& v, Of<LongestPathFigures> auto& l) {
 }
 
 void fields(auto& v, Of<CriticalPathFigures> auto& c) {
-  v(opt("steps"), c.steps);
+  v.step_list(opt("steps"), c.steps, StepList::critical_path_steps);
   v(nullable("longest_step"), c.longest_step);
 }
 
@@ -532,9 +537,9 @@ void fields(auto& v, Of<EventsFigures> auto& e) {
   v(omitted("unplaced"), e.unplaced);
   v.keyed(omitted("categories"), e.categories, &EventCountFigures::name);
   v(omitted("kinds"), e.kinds);
-  v(omitted("steps"), e.steps);
+  v.step_list(omitted("steps"), e.steps, StepList::event_steps);
   v(omitted("after_last"), e.after_last);
-  v(omitted("outliers"), e.outliers);
+  v.step_list(omitted("outliers"), e.outliers, StepList::event_outliers);
   v(omitted("median_window_ns"), e.median_window_ns);
   v(omitted("median_bubble_ratio"), e.median_bubble_ratio);
 }
@@ -558,7 +563,7 @@ void fields(auto& v, Of<SummaryFigures> auto& f) {
   v(omitted("time_resolution_ns"), f.time_resolution_ns);
   v(omitted("comm_ns"), f.comm_ns);
   v(req("devices"), f.devices);
-  v(req("steps"), f.steps);
+  v.step_list(req("steps"), f.steps, StepList::steps);
   v(opt("incomplete_steps"), f.incomplete_steps);
   v(opt("segments"), f.segments);
   v(opt("job_types"), f.job_types);

@@ -6,6 +6,7 @@
 
 #include "analysis/job_kind.h"
 #include "analysis/step_events.h"
+#include "export/summary_step_rows.h"
 
 namespace pipescope {
 
@@ -21,23 +22,6 @@ std::vector<DeviceFigures> device_figures(const Run& run, const Metrics& metrics
     out.push_back({device.index, device.machine, device.machine_name, device.rank, device.path,
                    static_cast<std::int64_t>(device.jobs.size()), totals.steps, totals.busy_ns,
                    totals.idle_ns, totals.utilization, totals.comm_ns});
-  }
-  return out;
-}
-
-std::vector<StepFigures> step_figures(const Run& run, const Metrics& metrics) {
-  std::vector<StepFigures> out;
-  out.reserve(metrics.steps.size());
-  for (const StepWindow& step : metrics.steps) {
-    StepFigures s{step.step,   step.segment,     step.complete,     step.start_ns,
-                  step.end_ns, step.window_ns(), step.bubble_ratio, {}};
-    for (std::size_t d = 0; d < step.devices.size(); ++d) {
-      // The global device index, as in "devices" (a --devices selection leaves gaps).
-      const int device = d < run.devices.size() ? run.devices[d].index : static_cast<int>(d);
-      s.devices.push_back(
-          {device, step.devices[d].busy_ns, step.devices[d].idle_ns, step.devices[d].comm_ns});
-    }
-    out.push_back(std::move(s));
   }
   return out;
 }
@@ -118,46 +102,30 @@ StagesFigures stages_figures(const Run& run, const PipelineAnalysis& a) {
   return out;
 }
 
-BubbleSplitFigures split_figures(const BubbleTotals& t) {
-  return {t.of(BubbleKind::fill), t.of(BubbleKind::interior), t.of(BubbleKind::drain), {}, {}};
-}
-
 std::optional<BubbleJobFigures> bubble_job(const Run& run, const Device& device, std::int64_t job) {
   if (job < 0 || static_cast<std::size_t>(job) >= device.jobs.size()) return std::nullopt;
   const Job& j = device.jobs[static_cast<std::size_t>(job)];
   return BubbleJobFigures{std::string(type_name(run, j.type)), j.micro_batch, j.start_ns, j.end_ns};
 }
 
-/// Sets the inherent/excess parts of `s` (idle = its three kinds) when known.
-void set_parts(BubbleSplitFigures& s, const BubbleSplit& split, std::int64_t inherent) {
-  if (!split.known) return;
-  s.inherent_ns = inherent;
-  s.excess_ns = s.fill_ns + s.interior_ns + s.drain_ns - inherent;
+/// `inherent` where the split is known.
+std::optional<std::int64_t> known(const BubbleSplit& split, std::int64_t inherent) {
+  return split.known ? std::optional<std::int64_t>(inherent) : std::nullopt;
 }
 
 BubblesFigures bubbles_figures(const Run& run, const Metrics& metrics, const PipelineAnalysis& a) {
   const BubbleSummary& b = a.bubbles;
   const BubbleSplit& split = a.split;
   BubblesFigures out;
-  out.total = split_figures(b.total);
-  set_parts(out.total, split, split.inherent_ns);
+  out.total = bubble_split_figures(b.total, known(split, split.inherent_ns));
   out.idle_ns = b.total.idle_ns();
   for (std::size_t d = 0; d < b.per_device.size() && d < run.devices.size(); ++d) {
-    BubbleSplitFigures parts = split_figures(b.per_device[d]);
-    if (d < split.device_inherent.size()) set_parts(parts, split, split.device_inherent[d]);
-    out.devices.push_back({run.devices[d].index, parts});
+    const std::optional<std::int64_t> inherent =
+        d < split.device_inherent.size() ? known(split, split.device_inherent[d]) : std::nullopt;
+    out.devices.push_back({run.devices[d].index, bubble_split_figures(b.per_device[d], inherent)});
   }
-  for (std::size_t k = 0; k < b.per_step.size() && k < metrics.steps.size(); ++k) {
-    StepBubbleFigures step{metrics.steps[k].step, {}};
-    for (std::size_t d = 0; d < b.per_step[k].size() && d < run.devices.size(); ++d) {
-      BubbleSplitFigures parts = split_figures(b.per_step[k][d]);
-      if (k < split.inherent.size() && d < split.inherent[k].size()) {
-        set_parts(parts, split, split.inherent[k][d]);
-      }
-      step.devices.push_back({run.devices[d].index, parts});
-    }
-    out.steps.push_back(std::move(step));
-  }
+  // The per-step rows, as each step range writes its own (summary_step_rows.h).
+  out.steps = bubble_step_rows(metrics, run.devices, 0, b.per_step, split.known, split.inherent);
   for (const Bubble& bubble : b.longest) {
     const Device& device = run.devices[bubble.device];
     const std::optional<std::int64_t> inherent = bubble_inherent_ns(split, metrics, bubble);
@@ -189,19 +157,9 @@ CriticalPathFigures critical_path_figures(const Run& run, const Metrics& metrics
     if (candidate && (longest == nullptr || window > metrics.steps[longest->step].window_ns())) {
       longest = &path;
     }
-    PathStepFigures step{metrics.steps[path.step].step,
-                         window,
-                         static_cast<std::int64_t>(path.job_count),
-                         path.lead_in_ns,
-                         path.wait_ns,
-                         {}};
-    for (std::size_t s = 0; s < path.stage_ns.size(); ++s) {
-      step.stages.push_back(
-          {static_cast<std::int64_t>(s), path.stage_ns[s],
-           window > 0 ? static_cast<double>(path.stage_ns[s]) / static_cast<double>(window) : 0.0});
-    }
-    out.steps.push_back(std::move(step));
   }
+  // The per-step rows, as each step range writes its own (summary_step_rows.h).
+  out.steps = critical_path_step_rows(metrics, a.critical_paths);
   if (longest != nullptr) {
     LongestPathFigures chain{metrics.steps[longest->step].step, {}};
     for (const CriticalPathJob& entry : longest->jobs) {
@@ -331,7 +289,8 @@ SummaryFigures summary_figures(const Run& run, const Metrics& metrics) {
   f.time_resolution_ns = run.time_resolution_ns;
   f.comm_ns = metrics.comm_ns;
   f.devices = device_figures(run, metrics);
-  f.steps = step_figures(run, metrics);
+  // The per-step rows, as each step range writes its own (summary_step_rows.h).
+  f.steps = step_figure_rows(metrics, run.devices, 0, metrics.steps.size());
   f.incomplete_steps = static_cast<std::int64_t>(metrics.incomplete_steps);
   f.segments = segment_figures(run, metrics);
   f.job_types = job_type_figures(run);
@@ -486,32 +445,6 @@ SummaryFigures kernel_run_figures(const Run& run, const Metrics& metrics, const 
   return f;
 }
 
-}  // namespace pipescope
-
-namespace pipescope {
-
-namespace {
-
-EventFigures event_figures(const Run& run, const EventRef& ref, std::int64_t step_start) {
-  const Device& device = run.devices[ref.device];
-  const LogEvent& event = device.events[ref.event];
-  const EventKind& kind = run.event_kinds[event.kind];
-  EventFigures f;
-  f.device = device.index;
-  f.id = kind.id;
-  f.category = kind.category;
-  f.severity = kind.severity;
-  f.time_ns = event.time_ns;
-  f.offset_ns = event.time_ns - step_start;
-  f.approximate = event.time_kind == EventTime::approximate;
-  f.path = device.path;
-  f.line = static_cast<std::int64_t>(event.line);
-  for (const auto& [name, value] : event.captures) f.captures.push_back({name, value});
-  return f;
-}
-
-}  // namespace
-
 std::optional<EventsFigures> events_figures(const Run& run, const Metrics& metrics) {
   if (!run.events_off.empty()) {
     EventsFigures f;
@@ -540,33 +473,13 @@ std::optional<EventsFigures> events_figures(const Run& run, const Metrics& metri
   std::sort(f.kinds.begin(), f.kinds.end(),
             [](const EventKindFigures& a, const EventKindFigures& b) { return a.id < b.id; });
   for (const auto& [name, count] : categories) f.categories.push_back({name, count});
-  for (std::size_t s = 0; s < metrics.steps.size(); ++s) {
-    const auto& before = placed.before_step[s];
-    const auto& in = placed.in_step[s];
-    if (before.empty() && in.empty()) continue;
-    const std::int64_t start = metrics.steps[s].start_ns;
-    EventStepFigures step;
-    step.step = metrics.steps[s].step;
-    std::size_t listed = 0;
-    for (const EventRef& ref : before) {
-      if (listed++ < kEventsListedPerStep) step.before.push_back(event_figures(run, ref, start));
-    }
-    for (const EventRef& ref : in) {
-      if (listed++ < kEventsListedPerStep) step.events.push_back(event_figures(run, ref, start));
-    }
-    step.more = static_cast<std::int64_t>(listed - step.before.size() - step.events.size());
-    f.steps.push_back(std::move(step));
-  }
+  // The per-step rows, as each step range writes its own (summary_step_rows.h).
+  f.steps = event_step_rows(run, metrics, 0, placed.before_step, placed.in_step);
   const std::int64_t last_end = metrics.steps.empty() ? 0 : metrics.steps.back().end_ns;
   for (std::size_t i = 0; i < placed.after_last.size() && i < kEventsListedPerStep; ++i) {
     f.after_last.push_back(event_figures(run, placed.after_last[i], last_end));
   }
-  for (const OutlierStep& o : placed.outliers) {
-    const StepWindow& w = metrics.steps[o.step];
-    f.outliers.push_back({w.step, o.extra_ns, w.bubble_ratio, o.slow, o.bubble,
-                          static_cast<std::int64_t>(o.events.size()),
-                          describe_outlier(run, metrics, o)});
-  }
+  f.outliers = event_outlier_rows(run, metrics, placed.outliers);
   f.median_window_ns = placed.median_window_ns;
   f.median_bubble_ratio = placed.median_bubble;
   return f;

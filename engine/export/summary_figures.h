@@ -13,6 +13,11 @@
 //   write_summary_json(f, "out/summary.json");
 //   assert(read_summary_figures("out/summary.json") == f);
 //
+// The lists with a row per step (steps, bubbles.steps, critical_path.steps,
+// events.steps and events.outliers) are built by summary_step_rows.h, which
+// computes them for any step range: the partitioned analysis writes them by
+// range (summary_json.h).
+//
 // Members are named like their JSON keys and in the JSON's order (where not,
 // summary_fields.h says where it goes). "schema" and "tool" are not figures:
 // the writer stamps them and the reader checks the schema.

@@ -1,7 +1,10 @@
 #include "export/summary_json.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -25,10 +28,23 @@ using summary_fields::Rule;
 
 constexpr std::string_view kToolName = "pipescope";
 
-// Writes the keys of summary_fields.h in their order, each as its Rule says.
+/// How deep summary.json holds each step list: "steps" in the top-level
+/// object, the others in an object of it. The writer checks it against the
+/// field lists where it meets each list.
+std::size_t step_list_depth(StepList which) { return which == StepList::steps ? 2 : 3; }
+
+// Writes the keys of summary_fields.h in their order, each as its Rule says;
+// a step list's rows come from `rows` (null: none may be met, as in a row).
 class FieldWriter {
  public:
-  explicit FieldWriter(JsonWriter& w) : w_(w) {}
+  FieldWriter(JsonWriter& w, const StepRowSource* rows = nullptr, std::size_t parts = 0)
+      : w_(w), rows_(rows), parts_(parts) {}
+
+  /// One element of the array being written.
+  template <typename T>
+  void element(const T& v) {
+    value(v);
+  }
 
   template <typename T>
   void operator()(Key key, const T& member) {
@@ -78,6 +94,30 @@ class FieldWriter {
   void derived(Key key, const T& member, Make&&) {
     (*this)(key, member);
   }
+  /// The list's rows, piece by piece from the source; `list` is not read.
+  template <typename T>
+  void step_list(Key key, const std::vector<T>& /*list*/, StepList which) {
+    if (rows_ == nullptr) throw std::logic_error("summary.json: a step list inside a row");
+    // A list written only when not empty opens at its first row: whether it
+    // has any is known once a piece holds one.
+    bool open = false;
+    const auto open_list = [&] {
+      w_.key(key.name);
+      w_.begin_array();
+      if (w_.depth() != step_list_depth(which)) {
+        throw std::logic_error("summary.json: a step list is not where step_list_depth says");
+      }
+      open = true;
+    };
+    if (key.rule != Rule::omitted) open_list();
+    for (std::size_t part = 0; part < parts_; ++part) {
+      const std::string piece = (*rows_)(which, part);
+      if (piece.empty()) continue;
+      if (!open) open_list();
+      w_.raw_elements(piece);
+    }
+    if (open) w_.end_array();
+  }
 
  private:
   template <typename T>
@@ -100,12 +140,85 @@ class FieldWriter {
   }
 
   JsonWriter& w_;
+  const StepRowSource* rows_;
+  std::size_t parts_;
 };
+
+/// The rows as summary.json holds them inside list `which` (render_step_rows).
+template <typename T>
+std::string render_rows(std::span<const T> rows, StepList which) {
+  fmt::memory_buffer out;
+  JsonWriter w(out, JsonStyle::pretty(), step_list_depth(which));
+  FieldWriter writer(w);
+  for (const T& row : rows) writer.element(row);
+  return std::string(out.data(), out.size());
+}
+
+/// What f gives for a list of any step list's rows (the same type for all).
+template <typename F>
+using RowsResult = std::invoke_result_t<F&, std::span<const StepFigures>>;
+
+/// f(list `which` of `rows`, as a span).
+template <typename F>
+RowsResult<F> with_rows(const SummaryStepRows& rows, StepList which, F&& f) {
+  switch (which) {
+    case StepList::steps:
+      return f(std::span(rows.steps));
+    case StepList::bubble_steps:
+      return f(std::span(rows.bubble_steps));
+    case StepList::critical_path_steps:
+      return f(std::span(rows.critical_path_steps));
+    case StepList::event_steps:
+      return f(std::span(rows.event_steps));
+    case StepList::event_outliers:
+      return f(std::span(rows.event_outliers));
+  }
+  throw std::logic_error("summary.json: not a step list");
+}
+
+/// The same for the lists of whole figures (empty where a section is unset).
+template <typename F>
+RowsResult<F> with_rows(const SummaryFigures& figures, StepList which, F&& f) {
+  // An unset section has no rows: an empty list of its row type.
+  const auto of = [&f](const auto& section, const auto member) {
+    using Row = typename std::remove_reference_t<decltype((*section).*member)>::value_type;
+    return section ? f(std::span<const Row>((*section).*member)) : f(std::span<const Row>());
+  };
+  switch (which) {
+    case StepList::steps:
+      return f(std::span(figures.steps));
+    case StepList::bubble_steps:
+      return of(figures.bubbles, &BubblesFigures::steps);
+    case StepList::critical_path_steps:
+      return of(figures.critical_path, &CriticalPathFigures::steps);
+    case StepList::event_steps:
+      return of(figures.events, &EventsFigures::steps);
+    case StepList::event_outliers:
+      return of(figures.events, &EventsFigures::outliers);
+  }
+  throw std::logic_error("summary.json: not a step list");
+}
 
 }  // namespace
 
+std::string render_step_rows(const SummaryStepRows& rows, StepList which) {
+  return with_rows(rows, which, [which](auto list) { return render_rows(list, which); });
+}
+
+std::vector<StepList> step_lists(const SummaryFigures& f) {
+  std::vector<StepList> lists{StepList::steps};
+  if (f.bubbles) lists.push_back(StepList::bubble_steps);
+  if (f.critical_path) lists.push_back(StepList::critical_path_steps);
+  if (f.events) {
+    lists.push_back(StepList::event_steps);
+    lists.push_back(StepList::event_outliers);
+  }
+  return lists;
+}
+
 /// The schema and the tool, then every key of the figures.
-void write_summary_json(const SummaryFigures& f, const std::string& path) {
+void write_summary_json(const SummaryFigures& f, std::size_t parts, const StepRowSource& rows,
+                        const std::string& path) {
   AtomicFile file(path);
   JsonWriter w(file, JsonStyle::pretty());
   w.begin_object();
@@ -115,11 +228,29 @@ void write_summary_json(const SummaryFigures& f, const std::string& path) {
   w.field("name", kToolName);
   w.field("version", kVersion);
   w.end_object();
-  FieldWriter writer(w);
+  FieldWriter writer(w, &rows, parts);
   summary_fields::fields(writer, f);
   w.end_object();
   file.append('\n');
   file.commit();
+}
+
+void write_summary_json(const SummaryFigures& f, const std::string& path) {
+  // The figures' own lists, cut into pieces of kStepRowsPerPiece rows: the
+  // parts writer's path (one implementation), holding one piece at a time.
+  std::size_t parts = 1;
+  for (const StepList which : step_lists(f)) {
+    const std::size_t rows = with_rows(f, which, [](auto list) { return list.size(); });
+    parts = std::max(parts, (rows + kStepRowsPerPiece - 1) / kStepRowsPerPiece);
+  }
+  const StepRowSource pieces = [&f](StepList which, std::size_t part) {
+    return with_rows(f, which, [which, part](auto list) {
+      const std::size_t first = std::min(list.size(), part * kStepRowsPerPiece);
+      return render_rows(list.subspan(first, std::min(kStepRowsPerPiece, list.size() - first)),
+                         which);
+    });
+  };
+  write_summary_json(f, parts, pieces, path);
 }
 
 void write_summary_json(const Run& run, const Metrics& metrics, const std::string& path) {

@@ -247,6 +247,10 @@ class FieldReader {
   void derived(Key key, T& member, Make&& make) {
     if (!opt(o_, key.name, member)) member = make();
   }
+  template <typename T>
+  void step_list(Key key, std::vector<T>& list, StepList /*which*/) {
+    (*this)(key, list);
+  }
 
   /// "the summary" at the root; "a devices[] entry", "an inputs[] entry".
   static std::string where(const std::string& path) {

@@ -1,5 +1,7 @@
 // The streaming JSON writer: escaping, invalid UTF-8 replacement, numbers and
 // layout. Every document it writes must parse (simdjson validates UTF-8).
+#include "export/json_writer.h"
+
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -8,8 +10,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
-
-#include "export/json_writer.h"
+#include <utility>
 
 namespace pipescope {
 namespace {
@@ -150,6 +151,53 @@ TEST(ExportJson, PrettyLayoutWithOneLineContainers) {
             "  ],\n"
             "  \"empty\": []\n"
             "}");
+}
+
+// Elements written apart at an array's depth, spliced in order (empty pieces
+// among them), give the bytes of writing them in place: in both styles.
+TEST(ExportJson, PiecesOfAnArraySplicedInOrder) {
+  for (const JsonStyle style : {JsonStyle::pretty(), JsonStyle::compact()}) {
+    const auto element = [](JsonWriter& w, int i) {
+      w.begin_object();
+      w.field("i", i);
+      w.key("xs");
+      w.begin_array(/*one_line=*/true);
+      w.value(i);
+      w.end_array();
+      w.end_object();
+    };
+    const auto document = [&](const auto& rows) {
+      fmt::memory_buffer out;
+      JsonWriter w(out, style);
+      w.begin_object();
+      w.key("rows");
+      w.begin_array();
+      rows(w);
+      w.end_array();
+      w.end_object();
+      return fmt::to_string(out);
+    };
+    const auto piece = [&](int from, int to) {
+      fmt::memory_buffer out;
+      JsonWriter w(out, style, /*depth=*/2);
+      for (int i = from; i < to; ++i) element(w, i);
+      return fmt::to_string(out);
+    };
+    const std::string whole = document([&](JsonWriter& w) {
+      for (int i = 0; i < 5; ++i) element(w, i);
+    });
+    EXPECT_EQ(document([&](JsonWriter& w) {
+                for (const auto& [from, to] : {std::pair(0, 0), std::pair(0, 2), std::pair(2, 2),
+                                               std::pair(2, 3), std::pair(3, 5), std::pair(5, 5)}) {
+                  w.raw_elements(piece(from, to));
+                }
+              }),
+              whole);
+    EXPECT_EQ(piece(0, 0), "");
+    // No piece with rows: the array is written empty, as with no elements.
+    EXPECT_EQ(document([&](JsonWriter& w) { w.raw_elements(piece(0, 0)); }),
+              document([](JsonWriter&) {}));
+  }
 }
 
 TEST(ExportJson, KeysAreEscapedToo) {

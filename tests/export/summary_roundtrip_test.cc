@@ -577,6 +577,10 @@ class KeyChecker {
   void derived(summary_fields::Key key, const T&, Make&&) {
     add(key.name);
   }
+  template <typename T>
+  void step_list(summary_fields::Key key, const std::vector<T>& list, StepList) {
+    (*this)(key, list);
+  }
 
   std::size_t keys() const { return seen_.size(); }
 
