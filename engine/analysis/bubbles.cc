@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <memory>
 #include <span>
 
 #include "analysis/step_rule.h"
@@ -119,56 +120,75 @@ void BubbleTotals::add(const BubbleTotals& other) {
 
 namespace {
 
-/// Calls `visit` for every bubble of `device` in `windows` (Metrics::steps
-/// from index `first_step`), windows in order, then time. `job_index`, when
-/// given, maps the device's jobs to their indices in the whole run's device
-/// (a part's jobs: step_partition.h).
-template <typename Visit>
-void device_bubbles(const Device& device, std::size_t d, std::span<const StepWindow> windows,
-                    std::size_t first_step, const std::vector<std::uint64_t>* job_index,
-                    const TypeKinds& kinds, Visit&& visit) {
-  const auto global = [&](std::int64_t job) {
-    return job == kNoJob || job_index == nullptr
-               ? job
-               : static_cast<std::int64_t>((*job_index)[static_cast<std::size_t>(job)]);
-  };
-  BusyUnion busy(device, kinds);
-  std::size_t first = 0;  // first interval that may still meet a window
-  for (std::size_t w = 0; w < windows.size(); ++w) {
-    const StepWindow& window = windows[w];
-    if (window.window_ns() <= 0) continue;
-    while (busy.has(first) && busy[first].end <= window.start_ns) ++first;
-    busy.forget_before(first);
+// One device's walk over windows in order: the busy union read as far as the
+// windows reach, and the first interval that may still meet the next one.
+// `job_index`, when given, maps the device's jobs to their indices in the
+// whole run's device (a part's jobs: step_partition.h).
+class DeviceWindowWalk {
+ public:
+  DeviceWindowWalk(const Device& device, std::size_t d, const std::vector<std::uint64_t>* job_index,
+                   const TypeKinds& kinds)
+      : busy_(device, kinds), d_(d), job_index_(job_index) {}
+
+  /// Calls `visit` for every bubble of window `window` (Metrics::steps[step]);
+  /// windows come in order.
+  template <typename Visit>
+  void window(const StepWindow& window, std::size_t step, Visit&& visit) {
+    if (window.window_ns() <= 0) return;
+    while (busy_.has(first_) && busy_[first_].end <= window.start_ns) ++first_;
+    busy_.forget_before(first_);
     Bubble bubble;
-    bubble.device = d;
-    bubble.step = first_step + w;
+    bubble.device = d_;
+    bubble.step = step;
     std::int64_t cursor = window.start_ns;
-    std::int64_t before = first > 0 ? busy[first - 1].last_job : kNoJob;
+    std::int64_t before = first_ > 0 ? busy_[first_ - 1].last_job : kNoJob;
     bool seen_busy = false;
-    std::size_t i = first;
-    for (; busy.has(i) && busy[i].begin < window.end_ns; ++i) {
-      const std::int64_t begin = std::max(busy[i].begin, window.start_ns);
+    std::size_t i = first_;
+    for (; busy_.has(i) && busy_[i].begin < window.end_ns; ++i) {
+      const std::int64_t begin = std::max(busy_[i].begin, window.start_ns);
       if (begin > cursor) {
         bubble.start_ns = cursor;
         bubble.end_ns = begin;
         bubble.kind = seen_busy ? BubbleKind::interior : BubbleKind::fill;
         bubble.job_before = global(before);
-        bubble.job_after = global(busy[i].first_job);
+        bubble.job_after = global(busy_[i].first_job);
         visit(bubble);
       }
       seen_busy = true;
-      cursor = std::min(busy[i].end, window.end_ns);
-      before = busy[i].last_job;
+      cursor = std::min(busy_[i].end, window.end_ns);
+      before = busy_[i].last_job;
     }
     if (cursor < window.end_ns) {
       bubble.start_ns = cursor;
       bubble.end_ns = window.end_ns;
       bubble.kind = seen_busy ? BubbleKind::drain : BubbleKind::fill;
       bubble.job_before = global(before);
-      bubble.job_after = busy.has(i) ? global(busy[i].first_job) : kNoJob;
+      bubble.job_after = busy_.has(i) ? global(busy_[i].first_job) : kNoJob;
       visit(bubble);
     }
   }
+
+ private:
+  std::int64_t global(std::int64_t job) const {
+    return job == kNoJob || job_index_ == nullptr
+               ? job
+               : static_cast<std::int64_t>((*job_index_)[static_cast<std::size_t>(job)]);
+  }
+
+  BusyUnion busy_;
+  std::size_t d_;
+  const std::vector<std::uint64_t>* job_index_;
+  std::size_t first_ = 0;  // first interval that may still meet a window
+};
+
+/// Calls `visit` for every bubble of `device` in `windows` (Metrics::steps
+/// from index `first_step`), windows in order, then time.
+template <typename Visit>
+void device_bubbles(const Device& device, std::size_t d, std::span<const StepWindow> windows,
+                    std::size_t first_step, const std::vector<std::uint64_t>* job_index,
+                    const TypeKinds& kinds, Visit&& visit) {
+  DeviceWindowWalk walk(device, d, job_index, kinds);
+  for (std::size_t w = 0; w < windows.size(); ++w) walk.window(windows[w], first_step + w, visit);
 }
 
 /// Keeps the `top_n` longest bubbles offered in `heap`, a min-heap by `longer`.
@@ -185,6 +205,22 @@ void offer_longest(std::vector<Bubble>& heap, std::size_t top_n, const Bubble& b
 }
 
 }  // namespace
+
+struct WindowBubbles::Walk : DeviceWindowWalk {
+  using DeviceWindowWalk::DeviceWindowWalk;
+};
+
+WindowBubbles::WindowBubbles(const Device& device, std::size_t d,
+                             const std::vector<std::uint64_t>* job_index, const TypeKinds& kinds)
+    : walk_(std::make_unique<Walk>(device, d, job_index, kinds)) {}
+WindowBubbles::WindowBubbles(WindowBubbles&&) noexcept = default;
+WindowBubbles& WindowBubbles::operator=(WindowBubbles&&) noexcept = default;
+WindowBubbles::~WindowBubbles() = default;
+
+void WindowBubbles::window(const StepWindow& window, std::size_t step,
+                           const std::function<void(const Bubble&)>& visit) {
+  walk_->window(window, step, visit);
+}
 
 void for_each_bubble(const Run& run, const Metrics& metrics,
                      const std::function<void(const Bubble&)>& visit) {

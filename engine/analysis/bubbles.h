@@ -17,11 +17,13 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
 
 #include "analysis/metrics.h"
+#include "analysis/step_rule.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -78,6 +80,31 @@ void for_each_bubble(const Run& run, const Metrics& metrics,
 /// are independent, so they can be visited on several threads at once.
 void for_each_device_bubble(const Run& run, const Metrics& metrics, std::size_t device,
                             const std::function<void(const Bubble&)>& visit);
+
+/// The bubbles of one device window by window, for a writer that goes step
+/// by step across devices (the traces: export/trace_parts.h) and so cannot
+/// visit one device's windows all at once. `device` holds the jobs a part of
+/// the partitioned analysis holds for the windows to come (or all of them);
+/// `job_index` maps them to the whole run's device `d` (null: the same).
+/// `device`, `job_index` and `kinds` must outlive the walk.
+class WindowBubbles {
+ public:
+  WindowBubbles(const Device& device, std::size_t d, const std::vector<std::uint64_t>* job_index,
+                const TypeKinds& kinds);
+  WindowBubbles(WindowBubbles&&) noexcept;
+  WindowBubbles& operator=(WindowBubbles&&) noexcept;
+  ~WindowBubbles();
+
+  /// Calls `visit` for every bubble of `window`, Metrics::steps[step], in
+  /// time order (for_each_bubble's bubbles of that window). Windows must
+  /// come in step order; a window may be skipped.
+  void window(const StepWindow& window, std::size_t step,
+              const std::function<void(const Bubble&)>& visit);
+
+ private:
+  struct Walk;
+  std::unique_ptr<Walk> walk_;
+};
 
 /// Totals by kind per device and step, and the `top_n` longest bubbles, over
 /// the complete steps (an incomplete step keeps zero totals).

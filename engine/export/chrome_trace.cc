@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -18,6 +19,7 @@
 #include "export/ordered_writer.h"
 #include "export/trace_content.h"
 #include "export/trace_layout.h"
+#include "export/trace_parts.h"
 #include "version.h"
 
 namespace pipescope {
@@ -174,15 +176,15 @@ std::string json_string(std::string_view text) {
 // are formatted on several threads at once.
 class JobEventText {
  public:
-  JobEventText(const Run& run, const Metrics& metrics, const TraceOptions& options,
-               const TraceLayout& layout, const std::vector<std::string>& lanes,
-               std::int64_t origin_ns)
-      : run_(run),
+  JobEventText(const TraceBody& body, const Metrics& metrics, const TraceLayout& layout,
+               const std::vector<std::string>& lanes, std::int64_t origin_ns)
+      : body_(body),
+        run_(body.part().run),
         metrics_(metrics),
-        options_(options),
         layout_(layout),
         lanes_(lanes),
         origin_ns_(origin_ns) {
+    const Run& run = run_;
     const TraceJobKinds kinds(run);
     std::size_t longest = 0;
     // One more than the run's types: jobs of a type id it does not have.
@@ -211,56 +213,61 @@ class JobEventText {
     max_event_bytes_ = longest + longest_lane + 128 + 2 * kMaxNsAsUsChars + 6 * kMaxDecimalChars;
   }
 
-  // Appends the events of the selected jobs of `range`.
-  void format(const TraceJobRange& range, fmt::memory_buffer& out) const {
-    const std::size_t d = range.device;
-    const JobVector& jobs = run_.devices[d].jobs;
-    const bool covered = d < metrics_.job_step.size() && metrics_.job_step[d].size() == jobs.size();
-    const std::size_t unknown = run_.types.size();
-    for (std::size_t i = range.begin; i < range.end; ++i) {
-      const std::int32_t k = covered ? metrics_.job_step[d][i] : -1;
-      if (!options_.steps.contains(k)) continue;
-      const Job& job = jobs[i];
-      const TypeText& type = types_[job.type < unknown ? job.type : unknown];
-      const std::size_t old = out.size();
-      out.resize(old + max_event_bytes_);
-      char* p = out.data() + old;
-      p = put(p, type.head);
-      p = write_decimal(p, job.micro_batch);
-      p = put(p, type.middle);
-      p = write_ns_as_us(p, ns_since(job.start_ns, origin_ns_));
-      p = put(p, ",\"dur\":");
-      p = write_ns_as_us(p, job.duration_ns());
-      p = put(p, lanes_[layout_.job_lane(d, i)]);
-      p = put(p, type.tail);
-      p = write_decimal(p, job.job_id);
-      p = put(p, ",\"micro_batch\":");
-      p = write_decimal(p, job.micro_batch);
-      p = put(p, ",\"step\":");
-      if (k >= 0 && static_cast<std::size_t>(k) < metrics_.steps.size()) {
-        p = write_decimal(p, metrics_.steps[static_cast<std::size_t>(k)].step);
-      } else {
-        p = put(p, "null");
+  // Appends the events of the unit's jobs in `piece`.
+  void format(const TraceBody::Piece& piece, fmt::memory_buffer& out) const {
+    const std::int64_t k = body_.step(piece.unit);
+    const std::vector<std::vector<int>>& job_lanes = body_.part().lanes;
+    for (std::size_t d = piece.device_begin; d < piece.device_end; ++d) {
+      const JobVector& jobs = run_.devices[d].jobs;
+      for (std::size_t i = body_.begin(piece, d), end = body_.end(piece, d); i < end; ++i) {
+        if (body_.job_step(d, i) != k) continue;
+        format_job(jobs[i], k, layout_.device_lane(d) + static_cast<std::size_t>(job_lanes[d][i]),
+                   out);
       }
-      p = put(p, ",\"duration_ns\":");
-      p = write_decimal(p, job.duration_ns());
-      p = put(p, ",\"line\":");
-      p = write_decimal(p, job.line);
-      p = put(p, "}}");
-      out.resize(static_cast<std::size_t>(p - out.data()));
     }
   }
 
  private:
+  void format_job(const Job& job, std::int64_t k, std::size_t lane, fmt::memory_buffer& out) const {
+    const std::size_t unknown = run_.types.size();
+    const TypeText& type = types_[job.type < unknown ? job.type : unknown];
+    const std::size_t old = out.size();
+    out.resize(old + max_event_bytes_);
+    char* p = out.data() + old;
+    p = put(p, type.head);
+    p = write_decimal(p, job.micro_batch);
+    p = put(p, type.middle);
+    p = write_ns_as_us(p, ns_since(job.start_ns, origin_ns_));
+    p = put(p, ",\"dur\":");
+    p = write_ns_as_us(p, job.duration_ns());
+    p = put(p, lanes_[lane]);
+    p = put(p, type.tail);
+    p = write_decimal(p, job.job_id);
+    p = put(p, ",\"micro_batch\":");
+    p = write_decimal(p, job.micro_batch);
+    p = put(p, ",\"step\":");
+    if (k >= 0 && static_cast<std::size_t>(k) < metrics_.steps.size()) {
+      p = write_decimal(p, metrics_.steps[static_cast<std::size_t>(k)].step);
+    } else {
+      p = put(p, "null");
+    }
+    p = put(p, ",\"duration_ns\":");
+    p = write_decimal(p, job.duration_ns());
+    p = put(p, ",\"line\":");
+    p = write_decimal(p, job.line);
+    p = put(p, "}}");
+    out.resize(static_cast<std::size_t>(p - out.data()));
+  }
+
   struct TypeText {
     std::string head;    // ,\n{"name":"TYPE mb
     std::string middle;  // ","cat":"KIND","ph":"X","ts":
     std::string tail;    // ,"cname":"COLOUR","args":{"job_id":
   };
 
+  const TraceBody& body_;
   const Run& run_;
   const Metrics& metrics_;
-  const TraceOptions& options_;
   const TraceLayout& layout_;
   const std::vector<std::string>& lanes_;
   const std::int64_t origin_ns_;
@@ -317,73 +324,122 @@ class BubbleEventText {
   std::size_t max_bytes_ = 0;
 };
 
-// The trace section by section: metadata (processes and threads), steps,
-// bubble-ratio counters, jobs, log events, bubbles, flows; then the trailer.
+// The trace in its three parts (trace_parts.h): the head (the array's
+// opening, metadata, steps, bubble-ratio counters, log events), the units of
+// a part's steps (jobs, bubbles, flows), the tail (the jobs of no step, the
+// array's end and the trailer). Every event after the head's first starts
+// with ",\n", so parts written apart join by concatenation.
 class ChromeWriter {
  public:
-  ChromeWriter(const Run& run, const Metrics& metrics, const TraceOptions& options,
-               AtomicFile& file)
-      : ChromeWriter(run, metrics, options, &file, file.buffer()) {}
+  ChromeWriter(const TraceFrame& frame, AtomicFile& file)
+      : ChromeWriter(frame, &file, file.buffer()) {}
   // Writes nothing: measure() formats into `scratch`, `sample` of the bulk.
-  ChromeWriter(const Run& run, const Metrics& metrics, const TraceOptions& options,
-               fmt::memory_buffer& scratch, TraceSampleSize sample)
-      : ChromeWriter(run, metrics, options, nullptr, scratch) {
+  ChromeWriter(const TraceFrame& frame, fmt::memory_buffer& scratch, TraceSampleSize sample)
+      : ChromeWriter(frame, nullptr, scratch) {
     sample_ = sample;
   }
 
-  void write() {
-    w_.begin_object();
-    w_.key("traceEvents");
-    w_.begin_array();
+  void head() {
+    JsonWriter& w = out_.json();
+    w.begin_object();
+    w.key("traceEvents");
+    w.begin_array();
     write_metadata();
     write_steps();
-    if (options_.pipeline != nullptr) write_bubble_counters();
-    write_jobs();
+    if (frame_.bubbles()) write_bubble_counters();
     write_log_events();
-    if (options_.pipeline != nullptr) write_bubbles();
-    if (options_.pipeline != nullptr && options_.flows) write_flows();
-    w_.end_array();
-    write_trailer();
-    w_.end_object();
   }
 
-  // The bytes write() would write (and the final newline), estimated as
-  // trace_content.h says: the bulk sections from a sample of their events.
-  std::uint64_t measure() {
-    w_.begin_object();
-    w_.key("traceEvents");
-    w_.begin_array();
+  // The units of `part`'s selected steps, or (`stepless`) of its jobs of no step.
+  void body(const TracePart& part, bool stepless) {
+    const TraceBody body(part, options_.steps, stepless, kJobsPerPiece);
+    const JobEventText text(body, metrics_, layout_, lanes_, origin_ns_);
+    const BubbleEventText bubble_text(metrics_, layout_, lanes_, origin_ns_);
+    const TypeKinds kinds(part.run.types);
+    std::vector<WindowBubbles> walks;
+    if (frame_.bubbles()) {
+      for (std::size_t d = 0; d < part.run.devices.size(); ++d) {
+        walks.emplace_back(part.run.devices[d], d,
+                           part.job_index != nullptr ? &(*part.job_index)[d] : nullptr, kinds);
+      }
+    }
+    const std::vector<TraceBody::Piece>& pieces = body.pieces();
+    write_in_order(
+        *file_, pieces.size(), options_.threads,
+        [&](std::size_t k, fmt::memory_buffer& out) { text.format(pieces[k], out); },
+        [&](std::size_t k) {
+          if (!pieces[k].last_of_unit) return;
+          // The unit's bubbles and flows, in sequence after its jobs.
+          const std::int64_t step = body.step(pieces[k].unit);
+          if (step >= 0 && !walks.empty()) {
+            const auto index = static_cast<std::size_t>(step);
+            for (WindowBubbles& walk : walks) {
+              walk.window(metrics_.steps[index], index, [&](const Bubble& bubble) {
+                bubble_text.format(bubble, file_->buffer());
+                file_->flush_if_full();
+              });
+            }
+          }
+          if (frame_.flows()) {
+            body.for_each_flow(pieces[k].unit, options_.steps,
+                               [&](const Dependency& dep) { write_flow(part, dep); });
+          }
+        });
+  }
+
+  void tail(const TracePart* stepless) {
+    if (stepless != nullptr) body(*stepless, /*stepless=*/true);
+    // The JsonWriter of the head is gone: the array and object close by hand,
+    // as it would close them (style {0, false}).
+    fmt::memory_buffer& out = *scratch_;
+    out.append(std::string_view("\n],\n"));
+    JsonWriter w(out, JsonStyle{0, false});
+    w.field("displayTimeUnit", "ms");
+    out.append(std::string_view(",\n"));
+    w.key("otherData");
+    w.begin_object(/*one_line=*/true);
+    w.field("origin_ns", origin_ns_);
+    w.field("time_unit", "us");
+    w.field("generator", fmt::format("pipescope {}", kVersion));
+    w.end_object();
+    out.append(std::string_view("\n}\n"));
+  }
+
+  // The bytes head, body and tail would write for the whole run (`whole`
+  // and its jobs of no step), estimated as trace_content.h says: the bulk
+  // sections from a sample of their events.
+  std::uint64_t measure(const TracePart& whole) {
+    JsonWriter& w = out_.json();
+    w.begin_object();
+    w.key("traceEvents");
+    w.begin_array();
     write_metadata();
     // Every later event starts with ",\n" after the metadata: a sample is
     // formatted at the end of the scratch buffer, measured and cut off.
     std::uint64_t bulk = measure_steps();
-    if (options_.pipeline != nullptr) bulk += measure_bubble_counters();
-    bulk += measure_jobs();
+    if (frame_.bubbles()) bulk += measure_bubble_counters();
     bulk += measure_log_events();
-    if (options_.pipeline != nullptr) bulk += measure_bubbles();
-    if (options_.pipeline != nullptr && options_.flows) bulk += measure_flows();
-    w_.end_array();
-    write_trailer();
-    w_.end_object();
-    return scratch_.size() + bulk + 1;
+    const TraceBody steps(whole, options_.steps, false, kJobsPerPiece);
+    const TraceBody stepless(whole, options_.steps, true, kJobsPerPiece);
+    bulk += measure_jobs({&steps, &stepless});
+    if (frame_.bubbles()) bulk += measure_bubbles(whole);
+    if (frame_.flows()) bulk += measure_flows(whole);
+    tail(nullptr);
+    return scratch_->size() + bulk;
   }
 
  private:
-  ChromeWriter(const Run& run, const Metrics& metrics, const TraceOptions& options,
-               AtomicFile* file, fmt::memory_buffer& scratch)
-      : run_(run),
-        metrics_(metrics),
-        options_(options),
-        events_(trace_log_events(run, metrics, options.steps)),
-        origin_ns_(options.absolute_time
-                       ? 0
-                       : trace_origin(run, metrics, options.steps, events_).value_or(0)),
-        layout_(run, options.pipeline != nullptr),
+  ChromeWriter(const TraceFrame& frame, AtomicFile* file, fmt::memory_buffer& scratch)
+      : frame_(frame),
+        run_(frame.run()),
+        metrics_(frame.metrics()),
+        options_(frame.options()),
+        origin_ns_(options_.absolute_time ? 0 : frame.first_ns()),
+        layout_(frame.layout()),
         lanes_(lane_texts(layout_)),
         file_(file),
-        scratch_(scratch),
-        out_(file != nullptr ? EventWriter(*file, origin_ns_) : EventWriter(scratch, origin_ns_)),
-        w_(out_.json()) {}
+        scratch_(&scratch),
+        out_(file != nullptr ? EventWriter(*file, origin_ns_) : EventWriter(scratch, origin_ns_)) {}
 
   bool selected(std::int64_t step_index) const { return options_.steps.contains(step_index); }
 
@@ -409,13 +465,14 @@ class ChromeWriter {
   }
 
   void write_step(std::size_t k) {
+    JsonWriter& w = out_.json();
     const StepWindow& step = metrics_.steps[k];
     out_.begin_slice(trace_step_name(metrics_, k), "step", step.start_ns, step.window_ns(),
                      TraceLayout::steps_thread(), kStepColour);
-    w_.field("bubble_ratio", step.bubble_ratio);
-    w_.field("duration_ns", step.window_ns());
-    w_.field("segment", step.segment);
-    w_.field("complete", step.complete);
+    w.field("bubble_ratio", step.bubble_ratio);
+    w.field("duration_ns", step.window_ns());
+    w.field("segment", step.segment);
+    w.field("complete", step.complete);
     out_.end_event();
   }
 
@@ -435,42 +492,47 @@ class ChromeWriter {
   }
 
   void write_bubble_counter(const BubbleRatioSample& sample) {
+    JsonWriter& w = out_.json();
     out_.begin_counter(TraceLayout::kBubbleRatioName, sample.time_ns, TraceLayout::steps_thread());
     for (const BubbleKind kind : {BubbleKind::fill, BubbleKind::interior, BubbleKind::drain}) {
-      w_.field(bubble_kind_name(kind), sample.share[static_cast<std::size_t>(kind)]);
+      w.field(bubble_kind_name(kind), sample.share[static_cast<std::size_t>(kind)]);
     }
     out_.end_event();
   }
 
-  // In parallel, pieces of devices' jobs written in order (ordered_writer.h),
-  // straight after what the JsonWriter has written: the array is not empty
-  // (the Steps metadata comes first), so every event starts with ",\n".
-  void write_jobs() {
-    const JobEventText text(run_, metrics_, options_, layout_, lanes_, origin_ns_);
-    const std::vector<TraceJobRange> pieces = trace_job_pieces(run_, kJobsPerPiece);
-    write_in_order(*file_, pieces.size(), options_.threads,
-                   [&](std::size_t k, fmt::memory_buffer& out) { text.format(pieces[k], out); });
-  }
-
-  std::uint64_t measure_jobs() const {
-    const JobEventText text(run_, metrics_, options_, layout_, lanes_, origin_ns_);
-    const TraceJobSample sample = sample_job_pieces(
-        run_, metrics_, options_.steps, trace_job_pieces(run_, kJobsPerPiece), sample_.job_pieces);
-    fmt::memory_buffer out;
-    std::uint64_t bytes = 0;
-    for (const TraceJobRange& piece : sample.pieces) {
-      out.clear();
-      text.format(piece, out);
-      bytes += out.size();
+  // The jobs of a sample of the bodies' pieces (those that hold a job).
+  std::uint64_t measure_jobs(std::initializer_list<const TraceBody*> bodies) const {
+    struct Sampled {
+      const TraceBody* body;
+      const TraceBody::Piece* piece;
+    };
+    std::vector<Sampled> holding;
+    std::uint64_t jobs = 0;
+    for (const TraceBody* body : bodies) {
+      for (const TraceBody::Piece& piece : body->pieces()) {
+        if (piece.jobs == 0) continue;
+        holding.push_back({body, &piece});
+        jobs += piece.jobs;
+      }
     }
-    return scaled_bytes(bytes, sample.sampled_jobs, sample.selected_jobs);
+    const std::uint64_t stride = sample_stride(holding.size(), sample_.job_pieces);
+    fmt::memory_buffer out;
+    std::uint64_t bytes = 0, sampled = 0;
+    for (std::size_t h = sample_start(stride); h < holding.size(); h += stride) {
+      const JobEventText text(*holding[h].body, metrics_, layout_, lanes_, origin_ns_);
+      out.clear();
+      text.format(*holding[h].piece, out);
+      bytes += out.size();
+      sampled += holding[h].piece->jobs;
+    }
+    return scaled_bytes(bytes, sampled, jobs);
   }
 
   // The bytes `write_one(k)` adds to the scratch buffer over a sample of
   // `count` items, scaled to all of them; the buffer is left as it was.
   template <typename WriteOne>
   std::uint64_t measure_items(std::uint64_t count, WriteOne write_one) {
-    return measure_sampled(scratch_, count, sample_.items, write_one);
+    return measure_sampled(*scratch_, count, sample_.items, write_one);
   }
 
   // Each drawn log event as an instant on its device's first lane (the
@@ -478,125 +540,116 @@ class ChromeWriter {
   // captures go in an object of their own: patterns capture names such as
   // "path" and "line".
   void write_log_events() {
-    for (const EventRef& ref : events_) write_log_event(ref);
+    for (const EventRef& ref : frame_.events()) write_log_event(ref);
   }
 
   std::uint64_t measure_log_events() {
-    return measure_items(events_.size(), [&](std::size_t k) { write_log_event(events_[k]); });
+    const std::vector<EventRef>& events = frame_.events();
+    return measure_items(events.size(), [&](std::size_t k) { write_log_event(events[k]); });
   }
 
   void write_log_event(const EventRef& ref) {
+    JsonWriter& w = out_.json();
     const Device& device = run_.devices[ref.device];
     const LogEvent& event = device.events[ref.event];
     const TraceThread& lane = layout_.thread(layout_.device_lane(ref.device));
     static const EventKind kUnknown{"?", "?", "?", ""};
     const EventKind& kind =
         event.kind < run_.event_kinds.size() ? run_.event_kinds[event.kind] : kUnknown;
-    w_.begin_object(/*one_line=*/true);
-    w_.field("name", kind.id);
-    w_.field("cat", "event," + kind.category);
-    w_.field("ph", "i");
+    w.begin_object(/*one_line=*/true);
+    w.field("name", kind.id);
+    w.field("cat", "event," + kind.category);
+    w.field("ph", "i");
     out_.ts_field(event.time_ns);
-    w_.field("pid", lane.pid);
-    w_.field("tid", lane.tid);
-    w_.field("s", "t");
-    w_.key("args");
-    w_.begin_object();
-    w_.field("severity", kind.severity);
-    w_.field("category", kind.category);
-    w_.field("line", event.line);
-    w_.field("path", device.path);
-    if (event.time_kind == EventTime::approximate) w_.field("approximate", true);
+    w.field("pid", lane.pid);
+    w.field("tid", lane.tid);
+    w.field("s", "t");
+    w.key("args");
+    w.begin_object();
+    w.field("severity", kind.severity);
+    w.field("category", kind.category);
+    w.field("line", event.line);
+    w.field("path", device.path);
+    if (event.time_kind == EventTime::approximate) w.field("approximate", true);
     if (!event.captures.empty()) {
-      w_.key("captures");
-      w_.begin_object();
-      for (const auto& [name, value] : event.captures) w_.field(name, value);
-      w_.end_object();
+      w.key("captures");
+      w.begin_object();
+      for (const auto& [name, value] : event.captures) w.field(name, value);
+      w.end_object();
     }
     out_.end_event();
   }
 
-  // By hand like the jobs, straight into the file's buffer.
-  void write_bubbles() {
+  std::uint64_t measure_bubbles(const TracePart& whole) const {
     const BubbleEventText text(metrics_, layout_, lanes_, origin_ns_);
-    for_each_bubble(run_, metrics_, [&](const Bubble& bubble) {
-      if (!selected(static_cast<std::int64_t>(bubble.step))) return;
-      text.format(bubble, file_->buffer());
-      file_->flush_if_full();
-    });
-  }
-
-  std::uint64_t measure_bubbles() const {
-    const BubbleEventText text(metrics_, layout_, lanes_, origin_ns_);
-    const TraceBubbleSample sample = sample_bubbles(run_, metrics_, options_.steps, sample_.items);
+    const TraceBubbleSample sample =
+        sample_bubbles(whole.run, metrics_, options_.steps, sample_.items);
     fmt::memory_buffer out;
     for (const Bubble& bubble : sample.bubbles) text.format(bubble, out);
     return scaled_bytes(out.size(), sample.bubbles.size(), sample.count);
   }
 
-  // An arrow from each job to the jobs of other stages that depend on it.
-  void write_flows() {
+  std::uint64_t measure_flows(const TracePart& whole) {
     const std::vector<Dependency> deps =
-        selected_dependencies(run_, metrics_, options_.pipeline->dependencies, options_.steps);
-    for (std::size_t k = 0; k < deps.size(); ++k) write_flow(deps[k], k + 1);
+        selected_dependencies(whole.run, metrics_, options_.pipeline->dependencies, options_.steps);
+    return measure_items(deps.size(), [&](std::size_t k) { write_flow(whole, deps[k]); });
   }
 
-  std::uint64_t measure_flows() {
-    const std::vector<Dependency> deps =
-        selected_dependencies(run_, metrics_, options_.pipeline->dependencies, options_.steps);
-    return measure_items(deps.size(), [&](std::size_t k) { write_flow(deps[k], k + 1); });
-  }
-
-  // The arrow of dependency `dep`, the id-th drawn.
-  void write_flow(const Dependency& dep, std::size_t id) {
+  // The arrow of dependency `dep` (jobs of `part`), into the current buffer:
+  // a top-level JsonWriter after ",\n" writes it as the head's would in the
+  // array.
+  void write_flow(const TracePart& part, const Dependency& dep) {
     // Dependencies on a critical path get their own category, to filter on.
+    const JobRef consumer{
+        dep.consumer.device,
+        part.job_index == nullptr
+            ? dep.consumer.job
+            : static_cast<std::uint32_t>((*part.job_index)[dep.consumer.device][dep.consumer.job])};
     const std::vector<JobRef>& critical = options_.pipeline->critical_dependency_hops;
     const bool on_path = std::binary_search(
-        critical.begin(), critical.end(), dep.consumer, [](const JobRef& a, const JobRef& b) {
+        critical.begin(), critical.end(), consumer, [](const JobRef& a, const JobRef& b) {
           return std::tie(a.device, a.job) < std::tie(b.device, b.job);
         });
-    flow_end(dep.producer, static_cast<std::int64_t>(id), on_path, /*start=*/true);
-    flow_end(dep.consumer, static_cast<std::int64_t>(id), on_path, /*start=*/false);
+    const std::uint64_t id = trace_flow_id(part, dep.consumer);
+    flow_end(part, dep.producer, id, on_path, /*start=*/true);
+    flow_end(part, dep.consumer, id, on_path, /*start=*/false);
   }
 
-  void flow_end(const JobRef& ref, std::int64_t id, bool on_critical_path, bool start) {
-    const Job& job = run_.devices[ref.device].jobs[ref.job];
-    const TraceThread& lane = layout_.thread(layout_.job_lane(ref.device, ref.job));
-    w_.begin_object(/*one_line=*/true);
-    w_.field("name", "dependency");
-    w_.field("cat", on_critical_path ? "critical_path" : "dependency");
-    w_.field("ph", start ? "s" : "f");
-    if (!start) w_.field("bp", "e");
-    w_.field("id", id);
+  void flow_end(const TracePart& part, const JobRef& ref, std::uint64_t id, bool on_critical_path,
+                bool start) {
+    const Job& job = part.run.devices[ref.device].jobs[ref.job];
+    const TraceThread& lane =
+        layout_.thread(layout_.device_lane(ref.device) +
+                       static_cast<std::size_t>(part.lanes[ref.device][ref.job]));
+    fmt::memory_buffer& out = *scratch_;
+    out.append(std::string_view(",\n"));
+    EventWriter event(out, origin_ns_);
+    JsonWriter& w = event.json();
+    w.begin_object(/*one_line=*/true);
+    w.field("name", "dependency");
+    w.field("cat", on_critical_path ? "critical_path" : "dependency");
+    w.field("ph", start ? "s" : "f");
+    if (!start) w.field("bp", "e");
+    w.field("id", id);
     // Inside the slice it belongs to, so viewers bind the arrow to it.
-    out_.ts_field(job.start_ns);
-    w_.field("pid", lane.pid);
-    w_.field("tid", lane.tid);
-    w_.end_object();
+    event.ts_field(job.start_ns);
+    w.field("pid", lane.pid);
+    w.field("tid", lane.tid);
+    w.end_object();
+    if (file_ != nullptr) file_->flush_if_full();
   }
 
-  void write_trailer() {
-    w_.field("displayTimeUnit", "ms");
-    w_.key("otherData");
-    w_.begin_object(/*one_line=*/true);
-    w_.field("origin_ns", origin_ns_);
-    w_.field("time_unit", "us");
-    w_.field("generator", fmt::format("pipescope {}", kVersion));
-    w_.end_object();
-  }
-
+  const TraceFrame& frame_;
   const Run& run_;
   const Metrics& metrics_;
   const TraceOptions& options_;
-  const std::vector<EventRef> events_;  // trace_log_events
   const std::int64_t origin_ns_;
-  const TraceLayout layout_;
+  const TraceLayout& layout_;
   const std::vector<std::string> lanes_;  // lane_texts(layout_)
   AtomicFile* file_;                      // null when measuring
-  fmt::memory_buffer& scratch_;           // the file's buffer, or measure()'s
+  fmt::memory_buffer* scratch_;           // the file's buffer, or measure()'s
   TraceSampleSize sample_;                // what measure() formats of the bulk
   EventWriter out_;
-  JsonWriter& w_;
 };
 
 }  // namespace
@@ -608,15 +661,37 @@ void append_ns_as_us(fmt::memory_buffer& out, std::int64_t ns) {
 
 std::uint64_t estimate_chrome_trace_bytes(const Run& run, const Metrics& metrics,
                                           const TraceOptions& options, TraceSampleSize sample) {
+  const TraceLanes lanes = trace_lanes(run);
+  const TraceFrame frame(run, metrics, options, lanes.count,
+                         earliest_selected_start(run, metrics, options.steps));
+  const TracePart whole = whole_trace_part(run, metrics, options, lanes);
   fmt::memory_buffer scratch;
-  return ChromeWriter(run, metrics, options, scratch, sample).measure();
+  return ChromeWriter(frame, scratch, sample).measure(whole);
+}
+
+void write_chrome_trace_head(const TraceFrame& frame, AtomicFile& file) {
+  ChromeWriter(frame, file).head();
+}
+
+void write_chrome_trace_part(const TraceFrame& frame, const TracePart& part, AtomicFile& file) {
+  ChromeWriter(frame, file).body(part, /*stepless=*/false);
+}
+
+void write_chrome_trace_tail(const TraceFrame& frame, const TracePart* stepless, AtomicFile& file) {
+  ChromeWriter(frame, file).tail(stepless);
+  file.flush_if_full();
 }
 
 void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,
                         const std::string& path) {
+  const TraceLanes lanes = trace_lanes(run);
+  const TraceFrame frame(run, metrics, options, lanes.count,
+                         earliest_selected_start(run, metrics, options.steps));
+  const TracePart whole = whole_trace_part(run, metrics, options, lanes);
   AtomicFile file(path);
-  ChromeWriter(run, metrics, options, file).write();
-  file.append('\n');
+  write_chrome_trace_head(frame, file);
+  write_chrome_trace_part(frame, whole, file);
+  write_chrome_trace_tail(frame, &whole, file);
   file.commit();
 }
 

@@ -1,10 +1,18 @@
 // The run as a Chrome trace (JSON object form), for the Perfetto UI and
 // chrome://tracing: one process per machine, one thread per device lane, one
 // complete ("X") slice per job, one instant ("i") per log event on its
-// device's first lane, plus a "Steps" process with one slice per step window. Processes, threads
-// and lanes are those of trace_layout.h, shared with the Perfetto trace. Times are microseconds
-// with exactly three decimals, formatted from the integer nanoseconds so no precision is lost on
-// the way. Deterministic: the same Run and Metrics give the same bytes.
+// device's first lane, plus a "Steps" process with one slice per step
+// window. Processes, threads and lanes are those of trace_layout.h, shared
+// with the Perfetto trace. Times are microseconds with exactly three
+// decimals, formatted from the integer nanoseconds so no precision is lost
+// on the way. Deterministic: the same Run and Metrics give the same bytes.
+//
+// The events are in the order of trace_parts.h: the head (metadata, steps,
+// bubble-ratio counters, log events), then step by step each step's jobs,
+// bubbles and dependency arrows, then the jobs of no step and the trailer;
+// every event after the first starts with ",\n", so the head, the parts of
+// the step ranges (written by their owners) and the tail join by
+// concatenation into the trace write_chrome_trace writes.
 #pragma once
 
 #include <fmt/format.h>
@@ -16,6 +24,7 @@
 #include "analysis/metrics.h"
 #include "analysis/pipeline.h"
 #include "analysis/step_selection.h"
+#include "export/atomic_file.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -42,21 +51,38 @@ struct TraceOptions {
   unsigned threads = 0;
 };
 
-/// How much of a trace's bulk its size estimate formats: pieces of 4096
-/// jobs, and items of each other kind (steps, bubble counters, bubbles, log
-/// events, dependencies). A run within both is measured to the byte; past
-/// them, 64 pieces (262,144 jobs) and 16,384 items kept the estimate within
-/// 0.1% on the benchmark folders (docs/guide.md, "Traces of big runs").
-/// Tests make them small to exercise the scaling on a small run.
+/// How much of a trace's bulk its size estimate formats: pieces of up to
+/// 4096 jobs (trace_parts.h, TraceBody), and items of each other kind
+/// (steps, bubble counters, bubbles, log events, dependencies). A run within
+/// both is measured to the byte; past them, 64 pieces (262,144 jobs) and
+/// 16,384 items kept the estimate within 0.1% on the benchmark folders
+/// (docs/guide.md, "Traces of big runs"). Tests make them small to exercise
+/// the scaling on a small run.
 struct TraceSampleSize {
   std::size_t job_pieces = 64;
   std::size_t items = 16384;
 };
 
 /// Writes the trace to `path` atomically. The folder must exist. Throws
-/// std::system_error ("cannot write PATH: ...") on I/O failure.
+/// std::system_error ("cannot write PATH: ...") on I/O failure. It is
+/// write_chrome_trace_head, write_chrome_trace_part over the whole run
+/// (whole_trace_part) and write_chrome_trace_tail.
 void write_chrome_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,
                         const std::string& path);
+
+class TraceFrame;
+struct TracePart;
+
+/// The trace in parts (trace_parts.h), appended to `file` (committed by the
+/// caller): the head, from the frame alone ...
+void write_chrome_trace_head(const TraceFrame& frame, AtomicFile& file);
+/// ... the units of `part`'s selected steps (jobs formatted on
+/// TraceOptions::threads workers) ...
+void write_chrome_trace_part(const TraceFrame& frame, const TracePart& part, AtomicFile& file);
+/// ... and the tail: the jobs of no step of `stepless` (null: none, as in
+/// a partitioned run, whose every job has a step), the array's end and the
+/// trailer.
+void write_chrome_trace_tail(const TraceFrame& frame, const TracePart* stepless, AtomicFile& file);
 
 /// The bytes write_chrome_trace would write, without writing: the small
 /// sections formatted whole, the jobs, steps, bubble counters, bubbles, log

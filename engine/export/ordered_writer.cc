@@ -43,7 +43,7 @@ class BufferPool {
 }  // namespace
 
 void write_in_order(AtomicFile& file, std::size_t pieces, unsigned threads,
-                    const PieceFormatter& format) {
+                    const PieceFormatter& format, const PieceFinisher& finish) {
   if (pieces == 0) return;
   const unsigned workers =
       threads > 0 ? threads : static_cast<unsigned>(tbb::info::default_concurrency());
@@ -53,6 +53,7 @@ void write_in_order(AtomicFile& file, std::size_t pieces, unsigned threads,
       buffer.clear();
       format(k, buffer);
       file.write_through(view(buffer));
+      if (finish) finish(k);
     }
     return;
   }
@@ -87,6 +88,7 @@ void write_in_order(AtomicFile& file, std::size_t pieces, unsigned threads,
           tbb::make_filter<Item, void>(tbb::filter_mode::serial_in_order, [&](Item item) {
             file.write_through(view(*item.buffer));
             pool.give_back(item.buffer);
+            if (finish) finish(item.piece);
           }));
 }
 

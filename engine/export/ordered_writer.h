@@ -25,11 +25,17 @@ namespace pipescope {
 /// other pieces, so it may only read shared state.
 using PieceFormatter = std::function<void(std::size_t piece, fmt::memory_buffer& out)>;
 
+/// Called once per piece, in piece order and one at a time, right after the
+/// piece's bytes are appended: what must be written in sequence (the traces'
+/// bubbles follow a walk along each device) appends to the file itself.
+using PieceFinisher = std::function<void(std::size_t piece)>;
+
 /// Formats pieces 0..pieces-1 on up to `threads` workers (0: one per core;
 /// 1: on the calling thread alone) and appends them to `file` in order,
-/// after the bytes already buffered there. Exceptions from `format` or from
-/// writing reach the caller.
+/// after the bytes already buffered there, each followed by what `finish`
+/// (when set) appends. Exceptions from `format`, `finish` or from writing
+/// reach the caller.
 void write_in_order(AtomicFile& file, std::size_t pieces, unsigned threads,
-                    const PieceFormatter& format);
+                    const PieceFormatter& format, const PieceFinisher& finish = {});
 
 }  // namespace pipescope

@@ -9,7 +9,8 @@
 #include <map>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "analysis/bubbles.h"
@@ -21,6 +22,7 @@
 #include "export/perfetto_wire.h"
 #include "export/trace_content.h"
 #include "export/trace_layout.h"
+#include "export/trace_parts.h"
 
 namespace pipescope {
 
@@ -71,8 +73,11 @@ std::uint64_t bubble_name_iid(BubbleKind kind) { return static_cast<std::uint64_
 class PacketWriter {
  public:
   explicit PacketWriter(AtomicFile& file) : file_(&file), buffer_(file.buffer()) {}
-  /// Into `buffer` alone (an estimate's scratch).
+  /// Into `buffer` alone (a piece, an estimate's scratch).
   explicit PacketWriter(fmt::memory_buffer& buffer) : buffer_(buffer) {}
+  /// Into `file` when given, else into `buffer`.
+  PacketWriter(AtomicFile* file, fmt::memory_buffer& buffer)
+      : file_(file), buffer_(file != nullptr ? file->buffer() : buffer) {}
 
   /// A cleared packet stamped with the sequence id and flags: the first
   /// packet of the sequence resets incremental state (interned names), every
@@ -219,259 +224,369 @@ char* put_slice_begin(char* out, std::uint64_t timestamp, std::string_view event
 // of packets a job.
 constexpr std::size_t kJobsPerPiece = 4096;
 
-// Every job's interned name "TYPE mbMB": the next event-name iid where the
-// name first appears in the trace (jobs in device order), defined in the
-// interned data of that job's BEGIN packet. Found in one pass before the
-// jobs are written, so that pieces can be written in parallel.
-class JobNameIids {
+// Every name of a unit's jobs (trace_parts.h: a step's, or the jobs of no
+// step), defined in the packet that starts the unit: "TYPE mbMB" by (type,
+// micro-batch) order, iids from kFirstJobNameIid. Found in one pass before
+// the jobs are written, so that pieces can be written in parallel.
+constexpr std::uint64_t kFirstJobNameIid = kBubbleKinds.size() + 1;
+
+class UnitNames {
  public:
-  struct Definition {
-    std::size_t device = 0;
-    std::size_t job = 0;
-    std::uint64_t iid = 0;
-    std::string name;
-  };
-
-  JobNameIids(const Run& run, const Metrics& metrics, const StepSelection& steps,
-              std::uint64_t first_iid)
-      : unknown_(run.types.size()), dense_(unknown_ + 1), sparse_(unknown_ + 1) {
-    std::uint64_t next = first_iid;
-    for (std::size_t d = 0; d < run.devices.size(); ++d) {
-      const JobVector& jobs = run.devices[d].jobs;
-      for (std::size_t i = 0; i < jobs.size(); ++i) {
-        if (!steps.contains(trace_job_step(run, metrics, d, i))) continue;
-        const Job& job = jobs[i];
-        std::uint64_t& iid = slot(job);
-        if (iid != 0) continue;
-        iid = next++;
-        Definition definition{d, i, iid, {}};
-        trace_job_name(run, job, definition.name);
-        definitions_.push_back(std::move(definition));
+  explicit UnitNames(const TraceBody& body)
+      : unknown_(body.part().run.types.size()), seen_(unknown_ + 1) {
+    const Run& run = body.part().run;
+    std::unordered_set<Key, KeyHash> sparse;
+    for (std::size_t u = 0; u < body.units(); ++u) {
+      const std::int64_t k = body.step(u);
+      first_.push_back(keys_.size());
+      sparse.clear();
+      for (std::size_t d = 0; d < run.devices.size(); ++d) {
+        const JobVector& jobs = run.devices[d].jobs;
+        for (std::size_t i = body.begin(u, d), end = body.end(u, d); i < end; ++i) {
+          if (body.job_step(d, i) != k) continue;
+          const Key key = key_of(jobs[i]);
+          // Micro-batches below kDense are marked in a table (the unit's
+          // number plus one), others in a set.
+          if (key.second >= 0 && key.second < kDense) {
+            std::vector<std::uint32_t>& seen = seen_[key.first];
+            const auto mb = static_cast<std::size_t>(key.second);
+            if (mb >= seen.size()) seen.resize(mb + 1, 0);
+            if (seen[mb] == u + 1) continue;
+            seen[mb] = static_cast<std::uint32_t>(u + 1);
+          } else if (!sparse.insert(key).second) {
+            continue;
+          }
+          keys_.push_back(key);
+        }
       }
+      std::sort(keys_.begin() + static_cast<std::ptrdiff_t>(first_.back()), keys_.end());
     }
+    first_.push_back(keys_.size());
   }
 
-  /// The iid of a selected job's name.
-  std::uint64_t iid(const Job& job) const {
-    const std::size_t type = job.type < unknown_ ? job.type : unknown_;
-    if (job.micro_batch >= 0 && job.micro_batch < kDense) {
-      const std::vector<std::uint64_t>& dense = dense_[type];
-      const auto mb = static_cast<std::size_t>(job.micro_batch);
-      return mb < dense.size() ? dense[mb] : 0;
-    }
-    const auto found = sparse_[type].find(job.micro_batch);
-    return found != sparse_[type].end() ? found->second : 0;
+  /// The iid of the name of `job`, one of unit u's jobs.
+  std::uint64_t iid(std::size_t unit, const Job& job) const {
+    const auto begin = keys_.begin() + static_cast<std::ptrdiff_t>(first_[unit]);
+    const auto end = keys_.begin() + static_cast<std::ptrdiff_t>(first_[unit + 1]);
+    return kFirstJobNameIid +
+           static_cast<std::uint64_t>(std::lower_bound(begin, end, key_of(job)) - begin);
   }
 
-  /// In trace order.
-  const std::vector<Definition>& definitions() const { return definitions_; }
+  /// Calls f(iid, name) for each name of unit u, in iid order.
+  template <typename F>
+  void for_each(const Run& run, std::size_t unit, F&& f) const {
+    std::string name;
+    for (std::size_t n = first_[unit]; n < first_[unit + 1]; ++n) {
+      Job job;
+      job.type = static_cast<TypeId>(keys_[n].first);
+      job.micro_batch = keys_[n].second;
+      trace_job_name(run, job, name);
+      f(kFirstJobNameIid + (n - first_[unit]), name);
+    }
+  }
 
  private:
-  // Micro-batches below this are looked up in a table, others in a map.
+  // Micro-batches below this are looked up in a table, others in a set.
   static constexpr std::int64_t kDense = std::int64_t{1} << 16;
-
-  std::uint64_t& slot(const Job& job) {
-    const std::size_t type = job.type < unknown_ ? job.type : unknown_;
-    if (job.micro_batch >= 0 && job.micro_batch < kDense) {
-      std::vector<std::uint64_t>& dense = dense_[type];
-      const auto mb = static_cast<std::size_t>(job.micro_batch);
-      if (mb >= dense.size()) dense.resize(mb + 1, 0);
-      return dense[mb];
+  using Key = std::pair<std::size_t, std::int64_t>;  // type (unknown_ for any unknown), micro-batch
+  struct KeyHash {
+    std::size_t operator()(const Key& key) const {
+      return std::hash<std::int64_t>()(key.second) * 31 + key.first;
     }
-    return sparse_[type][job.micro_batch];
+  };
+
+  Key key_of(const Job& job) const {
+    return {job.type < unknown_ ? job.type : unknown_, job.micro_batch};
   }
 
-  std::size_t unknown_;  // the slot of type ids the run does not have
-  std::vector<std::vector<std::uint64_t>> dense_;
-  std::vector<std::unordered_map<std::int64_t, std::uint64_t>> sparse_;
-  std::vector<Definition> definitions_;
+  std::size_t unknown_;
+  std::vector<std::vector<std::uint32_t>> seen_;  // by type, then micro-batch
+  std::vector<std::size_t> first_;                // by unit, into keys_
+  std::vector<Key> keys_;
 };
 
-// The packets of the jobs, the bulk of a trace: a BEGIN and an END packet per
-// job, by hand. const: pieces are formatted on several threads at once.
+void intern_fixed_names(pb::InternedData& interned, bool with_lr) {
+  for (std::uint64_t iid = 1; iid < kArgNames.size(); ++iid) {
+    pb::DebugAnnotationName* name = interned.add_debug_annotation_names();
+    name->set_iid(iid);
+    name->set_name(std::string(kArgNames[iid]));
+  }
+  for (const JobKind kind : kKinds) {
+    pb::EventCategory* category = interned.add_event_categories();
+    category->set_iid(kind_category(kind));
+    category->set_name(std::string(job_kind_name(kind)));
+  }
+  pb::EventCategory* step = interned.add_event_categories();
+  step->set_iid(kCategoryStep);
+  step->set_name("step");
+  pb::EventCategory* bubble = interned.add_event_categories();
+  bubble->set_iid(kCategoryBubble);
+  bubble->set_name("bubble");
+  if (with_lr) {
+    pb::EventCategory* lr = interned.add_event_categories();
+    lr->set_iid(kCategoryLr);
+    lr->set_name(std::string(job_kind_name(JobKind::lr)));
+  }
+  for (const BubbleKind kind : kBubbleKinds) {
+    pb::EventName* name = interned.add_event_names();
+    name->set_iid(bubble_name_iid(kind));
+    name->set_name(std::string(bubble_kind_name(kind)));
+  }
+}
+
+// The packets of a part's body: a unit's first packet, and a BEGIN and an
+// END packet per job, by hand. const: pieces are formatted on several
+// threads at once.
 class JobPackets {
  public:
   struct Context {
-    const Run& run;
+    const TraceBody& body;
     const Metrics& metrics;
-    const StepSelection& steps;
     const TraceLayout& layout;
     const TraceJobKinds& kinds;
     std::int64_t origin_ns;
     std::uint64_t first_lane_uuid;
-    const JobNameIids& names;
+    const UnitNames& names;
     const std::vector<FlowMark>& flows;  // by device and job
   };
 
-  explicit JobPackets(const Context& c) : c_(c) {}
+  explicit JobPackets(const Context& c) : c_(c) {
+    // The fixed names' InternedData fields, serialized once: libprotobuf
+    // writes the categories (field 1), the event names (2), then the
+    // argument names (3); the unit's job names go after the bubbles'.
+    pb::InternedData fixed;
+    intern_fixed_names(fixed, c_.kinds.has(JobKind::lr));
+    pb::InternedData part;
+    *part.mutable_event_categories() = fixed.event_categories();
+    categories_ = part.SerializeAsString();
+    part.Clear();
+    *part.mutable_event_names() = fixed.event_names();
+    bubble_names_ = part.SerializeAsString();
+    part.Clear();
+    *part.mutable_debug_annotation_names() = fixed.debug_annotation_names();
+    arg_names_ = part.SerializeAsString();
+  }
 
-  // Appends the packets of the selected jobs of `range`.
-  void format(const TraceJobRange& range, fmt::memory_buffer& out) const {
-    const std::size_t d = range.device;
-    const JobVector& jobs = c_.run.devices[d].jobs;
-    const bool covered =
-        d < c_.metrics.job_step.size() && c_.metrics.job_step[d].size() == jobs.size();
-    const std::vector<JobNameIids::Definition>& definitions = c_.names.definitions();
-    auto definition = std::lower_bound(
-        definitions.begin(), definitions.end(), std::make_pair(d, range.begin),
-        [](const JobNameIids::Definition& a, const std::pair<std::size_t, std::size_t>& b) {
-          return std::make_pair(a.device, a.job) < b;
-        });
-    auto flow =
-        std::lower_bound(c_.flows.begin(), c_.flows.end(), std::make_pair(d, range.begin),
-                         [](const FlowMark& a, const std::pair<std::size_t, std::size_t>& b) {
-                           return std::make_pair(std::size_t{a.device}, std::size_t{a.job}) < b;
-                         });
+  // The packet that starts unit u: it clears the sequence's interned names
+  // (the previous unit's, or the head's) and defines the fixed ones and the
+  // unit's job names, so that a unit reads without what came before it. By
+  // hand, in libprotobuf's bytes (fields in number order): one per step.
+  void format_unit_start(std::size_t unit, fmt::memory_buffer& out) const {
+    fmt::memory_buffer names;
+    c_.names.for_each(c_.body.part().run, unit, [&](std::uint64_t iid, const std::string& name) {
+      const std::size_t entry =
+          1 + wire::varint_size(iid) + 1 + wire::varint_size(name.size()) + name.size();
+      const std::size_t old = names.size();
+      names.resize(old + 1 + wire::kMaxVarintBytes + entry);
+      char* p = names.data() + old;
+      p = wire::put_tag(p, pb::InternedData::kEventNamesFieldNumber, wire::kLengthDelimited);
+      p = wire::put_varint(p, entry);
+      p = put_varint_field(p, pb::EventName::kIidFieldNumber, iid);
+      p = wire::put_tag(p, pb::EventName::kNameFieldNumber, wire::kLengthDelimited);
+      p = wire::put_varint(p, name.size());
+      p = wire::put_bytes(p, name.data(), name.size());
+      names.resize(static_cast<std::size_t>(p - names.data()));
+    });
+    const std::size_t interned =
+        categories_.size() + bubble_names_.size() + names.size() + arg_names_.size();
+    const std::size_t packet = 2 + 1 + wire::varint_size(interned) + interned + 2;
+    const std::size_t old = out.size();
+    out.resize(old + 1 + wire::kMaxVarintBytes + packet);
+    char* p = out.data() + old;
+    p = wire::put_tag(p, pb::Trace::kPacketFieldNumber, wire::kLengthDelimited);
+    p = wire::put_varint(p, packet);
+    p = put_varint_field(p, pb::TracePacket::kTrustedPacketSequenceIdFieldNumber, kSequenceId);
+    p = wire::put_tag(p, pb::TracePacket::kInternedDataFieldNumber, wire::kLengthDelimited);
+    p = wire::put_varint(p, interned);
+    p = wire::put_bytes(p, categories_.data(), categories_.size());
+    p = wire::put_bytes(p, bubble_names_.data(), bubble_names_.size());
+    p = wire::put_bytes(p, names.data(), names.size());
+    p = wire::put_bytes(p, arg_names_.data(), arg_names_.size());
+    p = put_varint_field(p, pb::TracePacket::kSequenceFlagsFieldNumber,
+                         pb::TracePacket::SEQ_INCREMENTAL_STATE_CLEARED);
+    out.resize(static_cast<std::size_t>(p - out.data()));
+  }
+
+  // Appends the unit's start (when `piece` is its first and `with_start`)
+  // and the packets of the unit's jobs in `piece`.
+  void format(const TraceBody::Piece& piece, fmt::memory_buffer& out,
+              bool with_start = true) const {
+    if (piece.first_of_unit && with_start) format_unit_start(piece.unit, out);
+    const TracePart& part = c_.body.part();
+    const std::int64_t k = c_.body.step(piece.unit);
     fmt::memory_buffer event;
-    for (std::size_t i = range.begin; i < range.end; ++i) {
-      const std::int32_t k = covered ? c_.metrics.job_step[d][i] : -1;
-      if (!c_.steps.contains(k)) continue;
-      const Job& job = jobs[i];
-      const std::uint64_t track = c_.first_lane_uuid + c_.layout.job_lane(d, i);
-
-      // The BEGIN event's fields.
-      const auto flows_begin = flow;
-      while (flow != c_.flows.end() && flow->device == d && flow->job == i) ++flow;
-      const auto flows_end = flow;
-      event.resize(5 * (2 + wire::kMaxVarintBytes) + 4 * (4 + wire::kMaxVarintBytes) +
-                   10 * static_cast<std::size_t>(flows_end - flows_begin));
-      char* e = event.data();
-      e = put_varint_field(e, pb::TrackEvent::kCategoryIidsFieldNumber,
-                           kind_category(c_.kinds.of(job)));
-      e = put_int_arg(e, kArgJobId, job.job_id);
-      e = put_int_arg(e, kArgMicroBatch, job.micro_batch);
-      if (k >= 0 && static_cast<std::size_t>(k) < c_.metrics.steps.size()) {
-        e = put_int_arg(e, kArgStep, c_.metrics.steps[static_cast<std::size_t>(k)].step);
+    for (std::size_t d = piece.device_begin; d < piece.device_end; ++d) {
+      const JobVector& jobs = part.run.devices[d].jobs;
+      const std::size_t first = c_.body.begin(piece, d);
+      auto flow =
+          std::lower_bound(c_.flows.begin(), c_.flows.end(), std::make_pair(d, first),
+                           [](const FlowMark& a, const std::pair<std::size_t, std::size_t>& b) {
+                             return std::make_pair(std::size_t{a.device}, std::size_t{a.job}) < b;
+                           });
+      for (std::size_t i = first, end = c_.body.end(piece, d); i < end; ++i) {
+        if (c_.body.job_step(d, i) != k) continue;
+        const Job& job = jobs[i];
+        const std::uint64_t track = c_.first_lane_uuid + c_.layout.device_lane(d) +
+                                    static_cast<std::uint64_t>(part.lanes[d][i]);
+        while (flow != c_.flows.end() && flow->device == d && flow->job < i) ++flow;
+        const auto flows_begin = flow;
+        while (flow != c_.flows.end() && flow->device == d && flow->job == i) ++flow;
+        format_job(job, k, piece.unit, track, flows_begin, flow, event, out);
       }
-      e = put_int_arg(e, kArgLine, job.line);
-      e = put_varint_field(e, pb::TrackEvent::kTypeFieldNumber, pb::TrackEvent::TYPE_SLICE_BEGIN);
-      e = put_varint_field(e, pb::TrackEvent::kNameIidFieldNumber, c_.names.iid(job));
-      e = put_varint_field(e, pb::TrackEvent::kTrackUuidFieldNumber, track);
-      // Repeated fields in field order: every flow_ids, then every terminating_flow_ids.
-      for (auto f = flows_begin; f != flows_end; ++f) {
-        if (!f->terminating) e = put_fixed64_field(e, pb::TrackEvent::kFlowIdsFieldNumber, f->id);
-      }
-      for (auto f = flows_begin; f != flows_end; ++f) {
-        if (f->terminating) {
-          e = put_fixed64_field(e, pb::TrackEvent::kTerminatingFlowIdsFieldNumber, f->id);
-        }
-      }
-      const auto event_size = static_cast<std::size_t>(e - event.data());
-
-      // The name's definition, in the packet of its first job.
-      const JobNameIids::Definition* defined = nullptr;
-      if (definition != definitions.end() && definition->device == d && definition->job == i) {
-        defined = &*definition++;
-      }
-      std::size_t name_size = 0;
-      std::size_t interned_size = 0;
-      if (defined != nullptr) {
-        name_size = 1 + wire::varint_size(defined->iid) + 1 +
-                    wire::varint_size(defined->name.size()) + defined->name.size();
-        interned_size = 1 + wire::varint_size(name_size) + name_size;
-      }
-
-      const std::uint64_t start = ts(job.start_ns);
-      const std::size_t packet_size =
-          1 + wire::varint_size(start) + 2 + 1 + wire::varint_size(event_size) + event_size +
-          (defined != nullptr ? 1 + wire::varint_size(interned_size) + interned_size : 0) + 2;
-      const std::size_t old = out.size();
-      out.resize(old + 1 + wire::kMaxVarintBytes + packet_size + kMaxEndPacketBytes);
-      char* p = out.data() + old;
-      p = put_packet_head(p, packet_size, start);
-      p = wire::put_tag(p, pb::TracePacket::kTrackEventFieldNumber, wire::kLengthDelimited);
-      p = wire::put_varint(p, event_size);
-      p = wire::put_bytes(p, event.data(), event_size);
-      if (defined != nullptr) {
-        p = wire::put_tag(p, pb::TracePacket::kInternedDataFieldNumber, wire::kLengthDelimited);
-        p = wire::put_varint(p, interned_size);
-        p = wire::put_tag(p, pb::InternedData::kEventNamesFieldNumber, wire::kLengthDelimited);
-        p = wire::put_varint(p, name_size);
-        p = put_varint_field(p, pb::EventName::kIidFieldNumber, defined->iid);
-        p = wire::put_tag(p, pb::EventName::kNameFieldNumber, wire::kLengthDelimited);
-        p = wire::put_varint(p, defined->name.size());
-        p = wire::put_bytes(p, defined->name.data(), defined->name.size());
-      }
-      p = put_sequence_flags(p);
-      p = put_slice_end(p, ts(job.end_ns), track);
-      out.resize(static_cast<std::size_t>(p - out.data()));
     }
   }
 
  private:
+  using FlowIt = std::vector<FlowMark>::const_iterator;
+
+  void format_job(const Job& job, std::int64_t k, std::size_t unit, std::uint64_t track,
+                  FlowIt flows_begin, FlowIt flows_end, fmt::memory_buffer& event,
+                  fmt::memory_buffer& out) const {
+    // The BEGIN event's fields.
+    event.resize(5 * (2 + wire::kMaxVarintBytes) + 4 * (4 + wire::kMaxVarintBytes) +
+                 10 * static_cast<std::size_t>(flows_end - flows_begin));
+    char* e = event.data();
+    e = put_varint_field(e, pb::TrackEvent::kCategoryIidsFieldNumber,
+                         kind_category(c_.kinds.of(job)));
+    e = put_int_arg(e, kArgJobId, job.job_id);
+    e = put_int_arg(e, kArgMicroBatch, job.micro_batch);
+    if (k >= 0 && static_cast<std::size_t>(k) < c_.metrics.steps.size()) {
+      e = put_int_arg(e, kArgStep, c_.metrics.steps[static_cast<std::size_t>(k)].step);
+    }
+    e = put_int_arg(e, kArgLine, job.line);
+    e = put_varint_field(e, pb::TrackEvent::kTypeFieldNumber, pb::TrackEvent::TYPE_SLICE_BEGIN);
+    e = put_varint_field(e, pb::TrackEvent::kNameIidFieldNumber, c_.names.iid(unit, job));
+    e = put_varint_field(e, pb::TrackEvent::kTrackUuidFieldNumber, track);
+    // Repeated fields in field order: every flow_ids, then every terminating_flow_ids.
+    for (auto f = flows_begin; f != flows_end; ++f) {
+      if (!f->terminating) e = put_fixed64_field(e, pb::TrackEvent::kFlowIdsFieldNumber, f->id);
+    }
+    for (auto f = flows_begin; f != flows_end; ++f) {
+      if (f->terminating) {
+        e = put_fixed64_field(e, pb::TrackEvent::kTerminatingFlowIdsFieldNumber, f->id);
+      }
+    }
+    const auto event_size = static_cast<std::size_t>(e - event.data());
+    const std::uint64_t start = ts(job.start_ns);
+    const std::size_t old = out.size();
+    // Trace.packet's tag and length, timestamp, sequence id, track event
+    // tag and length, flags: under 48 bytes besides the event's.
+    out.resize(old + 48 + event_size + kMaxEndPacketBytes);
+    char* p = out.data() + old;
+    p = put_slice_begin(p, start, std::string_view(event.data(), event_size));
+    p = put_slice_end(p, ts(job.end_ns), track);
+    out.resize(static_cast<std::size_t>(p - out.data()));
+  }
+
   std::uint64_t ts(std::int64_t ns) const {
     return static_cast<std::uint64_t>(ns_since(ns, c_.origin_ns));
   }
 
   Context c_;
+  std::string categories_;    // InternedData.event_categories of the fixed names
+  std::string bubble_names_;  // InternedData.event_names of the bubble kinds
+  std::string arg_names_;     // InternedData.debug_annotation_names
 };
 
+// The trace in its parts (trace_parts.h): the head (the tracks, with the
+// fixed names interned in the first packet; the steps, bubble-ratio
+// counters and log events), the units of a part's steps (a packet that
+// starts each, the jobs, the bubbles), the tail (the jobs of no step).
 class PerfettoWriter {
  public:
-  PerfettoWriter(const Run& run, const Metrics& metrics, const TraceOptions& options,
-                 AtomicFile& file)
-      : run_(run),
-        metrics_(metrics),
-        options_(options),
-        layout_(run, options.pipeline != nullptr),
-        kinds_(run),
-        file_(&file),
-        scratch_(file.buffer()),
-        out_(file) {}
+  PerfettoWriter(const TraceFrame& frame, AtomicFile& file)
+      : PerfettoWriter(frame, &file, file.buffer(), {}) {}
   // Writes nothing: measure() formats into `scratch`, `sample` of the bulk.
-  PerfettoWriter(const Run& run, const Metrics& metrics, const TraceOptions& options,
-                 fmt::memory_buffer& scratch, TraceSampleSize sample)
-      : run_(run),
-        metrics_(metrics),
-        options_(options),
-        layout_(run, options.pipeline != nullptr),
-        kinds_(run),
-        scratch_(scratch),
-        sample_(sample),
-        out_(scratch) {}
+  PerfettoWriter(const TraceFrame& frame, fmt::memory_buffer& scratch, TraceSampleSize sample)
+      : PerfettoWriter(frame, nullptr, scratch, sample) {}
 
-  void write() {
-    compute_origin();
+  void head() {
     write_descriptors();
     write_steps();
-    if (options_.pipeline != nullptr) write_bubble_counters();
-    collect_flows();
-    write_jobs();
+    if (frame_.bubbles()) write_bubble_counters();
     write_log_events();
-    if (options_.pipeline != nullptr) write_bubbles();
   }
 
-  // The bytes write() would write, estimated as trace_content.h says: the
-  // bulk sections from a sample of their packets.
-  std::uint64_t measure() {
-    compute_origin();
+  // The units of `part`'s selected steps, or (`stepless`) of its jobs of no step.
+  void body(const TracePart& part, bool stepless) {
+    const TraceBody body(part, options_.steps, stepless, kJobsPerPiece);
+    const UnitNames names(body);
+    const std::vector<FlowMark> flows = flow_marks(body);
+    const TraceJobKinds kinds(part.run);
+    const JobPackets packets(
+        {body, metrics_, layout_, kinds, origin_ns_, first_lane_uuid_, names, flows});
+    const TypeKinds type_kinds(part.run.types);
+    std::vector<WindowBubbles> walks;
+    if (frame_.bubbles()) {
+      for (std::size_t d = 0; d < part.run.devices.size(); ++d) {
+        walks.emplace_back(part.run.devices[d], d,
+                           part.job_index != nullptr ? &(*part.job_index)[d] : nullptr, type_kinds);
+      }
+    }
+    const std::vector<TraceBody::Piece>& pieces = body.pieces();
+    write_in_order(
+        *file_, pieces.size(), options_.threads,
+        [&](std::size_t k, fmt::memory_buffer& out) { packets.format(pieces[k], out); },
+        [&](std::size_t k) {
+          // The unit's bubbles, in sequence after its jobs.
+          const std::int64_t step = body.step(pieces[k].unit);
+          if (!pieces[k].last_of_unit || step < 0 || walks.empty()) return;
+          const auto index = static_cast<std::size_t>(step);
+          for (WindowBubbles& walk : walks) {
+            walk.window(metrics_.steps[index], index, [&](const Bubble& bubble) {
+              format_bubble(bubble, file_->buffer());
+              file_->flush_if_full();
+            });
+          }
+        });
+  }
+
+  void tail(const TracePart* stepless) {
+    if (stepless != nullptr) body(*stepless, /*stepless=*/true);
+  }
+
+  // The bytes head, body and tail would write for the whole run (`whole`
+  // and its jobs of no step), estimated as trace_content.h says: the bulk
+  // sections from a sample of their packets.
+  std::uint64_t measure(const TracePart& whole) {
     write_descriptors();
     // A sample is formatted at the end of the scratch buffer, measured and
     // cut off.
     std::uint64_t bulk = measure_steps();
-    if (options_.pipeline != nullptr) bulk += measure_bubble_counters();
-    collect_flows();
-    bulk += measure_jobs();
+    if (frame_.bubbles()) bulk += measure_bubble_counters();
     bulk += measure_log_events();
-    if (options_.pipeline != nullptr) bulk += measure_bubbles();
+    const TraceBody steps(whole, options_.steps, false, kJobsPerPiece);
+    const TraceBody stepless(whole, options_.steps, true, kJobsPerPiece);
+    bulk += measure_jobs(steps) + measure_jobs(stepless);
+    if (frame_.bubbles()) bulk += measure_bubbles(whole);
     return scratch_.size() + bulk;
   }
 
  private:
+  PerfettoWriter(const TraceFrame& frame, AtomicFile* file, fmt::memory_buffer& scratch,
+                 TraceSampleSize sample)
+      : frame_(frame),
+        run_(frame.run()),
+        metrics_(frame.metrics()),
+        options_(frame.options()),
+        layout_(frame.layout()),
+        kinds_(frame.run()),
+        file_(file),
+        scratch_(scratch),
+        sample_(sample),
+        out_(file, scratch),
+        // Packet timestamps are unsigned: an epoch time before 1970 (only
+        // possible after a large clock correction) falls back to relative times.
+        origin_ns_(options_.absolute_time ? std::min<std::int64_t>(0, frame.first_ns())
+                                          : frame.first_ns()),
+        // The tracks' uuids in the order write_descriptors declares them.
+        first_lane_uuid_(3 + (frame.bubbles() ? kBubbleKinds.size() : 0) +
+                         layout_.machines().size()) {}
+
   bool selected(std::int64_t step_index) const { return options_.steps.contains(step_index); }
 
   std::uint64_t ts(std::int64_t ns) const {
     return static_cast<std::uint64_t>(ns_since(ns, origin_ns_));
-  }
-
-  void compute_origin() {
-    // With a --steps selection, time zero is the earliest selected job; a
-    // log event drawn before it moves it back to that event.
-    events_ = trace_log_events(run_, metrics_, options_.steps);
-    const std::int64_t earliest = trace_origin(run_, metrics_, options_.steps, events_).value_or(0);
-    // Packet timestamps are unsigned: an epoch time before 1970 (only
-    // possible after a large clock correction) falls back to relative times.
-    origin_ns_ = options_.absolute_time ? std::min<std::int64_t>(0, earliest) : earliest;
   }
 
   // The uuid of the track of layout_.thread(index): they are declared in that order.
@@ -503,43 +618,15 @@ class PerfettoWriter {
     out_.finish();
   }
 
-  static void intern_fixed_names(pb::InternedData& interned, bool with_lr) {
-    for (std::uint64_t iid = 1; iid < kArgNames.size(); ++iid) {
-      pb::DebugAnnotationName* name = interned.add_debug_annotation_names();
-      name->set_iid(iid);
-      name->set_name(std::string(kArgNames[iid]));
-    }
-    for (const JobKind kind : kKinds) {
-      pb::EventCategory* category = interned.add_event_categories();
-      category->set_iid(kind_category(kind));
-      category->set_name(std::string(job_kind_name(kind)));
-    }
-    pb::EventCategory* step = interned.add_event_categories();
-    step->set_iid(kCategoryStep);
-    step->set_name("step");
-    pb::EventCategory* bubble = interned.add_event_categories();
-    bubble->set_iid(kCategoryBubble);
-    bubble->set_name("bubble");
-    if (with_lr) {
-      pb::EventCategory* lr = interned.add_event_categories();
-      lr->set_iid(kCategoryLr);
-      lr->set_name(std::string(job_kind_name(JobKind::lr)));
-    }
-    for (const BubbleKind kind : kBubbleKinds) {
-      pb::EventName* name = interned.add_event_names();
-      name->set_iid(bubble_name_iid(kind));
-      name->set_name(std::string(bubble_kind_name(kind)));
-    }
-  }
-
   void write_descriptors() {
-    steps_process_ = next_uuid_++;
+    std::uint64_t next_uuid = 1;
+    steps_process_ = next_uuid++;
     process_track(steps_process_, TraceLayout::steps_process());
-    steps_thread_ = next_uuid_++;
+    steps_thread_ = next_uuid++;
     thread_track(steps_thread_, TraceLayout::steps_thread());
-    if (options_.pipeline != nullptr) {
+    if (frame_.bubbles()) {
       for (const BubbleKind kind : kBubbleKinds) {
-        const std::uint64_t uuid = next_uuid_++;
+        const std::uint64_t uuid = next_uuid++;
         counter_tracks_[static_cast<std::size_t>(kind)] = uuid;
         pb::TrackDescriptor& track =
             begin_descriptor(uuid, TraceLayout::bubble_ratio_track_name(kind));
@@ -548,9 +635,8 @@ class PerfettoWriter {
         out_.finish();
       }
     }
-    for (const TraceProcess& machine : layout_.machines()) process_track(next_uuid_++, machine);
-    first_lane_uuid_ = next_uuid_;
-    for (const TraceThread& thread : layout_.threads()) thread_track(next_uuid_++, thread);
+    for (const TraceProcess& machine : layout_.machines()) process_track(next_uuid++, machine);
+    for (const TraceThread& thread : layout_.threads()) thread_track(next_uuid++, thread);
   }
 
   pb::TrackEvent& begin_event(std::int64_t ns, pb::TrackEvent::Type type, std::uint64_t track) {
@@ -637,48 +723,55 @@ class PerfettoWriter {
     }
   }
 
-  void collect_flows() {
-    if (options_.pipeline == nullptr || !options_.flows) return;
-    std::uint64_t id = 0;
-    for (const Dependency& dep :
-         selected_dependencies(run_, metrics_, options_.pipeline->dependencies, options_.steps)) {
-      ++id;
-      flows_.push_back({dep.producer.device, dep.producer.job, id, false});
-      flows_.push_back({dep.consumer.device, dep.consumer.job, id, true});
+  // The ends of the arrows drawn in the body's units (trace_flow_id), by
+  // device and job; a job's own in the order of their consumers.
+  std::vector<FlowMark> flow_marks(const TraceBody& body) const {
+    std::vector<FlowMark> flows;
+    if (!frame_.flows()) return flows;
+    for (std::size_t u = 0; u < body.units(); ++u) {
+      body.for_each_flow(u, options_.steps, [&](const Dependency& dep) {
+        const std::uint64_t id = trace_flow_id(body.part(), dep.consumer);
+        flows.push_back({dep.producer.device, dep.producer.job, id, false});
+        flows.push_back({dep.consumer.device, dep.consumer.job, id, true});
+      });
     }
-    std::stable_sort(flows_.begin(), flows_.end(), [](const FlowMark& a, const FlowMark& b) {
+    std::stable_sort(flows.begin(), flows.end(), [](const FlowMark& a, const FlowMark& b) {
       return a.device != b.device ? a.device < b.device : a.job < b.job;
     });
+    return flows;
   }
 
-  // In parallel, pieces of devices' jobs written in order (ordered_writer.h).
-  void write_jobs() {
-    const JobNameIids names(run_, metrics_, options_.steps, next_name_iid_);
-    const JobPackets packets({run_, metrics_, options_.steps, layout_, kinds_, origin_ns_,
-                              first_lane_uuid_, names, flows_});
-    const std::vector<TraceJobRange> pieces = trace_job_pieces(run_, kJobsPerPiece);
-    write_in_order(*file_, pieces.size(), options_.threads,
-                   [&](std::size_t k, fmt::memory_buffer& out) { packets.format(pieces[k], out); });
-    next_name_iid_ += names.definitions().size();
-  }
-
-  // The names are interned as in write_jobs (their iids set the size of
-  // every later name's), the packets of a sample of pieces formatted.
-  std::uint64_t measure_jobs() {
-    const JobNameIids names(run_, metrics_, options_.steps, next_name_iid_);
-    const JobPackets packets({run_, metrics_, options_.steps, layout_, kinds_, origin_ns_,
-                              first_lane_uuid_, names, flows_});
-    const TraceJobSample sample = sample_job_pieces(
-        run_, metrics_, options_.steps, trace_job_pieces(run_, kJobsPerPiece), sample_.job_pieces);
+  // Every unit's start packet (they differ by their names), and the job
+  // packets of a sample of the pieces that hold a job.
+  std::uint64_t measure_jobs(const TraceBody& body) {
+    const UnitNames names(body);
+    const std::vector<FlowMark> flows = flow_marks(body);
+    const TraceJobKinds kinds(body.part().run);
+    const JobPackets packets(
+        {body, metrics_, layout_, kinds, origin_ns_, first_lane_uuid_, names, flows});
     fmt::memory_buffer out;
-    std::uint64_t bytes = 0;
-    for (const TraceJobRange& piece : sample.pieces) {
+    std::uint64_t starts = 0;
+    for (std::size_t u = 0; u < body.units(); ++u) {
       out.clear();
-      packets.format(piece, out);
-      bytes += out.size();
+      packets.format_unit_start(u, out);
+      starts += out.size();
     }
-    next_name_iid_ += names.definitions().size();
-    return scaled_bytes(bytes, sample.sampled_jobs, sample.selected_jobs);
+    std::vector<const TraceBody::Piece*> holding;
+    std::uint64_t jobs = 0;
+    for (const TraceBody::Piece& piece : body.pieces()) {
+      if (piece.jobs == 0) continue;
+      holding.push_back(&piece);
+      jobs += piece.jobs;
+    }
+    const std::uint64_t stride = sample_stride(holding.size(), sample_.job_pieces);
+    std::uint64_t bytes = 0, sampled = 0;
+    for (std::size_t h = sample_start(stride); h < holding.size(); h += stride) {
+      out.clear();
+      packets.format(*holding[h], out, /*with_start=*/false);
+      bytes += out.size();
+      sampled += holding[h]->jobs;
+    }
+    return starts + scaled_bytes(bytes, sampled, jobs);
   }
 
   // The iid of `name` in `table`: a fresh one (the next of `next`), defined
@@ -731,13 +824,14 @@ class PerfettoWriter {
   // name, so a trace without events keeps its bytes. Captures are arguments
   // "captures.NAME" (patterns capture names such as "path" and "line").
   void write_log_events() {
-    for (const EventRef& ref : events_) write_log_event(ref);
+    for (const EventRef& ref : frame_.events()) write_log_event(ref);
   }
 
   // A sample of the events: the names they intern are counted with them
   // (an overestimate of a few bytes per name and stride).
   std::uint64_t measure_log_events() {
-    return measure_items(events_.size(), [&](std::size_t k) { write_log_event(events_[k]); });
+    const std::vector<EventRef>& events = frame_.events();
+    return measure_items(events.size(), [&](std::size_t k) { write_log_event(events[k]); });
   }
 
   // The bytes `write_one(k)` adds to the scratch buffer over a sample of
@@ -770,17 +864,9 @@ class PerfettoWriter {
     out_.finish();
   }
 
-  // Bubble slices by hand, straight into the file's buffer.
-  void write_bubbles() {
-    for_each_bubble(run_, metrics_, [&](const Bubble& bubble) {
-      if (!selected(static_cast<std::int64_t>(bubble.step))) return;
-      format_bubble(bubble, file_->buffer());
-      file_->flush_if_full();
-    });
-  }
-
-  std::uint64_t measure_bubbles() const {
-    const TraceBubbleSample sample = sample_bubbles(run_, metrics_, options_.steps, sample_.items);
+  std::uint64_t measure_bubbles(const TracePart& whole) const {
+    const TraceBubbleSample sample =
+        sample_bubbles(whole.run, metrics_, options_.steps, sample_.items);
     fmt::memory_buffer out;
     for (const Bubble& bubble : sample.bubbles) format_bubble(bubble, out);
     return scaled_bytes(out.size(), sample.bubbles.size(), sample.count);
@@ -807,32 +893,30 @@ class PerfettoWriter {
     out.resize(static_cast<std::size_t>(p - out.data()));
   }
 
+  const TraceFrame& frame_;
   const Run& run_;
   const Metrics& metrics_;
   const TraceOptions& options_;
-  const TraceLayout layout_;
+  const TraceLayout& layout_;
   const TraceJobKinds kinds_;
   AtomicFile* file_ = nullptr;   // null when measuring
   fmt::memory_buffer& scratch_;  // the file's buffer, or measure()'s
   TraceSampleSize sample_;       // what measure() formats of the bulk
   PacketWriter out_;
   bool first_packet_ = true;
-  std::int64_t origin_ns_ = 0;
+  const std::int64_t origin_ns_;
+  const std::uint64_t first_lane_uuid_;
 
-  std::uint64_t next_uuid_ = 1;
   std::uint64_t steps_process_ = 0;
   std::uint64_t steps_thread_ = 0;
   std::array<std::uint64_t, 3> counter_tracks_{};
-  std::uint64_t first_lane_uuid_ = 0;
 
-  // Event names after the bubble kinds': the steps', then the jobs'
-  // (JobNameIids), then the log events'.
+  // Event names of the head after the bubble kinds': the steps', then the
+  // log events'.
   std::uint64_t next_name_iid_ = kBubbleKinds.size() + 1;
-  std::vector<FlowMark> flows_;
 
-  // The log events drawn (trace_log_events) and the names interned for them:
-  // categories after lr's iid, argument names after kArgNames'.
-  std::vector<EventRef> events_;
+  // The names interned for the log events (TraceFrame::events): categories
+  // after lr's iid, argument names after kArgNames'.
   std::map<std::string, std::uint64_t> event_names_;
   std::map<std::string, std::uint64_t> categories_;
   std::map<std::string, std::uint64_t> arg_names_;
@@ -844,14 +928,37 @@ class PerfettoWriter {
 
 std::uint64_t estimate_perfetto_trace_bytes(const Run& run, const Metrics& metrics,
                                             const TraceOptions& options, TraceSampleSize sample) {
+  const TraceLanes lanes = trace_lanes(run);
+  const TraceFrame frame(run, metrics, options, lanes.count,
+                         earliest_selected_start(run, metrics, options.steps));
+  const TracePart whole = whole_trace_part(run, metrics, options, lanes);
   fmt::memory_buffer scratch;
-  return PerfettoWriter(run, metrics, options, scratch, sample).measure();
+  return PerfettoWriter(frame, scratch, sample).measure(whole);
+}
+
+void write_perfetto_trace_head(const TraceFrame& frame, AtomicFile& file) {
+  PerfettoWriter(frame, file).head();
+}
+
+void write_perfetto_trace_part(const TraceFrame& frame, const TracePart& part, AtomicFile& file) {
+  PerfettoWriter(frame, file).body(part, /*stepless=*/false);
+}
+
+void write_perfetto_trace_tail(const TraceFrame& frame, const TracePart* stepless,
+                               AtomicFile& file) {
+  PerfettoWriter(frame, file).tail(stepless);
 }
 
 void write_perfetto_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,
                           const std::string& path) {
+  const TraceLanes lanes = trace_lanes(run);
+  const TraceFrame frame(run, metrics, options, lanes.count,
+                         earliest_selected_start(run, metrics, options.steps));
+  const TracePart whole = whole_trace_part(run, metrics, options, lanes);
   AtomicFile file(path);
-  PerfettoWriter(run, metrics, options, file).write();
+  write_perfetto_trace_head(frame, file);
+  write_perfetto_trace_part(frame, whole, file);
+  write_perfetto_trace_tail(frame, &whole, file);
   file.commit();
 }
 

@@ -5,8 +5,13 @@
 // JSON trace of millions of jobs no longer does (chrome://tracing stops at
 // ~256 MB of JSON, the Perfetto UI at ~1 GB).
 //
-// Layout (one packet sequence, deterministic for a given Run and Metrics):
-// the processes and thread tracks of trace_layout.h, as in the Chrome trace.
+// Layout (one packet sequence, deterministic for a given Run and Metrics), in
+// the order of trace_parts.h: a head (the tracks, steps, counters and log
+// events), one unit per step (its jobs, then its bubbles) that begins with a
+// packet clearing the interned names and defining the unit's own, a tail
+// (the jobs of no step); so the parts of step ranges written apart join by
+// concatenation. The processes and thread tracks are trace_layout.h's, as
+// in the Chrome trace.
 //   thread track "Steps": one slice per step window ("step N"; args
 //     bubble_ratio, duration_ns, origin_ns) and, with pipeline analysis,
 //     counter tracks "bubble ratio · fill|interior|drain" in process "Steps".
@@ -41,6 +46,20 @@ namespace pipescope {
 /// exist. Throws std::system_error ("cannot write PATH: ...") on I/O failure.
 void write_perfetto_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,
                           const std::string& path);
+
+class TraceFrame;
+struct TracePart;
+
+/// The trace in parts (trace_parts.h), appended to `file` (committed by the
+/// caller): the head (the tracks, the steps, the bubble-ratio counters and
+/// the log events), the units of `part`'s selected steps (each opened by a
+/// packet that clears and defines the interned names), and the tail (the
+/// jobs of no step of `stepless`; null: none). write_perfetto_trace is the
+/// three over the whole run.
+void write_perfetto_trace_head(const TraceFrame& frame, AtomicFile& file);
+void write_perfetto_trace_part(const TraceFrame& frame, const TracePart& part, AtomicFile& file);
+void write_perfetto_trace_tail(const TraceFrame& frame, const TracePart* stepless,
+                               AtomicFile& file);
 
 /// The bytes write_perfetto_trace would write, without writing, estimated as
 /// estimate_chrome_trace_bytes (chrome_trace.h) estimates the Chrome trace's.

@@ -87,44 +87,6 @@ void trace_job_name(const Run& run, const Job& job, std::string& out) {
   out += fmt::format_int(job.micro_batch).c_str();
 }
 
-std::vector<TraceJobRange> trace_job_pieces(const Run& run, std::size_t jobs_per_piece) {
-  jobs_per_piece = std::max<std::size_t>(1, jobs_per_piece);
-  std::vector<TraceJobRange> pieces;
-  for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    const std::size_t jobs = run.devices[d].jobs.size();
-    for (std::size_t begin = 0; begin < jobs; begin += jobs_per_piece) {
-      pieces.push_back({d, begin, std::min(jobs, begin + jobs_per_piece)});
-    }
-  }
-  return pieces;
-}
-
-TraceJobSample sample_job_pieces(const Run& run, const Metrics& metrics,
-                                 const StepSelection& selection,
-                                 const std::vector<TraceJobRange>& pieces, std::size_t max_pieces) {
-  std::vector<std::uint64_t> selected(pieces.size(), 0);
-  std::vector<std::size_t> holding;  // pieces with a selected job
-  TraceJobSample sample;
-  for (std::size_t p = 0; p < pieces.size(); ++p) {
-    const TraceJobRange& piece = pieces[p];
-    if (selection.everything()) {
-      selected[p] = piece.end - piece.begin;
-    } else {
-      for (std::size_t i = piece.begin; i < piece.end; ++i) {
-        if (selection.contains(trace_job_step(run, metrics, piece.device, i))) ++selected[p];
-      }
-    }
-    if (selected[p] > 0) holding.push_back(p);
-    sample.selected_jobs += selected[p];
-  }
-  const std::uint64_t stride = sample_stride(holding.size(), max_pieces);
-  for (std::size_t h = sample_start(stride); h < holding.size(); h += stride) {
-    sample.pieces.push_back(pieces[holding[h]]);
-    sample.sampled_jobs += selected[holding[h]];
-  }
-  return sample;
-}
-
 TraceBubbleSample sample_bubbles(const Run& run, const Metrics& metrics,
                                  const StepSelection& selection, std::size_t max_bubbles) {
   std::uint64_t bound = 0;

@@ -56,34 +56,11 @@ std::string trace_step_name(const Metrics& metrics, std::size_t index);
 /// into `out` (its memory is reused from one job to the next).
 void trace_job_name(const Run& run, const Job& job, std::string& out);
 
-/// A range [begin, end) of device `device`'s jobs: the pieces the trace
-/// writers format in parallel (ordered_writer.h).
-struct TraceJobRange {
-  std::size_t device = 0;
-  std::size_t begin = 0;
-  std::size_t end = 0;
-};
-
-/// Every device's jobs in Run order, cut into ranges of at most `jobs_per_piece`.
-std::vector<TraceJobRange> trace_job_pieces(const Run& run, std::size_t jobs_per_piece);
-
 // ---- The size of a trace before it is written (trace_size.h): the writers
 // format the small sections whole and, of the bulk (jobs, steps, bubble
 // counters, bubbles, log events, flows), a sample (TraceSampleSize,
 // chrome_trace.h) that they scale by the count. A run whose bulk fits the
 // sample is measured to the byte.
-
-/// The pieces of `pieces` that hold a selected job, every stride-th of them
-/// (from sample_start) formatted for an estimate, at most `max_pieces`.
-struct TraceJobSample {
-  std::vector<TraceJobRange> pieces;
-  /// Selected jobs in the sampled pieces, and in all of them.
-  std::uint64_t sampled_jobs = 0;
-  std::uint64_t selected_jobs = 0;
-};
-TraceJobSample sample_job_pieces(const Run& run, const Metrics& metrics,
-                                 const StepSelection& selection,
-                                 const std::vector<TraceJobRange>& pieces, std::size_t max_pieces);
 
 /// The selected bubbles: how many, and every stride-th of each device's
 /// (from sample_start; the stride set by a bound on their number, a

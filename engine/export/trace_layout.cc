@@ -16,10 +16,9 @@ constexpr std::string_view kStepsName = "Steps";
 // would run into the next device's.
 constexpr std::int64_t kMinLaneStride = 16;
 
-// Lane of each job (in JobVector order): the lowest lane whose previous job
-// has ended by the job's start, so a lane never holds two overlapping jobs.
-// `lane_count` receives the number of lanes used (at least 1).
-std::vector<int> assign_lanes(const JobVector& jobs, int& lane_count) {
+}  // namespace
+
+std::vector<int> trace_job_lanes(const JobVector& jobs, int& lane_count) {
   std::vector<int> lanes(jobs.size(), 0);
   std::vector<std::int64_t> lane_end;
   const auto place = [&](std::size_t i) {
@@ -46,6 +45,8 @@ std::vector<int> assign_lanes(const JobVector& jobs, int& lane_count) {
   return lanes;
 }
 
+namespace {
+
 // "GPU 3 (machine 1)" for lane 0, "GPU 3 (machine 1) · overlap 2" for others
 // (U+00B7 MIDDLE DOT, in UTF-8).
 std::string lane_name(const Device& device, int lane) {
@@ -66,15 +67,26 @@ std::string machine_label(const Device& device) {
 }  // namespace
 
 TraceLayout::TraceLayout(const Run& run, bool bubble_lanes) {
+  std::vector<int> lane_counts(run.devices.size(), 1);
+  lanes_.resize(run.devices.size());
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    lanes_[d] = trace_job_lanes(run.devices[d].jobs, lane_counts[d]);
+  }
+  declare(run, lane_counts, bubble_lanes);
+}
+
+TraceLayout::TraceLayout(const Run& run, const std::vector<int>& lane_counts, bool bubble_lanes) {
+  declare(run, lane_counts, bubble_lanes);
+}
+
+void TraceLayout::declare(const Run& run, const std::vector<int>& lane_counts, bool bubble_lanes) {
   const std::size_t devices = run.devices.size();
-  // Lanes first: the stride of tids and sort indices must fit the busiest device.
-  lanes_.resize(devices);
-  std::vector<int> lane_counts(devices, 1);
+  // The stride of tids and sort indices must fit the busiest device.
   std::int64_t stride = kMinLaneStride;
   for (std::size_t d = 0; d < devices; ++d) {
-    lanes_[d] = assign_lanes(run.devices[d].jobs, lane_counts[d]);
     stride = std::max<std::int64_t>(stride, lane_counts[d] + (bubble_lanes ? 1 : 0));
   }
+  lane_counts_ = lane_counts;
   const auto sort_index = [&](std::size_t d, int lane) {
     return static_cast<std::int64_t>(d) * stride + lane;
   };

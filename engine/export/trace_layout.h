@@ -13,6 +13,11 @@
 // Trace viewers drop or mis-nest slices that overlap without nesting on one
 // track, so jobs that overlap on one device are spread over extra lanes.
 //
+// A job's lane depends on the device's earlier jobs only (trace_job_lanes, a
+// pass along one device), so a trace written by step range takes each job's
+// lane from where the device's jobs were read whole, and the head needs only
+// each device's lane count (export/trace_parts.h).
+//
 // Usage:
 //   TraceLayout layout(run, /*bubble_lanes=*/true);
 //   for (const TraceThread& t : layout.threads()) ...   // declare every lane
@@ -46,10 +51,19 @@ struct TraceThread {
   std::string name;
 };
 
+/// Each job's lane (in JobVector order): the lowest lane whose previous job
+/// has ended by the job's start, so a lane never holds two overlapping jobs.
+/// `lane_count` receives the number of lanes used (at least 1).
+std::vector<int> trace_job_lanes(const JobVector& jobs, int& lane_count);
+
 class TraceLayout {
  public:
   /// `bubble_lanes`: one lane after each device's job lanes for its bubbles.
   TraceLayout(const Run& run, bool bubble_lanes);
+  /// The processes and threads alone, from each device's lane count
+  /// (trace_job_lanes): the jobs of `run` are not read, and job_lane() is
+  /// not available.
+  TraceLayout(const Run& run, const std::vector<int>& lane_counts, bool bubble_lanes);
 
   /// The "Steps" process and its one thread.
   static TraceProcess steps_process();
@@ -67,6 +81,12 @@ class TraceLayout {
   std::size_t job_lane(std::size_t d, std::size_t i) const {
     return first_lane_[d] + static_cast<std::size_t>(lanes_[d][i]);
   }
+  /// Each job's lane on its device (trace_job_lanes), by device; empty when
+  /// built from lane counts.
+  const std::vector<std::vector<int>>& job_lanes() const { return lanes_; }
+  /// Each device's number of job lanes.
+  const std::vector<int>& lane_counts() const { return lane_counts_; }
+
   /// Index into threads() of device d's first lane (its jobs' lane 0): the
   /// track of its log events.
   std::size_t device_lane(std::size_t d) const { return first_lane_[d]; }
@@ -79,10 +99,13 @@ class TraceLayout {
   static std::string bubble_ratio_track_name(BubbleKind kind);
 
  private:
+  void declare(const Run& run, const std::vector<int>& lane_counts, bool bubble_lanes);
+
   /// Per device: each job's lane (in JobVector order).
   std::vector<std::vector<int>> lanes_;
   /// Per device, plus one past the last: the index of its first lane in threads_.
   std::vector<std::size_t> first_lane_;
+  std::vector<int> lane_counts_;
   std::vector<TraceProcess> machines_;
   std::vector<TraceThread> threads_;
 };

@@ -178,10 +178,23 @@ Decoded decode(const pb::Trace& trace) {
   for (int i = 0; i < trace.packet_size(); ++i) {
     const pb::TracePacket& p = trace.packet(i);
     EXPECT_EQ(p.trusted_packet_sequence_id(), 1u);
-    EXPECT_EQ(p.sequence_flags(), i == 0 ? 1u : 2u) << "packet " << i;
+    // The first packet clears the sequence's state, and so does the packet
+    // that starts each step's unit (trace_parts.h): it carries names only.
+    const bool cleared = p.sequence_flags() == pb::TracePacket::SEQ_INCREMENTAL_STATE_CLEARED;
+    if (i == 0) {
+      EXPECT_TRUE(cleared);
+    } else if (cleared) {
+      EXPECT_FALSE(p.has_track_event()) << "packet " << i;
+      EXPECT_TRUE(p.has_interned_data()) << "packet " << i;
+      names.clear();
+      categories.clear();
+      arg_names.clear();
+    } else {
+      EXPECT_EQ(p.sequence_flags(), 2u) << "packet " << i;
+    }
     if (p.has_interned_data()) {
       const pb::InternedData& in = p.interned_data();
-      // An iid is never redefined.
+      // An iid is never redefined while the state lasts.
       for (const auto& n : in.event_names()) EXPECT_TRUE(names.emplace(n.iid(), n.name()).second);
       for (const auto& c : in.event_categories()) {
         EXPECT_TRUE(categories.emplace(c.iid(), c.name()).second);
@@ -280,13 +293,15 @@ TEST(PerfettoTrace, MultiSampleMatchesTheModel) {
   const Decoded d = decode(e->trace);
 
   // Packets: 2 Steps tracks + 3 counter tracks + 2 machines + 4 device lanes
-  // + 4 bubble lanes; 2 per step, 3 per step boundary, 2 per job and bubble.
+  // + 4 bubble lanes; 2 per step, 3 per step boundary, 2 per job and bubble,
+  // and the packet that starts each step's unit.
   std::size_t bubbles = 0;
   for_each_bubble(run, e->metrics, [&](const Bubble&) { ++bubbles; });
   const std::size_t steps = e->metrics.steps.size();
   EXPECT_EQ(d.tracks.size(), 2u + 3u + 2u + 4u + 4u);
-  EXPECT_EQ(static_cast<std::size_t>(e->trace.packet_size()),
-            d.tracks.size() + 2 * steps + 3 * (steps + 1) + 2 * run.job_count() + 2 * bubbles);
+  EXPECT_EQ(
+      static_cast<std::size_t>(e->trace.packet_size()),
+      d.tracks.size() + 2 * steps + 3 * (steps + 1) + 2 * run.job_count() + 2 * bubbles + steps);
   EXPECT_EQ(d.begins, steps + run.job_count() + bubbles);
   EXPECT_EQ(d.ends, d.begins);
 

@@ -141,43 +141,50 @@ std::vector<std::string> old_job_events(const Run& run, const Metrics& metrics,
   const TraceJobKinds kinds(run);
   std::vector<std::string> events;
   std::string name;
-  for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    for (std::size_t i = 0; i < run.devices[d].jobs.size(); ++i) {
-      const std::int32_t k = trace_job_step(run, metrics, d, i);
-      if (!options.steps.contains(k)) continue;
-      const Job& job = run.devices[d].jobs[i];
-      const TraceThread& lane = layout.thread(layout.job_lane(d, i));
-      trace_job_name(run, job, name);
-      fmt::memory_buffer out;
-      JsonWriter w(out, JsonStyle{0, false});
-      w.begin_object(/*one_line=*/true);
-      w.field("name", name);
-      w.field("cat", job_kind_name(kinds.of(job)));
-      w.field("ph", "X");
-      w.key("ts");
-      w.raw_value(old_us(ns_since(job.start_ns, origin)));
-      w.key("dur");
-      w.raw_value(old_us(job.duration_ns()));
-      w.field("pid", lane.pid);
-      w.field("tid", lane.tid);
-      w.field("cname", colour(kinds.of(job)));
-      w.key("args");
-      w.begin_object();
-      w.field("job_id", job.job_id);
-      w.field("micro_batch", job.micro_batch);
-      w.key("step");
-      if (k >= 0 && static_cast<std::size_t>(k) < metrics.steps.size()) {
-        w.value(metrics.steps[static_cast<std::size_t>(k)].step);
-      } else {
-        w.null();
+  // Step by step (trace_parts.h), then the jobs of no step; devices in
+  // order within each.
+  std::vector<std::int32_t> units;
+  for (std::size_t k = 0; k < metrics.steps.size(); ++k)
+    units.push_back(static_cast<std::int32_t>(k));
+  units.push_back(-1);
+  for (const std::int32_t unit : units)
+    for (std::size_t d = 0; d < run.devices.size(); ++d) {
+      for (std::size_t i = 0; i < run.devices[d].jobs.size(); ++i) {
+        const std::int32_t k = trace_job_step(run, metrics, d, i);
+        if (k != unit || !options.steps.contains(k)) continue;
+        const Job& job = run.devices[d].jobs[i];
+        const TraceThread& lane = layout.thread(layout.job_lane(d, i));
+        trace_job_name(run, job, name);
+        fmt::memory_buffer out;
+        JsonWriter w(out, JsonStyle{0, false});
+        w.begin_object(/*one_line=*/true);
+        w.field("name", name);
+        w.field("cat", job_kind_name(kinds.of(job)));
+        w.field("ph", "X");
+        w.key("ts");
+        w.raw_value(old_us(ns_since(job.start_ns, origin)));
+        w.key("dur");
+        w.raw_value(old_us(job.duration_ns()));
+        w.field("pid", lane.pid);
+        w.field("tid", lane.tid);
+        w.field("cname", colour(kinds.of(job)));
+        w.key("args");
+        w.begin_object();
+        w.field("job_id", job.job_id);
+        w.field("micro_batch", job.micro_batch);
+        w.key("step");
+        if (k >= 0 && static_cast<std::size_t>(k) < metrics.steps.size()) {
+          w.value(metrics.steps[static_cast<std::size_t>(k)].step);
+        } else {
+          w.null();
+        }
+        w.field("duration_ns", job.duration_ns());
+        w.field("line", job.line);
+        w.end_object();
+        w.end_object();
+        events.push_back(fmt::to_string(out));
       }
-      w.field("duration_ns", job.duration_ns());
-      w.field("line", job.line);
-      w.end_object();
-      w.end_object();
-      events.push_back(fmt::to_string(out));
     }
-  }
   return events;
 }
 
@@ -267,8 +274,9 @@ TEST(TraceParallel, ChromeJobEventsAreTheJsonWritersBytes) {
   }
 }
 
-// Each packet of the file re-serialized by libprotobuf, and each job name
-// defined in the packet of its first slice, in order of first use.
+// Each packet of the file re-serialized by libprotobuf, and each name
+// defined once, in iid order, before it is used, since the packet that last
+// cleared the sequence's state (the head's first, each step unit's first).
 void expect_canonical_packets(const std::string& bytes) {
   pb::Trace trace;
   ASSERT_TRUE(trace.ParseFromString(bytes));
@@ -276,6 +284,10 @@ void expect_canonical_packets(const std::string& bytes) {
   std::set<std::uint64_t> defined;
   std::uint64_t last_defined = 0;
   for (const pb::TracePacket& packet : trace.packet()) {
+    if (packet.sequence_flags() == pb::TracePacket::SEQ_INCREMENTAL_STATE_CLEARED) {
+      defined.clear();
+      last_defined = 0;
+    }
     for (const pb::EventName& name : packet.interned_data().event_names()) {
       EXPECT_TRUE(defined.insert(name.iid()).second) << "iid " << name.iid() << " twice";
       EXPECT_GT(name.iid(), last_defined);
@@ -307,7 +319,7 @@ TEST(TraceParallel, PerfettoEdgeJobsKeepTheirValues) {
   pb::Trace trace;
   ASSERT_TRUE(trace.ParseFromString(write_pftrace(run, metrics, {}, 4)));
   std::map<std::uint64_t, std::string> names;
-  // In trace order: devices in Run order, each device's jobs in order.
+  // In trace order: step by step, devices in Run order, each device's jobs in order.
   std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>> got;
   for (const pb::TracePacket& packet : trace.packet()) {
     for (const pb::EventName& name : packet.interned_data().event_names()) {
@@ -326,10 +338,14 @@ TEST(TraceParallel, PerfettoEdgeJobsKeepTheirValues) {
   }
   std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>> want;
   std::string name;
-  for (const Device& device : run.devices) {
-    for (const Job& job : device.jobs) {
-      trace_job_name(run, job, name);
-      want.emplace_back(name, job.job_id, job.micro_batch, std::int64_t{job.line});
+  for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
+    for (std::size_t d = 0; d < run.devices.size(); ++d) {
+      for (std::size_t i = 0; i < run.devices[d].jobs.size(); ++i) {
+        if (metrics.job_step[d][i] != static_cast<std::int32_t>(k)) continue;
+        const Job& job = run.devices[d].jobs[i];
+        trace_job_name(run, job, name);
+        want.emplace_back(name, job.job_id, job.micro_batch, std::int64_t{job.line});
+      }
     }
   }
   EXPECT_EQ(got, want);
