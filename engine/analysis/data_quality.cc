@@ -546,8 +546,7 @@ QualityFindings quality_findings(const QualityPart& part, const Metrics& metrics
   tbb::parallel_for(std::size_t{0}, devices, [&](std::size_t d) {
     DeviceQualityFindings& f = out.devices[d];
     const auto& jobs = part.run.devices[d].jobs;
-    const auto [a, b] = view.own_range(d);
-    if (a > b) return;
+    const auto [a, b] = view.own_range(d);  // a > b: no own job
     // Overlapping and non-positive jobs: a walk over every job between the
     // first and last own one (all held), from the latest end before them.
     std::int64_t latest =
@@ -572,7 +571,8 @@ QualityFindings quality_findings(const QualityPart& part, const Metrics& metrics
         }
       }
     }
-    // Short steps of a device alone in its stage, against its segment's median.
+    // Short steps of a device alone in its stage, against its segment's
+    // median (a step of its range where the device ran no job is one too).
     if (!peers_of(stages, d, devices).empty() || d >= fences.own_median.size()) return;
     const std::vector<std::int64_t> counted = view.counted(d, kinds);
     for (std::size_t s = 0; s < metrics.segments.size() && s < fences.own_median[d].size(); ++s) {
