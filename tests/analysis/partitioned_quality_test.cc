@@ -156,7 +156,8 @@ Run damaged(Run run) {
   for (std::int32_t k = 2; k <= 5 && run.devices.size() > 1; ++k) {
     auto& jobs = run.devices[1].jobs;
     for (std::size_t i = 0; i < jobs.size(); ++i) {
-      if (m.job_step[1][i] == k && kinds.kind[jobs[i].type] == JobKind::forward && jobs[i].micro_batch == 1) {
+      if (m.job_step[1][i] == k && kinds.kind[jobs[i].type] == JobKind::forward &&
+          jobs[i].micro_batch == 1) {
         jobs.erase(jobs.begin() + static_cast<std::ptrdiff_t>(i));
         break;
       }
