@@ -405,7 +405,9 @@ QualityEvidence quality_evidence(const QualityPart& part, const Metrics& metrics
   });
 
   for (auto& mine : samples) out.sample.insert(out.sample.end(), mine.begin(), mine.end());
-  tbb::parallel_sort(out.sample.begin(), out.sample.end());
+  // Sorted for the other parts' questions (how many at most x); the one part
+  // of a whole run is asked none.
+  if (part.job_index != nullptr) tbb::parallel_sort(out.sample.begin(), out.sample.end());
   return out;
 }
 
@@ -499,22 +501,32 @@ QualityFences quality_fences(std::span<const QualityEvidence> parts, const Metri
   std::int64_t lo_value = 0, hi_value = 0;
   for (const QualityEvidence& e : parts) {
     if (e.sample.empty()) continue;
-    if (n == 0 || e.sample.front() < lo_value) lo_value = e.sample.front();
-    if (n == 0 || e.sample.back() > hi_value) hi_value = e.sample.back();
+    const auto [low, high] = std::minmax_element(e.sample.begin(), e.sample.end());
+    if (n == 0 || *low < lo_value) lo_value = *low;
+    if (n == 0 || *high > hi_value) hi_value = *high;
     n += e.sample.size();
   }
   if (n >= 2) {
-    const auto at_most = [&](std::int64_t x) {
-      std::uint64_t count = 0;
-      for (const QualityEvidence& e : parts) {
-        count += static_cast<std::uint64_t>(std::upper_bound(e.sample.begin(), e.sample.end(), x) -
-                                            e.sample.begin());
-      }
-      return count;
-    };
     const QuartileRanks ranks = quartile_ranks(static_cast<std::size_t>(n));
-    const std::int64_t lo = select_rank_by_count(ranks.lower, lo_value, hi_value, at_most);
-    const std::int64_t hi = select_rank_by_count(ranks.upper, lo_value, hi_value, at_most);
+    std::int64_t lo = 0, hi = 0;
+    if (parts.size() == 1) {
+      // One part: the same ranks selected from a copy (linear time, where
+      // sorting the sample is not).
+      std::vector<std::int64_t> sample = parts.front().sample;
+      lo = select_rank(sample, ranks.lower);
+      hi = select_rank(sample, ranks.upper);
+    } else {
+      const auto at_most = [&](std::int64_t x) {
+        std::uint64_t count = 0;
+        for (const QualityEvidence& e : parts) {
+          count += static_cast<std::uint64_t>(
+              std::upper_bound(e.sample.begin(), e.sample.end(), x) - e.sample.begin());
+        }
+        return count;
+      };
+      lo = select_rank_by_count(ranks.lower, lo_value, hi_value, at_most);
+      hi = select_rank_by_count(ranks.upper, lo_value, hi_value, at_most);
+    }
     const std::int64_t span = std::max(hi - lo, kMinOutlierSpanNs);
     // Bounds saturate instead of overflowing near the ends of int64.
     const std::int64_t reach = span > std::numeric_limits<std::int64_t>::max() / 10

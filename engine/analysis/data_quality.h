@@ -165,7 +165,9 @@ struct QualityEvidence {
   std::size_t first = 0, last = 0;  ///< the steps it owns
   std::vector<DeviceQualityEvidence> devices;
   std::vector<StageQualityEvidence> stages;
-  /// The starts of its jobs in the run's quartile sample, ascending.
+  /// The starts of its jobs in the run's quartile sample: ascending for a
+  /// range; in job order for a part that holds the whole run (the only
+  /// part: the quartiles are selected from it directly).
   std::vector<std::int64_t> sample;
 };
 
