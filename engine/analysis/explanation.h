@@ -10,8 +10,14 @@
 //   - an unknown schedule (or one without a job list) says so and explains
 //     only what can be known.
 //
+// Partitionable as is (CONTRIBUTING.md, "Make a figure partitionable"): it
+// reads no job, only whole-run figures that are themselves combined from the
+// step ranges (the number of devices; Metrics' bubble_ratio, total_window_ns
+// and comm_ns; the schedule, the bubble split and the bottleneck), so it runs
+// once, where those figures are put together.
+//
 // Usage:
-//   std::string why = explain_bubbles(run, metrics, analysis);
+//   std::string why = explain_bubbles(run, metrics, schedule, split, bottleneck);
 #pragma once
 
 #include <string>
@@ -37,7 +43,8 @@ bool has_bottleneck(const BottleneckReport& bottleneck);
 bool excess_beyond_noise(const BubbleSplit& split, const Metrics& metrics, std::size_t devices);
 
 /// The explanation (one sentence, no trailing newline). `schedule`,
-/// `split` and `bottleneck` are the pipeline analysis's.
+/// `split` and `bottleneck` are the pipeline analysis's. Of `run` only the
+/// number of devices is read.
 std::string explain_bubbles(const Run& run, const Metrics& metrics, const ScheduleReport& schedule,
                             const BubbleSplit& split, const BottleneckReport& bottleneck);
 
