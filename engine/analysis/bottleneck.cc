@@ -81,43 +81,105 @@ StageDurations stage_durations(const Run& run,
   return out;
 }
 
-BottleneckReport bottleneck_from_parts(std::span<const StageDurations> parts,
-                                       const StageMap& stages, std::size_t windows) {
+StageMoments duration_moments(const StageDurations& durations, std::size_t stages) {
+  StageMoments moments(stages);
+  for (std::size_t s = 0; s < stages && s < durations.size(); ++s) {
+    for (std::size_t r = 0; r < kRoleCount; ++r) {
+      const auto& mine = durations[s][r];
+      if (mine.empty()) continue;
+      DurationMoments& m = moments[s][r];
+      m.count = mine.size();
+      m.lo = mine.front();
+      m.hi = mine.back();
+      for (const std::int64_t d : mine) m.total_ns += d;
+    }
+  }
+  return moments;
+}
+
+void add_moments(StageMoments& into, const StageMoments& part) {
+  if (into.size() < part.size()) into.resize(part.size());
+  for (std::size_t s = 0; s < part.size(); ++s) {
+    for (std::size_t r = 0; r < kRoleCount; ++r) {
+      DurationMoments& m = into[s][r];
+      const DurationMoments& p = part[s][r];
+      if (p.count == 0) continue;
+      m.lo = m.count == 0 ? p.lo : std::min(m.lo, p.lo);
+      m.hi = m.count == 0 ? p.hi : std::max(m.hi, p.hi);
+      m.count += p.count;
+      m.total_ns += p.total_ns;
+    }
+  }
+}
+
+std::uint64_t count_at_most(const StageDurations& durations, std::size_t stage, std::size_t role,
+                            std::int64_t x) {
+  if (stage >= durations.size()) return 0;
+  const auto& mine = durations[stage][role];
+  return static_cast<std::uint64_t>(std::upper_bound(mine.begin(), mine.end(), x) - mine.begin());
+}
+
+BottleneckReport bottleneck_from_moments(const StageMoments& moments, const CellCounts& counts,
+                                         const StageMap& stages, std::size_t windows) {
   BottleneckReport report;
   const std::size_t p = stages.stage_count();
   report.stages.resize(p);
+  // Three selections per cell with durations (the two middles and the
+  // 95th percentile's rank), all in lockstep.
+  std::vector<RankQuery> queries;
+  std::vector<DurationCell> cells;  // of each query
   for (std::size_t s = 0; s < p; ++s) {
     for (std::size_t r = 0; r < kRoleCount; ++r) {
+      const DurationMoments m = s < moments.size() ? moments[s][r] : DurationMoments{};
       DurationStats& stats = report.stages[s].by_role[r];
-      std::int64_t lo = 0, hi = 0;
-      for (const StageDurations& part : parts) {
-        if (s >= part.size() || part[s][r].empty()) continue;
-        const auto& mine = part[s][r];
-        if (stats.count == 0 || mine.front() < lo) lo = mine.front();
-        if (stats.count == 0 || mine.back() > hi) hi = mine.back();
-        stats.count += mine.size();
-        for (const std::int64_t d : mine) stats.total_ns += d;
-      }
-      if (stats.count == 0) continue;
+      stats.count = m.count;
+      stats.total_ns = m.total_ns;
+      if (m.count == 0) continue;
       stats.mean_ns = stats.total_ns / static_cast<std::int64_t>(stats.count);
-      stats.max_ns = hi;
-      // What each part would answer: how many of its durations are <= x.
-      const auto count_at_most = [&](std::int64_t x) {
-        std::uint64_t n = 0;
-        for (const StageDurations& part : parts) {
-          if (s >= part.size()) continue;
-          const auto& mine = part[s][r];
-          n += static_cast<std::uint64_t>(std::upper_bound(mine.begin(), mine.end(), x) -
-                                          mine.begin());
-        }
-        return n;
-      };
-      stats.median_ns = median_ns_by_count(stats.count, lo, hi, count_at_most);
-      stats.p95_ns = select_rank_by_count(nearest_rank(stats.count, 95), lo, hi, count_at_most);
+      stats.max_ns = m.hi;
+      for (const std::uint64_t rank : {static_cast<std::uint64_t>(lower_middle_rank(m.count)),
+                                       static_cast<std::uint64_t>(upper_middle_rank(m.count)),
+                                       static_cast<std::uint64_t>(nearest_rank(m.count, 95))}) {
+        queries.push_back({rank, m.lo, m.hi});
+        cells.push_back({s, r, 0});
+      }
     }
+  }
+  const std::vector<std::int64_t> values = select_ranks_by_count(
+      std::move(queries), [&](std::span<const std::pair<std::size_t, std::int64_t>> asked) {
+        std::vector<DurationCell> ask;
+        ask.reserve(asked.size());
+        for (const auto& [q, x] : asked) ask.push_back({cells[q].stage, cells[q].role, x});
+        return counts(ask);
+      });
+  for (std::size_t q = 0; q < values.size(); q += 3) {
+    DurationStats& stats = report.stages[cells[q].stage].by_role[cells[q].role];
+    stats.median_ns = median_from_middles(values[q], values[q + 1]);
+    stats.p95_ns = values[q + 2];
   }
   rank_stages(stages, windows, report);
   return report;
+}
+
+BottleneckReport bottleneck_from_parts(std::span<const StageDurations> parts,
+                                       const StageMap& stages, std::size_t windows) {
+  StageMoments moments(stages.stage_count());
+  for (const StageDurations& part : parts) {
+    add_moments(moments, duration_moments(part, stages.stage_count()));
+  }
+  // What each part answers: how many of its durations are <= x.
+  return bottleneck_from_moments(
+      moments,
+      [&](std::span<const DurationCell> asked) {
+        std::vector<std::uint64_t> n(asked.size(), 0);
+        for (std::size_t i = 0; i < asked.size(); ++i) {
+          for (const StageDurations& part : parts) {
+            n[i] += count_at_most(part, asked[i].stage, asked[i].role, asked[i].x);
+          }
+        }
+        return n;
+      },
+      stages, windows);
 }
 
 BottleneckReport find_bottleneck(const Run& run, const Metrics& metrics, const StageMap& stages,

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -66,6 +67,36 @@ StageDurations stage_durations(const Run& run,
                                const std::vector<std::vector<std::int32_t>>& job_step,
                                std::size_t first, std::size_t last, const StageMap& stages,
                                const std::vector<JobRole>& roles);
+
+/// What the stage statistics need of a cell's durations besides the order
+/// statistics: they add across parts.
+struct DurationMoments {
+  std::uint64_t count = 0;
+  std::int64_t total_ns = 0;
+  std::int64_t lo = 0;  ///< smallest (when count > 0)
+  std::int64_t hi = 0;  ///< largest
+};
+using StageMoments = std::vector<std::array<DurationMoments, kRoleCount>>;
+StageMoments duration_moments(const StageDurations& durations, std::size_t stages);
+void add_moments(StageMoments& into, const StageMoments& part);
+
+/// A question to every part: how many durations of (stage, role) are <= x.
+struct DurationCell {
+  std::size_t stage = 0;
+  std::size_t role = 0;
+  std::int64_t x = 0;
+};
+/// One part's answer.
+std::uint64_t count_at_most(const StageDurations& durations, std::size_t stage, std::size_t role,
+                            std::int64_t x);
+/// The answers summed over every part, one per question.
+using CellCounts = std::function<std::vector<std::uint64_t>(std::span<const DurationCell>)>;
+
+/// find_bottleneck from the run's moments and counts: the medians and p95
+/// selected exactly, every cell in lockstep (numeric/statistics.h
+/// select_ranks_by_count): at most 64 rounds of questions.
+BottleneckReport bottleneck_from_moments(const StageMoments& moments, const CellCounts& counts,
+                                         const StageMap& stages, std::size_t windows);
 
 /// find_bottleneck from every part's durations, in any order (`windows`:
 /// Metrics::steps.size()): sums and counts add, the median and p95 are

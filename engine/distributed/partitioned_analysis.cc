@@ -5,8 +5,13 @@
 #include <string>
 #include <utility>
 
+#include "analysis/bottleneck.h"
+#include "analysis/bubble_split.h"
 #include "analysis/bubbles.h"
 #include "analysis/clock_skew.h"
+#include "analysis/critical_path.h"
+#include "analysis/data_quality.h"
+#include "analysis/explanation.h"
 #include "analysis/job_role.h"
 #include "analysis/schedule_detect.h"
 #include "analysis/step_rule.h"
@@ -471,6 +476,269 @@ Dependencies own_dependencies(const PartitionedAnalysis& out, const StagePlaceme
   return Dependencies(own);
 }
 
+/// The part's job steps in `metrics.job_step` for the length of a call that
+/// reads them there (the analyses take a Metrics with every window and the
+/// held jobs' steps), without copying either.
+class PartSteps {
+ public:
+  explicit PartSteps(PartitionedAnalysis& out) : out_(out) {
+    out_.metrics.job_step.swap(out_.part.job_step);
+  }
+  ~PartSteps() { out_.metrics.job_step.swap(out_.part.job_step); }
+  PartSteps(const PartSteps&) = delete;
+  PartSteps& operator=(const PartSteps&) = delete;
+
+ private:
+  PartitionedAnalysis& out_;
+};
+
+/// The stage statistics: moments added on every rank, the medians and p95
+/// selected by counting, one exchange per round for every cell at once.
+BottleneckReport gather_bottleneck(Exchange& exchange, const StageDurations& mine,
+                                   const StageMap& stages, std::size_t windows) {
+  const std::size_t p = stages.stage_count();
+  ByteWriter w;
+  const StageMoments moments = duration_moments(mine, p);
+  w.list(moments);
+  StageMoments all(p);
+  for (const std::string& message : exchange.all_gather(w.take())) {
+    ByteReader r(message);
+    StageMoments theirs;
+    r.list(theirs);
+    add_moments(all, theirs);
+  }
+  return bottleneck_from_moments(
+      all,
+      [&](std::span<const DurationCell> asked) {
+        std::vector<std::uint64_t> counts(asked.size());
+        for (std::size_t i = 0; i < asked.size(); ++i) {
+          counts[i] = count_at_most(mine, asked[i].stage, asked[i].role, asked[i].x);
+        }
+        ByteWriter q;
+        q.list(counts);
+        std::vector<std::uint64_t> total(asked.size(), 0);
+        for (const std::string& message : exchange.all_gather(q.take())) {
+          ByteReader r(message);
+          std::vector<std::uint64_t> theirs;
+          r.list(theirs);
+          if (theirs.size() != total.size()) throw WireError("counts of another question");
+          for (std::size_t i = 0; i < total.size(); ++i) total[i] += theirs[i];
+        }
+        return total;
+      },
+      stages, windows);
+}
+
+/// The run's op costs, from every range's.
+OpCostSums gather_op_costs(Exchange& exchange, const OpCostSums& mine) {
+  ByteWriter w;
+  w.put(mine);
+  OpCostSums all;
+  for (const std::string& message : exchange.all_gather(w.take())) {
+    ByteReader r(message);
+    all.add(r.get<OpCostSums>());
+  }
+  return all;
+}
+
+/// The split's whole-run figures from every range's evidence and rows
+/// (assemble_split over their sums); `inherent` is left empty: each range
+/// keeps its own rows.
+BubbleSplit gather_split(Exchange& exchange, const SplitEvidence& evidence, const SplitRows& rows,
+                         const StageMap& stages, std::size_t devices) {
+  ByteWriter w;
+  w.list(evidence.receive_wait_ns);
+  w.list(evidence.send_wait_ns);
+  w.put(static_cast<std::uint8_t>(rows.failed));
+  w.list(rows.device_inherent);
+  w.put(rows.inherent_ns);
+  w.put(rows.idle_ns);
+  std::vector<SplitEvidence> all_evidence;
+  std::vector<SplitRows> all_rows;
+  for (const std::string& message : exchange.all_gather(w.take())) {
+    ByteReader r(message);
+    SplitEvidence e;
+    r.list(e.receive_wait_ns);
+    r.list(e.send_wait_ns);
+    SplitRows row;
+    row.failed = r.get<std::uint8_t>() != 0;
+    r.list(row.device_inherent);
+    row.inherent_ns = r.get<std::int64_t>();
+    row.idle_ns = r.get<std::int64_t>();
+    all_evidence.push_back(std::move(e));
+    all_rows.push_back(std::move(row));
+  }
+  return assemble_split(all_evidence, std::move(all_rows), stages, devices);
+}
+
+/// The longest complete step's path, with its jobs, from its owner; and the
+/// index of every range's first path (paths are one per non-empty window).
+struct PathsOfRun {
+  std::optional<CriticalPath> longest;
+  std::size_t paths_before = 0;  ///< paths of the ranges before this one
+};
+
+PathsOfRun gather_longest_path(Exchange& exchange, const CriticalPathSummary& mine) {
+  ByteWriter w;
+  w.put(static_cast<std::uint64_t>(mine.paths.size()));
+  w.put(static_cast<std::uint8_t>(mine.longest.has_value()));
+  if (mine.longest) {
+    const CriticalPath& path = mine.paths[*mine.longest];
+    w.put(static_cast<std::uint64_t>(path.step));
+    w.list(path.jobs);
+    w.put(static_cast<std::uint64_t>(path.job_count));
+    w.put(path.lead_in_ns);
+    w.put(path.wait_ns);
+    w.list(path.stage_ns);
+  }
+  PathsOfRun out;
+  std::size_t before = 0;
+  const auto rank = static_cast<std::size_t>(exchange.rank());
+  std::size_t r = 0;
+  for (const std::string& message : exchange.all_gather(w.take())) {
+    ByteReader reader(message);
+    const auto paths = reader.get<std::uint64_t>();
+    if (r++ == rank) out.paths_before = before;
+    before += paths;
+    if (!reader.get<std::uint8_t>()) continue;
+    CriticalPath path;
+    path.step = reader.get<std::uint64_t>();
+    reader.list(path.jobs);
+    path.job_count = reader.get<std::uint64_t>();
+    path.lead_in_ns = reader.get<std::int64_t>();
+    path.wait_ns = reader.get<std::int64_t>();
+    reader.list(path.stage_ns);
+    out.longest = std::move(path);
+  }
+  return out;
+}
+
+void put_example(ByteWriter& w, const JobExample& e) {
+  w.put(e.position);
+  w.str(e.label);
+}
+
+JobExample get_example(ByteReader& r) {
+  JobExample e;
+  e.position = r.get<std::uint64_t>();
+  e.label = r.str();
+  return e;
+}
+
+void put_evidence(ByteWriter& w, const QualityEvidence& e) {
+  w.put(static_cast<std::uint64_t>(e.first));
+  w.put(static_cast<std::uint64_t>(e.last));
+  w.put(static_cast<std::uint64_t>(e.devices.size()));
+  for (const DeviceQualityEvidence& d : e.devices) {
+    w.put(d.jobs);
+    w.put(d.first_job);
+    w.put(d.last_job);
+    w.put(d.latest_end);
+    w.list(d.marks);
+    w.put(d.short_steps);
+    w.list(d.first_short);
+    w.put(static_cast<std::uint64_t>(d.own_counts.size()));
+    for (const auto& counts : d.own_counts) w.list(counts);
+    w.put(static_cast<std::uint8_t>(d.later));
+    w.put(static_cast<std::uint8_t>(d.later_before_cut));
+    w.put(d.in_first_incomplete);
+    w.put(d.in_previous_complete);
+  }
+  w.put(static_cast<std::uint64_t>(e.stages.size()));
+  for (const StageQualityEvidence& stage : e.stages) {
+    w.put(stage.mismatched);
+    w.put(static_cast<std::uint64_t>(stage.first));
+    w.list(stage.counts);
+  }
+  w.list(e.sample);
+}
+
+QualityEvidence get_evidence(ByteReader& r) {
+  QualityEvidence e;
+  e.first = r.get<std::uint64_t>();
+  e.last = r.get<std::uint64_t>();
+  e.devices.resize(r.get<std::uint64_t>());
+  for (DeviceQualityEvidence& d : e.devices) {
+    d.jobs = r.get<std::uint64_t>();
+    d.first_job = r.get<std::uint64_t>();
+    d.last_job = r.get<std::uint64_t>();
+    d.latest_end = r.get<std::int64_t>();
+    r.list(d.marks);
+    d.short_steps = r.get<std::uint64_t>();
+    r.list(d.first_short);
+    d.own_counts.resize(r.get<std::uint64_t>());
+    for (auto& counts : d.own_counts) r.list(counts);
+    d.later = r.get<std::uint8_t>() != 0;
+    d.later_before_cut = r.get<std::uint8_t>() != 0;
+    d.in_first_incomplete = r.get<KindCounts>();
+    d.in_previous_complete = r.get<KindCounts>();
+  }
+  e.stages.resize(r.get<std::uint64_t>());
+  for (StageQualityEvidence& stage : e.stages) {
+    stage.mismatched = r.get<std::uint64_t>();
+    stage.first = r.get<std::uint64_t>();
+    r.list(stage.counts);
+  }
+  r.list(e.sample);
+  return e;
+}
+
+void put_findings(ByteWriter& w, const QualityFindings& f) {
+  w.put(static_cast<std::uint64_t>(f.devices.size()));
+  for (const DeviceQualityFindings& d : f.devices) {
+    w.put(d.overlaps);
+    put_example(w, d.first_overlap);
+    w.put(d.nonpositive);
+    put_example(w, d.first_nonpositive);
+    w.put(d.far);
+    put_example(w, d.first_far);
+    w.put(d.short_steps);
+    w.list(d.first_short);
+  }
+}
+
+QualityFindings get_findings(ByteReader& r) {
+  QualityFindings f;
+  f.devices.resize(r.get<std::uint64_t>());
+  for (DeviceQualityFindings& d : f.devices) {
+    d.overlaps = r.get<std::uint64_t>();
+    d.first_overlap = get_example(r);
+    d.nonpositive = r.get<std::uint64_t>();
+    d.first_nonpositive = get_example(r);
+    d.far = r.get<std::uint64_t>();
+    d.first_far = get_example(r);
+    d.short_steps = r.get<std::uint64_t>();
+    r.list(d.first_short);
+  }
+  return f;
+}
+
+/// check_data_quality by ranges (data_quality.h): every range's evidence on
+/// every rank, the fences decided there, every range's findings, combined.
+std::vector<Warning> gather_quality(Exchange& exchange, const PartitionedAnalysis& out,
+                                    const Run& local) {
+  std::vector<std::uint64_t> jobs(local.devices.size(), 0);
+  for (std::size_t d = 0; d < local.devices.size(); ++d) jobs[d] = local.devices[d].jobs.size();
+  const std::vector<std::uint64_t> device_jobs = sum_counts(exchange, jobs);
+  const QualityPart part{out.part.run, out.part.job_step, &out.part.job_index, out.first, out.last};
+  ByteWriter w;
+  put_evidence(w, quality_evidence(part, out.metrics, out.stages, device_jobs));
+  std::vector<QualityEvidence> evidence;
+  for (const std::string& message : exchange.all_gather(w.take())) {
+    ByteReader r(message);
+    evidence.push_back(get_evidence(r));
+  }
+  const QualityFences fences = quality_fences(evidence, out.metrics, out.stages);
+  put_findings(w, quality_findings(part, out.metrics, out.stages, fences,
+                                   static_cast<std::size_t>(exchange.rank())));
+  std::vector<QualityFindings> findings;
+  for (const std::string& message : exchange.all_gather(w.take())) {
+    ByteReader r(message);
+    findings.push_back(get_findings(r));
+  }
+  return quality_warnings(out.part.run, out.metrics, out.stages, evidence, findings);
+}
+
 }  // namespace
 
 PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
@@ -539,6 +807,44 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
                          out.part.run.devices, &out.part.job_index, local.types,
                          out.plan.windows(out.metrics.steps, rank), out.first, options.top_bubbles),
                      options.top_bubbles);
+
+  // The stage statistics, selected across the ranges.
+  out.bottleneck = gather_bottleneck(
+      exchange,
+      stage_durations(out.part.run, out.part.job_step, out.first, out.last, out.stages, out.roles),
+      out.stages, m.steps.size());
+
+  // The bubble split: the run's op costs, then each range's rows.
+  {
+    const PartSteps steps(out);
+    const SplitEvidence evidence =
+        split_evidence(out.part.run, out.metrics, out.stages, out.roles, out.first, out.last);
+    const OpCostSums run_sums = gather_op_costs(exchange, evidence.run_sums);
+    SplitRows rows = split_rows(evidence, run_sums, m.steps, out.stages, out.schedule);
+    out.split = gather_split(exchange, evidence, rows, out.stages, local.devices.size());
+    out.split_inherent = std::move(rows.inherent);
+  }
+
+  // Critical paths of this range's steps; the longest complete step's, with
+  // its jobs, on every rank.
+  {
+    const PartSteps steps(out);
+    const Dependencies walks =
+        find_dependencies(out.part.run, out.metrics.job_step, out.stages, out.roles, placement);
+    out.paths = summarize_critical_path_range(
+        out.part.run, out.metrics, out.stages, walks, out.roles, out.first, out.last,
+        longest_critical_step(m.steps, out.step_has_job), &out.part.job_index);
+  }
+  PathsOfRun longest = gather_longest_path(exchange, out.paths);
+  out.longest_path = std::move(longest.longest);
+  out.paths_before = longest.paths_before;
+
+  // The data-quality warnings: evidence of every range, fences once,
+  // findings of every range, combined.
+  out.warnings = gather_quality(exchange, out, local);
+
+  // The sentence, from the combined figures.
+  out.explanation = explain_bubbles(local, m, out.schedule, out.split, out.bottleneck);
   return out;
 }
 

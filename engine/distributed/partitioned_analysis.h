@@ -32,10 +32,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "analysis/bottleneck.h"
+#include "analysis/bubble_split.h"
 #include "analysis/bubbles.h"
 #include "analysis/clock_skew.h"
+#include "analysis/critical_path.h"
 #include "analysis/dependencies.h"
 #include "analysis/job_role.h"
 #include "analysis/layout.h"
@@ -80,6 +85,24 @@ struct PartitionedAnalysis {
   /// Sums and longest of the run; per_step of this rank's windows only
   /// (per_step[k - first]).
   BubbleSummary bubbles;
+  /// The stage statistics of the whole run (before a replica's replaces
+  /// them: pipeline.h).
+  BottleneckReport bottleneck;
+  /// The split's whole-run figures; `inherent` is empty: this rank's rows
+  /// are split_inherent[k - first].
+  BubbleSplit split;
+  std::vector<std::vector<std::int64_t>> split_inherent;
+  /// The paths of this rank's steps (critical_path.h
+  /// summarize_critical_path_range: JobRefs are the whole run's); the path of
+  /// the run's longest complete step, with its jobs, on every rank; and how
+  /// many paths the ranks before this one have.
+  CriticalPathSummary paths;
+  std::optional<CriticalPath> longest_path;
+  std::size_t paths_before = 0;
+  /// check_data_quality's warnings, on every rank.
+  std::vector<Warning> warnings;
+  /// explain_bubbles's sentence from the combined figures.
+  std::string explanation;
 };
 
 /// See the header. `local` has its machines' clock offsets applied when the

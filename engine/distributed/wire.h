@@ -43,7 +43,12 @@ class ByteWriter {
 
   std::size_t size() const { return out_.size(); }
   std::string& data() { return out_; }
-  std::string take() { return std::move(out_); }
+  /// The bytes written; the writer is empty again.
+  std::string take() {
+    std::string out = std::move(out_);
+    out_.clear();
+    return out;
+  }
   void clear() { out_.clear(); }
 
  private:

@@ -42,18 +42,50 @@ std::int64_t select_rank(std::span<std::int64_t> values, std::size_t rank) {
 
 double select_rank(std::span<double> values, std::size_t rank) { return select(values, rank); }
 
-std::int64_t select_rank_by_count(std::uint64_t rank, std::int64_t lo, std::int64_t hi,
-                                  const std::function<std::uint64_t(std::int64_t)>& count_at_most) {
-  // The smallest x in [lo, hi] with more than `rank` values at or below it.
-  while (lo < hi) {
-    const std::int64_t mid = lo + static_cast<std::int64_t>(distance(lo, hi) / 2);
-    if (count_at_most(mid) > rank) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
+std::vector<std::int64_t> select_ranks_by_count(std::vector<RankQuery> queries,
+                                                const CountsAtMost& count_at_most) {
+  // Each query: the smallest x in [lo, hi] with more than `rank` values at
+  // or below it, by bisection; every unfinished query asks in the same round.
+  std::vector<std::pair<std::size_t, std::int64_t>> asked;
+  for (;;) {
+    asked.clear();
+    for (std::size_t q = 0; q < queries.size(); ++q) {
+      const RankQuery& query = queries[q];
+      if (query.lo < query.hi) {
+        asked.emplace_back(q,
+                           query.lo + static_cast<std::int64_t>(distance(query.lo, query.hi) / 2));
+      }
+    }
+    if (asked.empty()) break;
+    const std::vector<std::uint64_t> counts = count_at_most(asked);
+    for (std::size_t i = 0; i < asked.size(); ++i) {
+      RankQuery& query = queries[asked[i].first];
+      const std::int64_t mid = asked[i].second;
+      if (counts.at(i) > query.rank) {
+        query.hi = mid;
+      } else {
+        query.lo = mid + 1;
+      }
     }
   }
-  return lo;
+  std::vector<std::int64_t> out;
+  out.reserve(queries.size());
+  for (const RankQuery& query : queries) out.push_back(query.lo);
+  return out;
+}
+
+std::int64_t select_rank_by_count(std::uint64_t rank, std::int64_t lo, std::int64_t hi,
+                                  const std::function<std::uint64_t(std::int64_t)>& count_at_most) {
+  return select_ranks_by_count({{rank, lo, hi}},
+                               [&](std::span<const std::pair<std::size_t, std::int64_t>> asked) {
+                                 return std::vector<std::uint64_t>{count_at_most(asked[0].second)};
+                               })
+      .front();
+}
+
+std::int64_t median_from_middles(std::int64_t low, std::int64_t high) {
+  const std::uint64_t d = distance(low, high);
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + d / 2 + d % 2);
 }
 
 std::int64_t median_ns_by_count(std::uint64_t n, std::int64_t lo, std::int64_t hi,
@@ -62,8 +94,7 @@ std::int64_t median_ns_by_count(std::uint64_t n, std::int64_t lo, std::int64_t h
   const std::int64_t low = select_rank_by_count(lower_middle_rank(n), lo, hi, count_at_most);
   const std::int64_t high =
       n % 2 == 1 ? low : select_rank_by_count(upper_middle_rank(n), lo, hi, count_at_most);
-  const std::uint64_t d = distance(low, high);
-  return static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + d / 2 + d % 2);
+  return median_from_middles(low, high);
 }
 
 std::int64_t upper_middle(std::span<std::int64_t> values) {

@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <utility>
+#include <vector>
 
 namespace pipescope {
 
@@ -70,6 +72,25 @@ double select_rank(std::span<double> values, std::size_t rank);
 /// Binary search on the value: at most 64 questions, the answer exact.
 std::int64_t select_rank_by_count(std::uint64_t rank, std::int64_t lo, std::int64_t hi,
                                   const std::function<std::uint64_t(std::int64_t)>& count_at_most);
+
+/// Many such selections at once, in lockstep: each round asks
+/// `count_at_most` once for every query not yet decided ((query index, x)
+/// pairs; it answers one count per pair), so a partitioned analysis
+/// exchanges once per round, at most 64 rounds, whatever the number of
+/// queries. Returns each query's value.
+struct RankQuery {
+  std::uint64_t rank = 0;
+  std::int64_t lo = 0;
+  std::int64_t hi = 0;
+};
+using CountsAtMost = std::function<std::vector<std::uint64_t>(
+    std::span<const std::pair<std::size_t, std::int64_t>>)>;
+std::vector<std::int64_t> select_ranks_by_count(std::vector<RankQuery> queries,
+                                                const CountsAtMost& count_at_most);
+
+/// The median from the two middle values (the same for an odd count):
+/// their mean rounded up, as median_ns rounds it.
+std::int64_t median_from_middles(std::int64_t low, std::int64_t high);
 
 /// median_ns of such a sample of `n` values (0 when n is 0).
 std::int64_t median_ns_by_count(std::uint64_t n, std::int64_t lo, std::int64_t hi,

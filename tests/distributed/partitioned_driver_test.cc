@@ -7,9 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 
+#include "analysis/bottleneck.h"
+#include "analysis/critical_path.h"
+#include "analysis/data_quality.h"
 #include "analysis/metric_parts.h"
 #include "analysis/metrics.h"
 #include "analysis/pipeline.h"
@@ -70,8 +74,8 @@ void expect_same_bubble(const Bubble& x, const Bubble& y, const std::string& at)
 }
 
 /// The pipeline figures of one rank against the single process's.
-void expect_same_pipeline(const PartitionedAnalysis& mine, const PipelineAnalysis& a,
-                          const Metrics& whole, const std::string& at) {
+void expect_same_pipeline(const PartitionedAnalysis& mine, const Run& run,
+                          const PipelineAnalysis& a, const Metrics& whole, const std::string& at) {
   EXPECT_EQ(mine.layout.method, a.layout.method) << at;
   EXPECT_EQ(mine.layout.replicas, a.layout.replicas) << at;
   EXPECT_EQ(mine.layout.reason, a.layout.reason) << at;
@@ -134,6 +138,80 @@ void expect_same_pipeline(const PartitionedAnalysis& mine, const PipelineAnalysi
   for (std::size_t i = 0; i < own.size(); ++i) {
     EXPECT_EQ(own[i].first, expected[i].first) << at;
     EXPECT_EQ(own[i].second, expected[i].second) << at;
+  }
+  // The stage statistics (the run's own, before a replica's replaces them).
+  const std::vector<JobRole> roles = classify_job_roles(run.types);
+  const BottleneckReport bottleneck = find_bottleneck(run, whole, a.stages, roles);
+  EXPECT_EQ(mine.bottleneck.slowest_stage, bottleneck.slowest_stage) << at;
+  EXPECT_EQ(mine.bottleneck.imbalance, bottleneck.imbalance) << at;
+  EXPECT_EQ(mine.bottleneck.mean_compute_per_step_ns, bottleneck.mean_compute_per_step_ns) << at;
+  ASSERT_EQ(mine.bottleneck.stages.size(), bottleneck.stages.size()) << at;
+  for (std::size_t s = 0; s < bottleneck.stages.size(); ++s) {
+    EXPECT_EQ(mine.bottleneck.stages[s].compute_per_step_ns,
+              bottleneck.stages[s].compute_per_step_ns)
+        << at;
+    for (std::size_t r = 0; r < kRoleCount; ++r) {
+      const DurationStats &x = mine.bottleneck.stages[s].by_role[r],
+                          &y = bottleneck.stages[s].by_role[r];
+      EXPECT_EQ(x.count, y.count) << at << " stage " << s << " role " << r;
+      EXPECT_EQ(x.total_ns, y.total_ns) << at;
+      EXPECT_EQ(x.mean_ns, y.mean_ns) << at;
+      EXPECT_EQ(x.median_ns, y.median_ns) << at << " stage " << s << " role " << r;
+      EXPECT_EQ(x.p95_ns, y.p95_ns) << at << " stage " << s << " role " << r;
+      EXPECT_EQ(x.max_ns, y.max_ns) << at;
+    }
+  }
+  if (a.replicas.slowest < 0) {
+    EXPECT_EQ(mine.explanation, a.explanation) << at;
+  }
+  // The split, and this range's rows of it.
+  EXPECT_EQ(mine.split.known, a.split.known) << at;
+  EXPECT_EQ(mine.split.device_inherent, a.split.device_inherent) << at;
+  EXPECT_EQ(mine.split.inherent_ns, a.split.inherent_ns) << at;
+  EXPECT_EQ(mine.split.excess_ns, a.split.excess_ns) << at;
+  EXPECT_EQ(mine.split.receive_wait_ns, a.split.receive_wait_ns) << at;
+  EXPECT_EQ(mine.split.send_wait_ns, a.split.send_wait_ns) << at;
+  if (a.split.known) {
+    ASSERT_EQ(mine.split_inherent.size(), mine.last - mine.first) << at;
+    for (std::size_t k = mine.first; k < mine.last; ++k) {
+      EXPECT_EQ(mine.split_inherent[k - mine.first], a.split.inherent[k]) << at << " step " << k;
+    }
+  }
+  // Critical paths: this range's, and the longest one's jobs.
+  std::size_t index = mine.paths_before;
+  for (const CriticalPath& path : mine.paths.paths) {
+    ASSERT_LT(index, a.critical_paths.size()) << at;
+    const CriticalPath& want = a.critical_paths[index++];
+    EXPECT_EQ(path.step, want.step) << at;
+    EXPECT_EQ(path.job_count, want.job_count) << at;
+    EXPECT_EQ(path.lead_in_ns, want.lead_in_ns) << at;
+    EXPECT_EQ(path.wait_ns, want.wait_ns) << at;
+    EXPECT_EQ(path.stage_ns, want.stage_ns) << at;
+  }
+  std::optional<std::size_t> longest;
+  for (std::size_t i = 0; i < a.critical_paths.size(); ++i) {
+    if (!a.critical_paths[i].jobs.empty()) longest = i;
+  }
+  ASSERT_EQ(mine.longest_path.has_value(), longest.has_value()) << at;
+  if (longest) {
+    const CriticalPath& want = a.critical_paths[*longest];
+    EXPECT_EQ(mine.longest_path->step, want.step) << at;
+    ASSERT_EQ(mine.longest_path->jobs.size(), want.jobs.size()) << at;
+    for (std::size_t i = 0; i < want.jobs.size(); ++i) {
+      EXPECT_EQ(mine.longest_path->jobs[i].job, want.jobs[i].job) << at;
+      EXPECT_EQ(mine.longest_path->jobs[i].wait_ns, want.jobs[i].wait_ns) << at;
+      EXPECT_EQ(mine.longest_path->jobs[i].stage, want.jobs[i].stage) << at;
+      EXPECT_EQ(mine.longest_path->jobs[i].via_dependency, want.jobs[i].via_dependency) << at;
+    }
+  }
+  // The data-quality warnings.
+  const std::vector<Warning> quality = check_data_quality(run, whole, a.stages);
+  ASSERT_EQ(mine.warnings.size(), quality.size()) << at;
+  for (std::size_t i = 0; i < quality.size(); ++i) {
+    EXPECT_EQ(mine.warnings[i].code, quality[i].code) << at;
+    EXPECT_EQ(mine.warnings[i].message, quality[i].message) << at;
+    EXPECT_EQ(mine.warnings[i].device, quality[i].device) << at;
+    EXPECT_EQ(mine.warnings[i].count, quality[i].count) << at;
   }
   // Bubbles: the run's sums and longest, its own steps' totals.
   const BubbleSummary &b = mine.bubbles, &v = a.bubbles;
@@ -222,7 +300,7 @@ void check_ranks(const Run& run, int ranks, bool round_robin, const std::string&
             << at << " device " << d << " job " << i;
       }
     }
-    expect_same_pipeline(mine, a, whole, at);
+    expect_same_pipeline(mine, corrected, a, whole, at);
   }
 }
 
