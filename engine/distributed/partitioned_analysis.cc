@@ -1,6 +1,7 @@
 #include "distributed/partitioned_analysis.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "analysis/data_quality.h"
 #include "analysis/explanation.h"
 #include "analysis/job_role.h"
+#include "analysis/replicas.h"
 #include "analysis/schedule_detect.h"
 #include "analysis/step_rule.h"
 #include "distributed/wire.h"
@@ -412,8 +414,14 @@ BubbleSummary gather_bubbles(Exchange& exchange, BubbleSummary mine, std::size_t
   return all;
 }
 
+void replica_windows(Exchange& exchange, const Run& local,
+                     const std::vector<DeviceStepCounts>& counts, PartitionedAnalysis& out);
+
 /// Steps 1 to 5 of the header: the metrics, the ranges and the jobs held.
-void partitioned_metrics(Exchange& exchange, const Run& local, PartitionedAnalysis& out) {
+/// `decide_layout` runs once the steps are numbered and before the jobs
+/// travel (the replicas' windows widen the ranges' spans).
+void partitioned_metrics(Exchange& exchange, const Run& local, PartitionedAnalysis& out,
+                         const std::function<void()>& decide_layout) {
   out.metrics = Metrics();
   Metrics& m = out.metrics;
   const TypeKinds kinds(local.types);
@@ -429,8 +437,9 @@ void partitioned_metrics(Exchange& exchange, const Run& local, PartitionedAnalys
     job_step[d].resize(local.devices[d].jobs.size());
     counts[d] = number_device_steps(local.devices[d], kinds, segments, job_step[d]);
   }
-  const StepCounts step_counts =
-      combine_device_steps(local, gather_step_counts(exchange, mine, counts, devices), m);
+  const std::vector<DeviceStepCounts> all_counts =
+      gather_step_counts(exchange, mine, counts, devices);
+  const StepCounts step_counts = combine_device_steps(local, all_counts, m);
   for (const std::size_t d : mine) offset_device_steps(local.devices[d], m.segments, job_step[d]);
 
   // 2. The windows, from every device's edges.
@@ -450,6 +459,18 @@ void partitioned_metrics(Exchange& exchange, const Run& local, PartitionedAnalys
   const auto rank = static_cast<std::size_t>(exchange.rank());
   out.first = out.plan.bounds[rank];
   out.last = out.plan.bounds[rank + 1];
+
+  // The layout, and each replica's windows: a replica may begin a step
+  // before the run's window does, so the spans widen to hold its jobs.
+  decide_layout();
+  replica_windows(exchange, local, all_counts, out);
+  for (const ReplicaWindows& replica : out.replica_windows) {
+    std::vector<StepWindow> in_run_steps = m.steps;  // the run's own where the replica has none
+    for (std::size_t k = 0; k < replica.to_global.size(); ++k) {
+      in_run_steps[replica.to_global[k]] = replica.metrics.steps[k];
+    }
+    out.plan.widen(in_run_steps);
+  }
 
   // 4. Every job to the ranks that need it.
   out.part = PartJobs();
@@ -739,24 +760,152 @@ std::vector<Warning> gather_quality(Exchange& exchange, const PartitionedAnalysi
   return quality_warnings(out.part.run, out.metrics, out.stages, evidence, findings);
 }
 
+/// Each replica's numbering, windows and steps in the run's numbering, from
+/// its devices' counts and edges (gathered from the ranks that read them).
+void replica_windows(Exchange& exchange, const Run& local,
+                     const std::vector<DeviceStepCounts>& counts, PartitionedAnalysis& out) {
+  out.replica_windows.clear();
+  const Layout& layout = out.layout;
+  std::size_t with_devices = 0;
+  for (const auto& devices : layout.replicas) with_devices += !devices.empty();
+  if (with_devices < 2) return;
+  const Metrics& m = out.metrics;
+  ByteWriter w;
+  std::vector<ReplicaWindows> replicas;
+  std::vector<StepEdges> edges;
+  // Every device's counts are known on every rank (gathered for the run's
+  // numbering): each replica numbers its steps alike everywhere.
+  for (std::size_t r = 0; r < layout.replicas.size(); ++r) {
+    if (layout.replicas[r].empty()) continue;
+    ReplicaWindows rep;
+    rep.index = static_cast<int>(r);
+    rep.devices = layout.replicas[r];
+    Run shape;  // what combine_device_steps reads: the devices' number, the segments
+    shape.devices.resize(rep.devices.size());
+    shape.segments = local.segments;
+    shape.first_step = local.first_step;
+    std::vector<DeviceStepCounts> mine;
+    for (const std::size_t d : rep.devices) mine.push_back(counts[d]);
+    rep.counts = combine_device_steps(shape, mine, rep.metrics);
+    for (std::size_t s = 0; s < rep.metrics.segments.size(); ++s) {
+      for (std::size_t j = 0; j < rep.metrics.segments[s].count; ++j) {
+        rep.to_global.push_back(m.segments[s].first + j);
+      }
+    }
+    // This rank's devices' edges in the replica's numbering.
+    StepEdges own(rep.counts.steps);
+    for (std::size_t i = 0; i < rep.devices.size(); ++i) {
+      const Device& device = local.devices[rep.devices[i]];
+      const auto& steps = out.local_job_step[rep.devices[i]];
+      for (std::size_t s = 0; s < rep.metrics.segments.size(); ++s) {
+        const auto [first, last] = device.segment_jobs(s);
+        for (std::size_t j = first; j < last && j < steps.size(); ++j) {
+          own.add(static_cast<std::size_t>(steps[j]) - m.segments[s].first +
+                      rep.metrics.segments[s].first,
+                  device.jobs[j]);
+        }
+      }
+    }
+    edges.push_back(std::move(own));
+    replicas.push_back(std::move(rep));
+  }
+  for (std::size_t i = 0; i < replicas.size(); ++i) {
+    place_windows(gather_edges(exchange, edges[i]), replicas[i].devices.size(),
+                  replicas[i].metrics);
+  }
+  out.replica_windows = std::move(replicas);
+}
+
+/// Each replica's figures, computed by the run's own ranges: its window
+/// times from the jobs each range holds, its completeness from the owners'
+/// counts, its stage statistics selected across ranges.
+ReplicaSummary partitioned_replicas(Exchange& exchange, const Run& local,
+                                    PartitionedAnalysis& out) {
+  ReplicaSummary summary;
+  const TypeKinds kinds(local.types);
+  const auto rank = static_cast<std::size_t>(exchange.rank());
+  for (ReplicaWindows& rep : out.replica_windows) {
+    // Completeness: the owners of the steps the rule asks about answer.
+    std::vector<std::int64_t> cut_ns;
+    for (const std::size_t d : rep.devices) cut_ns.push_back(local.devices[d].cut_ns);
+    std::vector<std::pair<std::size_t, std::size_t>> questions;  // (replica device, replica step)
+    mark_complete_steps(
+        rep.counts, cut_ns,
+        [&](std::size_t i, std::size_t step) {
+          questions.emplace_back(i, step);
+          return KindCounts{};
+        },
+        rep.metrics);
+    std::sort(questions.begin(), questions.end());
+    questions.erase(std::unique(questions.begin(), questions.end()), questions.end());
+    ByteWriter w;
+    for (const auto& [i, step] : questions) {
+      const std::size_t k = rep.to_global[step];
+      if (out.plan.owner(k) != rank) continue;
+      const std::size_t d = rep.devices[i];
+      w.put(static_cast<std::uint64_t>(i));
+      w.put(static_cast<std::uint64_t>(step));
+      w.put(step_kind_counts(out.part.run.devices[d], out.part.job_step[d], k, kinds));
+    }
+    std::map<std::pair<std::size_t, std::size_t>, KindCounts> answers;
+    for (const std::string& message : exchange.all_gather(w.take())) {
+      ByteReader r(message);
+      while (!r.done()) {
+        const auto i = r.get<std::uint64_t>();
+        const auto step = r.get<std::uint64_t>();
+        answers[{i, step}] = r.get<KindCounts>();
+      }
+    }
+    mark_complete_steps(
+        rep.counts, cut_ns,
+        [&](std::size_t i, std::size_t step) {
+          const auto it = answers.find({i, step});
+          if (it == answers.end()) throw WireError("a replica step's job counts did not arrive");
+          return it->second;
+        },
+        rep.metrics);
+    // Its steps this range owns, and its devices' jobs here.
+    std::size_t a = 0;
+    while (a < rep.to_global.size() && rep.to_global[a] < out.first) ++a;
+    std::size_t b = a;
+    while (b < rep.to_global.size() && rep.to_global[b] < out.last) ++b;
+    const ReplicaRun here = replica_run(out.part.run, out.layout, rep.devices);
+    const std::span<StepWindow> own = std::span<StepWindow>(rep.metrics.steps).subspan(a, b - a);
+    add_window_times(here.run.devices, kinds, own);
+    gather_totals(exchange, sum_windows(own, rep.devices.size()), rep.metrics);
+    std::vector<std::vector<std::int32_t>> steps_here;
+    for (const std::size_t d : rep.devices) steps_here.push_back(out.part.job_step[d]);
+    BottleneckReport bottleneck = gather_bottleneck(
+        exchange,
+        stage_durations(here.run, steps_here, out.first, out.last, here.stages, out.roles),
+        here.stages, rep.metrics.steps.size());
+    add_replica(summary, replica_stats(rep.index, rep.devices, rep.metrics, std::move(bottleneck)));
+  }
+  return summary;
+}
+
 }  // namespace
 
 PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
                                         const PipelineOptions& options) {
   PartitionedAnalysis out;
-  partitioned_metrics(exchange, local, out);
-  const Metrics& m = out.metrics;
-  const auto rank = static_cast<std::size_t>(exchange.rank());
-
-  // The layout from the run's head, on every rank; the schedule from every
-  // range's votes.
   out.roles = classify_job_roles(local.types);
-  {
+  // The layout from the run's head (on every rank), decided once: it reads
+  // the order of each device's jobs, which no clock offset changes.
+  bool decided = false;
+  const auto decide_layout = [&] {
+    if (decided) return;
     const PartJobs head =
         gather_head(exchange, local, out.local_job_step, local_devices(local), kLayoutSteps);
     out.layout = choose_layout(head.run, head.job_step, out.roles, options);
-  }
-  out.stages = out.layout.stages;
+    out.stages = out.layout.stages;
+    decided = true;
+  };
+  partitioned_metrics(exchange, local, out, decide_layout);
+  const Metrics& m = out.metrics;
+  const auto rank = static_cast<std::size_t>(exchange.rank());
+
+  // The schedule from every range's votes.
   const auto detect_schedule = [&] {
     const PartJobs& part = out.part;
     return gather_schedule(exchange,
@@ -790,7 +939,7 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
       apply_clock_offsets(local, negated(offsets));
       apply_clock_offsets(out.part.run, negated(offsets));
     } else {
-      partitioned_metrics(exchange, local, out);
+      partitioned_metrics(exchange, local, out, decide_layout);
       out.schedule = detect_schedule();
       deps = own_dependencies(out, placement);
     }
@@ -807,6 +956,9 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
                          out.part.run.devices, &out.part.job_index, local.types,
                          out.plan.windows(out.metrics.steps, rank), out.first, options.top_bubbles),
                      options.top_bubbles);
+
+  // Each replica's figures; the run's bottleneck is then the slowest one's.
+  out.replicas = partitioned_replicas(exchange, local, out);
 
   // The stage statistics, selected across the ranges.
   out.bottleneck = gather_bottleneck(
@@ -843,6 +995,11 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
   // findings of every range, combined.
   out.warnings = gather_quality(exchange, out, local);
 
+  // The run's bottleneck is the one of the replica that bounds its step.
+  if (out.replicas.slowest >= 0) {
+    out.bottleneck =
+        out.replicas.replicas[static_cast<std::size_t>(out.replicas.slowest)].bottleneck;
+  }
   // The sentence, from the combined figures.
   out.explanation = explain_bubbles(local, m, out.schedule, out.split, out.bottleneck);
   return out;

@@ -47,12 +47,22 @@
 #include "analysis/metric_parts.h"
 #include "analysis/metrics.h"
 #include "analysis/pipeline.h"
+#include "analysis/replicas.h"
 #include "analysis/schedule_detect.h"
 #include "analysis/step_partition.h"
 #include "distributed/exchange.h"
 #include "model/run.h"
 
 namespace pipescope::distributed {
+
+/// A replica's windows (replicas.h): its devices' own steps and windows.
+struct ReplicaWindows {
+  int index = 0;                     ///< its number in the layout
+  std::vector<std::size_t> devices;  ///< positions in Run::devices
+  Metrics metrics;                   ///< its windows; its device figures of this rank's steps
+  StepCounts counts;
+  std::vector<std::size_t> to_global;  ///< replica step -> the run's step
+};
 
 struct PartitionedAnalysis {
   /// The contract's metrics: every step's window (number, segment, start,
@@ -85,8 +95,12 @@ struct PartitionedAnalysis {
   /// Sums and longest of the run; per_step of this rank's windows only
   /// (per_step[k - first]).
   BubbleSummary bubbles;
-  /// The stage statistics of the whole run (before a replica's replaces
-  /// them: pipeline.h).
+  /// Each replica's windows, and their figures (when the layout has two
+  /// replicas or more).
+  std::vector<ReplicaWindows> replica_windows;
+  ReplicaSummary replicas;
+  /// The stage statistics: the slowest replica's when there are replicas,
+  /// the whole run's otherwise (as pipeline.h).
   BottleneckReport bottleneck;
   /// The split's whole-run figures; `inherent` is empty: this rank's rows
   /// are split_inherent[k - first].

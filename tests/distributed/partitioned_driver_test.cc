@@ -14,9 +14,11 @@
 #include "analysis/bottleneck.h"
 #include "analysis/critical_path.h"
 #include "analysis/data_quality.h"
+#include "analysis/layout.h"
 #include "analysis/metric_parts.h"
 #include "analysis/metrics.h"
 #include "analysis/pipeline.h"
+#include "analysis/replicas.h"
 #include "analysis/step_partition.h"
 #include "analysis/step_rule.h"
 #include "distributed/local_exchange.h"
@@ -71,6 +73,27 @@ void expect_same_bubble(const Bubble& x, const Bubble& y, const std::string& at)
   EXPECT_EQ(x.kind, y.kind) << at;
   EXPECT_EQ(x.job_before, y.job_before) << at;
   EXPECT_EQ(x.job_after, y.job_after) << at;
+}
+
+void expect_same_bottleneck(const BottleneckReport& x, const BottleneckReport& y,
+                            const std::string& at) {
+  EXPECT_EQ(x.slowest_stage, y.slowest_stage) << at;
+  EXPECT_EQ(x.imbalance, y.imbalance) << at;
+  EXPECT_EQ(x.mean_compute_per_step_ns, y.mean_compute_per_step_ns) << at;
+  ASSERT_EQ(x.stages.size(), y.stages.size()) << at;
+  for (std::size_t s = 0; s < y.stages.size(); ++s) {
+    EXPECT_EQ(x.stages[s].compute_per_step_ns, y.stages[s].compute_per_step_ns) << at;
+    for (std::size_t r = 0; r < kRoleCount; ++r) {
+      const DurationStats &a = x.stages[s].by_role[r], &b = y.stages[s].by_role[r];
+      const std::string where = at + " stage " + std::to_string(s) + " role " + std::to_string(r);
+      EXPECT_EQ(a.count, b.count) << where;
+      EXPECT_EQ(a.total_ns, b.total_ns) << where;
+      EXPECT_EQ(a.mean_ns, b.mean_ns) << where;
+      EXPECT_EQ(a.median_ns, b.median_ns) << where;
+      EXPECT_EQ(a.p95_ns, b.p95_ns) << where;
+      EXPECT_EQ(a.max_ns, b.max_ns) << where;
+    }
+  }
 }
 
 /// The pipeline figures of one rank against the single process's.
@@ -139,31 +162,23 @@ void expect_same_pipeline(const PartitionedAnalysis& mine, const Run& run,
     EXPECT_EQ(own[i].first, expected[i].first) << at;
     EXPECT_EQ(own[i].second, expected[i].second) << at;
   }
-  // The stage statistics (the run's own, before a replica's replaces them).
-  const std::vector<JobRole> roles = classify_job_roles(run.types);
-  const BottleneckReport bottleneck = find_bottleneck(run, whole, a.stages, roles);
-  EXPECT_EQ(mine.bottleneck.slowest_stage, bottleneck.slowest_stage) << at;
-  EXPECT_EQ(mine.bottleneck.imbalance, bottleneck.imbalance) << at;
-  EXPECT_EQ(mine.bottleneck.mean_compute_per_step_ns, bottleneck.mean_compute_per_step_ns) << at;
-  ASSERT_EQ(mine.bottleneck.stages.size(), bottleneck.stages.size()) << at;
-  for (std::size_t s = 0; s < bottleneck.stages.size(); ++s) {
-    EXPECT_EQ(mine.bottleneck.stages[s].compute_per_step_ns,
-              bottleneck.stages[s].compute_per_step_ns)
-        << at;
-    for (std::size_t r = 0; r < kRoleCount; ++r) {
-      const DurationStats &x = mine.bottleneck.stages[s].by_role[r],
-                          &y = bottleneck.stages[s].by_role[r];
-      EXPECT_EQ(x.count, y.count) << at << " stage " << s << " role " << r;
-      EXPECT_EQ(x.total_ns, y.total_ns) << at;
-      EXPECT_EQ(x.mean_ns, y.mean_ns) << at;
-      EXPECT_EQ(x.median_ns, y.median_ns) << at << " stage " << s << " role " << r;
-      EXPECT_EQ(x.p95_ns, y.p95_ns) << at << " stage " << s << " role " << r;
-      EXPECT_EQ(x.max_ns, y.max_ns) << at;
-    }
+  // The stage statistics (the slowest replica's when there are replicas),
+  // each replica's figures, and the sentence.
+  expect_same_bottleneck(mine.bottleneck, a.bottleneck, at);
+  EXPECT_EQ(mine.replicas.slowest, a.replicas.slowest) << at;
+  ASSERT_EQ(mine.replicas.replicas.size(), a.replicas.replicas.size()) << at;
+  for (std::size_t r = 0; r < a.replicas.replicas.size(); ++r) {
+    const ReplicaStats &x = mine.replicas.replicas[r], &y = a.replicas.replicas[r];
+    const std::string there = at + " replica " + std::to_string(r);
+    EXPECT_EQ(x.replica, y.replica) << there;
+    EXPECT_EQ(x.devices, y.devices) << there;
+    EXPECT_EQ(x.complete_steps, y.complete_steps) << there;
+    EXPECT_EQ(x.total_window_ns, y.total_window_ns) << there;
+    EXPECT_EQ(x.step_ns, y.step_ns) << there;
+    EXPECT_EQ(x.bubble_ratio, y.bubble_ratio) << there;
+    expect_same_bottleneck(x.bottleneck, y.bottleneck, there);
   }
-  if (a.replicas.slowest < 0) {
-    EXPECT_EQ(mine.explanation, a.explanation) << at;
-  }
+  EXPECT_EQ(mine.explanation, a.explanation) << at;
   // The split, and this range's rows of it.
   EXPECT_EQ(mine.split.known, a.split.known) << at;
   EXPECT_EQ(mine.split.device_inherent, a.split.device_inherent) << at;
@@ -370,6 +385,40 @@ TEST(PartitionedDriver, TwoMachinesWithSkewAndReplicas) {
   ASSERT_TRUE(corrected.pipeline.clock.applied);
   EXPECT_NE(corrected.metrics.steps[1].end_ns, compute_metrics(run).steps[1].end_ns);
   check_every_rank_count(run, "two machines, skew");
+  // More steps than the layout reads (its head).
+  config.steps = static_cast<int>(kLayoutSteps) + 6;
+  check_every_rank_count(testing::run_from_simulation(config), "two machines, skew, 22 steps");
+}
+
+// Two data-parallel replicas of a 4-stage pipeline, each simulated with its
+// own jitter, one per machine, the second machine's clock 1 ms ahead: each
+// replica's figures, and the run's bottleneck is the slowest replica's.
+TEST(PartitionedDriver, ReplicasOnTwoMachines) {
+  for (const int steps : {9, static_cast<int>(kLayoutSteps) + 4}) {
+    pipescope::Run run;
+    for (int r = 0; r < 2; ++r) {
+      sim::SimConfig config = testing::sim_config(sim::ScheduleKind::one_f_one_b, 4, 8);
+      config.steps = steps;
+      config.step_gap_ns = 0;
+      config.seed = 21 + static_cast<std::uint64_t>(r);
+      pipescope::Run replica = testing::run_from_simulation(config);
+      if (r == 0) run.types = replica.types;  // the same names in the same order
+      for (Device& device : replica.devices) {
+        device.index = static_cast<int>(run.devices.size());
+        device.machine = r;
+        device.machine_name = "machine" + std::to_string(r);
+        for (Job& job : device.jobs) {
+          job.start_ns += r * 1'000'000;
+          job.end_ns += r * 1'000'000;
+        }
+        run.devices.push_back(std::move(device));
+      }
+    }
+    run.finalize();
+    pipescope::Run copy = run;
+    ASSERT_EQ(analyze_run(copy, PipelineOptions()).pipeline.replicas.replicas.size(), 2u);
+    check_every_rank_count(run, "replicas, " + std::to_string(steps) + " steps");
+  }
 }
 
 // Device 1 starts each step while device 0 still runs the previous one: the
