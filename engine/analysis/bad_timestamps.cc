@@ -22,46 +22,53 @@ bool far_job(const Job& a, const Job& b) {
 std::vector<BadTimestamp> leave_out_bad_timestamps(Run& run) {
   std::vector<BadTimestamp> bad;
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    JobVector& jobs = run.devices[d].jobs;
-    if (jobs.size() < 3) continue;
-    std::vector<std::size_t> order(jobs.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    if (std::any_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.line == 0; })) continue;
-    // Usually the lines are in start order already: one pass, no sort.
-    const auto by_line = [&](std::size_t a, std::size_t b) { return jobs[a].line < jobs[b].line; };
-    if (!std::is_sorted(order.begin(), order.end(), by_line)) {
-      std::stable_sort(order.begin(), order.end(), by_line);
-    }
-    std::vector<char> drop(jobs.size(), 0);
-    for (std::size_t k = 0; k < order.size(); ++k) {
-      const Job& job = jobs[order[k]];
-      bool isolated = false;
-      if (k == 0) {
-        isolated = far_job(job, jobs[order[1]]) && !far_job(jobs[order[1]], jobs[order[2]]);
-      } else if (k + 1 == order.size()) {
-        isolated =
-            far_job(job, jobs[order[k - 1]]) && !far_job(jobs[order[k - 1]], jobs[order[k - 2]]);
-      } else {
-        isolated = far_job(job, jobs[order[k - 1]]) && far_job(job, jobs[order[k + 1]]) &&
-                   !far_job(jobs[order[k - 1]], jobs[order[k + 1]]);
-      }
-      if (isolated) {
-        drop[order[k]] = 1;
-        bad.push_back({d, job.line, job.start_ns, job.end_ns});
-      }
-    }
-    if (std::none_of(drop.begin(), drop.end(), [](char c) { return c != 0; })) continue;
-    JobVector kept;
-    kept.reserve(jobs.size());
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-      if (!drop[i]) kept.push_back(jobs[i]);
-    }
-    jobs = std::move(kept);
+    for (const BadTimestamp& b : leave_out_bad_timestamps(run.devices[d], d)) bad.push_back(b);
   }
-  std::sort(bad.begin(), bad.end(), [](const BadTimestamp& a, const BadTimestamp& b) {
-    return a.device != b.device ? a.device < b.device : a.line < b.line;
-  });
   if (!bad.empty()) run.finalize();
+  return bad;
+}
+
+std::vector<BadTimestamp> leave_out_bad_timestamps(Device& device, std::size_t position) {
+  std::vector<BadTimestamp> bad;
+  const std::size_t d = position;
+  JobVector& jobs = device.jobs;
+  if (jobs.size() < 3) return bad;
+  std::vector<std::size_t> order(jobs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (std::any_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.line == 0; })) return bad;
+  // Usually the lines are in start order already: one pass, no sort.
+  const auto by_line = [&](std::size_t a, std::size_t b) { return jobs[a].line < jobs[b].line; };
+  if (!std::is_sorted(order.begin(), order.end(), by_line)) {
+    std::stable_sort(order.begin(), order.end(), by_line);
+  }
+  std::vector<char> drop(jobs.size(), 0);
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const Job& job = jobs[order[k]];
+    bool isolated = false;
+    if (k == 0) {
+      isolated = far_job(job, jobs[order[1]]) && !far_job(jobs[order[1]], jobs[order[2]]);
+    } else if (k + 1 == order.size()) {
+      isolated =
+          far_job(job, jobs[order[k - 1]]) && !far_job(jobs[order[k - 1]], jobs[order[k - 2]]);
+    } else {
+      isolated = far_job(job, jobs[order[k - 1]]) && far_job(job, jobs[order[k + 1]]) &&
+                 !far_job(jobs[order[k - 1]], jobs[order[k + 1]]);
+    }
+    if (isolated) {
+      drop[order[k]] = 1;
+      bad.push_back({d, job.line, job.start_ns, job.end_ns});
+    }
+  }
+  if (std::none_of(drop.begin(), drop.end(), [](char c) { return c != 0; })) return bad;
+  JobVector kept;
+  kept.reserve(jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (!drop[i]) kept.push_back(jobs[i]);
+  }
+  jobs = std::move(kept);
+  // In line order; removing jobs keeps the others in start order.
+  std::sort(bad.begin(), bad.end(),
+            [](const BadTimestamp& a, const BadTimestamp& b) { return a.line < b.line; });
   return bad;
 }
 

@@ -39,4 +39,9 @@ struct BadTimestamp {
 /// are not examined.
 std::vector<BadTimestamp> leave_out_bad_timestamps(Run& run);
 
+/// The same for one device (at `position` in Run::devices), which is all
+/// the rule reads: its jobs stay in start order. The whole-run form calls it
+/// per device.
+std::vector<BadTimestamp> leave_out_bad_timestamps(Device& device, std::size_t position);
+
 }  // namespace pipescope

@@ -213,25 +213,15 @@ std::vector<std::vector<std::int32_t>> local_steps(const Run& run, const TypeKin
   return steps;
 }
 
-/// How far machine `machine`'s steps begin after the other machines' (the
-/// median over steps of the difference of their first starts), over the
-/// steps that begin before `at` (before) or after it (!before); nullopt
-/// without such a step. A clock step moves it by its size for good; a
-/// pause of one machine (a fast replica waiting at the gradient all-reduce)
-/// does not.
-std::optional<std::int64_t> machine_lead(const Run& run,
-                                         const std::vector<std::vector<std::int32_t>>& steps,
-                                         int machine, std::int64_t at, bool before) {
-  std::map<std::int32_t, std::pair<std::int64_t, std::int64_t>> first;  // step -> (mine, others)
-  constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
-  for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    const Device& device = run.devices[d];
-    for (std::size_t i = 0; i < device.jobs.size(); ++i) {
-      auto [it, added] = first.try_emplace(steps[d][i], kNone, kNone);
-      std::int64_t& slot = device.machine == machine ? it->second.first : it->second.second;
-      slot = std::min(slot, device.jobs[i].start_ns);
-    }
-  }
+constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
+
+/// How far the machine's steps begin after the other machines' (the median
+/// over steps of the difference of their first starts), over the steps that
+/// begin before `at` (before) or after it (!before); nullopt without such a
+/// step. A clock step moves it by its size for good; a pause of one machine
+/// (a fast replica waiting at the gradient all-reduce) does not.
+std::optional<std::int64_t> machine_lead(const MachineStepStarts& first, std::int64_t at,
+                                         bool before) {
   std::vector<std::int64_t> leads;
   for (const auto& [step, pair] : first) {
     if (pair.first == kNone || pair.second == kNone) continue;
@@ -249,33 +239,23 @@ std::optional<ClockStep> undo_forward_step(Run& run, int machine,
                                            const std::vector<std::size_t>& devices,
                                            const TypeKinds& kinds, std::int64_t min_step) {
   std::vector<ForwardJump> jumps;
-  std::vector<std::int64_t> sizes;
+  std::vector<ForwardJumpSpan> spans;
   for (const std::size_t d : devices) {
     const auto jump =
         first_forward_jump(run.devices[d], written_order(run.devices[d], kinds), min_step);
     if (!jump) return std::nullopt;  // every device of the machine at once
     jumps.push_back(*jump);
-    sizes.push_back(jump->size);
+    spans.push_back({jump->size, jump->from, jump->to});
   }
-  std::nth_element(sizes.begin(), sizes.begin() + sizes.size() / 2, sizes.end());
-  const std::int64_t size = sizes[sizes.size() / 2];
-  // At one moment: some instant lies in every device's [from, to - size],
-  // give or take a quarter of the step.
-  std::int64_t latest_from = std::numeric_limits<std::int64_t>::min();
-  std::int64_t earliest_to = std::numeric_limits<std::int64_t>::max();
-  for (const ForwardJump& j : jumps) {
-    latest_from = std::max(latest_from, j.from);
-    earliest_to = std::min(earliest_to, j.to - size);
-  }
-  if (latest_from > earliest_to + size / 4) return std::nullopt;
-  // For good: the machine's steps begin `size` later, relative to the other
-  // machines', after it than before it.
+  const std::optional<ForwardStepWindow> window = forward_step_window(spans);
+  if (!window) return std::nullopt;
   const std::vector<std::vector<std::int32_t>> steps = local_steps(run, kinds);
-  const auto lead_before = machine_lead(run, steps, machine, latest_from, true);
-  const auto lead_after = machine_lead(run, steps, machine, earliest_to + size, false);
-  if (!lead_before || !lead_after) return std::nullopt;
-  const std::int64_t moved = *lead_after - *lead_before;
-  if (moved < size / 2 || moved > size + size / 2) return std::nullopt;
+  MachineStepStarts starts;
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    add_step_starts(starts, run.devices[d], steps[d], run.devices[d].machine == machine);
+  }
+  if (!forward_step_moves_machine(starts, *window)) return std::nullopt;
+  const std::int64_t size = window->size;
   ClockStep step{machine, std::numeric_limits<std::int64_t>::max(), size, 0};
   for (std::size_t i = 0; i < devices.size(); ++i) {
     Device& device = run.devices[devices[i]];
@@ -297,6 +277,71 @@ std::optional<ClockStep> undo_forward_step(Run& run, int machine,
 
 }  // namespace
 
+DeviceClockEvidence device_clock_evidence(const Device& device, const TypeKinds& kinds,
+                                          const ClockStepOptions& options) {
+  DeviceClockEvidence out;
+  const std::vector<std::size_t> order = written_order(device, kinds);
+  out.back_jumps = back_jumps(device, order, options.min_step_ns);
+  if (const auto jump = first_forward_jump(device, order, options.min_forward_step_ns)) {
+    out.has_forward = true;
+    out.forward = {jump->size, jump->from, jump->to};
+  }
+  return out;
+}
+
+bool shows_back_step(const std::vector<std::uint64_t>& back_jumps) {
+  if (back_jumps.empty()) return false;
+  const std::uint64_t n = back_jumps.front();
+  return n > 0 && n <= kMaxSteps &&
+         std::all_of(back_jumps.begin(), back_jumps.end(), [n](std::uint64_t m) { return m == n; });
+}
+
+std::optional<ForwardStepWindow> forward_step_window(const std::vector<ForwardJumpSpan>& jumps) {
+  if (jumps.empty()) return std::nullopt;
+  std::vector<std::int64_t> sizes;
+  for (const ForwardJumpSpan& j : jumps) sizes.push_back(j.size);
+  std::nth_element(sizes.begin(), sizes.begin() + sizes.size() / 2, sizes.end());
+  const std::int64_t size = sizes[sizes.size() / 2];
+  // At one moment: some instant lies in every device's [from, to - size],
+  // give or take a quarter of the step.
+  ForwardStepWindow window{size, std::numeric_limits<std::int64_t>::min(),
+                           std::numeric_limits<std::int64_t>::max()};
+  for (const ForwardJumpSpan& j : jumps) {
+    window.latest_from = std::max(window.latest_from, j.from);
+    window.earliest_to = std::min(window.earliest_to, j.to - size);
+  }
+  if (window.latest_from > window.earliest_to + size / 4) return std::nullopt;
+  return window;
+}
+
+void add_step_starts(MachineStepStarts& into, const Device& device,
+                     const std::vector<std::int32_t>& steps, bool on_machine) {
+  for (std::size_t i = 0; i < device.jobs.size(); ++i) {
+    auto [it, added] = into.try_emplace(steps[i], kNone, kNone);
+    std::int64_t& slot = on_machine ? it->second.first : it->second.second;
+    slot = std::min(slot, device.jobs[i].start_ns);
+  }
+}
+
+void add_step_starts(MachineStepStarts& into, const MachineStepStarts& more) {
+  for (const auto& [step, pair] : more) {
+    auto [it, added] = into.try_emplace(step, kNone, kNone);
+    it->second.first = std::min(it->second.first, pair.first);
+    it->second.second = std::min(it->second.second, pair.second);
+  }
+}
+
+bool forward_step_moves_machine(const MachineStepStarts& starts, const ForwardStepWindow& window) {
+  // For good: the machine's steps begin `size` later, relative to the other
+  // machines', after it than before it.
+  const std::int64_t size = window.size;
+  const auto lead_before = machine_lead(starts, window.latest_from, true);
+  const auto lead_after = machine_lead(starts, window.earliest_to + size, false);
+  if (!lead_before || !lead_after) return false;
+  const std::int64_t moved = *lead_after - *lead_before;
+  return moved >= size / 2 && moved <= size + size / 2;
+}
+
 std::vector<ClockStep> undo_clock_steps(Run& run, const ClockStepOptions& options) {
   const TypeKinds kinds(run.types);
   std::map<int, std::vector<std::size_t>> machines;  // machine -> device positions
@@ -312,15 +357,12 @@ std::vector<ClockStep> undo_clock_steps(Run& run, const ClockStepOptions& option
       // step's jobs by id) jumps back many times, and differently on each
       // device: no clock's doing. A clock step makes every device of the
       // machine jump back the same number of times.
-      std::optional<std::size_t> count;
-      bool same = true;
+      std::vector<std::uint64_t> counts;
       for (const std::size_t d : devices) {
         const Device& device = run.devices[d];
-        const std::size_t n = back_jumps(device, written_order(device, kinds), options.min_step_ns);
-        if (count && *count != n) same = false;
-        count = n;
+        counts.push_back(back_jumps(device, written_order(device, kinds), options.min_step_ns));
       }
-      if (!same || !count || *count == 0 || *count > kMaxSteps) break;
+      if (!shows_back_step(counts)) break;
       std::vector<std::optional<BackJump>> jumps;
       std::int64_t size = 0;                // the largest overlap: the step is at least that
       std::vector<std::int64_t> estimates;  // of the step, one per device that gives one

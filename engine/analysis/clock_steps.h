@@ -33,8 +33,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
+#include <utility>
 #include <vector>
 
+#include "analysis/step_rule.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -53,5 +57,66 @@ struct ClockStepOptions {
 /// after each step moved back by its size, then Run::finalize()), and
 /// returns them in machine, then time order.
 std::vector<ClockStep> undo_clock_steps(Run& run, const ClockStepOptions& options);
+
+// Whether a run has a clock step, in parts, for a run whose devices' jobs are
+// on different processes (distributed/partitioned_load.h, which refuses such
+// a run rather than undo it): undo_clock_steps finds its first step of each
+// machine with the same parts.
+//   1. device_clock_evidence, per device (its jobs alone);
+//   2. shows_back_step, per machine, from its devices' back-jump counts: a
+//      step back is then undone;
+//   3. with two machines or more, forward_step_window, per machine whose
+//      every device has a forward jump: where the step would lie;
+//   4. only for such a window: add_step_starts per device (its steps by the
+//      contract's rule, device-local), combined by min in any order, and
+//      forward_step_moves_machine: a step forward is then undone.
+
+/// A device's first jump forward (see the header): `size` its excess over
+/// the usual, the step lying in [from, to - size] on the old clock.
+struct ForwardJumpSpan {
+  std::int64_t size = 0;
+  std::int64_t from = 0;
+  std::int64_t to = 0;
+};
+
+struct DeviceClockEvidence {
+  /// How many times its compute jobs, in line order, jump back.
+  std::uint64_t back_jumps = 0;
+  /// Its first jump forward, when `has_forward`.
+  bool has_forward = false;
+  ForwardJumpSpan forward;
+};
+DeviceClockEvidence device_clock_evidence(const Device& device, const TypeKinds& kinds,
+                                          const ClockStepOptions& options);
+
+/// Whether a machine's devices (their back-jump counts) show a step back:
+/// every device jumps back the same number of times, at least once and at
+/// most a few (more is a log out of time order).
+bool shows_back_step(const std::vector<std::uint64_t>& back_jumps);
+
+/// Where a machine's step forward lies: its size (the median excess) and
+/// the instants every device's span allows.
+struct ForwardStepWindow {
+  std::int64_t size = 0;
+  std::int64_t latest_from = 0;
+  std::int64_t earliest_to = 0;
+};
+/// From every device's jump of one machine; none unless they meet at one
+/// moment (give or take a quarter of the step).
+std::optional<ForwardStepWindow> forward_step_window(const std::vector<ForwardJumpSpan>& jumps);
+
+/// Per step number (device-local numbering): the first start on the machine
+/// looked at, and the first start on the other machines.
+using MachineStepStarts = std::map<std::int32_t, std::pair<std::int64_t, std::int64_t>>;
+/// Adds a device's jobs (`steps`: each job's step) as the machine's when
+/// `on_machine`, else as another machine's.
+void add_step_starts(MachineStepStarts& into, const Device& device,
+                     const std::vector<std::int32_t>& steps, bool on_machine);
+/// Adds what another part gathered (min per side).
+void add_step_starts(MachineStepStarts& into, const MachineStepStarts& more);
+/// Whether the machine's steps begin about `window.size` later, relative to
+/// the other machines', after the window than before it: the jump was its
+/// clock, not a pause.
+bool forward_step_moves_machine(const MachineStepStarts& starts, const ForwardStepWindow& window);
 
 }  // namespace pipescope

@@ -343,19 +343,29 @@ std::vector<IgnoredLaunchSignal> split_launch_segments(Run& run, const SegmentOp
 }
 
 void select_launch_segment(Run& run, std::size_t position) {
+  std::vector<char> in_segment;
+  for (const Device& device : run.devices) {
+    const auto [first, last] = device.segment_jobs(position);
+    in_segment.push_back(first < last ? 1 : 0);
+  }
+  select_launch_segment(run, position, in_segment);
+}
+
+void select_launch_segment(Run& run, std::size_t position, const std::vector<char>& in_segment) {
   if (position >= run.segments.size()) {
     throw std::out_of_range(
         fmt::format("no segment at position {} of {}", position, run.segments.size()));
   }
   const LaunchSegment chosen = run.segments[position];
   std::vector<Device> kept;
-  for (Device& device : run.devices) {
-    const auto [first, last] = device.segment_jobs(position);
-    if (first == last) {
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    Device& device = run.devices[d];
+    if (!in_segment[d]) {
       run.left_out.push_back({device.index, device.machine, device.machine_name, device.rank,
                               device.path, "not_in_segment"});
       continue;
     }
+    const auto [first, last] = device.segment_jobs(position);
     device.jobs.erase(device.jobs.begin() + static_cast<std::ptrdiff_t>(last), device.jobs.end());
     device.jobs.erase(device.jobs.begin(),
                       device.jobs.begin() + static_cast<std::ptrdiff_t>(first));

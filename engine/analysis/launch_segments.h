@@ -133,4 +133,9 @@ std::vector<IgnoredLaunchSignal> split_launch_segments(Run& run,
 /// Throws std::out_of_range for a position past the end.
 void select_launch_segment(Run& run, std::size_t position);
 
+/// The same with each device's say (one per Run::devices) of whether it has
+/// a job in the segment: for a run that holds the jobs of only some of its
+/// devices (the others' jobs stay as they are: none).
+void select_launch_segment(Run& run, std::size_t position, const std::vector<char>& in_segment);
+
 }  // namespace pipescope

@@ -31,6 +31,8 @@ enum Record : std::uint8_t { kFile = 2, kJobs = 3 };
 
 constexpr std::size_t kJobsHeader = 1 + 8 + 4;  // kind, file, count
 
+}  // namespace
+
 void put_device(ByteWriter& w, const Device& d) {
   w.put(static_cast<std::int32_t>(d.index));
   w.put(static_cast<std::int32_t>(d.machine));
@@ -95,6 +97,8 @@ Device get_device(ByteReader& r) {
   return d;
 }
 
+namespace {
+
 void put_stats(ByteWriter& w, const InputStats& s) {
   w.str(s.path);
   w.put(s.bytes);
@@ -129,6 +133,47 @@ InputStats get_stats(ByteReader& r) {
 
 }  // namespace
 
+void put_file_header(ByteWriter& w, const FileResult& f) {
+  put_device(w, f.device);
+  put_stats(w, f.stats);
+  w.put(static_cast<std::uint32_t>(f.diagnostics.size()));
+  for (const Diagnostic& d : f.diagnostics) {
+    w.str(d.path);
+    w.put(d.line);
+    w.str(d.message);
+  }
+  w.put(static_cast<std::uint8_t>(f.first_step.has_value()));
+  w.put(static_cast<std::int64_t>(f.first_step.value_or(0)));
+  w.put(static_cast<std::uint32_t>(f.types.size()));
+  for (const std::string& name : f.types.names()) w.str(name);
+  w.put(static_cast<std::uint64_t>(f.device.jobs.size()));
+}
+
+std::uint64_t get_file_header(ByteReader& r, FileResult& f) {
+  f.device = get_device(r);
+  f.stats = get_stats(r);
+  const auto diagnostics = r.get<std::uint32_t>();
+  for (std::uint32_t i = 0; i < diagnostics; ++i) {
+    Diagnostic d;
+    d.path = r.str();
+    d.line = r.get<std::uint64_t>();
+    d.message = r.str();
+    f.diagnostics.push_back(std::move(d));
+  }
+  const bool has_first_step = r.get<std::uint8_t>() != 0;
+  const auto first_step = r.get<std::int64_t>();
+  if (has_first_step) f.first_step = first_step;
+  const auto types = r.get<std::uint32_t>();
+  for (std::uint32_t i = 0; i < types; ++i) {
+    if (f.types.intern(r.str()) != i) throw WireError("a job type arrived twice");
+  }
+  const auto jobs = r.get<std::uint64_t>();
+  if (jobs > std::numeric_limits<std::size_t>::max() / sizeof(Job)) {
+    throw WireError("impossible job count");
+  }
+  return jobs;
+}
+
 BatchEncoder::BatchEncoder(const std::vector<FileResult>& files,
                            std::vector<std::size_t> global_index, std::size_t max_bytes)
     : files_(files),
@@ -144,19 +189,7 @@ void BatchEncoder::put_file_header(std::size_t file, std::string& out) const {
   ByteWriter w;
   w.put(static_cast<std::uint8_t>(kFile));
   w.put(static_cast<std::uint64_t>(global_index_[file]));
-  put_device(w, f.device);
-  put_stats(w, f.stats);
-  w.put(static_cast<std::uint32_t>(f.diagnostics.size()));
-  for (const Diagnostic& d : f.diagnostics) {
-    w.str(d.path);
-    w.put(d.line);
-    w.str(d.message);
-  }
-  w.put(static_cast<std::uint8_t>(f.first_step.has_value()));
-  w.put(static_cast<std::int64_t>(f.first_step.value_or(0)));
-  w.put(static_cast<std::uint32_t>(f.types.size()));
-  for (const std::string& name : f.types.names()) w.str(name);
-  w.put(static_cast<std::uint64_t>(f.device.jobs.size()));
+  distributed::put_file_header(w, f);
   out = w.take();
 }
 
@@ -210,27 +243,7 @@ void RunAssembler::add_message(int source, std::string_view message) {
         s.seen = true;
         s.source = source;
         FileResult& f = s.file;
-        f.device = get_device(r);
-        f.stats = get_stats(r);
-        const auto diagnostics = r.get<std::uint32_t>();
-        for (std::uint32_t i = 0; i < diagnostics; ++i) {
-          Diagnostic d;
-          d.path = r.str();
-          d.line = r.get<std::uint64_t>();
-          d.message = r.str();
-          f.diagnostics.push_back(std::move(d));
-        }
-        const bool has_first_step = r.get<std::uint8_t>() != 0;
-        const auto first_step = r.get<std::int64_t>();
-        if (has_first_step) f.first_step = first_step;
-        const auto types = r.get<std::uint32_t>();
-        for (std::uint32_t i = 0; i < types; ++i) {
-          if (f.types.intern(r.str()) != i) throw WireError("a job type arrived twice");
-        }
-        s.expected_jobs = r.get<std::uint64_t>();
-        if (s.expected_jobs > std::numeric_limits<std::size_t>::max() / sizeof(Job)) {
-          throw WireError("impossible job count");
-        }
+        s.expected_jobs = get_file_header(r, f);
         f.device.jobs.reserve(s.expected_jobs);
         break;
       }

@@ -18,10 +18,24 @@
 #include <string_view>
 #include <vector>
 
+#include "distributed/wire.h"
 #include "ingest/file_result.h"
 #include "model/run.h"
 
 namespace pipescope::distributed {
+
+/// A device's place and what its input printed besides jobs (index,
+/// machine, rank, path, cut, step-start lines, log events), without jobs.
+void put_device(ByteWriter& w, const Device& device);
+Device get_device(ByteReader& r);
+
+/// A file's header record fields, as the file record above carries them
+/// (device, input stats, diagnostics, first step, type names, job count):
+/// every rank of the partitioned load gathers every file's.
+void put_file_header(ByteWriter& w, const FileResult& file);
+/// What put_file_header wrote, into `file` (its jobs untouched); returns
+/// the job count. Throws WireError.
+std::uint64_t get_file_header(ByteReader& r, FileResult& file);
 
 /// Default bound of one message: small enough for any MPI transport and for
 /// rank 0 to receive from many ranks at once, large enough to amortise the

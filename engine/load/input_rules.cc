@@ -80,10 +80,7 @@ void refuse_unplaced(const Run& run) {
   throw InputError(message);
 }
 
-namespace {
-
-/// A device's jobs, time for time: equal for two inputs holding the same jobs.
-std::uint64_t job_fingerprint(const Device& device) {
+DeviceFingerprint device_fingerprint(const Device& device) {
   // A word at a time (multiply and fold), not a byte: every job of the run
   // goes through it.
   std::uint64_t h = 0x9e3779b97f4a7c15ull ^ device.jobs.size();
@@ -96,8 +93,10 @@ std::uint64_t job_fingerprint(const Device& device) {
     mix(static_cast<std::uint64_t>(job.end_ns));
     mix((static_cast<std::uint64_t>(job.type) << 40) ^ static_cast<std::uint64_t>(job.micro_batch));
   }
-  return h;
+  return {device.jobs.size(), h};
 }
+
+namespace {
 
 bool same_jobs(const Device& a, const Device& b) {
   if (a.jobs.size() != b.jobs.size()) return false;
@@ -111,9 +110,9 @@ bool same_jobs(const Device& a, const Device& b) {
   return true;
 }
 
-/// Whether two files hold the same bytes (a copy). False when either cannot
-/// be read.
-bool same_bytes(const std::string& a, const std::string& b) {
+}  // namespace
+
+bool same_file_bytes(const std::string& a, const std::string& b) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(a, ec);
   if (ec || std::filesystem::file_size(b, ec) != size || ec) return false;
@@ -130,6 +129,8 @@ bool same_bytes(const std::string& a, const std::string& b) {
   return x.eof() && y.eof();
 }
 
+namespace {
+
 /// "run/machine1" for a device: the folder its input is in.
 std::string folder_of(const Device& device) {
   const std::string folder = std::filesystem::path(device.path).parent_path().string();
@@ -143,50 +144,78 @@ std::string seconds(std::int64_t ns) {
 }  // namespace
 
 void refuse_duplicate_inputs(const Run& run) {
+  std::vector<DeviceFingerprint> prints(run.devices.size());
+  tbb::parallel_for(std::size_t{0}, run.devices.size(),
+                    [&](std::size_t d) { prints[d] = device_fingerprint(run.devices[d]); });
+  refuse_duplicate_inputs(run, prints, [&](std::size_t a, std::size_t b) {
+    const Device &x = run.devices[a], &y = run.devices[b];
+    return same_jobs(x, y) && same_file_bytes(x.path, y.path);
+  });
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> duplicate_candidates(
+    const Run& run, const std::vector<DeviceFingerprint>& prints) {
   // Same jobs time for time, in files of the same bytes on two machines: a
   // copy. Same jobs alone are not enough: a simulator's tensor-parallel
   // peers, or data-parallel replicas drawn with the same costs, run identical
   // jobs in files that differ (thread ids, ranks).
-  std::vector<std::uint64_t> prints(run.devices.size());
-  tbb::parallel_for(std::size_t{0}, run.devices.size(),
-                    [&](std::size_t d) { prints[d] = job_fingerprint(run.devices[d]); });
-  std::map<std::pair<std::size_t, std::uint64_t>, std::vector<const Device*>> by_jobs;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<std::size_t>> by_jobs;
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    const Device& device = run.devices[d];
-    if (device.jobs.size() < 2) continue;
-    by_jobs[{device.jobs.size(), prints[d]}].push_back(&device);
+    if (prints[d].jobs < 2) continue;
+    by_jobs[{prints[d].jobs, prints[d].print}].push_back(d);
   }
+  std::vector<std::pair<std::size_t, std::size_t>> pairs;
   for (const auto& [key, devices] : by_jobs) {
     for (std::size_t i = 0; i < devices.size(); ++i) {
       for (std::size_t j = i + 1; j < devices.size(); ++j) {
-        const Device &a = *devices[i], &b = *devices[j];
-        if (a.machine == b.machine || !same_jobs(a, b) || !same_bytes(a.path, b.path)) continue;
-        throw InputError(fmt::format(
-            "{} and {} are the same file (the same {} jobs, byte for byte): one is a copy of the "
-            "other (a backup folder such as {}?), and reading both would count its devices "
-            "twice. Analyse without the copy: move it out of the folder, or name the folders to "
-            "read",
-            a.path, b.path, a.jobs.size(), folder_of(b)));
+        if (run.devices[devices[i]].machine == run.devices[devices[j]].machine) continue;
+        pairs.emplace_back(devices[i], devices[j]);
       }
     }
   }
+  return pairs;
+}
+
+void refuse_duplicate_inputs(const Run& run, const std::vector<DeviceFingerprint>& prints,
+                             const SameInputs& same) {
+  for (const auto& [i, j] : duplicate_candidates(run, prints)) {
+    if (!same(i, j)) continue;
+    const Device &a = run.devices[i], &b = run.devices[j];
+    throw InputError(fmt::format(
+        "{} and {} are the same file (the same {} jobs, byte for byte): one is a copy of the "
+        "other (a backup folder such as {}?), and reading both would count its devices "
+        "twice. Analyse without the copy: move it out of the folder, or name the folders to "
+        "read",
+        a.path, b.path, prints[i].jobs, folder_of(b)));
+  }
+}
+
+DeviceSpan device_span(const Device& device) {
+  if (device.jobs.empty()) return {};
+  DeviceSpan span{true, device.jobs.front().start_ns, device.jobs.front().end_ns};
+  for (const Job& job : device.jobs) {
+    span.first = std::min(span.first, job.start_ns);
+    span.last = std::max(span.last, job.end_ns);
+  }
+  return span;
 }
 
 void refuse_separate_runs(const Run& run) {
+  std::vector<DeviceSpan> spans;
+  spans.reserve(run.devices.size());
+  for (const Device& device : run.devices) spans.push_back(device_span(device));
+  refuse_separate_runs(run, spans);
+}
+
+void refuse_separate_runs(const Run& run, const std::vector<DeviceSpan>& spans) {
   // Each device's time range; devices sorted by their first start.
   struct Range {
     std::int64_t first, last;
     const Device* device;
   };
   std::vector<Range> ranges;
-  for (const Device& device : run.devices) {
-    if (device.jobs.empty()) continue;
-    std::int64_t first = device.jobs.front().start_ns, last = device.jobs.front().end_ns;
-    for (const Job& job : device.jobs) {
-      first = std::min(first, job.start_ns);
-      last = std::max(last, job.end_ns);
-    }
-    ranges.push_back({first, last, &device});
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    if (spans[d].has_jobs) ranges.push_back({spans[d].first, spans[d].last, &run.devices[d]});
   }
   if (ranges.size() < 2) return;
   std::sort(ranges.begin(), ranges.end(),
@@ -274,11 +303,18 @@ std::vector<Warning> check_rank_layout(const Run& run) {
 }
 
 std::vector<Warning> leave_out_devices(Run& run) {
+  std::vector<std::uint64_t> counts;
+  counts.reserve(run.devices.size());
+  for (const Device& device : run.devices) counts.push_back(device.jobs.size());
+  return leave_out_devices(run, counts);
+}
+
+std::vector<Warning> leave_out_devices(Run& run, const std::vector<std::uint64_t>& job_counts) {
   std::vector<Warning> warnings;
   if (run.devices.size() != run.inputs.size()) return warnings;  // not as merged: nothing to match
   std::size_t kept_count = 0;
   for (std::size_t i = 0; i < run.devices.size(); ++i) {
-    if (!run.inputs[i].unreadable && !run.devices[i].jobs.empty()) ++kept_count;
+    if (!run.inputs[i].unreadable && job_counts[i] > 0) ++kept_count;
   }
   const std::size_t total = run.devices.size();
   std::vector<Device> kept;
@@ -286,7 +322,7 @@ std::vector<Warning> leave_out_devices(Run& run) {
   for (std::size_t i = 0; i < total; ++i) {
     Device& device = run.devices[i];
     const InputStats& input = run.inputs[i];
-    if (!input.unreadable && !device.jobs.empty()) {
+    if (!input.unreadable && job_counts[i] > 0) {
       kept.push_back(std::move(device));
       continue;
     }
@@ -303,8 +339,7 @@ std::vector<Warning> leave_out_devices(Run& run) {
                   "as a device idle all run)",
                   input.path, input.error.empty() ? "" : fmt::format(" ({})", input.error),
                   device.index);
-    warnings.push_back(
-        {reason, message, device.index, -1, static_cast<std::uint64_t>(device.jobs.size())});
+    warnings.push_back({reason, message, device.index, -1, job_counts[i]});
     run.left_out.push_back({device.index, device.machine, device.machine_name, device.rank,
                             device.path, std::string(warning_name(reason))});
   }

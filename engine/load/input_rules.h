@@ -28,9 +28,12 @@
 //   append(warnings, check_short_devices(run, metrics, stages));
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "analysis/data_quality.h"
@@ -74,6 +77,36 @@ void refuse_unplaced(const Run& run);
 /// (a simulator's tensor-parallel peers, replicas drawn with equal costs).
 void refuse_duplicate_inputs(const Run& run);
 
+// The three whole-run rules below in parts, for a run whose devices' jobs
+// are on different processes (distributed/partitioned_load.h): what each
+// device gives (its fingerprint, its span, its job count) is gathered, and
+// the rule is decided from those alone. The whole-run forms call these.
+
+/// A device's jobs in two words: equal for two devices holding the same
+/// jobs, time for time (a 64-bit hash besides the count).
+struct DeviceFingerprint {
+  std::uint64_t jobs = 0;
+  std::uint64_t print = 0;
+};
+DeviceFingerprint device_fingerprint(const Device& device);
+
+/// Whether two inputs, devices at positions a and b of run.devices, hold the
+/// same jobs in files of the same bytes.
+using SameInputs = std::function<bool(std::size_t a, std::size_t b)>;
+
+/// The pairs (positions in run.devices) refuse_duplicate_inputs asks about,
+/// in the order it asks: same fingerprint, at least two jobs, different
+/// machines. `prints`: one per device.
+std::vector<std::pair<std::size_t, std::size_t>> duplicate_candidates(
+    const Run& run, const std::vector<DeviceFingerprint>& prints);
+
+/// refuse_duplicate_inputs, asking `same` about each candidate pair in turn.
+void refuse_duplicate_inputs(const Run& run, const std::vector<DeviceFingerprint>& prints,
+                             const SameInputs& same);
+
+/// Whether two files hold the same bytes; false when either cannot be read.
+bool same_file_bytes(const std::string& a, const std::string& b);
+
 /// The least gap between two groups of devices, none of which has jobs on
 /// both sides, that makes them two runs (refuse_separate_runs).
 inline constexpr std::int64_t kSeparateRunsGapNs = 60'000'000'000;  // 60 s
@@ -84,6 +117,17 @@ inline constexpr std::int64_t kSeparateRunsGapNs = 60'000'000'000;  // 60 s
 /// is no relaunch. The message names both groups' folders.
 void refuse_separate_runs(const Run& run);
 
+/// A device's time range: its first start and last end (none without jobs).
+struct DeviceSpan {
+  bool has_jobs = false;
+  std::int64_t first = 0;
+  std::int64_t last = 0;
+};
+DeviceSpan device_span(const Device& device);
+
+/// refuse_separate_runs from each device's span (one per run.devices).
+void refuse_separate_runs(const Run& run, const std::vector<DeviceSpan>& spans);
+
 /// rank_gap and uneven_ranks warnings, from the devices of `run` as read
 /// (call it before leave_out_devices: an empty input is a rank present).
 std::vector<Warning> check_rank_layout(const Run& run);
@@ -93,6 +137,10 @@ std::vector<Warning> check_rank_layout(const Run& run);
 /// warning each. `run.devices` must still hold one device per input, in
 /// input order (as the merge builds it). Call refuse_unreadable first.
 std::vector<Warning> leave_out_devices(Run& run);
+
+/// The same, with each device's job count given (one per run.devices): for a
+/// run that holds the jobs of only some of its devices.
+std::vector<Warning> leave_out_devices(Run& run, const std::vector<std::uint64_t>& job_counts);
 
 /// short_device warnings: devices (positions in run.devices, as `metrics`
 /// and `stages`) whose forward, backward and optimizer jobs per step of

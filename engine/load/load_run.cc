@@ -13,6 +13,7 @@
 #include "analysis/bad_timestamps.h"
 #include "analysis/clock_steps.h"
 #include "analysis/launch_segments.h"
+#include "load/load_prelude.h"
 #include "numeric/units.h"
 
 namespace pipescope {
@@ -69,13 +70,6 @@ std::int64_t first_job_start(const Run& run) {
   return first;
 }
 
-/// "12.5 s" after the run's first job, for a segment's start.
-std::string offset_from(std::int64_t origin, std::int64_t t) {
-  const std::int64_t ms = (t - origin) / 1'000'000;
-  return ms >= 10'000 ? fmt::format("{:.1f} s", static_cast<double>(ms) / 1000.0)
-                      : fmt::format("{} ms", ms);
-}
-
 /// Finds the launch segments, says what they show, and keeps the one asked
 /// for (LoadOptions::segment).
 void split_segments(LoadedRun& loaded, std::optional<int> wanted,
@@ -83,79 +77,18 @@ void split_segments(LoadedRun& loaded, std::optional<int> wanted,
   Run& run = loaded.run;
   SegmentOptions segment_options;
   segment_options.first_step = first_step;
-  for (const IgnoredLaunchSignal& signal : split_launch_segments(run, segment_options)) {
-    loaded.launch_warnings.push_back(
-        {WarningCode::launch_signal_ignored,
-         fmt::format(
-             "{}: a sign of a new launch ({}) while the other devices kept running: "
-             "not treated as a relaunch",
-             signal.where,
-             signal.found_by == "step_start_line"   ? "a `Schedule Profiler start` line after jobs"
-             : signal.found_by == "profiler_window" ? "the rank's next profiling window"
-                                                    : "the schedule starting over after a gap"),
-         -1, -1, 1});
-  }
+  const std::vector<IgnoredLaunchSignal> ignored = split_launch_segments(run, segment_options);
   loaded.all_segments = run.segments;
-  if (run.segments.size() > 1) {
-    std::int64_t origin = std::numeric_limits<std::int64_t>::max();
-    for (const Device& device : run.devices) {
-      if (!device.jobs.empty()) origin = std::min(origin, device.jobs.front().start_ns);
-    }
-    std::string where;
-    for (std::size_t s = 1; s < run.segments.size(); ++s) {
-      const LaunchSegment& segment = run.segments[s];
-      std::int64_t start = std::numeric_limits<std::int64_t>::max();
-      for (const Device& device : run.devices) {
-        const auto [first, last] = device.segment_jobs(s);
-        if (first < last) start = std::min(start, device.jobs[first].start_ns);
-      }
-      std::string evidence;
-      for (const std::string& item : segment.evidence) {
-        evidence += fmt::format("{}{}", evidence.empty() ? "" : ", ", item);
-      }
-      where += fmt::format(
-          "; segment {} begins {} after the first job ({}: {}){}", segment.index,
-          offset_from(origin, start),
-          segment.found_by == "profiler_window"   ? "the rank's next trace"
-          : segment.found_by == "step_start_line" ? "a new `Schedule Profiler start` line"
-                                                  : "the schedule starts over after a gap",
-          evidence,
-          segment.numbered_by_line
-              ? fmt::format(", at step {}", segment.first_step)
-              : fmt::format(", no step-start line: steps numbered on from {}", segment.first_step));
-    }
-    const bool windows =
-        std::all_of(run.segments.begin() + 1, run.segments.end(),
-                    [](const LaunchSegment& s) { return s.found_by == "profiler_window"; });
-    if (windows) {
-      // A profiler schedule with repeat: one launch, profiled in windows.
-      loaded.launch_warnings.push_back(
-          {WarningCode::profiler_windows,
-           fmt::format("the traces hold {} profiling windows of each rank (a torch.profiler "
-                       "schedule with repeat, one trace per window){}; each window is a segment "
-                       "of its own, its steps numbered by its ProfilerStep#N, and the time "
-                       "between windows, not profiled, is in no figure",
-                       run.segments.size(), where),
-           -1, -1, static_cast<std::uint64_t>(run.segments.size())});
-    } else {
-      loaded.launch_warnings.push_back(
-          {WarningCode::relaunch,
-           fmt::format("the logs hold {} launches of the training program (a crash and relaunch "
-                       "appended to the same logs){}; each launch is a segment of its own, no "
-                       "step spans two, and the step a crash cut short is left out of the figures",
-                       run.segments.size(), where),
-           -1, -1, static_cast<std::uint64_t>(run.segments.size())});
+  std::vector<std::int64_t> starts(run.segments.size(), std::numeric_limits<std::int64_t>::max());
+  for (const Device& device : run.devices) {
+    for (std::size_t s = 0; s < starts.size(); ++s) {
+      const auto [first, last] = device.segment_jobs(s);
+      if (first < last) starts[s] = std::min(starts[s], device.jobs[first].start_ns);
     }
   }
+  loaded.launch_warnings = launch_warnings(ignored, run.segments, first_job_start(run), starts);
   if (!wanted) return;
-  const int count = static_cast<int>(run.segments.size());
-  const int position = *wanted == kLastSegment ? count - 1 : *wanted;
-  if (position < 0 || position >= count) {
-    throw std::invalid_argument(fmt::format(
-        "segment {}: the run has {} launch segment{} ({})", *wanted, count, count == 1 ? "" : "s",
-        count == 1 ? std::string("0") : fmt::format("0-{}", count - 1)));
-  }
-  select_launch_segment(run, static_cast<std::size_t>(position));
+  select_launch_segment(run, segment_position(*wanted, run.segments.size()));
 }
 
 }  // namespace
@@ -198,15 +131,8 @@ LoadedRun load_run(Run run, const LoadOptions& options) {
   // One job stamped decades away (a clock read as 0) would open a segment of
   // its own and stretch a window over the years: left out, and said.
   if (const auto bad = leave_out_bad_timestamps(loaded.run); !bad.empty()) {
-    const Device& device = loaded.run.devices[bad.front().device];
     loaded.input_warnings.push_back(
-        {WarningCode::bad_timestamp,
-         fmt::format("{} job{} stamped more than an hour from both {} neighbours in the log "
-                     "(first: {}:{}, start {} ns since the epoch): bad timestamp{}, left out",
-                     bad.size(), bad.size() == 1 ? "" : "s", bad.size() == 1 ? "its" : "their",
-                     device.path, bad.front().line, bad.front().start_ns,
-                     bad.size() == 1 ? "" : "s"),
-         device.index, -1, static_cast<std::uint64_t>(bad.size())});
+        bad_timestamp_warning(loaded.run.devices[bad.front().device], bad.front(), bad.size()));
   }
   // A clock that jumped mid-run would split steps and make relaunches: undone
   // first, so that everything after reads one clock per machine.
@@ -231,6 +157,7 @@ LoadedRun load_run(Run run, const LoadOptions& options) {
     }
   }
   split_segments(loaded, options.segment, options.first_step);
+  if (options.level == LoadLevel::prelude) return loaded;
   if (options.level == LoadLevel::metrics) {
     loaded.metrics = compute_metrics(loaded.run);
     for (Warning& w : check_short_devices(loaded.run, loaded.metrics,

@@ -43,6 +43,12 @@ enum class LoadLevel {
   /// and no pipeline analysis (`convert` writes records with the logged
   /// times; reading them back corrects the clocks as for the logs).
   metrics,
+  /// Only what comes before the analysis: the input rules, the bad
+  /// timestamps, the clock steps and the launch segments (the one asked for
+  /// kept). No figures, and no short_device warning (it needs them): the
+  /// run as the analysis would receive it (distributed/partitioned_load.h
+  /// builds the same by parts).
+  prelude,
 };
 
 struct LoadOptions {
