@@ -29,7 +29,9 @@
 #include <string>
 #include <vector>
 
+#include "distributed/exchange.h"
 #include "ingest/discovery.h"
+#include "ingest/file_result.h"
 #include "ingest/ingest.h"
 #include "model/run.h"
 
@@ -65,6 +67,21 @@ struct ClusterScan {
   int nodes = 1;
 };
 
+/// What each rank holds after the scan when the analysis is partitioned
+/// (ClusterCallbacks::on_partitioned): the results of the files it read.
+struct PartitionedScan {
+  std::vector<FileResult> files;
+  /// Where files[i] is in the global input list.
+  std::vector<std::size_t> global_index;
+  /// How many inputs the global list has.
+  std::size_t file_count = 0;
+  /// Rank 0 only: the global input list and the files that could not be read.
+  std::vector<InputFile> inputs;
+  std::vector<ReadFailure> failures;
+  int ranks = 1;
+  int nodes = 1;
+};
+
 struct ClusterCallbacks {
   /// After discovery, before the scan (e.g. to refuse an output that is an
   /// input); throwing stops every rank.
@@ -73,6 +90,14 @@ struct ClusterCallbacks {
   std::function<void(const IngestProgress&)> on_progress;
   /// The analysis and exports; its return value is every rank's status.
   std::function<int(ClusterScan&)> on_result;
+  /// When set, no jobs are gathered: every rank keeps what it read and
+  /// calls this, with the exchange the partitioned analysis runs on
+  /// (partitioned_analysis.h), instead of on_result on rank 0. The status
+  /// returned is the largest any rank returned. An exception on a rank that
+  /// every rank throws alike (an input error decided from gathered facts) is
+  /// rethrown on rank 0 and the others return `error_status`; any other ends
+  /// every rank (MPI_Abort, exit status 2) with its message.
+  std::function<int(Exchange&, PartitionedScan&)> on_partitioned;
 };
 
 /// True when this build has the MPI engine.

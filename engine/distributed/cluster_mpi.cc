@@ -20,6 +20,7 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 
@@ -27,6 +28,7 @@
 #include "distributed/cluster.h"
 #include "distributed/input_merge.h"
 #include "distributed/mpi_context.h"
+#include "distributed/mpi_exchange.h"
 #include "distributed/node_layout.h"
 #include "distributed/run_transfer.h"
 #include "distributed/wire.h"
@@ -472,6 +474,11 @@ class Session {
       throw;
     }
     send_plans(true, 0);
+    if (partitioned()) {
+      gather();  // progress and the end of every scan; the jobs stay where they were read
+      finish_root(kGoPartitioned);
+      return run_partitioned();
+    }
     ClusterScan result;
     result.run = gather();
     result.inputs = std::move(inputs_);
@@ -591,7 +598,11 @@ class Session {
         self.files = own.files();
         if (own.finished()) {
           try {
-            assembler.add_local(0, own.take(), share_.global_index);
+            if (partitioned()) {
+              kept_ = own.take();
+            } else {
+              assembler.add_local(0, own.take(), share_.global_index);
+            }
           } catch (const std::exception& e) {
             mpi_.abort(fmt::format("scan failed: {}", e.what()));
           }
@@ -624,11 +635,58 @@ class Session {
       beat();
       if (!received) nap();
     }
+    if (partitioned()) return Run();
     try {
       return assembler.finish();
     } catch (const std::exception& e) {
       mpi_.abort(e.what());
     }
+  }
+
+  // ---- the partitioned analysis ---------------------------------------------
+
+  bool partitioned() const { return static_cast<bool>(callbacks_.on_partitioned); }
+
+  /// Every rank, after the scans: the partitioned analysis on what each
+  /// rank read, over MPI collectives; the status is the largest any rank
+  /// returned.
+  int run_partitioned() {
+    MpiExchange exchange(mpi_, timeout_);
+    PartitionedScan scan;
+    scan.files = std::move(kept_);
+    scan.global_index = share_.global_index;
+    scan.ranks = size_;
+    scan.nodes = static_cast<int>(layout_.nodes.size());
+    if (rank_ == 0) {
+      scan.inputs = inputs_;
+      scan.failures = failures_;
+    }
+    int status = error_status_;
+    std::exception_ptr error;
+    try {
+      ByteWriter w;
+      w.put(static_cast<std::uint64_t>(scan.files.size()));
+      for (const std::string& count : exchange.all_gather(w.take())) {
+        ByteReader r(count);
+        scan.file_count += r.get<std::uint64_t>();
+      }
+      status = callbacks_.on_partitioned(exchange, scan);
+    } catch (const InputError&) {
+      // Decided alike on every rank from gathered facts: every rank is here.
+      error = std::current_exception();
+    } catch (const std::invalid_argument&) {
+      error = std::current_exception();
+    } catch (const std::exception& e) {
+      mpi_.abort(e.what());
+    }
+    ByteWriter w;
+    w.put(static_cast<std::int32_t>(status));
+    for (const std::string& theirs : exchange.all_gather(w.take())) {
+      ByteReader r(theirs);
+      status = std::max(status, static_cast<int>(r.get<std::int32_t>()));
+    }
+    if (error && rank_ == 0) std::rethrow_exception(error);
+    return status;
   }
 
   /// Tells every rank its exit status (and how many beats to drain).
@@ -667,7 +725,9 @@ class Session {
       share_.inputs.push_back(get_input(r));
     }
     scan_and_send();
-    return finish_worker();
+    const int verdict = finish_worker();
+    if (verdict == kGoPartitioned) return run_partitioned();
+    return verdict;
   }
 
   void scan_and_send() {
@@ -704,6 +764,10 @@ class Session {
     std::uint64_t batches = 0;
     std::uint64_t bytes = 0;
     for (const FileResult& f : files) bytes += f.stats.bytes;
+    if (partitioned()) {
+      kept_ = std::move(files);  // the jobs stay here: the analysis comes to them
+      files.clear();
+    }
     BatchEncoder encoder(files, share_.global_index, max_message_);
     std::string buffers[2];
     MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
@@ -767,6 +831,11 @@ class Session {
   std::size_t max_message_;
   int ranks_here_ = 1;
   NodeLayout layout_;
+
+  /// The status rank 0 sends when the ranks go on to the partitioned
+  /// analysis together (no exit status is negative).
+  static constexpr int kGoPartitioned = -1;
+  std::vector<FileResult> kept_;  // partitioned: what this rank read
 
   std::vector<InputFile> inputs_;  // rank 0: the global list
   std::vector<int> owner_;         // rank 0: rank of every file

@@ -1,7 +1,8 @@
-// The partitioned analysis over real MPI ranks (mpirun -n 1..4): every rank
-// reads the devices d with d % ranks == rank of a folder, the ranks exchange
-// over MpiExchange, and each rank's figures must be the single process's
-// (each rank analyses the whole folder too, for the comparison only). The
+// The partitioned load and analysis over real MPI ranks (mpirun -n 1..4):
+// every rank reads the files i with i % ranks == rank of a folder, the ranks
+// exchange over MpiExchange (load_partitioned, analyze_partitioned), and each
+// rank's figures must be the single process's (each rank analyses the whole
+// folder too, for the comparison only). The
 // figure-by-figure checks over many runs are the in-process tests
 // (tests/distributed/partitioned_driver_test.cc); this one proves the bytes
 // travel over MPI as they do between threads, in many small rounds when
@@ -17,6 +18,8 @@
 #include "distributed/mpi_context.h"
 #include "distributed/mpi_exchange.h"
 #include "distributed/partitioned_analysis.h"
+#include "distributed/partitioned_load.h"
+#include "ingest/ingest.h"
 #include "load/load_run.h"
 
 namespace {
@@ -67,22 +70,25 @@ int check(const pipescope::distributed::MpiContext& mpi, const std::string& fold
   using namespace pipescope::distributed;
   LoadOptions options;
   options.inputs.allow_unreadable = true;
-  LoadedRun whole = load_run(find_inputs({folder}), options);
+  const std::vector<InputFile> inputs = find_inputs({folder});
+  LoadedRun whole = load_run(inputs, options);
   // The reference: the run as one process analyses it.
   Run corrected = whole.run;
   const AnalyzedRun single = analyze_run(corrected, options.pipeline);
-  // This rank's view: the jobs of its devices only.
-  Run local = whole.run;
-  for (std::size_t d = 0; d < local.devices.size(); ++d) {
-    if (static_cast<int>(d % static_cast<std::size_t>(mpi.size())) == mpi.rank()) continue;
-    local.devices[d].jobs.clear();
-    local.devices[d].segment_begin.clear();
-    local.devices[d].step_starts.clear();
-    local.devices[d].events.clear();
-  }
   whole = LoadedRun();
+  // This rank reads the files i with i % ranks == rank, and the prelude and
+  // the analysis run by parts over MPI.
+  std::vector<InputFile> share;
+  std::vector<std::size_t> index;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (static_cast<int>(i % static_cast<std::size_t>(mpi.size())) != mpi.rank()) continue;
+    share.push_back(inputs[i]);
+    index.push_back(i);
+  }
+  std::vector<FileResult> files = read_input_files(share, options.ingest);
   MpiExchange exchange(mpi, 60);
-  const PartitionedAnalysis mine = analyze_partitioned(exchange, local, options.pipeline);
+  LocalLoad local = load_partitioned(exchange, std::move(files), index, inputs.size(), options);
+  const PartitionedAnalysis mine = analyze_partitioned(exchange, local.run, options.pipeline);
   const std::string got = figures(mine.metrics, mine.first, mine.last, mine.schedule, mine.clock,
                                   mine.bubbles, mine.first);
   const std::string want = figures(single.metrics, mine.first, mine.last, single.pipeline.schedule,
