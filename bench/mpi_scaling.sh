@@ -57,6 +57,26 @@ timed() {  # timed COMMAND...: median seconds of REPS runs
   printf '%s\n' "${samples[@]}" | median
 }
 
+# rank_peaks COMMAND...: runs the command once, sampling every 10 ms the
+# RssAnon of each process named pipescope (the ranks; run no other pipescope
+# meanwhile; the kernel keeps no peak of anonymous memory), and prints each
+# rank's peak in KiB, largest first.
+rank_peaks() {
+  "$@" > "$work/command.out" 2>&1 &
+  local launcher=$! peaks
+  declare -A peaks=()
+  while kill -0 "$launcher" 2> /dev/null; do
+    for pid in $(pgrep -x pipescope || true); do
+      anon=$(awk '/^RssAnon:/ {print $2}' "/proc/$pid/status" 2> /dev/null || true)
+      [ -n "$anon" ] || continue
+      if [ -z "${peaks[$pid]:-}" ] || [ "$anon" -gt "${peaks[$pid]}" ]; then peaks[$pid]=$anon; fi
+    done
+    sleep 0.01
+  done
+  wait "$launcher" || { cat "$work/command.out" >&2; exit 1; }
+  for pid in "${!peaks[@]}"; do echo "${peaks[$pid]}"; done | sort -rn
+}
+
 out=$work/mpi-out
 echo "input: $dir ($bytes bytes, $(ls "$dir"/workerlog.* | wc -l) files), $cores cores, median of $reps"
 printf '%-26s %6s %9s %8s %8s %12s\n' run ranks seconds GB/s speedup GB/s/rank
@@ -74,6 +94,22 @@ for np in $ranks; do
     "$(calc "$bytes / $t / 1000000000")" "$(calc "$t1 / $t")" \
     "$(calc "$bytes / $t / $np / 1000000000")"
 done
+# Peak anonymous memory of every rank, against the bound of the partitioned
+# analysis: 64 MiB + 48 B x (jobs / ranks) x 1.25 on each rank.
+run_jobs=$(python3 -c 'import json,sys; print(sum(d["jobs"] for d in json.load(open(sys.argv[1]))["devices"]))' "$out/summary.json")
+echo
+printf '%-6s %14s %14s %14s %10s\n' ranks "largest MiB" "smallest MiB" "bound MiB" "B/job*"
+for np in $ranks; do
+  threads=$((cores / np > 0 ? cores / np : 1))
+  mapfile -t kib < <(rank_peaks "${launch[@]}" -np "$np" "$cli" analyze --mpi "$dir" -o "$out" --no-trace -q -j "$threads")
+  largest=${kib[0]:-0}
+  smallest=${kib[${#kib[@]}-1]:-0}
+  printf '%-6s %14.1f %14.1f %14.1f %10.1f\n' "$np" "$(calc "$largest / 1024")" \
+    "$(calc "$smallest / 1024")" "$(calc "(64 * 1048576 + 48 * $run_jobs / $np * 1.25) / 1048576")" \
+    "$(calc "($largest * 1024 - 64 * 1048576) / ($run_jobs / $np)")"
+done
+echo "* the largest rank's peak above 64 MiB, per job of its share (jobs / ranks); the bound is 60 B/job"
+
 # One rank, one scan thread: the per-core rate a rank gets on a full node.
 t=$(timed "${launch[@]}" -np 1 "$cli" analyze --mpi "$dir" -o "$out" --no-trace -q -j 1)
 printf '%-26s %6s %9.3f %8.2f %8s %12.2f\n' "analyze --mpi -j 1" 1 "$t" \
