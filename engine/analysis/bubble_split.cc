@@ -222,7 +222,10 @@ SplitRows split_rows(const SplitEvidence& part, const OpCostSums& run_sums,
     return rows;
   }
   const std::size_t steps = part.step_sums.size();
-  const std::size_t devices = windows.empty() ? 0 : windows.front().devices.size();
+  // The range's own windows carry the device figures (a partitioned run
+  // keeps them only where it owns the steps).
+  const std::size_t devices =
+      steps == 0 || part.first >= windows.size() ? 0 : windows[part.first].devices.size();
   rows.inherent.assign(steps, std::vector<std::int64_t>(devices, 0));
   rows.device_inherent.assign(devices, 0);
   // Steps are independent once their costs are known: each simulated in

@@ -417,6 +417,14 @@ BubbleSummary gather_bubbles(Exchange& exchange, BubbleSummary mine, std::size_t
 void replica_windows(Exchange& exchange, const Run& local,
                      const std::vector<DeviceStepCounts>& counts, PartitionedAnalysis& out);
 
+/// Frees the device figures of the windows outside [first, last).
+void keep_own_device_figures(std::vector<StepWindow>& windows, std::size_t first,
+                             std::size_t last) {
+  for (std::size_t k = 0; k < windows.size(); ++k) {
+    if (k < first || k >= last) std::vector<DeviceStepTime>().swap(windows[k].devices);
+  }
+}
+
 /// Steps 1 to 5 of the header: the metrics, the ranges and the jobs held.
 /// `decide_layout` runs once the steps are numbered and before the jobs
 /// travel (the replicas' windows widen the ranges' spans).
@@ -481,6 +489,16 @@ void partitioned_metrics(Exchange& exchange, const Run& local, PartitionedAnalys
   const std::span<StepWindow> own = out.plan.windows(m.steps, rank);
   add_window_times(out.part.run.devices, kinds, own);
   gather_totals(exchange, sum_windows(own, devices), m);
+  // Each window's device figures stay with its owner: steps x devices of
+  // them on every rank would outgrow its share of the jobs at scale.
+  keep_own_device_figures(m.steps, out.first, out.last);
+  for (ReplicaWindows& replica : out.replica_windows) {
+    std::size_t a = 0;
+    while (a < replica.to_global.size() && replica.to_global[a] < out.first) ++a;
+    std::size_t b = a;
+    while (b < replica.to_global.size() && replica.to_global[b] < out.last) ++b;
+    keep_own_device_figures(replica.metrics.steps, a, b);
+  }
 }
 
 /// The dependencies whose consumer is in this rank's steps, in its part's
