@@ -1,0 +1,345 @@
+#include "distributed/partitioned_traces.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "analysis/bubbles.h"
+#include "analysis/job_kind.h"
+#include "analysis/pipeline.h"
+#include "analysis/step_partition.h"
+#include "distributed/wire.h"
+#include "export/atomic_file.h"
+#include "export/chrome_trace.h"
+#include "export/perfetto_trace.h"
+#include "export/trace_content.h"
+#include "export/trace_layout.h"
+#include "export/trace_parts.h"
+
+namespace pipescope::distributed {
+
+namespace {
+
+/// The devices of `local` this rank read (the only ones with jobs here), as
+/// analyze_partitioned tells them.
+std::vector<std::size_t> read_devices(const Run& local) {
+  std::vector<std::size_t> out;
+  for (std::size_t d = 0; d < local.devices.size(); ++d) {
+    if (!local.devices[d].jobs.empty()) out.push_back(d);
+  }
+  return out;
+}
+
+// ---- 1. lanes -----------------------------------------------------------------
+
+struct PartLanes {
+  /// The lane of each job of the part (PartJobs' order), by device.
+  std::vector<std::vector<int>> of_job;
+  /// The lane count of each device this rank read; 1 elsewhere (a device
+  /// without jobs has its one lane).
+  std::vector<int> count;
+};
+
+/// Each job's lane, computed where its device was read whole, sent where the
+/// job went: the lists device_part_indices gives on the final plan are the
+/// ones exchange_jobs sent, in the order the part holds them, so a lane
+/// needs no index beside it.
+PartLanes exchange_lanes(Exchange& exchange, const Run& local, const PartitionedAnalysis& a) {
+  const auto ranks = static_cast<std::size_t>(exchange.size());
+  const std::size_t devices = local.devices.size();
+  const std::vector<std::size_t> mine = read_devices(local);
+  const TypeKinds kinds(local.types);
+  PartLanes out;
+  out.count.assign(devices, 1);
+  out.of_job.resize(devices);
+  std::vector<ByteWriter> w(ranks);
+  for (ByteWriter& to : w) to.put(static_cast<std::uint64_t>(mine.size()));
+  for (const std::size_t d : mine) {
+    const Device& device = local.devices[d];
+    const std::vector<int> lanes = trace_job_lanes(device.jobs, out.count[d]);
+    const std::vector<std::vector<std::size_t>> lists =
+        device_part_indices(device, a.local_job_step.at(d), kinds, a.plan);
+    for (std::size_t p = 0; p < ranks; ++p) {
+      w[p].put(static_cast<std::uint64_t>(d));
+      w[p].put(static_cast<std::uint64_t>(lists[p].size()));
+      for (const std::size_t i : lists[p]) w[p].put(static_cast<std::int32_t>(lanes[i]));
+    }
+  }
+  std::vector<std::string> messages(ranks);
+  for (std::size_t p = 0; p < ranks; ++p) messages[p] = w[p].take();
+  w.clear();
+  for (const std::string& message : exchange.all_to_all(std::move(messages))) {
+    ByteReader r(message);
+    for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
+      const auto d = r.get<std::uint64_t>();
+      const auto count = r.get<std::uint64_t>();
+      if (d >= devices || d >= a.part.run.devices.size()) {
+        throw WireError("lanes of a device not in the run");
+      }
+      if (count != a.part.run.devices[d].jobs.size()) {
+        throw WireError("lanes of jobs the part does not hold");
+      }
+      if (count > r.left() / sizeof(std::int32_t)) throw WireError("message ends early");
+      std::vector<int>& lanes = out.of_job[d];
+      lanes.reserve(count);
+      for (std::uint64_t i = 0; i < count; ++i) lanes.push_back(r.get<std::int32_t>());
+    }
+  }
+  return out;
+}
+
+// ---- 2. the frame's facts ---------------------------------------------------------
+
+void put_optional(ByteWriter& w, const std::optional<std::int64_t>& value) {
+  w.put(static_cast<std::uint8_t>(value ? 1 : 0));
+  w.put(value.value_or(0));
+}
+
+std::optional<std::int64_t> get_optional(ByteReader& r) {
+  const bool has = r.get<std::uint8_t>() != 0;
+  const auto value = r.get<std::int64_t>();
+  return has ? std::optional(value) : std::nullopt;
+}
+
+void take_earliest(std::optional<std::int64_t>& into, const std::optional<std::int64_t>& t) {
+  if (t) into = std::min(into.value_or(*t), *t);
+}
+
+/// Every device's lane count into `counts`; returns the earliest of every
+/// range's selected jobs and of every rank's drawn log events: time zero,
+/// the same on every rank (a rank's events are enough for its own devices).
+std::optional<std::int64_t> gather_frame_facts(Exchange& exchange, const Run& local,
+                                               std::vector<int>& counts,
+                                               std::optional<std::int64_t> earliest_job,
+                                               std::optional<std::int64_t> earliest_event) {
+  const std::vector<std::size_t> mine = read_devices(local);
+  ByteWriter w;
+  w.put(static_cast<std::uint64_t>(mine.size()));
+  for (const std::size_t d : mine) {
+    w.put(static_cast<std::uint64_t>(d));
+    w.put(static_cast<std::int32_t>(counts[d]));
+  }
+  put_optional(w, earliest_job);
+  put_optional(w, earliest_event);
+  std::optional<std::int64_t> earliest;
+  for (const std::string& message : exchange.all_gather(w.take())) {
+    ByteReader r(message);
+    for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
+      const auto d = r.get<std::uint64_t>();
+      const auto count = r.get<std::int32_t>();
+      if (d >= counts.size() || count < 1) throw WireError("lane count of a device not in the run");
+      counts[d] = count;
+    }
+    take_earliest(earliest, get_optional(r));
+    take_earliest(earliest, get_optional(r));
+  }
+  return earliest;
+}
+
+// ---- 3. the head's step figures -----------------------------------------------------
+
+/// What the head reads of the steps, on rank 0: every window without its
+/// device figures (the head draws none; a copy of them would double the
+/// largest thing rank 0 holds), each with its owner's bubble ratio, and
+/// `per_step` holding one summed BubbleTotals per step (all
+/// bubble_ratio_samples adds up). Empty elsewhere.
+struct HeadSteps {
+  Metrics metrics;
+  BubbleSummary bubbles;
+};
+
+HeadSteps gather_head_steps(Exchange& exchange, const PartitionedAnalysis& a, bool bubbles) {
+  ByteWriter w;
+  w.put(static_cast<std::uint64_t>(a.first));
+  std::vector<double> ratios;
+  std::vector<BubbleTotals> totals;
+  for (std::size_t k = a.first; k < a.last; ++k) {
+    ratios.push_back(a.metrics.steps[k].bubble_ratio);
+    if (!bubbles) continue;
+    BubbleTotals sum;
+    if (k - a.first < a.bubbles.per_step.size()) {
+      for (const BubbleTotals& t : a.bubbles.per_step[k - a.first]) sum.add(t);
+    }
+    totals.push_back(sum);
+  }
+  w.list(ratios);
+  w.list(totals);
+  std::vector<std::string> out(static_cast<std::size_t>(exchange.size()));
+  out[0] = w.take();
+  const std::vector<std::string> in = exchange.all_to_all(std::move(out));
+  HeadSteps head;
+  if (exchange.rank() != 0) return head;
+  const Metrics& m = a.metrics;
+  head.metrics.segments = m.segments;
+  head.metrics.devices = m.devices;
+  head.metrics.bubble_ratio = m.bubble_ratio;
+  head.metrics.total_window_ns = m.total_window_ns;
+  head.metrics.comm_ns = m.comm_ns;
+  head.metrics.incomplete_steps = m.incomplete_steps;
+  head.metrics.steps.reserve(m.steps.size());
+  for (const StepWindow& step : m.steps) {
+    StepWindow& to = head.metrics.steps.emplace_back();
+    to.step = step.step;
+    to.segment = step.segment;
+    to.complete = step.complete;
+    to.start_ns = step.start_ns;
+    to.end_ns = step.end_ns;
+  }
+  if (bubbles) head.bubbles.per_step.resize(m.steps.size());
+  for (const std::string& message : in) {
+    ByteReader r(message);
+    const auto first = r.get<std::uint64_t>();
+    r.list(ratios);
+    r.list(totals);
+    if (first > m.steps.size() || ratios.size() > m.steps.size() - first ||
+        (bubbles && totals.size() != ratios.size())) {
+      throw WireError("step figures of another run");
+    }
+    for (std::size_t i = 0; i < ratios.size(); ++i) {
+      head.metrics.steps[first + i].bubble_ratio = ratios[i];
+      if (bubbles) head.bubbles.per_step[first + i] = {totals[i]};
+    }
+  }
+  return head;
+}
+
+// ---- 4-6. the parts, to rank 0 ------------------------------------------------------
+
+void write_head(const TraceFrame& frame, TraceFormat format, AtomicFile& file) {
+  format == TraceFormat::json ? write_chrome_trace_head(frame, file)
+                              : write_perfetto_trace_head(frame, file);
+}
+
+void write_part(const TraceFrame& frame, const TracePart& part, TraceFormat format,
+                AtomicFile& file) {
+  format == TraceFormat::json ? write_chrome_trace_part(frame, part, file)
+                              : write_perfetto_trace_part(frame, part, file);
+}
+
+// Every job of a partitioned run has a step: the tail has no jobs to write.
+void write_tail(const TraceFrame& frame, TraceFormat format, AtomicFile& file) {
+  format == TraceFormat::json ? write_chrome_trace_tail(frame, nullptr, file)
+                              : write_perfetto_trace_tail(frame, nullptr, file);
+}
+
+std::string scratch_path(const TraceStreaming& streaming, int rank, TraceFormat format) {
+  const std::filesystem::path dir = streaming.scratch_dir.empty()
+                                        ? std::filesystem::temp_directory_path()
+                                        : std::filesystem::path(streaming.scratch_dir);
+  return (dir /
+          ("pipescope-" + std::string(trace_file_name(format)) + "-part" + std::to_string(rank)))
+      .string();
+}
+
+/// Streams every rank's part to rank 0 in rank order, after rank 0's own:
+/// `scratch` holds this rank's (null on rank 0), `into` is the trace (null
+/// elsewhere). Every rank takes part in every round.
+void stream_parts(Exchange& exchange, AtomicFile* scratch, AtomicFile* into,
+                  std::size_t chunk_bytes) {
+  const auto ranks = static_cast<std::size_t>(exchange.size());
+  const auto rank = static_cast<std::size_t>(exchange.rank());
+  std::uint64_t mine = 0;
+  std::ifstream in;
+  if (scratch != nullptr) {
+    scratch->flush();
+    mine = std::filesystem::file_size(scratch->temp_path());
+    in.open(scratch->temp_path(), std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + scratch->temp_path());
+  }
+  ByteWriter w;
+  w.put(mine);
+  std::vector<std::uint64_t> sizes;
+  for (const std::string& message : exchange.all_gather(w.take())) {
+    ByteReader r(message);
+    sizes.push_back(r.get<std::uint64_t>());
+  }
+  chunk_bytes = std::max<std::size_t>(1, chunk_bytes);
+  for (std::size_t from = 1; from < ranks; ++from) {
+    for (std::uint64_t sent = 0; sent < sizes[from]; sent += chunk_bytes) {
+      const auto n =
+          static_cast<std::size_t>(std::min<std::uint64_t>(chunk_bytes, sizes[from] - sent));
+      std::vector<std::string> out(ranks);
+      if (rank == from) {
+        out[0].resize(n);
+        if (!in.read(out[0].data(), static_cast<std::streamsize>(n))) {
+          throw std::runtime_error("cannot read " + scratch->temp_path());
+        }
+      }
+      const std::vector<std::string> got = exchange.all_to_all(std::move(out));
+      if (into == nullptr) continue;
+      if (got[from].size() != n) throw WireError("trace part ends early");
+      into->write_through(got[from]);
+    }
+  }
+}
+
+}  // namespace
+
+void write_partitioned_trace(Exchange& exchange, const Run& local,
+                             const PartitionedAnalysis& analysis, const TraceOptions& options,
+                             TraceFormat format, const std::string& path,
+                             const TraceStreaming& streaming) {
+  const bool root = exchange.rank() == 0;
+  const bool drawn = options.pipeline != nullptr;
+
+  // 1. The lanes of the part's jobs.
+  PartLanes lanes = exchange_lanes(exchange, local, analysis);
+  const PartJobs& held = analysis.part;
+  const TracePart part{held.run,
+                       held.job_step,
+                       &held.job_index,
+                       lanes.of_job,
+                       analysis.first,
+                       analysis.last,
+                       drawn && options.flows ? &analysis.dependencies : nullptr};
+
+  // 2. Every device's lane count, and time zero.
+  std::optional<std::int64_t> earliest_event;
+  for (const EventRef& ref : trace_log_events(local, analysis.metrics, options.steps)) {
+    take_earliest(earliest_event, local.devices[ref.device].events[ref.event].time_ns);
+  }
+  const std::optional<std::int64_t> earliest = gather_frame_facts(
+      exchange, local, lanes.count, part_earliest_start(part, options.steps), earliest_event);
+
+  // 3. The head's figures of every step, on rank 0.
+  HeadSteps head = gather_head_steps(exchange, analysis, drawn);
+
+  // What the writers read of the pipeline analysis: the bubble-ratio
+  // counters (the head's) and which of this range's dependencies lie on a
+  // critical path (each step's path is its range's); the dependencies and
+  // bubbles themselves come from the part.
+  PipelineAnalysis pipeline;
+  if (root) pipeline.bubbles = std::move(head.bubbles);
+  pipeline.critical_dependency_hops = analysis.paths.via_dependency;
+  std::sort(pipeline.critical_dependency_hops.begin(), pipeline.critical_dependency_hops.end(),
+            [](const JobRef& x, const JobRef& y) {
+              return std::pair(x.device, x.job) < std::pair(y.device, y.job);
+            });
+  TraceOptions mine = options;
+  mine.pipeline = drawn ? &pipeline : nullptr;
+  const TraceFrame frame(local, root ? head.metrics : analysis.metrics, mine, lanes.count,
+                         earliest);
+
+  // 4-6. Rank 0: head, its part, the others' parts as they come, tail.
+  if (root) {
+    AtomicFile file(path);
+    write_head(frame, format, file);
+    write_part(frame, part, format, file);
+    stream_parts(exchange, nullptr, &file, streaming.chunk_bytes);
+    write_tail(frame, format, file);
+    file.commit();
+  } else {
+    AtomicFile scratch(scratch_path(streaming, exchange.rank(), format));
+    write_part(frame, part, format, scratch);
+    stream_parts(exchange, &scratch, nullptr, streaming.chunk_bytes);
+    // Never committed: the scratch file goes when `scratch` does.
+  }
+  // Every rank returns once the trace is in place (or throws with rank 0).
+  exchange.all_gather(std::string());
+}
+
+}  // namespace pipescope::distributed
