@@ -417,6 +417,24 @@ BubbleSummary gather_bubbles(Exchange& exchange, BubbleSummary mine, std::size_t
 void replica_windows(Exchange& exchange, const Run& local,
                      const std::vector<DeviceStepCounts>& counts, PartitionedAnalysis& out);
 
+/// Every step's bubble ratio on every rank (one double per step: the
+/// reports list them), from the ranks that own them.
+void gather_step_ratios(Exchange& exchange, std::size_t first, std::vector<StepWindow>& steps,
+                        std::size_t count) {
+  ByteWriter w;
+  w.put(static_cast<std::uint64_t>(first));
+  std::vector<double> ratios;
+  for (std::size_t k = first; k < first + count; ++k) ratios.push_back(steps[k].bubble_ratio);
+  w.list(ratios);
+  for (const std::string& message : exchange.all_gather(w.take())) {
+    ByteReader r(message);
+    const auto from = r.get<std::uint64_t>();
+    r.list(ratios);
+    if (from + ratios.size() > steps.size()) throw WireError("ratios of steps not in the run");
+    for (std::size_t i = 0; i < ratios.size(); ++i) steps[from + i].bubble_ratio = ratios[i];
+  }
+}
+
 /// Frees the device figures of the windows outside [first, last).
 void keep_own_device_figures(std::vector<StepWindow>& windows, std::size_t first,
                              std::size_t last) {
@@ -489,6 +507,7 @@ void partitioned_metrics(Exchange& exchange, const Run& local, PartitionedAnalys
   const std::span<StepWindow> own = out.plan.windows(m.steps, rank);
   add_window_times(out.part.run.devices, kinds, own);
   gather_totals(exchange, sum_windows(own, devices), m);
+  gather_step_ratios(exchange, out.first, m.steps, own.size());
   // Each window's device figures stay with its owner: steps x devices of
   // them on every rank would outgrow its share of the jobs at scale.
   keep_own_device_figures(m.steps, out.first, out.last);

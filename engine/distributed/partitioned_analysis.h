@@ -67,8 +67,8 @@ struct ReplicaWindows {
 struct PartitionedAnalysis {
   /// The contract's metrics: every step's window (number, segment, start,
   /// end, complete) and the segments, device totals and ratios of the whole
-  /// run; each window's device figures and bubble ratio only for the steps
-  /// this rank owns (the others' `devices` are empty, their ratio zero). `job_step` is empty: the
+  /// run and every window's bubble ratio; each window's device figures only
+  /// for the steps this rank owns (the others' `devices` are empty). `job_step` is empty: the
   /// steps of the jobs it holds are in `part.job_step`.
   Metrics metrics;
   /// Which rank owns which steps (rank r owns range r).
