@@ -314,8 +314,14 @@ std::optional<std::int64_t> bubble_inherent_ns(const BubbleSplit& split, const M
       !metrics.steps[bubble.step].complete) {
     return std::nullopt;
   }
-  const std::int64_t idle = metrics.steps[bubble.step].devices[bubble.device].idle_ns;
-  const std::int64_t inherent = split.inherent[bubble.step][bubble.device];
+  return bubble_inherent_ns(true, metrics.steps[bubble.step],
+                            split.inherent[bubble.step][bubble.device], bubble);
+}
+
+std::optional<std::int64_t> bubble_inherent_ns(bool known, const StepWindow& window,
+                                               std::int64_t inherent, const Bubble& bubble) {
+  if (!known || !window.complete) return std::nullopt;
+  const std::int64_t idle = window.devices[bubble.device].idle_ns;
   if (idle <= 0) return 0;
   return static_cast<std::int64_t>(static_cast<__int128>(inherent) * bubble.length_ns() / idle);
 }

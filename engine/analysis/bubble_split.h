@@ -109,4 +109,10 @@ BubbleSplit assemble_split(std::span<const SplitEvidence> parts, std::vector<Spl
 std::optional<std::int64_t> bubble_inherent_ns(const BubbleSplit& split, const Metrics& metrics,
                                                const Bubble& bubble);
 
+/// The same from the bubble's window and its device-step's inherent time
+/// (inherent(d,k), read only when `known`): for the owner of the step's
+/// rows in the partitioned analysis.
+std::optional<std::int64_t> bubble_inherent_ns(bool known, const StepWindow& window,
+                                               std::int64_t inherent, const Bubble& bubble);
+
 }  // namespace pipescope

@@ -31,6 +31,82 @@ PipelineAnalysis with_dependencies(const Run& run, const Metrics& metrics,
 
 }  // namespace
 
+std::vector<Warning> pipeline_tail_warnings(const Run& run, const Layout& layout,
+                                            const StageMap& stages, const ClockReport& clock,
+                                            const PipelineOptions& options,
+                                            const StageJobEvidence& evidence) {
+  std::vector<Warning> warnings;
+  if (layout.method == LayoutMethod::none && run.devices.size() > 1) {
+    warnings.push_back({WarningCode::layout_not_found,
+                        fmt::format("no pipeline layout fits the run ({}): each device is "
+                                    "analysed as its own stage and the clocks are not "
+                                    "corrected; check the order of the machines (machines "
+                                    "out of order look like this), or state it with {}",
+                                    layout.reason, options.layout_label),
+                        -1, -1, static_cast<std::uint64_t>(run.devices.size())});
+  }
+  if (clock.method == ClockMethod::rejected) {
+    std::string estimates;
+    for (const MachineClock& m : clock.machines) {
+      if (m.estimate_ns == 0) continue;
+      // Rounded to the microsecond as the text report rounds it.
+      const std::int64_t us = (std::abs(m.estimate_ns) + 500) / 1000;
+      estimates += fmt::format("{}{} {}{}.{:03} ms", estimates.empty() ? "" : ", ", m.name,
+                               m.estimate_ns < 0 ? "-" : "+", us / 1000, us % 1000);
+    }
+    const std::string what =
+        estimates.empty()
+            ? fmt::format(
+                  "the clock offsets estimated are 0 for every machine: no offset removes "
+                  "the {} dependency violations between machines",
+                  clock.violations_before)
+            : fmt::format("the estimated clock offsets ({}) were not applied: {}", estimates,
+                          clock.reason);
+    warnings.push_back({WarningCode::clock_estimate_rejected,
+                        what + "; check the order of the machines (machines out of order look "
+                               "like a clock skew that no offset fixes)",
+                        -1, -1, clock.violations_before});
+  }
+  if (clock.violations_after > 0) {
+    warnings.push_back(
+        {WarningCode::dependency_violations,
+         fmt::format("{} of {} dependencies between machines still start before their input "
+                     "ended{} (clock skew, or jobs matched across stages wrongly)",
+                     clock.violations_after, clock.dependencies,
+                     clock.method == ClockMethod::disabled
+                         ? fmt::format(" ({})", options.clock.disabled_label)
+                         : std::string()),
+         -1, -1, clock.violations_after});
+  }
+  for (std::string& why : stage_map_contradictions(run, stages, evidence)) {
+    warnings.push_back({WarningCode::stage_map_contradicted,
+                        fmt::format("{}: {}; {}", options.stages_label, why, options.stages_advice),
+                        -1, -1, 1});
+  }
+  if (stages.source == "device") {
+    const StageMap guess = guess_stage_map(run, evidence);
+    if (guess.stage_count() < stages.stage_count()) {
+      std::string groups;
+      // The first four groups of several devices (the groups before them
+      // may be single devices).
+      std::size_t named = 0;
+      for (std::size_t s = 0; s < guess.stage_count() && named < 4; ++s) {
+        if (guess.devices[s].size() < 2) continue;
+        groups +=
+            fmt::format("{}{}", groups.empty() ? "" : ", ", describe_stage_devices(run, guess, s));
+        ++named;
+      }
+      warnings.push_back(
+          {WarningCode::stage_map,
+           fmt::format("devices {} run the same jobs at the same times: they look like one "
+                       "stage each (tensor-parallel peers); {}",
+                       groups, options.stages_advice),
+           -1, -1, static_cast<std::uint64_t>(stages.stage_count() - guess.stage_count())});
+    }
+  }
+  return warnings;
+}
+
 StagePlacement detected_placement(const ScheduleReport& schedule) {
   // Detection reads each device's job order, which no clock offset changes.
   const ScheduleDetection& d = schedule.detection;
@@ -140,73 +216,9 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
   a.explanation = explain_bubbles(run, metrics, a.schedule, a.split, a.bottleneck);
   a.clock = std::move(clock);
 
-  if (a.layout.method == LayoutMethod::none && run.devices.size() > 1) {
-    a.warnings.push_back({WarningCode::layout_not_found,
-                          fmt::format("no pipeline layout fits the run ({}): each device is "
-                                      "analysed as its own stage and the clocks are not "
-                                      "corrected; check the order of the machines (machines "
-                                      "out of order look like this), or state it with {}",
-                                      a.layout.reason, options.layout_label),
-                          -1, -1, static_cast<std::uint64_t>(run.devices.size())});
-  }
-  if (a.clock.method == ClockMethod::rejected) {
-    std::string estimates;
-    for (const MachineClock& m : a.clock.machines) {
-      if (m.estimate_ns == 0) continue;
-      // Rounded to the microsecond as the text report rounds it.
-      const std::int64_t us = (std::abs(m.estimate_ns) + 500) / 1000;
-      estimates += fmt::format("{}{} {}{}.{:03} ms", estimates.empty() ? "" : ", ", m.name,
-                               m.estimate_ns < 0 ? "-" : "+", us / 1000, us % 1000);
-    }
-    const std::string what =
-        estimates.empty()
-            ? fmt::format(
-                  "the clock offsets estimated are 0 for every machine: no offset removes "
-                  "the {} dependency violations between machines",
-                  a.clock.violations_before)
-            : fmt::format("the estimated clock offsets ({}) were not applied: {}", estimates,
-                          a.clock.reason);
-    a.warnings.push_back({WarningCode::clock_estimate_rejected,
-                          what + "; check the order of the machines (machines out of order look "
-                                 "like a clock skew that no offset fixes)",
-                          -1, -1, a.clock.violations_before});
-  }
-  if (a.clock.violations_after > 0) {
-    a.warnings.push_back(
-        {WarningCode::dependency_violations,
-         fmt::format("{} of {} dependencies between machines still start before their input "
-                     "ended{} (clock skew, or jobs matched across stages wrongly)",
-                     a.clock.violations_after, a.clock.dependencies,
-                     a.clock.method == ClockMethod::disabled
-                         ? fmt::format(" ({})", options.clock.disabled_label)
-                         : std::string()),
-         -1, -1, a.clock.violations_after});
-  }
-  for (std::string& why : stage_map_contradictions(run, a.stages)) {
-    a.warnings.push_back(
-        {WarningCode::stage_map_contradicted,
-         fmt::format("{}: {}; {}", options.stages_label, why, options.stages_advice), -1, -1, 1});
-  }
-  if (a.stages.source == "device") {
-    const StageMap guess = guess_stage_map(run);
-    if (guess.stage_count() < a.stages.stage_count()) {
-      std::string groups;
-      // The first four groups of several devices (the groups before them
-      // may be single devices).
-      std::size_t named = 0;
-      for (std::size_t s = 0; s < guess.stage_count() && named < 4; ++s) {
-        if (guess.devices[s].size() < 2) continue;
-        groups +=
-            fmt::format("{}{}", groups.empty() ? "" : ", ", describe_stage_devices(run, guess, s));
-        ++named;
-      }
-      a.warnings.push_back(
-          {WarningCode::stage_map,
-           fmt::format("devices {} run the same jobs at the same times: they look like one "
-                       "stage each (tensor-parallel peers); {}",
-                       groups, options.stages_advice),
-           -1, -1, static_cast<std::uint64_t>(a.stages.stage_count() - guess.stage_count())});
-    }
+  for (Warning& w :
+       pipeline_tail_warnings(run, a.layout, a.stages, a.clock, options, stage_job_evidence(run))) {
+    a.warnings.push_back(std::move(w));
   }
   return a;
 }

@@ -85,6 +85,18 @@ struct PipelineAnalysis {
 Layout choose_layout(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
                      const std::vector<JobRole>& roles, const PipelineOptions& options);
 
+/// The warnings the analysis adds after the data-quality checks, in this
+/// order: layout_not_found, clock_estimate_rejected, dependency_violations,
+/// stage_map_contradicted (a map given as tp or list whose stage's devices
+/// do not run together), stage_map (one stage per device where the guess
+/// groups devices). `run`'s devices are read for their count, machine and
+/// index only; their jobs through `evidence` (stage_map.h), so a run held in
+/// parts gives the same warnings from facts combined across ranks.
+std::vector<Warning> pipeline_tail_warnings(const Run& run, const Layout& layout,
+                                            const StageMap& stages, const ClockReport& clock,
+                                            const PipelineOptions& options,
+                                            const StageJobEvidence& evidence);
+
 /// Where the detected schedule puts each global stage: the dependencies
 /// follow it (a V-shaped schedule's second chunk flows back up the ranks).
 StagePlacement detected_placement(const ScheduleReport& schedule);

@@ -37,20 +37,15 @@ std::int64_t parse_index(std::string_view text, std::string_view where) {
   return value;
 }
 
-// Whether two devices look like tensor-parallel peers (see guess_stage_map).
-bool peers(const Device& a, const Device& b) {
-  if (a.machine != b.machine || a.jobs.size() != b.jobs.size() || a.jobs.empty()) return false;
-  std::size_t close = 0;
-  for (std::size_t i = 0; i < a.jobs.size(); ++i) {
-    const Job& x = a.jobs[i];
-    const Job& y = b.jobs[i];
-    if (x.type != y.type || x.micro_batch != y.micro_batch) return false;
-    const std::int64_t diff =
-        x.start_ns > y.start_ns ? x.start_ns - y.start_ns : y.start_ns - x.start_ns;
-    const std::int64_t length = std::max(x.duration_ns(), y.duration_ns());
-    if (diff <= length / 4) ++close;
-  }
-  return close * 10 >= a.jobs.size() * 9;
+// Whether two devices look like tensor-parallel peers (see guess_stage_map):
+// the same machine, the same jobs in the same order, 90% of them starting
+// within a quarter of a job of each other.
+bool peers(const Device& a, const Device& b, const StageJobEvidence& evidence, std::size_t ia,
+           std::size_t ib) {
+  const std::uint64_t n = evidence.job_counts[ia];
+  if (a.machine != b.machine || n != evidence.job_counts[ib] || n == 0) return false;
+  const JobPairEvidence e = evidence.compare(ia, ib);
+  return e.mismatch == JobPairEvidence::npos && e.close * 10 >= n * 9;
 }
 
 }  // namespace
@@ -78,10 +73,97 @@ StageMap one_stage_per_device(std::size_t device_count) {
   return from_groups(std::move(groups), device_count, "device");
 }
 
-StageMap guess_stage_map(const Run& run) {
+JobPairEvidence compare_job_range(std::span<const Job> a, std::span<const Job> b,
+                                  std::size_t first) {
+  JobPairEvidence e;
+  const std::size_t n = std::min(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const Job& x = a[i];
+    const Job& y = b[i];
+    if (x.type != y.type || x.micro_batch != y.micro_batch) {
+      e.mismatch = first + i;
+      e.mismatch_a = x;
+      e.mismatch_b = y;
+      break;
+    }
+    const std::int64_t diff =
+        x.start_ns > y.start_ns ? x.start_ns - y.start_ns : y.start_ns - x.start_ns;
+    if (diff <= std::max(x.duration_ns(), y.duration_ns()) / 4) ++e.close;
+    // Peers run each job together; stages run it one after the other
+    // (forwards down the pipeline, backwards up it).
+    if ((y.start_ns >= x.end_ns || x.start_ns >= y.end_ns) && x.end_ns > x.start_ns &&
+        y.end_ns > y.start_ns) {
+      if (e.apart++ == 0) {
+        e.first_apart = first + i;
+        e.apart_a = x;
+        e.apart_b = y;
+      }
+    }
+  }
+  return e;
+}
+
+void merge_job_pair_evidence(JobPairEvidence& into, const JobPairEvidence& next) {
+  // Nothing after the first mismatch is read.
+  if (into.mismatch != JobPairEvidence::npos) return;
+  into.close += next.close;
+  if (into.first_apart == JobPairEvidence::npos && next.first_apart != JobPairEvidence::npos) {
+    into.first_apart = next.first_apart;
+    into.apart_a = next.apart_a;
+    into.apart_b = next.apart_b;
+  }
+  into.apart += next.apart;
+  into.mismatch = next.mismatch;
+  into.mismatch_a = next.mismatch_a;
+  into.mismatch_b = next.mismatch_b;
+}
+
+StageJobEvidence stage_job_evidence(const Run& run) {
+  StageJobEvidence e;
+  for (const Device& d : run.devices) {
+    e.job_counts.push_back(d.jobs.size());
+    if (!d.jobs.empty()) e.origin = std::min(e.origin, d.jobs.front().start_ns);
+  }
+  e.compare = [&run](std::size_t a, std::size_t b) {
+    return compare_job_range(run.devices[a].jobs, run.devices[b].jobs, 0);
+  };
+  return e;
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> stage_check_pairs(
+    const Run& run, const StageMap& map, std::span<const std::uint64_t> job_counts) {
+  std::vector<std::pair<std::size_t, std::size_t>> pairs;
+  if (map.source == "tp" || map.source == "list") {
+    for (const auto& group : map.devices) {
+      for (std::size_t g = 1; g < group.size(); ++g) pairs.emplace_back(group.front(), group[g]);
+    }
+  } else if (map.source == "device") {
+    // The guess compares a device with the first of the group before it,
+    // whose devices are all of one machine and job count: every pair of a
+    // stretch of such devices may be asked.
+    const std::size_t n = std::min(run.devices.size(), job_counts.size());
+    for (std::size_t s = 0; s < n;) {
+      std::size_t e = s + 1;
+      while (e < n && run.devices[e].machine == run.devices[s].machine &&
+             job_counts[e] == job_counts[s]) {
+        ++e;
+      }
+      if (job_counts[s] > 0) {
+        for (std::size_t a = s; a < e; ++a) {
+          for (std::size_t b = a + 1; b < e; ++b) pairs.emplace_back(a, b);
+        }
+      }
+      s = e;
+    }
+  }
+  return pairs;
+}
+
+StageMap guess_stage_map(const Run& run, const StageJobEvidence& evidence) {
   std::vector<std::vector<std::size_t>> groups;
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    if (!groups.empty() && peers(run.devices[groups.back().front()], run.devices[d])) {
+    if (!groups.empty() && peers(run.devices[groups.back().front()], run.devices[d], evidence,
+                                 groups.back().front(), d)) {
       groups.back().push_back(d);
     } else {
       groups.push_back({d});
@@ -89,6 +171,8 @@ StageMap guess_stage_map(const Run& run) {
   }
   return from_groups(std::move(groups), run.devices.size(), "auto");
 }
+
+StageMap guess_stage_map(const Run& run) { return guess_stage_map(run, stage_job_evidence(run)); }
 
 StageMap resolve_stage_map(const Run& run, std::string_view spec, std::string_view label) {
   const std::string where = fmt::format("{} {}", label, spec);
@@ -169,20 +253,18 @@ StageMap resolve_stage_map(const Run& run, std::string_view spec, std::string_vi
 }
 
 std::vector<std::string> stage_map_contradictions(const Run& run, const StageMap& map) {
+  return stage_map_contradictions(run, map, stage_job_evidence(run));
+}
+
+std::vector<std::string> stage_map_contradictions(const Run& run, const StageMap& map,
+                                                  const StageJobEvidence& evidence) {
   std::vector<std::string> out;
   if (map.source != "tp" && map.source != "list") return out;
   const auto label = [&](const Job& job) {
     return fmt::format("{} mb{}", job.type < run.types.size() ? run.types.name(job.type) : "?",
                        job.micro_batch);
   };
-  const std::int64_t origin = [&] {
-    std::int64_t t = std::numeric_limits<std::int64_t>::max();
-    for (const Device& d : run.devices) {
-      if (!d.jobs.empty()) t = std::min(t, d.jobs.front().start_ns);
-    }
-    return t;
-  }();
-  const auto ms = [&](std::int64_t t) { return format_ms(t - origin); };
+  const auto ms = [&](std::int64_t t) { return format_ms(t - evidence.origin); };
   for (std::size_t s = 0; s < map.stage_count(); ++s) {
     const auto& group = map.devices[s];
     if (group.size() < 2 || group.front() >= run.devices.size()) continue;
@@ -190,43 +272,28 @@ std::vector<std::string> stage_map_contradictions(const Run& run, const StageMap
     for (std::size_t g = 1; g < group.size(); ++g) {
       if (group[g] >= run.devices.size()) continue;
       const Device& other = run.devices[group[g]];
-      const std::size_t n = std::min(first.jobs.size(), other.jobs.size());
-      std::string evidence;
-      std::size_t after = 0;
-      const Job* example = nullptr;
-      std::size_t example_index = 0;
-      for (std::size_t i = 0; i < n && evidence.empty(); ++i) {
-        const Job& x = first.jobs[i];
-        const Job& y = other.jobs[i];
-        if (x.type != y.type || x.micro_batch != y.micro_batch) {
-          evidence = fmt::format("its job {} is {} where device {} runs {}", i + 1, label(y),
-                                 first.index, label(x));
-          break;
-        }
-        // Peers run each job together; stages run it one after the other
-        // (forwards down the pipeline, backwards up it).
-        if ((y.start_ns >= x.end_ns || x.start_ns >= y.end_ns) && x.end_ns > x.start_ns &&
-            y.end_ns > y.start_ns) {
-          if (after++ == 0) {
-            example = &y;
-            example_index = i;
-          }
-        }
-      }
-      if (evidence.empty() && n > 0 && after * 2 > n) {
-        const Job& x = first.jobs[example_index];
-        evidence = fmt::format(
+      const std::uint64_t n =
+          std::min(evidence.job_counts[group.front()], evidence.job_counts[group[g]]);
+      const JobPairEvidence e = evidence.compare(group.front(), group[g]);
+      std::string evidence_text;
+      if (e.mismatch != JobPairEvidence::npos) {
+        evidence_text = fmt::format("its job {} is {} where device {} runs {}", e.mismatch + 1,
+                                    label(e.mismatch_b), first.index, label(e.mismatch_a));
+      } else if (n > 0 && e.apart * 2 > n) {
+        const Job& x = e.apart_a;
+        const Job& y = e.apart_b;
+        evidence_text = fmt::format(
             "{} of its {} jobs do not overlap device {}'s same job at all (first: {}, device "
             "{} {}-{} ms, device {} {}-{} ms after the first job): one waits for "
             "the other, a pipeline dependency",
-            after, n, first.index, label(*example), first.index, ms(x.start_ns), ms(x.end_ns),
-            other.index, ms(example->start_ns), ms(example->end_ns));
+            e.apart, n, first.index, label(y), first.index, ms(x.start_ns), ms(x.end_ns),
+            other.index, ms(y.start_ns), ms(y.end_ns));
       }
-      if (evidence.empty()) continue;
+      if (evidence_text.empty()) continue;
       out.push_back(fmt::format(
           "stage {} (devices {}) does not look like one stage: device {}: {}; devices of one "
           "stage (tensor-parallel peers) run the same jobs at the same times",
-          s, describe_stage_devices(run, map, s), other.index, evidence));
+          s, describe_stage_devices(run, map, s), other.index, evidence_text));
       break;  // one line per stage
     }
   }

@@ -14,11 +14,17 @@
 //   StageMap stages = resolve_stage_map(run, "tp=2");  // throws std::invalid_argument
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <limits>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "model/job.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -73,6 +79,67 @@ StageMap resolve_stage_map(const Run& run, std::string_view spec,
 /// pipeline dependency), is named with the first such job as evidence. Empty
 /// for a map that fits.
 std::vector<std::string> stage_map_contradictions(const Run& run, const StageMap& map);
+
+/// What two devices' jobs show compared index by index (job i of one with
+/// job i of the other) over a range of indices: all that guess_stage_map and
+/// stage_map_contradictions read of the jobs. The evidence of consecutive
+/// index ranges merges in order (merge_job_pair_evidence), so a run held in
+/// parts (each rank a range of every device's job indices) gives the
+/// comparison of the whole devices exactly.
+struct JobPairEvidence {
+  static constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
+  /// The first index whose jobs differ in type or micro-batch (npos: none),
+  /// and those jobs, the first device's and the second's.
+  std::size_t mismatch = npos;
+  Job mismatch_a;
+  Job mismatch_b;
+  /// Before the mismatch (every index compared when none): the indices whose
+  /// starts are within a quarter of the longer job of each other...
+  std::uint64_t close = 0;
+  /// ... and those whose jobs (both of positive length) do not overlap at
+  /// all, with the first such index and its jobs.
+  std::uint64_t apart = 0;
+  std::size_t first_apart = npos;
+  Job apart_a;
+  Job apart_b;
+};
+
+/// The evidence of jobs first, first + 1, ... of two devices: a[i] and b[i]
+/// are their jobs first + i (compared up to the shorter span).
+JobPairEvidence compare_job_range(std::span<const Job> a, std::span<const Job> b,
+                                  std::size_t first);
+
+/// Adds the evidence of the indices right after `into`'s.
+void merge_job_pair_evidence(JobPairEvidence& into, const JobPairEvidence& next);
+
+/// What the stage map's checks read of a run's jobs: each device's job
+/// count, the first job's start, and any two devices' comparison (whole
+/// devices). One process takes it from its run (stage_job_evidence); the
+/// partitioned analysis from facts combined across ranks.
+struct StageJobEvidence {
+  std::vector<std::uint64_t> job_counts;                           ///< by position in Run::devices
+  std::int64_t origin = std::numeric_limits<std::int64_t>::max();  ///< the first job's start
+  /// The comparison of devices a and b (positions, a < b); called only for
+  /// the pairs stage_check_pairs names.
+  std::function<JobPairEvidence(std::size_t a, std::size_t b)> compare;
+};
+
+/// The evidence of a run that holds all its jobs.
+StageJobEvidence stage_job_evidence(const Run& run);
+
+/// The pairs of devices (a < b) whose comparison the checks of `map` read
+/// (stage_map_contradictions for a map given as tp or list, the guess
+/// against a map of one stage per device): `job_counts` as in
+/// StageJobEvidence. For a run held in parts, which compares only these.
+std::vector<std::pair<std::size_t, std::size_t>> stage_check_pairs(
+    const Run& run, const StageMap& map, std::span<const std::uint64_t> job_counts);
+
+/// guess_stage_map and stage_map_contradictions from the evidence: `run`'s
+/// devices are read for their machine and index only (their jobs may be
+/// absent).
+StageMap guess_stage_map(const Run& run, const StageJobEvidence& evidence);
+std::vector<std::string> stage_map_contradictions(const Run& run, const StageMap& map,
+                                                  const StageJobEvidence& evidence);
 
 /// "0-3" / "0+4" / "5": the global indices of a stage's devices, compactly; more than
 /// 8 devices that are not consecutive as "24-31+56-63+88-95+... (64 devices)".

@@ -12,7 +12,8 @@ namespace pipescope {
 
 namespace {
 
-std::vector<DeviceFigures> device_figures(const Run& run, const Metrics& metrics) {
+std::vector<DeviceFigures> device_figures(const Run& run, const Metrics& metrics,
+                                          const SummaryJobFacts& facts) {
   std::vector<DeviceFigures> out;
   out.reserve(run.devices.size());
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
@@ -20,8 +21,8 @@ std::vector<DeviceFigures> device_figures(const Run& run, const Metrics& metrics
     // Metrics computed for another run (or none) must not crash the export.
     const DeviceTotals totals = d < metrics.devices.size() ? metrics.devices[d] : DeviceTotals{};
     out.push_back({device.index, device.machine, device.machine_name, device.rank, device.path,
-                   static_cast<std::int64_t>(device.jobs.size()), totals.steps, totals.busy_ns,
-                   totals.idle_ns, totals.utilization, totals.comm_ns});
+                   d < facts.device_jobs.size() ? facts.device_jobs[d] : 0, totals.steps,
+                   totals.busy_ns, totals.idle_ns, totals.utilization, totals.comm_ns});
   }
   return out;
 }
@@ -102,10 +103,16 @@ StagesFigures stages_figures(const Run& run, const PipelineAnalysis& a) {
   return out;
 }
 
-std::optional<BubbleJobFigures> bubble_job(const Run& run, const Device& device, std::int64_t job) {
-  if (job < 0 || static_cast<std::size_t>(job) >= device.jobs.size()) return std::nullopt;
-  const Job& j = device.jobs[static_cast<std::size_t>(job)];
-  return BubbleJobFigures{std::string(type_name(run, j.type)), j.micro_batch, j.start_ns, j.end_ns};
+std::optional<BubbleJobFigures> bubble_job(const Run& run, const std::optional<Job>& job) {
+  if (!job) return std::nullopt;
+  return BubbleJobFigures{std::string(type_name(run, job->type)), job->micro_batch, job->start_ns,
+                          job->end_ns};
+}
+
+/// The job `index` of `device`, when it names one.
+std::optional<Job> job_at(const Device& device, std::int64_t index) {
+  if (index < 0 || static_cast<std::size_t>(index) >= device.jobs.size()) return std::nullopt;
+  return device.jobs[static_cast<std::size_t>(index)];
 }
 
 /// `inherent` where the split is known.
@@ -113,7 +120,8 @@ std::optional<std::int64_t> known(const BubbleSplit& split, std::int64_t inheren
   return split.known ? std::optional<std::int64_t>(inherent) : std::nullopt;
 }
 
-BubblesFigures bubbles_figures(const Run& run, const Metrics& metrics, const PipelineAnalysis& a) {
+BubblesFigures bubbles_figures(const Run& run, const Metrics& metrics, const PipelineAnalysis& a,
+                               const SummaryJobFacts& facts, SummaryRows rows) {
   const BubbleSummary& b = a.bubbles;
   const BubbleSplit& split = a.split;
   BubblesFigures out;
@@ -125,15 +133,19 @@ BubblesFigures bubbles_figures(const Run& run, const Metrics& metrics, const Pip
     out.devices.push_back({run.devices[d].index, bubble_split_figures(b.per_device[d], inherent)});
   }
   // The per-step rows, as each step range writes its own (summary_step_rows.h).
-  out.steps = bubble_step_rows(metrics, run.devices, 0, b.per_step, split.known, split.inherent);
-  for (const Bubble& bubble : b.longest) {
-    const Device& device = run.devices[bubble.device];
-    const std::optional<std::int64_t> inherent = bubble_inherent_ns(split, metrics, bubble);
+  if (rows == SummaryRows::all) {
+    out.steps = bubble_step_rows(metrics, run.devices, 0, b.per_step, split.known, split.inherent);
+  }
+  for (std::size_t i = 0; i < b.longest.size(); ++i) {
+    const Bubble& bubble = b.longest[i];
+    const SummaryJobFacts::LongBubble named =
+        i < facts.longest_bubbles.size() ? facts.longest_bubbles[i] : SummaryJobFacts::LongBubble{};
+    const std::optional<std::int64_t> inherent = named.inherent_ns;
     out.longest.push_back(
-        {device.index, metrics.steps[bubble.step].step, bubble.start_ns, bubble.length_ns(),
-         std::string(bubble_kind_name(bubble.kind)), inherent,
+        {run.devices[bubble.device].index, metrics.steps[bubble.step].step, bubble.start_ns,
+         bubble.length_ns(), std::string(bubble_kind_name(bubble.kind)), inherent,
          inherent ? std::optional<std::int64_t>(bubble.length_ns() - *inherent) : std::nullopt,
-         bubble_job(run, device, bubble.job_before), bubble_job(run, device, bubble.job_after)});
+         bubble_job(run, named.before), bubble_job(run, named.after)});
   }
   return out;
 }
@@ -148,23 +160,18 @@ BottleneckFigures bottleneck_figures(const PipelineAnalysis& a) {
 }
 
 CriticalPathFigures critical_path_figures(const Run& run, const Metrics& metrics,
-                                          const PipelineAnalysis& a) {
+                                          const PipelineAnalysis& a, const SummaryJobFacts& facts,
+                                          SummaryRows rows) {
   CriticalPathFigures out;
-  const CriticalPath* longest = nullptr;
-  for (const CriticalPath& path : a.critical_paths) {
-    const std::int64_t window = metrics.steps[path.step].window_ns();
-    const bool candidate = metrics.steps[path.step].complete;  // incomplete: not in the totals
-    if (candidate && (longest == nullptr || window > metrics.steps[longest->step].window_ns())) {
-      longest = &path;
-    }
-  }
+  const CriticalPath* longest = longest_complete_path(metrics, a.critical_paths);
   // The per-step rows, as each step range writes its own (summary_step_rows.h).
-  out.steps = critical_path_step_rows(metrics, a.critical_paths);
+  if (rows == SummaryRows::all) out.steps = critical_path_step_rows(metrics, a.critical_paths);
   if (longest != nullptr) {
     LongestPathFigures chain{metrics.steps[longest->step].step, {}};
-    for (const CriticalPathJob& entry : longest->jobs) {
+    for (std::size_t i = 0; i < longest->jobs.size(); ++i) {
+      const CriticalPathJob& entry = longest->jobs[i];
       const Device& device = run.devices[entry.job.device];
-      const Job& job = device.jobs[entry.job.job];
+      const Job job = i < facts.longest_path_jobs.size() ? facts.longest_path_jobs[i] : Job{};
       chain.jobs.push_back({device.index, entry.stage, std::string(type_name(run, job.type)),
                             job.micro_batch, job.start_ns, job.end_ns, entry.wait_ns,
                             entry.via_dependency});
@@ -241,19 +248,17 @@ std::vector<WarningFigures> warning_figures(const std::vector<Warning>& warnings
 }
 
 std::vector<JobTypeFigures> job_type_figures(const Run& run) {
-  std::vector<std::int64_t> counts(run.types.size(), 0);
-  std::vector<std::int64_t> totals(run.types.size(), 0);
-  for (const Device& device : run.devices) {
-    for (const Job& job : device.jobs) {
-      if (job.type >= counts.size()) continue;
-      ++counts[job.type];
-      totals[job.type] += job.duration_ns();
-    }
-  }
+  const SummaryJobFacts facts = summary_job_facts(run, Metrics(), nullptr);
+  return job_type_figures(run.types, facts.type_jobs, facts.type_ns);
+}
+
+std::vector<JobTypeFigures> job_type_figures(const TypeTable& types,
+                                             std::span<const std::int64_t> counts,
+                                             std::span<const std::int64_t> totals) {
   std::vector<JobTypeFigures> out;
-  for (TypeId id = 0; id < counts.size(); ++id) {
+  for (TypeId id = 0; id < counts.size() && id < types.size() && id < totals.size(); ++id) {
     if (counts[id] == 0) continue;
-    const std::string& name = run.types.name(id);
+    const std::string& name = types.name(id);
     out.push_back(
         {name, std::string(job_kind_name(classify_job_type(name))), counts[id], totals[id]});
   }
@@ -280,40 +285,98 @@ ScheduleFigures schedule_figures(const ScheduleReport& s) {
           detection_frameworks(s.detection)};
 }
 
-SummaryFigures summary_figures(const Run& run, const Metrics& metrics) {
+const CriticalPath* longest_complete_path(const Metrics& metrics,
+                                          const std::vector<CriticalPath>& paths) {
+  const CriticalPath* longest = nullptr;
+  for (const CriticalPath& path : paths) {
+    const std::int64_t window = metrics.steps[path.step].window_ns();
+    const bool candidate = metrics.steps[path.step].complete;  // incomplete: not in the totals
+    if (candidate && (longest == nullptr || window > metrics.steps[longest->step].window_ns())) {
+      longest = &path;
+    }
+  }
+  return longest;
+}
+
+SummaryJobFacts summary_job_facts(const Run& run, const Metrics& metrics,
+                                  const PipelineAnalysis* pipeline) {
+  SummaryJobFacts facts;
+  facts.jobs = static_cast<std::int64_t>(run.job_count());
+  facts.type_jobs.assign(run.types.size(), 0);
+  facts.type_ns.assign(run.types.size(), 0);
+  for (const Device& device : run.devices) {
+    facts.device_jobs.push_back(static_cast<std::int64_t>(device.jobs.size()));
+    for (const Job& job : device.jobs) {
+      if (job.type >= facts.type_jobs.size()) continue;
+      ++facts.type_jobs[job.type];
+      facts.type_ns[job.type] += job.duration_ns();
+    }
+  }
+  if (pipeline == nullptr) return facts;
+  for (const Bubble& bubble : pipeline->bubbles.longest) {
+    const Device& device = run.devices[bubble.device];
+    facts.longest_bubbles.push_back({job_at(device, bubble.job_before),
+                                     job_at(device, bubble.job_after),
+                                     bubble_inherent_ns(pipeline->split, metrics, bubble)});
+  }
+  if (const CriticalPath* longest = longest_complete_path(metrics, pipeline->critical_paths)) {
+    for (const CriticalPathJob& entry : longest->jobs) {
+      facts.longest_path_jobs.push_back(run.devices[entry.job.device].jobs[entry.job.job]);
+    }
+  }
+  return facts;
+}
+
+SummaryFigures summary_figures(const Run& run, const Metrics& metrics,
+                               const PipelineAnalysis* pipeline, const SummaryJobFacts& facts,
+                               SummaryRows rows) {
   SummaryFigures f;
-  f.jobs = static_cast<std::int64_t>(run.job_count());
+  f.jobs = facts.jobs;
   f.first_step = run.first_step.value_or(0);
   f.bubble_ratio = metrics.bubble_ratio;
   f.total_window_ns = metrics.total_window_ns;
   f.time_resolution_ns = run.time_resolution_ns;
   f.comm_ns = metrics.comm_ns;
-  f.devices = device_figures(run, metrics);
+  f.devices = device_figures(run, metrics, facts);
   // The per-step rows, as each step range writes its own (summary_step_rows.h).
-  f.steps = step_figure_rows(metrics, run.devices, 0, metrics.steps.size());
+  if (rows == SummaryRows::all) {
+    f.steps = step_figure_rows(metrics, run.devices, 0, metrics.steps.size());
+  }
   f.incomplete_steps = static_cast<std::int64_t>(metrics.incomplete_steps);
   f.segments = segment_figures(run, metrics);
-  f.job_types = job_type_figures(run);
+  f.job_types = job_type_figures(run.types, facts.type_jobs, facts.type_ns);
   f.inputs = input_figures(run);
   f.diagnostics = diagnostic_figures(run);
   f.left_out = left_out_figures(run);
-  f.events = events_figures(run, metrics);
+  if (rows == SummaryRows::all) {
+    f.events = events_figures(run, metrics);
+  } else if (!run.events_off.empty()) {
+    f.events = EventsFigures{};
+    f.events->off = run.events_off;
+  }
+  if (pipeline == nullptr) return f;
+  const PipelineAnalysis& a = *pipeline;
+  f.layout = layout_figures(a);
+  f.schedule = schedule_figures(a.schedule);
+  f.stages = stages_figures(run, a);
+  f.replicas = replica_figures(run, a);
+  f.bubbles = bubbles_figures(run, metrics, a, facts, rows);
+  f.bottleneck = bottleneck_figures(a);
+  f.critical_path = critical_path_figures(run, metrics, a, facts, rows);
+  f.clock = clock_figures(a);
+  f.warnings = warning_figures(a.warnings);
   return f;
+}
+
+SummaryFigures summary_figures(const Run& run, const Metrics& metrics) {
+  return summary_figures(run, metrics, nullptr, summary_job_facts(run, metrics, nullptr),
+                         SummaryRows::all);
 }
 
 SummaryFigures summary_figures(const Run& run, const Metrics& metrics,
                                const PipelineAnalysis& pipeline) {
-  SummaryFigures f = summary_figures(run, metrics);
-  f.layout = layout_figures(pipeline);
-  f.schedule = schedule_figures(pipeline.schedule);
-  f.stages = stages_figures(run, pipeline);
-  f.replicas = replica_figures(run, pipeline);
-  f.bubbles = bubbles_figures(run, metrics, pipeline);
-  f.bottleneck = bottleneck_figures(pipeline);
-  f.critical_path = critical_path_figures(run, metrics, pipeline);
-  f.clock = clock_figures(pipeline);
-  f.warnings = warning_figures(pipeline.warnings);
-  return f;
+  return summary_figures(run, metrics, &pipeline, summary_job_facts(run, metrics, &pipeline),
+                         SummaryRows::all);
 }
 
 namespace {

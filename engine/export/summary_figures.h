@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -670,6 +671,46 @@ struct SummaryFigures {
   friend bool operator==(const SummaryFigures&, const SummaryFigures&) = default;
 };
 
+/// What the figures read of the run's jobs beyond the analysis's results:
+/// counts and sums over every job, and the few jobs (and bubble shares) the
+/// longest bubbles and the longest critical path name. One process takes
+/// them from its run (summary_job_facts); the partitioned analysis combines
+/// them across ranks, each rank adding what its jobs and steps hold
+/// (distributed/partitioned_summary.h). Every other figure comes from the
+/// run's devices (no job read), the metrics and the pipeline analysis.
+struct SummaryJobFacts {
+  std::int64_t jobs = 0;                  ///< Run::job_count()
+  std::vector<std::int64_t> device_jobs;  ///< by position in Run::devices
+  std::vector<std::int64_t> type_jobs;    ///< jobs by TypeId
+  std::vector<std::int64_t> type_ns;      ///< their Σ durations, by TypeId
+  /// One per entry of BubbleSummary::longest.
+  struct LongBubble {
+    std::optional<Job> before;  ///< its job_before, when it names one
+    std::optional<Job> after;
+    std::optional<std::int64_t> inherent_ns;  ///< bubble_inherent_ns
+  };
+  std::vector<LongBubble> longest_bubbles;
+  /// The jobs of the longest complete step's critical path
+  /// (longest_complete_path), in its order.
+  std::vector<Job> longest_path_jobs;
+};
+
+/// The facts of a run that holds all its jobs; `pipeline` (null: none) for
+/// the jobs its longest bubbles and path name.
+SummaryJobFacts summary_job_facts(const Run& run, const Metrics& metrics,
+                                  const PipelineAnalysis* pipeline);
+
+/// The path of the longest complete step among `paths` (the first of equal
+/// windows), or null: the critical_path section's longest_step.
+const CriticalPath* longest_complete_path(const Metrics& metrics,
+                                          const std::vector<CriticalPath>& paths);
+
+/// Whether the figures hold their step lists (summary_step_rows.h).
+enum class SummaryRows : unsigned char {
+  all,   ///< every step's rows, from the metrics and the analysis
+  none,  ///< none: the partitioned writer serves them by range
+};
+
 /// The figures of a run and its contract metrics, without the pipeline
 /// sections. Metrics computed for another run (or none) leave a device's
 /// totals at 0 rather than failing.
@@ -684,10 +725,25 @@ std::optional<EventsFigures> events_figures(const Run& run, const Metrics& metri
 SummaryFigures summary_figures(const Run& run, const Metrics& metrics,
                                const PipelineAnalysis& pipeline);
 
+/// The same from the facts of the run's jobs (`run`'s devices are read for
+/// their places only, `pipeline` for its whole-run figures): with
+/// SummaryRows::none the step lists stay empty and the pipeline's per-step
+/// results are not read (the bubbles' per_step, the split's inherent rows,
+/// the critical paths but the longest), nor the log events (the section is
+/// set only for events that were off).
+SummaryFigures summary_figures(const Run& run, const Metrics& metrics,
+                               const PipelineAnalysis* pipeline, const SummaryJobFacts& facts,
+                               SummaryRows rows);
+
 /// Jobs (and their total duration) per type with at least one job, sorted by
 /// type name: type ids follow the order importers met the names in, which
 /// parallel reading does not fix.
 std::vector<JobTypeFigures> job_type_figures(const Run& run);
+
+/// The same from the counts and sums by TypeId (SummaryJobFacts).
+std::vector<JobTypeFigures> job_type_figures(const TypeTable& types,
+                                             std::span<const std::int64_t> jobs,
+                                             std::span<const std::int64_t> total_ns);
 
 /// The "warnings" entries of `warnings`: each code by its name.
 std::vector<WarningFigures> warning_figures(const std::vector<Warning>& warnings);

@@ -347,30 +347,48 @@ std::vector<Warning> leave_out_devices(Run& run, const std::vector<std::uint64_t
   return warnings;
 }
 
-std::vector<Warning> check_short_devices(const Run& run, const Metrics& metrics,
-                                         const StageMap& stages) {
-  std::vector<Warning> warnings;
-  const std::size_t n = run.devices.size();
-  if (n < 2 || metrics.devices.size() != n || metrics.job_step.size() != n ||
-      stages.stage_of.size() != n) {
-    return warnings;
-  }
+std::uint64_t compute_jobs_in_steps(const Run& run, const Device& device,
+                                    std::span<const std::int32_t> job_step) {
   std::vector<bool> compute(run.types.size());
   for (TypeId t = 0; t < run.types.size(); ++t) {
     const JobKind kind = classify_job_type(run.types.name(t));
     compute[t] =
         kind == JobKind::forward || kind == JobKind::backward || kind == JobKind::optimizer;
   }
+  std::uint64_t count = 0;
+  const JobVector& jobs = device.jobs;
+  for (std::size_t i = 0; i < jobs.size() && i < job_step.size(); ++i) {
+    if (job_step[i] >= 0 && jobs[i].type < compute.size() && compute[jobs[i].type]) ++count;
+  }
+  return count;
+}
+
+std::vector<Warning> check_short_devices(const Run& run, const Metrics& metrics,
+                                         const StageMap& stages) {
+  const std::size_t n = run.devices.size();
+  if (metrics.job_step.size() != n) return {};
+  std::vector<std::uint64_t> jobs(n), compute(n);
+  for (std::size_t d = 0; d < n; ++d) {
+    jobs[d] = run.devices[d].jobs.size();
+    compute[d] = compute_jobs_in_steps(run, run.devices[d], metrics.job_step[d]);
+  }
+  return check_short_devices(run, jobs, compute, metrics, stages);
+}
+
+std::vector<Warning> check_short_devices(const Run& run, std::span<const std::uint64_t> job_counts,
+                                         std::span<const std::uint64_t> compute_in_steps,
+                                         const Metrics& metrics, const StageMap& stages) {
+  std::vector<Warning> warnings;
+  const std::size_t n = run.devices.size();
+  if (n < 2 || metrics.devices.size() != n || job_counts.size() != n ||
+      compute_in_steps.size() != n || stages.stage_of.size() != n) {
+    return warnings;
+  }
   // Compute jobs in steps, per step the device has.
   std::vector<double> rate(n, 0);
   for (std::size_t d = 0; d < n; ++d) {
-    const JobVector& jobs = run.devices[d].jobs;
-    std::uint64_t count = 0;
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-      if (metrics.job_step[d][i] >= 0 && compute[jobs[i].type]) ++count;
-    }
     const std::int64_t steps = metrics.devices[d].steps;
-    rate[d] = steps > 0 ? static_cast<double>(count) / static_cast<double>(steps) : 0;
+    rate[d] = steps > 0 ? static_cast<double>(compute_in_steps[d]) / static_cast<double>(steps) : 0;
   }
   for (std::size_t d = 0; d < n; ++d) {
     const std::vector<std::size_t>& stage =
@@ -392,7 +410,7 @@ std::vector<Warning> check_short_devices(const Run& run, const Metrics& metrics,
                      "{:.1f} (a log that lost lines, or a rank that logs only part of its jobs?)",
                      device.index, device.path, rate[d],
                      own_stage ? "peers (the other devices)" : "stage peers", usual),
-         device.index, stages.stage_of[d], static_cast<std::uint64_t>(device.jobs.size())});
+         device.index, stages.stage_of[d], job_counts[d]});
   }
   return warnings;
 }

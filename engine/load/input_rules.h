@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -147,5 +148,18 @@ std::vector<Warning> leave_out_devices(Run& run, const std::vector<std::uint64_t
 /// their own are less than half the median of their stage peers'.
 std::vector<Warning> check_short_devices(const Run& run, const Metrics& metrics,
                                          const StageMap& stages);
+
+/// The same from each device's counts, for a run held in parts (`run`'s
+/// devices read for their index and path, `metrics` for each device's
+/// steps): its jobs, and its forward, backward and optimizer jobs in a step
+/// (compute_jobs_in_steps).
+std::vector<Warning> check_short_devices(const Run& run, std::span<const std::uint64_t> job_counts,
+                                         std::span<const std::uint64_t> compute_in_steps,
+                                         const Metrics& metrics, const StageMap& stages);
+
+/// The forward, backward and optimizer jobs of `device` (of `run`, whose
+/// types name them) that are in a step (job_step[i] >= 0).
+std::uint64_t compute_jobs_in_steps(const Run& run, const Device& device,
+                                    std::span<const std::int32_t> job_step);
 
 }  // namespace pipescope

@@ -1,0 +1,338 @@
+#include "distributed/partitioned_summary.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <utility>
+
+#include "analysis/bubble_split.h"
+#include "analysis/stage_map.h"
+#include "distributed/wire.h"
+#include "export/summary_json.h"
+#include "export/summary_step_rows.h"
+#include "load/input_rules.h"
+
+namespace pipescope::distributed {
+
+namespace {
+
+/// The rank that owns step k.
+bool owns_step(const PartitionedAnalysis& a, std::size_t k) { return k >= a.first && k < a.last; }
+
+/// What the whole-run figures and warnings read of the jobs (step 1 of the
+/// header): the SummaryJobFacts, and each device's compute jobs in steps.
+struct JobFacts {
+  SummaryJobFacts summary;
+  std::vector<std::uint64_t> compute_in_steps;
+};
+
+// One rank's share: its devices' counts, its jobs' sums by type, the named
+// jobs of its devices and the inherent shares of its steps' longest bubbles.
+std::string facts_message(const LocalLoad& load, const PartitionedAnalysis& a) {
+  const Run& run = load.run;
+  ByteWriter w;
+  std::vector<std::int64_t> type_jobs(run.types.size(), 0), type_ns(run.types.size(), 0);
+  std::uint64_t mine = 0;
+  for (std::size_t d = 0; d < run.devices.size(); ++d) mine += load.mine[d] ? 1 : 0;
+  w.put(mine);
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    if (!load.mine[d]) continue;
+    const Device& device = run.devices[d];
+    w.put(static_cast<std::uint64_t>(d));
+    w.put(static_cast<std::int64_t>(device.jobs.size()));
+    w.put(compute_jobs_in_steps(run, device, a.local_job_step[d]));
+    for (const Job& job : device.jobs) {
+      if (job.type >= type_jobs.size()) continue;
+      ++type_jobs[job.type];
+      type_ns[job.type] += job.duration_ns();
+    }
+  }
+  w.list(type_jobs);
+  w.list(type_ns);
+  // Each longest bubble: its jobs from the reader of its device, its share
+  // from the owner of its step.
+  const auto named_job = [&](std::size_t d, std::int64_t index) {
+    const bool here =
+        load.mine[d] && index >= 0 && static_cast<std::size_t>(index) < run.devices[d].jobs.size();
+    w.put(static_cast<std::uint8_t>(here));
+    if (here) w.put(run.devices[d].jobs[static_cast<std::size_t>(index)]);
+  };
+  for (const Bubble& bubble : a.bubbles.longest) {
+    named_job(bubble.device, bubble.job_before);
+    named_job(bubble.device, bubble.job_after);
+    std::optional<std::int64_t> inherent;
+    const bool owner = owns_step(a, bubble.step);
+    if (owner) {
+      const StepWindow& window = a.metrics.steps[bubble.step];
+      const std::size_t row = bubble.step - a.first;
+      // Rows are read only where the single process reads them: a known
+      // split and a complete step.
+      const bool readable = a.split.known && window.complete && row < a.split_inherent.size() &&
+                            bubble.device < a.split_inherent[row].size();
+      inherent = bubble_inherent_ns(readable, window,
+                                    readable ? a.split_inherent[row][bubble.device] : 0, bubble);
+    }
+    w.put(static_cast<std::uint8_t>(owner));
+    w.put(static_cast<std::uint8_t>(inherent.has_value()));
+    w.put(inherent.value_or(0));
+  }
+  if (a.longest_path) {
+    for (const CriticalPathJob& entry : a.longest_path->jobs) {
+      named_job(entry.job.device, entry.job.job);
+    }
+  }
+  return w.take();
+}
+
+JobFacts gather_facts(Exchange& exchange, const LocalLoad& load, const PartitionedAnalysis& a) {
+  const Run& run = load.run;
+  JobFacts facts;
+  SummaryJobFacts& f = facts.summary;
+  f.device_jobs.assign(run.devices.size(), 0);
+  facts.compute_in_steps.assign(run.devices.size(), 0);
+  f.type_jobs.assign(run.types.size(), 0);
+  f.type_ns.assign(run.types.size(), 0);
+  f.longest_bubbles.resize(a.bubbles.longest.size());
+  const std::size_t path_jobs = a.longest_path ? a.longest_path->jobs.size() : 0;
+  std::vector<std::optional<Job>> path(path_jobs);
+  for (const std::string& message : exchange.all_gather(facts_message(load, a))) {
+    ByteReader r(message);
+    for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
+      const auto d = r.get<std::uint64_t>();
+      if (d >= run.devices.size()) throw WireError("job counts of a device not in the run");
+      f.device_jobs[d] = r.get<std::int64_t>();
+      facts.compute_in_steps[d] = r.get<std::uint64_t>();
+    }
+    std::vector<std::int64_t> jobs, ns;
+    r.list(jobs);
+    r.list(ns);
+    if (jobs.size() != f.type_jobs.size() || ns.size() != f.type_ns.size()) {
+      throw WireError("job sums of another type table");
+    }
+    for (std::size_t t = 0; t < jobs.size(); ++t) {
+      f.type_jobs[t] += jobs[t];
+      f.type_ns[t] += ns[t];
+    }
+    const auto named_job = [&r](std::optional<Job>& into) {
+      if (r.get<std::uint8_t>() != 0) into = r.get<Job>();
+    };
+    for (SummaryJobFacts::LongBubble& bubble : f.longest_bubbles) {
+      named_job(bubble.before);
+      named_job(bubble.after);
+      const bool owner = r.get<std::uint8_t>() != 0;
+      const bool known = r.get<std::uint8_t>() != 0;
+      const auto inherent = r.get<std::int64_t>();
+      if (owner && known) bubble.inherent_ns = inherent;
+    }
+    for (std::optional<Job>& job : path) named_job(job);
+    if (!r.done()) throw WireError("summary facts longer than expected");
+  }
+  for (const std::int64_t n : f.device_jobs) f.jobs += n;
+  for (const std::optional<Job>& job : path) {
+    if (!job) throw WireError("a job of the longest critical path did not arrive");
+    f.longest_path_jobs.push_back(*job);
+  }
+  return facts;
+}
+
+/// The first job's start of this rank's devices (max when none).
+std::int64_t first_start(const LocalLoad& load) {
+  std::int64_t first = std::numeric_limits<std::int64_t>::max();
+  for (std::size_t d = 0; d < load.run.devices.size(); ++d) {
+    const JobVector& jobs = load.run.devices[d].jobs;
+    if (load.mine[d] && !jobs.empty()) first = std::min(first, jobs.front().start_ns);
+  }
+  return first;
+}
+
+/// Step 2 of the header: the stage map checks' evidence from every rank's
+/// range of job indices. Every rank computes the same pairs from the same
+/// counts, so every rank takes part in the same collectives (or none).
+StageJobEvidence stage_evidence(Exchange& exchange, const LocalLoad& load,
+                                const PartitionedAnalysis& a,
+                                const std::vector<std::uint64_t>& counts) {
+  const Run& run = load.run;
+  StageJobEvidence evidence;
+  evidence.job_counts = counts;
+  {
+    ByteWriter w;
+    w.put(first_start(load));
+    for (const std::string& message : exchange.all_gather(w.take())) {
+      ByteReader r(message);
+      evidence.origin = std::min(evidence.origin, r.get<std::int64_t>());
+    }
+  }
+  const std::vector<std::pair<std::size_t, std::size_t>> pairs =
+      stage_check_pairs(run, a.stages, counts);
+  auto merged = std::make_shared<std::map<std::pair<std::size_t, std::size_t>, JobPairEvidence>>();
+  evidence.compare = [merged](std::size_t x, std::size_t y) {
+    const auto it = merged->find({x, y});
+    if (it == merged->end()) throw std::logic_error("a stage map check compared devices not asked");
+    return it->second;
+  };
+  if (pairs.empty()) return evidence;
+
+  // Rank r holds indices [M·r/R, M·(r+1)/R) of every compared device (M: the
+  // longest compared device's jobs), so the two jobs of an index meet.
+  std::vector<char> compared(run.devices.size(), 0);
+  std::uint64_t longest = 0;
+  for (const auto& [x, y] : pairs) {
+    compared[x] = compared[y] = 1;
+    longest = std::max({longest, counts[x], counts[y]});
+  }
+  const auto ranks = static_cast<std::uint64_t>(exchange.size());
+  const auto lo = [&](std::uint64_t r) {
+    return static_cast<std::uint64_t>(static_cast<unsigned __int128>(longest) * r / ranks);
+  };
+  std::vector<std::string> out(static_cast<std::size_t>(ranks));
+  for (std::uint64_t r = 0; r < ranks; ++r) {
+    ByteWriter w;
+    std::uint64_t sent = 0;
+    for (std::size_t d = 0; d < run.devices.size(); ++d) sent += load.mine[d] && compared[d];
+    w.put(sent);
+    for (std::size_t d = 0; d < run.devices.size(); ++d) {
+      if (!load.mine[d] || !compared[d]) continue;
+      const JobVector& jobs = run.devices[d].jobs;
+      const std::uint64_t begin = std::min<std::uint64_t>(lo(r), jobs.size());
+      const std::uint64_t end = std::min<std::uint64_t>(lo(r + 1), jobs.size());
+      w.put(static_cast<std::uint64_t>(d));
+      w.list(std::span<const Job>(jobs.data() + begin, end - begin));
+    }
+    out[r] = w.take();
+  }
+  std::map<std::size_t, std::vector<Job>> held;
+  for (const std::string& message : exchange.all_to_all(std::move(out))) {
+    ByteReader r(message);
+    for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
+      const auto d = r.get<std::uint64_t>();
+      if (d >= run.devices.size()) throw WireError("jobs of a device not in the run");
+      r.list(held[d]);
+    }
+  }
+  const std::uint64_t first = lo(static_cast<std::uint64_t>(exchange.rank()));
+  ByteWriter w;
+  for (const auto& [x, y] : pairs) {
+    w.put(compare_job_range(held[x], held[y], first));
+  }
+  held.clear();
+  for (const std::string& message : exchange.all_gather(w.take())) {
+    ByteReader r(message);
+    for (const auto& pair : pairs) {
+      const auto part = r.get<JobPairEvidence>();
+      const auto [it, fresh] = merged->try_emplace(pair, part);
+      if (!fresh) merge_job_pair_evidence(it->second, part);
+    }
+  }
+  return evidence;
+}
+
+/// The step lists every rank writes pieces of: the pipeline sections are
+/// always set, the events section only for events that were off.
+std::vector<StepList> lists_of(const Run& run) {
+  SummaryFigures shape;
+  shape.bubbles = BubblesFigures{};
+  shape.critical_path = CriticalPathFigures{};
+  if (!run.events_off.empty()) shape.events = EventsFigures{};
+  return step_lists(shape);
+}
+
+/// The whole run's pipeline figures as rank 0 holds them (the per-step
+/// results are its own steps' only and are not read: SummaryRows::none).
+PipelineAnalysis whole_run_pipeline(const PartitionedAnalysis& a, std::vector<Warning> warnings) {
+  PipelineAnalysis p;
+  p.layout = a.layout;
+  p.stages = a.stages;
+  p.replicas = a.replicas;
+  p.roles = a.roles;
+  p.schedule = a.schedule;
+  p.bubbles = a.bubbles;
+  p.bubbles.per_step.clear();
+  p.split = a.split;
+  p.bottleneck = a.bottleneck;
+  if (a.longest_path) p.critical_paths.push_back(*a.longest_path);
+  p.clock = a.clock;
+  p.warnings = std::move(warnings);
+  p.explanation = a.explanation;
+  return p;
+}
+
+}  // namespace
+
+void write_partitioned_summary(Exchange& exchange, const LocalLoad& load,
+                               const PartitionedAnalysis& analysis, const PipelineOptions& options,
+                               const std::string& path,
+                               const std::vector<TraceFileFigures>& traces) {
+  const Run& run = load.run;
+  // The same library on every rank, so every rank refuses alike.
+  if (!run.event_kinds.empty()) {
+    throw std::invalid_argument(
+        "summary.json of a partitioned run: log events are not written by parts yet (run "
+        "without log event patterns)");
+  }
+  const JobFacts facts = gather_facts(exchange, load, analysis);
+  std::vector<std::uint64_t> counts;
+  for (const std::int64_t n : facts.summary.device_jobs) {
+    counts.push_back(static_cast<std::uint64_t>(n));
+  }
+  const StageJobEvidence evidence = stage_evidence(exchange, load, analysis, counts);
+  const bool root = exchange.rank() == 0;
+
+  SummaryFigures whole;
+  if (root) {
+    // load_run's order: the input warnings (the short devices, found once the
+    // stages are known, among them), the launch warnings, then the analysis's.
+    std::vector<Warning> warnings = load.input_warnings;
+    for (Warning& w : check_short_devices(run, counts, facts.compute_in_steps, analysis.metrics,
+                                          analysis.stages)) {
+      warnings.push_back(std::move(w));
+    }
+    warnings.insert(warnings.end(), load.launch_warnings.begin(), load.launch_warnings.end());
+    warnings.insert(warnings.end(), analysis.warnings.begin(), analysis.warnings.end());
+    for (Warning& w : pipeline_tail_warnings(run, analysis.layout, analysis.stages, analysis.clock,
+                                             options, evidence)) {
+      warnings.push_back(std::move(w));
+    }
+    const PipelineAnalysis pipeline = whole_run_pipeline(analysis, std::move(warnings));
+    whole = summary_figures(run, analysis.metrics, &pipeline, facts.summary, SummaryRows::none);
+    whole.traces = traces;
+  }
+
+  // This rank's rows of every list; rendered when their turn comes.
+  StepRowInputs in;
+  in.first = analysis.first;
+  in.last = analysis.last;
+  in.metrics = &analysis.metrics;
+  in.devices = run.devices;
+  in.bubbles = analysis.bubbles.per_step;
+  in.split_known = analysis.split.known;
+  in.inherent = analysis.split_inherent;
+  in.paths = analysis.paths.paths;
+  const SummaryStepRows rows = step_rows(in);
+
+  const std::vector<StepList> lists = lists_of(run);
+  const auto parts = static_cast<std::size_t>(exchange.size());
+  // One collective per (list, rank) but rank 0's own, in the writer's order.
+  const auto piece = [&](StepList which, std::size_t part) {
+    if (part == 0) return root ? render_step_rows(rows, which) : std::string();
+    std::vector<std::string> out(parts);
+    if (static_cast<std::size_t>(exchange.rank()) == part) out[0] = render_step_rows(rows, which);
+    std::vector<std::string> got = exchange.all_to_all(std::move(out));
+    return root ? std::move(got[part]) : std::string();
+  };
+  if (root) {
+    if (step_lists(whole) != lists) throw std::logic_error("summary.json: step lists differ");
+    write_summary_json(whole, parts, piece, path);
+    return;
+  }
+  for (const StepList which : lists) {
+    for (std::size_t part = 0; part < parts; ++part) piece(which, part);
+  }
+}
+
+}  // namespace pipescope::distributed
