@@ -131,7 +131,9 @@ TEST(PartitionedSummary, GoldenFolders) {
     const std::string expected = single_summary(load_run(inputs, options), dir, {}, &warnings);
     ASSERT_FALSE(expected.empty()) << folder;
     // edge has a short device: its warning comes from every device's counts.
-    if (std::string(folder) == "edge") EXPECT_TRUE(has(warnings, WarningCode::short_device));
+    if (std::string(folder) == "edge") {
+      EXPECT_TRUE(has(warnings, WarningCode::short_device));
+    }
     check_parts(read_input_files(inputs, options.ingest), options, expected, dir, {}, folder);
   }
   fs::remove_all(dir);
