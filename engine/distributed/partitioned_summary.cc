@@ -13,6 +13,7 @@
 
 #include "analysis/bubble_split.h"
 #include "analysis/stage_map.h"
+#include "analysis/step_events.h"
 #include "distributed/wire.h"
 #include "export/summary_json.h"
 #include "export/summary_step_rows.h"
@@ -233,13 +234,21 @@ StageJobEvidence stage_evidence(Exchange& exchange, const LocalLoad& load,
 }
 
 /// The step lists every rank writes pieces of: the pipeline sections are
-/// always set, the events section only for events that were off.
+/// always set, the events section when events were looked for or off (as
+/// events_figures gives it).
 std::vector<StepList> lists_of(const Run& run) {
   SummaryFigures shape;
   shape.bubbles = BubblesFigures{};
   shape.critical_path = CriticalPathFigures{};
-  if (!run.events_off.empty()) shape.events = EventsFigures{};
+  if (!run.events_off.empty() || !run.event_kinds.empty()) shape.events = EventsFigures{};
   return step_lists(shape);
+}
+
+/// Whether a list holds log events: every rank holds every device's events
+/// (they travel with the files' headers, few beside the jobs), so rank 0
+/// writes those lists whole.
+bool is_event_list(StepList which) {
+  return which == StepList::event_steps || which == StepList::event_outliers;
 }
 
 /// The whole run's pipeline figures as rank 0 holds them (the per-step
@@ -269,12 +278,6 @@ void write_partitioned_summary(Exchange& exchange, const LocalLoad& load,
                                const std::string& path,
                                const std::vector<TraceFileFigures>& traces) {
   const Run& run = load.run;
-  // The same library on every rank, so every rank refuses alike.
-  if (!run.event_kinds.empty()) {
-    throw std::invalid_argument(
-        "summary.json of a partitioned run: log events are not written by parts yet (run "
-        "without log event patterns)");
-  }
   const JobFacts facts = gather_facts(exchange, load, analysis);
   std::vector<std::uint64_t> counts;
   for (const std::int64_t n : facts.summary.device_jobs) {
@@ -314,11 +317,23 @@ void write_partitioned_summary(Exchange& exchange, const LocalLoad& load,
   in.inherent = analysis.split_inherent;
   in.paths = analysis.paths.paths;
   const SummaryStepRows rows = step_rows(in);
+  // The events' rows of every step, on rank 0 (placed from the windows and
+  // every device's events, which every rank has).
+  SummaryStepRows event_rows;
+  if (root && !run.event_kinds.empty() && run.events_off.empty()) {
+    const StepEvents placed = place_step_events(run, analysis.metrics);
+    event_rows.event_steps =
+        event_step_rows(run, analysis.metrics, 0, placed.before_step, placed.in_step);
+    event_rows.event_outliers = event_outlier_rows(run, analysis.metrics, placed.outliers);
+  }
 
   const std::vector<StepList> lists = lists_of(run);
   const auto parts = static_cast<std::size_t>(exchange.size());
   // One collective per (list, rank) but rank 0's own, in the writer's order.
   const auto piece = [&](StepList which, std::size_t part) {
+    if (is_event_list(which)) {
+      return root && part == 0 ? render_step_rows(event_rows, which) : std::string();
+    }
     if (part == 0) return root ? render_step_rows(rows, which) : std::string();
     std::vector<std::string> out(parts);
     if (static_cast<std::size_t>(exchange.rank()) == part) out[0] = render_step_rows(rows, which);

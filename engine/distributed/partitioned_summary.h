@@ -42,10 +42,10 @@ namespace pipescope::distributed {
 /// `analysis` what it returned; `options` the pipeline options of the
 /// analysis (the warnings name its labels); `traces` the "traces" entries
 /// (read on rank 0). Rank 0 writes `path` atomically; the folder must exist.
-/// Throws std::invalid_argument on every rank alike for a run with log event
-/// patterns (Run::event_kinds: the events section is not partitioned yet;
-/// events that were off are written), what write_summary_json throws (rank
-/// 0), and what the exchange throws when another rank fails.
+/// The events section (few beside the jobs, and every rank holds every
+/// device's events from the files' headers) is placed and written whole by
+/// rank 0. Throws what write_summary_json throws (rank 0), and what the
+/// exchange throws when another rank fails.
 void write_partitioned_summary(Exchange& exchange, const LocalLoad& load,
                                const PartitionedAnalysis& analysis, const PipelineOptions& options,
                                const std::string& path,

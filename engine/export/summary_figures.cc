@@ -348,11 +348,13 @@ SummaryFigures summary_figures(const Run& run, const Metrics& metrics,
   f.inputs = input_figures(run);
   f.diagnostics = diagnostic_figures(run);
   f.left_out = left_out_figures(run);
-  if (rows == SummaryRows::all) {
-    f.events = events_figures(run, metrics);
-  } else if (!run.events_off.empty()) {
-    f.events = EventsFigures{};
-    f.events->off = run.events_off;
+  // The events read only the windows and the devices' events (which a
+  // partitioned run's rank 0 holds for every device); their step lists are
+  // the writer's when it serves the rows by range.
+  f.events = events_figures(run, metrics);
+  if (rows == SummaryRows::none && f.events) {
+    f.events->steps.clear();
+    f.events->outliers.clear();
   }
   if (pipeline == nullptr) return f;
   const PipelineAnalysis& a = *pipeline;

@@ -22,7 +22,9 @@
 #include "export/summary_json.h"
 #include "ingest/ingest.h"
 #include "ingest/run_merge.h"
+#include "load/event_setup.h"
 #include "load/load_run.h"
+#include "simulate/log_writer.h"
 #include "support/pipeline_sim_run.h"
 
 namespace pipescope::distributed {
@@ -78,7 +80,8 @@ std::string single_summary(LoadedRun loaded, const fs::path& dir,
 /// Every rank count and hand-out: the partitioned file against `expected`.
 void check_parts(const std::vector<FileResult>& files, const LoadOptions& options,
                  const std::string& expected, const fs::path& dir,
-                 const std::vector<TraceFileFigures>& traces, const std::string& what) {
+                 const std::vector<TraceFileFigures>& traces, const std::string& what,
+                 const std::vector<InputFile>* inputs = nullptr) {
   for (const int ranks : {1, 2, 3, 4}) {
     for (const bool round_robin : {true, false}) {
       if (ranks == 1 && !round_robin) continue;
@@ -97,6 +100,8 @@ void check_parts(const std::vector<FileResult>& files, const LoadOptions& option
           index.push_back(f);
         }
         LocalLoad load = load_partitioned(exchange, std::move(mine), index, files.size(), options);
+        // The event kinds, as the CLI adopts them after reading.
+        if (inputs != nullptr) adopt_event_library(load.run, *inputs, options.ingest);
         const PartitionedAnalysis analysis =
             analyze_partitioned(exchange, load.run, options.pipeline);
         write_partitioned_summary(exchange, load, analysis, options.pipeline, path.string(),
@@ -188,28 +193,34 @@ TEST(PartitionedSummary, StageMapWarnings) {
                   WarningCode::stage_map_contradicted));
 }
 
-TEST(PartitionedSummary, LogEventsAreRefused) {
-  pipescope::Run run = simulated(1, 3);
-  run.event_kinds.push_back(EventKind{});
-  const std::vector<FileResult> files = files_of(run);
-  EXPECT_THROW(
-      run_local_ranks<int>(
-          2,
-          [&](Exchange& exchange) {
-            std::vector<FileResult> mine;
-            std::vector<std::size_t> index;
-            for (std::size_t f = 0; f < files.size(); ++f) {
-              if (static_cast<int>(f % 2) != exchange.rank()) continue;
-              mine.push_back(files[f]);
-              index.push_back(f);
-            }
-            LocalLoad load = load_partitioned(exchange, std::move(mine), index, files.size(), {});
-            load.run.event_kinds = run.event_kinds;
-            const PartitionedAnalysis analysis = analyze_partitioned(exchange, load.run, {});
-            write_partitioned_summary(exchange, load, analysis, {}, "unused.json");
-            return 0;
-          }),
-      std::invalid_argument);
+// Log events, found by the shipped library in a simulated folder's logs:
+// rank 0 places and writes them whole (every rank holds every device's
+// events from the files' headers), the rest by ranges.
+TEST(PartitionedSummary, LogEventsFromTheLibrary) {
+  const EventSetup events = make_event_setup(true, {});
+  if (!events.matcher) GTEST_SKIP() << "built without the event library: " << events.off;
+  const fs::path dir = fs::temp_directory_path() / "pipescope_partitioned_summary_events";
+  fs::remove_all(dir);
+  sim::SimConfig config = testing::sim_config(sim::ScheduleKind::one_f_one_b, 4, 8);
+  config.steps = 6;
+  sim::LogWriterOptions writer;
+  writer.dir = dir / "logs";
+  writer.events = true;
+  sim::write_simulated_logs(config, writer);
+  LoadOptions options;
+  options.inputs.allow_unreadable = true;
+  options.events = events;
+  options.ingest.events = events.matcher.get();
+  const std::vector<InputFile> inputs = find_inputs({(dir / "logs").string()});
+  LoadedRun loaded = load_run(inputs, options);
+  ASSERT_FALSE(loaded.run.event_kinds.empty());
+  std::size_t found = 0;
+  for (const Device& device : loaded.run.devices) found += device.events.size();
+  ASSERT_GT(found, 0u) << "the simulated logs hold events";
+  const std::string expected = single_summary(std::move(loaded), dir, {});
+  check_parts(read_input_files(inputs, options.ingest), options, expected, dir, {}, "log events",
+              &inputs);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
 }  // namespace
