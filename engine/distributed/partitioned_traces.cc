@@ -277,55 +277,107 @@ void stream_parts(Exchange& exchange, AtomicFile* scratch, AtomicFile* into,
   }
 }
 
+// ---- 1-3. the frame and the part ---------------------------------------------------
+
+/// What a rank writes or measures its part with, and rank 0 the head and
+/// tail: steps 1-3 of the header, collectives every rank takes part in.
+class PartitionedFrame {
+ public:
+  PartitionedFrame(Exchange& exchange, const Run& local, const PartitionedAnalysis& analysis,
+                   const TraceOptions& options)
+      // 1. The lanes of the part's jobs.
+      : lanes_(exchange_lanes(exchange, local, analysis)),
+        part_{analysis.part.run,
+              analysis.part.job_step,
+              &analysis.part.job_index,
+              lanes_.of_job,
+              analysis.first,
+              analysis.last,
+              options.pipeline != nullptr && options.flows ? &analysis.dependencies : nullptr},
+        options_(options) {
+    const bool root = exchange.rank() == 0;
+    const bool drawn = options.pipeline != nullptr;
+    // 2. Every device's lane count, and time zero.
+    std::optional<std::int64_t> earliest_event;
+    for (const EventRef& ref : trace_log_events(local, analysis.metrics, options.steps)) {
+      take_earliest(earliest_event, local.devices[ref.device].events[ref.event].time_ns);
+    }
+    const std::optional<std::int64_t> earliest = gather_frame_facts(
+        exchange, local, lanes_.count, part_earliest_start(part_, options.steps), earliest_event);
+
+    // 3. The head's figures of every step, on rank 0.
+    head_ = gather_head_steps(exchange, analysis, drawn);
+
+    // What the writers read of the pipeline analysis: the bubble-ratio
+    // counters (the head's) and which of this range's dependencies lie on a
+    // critical path (each step's path is its range's); the dependencies and
+    // bubbles themselves come from the part.
+    if (root) pipeline_.bubbles = std::move(head_.bubbles);
+    pipeline_.critical_dependency_hops = analysis.paths.via_dependency;
+    std::sort(pipeline_.critical_dependency_hops.begin(), pipeline_.critical_dependency_hops.end(),
+              [](const JobRef& x, const JobRef& y) {
+                return std::pair(x.device, x.job) < std::pair(y.device, y.job);
+              });
+    options_.pipeline = drawn ? &pipeline_ : nullptr;
+    frame_.emplace(local, root ? head_.metrics : analysis.metrics, options_, lanes_.count,
+                   earliest);
+  }
+  PartitionedFrame(const PartitionedFrame&) = delete;
+  PartitionedFrame& operator=(const PartitionedFrame&) = delete;
+
+  const TraceFrame& frame() const { return *frame_; }
+  const TracePart& part() const { return part_; }
+
+ private:
+  PartLanes lanes_;
+  TracePart part_;
+  HeadSteps head_;
+  PipelineAnalysis pipeline_;
+  TraceOptions options_;
+  std::optional<TraceFrame> frame_;  // reads the members above
+};
+
+void put_counts(ByteWriter& w, const TraceBulkCounts& counts) {
+  w.put(counts.pieces);
+  w.put(counts.flows);
+  w.put(counts.run_jobs);
+}
+
+TraceBulkCounts get_counts(ByteReader& r) {
+  TraceBulkCounts counts;
+  counts.pieces = r.get<std::uint64_t>();
+  counts.flows = r.get<std::uint64_t>();
+  counts.run_jobs = r.get<std::uint64_t>();
+  return counts;
+}
+
+void put_sampled(ByteWriter& w, const SampledBytes& sampled) {
+  w.put(sampled.bytes);
+  w.put(sampled.sampled);
+  w.put(sampled.count);
+}
+
+SampledBytes get_sampled(ByteReader& r) {
+  SampledBytes sampled;
+  sampled.bytes = r.get<std::uint64_t>();
+  sampled.sampled = r.get<std::uint64_t>();
+  sampled.count = r.get<std::uint64_t>();
+  return sampled;
+}
+
 }  // namespace
 
 void write_partitioned_trace(Exchange& exchange, const Run& local,
                              const PartitionedAnalysis& analysis, const TraceOptions& options,
                              TraceFormat format, const std::string& path,
                              const TraceStreaming& streaming) {
-  const bool root = exchange.rank() == 0;
-  const bool drawn = options.pipeline != nullptr;
-
-  // 1. The lanes of the part's jobs.
-  PartLanes lanes = exchange_lanes(exchange, local, analysis);
-  const PartJobs& held = analysis.part;
-  const TracePart part{held.run,
-                       held.job_step,
-                       &held.job_index,
-                       lanes.of_job,
-                       analysis.first,
-                       analysis.last,
-                       drawn && options.flows ? &analysis.dependencies : nullptr};
-
-  // 2. Every device's lane count, and time zero.
-  std::optional<std::int64_t> earliest_event;
-  for (const EventRef& ref : trace_log_events(local, analysis.metrics, options.steps)) {
-    take_earliest(earliest_event, local.devices[ref.device].events[ref.event].time_ns);
-  }
-  const std::optional<std::int64_t> earliest = gather_frame_facts(
-      exchange, local, lanes.count, part_earliest_start(part, options.steps), earliest_event);
-
-  // 3. The head's figures of every step, on rank 0.
-  HeadSteps head = gather_head_steps(exchange, analysis, drawn);
-
-  // What the writers read of the pipeline analysis: the bubble-ratio
-  // counters (the head's) and which of this range's dependencies lie on a
-  // critical path (each step's path is its range's); the dependencies and
-  // bubbles themselves come from the part.
-  PipelineAnalysis pipeline;
-  if (root) pipeline.bubbles = std::move(head.bubbles);
-  pipeline.critical_dependency_hops = analysis.paths.via_dependency;
-  std::sort(pipeline.critical_dependency_hops.begin(), pipeline.critical_dependency_hops.end(),
-            [](const JobRef& x, const JobRef& y) {
-              return std::pair(x.device, x.job) < std::pair(y.device, y.job);
-            });
-  TraceOptions mine = options;
-  mine.pipeline = drawn ? &pipeline : nullptr;
-  const TraceFrame frame(local, root ? head.metrics : analysis.metrics, mine, lanes.count,
-                         earliest);
+  // 1-3. The lanes, time zero and the head's figures.
+  const PartitionedFrame mine(exchange, local, analysis, options);
+  const TraceFrame& frame = mine.frame();
+  const TracePart& part = mine.part();
 
   // 4-6. Rank 0: head, its part, the others' parts as they come, tail.
-  if (root) {
+  if (exchange.rank() == 0) {
     AtomicFile file(path);
     write_head(frame, format, file);
     write_part(frame, part, format, file);
@@ -340,6 +392,67 @@ void write_partitioned_trace(Exchange& exchange, const Run& local,
   }
   // Every rank returns once the trace is in place (or throws with rank 0).
   exchange.all_gather(std::string());
+}
+
+std::uint64_t estimate_partitioned_trace_bytes(Exchange& exchange, const Run& local,
+                                               const PartitionedAnalysis& analysis,
+                                               const TraceOptions& options, TraceFormat format,
+                                               TraceSampleSize sample) {
+  const PartitionedFrame mine(exchange, local, analysis, options);
+  const TraceFrame& frame = mine.frame();
+  const TraceMeasure measure = trace_measure(format);
+  const auto rank = static_cast<std::size_t>(exchange.rank());
+
+  // The whole run's counts decide the sample; the pieces of the ranges
+  // before this one place its pieces in the whole run's order. Every job of
+  // a partitioned run has a step: there is no tail of jobs of no step.
+  TraceBulkCounts counts = count_trace_bulk(frame, mine.part(), false);
+  for (const Device& device : local.devices) counts.run_jobs += device.jobs.size();
+  ByteWriter w;
+  put_counts(w, counts);
+  TraceBulkCounts whole;
+  std::uint64_t pieces_before = 0;
+  const std::vector<std::string> all_counts = exchange.all_gather(w.take());
+  for (std::size_t r = 0; r < all_counts.size(); ++r) {
+    ByteReader reader(all_counts[r]);
+    const TraceBulkCounts theirs = get_counts(reader);
+    if (r < rank) pieces_before += theirs.pieces;
+    whole.add(theirs);
+  }
+  const TraceSampling sampling(frame, whole, sample);
+
+  // Each range's sample, and the head and tail on rank 0; summed alike on
+  // every rank, then scaled once: the single process's arithmetic.
+  const TraceBulkBytes bulk = measure.part(frame, mine.part(), false, sampling, pieces_before);
+  ByteWriter bytes;
+  bytes.put(rank == 0 ? measure.frame(frame, sample) : std::uint64_t{0});
+  bytes.put(bulk.exact);
+  put_sampled(bytes, bulk.jobs);
+  put_sampled(bytes, bulk.bubbles);
+  put_sampled(bytes, bulk.flows);
+  std::uint64_t frame_bytes = 0;
+  TraceBulkBytes sum;
+  for (const std::string& message : exchange.all_gather(bytes.take())) {
+    ByteReader reader(message);
+    frame_bytes += reader.get<std::uint64_t>();
+    TraceBulkBytes theirs;
+    theirs.exact = reader.get<std::uint64_t>();
+    theirs.jobs = get_sampled(reader);
+    theirs.bubbles = get_sampled(reader);
+    theirs.flows = get_sampled(reader);
+    sum.add(theirs);
+  }
+  return frame_bytes + sum.total();
+}
+
+TracePlan plan_partitioned_trace(Exchange& exchange, const Run& local,
+                                 const PartitionedAnalysis& analysis, const TraceOptions& options,
+                                 bool steps_given, TraceFormat format, std::uint64_t limit) {
+  return plan_trace_with(analysis.metrics, options, steps_given, format, limit, [&] {
+    TraceOptions whole = options;
+    whole.steps = StepSelection();
+    return estimate_partitioned_trace_bytes(exchange, local, analysis, whole, format);
+  });
 }
 
 }  // namespace pipescope::distributed

@@ -64,4 +64,19 @@ void write_partitioned_trace(Exchange& exchange, const Run& local,
                              TraceFormat format, const std::string& path,
                              const TraceStreaming& streaming = {});
 
+/// estimate_trace_bytes(run, metrics, options, format, sample) of the single
+/// process, to the byte, on every rank: the same calls and arguments as
+/// write_partitioned_trace (every rank, after analyze_partitioned).
+std::uint64_t estimate_partitioned_trace_bytes(Exchange& exchange, const Run& local,
+                                               const PartitionedAnalysis& analysis,
+                                               const TraceOptions& options, TraceFormat format,
+                                               TraceSampleSize sample = {});
+
+/// plan_trace(run, metrics, options, steps_given, format, limit) of the
+/// single process, on every rank (plan_trace_with on the whole run's
+/// estimate_partitioned_trace_bytes; none when `steps_given`).
+TracePlan plan_partitioned_trace(Exchange& exchange, const Run& local,
+                                 const PartitionedAnalysis& analysis, const TraceOptions& options,
+                                 bool steps_given, TraceFormat format, std::uint64_t limit);
+
 }  // namespace pipescope::distributed

@@ -4,7 +4,6 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
-#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -147,10 +146,6 @@ std::vector<std::string> lane_texts(const TraceLayout& layout) {
   }
   return lanes;
 }
-
-// Jobs per piece of the parallel writer: a piece's text (about 200 bytes a
-// job) stays well under a MiB, and pieces are many more than threads.
-constexpr std::size_t kJobsPerPiece = 4096;
 
 template <std::size_t N>
 char* put(char* out, const char (&literal)[N]) {
@@ -333,7 +328,8 @@ class ChromeWriter {
  public:
   ChromeWriter(const TraceFrame& frame, AtomicFile& file)
       : ChromeWriter(frame, &file, file.buffer()) {}
-  // Writes nothing: measure() formats into `scratch`, `sample` of the bulk.
+  // Writes nothing: measure_frame() and measure_part() format into
+  // `scratch`, `sample` of the head's items.
   ChromeWriter(const TraceFrame& frame, fmt::memory_buffer& scratch, TraceSampleSize sample)
       : ChromeWriter(frame, nullptr, scratch) {
     sample_ = sample;
@@ -352,7 +348,7 @@ class ChromeWriter {
 
   // The units of `part`'s selected steps, or (`stepless`) of its jobs of no step.
   void body(const TracePart& part, bool stepless) {
-    const TraceBody body(part, options_.steps, stepless, kJobsPerPiece);
+    const TraceBody body(part, options_.steps, stepless, kTraceJobsPerPiece);
     const JobEventText text(body, metrics_, layout_, lanes_, origin_ns_);
     const BubbleEventText bubble_text(metrics_, layout_, lanes_, origin_ns_);
     const TypeKinds kinds(part.run.types);
@@ -405,10 +401,10 @@ class ChromeWriter {
     out.append(std::string_view("\n}\n"));
   }
 
-  // The bytes head, body and tail would write for the whole run (`whole`
-  // and its jobs of no step), estimated as trace_content.h says: the bulk
-  // sections from a sample of their events.
-  std::uint64_t measure(const TracePart& whole) {
+  // The bytes head and tail write (trace_parts.h, "A trace's size by
+  // parts"): the array's opening, the metadata and the trailer whole, the
+  // steps, bubble counters and log events from a sample of them.
+  std::uint64_t measure_frame() {
     JsonWriter& w = out_.json();
     w.begin_object();
     w.key("traceEvents");
@@ -419,13 +415,23 @@ class ChromeWriter {
     std::uint64_t bulk = measure_steps();
     if (frame_.bubbles()) bulk += measure_bubble_counters();
     bulk += measure_log_events();
-    const TraceBody steps(whole, options_.steps, false, kJobsPerPiece);
-    const TraceBody stepless(whole, options_.steps, true, kJobsPerPiece);
-    bulk += measure_jobs({&steps, &stepless});
-    if (frame_.bubbles()) bulk += measure_bubbles(whole);
-    if (frame_.flows()) bulk += measure_flows(whole);
     tail(nullptr);
     return scratch_->size() + bulk;
+  }
+
+  // What the units of `part`'s selected steps (or, `stepless`, of its jobs
+  // of no step) add: their jobs, bubbles and flows, sampled as `sampling`
+  // says; `first_piece` is the whole-run position of the part's first piece.
+  TraceBulkBytes measure_part(const TracePart& part, bool stepless, const TraceSampling& sampling,
+                              std::uint64_t first_piece) {
+    const TraceBody body(part, options_.steps, stepless, kTraceJobsPerPiece);
+    TraceBulkBytes bytes;
+    bytes.jobs = measure_jobs(body, sampling.piece_stride, first_piece);
+    // The jobs of no step have no window, hence no bubble.
+    if (frame_.bubbles() && !stepless)
+      bytes.bubbles = measure_bubbles(part, sampling.bubble_stride);
+    if (frame_.flows()) bytes.flows = measure_flows(body, sampling.flow_stride);
+    return bytes;
   }
 
  private:
@@ -500,32 +506,20 @@ class ChromeWriter {
     out_.end_event();
   }
 
-  // The jobs of a sample of the bodies' pieces (those that hold a job).
-  std::uint64_t measure_jobs(std::initializer_list<const TraceBody*> bodies) const {
-    struct Sampled {
-      const TraceBody* body;
-      const TraceBody::Piece* piece;
-    };
-    std::vector<Sampled> holding;
-    std::uint64_t jobs = 0;
-    for (const TraceBody* body : bodies) {
-      for (const TraceBody::Piece& piece : body->pieces()) {
-        if (piece.jobs == 0) continue;
-        holding.push_back({body, &piece});
-        jobs += piece.jobs;
-      }
-    }
-    const std::uint64_t stride = sample_stride(holding.size(), sample_.job_pieces);
+  // The jobs of the body's sampled pieces.
+  SampledBytes measure_jobs(const TraceBody& body, std::uint64_t stride,
+                            std::uint64_t first_piece) const {
+    SampledBytes jobs;
+    for (const TraceBody::Piece& piece : body.pieces()) jobs.count += piece.jobs;
+    const JobEventText text(body, metrics_, layout_, lanes_, origin_ns_);
     fmt::memory_buffer out;
-    std::uint64_t bytes = 0, sampled = 0;
-    for (std::size_t h = sample_start(stride); h < holding.size(); h += stride) {
-      const JobEventText text(*holding[h].body, metrics_, layout_, lanes_, origin_ns_);
+    for_each_sampled_piece(body, first_piece, stride, [&](const TraceBody::Piece& piece) {
       out.clear();
-      text.format(*holding[h].piece, out);
-      bytes += out.size();
-      sampled += holding[h].piece->jobs;
-    }
-    return scaled_bytes(bytes, sampled, jobs);
+      text.format(piece, out);
+      jobs.bytes += out.size();
+      jobs.sampled += piece.jobs;
+    });
+    return jobs;
   }
 
   // The bytes `write_one(k)` adds to the scratch buffer over a sample of
@@ -580,19 +574,30 @@ class ChromeWriter {
     out_.end_event();
   }
 
-  std::uint64_t measure_bubbles(const TracePart& whole) const {
+  SampledBytes measure_bubbles(const TracePart& part, std::uint64_t stride) const {
     const BubbleEventText text(metrics_, layout_, lanes_, origin_ns_);
-    const TraceBubbleSample sample =
-        sample_bubbles(whole.run, metrics_, options_.steps, sample_.items);
+    const TraceBubbleSample sample = sample_part_bubbles(part, metrics_, options_.steps, stride);
     fmt::memory_buffer out;
     for (const Bubble& bubble : sample.bubbles) text.format(bubble, out);
-    return scaled_bytes(out.size(), sample.bubbles.size(), sample.count);
+    return {out.size(), sample.bubbles.size(), sample.count};
   }
 
-  std::uint64_t measure_flows(const TracePart& whole) {
-    const std::vector<Dependency> deps =
-        selected_dependencies(whole.run, metrics_, options_.pipeline->dependencies, options_.steps);
-    return measure_items(deps.size(), [&](std::size_t k) { write_flow(whole, deps[k]); });
+  // The arrows the body's units draw, each sampled by its id (unique in the
+  // whole run); formatted at the end of the scratch buffer and cut off.
+  SampledBytes measure_flows(const TraceBody& body, std::uint64_t stride) {
+    SampledBytes flows;
+    const std::size_t before = scratch_->size();
+    for (std::size_t u = 0; u < body.units(); ++u) {
+      body.for_each_flow(u, options_.steps, [&](const Dependency& dep) {
+        ++flows.count;
+        if (!trace_key_sampled(trace_flow_id(body.part(), dep.consumer), stride)) return;
+        ++flows.sampled;
+        write_flow(body.part(), dep);
+      });
+    }
+    flows.bytes = scratch_->size() - before;
+    scratch_->resize(before);
+    return flows;
   }
 
   // The arrow of dependency `dep` (jobs of `part`), into the current buffer:
@@ -648,7 +653,7 @@ class ChromeWriter {
   const std::vector<std::string> lanes_;  // lane_texts(layout_)
   AtomicFile* file_;                      // null when measuring
   fmt::memory_buffer* scratch_;           // the file's buffer, or measure()'s
-  TraceSampleSize sample_;                // what measure() formats of the bulk
+  TraceSampleSize sample_;                // what measure_frame() formats of the head
   EventWriter out_;
 };
 
@@ -659,14 +664,22 @@ void append_ns_as_us(fmt::memory_buffer& out, std::int64_t ns) {
   out.append(text, write_ns_as_us(text, ns));
 }
 
+std::uint64_t measure_chrome_trace_frame(const TraceFrame& frame, TraceSampleSize sample) {
+  fmt::memory_buffer scratch;
+  return ChromeWriter(frame, scratch, sample).measure_frame();
+}
+
+TraceBulkBytes measure_chrome_trace_part(const TraceFrame& frame, const TracePart& part,
+                                         bool stepless, const TraceSampling& sampling,
+                                         std::uint64_t first_piece) {
+  fmt::memory_buffer scratch;
+  return ChromeWriter(frame, scratch, {}).measure_part(part, stepless, sampling, first_piece);
+}
+
 std::uint64_t estimate_chrome_trace_bytes(const Run& run, const Metrics& metrics,
                                           const TraceOptions& options, TraceSampleSize sample) {
-  const TraceLanes lanes = trace_lanes(run);
-  const TraceFrame frame(run, metrics, options, lanes.count,
-                         earliest_selected_start(run, metrics, options.steps));
-  const TracePart whole = whole_trace_part(run, metrics, options, lanes);
-  fmt::memory_buffer scratch;
-  return ChromeWriter(frame, scratch, sample).measure(whole);
+  return estimate_whole_trace(run, metrics, options, sample,
+                              {measure_chrome_trace_frame, measure_chrome_trace_part});
 }
 
 void write_chrome_trace_head(const TraceFrame& frame, AtomicFile& file) {

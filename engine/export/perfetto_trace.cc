@@ -220,10 +220,6 @@ char* put_slice_begin(char* out, std::uint64_t timestamp, std::string_view event
   return put_sequence_flags(out);
 }
 
-// Jobs per piece of the parallel writer (ordered_writer.h): about 150 bytes
-// of packets a job.
-constexpr std::size_t kJobsPerPiece = 4096;
-
 // Every name of a unit's jobs (trace_parts.h: a step's, or the jobs of no
 // step), defined in the packet that starts the unit: "TYPE mbMB" by (type,
 // micro-batch) order, iids from kFirstJobNameIid. Found in one pass before
@@ -496,7 +492,8 @@ class PerfettoWriter {
  public:
   PerfettoWriter(const TraceFrame& frame, AtomicFile& file)
       : PerfettoWriter(frame, &file, file.buffer(), {}) {}
-  // Writes nothing: measure() formats into `scratch`, `sample` of the bulk.
+  // Writes nothing: measure_frame() and measure_part() format into
+  // `scratch`, `sample` of the head's items.
   PerfettoWriter(const TraceFrame& frame, fmt::memory_buffer& scratch, TraceSampleSize sample)
       : PerfettoWriter(frame, nullptr, scratch, sample) {}
 
@@ -509,7 +506,7 @@ class PerfettoWriter {
 
   // The units of `part`'s selected steps, or (`stepless`) of its jobs of no step.
   void body(const TracePart& part, bool stepless) {
-    const TraceBody body(part, options_.steps, stepless, kJobsPerPiece);
+    const TraceBody body(part, options_.steps, stepless, kTraceJobsPerPiece);
     const UnitNames names(body);
     const std::vector<FlowMark> flows = flow_marks(body);
     const TraceJobKinds kinds(part.run);
@@ -545,21 +542,55 @@ class PerfettoWriter {
     if (stepless != nullptr) body(*stepless, /*stepless=*/true);
   }
 
-  // The bytes head, body and tail would write for the whole run (`whole`
-  // and its jobs of no step), estimated as trace_content.h says: the bulk
-  // sections from a sample of their packets.
-  std::uint64_t measure(const TracePart& whole) {
+  // The bytes the head writes (trace_parts.h, "A trace's size by parts"):
+  // the tracks whole, the steps, bubble counters and log events from a
+  // sample of their packets. The tail writes nothing of its own.
+  std::uint64_t measure_frame() {
     write_descriptors();
     // A sample is formatted at the end of the scratch buffer, measured and
     // cut off.
     std::uint64_t bulk = measure_steps();
     if (frame_.bubbles()) bulk += measure_bubble_counters();
     bulk += measure_log_events();
-    const TraceBody steps(whole, options_.steps, false, kJobsPerPiece);
-    const TraceBody stepless(whole, options_.steps, true, kJobsPerPiece);
-    bulk += measure_jobs(steps) + measure_jobs(stepless);
-    if (frame_.bubbles()) bulk += measure_bubbles(whole);
     return scratch_.size() + bulk;
+  }
+
+  // What the units of `part`'s selected steps (or, `stepless`, of its jobs
+  // of no step) add: every unit's start packet (they differ by their
+  // names), the job packets of the sampled pieces (`first_piece`: the
+  // whole-run position of the part's first) and the sampled bubbles.
+  TraceBulkBytes measure_part(const TracePart& part, bool stepless, const TraceSampling& sampling,
+                              std::uint64_t first_piece) {
+    const TraceBody body(part, options_.steps, stepless, kTraceJobsPerPiece);
+    const UnitNames names(body);
+    const std::vector<FlowMark> flows = flow_marks(body);
+    const TraceJobKinds kinds(part.run);
+    const JobPackets packets(
+        {body, metrics_, layout_, kinds, origin_ns_, first_lane_uuid_, names, flows});
+    TraceBulkBytes bytes;
+    fmt::memory_buffer out;
+    for (std::size_t u = 0; u < body.units(); ++u) {
+      out.clear();
+      packets.format_unit_start(u, out);
+      bytes.exact += out.size();
+    }
+    for (const TraceBody::Piece& piece : body.pieces()) bytes.jobs.count += piece.jobs;
+    for_each_sampled_piece(body, first_piece, sampling.piece_stride,
+                           [&](const TraceBody::Piece& piece) {
+                             out.clear();
+                             packets.format(piece, out, /*with_start=*/false);
+                             bytes.jobs.bytes += out.size();
+                             bytes.jobs.sampled += piece.jobs;
+                           });
+    // The jobs of no step have no window, hence no bubble.
+    if (frame_.bubbles() && !stepless) {
+      const TraceBubbleSample sample =
+          sample_part_bubbles(part, metrics_, options_.steps, sampling.bubble_stride);
+      out.clear();
+      for (const Bubble& bubble : sample.bubbles) format_bubble(bubble, out);
+      bytes.bubbles = {out.size(), sample.bubbles.size(), sample.count};
+    }
+    return bytes;
   }
 
  private:
@@ -741,39 +772,6 @@ class PerfettoWriter {
     return flows;
   }
 
-  // Every unit's start packet (they differ by their names), and the job
-  // packets of a sample of the pieces that hold a job.
-  std::uint64_t measure_jobs(const TraceBody& body) {
-    const UnitNames names(body);
-    const std::vector<FlowMark> flows = flow_marks(body);
-    const TraceJobKinds kinds(body.part().run);
-    const JobPackets packets(
-        {body, metrics_, layout_, kinds, origin_ns_, first_lane_uuid_, names, flows});
-    fmt::memory_buffer out;
-    std::uint64_t starts = 0;
-    for (std::size_t u = 0; u < body.units(); ++u) {
-      out.clear();
-      packets.format_unit_start(u, out);
-      starts += out.size();
-    }
-    std::vector<const TraceBody::Piece*> holding;
-    std::uint64_t jobs = 0;
-    for (const TraceBody::Piece& piece : body.pieces()) {
-      if (piece.jobs == 0) continue;
-      holding.push_back(&piece);
-      jobs += piece.jobs;
-    }
-    const std::uint64_t stride = sample_stride(holding.size(), sample_.job_pieces);
-    std::uint64_t bytes = 0, sampled = 0;
-    for (std::size_t h = sample_start(stride); h < holding.size(); h += stride) {
-      out.clear();
-      packets.format(*holding[h], out, /*with_start=*/false);
-      bytes += out.size();
-      sampled += holding[h]->jobs;
-    }
-    return starts + scaled_bytes(bytes, sampled, jobs);
-  }
-
   // The iid of `name` in `table`: a fresh one (the next of `next`), defined
   // in the current packet's interned data by `define`, on its first use.
   template <typename Define>
@@ -864,14 +862,6 @@ class PerfettoWriter {
     out_.finish();
   }
 
-  std::uint64_t measure_bubbles(const TracePart& whole) const {
-    const TraceBubbleSample sample =
-        sample_bubbles(whole.run, metrics_, options_.steps, sample_.items);
-    fmt::memory_buffer out;
-    for (const Bubble& bubble : sample.bubbles) format_bubble(bubble, out);
-    return scaled_bytes(out.size(), sample.bubbles.size(), sample.count);
-  }
-
   void format_bubble(const Bubble& bubble, fmt::memory_buffer& out) const {
     // Category, one annotation, type, name and track: under 40 bytes.
     constexpr std::size_t kMaxEventBytes = 64;
@@ -901,7 +891,7 @@ class PerfettoWriter {
   const TraceJobKinds kinds_;
   AtomicFile* file_ = nullptr;   // null when measuring
   fmt::memory_buffer& scratch_;  // the file's buffer, or measure()'s
-  TraceSampleSize sample_;       // what measure() formats of the bulk
+  TraceSampleSize sample_;       // what measure_frame() formats of the head
   PacketWriter out_;
   bool first_packet_ = true;
   const std::int64_t origin_ns_;
@@ -926,14 +916,22 @@ class PerfettoWriter {
 
 }  // namespace
 
+std::uint64_t measure_perfetto_trace_frame(const TraceFrame& frame, TraceSampleSize sample) {
+  fmt::memory_buffer scratch;
+  return PerfettoWriter(frame, scratch, sample).measure_frame();
+}
+
+TraceBulkBytes measure_perfetto_trace_part(const TraceFrame& frame, const TracePart& part,
+                                           bool stepless, const TraceSampling& sampling,
+                                           std::uint64_t first_piece) {
+  fmt::memory_buffer scratch;
+  return PerfettoWriter(frame, scratch, {}).measure_part(part, stepless, sampling, first_piece);
+}
+
 std::uint64_t estimate_perfetto_trace_bytes(const Run& run, const Metrics& metrics,
                                             const TraceOptions& options, TraceSampleSize sample) {
-  const TraceLanes lanes = trace_lanes(run);
-  const TraceFrame frame(run, metrics, options, lanes.count,
-                         earliest_selected_start(run, metrics, options.steps));
-  const TracePart whole = whole_trace_part(run, metrics, options, lanes);
-  fmt::memory_buffer scratch;
-  return PerfettoWriter(frame, scratch, sample).measure(whole);
+  return estimate_whole_trace(run, metrics, options, sample,
+                              {measure_perfetto_trace_frame, measure_perfetto_trace_part});
 }
 
 void write_perfetto_trace_head(const TraceFrame& frame, AtomicFile& file) {

@@ -62,9 +62,25 @@ void write_perfetto_trace_tail(const TraceFrame& frame, const TracePart* steples
                                AtomicFile& file);
 
 /// The bytes write_perfetto_trace would write, without writing, estimated as
-/// estimate_chrome_trace_bytes (chrome_trace.h) estimates the Chrome trace's.
+/// estimate_chrome_trace_bytes (chrome_trace.h) estimates the Chrome trace's:
+/// estimate_whole_trace (trace_parts.h) over the two below.
 std::uint64_t estimate_perfetto_trace_bytes(const Run& run, const Metrics& metrics,
                                             const TraceOptions& options,
                                             TraceSampleSize sample = {});
+
+struct TraceSampling;
+struct TraceBulkBytes;
+
+/// The estimate by parts (trace_parts.h, "A trace's size by parts"): the
+/// head's bytes, the steps, bubble counters and log events from `sample` of
+/// them (the tail writes none of its own) ...
+std::uint64_t measure_perfetto_trace_frame(const TraceFrame& frame, TraceSampleSize sample);
+/// ... and what the units of `part`'s selected steps (`stepless`: its jobs
+/// of no step) add: every unit's opening packet, and the job packets and
+/// bubbles `sampling` keeps, the part's first piece with a job at whole-run
+/// position `first_piece`.
+TraceBulkBytes measure_perfetto_trace_part(const TraceFrame& frame, const TracePart& part,
+                                           bool stepless, const TraceSampling& sampling,
+                                           std::uint64_t first_piece);
 
 }  // namespace pipescope

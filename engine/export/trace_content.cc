@@ -1,7 +1,6 @@
 #include "export/trace_content.h"
 
 #include <fmt/format.h>
-#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <string_view>
@@ -87,30 +86,6 @@ void trace_job_name(const Run& run, const Job& job, std::string& out) {
   out += fmt::format_int(job.micro_batch).c_str();
 }
 
-TraceBubbleSample sample_bubbles(const Run& run, const Metrics& metrics,
-                                 const StepSelection& selection, std::size_t max_bubbles) {
-  std::uint64_t bound = 0;
-  for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
-    if (selection.contains(static_cast<std::int64_t>(k))) bound += run.devices.size();
-  }
-  for (const Device& device : run.devices) bound += device.jobs.size();
-  const std::uint64_t stride = sample_stride(bound, max_bubbles);
-  std::vector<TraceBubbleSample> per_device(run.devices.size());
-  tbb::parallel_for(std::size_t{0}, run.devices.size(), [&](std::size_t d) {
-    TraceBubbleSample& mine = per_device[d];
-    for_each_device_bubble(run, metrics, d, [&](const Bubble& bubble) {
-      if (!selection.contains(static_cast<std::int64_t>(bubble.step))) return;
-      if (mine.count++ % stride == sample_start(stride)) mine.bubbles.push_back(bubble);
-    });
-  });
-  TraceBubbleSample sample;
-  for (const TraceBubbleSample& mine : per_device) {
-    sample.count += mine.count;
-    sample.bubbles.insert(sample.bubbles.end(), mine.bubbles.begin(), mine.bubbles.end());
-  }
-  return sample;
-}
-
 std::uint64_t sample_stride(std::uint64_t count, std::uint64_t max) {
   max = std::max<std::uint64_t>(1, max);
   return std::max<std::uint64_t>(1, (count + max - 1) / max);
@@ -132,19 +107,6 @@ TraceJobKinds::TraceJobKinds(const Run& run) : by_type_(run.types.size()) {
   for (TypeId id = 0; id < run.types.size(); ++id) {
     by_type_[id] = classify_job_type(run.types.name(id));
   }
-}
-
-std::vector<Dependency> selected_dependencies(const Run& run, const Metrics& metrics,
-                                              const Dependencies& dependencies,
-                                              const StepSelection& selection) {
-  const auto selected = [&](const JobRef& ref) {
-    return selection.contains(trace_job_step(run, metrics, ref.device, ref.job));
-  };
-  std::vector<Dependency> out;
-  for (const Dependency& dep : dependencies) {
-    if (selected(dep.producer) && selected(dep.consumer)) out.push_back(dep);
-  }
-  return out;
 }
 
 std::vector<BubbleRatioSample> bubble_ratio_samples(const Run& run, const Metrics& metrics,

@@ -59,19 +59,9 @@ void trace_job_name(const Run& run, const Job& job, std::string& out);
 // ---- The size of a trace before it is written (trace_size.h): the writers
 // format the small sections whole and, of the bulk (jobs, steps, bubble
 // counters, bubbles, log events, flows), a sample (TraceSampleSize,
-// chrome_trace.h) that they scale by the count. A run whose bulk fits the
-// sample is measured to the byte.
-
-/// The selected bubbles: how many, and every stride-th of each device's
-/// (from sample_start; the stride set by a bound on their number, a
-/// device's jobs plus one per window) to format for an estimate. The
-/// devices are visited on several threads.
-struct TraceBubbleSample {
-  std::vector<Bubble> bubbles;  // devices in order, then time
-  std::uint64_t count = 0;
-};
-TraceBubbleSample sample_bubbles(const Run& run, const Metrics& metrics,
-                                 const StepSelection& selection, std::size_t max_bubbles);
+// chrome_trace.h) that they scale by the count; the body's sections part by
+// part (trace_parts.h, TraceSampling). A run whose bulk fits the sample is
+// measured to the byte.
 
 /// Every how-many-th of `count` items to format so that at most `max` are.
 std::uint64_t sample_stride(std::uint64_t count, std::uint64_t max);
@@ -119,12 +109,6 @@ class TraceJobKinds {
  private:
   std::vector<JobKind> by_type_;
 };
-
-/// The dependencies whose producer and consumer are both selected, in their
-/// order; the flow arrow of the n-th has id n (from 1) in both traces.
-std::vector<Dependency> selected_dependencies(const Run& run, const Metrics& metrics,
-                                              const Dependencies& dependencies,
-                                              const StepSelection& selection);
 
 /// One value of the "bubble ratio" counters: each kind's idle share of the
 /// step window (indexed by BubbleKind), at the window's start; a run of

@@ -1,8 +1,11 @@
 #include "export/trace_parts.h"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 
 #include "analysis/pipeline.h"
+#include "analysis/step_rule.h"
 #include "export/trace_content.h"
 
 namespace pipescope {
@@ -168,6 +171,108 @@ TraceBody::TraceBody(const TracePart& part, const StepSelection& selection, bool
     pieces_[first_piece].first_of_unit = true;
     pieces_.back().last_of_unit = true;
   }
+}
+
+// ---- A trace's size by parts -------------------------------------------------
+
+TraceBulkCounts count_trace_bulk(const TraceFrame& frame, const TracePart& part, bool stepless) {
+  const StepSelection& selection = frame.options().steps;
+  const TraceBody body(part, selection, stepless, kTraceJobsPerPiece);
+  TraceBulkCounts counts;
+  for (const TraceBody::Piece& piece : body.pieces()) {
+    if (piece.jobs > 0) ++counts.pieces;
+  }
+  if (frame.flows()) {
+    for (std::size_t u = 0; u < body.units(); ++u) {
+      body.for_each_flow(u, selection, [&](const Dependency&) { ++counts.flows; });
+    }
+  }
+  return counts;
+}
+
+TraceSampling::TraceSampling(const TraceFrame& frame, const TraceBulkCounts& whole,
+                             TraceSampleSize sample) {
+  piece_stride = sample_stride(whole.pieces, sample.job_pieces);
+  flow_stride = sample_stride(whole.flows, sample.items);
+  // A device has at most one bubble per job (the gap before it) and one per
+  // window (its drain): a bound known before the bubbles are walked, so
+  // that they are walked once.
+  std::uint64_t bound = whole.run_jobs;
+  const Metrics& metrics = frame.metrics();
+  for (std::size_t k = 0; k < metrics.steps.size(); ++k) {
+    if (frame.selected(static_cast<std::int64_t>(k))) bound += frame.run().devices.size();
+  }
+  bubble_stride = sample_stride(bound, sample.items);
+}
+
+bool trace_piece_sampled(std::uint64_t index, std::uint64_t stride) {
+  return index % stride == sample_start(stride);
+}
+
+bool trace_key_sampled(std::uint64_t key, std::uint64_t stride) {
+  if (stride <= 1) return true;
+  // splitmix64's finalizer: consecutive keys spread over the whole range.
+  key ^= key >> 30;
+  key *= 0xbf58476d1ce4e5b9ull;
+  key ^= key >> 27;
+  key *= 0x94d049bb133111ebull;
+  key ^= key >> 31;
+  return key % stride == 0;
+}
+
+std::uint64_t trace_bubble_key(const Bubble& bubble) {
+  std::uint64_t key = bubble.device;
+  for (const std::uint64_t part :
+       {std::uint64_t{bubble.step}, static_cast<std::uint64_t>(bubble.kind),
+        static_cast<std::uint64_t>(bubble.start_ns), static_cast<std::uint64_t>(bubble.end_ns)}) {
+    key = key * 0x100000001b3ull ^ part;  // FNV's prime: every field moves the key
+  }
+  return key;
+}
+
+std::uint64_t SampledBytes::scaled() const { return scaled_bytes(bytes, sampled, count); }
+
+TraceBubbleSample sample_part_bubbles(const TracePart& part, const Metrics& metrics,
+                                      const StepSelection& selection, std::uint64_t stride) {
+  const std::size_t devices = part.run.devices.size();
+  const std::size_t last = std::min(part.last_step, metrics.steps.size());
+  const TypeKinds kinds(part.run.types);
+  std::vector<TraceBubbleSample> per_device(devices);
+  tbb::parallel_for(std::size_t{0}, devices, [&](std::size_t d) {
+    TraceBubbleSample& mine = per_device[d];
+    WindowBubbles walk(part.run.devices[d], d,
+                       part.job_index != nullptr ? &(*part.job_index)[d] : nullptr, kinds);
+    for (std::size_t k = part.first_step; k < last; ++k) {
+      if (!selection.contains(static_cast<std::int64_t>(k))) continue;
+      walk.window(metrics.steps[k], k, [&](const Bubble& bubble) {
+        ++mine.count;
+        if (trace_key_sampled(trace_bubble_key(bubble), stride)) mine.bubbles.push_back(bubble);
+      });
+    }
+  });
+  TraceBubbleSample sample;
+  for (const TraceBubbleSample& mine : per_device) {
+    sample.count += mine.count;
+    sample.bubbles.insert(sample.bubbles.end(), mine.bubbles.begin(), mine.bubbles.end());
+  }
+  return sample;
+}
+
+std::uint64_t estimate_whole_trace(const Run& run, const Metrics& metrics,
+                                   const TraceOptions& options, TraceSampleSize sample,
+                                   const TraceMeasure& measure) {
+  const TraceLanes lanes = trace_lanes(run);
+  const TraceFrame frame(run, metrics, options, lanes.count,
+                         earliest_selected_start(run, metrics, options.steps));
+  const TracePart whole = whole_trace_part(run, metrics, options, lanes);
+  const TraceBulkCounts steps = count_trace_bulk(frame, whole, false);
+  TraceBulkCounts counts = steps;
+  counts.add(count_trace_bulk(frame, whole, true));
+  counts.run_jobs = run.job_count();
+  const TraceSampling sampling(frame, counts, sample);
+  TraceBulkBytes bulk = measure.part(frame, whole, false, sampling, 0);
+  bulk.add(measure.part(frame, whole, true, sampling, steps.pieces));
+  return measure.frame(frame, sample) + bulk.total();
 }
 
 }  // namespace pipescope

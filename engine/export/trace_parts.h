@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/bubbles.h"
 #include "analysis/dependencies.h"
 #include "analysis/metrics.h"
 #include "analysis/step_events.h"
@@ -205,5 +206,141 @@ class TraceBody {
   std::vector<std::pair<std::size_t, std::size_t>> ranges_;  // [unit * devices + d]
   std::vector<Piece> pieces_;
 };
+
+// ---- A trace's size by parts (trace_size.h) --------------------------------
+//
+// The estimate is the frame's bytes (head and tail, whole-run facts: formatted
+// whole, or their items sampled by position in the head) plus what each
+// part's units add: their jobs, bubbles and flows, each section a sample
+// summed over the parts and scaled once. Whether an item is in the sample
+// depends on the whole run alone (a piece's whole-run position, a bubble's or
+// an arrow's identity), never on the cut, so the parts of any cut add up to
+// the single process's estimate exactly:
+//
+//   TraceBulkCounts counts = count_trace_bulk(frame, part, false);  // summed over parts
+//   const TraceSampling sampling(frame, counts, sample);
+//   TraceBulkBytes bytes = measure(frame, part, false, sampling, pieces_before);
+//   total = frame_bytes + (bytes summed over the parts).total();
+
+/// Jobs per piece of a body (TraceBody) in both writers: a piece's text
+/// (about 200 bytes a job in JSON) stays well under a MiB, pieces are many
+/// more than threads, and the estimate samples the same pieces in both.
+inline constexpr std::size_t kTraceJobsPerPiece = 4096;
+
+/// What the strides of a trace's sample are decided from: counted part by
+/// part (count_trace_bulk) and summed into the whole run's.
+struct TraceBulkCounts {
+  /// The pieces that hold a job (TraceBody): the units', then the jobs of
+  /// no step's; the whole-run position of a part's first one is the sum of
+  /// the parts' before it.
+  std::uint64_t pieces = 0;
+  /// The dependency arrows drawn (TraceBody::for_each_flow).
+  std::uint64_t flows = 0;
+  /// The run's jobs, drawn or not: with the windows, a bound on the
+  /// bubbles. count_trace_bulk leaves it 0; the caller adds its share (the
+  /// run's job_count, or the jobs of the devices a rank read).
+  std::uint64_t run_jobs = 0;
+
+  void add(const TraceBulkCounts& other) {
+    pieces += other.pieces;
+    flows += other.flows;
+    run_jobs += other.run_jobs;
+  }
+};
+
+/// The counts of `part`'s units (or, `stepless`, of its jobs of no step).
+TraceBulkCounts count_trace_bulk(const TraceFrame& frame, const TracePart& part, bool stepless);
+
+/// Which of the bulk's items the estimate formats, from the whole run's
+/// counts: every piece_stride-th piece with a job (from sample_start, by
+/// whole-run position), and the bubbles and arrows whose identity hashes
+/// to a multiple of their stride (trace_key_sampled), so that a part decides
+/// alone. Strides of 1 (a run within the sample) take everything.
+struct TraceSampling {
+  TraceSampling() = default;
+  TraceSampling(const TraceFrame& frame, const TraceBulkCounts& whole, TraceSampleSize sample);
+
+  std::uint64_t piece_stride = 1;
+  std::uint64_t bubble_stride = 1;
+  std::uint64_t flow_stride = 1;
+};
+
+/// Whether the piece at whole-run position `index` is sampled.
+bool trace_piece_sampled(std::uint64_t index, std::uint64_t stride);
+/// Whether the item of identity `key` is sampled: its hash (so that no
+/// periodic pattern of a schedule lines up with the stride) is a multiple
+/// of `stride`; always for a stride of 1.
+bool trace_key_sampled(std::uint64_t key, std::uint64_t stride);
+/// A bubble's identity: its device, step, kind and times.
+std::uint64_t trace_bubble_key(const Bubble& bubble);
+
+/// One bulk section's sample: `bytes` of `sampled` items formatted, of
+/// `count` in all. Summed over the parts, then scaled once (scaled_bytes).
+struct SampledBytes {
+  std::uint64_t bytes = 0;
+  std::uint64_t sampled = 0;
+  std::uint64_t count = 0;
+
+  void add(const SampledBytes& other) {
+    bytes += other.bytes;
+    sampled += other.sampled;
+    count += other.count;
+  }
+  std::uint64_t scaled() const;
+};
+
+/// What a part's units add to a trace: bytes formatted whole (a
+/// trace.pftrace unit's opening packet) and the sampled sections.
+struct TraceBulkBytes {
+  std::uint64_t exact = 0;
+  SampledBytes jobs;
+  SampledBytes bubbles;
+  SampledBytes flows;
+
+  void add(const TraceBulkBytes& other) {
+    exact += other.exact;
+    jobs.add(other.jobs);
+    bubbles.add(other.bubbles);
+    flows.add(other.flows);
+  }
+  /// The bytes of the parts summed into this one.
+  std::uint64_t total() const { return exact + jobs.scaled() + bubbles.scaled() + flows.scaled(); }
+};
+
+/// Calls `visit(body, piece)` for each piece of `body` that holds a job and
+/// is sampled, its whole-run position counted from `first_piece`.
+template <typename Visit>
+void for_each_sampled_piece(const TraceBody& body, std::uint64_t first_piece, std::uint64_t stride,
+                            Visit&& visit) {
+  std::uint64_t index = first_piece;
+  for (const TraceBody::Piece& piece : body.pieces()) {
+    if (piece.jobs == 0) continue;
+    if (trace_piece_sampled(index++, stride)) visit(piece);
+  }
+}
+
+/// The bubbles of `part`'s selected steps, in its units' windows: how many,
+/// and those trace_key_sampled keeps at `stride` (devices in order, then
+/// step and time). The devices are walked on several threads.
+struct TraceBubbleSample {
+  std::vector<Bubble> bubbles;
+  std::uint64_t count = 0;
+};
+TraceBubbleSample sample_part_bubbles(const TracePart& part, const Metrics& metrics,
+                                      const StepSelection& selection, std::uint64_t stride);
+
+/// How a trace format measures itself: the frame's bytes (head and tail;
+/// its head items sampled by `sample`), and what a part's units add.
+struct TraceMeasure {
+  std::uint64_t (*frame)(const TraceFrame& frame, TraceSampleSize sample);
+  TraceBulkBytes (*part)(const TraceFrame& frame, const TracePart& part, bool stepless,
+                         const TraceSampling& sampling, std::uint64_t first_piece);
+};
+
+/// The single process's estimate: the whole run as one part, then its jobs
+/// of no step (after it in the pieces' order).
+std::uint64_t estimate_whole_trace(const Run& run, const Metrics& metrics,
+                                   const TraceOptions& options, TraceSampleSize sample,
+                                   const TraceMeasure& measure);
 
 }  // namespace pipescope

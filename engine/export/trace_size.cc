@@ -68,12 +68,27 @@ TraceLimits trace_limits_from_environment() {
 std::uint64_t estimate_trace_bytes(const Run& run, const Metrics& metrics,
                                    const TraceOptions& options, TraceFormat format,
                                    TraceSampleSize sample) {
-  return format == TraceFormat::json ? estimate_chrome_trace_bytes(run, metrics, options, sample)
-                                     : estimate_perfetto_trace_bytes(run, metrics, options, sample);
+  return estimate_whole_trace(run, metrics, options, sample, trace_measure(format));
+}
+
+TraceMeasure trace_measure(TraceFormat format) {
+  return format == TraceFormat::json
+             ? TraceMeasure{measure_chrome_trace_frame, measure_chrome_trace_part}
+             : TraceMeasure{measure_perfetto_trace_frame, measure_perfetto_trace_part};
 }
 
 TracePlan plan_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,
                      bool steps_given, TraceFormat format, std::uint64_t limit) {
+  return plan_trace_with(metrics, options, steps_given, format, limit, [&] {
+    TraceOptions whole = options;
+    whole.steps = StepSelection();
+    return estimate_trace_bytes(run, metrics, whole, format);
+  });
+}
+
+TracePlan plan_trace_with(const Metrics& metrics, const TraceOptions& options, bool steps_given,
+                          TraceFormat format, std::uint64_t limit,
+                          const std::function<std::uint64_t()>& estimate_whole) {
   TracePlan plan;
   plan.format = format;
   plan.limit_bytes = limit;
@@ -88,9 +103,7 @@ TracePlan plan_trace(const Run& run, const Metrics& metrics, const TraceOptions&
     }
     return plan;
   }
-  TraceOptions whole = options;
-  whole.steps = StepSelection();
-  plan.estimated_full_bytes = estimate_trace_bytes(run, metrics, whole, format);
+  plan.estimated_full_bytes = estimate_whole();
   if (plan.estimated_full_bytes <= limit) return plan;
 
   const std::vector<std::size_t> chosen = median_and_slowest_steps(metrics);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,7 @@
 #include "analysis/step_selection.h"
 #include "export/chrome_trace.h"
 #include "export/summary_figures.h"
+#include "export/trace_parts.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -65,6 +67,10 @@ std::uint64_t estimate_trace_bytes(const Run& run, const Metrics& metrics,
                                    const TraceOptions& options, TraceFormat format,
                                    TraceSampleSize sample = {});
 
+/// How trace `format` measures itself by parts (trace_parts.h, "A trace's
+/// size by parts"): measure_chrome_trace_frame and _part, or the Perfetto ones.
+TraceMeasure trace_measure(TraceFormat format);
+
 /// What one trace holds.
 struct TracePlan {
   TraceFormat format = TraceFormat::json;
@@ -88,6 +94,15 @@ struct TracePlan {
 /// that leaves nothing out.
 TracePlan plan_trace(const Run& run, const Metrics& metrics, const TraceOptions& options,
                      bool steps_given, TraceFormat format, std::uint64_t limit);
+
+/// plan_trace's decision, the one both the single process and the ranks of
+/// a partitioned run take (distributed/partitioned_traces.h): `metrics`
+/// need only the windows; `estimate_whole` gives the bytes of the whole
+/// run's trace (options.steps all) and is called only when --steps was not
+/// given (by every rank alike: it may be a collective).
+TracePlan plan_trace_with(const Metrics& metrics, const TraceOptions& options, bool steps_given,
+                          TraceFormat format, std::uint64_t limit,
+                          const std::function<std::uint64_t()>& estimate_whole);
 
 /// The lines `analyze` prints on stderr (after "pipescope: ") before writing
 /// the traces of `plans`: one for the traces held to their limit (which
