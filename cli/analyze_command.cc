@@ -19,6 +19,11 @@
 #include "analysis/step_selection.h"
 #include "command.h"
 #include "distributed/cluster.h"
+#include "distributed/partitioned_analysis.h"
+#include "distributed/partitioned_load.h"
+#include "distributed/partitioned_summary.h"
+#include "distributed/partitioned_traces.h"
+#include "distributed/wire.h"
 #include "export/atomic_file.h"
 #include "export/chrome_trace.h"
 #include "export/html_report.h"
@@ -28,6 +33,7 @@
 #include "export/summary_json.h"
 #include "export/text_report.h"
 #include "export/trace_size.h"
+#include "ingest/ingest.h"
 #include "ingest/input_formats.h"
 #include "load/load_run.h"
 #include "progress.h"
@@ -341,8 +347,157 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
   return kExitOk;
 }
 
+/// `--mpi`, partitioned (docs/guide.md, "Running on a cluster"): every rank
+/// keeps the jobs it read; the load prelude and the analysis run by step
+/// ranges over the ranks (engine/distributed), each rank writes its steps'
+/// part of every output and rank 0 joins them. Every rank calls it alike;
+/// the outputs and the report are the single process's.
+int analyze_on_ranks(distributed::Exchange& exchange, distributed::PartitionedScan& scan,
+                     const AnalyzeOptions& options, const LoadOptions& load) {
+  using namespace distributed;
+  const bool root = exchange.rank() == 0;
+  // What only rank 0 knows and every rank decides on: a node folder that
+  // could not be listed, and whether events were looked for.
+  bool looked_for_events = false;
+  {
+    ByteWriter w;
+    if (root) {
+      std::string folders;
+      if (!options.allow_missing) {
+        for (const ReadFailure& f : scan.failures) {
+          if (f.folder) folders += fmt::format("\n  node {}: {}: {}", f.node, f.path, f.error);
+        }
+      }
+      w.str(folders);
+      w.put(static_cast<std::uint8_t>(looks_for_log_events(scan.inputs)));
+    }
+    const std::string verdict = exchange.all_gather(w.take()).front();
+    ByteReader r(verdict);
+    const std::string folders = r.str();
+    if (!folders.empty()) {
+      throw InputError(fmt::format(
+          "cannot list the --local folder of some nodes:{}\npass --allow-missing to leave their "
+          "devices out of the figures",
+          folders));
+    }
+    looked_for_events = r.get<std::uint8_t>() != 0;
+  }
+  LocalLoad local =
+      load_partitioned(exchange, std::move(scan.files), scan.global_index, scan.file_count, load);
+  adopt_event_library(local.run, looked_for_events, load.ingest);
+  // No job anywhere: the single process's messages, from rank 0.
+  {
+    ByteWriter w;
+    w.put(static_cast<std::uint64_t>(local.run.job_count()));
+    std::uint64_t jobs = 0;
+    for (const std::string& theirs : exchange.all_gather(w.take())) {
+      ByteReader r(theirs);
+      jobs += r.get<std::uint64_t>();
+    }
+    if (jobs == 0) {
+      if (!root) return kExitUsage;
+      LoadedRun loaded;
+      loaded.run = std::move(local.run);
+      return analyze_loaded(loaded, scan.file_count, options);
+    }
+  }
+  PartitionedAnalysis analysis = analyze_partitioned(exchange, local.run, load.pipeline);
+
+  TraceOptions trace;
+  trace.absolute_time = options.absolute_time;
+  // Set, as the single process sets it: the partitioned writers draw the
+  // pipeline (bubbles, counters, flows) from `analysis` and read no more.
+  const PipelineAnalysis drawn;
+  trace.pipeline = &drawn;
+  trace.flows = options.flows;
+  trace.threads = options.threads;
+  try {
+    trace.steps = StepSelection::parse(options.steps, analysis.metrics, "--steps");
+  } catch (const std::invalid_argument& e) {
+    throw InputError(e.what());
+  }
+  TraceLimits limits;
+  try {
+    limits = trace_limits_from_environment();
+  } catch (const std::invalid_argument& e) {
+    throw InputError(e.what());
+  }
+  std::vector<TracePlan> plans;
+  for (const TraceFormat format : {TraceFormat::json, TraceFormat::perfetto}) {
+    if (format == TraceFormat::json ? options.no_trace : !options.perfetto) continue;
+    plans.push_back(plan_partitioned_trace(exchange, local.run, analysis, trace,
+                                           !options.steps.empty(), format, limits.of(format)));
+  }
+  std::vector<TraceFileFigures> held;  // summary.json "traces"
+  for (const TracePlan& plan : plans) {
+    if (plan.figures) held.push_back(*plan.figures);
+  }
+
+  const fs::path out(options.output_dir);
+  if (root) {
+    ensure_output_dir(options.output_dir);
+    for (const std::string& note : trace_plan_notes(analysis.metrics, plans)) {
+      fmt::print(stderr, "pipescope: {}\n", note);
+    }
+  }
+  std::vector<std::string> written;
+  const WholeRunFigures whole = write_partitioned_summary(exchange, local, analysis, load.pipeline,
+                                                          (out / "summary.json").string(), held);
+  written.push_back((out / "summary.json").string());
+  if (root) {
+    for (const Warning& warning : whole.pipeline.warnings) {
+      fmt::print(stderr, "pipescope: warning: {}\n", warning.message);
+    }
+  }
+  for (const TracePlan& plan : plans) {
+    TraceOptions planned = trace;
+    planned.steps = plan.steps;
+    const fs::path path = out / std::string(trace_file_name(plan.format));
+    write_partitioned_trace(exchange, local.run, analysis, planned, plan.format, path.string());
+    if (root && plan.format == TraceFormat::json && !plan.whole_over_limit) {
+      warn_if_trace_too_big(path, options);
+    }
+    written.push_back(path.string());
+  }
+  if (root && !options.quiet) {
+    ReportOptions report;
+    report.pipeline = &whole.pipeline;
+    report.facts = &whole.facts;
+    write_text_report(local.run, analysis.metrics, stdout, report);
+    std::string list;
+    for (std::size_t i = 0; i < written.size(); ++i) {
+      list += (i == 0 ? "" : i + 1 == written.size() ? " and " : ", ") + written[i];
+    }
+    fmt::print("\nwrote {}\n", list);
+  }
+  // --strict: lines skipped anywhere (every rank has every input's counts),
+  // then inputs that could not be read (as with the jobs gathered).
+  std::uint64_t malformed = 0, unreadable = 0;
+  for (const InputStats& input : local.run.inputs) {
+    malformed += input.malformed + input.oversized;
+    unreadable += input.error.empty() ? 0 : 1;
+  }
+  if (options.strict && malformed > 0) {
+    if (root) {
+      fmt::print(stderr, "pipescope: --strict: {} line{} skipped\n", malformed,
+                 malformed == 1 ? " was" : "s were");
+    }
+    return kExitFailed;
+  }
+  if (options.strict && unreadable > 0) {
+    if (root) {
+      fmt::print(stderr, "pipescope: --strict: {} input{} could not be read\n", unreadable,
+                 unreadable == 1 ? "" : "s");
+    }
+    return static_cast<int>(kExitUsage);
+  }
+  return kExitOk;
+}
+
 /// `--mpi`: discovery and scan spread over the MPI ranks (engine/distributed);
-/// rank 0 analyses and writes as above; every rank exits with its status.
+/// the analysis by step ranges (analyze_on_ranks), or, for what needs the
+/// whole run on one node (the HTML report), rank 0 analyses and writes as
+/// above; every rank exits with its status.
 int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load) {
   if (options.local.empty() == options.paths.empty()) {
     throw InputError("--mpi needs input paths or --local TEMPLATE (one of the two)");
@@ -397,6 +552,13 @@ int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load) {
     }
     return status;
   };
+  if (options.html.empty()) {
+    callbacks.on_partitioned = [&](distributed::Exchange& exchange,
+                                   distributed::PartitionedScan& scan) {
+      if (exchange.rank() == 0) progress.finish();
+      return analyze_on_ranks(exchange, scan, options, load);
+    };
+  }
   return distributed::run_on_cluster(cluster, callbacks, kExitUsage);
 }
 

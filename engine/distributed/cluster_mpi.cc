@@ -476,6 +476,12 @@ class Session {
     send_plans(true, 0);
     if (partitioned()) {
       gather();  // progress and the end of every scan; the jobs stay where they were read
+      // The node folders that could not be listed (the files that could not
+      // be read are said by the load, which every rank runs on their stats).
+      ClusterScan listed;
+      listed.inputs = inputs_;
+      listed.failures = failures_;
+      report_failures(listed);
       finish_root(kGoPartitioned);
       return run_partitioned();
     }
@@ -768,10 +774,11 @@ class Session {
       kept_ = std::move(files);  // the jobs stay here: the analysis comes to them
       files.clear();
     }
-    BatchEncoder encoder(files, share_.global_index, max_message_);
+    BatchEncoder encoder(files, partitioned() ? std::vector<std::size_t>() : share_.global_index,
+                         max_message_);
     std::string buffers[2];
     MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    for (int k = 0;; k ^= 1) {
+    for (int k = 0; !partitioned(); k ^= 1) {
       if (requests[k] != MPI_REQUEST_NULL) wait_plain(requests[k], "rank 0 to take the records");
       if (!encoder.next(buffers[k])) break;
       MPI_Isend(buffers[k].data(), static_cast<int>(buffers[k].size()), MPI_BYTE, 0, kTagData,

@@ -273,10 +273,11 @@ PipelineAnalysis whole_run_pipeline(const PartitionedAnalysis& a, std::vector<Wa
 
 }  // namespace
 
-void write_partitioned_summary(Exchange& exchange, const LocalLoad& load,
-                               const PartitionedAnalysis& analysis, const PipelineOptions& options,
-                               const std::string& path,
-                               const std::vector<TraceFileFigures>& traces) {
+WholeRunFigures write_partitioned_summary(Exchange& exchange, const LocalLoad& load,
+                                          const PartitionedAnalysis& analysis,
+                                          const PipelineOptions& options, const std::string& path,
+                                          const std::vector<TraceFileFigures>& traces) {
+  WholeRunFigures out;
   const Run& run = load.run;
   const JobFacts facts = gather_facts(exchange, load, analysis);
   std::vector<std::uint64_t> counts;
@@ -301,7 +302,9 @@ void write_partitioned_summary(Exchange& exchange, const LocalLoad& load,
                                              options, evidence)) {
       warnings.push_back(std::move(w));
     }
-    const PipelineAnalysis pipeline = whole_run_pipeline(analysis, std::move(warnings));
+    out.pipeline = whole_run_pipeline(analysis, std::move(warnings));
+    out.facts = facts.summary;
+    const PipelineAnalysis& pipeline = out.pipeline;
     whole = summary_figures(run, analysis.metrics, &pipeline, facts.summary, SummaryRows::none);
     whole.traces = traces;
   }
@@ -343,11 +346,12 @@ void write_partitioned_summary(Exchange& exchange, const LocalLoad& load,
   if (root) {
     if (step_lists(whole) != lists) throw std::logic_error("summary.json: step lists differ");
     write_summary_json(whole, parts, piece, path);
-    return;
+    return out;
   }
   for (const StepList which : lists) {
     for (std::size_t part = 0; part < parts; ++part) piece(which, part);
   }
+  return out;
 }
 
 }  // namespace pipescope::distributed

@@ -46,9 +46,18 @@ namespace pipescope::distributed {
 /// device's events from the files' headers) is placed and written whole by
 /// rank 0. Throws what write_summary_json throws (rank 0), and what the
 /// exchange throws when another rank fails.
-void write_partitioned_summary(Exchange& exchange, const LocalLoad& load,
-                               const PartitionedAnalysis& analysis, const PipelineOptions& options,
-                               const std::string& path,
-                               const std::vector<TraceFileFigures>& traces = {});
+/// Rank 0's whole-run view, for the text report (text_report.h): the
+/// pipeline analysis as summary.json reads it (warnings complete, per-step
+/// results left out, critical_paths the longest complete step's) and the
+/// facts of the jobs. Empty on the other ranks.
+struct WholeRunFigures {
+  PipelineAnalysis pipeline;
+  SummaryJobFacts facts;
+};
+
+WholeRunFigures write_partitioned_summary(Exchange& exchange, const LocalLoad& load,
+                                          const PartitionedAnalysis& analysis,
+                                          const PipelineOptions& options, const std::string& path,
+                                          const std::vector<TraceFileFigures>& traces = {});
 
 }  // namespace pipescope::distributed

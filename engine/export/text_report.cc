@@ -134,7 +134,7 @@ void append_line(fmt::memory_buffer& out, std::string_view text) {
 }
 
 void write_devices(fmt::memory_buffer& out, const Run& run, const Metrics& metrics,
-                   const Style& style) {
+                   const SummaryJobFacts& facts, const Style& style) {
   append_line(out, style.bold("Devices"));
   Table table({{"device", Table::right},
                {"machine", Table::left},
@@ -150,7 +150,8 @@ void write_devices(fmt::memory_buffer& out, const Run& run, const Metrics& metri
     table.add_row({std::to_string(device.index),
                    device.machine_name.empty() ? std::to_string(device.machine)
                                                : printable(device.machine_name),
-                   std::to_string(device.rank), std::to_string(device.jobs.size()),
+                   std::to_string(device.rank),
+                   std::to_string(d < facts.device_jobs.size() ? facts.device_jobs[d] : 0),
                    std::to_string(totals.steps), format_duration(totals.busy_ns),
                    format_duration(totals.idle_ns), percent(totals.utilization)});
   }
@@ -237,9 +238,9 @@ void write_diagnostics(fmt::memory_buffer& out, const Run& run, const Style& sty
 
 // --- pipeline section (analysis/pipeline.h) ---------------------------------
 
-std::string job_name(const Run& run, const Device& device, std::int64_t job) {
-  if (job < 0 || static_cast<std::size_t>(job) >= device.jobs.size()) return "-";
-  const Job& j = device.jobs[static_cast<std::size_t>(job)];
+std::string job_name(const Run& run, const std::optional<Job>& job) {
+  if (!job) return "-";
+  const Job& j = *job;
   return printable(fmt::format("{} mb{}", j.type < run.types.size() ? run.types.name(j.type) : "?",
                                j.micro_batch));
 }
@@ -249,7 +250,7 @@ std::string share(std::int64_t part, std::int64_t whole) {
 }
 
 void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metrics,
-                    const PipelineAnalysis& a, const Style& style) {
+                    const SummaryJobFacts& facts, const PipelineAnalysis& a, const Style& style) {
   append_line(out, style.bold("Pipeline"));
   const ScheduleReport& sr = a.schedule;
   const ScheduleDetection& d = sr.detection;
@@ -406,15 +407,19 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
                    {"job before", Table::left},
                    {"job after", Table::left}});
     const std::int64_t origin = metrics.steps.front().start_ns;
-    for (const Bubble& bubble : a.bubbles.longest) {
+    for (std::size_t i = 0; i < a.bubbles.longest.size(); ++i) {
+      const Bubble& bubble = a.bubbles.longest[i];
       const Device& device = run.devices[bubble.device];
-      const std::optional<std::int64_t> inherent = bubble_inherent_ns(a.split, metrics, bubble);
-      longest.add_row(
-          {std::to_string(device.index), step_label(metrics, bubble.step),
-           relative_ms(bubble.start_ns, origin), format_duration(bubble.length_ns()),
-           std::string(bubble_kind_name(bubble.kind)), inherent ? format_duration(*inherent) : "-",
-           inherent ? format_duration(bubble.length_ns() - *inherent) : "-",
-           job_name(run, device, bubble.job_before), job_name(run, device, bubble.job_after)});
+      const SummaryJobFacts::LongBubble none;
+      const SummaryJobFacts::LongBubble& named =
+          i < facts.longest_bubbles.size() ? facts.longest_bubbles[i] : none;
+      const std::optional<std::int64_t> inherent = named.inherent_ns;
+      longest.add_row({std::to_string(device.index), step_label(metrics, bubble.step),
+                       relative_ms(bubble.start_ns, origin), format_duration(bubble.length_ns()),
+                       std::string(bubble_kind_name(bubble.kind)),
+                       inherent ? format_duration(*inherent) : "-",
+                       inherent ? format_duration(bubble.length_ns() - *inherent) : "-",
+                       job_name(run, named.before), job_name(run, named.after)});
     }
     longest.render(out, style);
   }
@@ -496,25 +501,31 @@ void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
                        const ReportOptions& options) {
   const Style style(options.color);
   fmt::memory_buffer text;
+  // What the report reads of the jobs, in one place (as summary.json reads it).
+  const SummaryJobFacts own = options.facts != nullptr
+                                  ? SummaryJobFacts()
+                                  : summary_job_facts(run, metrics, options.pipeline);
+  const SummaryJobFacts& facts = options.facts != nullptr ? *options.facts : own;
 
   std::set<int> machines;
   for (const Device& device : run.devices) machines.insert(device.machine);
-  append_line(text,
-              style.bold(fmt::format(
-                  "pipescope: {} on {}, {}, {}{} (first step {}), {}",
-                  count(run.devices.size(), "device"), count(machines.size(), "machine"),
-                  count(run.job_count(), "job"), count(metrics.steps.size(), "step"),
-                  metrics.segments.size() > 1
-                      ? fmt::format(" in {} launch segments", metrics.segments.size())
-                      : std::string(),
-                  metrics.steps.empty() ? run.first_step.value_or(0) : metrics.steps.front().step,
-                  count(run.inputs.size(), "input"))));
+  append_line(
+      text,
+      style.bold(fmt::format(
+          "pipescope: {} on {}, {}, {}{} (first step {}), {}", count(run.devices.size(), "device"),
+          count(machines.size(), "machine"), count(static_cast<std::size_t>(facts.jobs), "job"),
+          count(metrics.steps.size(), "step"),
+          metrics.segments.size() > 1
+              ? fmt::format(" in {} launch segments", metrics.segments.size())
+              : std::string(),
+          metrics.steps.empty() ? run.first_step.value_or(0) : metrics.steps.front().step,
+          count(run.inputs.size(), "input"))));
   if (options.pipeline != nullptr && !options.pipeline->explanation.empty()) {
     append_line(text, fmt::format("Why: {}", printable(options.pipeline->explanation)));
   }
   append_line(text, "");
 
-  write_devices(text, run, metrics, style);
+  write_devices(text, run, metrics, facts, style);
   append_line(text, "");
   write_steps(text, metrics, style);
   append_line(text, "");
@@ -539,7 +550,7 @@ void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
   }
   append_line(text, "");
   if (options.pipeline != nullptr) {
-    write_pipeline(text, run, metrics, *options.pipeline, style);
+    write_pipeline(text, run, metrics, facts, *options.pipeline, style);
     append_line(text, "");
   }
   write_events(text, run, metrics);

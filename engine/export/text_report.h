@@ -10,6 +10,7 @@
 
 #include "analysis/metrics.h"
 #include "analysis/pipeline.h"
+#include "export/summary_figures.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -21,6 +22,11 @@ struct ReportOptions {
   /// ideal bubble, bubbles by kind, the longest bubbles, stages and the
   /// bottleneck, the critical path of the longest step, clocks and warnings.
   const PipelineAnalysis* pipeline = nullptr;
+  /// What the report reads of the jobs (summary_figures.h): null, from `run`
+  /// itself; a partitioned run's rank 0, which holds only some jobs, gives
+  /// the run's (with `pipeline` then holding the whole-run figures, its
+  /// critical_paths the longest complete step's).
+  const SummaryJobFacts* facts = nullptr;
 };
 
 /// Writes the report to `out` (e.g. stdout). With more than 20 steps only the

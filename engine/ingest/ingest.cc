@@ -95,11 +95,18 @@ Run ingest_inputs(const std::vector<InputFile>& inputs, const IngestOptions& opt
   return run;
 }
 
-void adopt_event_library(Run& run, const std::vector<InputFile>& inputs,
-                         const IngestOptions& options) {
-  const bool looked = std::any_of(inputs.begin(), inputs.end(), [](const InputFile& input) {
+bool looks_for_log_events(const std::vector<InputFile>& inputs) {
+  return std::any_of(inputs.begin(), inputs.end(), [](const InputFile& input) {
     return input_format_spec(input.format).log_events;
   });
+}
+
+void adopt_event_library(Run& run, const std::vector<InputFile>& inputs,
+                         const IngestOptions& options) {
+  adopt_event_library(run, looks_for_log_events(inputs), options);
+}
+
+void adopt_event_library(Run& run, bool looked, const IngestOptions& options) {
   if (!looked) return;
   if (options.events != nullptr) {
     run.event_kinds = options.events->kinds();

@@ -109,6 +109,11 @@ std::vector<FileResult> read_input_files(const std::vector<InputFile>& inputs,
 /// (`analyze --mpi`) calls it.
 void adopt_event_library(Run& run, const std::vector<InputFile>& inputs,
                          const IngestOptions& options);
+/// Whether any of `inputs` is of a format log events are looked for in.
+bool looks_for_log_events(const std::vector<InputFile>& inputs);
+/// The same, told whether the run's inputs were looked at for events (a rank
+/// of a partitioned run, which holds only its own files' list).
+void adopt_event_library(Run& run, bool looked, const IngestOptions& options);
 
 /// read_input_files() and merge_file_results(): the finalized Run, one
 /// Device per input, in input order.
