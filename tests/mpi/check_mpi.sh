@@ -1,6 +1,7 @@
 #!/bin/sh
-# `analyze --mpi` under mpirun with 1, 2 and 4 ranks on one machine must write
-# the summary.json (and trace.json) of a single-process run, byte for byte.
+# `analyze --mpi` under mpirun with 1 to 4 ranks on one machine must write the
+# summary.json, trace.json and trace.pftrace of a single-process run, byte for
+# byte (the analysis runs by step ranges across the ranks).
 #
 #   sh check_mpi.sh PIPESCOPE MPIRUN WORKDIR CASE
 #
@@ -36,6 +37,9 @@ reference() {
 same_as() {
   cmp "$1/summary.json" "$2/summary.json" || fail "$2/summary.json differs from $1/summary.json"
   cmp "$1/trace.json" "$2/trace.json" || fail "$2/trace.json differs from $1/trace.json"
+  if [ -e "$1/trace.pftrace" ]; then
+    cmp "$1/trace.pftrace" "$2/trace.pftrace" || fail "$2/trace.pftrace differs from $1/trace.pftrace"
+  fi
 }
 
 # mpi NP OUT ARGS...: analyze --mpi under mpirun (60 s at most).
@@ -59,9 +63,9 @@ on_nodes() {
 
 case $case in
   single | multi)
-    reference "$work/ref" "$testdata/$case"
-    for np in 1 2 4; do
-      mpi $np "$work/np$np" "$testdata/$case" || fail "np $np: $(cat "$work/np$np.log")"
+    reference "$work/ref" "$testdata/$case" --perfetto --flows
+    for np in 1 2 3 4; do
+      mpi $np "$work/np$np" "$testdata/$case" --perfetto --flows || fail "np $np: $(cat "$work/np$np.log")"
       same_as "$work/ref" "$work/np$np"
     done
     ;;
@@ -69,9 +73,9 @@ case $case in
     "$cli" simulate -o "$work/run" --schedule vpp --stages 4 --micro-batches 8 --machines 2 \
       --steps 4 --noise-per-job 3 --comm --seed 5 > /dev/null
     gzip "$work/run/machine1/workerlog.1"  # one compressed input among plain ones
-    reference "$work/ref" "$work/run"
-    for np in 1 2 4; do
-      PIPESCOPE_MPI_MESSAGE_BYTES=4096 mpi $np "$work/np$np" "$work/run" ||
+    reference "$work/ref" "$work/run" --perfetto
+    for np in 1 2 3 4; do
+      PIPESCOPE_MPI_MESSAGE_BYTES=4096 mpi $np "$work/np$np" "$work/run" --perfetto ||
         fail "np $np: $(cat "$work/np$np.log")"
       same_as "$work/ref" "$work/np$np"
     done
