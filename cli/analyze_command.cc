@@ -609,8 +609,8 @@ void register_analyze_command(CLI::App& app, int& status) {
   cmd->add_flag("--flows", options->flows,
                 "Draw flow arrows between dependent jobs in trace.json (can be many)");
   cmd->add_flag("--mpi", options->mpi,
-                "Spread the scan over the MPI ranks (run under mpirun or srun); rank 0 analyses\n"
-                "and writes the outputs");
+                "Spread the scan and the analysis over the MPI ranks (run under mpirun or srun):\n"
+                "each rank analyses a range of steps; rank 0 writes the outputs");
   cmd->add_option("--local", options->local,
                   "With --mpi: logs on node-local disks; each node reads TEMPLATE with {node}\n"
                   "replaced by its node index, e.g. /local/logs/machine{node}");
