@@ -1,6 +1,7 @@
 #include "distributed/partitioned_analysis.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <string>
@@ -106,31 +107,43 @@ struct HeldJob {
   std::int32_t step = 0;
 };
 
+/// The most bytes of jobs a rank sends in one round, over all destinations:
+/// the exchange runs in rounds so that no rank builds every message at once.
+/// PIPESCOPE_MPI_MESSAGE_BYTES (tests) makes rounds tiny.
+std::size_t round_budget(std::size_t ranks) {
+  std::size_t budget = std::size_t{64} << 20;
+  if (const char* env = std::getenv("PIPESCOPE_MPI_MESSAGE_BYTES")) {
+    const long long n = std::atoll(env);
+    if (n > 0) budget = static_cast<std::size_t>(n);
+  }
+  // At least one job per destination per round, with its headers.
+  return std::max(budget / std::max<std::size_t>(ranks, 1), sizeof(HeldJob) + 32);
+}
+
 /// Sends every job of this rank's devices to the parts that need it
-/// (device_part_indices) and returns what this rank's part holds.
+/// (device_part_indices) and returns what this rank's part holds. First
+/// each destination learns how many jobs of each device it gets (so it
+/// reserves them once), then the jobs travel in rounds of at most
+/// round_budget bytes per destination, every rank going on while any has
+/// jobs left.
 PartJobs exchange_jobs(Exchange& exchange, const Run& local,
                        const std::vector<std::vector<std::int32_t>>& job_step,
                        const std::vector<std::size_t>& mine, const TypeKinds& kinds,
                        const StepPartition& plan) {
   const std::size_t ranks = static_cast<std::size_t>(exchange.size());
-  std::vector<ByteWriter> out(ranks);
-  for (ByteWriter& w : out) w.put(static_cast<std::uint64_t>(mine.size()));
-  for (const std::size_t d : mine) {
-    const Device& device = local.devices[d];
-    const std::vector<std::vector<std::size_t>> lists =
-        device_part_indices(device, job_step[d], kinds, plan);
+  // lists[i][p]: the jobs of device mine[i] that part p holds (32-bit
+  // positions: a device of 4 billion jobs is no device).
+  std::vector<std::vector<std::vector<std::uint32_t>>> lists(mine.size());
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    const std::size_t d = mine[i];
+    std::vector<std::vector<std::size_t>> wide =
+        device_part_indices(local.devices[d], job_step[d], kinds, plan);
+    lists[i].resize(ranks);
     for (std::size_t p = 0; p < ranks; ++p) {
-      ByteWriter& w = out[p];
-      w.put(static_cast<std::uint64_t>(d));
-      w.put(static_cast<std::uint64_t>(lists[p].size()));
-      for (const std::size_t i : lists[p]) {
-        w.put(HeldJob{device.jobs[i], i, job_step[d][i]});
-      }
+      lists[i][p].assign(wide[p].begin(), wide[p].end());
+      std::vector<std::size_t>().swap(wide[p]);
     }
   }
-  std::vector<std::string> messages(ranks);
-  for (std::size_t p = 0; p < ranks; ++p) messages[p] = out[p].take();
-  out.clear();
 
   // The part's run: every device's place, no job yet (as cut_part makes it).
   PartJobs part;
@@ -151,25 +164,93 @@ PartJobs exchange_jobs(Exchange& exchange, const Run& local,
     to.path = from.path;
     to.cut_ns = from.cut_ns;
   }
-  const auto rank = static_cast<std::size_t>(exchange.rank());
-  for (const std::string& message : exchange.all_to_all(std::move(messages))) {
-    ByteReader r(message);
-    for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
-      const auto d = r.get<std::uint64_t>();
-      if (d >= part.run.devices.size()) throw WireError("jobs of a device not in the run");
-      const auto count = r.get<std::uint64_t>();
-      if (count > r.left() / sizeof(HeldJob)) throw WireError("message ends early");
-      Device& to = part.run.devices[d];
-      to.jobs.reserve(count);
-      part.job_step[d].reserve(count);
-      part.job_index[d].reserve(count);
-      for (std::uint64_t i = 0; i < count; ++i) {
-        const auto held = r.get<HeldJob>();
-        to.jobs.push_back(held.job);
-        part.job_step[d].push_back(held.step);
-        part.job_index[d].push_back(held.index);
-        if (plan.owner(static_cast<std::size_t>(held.step)) == rank) ++part.owned_jobs;
+
+  // How many of each device's jobs every destination gets.
+  {
+    std::vector<std::string> counts(ranks);
+    for (std::size_t p = 0; p < ranks; ++p) {
+      ByteWriter w;
+      for (std::size_t i = 0; i < mine.size(); ++i) {
+        w.put(static_cast<std::uint64_t>(mine[i]));
+        w.put(static_cast<std::uint64_t>(lists[i][p].size()));
       }
+      counts[p] = w.take();
+    }
+    for (const std::string& message : exchange.all_to_all(std::move(counts))) {
+      ByteReader r(message);
+      while (!r.done()) {
+        const auto d = r.get<std::uint64_t>();
+        const auto n = r.get<std::uint64_t>();
+        if (d >= part.run.devices.size()) throw WireError("jobs of a device not in the run");
+        part.run.devices[d].jobs.reserve(n);
+        part.job_step[d].reserve(n);
+        part.job_index[d].reserve(n);
+      }
+    }
+  }
+
+  // The rounds: each destination's cursor walks its lists device by device.
+  const std::size_t budget = round_budget(ranks);
+  struct Cursor {
+    std::size_t device = 0;    // index into mine
+    std::size_t position = 0;  // into lists[device][p]
+  };
+  std::vector<Cursor> cursor(ranks);
+  const auto rank = static_cast<std::size_t>(exchange.rank());
+  for (bool more = true; more;) {
+    std::vector<std::string> out(ranks);
+    bool mine_left = false;
+    for (std::size_t p = 0; p < ranks; ++p) {
+      ByteWriter w;
+      w.put(std::uint8_t{0});  // whether the sender has jobs left after this round
+      Cursor& c = cursor[p];
+      while (c.device < mine.size() && w.size() + sizeof(HeldJob) + 16 <= budget) {
+        const std::vector<std::uint32_t>& list = lists[c.device][p];
+        const std::size_t d = mine[c.device];
+        const std::size_t fit = (budget - w.size() - 16) / sizeof(HeldJob);
+        const std::size_t n = std::min(fit, list.size() - c.position);
+        if (n > 0) {
+          w.put(static_cast<std::uint64_t>(d));
+          w.put(static_cast<std::uint64_t>(n));
+          for (std::size_t j = c.position; j < c.position + n; ++j) {
+            const std::uint32_t at = list[j];
+            w.put(HeldJob{local.devices[d].jobs[at], at, job_step[d][at]});
+          }
+          c.position += n;
+        }
+        if (c.position == list.size()) {
+          std::vector<std::uint32_t>().swap(lists[c.device][p]);
+          ++c.device;
+          c.position = 0;
+        }
+      }
+      mine_left = mine_left || c.device < mine.size();
+      out[p] = w.take();
+    }
+    // Every rank tells every rank whether it has jobs left for anyone, so
+    // that all of them agree on whether another round comes.
+    for (std::string& message : out) message[0] = static_cast<char>(mine_left);
+    more = false;
+    std::vector<std::string> in = exchange.all_to_all(std::move(out));
+    for (std::string& message : in) {
+      ByteReader r(message);
+      const bool left = r.get<std::uint8_t>() != 0;
+      more = more || left;
+      while (!r.done()) {
+        const auto d = r.get<std::uint64_t>();
+        if (d >= part.run.devices.size()) throw WireError("jobs of a device not in the run");
+        const auto count = r.get<std::uint64_t>();
+        if (count > r.left() / sizeof(HeldJob)) throw WireError("message ends early");
+        Device& to = part.run.devices[d];
+        for (std::uint64_t i = 0; i < count; ++i) {
+          const auto held = r.get<HeldJob>();
+          to.jobs.push_back(held.job);
+          part.job_step[d].push_back(held.step);
+          part.job_index[d].push_back(held.index);
+          if (plan.owner(static_cast<std::size_t>(held.step)) == rank) ++part.owned_jobs;
+        }
+      }
+      std::string().swap(message);  // its bytes are in the part now
     }
   }
   return part;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <utility>
@@ -339,6 +340,18 @@ TEST(PartitionedDriver, GoldenFoldersAsAnalyzeReadsThem) {
     ASSERT_GT(loaded.run.job_count(), 0u) << folder;
     check_every_rank_count(loaded.run, folder);
   }
+}
+
+// The jobs travel in rounds of bounded bytes: rounds of one job each give
+// the same figures.
+TEST(PartitionedDriver, JobsInTinyRounds) {
+  ::setenv("PIPESCOPE_MPI_MESSAGE_BYTES", "100", 1);
+  sim::SimConfig config = testing::sim_config(sim::ScheduleKind::one_f_one_b, 4, 8);
+  config.steps = 5;
+  config.comm_jobs = true;
+  config.step_gap_ns = 0;
+  check_every_rank_count(testing::run_from_simulation(config), "tiny rounds");
+  ::unsetenv("PIPESCOPE_MPI_MESSAGE_BYTES");
 }
 
 TEST(PartitionedDriver, SimulatedSchedules) {
