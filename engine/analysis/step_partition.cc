@@ -190,10 +190,6 @@ std::vector<std::size_t> part_job_indices(const Device& device,
   return std::move(device_part_indices(device, job_step, kinds, plan)[part]);
 }
 
-namespace {
-
-/// A part's Run: the run's types, segments and first step, every device's
-/// place, no job yet.
 PartJobs empty_part(const Run& run) {
   PartJobs out;
   out.run.types = run.types;
@@ -216,7 +212,6 @@ PartJobs empty_part(const Run& run) {
   return out;
 }
 
-}  // namespace
 
 PartJobs head_part(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
                    std::int32_t steps) {

@@ -125,6 +125,11 @@ struct PartJobs {
   std::uint64_t owned_jobs = 0;
 };
 
+/// A part's Run before its jobs arrive: the run's types, segments, first
+/// step and time resolution, every device's place (index, machine, rank,
+/// path, cut), no job.
+PartJobs empty_part(const Run& run);
+
 /// Part `part` of `run` as the exchange would deliver it, in one process:
 /// the model the partitioned analysis's tests compare with the whole run.
 PartJobs cut_part(const Run& run, const TypeKinds& kinds,

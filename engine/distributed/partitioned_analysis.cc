@@ -146,24 +146,7 @@ PartJobs exchange_jobs(Exchange& exchange, const Run& local,
   }
 
   // The part's run: every device's place, no job yet (as cut_part makes it).
-  PartJobs part;
-  part.run.types = local.types;
-  part.run.first_step = local.first_step;
-  part.run.segments = local.segments;
-  part.run.time_resolution_ns = local.time_resolution_ns;
-  part.run.devices.resize(local.devices.size());
-  part.job_step.resize(local.devices.size());
-  part.job_index.resize(local.devices.size());
-  for (std::size_t d = 0; d < local.devices.size(); ++d) {
-    const Device& from = local.devices[d];
-    Device& to = part.run.devices[d];
-    to.index = from.index;
-    to.machine = from.machine;
-    to.machine_name = from.machine_name;
-    to.rank = from.rank;
-    to.path = from.path;
-    to.cut_ns = from.cut_ns;
-  }
+  PartJobs part = empty_part(local);
 
   // How many of each device's jobs every destination gets.
   {

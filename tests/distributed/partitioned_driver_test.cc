@@ -27,27 +27,11 @@
 #include "ingest/discovery.h"
 #include "load/load_run.h"
 #include "support/hand_run.h"
+#include "support/partitioned_ranks.h"
 #include "support/pipeline_sim_run.h"
 
 namespace pipescope::distributed {
 namespace {
-
-/// The run as rank `rank` of `ranks` read it: every device, the jobs only of
-/// those it read.
-Run local_view(const Run& run, int rank, int ranks, bool round_robin) {
-  Run local = run;
-  for (std::size_t d = 0; d < local.devices.size(); ++d) {
-    const int reader =
-        round_robin ? static_cast<int>(d % static_cast<std::size_t>(ranks)) : ranks - 1;
-    if (reader == rank) continue;
-    Device& device = local.devices[d];
-    device.jobs.clear();
-    device.segment_begin.clear();
-    device.step_starts.clear();
-    device.events.clear();
-  }
-  return local;
-}
 
 void expect_same_window(const StepWindow& x, const StepWindow& y, bool figures,
                         const std::string& at) {
@@ -266,7 +250,8 @@ void check_ranks(const Run& run, int ranks, bool round_robin, const std::string&
   const PipelineAnalysis& a = single.pipeline;
   const std::vector<PartitionedAnalysis> results =
       run_local_ranks<PartitionedAnalysis>(ranks, [&](Exchange& exchange) {
-        Run local = local_view(run, exchange.rank(), exchange.size(), round_robin);
+        Run local = testing::local_view(run, exchange.rank(), exchange.size(), round_robin,
+                                        testing::RankEvents::own);
         return analyze_partitioned(exchange, local, options);
       });
   ASSERT_EQ(results.size(), static_cast<std::size_t>(ranks));

@@ -23,26 +23,11 @@
 #include "ingest/discovery.h"
 #include "load/load_run.h"
 #include "support/hand_run.h"
+#include "support/partitioned_ranks.h"
 #include "support/pipeline_sim_run.h"
 
 namespace pipescope::distributed {
 namespace {
-
-/// The run as rank `rank` of `ranks` reads it: every device with its log
-/// events, the jobs only of those it read (round robin, or all on the last).
-Run local_view(const Run& run, int rank, int ranks, bool round_robin) {
-  Run local = run;
-  for (std::size_t d = 0; d < local.devices.size(); ++d) {
-    const int reader =
-        round_robin ? static_cast<int>(d % static_cast<std::size_t>(ranks)) : ranks - 1;
-    if (reader == rank) continue;
-    Device& device = local.devices[d];
-    device.jobs.clear();
-    device.segment_begin.clear();
-    device.step_starts.clear();
-  }
-  return local;
-}
 
 struct Case {
   TraceOptions options;
@@ -137,7 +122,7 @@ void check_ranks(const Run& run, int ranks, bool round_robin, const std::string&
     std::vector<std::string> plans;
   };
   const std::vector<Got> got = run_local_ranks<Got>(ranks, [&](Exchange& exchange) {
-    Run local = local_view(run, exchange.rank(), exchange.size(), round_robin);
+    Run local = testing::local_view(run, exchange.rank(), exchange.size(), round_robin);
     const PartitionedAnalysis mine = analyze_partitioned(exchange, local, options);
     Got out;
     for (const Case& c : cases) {

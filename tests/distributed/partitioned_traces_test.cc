@@ -25,6 +25,7 @@
 #include "ingest/discovery.h"
 #include "load/load_run.h"
 #include "support/hand_run.h"
+#include "support/partitioned_ranks.h"
 #include "support/pipeline_sim_run.h"
 #include "support/temp_dir.h"
 
@@ -33,25 +34,6 @@ namespace {
 
 using pipescope::testing::read_file;
 using pipescope::testing::TempDir;
-
-/// The run as rank `rank` of `ranks` reads it: every device, the jobs only
-/// of those it read. Every device's log events stay (load_partitioned has
-/// them from the file headers) unless `own_events`: then only rank 0 keeps
-/// them all, the others their own devices' (time zero must not depend on it).
-Run local_view(const Run& run, int rank, int ranks, bool round_robin, bool own_events) {
-  Run local = run;
-  for (std::size_t d = 0; d < local.devices.size(); ++d) {
-    const int reader =
-        round_robin ? static_cast<int>(d % static_cast<std::size_t>(ranks)) : ranks - 1;
-    if (reader == rank) continue;
-    Device& device = local.devices[d];
-    device.jobs.clear();
-    device.segment_begin.clear();
-    device.step_starts.clear();
-    if (own_events && rank != 0) device.events.clear();
-  }
-  return local;
-}
 
 struct Case {
   TraceOptions options;
@@ -128,7 +110,9 @@ void check_ranks(const Run& run, int ranks, bool round_robin, bool own_events,
   streaming.chunk_bytes = chunk_bytes;
   streaming.scratch_dir = scratch;
   run_local_ranks<int>(ranks, [&](Exchange& exchange) {
-    Run local = local_view(run, exchange.rank(), exchange.size(), round_robin, own_events);
+    Run local = testing::local_view(
+        run, exchange.rank(), exchange.size(), round_robin,
+        own_events ? testing::RankEvents::own_but_root : testing::RankEvents::all);
     const PartitionedAnalysis mine = analyze_partitioned(exchange, local, options);
     for (std::size_t i = 0; i < cases.size(); ++i) {
       write_partitioned_trace(exchange, local, mine, cases[i].options, cases[i].format,
@@ -266,7 +250,7 @@ TEST(PartitionedTraces, AFailedWriteThrowsOnEveryRank) {
   EXPECT_THROW(run_local_ranks<int>(
                    3,
                    [&](Exchange& exchange) {
-                     pipescope::Run local = local_view(run, exchange.rank(), 3, true, false);
+                     pipescope::Run local = testing::local_view(run, exchange.rank(), 3, true);
                      const PartitionedAnalysis mine = analyze_partitioned(exchange, local, options);
                      write_partitioned_trace(exchange, local, mine, TraceOptions(),
                                              TraceFormat::json, dir / "missing/trace.json",
