@@ -79,6 +79,16 @@ case $case in
         fail "np $np: $(cat "$work/np$np.log")"
       same_as "$work/ref" "$work/np$np"
     done
+    # Two machines, one reading 3 ms ahead (the offset is estimated from every
+    # range's evidence and the windows move), tensor-parallel pairs, lr and comm
+    # jobs and log events.
+    "$cli" simulate -o "$work/skew" --schedule 1f1b --stages 4 --micro-batches 8 --machines 2 \
+      --devices-per-stage 2 --steps 6 --skew 1:3000000 --lr --comm --events --seed 9 > /dev/null
+    reference "$work/ref-skew" "$work/skew" --perfetto
+    for np in 2 3 4; do
+      mpi $np "$work/skew$np" "$work/skew" --perfetto || fail "skew, np $np: $(cat "$work/skew$np.log")"
+      same_as "$work/ref-skew" "$work/skew$np"
+    done
     # A --devices selection keeps global indices the same way.
     reference "$work/ref-sel" "$work/run" --devices 0,2-3
     mpi 4 "$work/sel" "$work/run" --devices 0,2-3 || fail "--devices: $(cat "$work/sel.log")"
