@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -243,12 +245,14 @@ PartJobs exchange_jobs(Exchange& exchange, const Run& local,
 
 /// mark_complete_steps, where only the owner of a step can count its jobs:
 /// the questions the rule asks (which it asks whatever the answers) are
-/// found first, their owners answer, and every rank marks with the answers.
-void mark_complete(Exchange& exchange, const StepCounts& counts, const Run& local,
-                   const PartJobs& part, const TypeKinds& kinds, const StepPartition& plan,
-                   Metrics& metrics) {
-  std::vector<std::int64_t> cut_ns;
-  for (const Device& device : local.devices) cut_ns.push_back(device.cut_ns);
+/// found first, their owners answer (`own_counts` gives the counts of a
+/// (device, step) this rank owns, nullopt for another's), and every rank
+/// marks with the answers.
+using OwnCounts = std::function<std::optional<KindCounts>(std::size_t, std::size_t)>;
+
+void mark_complete_by_owners(Exchange& exchange, const StepCounts& counts,
+                             std::span<const std::int64_t> cut_ns, const OwnCounts& own_counts,
+                             Metrics& metrics) {
   // Marked twice: the first pass only collects the questions (the flags it
   // leaves are overwritten by the second).
   std::vector<std::pair<std::size_t, std::size_t>> questions;  // (device, step)
@@ -262,13 +266,13 @@ void mark_complete(Exchange& exchange, const StepCounts& counts, const Run& loca
   std::sort(questions.begin(), questions.end());
   questions.erase(std::unique(questions.begin(), questions.end()), questions.end());
 
-  const auto rank = static_cast<std::size_t>(exchange.rank());
   ByteWriter w;
   for (const auto& [d, step] : questions) {
-    if (plan.owner(step) != rank) continue;
+    const std::optional<KindCounts> mine = own_counts(d, step);
+    if (!mine) continue;
     w.put(static_cast<std::uint64_t>(d));
     w.put(static_cast<std::uint64_t>(step));
-    w.put(step_kind_counts(part.run.devices[d], part.job_step[d], step, kinds));
+    w.put(*mine);
   }
   std::map<std::pair<std::size_t, std::size_t>, KindCounts> answers;
   for (const std::string& message : exchange.all_gather(w.take())) {
@@ -567,7 +571,15 @@ void partitioned_metrics(Exchange& exchange, const Run& local, PartitionedAnalys
   out.part = exchange_jobs(exchange, local, job_step, mine, kinds, out.plan);
 
   // 5. Complete steps, this rank's windows, the run's totals.
-  mark_complete(exchange, step_counts, local, out.part, kinds, out.plan, m);
+  std::vector<std::int64_t> cut_ns;
+  for (const Device& device : local.devices) cut_ns.push_back(device.cut_ns);
+  mark_complete_by_owners(
+      exchange, step_counts, cut_ns,
+      [&](std::size_t d, std::size_t step) -> std::optional<KindCounts> {
+        if (out.plan.owner(step) != rank) return std::nullopt;
+        return step_kind_counts(out.part.run.devices[d], out.part.job_step[d], step, kinds);
+      },
+      m);
   const std::span<StepWindow> own = out.plan.windows(m.steps, rank);
   add_window_times(out.part.run.devices, kinds, own);
   gather_totals(exchange, sum_windows(own, devices), m);
@@ -584,13 +596,12 @@ void partitioned_metrics(Exchange& exchange, const Run& local, PartitionedAnalys
   }
 }
 
-/// The dependencies whose consumer is in this rank's steps, in its part's
-/// job indices.
-Dependencies own_dependencies(const PartitionedAnalysis& out, const StagePlacement placement) {
+/// Of the dependencies found among the part's jobs (`found`), those whose
+/// consumer is in this rank's steps, in its part's job indices.
+Dependencies own_dependencies(const PartitionedAnalysis& out, const Dependencies& found) {
   const PartJobs& part = out.part;
   std::vector<Dependency> own;
-  for (const Dependency& dep :
-       find_dependencies(part.run, part.job_step, out.stages, out.roles, placement)) {
+  for (const Dependency& dep : found) {
     const auto step =
         static_cast<std::size_t>(part.job_step[dep.consumer.device][dep.consumer.job]);
     if (step >= out.first && step < out.last) own.push_back(dep);
@@ -929,40 +940,13 @@ ReplicaSummary partitioned_replicas(Exchange& exchange, const Run& local,
     // Completeness: the owners of the steps the rule asks about answer.
     std::vector<std::int64_t> cut_ns;
     for (const std::size_t d : rep.devices) cut_ns.push_back(local.devices[d].cut_ns);
-    std::vector<std::pair<std::size_t, std::size_t>> questions;  // (replica device, replica step)
-    mark_complete_steps(
-        rep.counts, cut_ns,
-        [&](std::size_t i, std::size_t step) {
-          questions.emplace_back(i, step);
-          return KindCounts{};
-        },
-        rep.metrics);
-    std::sort(questions.begin(), questions.end());
-    questions.erase(std::unique(questions.begin(), questions.end()), questions.end());
-    ByteWriter w;
-    for (const auto& [i, step] : questions) {
-      const std::size_t k = rep.to_global[step];
-      if (out.plan.owner(k) != rank) continue;
-      const std::size_t d = rep.devices[i];
-      w.put(static_cast<std::uint64_t>(i));
-      w.put(static_cast<std::uint64_t>(step));
-      w.put(step_kind_counts(out.part.run.devices[d], out.part.job_step[d], k, kinds));
-    }
-    std::map<std::pair<std::size_t, std::size_t>, KindCounts> answers;
-    for (const std::string& message : exchange.all_gather(w.take())) {
-      ByteReader r(message);
-      while (!r.done()) {
-        const auto i = r.get<std::uint64_t>();
-        const auto step = r.get<std::uint64_t>();
-        answers[{i, step}] = r.get<KindCounts>();
-      }
-    }
-    mark_complete_steps(
-        rep.counts, cut_ns,
-        [&](std::size_t i, std::size_t step) {
-          const auto it = answers.find({i, step});
-          if (it == answers.end()) throw WireError("a replica step's job counts did not arrive");
-          return it->second;
+    mark_complete_by_owners(
+        exchange, rep.counts, cut_ns,
+        [&](std::size_t i, std::size_t step) -> std::optional<KindCounts> {
+          const std::size_t k = rep.to_global[step];
+          if (out.plan.owner(k) != rank) return std::nullopt;
+          const std::size_t d = rep.devices[i];
+          return step_kind_counts(out.part.run.devices[d], out.part.job_step[d], k, kinds);
         },
         rep.metrics);
     // Its steps this range owns, and its devices' jobs here.
@@ -1022,7 +1006,13 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
   // the windows move and the jobs are sent again.
   const ClockOptions clock = clock_options(options, out.layout);
   const std::int64_t noise = clock_noise_ns(local, clock);
-  Dependencies deps = own_dependencies(out, placement);
+  // The dependencies among the part's jobs, found once: its own steps'
+  // give the clock evidence, all of them the critical paths' walks.
+  const auto find_part_dependencies = [&] {
+    return find_dependencies(out.part.run, out.part.job_step, out.stages, out.roles, placement);
+  };
+  Dependencies found = find_part_dependencies();
+  Dependencies deps = own_dependencies(out, found);
   PairClocks evidence;
   gather_pairs(exchange, pair_clocks(out.part.run, deps, noise), evidence);
   ClockDecision decision = decide_clock_offsets(evidence, machine_clock_names(local), noise, clock);
@@ -1042,7 +1032,8 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
     } else {
       partitioned_metrics(exchange, local, out, decide_layout);
       out.schedule = detect_schedule();
-      deps = own_dependencies(out, placement);
+      found = find_part_dependencies();
+      deps = own_dependencies(out, found);
     }
   } else {
     out.clock = std::move(decision.report);
@@ -1082,12 +1073,11 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
   // its jobs, on every rank.
   {
     const PartSteps steps(out);
-    const Dependencies walks =
-        find_dependencies(out.part.run, out.metrics.job_step, out.stages, out.roles, placement);
     out.paths = summarize_critical_path_range(
-        out.part.run, out.metrics, out.stages, walks, out.roles, out.first, out.last,
+        out.part.run, out.metrics, out.stages, found, out.roles, out.first, out.last,
         longest_critical_step(m.steps, out.step_has_job), &out.part.job_index);
   }
+  found = Dependencies();  // the walks were its last reader
   PathsOfRun longest = gather_longest_path(exchange, out.paths);
   out.longest_path = std::move(longest.longest);
   out.paths_before = longest.paths_before;
