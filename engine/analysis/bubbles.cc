@@ -126,7 +126,7 @@ namespace {
 // whole run's device (a part's jobs: step_partition.h).
 class DeviceWindowWalk {
  public:
-  DeviceWindowWalk(const Device& device, std::size_t d, const std::vector<std::uint64_t>* job_index,
+  DeviceWindowWalk(const Device& device, std::size_t d, const std::vector<std::uint32_t>* job_index,
                    const TypeKinds& kinds)
       : busy_(device, kinds), d_(d), job_index_(job_index) {}
 
@@ -177,7 +177,7 @@ class DeviceWindowWalk {
 
   BusyUnion busy_;
   std::size_t d_;
-  const std::vector<std::uint64_t>* job_index_;
+  const std::vector<std::uint32_t>* job_index_;
   std::size_t first_ = 0;  // first interval that may still meet a window
 };
 
@@ -185,7 +185,7 @@ class DeviceWindowWalk {
 /// from index `first_step`), windows in order, then time.
 template <typename Visit>
 void device_bubbles(const Device& device, std::size_t d, std::span<const StepWindow> windows,
-                    std::size_t first_step, const std::vector<std::uint64_t>* job_index,
+                    std::size_t first_step, const std::vector<std::uint32_t>* job_index,
                     const TypeKinds& kinds, Visit&& visit) {
   DeviceWindowWalk walk(device, d, job_index, kinds);
   for (std::size_t w = 0; w < windows.size(); ++w) walk.window(windows[w], first_step + w, visit);
@@ -211,7 +211,7 @@ struct WindowBubbles::Walk : DeviceWindowWalk {
 };
 
 WindowBubbles::WindowBubbles(const Device& device, std::size_t d,
-                             const std::vector<std::uint64_t>* job_index, const TypeKinds& kinds)
+                             const std::vector<std::uint32_t>* job_index, const TypeKinds& kinds)
     : walk_(std::make_unique<Walk>(device, d, job_index, kinds)) {}
 WindowBubbles::WindowBubbles(WindowBubbles&&) noexcept = default;
 WindowBubbles& WindowBubbles::operator=(WindowBubbles&&) noexcept = default;
@@ -236,8 +236,7 @@ void for_each_device_bubble(const Run& run, const Metrics& metrics, std::size_t 
                  visit);
 }
 
-BubbleSummary summarize_bubble_windows(std::span<const Device> devices,
-                                       const std::vector<std::vector<std::uint64_t>>* job_index,
+BubbleSummary summarize_bubble_windows(std::span<const Device> devices, const JobIndices* job_index,
                                        const TypeTable& types, std::span<const StepWindow> windows,
                                        std::size_t first_step, std::size_t top_n) {
   BubbleSummary summary;

@@ -89,7 +89,7 @@ void for_each_device_bubble(const Run& run, const Metrics& metrics, std::size_t 
 /// `device`, `job_index` and `kinds` must outlive the walk.
 class WindowBubbles {
  public:
-  WindowBubbles(const Device& device, std::size_t d, const std::vector<std::uint64_t>* job_index,
+  WindowBubbles(const Device& device, std::size_t d, const std::vector<std::uint32_t>* job_index,
                 const TypeKinds& kinds);
   WindowBubbles(WindowBubbles&&) noexcept;
   WindowBubbles& operator=(WindowBubbles&&) noexcept;
@@ -116,8 +116,7 @@ BubbleSummary summarize_bubbles(const Run& run, const Metrics& metrics, std::siz
 /// the windows' span and each device's neighbours of it); `job_index[d][i]`
 /// is the index in the whole run's device d of devices[d].jobs[i] (null: the
 /// same). per_step then holds these windows only.
-BubbleSummary summarize_bubble_windows(std::span<const Device> devices,
-                                       const std::vector<std::vector<std::uint64_t>>* job_index,
+BubbleSummary summarize_bubble_windows(std::span<const Device> devices, const JobIndices* job_index,
                                        const TypeTable& types, std::span<const StepWindow> windows,
                                        std::size_t first_step, std::size_t top_n);
 

@@ -76,7 +76,7 @@ struct WalkScope {
   std::optional<std::optional<std::size_t>> keep;
   /// The jobs' indices in the whole run (PartJobs::job_index), for the
   /// JobRefs returned; null: the run's own.
-  const std::vector<std::vector<std::uint64_t>>* job_index = nullptr;
+  const JobIndices* job_index = nullptr;
 };
 
 /// The entry points: every path's jobs kept, or only the longest complete
@@ -288,11 +288,12 @@ std::optional<std::size_t> longest_critical_step(std::span<const StepWindow> ste
   return longest;
 }
 
-CriticalPathSummary summarize_critical_path_range(
-    const Run& run, const Metrics& metrics, const StageMap& stages, const Dependencies& deps,
-    const std::vector<JobRole>& roles, std::size_t first, std::size_t last,
-    std::optional<std::size_t> keep_jobs_of,
-    const std::vector<std::vector<std::uint64_t>>* job_index) {
+CriticalPathSummary summarize_critical_path_range(const Run& run, const Metrics& metrics,
+                                                  const StageMap& stages, const Dependencies& deps,
+                                                  const std::vector<JobRole>& roles,
+                                                  std::size_t first, std::size_t last,
+                                                  std::optional<std::size_t> keep_jobs_of,
+                                                  const JobIndices* job_index) {
   WalkScope scope;
   scope.first = first;
   scope.last = last;

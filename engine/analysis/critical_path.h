@@ -103,11 +103,12 @@ std::optional<std::size_t> longest_critical_step(std::span<const StepWindow> ste
 /// returned are the whole run's through `job_index` (PartJobs::job_index).
 /// A part's paths are the whole run's for its steps: a walk reads the jobs
 /// of one step and their neighbours on each device, which a part holds.
-CriticalPathSummary summarize_critical_path_range(
-    const Run& run, const Metrics& metrics, const StageMap& stages, const Dependencies& deps,
-    const std::vector<JobRole>& roles, std::size_t first, std::size_t last,
-    std::optional<std::size_t> keep_jobs_of,
-    const std::vector<std::vector<std::uint64_t>>* job_index);
+CriticalPathSummary summarize_critical_path_range(const Run& run, const Metrics& metrics,
+                                                  const StageMap& stages, const Dependencies& deps,
+                                                  const std::vector<JobRole>& roles,
+                                                  std::size_t first, std::size_t last,
+                                                  std::optional<std::size_t> keep_jobs_of,
+                                                  const JobIndices* job_index);
 
 /// Appends the next steps' summary (in step order) to `into`.
 void append_critical_paths(CriticalPathSummary& into, CriticalPathSummary&& part);

@@ -82,7 +82,7 @@ struct QualityPart {
   /// Each job's position in the whole run's device (PartJobs::job_index);
   /// nullptr when `run` is the whole run (then every job is the part's, with
   /// or without a step).
-  const std::vector<std::vector<std::uint64_t>>* job_index = nullptr;
+  const JobIndices* job_index = nullptr;
   /// The steps the part owns: [first, last) of Metrics::steps.
   std::size_t first = 0;
   std::size_t last = 0;

@@ -119,7 +119,7 @@ struct PartJobs {
   std::vector<std::vector<std::int32_t>> job_step;
   /// job_index[d][i]: the index of run.devices[d].jobs[i] in the whole
   /// run's device d.
-  std::vector<std::vector<std::uint64_t>> job_index;
+  JobIndices job_index;
   /// Of those jobs, the ones of steps it owns (the others were sent to it
   /// for their overlap only).
   std::uint64_t owned_jobs = 0;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -30,5 +31,17 @@ class Exchange {
   /// sent this one, indexed by sender.
   virtual std::vector<std::string> all_to_all(std::vector<std::string> out) = 0;
 };
+
+/// The most bytes of jobs a rank brings in or sends out in one round of an
+/// exchange of jobs: 4 MiB, so that the rounds' buffers (the exchange
+/// copies a round a few times over) stay within the allowance of the
+/// per-rank memory bound. PIPESCOPE_MPI_MESSAGE_BYTES (tests) sets it.
+inline std::size_t job_round_bytes() {
+  if (const char* env = std::getenv("PIPESCOPE_MPI_MESSAGE_BYTES")) {
+    const long long n = std::atoll(env);
+    if (n > 0) return static_cast<std::size_t>(n);
+  }
+  return std::size_t{4} << 20;
+}
 
 }  // namespace pipescope::distributed

@@ -1,11 +1,15 @@
 #include "distributed/partitioned_analysis.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -21,6 +25,8 @@
 #include "analysis/schedule_detect.h"
 #include "analysis/step_rule.h"
 #include "distributed/wire.h"
+#include "export/trace_layout.h"
+#include "load/input_rules.h"
 
 namespace pipescope::distributed {
 
@@ -105,83 +111,55 @@ std::vector<std::uint64_t> sum_counts(Exchange& exchange, const std::vector<std:
 /// One held job as it travels: the job, its index on its device, its step.
 struct HeldJob {
   Job job;
-  std::uint64_t index = 0;
+  std::uint32_t index = 0;
   std::int32_t step = 0;
 };
 
-/// The most bytes of jobs a rank sends in one round, over all destinations:
-/// the exchange runs in rounds so that no rank builds every message at once.
-/// PIPESCOPE_MPI_MESSAGE_BYTES (tests) makes rounds tiny.
+/// The most bytes of jobs a rank sends one destination in a round
+/// (job_round_bytes over all of them), so that no rank builds every message
+/// at once.
 std::size_t round_budget(std::size_t ranks) {
-  std::size_t budget = std::size_t{64} << 20;
-  if (const char* env = std::getenv("PIPESCOPE_MPI_MESSAGE_BYTES")) {
-    const long long n = std::atoll(env);
-    if (n > 0) budget = static_cast<std::size_t>(n);
-  }
   // At least one job per destination per round, with its headers.
-  return std::max(budget / std::max<std::size_t>(ranks, 1), sizeof(HeldJob) + 32);
+  return std::max(job_round_bytes() / std::max<std::size_t>(ranks, 1), sizeof(HeldJob) + 64);
 }
 
-/// Sends every job of this rank's devices to the parts that need it
-/// (device_part_indices) and returns what this rank's part holds. First
-/// each destination learns how many jobs of each device it gets (so it
-/// reserves them once), then the jobs travel in rounds of at most
-/// round_budget bytes per destination, every rank going on while any has
-/// jobs left.
-PartJobs exchange_jobs(Exchange& exchange, const Run& local,
-                       const std::vector<std::vector<std::int32_t>>& job_step,
-                       const std::vector<std::size_t>& mine, const TypeKinds& kinds,
-                       const StepPartition& plan) {
+/// One device's jobs bound for one destination: positions into the
+/// sender's arrays, ascending.
+struct OutBlock {
+  std::size_t device = 0;
+  std::vector<std::uint32_t> positions;
+};
+
+/// What send_in_rounds sends and how it is read.
+struct Rounds {
+  /// blocks[p]: destination p's blocks, in the order they go.
+  std::vector<std::vector<OutBlock>> blocks;
+  /// The job at `position` of `device` as it travels.
+  std::function<HeldJob(std::size_t device, std::uint32_t position)> held;
+  /// Bytes written after a piece of a block's jobs (may be none), and at
+  /// most how many per job.
+  std::function<void(ByteWriter&, std::size_t device, std::span<const std::uint32_t>)> tail;
+  std::size_t tail_bytes_per_job = 0;
+  /// Called once block k of destination p has gone whole (its storage may
+  /// be freed), empty blocks included.
+  std::function<void(std::size_t p, std::size_t k)> sent;
+  /// Reads `count` HeldJobs of `device` and what `tail` wrote after them.
+  std::function<void(std::size_t device, std::uint64_t count, ByteReader&)> receive;
+};
+
+/// Sends every destination's blocks in rounds of at most round_budget bytes
+/// per destination, every rank going on while any has jobs left (so that
+/// all run the same number of all-to-alls).
+void send_in_rounds(Exchange& exchange, Rounds& rounds) {
   const std::size_t ranks = static_cast<std::size_t>(exchange.size());
-  // lists[i][p]: the jobs of device mine[i] that part p holds (32-bit
-  // positions: a device of 4 billion jobs is no device).
-  std::vector<std::vector<std::vector<std::uint32_t>>> lists(mine.size());
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    const std::size_t d = mine[i];
-    std::vector<std::vector<std::size_t>> wide =
-        device_part_indices(local.devices[d], job_step[d], kinds, plan);
-    lists[i].resize(ranks);
-    for (std::size_t p = 0; p < ranks; ++p) {
-      lists[i][p].assign(wide[p].begin(), wide[p].end());
-      std::vector<std::size_t>().swap(wide[p]);
-    }
-  }
-
-  // The part's run: every device's place, no job yet (as cut_part makes it).
-  PartJobs part = empty_part(local);
-
-  // How many of each device's jobs every destination gets.
-  {
-    std::vector<std::string> counts(ranks);
-    for (std::size_t p = 0; p < ranks; ++p) {
-      ByteWriter w;
-      for (std::size_t i = 0; i < mine.size(); ++i) {
-        w.put(static_cast<std::uint64_t>(mine[i]));
-        w.put(static_cast<std::uint64_t>(lists[i][p].size()));
-      }
-      counts[p] = w.take();
-    }
-    for (const std::string& message : exchange.all_to_all(std::move(counts))) {
-      ByteReader r(message);
-      while (!r.done()) {
-        const auto d = r.get<std::uint64_t>();
-        const auto n = r.get<std::uint64_t>();
-        if (d >= part.run.devices.size()) throw WireError("jobs of a device not in the run");
-        part.run.devices[d].jobs.reserve(n);
-        part.job_step[d].reserve(n);
-        part.job_index[d].reserve(n);
-      }
-    }
-  }
-
-  // The rounds: each destination's cursor walks its lists device by device.
+  rounds.blocks.resize(ranks);
   const std::size_t budget = round_budget(ranks);
+  const std::size_t per_job = sizeof(HeldJob) + rounds.tail_bytes_per_job;
   struct Cursor {
-    std::size_t device = 0;    // index into mine
-    std::size_t position = 0;  // into lists[device][p]
+    std::size_t block = 0;
+    std::size_t position = 0;
   };
   std::vector<Cursor> cursor(ranks);
-  const auto rank = static_cast<std::size_t>(exchange.rank());
   for (bool more = true; more;) {
     std::vector<std::string> out(ranks);
     bool mine_left = false;
@@ -189,27 +167,27 @@ PartJobs exchange_jobs(Exchange& exchange, const Run& local,
       ByteWriter w;
       w.put(std::uint8_t{0});  // whether the sender has jobs left after this round
       Cursor& c = cursor[p];
-      while (c.device < mine.size() && w.size() + sizeof(HeldJob) + 16 <= budget) {
-        const std::vector<std::uint32_t>& list = lists[c.device][p];
-        const std::size_t d = mine[c.device];
-        const std::size_t fit = (budget - w.size() - 16) / sizeof(HeldJob);
-        const std::size_t n = std::min(fit, list.size() - c.position);
+      std::vector<OutBlock>& blocks = rounds.blocks[p];
+      while (c.block < blocks.size() && w.size() + per_job + 32 <= budget) {
+        OutBlock& block = blocks[c.block];
+        const std::size_t fit = (budget - w.size() - 32) / per_job;
+        const std::size_t n = std::min(fit, block.positions.size() - c.position);
         if (n > 0) {
-          w.put(static_cast<std::uint64_t>(d));
+          w.put(static_cast<std::uint64_t>(block.device));
           w.put(static_cast<std::uint64_t>(n));
-          for (std::size_t j = c.position; j < c.position + n; ++j) {
-            const std::uint32_t at = list[j];
-            w.put(HeldJob{local.devices[d].jobs[at], at, job_step[d][at]});
-          }
+          const std::span<const std::uint32_t> piece(block.positions.data() + c.position, n);
+          for (const std::uint32_t at : piece) w.put(rounds.held(block.device, at));
+          if (rounds.tail) rounds.tail(w, block.device, piece);
           c.position += n;
         }
-        if (c.position == list.size()) {
-          std::vector<std::uint32_t>().swap(lists[c.device][p]);
-          ++c.device;
+        if (c.position == block.positions.size()) {
+          std::vector<std::uint32_t>().swap(block.positions);
+          rounds.sent(p, c.block);
+          ++c.block;
           c.position = 0;
         }
       }
-      mine_left = mine_left || c.device < mine.size();
+      mine_left = mine_left || c.block < blocks.size();
       out[p] = w.take();
     }
     // Every rank tells every rank whether it has jobs left for anyone, so
@@ -223,22 +201,228 @@ PartJobs exchange_jobs(Exchange& exchange, const Run& local,
       more = more || left;
       while (!r.done()) {
         const auto d = r.get<std::uint64_t>();
-        if (d >= part.run.devices.size()) throw WireError("jobs of a device not in the run");
         const auto count = r.get<std::uint64_t>();
         if (count > r.left() / sizeof(HeldJob)) throw WireError("message ends early");
-        Device& to = part.run.devices[d];
-        for (std::uint64_t i = 0; i < count; ++i) {
-          const auto held = r.get<HeldJob>();
-          to.jobs.push_back(held.job);
-          part.job_step[d].push_back(held.step);
-          part.job_index[d].push_back(held.index);
-          if (plan.owner(static_cast<std::size_t>(held.step)) == rank) ++part.owned_jobs;
-        }
+        rounds.receive(static_cast<std::size_t>(d), count, r);
       }
-      std::string().swap(message);  // its bytes are in the part now
+      std::string().swap(message);  // its bytes are where they belong now
     }
   }
+}
+
+/// Every device's reader and job count, on every rank.
+void gather_readers(Exchange& exchange, const Run& local, const std::vector<std::size_t>& mine,
+                    ReadFacts& read) {
+  ByteWriter w;
+  w.put(static_cast<std::uint64_t>(mine.size()));
+  for (const std::size_t d : mine) {
+    w.put(static_cast<std::uint64_t>(d));
+    w.put(static_cast<std::uint64_t>(local.devices[d].jobs.size()));
+  }
+  read.reader.assign(local.devices.size(), -1);
+  read.device_jobs.assign(local.devices.size(), 0);
+  int rank = 0;
+  for (const std::string& message : exchange.all_gather(w.take())) {
+    ByteReader r(message);
+    for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
+      const auto d = r.get<std::uint64_t>();
+      const auto jobs = r.get<std::uint64_t>();
+      if (d >= read.reader.size()) throw WireError("jobs of a device not in the run");
+      if (jobs > std::numeric_limits<std::uint32_t>::max()) {
+        throw std::invalid_argument(fmt::format(
+            "{}: {} jobs on one device; the analysis by parts takes at most 2^32 - 1 per device",
+            local.devices[d].path, jobs));
+      }
+      read.reader[d] = rank;
+      read.device_jobs[d] = jobs;
+    }
+    ++rank;
+  }
+}
+
+/// What the summary and the traces read of this rank's devices' jobs, before
+/// they go: compute jobs in steps, sums by type, lane counts; and the lanes
+/// that are not 0, by device (job index, lane).
+std::vector<std::vector<JobLane>> read_facts(const Run& local,
+                                             const std::vector<std::vector<std::int32_t>>& job_step,
+                                             const std::vector<std::size_t>& mine,
+                                             ReadFacts& read) {
+  read.compute_in_steps.assign(local.devices.size(), 0);
+  read.lane_count.assign(local.devices.size(), 1);
+  read.type_jobs.assign(local.types.size(), 0);
+  read.type_ns.assign(local.types.size(), 0);
+  std::vector<std::vector<JobLane>> lanes(local.devices.size());
+  for (const std::size_t d : mine) {
+    const Device& device = local.devices[d];
+    read.compute_in_steps[d] = compute_jobs_in_steps(local, device, job_step[d]);
+    for (const Job& job : device.jobs) {
+      if (job.type >= read.type_jobs.size()) continue;
+      ++read.type_jobs[job.type];
+      read.type_ns[job.type] += job.duration_ns();
+    }
+    const std::vector<int> of_job = trace_job_lanes(device.jobs, read.lane_count[d]);
+    for (std::size_t i = 0; i < of_job.size(); ++i) {
+      if (of_job[i] != 0) lanes[d].push_back({static_cast<std::uint32_t>(i), of_job[i]});
+    }
+  }
+  return lanes;
+}
+
+/// Sends every job of this rank's devices to the parts that need it
+/// (device_part_indices) and returns what this rank's part holds, with its
+/// jobs' lanes in `part_lanes`. First each destination learns how many jobs
+/// of each device it gets (so it reserves them once), then the jobs travel
+/// in rounds; each device's jobs and steps are freed here once every
+/// destination has had its share (the parts hold them now).
+PartJobs exchange_jobs(Exchange& exchange, Run& local,
+                       std::vector<std::vector<std::int32_t>>& job_step,
+                       const std::vector<std::size_t>& mine, const TypeKinds& kinds,
+                       const StepPartition& plan, PartitionedAnalysis& out) {
+  const std::size_t ranks = static_cast<std::size_t>(exchange.size());
+  std::vector<std::vector<JobLane>> lanes = read_facts(local, job_step, mine, out.read);
+  Rounds rounds;
+  rounds.blocks.resize(ranks);
+  for (const std::size_t d : mine) {
+    std::vector<std::vector<std::size_t>> wide =
+        device_part_indices(local.devices[d], job_step[d], kinds, plan);
+    for (std::size_t p = 0; p < ranks; ++p) {
+      rounds.blocks[p].push_back({d, std::vector<std::uint32_t>(wide[p].begin(), wide[p].end())});
+      std::vector<std::size_t>().swap(wide[p]);
+    }
+  }
+
+  // The part's run: every device's place, no job yet (as cut_part makes it).
+  PartJobs part = empty_part(local);
+  out.part_lanes.assign(local.devices.size(), {});
+
+  // How many of each device's jobs every destination gets.
+  {
+    std::vector<std::string> counts(ranks);
+    for (std::size_t p = 0; p < ranks; ++p) {
+      ByteWriter w;
+      for (const OutBlock& block : rounds.blocks[p]) {
+        w.put(static_cast<std::uint64_t>(block.device));
+        w.put(static_cast<std::uint64_t>(block.positions.size()));
+      }
+      counts[p] = w.take();
+    }
+    for (const std::string& message : exchange.all_to_all(std::move(counts))) {
+      ByteReader r(message);
+      while (!r.done()) {
+        const auto d = r.get<std::uint64_t>();
+        const auto n = r.get<std::uint64_t>();
+        if (d >= part.run.devices.size()) throw WireError("jobs of a device not in the run");
+        part.run.devices[d].jobs.reserve(part.run.devices[d].jobs.size() + n);
+        part.job_step[d].reserve(part.job_step[d].size() + n);
+        part.job_index[d].reserve(part.job_index[d].size() + n);
+      }
+    }
+  }
+
+  const auto rank = static_cast<std::size_t>(exchange.rank());
+  rounds.held = [&](std::size_t d, std::uint32_t at) {
+    return HeldJob{local.devices[d].jobs[at], at, job_step[d][at]};
+  };
+  // Each piece's jobs that are not on lane 0: (offset in the piece, lane).
+  rounds.tail_bytes_per_job = 8;
+  rounds.tail = [&](ByteWriter& w, std::size_t d, std::span<const std::uint32_t> piece) {
+    const auto& of_device = lanes[d];
+    auto it = std::lower_bound(
+        of_device.begin(), of_device.end(), piece.front(),
+        [](const JobLane& lane, std::uint32_t position) { return lane.position < position; });
+    std::vector<JobLane> found;
+    for (std::size_t i = 0; i < piece.size() && it != of_device.end(); ++i) {
+      while (it != of_device.end() && it->position < piece[i]) ++it;
+      if (it != of_device.end() && it->position == piece[i]) {
+        found.push_back({static_cast<std::uint32_t>(i), it->lane});
+      }
+    }
+    w.list(found);
+  };
+  // A device's jobs go once every destination has had its block of them.
+  std::vector<std::size_t> waiting(mine.size(), ranks);
+  rounds.sent = [&](std::size_t, std::size_t k) {
+    if (--waiting[k] > 0) return;
+    const std::size_t d = mine[k];
+    JobVector().swap(local.devices[d].jobs);
+    std::vector<std::int32_t>().swap(job_step[d]);
+    std::vector<JobLane>().swap(lanes[d]);
+  };
+  rounds.receive = [&](std::size_t d, std::uint64_t count, ByteReader& r) {
+    if (d >= part.run.devices.size()) throw WireError("jobs of a device not in the run");
+    Device& to = part.run.devices[d];
+    const std::size_t base = to.jobs.size();
+    for (std::uint64_t i = 0; i < count; ++i) {
+      const auto held = r.get<HeldJob>();
+      to.jobs.push_back(held.job);
+      part.job_step[d].push_back(held.step);
+      part.job_index[d].push_back(held.index);
+      if (plan.owner(static_cast<std::size_t>(held.step)) == rank) ++part.owned_jobs;
+    }
+    std::vector<JobLane> found;
+    r.list(found);
+    for (const JobLane& lane : found) {
+      if (lane.position >= count) throw WireError("a lane of a job not sent");
+      out.part_lanes[d].push_back({static_cast<std::uint32_t>(base + lane.position), lane.lane});
+    }
+  };
+  send_in_rounds(exchange, rounds);
   return part;
+}
+
+/// The clock redo's first step: every part sends the jobs of its own steps
+/// (each job is some part's own exactly once) back to their devices'
+/// readers, freeing each of its devices once sent, so that `local` holds
+/// its devices' jobs again, on the part's (corrected) times.
+void return_jobs(Exchange& exchange, PartitionedAnalysis& out, Run& local) {
+  const std::size_t ranks = static_cast<std::size_t>(exchange.size());
+  const auto rank = static_cast<std::size_t>(exchange.rank());
+  PartJobs& part = out.part;
+  const ReadFacts& read = out.read;
+  Rounds rounds;
+  rounds.blocks.resize(ranks);
+  for (std::size_t d = 0; d < part.run.devices.size(); ++d) {
+    if (d >= read.reader.size() || read.reader[d] < 0) continue;
+    OutBlock block{d, {}};
+    for (std::size_t i = 0; i < part.job_step[d].size(); ++i) {
+      if (out.plan.owner(static_cast<std::size_t>(part.job_step[d][i])) == rank) {
+        block.positions.push_back(static_cast<std::uint32_t>(i));
+      }
+    }
+    rounds.blocks[static_cast<std::size_t>(read.reader[d])].push_back(std::move(block));
+  }
+  std::vector<std::uint64_t> filled(local.devices.size(), 0);
+  for (std::size_t d = 0; d < local.devices.size(); ++d) {
+    if (!read.mine(d, exchange.rank())) continue;
+    local.devices[d].jobs.resize(read.device_jobs[d]);
+  }
+  rounds.held = [&](std::size_t d, std::uint32_t at) {
+    return HeldJob{part.run.devices[d].jobs[at], part.job_index[d][at], part.job_step[d][at]};
+  };
+  rounds.sent = [&](std::size_t p, std::size_t k) {
+    const std::size_t d = rounds.blocks[p][k].device;
+    JobVector().swap(part.run.devices[d].jobs);
+    std::vector<std::int32_t>().swap(part.job_step[d]);
+    std::vector<std::uint32_t>().swap(part.job_index[d]);
+  };
+  rounds.receive = [&](std::size_t d, std::uint64_t count, ByteReader& r) {
+    if (d >= local.devices.size() || !read.mine(d, exchange.rank())) {
+      throw WireError("jobs of a device this rank did not read");
+    }
+    for (std::uint64_t i = 0; i < count; ++i) {
+      const auto held = r.get<HeldJob>();
+      if (held.index >= local.devices[d].jobs.size()) throw WireError("a job beyond its device");
+      local.devices[d].jobs[held.index] = held.job;
+      ++filled[d];
+    }
+  };
+  send_in_rounds(exchange, rounds);
+  for (std::size_t d = 0; d < local.devices.size(); ++d) {
+    if (read.mine(d, exchange.rank()) && filled[d] != read.device_jobs[d]) {
+      throw WireError("a device's jobs did not all come back");
+    }
+  }
+  out.part = PartJobs();
 }
 
 // ---- 5. complete steps and window times -----------------------------------------
@@ -445,10 +629,19 @@ void gather_pairs(Exchange& exchange, const PairClocks& mine, PairClocks& into) 
   }
 }
 
-/// Each machine's first job start over every rank's devices.
-std::vector<std::int64_t> gather_machine_firsts(Exchange& exchange, const Run& local) {
+/// Each machine's first job start (machine_first_starts: its devices' first
+/// jobs, which the parts that hold them know) over every rank's part.
+std::vector<std::int64_t> gather_machine_firsts(Exchange& exchange, const PartJobs& part) {
+  Run firsts;  // each device's first job, where this part holds it
+  firsts.devices.resize(part.run.devices.size());
+  for (std::size_t d = 0; d < part.run.devices.size(); ++d) {
+    firsts.devices[d].machine = part.run.devices[d].machine;
+    if (!part.job_index[d].empty() && part.job_index[d].front() == 0) {
+      firsts.devices[d].jobs.push_back(part.run.devices[d].jobs.front());
+    }
+  }
   ByteWriter w;
-  w.list(machine_first_starts(local));
+  w.list(machine_first_starts(firsts));
   std::vector<std::int64_t> first;
   for (const std::string& message : exchange.all_gather(w.take())) {
     ByteReader r(message);
@@ -483,6 +676,7 @@ BubbleSummary gather_bubbles(Exchange& exchange, BubbleSummary mine, std::size_t
 }
 
 void replica_windows(Exchange& exchange, const Run& local,
+                     const std::vector<std::vector<std::int32_t>>& job_step,
                      const std::vector<DeviceStepCounts>& counts, PartitionedAnalysis& out);
 
 /// Every step's bubble ratio on every rank (one double per step: the
@@ -514,8 +708,9 @@ void keep_own_device_figures(std::vector<StepWindow>& windows, std::size_t first
 /// Steps 1 to 5 of the header: the metrics, the ranges and the jobs held.
 /// `decide_layout` runs once the steps are numbered and before the jobs
 /// travel (the replicas' windows widen the ranges' spans).
-void partitioned_metrics(Exchange& exchange, const Run& local, PartitionedAnalysis& out,
-                         const std::function<void()>& decide_layout) {
+void partitioned_metrics(
+    Exchange& exchange, Run& local, PartitionedAnalysis& out,
+    const std::function<void(const std::vector<std::vector<std::int32_t>>&)>& decide_layout) {
   out.metrics = Metrics();
   Metrics& m = out.metrics;
   const TypeKinds kinds(local.types);
@@ -523,9 +718,10 @@ void partitioned_metrics(Exchange& exchange, const Run& local, PartitionedAnalys
   const std::size_t segments = std::max<std::size_t>(1, local.segments.size());
   const std::vector<std::size_t> mine = local_devices(local);
 
+  gather_readers(exchange, local, mine, out.read);
+
   // 1. Each device numbers its steps; the segments need every device's.
-  std::vector<std::vector<std::int32_t>>& job_step = out.local_job_step;
-  job_step.assign(devices, {});
+  std::vector<std::vector<std::int32_t>> job_step(devices);
   std::vector<DeviceStepCounts> counts(devices);
   for (const std::size_t d : mine) {
     job_step[d].resize(local.devices[d].jobs.size());
@@ -556,8 +752,8 @@ void partitioned_metrics(Exchange& exchange, const Run& local, PartitionedAnalys
 
   // The layout, and each replica's windows: a replica may begin a step
   // before the run's window does, so the spans widen to hold its jobs.
-  decide_layout();
-  replica_windows(exchange, local, all_counts, out);
+  decide_layout(job_step);
+  replica_windows(exchange, local, job_step, all_counts, out);
   for (const ReplicaWindows& replica : out.replica_windows) {
     std::vector<StepWindow> in_run_steps = m.steps;  // the run's own where the replica has none
     for (std::size_t k = 0; k < replica.to_global.size(); ++k) {
@@ -568,7 +764,7 @@ void partitioned_metrics(Exchange& exchange, const Run& local, PartitionedAnalys
 
   // 4. Every job to the ranks that need it.
   out.part = PartJobs();
-  out.part = exchange_jobs(exchange, local, job_step, mine, kinds, out.plan);
+  out.part = exchange_jobs(exchange, local, job_step, mine, kinds, out.plan, out);
 
   // 5. Complete steps, this rank's windows, the run's totals.
   std::vector<std::int64_t> cut_ns;
@@ -848,11 +1044,8 @@ QualityFindings get_findings(ByteReader& r) {
 
 /// check_data_quality by ranges (data_quality.h): every range's evidence on
 /// every rank, the fences decided there, every range's findings, combined.
-std::vector<Warning> gather_quality(Exchange& exchange, const PartitionedAnalysis& out,
-                                    const Run& local) {
-  std::vector<std::uint64_t> jobs(local.devices.size(), 0);
-  for (std::size_t d = 0; d < local.devices.size(); ++d) jobs[d] = local.devices[d].jobs.size();
-  const std::vector<std::uint64_t> device_jobs = sum_counts(exchange, jobs);
+std::vector<Warning> gather_quality(Exchange& exchange, const PartitionedAnalysis& out) {
+  const std::vector<std::uint64_t>& device_jobs = out.read.device_jobs;
   const QualityPart part{out.part.run, out.part.job_step, &out.part.job_index, out.first, out.last};
   ByteWriter w;
   put_evidence(w, quality_evidence(part, out.metrics, out.stages, device_jobs));
@@ -875,6 +1068,7 @@ std::vector<Warning> gather_quality(Exchange& exchange, const PartitionedAnalysi
 /// Each replica's numbering, windows and steps in the run's numbering, from
 /// its devices' counts and edges (gathered from the ranks that read them).
 void replica_windows(Exchange& exchange, const Run& local,
+                     const std::vector<std::vector<std::int32_t>>& job_step,
                      const std::vector<DeviceStepCounts>& counts, PartitionedAnalysis& out) {
   out.replica_windows.clear();
   const Layout& layout = out.layout;
@@ -908,7 +1102,7 @@ void replica_windows(Exchange& exchange, const Run& local,
     StepEdges own(rep.counts.steps);
     for (std::size_t i = 0; i < rep.devices.size(); ++i) {
       const Device& device = local.devices[rep.devices[i]];
-      const auto& steps = out.local_job_step[rep.devices[i]];
+      const auto& steps = job_step[rep.devices[i]];
       for (std::size_t s = 0; s < rep.metrics.segments.size(); ++s) {
         const auto [first, last] = device.segment_jobs(s);
         for (std::size_t j = first; j < last && j < steps.size(); ++j) {
@@ -978,10 +1172,10 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
   // The layout from the run's head (on every rank), decided once: it reads
   // the order of each device's jobs, which no clock offset changes.
   bool decided = false;
-  const auto decide_layout = [&] {
+  const auto decide_layout = [&](const std::vector<std::vector<std::int32_t>>& job_step) {
     if (decided) return;
     const PartJobs head =
-        gather_head(exchange, local, out.local_job_step, local_devices(local), kLayoutSteps);
+        gather_head(exchange, local, job_step, local_devices(local), kLayoutSteps);
     out.layout = choose_layout(head.run, head.job_step, out.roles, options);
     out.stages = out.layout.stages;
     decided = true;
@@ -1030,6 +1224,9 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
       apply_clock_offsets(local, negated(offsets));
       apply_clock_offsets(out.part.run, negated(offsets));
     } else {
+      // The windows move: the jobs go back to their readers (on corrected
+      // times) and travel again.
+      return_jobs(exchange, out, local);
       partitioned_metrics(exchange, local, out, decide_layout);
       out.schedule = detect_schedule();
       found = find_part_dependencies();
@@ -1038,7 +1235,7 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
   } else {
     out.clock = std::move(decision.report);
   }
-  add_clock_pieces(local.clock_steps, gather_machine_firsts(exchange, local), out.clock);
+  add_clock_pieces(local.clock_steps, gather_machine_firsts(exchange, out.part), out.clock);
   out.dependencies = std::move(deps);
 
   // Bubbles: this rank's windows, the run's sums and longest.
@@ -1084,7 +1281,7 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
 
   // The data-quality warnings: evidence of every range, fences once,
   // findings of every range, combined.
-  out.warnings = gather_quality(exchange, out, local);
+  out.warnings = gather_quality(exchange, out);
 
   // The run's bottleneck is the one of the replica that bounds its step.
   if (out.replicas.slowest >= 0) {

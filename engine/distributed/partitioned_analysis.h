@@ -16,15 +16,18 @@
 //   3. gathers the jobs per step and cuts the steps into one range per rank,
 //      balanced by jobs (step_partition.h);
 //   4. sends every job to the ranks that need it (its step's owner, and the
-//      ranks whose windows it overlaps or neighbours): one all-to-all;
+//      ranks whose windows it overlaps or neighbours), in rounds of bounded
+//      bytes, and drops each of its devices' jobs once they have gone (what
+//      the outputs still need of them is kept as ReadFacts and lanes);
 //   5. marks the complete steps (the owners answer the job-count questions
 //      of the segments' last steps) and computes its windows' busy, idle and
 //      comm; the totals are integer sums, added on every rank;
 //   6. takes the layout from the run's head (its first kLayoutSteps steps,
 //      gathered on every rank) and the schedule from every range's votes;
 //   7. finds its steps' dependencies, and decides the clock offsets from
-//      every range's evidence; when they are applied, steps 2 to 5 run again
-//      on the corrected times (the windows move, so the halo does);
+//      every range's evidence; when they are applied, every part sends the
+//      jobs of its own steps back to their readers and steps 1 to 5 run
+//      again on the corrected times (the windows move, so the halo does);
 //   8. summarizes its windows' bubbles; the sums and the longest are merged.
 // What it returns are the whole run's figures where they are small, and its
 // own steps' figures where they grow with the steps.
@@ -64,6 +67,32 @@ struct ReplicaWindows {
   std::vector<std::size_t> to_global;  ///< replica step -> the run's step
 };
 
+/// A job's trace lane: `position` is the job's in its device's array.
+struct JobLane {
+  std::uint32_t position = 0;
+  std::int32_t lane = 0;
+};
+
+/// The facts of the jobs a rank read that outlive them: the jobs travel to
+/// the parts that need them and leave the reader (so that no rank holds its
+/// jobs twice), but the summary, the traces and the checks still read these.
+struct ReadFacts {
+  /// Every device's reader (-1: no rank read it) and job count, on every rank.
+  std::vector<int> reader;
+  std::vector<std::uint64_t> device_jobs;
+  /// Of the devices this rank read (zero elsewhere): their compute jobs in
+  /// steps (input_rules.h compute_jobs_in_steps) and trace lane counts (1
+  /// elsewhere).
+  std::vector<std::uint64_t> compute_in_steps;
+  std::vector<int> lane_count;
+  /// Jobs and nanoseconds by type, over this rank's devices.
+  std::vector<std::int64_t> type_jobs;
+  std::vector<std::int64_t> type_ns;
+
+  /// Whether this rank read device d.
+  bool mine(std::size_t d, int rank) const { return d < reader.size() && reader[d] == rank; }
+};
+
 struct PartitionedAnalysis {
   /// The contract's metrics: every step's window (number, segment, start,
   /// end, complete) and the segments, device totals and ratios of the whole
@@ -80,8 +109,12 @@ struct PartitionedAnalysis {
   std::size_t last = 0;
   /// Whether each step has a job on some device (StepEdges::has_job).
   std::vector<char> step_has_job;
-  /// The steps of the jobs of the devices this rank read (`local`'s).
-  std::vector<std::vector<std::int32_t>> local_job_step;
+  /// What the run's devices' readers knew of their jobs before the jobs
+  /// left for the parts (ReadFacts).
+  ReadFacts read;
+  /// The trace lanes (trace_layout.h trace_job_lanes, of the whole device)
+  /// of the part's jobs that are not on lane 0, by device, ascending.
+  std::vector<std::vector<JobLane>> part_lanes;
 
   // The pipeline analysis (pipeline.h), the whole run's unless said.
   std::vector<JobRole> roles;
@@ -119,8 +152,10 @@ struct PartitionedAnalysis {
   std::string explanation;
 };
 
-/// See the header. `local` has its machines' clock offsets applied when the
-/// analysis corrected the clocks (as analyze_run corrects a run). Throws
+/// See the header. Every job of `local` is moved to the parts (what is left
+/// of its devices is their place, cut and events; `read` keeps its jobs'
+/// facts), and its log events have its machines' clock offsets applied when
+/// the analysis corrected the clocks (as analyze_run corrects a run). Throws
 /// std::invalid_argument as analyze_run does, and what the exchange throws
 /// when another rank fails.
 PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,

@@ -35,34 +35,35 @@ struct JobFacts {
 
 // One rank's share: its devices' counts, its jobs' sums by type, the named
 // jobs of its devices and the inherent shares of its steps' longest bubbles.
-std::string facts_message(const LocalLoad& load, const PartitionedAnalysis& a) {
+std::string facts_message(const LocalLoad& load, const PartitionedAnalysis& a, int rank) {
   const Run& run = load.run;
+  const ReadFacts& read = a.read;
   ByteWriter w;
-  std::vector<std::int64_t> type_jobs(run.types.size(), 0), type_ns(run.types.size(), 0);
   std::uint64_t mine = 0;
-  for (std::size_t d = 0; d < run.devices.size(); ++d) mine += load.mine[d] ? 1 : 0;
+  for (std::size_t d = 0; d < run.devices.size(); ++d) mine += read.mine(d, rank) ? 1 : 0;
   w.put(mine);
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    if (!load.mine[d]) continue;
-    const Device& device = run.devices[d];
+    if (!read.mine(d, rank)) continue;
     w.put(static_cast<std::uint64_t>(d));
-    w.put(static_cast<std::int64_t>(device.jobs.size()));
-    w.put(compute_jobs_in_steps(run, device, a.local_job_step[d]));
-    for (const Job& job : device.jobs) {
-      if (job.type >= type_jobs.size()) continue;
-      ++type_jobs[job.type];
-      type_ns[job.type] += job.duration_ns();
-    }
+    w.put(static_cast<std::int64_t>(read.device_jobs[d]));
+    w.put(read.compute_in_steps[d]);
   }
-  w.list(type_jobs);
-  w.list(type_ns);
-  // Each longest bubble: its jobs from the reader of its device, its share
+  w.list(read.type_jobs);
+  w.list(read.type_ns);
+  // Each longest bubble: its jobs from a part that holds them, its share
   // from the owner of its step.
   const auto named_job = [&](std::size_t d, std::int64_t index) {
-    const bool here =
-        load.mine[d] && index >= 0 && static_cast<std::size_t>(index) < run.devices[d].jobs.size();
-    w.put(static_cast<std::uint8_t>(here));
-    if (here) w.put(run.devices[d].jobs[static_cast<std::size_t>(index)]);
+    const Job* job = nullptr;
+    if (d < a.part.job_index.size() && index >= 0) {
+      const std::vector<std::uint32_t>& held = a.part.job_index[d];
+      const auto it = std::lower_bound(held.begin(), held.end(), static_cast<std::uint64_t>(index),
+                                       [](std::uint32_t i, std::uint64_t v) { return i < v; });
+      if (it != held.end() && *it == static_cast<std::uint64_t>(index)) {
+        job = &a.part.run.devices[d].jobs[static_cast<std::size_t>(it - held.begin())];
+      }
+    }
+    w.put(static_cast<std::uint8_t>(job != nullptr));
+    if (job) w.put(*job);
   };
   for (const Bubble& bubble : a.bubbles.longest) {
     named_job(bubble.device, bubble.job_before);
@@ -102,7 +103,7 @@ JobFacts gather_facts(Exchange& exchange, const LocalLoad& load, const Partition
   f.longest_bubbles.resize(a.bubbles.longest.size());
   const std::size_t path_jobs = a.longest_path ? a.longest_path->jobs.size() : 0;
   std::vector<std::optional<Job>> path(path_jobs);
-  for (const std::string& message : exchange.all_gather(facts_message(load, a))) {
+  for (const std::string& message : exchange.all_gather(facts_message(load, a, exchange.rank()))) {
     ByteReader r(message);
     for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
       const auto d = r.get<std::uint64_t>();
@@ -142,19 +143,26 @@ JobFacts gather_facts(Exchange& exchange, const LocalLoad& load, const Partition
   return facts;
 }
 
-/// The first job's start of this rank's devices (max when none).
-std::int64_t first_start(const LocalLoad& load) {
+/// The first job's start of the devices whose first job this rank's part
+/// holds (max when none).
+std::int64_t first_start(const PartJobs& part) {
   std::int64_t first = std::numeric_limits<std::int64_t>::max();
-  for (std::size_t d = 0; d < load.run.devices.size(); ++d) {
-    const JobVector& jobs = load.run.devices[d].jobs;
-    if (load.mine[d] && !jobs.empty()) first = std::min(first, jobs.front().start_ns);
+  for (std::size_t d = 0; d < part.run.devices.size(); ++d) {
+    if (!part.job_index[d].empty() && part.job_index[d].front() == 0) {
+      first = std::min(first, part.run.devices[d].jobs.front().start_ns);
+    }
   }
   return first;
 }
 
-/// Step 2 of the header: the stage map checks' evidence from every rank's
-/// range of job indices. Every rank computes the same pairs from the same
-/// counts, so every rank takes part in the same collectives (or none).
+/// Step 2 of the header: the stage map checks' evidence, exact, by ranges of
+/// job indices. Every rank computes the same pairs from the same counts, so
+/// every rank takes part in the same collectives (or none). The compared
+/// devices' indices are taken in passes of a window each (job_round_bytes
+/// of jobs to each rank), cut into one
+/// range per rank; each job goes from the part that owns its step to the
+/// rank of its index's range, so that the two jobs of an index meet; the
+/// ranges' evidence is merged in index order.
 StageJobEvidence stage_evidence(Exchange& exchange, const LocalLoad& load,
                                 const PartitionedAnalysis& a,
                                 const std::vector<std::uint64_t>& counts) {
@@ -163,7 +171,7 @@ StageJobEvidence stage_evidence(Exchange& exchange, const LocalLoad& load,
   evidence.job_counts = counts;
   {
     ByteWriter w;
-    w.put(first_start(load));
+    w.put(first_start(a.part));
     for (const std::string& message : exchange.all_gather(w.take())) {
       ByteReader r(message);
       evidence.origin = std::min(evidence.origin, r.get<std::int64_t>());
@@ -179,56 +187,88 @@ StageJobEvidence stage_evidence(Exchange& exchange, const LocalLoad& load,
   };
   if (pairs.empty()) return evidence;
 
-  // Rank r holds indices [M·r/R, M·(r+1)/R) of every compared device (M: the
-  // longest compared device's jobs), so the two jobs of an index meet.
-  std::vector<char> compared(run.devices.size(), 0);
+  std::vector<std::size_t> compared;
   std::uint64_t longest = 0;
   for (const auto& [x, y] : pairs) {
-    compared[x] = compared[y] = 1;
+    compared.push_back(x);
+    compared.push_back(y);
     longest = std::max({longest, counts[x], counts[y]});
   }
+  std::sort(compared.begin(), compared.end());
+  compared.erase(std::unique(compared.begin(), compared.end()), compared.end());
   const auto ranks = static_cast<std::uint64_t>(exchange.size());
-  const auto lo = [&](std::uint64_t r) {
-    return static_cast<std::uint64_t>(static_cast<unsigned __int128>(longest) * r / ranks);
+  const auto me = static_cast<std::uint64_t>(exchange.rank());
+  const std::uint64_t window =
+      std::max<std::uint64_t>(ranks, job_round_bytes() * ranks / (compared.size() * sizeof(Job)));
+  // The part's own jobs (those of its steps: each job is one part's own).
+  const auto owned = [&](std::size_t d, std::size_t i) {
+    return a.plan.owner(static_cast<std::size_t>(a.part.job_step[d][i])) == me;
   };
-  std::vector<std::string> out(static_cast<std::size_t>(ranks));
-  for (std::uint64_t r = 0; r < ranks; ++r) {
+  for (std::uint64_t begin = 0; begin < longest || begin == 0; begin += window) {
+    const std::uint64_t end = std::min(longest, begin + window);
+    const auto lo = [&](std::uint64_t r) {
+      return begin +
+             static_cast<std::uint64_t>(static_cast<unsigned __int128>(end - begin) * r / ranks);
+    };
+    std::vector<ByteWriter> to(static_cast<std::size_t>(ranks));
+    for (const std::size_t d : compared) {
+      const std::vector<std::uint32_t>& index = a.part.job_index[d];
+      auto i = static_cast<std::size_t>(
+          std::lower_bound(index.begin(), index.end(), begin,
+                           [](std::uint32_t v, std::uint64_t t) { return v < t; }) -
+          index.begin());
+      for (; i < index.size() && index[i] < end; ++i) {
+        if (!owned(d, i)) continue;
+        // The range of index[i]: the last r with lo(r) <= index[i].
+        std::uint64_t r = (index[i] - begin) * ranks / std::max<std::uint64_t>(end - begin, 1);
+        while (r + 1 < ranks && lo(r + 1) <= index[i]) ++r;
+        while (r > 0 && lo(r) > index[i]) --r;
+        ByteWriter& w = to[static_cast<std::size_t>(r)];
+        w.put(static_cast<std::uint64_t>(d));
+        w.put(static_cast<std::uint64_t>(index[i]));
+        w.put(a.part.run.devices[d].jobs[i]);
+      }
+    }
+    std::vector<std::string> out(static_cast<std::size_t>(ranks));
+    for (std::size_t r = 0; r < out.size(); ++r) out[r] = to[r].take();
+    to.clear();
+    // This range's jobs of every compared device, in index order (a device
+    // ends where its jobs do).
+    const std::uint64_t first = lo(me), last = lo(me + 1);
+    std::map<std::size_t, std::vector<Job>> held;
+    std::map<std::size_t, std::uint64_t> got;
+    for (const std::size_t d : compared) {
+      held[d].resize(std::min(last, counts[d]) - std::min(first, counts[d]));
+    }
+    for (const std::string& message : exchange.all_to_all(std::move(out))) {
+      ByteReader r(message);
+      while (!r.done()) {
+        const auto d = static_cast<std::size_t>(r.get<std::uint64_t>());
+        const auto i = r.get<std::uint64_t>();
+        const Job job = r.get<Job>();
+        const auto it = held.find(d);
+        if (it == held.end() || i < first || i - first >= it->second.size()) {
+          throw WireError("a job of a device or index this range does not compare");
+        }
+        it->second[i - first] = job;
+        ++got[d];
+      }
+    }
+    for (const std::size_t d : compared) {
+      if (got[d] != held[d].size()) throw WireError("a compared job did not arrive");
+    }
     ByteWriter w;
-    std::uint64_t sent = 0;
-    for (std::size_t d = 0; d < run.devices.size(); ++d) sent += load.mine[d] && compared[d];
-    w.put(sent);
-    for (std::size_t d = 0; d < run.devices.size(); ++d) {
-      if (!load.mine[d] || !compared[d]) continue;
-      const JobVector& jobs = run.devices[d].jobs;
-      const std::uint64_t begin = std::min<std::uint64_t>(lo(r), jobs.size());
-      const std::uint64_t end = std::min<std::uint64_t>(lo(r + 1), jobs.size());
-      w.put(static_cast<std::uint64_t>(d));
-      w.list(std::span<const Job>(jobs.data() + begin, end - begin));
+    for (const auto& [x, y] : pairs) w.put(compare_job_range(held[x], held[y], first));
+    held.clear();
+    for (const std::string& message : exchange.all_gather(w.take())) {
+      ByteReader r(message);
+      for (const auto& pair : pairs) {
+        const auto part = r.get<JobPairEvidence>();
+        const auto [it, fresh] = merged->try_emplace(pair, part);
+        if (!fresh) merge_job_pair_evidence(it->second, part);
+      }
     }
-    out[r] = w.take();
-  }
-  std::map<std::size_t, std::vector<Job>> held;
-  for (const std::string& message : exchange.all_to_all(std::move(out))) {
-    ByteReader r(message);
-    for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
-      const auto d = r.get<std::uint64_t>();
-      if (d >= run.devices.size()) throw WireError("jobs of a device not in the run");
-      r.list(held[d]);
-    }
-  }
-  const std::uint64_t first = lo(static_cast<std::uint64_t>(exchange.rank()));
-  ByteWriter w;
-  for (const auto& [x, y] : pairs) {
-    w.put(compare_job_range(held[x], held[y], first));
-  }
-  held.clear();
-  for (const std::string& message : exchange.all_gather(w.take())) {
-    ByteReader r(message);
-    for (const auto& pair : pairs) {
-      const auto part = r.get<JobPairEvidence>();
-      const auto [it, fresh] = merged->try_emplace(pair, part);
-      if (!fresh) merge_job_pair_evidence(it->second, part);
-    }
+    if (longest == 0) break;
   }
   return evidence;
 }

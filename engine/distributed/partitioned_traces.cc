@@ -24,12 +24,11 @@ namespace pipescope::distributed {
 
 namespace {
 
-/// The devices of `local` this rank read (the only ones with jobs here), as
-/// analyze_partitioned tells them.
-std::vector<std::size_t> read_devices(const Run& local) {
+/// The devices this rank read, as analyze_partitioned tells them.
+std::vector<std::size_t> read_devices(const PartitionedAnalysis& a, int rank) {
   std::vector<std::size_t> out;
-  for (std::size_t d = 0; d < local.devices.size(); ++d) {
-    if (!local.devices[d].jobs.empty()) out.push_back(d);
+  for (std::size_t d = 0; d < a.read.reader.size(); ++d) {
+    if (a.read.mine(d, rank)) out.push_back(d);
   }
   return out;
 }
@@ -44,49 +43,18 @@ struct PartLanes {
   std::vector<int> count;
 };
 
-/// Each job's lane, computed where its device was read whole, sent where the
-/// job went: the lists device_part_indices gives on the final plan are the
-/// ones exchange_jobs sent, in the order the part holds them, so a lane
-/// needs no index beside it.
-PartLanes exchange_lanes(Exchange& exchange, const Run& local, const PartitionedAnalysis& a) {
-  const auto ranks = static_cast<std::size_t>(exchange.size());
-  const std::size_t devices = local.devices.size();
-  const std::vector<std::size_t> mine = read_devices(local);
-  const TypeKinds kinds(local.types);
+/// Each job's lane, computed where its device was read whole and sent with
+/// the job (PartitionedAnalysis::part_lanes, those not on lane 0).
+PartLanes part_job_lanes(const PartitionedAnalysis& a) {
   PartLanes out;
-  out.count.assign(devices, 1);
-  out.of_job.resize(devices);
-  std::vector<ByteWriter> w(ranks);
-  for (ByteWriter& to : w) to.put(static_cast<std::uint64_t>(mine.size()));
-  for (const std::size_t d : mine) {
-    const Device& device = local.devices[d];
-    const std::vector<int> lanes = trace_job_lanes(device.jobs, out.count[d]);
-    const std::vector<std::vector<std::size_t>> lists =
-        device_part_indices(device, a.local_job_step.at(d), kinds, a.plan);
-    for (std::size_t p = 0; p < ranks; ++p) {
-      w[p].put(static_cast<std::uint64_t>(d));
-      w[p].put(static_cast<std::uint64_t>(lists[p].size()));
-      for (const std::size_t i : lists[p]) w[p].put(static_cast<std::int32_t>(lanes[i]));
-    }
-  }
-  std::vector<std::string> messages(ranks);
-  for (std::size_t p = 0; p < ranks; ++p) messages[p] = w[p].take();
-  w.clear();
-  for (const std::string& message : exchange.all_to_all(std::move(messages))) {
-    ByteReader r(message);
-    for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
-      const auto d = r.get<std::uint64_t>();
-      const auto count = r.get<std::uint64_t>();
-      if (d >= devices || d >= a.part.run.devices.size()) {
-        throw WireError("lanes of a device not in the run");
-      }
-      if (count != a.part.run.devices[d].jobs.size()) {
-        throw WireError("lanes of jobs the part does not hold");
-      }
-      if (count > r.left() / sizeof(std::int32_t)) throw WireError("message ends early");
-      std::vector<int>& lanes = out.of_job[d];
-      lanes.reserve(count);
-      for (std::uint64_t i = 0; i < count; ++i) lanes.push_back(r.get<std::int32_t>());
+  out.count = a.read.lane_count;
+  out.of_job.resize(a.part.run.devices.size());
+  for (std::size_t d = 0; d < a.part.run.devices.size(); ++d) {
+    out.of_job[d].assign(a.part.run.devices[d].jobs.size(), 0);
+    if (d >= a.part_lanes.size()) continue;
+    for (const JobLane& lane : a.part_lanes[d]) {
+      if (lane.position >= out.of_job[d].size()) throw WireError("a lane of a job the part lacks");
+      out.of_job[d][lane.position] = lane.lane;
     }
   }
   return out;
@@ -112,11 +80,11 @@ void take_earliest(std::optional<std::int64_t>& into, const std::optional<std::i
 /// Every device's lane count into `counts`; returns the earliest of every
 /// range's selected jobs and of every rank's drawn log events: time zero,
 /// the same on every rank (a rank's events are enough for its own devices).
-std::optional<std::int64_t> gather_frame_facts(Exchange& exchange, const Run& local,
+std::optional<std::int64_t> gather_frame_facts(Exchange& exchange, const PartitionedAnalysis& a,
                                                std::vector<int>& counts,
                                                std::optional<std::int64_t> earliest_job,
                                                std::optional<std::int64_t> earliest_event) {
-  const std::vector<std::size_t> mine = read_devices(local);
+  const std::vector<std::size_t> mine = read_devices(a, exchange.rank());
   ByteWriter w;
   w.put(static_cast<std::uint64_t>(mine.size()));
   for (const std::size_t d : mine) {
@@ -286,7 +254,7 @@ class PartitionedFrame {
   PartitionedFrame(Exchange& exchange, const Run& local, const PartitionedAnalysis& analysis,
                    const TraceOptions& options)
       // 1. The lanes of the part's jobs.
-      : lanes_(exchange_lanes(exchange, local, analysis)),
+      : lanes_(part_job_lanes(analysis)),
         part_{analysis.part.run,
               analysis.part.job_step,
               &analysis.part.job_index,
@@ -302,8 +270,9 @@ class PartitionedFrame {
     for (const EventRef& ref : trace_log_events(local, analysis.metrics, options.steps)) {
       take_earliest(earliest_event, local.devices[ref.device].events[ref.event].time_ns);
     }
-    const std::optional<std::int64_t> earliest = gather_frame_facts(
-        exchange, local, lanes_.count, part_earliest_start(part_, options.steps), earliest_event);
+    const std::optional<std::int64_t> earliest =
+        gather_frame_facts(exchange, analysis, lanes_.count,
+                           part_earliest_start(part_, options.steps), earliest_event);
 
     // 3. The head's figures of every step, on rank 0.
     head_ = gather_head_steps(exchange, analysis, drawn);
@@ -407,7 +376,9 @@ std::uint64_t estimate_partitioned_trace_bytes(Exchange& exchange, const Run& lo
   // before this one place its pieces in the whole run's order. Every job of
   // a partitioned run has a step: there is no tail of jobs of no step.
   TraceBulkCounts counts = count_trace_bulk(frame, mine.part(), false);
-  for (const Device& device : local.devices) counts.run_jobs += device.jobs.size();
+  for (std::size_t d = 0; d < analysis.read.device_jobs.size(); ++d) {
+    if (analysis.read.mine(d, exchange.rank())) counts.run_jobs += analysis.read.device_jobs[d];
+  }
   ByteWriter w;
   put_counts(w, counts);
   TraceBulkCounts whole;

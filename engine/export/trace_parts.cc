@@ -20,12 +20,11 @@ TraceLanes trace_lanes(const Run& run) {
   return lanes;
 }
 
-std::vector<std::vector<int>> part_lanes(const TraceLanes& lanes,
-                                         const std::vector<std::vector<std::uint64_t>>& job_index) {
+std::vector<std::vector<int>> part_lanes(const TraceLanes& lanes, const JobIndices& job_index) {
   std::vector<std::vector<int>> out(job_index.size());
   for (std::size_t d = 0; d < job_index.size(); ++d) {
     out[d].reserve(job_index[d].size());
-    for (const std::uint64_t i : job_index[d]) out[d].push_back(lanes.of_job[d][i]);
+    for (const std::uint32_t i : job_index[d]) out[d].push_back(lanes.of_job[d][i]);
   }
   return out;
 }

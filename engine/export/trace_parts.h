@@ -55,8 +55,7 @@ TraceLanes trace_lanes(const Run& run);
 
 /// The lanes of a part's jobs, from the whole run's through `job_index`
 /// (PartJobs::job_index): what a part receives with its jobs.
-std::vector<std::vector<int>> part_lanes(const TraceLanes& lanes,
-                                         const std::vector<std::vector<std::uint64_t>>& job_index);
+std::vector<std::vector<int>> part_lanes(const TraceLanes& lanes, const JobIndices& job_index);
 
 /// What one step range's part of a trace is written from: what its owner
 /// holds after the exchange (step_partition.h, PartJobs), or the whole run.
@@ -69,7 +68,7 @@ struct TracePart {
   const std::vector<std::vector<std::int32_t>>& job_step;
   /// Each job's index in the whole run's device (PartJobs::job_index);
   /// null: `run` is the whole run.
-  const std::vector<std::vector<std::uint64_t>>* job_index = nullptr;
+  const JobIndices* job_index = nullptr;
   /// Each job's lane (TraceLanes::of_job, part_lanes).
   const std::vector<std::vector<int>>& lanes;
   /// It owns steps [first_step, last_step) of Metrics::steps.

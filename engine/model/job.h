@@ -30,6 +30,12 @@ struct Job {
 /// The jobs of one device (possibly hundreds of MB).
 using JobVector = std::vector<Job, LargePageAllocator<Job>>;
 
+/// Each job's index in the whole run's device, device by device: what a part
+/// of a partitioned run keeps beside the jobs it holds (step_partition.h
+/// PartJobs). 32 bits: a device of 4 billion jobs (160 GB of them) is
+/// refused where the parts are made.
+using JobIndices = std::vector<std::vector<std::uint32_t>>;
+
 /// Jobs on one device are analysed in start order; ties are broken by end time
 /// and then by input line so that every run orders them identically.
 inline bool job_start_order(const Job& a, const Job& b) {

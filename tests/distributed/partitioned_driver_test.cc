@@ -252,7 +252,11 @@ void check_ranks(const Run& run, int ranks, bool round_robin, const std::string&
       run_local_ranks<PartitionedAnalysis>(ranks, [&](Exchange& exchange) {
         Run local = testing::local_view(run, exchange.rank(), exchange.size(), round_robin,
                                         testing::RankEvents::own);
-        return analyze_partitioned(exchange, local, options);
+        PartitionedAnalysis mine = analyze_partitioned(exchange, local, options);
+        // Every job went to the parts: the reader keeps none (the bound on
+        // a rank's memory counts each job once).
+        for (const Device& device : local.devices) EXPECT_TRUE(device.jobs.empty());
+        return mine;
       });
   ASSERT_EQ(results.size(), static_cast<std::size_t>(ranks));
   const TypeKinds kinds(run.types);
@@ -260,6 +264,10 @@ void check_ranks(const Run& run, int ranks, bool round_robin, const std::string&
     const PartitionedAnalysis& mine = results[static_cast<std::size_t>(r)];
     const Metrics& m = mine.metrics;
     const std::string at = "rank " + std::to_string(r);
+    ASSERT_EQ(mine.read.device_jobs.size(), run.devices.size()) << at;
+    for (std::size_t d = 0; d < run.devices.size(); ++d) {
+      EXPECT_EQ(mine.read.device_jobs[d], run.devices[d].jobs.size()) << at << " device " << d;
+    }
     ASSERT_EQ(m.steps.size(), whole.steps.size()) << at;
     for (std::size_t k = 0; k < m.steps.size(); ++k) {
       const bool own = k >= mine.first && k < mine.last;

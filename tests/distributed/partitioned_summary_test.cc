@@ -191,6 +191,13 @@ TEST(PartitionedSummary, StageMapWarnings) {
   pairs.pipeline.stages = "tp=2";
   EXPECT_TRUE(has(check_run(simulated(1, 4), pairs, "tp=2 of stages"),
                   WarningCode::stage_map_contradicted));
+  // The comparisons in many passes of a few jobs each, merged in order.
+  ::setenv("PIPESCOPE_MPI_MESSAGE_BYTES", "200", 1);
+  EXPECT_TRUE(has(check_run(simulated(1, 4, 2), device, "peers, in passes of a few jobs"),
+                  WarningCode::stage_map));
+  EXPECT_TRUE(has(check_run(simulated(1, 4), pairs, "tp=2, in passes of a few jobs"),
+                  WarningCode::stage_map_contradicted));
+  ::unsetenv("PIPESCOPE_MPI_MESSAGE_BYTES");
 }
 
 // Log events, found by the shipped library in a simulated folder's logs:
