@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# Scaling of `analyze --mpi` over 1, 2 and 4 MPI ranks on this machine, on the
-# simulated logs of bench/throughput.sh (same generator and folders), from page
-# cache, median of REPS runs; then an estimate for a 1 TB, 1024-rank run from
-# the measured per-rank throughput and record sizes.
+# Scaling of `analyze --mpi` (the analysis partitioned by step ranges) over 1,
+# 2 and 4 MPI ranks on this machine, on the simulated logs of
+# bench/throughput.sh (same generator and folders), from page cache, median of
+# REPS runs; every rank's peak anonymous memory against the bound; then a model
+# of a 1 TB, 1024-rank run from the measured per-rank rates, memory per job and
+# summary size.
 #
 #   bash bench/mpi_scaling.sh [SIZE] [REPS]      e.g. bash bench/mpi_scaling.sh 1G 3
 #
 # Environment: PIPESCOPE (binary, default build/cli/pipescope, built with MPI),
 # RANKS (default "1 2 4"; each rank gets cores/ranks scan threads), STAGES
 # (files in the generated folder, default 8), SHAPE (sparse: 1 job line in 50, the default; dense:
-# job lines only), BENCH_DIR (default /tmp/pipescope-bench),
-# LINK_GBPS (rank 0's network bandwidth in the estimate, default 12.5 GB/s =
-# 100 Gb/s InfiniBand/Ethernet).
+# job lines only), BENCH_DIR (default /tmp/pipescope-bench), ANALYSIS_SIZE (the
+# .ivl run that measures the analysis per job, default 256M). The model's
+# assumptions: LINK_GBPS (a node's network bandwidth, default 12.5 GB/s = 100
+# Gb/s), ALLTOALL_MS (one all-to-all over 1024 ranks, default 2 ms), DISK_GBPS
+# (rank 0's write of summary.json, default 1 GB/s).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -116,10 +120,12 @@ printf '%-26s %6s %9.3f %8.2f %8s %12.2f\n' "analyze --mpi -j 1" 1 "$t" \
   "$(calc "$bytes / $t / 1000000000")" - "$(calc "$bytes / $t / 1000000000")"
 per_core=$(calc "$bytes / $t")
 
-# Records: jobs found per input byte (from the summary above). Rank 0's
-# analysis cost per job: a dense run given as .ivl records (no text to scan),
-# a large one minus a small one so that the start-up cost drops out.
+# Records: jobs found per input byte (from the summary above). The analysis's
+# cost per job, a dense run given as .ivl records (no text to scan), a large
+# one minus a small one so that the start-up cost drops out: in one process,
+# and partitioned on one rank (every job through the exchange to its part).
 jobs=$(python3 -c 'import json,sys; print(sum(d["jobs"] for d in json.load(open(sys.argv[1]))["devices"]))' "$out/summary.json")
+summary_bytes=$(wc -c < "$out/summary.json")
 for kind in small large; do
   d=$work/analysis-$kind
   if [ ! -d "$d/ivl" ]; then
@@ -129,30 +135,57 @@ for kind in small large; do
       --ivl "$d/ivl" "${extra[@]}" > /dev/null
   fi
   t=$(timed "$cli" analyze "$d/ivl" -o "$out" --no-trace -q)
+  tp=$(timed "${launch[@]}" -np 1 "$cli" analyze --mpi "$d/ivl" -o "$out" --no-trace -q -j 1)
   n=$(python3 -c 'import json,sys; print(sum(d["jobs"] for d in json.load(open(sys.argv[1]))["devices"]))' "$out/summary.json")
-  eval "t_$kind=$t n_$kind=$n"
+  eval "t_$kind=$t tp_$kind=$tp n_$kind=$n"
 done
 t_ivl=$(calc "($t_large - $t_small) / ($n_large - $n_small) * $jobs")
+t_part=$(calc "($tp_large - $tp_small) / ($n_large - $n_small) * $jobs")
+# The largest rank's peak per job of its share, at the most ranks measured.
+mem_per_job=$(calc "($largest * 1024 - 64 * 1048576) / ($run_jobs / $np)")
 
 echo
-python3 - "$bytes" "$jobs" "$per_core" "$t_ivl" "$link_gbps" "$cores" <<'EOF'
+python3 - "$bytes" "$jobs" "$per_core" "$t_ivl" "$t_part" "$link_gbps" "$cores" \
+  "$summary_bytes" "$mem_per_job" "${ALLTOALL_MS:-2}" "${DISK_GBPS:-1}" <<'EOF2'
 import sys
-bytes_, jobs, per_core, t_ivl, link_gbps, cores = map(float, sys.argv[1:])
-tb, ranks = 1e12, 1024
+(bytes_, jobs, per_core, t_ivl, t_part, link_gbps, cores, summary_bytes, mem_per_job,
+ alltoall_ms, disk_gbps) = map(float, sys.argv[1:])
+tb, ranks, per_node = 1e12, 1024, 16
+nodes = ranks / per_node
 per_rank = tb / ranks
 jobs_tb = jobs / bytes_ * tb
-wire = jobs_tb * 40            # Job records sent to rank 0 (40 B each)
-ivl = jobs_tb * 32             # the same records as .ivl files
-analyse = t_ivl / jobs * jobs_tb
+jobs_rank = jobs_tb / ranks
+held = 48                                  # bytes of a job as it travels (job, index, step)
 print(f"measured: {jobs:.0f} jobs in {bytes_/1e9:.2f} GB = one job per {bytes_/jobs:.0f} input bytes; "
-      f"{per_core/1e9:.2f} GB/s per rank with one scan thread; rank 0 analyses "
-      f"{jobs/t_ivl/1e6:.2f} M jobs/s (analyze of .ivl records, start-up cost left out)")
-print(f"estimate, 1 TB over {ranks} ranks (one core each; {per_rank/1e9:.2f} GB per rank):")
-print(f"  scan          {per_rank/per_core:8.1f} s   (each rank at {per_core/1e9:.2f} GB/s, in parallel)")
-print(f"  records       {jobs_tb/1e6:8.1f} M jobs: {wire/1e9:.2f} GB to rank 0 "
-      f"({ivl/1e9:.2f} GB as .ivl), {wire/tb*100:.3f}% of the input")
-print(f"  gather        {wire/(link_gbps*1e9):8.1f} s   at {link_gbps:g} GB/s into rank 0 "
-      f"(overlaps the scan: ranks send as they finish)")
-print(f"  analysis      {analyse:8.1f} s   on rank 0 (single node), memory about {wire/1e9:.1f} GB of jobs")
-print(f"  total         {per_rank/per_core + wire/(link_gbps*1e9) + analyse:8.1f} s   (scan + gather + analysis, no overlap)")
-EOF
+      f"{per_core/1e9:.2f} GB/s per rank with one scan thread; the analysis of .ivl records "
+      f"(start-up cost left out) {jobs/t_ivl/1e6:.2f} M jobs/s in one process, "
+      f"{jobs/t_part/1e6:.2f} M jobs/s partitioned on one rank; the largest rank's peak "
+      f"{mem_per_job:.1f} B per job of its share over 64 MiB; summary.json "
+      f"{summary_bytes/jobs:.1f} B per job")
+print(f"estimate, 1 TB over {ranks} ranks ({nodes:.0f} nodes of {per_node} cores, one rank a core; "
+      f"{per_rank/1e9:.2f} GB and {jobs_rank/1e6:.2f} M jobs per rank):")
+scan = per_rank / per_core
+wire = per_node * jobs_rank * held * (ranks - 1) / ranks
+exchange = wire / (link_gbps * 1e9)
+rounds = jobs_rank * held / (4 << 20)
+analysis = t_part / jobs * jobs_rank
+summary = summary_bytes / jobs * jobs_tb
+pieces = summary / (4 << 20)               # the step lists' pieces, about 4 MiB of text each
+collectives = (rounds + pieces) * alltoall_ms / 1000
+write = summary / (disk_gbps * 1e9)
+print(f"  scan          {scan:8.1f} s   (each rank at {per_core/1e9:.2f} GB/s, in parallel)")
+print(f"  exchange      {exchange:8.1f} s   each job once: {wire/1e9:.2f} GB out of each node at "
+      f"{link_gbps:g} GB/s ({rounds:.0f} rounds of 4 MiB a rank)")
+print(f"  analysis      {analysis:8.1f} s   each rank its {jobs_rank/1e6:.2f} M jobs at the one-rank "
+      f"rate (the exchange to itself included)")
+print(f"  collectives   {collectives:8.1f} s   {rounds + pieces:.0f} all-to-alls (job rounds and "
+      f"summary pieces) at {alltoall_ms:g} ms each over {ranks} ranks, plus ~100 small gathers")
+print(f"  summary.json  {write:8.1f} s   {summary/1e9:.1f} GB written by rank 0 at {disk_gbps:g} GB/s "
+      f"(its step lists hold a row per step)")
+print(f"  total         {scan + exchange + analysis + collectives + write:8.1f} s   (no overlap)")
+print(f"  memory        {(64 * 2**20 + mem_per_job * jobs_rank)/2**20:8.0f} MiB per rank "
+      f"(64 MiB + {mem_per_job:.1f} B x {jobs_rank/1e6:.2f} M jobs; the bound: "
+      f"{(64 * 2**20 + 60 * jobs_rank)/2**20:.0f} MiB)")
+print(f"  the gather to one node instead: {jobs_tb*40/1e9:.0f} GB of jobs on rank 0 and "
+      f"{t_ivl/jobs*jobs_tb:.0f} s of single-node analysis")
+EOF2

@@ -197,6 +197,35 @@ std::vector<Dependency> Dependencies::to_vector() const {
   return out;
 }
 
+Dependencies Dependencies::consumers_in(
+    std::span<const std::pair<std::size_t, std::size_t>> jobs) const {
+  Dependencies out;
+  out.consumers_.resize(std::min(consumers_.size(), jobs.size()));
+  for (std::size_t d = 0; d < out.consumers_.size(); ++d) {
+    const Consumer& from = consumers_[d];
+    Consumer& to = out.consumers_[d];
+    const std::size_t last = std::min(jobs[d].second, from.jobs());
+    const std::size_t first = std::min(jobs[d].first, last);
+    std::size_t count = 0;
+    for (std::size_t j = first; j < last; ++j) count += from.has(j) ? 1 : 0;
+    if (count == 0) continue;
+    out.size_ += count;
+    if (!from.wide.empty()) {
+      to.wide.assign(last, {kNoDevice, 0});
+      std::copy(from.wide.begin() + static_cast<std::ptrdiff_t>(first),
+                from.wide.begin() + static_cast<std::ptrdiff_t>(last),
+                to.wide.begin() + static_cast<std::ptrdiff_t>(first));
+    } else {
+      to.producers = from.producers;
+      to.packed.assign(last, kNone);
+      std::copy(from.packed.begin() + static_cast<std::ptrdiff_t>(first),
+                from.packed.begin() + static_cast<std::ptrdiff_t>(last),
+                to.packed.begin() + static_cast<std::ptrdiff_t>(first));
+    }
+  }
+  return out;
+}
+
 Dependency Dependencies::const_iterator::operator*() const {
   return {owner_->consumers_[device_].producer(job_),
           {static_cast<std::uint32_t>(device_), static_cast<std::uint32_t>(job_)}};

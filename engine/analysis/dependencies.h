@@ -30,6 +30,8 @@
 #include <cstdint>
 #include <iterator>
 #include <optional>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "analysis/job_role.h"
@@ -98,6 +100,12 @@ class Dependencies {
 
   /// Every dependency as a list of pairs, in iteration order.
   std::vector<Dependency> to_vector() const;
+
+  /// Those whose consumer is among jobs [jobs[d].first, jobs[d].second) of
+  /// its device d (a device past the span keeps none), in the same compact
+  /// form: what a part of a partitioned run keeps of the dependencies it
+  /// found (those of its own steps).
+  Dependencies consumers_in(std::span<const std::pair<std::size_t, std::size_t>> jobs) const;
 
   /// Sets consumer device `device`'s dependencies: match[j] is job j's
   /// producer, or a JobRef whose device is kNoDevice. Devices are set in

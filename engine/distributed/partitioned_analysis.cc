@@ -1,6 +1,7 @@
 #include "distributed/partitioned_analysis.h"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -130,6 +131,12 @@ struct OutBlock {
   std::vector<std::uint32_t> positions;
 };
 
+/// Where a destination's blocks stand: the next block and position to send.
+struct RoundCursor {
+  std::size_t block = 0;
+  std::size_t position = 0;
+};
+
 /// What send_in_rounds sends and how it is read.
 struct Rounds {
   /// blocks[p]: destination p's blocks, in the order they go.
@@ -145,6 +152,9 @@ struct Rounds {
   std::function<void(std::size_t p, std::size_t k)> sent;
   /// Reads `count` HeldJobs of `device` and what `tail` wrote after them.
   std::function<void(std::size_t device, std::uint64_t count, ByteReader&)> receive;
+  /// Called after each round's sends are built (optional), with every
+  /// destination's cursor: what has gone so far.
+  std::function<void(const std::vector<RoundCursor>&)> progress;
 };
 
 /// Sends every destination's blocks in rounds of at most round_budget bytes
@@ -155,18 +165,14 @@ void send_in_rounds(Exchange& exchange, Rounds& rounds) {
   rounds.blocks.resize(ranks);
   const std::size_t budget = round_budget(ranks);
   const std::size_t per_job = sizeof(HeldJob) + rounds.tail_bytes_per_job;
-  struct Cursor {
-    std::size_t block = 0;
-    std::size_t position = 0;
-  };
-  std::vector<Cursor> cursor(ranks);
+  std::vector<RoundCursor> cursor(ranks);
   for (bool more = true; more;) {
     std::vector<std::string> out(ranks);
     bool mine_left = false;
     for (std::size_t p = 0; p < ranks; ++p) {
       ByteWriter w;
       w.put(std::uint8_t{0});  // whether the sender has jobs left after this round
-      Cursor& c = cursor[p];
+      RoundCursor& c = cursor[p];
       std::vector<OutBlock>& blocks = rounds.blocks[p];
       while (c.block < blocks.size() && w.size() + per_job + 32 <= budget) {
         OutBlock& block = blocks[c.block];
@@ -190,6 +196,7 @@ void send_in_rounds(Exchange& exchange, Rounds& rounds) {
       mine_left = mine_left || c.block < blocks.size();
       out[p] = w.take();
     }
+    if (rounds.progress) rounds.progress(cursor);
     // Every rank tells every rank whether it has jobs left for anyone, so
     // that all of them agree on whether another round comes.
     for (std::string& message : out) message[0] = static_cast<char>(mine_left);
@@ -208,6 +215,16 @@ void send_in_rounds(Exchange& exchange, Rounds& rounds) {
       std::string().swap(message);  // its bytes are where they belong now
     }
   }
+}
+
+/// Gives the whole 2 MiB pages within the first `bytes` of `data` back to
+/// the system (their contents are not read again: the memory stays the
+/// owner's to free). 2 MiB: a transparent huge page is given back whole.
+void release_pages(void* data, std::size_t bytes) {
+  constexpr std::uintptr_t kPage = std::uintptr_t{2} << 20;
+  const auto begin = (reinterpret_cast<std::uintptr_t>(data) + kPage - 1) / kPage * kPage;
+  const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) / kPage * kPage;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 /// Every device's reader and job count, on every rank.
@@ -347,6 +364,28 @@ PartJobs exchange_jobs(Exchange& exchange, Run& local,
     JobVector().swap(local.devices[d].jobs);
     std::vector<std::int32_t>().swap(job_step[d]);
     std::vector<JobLane>().swap(lanes[d]);
+  };
+  // A device's jobs below every destination's next one have gone: their
+  // pages go back to the system as the rounds move on (so a rank holds
+  // about one copy of its jobs, part or read, while they travel).
+  std::vector<std::size_t> released(mine.size(), 0);
+  rounds.progress = [&](const std::vector<RoundCursor>& cursor) {
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      if (waiting[k] == 0) continue;  // freed whole
+      std::size_t safe = std::numeric_limits<std::size_t>::max();
+      for (std::size_t p = 0; p < ranks; ++p) {
+        if (cursor[p].block > k) continue;
+        const std::vector<std::uint32_t>& list = rounds.blocks[p][k].positions;
+        const std::size_t at = cursor[p].block == k ? cursor[p].position : 0;
+        if (at < list.size()) safe = std::min<std::size_t>(safe, list[at]);
+      }
+      const std::size_t d = mine[k];
+      safe = std::min(safe, local.devices[d].jobs.size());
+      if (safe <= released[k]) continue;
+      release_pages(local.devices[d].jobs.data(), safe * sizeof(Job));
+      release_pages(job_step[d].data(), safe * sizeof(std::int32_t));
+      released[k] = safe;
+    }
   };
   rounds.receive = [&](std::size_t d, std::uint64_t count, ByteReader& r) {
     if (d >= part.run.devices.size()) throw WireError("jobs of a device not in the run");
@@ -793,16 +832,32 @@ void partitioned_metrics(
 }
 
 /// Of the dependencies found among the part's jobs (`found`), those whose
-/// consumer is in this rank's steps, in its part's job indices.
+/// consumer is in this rank's steps, in its part's job indices: on each
+/// device the jobs of a range of steps, kept in found's compact form.
 Dependencies own_dependencies(const PartitionedAnalysis& out, const Dependencies& found) {
   const PartJobs& part = out.part;
-  std::vector<Dependency> own;
-  for (const Dependency& dep : found) {
-    const auto step =
-        static_cast<std::size_t>(part.job_step[dep.consumer.device][dep.consumer.job]);
-    if (step >= out.first && step < out.last) own.push_back(dep);
+  std::vector<std::pair<std::size_t, std::size_t>> jobs(part.job_step.size());
+  for (std::size_t d = 0; d < jobs.size(); ++d) {
+    const std::vector<std::int32_t>& steps = part.job_step[d];
+    if (!std::is_sorted(steps.begin(), steps.end())) {
+      // Not a device's steps in job order: the dependencies one by one.
+      std::vector<Dependency> own;
+      for (const Dependency& dep : found) {
+        const auto step =
+            static_cast<std::size_t>(part.job_step[dep.consumer.device][dep.consumer.job]);
+        if (step >= out.first && step < out.last) own.push_back(dep);
+      }
+      return Dependencies(own);
+    }
+    const auto at = [&](std::size_t k) {
+      return static_cast<std::size_t>(
+          std::lower_bound(steps.begin(), steps.end(), static_cast<std::int64_t>(k),
+                           [](std::int32_t s, std::int64_t v) { return s < v; }) -
+          steps.begin());
+    };
+    jobs[d] = {at(out.first), at(out.last)};
   }
-  return Dependencies(own);
+  return found.consumers_in(jobs);
 }
 
 /// The part's job steps in `metrics.job_step` for the length of a call that
@@ -1237,7 +1292,6 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
   }
   add_clock_pieces(local.clock_steps, gather_machine_firsts(exchange, out.part), out.clock);
   out.dependencies = std::move(deps);
-
   // Bubbles: this rank's windows, the run's sums and longest.
   out.bubbles =
       gather_bubbles(exchange,
@@ -1245,16 +1299,13 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
                          out.part.run.devices, &out.part.job_index, local.types,
                          out.plan.windows(out.metrics.steps, rank), out.first, options.top_bubbles),
                      options.top_bubbles);
-
   // Each replica's figures; the run's bottleneck is then the slowest one's.
   out.replicas = partitioned_replicas(exchange, local, out);
-
   // The stage statistics, selected across the ranges.
   out.bottleneck = gather_bottleneck(
       exchange,
       stage_durations(out.part.run, out.part.job_step, out.first, out.last, out.stages, out.roles),
       out.stages, m.steps.size());
-
   // The bubble split: the run's op costs, then each range's rows.
   {
     const PartSteps steps(out);
@@ -1265,7 +1316,6 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
     out.split = gather_split(exchange, evidence, rows, out.stages, local.devices.size());
     out.split_inherent = std::move(rows.inherent);
   }
-
   // Critical paths of this range's steps; the longest complete step's, with
   // its jobs, on every rank.
   {
@@ -1282,7 +1332,6 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
   // The data-quality warnings: evidence of every range, fences once,
   // findings of every range, combined.
   out.warnings = gather_quality(exchange, out);
-
   // The run's bottleneck is the one of the replica that bounds its step.
   if (out.replicas.slowest >= 0) {
     out.bottleneck =

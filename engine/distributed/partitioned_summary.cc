@@ -273,6 +273,29 @@ StageJobEvidence stage_evidence(Exchange& exchange, const LocalLoad& load,
   return evidence;
 }
 
+/// A piece of a step list: steps [first, last) of one owner's range.
+struct RowPiece {
+  std::size_t owner = 0;
+  std::size_t first = 0;
+  std::size_t last = 0;
+};
+
+/// The ranges' steps in pieces of about job_round_bytes of text each (a row
+/// holds a figure per device), in step order; at least one piece. What a
+/// rank renders, and rank 0 holds, at once is one piece.
+std::vector<RowPiece> row_pieces(const StepPartition& plan, std::size_t devices) {
+  const std::size_t rows =
+      std::clamp<std::size_t>(job_round_bytes() / (128 + 128 * devices), 1, 65536);
+  std::vector<RowPiece> pieces;
+  for (std::size_t r = 0; r + 1 < plan.bounds.size(); ++r) {
+    for (std::size_t k = plan.bounds[r]; k < plan.bounds[r + 1]; k += rows) {
+      pieces.push_back({r, k, std::min(k + rows, plan.bounds[r + 1])});
+    }
+  }
+  if (pieces.empty()) pieces.push_back({0, 0, 0});
+  return pieces;
+}
+
 /// The step lists every rank writes pieces of: the pipeline sections are
 /// always set, the events section when events were looked for or off (as
 /// events_figures gives it).
@@ -349,7 +372,8 @@ WholeRunFigures write_partitioned_summary(Exchange& exchange, const LocalLoad& l
     whole.traces = traces;
   }
 
-  // This rank's rows of every list; rendered when their turn comes.
+  // This rank's rows of every list, made and rendered a piece at a time
+  // when its turn comes.
   StepRowInputs in;
   in.first = analysis.first;
   in.last = analysis.last;
@@ -359,7 +383,6 @@ WholeRunFigures write_partitioned_summary(Exchange& exchange, const LocalLoad& l
   in.split_known = analysis.split.known;
   in.inherent = analysis.split_inherent;
   in.paths = analysis.paths.paths;
-  const SummaryStepRows rows = step_rows(in);
   // The events' rows of every step, on rank 0 (placed from the windows and
   // every device's events, which every rank has).
   SummaryStepRows event_rows;
@@ -371,25 +394,31 @@ WholeRunFigures write_partitioned_summary(Exchange& exchange, const LocalLoad& l
   }
 
   const std::vector<StepList> lists = lists_of(run);
-  const auto parts = static_cast<std::size_t>(exchange.size());
-  // One collective per (list, rank) but rank 0's own, in the writer's order.
-  const auto piece = [&](StepList which, std::size_t part) {
+  const std::vector<RowPiece> pieces = row_pieces(analysis.plan, run.devices.size());
+  const auto me = static_cast<std::size_t>(exchange.rank());
+  const auto render = [&](StepList which, const RowPiece& p) {
+    const StepRowInputs range = step_row_inputs_of(in, p.first, p.last);
+    return render_step_rows(step_rows(range), which);
+  };
+  // One collective per (list, piece) but rank 0's own, in the writer's order.
+  const auto piece = [&](StepList which, std::size_t index) {
     if (is_event_list(which)) {
-      return root && part == 0 ? render_step_rows(event_rows, which) : std::string();
+      return root && index == 0 ? render_step_rows(event_rows, which) : std::string();
     }
-    if (part == 0) return root ? render_step_rows(rows, which) : std::string();
-    std::vector<std::string> out(parts);
-    if (static_cast<std::size_t>(exchange.rank()) == part) out[0] = render_step_rows(rows, which);
+    const RowPiece& p = pieces[index];
+    if (p.owner == 0) return root ? render(which, p) : std::string();
+    std::vector<std::string> out(static_cast<std::size_t>(exchange.size()));
+    if (me == p.owner) out[0] = render(which, p);
     std::vector<std::string> got = exchange.all_to_all(std::move(out));
-    return root ? std::move(got[part]) : std::string();
+    return root ? std::move(got[p.owner]) : std::string();
   };
   if (root) {
     if (step_lists(whole) != lists) throw std::logic_error("summary.json: step lists differ");
-    write_summary_json(whole, parts, piece, path);
+    write_summary_json(whole, pieces.size(), piece, path);
     return out;
   }
   for (const StepList which : lists) {
-    for (std::size_t part = 0; part < parts; ++part) piece(which, part);
+    for (std::size_t index = 0; index < pieces.size(); ++index) piece(which, index);
   }
   return out;
 }

@@ -171,6 +171,44 @@ SummaryStepRows step_rows(const StepRowInputs& in) {
   return rows;
 }
 
+namespace {
+
+/// Entries [first, last) of a span indexed [k - from].
+template <typename T>
+std::span<const T> sub(std::span<const T> per_step, std::size_t from, std::size_t first,
+                       std::size_t last) {
+  const std::size_t begin = std::min(first - std::min(first, from), per_step.size());
+  const std::size_t end = std::clamp(last - std::min(last, from), begin, per_step.size());
+  return per_step.subspan(begin, end - begin);
+}
+
+/// The entries of a by-step list whose step is in [first, last).
+template <typename T>
+std::span<const T> of_steps(std::span<const T> list, std::size_t first, std::size_t last) {
+  const auto by_step = [](const T& item, std::size_t k) { return item.step < k; };
+  const auto begin = std::lower_bound(list.begin(), list.end(), first, by_step);
+  const auto end = std::lower_bound(begin, list.end(), last, by_step);
+  return list.subspan(static_cast<std::size_t>(begin - list.begin()),
+                      static_cast<std::size_t>(end - begin));
+}
+
+}  // namespace
+
+StepRowInputs step_row_inputs_of(const StepRowInputs& in, std::size_t first, std::size_t last) {
+  StepRowInputs out = in;
+  first = std::clamp(first, in.first, in.last);
+  last = std::clamp(last, first, in.last);
+  out.first = first;
+  out.last = last;
+  out.bubbles = sub(in.bubbles, in.first, first, last);
+  out.inherent = sub(in.inherent, in.first, first, last);
+  out.paths = of_steps(in.paths, first, last);
+  out.events_before = sub(in.events_before, in.first, first, last);
+  out.events_in = sub(in.events_in, in.first, first, last);
+  out.outliers = of_steps(in.outliers, first, last);
+  return out;
+}
+
 StepRowInputs whole_run_step_inputs(const Run& run, const Metrics& metrics,
                                     const PipelineAnalysis* pipeline, const StepEvents* events,
                                     std::size_t first, std::size_t last) {

@@ -91,6 +91,11 @@ struct StepRowInputs {
 /// Every list's rows of the range: the functions below.
 SummaryStepRows step_rows(const StepRowInputs& in);
 
+/// The inputs of steps [first, last), a range within `in`'s: its spans
+/// sliced (those indexed [k - in.first], and the paths and outliers by their
+/// step), so that the range's rows can be made and rendered a piece at a time.
+StepRowInputs step_row_inputs_of(const StepRowInputs& in, std::size_t first, std::size_t last);
+
 /// The same from a whole run's results, for steps [first, last): the inputs
 /// each range would hold, sliced from `pipeline` (null: no pipeline rows)
 /// and `events` (null: no event rows; place_step_events of `run`).

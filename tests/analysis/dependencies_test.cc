@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -380,6 +381,41 @@ TEST(Dependencies, DevicesThatDoNotPackKeepPairs) {
   EXPECT_EQ(back[16].consumer, (JobRef{20, 0}));
   EXPECT_EQ(back[17].consumer, (JobRef{21, 3}));
   EXPECT_EQ(back[17].producer, (JobRef{1, (std::uint32_t{1} << 28) - 1}));
+}
+
+// A part's own consumers: ranges of jobs per device, packed and wide
+// devices alike; the same as filtering the pairs one by one.
+TEST(Dependencies, ConsumersInRangesOfJobs) {
+  std::vector<Dependency> list;
+  for (std::uint32_t j = 0; j < 12; ++j) list.push_back({{0, j}, {1, j}});       // packed
+  for (std::uint32_t p = 0; p < 16; ++p) list.push_back({{p + 2, p}, {18, p}});  // wide
+  list.push_back({{1, 3}, {19, 7}});
+  const Dependencies deps(list);
+  const std::vector<std::pair<std::size_t, std::size_t>> ranges = {
+      {0, 0}, {3, 9}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0},
+      {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, {5, 40}};
+  const Dependencies kept = deps.consumers_in(ranges);
+  std::vector<Dependency> expected;
+  for (const Dependency& dep : list) {
+    const std::size_t d = dep.consumer.device, j = dep.consumer.job;
+    if (d < ranges.size() && j >= ranges[d].first && j < ranges[d].second) {
+      expected.push_back(dep);
+    }
+  }
+  const std::vector<Dependency> got = kept.to_vector();
+  ASSERT_EQ(got.size(), expected.size());
+  EXPECT_EQ(kept.size(), expected.size());
+  std::sort(expected.begin(), expected.end(), [](const Dependency& a, const Dependency& b) {
+    return std::pair(a.consumer.device, a.consumer.job) <
+           std::pair(b.consumer.device, b.consumer.job);
+  });
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].consumer, expected[i].consumer) << i;
+    EXPECT_EQ(got[i].producer, expected[i].producer) << i;
+  }
+  EXPECT_FALSE(kept.producer_of({1, 2}));  // before the range
+  EXPECT_EQ(kept.producer_of({1, 8}), (JobRef{0, 8}));
+  EXPECT_FALSE(kept.producer_of({19, 7}));  // a device past the ranges keeps none
 }
 
 }  // namespace

@@ -180,6 +180,12 @@ TEST(PartitionedSummary, SimulatedRuns) {
   EXPECT_FALSE(has(two, WarningCode::dependency_violations));
 }
 
+TEST(PartitionedSummary, StepListsInPiecesOfAStep) {
+  ::setenv("PIPESCOPE_MPI_MESSAGE_BYTES", "200", 1);
+  check_run(simulated(1, 7), LoadOptions(), "one machine, pieces of a step");
+  ::unsetenv("PIPESCOPE_MPI_MESSAGE_BYTES");
+}
+
 TEST(PartitionedSummary, StageMapWarnings) {
   // Tensor-parallel peers analysed one stage per device: the guess groups them.
   LoadOptions device;
@@ -191,7 +197,8 @@ TEST(PartitionedSummary, StageMapWarnings) {
   pairs.pipeline.stages = "tp=2";
   EXPECT_TRUE(has(check_run(simulated(1, 4), pairs, "tp=2 of stages"),
                   WarningCode::stage_map_contradicted));
-  // The comparisons in many passes of a few jobs each, merged in order.
+  // The comparisons in many passes of a few jobs each, merged in order (and
+  // the step lists in pieces of a step each).
   ::setenv("PIPESCOPE_MPI_MESSAGE_BYTES", "200", 1);
   EXPECT_TRUE(has(check_run(simulated(1, 4, 2), device, "peers, in passes of a few jobs"),
                   WarningCode::stage_map));
