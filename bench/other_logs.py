@@ -43,8 +43,9 @@ search for `Profiler Info: Job` busy. No noise line contains `Profiler Info: Job
 only other lines with `Profiler Info` are the cuda-events lines, one per rank and step
 (`rg -c 'Profiler Info'` counts them too: expected.json gives both counts).
 `--shape dense`: the job lines and the cuda-events lines only, after a short start-up
-banner. Both shapes open with the banner, which holds `Schedule Profiler start at step
-FIRST_STEP`.
+banner. Both shapes open with the banner (flags, NCCL's init, `Schedule Profiler start
+at step FIRST_STEP`); lines a run prints once, such as NCCL's `Init COMPLETE` (a log
+event), are in the banner only, so the noise of the steps matches no log event.
 
 Size: steps are added until the folder holds at least `--target-bytes` (K/M/G/T,
 powers of 1024, as numfmt --from=iec), or exactly `--steps`. Every step is whole, so
@@ -415,9 +416,6 @@ def noise_pool(rng, rank, stage, replica, stages, replicas, tid, size=1 << 13):
         (3, lambda: (PLAIN, "", host + "Channel %02d/1 : %d[%d] -> %d[%d] via P2P/IPC/read\n"
                      % (rng.randrange(0, 4), stage, gpu, peer_next, (gpu + 1) % 8))),
         (2, lambda: (PLAIN, "", host + "P2P Chunksize set to %d\n" % rng.choice((131072, 524288)))),
-        (2, lambda: (PLAIN, "", host + "comm 0x%x rank %d nranks %d cudaDev %d nvmlDev %d busId %x commId 0x%x - Init COMPLETE\n"
-                     % (rng.getrandbits(44), rng.randrange(0, 2), 2, gpu, gpu, rng.randrange(0x10000, 0xf0000),
-                        rng.getrandbits(64)))),
         (3, lambda: (PLAIN, "", "/usr/local/lib/python3.10/dist-packages/%s:%d: UserWarning: Pipeline P2P Partial "
                      "Send/Recv Padding is Disabled; Peer Payload Passed as a Plain Tensor (P%d -> P%d).\n  warnings.warn(\n"
                      % (rng.choice(PY_PATHS), rng.randrange(100, 2000), stage, peer_next))),
@@ -447,6 +445,7 @@ def banner(rank, stage, replica, stages, replicas, micro_batches, tid, first_ste
     sec, sub = divmod(t_ns, 1_000_000_000)
     py = "[%s,%03d]" % (clock.py(sec), sub // 1_000_000)
     g = "%s.%06d %d" % (clock.glog(sec), sub // 1000, tid)
+    nccl = "pp-node0:%d:%d [%d] NCCL INFO " % (tid, tid + 173 + rank % 8, rank % 8)
     return "".join((
         "LAUNCH INFO %s Run Pod: pp%dxdp%d, Job: pretrain, Rank %d\n" % (py[1:-1], stages, replicas, rank),
         "======================= Modified FLAGS detected =======================\n",
@@ -458,6 +457,11 @@ def banner(rank, stage, replica, stages, replicas, micro_batches, tid, first_ste
         "%s [    INFO] - Pipeline parallel degree = %d, data parallel degree = %d, stage P%d of replica %d\n"
         % (py, stages, replicas, stage, replica),
         "%s [    INFO] - Gradient Accumulation steps = %d\n" % (py, micro_batches),
+        "%sBootstrap : Using eth0:10.10.0.1<0>\n" % nccl,
+        "%scudaDriverVersion 12040\n" % nccl,
+        "%scomm 0x%x rank %d nranks %d cudaDev %d nvmlDev %d busId %x commId 0x%x - Init COMPLETE\n"
+        % (nccl, 0x55d0c8f00000 + rank * 0x1000, rank, stages * replicas, rank % 8, rank % 8, 0x18000 + rank * 0x10000,
+           0x9e3779b97f4a7c15 ^ rank),
         "I%s interpreter_util.cc:651] Standalone Executor is Used.\n" % g,
         "%s [    INFO] - Schedule Profiler start at step %d\n" % (py, first_step),
     ))
@@ -612,8 +616,10 @@ def main(argv=None):
                               tid) if noise else None
             writers[rank] = RankWriter(out / f"workerlog.{rank}", tid, pool,
                                        random.Random(args.seed * 7919 + rank), noise, clock)
+            started = BASE_NS + rank * 50_000
             writers[rank].add(banner(rank, stage, replica, stages, replicas, args.micro_batches, tid,
-                                     args.first_step, BASE_NS + rank * 1_000_000, clock))
+                                     args.first_step, started, clock))
+            writers[rank].last_ns = started
     for writer in writers.values():
         writer.flush()
 
