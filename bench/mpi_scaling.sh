@@ -103,6 +103,8 @@ done
 run_jobs=$(python3 -c 'import json,sys; print(sum(d["jobs"] for d in json.load(open(sys.argv[1]))["devices"]))' "$out/summary.json")
 echo
 printf '%-6s %14s %14s %14s %10s\n' ranks "largest MiB" "smallest MiB" "bound MiB" "B/job*"
+mem_per_job=0
+files=$(ls "$dir"/workerlog.* | wc -l)
 for np in $ranks; do
   threads=$((cores / np > 0 ? cores / np : 1))
   mapfile -t kib < <(rank_peaks "${launch[@]}" -np "$np" "$cli" analyze --mpi "$dir" -o "$out" --no-trace -q -j "$threads")
@@ -111,6 +113,13 @@ for np in $ranks; do
   printf '%-6s %14.1f %14.1f %14.1f %10.1f\n' "$np" "$(calc "$largest / 1024")" \
     "$(calc "$smallest / 1024")" "$(calc "(64 * 1048576 + 48 * $run_jobs / $np * 1.25) / 1048576")" \
     "$(calc "($largest * 1024 - 64 * 1048576) / ($run_jobs / $np)")"
+  # A file is read whole by one rank: where the files do not divide evenly,
+  # a rank reads more than its share, and holds that before the jobs travel.
+  if [ $((files % np)) -eq 0 ]; then
+    mem_per_job=$(calc "(($largest * 1024 - 64 * 1048576) / ($run_jobs / $np) > $mem_per_job) ? ($largest * 1024 - 64 * 1048576) / ($run_jobs / $np) : $mem_per_job")
+  else
+    echo "       (uneven: $files files over $np ranks, the largest rank reads $(( (files + np - 1) / np )) of them)"
+  fi
 done
 echo "* the largest rank's peak above 64 MiB, per job of its share (jobs / ranks); the bound is 60 B/job"
 
@@ -141,8 +150,6 @@ for kind in small large; do
 done
 t_ivl=$(calc "($t_large - $t_small) / ($n_large - $n_small) * $jobs")
 t_part=$(calc "($tp_large - $tp_small) / ($n_large - $n_small) * $jobs")
-# The largest rank's peak per job of its share, at the most ranks measured.
-mem_per_job=$(calc "($largest * 1024 - 64 * 1048576) / ($run_jobs / $np)")
 
 echo
 python3 - "$bytes" "$jobs" "$per_core" "$t_ivl" "$t_part" "$link_gbps" "$cores" \
@@ -159,7 +166,7 @@ held = 48                                  # bytes of a job as it travels (job, 
 print(f"measured: {jobs:.0f} jobs in {bytes_/1e9:.2f} GB = one job per {bytes_/jobs:.0f} input bytes; "
       f"{per_core/1e9:.2f} GB/s per rank with one scan thread; the analysis of .ivl records "
       f"(start-up cost left out) {jobs/t_ivl/1e6:.2f} M jobs/s in one process, "
-      f"{jobs/t_part/1e6:.2f} M jobs/s partitioned on one rank; the largest rank's peak "
+      f"{jobs/t_part/1e6:.2f} M jobs/s partitioned on one rank; the largest rank's peak at most "
       f"{mem_per_job:.1f} B per job of its share over 64 MiB; summary.json "
       f"{summary_bytes/jobs:.1f} B per job")
 print(f"estimate, 1 TB over {ranks} ranks ({nodes:.0f} nodes of {per_node} cores, one rank a core; "

@@ -3,6 +3,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 
 #include "numeric/statistics.h"
@@ -66,16 +67,24 @@ StageDurations stage_durations(const Run& run,
                                std::size_t first, std::size_t last, const StageMap& stages,
                                const std::vector<JobRole>& roles) {
   StageDurations out(stages.stage_count());
-  for (std::size_t s = 0; s < stages.stage_count(); ++s) {
+  // Counted first, so that each list is allocated once at its size (grown by
+  // doubling, a list of millions held up to twice its bytes on the way).
+  const auto for_each_job = [&](std::size_t s, auto&& f) {
     for (const std::size_t d : stages.devices[s]) {
       if (d >= run.devices.size()) continue;
       const auto& jobs = run.devices[d].jobs;
       for (std::size_t i = 0; i < jobs.size() && i < job_step[d].size(); ++i) {
         const auto k = static_cast<std::size_t>(job_step[d][i]);
-        if (k < first || k >= last) continue;
-        out[s][role_index(jobs[i], roles)].push_back(jobs[i].duration_ns());
+        if (k >= first && k < last) f(jobs[i]);
       }
     }
+  };
+  for (std::size_t s = 0; s < stages.stage_count(); ++s) {
+    std::array<std::size_t, kRoleCount> count{};
+    for_each_job(s, [&](const Job& job) { ++count[role_index(job, roles)]; });
+    for (std::size_t r = 0; r < kRoleCount; ++r) out[s][r].reserve(count[r]);
+    for_each_job(
+        s, [&](const Job& job) { out[s][role_index(job, roles)].push_back(job.duration_ns()); });
     for (auto& durations : out[s]) std::sort(durations.begin(), durations.end());
   }
   return out;

@@ -32,7 +32,6 @@
 #include "distributed/node_layout.h"
 #include "distributed/run_transfer.h"
 #include "distributed/wire.h"
-#include "model/malloc_control.h"
 
 namespace pipescope::distributed {
 
@@ -865,13 +864,6 @@ bool cluster_support_built() { return true; }
 
 int run_on_cluster(const ClusterOptions& options, const ClusterCallbacks& callbacks,
                    int error_status) {
-  if (callbacks.on_partitioned) {
-    // A rank's memory is bounded by its share of the jobs (guide, "Running
-    // on a cluster"): what the exchange's rounds and the parts' arrays free
-    // goes back to the system (kept in the heap, it was 60 MiB of a rank's
-    // 420 MiB peak at 5.4 million jobs).
-    map_allocations_from(256 * 1024);
-  }
   MpiContext mpi;
   Session session(mpi, options, callbacks, error_status);
   return session.run();

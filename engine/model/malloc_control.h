@@ -1,7 +1,7 @@
 // What the engine asks of the C library's allocator, where that is glibc's
 // malloc (a sanitizer build replaces the allocator, and glibc's calls then
 // act on heaps glibc never set up: AddressSanitizer builds crashed in
-// malloc_trim). Elsewhere both calls do nothing.
+// malloc_trim). Elsewhere it does nothing.
 #pragma once
 
 #include <cstddef>
@@ -28,19 +28,6 @@ namespace pipescope {
 inline void release_free_memory() {
 #if defined(__GLIBC__) && PIPESCOPE_OWN_MALLOC
   malloc_trim(0);
-#endif
-}
-
-/// Maps every allocation of `bytes` or more on its own, so that freeing it
-/// gives the memory back to the system. glibc otherwise raises that
-/// threshold to the size of the largest mapped buffer freed, and later
-/// buffers of up to that size are carved from the heap, where what they free
-/// stays in the process.
-inline void map_allocations_from(std::size_t bytes) {
-#if defined(__GLIBC__) && PIPESCOPE_OWN_MALLOC
-  mallopt(M_MMAP_THRESHOLD, static_cast<int>(bytes));
-#else
-  (void)bytes;
 #endif
 }
 
