@@ -113,7 +113,8 @@ StagePlacement detected_placement(const ScheduleReport& schedule) {
 }
 
 Layout choose_layout(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
-                     const std::vector<JobRole>& roles, const PipelineOptions& options) {
+                     const std::vector<JobRole>& roles, const PipelineOptions& options,
+                     const StageJobEvidence* stage_evidence) {
   if (!options.layout.empty() && !options.stages.empty()) {
     throw std::invalid_argument(
         fmt::format("{} and {} both say how the devices form stages: give one",
@@ -124,8 +125,10 @@ Layout choose_layout(const Run& run, const std::vector<std::vector<std::int32_t>
                              options.layout_label);
   }
   if (!options.stages.empty()) {
-    Layout layout =
-        layout_from_stage_map(run, resolve_stage_map(run, options.stages, options.stages_label));
+    const StageMap map = options.stages == "auto" && stage_evidence != nullptr
+                             ? guess_stage_map(run, *stage_evidence)
+                             : resolve_stage_map(run, options.stages, options.stages_label);
+    Layout layout = layout_from_stage_map(run, map);
     layout.evidence = options.stages_label;
     return layout;
   }

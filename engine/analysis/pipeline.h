@@ -80,10 +80,13 @@ struct PipelineAnalysis {
 
 /// The layout the options give: stated (`layout`), from a stage map
 /// (`stages`), or detected (detect_layout: it reads the run's first
-/// kLayoutSteps steps only). Throws std::invalid_argument for a bad spec or
-/// both given.
+/// kLayoutSteps steps only). `--stages auto` guesses from every job of
+/// every device: from `stage_evidence` where given (the whole run's, when
+/// `run` holds only a part of its jobs), else from `run`'s jobs. Throws
+/// std::invalid_argument for a bad spec or both given.
 Layout choose_layout(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
-                     const std::vector<JobRole>& roles, const PipelineOptions& options);
+                     const std::vector<JobRole>& roles, const PipelineOptions& options,
+                     const StageJobEvidence* stage_evidence = nullptr);
 
 /// The warnings the analysis adds after the data-quality checks, in this
 /// order: layout_not_found, clock_estimate_rejected, dependency_violations,

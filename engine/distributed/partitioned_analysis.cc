@@ -25,6 +25,7 @@
 #include "analysis/replicas.h"
 #include "analysis/schedule_detect.h"
 #include "analysis/step_rule.h"
+#include "distributed/pair_evidence.h"
 #include "distributed/wire.h"
 #include "export/trace_layout.h"
 #include "load/input_rules.h"
@@ -1235,7 +1236,21 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
     if (decided) return;
     const PartJobs head =
         gather_head(exchange, local, job_step, local_devices(local), kLayoutSteps);
-    out.layout = choose_layout(head.run, head.job_step, out.roles, options);
+    // `--stages auto` guesses from every job, compared where the devices
+    // were read (the guess's pairs: devices of one machine and job count).
+    std::optional<StageJobEvidence> evidence;
+    if (options.stages == "auto" && options.layout.empty()) {
+      std::int64_t origin = std::numeric_limits<std::int64_t>::max();
+      for (const Device& device : local.devices) {
+        if (!device.jobs.empty()) origin = std::min(origin, device.jobs.front().start_ns);
+      }
+      const std::vector<std::uint64_t>& counts = out.read.device_jobs;
+      evidence = exchange_stage_evidence(
+          exchange, stage_check_pairs(local, one_stage_per_device(local.devices.size()), counts),
+          counts, origin, held_by_reader(local));
+    }
+    out.layout =
+        choose_layout(head.run, head.job_step, out.roles, options, evidence ? &*evidence : nullptr);
     out.stages = out.layout.stages;
     decided = true;
   };

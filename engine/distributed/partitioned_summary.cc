@@ -14,6 +14,7 @@
 #include "analysis/bubble_split.h"
 #include "analysis/stage_map.h"
 #include "analysis/step_events.h"
+#include "distributed/pair_evidence.h"
 #include "distributed/wire.h"
 #include "export/summary_json.h"
 #include "export/summary_step_rows.h"
@@ -155,122 +156,15 @@ std::int64_t first_start(const PartJobs& part) {
   return first;
 }
 
-/// Step 2 of the header: the stage map checks' evidence, exact, by ranges of
-/// job indices. Every rank computes the same pairs from the same counts, so
-/// every rank takes part in the same collectives (or none). The compared
-/// devices' indices are taken in passes of a window each (job_round_bytes
-/// of jobs to each rank), cut into one
-/// range per rank; each job goes from the part that owns its step to the
-/// rank of its index's range, so that the two jobs of an index meet; the
-/// ranges' evidence is merged in index order.
+/// Step 2 of the header: the stage map checks' evidence, exact, from the
+/// parts' own jobs (pair_evidence.h). Every rank computes the same pairs
+/// from the same counts, so every rank takes part in the same collectives.
 StageJobEvidence stage_evidence(Exchange& exchange, const LocalLoad& load,
                                 const PartitionedAnalysis& a,
                                 const std::vector<std::uint64_t>& counts) {
-  const Run& run = load.run;
-  StageJobEvidence evidence;
-  evidence.job_counts = counts;
-  {
-    ByteWriter w;
-    w.put(first_start(a.part));
-    for (const std::string& message : exchange.all_gather(w.take())) {
-      ByteReader r(message);
-      evidence.origin = std::min(evidence.origin, r.get<std::int64_t>());
-    }
-  }
-  const std::vector<std::pair<std::size_t, std::size_t>> pairs =
-      stage_check_pairs(run, a.stages, counts);
-  auto merged = std::make_shared<std::map<std::pair<std::size_t, std::size_t>, JobPairEvidence>>();
-  evidence.compare = [merged](std::size_t x, std::size_t y) {
-    const auto it = merged->find({x, y});
-    if (it == merged->end()) throw std::logic_error("a stage map check compared devices not asked");
-    return it->second;
-  };
-  if (pairs.empty()) return evidence;
-
-  std::vector<std::size_t> compared;
-  std::uint64_t longest = 0;
-  for (const auto& [x, y] : pairs) {
-    compared.push_back(x);
-    compared.push_back(y);
-    longest = std::max({longest, counts[x], counts[y]});
-  }
-  std::sort(compared.begin(), compared.end());
-  compared.erase(std::unique(compared.begin(), compared.end()), compared.end());
-  const auto ranks = static_cast<std::uint64_t>(exchange.size());
-  const auto me = static_cast<std::uint64_t>(exchange.rank());
-  const std::uint64_t window =
-      std::max<std::uint64_t>(ranks, job_round_bytes() * ranks / (compared.size() * sizeof(Job)));
-  // The part's own jobs (those of its steps: each job is one part's own).
-  const auto owned = [&](std::size_t d, std::size_t i) {
-    return a.plan.owner(static_cast<std::size_t>(a.part.job_step[d][i])) == me;
-  };
-  for (std::uint64_t begin = 0; begin < longest || begin == 0; begin += window) {
-    const std::uint64_t end = std::min(longest, begin + window);
-    const auto lo = [&](std::uint64_t r) {
-      return begin +
-             static_cast<std::uint64_t>(static_cast<unsigned __int128>(end - begin) * r / ranks);
-    };
-    std::vector<ByteWriter> to(static_cast<std::size_t>(ranks));
-    for (const std::size_t d : compared) {
-      const std::vector<std::uint32_t>& index = a.part.job_index[d];
-      auto i = static_cast<std::size_t>(
-          std::lower_bound(index.begin(), index.end(), begin,
-                           [](std::uint32_t v, std::uint64_t t) { return v < t; }) -
-          index.begin());
-      for (; i < index.size() && index[i] < end; ++i) {
-        if (!owned(d, i)) continue;
-        // The range of index[i]: the last r with lo(r) <= index[i].
-        std::uint64_t r = (index[i] - begin) * ranks / std::max<std::uint64_t>(end - begin, 1);
-        while (r + 1 < ranks && lo(r + 1) <= index[i]) ++r;
-        while (r > 0 && lo(r) > index[i]) --r;
-        ByteWriter& w = to[static_cast<std::size_t>(r)];
-        w.put(static_cast<std::uint64_t>(d));
-        w.put(static_cast<std::uint64_t>(index[i]));
-        w.put(a.part.run.devices[d].jobs[i]);
-      }
-    }
-    std::vector<std::string> out(static_cast<std::size_t>(ranks));
-    for (std::size_t r = 0; r < out.size(); ++r) out[r] = to[r].take();
-    to.clear();
-    // This range's jobs of every compared device, in index order (a device
-    // ends where its jobs do).
-    const std::uint64_t first = lo(me), last = lo(me + 1);
-    std::map<std::size_t, std::vector<Job>> held;
-    std::map<std::size_t, std::uint64_t> got;
-    for (const std::size_t d : compared) {
-      held[d].resize(std::min(last, counts[d]) - std::min(first, counts[d]));
-    }
-    for (const std::string& message : exchange.all_to_all(std::move(out))) {
-      ByteReader r(message);
-      while (!r.done()) {
-        const auto d = static_cast<std::size_t>(r.get<std::uint64_t>());
-        const auto i = r.get<std::uint64_t>();
-        const Job job = r.get<Job>();
-        const auto it = held.find(d);
-        if (it == held.end() || i < first || i - first >= it->second.size()) {
-          throw WireError("a job of a device or index this range does not compare");
-        }
-        it->second[i - first] = job;
-        ++got[d];
-      }
-    }
-    for (const std::size_t d : compared) {
-      if (got[d] != held[d].size()) throw WireError("a compared job did not arrive");
-    }
-    ByteWriter w;
-    for (const auto& [x, y] : pairs) w.put(compare_job_range(held[x], held[y], first));
-    held.clear();
-    for (const std::string& message : exchange.all_gather(w.take())) {
-      ByteReader r(message);
-      for (const auto& pair : pairs) {
-        const auto part = r.get<JobPairEvidence>();
-        const auto [it, fresh] = merged->try_emplace(pair, part);
-        if (!fresh) merge_job_pair_evidence(it->second, part);
-      }
-    }
-    if (longest == 0) break;
-  }
-  return evidence;
+  return exchange_stage_evidence(
+      exchange, stage_check_pairs(load.run, a.stages, counts), counts, first_start(a.part),
+      held_by_part(a.part, a.plan, static_cast<std::size_t>(exchange.rank())));
 }
 
 /// A piece of a step list: steps [first, last) of one owner's range.

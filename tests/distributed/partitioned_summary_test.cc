@@ -186,6 +186,24 @@ TEST(PartitionedSummary, StepListsInPiecesOfAStep) {
   ::unsetenv("PIPESCOPE_MPI_MESSAGE_BYTES");
 }
 
+// `--stages auto` guesses from every job, as the single process does: two
+// peers alike in the run's head but apart after it are two stages.
+TEST(PartitionedSummary, StagesAutoReadsEveryJob) {
+  const pipescope::Run plain = simulated(1, 24, 2);
+  pipescope::Run apart = plain;
+  pipescope::Job& late = apart.devices[1].jobs[apart.devices[1].jobs.size() - 3];
+  late.micro_batch += 1000;
+  // The guess tells them apart only from the late job.
+  ASSERT_NE(guess_stage_map(apart).stage_count(), guess_stage_map(plain).stage_count());
+  LoadOptions options;
+  options.pipeline.stages = "auto";
+  check_run(apart, options, "stages auto, peers apart after the head");
+  check_run(plain, options, "stages auto, peers");
+  ::setenv("PIPESCOPE_MPI_MESSAGE_BYTES", "200", 1);
+  check_run(apart, options, "stages auto, in passes of a few jobs");
+  ::unsetenv("PIPESCOPE_MPI_MESSAGE_BYTES");
+}
+
 TEST(PartitionedSummary, StageMapWarnings) {
   // Tensor-parallel peers analysed one stage per device: the guess groups them.
   LoadOptions device;
