@@ -237,12 +237,12 @@ std::optional<std::int64_t> machine_lead(const MachineStepStarts& first, std::in
 /// other machines, undone. Returns it, if any.
 std::optional<ClockStep> undo_forward_step(Run& run, int machine,
                                            const std::vector<std::size_t>& devices,
-                                           const TypeKinds& kinds, std::int64_t min_step) {
-  std::vector<ForwardJump> jumps;
+                                           const TypeKinds& kinds,
+                                           const ClockStepOptions& options) {
+  std::vector<DeviceForwardStep> jumps;
   std::vector<ForwardJumpSpan> spans;
   for (const std::size_t d : devices) {
-    const auto jump =
-        first_forward_jump(run.devices[d], written_order(run.devices[d], kinds), min_step);
+    const auto jump = device_forward_step(run.devices[d], kinds, options);
     if (!jump) return std::nullopt;  // every device of the machine at once
     jumps.push_back(*jump);
     spans.push_back({jump->size, jump->from, jump->to});
@@ -255,22 +255,12 @@ std::optional<ClockStep> undo_forward_step(Run& run, int machine,
     add_step_starts(starts, run.devices[d], steps[d], run.devices[d].machine == machine);
   }
   if (!forward_step_moves_machine(starts, *window)) return std::nullopt;
-  const std::int64_t size = window->size;
-  ClockStep step{machine, std::numeric_limits<std::int64_t>::max(), size, 0};
+  ClockStep step{machine, std::numeric_limits<std::int64_t>::max(), window->size, 0};
   for (std::size_t i = 0; i < devices.size(); ++i) {
-    Device& device = run.devices[devices[i]];
-    const ForwardJump& jump = jumps[i];
-    for (Job& job : device.jobs) {
-      if (job.line < jump.line) continue;
-      job.start_ns -= size;
-      job.end_ns -= size;
-      step.at_ns = std::min(step.at_ns, job.start_ns);
-      ++step.jobs;
-    }
-    for (LogEvent& event : device.events) {
-      if (event.line >= jump.line) event.time_ns -= size;  // printed after the step
-    }
-    if (jump.stretched_job) device.jobs[*jump.stretched_job].end_ns -= size;
+    const DeviceShift moved = shift_device_jobs(run.devices[devices[i]], jumps[i].line,
+                                                -window->size, jumps[i].stretched_job);
+    step.at_ns = std::min(step.at_ns, moved.first_start);
+    step.jobs += moved.jobs;
   }
   return step;
 }
@@ -286,6 +276,77 @@ DeviceClockEvidence device_clock_evidence(const Device& device, const TypeKinds&
     out.has_forward = true;
     out.forward = {jump->size, jump->from, jump->to};
   }
+  return out;
+}
+
+std::uint64_t device_back_jumps(const Device& device, const TypeKinds& kinds,
+                                const ClockStepOptions& options) {
+  return back_jumps(device, written_order(device, kinds), options.min_step_ns);
+}
+
+std::optional<DeviceBackStep> device_back_step(const Device& device, const TypeKinds& kinds,
+                                               const ClockStepOptions& options) {
+  const std::vector<std::size_t> order = written_order(device, kinds);
+  const std::optional<BackJump> jump = first_back_jump(device, order, options.min_step_ns);
+  if (!jump) return std::nullopt;
+  DeviceBackStep out{jump->line, jump->overlap, std::nullopt, jump->cut_job};
+  if (jump->cut_job) {
+    // The job the step cut ends (in the new clock) its usual length after
+    // its start (in the old one) less the step.
+    if (const auto usual = usual_length(device, *jump->cut_job)) {
+      const Job& cut = device.jobs[*jump->cut_job];
+      out.estimate = cut.start_ns + *usual - cut.end_ns;
+    }
+  } else if (const auto gap = usual_gap(device, order, *jump)) {
+    // The overlap falls short of the step by what the device did between
+    // the two jobs.
+    out.estimate = jump->overlap + *gap;
+  }
+  return out;
+}
+
+std::int64_t back_step_size(const std::vector<DeviceBackStep>& parts) {
+  // An overlap shows the whole step only on a device that went straight from
+  // one job to the next across it; each device's usual gap there (or its cut
+  // job's usual length) places it closer. The median of those, never below
+  // what the overlaps prove.
+  std::int64_t size = 0;
+  std::vector<std::int64_t> estimates;
+  for (const DeviceBackStep& part : parts) {
+    size = std::max(size, part.overlap);
+    if (part.estimate) estimates.push_back(*part.estimate);
+  }
+  if (!estimates.empty()) {
+    std::nth_element(estimates.begin(), estimates.begin() + estimates.size() / 2, estimates.end());
+    size = std::max(size, estimates[estimates.size() / 2]);
+  }
+  return size;
+}
+
+std::optional<DeviceForwardStep> device_forward_step(const Device& device, const TypeKinds& kinds,
+                                                     const ClockStepOptions& options) {
+  const auto jump =
+      first_forward_jump(device, written_order(device, kinds), options.min_forward_step_ns);
+  if (!jump) return std::nullopt;
+  return DeviceForwardStep{jump->size, jump->from, jump->to, jump->line, jump->stretched_job};
+}
+
+DeviceShift shift_device_jobs(Device& device, std::uint32_t line, std::int64_t shift,
+                              std::optional<std::size_t> mended_job) {
+  DeviceShift out;
+  for (Job& job : device.jobs) {
+    if (job.line < line) continue;
+    job.start_ns += shift;
+    job.end_ns += shift;
+    out.first_start = std::min(out.first_start, job.start_ns);
+    ++out.jobs;
+  }
+  // The machine's log events were stamped by the same clock: those printed
+  // after the step move with it.
+  for (LogEvent& event : device.events) {
+    if (event.line >= line) event.time_ns += shift;
+  }
+  if (mended_job) device.jobs[*mended_job].end_ns += shift;
   return out;
 }
 
@@ -352,66 +413,31 @@ std::vector<ClockStep> undo_clock_steps(Run& run, const ClockStepOptions& option
   bool moved = false;
   for (const auto& [machine, devices] : machines) {
     // Several steps of one machine are undone one at a time, earliest first.
-    for (int round = 0; round < 16; ++round) {
+    for (int round = 0; round < kMaxBackRounds; ++round) {
       // A log whose lines are not in time order (some versions print a
       // step's jobs by id) jumps back many times, and differently on each
       // device: no clock's doing. A clock step makes every device of the
       // machine jump back the same number of times.
       std::vector<std::uint64_t> counts;
       for (const std::size_t d : devices) {
-        const Device& device = run.devices[d];
-        counts.push_back(back_jumps(device, written_order(device, kinds), options.min_step_ns));
+        counts.push_back(device_back_jumps(run.devices[d], kinds, options));
       }
       if (!shows_back_step(counts)) break;
-      std::vector<std::optional<BackJump>> jumps;
-      std::int64_t size = 0;                // the largest overlap: the step is at least that
-      std::vector<std::int64_t> estimates;  // of the step, one per device that gives one
-      for (const std::size_t d : devices) {
-        const Device& device = run.devices[d];
-        const std::vector<std::size_t> order = written_order(device, kinds);
-        jumps.push_back(first_back_jump(device, order, options.min_step_ns));
-        if (!jumps.back()) break;
-        const BackJump& jump = *jumps.back();
-        size = std::max(size, jump.overlap);
-        if (jump.cut_job) {
-          // The job the step cut ends (in the new clock) its usual length
-          // after its start (in the old one) less the step.
-          if (const auto usual = usual_length(device, *jump.cut_job)) {
-            const Job& cut = device.jobs[*jump.cut_job];
-            estimates.push_back(cut.start_ns + *usual - cut.end_ns);
-          }
-        } else if (const auto gap = usual_gap(device, order, jump)) {
-          // The overlap falls short of the step by what the device did
-          // between the two jobs.
-          estimates.push_back(jump.overlap + *gap);
-        }
-      }
       // Every device of the machine at once, or it is no clock's doing.
-      if (jumps.size() < devices.size() || !jumps.back()) break;
-      // An overlap shows the whole step only on a device that went straight
-      // from one job to the next across it; each device's usual gap there
-      // (or its cut job's usual length) places it closer. The median of
-      // those, never below what the overlaps prove.
-      if (!estimates.empty()) {
-        std::nth_element(estimates.begin(), estimates.begin() + estimates.size() / 2,
-                         estimates.end());
-        size = std::max(size, estimates[estimates.size() / 2]);
+      std::vector<DeviceBackStep> parts;
+      for (const std::size_t d : devices) {
+        const auto part = device_back_step(run.devices[d], kinds, options);
+        if (!part) break;
+        parts.push_back(*part);
       }
+      if (parts.size() < devices.size()) break;
+      const std::int64_t size = back_step_size(parts);
       ClockStep step{machine, std::numeric_limits<std::int64_t>::max(), -size, 0};
       for (std::size_t i = 0; i < devices.size(); ++i) {
-        Device& device = run.devices[devices[i]];
-        const BackJump& jump = *jumps[i];
-        for (Job& job : device.jobs) {
-          if (job.line < jump.line) continue;
-          job.start_ns += size;
-          job.end_ns += size;
-          step.at_ns = std::min(step.at_ns, job.start_ns);
-          ++step.jobs;
-        }
-        for (LogEvent& event : device.events) {
-          if (event.line >= jump.line) event.time_ns += size;
-        }
-        if (jump.cut_job) device.jobs[*jump.cut_job].end_ns += size;
+        const DeviceShift shifted =
+            shift_device_jobs(run.devices[devices[i]], parts[i].line, size, parts[i].cut_job);
+        step.at_ns = std::min(step.at_ns, shifted.first_start);
+        step.jobs += shifted.jobs;
       }
       steps.push_back(step);
       moved = true;
@@ -421,9 +447,8 @@ std::vector<ClockStep> undo_clock_steps(Run& run, const ClockStepOptions& option
   // machines to compare with.
   if (machines.size() >= 2) {
     for (const auto& [machine, devices] : machines) {
-      for (int round = 0; round < static_cast<int>(kMaxSteps); ++round) {
-        const auto step =
-            undo_forward_step(run, machine, devices, kinds, options.min_forward_step_ns);
+      for (int round = 0; round < kMaxForwardRounds; ++round) {
+        const auto step = undo_forward_step(run, machine, devices, kinds, options);
         if (!step) break;
         steps.push_back(*step);
         moved = true;

@@ -32,7 +32,9 @@
 //   run.clock_steps = undo_clock_steps(run, {});
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <utility>
@@ -58,18 +60,71 @@ struct ClockStepOptions {
 /// returns them in machine, then time order.
 std::vector<ClockStep> undo_clock_steps(Run& run, const ClockStepOptions& options);
 
-// Whether a run has a clock step, in parts, for a run whose devices' jobs are
-// on different processes (distributed/partitioned_load.h, which refuses such
-// a run rather than undo it): undo_clock_steps finds its first step of each
-// machine with the same parts.
-//   1. device_clock_evidence, per device (its jobs alone);
-//   2. shows_back_step, per machine, from its devices' back-jump counts: a
-//      step back is then undone;
-//   3. with two machines or more, forward_step_window, per machine whose
-//      every device has a forward jump: where the step would lie;
-//   4. only for such a window: add_step_starts per device (its steps by the
+// The same in parts, for a run whose devices' jobs are on different
+// processes (distributed/partitioned_load.h): undo_clock_steps is made of
+// them. Each machine in turn:
+//   1. steps back, at most kMaxBackRounds times: device_back_jumps per
+//      device (its jobs alone), shows_back_step from the machine's devices'
+//      counts; then device_back_step per device, every one of them
+//      found, back_step_size from all of them, and shift_device_jobs on each;
+//   2. then (with two machines or more, after every machine's steps back)
+//      steps forward, at most kMaxForwardRounds times: device_forward_step
+//      per device, every one found, forward_step_window from their spans;
+//      only for such a window add_step_starts per device (its steps by the
 //      contract's rule, device-local), combined by min in any order, and
-//      forward_step_moves_machine: a step forward is then undone.
+//      forward_step_moves_machine; then shift_device_jobs on each, and the
+//      devices' jobs re-sorted (Run::finalize).
+// A step's `at_ns` is the least of its devices' first moved starts, `jobs`
+// their sum.
+
+/// How many steps back, and forward, of one machine are looked for.
+inline constexpr int kMaxBackRounds = 16;
+inline constexpr int kMaxForwardRounds = 4;
+
+/// How many times a device's compute jobs, in line order, jump back
+/// (DeviceClockEvidence::back_jumps alone).
+std::uint64_t device_back_jumps(const Device& device, const TypeKinds& kinds,
+                                const ClockStepOptions& options);
+
+/// A device's first jump back: the line from which its
+/// jobs are in the new clock, how far that job starts before the latest
+/// earlier end, what the device says of the step's whole size (from the job
+/// the step cut, or the usual gap between the two jobs), and the job the
+/// step cut in two (an index into the device's jobs), which the shift mends.
+struct DeviceBackStep {
+  std::uint32_t line = 0;
+  std::int64_t overlap = 0;
+  std::optional<std::int64_t> estimate;
+  std::optional<std::size_t> cut_job;
+};
+std::optional<DeviceBackStep> device_back_step(const Device& device, const TypeKinds& kinds,
+                                               const ClockStepOptions& options);
+/// The size of a machine's step back from every device's part (in any
+/// order): the largest overlap, or the median estimate when larger.
+std::int64_t back_step_size(const std::vector<DeviceBackStep>& parts);
+
+/// A device's first jump forward: its span (ForwardJumpSpan), the first line
+/// in the new clock, and the job the step fell in (which the shift mends).
+struct DeviceForwardStep {
+  std::int64_t size = 0;
+  std::int64_t from = 0;
+  std::int64_t to = 0;
+  std::uint32_t line = 0;
+  std::optional<std::size_t> stretched_job;
+};
+std::optional<DeviceForwardStep> device_forward_step(const Device& device, const TypeKinds& kinds,
+                                                     const ClockStepOptions& options);
+
+/// Moves `device`'s jobs of lines `line` and after, and its log events, by
+/// `shift` (the step undone: +size for a step back, -size forward), and the
+/// mended job's end with them. Returns how many jobs moved and the least
+/// of their new starts (max when none).
+struct DeviceShift {
+  std::uint64_t jobs = 0;
+  std::int64_t first_start = std::numeric_limits<std::int64_t>::max();
+};
+DeviceShift shift_device_jobs(Device& device, std::uint32_t line, std::int64_t shift,
+                              std::optional<std::size_t> mended_job);
 
 /// A device's first jump forward (see the header): `size` its excess over
 /// the usual, the step lying in [from, to - size] on the old clock.

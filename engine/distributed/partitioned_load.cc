@@ -249,81 +249,173 @@ void leave_out_bad(Exchange& exchange, Run& run, std::vector<DeviceFacts>& facts
                                            static_cast<std::size_t>(total)));
 }
 
-std::string machine_label_of(const Run& run, int machine) {
-  for (const Device& d : run.devices) {
-    if (d.machine == machine && !d.machine_name.empty()) return d.machine_name;
+/// Every rank's min of `mine` (max when none), or sum.
+std::int64_t gather_min(Exchange& exchange, std::int64_t mine) {
+  ByteWriter w;
+  w.put(mine);
+  std::int64_t out = std::numeric_limits<std::int64_t>::max();
+  for (const std::string& message : exchange.all_gather(w.take())) {
+    ByteReader r(message);
+    out = std::min(out, r.get<std::int64_t>());
   }
-  return fmt::format("machine {}", machine);
+  return out;
 }
 
-[[noreturn]] void refuse_clock_step(const Run& run, int machine, bool back) {
-  throw InputError(fmt::format(
-      "{}: its clock jumped {} mid-run (every device of the machine at once); --mpi cannot yet "
-      "analyse a run with a clock step: analyse it without --mpi, which undoes the step",
-      machine_label_of(run, machine), back ? "back" : "forward"));
+std::uint64_t gather_sum(Exchange& exchange, std::uint64_t mine) {
+  ByteWriter w;
+  w.put(mine);
+  std::uint64_t out = 0;
+  for (const std::string& message : exchange.all_gather(w.take())) {
+    ByteReader r(message);
+    out += r.get<std::uint64_t>();
+  }
+  return out;
 }
 
-/// Refuses a run in which undo_clock_steps would find a step: the first step
-/// of each machine, found with its own parts on the jobs as they are (no
-/// step undone before: the run is refused at the first).
-void refuse_clock_steps(Exchange& exchange, const Run& run, const std::vector<DeviceFacts>& facts) {
+/// A device's part of a step, as it travels (found or not).
+template <typename Part>
+struct Found {
+  bool found = false;
+  Part part;
+};
+
+/// undo_clock_steps by its parts (clock_steps.h), every rank undoing the
+/// steps on the devices it read, the machine-wide decisions taken alike on
+/// every rank from gathered parts. The steps back of every machine go
+/// together, round by round (a machine's steps touch only its devices);
+/// the steps forward machine by machine, as undo_clock_steps takes them
+/// (each compares the machine with the others as they stand).
+std::vector<ClockStep> undo_clock_steps_by_parts(Exchange& exchange, Run& run,
+                                                 const std::vector<DeviceFacts>& facts) {
   const TypeKinds kinds(run.types);
   const ClockStepOptions options;
   const std::vector<char> held = held_of(facts);
-  std::vector<DeviceClockEvidence> evidence(run.devices.size());
-  for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    if (held[d]) evidence[d] = device_clock_evidence(run.devices[d], kinds, options);
-  }
-  evidence = gather_per_device(exchange, held, evidence);
   std::map<int, std::vector<std::size_t>> machines;  // machine -> devices with jobs
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
     if (facts[d].jobs > 0) machines[run.devices[d].machine].push_back(d);
   }
-  for (const auto& [machine, devices] : machines) {
-    std::vector<std::uint64_t> counts;
-    for (const std::size_t d : devices) counts.push_back(evidence[d].back_jumps);
-    if (shows_back_step(counts)) refuse_clock_step(run, machine, true);
-  }
-  if (machines.size() < 2) return;
-  for (const auto& [machine, devices] : machines) {
-    std::vector<ForwardJumpSpan> spans;
+  std::vector<ClockStep> steps;
+  bool moved = false;
+  // The local shift of one machine's step, and the step as the run sees it.
+  const auto undo = [&](int machine, const std::vector<std::size_t>& devices, const auto& line_of,
+                        const auto& mended_of, std::int64_t shift, std::int64_t size) {
+    DeviceShift mine;
     for (const std::size_t d : devices) {
-      if (evidence[d].has_forward) spans.push_back(evidence[d].forward);
-    }
-    if (spans.size() < devices.size()) continue;  // every device of the machine at once
-    const std::optional<ForwardStepWindow> window = forward_step_window(spans);
-    if (!window) continue;
-    // Every rank knows there is a window here: each adds its devices' step
-    // starts, and the starts are combined by min.
-    MachineStepStarts starts;
-    for (std::size_t d = 0; d < run.devices.size(); ++d) {
       if (!held[d]) continue;
-      const JobVector& jobs = run.devices[d].jobs;
-      std::vector<std::int32_t> steps(jobs.size());
-      assign_steps(jobs, 0, jobs.size(), kinds, steps);
-      add_step_starts(starts, run.devices[d], steps, run.devices[d].machine == machine);
+      const DeviceShift s = shift_device_jobs(run.devices[d], line_of(d), shift, mended_of(d));
+      mine.first_start = std::min(mine.first_start, s.first_start);
+      mine.jobs += s.jobs;
     }
-    ByteWriter w;
-    w.put(static_cast<std::uint64_t>(starts.size()));
-    for (const auto& [step, pair] : starts) {
-      w.put(step);
-      w.put(pair.first);
-      w.put(pair.second);
+    return ClockStep{machine, gather_min(exchange, mine.first_start), size,
+                     gather_sum(exchange, mine.jobs)};
+  };
+
+  // Steps back: every machine still looking, round by round.
+  std::map<int, int> rounds;  // machine -> rounds taken
+  for (const auto& [machine, devices] : machines) rounds[machine] = 0;
+  while (!rounds.empty()) {
+    std::vector<std::uint64_t> counts(run.devices.size(), 0);
+    for (std::size_t d = 0; d < run.devices.size(); ++d) {
+      if (held[d]) counts[d] = device_back_jumps(run.devices[d], kinds, options);
     }
-    MachineStepStarts all;
-    for (const std::string& message : exchange.all_gather(w.take())) {
-      ByteReader r(message);
-      MachineStepStarts theirs;
-      const auto n = r.get<std::uint64_t>();
-      for (std::uint64_t i = 0; i < n; ++i) {
-        const auto step = r.get<std::int32_t>();
-        const auto first = r.get<std::int64_t>();
-        theirs[step] = {first, r.get<std::int64_t>()};
+    counts = gather_per_device(exchange, held, counts);
+    std::vector<Found<DeviceBackStep>> parts(run.devices.size());
+    for (std::size_t d = 0; d < run.devices.size(); ++d) {
+      if (!held[d] || !rounds.contains(run.devices[d].machine)) continue;
+      if (const auto part = device_back_step(run.devices[d], kinds, options)) {
+        parts[d] = {true, *part};
       }
-      add_step_starts(all, theirs);
     }
-    if (forward_step_moves_machine(all, *window)) refuse_clock_step(run, machine, false);
+    parts = gather_per_device(exchange, held, parts);
+    for (auto it = rounds.begin(); it != rounds.end();) {
+      const int machine = it->first;
+      const std::vector<std::size_t>& devices = machines[machine];
+      std::vector<std::uint64_t> machine_counts;
+      std::vector<DeviceBackStep> machine_parts;
+      for (const std::size_t d : devices) {
+        machine_counts.push_back(counts[d]);
+        if (parts[d].found) machine_parts.push_back(parts[d].part);
+      }
+      // A clock step makes every device of the machine jump back the same
+      // number of times, every one of them found.
+      if (!shows_back_step(machine_counts) || machine_parts.size() < devices.size()) {
+        it = rounds.erase(it);
+        continue;
+      }
+      const std::int64_t size = back_step_size(machine_parts);
+      steps.push_back(undo(
+          machine, devices, [&](std::size_t d) { return parts[d].part.line; },
+          [&](std::size_t d) { return parts[d].part.cut_job; }, size, -size));
+      moved = true;
+      it = ++it->second >= kMaxBackRounds ? rounds.erase(it) : std::next(it);
+    }
   }
+
+  // Steps forward, once the steps back are undone: they need the other
+  // machines to compare with.
+  if (machines.size() >= 2) {
+    for (const auto& [machine, devices] : machines) {
+      for (int round = 0; round < kMaxForwardRounds; ++round) {
+        std::vector<Found<DeviceForwardStep>> parts(run.devices.size());
+        for (const std::size_t d : devices) {
+          if (!held[d]) continue;
+          if (const auto part = device_forward_step(run.devices[d], kinds, options)) {
+            parts[d] = {true, *part};
+          }
+        }
+        parts = gather_per_device(exchange, held, parts);
+        std::vector<ForwardJumpSpan> spans;
+        for (const std::size_t d : devices) {
+          if (parts[d].found)
+            spans.push_back({parts[d].part.size, parts[d].part.from, parts[d].part.to});
+        }
+        if (spans.size() < devices.size()) break;  // every device of the machine at once
+        const std::optional<ForwardStepWindow> window = forward_step_window(spans);
+        if (!window) break;
+        // Every rank knows there is a window here: each adds its devices'
+        // step starts, and the starts are combined by min.
+        MachineStepStarts starts;
+        for (std::size_t d = 0; d < run.devices.size(); ++d) {
+          if (!held[d]) continue;
+          const JobVector& jobs = run.devices[d].jobs;
+          std::vector<std::int32_t> local(jobs.size());
+          assign_steps(jobs, 0, jobs.size(), kinds, local);
+          add_step_starts(starts, run.devices[d], local, run.devices[d].machine == machine);
+        }
+        ByteWriter w;
+        w.put(static_cast<std::uint64_t>(starts.size()));
+        for (const auto& [step, pair] : starts) {
+          w.put(step);
+          w.put(pair.first);
+          w.put(pair.second);
+        }
+        MachineStepStarts all;
+        for (const std::string& message : exchange.all_gather(w.take())) {
+          ByteReader r(message);
+          MachineStepStarts theirs;
+          const auto n = r.get<std::uint64_t>();
+          for (std::uint64_t i = 0; i < n; ++i) {
+            const auto step = r.get<std::int32_t>();
+            const auto first = r.get<std::int64_t>();
+            theirs[step] = {first, r.get<std::int64_t>()};
+          }
+          add_step_starts(all, theirs);
+        }
+        if (!forward_step_moves_machine(all, *window)) break;
+        steps.push_back(undo(
+            machine, devices, [&](std::size_t d) { return parts[d].part.line; },
+            [&](std::size_t d) { return parts[d].part.stretched_job; }, -window->size,
+            window->size));
+        moved = true;
+        run.finalize();
+      }
+    }
+  }
+  if (moved) run.finalize();
+  std::sort(steps.begin(), steps.end(), [](const ClockStep& a, const ClockStep& b) {
+    return a.machine != b.machine ? a.machine < b.machine : a.at_ns < b.at_ns;
+  });
+  return steps;
 }
 
 void put_signal(ByteWriter& w, const std::string& found_by, const std::string& where) {
@@ -566,7 +658,20 @@ LocalLoad load_partitioned(Exchange& exchange, std::vector<FileResult>&& mine,
   for (const DeviceFacts& f : facts) jobs += f.jobs;
   if (jobs > 0) {
     leave_out_bad(exchange, run, facts, out.input_warnings);
-    if (options.pipeline.clock.fix) refuse_clock_steps(exchange, run, facts);
+    // A clock that jumped mid-run is undone first, as load_run undoes it.
+    if (options.pipeline.clock.fix) {
+      run.clock_steps = undo_clock_steps_by_parts(exchange, run, facts);
+      if (!run.clock_steps.empty()) {
+        std::int64_t first = std::numeric_limits<std::int64_t>::max();
+        for (const Device& device : run.devices) {
+          if (!device.jobs.empty()) first = std::min(first, device.jobs.front().start_ns);
+        }
+        first = gather_min(exchange, first);
+        for (const ClockStep& step : run.clock_steps) {
+          out.input_warnings.push_back(clock_step_warning(run, step, first));
+        }
+      }
+    }
     split_segments(exchange, run, facts, options, out);
   }
   out.mine = held_of(facts);

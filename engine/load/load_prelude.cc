@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "load/load_run.h"
+#include "numeric/units.h"
 
 namespace pipescope {
 
@@ -94,6 +96,28 @@ std::size_t segment_position(int wanted, std::size_t count) {
                     n == 1 ? "" : "s", n == 1 ? std::string("0") : fmt::format("0-{}", n - 1)));
   }
   return static_cast<std::size_t>(position);
+}
+
+std::string machine_label_of(const Run& run, int machine) {
+  for (const Device& d : run.devices) {
+    if (d.machine == machine && !d.machine_name.empty()) return d.machine_name;
+  }
+  return fmt::format("machine {}", machine);
+}
+
+Warning clock_step_warning(const Run& run, const ClockStep& step, std::int64_t origin) {
+  return {WarningCode::clock_step,
+          fmt::format("{}: its clock jumped {} by {} at {} after the run's first job (every "
+                      "device of the machine at once: {}); the {} jobs after it were moved {} "
+                      "by it (the size is estimated from the jobs)",
+                      machine_label_of(run, step.machine), step.size_ns < 0 ? "back" : "forward",
+                      format_duration(std::llabs(step.size_ns)), offset_from(origin, step.at_ns),
+                      step.size_ns < 0
+                          ? "jobs that start before the previous one ended"
+                          : "a job or a gap that much longer than usual, and the machine's steps "
+                            "beginning that much later than the other machines' from then on",
+                      step.jobs, step.size_ns < 0 ? "later" : "earlier"),
+          -1, -1, step.jobs};
 }
 
 }  // namespace pipescope

@@ -34,6 +34,13 @@ std::vector<Warning> launch_warnings(const std::vector<IgnoredLaunchSignal>& ign
 /// step lies after the run's first job.
 std::string offset_from(std::int64_t origin, std::int64_t t);
 
+/// "machine1" (its folder name) or "machine 1".
+std::string machine_label_of(const Run& run, int machine);
+
+/// The clock_step input warning of a step undo_clock_steps undid: `origin`
+/// is the run's first job start once the steps are undone.
+Warning clock_step_warning(const Run& run, const ClockStep& step, std::int64_t origin);
+
 /// The position in Run::segments of LoadOptions::segment `wanted` (an index
 /// or kLastSegment) among `count` segments. Throws std::invalid_argument,
 /// naming the segments there are, for one the run does not have.

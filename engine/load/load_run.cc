@@ -54,14 +54,6 @@ std::string left_out_note(const Run& run) {
   return note;
 }
 
-/// "machine1" (its folder name) or "machine 1".
-std::string machine_label_of(const Run& run, int machine) {
-  for (const Device& d : run.devices) {
-    if (d.machine == machine && !d.machine_name.empty()) return d.machine_name;
-  }
-  return fmt::format("machine {}", machine);
-}
-
 std::int64_t first_job_start(const Run& run) {
   std::int64_t first = std::numeric_limits<std::int64_t>::max();
   for (const Device& d : run.devices) {
@@ -140,20 +132,7 @@ LoadedRun load_run(Run run, const LoadOptions& options) {
     loaded.run.clock_steps = undo_clock_steps(loaded.run, {});
     for (const ClockStep& step : loaded.run.clock_steps) {
       loaded.input_warnings.push_back(
-          {WarningCode::clock_step,
-           fmt::format("{}: its clock jumped {} by {} at {} after the run's first job (every "
-                       "device of the machine at once: {}); the {} jobs after it were moved {} "
-                       "by it (the size is estimated from the jobs)",
-                       machine_label_of(loaded.run, step.machine),
-                       step.size_ns < 0 ? "back" : "forward",
-                       format_duration(std::llabs(step.size_ns)),
-                       offset_from(first_job_start(loaded.run), step.at_ns),
-                       step.size_ns < 0
-                           ? "jobs that start before the previous one ended"
-                           : "a job or a gap that much longer than usual, and the machine's steps "
-                             "beginning that much later than the other machines' from then on",
-                       step.jobs, step.size_ns < 0 ? "later" : "earlier"),
-           -1, -1, step.jobs});
+          clock_step_warning(loaded.run, step, first_job_start(loaded.run)));
     }
   }
   split_segments(loaded, options.segment, options.first_step);

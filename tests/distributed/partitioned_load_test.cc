@@ -132,6 +132,7 @@ void expect_same_load(const Partitioned& parts, const LoadedRun& whole, const st
     const std::string here = at + ", rank " + std::to_string(r);
     EXPECT_EQ(mine.input_warnings, whole.input_warnings) << here;
     EXPECT_EQ(mine.launch_warnings, whole.launch_warnings) << here;
+    EXPECT_EQ(mine.run.clock_steps, whole.run.clock_steps) << here;
     expect_same_segments(mine.all_segments, whole.all_segments, here);
     const Run& run = mine.run;
     expect_same_segments(run.segments, w.segments, here);
@@ -322,15 +323,19 @@ TEST(PartitionedLoad, TwoRunsRefusedAlike) {
 constexpr std::int64_t ms = 1'000'000;
 
 /// As tests/analysis/clock_steps_test.cc: device d runs `steps` steps of F0
-/// F1 B0 B1, 10 ms each job, step k at k * 50 ms; from `step_at` on its
-/// clock reads `jump` later.
+/// F1 B0 B1, 10 ms each job, step k at k * 50 ms; from each (at, jump) on
+/// its clock reads `jump` later.
 void add_stepped_device(pipescope::Run& run, std::size_t d, int machine, int steps,
-                        std::int64_t step_at, std::int64_t jump) {
+                        std::vector<std::pair<std::int64_t, std::int64_t>> jumps) {
   Device& device = testing::device_at(run, d);
   device.machine = machine;
   device.rank = static_cast<int>(d % 2);
   device.path = "machine" + std::to_string(machine) + "/workerlog." + std::to_string(d % 2);
-  const auto clock = [&](std::int64_t t) { return t >= step_at ? t + jump : t; };
+  const auto clock = [&](std::int64_t t) {
+    std::int64_t read = t;
+    for (const auto& [at, jump] : jumps) read += t >= at ? jump : 0;
+    return read;
+  };
   const char* types[] = {"forward", "forward", "backward", "backward"};
   for (int k = 0; k < steps; ++k) {
     for (int i = 0; i < 4; ++i) {
@@ -339,6 +344,11 @@ void add_stepped_device(pipescope::Run& run, std::size_t d, int machine, int ste
       if (e >= s) testing::add_job(run, d, types[i], i % 2, s, e);
     }
   }
+}
+
+void add_stepped_device(pipescope::Run& run, std::size_t d, int machine, int steps,
+                        std::int64_t step_at, std::int64_t jump) {
+  add_stepped_device(run, d, machine, steps, {{step_at, jump}});
 }
 
 pipescope::Run stepped(std::int64_t jump) {
@@ -351,28 +361,38 @@ pipescope::Run stepped(std::int64_t jump) {
   return run;
 }
 
-TEST(PartitionedLoad, ClockStepsAreRefusedAndPausesAreNot) {
-  // Machine 1's clock stepped back, or forward: load_run undoes it, the
-  // partitioned load refuses it on every rank.
+TEST(PartitionedLoad, ClockStepsAreUndoneAsInOneProcess) {
+  // Machine 1's clock stepped back, or forward: undone by the ranks that
+  // read its devices, the machine-wide decisions from gathered parts.
   for (const std::int64_t jump : {-150 * ms, 200 * ms}) {
     const pipescope::Run run = stepped(jump);
-    const Expected whole = load_whole(files_of(run), LoadOptions());
-    ASSERT_EQ(whole.error, "");
-    ASSERT_EQ(whole.loaded.run.clock_steps.size(), 1u) << jump;
-    for (const int ranks : {1, 2, 3}) {
-      const Partitioned parts = load_parts(files_of(run), ranks, ranks != 2, LoadOptions());
-      EXPECT_NE(parts.error.find("cannot yet analyse a run with a clock step"), std::string::npos)
-          << parts.error;
-      EXPECT_NE(parts.error.find(jump < 0 ? "jumped back" : "jumped forward"), std::string::npos)
-          << parts.error;
-    }
+    ASSERT_EQ(load_whole(files_of(run), LoadOptions()).loaded.run.clock_steps.size(), 1u) << jump;
+    EXPECT_EQ(check_files(files_of(run), LoadOptions(), "one clock step", true), "") << jump;
     // Not looked for without clock correction.
     LoadOptions unfixed;
     unfixed.pipeline.clock.fix = false;
     check_files(files_of(run), unfixed, "clock step, not corrected", false);
   }
+  // Four machines: machine 1 stepped back twice, machine 2 back once,
+  // machine 3 forward; every step of every machine, in rounds.
+  pipescope::Run run;
+  add_stepped_device(run, 0, 0, 12, 0, 0);
+  add_stepped_device(run, 1, 0, 12, 0, 0);
+  for (std::size_t d : {2, 3}) {
+    add_stepped_device(run, d, 1, 12, {{125 * ms, -150 * ms}, {325 * ms, -80 * ms}});
+  }
+  for (std::size_t d : {4, 5}) add_stepped_device(run, d, 2, 12, 175 * ms, -120 * ms);
+  for (std::size_t d : {6, 7}) add_stepped_device(run, d, 3, 12, 225 * ms, 200 * ms);
+  run.finalize();
+  const Expected whole = load_whole(files_of(run), LoadOptions());
+  ASSERT_EQ(whole.error, "");
+  ASSERT_EQ(whole.loaded.run.clock_steps.size(), 4u);
+  EXPECT_EQ(check_files(files_of(run), LoadOptions(), "four clock steps", true), "");
+}
+
+TEST(PartitionedLoad, PausesAreNoClockSteps) {
   // Both machines paused alike: every device jumps forward, no machine
-  // moves against the other: no step, not refused.
+  // moves against the other: no step.
   pipescope::Run run;
   for (std::size_t d = 0; d < 4; ++d)
     add_stepped_device(run, d, static_cast<int>(d / 2), 8, 125 * ms, 200 * ms);
@@ -380,7 +400,7 @@ TEST(PartitionedLoad, ClockStepsAreRefusedAndPausesAreNot) {
   ASSERT_TRUE(load_whole(files_of(run), LoadOptions()).loaded.run.clock_steps.empty());
   check_files(files_of(run), LoadOptions(), "both machines paused", false);
   // The whole run paused 300 ms mid-run: every device jumps forward, no
-  // machine moves against the others: no step, not refused.
+  // machine moves against the others: no step.
   pipescope::Run paused = simulated(2, 6);
   const std::int64_t at = paused.devices[0].jobs[paused.devices[0].jobs.size() / 2].start_ns;
   for (Device& device : paused.devices) {

@@ -186,6 +186,26 @@ TEST(PartitionedSummary, StepListsInPiecesOfAStep) {
   ::unsetenv("PIPESCOPE_MPI_MESSAGE_BYTES");
 }
 
+// A machine's clock stepped back mid-run: undone by the ranks that read
+// its devices (partitioned_load.h), then analysed; the summary names it.
+TEST(PartitionedSummary, AClockStepUndone) {
+  pipescope::Run run = simulated(2, 10);
+  std::int64_t at = 0;
+  for (const Device& device : run.devices) {
+    if (device.machine == 1) at = device.jobs[device.jobs.size() / 2].start_ns;
+  }
+  for (Device& device : run.devices) {
+    if (device.machine != 1) continue;
+    for (Job& job : device.jobs) {
+      if (job.start_ns < at) continue;
+      job.start_ns -= 150'000'000;
+      job.end_ns -= 150'000'000;
+    }
+  }
+  run.finalize();
+  EXPECT_TRUE(has(check_run(run, LoadOptions(), "a clock step back"), WarningCode::clock_step));
+}
+
 // `--stages auto` guesses from every job, as the single process does: two
 // peers alike in the run's head but apart after it are two stages.
 TEST(PartitionedSummary, StagesAutoReadsEveryJob) {
