@@ -154,9 +154,6 @@ struct Rounds {
   std::function<void(std::size_t p, std::size_t k)> sent;
   /// Reads `count` HeldJobs of `device` and what `tail` wrote after them.
   std::function<void(std::size_t device, std::uint64_t count, ByteReader&)> receive;
-  /// Called after each round's sends are built (optional), with every
-  /// destination's cursor: what has gone so far.
-  std::function<void(const std::vector<RoundCursor>&)> progress;
 };
 
 /// Sends every destination's blocks in rounds of at most round_budget bytes
@@ -198,7 +195,6 @@ void send_in_rounds(Exchange& exchange, Rounds& rounds) {
       mine_left = mine_left || c.block < blocks.size();
       out[p] = w.take();
     }
-    if (rounds.progress) rounds.progress(cursor);
     // Every rank tells every rank whether it has jobs left for anyone, so
     // that all of them agree on whether another round comes.
     for (std::string& message : out) message[0] = static_cast<char>(mine_left);
@@ -219,15 +215,37 @@ void send_in_rounds(Exchange& exchange, Rounds& rounds) {
   }
 }
 
-/// Gives the whole 2 MiB pages within the first `bytes` of `data` back to
-/// the system (their contents are not read again: the memory stays the
-/// owner's to free). 2 MiB: a transparent huge page is given back whole.
-void release_pages(void* data, std::size_t bytes) {
-  constexpr std::uintptr_t kPage = std::uintptr_t{2} << 20;
-  const auto begin = (reinterpret_cast<std::uintptr_t>(data) + kPage - 1) / kPage * kPage;
-  const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) / kPage * kPage;
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
+/// Gives an array's 2 MiB pages back to the system as soon as every reader
+/// of every element in them has had it (their contents are not read again;
+/// the memory stays the owner's to free): need(i) counts one more reader of
+/// element i, done(i) one fewer. A page partly outside the array is kept.
+/// 2 MiB: a transparent huge page is given back whole.
+class PageReleaser {
+ public:
+  PageReleaser(const void* data, std::size_t count, std::size_t element_bytes)
+      : begin_(reinterpret_cast<std::uintptr_t>(data)),
+        end_(begin_ + count * element_bytes),
+        first_(begin_ / kPage * kPage),
+        element_bytes_(element_bytes),
+        left_((end_ - first_ + kPage - 1) / kPage, 0) {}
+
+  void need(std::size_t i) { ++left_[page(i)]; }
+  void done(std::size_t i) {
+    const std::size_t p = page(i);
+    if (--left_[p] > 0) return;
+    const std::uintptr_t from = first_ + p * kPage;
+    if (from >= begin_ && from + kPage <= end_) {
+      ::madvise(reinterpret_cast<void*>(from), kPage, MADV_DONTNEED);
+    }
+  }
+
+ private:
+  static constexpr std::uintptr_t kPage = std::uintptr_t{2} << 20;
+  std::size_t page(std::size_t i) const { return (begin_ + i * element_bytes_ - first_) / kPage; }
+  std::uintptr_t begin_, end_, first_;
+  std::size_t element_bytes_;
+  std::vector<std::uint32_t> left_;
+};
 
 /// Every device's reader and job count, on every rank.
 void gather_readers(Exchange& exchange, const Run& local, const std::vector<std::size_t>& mine,
@@ -339,8 +357,28 @@ PartJobs exchange_jobs(Exchange& exchange, Run& local,
   }
 
   const auto rank = static_cast<std::size_t>(exchange.rank());
+  // Each page of a read device's jobs and steps goes back to the system
+  // once every destination has had its jobs (so a rank holds about one copy
+  // of its jobs, read or part, while they travel).
+  std::vector<std::size_t> k_of(local.devices.size(), 0);
+  std::vector<PageReleaser> jobs_left, steps_left;
+  for (std::size_t k = 0; k < mine.size(); ++k) {
+    const std::size_t d = mine[k];
+    k_of[d] = k;
+    jobs_left.emplace_back(local.devices[d].jobs.data(), local.devices[d].jobs.size(), sizeof(Job));
+    steps_left.emplace_back(job_step[d].data(), job_step[d].size(), sizeof(std::int32_t));
+    for (std::size_t p = 0; p < ranks; ++p) {
+      for (const std::uint32_t at : rounds.blocks[p][k].positions) {
+        jobs_left[k].need(at);
+        steps_left[k].need(at);
+      }
+    }
+  }
   rounds.held = [&](std::size_t d, std::uint32_t at) {
-    return HeldJob{local.devices[d].jobs[at], at, job_step[d][at]};
+    const HeldJob held{local.devices[d].jobs[at], at, job_step[d][at]};
+    jobs_left[k_of[d]].done(at);
+    steps_left[k_of[d]].done(at);
+    return held;
   };
   // Each piece's jobs that are not on lane 0: (offset in the piece, lane).
   rounds.tail_bytes_per_job = 8;
@@ -366,28 +404,6 @@ PartJobs exchange_jobs(Exchange& exchange, Run& local,
     JobVector().swap(local.devices[d].jobs);
     std::vector<std::int32_t>().swap(job_step[d]);
     std::vector<JobLane>().swap(lanes[d]);
-  };
-  // A device's jobs below every destination's next one have gone: their
-  // pages go back to the system as the rounds move on (so a rank holds
-  // about one copy of its jobs, part or read, while they travel).
-  std::vector<std::size_t> released(mine.size(), 0);
-  rounds.progress = [&](const std::vector<RoundCursor>& cursor) {
-    for (std::size_t k = 0; k < mine.size(); ++k) {
-      if (waiting[k] == 0) continue;  // freed whole
-      std::size_t safe = std::numeric_limits<std::size_t>::max();
-      for (std::size_t p = 0; p < ranks; ++p) {
-        if (cursor[p].block > k) continue;
-        const std::vector<std::uint32_t>& list = rounds.blocks[p][k].positions;
-        const std::size_t at = cursor[p].block == k ? cursor[p].position : 0;
-        if (at < list.size()) safe = std::min<std::size_t>(safe, list[at]);
-      }
-      const std::size_t d = mine[k];
-      safe = std::min(safe, local.devices[d].jobs.size());
-      if (safe <= released[k]) continue;
-      release_pages(local.devices[d].jobs.data(), safe * sizeof(Job));
-      release_pages(job_step[d].data(), safe * sizeof(std::int32_t));
-      released[k] = safe;
-    }
   };
   rounds.receive = [&](std::size_t d, std::uint64_t count, ByteReader& r) {
     if (d >= part.run.devices.size()) throw WireError("jobs of a device not in the run");
@@ -1318,14 +1334,33 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
                          out.part.run.devices, &out.part.job_index, local.types,
                          out.plan.windows(out.metrics.steps, rank), out.first, options.top_bubbles),
                      options.top_bubbles);
+
+  // Critical paths of this range's steps; the longest complete step's, with
+  // its jobs, on every rank.
+  {
+    const PartSteps steps(out);
+    out.paths = summarize_critical_path_range(
+        out.part.run, out.metrics, out.stages, found, out.roles, out.first, out.last,
+        longest_critical_step(m.steps, out.step_has_job), &out.part.job_index);
+  }
+  // The walks were the dependencies' last reader: they go before the stage
+  // statistics hold a duration per job.
+  found = Dependencies();
+  release_free_memory();
+  PathsOfRun longest = gather_longest_path(exchange, out.paths);
+  out.longest_path = std::move(longest.longest);
+  out.paths_before = longest.paths_before;
+
   // Each replica's figures; the run's bottleneck is then the slowest one's.
   out.replicas = partitioned_replicas(exchange, local, out);
+
   // The stage statistics, selected across the ranges.
   out.bottleneck = gather_bottleneck(
       exchange,
       stage_durations(out.part.run, out.part.job_step, out.first, out.last, out.stages, out.roles),
       out.stages, m.steps.size());
   release_free_memory();  // the durations (a value per job) are gone
+
   // The bubble split: the run's op costs, then each range's rows.
   {
     const PartSteps steps(out);
@@ -1336,19 +1371,6 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
     out.split = gather_split(exchange, evidence, rows, out.stages, local.devices.size());
     out.split_inherent = std::move(rows.inherent);
   }
-  // Critical paths of this range's steps; the longest complete step's, with
-  // its jobs, on every rank.
-  {
-    const PartSteps steps(out);
-    out.paths = summarize_critical_path_range(
-        out.part.run, out.metrics, out.stages, found, out.roles, out.first, out.last,
-        longest_critical_step(m.steps, out.step_has_job), &out.part.job_index);
-  }
-  found = Dependencies();  // the walks were its last reader
-  release_free_memory();
-  PathsOfRun longest = gather_longest_path(exchange, out.paths);
-  out.longest_path = std::move(longest.longest);
-  out.paths_before = longest.paths_before;
 
   // The data-quality warnings: evidence of every range, fences once,
   // findings of every range, combined.
