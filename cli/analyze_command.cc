@@ -558,6 +558,12 @@ int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load) {
       if (exchange.rank() == 0) progress.finish();
       return analyze_on_ranks(exchange, scan, options, load);
     };
+    // As main() reports an error, before the ranks exit together.
+    callbacks.on_error = [](const std::exception& e) {
+      std::fflush(stdout);
+      fmt::print(stderr, "pipescope: error: {}\n", e.what());
+      std::fflush(stderr);
+    };
   }
   return distributed::run_on_cluster(cluster, callbacks, kExitUsage);
 }

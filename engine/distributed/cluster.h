@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <string>
 #include <vector>
@@ -95,9 +96,12 @@ struct ClusterCallbacks {
   /// (partitioned_analysis.h), instead of on_result on rank 0. The status
   /// returned is the largest any rank returned. An exception on a rank that
   /// every rank throws alike (an input error decided from gathered facts) is
-  /// rethrown on rank 0 and the others return `error_status`; any other ends
-  /// every rank (MPI_Abort, exit status 2) with its message.
+  /// reported on rank 0 by `on_error` (rethrown there without one) and every
+  /// rank returns `error_status` once it has been reported, so that no rank
+  /// exits (which makes mpirun end the others) before the message is out;
+  /// any other ends every rank (MPI_Abort, exit status 2) with its message.
   std::function<int(Exchange&, PartitionedScan&)> on_partitioned;
+  std::function<void(const std::exception&)> on_error;
 };
 
 /// True when this build has the MPI engine.

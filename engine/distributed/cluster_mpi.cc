@@ -685,14 +685,24 @@ class Session {
     } catch (const std::exception& e) {
       mpi_.abort(e.what());
     }
+    // Rank 0 says what went wrong before any rank leaves the collective
+    // below: mpirun ends every process once one exits with a non-zero status,
+    // which could cut rank 0's message.
+    if (error && rank_ == 0) {
+      if (!callbacks_.on_error) std::rethrow_exception(error);
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        callbacks_.on_error(e);
+      }
+    }
     ByteWriter w;
     w.put(static_cast<std::int32_t>(status));
     for (const std::string& theirs : exchange.all_gather(w.take())) {
       ByteReader r(theirs);
       status = std::max(status, static_cast<int>(r.get<std::int32_t>()));
     }
-    if (error && rank_ == 0) std::rethrow_exception(error);
-    return status;
+    return error ? error_status_ : status;
   }
 
   /// Tells every rank its exit status (and how many beats to drain).
