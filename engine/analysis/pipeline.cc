@@ -152,8 +152,11 @@ namespace {
 /// The analysis once the stage map, roles and dependencies are known.
 /// `a.schedule` is detected already (on metrics whose step windows may
 /// have moved since, which detection does not read).
+/// `lend`: the run itself, mutable, when the replicas may borrow its
+/// devices (summarize_replicas_lent, after the passes that read them);
+/// null to copy them, beside the other passes.
 PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const PipelineOptions& options,
-                          PipelineAnalysis a, ClockReport clock) {
+                          PipelineAnalysis a, ClockReport clock, Run* lend = nullptr) {
   // Independent passes over the same jobs, run as tasks (each one's result
   // is what it computes alone: nothing is shared but the inputs). Each hands
   // its freed scratch back: a pass frees it on the worker thread that ran
@@ -185,9 +188,17 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
         release_free_memory();
       },
       [&] {
+        if (lend != nullptr) return;  // below, once the other passes are done
         a.replicas = summarize_replicas(run, a.layout, a.roles);
         release_free_memory();
       });
+  if (lend != nullptr) {
+    // Each replica's devices lent to a run of their own, not copied (half
+    // the jobs a second time with two replicas): nothing else reads the run
+    // now.
+    a.replicas = summarize_replicas_lent(*lend, a.layout, a.roles);
+    release_free_memory();
+  }
   // The run's bottleneck is the one of the replica that bounds its step.
   if (a.replicas.slowest >= 0) {
     a.bottleneck = a.replicas.replicas[static_cast<std::size_t>(a.replicas.slowest)].bottleneck;
@@ -229,7 +240,7 @@ AnalyzedRun analyze_run(Run& run, const PipelineOptions& options) {
   AnalyzedRun result = analyze_schedule(run, options);
   ClockReport clock = std::move(result.pipeline.clock);
   result.pipeline =
-      assemble(run, result.metrics, options, std::move(result.pipeline), std::move(clock));
+      assemble(run, result.metrics, options, std::move(result.pipeline), std::move(clock), &run);
   return result;
 }
 

@@ -1,11 +1,18 @@
 #include "analysis/replicas.h"
 
+#include <cstddef>
+#include <utility>
+
 #include "analysis/metrics.h"
 
 namespace pipescope {
 
-ReplicaRun replica_run(const Run& run, const Layout& layout,
-                       const std::vector<std::size_t>& devices) {
+namespace {
+
+/// A replica's run without its devices: the run's types, segments, first
+/// step and resolution, and its stage map (devices in `devices` order).
+ReplicaRun replica_shape(const Run& run, const Layout& layout,
+                         const std::vector<std::size_t>& devices) {
   ReplicaRun out;
   Run& sub = out.run;
   sub.types = run.types;
@@ -15,13 +22,49 @@ ReplicaRun replica_run(const Run& run, const Layout& layout,
   StageMap& stages = out.stages;
   stages.source = layout.stages.source;
   stages.devices.assign(layout.stages.stage_count(), {});
-  for (const std::size_t d : devices) {
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const std::size_t d = devices[i];
     const int s = d < layout.stages.stage_of.size() ? layout.stages.stage_of[d] : -1;
     stages.stage_of.push_back(s);
-    if (s >= 0) stages.devices[static_cast<std::size_t>(s)].push_back(sub.devices.size());
-    sub.devices.push_back(run.devices[d]);
+    if (s >= 0) stages.devices[static_cast<std::size_t>(s)].push_back(i);
   }
   return out;
+}
+
+/// One replica's figures, from its run.
+ReplicaStats measure(int replica, const std::vector<std::size_t>& devices, const ReplicaRun& sub,
+                     const std::vector<JobRole>& roles) {
+  const Metrics metrics = compute_metrics(sub.run);
+  return replica_stats(replica, devices, metrics,
+                       find_bottleneck(sub.run, metrics, sub.stages, roles));
+}
+
+std::size_t replicas_with_devices(const Layout& layout) {
+  std::size_t n = 0;
+  for (const auto& replica : layout.replicas) n += !replica.empty();
+  return n;
+}
+
+}  // namespace
+
+ReplicaRun replica_run(const Run& run, const Layout& layout,
+                       const std::vector<std::size_t>& devices) {
+  ReplicaRun out = replica_shape(run, layout, devices);
+  for (const std::size_t d : devices) out.run.devices.push_back(run.devices[d]);
+  return out;
+}
+
+LentReplicaRun::LentReplicaRun(Run& run, const Layout& layout,
+                               const std::vector<std::size_t>& devices)
+    : run_(run), devices_(devices), sub_(replica_shape(run, layout, devices)) {
+  sub_.run.devices.reserve(devices_.size());
+  for (const std::size_t d : devices_) sub_.run.devices.push_back(std::move(run_.devices[d]));
+}
+
+LentReplicaRun::~LentReplicaRun() {
+  for (std::size_t i = 0; i < devices_.size(); ++i) {
+    run_.devices[devices_[i]] = std::move(sub_.run.devices[i]);
+  }
 }
 
 ReplicaStats replica_stats(int replica, const std::vector<std::size_t>& devices,
@@ -51,17 +94,26 @@ void add_replica(ReplicaSummary& summary, ReplicaStats&& stats) {
 ReplicaSummary summarize_replicas(const Run& run, const Layout& layout,
                                   const std::vector<JobRole>& roles) {
   ReplicaSummary out;
-  std::size_t with_devices = 0;
-  for (const auto& replica : layout.replicas) with_devices += !replica.empty();
-  if (with_devices < 2) return out;
+  if (replicas_with_devices(layout) < 2) return out;
   for (std::size_t r = 0; r < layout.replicas.size(); ++r) {
     const auto& devices = layout.replicas[r];
     if (devices.empty()) continue;
     // The replica as a run of its own: the contract then gives its windows.
     const ReplicaRun sub = replica_run(run, layout, devices);
-    const Metrics metrics = compute_metrics(sub.run);
-    add_replica(out, replica_stats(static_cast<int>(r), devices, metrics,
-                                   find_bottleneck(sub.run, metrics, sub.stages, roles)));
+    add_replica(out, measure(static_cast<int>(r), devices, sub, roles));
+  }
+  return out;
+}
+
+ReplicaSummary summarize_replicas_lent(Run& run, const Layout& layout,
+                                       const std::vector<JobRole>& roles) {
+  ReplicaSummary out;
+  if (replicas_with_devices(layout) < 2) return out;
+  for (std::size_t r = 0; r < layout.replicas.size(); ++r) {
+    const auto& devices = layout.replicas[r];
+    if (devices.empty()) continue;
+    const LentReplicaRun sub(run, layout, devices);
+    add_replica(out, measure(static_cast<int>(r), devices, sub.get(), roles));
   }
   return out;
 }

@@ -52,6 +52,26 @@ struct ReplicaRun {
 ReplicaRun replica_run(const Run& run, const Layout& layout,
                        const std::vector<std::size_t>& devices);
 
+/// replica_run without the copies: the replica's devices are moved out of
+/// `run` into it for as long as it lives, and moved back when it ends
+/// (also when an exception unwinds). Nothing may read `run`'s devices
+/// meanwhile. A replica of half the run's devices no longer holds half its
+/// jobs a second time.
+class LentReplicaRun {
+ public:
+  LentReplicaRun(Run& run, const Layout& layout, const std::vector<std::size_t>& devices);
+  ~LentReplicaRun();
+  LentReplicaRun(const LentReplicaRun&) = delete;
+  LentReplicaRun& operator=(const LentReplicaRun&) = delete;
+
+  const ReplicaRun& get() const { return sub_; }
+
+ private:
+  Run& run_;
+  std::vector<std::size_t> devices_;
+  ReplicaRun sub_;
+};
+
 /// A replica's figures from its metrics and bottleneck (computed whole, or
 /// by parts over the run's step ranges).
 ReplicaStats replica_stats(int replica, const std::vector<std::size_t>& devices,
@@ -65,5 +85,10 @@ void add_replica(ReplicaSummary& summary, ReplicaStats&& stats);
 /// time.
 ReplicaSummary summarize_replicas(const Run& run, const Layout& layout,
                                   const std::vector<JobRole>& roles);
+
+/// The same, lending each replica's devices (LentReplicaRun) instead of
+/// copying them: nothing may read `run`'s devices meanwhile.
+ReplicaSummary summarize_replicas_lent(Run& run, const Layout& layout,
+                                       const std::vector<JobRole>& roles);
 
 }  // namespace pipescope

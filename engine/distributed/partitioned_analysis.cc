@@ -1224,7 +1224,10 @@ ReplicaSummary partitioned_replicas(Exchange& exchange, const Run& local,
     while (a < rep.to_global.size() && rep.to_global[a] < out.first) ++a;
     std::size_t b = a;
     while (b < rep.to_global.size() && rep.to_global[b] < out.last) ++b;
-    const ReplicaRun here = replica_run(out.part.run, out.layout, rep.devices);
+    // The replica's devices of the part lent to a run of their own (not
+    // copied) until this replica is measured.
+    const LentReplicaRun lent(out.part.run, out.layout, rep.devices);
+    const ReplicaRun& here = lent.get();
     const std::span<StepWindow> own = std::span<StepWindow>(rep.metrics.steps).subspan(a, b - a);
     add_window_times(here.run.devices, kinds, own);
     gather_totals(exchange, sum_windows(own, rep.devices.size()), rep.metrics);

@@ -253,22 +253,60 @@ void write_summary_json(const SummaryFigures& f, const std::string& path) {
   write_summary_json(f, parts, pieces, path);
 }
 
+namespace {
+
+/// The summary of `run` with its step lists made a piece at a time from the
+/// metrics and the analysis (whole_run_step_inputs, kStepRowsPerPiece steps
+/// each), as a step range's owner makes them: no list of every step's rows
+/// is ever held (at a row per step and device, tens of MB for a long run).
+void write_streamed(const Run& run, const Metrics& metrics, const PipelineAnalysis* pipeline,
+                    SummaryFigures figures, const std::string& path) {
+  // The events' lists are few rows, placed once (summary_figures leaves them
+  // out with SummaryRows::none).
+  SummaryFigures events;
+  events.events = events_figures(run, metrics);
+  const std::size_t steps = metrics.steps.size();
+  const std::size_t parts =
+      std::max<std::size_t>(1, (steps + kStepRowsPerPiece - 1) / kStepRowsPerPiece);
+  const StepRowSource pieces = [&](StepList which, std::size_t part) {
+    if (which == StepList::event_steps || which == StepList::event_outliers) {
+      return part == 0
+                 ? with_rows(events, which, [which](auto list) { return render_rows(list, which); })
+                 : std::string();
+    }
+    const std::size_t first = std::min(steps, part * kStepRowsPerPiece);
+    const std::size_t last = std::min(steps, first + kStepRowsPerPiece);
+    const StepRowInputs in = whole_run_step_inputs(run, metrics, pipeline, nullptr, first, last);
+    return render_step_rows(step_rows(in), which);
+  };
+  write_summary_json(figures, parts, pieces, path);
+}
+
+}  // namespace
+
 void write_summary_json(const Run& run, const Metrics& metrics, const std::string& path) {
-  write_summary_json(summary_figures(run, metrics), path);
+  write_streamed(run, metrics, nullptr,
+                 summary_figures(run, metrics, nullptr, summary_job_facts(run, metrics, nullptr),
+                                 SummaryRows::none),
+                 path);
 }
 
 void write_summary_json(const Run& run, const Metrics& metrics, const PipelineAnalysis& pipeline,
                         const std::string& path) {
-  write_summary_json(summary_figures(run, metrics, pipeline), path);
+  write_streamed(run, metrics, &pipeline,
+                 summary_figures(run, metrics, &pipeline,
+                                 summary_job_facts(run, metrics, &pipeline), SummaryRows::none),
+                 path);
 }
 
 void write_summary_json(const Run& run, const Metrics& metrics, const PipelineAnalysis& pipeline,
                         const KernelView& kernels, const std::string& path,
                         const std::vector<TraceFileFigures>& traces) {
-  SummaryFigures figures = summary_figures(run, metrics, pipeline);
+  SummaryFigures figures = summary_figures(
+      run, metrics, &pipeline, summary_job_facts(run, metrics, &pipeline), SummaryRows::none);
   figures.kernel_view = kernel_view_figures(kernels);
   figures.traces = traces;
-  write_summary_json(figures, path);
+  write_streamed(run, metrics, &pipeline, std::move(figures), path);
 }
 
 }  // namespace pipescope

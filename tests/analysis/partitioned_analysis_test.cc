@@ -664,9 +664,32 @@ TEST(PartitionedAnalysis, ReplicasByTheRunsRanges) {
   run.finalize();
   const Metrics whole = compute_metrics(run);
   const std::vector<JobRole> roles = classify_job_roles(run.types);
-  const ReplicaSummary expected =
-      summarize_replicas(run, detect_layout(run, whole.job_step, roles), roles);
+  const Layout layout = detect_layout(run, whole.job_step, roles);
+  const ReplicaSummary expected = summarize_replicas(run, layout, roles);
   ASSERT_GE(expected.replicas.size(), 2u);
+  // Lending the devices instead of copying them: the same figures, and the
+  // run as it was afterwards.
+  {
+    pipescope::Run lender = run;
+    const ReplicaSummary lent = summarize_replicas_lent(lender, layout, roles);
+    ASSERT_EQ(lent.replicas.size(), expected.replicas.size());
+    EXPECT_EQ(lent.slowest, expected.slowest);
+    for (std::size_t r = 0; r < lent.replicas.size(); ++r) {
+      EXPECT_EQ(lent.replicas[r].total_window_ns, expected.replicas[r].total_window_ns);
+      EXPECT_EQ(lent.replicas[r].bubble_ratio, expected.replicas[r].bubble_ratio);
+    }
+    ASSERT_EQ(lender.devices.size(), run.devices.size());
+    for (std::size_t d = 0; d < run.devices.size(); ++d) {
+      EXPECT_EQ(lender.devices[d].path, run.devices[d].path);
+      ASSERT_EQ(lender.devices[d].jobs.size(), run.devices[d].jobs.size()) << d;
+      EXPECT_TRUE(std::equal(
+          lender.devices[d].jobs.begin(), lender.devices[d].jobs.end(), run.devices[d].jobs.begin(),
+          [](const Job& a, const Job& b) {
+            return a.start_ns == b.start_ns && a.end_ns == b.end_ns && a.line == b.line;
+          }))
+          << d;
+    }
+  }
   for (const std::size_t parts : {1u, 2u, 3u, 4u, 12u}) {
     const ReplicaSummary got = replicas_by_parts(run, parts);
     EXPECT_EQ(got.slowest, expected.slowest) << parts;
