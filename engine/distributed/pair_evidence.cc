@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "distributed/collectives.h"
 #include "distributed/wire.h"
 
 namespace pipescope::distributed {
@@ -42,14 +43,7 @@ StageJobEvidence exchange_stage_evidence(
     const std::vector<std::uint64_t>& job_counts, std::int64_t my_origin, const HeldJobs& held) {
   StageJobEvidence evidence;
   evidence.job_counts = job_counts;
-  {
-    ByteWriter w;
-    w.put(my_origin);
-    for (const std::string& message : exchange.all_gather(w.take())) {
-      ByteReader r(message);
-      evidence.origin = std::min(evidence.origin, r.get<std::int64_t>());
-    }
-  }
+  evidence.origin = gather_min(exchange, my_origin);
   auto merged = std::make_shared<std::map<std::pair<std::size_t, std::size_t>, JobPairEvidence>>();
   evidence.compare = [merged](std::size_t x, std::size_t y) {
     const auto it = merged->find({x, y});

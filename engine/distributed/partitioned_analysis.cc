@@ -25,6 +25,7 @@
 #include "analysis/replicas.h"
 #include "analysis/schedule_detect.h"
 #include "analysis/step_rule.h"
+#include "distributed/collectives.h"
 #include "distributed/pair_evidence.h"
 #include "distributed/wire.h"
 #include "export/trace_layout.h"
@@ -92,21 +93,6 @@ StepEdges gather_edges(Exchange& exchange, const StepEdges& mine) {
     all.combine(theirs);
   }
   return all;
-}
-
-/// Σ over the ranks of a vector of counts of the same length.
-std::vector<std::uint64_t> sum_counts(Exchange& exchange, const std::vector<std::uint64_t>& mine) {
-  ByteWriter w;
-  w.list(mine);
-  std::vector<std::uint64_t> total(mine.size(), 0);
-  for (const std::string& message : exchange.all_gather(w.take())) {
-    ByteReader r(message);
-    std::vector<std::uint64_t> theirs;
-    r.list(theirs);
-    if (theirs.size() != total.size()) throw WireError("counts of another run");
-    for (std::size_t i = 0; i < total.size(); ++i) total[i] += theirs[i];
-  }
-  return total;
 }
 
 // ---- 4. the jobs to their parts -----------------------------------------------
@@ -919,17 +905,7 @@ BottleneckReport gather_bottleneck(Exchange& exchange, const StageDurations& min
         for (std::size_t i = 0; i < asked.size(); ++i) {
           counts[i] = count_at_most(mine, asked[i].stage, asked[i].role, asked[i].x);
         }
-        ByteWriter q;
-        q.list(counts);
-        std::vector<std::uint64_t> total(asked.size(), 0);
-        for (const std::string& message : exchange.all_gather(q.take())) {
-          ByteReader r(message);
-          std::vector<std::uint64_t> theirs;
-          r.list(theirs);
-          if (theirs.size() != total.size()) throw WireError("counts of another question");
-          for (std::size_t i = 0; i < total.size(); ++i) total[i] += theirs[i];
-        }
-        return total;
+        return sum_counts(exchange, counts);
       },
       stages, windows);
 }

@@ -16,6 +16,7 @@
 #include "analysis/launch_segments.h"
 #include "analysis/step_rule.h"
 #include "distributed/run_transfer.h"
+#include "distributed/collectives.h"
 #include "distributed/wire.h"
 #include "ingest/run_merge.h"
 #include "load/input_rules.h"
@@ -247,29 +248,6 @@ void leave_out_bad(Exchange& exchange, Run& run, std::vector<DeviceFacts>& facts
   warnings.push_back(bad_timestamp_warning(run.devices[*first],
                                            {*first, b.line, b.start_ns, b.end_ns},
                                            static_cast<std::size_t>(total)));
-}
-
-/// Every rank's min of `mine` (max when none), or sum.
-std::int64_t gather_min(Exchange& exchange, std::int64_t mine) {
-  ByteWriter w;
-  w.put(mine);
-  std::int64_t out = std::numeric_limits<std::int64_t>::max();
-  for (const std::string& message : exchange.all_gather(w.take())) {
-    ByteReader r(message);
-    out = std::min(out, r.get<std::int64_t>());
-  }
-  return out;
-}
-
-std::uint64_t gather_sum(Exchange& exchange, std::uint64_t mine) {
-  ByteWriter w;
-  w.put(mine);
-  std::uint64_t out = 0;
-  for (const std::string& message : exchange.all_gather(w.take())) {
-    ByteReader r(message);
-    out += r.get<std::uint64_t>();
-  }
-  return out;
 }
 
 /// A device's part of a step, as it travels (found or not).
