@@ -245,7 +245,7 @@ std::optional<ClockStep> undo_forward_step(Run& run, int machine,
     const auto jump = device_forward_step(run.devices[d], kinds, options);
     if (!jump) return std::nullopt;  // every device of the machine at once
     jumps.push_back(*jump);
-    spans.push_back({jump->size, jump->from, jump->to});
+    spans.push_back(jump->span);
   }
   const std::optional<ForwardStepWindow> window = forward_step_window(spans);
   if (!window) return std::nullopt;
@@ -266,18 +266,6 @@ std::optional<ClockStep> undo_forward_step(Run& run, int machine,
 }
 
 }  // namespace
-
-DeviceClockEvidence device_clock_evidence(const Device& device, const TypeKinds& kinds,
-                                          const ClockStepOptions& options) {
-  DeviceClockEvidence out;
-  const std::vector<std::size_t> order = written_order(device, kinds);
-  out.back_jumps = back_jumps(device, order, options.min_step_ns);
-  if (const auto jump = first_forward_jump(device, order, options.min_forward_step_ns)) {
-    out.has_forward = true;
-    out.forward = {jump->size, jump->from, jump->to};
-  }
-  return out;
-}
 
 std::uint64_t device_back_jumps(const Device& device, const TypeKinds& kinds,
                                 const ClockStepOptions& options) {
@@ -328,7 +316,7 @@ std::optional<DeviceForwardStep> device_forward_step(const Device& device, const
   const auto jump =
       first_forward_jump(device, written_order(device, kinds), options.min_forward_step_ns);
   if (!jump) return std::nullopt;
-  return DeviceForwardStep{jump->size, jump->from, jump->to, jump->line, jump->stretched_job};
+  return DeviceForwardStep{{jump->size, jump->from, jump->to}, jump->line, jump->stretched_job};
 }
 
 DeviceShift shift_device_jobs(Device& device, std::uint32_t line, std::int64_t shift,

@@ -81,8 +81,8 @@ std::vector<ClockStep> undo_clock_steps(Run& run, const ClockStepOptions& option
 inline constexpr int kMaxBackRounds = 16;
 inline constexpr int kMaxForwardRounds = 4;
 
-/// How many times a device's compute jobs, in line order, jump back
-/// (DeviceClockEvidence::back_jumps alone).
+/// How many times a device's compute jobs, in line order, jump back (by
+/// ClockStepOptions::min_step_ns or more; none when they have no lines).
 std::uint64_t device_back_jumps(const Device& device, const TypeKinds& kinds,
                                 const ClockStepOptions& options);
 
@@ -103,12 +103,18 @@ std::optional<DeviceBackStep> device_back_step(const Device& device, const TypeK
 /// order): the largest overlap, or the median estimate when larger.
 std::int64_t back_step_size(const std::vector<DeviceBackStep>& parts);
 
-/// A device's first jump forward: its span (ForwardJumpSpan), the first line
-/// in the new clock, and the job the step fell in (which the shift mends).
-struct DeviceForwardStep {
+/// A device's first jump forward (see the header): `size` its excess over
+/// the usual, the step lying in [from, to - size] on the old clock.
+struct ForwardJumpSpan {
   std::int64_t size = 0;
   std::int64_t from = 0;
   std::int64_t to = 0;
+};
+
+/// A device's first jump forward: its span, the first line in the new
+/// clock, and the job the step fell in (which the shift mends).
+struct DeviceForwardStep {
+  ForwardJumpSpan span;
   std::uint32_t line = 0;
   std::optional<std::size_t> stretched_job;
 };
@@ -125,24 +131,6 @@ struct DeviceShift {
 };
 DeviceShift shift_device_jobs(Device& device, std::uint32_t line, std::int64_t shift,
                               std::optional<std::size_t> mended_job);
-
-/// A device's first jump forward (see the header): `size` its excess over
-/// the usual, the step lying in [from, to - size] on the old clock.
-struct ForwardJumpSpan {
-  std::int64_t size = 0;
-  std::int64_t from = 0;
-  std::int64_t to = 0;
-};
-
-struct DeviceClockEvidence {
-  /// How many times its compute jobs, in line order, jump back.
-  std::uint64_t back_jumps = 0;
-  /// Its first jump forward, when `has_forward`.
-  bool has_forward = false;
-  ForwardJumpSpan forward;
-};
-DeviceClockEvidence device_clock_evidence(const Device& device, const TypeKinds& kinds,
-                                          const ClockStepOptions& options);
 
 /// Whether a machine's devices (their back-jump counts) show a step back:
 /// every device jumps back the same number of times, at least once and at

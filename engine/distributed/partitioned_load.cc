@@ -15,8 +15,8 @@
 #include "analysis/clock_steps.h"
 #include "analysis/launch_segments.h"
 #include "analysis/step_rule.h"
-#include "distributed/run_transfer.h"
 #include "distributed/collectives.h"
+#include "distributed/run_transfer.h"
 #include "distributed/wire.h"
 #include "ingest/run_merge.h"
 #include "load/input_rules.h"
@@ -292,18 +292,19 @@ std::vector<ClockStep> undo_clock_steps_by_parts(Exchange& exchange, Run& run,
   std::map<int, int> rounds;  // machine -> rounds taken
   for (const auto& [machine, devices] : machines) rounds[machine] = 0;
   while (!rounds.empty()) {
+    // Only the machines still looking; a device's first jump only where it
+    // jumps (the same condition: none in the common run without a step).
     std::vector<std::uint64_t> counts(run.devices.size(), 0);
-    for (std::size_t d = 0; d < run.devices.size(); ++d) {
-      if (held[d]) counts[d] = device_back_jumps(run.devices[d], kinds, options);
-    }
-    counts = gather_per_device(exchange, held, counts);
     std::vector<Found<DeviceBackStep>> parts(run.devices.size());
     for (std::size_t d = 0; d < run.devices.size(); ++d) {
       if (!held[d] || !rounds.contains(run.devices[d].machine)) continue;
+      counts[d] = device_back_jumps(run.devices[d], kinds, options);
+      if (counts[d] == 0) continue;
       if (const auto part = device_back_step(run.devices[d], kinds, options)) {
         parts[d] = {true, *part};
       }
     }
+    counts = gather_per_device(exchange, held, counts);
     parts = gather_per_device(exchange, held, parts);
     for (auto it = rounds.begin(); it != rounds.end();) {
       const int machine = it->first;
@@ -344,8 +345,7 @@ std::vector<ClockStep> undo_clock_steps_by_parts(Exchange& exchange, Run& run,
         parts = gather_per_device(exchange, held, parts);
         std::vector<ForwardJumpSpan> spans;
         for (const std::size_t d : devices) {
-          if (parts[d].found)
-            spans.push_back({parts[d].part.size, parts[d].part.from, parts[d].part.to});
+          if (parts[d].found) spans.push_back(parts[d].part.span);
         }
         if (spans.size() < devices.size()) break;  // every device of the machine at once
         const std::optional<ForwardStepWindow> window = forward_step_window(spans);
