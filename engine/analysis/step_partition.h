@@ -123,6 +123,13 @@ struct PartJobs {
   /// Of those jobs, the ones of steps it owns (the others were sent to it
   /// for their overlap only).
   std::uint64_t owned_jobs = 0;
+
+  /// Device d's first job in the whole run (index 0), where this part holds
+  /// it; null otherwise.
+  const Job* first_job(std::size_t d) const {
+    if (d >= job_index.size() || job_index[d].empty() || job_index[d].front() != 0) return nullptr;
+    return &run.devices[d].jobs.front();
+  }
 };
 
 /// A part's Run before its jobs arrive: the run's types, segments, first

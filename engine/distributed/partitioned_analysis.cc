@@ -119,12 +119,6 @@ struct OutBlock {
   std::vector<std::uint32_t> positions;
 };
 
-/// Where a destination's blocks stand: the next block and position to send.
-struct RoundCursor {
-  std::size_t block = 0;
-  std::size_t position = 0;
-};
-
 /// What send_in_rounds sends and how it is read.
 struct Rounds {
   /// blocks[p]: destination p's blocks, in the order they go.
@@ -150,14 +144,19 @@ void send_in_rounds(Exchange& exchange, Rounds& rounds) {
   rounds.blocks.resize(ranks);
   const std::size_t budget = round_budget(ranks);
   const std::size_t per_job = sizeof(HeldJob) + rounds.tail_bytes_per_job;
-  std::vector<RoundCursor> cursor(ranks);
+  // Where each destination's blocks stand: the next block and position.
+  struct Cursor {
+    std::size_t block = 0;
+    std::size_t position = 0;
+  };
+  std::vector<Cursor> cursor(ranks);
   for (bool more = true; more;) {
     std::vector<std::string> out(ranks);
     bool mine_left = false;
     for (std::size_t p = 0; p < ranks; ++p) {
       ByteWriter w;
       w.put(std::uint8_t{0});  // whether the sender has jobs left after this round
-      RoundCursor& c = cursor[p];
+      Cursor& c = cursor[p];
       std::vector<OutBlock>& blocks = rounds.blocks[p];
       while (c.block < blocks.size() && w.size() + per_job + 32 <= budget) {
         OutBlock& block = blocks[c.block];
@@ -682,9 +681,7 @@ std::vector<std::int64_t> gather_machine_firsts(Exchange& exchange, const PartJo
   firsts.devices.resize(part.run.devices.size());
   for (std::size_t d = 0; d < part.run.devices.size(); ++d) {
     firsts.devices[d].machine = part.run.devices[d].machine;
-    if (!part.job_index[d].empty() && part.job_index[d].front() == 0) {
-      firsts.devices[d].jobs.push_back(part.run.devices[d].jobs.front());
-    }
+    if (const Job* first = part.first_job(d)) firsts.devices[d].jobs.push_back(*first);
   }
   ByteWriter w;
   w.list(machine_first_starts(firsts));
@@ -1306,6 +1303,7 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
   }
   add_clock_pieces(local.clock_steps, gather_machine_firsts(exchange, out.part), out.clock);
   out.dependencies = std::move(deps);
+
   // Bubbles: this rank's windows, the run's sums and longest.
   out.bubbles =
       gather_bubbles(exchange,
@@ -1354,6 +1352,7 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
   // The data-quality warnings: evidence of every range, fences once,
   // findings of every range, combined.
   out.warnings = gather_quality(exchange, out);
+
   // The run's bottleneck is the one of the replica that bounds its step.
   if (out.replicas.slowest >= 0) {
     out.bottleneck =

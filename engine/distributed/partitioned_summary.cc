@@ -149,9 +149,7 @@ JobFacts gather_facts(Exchange& exchange, const LocalLoad& load, const Partition
 std::int64_t first_start(const PartJobs& part) {
   std::int64_t first = std::numeric_limits<std::int64_t>::max();
   for (std::size_t d = 0; d < part.run.devices.size(); ++d) {
-    if (!part.job_index[d].empty() && part.job_index[d].front() == 0) {
-      first = std::min(first, part.run.devices[d].jobs.front().start_ns);
-    }
+    if (const Job* job = part.first_job(d)) first = std::min(first, job->start_ns);
   }
   return first;
 }
