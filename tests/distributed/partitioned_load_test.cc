@@ -24,30 +24,13 @@
 #include "load/load_run.h"
 #include "model/errors.h"
 #include "support/hand_run.h"
+#include "support/partitioned_ranks.h"
 #include "support/pipeline_sim_run.h"
 
 namespace pipescope::distributed {
 namespace {
 
-/// Each device of a run as the file a reader would have made of it, with
-/// the file's own type ids (interned in reverse order, so the merge remaps).
-std::vector<FileResult> files_of(const Run& run) {
-  std::vector<FileResult> files;
-  for (const Device& device : run.devices) {
-    FileResult file;
-    file.device = device;
-    file.device.segment_begin.clear();
-    std::vector<TypeId> map(run.types.size());
-    for (std::size_t t = run.types.size(); t-- > 0;) {
-      map[t] = file.types.intern(run.types.name(static_cast<TypeId>(t)));
-    }
-    for (Job& job : file.device.jobs) job.type = map[job.type];
-    file.stats.path = device.path;
-    file.stats.matched = device.jobs.size();
-    files.push_back(std::move(file));
-  }
-  return files;
-}
+using testing::files_of;
 
 /// What load_run gives, or the error it throws.
 struct Expected {

@@ -25,10 +25,13 @@
 #include "load/event_setup.h"
 #include "load/load_run.h"
 #include "simulate/log_writer.h"
+#include "support/partitioned_ranks.h"
 #include "support/pipeline_sim_run.h"
 
 namespace pipescope::distributed {
 namespace {
+
+using testing::files_of;
 
 namespace fs = std::filesystem;
 
@@ -45,25 +48,6 @@ fs::path scratch(const std::string& name) {
 std::string bytes_of(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-/// Each device of a run as the file a reader would have made of it.
-std::vector<FileResult> files_of(const Run& run) {
-  std::vector<FileResult> files;
-  for (const Device& device : run.devices) {
-    FileResult file;
-    file.device = device;
-    file.device.segment_begin.clear();
-    std::vector<TypeId> map(run.types.size());
-    for (std::size_t t = run.types.size(); t-- > 0;) {
-      map[t] = file.types.intern(run.types.name(static_cast<TypeId>(t)));
-    }
-    for (Job& job : file.device.jobs) job.type = map[job.type];
-    file.stats.path = device.path;
-    file.stats.matched = device.jobs.size();
-    files.push_back(std::move(file));
-  }
-  return files;
 }
 
 /// What `analyze` writes for the loaded run (analyze_loaded's writer).

@@ -1,9 +1,13 @@
-// The run as one rank of a partitioned analysis reads it, for the tests that
-// split a run over threads as ranks (tests/distributed/).
+// The run as one rank of a partitioned analysis reads it, and as the files
+// its readers make, for the tests that split a run over threads as ranks
+// (tests/distributed/).
 #pragma once
 
 #include <cstddef>
+#include <utility>
+#include <vector>
 
+#include "ingest/file_result.h"
 #include "model/run.h"
 
 namespace pipescope::testing {
@@ -35,6 +39,26 @@ inline Run local_view(const Run& run, int rank, int ranks, bool round_robin,
     }
   }
   return local;
+}
+
+/// Each device of a run as the file a reader would have made of it, with
+/// the file's own type ids (interned in reverse order, so the merge remaps).
+inline std::vector<FileResult> files_of(const Run& run) {
+  std::vector<FileResult> files;
+  for (const Device& device : run.devices) {
+    FileResult file;
+    file.device = device;
+    file.device.segment_begin.clear();
+    std::vector<TypeId> map(run.types.size());
+    for (std::size_t t = run.types.size(); t-- > 0;) {
+      map[t] = file.types.intern(run.types.name(static_cast<TypeId>(t)));
+    }
+    for (Job& job : file.device.jobs) job.type = map[job.type];
+    file.stats.path = device.path;
+    file.stats.matched = device.jobs.size();
+    files.push_back(std::move(file));
+  }
+  return files;
 }
 
 }  // namespace pipescope::testing
