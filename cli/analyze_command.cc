@@ -206,6 +206,7 @@ int run_analyze(const AnalyzeOptions& options) {
   if (!options.allow_output_in_input) check_output_location(options);
   LoadOptions load = make_load_options(options);
   load.pipeline.top_bubbles = options.top_bubbles;
+  load.pipeline.keep_dependencies = !options.no_trace || options.perfetto || !options.html.empty();
   if (options.mpi && !load.machine_order.empty()) {
     throw InputError("--machine-order is not available with --mpi yet: rename the folders");
   }

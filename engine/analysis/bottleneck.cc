@@ -5,36 +5,46 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 
 #include "numeric/statistics.h"
 
 namespace pipescope {
 
-DurationStats duration_stats(std::vector<std::int64_t>& durations) {
+namespace {
+
+template <typename T>
+DurationStats stats_of(std::vector<T>& durations) {
   DurationStats s;
   if (durations.empty()) return s;
   const std::size_t n = durations.size();
   s.count = n;
-  for (const std::int64_t d : durations) s.total_ns += d;
+  for (const T d : durations) s.total_ns += static_cast<std::int64_t>(d);
   s.mean_ns = s.total_ns / static_cast<std::int64_t>(s.count);
   // One selection at the lower middle partitions the values around it; the
   // upper middle, the p95 and the maximum all lie at or above it, so each is
   // then looked for in the upper part only (median_ns's figures, half the
   // work: these lists hold every job of a stage).
-  const std::span<std::int64_t> all(durations);
+  const std::span<T> all(durations);
   const std::size_t lower = lower_middle_rank(n);
-  const std::int64_t low = select_rank(all, lower);
-  const std::span<std::int64_t> above = all.subspan(lower + 1);
-  const std::int64_t high = n % 2 == 1 ? low : *std::min_element(above.begin(), above.end());
+  const auto low = static_cast<std::int64_t>(select_rank(all, lower));
+  const std::span<T> above = all.subspan(lower + 1);
+  const std::int64_t high =
+      n % 2 == 1 ? low : static_cast<std::int64_t>(*std::min_element(above.begin(), above.end()));
   s.median_ns = median_from_middles(low, high);
   const std::size_t p95 = nearest_rank(n, 95);
-  s.p95_ns = p95 <= lower ? low : select_rank(above, p95 - lower - 1);
+  s.p95_ns = p95 <= lower ? low : static_cast<std::int64_t>(select_rank(above, p95 - lower - 1));
   // Nothing after the p95 rank is smaller, so the maximum is found there.
-  s.max_ns = *std::max_element(
-      durations.begin() + static_cast<std::ptrdiff_t>(std::max(p95, lower)), durations.end());
+  s.max_ns = static_cast<std::int64_t>(*std::max_element(
+      durations.begin() + static_cast<std::ptrdiff_t>(std::max(p95, lower)), durations.end()));
   return s;
 }
+
+}  // namespace
+
+DurationStats duration_stats(std::vector<std::int64_t>& durations) { return stats_of(durations); }
+DurationStats duration_stats(std::vector<std::uint32_t>& durations) { return stats_of(durations); }
 
 namespace {
 
@@ -218,20 +228,33 @@ BottleneckReport find_bottleneck(const Run& run, const Metrics& metrics, const S
                                                                 : PipelineRole::other);
     };
     std::array<std::size_t, kRoleCount> count{};
+    bool narrow = true;  // every duration in [0, 2^32): held in 32 bits
     for (const std::size_t d : stages.devices[s]) {
       if (d >= run.devices.size()) continue;
-      for (const Job& job : run.devices[d].jobs) ++count[role(job)];
+      for (const Job& job : run.devices[d].jobs) {
+        ++count[role(job)];
+        narrow &= static_cast<std::uint64_t>(job.duration_ns()) <= UINT32_MAX;
+      }
     }
-    std::array<std::vector<std::int64_t>, kRoleCount> durations;
-    for (std::size_t r = 0; r < kRoleCount; ++r) durations[r].reserve(count[r]);
-    for (const std::size_t d : stages.devices[s]) {
-      if (d >= run.devices.size()) continue;
-      for (const Job& job : run.devices[d].jobs) durations[role(job)].push_back(job.duration_ns());
-    }
-    StageStats& stats = report.stages[s];
-    for (std::size_t r = 0; r < kRoleCount; ++r) {
-      stats.by_role[r] = duration_stats(durations[r]);
-      std::vector<std::int64_t>().swap(durations[r]);
+    const auto summarize = [&]<typename T>(T) {
+      std::array<std::vector<T>, kRoleCount> durations;
+      for (std::size_t r = 0; r < kRoleCount; ++r) durations[r].reserve(count[r]);
+      for (const std::size_t d : stages.devices[s]) {
+        if (d >= run.devices.size()) continue;
+        for (const Job& job : run.devices[d].jobs) {
+          durations[role(job)].push_back(static_cast<T>(job.duration_ns()));
+        }
+      }
+      StageStats& stats = report.stages[s];
+      for (std::size_t r = 0; r < kRoleCount; ++r) {
+        stats.by_role[r] = duration_stats(durations[r]);
+        std::vector<T>().swap(durations[r]);
+      }
+    };
+    if (narrow) {
+      summarize(std::uint32_t{});
+    } else {
+      summarize(std::int64_t{});
     }
   });
   rank_stages(stages, static_cast<std::size_t>(windows), report);

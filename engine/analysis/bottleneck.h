@@ -36,6 +36,10 @@ struct DurationStats {
 
 /// Summarises `durations` (all zero when empty); reorders them.
 DurationStats duration_stats(std::vector<std::int64_t>& durations);
+/// The same figures from durations that fit in 32 bits (every job shorter
+/// than 4.29 s: the usual case), held in half the memory: find_bottleneck
+/// holds a whole stage's durations at once.
+DurationStats duration_stats(std::vector<std::uint32_t>& durations);
 
 inline constexpr std::size_t kRoleCount = 6;  // PipelineRole values
 

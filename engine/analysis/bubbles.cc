@@ -111,6 +111,10 @@ std::string_view bubble_kind_name(BubbleKind kind) {
   return "interior";
 }
 
+void BubbleTime::add(const BubbleTime& other) {
+  for (std::size_t i = 0; i < 3; ++i) ns[i] += other.ns[i];
+}
+
 void BubbleTotals::add(const BubbleTotals& other) {
   for (std::size_t i = 0; i < 3; ++i) {
     ns[i] += other.ns[i];
@@ -241,11 +245,11 @@ BubbleSummary summarize_bubble_windows(std::span<const Device> devices, const Jo
                                        std::size_t first_step, std::size_t top_n) {
   BubbleSummary summary;
   const std::size_t device_count = devices.size();
-  summary.per_step.assign(windows.size(), std::vector<BubbleTotals>(device_count));
+  summary.per_step.assign(windows.size(), std::vector<BubbleTime>(device_count));
   summary.per_device.assign(device_count, BubbleTotals{});
   const TypeKinds kinds(types);
-  // Devices are independent: each fills its own column of per_step and keeps
-  // its own longest bubbles. `longer` orders any two bubbles strictly (two
+  // Devices are independent: each fills its own column of per_step and its
+  // own totals, and keeps its own longest bubbles. `longer` orders any two bubbles strictly (two
   // bubbles of one device never share a start), so the longest of the
   // devices' longest are the run's, whatever the order they are merged in.
   std::vector<std::vector<Bubble>> longest(device_count);
@@ -256,7 +260,8 @@ BubbleSummary summarize_bubble_windows(std::span<const Device> devices, const Jo
                      // Incomplete steps are left out of every total, as of the bubble ratio.
                      if (!windows[b.step - first_step].complete) return;
                      const auto kind = static_cast<std::size_t>(b.kind);
-                     BubbleTotals& t = summary.per_step[b.step - first_step][b.device];
+                     summary.per_step[b.step - first_step][b.device].ns[kind] += b.length_ns();
+                     BubbleTotals& t = summary.per_device[b.device];
                      t.ns[kind] += b.length_ns();
                      ++t.count[kind];
                      offer_longest(heap, top_n, b);
@@ -267,12 +272,7 @@ BubbleSummary summarize_bubble_windows(std::span<const Device> devices, const Jo
     for (const Bubble& b : some) offer_longest(heap, top_n, b);
   }
   std::sort(heap.begin(), heap.end(), longer);
-  for (const auto& step : summary.per_step) {
-    for (std::size_t d = 0; d < device_count; ++d) {
-      summary.per_device[d].add(step[d]);
-      summary.total.add(step[d]);
-    }
-  }
+  for (const BubbleTotals& t : summary.per_device) summary.total.add(t);
   return summary;
 }
 

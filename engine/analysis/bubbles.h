@@ -51,6 +51,17 @@ struct Bubble {
   std::int64_t length_ns() const { return end_ns - start_ns; }
 };
 
+/// Idle time by kind, indexed by BubbleKind: one device's in one step window
+/// (BubbleSummary::per_step's cells, a table of steps × devices that holds
+/// no counts, half the size it would be with them).
+struct BubbleTime {
+  std::array<std::int64_t, 3> ns{0, 0, 0};
+
+  std::int64_t of(BubbleKind kind) const { return ns[static_cast<std::size_t>(kind)]; }
+  std::int64_t idle_ns() const { return ns[0] + ns[1] + ns[2]; }
+  void add(const BubbleTime& other);
+};
+
 /// Idle time by kind, indexed by BubbleKind; `count` bubbles of each kind.
 struct BubbleTotals {
   std::array<std::int64_t, 3> ns{0, 0, 0};
@@ -58,12 +69,13 @@ struct BubbleTotals {
 
   std::int64_t of(BubbleKind kind) const { return ns[static_cast<std::size_t>(kind)]; }
   std::int64_t idle_ns() const { return ns[0] + ns[1] + ns[2]; }
+  BubbleTime time() const { return {ns}; }
   void add(const BubbleTotals& other);
 };
 
 struct BubbleSummary {
-  /// per_step[k][d]: device d's bubbles in step window k.
-  std::vector<std::vector<BubbleTotals>> per_step;
+  /// per_step[k][d]: device d's idle time in step window k.
+  std::vector<std::vector<BubbleTime>> per_step;
   /// Summed over steps, per device; and over everything.
   std::vector<BubbleTotals> per_device;
   BubbleTotals total;

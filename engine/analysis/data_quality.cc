@@ -294,7 +294,21 @@ QualityEvidence quality_evidence(const QualityPart& part, const Metrics& metrics
   // Jobs per owned step ([k - first]): forward, backward and optimizer ones,
   // and all of them.
   std::vector<std::vector<std::int64_t>> counted(devices), all(devices);
-  std::vector<std::vector<std::int64_t>> samples(devices);
+  // The whole run's sample is written in place, each device into its own
+  // slice of out.sample (no per-device lists grown and then concatenated:
+  // a million starts at most, 8 MB, held once); a part's is gathered per
+  // device, as only it knows which jobs it owns.
+  const auto first_sampled = [&](std::size_t d) { return (stride - seen[d] % stride) % stride; };
+  std::vector<std::size_t> slice_at(devices + 1, 0);
+  if (part.job_index == nullptr) {
+    for (std::size_t d = 0; d < devices; ++d) {
+      const std::uint64_t n = part.run.devices[d].jobs.size();
+      const std::uint64_t first = first_sampled(d);
+      slice_at[d + 1] = slice_at[d] + (n > first ? (n - first + stride - 1) / stride : 0);
+    }
+    out.sample.resize(slice_at[devices]);
+  }
+  std::vector<std::vector<std::int64_t>> samples(part.job_index == nullptr ? 0 : devices);
   // Devices are independent: each one's row is its own.
   tbb::parallel_for(std::size_t{0}, devices, [&](std::size_t d) {
     DeviceQualityEvidence& e = out.devices[d];
@@ -323,8 +337,9 @@ QualityEvidence quality_evidence(const QualityPart& part, const Metrics& metrics
     if (part.job_index == nullptr) {
       // The whole run: only the sampled jobs are read.
       const std::uint64_t n = jobs.size();
-      for (std::uint64_t i = (stride - seen[d] % stride) % stride; i < n; i += stride) {
-        samples[d].push_back(jobs[static_cast<std::size_t>(i)].start_ns);
+      std::int64_t* slot = out.sample.data() + slice_at[d];
+      for (std::uint64_t i = first_sampled(d); i < n; i += stride) {
+        *slot++ = jobs[static_cast<std::size_t>(i)].start_ns;
       }
     } else {
       for (std::size_t i = 0; i < jobs.size(); ++i) {
@@ -411,7 +426,7 @@ QualityEvidence quality_evidence(const QualityPart& part, const Metrics& metrics
   return out;
 }
 
-QualityFences quality_fences(std::span<const QualityEvidence> parts, const Metrics& metrics,
+QualityFences quality_fences(std::span<QualityEvidence> parts, const Metrics& metrics,
                              const StageMap& stages) {
   QualityFences out;
   std::size_t devices = 0;
@@ -510,9 +525,9 @@ QualityFences quality_fences(std::span<const QualityEvidence> parts, const Metri
     const QuartileRanks ranks = quartile_ranks(static_cast<std::size_t>(n));
     std::int64_t lo = 0, hi = 0;
     if (parts.size() == 1) {
-      // One part: the same ranks selected from a copy (linear time, where
+      // One part: the same ranks selected in place (linear time, where
       // sorting the sample is not).
-      std::vector<std::int64_t> sample = parts.front().sample;
+      std::vector<std::int64_t>& sample = parts.front().sample;
       lo = select_rank(sample, ranks.lower);
       hi = select_rank(sample, ranks.upper);
     } else {
@@ -704,7 +719,7 @@ std::vector<Warning> check_data_quality(const Run& run, const Metrics& metrics,
   const QualityPart whole{run, metrics.job_step, nullptr, 0, metrics.steps.size()};
   std::vector<std::uint64_t> device_jobs;
   for (const Device& device : run.devices) device_jobs.push_back(device.jobs.size());
-  const QualityEvidence evidence = quality_evidence(whole, metrics, stages, device_jobs);
+  QualityEvidence evidence = quality_evidence(whole, metrics, stages, device_jobs);
   const QualityFences fences = quality_fences({&evidence, 1}, metrics, stages);
   const QualityFindings findings = quality_findings(whole, metrics, stages, fences, 0);
   return quality_warnings(run, metrics, stages, {&evidence, 1}, {&findings, 1});

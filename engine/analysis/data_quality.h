@@ -167,7 +167,7 @@ struct QualityEvidence {
   std::vector<StageQualityEvidence> stages;
   /// The starts of its jobs in the run's quartile sample: ascending for a
   /// range; in job order for a part that holds the whole run (the only
-  /// part: the quartiles are selected from it directly).
+  /// part: quality_fences selects the quartiles from it in place).
   std::vector<std::int64_t> sample;
 };
 
@@ -194,7 +194,9 @@ struct QualityFences {
 };
 
 /// `parts[p]` is part p's evidence (any order of the steps, each part once).
-QualityFences quality_fences(std::span<const QualityEvidence> parts, const Metrics& metrics,
+/// A single part's sample is reordered (its quartiles are selected in place);
+/// several parts' sorted samples are only read.
+QualityFences quality_fences(std::span<QualityEvidence> parts, const Metrics& metrics,
                              const StageMap& stages);
 
 /// Round 2, one device.

@@ -24,6 +24,9 @@ PipelineAnalysis with_dependencies(const Run& run, const Metrics& metrics,
   a.schedule = detect_run_schedule(run, metrics, a.stages, a.roles);
   a.dependencies =
       find_dependencies(run, metrics.job_step, a.stages, a.roles, detected_placement(a.schedule));
+  // The per-device match lists (8 bytes per job) were freed on the worker
+  // threads that built them; handed back before the passes that follow.
+  release_free_memory();
   return a;
 }
 
@@ -192,6 +195,10 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
         a.replicas = summarize_replicas(run, a.layout, a.roles);
         release_free_memory();
       });
+  if (!options.keep_dependencies) {
+    a.dependencies = Dependencies();
+    release_free_memory();
+  }
   if (lend != nullptr) {
     // Each replica's devices lent to a run of their own, not copied (half
     // the jobs a second time with two replicas): nothing else reads the run

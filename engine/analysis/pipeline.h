@@ -50,6 +50,12 @@ struct PipelineOptions {
   ClockOptions clock;
   /// How many of the longest bubbles to list.
   std::size_t top_bubbles = 10;
+  /// Whether PipelineAnalysis::dependencies outlives the analysis, for the
+  /// outputs that draw them (traces, the HTML report). When false they are
+  /// freed once the critical paths are walked, the last pass to read them,
+  /// before the replicas are measured (4 bytes per job of a consumer device,
+  /// held at the analysis's peak of memory otherwise).
+  bool keep_dependencies = true;
 };
 
 struct PipelineAnalysis {

@@ -113,7 +113,7 @@ std::optional<std::int64_t> gather_frame_facts(Exchange& exchange, const Partiti
 /// What the head reads of the steps, on rank 0: every window without its
 /// device figures (the head draws none; a copy of them would double the
 /// largest thing rank 0 holds), each with its owner's bubble ratio, and
-/// `per_step` holding one summed BubbleTotals per step (all
+/// `per_step` holding one summed BubbleTime per step (all
 /// bubble_ratio_samples adds up). Empty elsewhere.
 struct HeadSteps {
   Metrics metrics;
@@ -124,13 +124,13 @@ HeadSteps gather_head_steps(Exchange& exchange, const PartitionedAnalysis& a, bo
   ByteWriter w;
   w.put(static_cast<std::uint64_t>(a.first));
   std::vector<double> ratios;
-  std::vector<BubbleTotals> totals;
+  std::vector<BubbleTime> totals;
   for (std::size_t k = a.first; k < a.last; ++k) {
     ratios.push_back(a.metrics.steps[k].bubble_ratio);
     if (!bubbles) continue;
-    BubbleTotals sum;
+    BubbleTime sum;
     if (k - a.first < a.bubbles.per_step.size()) {
-      for (const BubbleTotals& t : a.bubbles.per_step[k - a.first]) sum.add(t);
+      for (const BubbleTime& t : a.bubbles.per_step[k - a.first]) sum.add(t);
     }
     totals.push_back(sum);
   }

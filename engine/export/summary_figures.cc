@@ -125,12 +125,13 @@ BubblesFigures bubbles_figures(const Run& run, const Metrics& metrics, const Pip
   const BubbleSummary& b = a.bubbles;
   const BubbleSplit& split = a.split;
   BubblesFigures out;
-  out.total = bubble_split_figures(b.total, known(split, split.inherent_ns));
+  out.total = bubble_split_figures(b.total.time(), known(split, split.inherent_ns));
   out.idle_ns = b.total.idle_ns();
   for (std::size_t d = 0; d < b.per_device.size() && d < run.devices.size(); ++d) {
     const std::optional<std::int64_t> inherent =
         d < split.device_inherent.size() ? known(split, split.device_inherent[d]) : std::nullopt;
-    out.devices.push_back({run.devices[d].index, bubble_split_figures(b.per_device[d], inherent)});
+    out.devices.push_back(
+        {run.devices[d].index, bubble_split_figures(b.per_device[d].time(), inherent)});
   }
   // The per-step rows, as each step range writes its own (summary_step_rows.h).
   if (rows == SummaryRows::all) {

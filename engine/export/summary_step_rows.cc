@@ -33,8 +33,7 @@ std::span<const T> slice(const std::vector<T>& per_step, std::size_t first, std:
 
 }  // namespace
 
-BubbleSplitFigures bubble_split_figures(const BubbleTotals& t,
-                                        std::optional<std::int64_t> inherent) {
+BubbleSplitFigures bubble_split_figures(const BubbleTime& t, std::optional<std::int64_t> inherent) {
   BubbleSplitFigures s{
       t.of(BubbleKind::fill), t.of(BubbleKind::interior), t.of(BubbleKind::drain), {}, {}};
   if (inherent) {
@@ -62,7 +61,7 @@ std::vector<StepFigures> step_figure_rows(const Metrics& metrics, std::span<cons
 
 std::vector<StepBubbleFigures> bubble_step_rows(
     const Metrics& metrics, std::span<const Device> devices, std::size_t first,
-    std::span<const std::vector<BubbleTotals>> per_step, bool split_known,
+    std::span<const std::vector<BubbleTime>> per_step, bool split_known,
     std::span<const std::vector<std::int64_t>> inherent) {
   std::vector<StepBubbleFigures> out;
   for (std::size_t i = 0; i < per_step.size() && first + i < metrics.steps.size(); ++i) {

@@ -70,7 +70,7 @@ struct StepRowInputs {
 
   /// BubbleSummary::per_step of these steps, [k - first][d]
   /// (summarize_bubble_windows of the part).
-  std::span<const std::vector<BubbleTotals>> bubbles;
+  std::span<const std::vector<BubbleTime>> bubbles;
   /// BubbleSplit::known of the whole run (every range's split rows
   /// succeeded); then inherent[k - first][d] (SplitRows::inherent).
   bool split_known = false;
@@ -112,7 +112,7 @@ std::vector<StepFigures> step_figure_rows(const Metrics& metrics, std::span<cons
 /// StepRowInputs, read only when `split_known`.
 std::vector<StepBubbleFigures> bubble_step_rows(
     const Metrics& metrics, std::span<const Device> devices, std::size_t first,
-    std::span<const std::vector<BubbleTotals>> per_step, bool split_known,
+    std::span<const std::vector<BubbleTime>> per_step, bool split_known,
     std::span<const std::vector<std::int64_t>> inherent);
 
 /// "critical_path"."steps" rows: one per path.
@@ -132,7 +132,7 @@ std::vector<EventOutlierFigures> event_outlier_rows(const Run& run, const Metric
 
 /// Idle by kind as summary.json lists it, with its inherent and excess parts
 /// when `inherent` is known (excess: the rest of the idle).
-BubbleSplitFigures bubble_split_figures(const BubbleTotals& totals,
+BubbleSplitFigures bubble_split_figures(const BubbleTime& time,
                                         std::optional<std::int64_t> inherent);
 
 /// One event of `run` as summary.json lists it, its offset from `step_start`.

@@ -121,9 +121,9 @@ std::vector<BubbleRatioSample> bubble_ratio_samples(const Run& run, const Metric
   for (std::size_t k = 0; k < steps; ++k) {
     if (!selected(k)) continue;
     const StepWindow& step = metrics.steps[k];
-    BubbleTotals totals;
+    BubbleTime totals;
     if (k < bubbles.per_step.size()) {
-      for (const BubbleTotals& t : bubbles.per_step[k]) totals.add(t);
+      for (const BubbleTime& t : bubbles.per_step[k]) totals.add(t);
     }
     const double denominator = devices * static_cast<double>(step.window_ns());
     BubbleRatioSample sample;

@@ -40,6 +40,9 @@ std::int64_t select_rank(std::span<std::int64_t> values, std::size_t rank) {
   return select(values, rank);
 }
 
+std::uint32_t select_rank(std::span<std::uint32_t> values, std::size_t rank) {
+  return select(values, rank);
+}
 double select_rank(std::span<double> values, std::size_t rank) { return select(values, rank); }
 
 std::vector<std::int64_t> select_ranks_by_count(std::vector<RankQuery> queries,

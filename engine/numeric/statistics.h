@@ -63,6 +63,7 @@ constexpr QuartileRanks quartile_ranks(std::size_t n) { return {n / 4, n - 1 - n
 /// reorders `values` (afterwards no value before that rank is larger, none
 /// after it smaller).
 std::int64_t select_rank(std::span<std::int64_t> values, std::size_t rank);
+std::uint32_t select_rank(std::span<std::uint32_t> values, std::size_t rank);
 double select_rank(std::span<double> values, std::size_t rank);
 
 /// select_rank of a sample split into parts that are never brought together

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "analysis/metrics.h"
 #include "support/pipeline_sim_run.h"
 
@@ -82,6 +84,17 @@ TEST(Bubbles, HandWorkedKindsAndNeighbours) {
   EXPECT_EQ(summary.total.of(BubbleKind::interior), 10);
   EXPECT_EQ(summary.total.of(BubbleKind::drain), 5);
   EXPECT_EQ(summary.total.count[static_cast<std::size_t>(BubbleKind::interior)], 1u);
+  // Each device's totals: its idle time and its bubbles in the complete steps.
+  for (std::size_t d = 0; d < 2; ++d) {
+    BubbleTime time;
+    for (const auto& step : summary.per_step) time.add(step[d]);
+    EXPECT_EQ(summary.per_device[d].ns, time.ns) << d;
+    std::array<std::uint64_t, 3> count{};
+    for (const Bubble& b : all) {
+      if (b.device == d && b.step == 0) ++count[static_cast<std::size_t>(b.kind)];
+    }
+    EXPECT_EQ(summary.per_device[d].count, count) << d;
+  }
   // Longest first: the two of 10 ordered by start, then the drain of 5.
   ASSERT_EQ(summary.longest.size(), 3u);
   EXPECT_EQ(summary.longest[0].length_ns(), 10);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <random>
 #include <vector>
 
@@ -45,7 +46,23 @@ TEST(DurationStats, EqualsTheSortedDefinitionOnEverySize) {
     EXPECT_EQ(s.median_ns, interpolated_median(sorted)) << n;
     EXPECT_EQ(s.p95_ns, nearest_rank(sorted, 95)) << n;
     EXPECT_EQ(s.max_ns, sorted.back()) << n;
+
+    // The 32-bit lists give the same figures (find_bottleneck's narrow path).
+    std::vector<std::uint32_t> narrow(values.begin(), values.end());
+    std::shuffle(narrow.begin(), narrow.end(), random);
+    const DurationStats t = duration_stats(narrow);
+    EXPECT_EQ(t.count, s.count);
+    EXPECT_EQ(t.total_ns, s.total_ns);
+    EXPECT_EQ(t.mean_ns, s.mean_ns);
+    EXPECT_EQ(t.median_ns, s.median_ns) << n;
+    EXPECT_EQ(t.p95_ns, s.p95_ns) << n;
+    EXPECT_EQ(t.max_ns, s.max_ns) << n;
   }
+  // Near the top of the 32-bit range: totals and middles are summed in 64 bits.
+  std::vector<std::uint32_t> high = {UINT32_MAX, UINT32_MAX - 1};
+  EXPECT_EQ(duration_stats(high).total_ns, std::int64_t{2} * UINT32_MAX - 1);
+  EXPECT_EQ(duration_stats(high).median_ns, std::int64_t{UINT32_MAX});  // .5 rounded up
+  EXPECT_EQ(duration_stats(high).max_ns, std::int64_t{UINT32_MAX});
   std::vector<std::int64_t> none;
   const DurationStats empty = duration_stats(none);
   EXPECT_EQ(empty.count, 0u);

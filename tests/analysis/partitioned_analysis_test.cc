@@ -223,6 +223,10 @@ void expect_same(const BubbleTotals& a, const BubbleTotals& b, const std::string
   EXPECT_EQ(a.count, b.count) << what;
 }
 
+void expect_same(const BubbleTime& a, const BubbleTime& b, const std::string& what) {
+  EXPECT_EQ(a.ns, b.ns) << what;
+}
+
 void expect_same(const BubbleSummary& a, const BubbleSummary& b, const std::string& what) {
   SCOPED_TRACE(what);
   ASSERT_EQ(a.per_step.size(), b.per_step.size());

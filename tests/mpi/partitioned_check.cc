@@ -39,7 +39,7 @@ std::string figures(const Metrics& m, std::size_t first, std::size_t last,
     for (const DeviceStepTime& d : w.devices) {
       out += fmt::format(" {}/{}/{}", d.busy_ns, d.idle_ns, d.comm_ns);
     }
-    for (const BubbleTotals& b : bubbles.per_step[k - bubble_offset]) {
+    for (const BubbleTime& b : bubbles.per_step[k - bubble_offset]) {
       out += fmt::format(" [{} {} {}]", b.ns[0], b.ns[1], b.ns[2]);
     }
     out += "\n";
