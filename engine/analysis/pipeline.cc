@@ -172,6 +172,9 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
         release_free_memory();
       },
       [&] {
+        // With replicas, the run's bottleneck is the slowest replica's
+        // (below): the whole run's stage statistics would be replaced.
+        if (measures_replicas(a.layout)) return;
         a.bottleneck = find_bottleneck(run, metrics, a.stages, a.roles);
         release_free_memory();
       },

@@ -47,6 +47,8 @@ std::size_t replicas_with_devices(const Layout& layout) {
 
 }  // namespace
 
+bool measures_replicas(const Layout& layout) { return replicas_with_devices(layout) >= 2; }
+
 ReplicaRun replica_run(const Run& run, const Layout& layout,
                        const std::vector<std::size_t>& devices) {
   ReplicaRun out = replica_shape(run, layout, devices);
@@ -94,7 +96,7 @@ void add_replica(ReplicaSummary& summary, ReplicaStats&& stats) {
 ReplicaSummary summarize_replicas(const Run& run, const Layout& layout,
                                   const std::vector<JobRole>& roles) {
   ReplicaSummary out;
-  if (replicas_with_devices(layout) < 2) return out;
+  if (!measures_replicas(layout)) return out;
   for (std::size_t r = 0; r < layout.replicas.size(); ++r) {
     const auto& devices = layout.replicas[r];
     if (devices.empty()) continue;
@@ -108,7 +110,7 @@ ReplicaSummary summarize_replicas(const Run& run, const Layout& layout,
 ReplicaSummary summarize_replicas_lent(Run& run, const Layout& layout,
                                        const std::vector<JobRole>& roles) {
   ReplicaSummary out;
-  if (replicas_with_devices(layout) < 2) return out;
+  if (!measures_replicas(layout)) return out;
   for (std::size_t r = 0; r < layout.replicas.size(); ++r) {
     const auto& devices = layout.replicas[r];
     if (devices.empty()) continue;

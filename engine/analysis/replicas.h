@@ -80,8 +80,12 @@ ReplicaStats replica_stats(int replica, const std::vector<std::size_t>& devices,
 /// Adds the next replica's figures (in replica order), keeping the slowest.
 void add_replica(ReplicaSummary& summary, ReplicaStats&& stats);
 
-/// The figures of every replica of `layout` when it has more than one
-/// replica with devices; empty otherwise. Copies one replica's devices at a
+/// Whether `layout` has more than one replica with devices: the replicas
+/// are then measured (below), and the run's bottleneck is the slowest one's.
+bool measures_replicas(const Layout& layout);
+
+/// The figures of every replica of `layout` when measures_replicas(layout);
+/// empty otherwise. Copies one replica's devices at a
 /// time.
 ReplicaSummary summarize_replicas(const Run& run, const Layout& layout,
                                   const std::vector<JobRole>& roles);
