@@ -291,7 +291,8 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
   ensure_output_dir(options.output_dir);
   const fs::path out(options.output_dir);
   std::vector<std::string> written;  // every file written, in order, for the "wrote" line
-  write_summary_json(run, metrics, analysis, loaded.kernels, (out / "summary.json").string(), held);
+  write_summary_json(run, metrics, analysis, loaded.kernels, (out / "summary.json").string(), held,
+                     options.threads);
   written.push_back((out / "summary.json").string());
   for (const TracePlan& plan : plans) {
     TraceOptions planned = trace;

@@ -69,8 +69,13 @@ std::vector<StepList> step_lists(const SummaryFigures& whole_run);
 /// consecutive step ranges give the bytes the single document has when each
 /// piece is render_step_rows of its range's rows. Atomic and with the errors
 /// of the single-document writer.
+/// `threads` > 1 (0: one per core) lets the writer call `rows` for several
+/// consecutive parts of a list at once, on that many threads, each piece's
+/// text still written in order, while the next ones are made (for a source
+/// that may be called side by side: the single process's, not the ranks'
+/// collectives); 1 calls it one part at a time, in order.
 void write_summary_json(const SummaryFigures& whole_run, std::size_t parts,
-                        const StepRowSource& rows, const std::string& path);
+                        const StepRowSource& rows, const std::string& path, unsigned threads = 1);
 
 /// Rows per piece when the single-document writer serves its own lists:
 /// bounds what it holds as text at once.
@@ -87,9 +92,10 @@ void write_summary_json(const Run& run, const Metrics& metrics, const PipelineAn
 
 /// The same plus the "kernel_view" section of `kernels` when it is available
 /// (`analyze` and `watch` on PyTorch traces) and the "traces" entries of
-/// the traces that hold only some steps (`analyze`). Same errors.
+/// the traces that hold only some steps (`analyze`). Same errors. The step
+/// lists' pieces are made on `threads` threads (0: one per core), as -j says.
 void write_summary_json(const Run& run, const Metrics& metrics, const PipelineAnalysis& pipeline,
                         const KernelView& kernels, const std::string& path,
-                        const std::vector<TraceFileFigures>& traces = {});
+                        const std::vector<TraceFileFigures>& traces = {}, unsigned threads = 0);
 
 }  // namespace pipescope

@@ -154,21 +154,39 @@ std::vector<EventOutlierFigures> event_outlier_rows(const Run& run, const Metric
   return out;
 }
 
-SummaryStepRows step_rows(const StepRowInputs& in) {
+namespace {
+
+SummaryStepRows rows_of(const StepRowInputs& in, std::optional<StepList> only) {
   SummaryStepRows rows;
   if (in.metrics == nullptr) return rows;
   const Metrics& metrics = *in.metrics;
-  rows.steps = step_figure_rows(metrics, in.devices, in.first, in.last);
-  rows.bubble_steps =
-      bubble_step_rows(metrics, in.devices, in.first, in.bubbles, in.split_known, in.inherent);
-  rows.critical_path_steps = critical_path_step_rows(metrics, in.paths);
+  const auto wanted = [only](StepList which) { return !only || *only == which; };
+  if (wanted(StepList::steps))
+    rows.steps = step_figure_rows(metrics, in.devices, in.first, in.last);
+  if (wanted(StepList::bubble_steps)) {
+    rows.bubble_steps =
+        bubble_step_rows(metrics, in.devices, in.first, in.bubbles, in.split_known, in.inherent);
+  }
+  if (wanted(StepList::critical_path_steps)) {
+    rows.critical_path_steps = critical_path_step_rows(metrics, in.paths);
+  }
   if (in.events_run != nullptr) {
-    rows.event_steps =
-        event_step_rows(*in.events_run, metrics, in.first, in.events_before, in.events_in);
-    rows.event_outliers = event_outlier_rows(*in.events_run, metrics, in.outliers);
+    if (wanted(StepList::event_steps)) {
+      rows.event_steps =
+          event_step_rows(*in.events_run, metrics, in.first, in.events_before, in.events_in);
+    }
+    if (wanted(StepList::event_outliers)) {
+      rows.event_outliers = event_outlier_rows(*in.events_run, metrics, in.outliers);
+    }
   }
   return rows;
 }
+
+}  // namespace
+
+SummaryStepRows step_rows(const StepRowInputs& in) { return rows_of(in, std::nullopt); }
+
+SummaryStepRows step_rows(const StepRowInputs& in, StepList only) { return rows_of(in, only); }
 
 namespace {
 

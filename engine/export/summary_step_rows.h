@@ -90,6 +90,9 @@ struct StepRowInputs {
 
 /// Every list's rows of the range: the functions below.
 SummaryStepRows step_rows(const StepRowInputs& in);
+/// List `only`'s rows of the range, the others left empty (a writer that
+/// renders one list at a time builds no other).
+SummaryStepRows step_rows(const StepRowInputs& in, StepList only);
 
 /// The inputs of steps [first, last), a range within `in`'s: its spans
 /// sliced (those indexed [k - in.first], and the paths and outliers by their

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -121,7 +122,27 @@ std::string by_parts(const SummaryFigures& f, const std::vector<SummaryStepRows>
     for (std::size_t p = 0; p < parts.size(); ++p) want.emplace_back(which, p);
   }
   EXPECT_EQ(asked, want);
-  return read_file(dir / "parts.json");
+  const std::string text = read_file(dir / "parts.json");
+
+  // The pieces made side by side (threads > 1) are the same bytes, each
+  // range of each list asked for once (in any order: several at a time).
+  std::mutex guard;
+  asked.clear();
+  write_summary_json(
+      whole, parts.size(),
+      [&](StepList which, std::size_t part) {
+        {
+          const std::lock_guard<std::mutex> lock(guard);
+          asked.emplace_back(which, part);
+        }
+        return render_step_rows(parts.at(part), which);
+      },
+      dir / "threads.json", /*threads=*/4);
+  std::sort(asked.begin(), asked.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(asked, want);
+  EXPECT_EQ(read_file(dir / "threads.json"), text);
+  return text;
 }
 
 /// The figures' lists put together from the ranges' rows, in order.
@@ -184,8 +205,15 @@ void check_every_split(const Analysed& a, const std::string& what) {
                               " ranges ending at " + std::to_string(bounds[1]);
     std::vector<SummaryStepRows> parts;
     for (std::size_t p = 0; p + 1 < bounds.size(); ++p) {
-      parts.push_back(step_rows(
-          whole_run_step_inputs(a.run, a.metrics, pipeline, events, bounds[p], bounds[p + 1])));
+      const StepRowInputs in =
+          whole_run_step_inputs(a.run, a.metrics, pipeline, events, bounds[p], bounds[p + 1]);
+      parts.push_back(step_rows(in));
+      // One list's rows alone render as that list of all the rows.
+      for (const StepList which : step_lists(a.figures)) {
+        EXPECT_EQ(render_step_rows(step_rows(in, which), which),
+                  render_step_rows(parts.back(), which))
+            << label << " range " << p;
+      }
     }
     expect_rows_are_the_lists(a.figures, parts, label);
     EXPECT_EQ(by_parts(a.figures, parts, dir), want) << label;
