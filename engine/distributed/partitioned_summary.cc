@@ -290,7 +290,7 @@ WholeRunFigures write_partitioned_summary(Exchange& exchange, const LocalLoad& l
   const auto me = static_cast<std::size_t>(exchange.rank());
   const auto render = [&](StepList which, const RowPiece& p) {
     const StepRowInputs range = step_row_inputs_of(in, p.first, p.last);
-    return render_step_rows(step_rows(range), which);
+    return render_step_rows(step_rows(range, which), which);
   };
   // One collective per (list, piece) but rank 0's own, in the writer's order.
   const auto piece = [&](StepList which, std::size_t index) {
