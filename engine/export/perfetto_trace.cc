@@ -1,12 +1,18 @@
 #include "export/perfetto_trace.h"
 
 #include <google/protobuf/arena.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/parallel_invoke.h>
+#include <tbb/parallel_reduce.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -228,34 +234,23 @@ constexpr std::uint64_t kFirstJobNameIid = kBubbleKinds.size() + 1;
 
 class UnitNames {
  public:
-  explicit UnitNames(const TraceBody& body)
-      : unknown_(body.part().run.types.size()), seen_(unknown_ + 1) {
-    const Run& run = body.part().run;
-    std::unordered_set<Key, KeyHash> sparse;
-    for (std::size_t u = 0; u < body.units(); ++u) {
-      const std::int64_t k = body.step(u);
-      first_.push_back(keys_.size());
-      sparse.clear();
-      for (std::size_t d = 0; d < run.devices.size(); ++d) {
-        const JobVector& jobs = run.devices[d].jobs;
-        for (std::size_t i = body.begin(u, d), end = body.end(u, d); i < end; ++i) {
-          if (body.job_step(d, i) != k) continue;
-          const Key key = key_of(jobs[i]);
-          // Micro-batches below kDense are marked in a table (the unit's
-          // number plus one), others in a set.
-          if (key.second >= 0 && key.second < kDense) {
-            std::vector<std::uint32_t>& seen = seen_[key.first];
-            const auto mb = static_cast<std::size_t>(key.second);
-            if (mb >= seen.size()) seen.resize(mb + 1, 0);
-            if (seen[mb] == u + 1) continue;
-            seen[mb] = static_cast<std::uint32_t>(u + 1);
-          } else if (!sparse.insert(key).second) {
-            continue;
-          }
-          keys_.push_back(key);
-        }
-      }
-      std::sort(keys_.begin() + static_cast<std::ptrdiff_t>(first_.back()), keys_.end());
+  /// Units are independent: blocks of them are read side by side, each
+  /// with its own tables, and their names put together in unit order.
+  explicit UnitNames(const TraceBody& body) : unknown_(body.part().run.types.size()) {
+    const std::size_t units = body.units();
+    const std::size_t blocks = (units + kUnitsPerBlock - 1) / kUnitsPerBlock;
+    std::vector<Block> found(blocks);
+    tbb::parallel_for(std::size_t{0}, blocks, [&](std::size_t b) {
+      const std::size_t first = b * kUnitsPerBlock;
+      read_units(body, first, std::min(units, first + kUnitsPerBlock), found[b]);
+    });
+    std::size_t total = 0;
+    for (const Block& block : found) total += block.keys.size();
+    keys_.reserve(total);
+    first_.reserve(units + 1);
+    for (const Block& block : found) {
+      for (const std::size_t at : block.first) first_.push_back(keys_.size() + at);
+      keys_.insert(keys_.end(), block.keys.begin(), block.keys.end());
     }
     first_.push_back(keys_.size());
   }
@@ -295,9 +290,47 @@ class UnitNames {
     return {job.type < unknown_ ? job.type : unknown_, job.micro_batch};
   }
 
+  static constexpr std::size_t kUnitsPerBlock = 256;
+  /// The names of a block of units: first[u - block's first] into keys.
+  struct Block {
+    std::vector<std::size_t> first;
+    std::vector<Key> keys;
+  };
+
+  /// Units [begin, end) of `body` into `out`, each unit's names sorted.
+  void read_units(const TraceBody& body, std::size_t begin, std::size_t end, Block& out) const {
+    const Run& run = body.part().run;
+    std::vector<std::vector<std::uint32_t>> seen(unknown_ + 1);  // by type, then micro-batch
+    std::unordered_set<Key, KeyHash> sparse;
+    for (std::size_t u = begin; u < end; ++u) {
+      const std::int64_t k = body.step(u);
+      out.first.push_back(out.keys.size());
+      sparse.clear();
+      for (std::size_t d = 0; d < run.devices.size(); ++d) {
+        const JobVector& jobs = run.devices[d].jobs;
+        for (std::size_t i = body.begin(u, d), stop = body.end(u, d); i < stop; ++i) {
+          if (body.job_step(d, i) != k) continue;
+          const Key key = key_of(jobs[i]);
+          // Micro-batches below kDense are marked in a table (the unit's
+          // number plus one), others in a set.
+          if (key.second >= 0 && key.second < kDense) {
+            std::vector<std::uint32_t>& marks = seen[key.first];
+            const auto mb = static_cast<std::size_t>(key.second);
+            if (mb >= marks.size()) marks.resize(mb + 1, 0);
+            if (marks[mb] == u + 1) continue;
+            marks[mb] = static_cast<std::uint32_t>(u + 1);
+          } else if (!sparse.insert(key).second) {
+            continue;
+          }
+          out.keys.push_back(key);
+        }
+      }
+      std::sort(out.keys.begin() + static_cast<std::ptrdiff_t>(out.first.back()), out.keys.end());
+    }
+  }
+
   std::size_t unknown_;
-  std::vector<std::vector<std::uint32_t>> seen_;  // by type, then micro-batch
-  std::vector<std::size_t> first_;                // by unit, into keys_
+  std::vector<std::size_t> first_;  // by unit, into keys_
   std::vector<Key> keys_;
 };
 
@@ -562,18 +595,39 @@ class PerfettoWriter {
   TraceBulkBytes measure_part(const TracePart& part, bool stepless, const TraceSampling& sampling,
                               std::uint64_t first_piece) {
     const TraceBody body(part, options_.steps, stepless, kTraceJobsPerPiece);
-    const UnitNames names(body);
-    const std::vector<FlowMark> flows = flow_marks(body);
+    // The names, and beside them the flows and the bubbles' sample: each
+    // reads the whole part.
+    std::optional<UnitNames> names;
+    std::vector<FlowMark> flows;
+    // The jobs of no step have no window, hence no bubble.
+    const bool bubbles = frame_.bubbles() && !stepless;
+    TraceBubbleSample sample;
+    tbb::parallel_invoke([&] { names.emplace(body); },
+                         [&] {
+                           flows = flow_marks(body);
+                           if (bubbles) {
+                             sample = sample_part_bubbles(part, metrics_, options_.steps,
+                                                          sampling.bubble_stride);
+                           }
+                         });
     const TraceJobKinds kinds(part.run);
     const JobPackets packets(
-        {body, metrics_, layout_, kinds, origin_ns_, first_lane_uuid_, names, flows});
+        {body, metrics_, layout_, kinds, origin_ns_, first_lane_uuid_, *names, flows});
     TraceBulkBytes bytes;
+    // Every unit's first packet (its names), measured on several threads.
+    bytes.exact = tbb::parallel_reduce(
+        tbb::blocked_range<std::size_t>(0, body.units()), std::uint64_t{0},
+        [&](const tbb::blocked_range<std::size_t>& units, std::uint64_t sum) {
+          fmt::memory_buffer start;
+          for (std::size_t u = units.begin(); u < units.end(); ++u) {
+            start.clear();
+            packets.format_unit_start(u, start);
+            sum += start.size();
+          }
+          return sum;
+        },
+        std::plus<>());
     fmt::memory_buffer out;
-    for (std::size_t u = 0; u < body.units(); ++u) {
-      out.clear();
-      packets.format_unit_start(u, out);
-      bytes.exact += out.size();
-    }
     for (const TraceBody::Piece& piece : body.pieces()) bytes.jobs.count += piece.jobs;
     for_each_sampled_piece(body, first_piece, sampling.piece_stride,
                            [&](const TraceBody::Piece& piece) {
@@ -582,10 +636,7 @@ class PerfettoWriter {
                              bytes.jobs.bytes += out.size();
                              bytes.jobs.sampled += piece.jobs;
                            });
-    // The jobs of no step have no window, hence no bubble.
-    if (frame_.bubbles() && !stepless) {
-      const TraceBubbleSample sample =
-          sample_part_bubbles(part, metrics_, options_.steps, sampling.bubble_stride);
+    if (bubbles) {
       out.clear();
       for (const Bubble& bubble : sample.bubbles) format_bubble(bubble, out);
       bytes.bubbles = {out.size(), sample.bubbles.size(), sample.count};

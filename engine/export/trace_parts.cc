@@ -14,9 +14,10 @@ TraceLanes trace_lanes(const Run& run) {
   TraceLanes lanes;
   lanes.of_job.resize(run.devices.size());
   lanes.count.assign(run.devices.size(), 1);
-  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+  // Devices are independent: each one's lanes on its own thread.
+  tbb::parallel_for(std::size_t{0}, run.devices.size(), [&](std::size_t d) {
     lanes.of_job[d] = trace_job_lanes(run.devices[d].jobs, lanes.count[d]);
-  }
+  });
   return lanes;
 }
 

@@ -26,6 +26,7 @@
 #include "ingest/ingest.h"
 #include "support/command_runner.h"
 #include "support/log_event_run.h"
+#include "support/pipeline_sim_run.h"
 #include "support/temp_dir.h"
 
 namespace pipescope {
@@ -372,6 +373,40 @@ TEST(PerfettoTrace, MultiSampleMatchesTheModel) {
   for (const auto& [uuid, values] : d.counters) {
     EXPECT_EQ(values.size(), steps + 1);
     EXPECT_EQ(values.back(), 0.0);
+  }
+}
+
+// Each step's job names are found on several threads, a block of steps at a
+// time: over 600 steps (several blocks), every device's slices still carry
+// exactly its jobs' names.
+TEST(PerfettoTrace, JobNamesOfEveryStepOfALongRun) {
+  sim::SimConfig config = testing::sim_config(sim::ScheduleKind::one_f_one_b, 2, 3);
+  config.steps = 600;
+  const pipescope::Run run = testing::run_from_simulation(config);
+  const Metrics metrics = compute_metrics(run);
+  ASSERT_GE(metrics.steps.size(), 600u);
+  TempDir dir;
+  write_perfetto_trace(run, metrics, TraceOptions{}, dir / "trace.pftrace");
+  pb::Trace trace;
+  ASSERT_TRUE(trace.ParseFromString(read_file(dir / "trace.pftrace")));
+  const Decoded d = decode(trace);
+  for (const Device& device : run.devices) {
+    const std::string name =
+        "GPU " + std::to_string(device.index) + " (machine " + std::to_string(device.machine) + ")";
+    const pb::TrackDescriptor* t = track_named(d, name);
+    ASSERT_NE(t, nullptr) << name;
+    const std::vector<Slice>& slices = d.slices.at(t->uuid());
+    ASSERT_EQ(slices.size(), device.jobs.size());
+    std::vector<std::pair<std::uint64_t, std::string>> want, got;
+    const std::int64_t origin = earliest_start(run);
+    for (const Job& job : device.jobs) {
+      want.emplace_back(job.start_ns - origin,
+                        run.types.name(job.type) + " mb" + std::to_string(job.micro_batch));
+    }
+    for (const Slice& s : slices) got.emplace_back(s.start, s.name);
+    std::sort(want.begin(), want.end());
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, want) << name;
   }
 }
 
