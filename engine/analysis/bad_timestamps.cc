@@ -1,5 +1,7 @@
 #include "analysis/bad_timestamps.h"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -20,9 +22,15 @@ bool far_job(const Job& a, const Job& b) {
 }  // namespace
 
 std::vector<BadTimestamp> leave_out_bad_timestamps(Run& run) {
+  // Devices are independent: each one on its own thread, then listed in
+  // device order.
+  std::vector<std::vector<BadTimestamp>> per_device(run.devices.size());
+  tbb::parallel_for(std::size_t{0}, run.devices.size(), [&](std::size_t d) {
+    per_device[d] = leave_out_bad_timestamps(run.devices[d], d);
+  });
   std::vector<BadTimestamp> bad;
-  for (std::size_t d = 0; d < run.devices.size(); ++d) {
-    for (const BadTimestamp& b : leave_out_bad_timestamps(run.devices[d], d)) bad.push_back(b);
+  for (const std::vector<BadTimestamp>& mine : per_device) {
+    bad.insert(bad.end(), mine.begin(), mine.end());
   }
   if (!bad.empty()) run.finalize();
   return bad;

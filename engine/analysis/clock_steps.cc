@@ -1,5 +1,7 @@
 #include "analysis/clock_steps.h"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -406,15 +408,19 @@ std::vector<ClockStep> undo_clock_steps(Run& run, const ClockStepOptions& option
       // step's jobs by id) jumps back many times, and differently on each
       // device: no clock's doing. A clock step makes every device of the
       // machine jump back the same number of times.
-      std::vector<std::uint64_t> counts;
-      for (const std::size_t d : devices) {
-        counts.push_back(device_back_jumps(run.devices[d], kinds, options));
-      }
+      // (The devices are read side by side: each count is its own.)
+      std::vector<std::uint64_t> counts(devices.size());
+      tbb::parallel_for(std::size_t{0}, devices.size(), [&](std::size_t i) {
+        counts[i] = device_back_jumps(run.devices[devices[i]], kinds, options);
+      });
       if (!shows_back_step(counts)) break;
       // Every device of the machine at once, or it is no clock's doing.
+      std::vector<std::optional<DeviceBackStep>> found(devices.size());
+      tbb::parallel_for(std::size_t{0}, devices.size(), [&](std::size_t i) {
+        found[i] = device_back_step(run.devices[devices[i]], kinds, options);
+      });
       std::vector<DeviceBackStep> parts;
-      for (const std::size_t d : devices) {
-        const auto part = device_back_step(run.devices[d], kinds, options);
+      for (const std::optional<DeviceBackStep>& part : found) {
         if (!part) break;
         parts.push_back(*part);
       }

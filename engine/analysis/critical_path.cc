@@ -2,6 +2,7 @@
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_sort.h>
 
 #include <algorithm>
 #include <limits>
@@ -244,10 +245,12 @@ CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const Sta
   for (const std::vector<JobRef>& step_hops : hops) {
     out.via_dependency.insert(out.via_dependency.end(), step_hops.begin(), step_hops.end());
   }
-  std::sort(out.via_dependency.begin(), out.via_dependency.end(),
-            [](const JobRef& a, const JobRef& b) {
-              return std::tie(a.device, a.job) < std::tie(b.device, b.job);
-            });
+  // Sorted on every thread (a few million hops on a long run; equal hops
+  // are the same job, so the order is the same as a serial sort's).
+  tbb::parallel_sort(out.via_dependency.begin(), out.via_dependency.end(),
+                     [](const JobRef& a, const JobRef& b) {
+                       return std::tie(a.device, a.job) < std::tie(b.device, b.job);
+                     });
   return out;
 }
 
@@ -307,10 +310,10 @@ void append_critical_paths(CriticalPathSummary& into, CriticalPathSummary&& part
   for (CriticalPath& path : part.paths) into.paths.push_back(std::move(path));
   into.via_dependency.insert(into.via_dependency.end(), part.via_dependency.begin(),
                              part.via_dependency.end());
-  std::sort(into.via_dependency.begin(), into.via_dependency.end(),
-            [](const JobRef& a, const JobRef& b) {
-              return std::tie(a.device, a.job) < std::tie(b.device, b.job);
-            });
+  tbb::parallel_sort(into.via_dependency.begin(), into.via_dependency.end(),
+                     [](const JobRef& a, const JobRef& b) {
+                       return std::tie(a.device, a.job) < std::tie(b.device, b.job);
+                     });
 }
 
 }  // namespace pipescope
