@@ -450,11 +450,15 @@ std::vector<ClockStep> undo_clock_steps(Run& run, const ClockStepOptions& option
       }
     }
   }
+  finish_clock_steps(run, moved, steps);
+  return steps;
+}
+
+void finish_clock_steps(Run& run, bool moved, std::vector<ClockStep>& steps) {
   if (moved) run.finalize();
   std::sort(steps.begin(), steps.end(), [](const ClockStep& a, const ClockStep& b) {
     return a.machine != b.machine ? a.machine < b.machine : a.at_ns < b.at_ns;
   });
-  return steps;
 }
 
 }  // namespace pipescope

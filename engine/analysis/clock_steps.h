@@ -60,6 +60,11 @@ struct ClockStepOptions {
 /// returns them in machine, then time order.
 std::vector<ClockStep> undo_clock_steps(Run& run, const ClockStepOptions& options);
 
+/// The end of an undo of clock steps (this one's, or the partitioned load's):
+/// `run` finalized when jobs `moved`, the steps put in machine, then time
+/// order.
+void finish_clock_steps(Run& run, bool moved, std::vector<ClockStep>& steps);
+
 // The same in parts, for a run whose devices' jobs are on different
 // processes (distributed/partitioned_load.h): undo_clock_steps is made of
 // them. Each machine in turn:

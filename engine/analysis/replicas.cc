@@ -93,31 +93,38 @@ void add_replica(ReplicaSummary& summary, ReplicaStats&& stats) {
   summary.replicas.push_back(std::move(stats));
 }
 
-ReplicaSummary summarize_replicas(const Run& run, const Layout& layout,
-                                  const std::vector<JobRole>& roles) {
+namespace {
+
+/// measure_one(replica, its devices) for each replica with devices, in
+/// replica order, when the layout's replicas are measured.
+template <typename Measure>
+ReplicaSummary each_replica(const Layout& layout, Measure&& measure_one) {
   ReplicaSummary out;
   if (!measures_replicas(layout)) return out;
   for (std::size_t r = 0; r < layout.replicas.size(); ++r) {
     const auto& devices = layout.replicas[r];
-    if (devices.empty()) continue;
-    // The replica as a run of its own: the contract then gives its windows.
-    const ReplicaRun sub = replica_run(run, layout, devices);
-    add_replica(out, measure(static_cast<int>(r), devices, sub, roles));
+    if (!devices.empty()) add_replica(out, measure_one(static_cast<int>(r), devices));
   }
   return out;
 }
 
+}  // namespace
+
+ReplicaSummary summarize_replicas(const Run& run, const Layout& layout,
+                                  const std::vector<JobRole>& roles) {
+  return each_replica(layout, [&](int r, const std::vector<std::size_t>& devices) {
+    // The replica as a run of its own: the contract then gives its windows.
+    const ReplicaRun sub = replica_run(run, layout, devices);
+    return measure(r, devices, sub, roles);
+  });
+}
+
 ReplicaSummary summarize_replicas_lent(Run& run, const Layout& layout,
                                        const std::vector<JobRole>& roles) {
-  ReplicaSummary out;
-  if (!measures_replicas(layout)) return out;
-  for (std::size_t r = 0; r < layout.replicas.size(); ++r) {
-    const auto& devices = layout.replicas[r];
-    if (devices.empty()) continue;
+  return each_replica(layout, [&](int r, const std::vector<std::size_t>& devices) {
     const LentReplicaRun sub(run, layout, devices);
-    add_replica(out, measure(static_cast<int>(r), devices, sub.get(), roles));
-  }
-  return out;
+    return measure(r, devices, sub.get(), roles);
+  });
 }
 
 }  // namespace pipescope

@@ -389,10 +389,7 @@ std::vector<ClockStep> undo_clock_steps_by_parts(Exchange& exchange, Run& run,
       }
     }
   }
-  if (moved) run.finalize();
-  std::sort(steps.begin(), steps.end(), [](const ClockStep& a, const ClockStep& b) {
-    return a.machine != b.machine ? a.machine < b.machine : a.at_ns < b.at_ns;
-  });
+  finish_clock_steps(run, moved, steps);
   return steps;
 }
 
