@@ -408,16 +408,18 @@ std::vector<ClockStep> undo_clock_steps(Run& run, const ClockStepOptions& option
       // step's jobs by id) jumps back many times, and differently on each
       // device: no clock's doing. A clock step makes every device of the
       // machine jump back the same number of times.
-      // (The devices are read side by side: each count is its own.)
-      std::vector<std::uint64_t> counts(devices.size());
-      tbb::parallel_for(std::size_t{0}, devices.size(), [&](std::size_t i) {
-        counts[i] = device_back_jumps(run.devices[devices[i]], kinds, options);
+      // (The devices are read side by side: each count is its own. `on`:
+      // clang before 16 lets no lambda capture a structured binding.)
+      const std::vector<std::size_t>& on = devices;
+      std::vector<std::uint64_t> counts(on.size());
+      tbb::parallel_for(std::size_t{0}, on.size(), [&](std::size_t i) {
+        counts[i] = device_back_jumps(run.devices[on[i]], kinds, options);
       });
       if (!shows_back_step(counts)) break;
       // Every device of the machine at once, or it is no clock's doing.
-      std::vector<std::optional<DeviceBackStep>> found(devices.size());
-      tbb::parallel_for(std::size_t{0}, devices.size(), [&](std::size_t i) {
-        found[i] = device_back_step(run.devices[devices[i]], kinds, options);
+      std::vector<std::optional<DeviceBackStep>> found(on.size());
+      tbb::parallel_for(std::size_t{0}, on.size(), [&](std::size_t i) {
+        found[i] = device_back_step(run.devices[on[i]], kinds, options);
       });
       std::vector<DeviceBackStep> parts;
       for (const std::optional<DeviceBackStep>& part : found) {
