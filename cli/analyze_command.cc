@@ -97,6 +97,13 @@ void check_option_combinations(const AnalyzeOptions& options) {
   }
 }
 
+/// Whether an output draws the dependencies (4 bytes per job of a consumer
+/// device): the traces and the HTML report. Without one, they are freed as
+/// soon as the analysis is done with them.
+bool outputs_draw_dependencies(const AnalyzeOptions& options) {
+  return !options.no_trace || options.perfetto || !options.html.empty();
+}
+
 /// Refuses an output file that is one of the inputs (`--html logs/workerlog.0`,
 /// `-o logs` with a summary.json given as input): an input is never
 /// overwritten, whatever --allow-output-in-input says.
@@ -206,7 +213,7 @@ int run_analyze(const AnalyzeOptions& options) {
   if (!options.allow_output_in_input) check_output_location(options);
   LoadOptions load = make_load_options(options);
   load.pipeline.top_bubbles = options.top_bubbles;
-  load.pipeline.keep_dependencies = !options.no_trace || options.perfetto || !options.html.empty();
+  load.pipeline.keep_dependencies = outputs_draw_dependencies(options);
   if (options.mpi && !load.machine_order.empty()) {
     throw InputError("--machine-order is not available with --mpi yet: rename the folders");
   }
@@ -254,10 +261,9 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
                input_count, input_count == 1 ? "" : "s", job_lines_looked_for(options));
     return kExitUsage;
   }
-  // Only the traces and the HTML report draw the dependencies (4 bytes per
-  // job of a consumer device): without them they are freed before the
-  // summary's figures are built.
-  if (options.no_trace && !options.perfetto && options.html.empty()) {
+  // Freed before the summary's figures are built when nothing draws them
+  // (a run the analysis kept them for: --mpi's rank 0).
+  if (!outputs_draw_dependencies(options)) {
     loaded.pipeline.dependencies = Dependencies();
   }
   const Metrics& metrics = loaded.metrics;

@@ -249,9 +249,10 @@ BubbleSummary summarize_bubble_windows(std::span<const Device> devices, const Jo
   summary.per_device.assign(device_count, BubbleTotals{});
   const TypeKinds kinds(types);
   // Devices are independent: each fills its own column of per_step and its
-  // own totals, and keeps its own longest bubbles. `longer` orders any two bubbles strictly (two
-  // bubbles of one device never share a start), so the longest of the
-  // devices' longest are the run's, whatever the order they are merged in.
+  // own totals, and keeps its own longest bubbles. `longer` orders any two
+  // bubbles strictly (two bubbles of one device never share a start), so the
+  // longest of the devices' longest are the run's, whatever the order they
+  // are merged in.
   std::vector<std::vector<Bubble>> longest(device_count);
   tbb::parallel_for(std::size_t{0}, device_count, [&](std::size_t d) {
     std::vector<Bubble>& heap = longest[d];

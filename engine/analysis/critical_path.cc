@@ -80,6 +80,15 @@ struct WalkScope {
   const JobIndices* job_index = nullptr;
 };
 
+/// The hops in (device, job) order, sorted on every thread (a few million
+/// on a long run; equal hops are the same job, so the order is a serial
+/// sort's).
+void sort_hops(std::vector<JobRef>& hops) {
+  tbb::parallel_sort(hops.begin(), hops.end(), [](const JobRef& a, const JobRef& b) {
+    return std::tie(a.device, a.job) < std::tie(b.device, b.job);
+  });
+}
+
 /// The entry points: every path's jobs kept, or only the longest complete
 /// step's (`summary`).
 CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const StageMap& stages,
@@ -245,12 +254,7 @@ CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const Sta
   for (const std::vector<JobRef>& step_hops : hops) {
     out.via_dependency.insert(out.via_dependency.end(), step_hops.begin(), step_hops.end());
   }
-  // Sorted on every thread (a few million hops on a long run; equal hops
-  // are the same job, so the order is the same as a serial sort's).
-  tbb::parallel_sort(out.via_dependency.begin(), out.via_dependency.end(),
-                     [](const JobRef& a, const JobRef& b) {
-                       return std::tie(a.device, a.job) < std::tie(b.device, b.job);
-                     });
+  sort_hops(out.via_dependency);
   return out;
 }
 
@@ -310,10 +314,7 @@ void append_critical_paths(CriticalPathSummary& into, CriticalPathSummary&& part
   for (CriticalPath& path : part.paths) into.paths.push_back(std::move(path));
   into.via_dependency.insert(into.via_dependency.end(), part.via_dependency.begin(),
                              part.via_dependency.end());
-  tbb::parallel_sort(into.via_dependency.begin(), into.via_dependency.end(),
-                     [](const JobRef& a, const JobRef& b) {
-                       return std::tie(a.device, a.job) < std::tie(b.device, b.job);
-                     });
+  sort_hops(into.via_dependency);
 }
 
 }  // namespace pipescope

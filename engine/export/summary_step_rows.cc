@@ -161,8 +161,9 @@ SummaryStepRows rows_of(const StepRowInputs& in, std::optional<StepList> only) {
   if (in.metrics == nullptr) return rows;
   const Metrics& metrics = *in.metrics;
   const auto wanted = [only](StepList which) { return !only || *only == which; };
-  if (wanted(StepList::steps))
+  if (wanted(StepList::steps)) {
     rows.steps = step_figure_rows(metrics, in.devices, in.first, in.last);
+  }
   if (wanted(StepList::bubble_steps)) {
     rows.bubble_steps =
         bubble_step_rows(metrics, in.devices, in.first, in.bubbles, in.split_known, in.inherent);

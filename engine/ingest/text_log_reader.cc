@@ -319,7 +319,7 @@ class ResultBuilder {
 
   /// Faults in the pages of file f's job array just past what consume() has
   /// written, from the parallel stage (any thread, any time): the fresh
-  /// pages' faults and zeroing (a third of the read of dense logs on a
+  /// pages' faults and zeroing (18-500 ms of the 1 GB dense read on a
   /// virtual machine, where a first touch costs the host's backing too) are
   /// then taken beside the scan instead of in the ordered stage, the one
   /// every chunk waits for. Never changes a byte of the array.
