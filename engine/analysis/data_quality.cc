@@ -363,7 +363,10 @@ QualityEvidence quality_evidence(const QualityPart& part, const Metrics& metrics
       if (!view.owns(d, i) && i < steps.size() && steps[i] >= 0 && marked.insert(steps[i]).second) {
         e.marks.push_back({static_cast<std::size_t>(steps[i]), view.position(d, i), latest});
       }
-      if (jobs[i].end_ns > jobs[i].start_ns) latest = std::max(latest, jobs[i].end_ns);
+      // Communication jobs overlap nothing (find_quality's walk).
+      if (jobs[i].end_ns > jobs[i].start_ns && kinds.kind[jobs[i].type] != JobKind::comm) {
+        latest = std::max(latest, jobs[i].end_ns);
+      }
     }
     e.latest_end = latest;
   });
@@ -587,6 +590,9 @@ QualityFindings quality_findings(const QualityPart& part, const Metrics& metrics
         if (own && f.nonpositive++ == 0) f.first_nonpositive = example(d, i);
         continue;
       }
+      // Communication jobs (sends, receives) run on streams of their own,
+      // beside compute by design: they overlap nothing, and nothing them.
+      if (kinds.kind[job.type] == JobKind::comm) continue;
       if (own && job.start_ns < latest && f.overlaps++ == 0) f.first_overlap = example(d, i);
       latest = std::max(latest, job.end_ns);
     }

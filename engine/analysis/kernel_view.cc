@@ -7,6 +7,8 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
+#include <queue>
 #include <set>
 #include <string_view>
 #include <tuple>
@@ -20,6 +22,7 @@ void KernelSplit::add(const KernelSplit& o) {
   transfer += o.transfer;
   wait += o.wait;
   idle += o.idle;
+  comm_split_known = comm_split_known && o.comm_split_known;
 }
 
 double KernelView::bubble_ratio() const {
@@ -98,35 +101,88 @@ std::string group_key(const CommKernel& c) {
   return key;
 }
 
-/// For every kernel, the refs of its peers (empty: none found).
+/// Each named process group's members where a trace's args do not list
+/// them (PyTorch cuts `Process Group Ranks` after 30 ranks): the full list
+/// another trace gives for that group name, else, when as many ranks use the
+/// group as its `Group size` says, those ranks. Never a cut list.
+std::map<std::string, std::vector<int>> group_members(const std::vector<const RankKernels*>& ranks,
+                                                      const std::vector<int>& global) {
+  std::map<std::string, std::vector<int>> listed;
+  std::map<std::string, std::set<int>> users;
+  std::map<std::string, int> size;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    for (const CommKernel& c : ranks[r]->comm) {
+      if (c.op != CommOp::collective || c.group_name.empty()) continue;
+      if (!c.group_ranks.empty()) listed.emplace(c.group_name, c.group_ranks);
+      users[c.group_name].insert(global[r]);
+      if (c.group_size > 0) size[c.group_name] = c.group_size;
+    }
+  }
+  std::map<std::string, std::vector<int>> out = listed;
+  for (const auto& [name, who] : users) {
+    if (out.count(name)) continue;
+    const auto n = size.find(name);
+    if (n != size.end() && static_cast<std::size_t>(n->second) == who.size()) {
+      out[name] = std::vector<int>(who.begin(), who.end());
+    }
+  }
+  return out;
+}
+
+/// For every kernel, the refs of its peers (empty: none found). A
+/// point-to-point kernel has peers only when every one of its operations
+/// found its other end (a batched kernel's partial peers would give a wait
+/// that looks measured and is not).
 std::vector<std::vector<std::vector<KernelRef>>> find_peers(
     const std::vector<const RankKernels*>& ranks, const std::vector<int>& global) {
   std::vector<std::vector<std::vector<KernelRef>>> peers(ranks.size());
-  std::map<int, std::size_t> place;  // global rank -> rank index
+  std::vector<std::vector<std::size_t>> matched(ranks.size());  // operations matched
+  std::map<int, std::size_t> place;                             // global rank -> rank index
   for (std::size_t r = 0; r < ranks.size(); ++r) place[global[r]] = r;
 
+  const std::map<std::string, std::vector<int>> members = group_members(ranks, global);
+  auto ranks_of = [&members](const CommKernel& c) -> const std::vector<int>& {
+    if (!c.group_ranks.empty() || c.group_name.empty()) return c.group_ranks;
+    const auto m = members.find(c.group_name);
+    return m != members.end() ? m->second : c.group_ranks;
+  };
   // Kernels with the same key are one communication.
   std::map<std::uint64_t, std::vector<KernelRef>> by_id;
-  std::map<std::tuple<std::string, std::string, std::int64_t>, std::vector<KernelRef>> by_call;
-  std::map<std::tuple<std::string, int, int, std::int64_t>, std::vector<KernelRef>> by_pair;
+  // Calls are counted within each step (a profiler started mid-step, or a
+  // rank's kernels launched before its trace began, shift the counts of that
+  // step only); kernels in no step are counted among themselves.
+  constexpr std::int64_t kNoStep = std::numeric_limits<std::int64_t>::min();
+  using CallKey = std::tuple<std::string, std::string, std::int64_t>;  // group, name, step
+  using PairKey = std::tuple<int, int, std::int64_t>;                  // src, dst, step
+  std::map<std::tuple<std::string, std::string, std::int64_t, std::int64_t>, std::vector<KernelRef>>
+      by_call;
+  std::map<std::tuple<int, int, std::int64_t, std::int64_t>, std::vector<KernelRef>> by_pair;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     peers[r].resize(ranks[r]->comm.size());
-    std::map<std::pair<std::string, std::string>, std::int64_t> calls;  // (group, name) -> k
-    std::map<std::tuple<std::string, int, int>, std::int64_t> pairs;    // (group, src, dst) -> k
+    matched[r].assign(ranks[r]->comm.size(), 0);
+    std::map<CallKey, std::int64_t> calls;  // -> k
+    std::map<PairKey, std::int64_t> pairs;  // -> k
     for (std::size_t i = 0; i < ranks[r]->comm.size(); ++i) {
       const CommKernel& c = ranks[r]->comm[i];
       if (c.comms_id) {
         by_id[*c.comms_id].push_back({r, i});
         continue;
       }
-      if (c.op == CommOp::collective && !c.group_ranks.empty()) {
-        const std::string g = group_key(c);
-        by_call[{g, c.collective, calls[{g, c.collective}]++}].push_back({r, i});
-      } else if ((c.op == CommOp::send || c.op == CommOp::recv) && c.peer >= 0) {
-        const std::string g = group_key(c);
-        const int src = c.op == CommOp::send ? global[r] : c.peer;
-        const int dst = c.op == CommOp::send ? c.peer : global[r];
-        by_pair[{g, src, dst, pairs[{g, src, dst}]++}].push_back({r, i});
+      const std::int64_t step = c.step.value_or(kNoStep);
+      if (c.op == CommOp::collective && !ranks_of(c).empty()) {
+        const std::string g = c.group_name.empty() ? group_key(c) : c.group_name;
+        by_call[{g, c.collective, step, calls[{g, c.collective, step}]++}].push_back({r, i});
+      } else if (c.op == CommOp::point_to_point) {
+        // Each operation is counted on its own: a batched kernel's send and
+        // recv each meet their other end, wherever that end was batched. Not
+        // by group: the two directions between a pair may use two groups
+        // (Megatron's pipeline of two), and each side's args may come from
+        // another source (the kernel's, the host's).
+        for (const PeerOp& o : c.p2p) {
+          const int src = o.op == CommOp::send ? global[r] : o.peer;
+          const int dst = o.op == CommOp::send ? o.peer : global[r];
+          by_pair[{src, dst, step, pairs[{src, dst, step}]++}].push_back({r, i});
+        }
       }
     }
   }
@@ -140,16 +196,25 @@ std::vector<std::vector<std::vector<KernelRef>>> find_peers(
       for (const KernelRef& o : members) {
         if (o.rank != m.rank && seen.insert(o.rank).second) others.push_back(o);
       }
-      if (whole_group && !c.group_ranks.empty()) {
+      const std::vector<int>& group = ranks_of(c);
+      if (whole_group && !group.empty()) {
         bool all = true;
-        for (int g : c.group_ranks) {
+        for (int g : group) {
           if (g == global[m.rank]) continue;
           const auto p = place.find(g);
           if (p == place.end() || !seen.count(p->second)) all = false;
         }
         if (!all) others.clear();
       }
-      peers[m.rank][m.index] = std::move(others);
+      if (others.empty()) continue;
+      ++matched[m.rank][m.index];
+      std::vector<KernelRef>& mine = peers[m.rank][m.index];
+      for (const KernelRef& o : others) {
+        const bool known = std::any_of(mine.begin(), mine.end(), [&](const KernelRef& k) {
+          return k.rank == o.rank && k.index == o.index;
+        });
+        if (!known) mine.push_back(o);
+      }
     }
   };
   for (const auto& [id, members] : by_id) {
@@ -158,6 +223,14 @@ std::vector<std::vector<std::vector<KernelRef>>> find_peers(
   }
   for (const auto& [key, members] : by_call) assign(members, true);
   for (const auto& [key, members] : by_pair) assign(members, false);
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    for (std::size_t i = 0; i < ranks[r]->comm.size(); ++i) {
+      const CommKernel& c = ranks[r]->comm[i];
+      if (!c.comms_id && c.op == CommOp::point_to_point && matched[r][i] < c.p2p.size()) {
+        peers[r][i].clear();
+      }
+    }
+  }
   return peers;
 }
 
@@ -202,12 +275,13 @@ KernelLayout find_layout(const std::vector<const RankKernels*>& ranks,
   std::vector<int> first_op(ranks.size(), 0);  // +1: a send first, −1: a recv
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     for (const CommKernel& c : ranks[r]->comm) {  // in start order
-      if ((c.op != CommOp::send && c.op != CommOp::recv) || c.peer < 0) continue;
-      const auto p = place.find(c.peer);
-      if (p == place.end() || p->second == r) continue;
-      next[r].insert(p->second);
-      next[p->second].insert(r);
-      if (first_op[r] == 0) first_op[r] = c.op == CommOp::send ? 1 : -1;
+      for (const PeerOp& o : c.p2p) {
+        const auto p = place.find(o.peer);
+        if (p == place.end() || p->second == r) continue;
+        next[r].insert(p->second);
+        next[p->second].insert(r);
+        if (first_op[r] == 0) first_op[r] = o.op == CommOp::send ? 1 : -1;
+      }
     }
   }
   std::vector<bool> seen(ranks.size(), false);
@@ -269,10 +343,13 @@ KernelLayout find_layout(const std::vector<const RankKernels*>& ranks,
       std::size_t to = ranks.size();
       if (prev == ranks.size() && next[at].size() == 2) {
         for (const CommKernel& c : ranks[at]->comm) {
-          if (c.op == CommOp::send && place.count(c.peer)) {
-            to = place[c.peer];
-            break;
+          for (const PeerOp& o : c.p2p) {
+            if (o.op == CommOp::send && place.count(o.peer)) {
+              to = place[o.peer];
+              break;
+            }
           }
+          if (to != ranks.size()) break;
         }
       }
       if (to == ranks.size()) {
@@ -398,81 +475,153 @@ RankKernels shifted(const RankKernels& r, std::int64_t offset) {
   return s;
 }
 
-}  // namespace
-
-KernelView compute_kernel_view(const std::vector<RankKernels>& input,
-                               const KernelViewOptions& options) {
-  KernelView view;
-  if (input.empty()) return view;
-  view.available = true;
-
-  // Ranks in global-rank order when every trace names a distinct one.
+/// Each trace's global rank by the one rule (docs/guide.md, "The kernel
+/// view"): `distributedInfo.rank`; else the rank its collectives' args give;
+/// else its CUDA device on its machine after the ranks of the machines
+/// before it (torchrun's LOCAL_RANK order); else the first rank no trace
+/// claims, in the traces' order. The ranks come back in global-rank order.
+/// Sets `refusal` (naming the traces) when a trace's args give another rank
+/// than its distributedInfo, or two traces end with one rank.
+std::vector<const RankKernels*> order_ranks(const std::vector<RankKernels>& input,
+                                            std::vector<int>& global,
+                                            std::vector<RankSource>& source, std::string& refusal) {
+  const std::size_t n = input.size();
+  std::vector<int> rank(n, -1);
+  source.assign(n, RankSource::order);
+  std::map<int, std::size_t> per_machine;  // machine -> traces
+  for (const RankKernels& r : input) ++per_machine[r.machine];
+  std::map<int, int> machine_base;  // machine -> ranks of the machines before it
+  int base = 0;
+  for (const auto& [machine, count] : per_machine) {
+    machine_base[machine] = base;
+    base += static_cast<int>(count);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const RankKernels& r = input[i];
+    if (r.comm_rank == RankKernels::kConflict) {
+      refusal = fmt::format(
+          "{}: its NCCL kernels' communication args give two different global ranks for it; "
+          "which rank this trace is cannot be told",
+          r.path);
+      return {};
+    }
+    if (r.global_rank >= 0) {
+      if (r.comm_rank >= 0 && r.comm_rank != r.global_rank) {
+        refusal = fmt::format(
+            "{}: distributedInfo says rank {}, its communication args rank {}; which rank "
+            "this trace is cannot be told",
+            r.path, r.global_rank, r.comm_rank);
+        return {};
+      }
+      rank[i] = r.global_rank;
+      source[i] = RankSource::distributed_info;
+    } else if (r.comm_rank >= 0) {
+      rank[i] = r.comm_rank;
+      source[i] = RankSource::communication;
+    } else if (r.device_ordinal >= 0) {
+      rank[i] = machine_base[r.machine] + r.device_ordinal;
+      source[i] = RankSource::device;
+    }
+  }
+  // Two traces that claim one rank: refused, unless the lesser evidence
+  // (a device ordinal) gives way to a claim (it is then placed as unknown).
+  std::map<int, std::size_t> owner;
+  for (const RankSource level :
+       {RankSource::distributed_info, RankSource::communication, RankSource::device}) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (rank[i] < 0 || source[i] != level) continue;
+      const auto [it, fresh] = owner.try_emplace(rank[i], i);
+      if (fresh) continue;
+      if (level == RankSource::device) {
+        rank[i] = -1;
+        source[i] = RankSource::order;
+        continue;
+      }
+      refusal = fmt::format(
+          "{} and {} both claim rank {} ({}): two traces of one rank (a copy, or another run?); "
+          "analyse one of them",
+          input[it->second].path, input[i].path, rank[i], rank_source_name(level));
+      return {};
+    }
+  }
+  int next = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (rank[i] >= 0) continue;
+    while (owner.count(next)) ++next;
+    rank[i] = next;
+    owner[next] = i;
+  }
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return rank[a] < rank[b]; });
   std::vector<const RankKernels*> ranks;
-  for (const RankKernels& r : input) ranks.push_back(&r);
-  std::set<int> named;
-  for (const RankKernels* r : ranks) {
-    if (r->global_rank >= 0) named.insert(r->global_rank);
+  global.clear();
+  std::vector<RankSource> sorted_source;
+  for (const std::size_t i : order) {
+    ranks.push_back(&input[i]);
+    global.push_back(rank[i]);
+    sorted_source.push_back(source[i]);
   }
-  const bool by_global = named.size() == ranks.size();
-  if (by_global) {
-    std::stable_sort(ranks.begin(), ranks.end(), [](const RankKernels* a, const RankKernels* b) {
-      return a->global_rank < b->global_rank;
-    });
-  }
-  std::vector<int> global(ranks.size());
+  source = std::move(sorted_source);
+  return ranks;
+}
+
+/// The rank_source note: which traces' ranks did not come from their
+/// distributedInfo.
+std::optional<Warning> rank_source_note(const std::vector<const RankKernels*>& ranks,
+                                        const std::vector<int>& global,
+                                        const std::vector<RankSource>& source) {
+  std::string list;
+  std::size_t count = 0;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
-    global[r] = by_global ? ranks[r]->global_rank : static_cast<int>(r);
-  }
-
-  const std::vector<const RankKernels*> ranks_in = ranks;  // before any shift
-  std::vector<std::int64_t> offset_of(ranks.size(), 0);
-  // Peers (they do not depend on the clocks: kernels are counted in start
-  // order within a rank), then the clocks.
-  const auto peers = find_peers(ranks, global);
-  std::vector<int> stage_of;
-  view.layout = find_layout(ranks, global, stage_of);
-  view.clock = estimate_clocks(ranks, peers);
-  const bool beyond_noise = view.clock.applied;
-  view.clock.applied = beyond_noise && options.fix_clocks;
-  std::vector<RankKernels> moved;  // the ranks on machine 0's clock, when applied
-  if (view.clock.applied) {
-    std::map<int, std::int64_t> offset;
-    for (const KernelMachineClock& m : view.clock.offsets) offset[m.machine] = m.offset_ns;
-    moved.reserve(ranks.size());
-    for (std::size_t r = 0; r < ranks.size(); ++r) {
-      offset_of[r] = offset[ranks[r]->machine];
-      moved.push_back(shifted(*ranks[r], offset_of[r]));
+    if (source[r] == RankSource::distributed_info) continue;
+    if (++count <= 8) {
+      list += fmt::format("{}{} is rank {} by {}", list.empty() ? "" : "; ", ranks[r]->path,
+                          global[r], rank_source_name(source[r]));
     }
-    for (std::size_t r = 0; r < ranks.size(); ++r) ranks[r] = &moved[r];
   }
-  if (view.clock.machines > 1) {
-    std::string list;
-    bool unknown = false;
-    for (const KernelMachineClock& m : view.clock.offsets) {
-      if (m.machine == view.clock.offsets.front().machine) continue;
-      if (m.pairs == 0) unknown = true;
-      list += fmt::format("{}machine {} {:+.3f} ms ({} pairs)", list.empty() ? "" : ", ", m.machine,
-                          static_cast<double>(m.offset_ns) / 1e6, m.pairs);
-    }
-    view.warnings.push_back(
-        {WarningCode::kernel_clock_offsets,
-         fmt::format("the kernel view: clocks against machine {} from matched NCCL kernels' "
-                     "ends: {}; {}{}",
-                     view.clock.offsets.front().machine, list,
-                     view.clock.applied
-                         ? fmt::format("applied (beyond the {:.3f} ms noise of one "
-                                       "machine's kernels)",
-                                       static_cast<double>(view.clock.noise_ns) / 1e6)
-                     : beyond_noise ? std::string("not applied (--no-clock-fix)")
-                                    : std::string("within the noise, left as read"),
-                     unknown ? "; a machine without matched kernels keeps its clock" : ""),
-         -1, -1, view.clock.machines});
-  }
+  if (count == 0) return std::nullopt;
+  if (count > 8) list += fmt::format("; and {} more", count - 8);
+  return Warning{WarningCode::rank_source,
+                 fmt::format("{} trace{} without distributedInfo.rank: {} (the rule: "
+                             "distributedInfo, then the communication args, then the CUDA device "
+                             "on its machine, then the first free rank)",
+                             count, count == 1 ? "" : "s", list),
+                 -1, -1, count};
+}
 
-  // Steps and their windows.
+/// The kernel_clock_offsets note of a run on several machines.
+Warning clock_warning(const KernelClock& clock, bool beyond_noise) {
+  std::string list;
+  bool unknown = false;
+  for (const KernelMachineClock& m : clock.offsets) {
+    if (m.machine == clock.offsets.front().machine) continue;
+    if (m.pairs == 0) unknown = true;
+    list += fmt::format("{}machine {} {:+.3f} ms ({} pairs)", list.empty() ? "" : ", ", m.machine,
+                        static_cast<double>(m.offset_ns) / 1e6, m.pairs);
+  }
+  return {WarningCode::kernel_clock_offsets,
+          fmt::format("the kernel view: clocks against machine {} from matched NCCL kernels' "
+                      "ends: {}; {}{}",
+                      clock.offsets.front().machine, list,
+                      clock.applied  ? fmt::format("applied (beyond the {:.3f} ms noise of one "
+                                                    "machine's kernels)",
+                                                   static_cast<double>(clock.noise_ns) / 1e6)
+                      : beyond_noise ? std::string("not applied (--no-clock-fix)")
+                                     : std::string("within the noise, left as read"),
+                      unknown ? "; a machine without matched kernels keeps its clock" : ""),
+          -1, -1, clock.machines};
+}
+
+/// The run-wide step windows (the job contract's rule over ranks), or one
+/// window over the whole trace without steps (and its warning).
+void find_step_windows(const std::vector<const RankKernels*>& ranks, KernelView& view) {
   std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> extent;  // step -> first, last
   std::map<std::int64_t, std::size_t> holders;                           // step -> ranks
+  std::set<std::int64_t> partial;  // steps some trace began inside
   for (const RankKernels* r : ranks) {
+    if (r->partial_step) partial.insert(*r->partial_step);
     view.gpu_activities += r->activities;
     view.without_launch += r->without_launch;
     view.comm_kernels += r->comm.size();
@@ -507,111 +656,269 @@ KernelView compute_kernel_view(const std::vector<RankKernels>& input,
              : "the kernel view: the traces hold no ProfilerStep#N span, so the whole trace is "
                "one window (call prof.step() once per training step for steps)",
          -1, -1, 1});
-  } else {
-    std::int64_t previous_end = std::numeric_limits<std::int64_t>::min();
-    for (const auto& [step, span] : extent) {
-      KernelStepWindow w;
-      w.step = step;
-      w.start = std::max(span.first, previous_end);
-      w.end = std::max(span.second, w.start);
-      w.complete = holders[step] == ranks.size() && w.end <= cut;
-      previous_end = w.end;
-      view.steps.push_back(w);
+    return;
+  }
+  std::int64_t previous_end = std::numeric_limits<std::int64_t>::min();
+  for (auto it = extent.begin(); it != extent.end(); ++it) {
+    const auto& [step, span] = *it;
+    KernelStepWindow w;
+    w.step = step;
+    w.start = std::max(span.first, previous_end);
+    w.end = std::max(span.second, w.start);
+    const bool begun_before = partial.count(step) > 0;
+    if (begun_before && std::next(it) != extent.end()) {
+      // What a step the trace began inside left running moves no later
+      // window: it ends where the next step's activities begin.
+      w.end = std::max(w.start, std::min(w.end, std::next(it)->second.first));
+    }
+    w.complete = holders[step] == ranks.size() && w.end <= cut && !begun_before;
+    previous_end = w.end;
+    view.steps.push_back(w);
+  }
+}
+
+/// One stretch of a rank's wait (after precedence) and the peer it is
+/// blamed on.
+struct Blame {
+  std::int64_t start = 0;
+  std::int64_t end = 0;
+  int peer = -1;
+};
+
+/// Each instant of `wait_only` blamed on one peer (docs/guide.md, "The
+/// kernel view"): among the kernels waiting at that instant, the one whose
+/// wait ends latest names it (the peer whose late start ends that wait),
+/// ties to the lowest rank. `waits` are (wait part before precedence, the
+/// peer that ends it). A sweep over the parts' ends: O(n log n).
+std::vector<Blame> blame_waits(std::vector<std::pair<TimeSpan, int>> waits,
+                               const Spans& wait_only) {
+  std::vector<Blame> out;
+  if (waits.empty() || wait_only.empty()) return out;
+  std::sort(waits.begin(), waits.end(),
+            [](const auto& a, const auto& b) { return a.first.start < b.first.start; });
+  std::vector<std::int64_t> points;
+  for (const auto& [span, peer] : waits) {
+    points.push_back(span.start);
+    points.push_back(span.end);
+  }
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  // Waiting kernels, latest end first, then lowest peer.
+  auto later = [](const std::pair<std::int64_t, int>& a, const std::pair<std::int64_t, int>& b) {
+    return a.first != b.first ? a.first < b.first : a.second > b.second;
+  };
+  std::priority_queue<std::pair<std::int64_t, int>, std::vector<std::pair<std::int64_t, int>>,
+                      decltype(later)>
+      active(later);
+  std::size_t next = 0, only = 0;
+  for (std::size_t p = 0; p + 1 < points.size(); ++p) {
+    const std::int64_t lo = points[p], hi = points[p + 1];
+    while (next < waits.size() && waits[next].first.start <= lo) {
+      active.push({waits[next].first.end, waits[next].second});
+      ++next;
+    }
+    while (!active.empty() && active.top().first <= lo) active.pop();
+    if (active.empty()) continue;
+    const int peer = active.top().second;
+    // [lo, hi) ∩ wait_only.
+    while (only < wait_only.size() && wait_only[only].end <= lo) ++only;
+    for (std::size_t k = only; k < wait_only.size() && wait_only[k].start < hi; ++k) {
+      const std::int64_t s = std::max(lo, wait_only[k].start), e = std::min(hi, wait_only[k].end);
+      if (e <= s) continue;
+      if (!out.empty() && out.back().end == s && out.back().peer == peer) {
+        out.back().end = e;
+      } else {
+        out.push_back({s, e, peer});
+      }
     }
   }
+  return out;
+}
 
-  // Each rank's transfer and wait parts.
+/// The peer blamed most in [start, end) of `blames` (sorted), with its ns;
+/// -1 for none. Ties go to the lowest rank.
+std::pair<int, std::int64_t> most_blamed(const std::vector<Blame>& blames, std::int64_t start,
+                                         std::int64_t end, std::map<int, std::int64_t>& total) {
+  std::map<int, std::int64_t> blamed;
+  auto it = std::lower_bound(blames.begin(), blames.end(), start,
+                             [](const Blame& b, std::int64_t v) { return b.end <= v; });
+  for (; it != blames.end() && it->start < end; ++it) {
+    const std::int64_t ns = std::min(it->end, end) - std::max(it->start, start);
+    if (ns > 0) blamed[it->peer] += ns;
+  }
+  std::pair<int, std::int64_t> best{-1, 0};
+  for (const auto& [peer, ns] : blamed) {
+    total[peer] += ns;
+    if (ns > best.second) best = {peer, ns};
+  }
+  return best;
+}
+
+/// One rank's view: its NCCL kernels split into wait and transfer, each
+/// window split by precedence, the waits blamed.
+KernelRankView split_rank(const KernelView& view, const std::vector<const RankKernels*>& ranks,
+                          const std::vector<int>& global,
+                          const std::vector<std::vector<std::vector<KernelRef>>>& peers,
+                          std::size_t r, std::uint64_t& lonely) {
+  const RankKernels& rk = *ranks[r];
+  KernelRankView rv;
+  rv.path = rk.path;
+  rv.device = rk.device;
+  rv.machine = rk.machine;
+  rv.global_rank = global[r];
+  rv.steps.resize(view.steps.size());
+  Spans transfer, wait, unknown;                // unknown: kernels whose peers are not known
+  std::vector<std::pair<TimeSpan, int>> waits;  // (wait part, the peer that ends it)
+  for (std::size_t i = 0; i < rk.comm.size(); ++i) {
+    const CommKernel& c = rk.comm[i];
+    std::int64_t t = c.start;
+    int ender = -1;
+    if (peers[r][i].empty()) {
+      ++lonely;
+      unknown.push_back({c.start, c.end});
+    } else {
+      std::int64_t latest = std::numeric_limits<std::int64_t>::min();
+      for (const KernelRef& p : peers[r][i]) {
+        const std::int64_t s = ranks[p.rank]->comm[p.index].start;
+        const int g = global[p.rank];
+        if (s > latest || (s == latest && g < ender)) {
+          latest = s;
+          ender = g;
+        }
+      }
+      t = std::min(c.end, std::max(c.start, latest));
+    }
+    rv.comm.push_back({c.start, t, c.end, t > c.start ? ender : -1, !peers[r][i].empty(), i});
+    if (t > c.start) {
+      wait.push_back({c.start, t});
+      waits.push_back({{c.start, t}, ender});
+    }
+    if (c.end > t) transfer.push_back({t, c.end});
+  }
+  const Spans& compute = rk.compute;
+  const Spans transfer_only = minus(normalized(std::move(transfer)), compute);
+  const Spans wait_only = minus(minus(normalized(std::move(wait)), compute), transfer_only);
+  // A peerless kernel's time past compute: its split is not known.
+  const Spans unknown_only = minus(normalized(std::move(unknown)), compute);
+  const std::vector<Blame> blames = blame_waits(std::move(waits), wait_only);
+  std::map<int, std::int64_t> total_blamed;
+  for (std::size_t k = 0; k < view.steps.size(); ++k) {
+    const KernelStepWindow& w = view.steps[k];
+    KernelRankStep& rs = rv.steps[k];
+    rs.split.window = w.end - w.start;
+    rs.split.compute = covered(compute, w.start, w.end);
+    rs.split.transfer = covered(transfer_only, w.start, w.end);
+    rs.split.wait = covered(wait_only, w.start, w.end);
+    rs.split.idle = rs.split.window - rs.split.compute - rs.split.transfer - rs.split.wait;
+    rs.split.comm_split_known = covered(unknown_only, w.start, w.end) == 0;
+    std::map<int, std::int64_t> unused;
+    std::tie(rs.most_waited_on, rs.waited_on_ns) =
+        most_blamed(blames, w.start, w.end, w.complete ? total_blamed : unused);
+    if (!rs.split.comm_split_known) {
+      // Who it waited on most is not known where how long it waited is not.
+      rs.most_waited_on = -1;
+      rs.waited_on_ns = 0;
+    }
+    if (w.complete) rv.total.add(rs.split);
+  }
+  if (!rv.total.comm_split_known) return rv;
+  for (const auto& [g, ns] : total_blamed) {
+    if (ns > rv.waited_on_ns) {
+      rv.waited_on_ns = ns;
+      rv.most_waited_on = g;
+    }
+  }
+  return rv;
+}
+
+/// The comm_kernels_without_peers warning: which ranks' split is unknown.
+Warning peerless_warning(const KernelView& view, std::size_t ranks) {
+  std::string unknown;
+  std::size_t listed = 0;
+  for (const KernelRankView& r : view.ranks) {
+    if (r.total.comm_split_known) continue;
+    if (++listed <= 16) unknown += fmt::format("{}{}", unknown.empty() ? "" : ", ", r.global_rank);
+  }
+  if (listed > 16) unknown += fmt::format(" and {} more", listed - 16);
+  return {WarningCode::comm_kernels_without_peers,
+          fmt::format("the kernel view: {} of {} NCCL kernels have no peer in the traces given "
+                      "({}){}",
+                      view.comm_kernels_without_peers, view.comm_kernels,
+                      ranks == 1 ? "one rank's trace: give every rank's"
+                                 : "a rank's trace missing, or nothing in the traces names the "
+                                   "kernels' peers",
+                      listed > 0 ? fmt::format(": the NCCL time of rank{} {} is not split into "
+                                               "wait and transfer (unknown)",
+                                               listed == 1 ? "" : "s", unknown)
+                                 : std::string()),
+          -1, -1, view.comm_kernels_without_peers};
+}
+
+}  // namespace
+
+std::string_view rank_source_name(RankSource source) {
+  switch (source) {
+    case RankSource::distributed_info:
+      return "distributed_info";
+    case RankSource::communication:
+      return "communication";
+    case RankSource::device:
+      return "device";
+    case RankSource::order:
+      return "order";
+  }
+  return "order";
+}
+
+KernelView compute_kernel_view(const std::vector<RankKernels>& input,
+                               const KernelViewOptions& options) {
+  KernelView view;
+  if (input.empty()) return view;
+  view.available = true;
+
+  std::vector<int> global;
+  std::vector<RankSource> rank_source;
+  std::vector<const RankKernels*> ranks = order_ranks(input, global, rank_source, view.refusal);
+  if (!view.refusal.empty()) return view;
+  if (auto note = rank_source_note(ranks, global, rank_source)) {
+    view.warnings.push_back(std::move(*note));
+  }
+  const std::vector<const RankKernels*> ranks_in = ranks;  // before any shift
+  std::vector<std::int64_t> offset_of(ranks.size(), 0);
+  // Peers (they do not depend on the clocks: kernels are counted in start
+  // order within a rank), then the clocks.
+  const auto peers = find_peers(ranks, global);
+  std::vector<int> stage_of;
+  view.layout = find_layout(ranks, global, stage_of);
+  view.clock = estimate_clocks(ranks, peers);
+  const bool beyond_noise = view.clock.applied;
+  view.clock.applied = beyond_noise && options.fix_clocks;
+  std::vector<RankKernels> moved;  // the ranks on machine 0's clock, when applied
+  if (view.clock.applied) {
+    std::map<int, std::int64_t> offset;
+    for (const KernelMachineClock& m : view.clock.offsets) offset[m.machine] = m.offset_ns;
+    moved.reserve(ranks.size());
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+      offset_of[r] = offset[ranks[r]->machine];
+      moved.push_back(shifted(*ranks[r], offset_of[r]));
+    }
+    for (std::size_t r = 0; r < ranks.size(); ++r) ranks[r] = &moved[r];
+  }
+  if (view.clock.machines > 1) view.warnings.push_back(clock_warning(view.clock, beyond_noise));
+  find_step_windows(ranks, view);
+
   std::uint64_t lonely = 0;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
-    const RankKernels& rk = *ranks[r];
-    KernelRankView rv;
+    KernelRankView rv = split_rank(view, ranks, global, peers, r, lonely);
     rv.source = static_cast<std::size_t>(ranks_in[r] - input.data());
     rv.clock_offset_ns = offset_of[r];
-    rv.path = rk.path;
-    rv.device = rk.device;
-    rv.machine = rk.machine;
-    rv.global_rank = global[r];
     rv.stage = stage_of[r];
-    rv.steps.resize(view.steps.size());
-    Spans transfer, wait;
-    // (wait part, the peer that ends it), for most_waited_on.
-    std::vector<std::pair<TimeSpan, int>> waits;
-    for (std::size_t i = 0; i < rk.comm.size(); ++i) {
-      const CommKernel& c = rk.comm[i];
-      std::int64_t t = c.start;
-      int ender = -1;
-      if (peers[r][i].empty()) {
-        ++lonely;
-      } else {
-        std::int64_t latest = std::numeric_limits<std::int64_t>::min();
-        for (const KernelRef& p : peers[r][i]) {
-          const std::int64_t s = ranks[p.rank]->comm[p.index].start;
-          const int g = global[p.rank];
-          if (s > latest || (s == latest && g < ender)) {
-            latest = s;
-            ender = g;
-          }
-        }
-        t = std::min(c.end, std::max(c.start, latest));
-      }
-      rv.comm.push_back({c.start, t, c.end, t > c.start ? ender : -1, !peers[r][i].empty(), i});
-      if (t > c.start) {
-        wait.push_back({c.start, t});
-        waits.push_back({{c.start, t}, ender});
-      }
-      if (c.end > t) transfer.push_back({t, c.end});
-    }
-    const Spans& compute = rk.compute;
-    const Spans transfer_only = minus(normalized(std::move(transfer)), compute);
-    const Spans wait_only = minus(minus(normalized(std::move(wait)), compute), transfer_only);
-    std::map<int, std::int64_t> total_waited;
-    for (std::size_t k = 0; k < view.steps.size(); ++k) {
-      const KernelStepWindow& w = view.steps[k];
-      KernelRankStep& rs = rv.steps[k];
-      rs.split.window = w.end - w.start;
-      rs.split.compute = covered(compute, w.start, w.end);
-      rs.split.transfer = covered(transfer_only, w.start, w.end);
-      rs.split.wait = covered(wait_only, w.start, w.end);
-      rs.split.idle = rs.split.window - rs.split.compute - rs.split.transfer - rs.split.wait;
-      // Blame only where the rank waited (its wait parts not all under
-      // compute or transfer).
-      std::map<int, std::int64_t> waited;
-      if (rs.split.wait > 0) {
-        for (const auto& [span, ender] : waits) {
-          const std::int64_t len =
-              std::max<std::int64_t>(0, std::min(span.end, w.end) - std::max(span.start, w.start));
-          if (len > 0 && ender >= 0) waited[ender] += len;
-        }
-      }
-      for (const auto& [g, ns] : waited) {
-        if (ns > rs.waited_on_ns) {
-          rs.waited_on_ns = ns;
-          rs.most_waited_on = g;
-        }
-        if (w.complete) total_waited[g] += ns;
-      }
-      if (w.complete) rv.total.add(rs.split);
-    }
-    for (const auto& [g, ns] : total_waited) {
-      if (ns > rv.waited_on_ns) {
-        rv.waited_on_ns = ns;
-        rv.most_waited_on = g;
-      }
-    }
+    rv.rank_source = rank_source[r];
     view.total.add(rv.total);
     view.ranks.push_back(std::move(rv));
   }
   view.comm_kernels_without_peers = lonely;
-  if (lonely > 0) {
-    view.warnings.push_back(
-        {WarningCode::comm_kernels_without_peers,
-         fmt::format("the kernel view: {} of {} NCCL kernels have no peer in the traces given "
-                     "({}): their time counts as transfer, their waiting is not told apart",
-                     lonely, view.comm_kernels,
-                     ranks.size() == 1 ? "one rank's trace: give every rank's"
-                                       : "a rank's trace missing, or no communication args"),
-         -1, -1, lonely});
-  }
+  if (lonely > 0) view.warnings.push_back(peerless_warning(view, ranks.size()));
   return view;
 }
 

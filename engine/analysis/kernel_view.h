@@ -11,9 +11,12 @@
 //    none able to move data yet) > idle.
 //  - A NCCL kernel waits from its start to the latest start among its peers
 //    (the kernels of the same communication on the other ranks: by `Comms
-//    Id`, else the k-th call of the process group, or the k-th send from a
-//    to b); the rest is transfer. Without peers it is all transfer
-//    (`comm_kernels_without_peers`).
+//    Id`, else the k-th call of the process group, or, for each of its
+//    point-to-point operations, the k-th send from a to b); the rest is
+//    transfer. Without peers its split is unknown
+//    (`comm_kernels_without_peers`; KernelSplit::comm_split_known).
+//  - Each instant of wait (after precedence) is blamed on one peer: the one
+//    whose late start ends the latest-ending wait at that instant.
 //
 //  - Clocks: ranks of one machine share a clock. Across machines, the two
 //    ends of a matched NCCL communication end together (to within the link's
@@ -29,6 +32,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/gpu_activity.h"
@@ -43,6 +47,10 @@ struct KernelSplit {
   std::int64_t transfer = 0;
   std::int64_t wait = 0;
   std::int64_t idle = 0;
+  /// False when NCCL kernels without peers ran in the window beyond
+  /// compute: their time is in `transfer`, but how much of transfer + wait
+  /// was waiting is not known (written as unknown, never as measured).
+  bool comm_split_known = true;
   void add(const KernelSplit& o);
 };
 
@@ -56,7 +64,8 @@ struct KernelStepWindow {
 
 struct KernelRankStep {
   KernelSplit split;
-  /// The global rank this rank waited on longest in the step; -1: no wait.
+  /// The global rank blamed for most of the rank's wait in the step; -1:
+  /// no wait.
   int most_waited_on = -1;
   std::int64_t waited_on_ns = 0;
 };
@@ -74,6 +83,18 @@ struct KernelCommSlice {
   std::size_t kernel = 0;
 };
 
+/// Where a trace's global rank came from (docs/guide.md, "The kernel view":
+/// the first of these that gives one).
+enum class RankSource : std::uint8_t {
+  distributed_info,  // `distributedInfo.rank`
+  communication,     // a collective's group ranks at its `Rank`
+  device,            // the CUDA device on its machine, after the machines before it
+  order,             // the first rank no trace claims, in the traces' order
+};
+
+/// The name summary.json writes (`rank_source`).
+std::string_view rank_source_name(RankSource source);
+
 struct KernelRankView {
   /// Index of the rank's record in the ranks given to compute_kernel_view.
   std::size_t source = 0;
@@ -84,8 +105,9 @@ struct KernelRankView {
   std::string path;
   int device = 0;
   int machine = 0;
-  /// `distributedInfo.rank`, else the rank's place among the traces.
+  /// Its global rank, and where that came from.
   int global_rank = 0;
+  RankSource rank_source = RankSource::distributed_info;
   /// Its pipeline stage (KernelLayout); -1: not found.
   int stage = -1;
   /// One per KernelView::steps.
@@ -137,6 +159,10 @@ struct KernelLayout {
 struct KernelView {
   /// False when no trace has a GPU activity (nothing else is set).
   bool available = false;
+  /// Non-empty when the traces' ranks cannot be told (two traces claim one
+  /// rank, or a trace's evidence conflicts): the analysis must refuse (exit
+  /// 2) with this message, naming the traces; nothing else is set.
+  std::string refusal;
   /// Whether steps come from ProfilerStep#N spans (else one window, step 0).
   bool step_spans = false;
   std::vector<KernelStepWindow> steps;

@@ -68,6 +68,13 @@ std::optional<double> kernel_share(const RunFigures& f, double KernelViewFigures
   return (*f.kernel_view).*share;
 }
 
+/// The same for a part that may be unknown (n/a then too).
+std::optional<double> kernel_share(const RunFigures& f,
+                                   std::optional<double> KernelViewFigures::*share) {
+  if (!f.kernel_view) return std::nullopt;
+  return (*f.kernel_view).*share;
+}
+
 std::vector<Row> metric_rows(const RunFigures& a, const RunFigures& b) {
   const auto d = [](auto v) { return static_cast<double>(v); };
   std::vector<Row> rows = {

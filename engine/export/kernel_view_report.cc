@@ -35,16 +35,21 @@ std::string kernel_view_sentence(const KernelView& view) {
       most_ns = ns;
     }
   }
+  if (!view.total.comm_split_known) {
+    // Never a split that looks measured: only the NCCL kernels' sum.
+    std::string s = fmt::format(
+        "Of the {} bubble, {} points are NCCL kernels (how much of it waiting is not known: "
+        "{} NCCL kernels have no peer in the traces) and {} idle",
+        percent(view.bubble_ratio()), points(view.share(view.total.transfer + view.total.wait)),
+        view.comm_kernels_without_peers, points(view.share(view.total.idle)));
+    return s + ".";
+  }
   std::string s =
       fmt::format("Of the {} bubble, {} points are NCCL kernels waiting for their peers",
                   percent(view.bubble_ratio()), points(view.share(view.total.wait)));
   if (most >= 0) s += fmt::format(" (most on rank {})", most);
   s += fmt::format(", {} transferring and {} idle", points(view.share(view.total.transfer)),
                    points(view.share(view.total.idle)));
-  if (view.comm_kernels_without_peers > 0) {
-    s += fmt::format("; {} NCCL kernels without peers count as transferring",
-                     view.comm_kernels_without_peers);
-  }
   return s + ".";
 }
 
@@ -76,17 +81,18 @@ void write_kernel_view_text(const KernelView& view, std::FILE* out) {
   }
   fmt::print(out, "  {:>5}  {:>5}  {:>12}  {:>8}  {:>8}  {:>8}  {:>8}  {}\n", "rank", "stage",
              "window", "compute", "transfer", "wait", "idle", "waited on most");
-  auto share = [](std::int64_t part, std::int64_t whole) {
-    return whole > 0 ? percent(static_cast<double>(part) / static_cast<double>(whole))
-                     : std::string("-");
+  auto share = [](std::int64_t part, std::int64_t whole, bool known = true) {
+    return whole > 0 && known ? percent(static_cast<double>(part) / static_cast<double>(whole))
+                              : std::string("-");
   };
   for (std::size_t i : order) {
     const KernelRankView& r = view.ranks[i];
     const KernelSplit& s = r.total;
     fmt::print(out, "  {:>5}  {:>5}  {:>12}  {:>8}  {:>8}  {:>8}  {:>8}  {}\n", r.global_rank,
                r.stage >= 0 ? fmt::format("{}", r.stage) : std::string("-"),
-               format_duration(s.window), share(s.compute, s.window), share(s.transfer, s.window),
-               share(s.wait, s.window), share(s.idle, s.window),
+               format_duration(s.window), share(s.compute, s.window),
+               share(s.transfer, s.window, s.comm_split_known),
+               share(s.wait, s.window, s.comm_split_known), share(s.idle, s.window),
                r.most_waited_on >= 0
                    ? fmt::format("rank {} ({})", r.most_waited_on, format_duration(r.waited_on_ns))
                    : std::string("-"));
@@ -95,9 +101,11 @@ void write_kernel_view_text(const KernelView& view, std::FILE* out) {
     fmt::print(out, "  ({} ranks with the smallest bubble not listed)\n",
                view.ranks.size() - order.size());
   }
+  const bool known = view.total.comm_split_known;
   fmt::print(out, "Kernel bubble ratio: {} (idle {}, wait {}, transfer {})\n",
              percent(view.bubble_ratio()), percent(view.share(view.total.idle)),
-             percent(view.share(view.total.wait)), percent(view.share(view.total.transfer)));
+             known ? percent(view.share(view.total.wait)) : std::string("-"),
+             known ? percent(view.share(view.total.transfer)) : std::string("-"));
   fmt::print(out, "{}\n", kernel_view_sentence(view));
 }
 

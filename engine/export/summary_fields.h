@@ -416,8 +416,8 @@ void fields(auto& v, Of<WarningFigures> auto& w) {
 void fields(auto& v, Of<KernelSplitFigures> auto& s) {
   v(opt("window_ns"), s.window_ns);
   v(opt("compute_ns"), s.compute_ns);
-  v(opt("transfer_ns"), s.transfer_ns);
-  v(opt("wait_ns"), s.wait_ns);
+  v(nullable("transfer_ns"), s.transfer_ns);
+  v(nullable("wait_ns"), s.wait_ns);
   v(opt("idle_ns"), s.idle_ns);
 }
 
@@ -440,6 +440,7 @@ void fields(auto& v, Of<KernelRankStepFigures> auto& s) {
 void fields(auto& v, Of<KernelRankFigures> auto& r) {
   v(opt("device"), r.device);
   v(opt("global_rank"), r.global_rank);
+  v(opt("rank_source"), r.rank_source);
   v(nullable("stage"), r.stage);
   v(opt("path"), r.path);
   v.inline_fields(r.split);
@@ -475,8 +476,8 @@ void fields(auto& v, Of<KernelViewFigures> auto& k) {
   v.inline_fields(k.split);
   v(opt("bubble_ratio"), k.bubble_ratio);
   v(opt("idle_share"), k.idle_share);
-  v(opt("wait_share"), k.wait_share);
-  v(opt("transfer_share"), k.transfer_share);
+  v(nullable("wait_share"), k.wait_share);
+  v(nullable("transfer_share"), k.transfer_share);
   v(opt("steps"), k.steps);
   v(opt("ranks"), k.ranks);
   v(omitted("clock"), k.clock);

@@ -385,6 +385,7 @@ SummaryFigures summary_figures(const Run& run, const Metrics& metrics,
 namespace {
 
 KernelSplitFigures split_figures(const KernelSplit& s) {
+  if (!s.comm_split_known) return {s.window, s.compute, std::nullopt, std::nullopt, s.idle};
   return {s.window, s.compute, s.transfer, s.wait, s.idle};
 }
 
@@ -405,8 +406,10 @@ std::optional<KernelViewFigures> kernel_view_figures(const KernelView& view) {
   f.split = split_figures(view.total);
   f.bubble_ratio = view.bubble_ratio();
   f.idle_share = view.share(view.total.idle);
-  f.wait_share = view.share(view.total.wait);
-  f.transfer_share = view.share(view.total.transfer);
+  if (view.total.comm_split_known) {
+    f.wait_share = view.share(view.total.wait);
+    f.transfer_share = view.share(view.total.transfer);
+  }
   for (const KernelStepWindow& w : view.steps) {
     f.steps.push_back({w.step, w.complete, w.start, w.end});
   }
@@ -427,6 +430,7 @@ std::optional<KernelViewFigures> kernel_view_figures(const KernelView& view) {
     KernelRankFigures rf;
     rf.device = r.device;
     rf.global_rank = r.global_rank;
+    rf.rank_source = std::string(rank_source_name(r.rank_source));
     if (r.stage >= 0) rf.stage = r.stage;
     rf.path = r.path;
     rf.split = split_figures(r.total);

@@ -416,12 +416,14 @@ struct WarningFigures {
 
 // --- the kernel view (analysis/kernel_view.h) ---------------------------------
 
-/// One window's four-way split; the parts add up to window_ns.
+/// One window's four-way split; the parts add up to window_ns. transfer and
+/// wait are null when NCCL kernels without peers ran (their split is not
+/// known; window − compute − idle is still their sum).
 struct KernelSplitFigures {
   std::int64_t window_ns = 0;
   std::int64_t compute_ns = 0;
-  std::int64_t transfer_ns = 0;
-  std::int64_t wait_ns = 0;
+  std::optional<std::int64_t> transfer_ns;
+  std::optional<std::int64_t> wait_ns;
   std::int64_t idle_ns = 0;
 
   friend bool operator==(const KernelSplitFigures&, const KernelSplitFigures&) = default;
@@ -450,6 +452,7 @@ struct KernelRankStepFigures {
 struct KernelRankFigures {
   int device = 0;
   int global_rank = 0;
+  std::string rank_source;            ///< RankSource's name: where global_rank came from
   std::optional<std::int64_t> stage;  ///< null: no layout found
   std::string path;
   KernelSplitFigures split;  ///< over the complete steps
@@ -496,8 +499,8 @@ struct KernelViewFigures {
   KernelSplitFigures split;  ///< over ranks and complete steps
   double bubble_ratio = 0;
   double idle_share = 0;
-  double wait_share = 0;
-  double transfer_share = 0;
+  std::optional<double> wait_share;  ///< null where the split is not known
+  std::optional<double> transfer_share;
   std::vector<KernelStepFigures> steps;
   std::vector<KernelRankFigures> ranks;
   std::optional<KernelClockFigures> clock;    ///< only for traces of several machines

@@ -8,7 +8,9 @@
 #include <climits>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
+#include <string_view>
 #include <system_error>
 
 #include "ingest/input_formats.h"
@@ -202,25 +204,89 @@ void add_named_machine_files(std::vector<fs::path> files, std::vector<Machine>& 
 
 Machine folder_machine(const fs::path& folder, std::vector<InputFile> ranks);
 
+/// The process that wrote a PyTorch trace, from the name torch.profiler's
+/// tensorboard_trace_handler gives it: `<host>_<pid>.<stamp>.pt.trace.json`
+/// (`.gz`), the host being the text before the last `_` ahead of the pid
+/// (host names may hold `_`); nullopt for any other name.
+struct TraceWorker {
+  std::string host;
+  std::string process;  // host_pid
+};
+std::optional<TraceWorker> trace_worker(const fs::path& path) {
+  std::string name = path.filename().string();
+  for (const std::string_view suffix : {".pt.trace.json.gz", ".pt.trace.json"}) {
+    if (name.ends_with(suffix)) {
+      name.resize(name.size() - suffix.size());
+      break;
+    }
+  }
+  const auto digits = [](std::string_view t) {
+    return !t.empty() &&
+           std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  const std::size_t dot = name.rfind('.');
+  if (dot == std::string::npos || !digits(std::string_view(name).substr(dot + 1))) return {};
+  const std::string worker = name.substr(0, dot);
+  const std::size_t underscore = worker.rfind('_');
+  if (underscore == std::string::npos || underscore == 0 ||
+      !digits(std::string_view(worker).substr(underscore + 1))) {
+    return {};
+  }
+  return TraceWorker{worker.substr(0, underscore), worker};
+}
+
 /// Places files that name their global rank (PyTorch traces'
-/// `distributedInfo`): the files of one folder are one machine, ordered by
-/// that rank (rank within the machine: that rank less the folder's lowest); a
-/// file without one takes the next free rank, in name order.
+/// `distributedInfo`): the files of one folder are one machine, or, when
+/// their names (trace_worker) name several hosts, as Megatron writes every
+/// host's traces into one folder, one machine per host, named after it and
+/// ordered as machine folders are. Within a machine, files are ordered by
+/// that rank (rank within the machine: that rank less the machine's
+/// lowest); a file without one is the rank of another file of its process
+/// (a later profiling window), else takes the next free rank, in name order.
 void add_global_rank_files(std::vector<fs::path> files, std::vector<Machine>& machines,
                            std::map<std::string, std::size_t>& machine_of_parent) {
   std::sort(files.begin(), files.end());
+  // The hosts each folder's file names name.
+  std::map<std::string, std::set<std::string>> hosts_of_folder;
+  for (const auto& path : files) {
+    if (const auto w = trace_worker(path)) {
+      hosts_of_folder[full_path(path).parent_path().string()].insert(w->host);
+    }
+  }
   std::set<std::size_t> touched;
+  std::map<std::string, int> rank_of_process;  // host_pid -> the global rank a file gives
   for (const auto& path : files) {
     const fs::path parent = full_path(path).parent_path();
-    auto [it, inserted] = machine_of_parent.try_emplace(parent.string(), machines.size());
-    if (inserted) machines.push_back(folder_machine(parent, {}));
+    const auto worker = trace_worker(path);
+    const bool by_host = worker && hosts_of_folder[parent.string()].size() > 1;
+    const std::string key = by_host ? parent.string() + '\n' + worker->host : parent.string();
+    auto [it, inserted] = machine_of_parent.try_emplace(key, machines.size());
+    if (inserted) {
+      machines.push_back(folder_machine(parent, {}));
+      if (by_host) {
+        machines.back().name = worker->host;
+        machines.back().order_name = worker->host;
+      }
+    }
     InputFile input;
     input.path = path.string();
     input.format = format_of_given_file(path);
     input.size_bytes = file_size_or_zero(path);
     input.rank = input_format_spec(input.format).origin(input.path).rank;
+    if (worker && input.rank >= 0) rank_of_process.emplace(worker->process, input.rank);
     machines[it->second].ranks.push_back(std::move(input));
     touched.insert(it->second);
+  }
+  // A window's file without a rank: the rank of its process's other files.
+  for (const std::size_t m : touched) {
+    for (InputFile& f : machines[m].ranks) {
+      if (f.rank >= 0) continue;
+      if (const auto w = trace_worker(f.path)) {
+        if (const auto r = rank_of_process.find(w->process); r != rank_of_process.end()) {
+          f.rank = r->second;
+        }
+      }
+    }
   }
   // Ranks within the machine: the global ranks less the machine's lowest
   // (a gap stays a gap).
@@ -236,8 +302,18 @@ void add_global_rank_files(std::vector<fs::path> files, std::vector<Machine>& ma
       if (global(f)) f.rank -= lowest;
       next = std::max(next, f.rank + 1);
     }
+    // Files of one process without a rank: one rank, its windows.
+    std::map<std::string, int> free_rank_of_process;
     for (InputFile& f : machines[m].ranks) {
-      if (f.rank < 0) f.rank = next++;
+      if (f.rank >= 0) continue;
+      const auto w = trace_worker(f.path);
+      if (!w) {
+        f.rank = next++;
+        continue;
+      }
+      const auto [it, fresh] = free_rank_of_process.try_emplace(w->process, next);
+      if (fresh) ++next;
+      f.rank = it->second;
     }
   }
 }

@@ -1,39 +1,15 @@
 #include "ingest/kernel_collector.h"
 
 #include <algorithm>
+#include <iterator>
+#include <limits>
+#include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "ingest/torch_trace_event.h"
 
 namespace pipescope {
-
-void KernelCollector::add_span(std::vector<TimeSpan>& spans, std::int64_t start, std::int64_t end) {
-  if (end <= start) return;  // nothing to cover
-  // The usual case: activities come nearly in time order, at the end.
-  if (spans.empty() || start > spans.back().end) {
-    spans.push_back({start, end});
-    return;
-  }
-  if (start >= spans.back().start) {
-    spans.back().end = std::max(spans.back().end, end);
-    return;
-  }
-  // The first span that ends at or after `start` (ends are sorted too).
-  auto it = std::lower_bound(spans.begin(), spans.end(), start,
-                             [](const TimeSpan& s, std::int64_t v) { return s.end < v; });
-  if (it->start > end) {
-    spans.insert(it, {start, end});
-    return;
-  }
-  it->start = std::min(it->start, start);
-  auto last = it + 1;
-  while (last != spans.end() && last->start <= end) {
-    end = std::max(end, last->end);
-    ++last;
-  }
-  it->end = std::max(it->end, end);
-  spans.erase(it + 1, last);
-}
 
 void KernelCollector::on_step_span(std::int64_t start, std::int64_t end, std::int64_t step) {
   if (!step_spans_.empty() && start < step_spans_.back().start) spans_sorted_ = false;
@@ -42,12 +18,18 @@ void KernelCollector::on_step_span(std::int64_t start, std::int64_t end, std::in
 }
 
 /// N of the latest-starting step span holding host time `ts` (both ends
-/// included), looking back a few spans (they do not nest in practice).
+/// included), looking back a few spans (they do not nest in practice); a
+/// time before the first span is in step N−1 of that span, which began
+/// before the trace (a profiler started mid-step: RankKernels::partial_step).
 std::optional<std::int64_t> KernelCollector::step_at(std::int64_t ts) {
   if (!spans_sorted_) {
     std::sort(step_spans_.begin(), step_spans_.end(),
               [](const StepSpan& a, const StepSpan& b) { return a.start < b.start; });
     spans_sorted_ = true;
+  }
+  if (!step_spans_.empty() && ts < step_spans_.front().start) {
+    out_.partial_step = step_spans_.front().step - 1;
+    return out_.partial_step;
   }
   auto it = std::upper_bound(step_spans_.begin(), step_spans_.end(), ts,
                              [](std::int64_t v, const StepSpan& s) { return v < s.start; });
@@ -58,18 +40,24 @@ std::optional<std::int64_t> KernelCollector::step_at(std::int64_t ts) {
   return std::nullopt;
 }
 
-void KernelCollector::on_launch(std::int64_t correlation, std::int64_t ts, bool graph) {
-  const std::optional<std::int64_t> step = step_at(ts);
+void KernelCollector::on_launch(std::int64_t correlation, std::int64_t ts, bool graph,
+                                std::int64_t thread) {
+  const Launch launch{step_at(ts), graph, ts, thread};
   const auto [first, last] = early_.equal_range(correlation);
   const bool found = first != last;
-  for (auto e = first; e != last; ++e) place(step, e->second.start, e->second.end, e->second.comm);
+  for (auto e = first; e != last; ++e)
+    place(launch, e->second.start, e->second.end, e->second.comm);
   early_.erase(first, last);
-  if (!found || graph) launches_[correlation] = {step, graph};
+  if (!found || graph) launches_[correlation] = launch;
 }
 
-void KernelCollector::place(std::optional<std::int64_t> step, std::int64_t start, std::int64_t end,
-                            long comm) {
-  if (comm >= 0) out_.comm[static_cast<std::size_t>(comm)].step = step;
+void KernelCollector::place(const Launch& launch, std::int64_t start, std::int64_t end, long comm) {
+  const std::optional<std::int64_t> step = launch.step;
+  if (comm >= 0) {
+    out_.comm[static_cast<std::size_t>(comm)].step = step;
+    links_[static_cast<std::size_t>(comm)].launch_ts = launch.ts;
+    links_[static_cast<std::size_t>(comm)].launch_thread = launch.thread;
+  }
   if (!step) return;  // launched outside every step span: in no step
   auto [it, fresh] = extents_.try_emplace(*step, RankKernels::StepExtent{*step, start, end});
   if (!fresh) {
@@ -84,6 +72,7 @@ void KernelCollector::on_activity(ParsedEvent& e) {
     out_.last_end = e.end;
   }
   ++out_.activities;
+  if (out_.device_ordinal < 0 && e.gpu >= 0) out_.device_ordinal = e.gpu;
   out_.first_start = std::min(out_.first_start, e.start);
   out_.last_end = std::max(out_.last_end, e.end);
   long comm = -1;
@@ -92,21 +81,17 @@ void KernelCollector::on_activity(ParsedEvent& e) {
     e.comm.reset();
     kernel.start = e.start;
     kernel.end = e.end;
-    if (kernel.collective == "send") {
-      kernel.op = CommOp::send;
-    } else if (kernel.collective == "recv") {
-      kernel.op = CommOp::recv;
-    } else if (!kernel.collective.empty()) {
-      kernel.op = CommOp::collective;
-    }
     comm = static_cast<long>(out_.comm.size());
     out_.comm.push_back(std::move(kernel));
+    // PyTorch 2.2 and earlier write the launch's correlation as a kernel's
+    // External id: no host op's id, though it may equal one.
+    links_.push_back({e.external_id != e.correlation ? e.external_id : -1, 0, -1});
   } else {
-    add_span(out_.compute, e.start, e.end);
+    compute_.add(e.start, e.end);
   }
   if (e.correlation >= 0) {
     if (const auto l = launches_.find(e.correlation); l != launches_.end()) {
-      place(l->second.step, e.start, e.end, comm);
+      place(l->second, e.start, e.end, comm);
       if (!l->second.graph) launches_.erase(l);
       return;
     }
@@ -120,12 +105,169 @@ void KernelCollector::on_activity(ParsedEvent& e) {
   ++out_.without_launch;
 }
 
+void KernelCollector::on_comm_call(ParsedEvent& e) {
+  HostCall call{e.thread, e.start, e.end, e.external_id, std::move(e.name), std::nullopt};
+  if (e.comm) call.args = std::move(*e.comm);
+  e.comm.reset();
+  calls_.push_back(std::move(call));
+}
+
 void KernelCollector::reset() { *this = KernelCollector(); }
+
+namespace {
+
+/// What a host call's name says it does when its args do not:
+/// ProcessGroupNCCL's `nccl:send 0->1`, `nccl:recv 1<-0` (point-to-point,
+/// with group ranks: not the global ranks the peers need), `nccl:all_reduce`
+/// and the others (collectives); `nccl:coalesced` and record_param_comms
+/// without a `Collective name` say nothing.
+CommOp op_of_call_name(std::string_view name) {
+  if (name.starts_with("nccl:send") || name.starts_with("nccl:recv")) {
+    return CommOp::point_to_point;
+  }
+  if (name.starts_with("nccl:") && name != "nccl:coalesced") return CommOp::collective;
+  return CommOp::unknown;
+}
+
+/// The label of a kernel's point-to-point operations: "send", "recv", or
+/// "send/recv" for a batched kernel of both.
+std::string p2p_label(const std::vector<PeerOp>& ops) {
+  bool send = false, recv = false;
+  for (const PeerOp& o : ops) (o.op == CommOp::send ? send : recv) = true;
+  return send && recv ? "send/recv" : send ? "send" : "recv";
+}
+
+}  // namespace
+
+/// Each communication kernel's operations from its host calls (docs/guide.md,
+/// "The kernel view"). PyTorch records one record_param_comms per operation
+/// on the calling thread, and launches a plain operation's kernel inside it;
+/// a batched kernel (coalescing, batch_isend_irecv) is launched after its
+/// operations' calls have ended, inside none of them. So:
+///  - a point-to-point kernel's operations are those of every call on the
+///    launching thread that began after the previous NCCL kernel's launch
+///    there and by its own launch, in the order issued;
+///  - a collective's are those of the innermost call that holds its launch
+///    (else of the call whose External id it carries, where that id is not
+///    merely its correlation, as PyTorch 2.2 and earlier write it);
+///  - where no host call names them, the kernel's own args stand.
+void KernelCollector::resolve_operations() {
+  if (calls_.empty()) return;
+  std::vector<std::size_t> order(calls_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return std::tie(calls_[a].thread, calls_[a].start, a) <
+           std::tie(calls_[b].thread, calls_[b].start, b);
+  });
+  std::unordered_map<std::int64_t, std::size_t> by_external;
+  for (std::size_t i = 0; i < calls_.size(); ++i) {
+    if (calls_[i].external_id >= 0 && calls_[i].args) by_external.emplace(calls_[i].external_id, i);
+  }
+  // The NCCL launches of each thread, in time order.
+  std::vector<std::pair<std::int64_t, std::int64_t>> launches;  // (thread, ts)
+  for (const CommLink& l : links_) {
+    if (l.launch_thread >= 0) launches.push_back({l.launch_thread, l.launch_ts});
+  }
+  std::sort(launches.begin(), launches.end());
+  for (std::size_t k = 0; k < out_.comm.size(); ++k) {
+    CommKernel& kernel = out_.comm[k];
+    const CommLink& link = links_[k];
+    std::vector<PeerOp> ops;
+    const CommKernel* p2p_args = nullptr;         // the first call with operations
+    const CommKernel* collective_args = nullptr;  // the innermost call holding the launch
+    CommOp named = CommOp::unknown;               // by the name of a call holding the launch
+    std::string named_label;
+    if (link.launch_thread >= 0) {
+      const std::pair<std::int64_t, std::int64_t> at{link.launch_thread, link.launch_ts};
+      const auto prev = std::lower_bound(launches.begin(), launches.end(), at);
+      std::int64_t after = std::numeric_limits<std::int64_t>::min();
+      if (prev != launches.begin() && std::prev(prev)->first == link.launch_thread) {
+        after = std::prev(prev)->second;
+      }
+      auto it =
+          std::lower_bound(order.begin(), order.end(), link.launch_thread,
+                           [&](std::size_t i, std::int64_t t) { return calls_[i].thread < t; });
+      const HostCall* last_p2p = nullptr;
+      for (; it != order.end() && calls_[*it].thread == link.launch_thread; ++it) {
+        const HostCall& c = calls_[*it];
+        if (c.start > link.launch_ts) break;
+        const bool holds = c.end >= link.launch_ts;
+        if (holds && named == CommOp::unknown) {
+          named = op_of_call_name(c.name);
+          if (named != CommOp::unknown) named_label = c.name.substr(kNcclCallPrefix.size());
+        }
+        if (!c.args) continue;
+        if (holds && c.args->op == CommOp::collective) collective_args = &*c.args;
+        if (c.start <= after || c.args->p2p.empty()) continue;
+        // One operation recorded twice (a call nested in another that holds
+        // the same args) counts once.
+        if (last_p2p != nullptr && last_p2p->end >= c.end && last_p2p->args->p2p == c.args->p2p) {
+          continue;
+        }
+        ops.insert(ops.end(), c.args->p2p.begin(), c.args->p2p.end());
+        if (p2p_args == nullptr) p2p_args = &*c.args;
+        last_p2p = &c;
+      }
+    }
+    if (collective_args == nullptr && link.external_id >= 0) {
+      if (const auto e = by_external.find(link.external_id); e != by_external.end()) {
+        if (calls_[e->second].args->op == CommOp::collective) {
+          collective_args = &*calls_[e->second].args;
+        }
+      }
+    }
+    const bool p2p = kernel.op == CommOp::point_to_point || named == CommOp::point_to_point ||
+                     (collective_args == nullptr && !ops.empty());
+    const CommKernel* args = p2p ? (ops.empty() ? nullptr : p2p_args) : collective_args;
+    if (args == nullptr) {
+      // No host call names them: the kernel's own args stand, and what a
+      // host call's name says it does.
+      if (kernel.source == CommSource::none && named != CommOp::unknown) {
+        kernel.op = named;
+        if (named == CommOp::collective) kernel.collective = named_label;
+      }
+      continue;
+    }
+    if (!args->group_name.empty()) kernel.group_name = args->group_name;
+    if (!args->group_description.empty()) kernel.group_description = args->group_description;
+    if (!args->group_ranks.empty()) kernel.group_ranks = args->group_ranks;
+    if (args->group_size > 0) kernel.group_size = args->group_size;
+    if (args->comms_id && !kernel.comms_id) kernel.comms_id = args->comms_id;
+    if (args->group_rank >= 0) kernel.group_rank = args->group_rank;
+    kernel.source = CommSource::host;
+    if (p2p) {
+      kernel.op = CommOp::point_to_point;
+      kernel.p2p = std::move(ops);
+      kernel.collective = p2p_label(kernel.p2p);
+    } else {
+      kernel.op = CommOp::collective;
+      kernel.collective = collective_args->collective;
+      kernel.p2p.clear();
+    }
+  }
+}
 
 RankKernels KernelCollector::finish(std::int64_t base_ns) {
   out_.without_launch += early_.size();
   early_.clear();
   launches_.clear();
+  resolve_operations();
+  links_ = {};
+  calls_ = {};
+  // The rank the collectives' args give: their group's member at `Rank`.
+  for (const CommKernel& c : out_.comm) {
+    if (c.op != CommOp::collective || c.group_rank < 0 ||
+        static_cast<std::size_t>(c.group_rank) >= c.group_ranks.size()) {
+      continue;
+    }
+    const int r = c.group_ranks[static_cast<std::size_t>(c.group_rank)];
+    if (out_.comm_rank == -1) {
+      out_.comm_rank = r;
+    } else if (out_.comm_rank != r) {
+      out_.comm_rank = RankKernels::kConflict;
+    }
+  }
+  out_.compute = compute_.take();
   for (TimeSpan& s : out_.compute) {
     s.start += base_ns;
     s.end += base_ns;

@@ -31,21 +31,37 @@ EventClass class_of(std::string_view cat) {
   if (cat == "gpu_user_annotation") return EventClass::gpu_annotation;
   if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") return EventClass::kernel;
   if (cat == "cuda_runtime" || cat == "cuda_driver") return EventClass::launch;
+  if (cat == "cpu_op") return EventClass::comm_call;  // those of a communication's name
   return EventClass::none;
 }
 
-/// The value of an event's "cat" key found without parsing the event, when
-/// it is a plain string; nullopt when that is not certain (the event is then
-/// parsed whole). A JSON string cannot hold an unescaped quote, so `"cat"`
-/// followed by a colon is the key.
-std::optional<std::string_view> quick_category(std::string_view event) {
-  // By hand rather than string_view::find: "cat" is near the start of
-  // nearly every event, where a library search's set-up costs more than
-  // the search.
-  const auto find_key = [&event](std::size_t from) {
-    for (std::size_t j = from; j + 5 <= event.size(); ++j) {
-      if (event[j] == '"' && event[j + 4] == '"' && event[j + 1] == 'c' && event[j + 2] == 'a' &&
-          event[j + 3] == 't') {
+/// Whether the second pass (EventFilter::kernels_only) reads events of this
+/// class: kernels, their launches and the host calls of communications
+/// (some of which are CPU annotations).
+bool second_pass_class(EventClass c) {
+  return c == EventClass::kernel || c == EventClass::launch || c == EventClass::comm_call ||
+         c == EventClass::cpu_annotation;
+}
+
+/// Whether a CPU op or annotation of this name is a communication's host
+/// call (record_param_comms, nccl:send, ...).
+bool comm_call_name(std::string_view name) {
+  return name == kParamCommsOp || name.starts_with(kNcclCallPrefix);
+}
+
+/// The value of an event's top-level string field `key` (3 or 4 letters:
+/// "cat", "name") found without parsing the event, when it is a plain string
+/// before any nested object; an empty view when the key is absent, nullopt
+/// when that is not certain (the event is then parsed whole). A JSON string
+/// cannot hold an unescaped quote, so `"key"` followed by a colon is a key.
+std::optional<std::string_view> quick_string(std::string_view event, std::string_view key) {
+  // By hand rather than string_view::find: "cat" and "name" are near the
+  // start of nearly every event, where a library search's set-up costs more
+  // than the search.
+  const std::size_t n = key.size();
+  const auto find_key = [&](std::size_t from) {
+    for (std::size_t j = from; j + n + 2 <= event.size(); ++j) {
+      if (event[j] == '"' && event[j + n + 1] == '"' && event.compare(j + 1, n, key) == 0) {
         return j;
       }
     }
@@ -54,16 +70,19 @@ std::optional<std::string_view> quick_category(std::string_view event) {
   std::size_t pos = 0;
   for (;;) {
     const std::size_t at = find_key(pos);
-    if (at == std::string_view::npos) return std::string_view();  // no category: none of ours
-    std::size_t j = at + 5;
+    if (at == std::string_view::npos) return std::string_view();  // no such key
+    std::size_t j = at + n + 2;
     while (j < event.size() &&
            (event[j] == ' ' || event[j] == '\n' || event[j] == '\t' || event[j] == '\r')) {
       ++j;
     }
     if (j >= event.size() || event[j] != ':') {
-      pos = at + 5;
+      pos = at + n + 2;
       continue;
     }
+    // A key inside "args" (after a '{' past the event's own) is not the
+    // event's: leave it to the full parse.
+    if (event.find('{', 1) < at) return std::nullopt;
     ++j;
     while (j < event.size() &&
            (event[j] == ' ' || event[j] == '\n' || event[j] == '\t' || event[j] == '\r')) {
@@ -92,7 +111,9 @@ bool launches_gpu_work(std::string_view name) {
 template <typename Int>
 bool int_arg(simdjson::ondemand::value value, Int& out) {
   std::string_view text;
-  if (value.type() == simdjson::ondemand::json_type::string) {
+  simdjson::ondemand::json_type type;
+  if (value.type().get(type) != simdjson::SUCCESS) return false;
+  if (type == simdjson::ondemand::json_type::string) {
     if (value.get_string().get(text) != simdjson::SUCCESS) return false;
   } else {
     text = trim_json_token(value.raw_json_token());
@@ -106,7 +127,9 @@ bool int_arg(simdjson::ondemand::value value, Int& out) {
 std::vector<int> rank_list(simdjson::ondemand::value value) {
   std::vector<int> ranks;
   std::string_view text;
-  if (value.type() == simdjson::ondemand::json_type::string) {
+  simdjson::ondemand::json_type type;
+  if (value.type().get(type) != simdjson::SUCCESS) return {};
+  if (type == simdjson::ondemand::json_type::string) {
     if (value.get_string().get(text) != simdjson::SUCCESS) return {};
   } else {
     text = trim_json_token(value.raw_json_token());
@@ -128,7 +151,7 @@ std::vector<int> rank_list(simdjson::ondemand::value value) {
 /// Reads one of a NCCL kernel's communication args into `comm` (made on the
 /// first); false when `key` is none of them.
 bool comm_arg(std::string_view key, simdjson::ondemand::value value,
-              std::unique_ptr<CommKernel>& comm, int (&rank_range)[3]) {
+              std::unique_ptr<CommKernel>& comm, int (&rank_range)[3], int& peer, int& group_rank) {
   if (key.empty() || key[0] < 'A' || key[0] > 'Z') return false;
   auto made = [&comm]() -> CommKernel& {
     if (!comm) comm = std::make_unique<CommKernel>();
@@ -145,7 +168,16 @@ bool comm_arg(std::string_view key, simdjson::ondemand::value value,
     made().group_ranks = rank_list(value);
   } else if (key == "Src Rank" || key == "Dst Rank") {
     int r = -1;
-    if (int_arg(value, r) && r >= 0) made().peer = r;
+    if (int_arg(value, r) && r >= 0) {
+      made();
+      peer = r;
+    }
+  } else if (key == "Rank") {
+    int r = -1;
+    if (int_arg(value, r) && r >= 0) {
+      made();
+      group_rank = r;
+    }
   } else if (key == "Comms Id") {
     std::uint64_t id = 0;
     if (int_arg(value, id)) made().comms_id = id;
@@ -154,11 +186,54 @@ bool comm_arg(std::string_view key, simdjson::ondemand::value value,
   } else if (key == "Global rank stride") {
     int_arg(value, rank_range[1]);
   } else if (key == "Group size") {
-    int_arg(value, rank_range[2]);
+    if (int_arg(value, rank_range[2]) && rank_range[2] > 0) made().group_size = rank_range[2];
   } else {
     return false;
   }
   return true;
+}
+
+/// The args read into `comm` made whole: the group's ranks from `Global
+/// rank start`/`stride`/`Group size` when no whole list was given, and the
+/// peer as the kernel's one operation when `Collective name` says send or
+/// recv: `Dst Rank`/`Src Rank` (a global rank, PyTorch 2.4 and later), else
+/// the group's `Rank`-th member (PyTorch 2.3 writes the peer's place in the
+/// group there, beside the group's global ranks).
+void finish_comm_args(CommKernel* comm, const int (&rank_range)[3], int peer, int group_rank) {
+  if (comm == nullptr) return;
+  if (comm->group_ranks.empty() && rank_range[2] > 0 && rank_range[0] >= 0 && rank_range[1] > 0) {
+    for (int i = 0; i < rank_range[2]; ++i) {
+      comm->group_ranks.push_back(rank_range[0] + i * rank_range[1]);
+    }
+  }
+  if (comm->collective == "send" || comm->collective == "recv") {
+    comm->op = CommOp::point_to_point;
+    comm->source = CommSource::kernel;
+    if (peer < 0 && group_rank >= 0 &&
+        static_cast<std::size_t>(group_rank) < comm->group_ranks.size()) {
+      peer = comm->group_ranks[static_cast<std::size_t>(group_rank)];
+    }
+    if (peer >= 0) {
+      comm->p2p.push_back({comm->collective == "send" ? CommOp::send : CommOp::recv, peer});
+    }
+  } else if (!comm->collective.empty() && comm->collective != "coalesced") {
+    // "coalesced": several operations run by one launch, none named here.
+    comm->op = CommOp::collective;
+    comm->source = CommSource::kernel;
+    comm->group_rank = group_rank;
+  }
+}
+
+/// What a NCCL kernel's name says it does where no arg does: a `SendRecv`
+/// kernel runs point-to-point operations (with whom, only its host calls
+/// say); the others (`AllReduce`, `Broadcast`, ...) a collective.
+CommOp op_of_kernel_name(std::string_view name) {
+  if (name.find("SendRecv") != std::string_view::npos ||
+      name.find("_Send") != std::string_view::npos ||
+      name.find("_Recv") != std::string_view::npos) {
+    return CommOp::point_to_point;
+  }
+  return CommOp::collective;
 }
 
 /// Whether an annotation of this name is kept: a step span, or a job.
@@ -173,12 +248,15 @@ bool wanted_name(std::string_view name, const JobPattern* pattern) {
 std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t offset,
                                        std::uint64_t ordinal, simdjson::ondemand::parser& parser,
                                        const EventFilter& filter) {
-  // Most events are CPU ops and flows: their category says so unparsed.
-  if (const auto cat = quick_category(event); cat) {
+  // Most events are CPU ops and flows: their category (and a CPU op's
+  // name) says so unparsed.
+  if (const auto cat = quick_string(event, "cat"); cat) {
     const EventClass quick = class_of(*cat);
     if (quick == EventClass::none) return std::nullopt;
-    if (filter.kernels_only && quick != EventClass::kernel && quick != EventClass::launch) {
-      return std::nullopt;
+    if (filter.kernels_only && !second_pass_class(quick)) return std::nullopt;
+    if (quick == EventClass::comm_call) {
+      const auto name = quick_string(event, "name");
+      if (name && !comm_call_name(*name)) return std::nullopt;
     }
   }
   ParsedEvent out;
@@ -201,6 +279,8 @@ std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t off
   std::string_view ph, cat, ts, dur;
   bool has_name = false;
   int rank_range[3] = {-1, -1, -1};  // Global rank start, stride, Group size
+  int peer = -1;                     // Src Rank or Dst Rank
+  int group_rank = -1;               // Rank (a send's or recv's: the peer's, in the group)
   for (auto field : object) {
     std::string_view key;
     if (field.unescaped_key().get(key) != simdjson::SUCCESS) {
@@ -224,6 +304,8 @@ std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t off
       ts = trim_json_token(value.raw_json_token());
     } else if (key == "dur") {
       dur = trim_json_token(value.raw_json_token());
+    } else if (key == "tid") {
+      if (!int_arg(value, out.thread)) out.thread = -1;
     } else if (key == "args") {
       simdjson::ondemand::object args;
       if (value.get_object().get(args) != simdjson::SUCCESS) continue;
@@ -236,6 +318,11 @@ std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t off
           if (arg.value().get_int64().get(out.correlation) != simdjson::SUCCESS) {
             out.correlation = -1;
           }
+        } else if (arg_key == "device") {
+          simdjson::ondemand::value arg_value;
+          if (arg.value().get(arg_value) != simdjson::SUCCESS || !int_arg(arg_value, out.gpu)) {
+            out.gpu = -1;
+          }
         } else if (arg_key == "External id") {
           if (arg.value().get_int64().get(out.external_id) != simdjson::SUCCESS) {
             out.external_id = -1;
@@ -243,7 +330,7 @@ std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t off
         } else {
           simdjson::ondemand::value arg_value;
           if (arg.value().get(arg_value) == simdjson::SUCCESS) {
-            comm_arg(arg_key, arg_value, out.comm, rank_range);
+            comm_arg(arg_key, arg_value, out.comm, rank_range, peer, group_rank);
           }
         }
       }
@@ -253,9 +340,7 @@ std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t off
   const std::string_view name = out.name;
   const EventClass kind = class_of(cat);
   if (kind == EventClass::none || ph != "X") return std::nullopt;
-  if (filter.kernels_only && kind != EventClass::kernel && kind != EventClass::launch) {
-    return std::nullopt;
-  }
+  if (filter.kernels_only && !second_pass_class(kind)) return std::nullopt;
   const std::optional<std::int64_t> start = parse_micros_to_ns(ts);
   const std::optional<std::int64_t> length =
       dur.empty() ? std::optional<std::int64_t>(0) : parse_micros_to_ns(dur);
@@ -270,7 +355,16 @@ std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t off
   out.end = *start + *length;
   switch (kind) {
     case EventClass::cpu_annotation:
+      // ProcessGroupNCCL's `nccl:<op>` spans are user annotations in some
+      // versions: the host calls of communications.
+      if (has_name && name.starts_with(kNcclCallPrefix)) {
+        out.kind = EventClass::comm_call;
+        finish_comm_args(out.comm.get(), rank_range, peer, group_rank);
+        return out;
+      }
+      [[fallthrough]];
     case EventClass::gpu_annotation:
+      if (filter.kernels_only) return std::nullopt;
       if (!has_name || !wanted_name(name, filter.pattern)) return std::nullopt;
       if (name.starts_with(kStepPrefix)) {
         if (kind == EventClass::gpu_annotation) return std::nullopt;
@@ -284,13 +378,16 @@ std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t off
       out.communication = cat == "kernel" && name.starts_with("nccl");
       if (!out.communication) {
         out.comm.reset();
-      } else if (out.comm && out.comm->group_ranks.empty() && rank_range[2] > 0 &&
-                 rank_range[0] >= 0 && rank_range[1] > 0) {
-        for (int i = 0; i < rank_range[2]; ++i) {
-          out.comm->group_ranks.push_back(rank_range[0] + i * rank_range[1]);
-        }
+      } else {
+        finish_comm_args(out.comm.get(), rank_range, peer, group_rank);
+        if (!out.comm) out.comm = std::make_unique<CommKernel>();
+        if (out.comm->op == CommOp::unknown) out.comm->op = op_of_kernel_name(name);
       }
       out.name.clear();
+      return out;
+    case EventClass::comm_call:
+      if (!has_name || !comm_call_name(name)) return std::nullopt;
+      finish_comm_args(out.comm.get(), rank_range, peer, group_rank);
       return out;
     case EventClass::launch:
       // Only calls that start GPU work (kernel launches, graph launches,

@@ -6,8 +6,11 @@
 // Kept: complete events (`ph` "X") that are user annotations naming a job
 // (`PP:` labels, or the job pattern's), `ProfilerStep#N` spans, every GPU
 // activity (kernels, copies, sets; NCCL kernels with their communication
-// args), and the runtime or driver calls that launch GPU work. Everything else (CPU ops, flows,
-// other annotations) is dropped unparsed where its category already says so.
+// args), the runtime or driver calls that launch GPU work, and the host
+// calls of NCCL communications (`record_param_comms` CPU ops and `nccl:<op>`
+// spans, with their communication args). Everything else (CPU ops, flows,
+// other annotations) is dropped unparsed where its category and name
+// already say so.
 #pragma once
 
 #include <simdjson.h>
@@ -30,7 +33,13 @@ inline constexpr std::string_view kPipelinePrefix = "PP:";
 inline constexpr std::string_view kStepPrefix = "ProfilerStep#";
 
 /// What an event is to the reader, by its category.
-enum class EventClass { none, cpu_annotation, gpu_annotation, kernel, launch };
+enum class EventClass { none, cpu_annotation, gpu_annotation, kernel, launch, comm_call };
+
+/// The name of the CPU op PyTorch records a communication's args on.
+inline constexpr std::string_view kParamCommsOp = "record_param_comms";
+/// The prefix of the spans ProcessGroupNCCL names its calls with
+/// (`nccl:send`, `nccl:all_reduce`, `nccl:coalesced`).
+inline constexpr std::string_view kNcclCallPrefix = "nccl:";
 
 /// What one kept event holds.
 struct ParsedEvent {
@@ -39,23 +48,32 @@ struct ParsedEvent {
   std::int64_t end = 0;
   std::int64_t correlation = -1;
   std::int64_t external_id = -1;
+  /// The host thread (`tid`) of launches and communication calls.
+  std::int64_t thread = -1;
+  /// Kernels: the CUDA device (`args.device`); -1: not given.
+  int gpu = -1;
   std::optional<std::int64_t> step;  // a ProfilerStep#N span
   std::uint64_t offset = 0;          // byte offset
   std::uint64_t ordinal = 0;         // 1-based event index
   std::size_t index = 0;             // place among its batch's events (set by the caller)
-  std::string name;                  // annotations only
+  std::string name;                  // annotations and communication calls only
   /// Kernels (copies, sets): whether it is a communication kernel (a
   /// `kernel` named `nccl...`), and what its args say of the communication.
   bool communication = false;
   /// Launches: a CUDA (HIP) graph launch, whose activities share its id.
   bool graph = false;
-  std::unique_ptr<CommKernel> comm;  // communication kernels with comm args only
-  std::string malformed;             // non-empty: counted malformed, with this message
+  /// Communication kernels and calls: what their args say of the
+  /// communication (null: no such arg). A `Src Rank`/`Dst Rank` makes one
+  /// PeerOp once `Collective name` says send or recv.
+  std::unique_ptr<CommKernel> comm;
+  std::string malformed;  // non-empty: counted malformed, with this message
 };
 
 /// Which events a pass keeps.
 struct EventFilter {
-  bool kernels_only = false;            // the second pass: kernels and the calls that launched them
+  /// The second pass: kernels, the calls that launched them, and the host
+  /// calls of communications (CPU annotations among them).
+  bool kernels_only = false;
   const JobPattern* pattern = nullptr;  // null: `PP:` labels name the jobs
 };
 

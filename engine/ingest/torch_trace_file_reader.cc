@@ -169,6 +169,7 @@ void TorchTraceFileReader::apply(ParsedEvent& e) {
   switch (e.kind) {
     case EventClass::cpu_annotation:
     case EventClass::gpu_annotation: {
+      if (second_pass_) return;  // read in the first
       if (e.step) {
         steps_.push_back({e.start, e.end, *e.step});
         kernels_.on_step_span(e.start, e.end, *e.step);
@@ -186,8 +187,11 @@ void TorchTraceFileReader::apply(ParsedEvent& e) {
       if (e.correlation >= 0) on_kernel(e.correlation, e.start, e.end);
       return;
     case EventClass::launch:
-      kernels_.on_launch(e.correlation, e.start, e.graph);
+      kernels_.on_launch(e.correlation, e.start, e.graph, e.thread);
       on_launch(e.correlation, e.start);
+      return;
+    case EventClass::comm_call:
+      kernels_.on_comm_call(e);
       return;
     case EventClass::none:
       return;
@@ -437,6 +441,11 @@ void TorchTraceFileReader::emit_jobs(std::vector<Pending>& pending,
   std::map<std::tuple<const StepSpan*, std::string, std::int64_t>, std::int64_t> counters;
   std::uint64_t outside = 0;
   const bool count_mb = pattern_ && !pattern_->has_micro_batch();
+  // Jobs before the first ProfilerStep#N span ran in step N−1, which began
+  // before the trace (a profiler started mid-step): the first step is that.
+  if (!pending.empty() && !steps_.empty() && pending.front().host_start < steps_.front().start) {
+    out_.first_step = steps_.front().step - 1;
+  }
   for (Pending& p : pending) {
     std::int64_t chunk = p.action.chunk;
     if (chunk < 0 && p.action.stage >= 0) {

@@ -195,6 +195,62 @@ void join_rank_windows(const std::vector<InputFile>& files, std::vector<FileResu
   }
 }
 
+/// A rank's profiling windows for the kernel view: the later windows' GPU
+/// activities joined into the earliest window's record, in time order (its
+/// steps are the windows' ProfilerStep#N, numbered as traced; the time
+/// between windows is in no step). Throws InputError when two traces of one
+/// rank overlap in time, as join_rank_windows does.
+void join_rank_kernel_windows(const std::vector<InputFile>& files,
+                              std::vector<FileResult>& results) {
+  std::map<int, std::vector<std::size_t>> by_device;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (results[i].kernels && results[i].kernels->activities > 0) {
+      by_device[files[i].device].push_back(i);
+    }
+  }
+  for (auto& [device, members] : by_device) {
+    if (members.size() < 2) continue;
+    std::sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) {
+      return results[a].kernels->first_start < results[b].kernels->first_start;
+    });
+    RankKernels& into = *results[members.front()].kernels;
+    for (std::size_t k = 1; k < members.size(); ++k) {
+      RankKernels& from = *results[members[k]].kernels;
+      if (from.first_start < into.last_end) {
+        throw InputError(fmt::format(
+            "{} and {} are both rank {}, and their GPU activities overlap in time: not two "
+            "profiling windows of one run (the same window twice, or two runs?); analyse one "
+            "of them",
+            files[members[k - 1]].path, files[members[k]].path, files[members[k]].rank));
+      }
+      for (const TimeSpan& s : from.compute) {
+        if (!into.compute.empty() && s.start <= into.compute.back().end) {
+          into.compute.back().end = std::max(into.compute.back().end, s.end);
+        } else {
+          into.compute.push_back(s);
+        }
+      }
+      for (CommKernel& c : from.comm) into.comm.push_back(std::move(c));
+      into.steps.insert(into.steps.end(), from.steps.begin(), from.steps.end());
+      into.step_spans = into.step_spans || from.step_spans;
+      into.activities += from.activities;
+      into.without_launch += from.without_launch;
+      into.last_end = std::max(into.last_end, from.last_end);
+      into.cut_ns = std::min(into.cut_ns, from.cut_ns);
+      if (into.global_rank < 0) into.global_rank = from.global_rank;
+      if (into.device_ordinal < 0) into.device_ordinal = from.device_ordinal;
+      if (from.comm_rank != -1 && into.comm_rank != from.comm_rank) {
+        into.comm_rank = into.comm_rank == -1 ? from.comm_rank : RankKernels::kConflict;
+      }
+      results[members[k]].kernels.reset();
+    }
+    std::stable_sort(into.steps.begin(), into.steps.end(),
+                     [](const RankKernels::StepExtent& a, const RankKernels::StepExtent& b) {
+                       return a.step < b.step;
+                     });
+  }
+}
+
 }  // namespace
 
 FileResult read_torch_trace(const InputFile& input, const IngestOptions& options) {
@@ -213,6 +269,7 @@ std::vector<FileResult> read_torch_traces(const std::vector<InputFile>& files,
     progress.advance(results[i].stats.bytes, 1);
   });
   join_rank_windows(files, results, lowest_stage);
+  join_rank_kernel_windows(files, results);
   choose_trace_pipeline(files, lowest_stage, options, results);
   merge_host_timed_notes(results);
   return results;

@@ -14,6 +14,7 @@
 #include "analysis/clock_steps.h"
 #include "analysis/launch_segments.h"
 #include "load/load_prelude.h"
+#include "model/errors.h"
 #include "numeric/units.h"
 
 namespace pipescope {
@@ -119,6 +120,7 @@ LoadedRun load_run(Run run, const LoadOptions& options) {
     loaded.input_warnings.push_back(std::move(w));
   }
   loaded.kernels = compute_kernel_view(loaded.run.kernels, {options.pipeline.clock.fix});
+  if (!loaded.kernels.refusal.empty()) throw InputError(loaded.kernels.refusal);
   if (loaded.run.job_count() == 0) return loaded;
   // One job stamped decades away (a clock read as 0) would open a segment of
   // its own and stretch a window over the years: left out, and said.

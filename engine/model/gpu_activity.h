@@ -21,13 +21,31 @@ struct TimeSpan {
   friend bool operator==(const TimeSpan&, const TimeSpan&) = default;
 };
 
-/// The operation a communication kernel carries out, from its
-/// `Collective name` (PyTorch's record_param_comms names).
+/// What a communication kernel carries out, from its `Collective name` or
+/// its host call (PyTorch's record_param_comms and `nccl:<op>` names).
 enum class CommOp : std::uint8_t {
-  unknown,  // no `Collective name` (older traces)
-  send,
-  recv,
-  collective,  // every other name: allreduce, broadcast, allgather, ...
+  unknown,         // nothing in the trace says (older traces)
+  send,            // one point-to-point operation (PeerOp)
+  recv,            // one point-to-point operation (PeerOp)
+  point_to_point,  // a kernel's point-to-point operations (CommKernel::p2p)
+  collective,      // every other name: allreduce, broadcast, allgather, ...
+};
+
+/// One point-to-point operation of a NCCL kernel. A batched kernel (one
+/// `SendRecv` launch for several `isend`/`irecv`: `batch_isend_irecv`, NCCL
+/// group calls, PyTorch's coalescing) carries several.
+struct PeerOp {
+  CommOp op = CommOp::send;  // send or recv
+  int peer = -1;             // the other end's global rank
+  friend bool operator==(const PeerOp&, const PeerOp&) = default;
+};
+
+/// Where a NCCL kernel's operations were read from (docs/guide.md, "The
+/// kernel view": the first of these that names them).
+enum class CommSource : std::uint8_t {
+  none,    // nothing names them
+  host,    // the host calls that launched it (record_param_comms, nccl:<op>)
+  kernel,  // the kernel's own args
 };
 
 /// One NCCL kernel (a `kernel` whose name starts with `nccl`).
@@ -36,19 +54,28 @@ struct CommKernel {
   std::int64_t end = 0;
   /// N of the ProfilerStep#N span holding its launch; nullopt: none.
   std::optional<std::int64_t> step;
+  /// point_to_point (its operations in `p2p`), collective or unknown.
   CommOp op = CommOp::unknown;
-  /// `Collective name` as written (empty: none).
+  CommSource source = CommSource::none;
+  /// What it does, as shown: `Collective name` as written ("allreduce",
+  /// "send"), "send/recv" for a batched kernel; empty: not known.
   std::string collective;
   /// `Process Group Name` and `Process Group Description` (empty: none).
   std::string group_name;
   std::string group_description;
   /// The group's global ranks (`Process Group Ranks`, else `Global rank
-  /// start`/`stride`/`Group size`); empty: not known.
+  /// start`/`stride`/`Group size`); empty: not known (a list PyTorch cut
+  /// short is not one).
   std::vector<int> group_ranks;
-  /// send: `Dst Rank`; recv: `Src Rank` (global ranks); -1: not known.
-  int peer = -1;
+  /// `Group size` where the ranks are not known (a cut list); 0: not given.
+  int group_size = 0;
+  /// Point-to-point kernels: their operations in the order issued (several
+  /// for a batched kernel); empty for a collective, or when no peer is named.
+  std::vector<PeerOp> p2p;
   /// `Comms Id`: one value on every rank for one communication.
   std::optional<std::uint64_t> comms_id;
+  /// A collective's `Rank`: this rank's place in the group; -1: not given.
+  int group_rank = -1;
 };
 
 /// One rank's GPU activities, as the kernel view needs them.
@@ -59,6 +86,12 @@ struct RankKernels {
   int machine = 0;
   /// `distributedInfo.rank`; -1 when the trace does not say.
   int global_rank = -1;
+  /// The global rank the communication args give (a collective's group
+  /// ranks at its `Rank`); -1: none; kConflict: two different ones.
+  int comm_rank = -1;
+  static constexpr int kConflict = -2;
+  /// The CUDA device its kernels ran on (`args.device`); -1: none read.
+  int device_ordinal = -1;
   /// The union of the compute activities (kernels other than NCCL's,
   /// copies, sets), sorted, disjoint, never touching.
   std::vector<TimeSpan> compute;
@@ -74,6 +107,10 @@ struct RankKernels {
   std::vector<StepExtent> steps;
   /// Whether the trace holds ProfilerStep#N spans.
   bool step_spans = false;
+  /// The step, N−1 of the first ProfilerStep#N span, that activities
+  /// launched before that span belong to (the profiler started in it, so
+  /// its start is not in the trace: never complete); nullopt: none.
+  std::optional<std::int64_t> partial_step;
   /// GPU activities read (kernels, copies, sets) and those without a launch
   /// record in the trace.
   std::uint64_t activities = 0;

@@ -89,7 +89,8 @@ enum class WarningSeverity {
     "its clock are in `clock.machines[].pieces`; the step's size is estimated from the jobs")     \
   X(overlap, data,                                                                                \
     "jobs that start before an earlier job of the same device ended (busy time counts them "      \
-    "once)")                                                                                      \
+    "once); communication jobs (send, recv), which run beside compute by design, overlap "        \
+    "nothing")                                                                                    \
   X(nonpositive_length, data, "jobs whose end is not after their start (never busy)")             \
   X(missing_steps, data,                                                                          \
     "a device with fewer steps than there are step windows (a log that ends early, or a device "  \
@@ -138,8 +139,11 @@ enum class WarningSeverity {
     "noise, else left as read")                                                                   \
   X(comm_kernels_without_peers, data,                                                             \
     "the kernel view: NCCL kernels whose peers are not in the traces (another rank's file "       \
-    "missing, or no communication args in an older trace) count as transfer for all their "       \
-    "time: their waiting is not told apart, so wait is low and transfer high by up to that")
+    "missing, or nothing in an older trace naming them): the NCCL time of the ranks named is "    \
+    "not split into wait and transfer (null in summary.json, - in the table)")                    \
+  X(rank_source, note,                                                                            \
+    "the kernel view: traces without `distributedInfo.rank`, and the rank each was given by the " \
+    "rule (communication args, the CUDA device on its machine, the first free rank)")
 
 /// One enumerator per row of PIPESCOPE_WARNINGS, in table order.
 enum class WarningCode {

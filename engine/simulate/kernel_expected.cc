@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <set>
 #include <utility>
 
 namespace pipescope::sim {
@@ -181,15 +182,39 @@ ExpectedKernelView expected_kernel_view(const KernelTimeline& timeline, std::int
     const std::vector<Span> transfer_under_compute = both(transfer, compute);
     const std::vector<Span> wait_under_busy = both(wait, compute_or_transfer);
 
-    // Blame per window, before precedence.
-    std::vector<std::map<int, std::int64_t>> blame(windows.size());
+    // Blame per window, after precedence: each instant the rank waits (a
+    // wait part not under compute or transfer) goes to the peer of the
+    // part waiting then whose wait ends latest (ties: the lowest peer).
+    std::vector<std::int64_t> cuts;
     for (const WaitPart& part : parts) {
-      auto w = std::upper_bound(windows.begin(), windows.end(), part.from,
-                                [](std::int64_t t, const Window& x) { return t < x.end; });
-      for (; w != windows.end() && w->start < part.to; ++w) {
-        const std::int64_t ns = std::min(part.to, w->end) - std::max(part.from, w->start);
-        if (ns > 0) blame[static_cast<std::size_t>(w - windows.begin())][part.peer] += ns;
+      cuts.push_back(part.from);
+      cuts.push_back(part.to);
+    }
+    for (const Window& w : windows) {
+      cuts.push_back(w.start);
+      cuts.push_back(w.end);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    std::sort(parts.begin(), parts.end(),
+              [](const WaitPart& a, const WaitPart& b) { return a.from < b.from; });
+    std::set<std::pair<std::int64_t, int>> waiting;  // (−to, peer): first = latest end, lowest peer
+    std::size_t next_part = 0;
+    std::vector<std::map<int, std::int64_t>> blame(windows.size());
+    for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
+      const std::int64_t lo = cuts[c], hi = cuts[c + 1];
+      for (; next_part < parts.size() && parts[next_part].from <= lo; ++next_part) {
+        waiting.insert({-parts[next_part].to, parts[next_part].peer});
       }
+      while (!waiting.empty() && -waiting.begin()->first <= lo) waiting.erase(waiting.begin());
+      if (waiting.empty()) continue;
+      // The rank waits in [lo, hi) only where nothing busier runs.
+      const std::int64_t ns = (hi - lo) - covered(compute_or_transfer, lo, hi);
+      if (ns <= 0) continue;
+      auto w = std::upper_bound(windows.begin(), windows.end(), lo,
+                                [](std::int64_t t, const Window& x) { return t < x.end; });
+      if (w == windows.end() || w->start > lo) continue;  // between windows
+      blame[static_cast<std::size_t>(w - windows.begin())][waiting.begin()->second] += ns;
     }
 
     ExpectedKernelRank& rank = view.ranks[g];
@@ -250,7 +275,10 @@ std::string expected_kernel_view_json(const ExpectedKernelView& view,
   fmt::format_to(it, "\n    ],\n    \"ranks\": [");
   for (std::size_t g = 0; g < view.ranks.size(); ++g) {
     const auto& rank = view.ranks[g];
-    fmt::format_to(it, "{}\n      {{\"device\": {}, \"global_rank\": {}, \"path\": \"{}\", ",
+    // The simulator writes every trace's distributedInfo.rank.
+    fmt::format_to(it,
+                   "{}\n      {{\"device\": {}, \"global_rank\": {}, "
+                   "\"rank_source\": \"distributed_info\", \"path\": \"{}\", ",
                    g == 0 ? "" : ",", g, rank.global_rank, paths.at(g));
     split(rank.total);
     fmt::format_to(it, ", \"most_waited_on\": {}, \"steps\": [", peer(rank.most_waited_on));

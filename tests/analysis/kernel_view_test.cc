@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
-#include "ingest/kernel_collector.h"
+#include "ingest/span_union.h"
 
 namespace pipescope {
 namespace {
@@ -16,10 +18,13 @@ CommKernel kernel(std::int64_t start, std::int64_t end, std::int64_t step, CommO
   c.end = end;
   c.step = step;
   c.op = op;
+  if (op == CommOp::send || op == CommOp::recv) {
+    c.op = CommOp::point_to_point;
+    c.p2p = {{op, peer}};
+  }
   c.collective = std::move(collective);
   c.group_name = "pp";
   c.group_ranks = std::move(group);
-  c.peer = peer;
   return c;
 }
 
@@ -74,7 +79,8 @@ TEST(KernelView, SplitsTheWindowByPrecedence) {
 }
 
 // Comms Id above 2^63 pairs kernels whatever their order; a collective needs
-// every member of its group; a kernel without peers is all transfer.
+// every member of its group; a kernel without peers leaves its rank's split
+// unknown (its time held in transfer, never shown as measured).
 TEST(KernelView, MatchesByCommsIdAndCountsKernelsWithoutPeers) {
   std::vector<RankKernels> ranks;
   CommKernel a = kernel(0, 50, 0, CommOp::collective, "allreduce", {0, 1});
@@ -90,9 +96,73 @@ TEST(KernelView, MatchesByCommsIdAndCountsKernelsWithoutPeers) {
   EXPECT_EQ(r0.wait, 30);           // [0,30) until rank 1 starts
   EXPECT_EQ(r0.transfer, 20 + 20);  // [30,50) and the lonely broadcast
   EXPECT_EQ(r0.idle, 10);
+  EXPECT_FALSE(r0.comm_split_known);
+  EXPECT_FALSE(v.total.comm_split_known);
   EXPECT_EQ(v.comm_kernels_without_peers, 2u);
   ASSERT_EQ(v.warnings.size(), 1u);
   EXPECT_EQ(v.warnings[0].code, WarningCode::comm_kernels_without_peers);
+  EXPECT_NE(v.warnings[0].message.find("ranks 0, 1 is not split"), std::string::npos)
+      << v.warnings[0].message;
+}
+
+CommKernel batched(std::int64_t start, std::int64_t end, std::vector<PeerOp> ops) {
+  CommKernel c = kernel(start, end, 1, CommOp::point_to_point, "send/recv", {});
+  c.p2p = std::move(ops);
+  return c;
+}
+
+// Megatron's batched exchange: rank 1 receives from 0 and sends to 2 in one
+// SendRecv kernel [30,50), which waits for both ends: rank 2's recv starts
+// last (40). Each operation meets its own other end, wherever that end was
+// batched. A batched kernel whose every operation did not meet its end has
+// no peers (a partial wait would look measured).
+TEST(KernelView, BatchedKernelWaitsForEveryOperationsPeer) {
+  std::vector<RankKernels> ranks;
+  ranks.push_back(rank(0, {}, {batched(10, 50, {{CommOp::send, 1}})}, {{1, 0, 50}}));
+  ranks.push_back(
+      rank(1, {}, {batched(30, 50, {{CommOp::recv, 0}, {CommOp::send, 2}})}, {{1, 0, 50}}));
+  ranks.push_back(rank(2, {}, {batched(40, 50, {{CommOp::recv, 1}})}, {{1, 0, 50}}));
+  const KernelView v = compute_kernel_view(ranks);
+  EXPECT_EQ(v.comm_kernels_without_peers, 0u);
+  EXPECT_EQ(v.ranks[0].steps[0].split.wait, 20);  // [10,30): rank 1 starts at 30
+  EXPECT_EQ(v.ranks[0].most_waited_on, 1);
+  EXPECT_EQ(v.ranks[1].steps[0].split.wait, 10);  // [30,40): rank 2 starts at 40
+  EXPECT_EQ(v.ranks[1].steps[0].split.transfer, 10);
+  EXPECT_EQ(v.ranks[1].most_waited_on, 2);
+  EXPECT_EQ(v.ranks[2].steps[0].split.wait, 0);
+  EXPECT_EQ(v.ranks[2].most_waited_on, -1);
+  EXPECT_EQ(v.layout.source, "point_to_point");
+  EXPECT_EQ(v.layout.pp, 3);
+
+  // Rank 1's send goes to a rank 3 whose trace is not given.
+  ranks[1].comm[0].p2p[1].peer = 3;
+  const KernelView partial = compute_kernel_view(ranks);
+  EXPECT_FALSE(partial.ranks[1].total.comm_split_known);
+  EXPECT_TRUE(partial.ranks[0].total.comm_split_known);  // its send met rank 1's recv
+  EXPECT_EQ(partial.ranks[0].steps[0].split.wait, 20);
+}
+
+// Only wait after precedence is blamed, each instant on the peer whose late
+// start ends the latest-ending wait then. Rank 3 receives from 1 (its send
+// starts at 55) and from 2 (at 60) while computing [0,50) on another
+// stream: it waits [50,55) only ([55,60) it transfers from rank 1), and at
+// those instants rank 2's late start ends the later wait. Summing each
+// kernel's wait before precedence would blame rank 1 (55 ns against 30).
+TEST(KernelView, BlamesOnlyTheWaitLeftAfterPrecedence) {
+  std::vector<RankKernels> ranks;
+  ranks.push_back(rank(1, {}, {batched(55, 100, {{CommOp::send, 3}})}, {{1, 55, 100}}));
+  ranks.push_back(rank(2, {}, {batched(60, 100, {{CommOp::send, 3}})}, {{1, 60, 100}}));
+  ranks.push_back(rank(
+      3, {{0, 50}}, {batched(0, 100, {{CommOp::recv, 1}}), batched(30, 100, {{CommOp::recv, 2}})},
+      {{1, 0, 100}}));
+  const KernelView v = compute_kernel_view(ranks);
+  const KernelRankView& r3 = v.ranks[2];
+  EXPECT_EQ(r3.steps[0].split.wait, 5);
+  EXPECT_EQ(r3.steps[0].split.transfer, 45);
+  EXPECT_EQ(r3.steps[0].most_waited_on, 2);
+  EXPECT_EQ(r3.steps[0].waited_on_ns, 5);
+  EXPECT_EQ(r3.most_waited_on, 2);
+  EXPECT_EQ(r3.waited_on_ns, 5);
 }
 
 // Windows follow the job contract; a step some rank lacks is incomplete and
@@ -150,16 +220,46 @@ TEST(KernelView, UndoesAClockOffsetFoundFromMatchedKernels) {
   EXPECT_EQ(kept.steps[0].end, kAhead + 100);
 }
 
-TEST(KernelCollector, MergesSpansInAnyOrder) {
-  std::vector<TimeSpan> s;
-  KernelCollector::add_span(s, 10, 20);
-  KernelCollector::add_span(s, 30, 40);
-  KernelCollector::add_span(s, 0, 5);
-  KernelCollector::add_span(s, 20, 25);  // touching: merged
-  KernelCollector::add_span(s, 7, 7);    // empty: nothing
-  EXPECT_EQ(s, (std::vector<TimeSpan>{{0, 5}, {10, 25}, {30, 40}}));
-  KernelCollector::add_span(s, 4, 31);  // bridges all three
-  EXPECT_EQ(s, (std::vector<TimeSpan>{{0, 40}}));
+TEST(SpanUnion, MergesSpansInAnyOrder) {
+  SpanUnion u;
+  u.add(10, 20);
+  u.add(30, 40);
+  u.add(0, 5);
+  u.add(20, 25);  // touching: merged
+  u.add(7, 7);    // empty: nothing
+  EXPECT_EQ(u.take(), (std::vector<TimeSpan>{{0, 5}, {10, 25}, {30, 40}}));
+  u.add(10, 20);
+  u.add(30, 40);
+  u.add(0, 5);
+  u.add(4, 31);  // bridges all three
+  EXPECT_EQ(u.take(), (std::vector<TimeSpan>{{0, 40}}));
+}
+
+TEST(SpanUnion, ManyOutOfOrderSpansEqualASortedMerge) {
+  // Per-stream write order: two streams' intervals interleaved backwards,
+  // past the side list's threshold, against a plain sort and merge.
+  SpanUnion u;
+  std::vector<TimeSpan> all;
+  std::uint64_t x = 12345;
+  for (int i = 0; i < 50'000; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const std::int64_t start = static_cast<std::int64_t>((x >> 20) % 10'000'000);
+    const std::int64_t len = static_cast<std::int64_t>((x >> 8) % 300);
+    u.add(start, start + len);
+    all.push_back({start, start + len});
+  }
+  std::sort(all.begin(), all.end(),
+            [](const TimeSpan& a, const TimeSpan& b) { return a.start < b.start; });
+  std::vector<TimeSpan> want;
+  for (const TimeSpan& s : all) {
+    if (s.end <= s.start) continue;
+    if (!want.empty() && s.start <= want.back().end) {
+      want.back().end = std::max(want.back().end, s.end);
+    } else {
+      want.push_back(s);
+    }
+  }
+  EXPECT_EQ(u.take(), want);
 }
 
 }  // namespace

@@ -244,18 +244,19 @@ pipescope::Run grid(std::size_t devices, std::int64_t steps) {
   return grid(devices, steps, [](std::size_t, std::int64_t, std::string_view) { return false; });
 }
 
-// Comm jobs that run on into later steps, whose jobs overlap them. On
-// device 0 a send of step 0 ends before the window of step 2 starts: a range
-// that owns step 2 does not hold it. On device 1 step 4's prologue (a
-// receive) comes ahead of step 3's last job, a send that runs into step 4:
-// the range of step 4 holds that send only because it lies between its own
-// jobs. Overlaps inside one step too.
+// Copies that run on into later steps, whose jobs overlap them. On device 0
+// a copy of step 0 ends before the window of step 2 starts: a range that
+// owns step 2 does not hold it. On device 1 step 4's prologue (a receive)
+// comes ahead of step 3's last job, a copy that runs into step 4: the range
+// of step 4 holds that copy only because it lies between its own jobs.
+// Overlaps inside one step too.
 TEST(PartitionedQuality, OverlapsWithJobsOfEarlierRanges) {
   pipescope::Run run = grid(3, 8);
-  add_job(run, 0, "send_backward", 0, 56, 250);   // step 0 on into step 2
-  add_job(run, 1, "recv_forward", 0, 356, 358);   // step 4's prologue
-  add_job(run, 1, "send_backward", 0, 358, 430);  // step 3 on into step 4
-  add_job(run, 2, "recv_forward", 0, 640, 645);   // step 6, inside its B0
+  // Copies, not sends: communication jobs overlap nothing.
+  add_job(run, 0, "memcpy", 0, 56, 250);         // step 0 on into step 2
+  add_job(run, 1, "recv_forward", 0, 356, 358);  // step 4's prologue
+  add_job(run, 1, "memcpy", 0, 358, 430);        // step 3 on into step 4
+  add_job(run, 2, "memcpy", 0, 640, 645);        // step 6, inside its B0
   run.finalize();
   const std::vector<Warning> found =
       check_every_split(run, one_stage_per_device(3), "long comm jobs");

@@ -269,8 +269,8 @@ void expect_all_set(const KernelRankStepFigures& x) {
   expect_all_set(split);
 }
 void expect_all_set(const KernelRankFigures& x) {
-  const auto& [a, b, stage, c, split, d, steps] = x;
-  expect_set("KernelRankFigures", a, b, stage, c, d);
+  const auto& [a, b, source, stage, c, split, d, steps] = x;
+  expect_set("KernelRankFigures", a, b, source, stage, c, d);
   expect_all_set(split);
   expect_all_set(steps);
 }
@@ -454,6 +454,7 @@ SummaryFigures every_field() {
   k.steps = {{550, true, 1'683'564'901'554'112'000, 1'683'564'901'754'112'001}};
   k.ranks = {{2,
               7,
+              "communication",
               3,
               "/traces/rank\"7\".json",
               {999, 1, 2, 3, 993},

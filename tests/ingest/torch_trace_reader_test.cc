@@ -134,8 +134,8 @@ TEST(TraceEventTokenizer, BlockScanReadsLikeTheByteWiseScan) {
   };
   auto text = [&] {
     static constexpr std::string_view kPieces[] = {
-        "a", "bc", "\\\\", "\\\"", "\\\\\\\"", "{", "}", "[", "]", ",", ":", " ", "\\n",
-        "\\\\\\\\", "xyzzy0123456789"};
+        "a", "bc", "\\\\", "\\\"",     "\\\\\\\"",       "{", "}", "[", "]", ",",
+        ":", " ",  "\\n",  "\\\\\\\\", "xyzzy0123456789"};
     std::string out;
     for (int n = static_cast<int>(next() % 12); n > 0; --n) out += kPieces[next() % 15];
     return out;
@@ -272,21 +272,20 @@ TEST(TorchTraceReader, ManyChunksReadInParallelKeepFileOrder) {
     const std::string corr = fmt::format(R"({{"correlation": {}, "External id": {}}})", i, i);
     cpu.push_back(span("user_annotation", name, std::to_string(ts), "50", corr));
     for (int f = 0; f < 20; ++f) {
-      cpu.push_back(span("cpu_op", fmt::format("aten::filler_{}_{}", i, f),
-                         fmt::format("{}.{}", ts + 1, f), "1.5",
-                         R"({"Record function id": 0, "Sequence number": 12345, "Fwd thread id": 1})"));
+      cpu.push_back(span(
+          "cpu_op", fmt::format("aten::filler_{}_{}", i, f), fmt::format("{}.{}", ts + 1, f), "1.5",
+          R"({"Record function id": 0, "Sequence number": 12345, "Fwd thread id": 1})"));
     }
     if (i % 400 == 7) cpu.push_back(R"({"ph": "X", "cat": "user_annotation", "name": 12, "ts": })");
     gpu.push_back(span("cuda_runtime", "cudaLaunchKernel", std::to_string(ts + 2), "1", corr));
     gpu.push_back(span("kernel", "k", std::to_string(ts + 10), "20", corr));
     gpu.push_back(span("gpu_user_annotation", name, std::to_string(ts + 9), "30", corr));
-    expected.push_back({forward ? "forward" : "backward", i / 2, base + (ts + 9) * 1000,
-                        base + (ts + 39) * 1000});
+    expected.push_back(
+        {forward ? "forward" : "backward", i / 2, base + (ts + 9) * 1000, base + (ts + 39) * 1000});
   }
   std::vector<std::string> events = cpu;
   events.insert(events.end(), gpu.begin(), gpu.end());
-  const std::string doc =
-      trace(events, fmt::format(",\n \"baseTimeNanoseconds\": {}", base));
+  const std::string doc = trace(events, fmt::format(",\n \"baseTimeNanoseconds\": {}", base));
   ASSERT_GT(doc.size(), std::size_t{12} << 20);
   const std::string path = dir.write("big.pt.trace.json", doc);
   const FileResult r = read(path);
@@ -297,7 +296,8 @@ TEST(TorchTraceReader, ManyChunksReadInParallelKeepFileOrder) {
   EXPECT_EQ(jobs_of(r), expected);
   ASSERT_FALSE(r.diagnostics.empty());
   const std::size_t first_bad =
-      doc.find(R"("name": 12)") - std::string_view(R"({"ph": "X", "cat": "user_annotation", )").size();
+      doc.find(R"("name": 12)") -
+      std::string_view(R"({"ph": "X", "cat": "user_annotation", )").size();
   EXPECT_EQ(r.diagnostics[0].message,
             fmt::format("byte offset {}: an event that is not valid JSON; skipped", first_bad));
   // Diagnostics in file order, across chunks.
@@ -595,6 +595,39 @@ TEST(TorchTraceReader, DiscoveryByNameRankAndContent) {
             InputFormat::torch_trace);
   EXPECT_FALSE(trace_json_content(R"({"jobs": 3})"));
   EXPECT_EQ(torch_trace_rank(dir / "run/host_2.1.pt.trace.json"), 2);
+}
+
+TEST(TorchTraceReader, EveryHostsTracesInOneFolderAreOneMachinePerHost) {
+  // Megatron's one --tensorboard-dir: torch.profiler names each file
+  // <host>_<pid>.<stamp>.pt.trace.json. Hosts may hold '_'; node_10 comes
+  // after node_2 (numbers compared as numbers). A second file of one process
+  // is that rank's next profiling window, with or without a rank of its own.
+  TempDir dir;
+  dir.write("tb/node_10_77.1700000000001.pt.trace.json", trace({}, "", 2));
+  dir.write("tb/node_10_78.1700000000001.pt.trace.json", trace({}, "", 3));
+  dir.write("tb/node_2_51.1700000000000.pt.trace.json", trace({}, "", 0));
+  dir.write("tb/node_2_52.1700000000000.pt.trace.json", trace({}, "", 1));
+  dir.write("tb/node_2_52.1700000009999.pt.trace.json",
+            "{\"traceEvents\": []}\n");  // its second window, no distributedInfo
+  const auto inputs = discover_inputs({dir / "tb"});
+  ASSERT_EQ(inputs.size(), 5u);
+  EXPECT_EQ(inputs[0].machine_name, "node_2");
+  EXPECT_EQ(inputs[0].machine, 0);
+  EXPECT_EQ(inputs[1].rank, 1);
+  EXPECT_EQ(inputs[2].rank, 1);  // the window: rank 1 again, one device
+  EXPECT_EQ(inputs[2].device, inputs[1].device);
+  EXPECT_EQ(inputs[3].machine_name, "node_10");
+  EXPECT_EQ(inputs[3].machine, 1);
+  EXPECT_EQ(inputs[3].rank, 0);  // global rank 2, the machine's lowest
+  EXPECT_EQ(inputs[4].device, 3);
+  // One host's traces in a folder stay the folder's machine.
+  TempDir one;
+  one.write("run/gpu7_1.1.pt.trace.json", trace({}, "", 0));
+  one.write("run/gpu7_2.1.pt.trace.json", trace({}, "", 1));
+  const auto single = discover_inputs({one / "run"});
+  ASSERT_EQ(single.size(), 2u);
+  EXPECT_EQ(single[0].machine_name, "");
+  EXPECT_EQ(single[1].machine, 0);
 }
 
 TEST(TorchTraceReader, RealKinetoTraces) {
