@@ -7,8 +7,11 @@ For each real PyTorch profiler trace in DIR (default: shared/reference/kineto
 beside the repository), runs `pipescope analyze TRACE -o OUT --quiet`, requires
 exit 0, and compares OUT/summary.json's `kernel_view` with the independent
 reference (kernel_reference.py) key by key: every *_ns figure and count equal to
-the nanosecond, the ratios within 1e-9, the step lists equal, `path` on its file
-name. Then the multi-rank runs of kernel_run.py (Megatron-style traces without
+the nanosecond, the ratios within 1e-9, null where the reference says null, the
+step lists equal, `path` on its file name. One rank's trace gives no NCCL kernel a
+peer: the three with NCCL kernels (UNKNOWN_SPLIT) must write transfer_ns,
+wait_ns, wait_share and transfer_share null, in the totals and per rank, the
+window, compute and idle still numbers; the other three a split in numbers. Then the multi-rank runs of kernel_run.py (Megatron-style traces without
 labels: 1F1B and interleaved, data-parallel allreduce, two machines, with and
 without `Comms Id`, two generations of NCCL kernel names): the engine against
 the truth the generator computed from its own simulation (who waited for whom),
@@ -63,6 +66,17 @@ GENERATED = [
 ]
 
 DEFAULT_TRACES = Path(__file__).resolve().parents[3] / "shared" / "reference" / "kineto"
+# The real traces that are one rank of a multi-rank run with NCCL kernels in their
+# steps: none of those kernels has a peer in the trace, so the NCCL time is not
+# split (transfer_ns, wait_ns and the two shares null, in the totals and in every
+# step where such a kernel runs beyond compute); the other three have no NCCL
+# kernel and a split like any other.
+UNKNOWN_SPLIT = {
+    "rank-0-of-16.negative_queue_length.json.gz",
+    "rank-0-of-2.nccl_data.json.gz",
+    "rank-3-of-8.trace_diff_control.json.gz",
+}
+SPLIT_KEYS = ("transfer_ns", "wait_ns", "wait_share", "transfer_share")
 RATIO_KEYS = {"bubble_ratio", "idle_share", "wait_share", "transfer_share"}
 TOLERANCE = 1e-9
 
@@ -103,14 +117,16 @@ def first_difference(actual, expected, where="kernel_view", extra=None):
                 return diff
         return None
     key = where.rsplit(".", 1)[-1]
-    if key in RATIO_KEYS:
+    if expected is None:
+        ok = actual is None     # an unknown split: null, never a number
+    elif key in RATIO_KEYS:
         ok = (isinstance(actual, (int, float)) and not isinstance(actual, bool)
               and abs(actual - expected) <= TOLERANCE)
     elif key == "path":
         ok = isinstance(actual, str) and Path(actual).name == Path(expected).name
     elif is_int(expected):
         ok = is_int(actual) and actual == expected   # ns and counts: exactly, as integers
-    elif expected is None or isinstance(expected, bool):
+    elif isinstance(expected, bool):
         ok = actual is expected
     else:
         ok = actual == expected
@@ -146,8 +162,36 @@ def check_trace(cli, trace, work):
     for r in actual.get("ranks", []):
         if r.pop("stage", None) is not None:
             raise Failure("a stage from one rank's trace")
+    check_unknown_split(trace.name, actual)
     expected = kernel_reference.kernel_view([str(trace)])
     return actual, expected, compare(actual, expected)
+
+
+def check_unknown_split(name, view):
+    """One rank's trace: no NCCL kernel has a peer; where they ran the split is
+    null, never a number that looks measured (UNKNOWN_SPLIT)."""
+    if view.get("comm_kernels_without_peers") != view.get("comm_kernels"):
+        raise Failure(f"{view.get('comm_kernels')} NCCL kernels, "
+                      f"{view.get('comm_kernels_without_peers')} without peers, in one "
+                      f"rank's trace")
+    unknown = name in UNKNOWN_SPLIT
+    for key in SPLIT_KEYS:
+        value = view.get(key)
+        if unknown and value is not None:
+            raise Failure(f"{key} {value}: NCCL kernels without peers, the split must be null")
+        if not unknown and (value is None or isinstance(value, bool)):
+            raise Failure(f"{key} {value}: no NCCL kernel, the split must be a number")
+    if unknown:
+        for r in view.get("ranks", []):
+            if r.get("transfer_ns") is not None or r.get("wait_ns") is not None:
+                raise Failure(f"rank {r.get('global_rank')}: transfer_ns "
+                              f"{r.get('transfer_ns')}, wait_ns {r.get('wait_ns')}, "
+                              f"the split must be null")
+            for row in r.get("steps", []):
+                for key in ("window_ns", "compute_ns", "idle_ns"):
+                    if not is_int(row.get(key)):
+                        raise Failure(f"step {row.get('step')}: {key} {row.get(key)}, "
+                                      f"must stay a number")
 
 
 def traces_in(folder):
@@ -357,6 +401,9 @@ def main():
             actual, expected, diff = check_trace(cli, trace, work)
             figures = (f"steps {[s['step'] for s in expected['steps']]} "
                        f"window {expected['window_ns']} compute {expected['compute_ns']}")
+            if expected["wait_ns"] is None:
+                figures += (f", split unknown ({expected['comm_kernels']} NCCL kernels "
+                            f"without peers)")
             if diff:
                 failed += 1
                 where, got, want = diff

@@ -87,10 +87,11 @@ machine and device, "files": each trace's name and size}. Its figures come from
 interval arithmetic on the true times: an activity's step is the step whose span
 its launch lies in, windows S_k = max(min first start, E_{k-1}), E_k = max last
 end; compute > transfer > wait > idle instant by instant; a comm kernel waits from
-its start to the latest start among its true peers. most_waited_on: each wait part
-(inside the window, before precedence) goes to the latest-starting peer (ties: the
-lowest rank), the largest sum wins (ties: lowest rank); null when the rank's wait
-in the step is 0 ns. Ranks in global-rank order, "device" = place in that order.
+its start to the latest start among its true peers. most_waited_on: each instant
+of wait left after precedence (inside the window) goes to one peer: among the
+kernels waiting then, the one whose wait ends latest names its latest-starting peer
+(ties: the lowest rank, for both); the largest sum wins (ties: lowest rank); null
+when the rank's wait in the step is 0 ns. Ranks in global-rank order, "device" = place in that order.
 With --clock-offset-us 0 the files say exactly what the truth says.
 """
 
@@ -725,6 +726,42 @@ def overlap(x, y):
     return total
 
 
+def minus(x, y):
+    """x without y, both merged lists."""
+    out = []
+    j = 0
+    for a, b in x:
+        while j < len(y) and y[j][1] <= a:
+            j += 1
+        k, cur = j, a
+        while k < len(y) and y[k][0] < b:
+            if y[k][0] > cur:
+                out.append([cur, y[k][0]])
+            cur = max(cur, y[k][1])
+            k += 1
+        if cur < b:
+            out.append([cur, b])
+    return out
+
+
+def blame_left_wait(waits, left):
+    """{peer: ns}: every instant of `left` (the wait that precedence leaves, merged)
+    goes to the peer that ends the latest-ending wait part holding it (ties: the
+    lowest peer); `waits` are (start, end, peer), sorted."""
+    blame = {}
+    for a, b in left:
+        holding = [w for w in waits if w[0] < b and w[1] > a]
+        cuts = sorted({a, b} | {x for s, e, _ in holding for x in (s, e) if a < x < b})
+        for lo, hi in zip(cuts, cuts[1:]):
+            here = [(e, p) for s, e, p in holding if s <= lo and e >= hi]
+            if not here:
+                continue
+            end = max(e for e, _ in here)
+            by = min(p for e, p in here if e == end)
+            blame[by] = blame.get(by, 0) + hi - lo
+    return blame
+
+
 def is_comm(it):
     return it.cat == "kernel" and it.name.startswith("nccl")
 
@@ -792,11 +829,7 @@ def kernel_view(sim, paths):
             wait = length(wt) - overlap(wt, clip(ct_all, lo, hi))
             window = hi - lo
             idle = window - compute - transfer - wait
-            blame = {}
-            for a, b, by in w_list:
-                a, b = max(a, lo), min(b, hi)
-                if b > a:
-                    blame[by] = blame.get(by, 0) + b - a
+            blame = blame_left_wait(w_list, minus(wt, clip(ct_all, lo, hi)))
             most = None
             if wait > 0 and blame:
                 top = max(blame.values())
@@ -817,7 +850,8 @@ def kernel_view(sim, paths):
             most_overall = min(p for p, x in blamed_total.items() if x == top)
         for key in totals:
             totals[key] += rt[key]
-        out_ranks.append({"device": i, "global_rank": g, "path": paths[g], **rt,
+        out_ranks.append({"device": i, "global_rank": g, "rank_source": "distributed_info",
+                          "path": paths[g], **rt,
                           "most_waited_on": most_overall, "steps": steps})
     win = totals["window_ns"]
 
