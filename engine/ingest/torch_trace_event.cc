@@ -243,6 +243,177 @@ bool wanted_name(std::string_view name, const JobPattern* pattern) {
   return name.starts_with(kPipelinePrefix);
 }
 
+/// The fields of a plain GPU activity or launch, found by one pass over the
+/// event's bytes instead of a JSON parser (most events of a kernel trace are
+/// these; simdjson's set-up per event cost more than the scan). Raw tokens:
+/// strings without their quotes, numbers as written. `scan` returns false
+/// for anything it does not read with certainty (an escaped string, bytes
+/// that are no JSON object), and the event is then parsed whole.
+struct PlainEvent {
+  std::string_view ph, cat, name, tid, ts, dur;
+  std::string_view correlation, external_id, device;  // in "args"
+  bool string_tid = false;
+
+  bool scan(std::string_view ev);
+
+ private:
+  static bool blank(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+  std::size_t skip_blanks(std::string_view ev, std::size_t i) const {
+    while (i < ev.size() && blank(ev[i])) ++i;
+    return i;
+  }
+  /// A string at ev[i] == '"': its contents; npos end when escaped or open.
+  static std::size_t string_end(std::string_view ev, std::size_t i) {
+    for (std::size_t j = i + 1; j < ev.size(); ++j) {
+      if (ev[j] == '\\') return std::string_view::npos;
+      if (ev[j] == '"') return j;
+    }
+    return std::string_view::npos;
+  }
+  /// The end of the value at ev[i] (one past it), or npos.
+  static std::size_t value_end(std::string_view ev, std::size_t i) {
+    if (i >= ev.size()) return std::string_view::npos;
+    if (ev[i] == '"') {
+      const std::size_t e = string_end(ev, i);
+      return e == std::string_view::npos ? e : e + 1;
+    }
+    if (ev[i] == '{' || ev[i] == '[') {
+      int depth = 0;
+      for (std::size_t j = i; j < ev.size(); ++j) {
+        const char c = ev[j];
+        if (c == '"') {
+          j = string_end(ev, j);
+          if (j == std::string_view::npos) return j;
+        } else if (c == '{' || c == '[') {
+          ++depth;
+        } else if (c == '}' || c == ']') {
+          if (--depth == 0) return j + 1;
+        }
+      }
+      return std::string_view::npos;
+    }
+    std::size_t j = i;
+    while (j < ev.size() && ev[j] != ',' && ev[j] != '}' && ev[j] != ']' && !blank(ev[j])) ++j;
+    return j == i ? std::string_view::npos : j;
+  }
+  /// Reads the object at ev[i] == '{', calling on(key, value token, value
+  /// start) for each member; returns one past its '}', or npos.
+  template <typename On>
+  std::size_t object(std::string_view ev, std::size_t i, On&& on) const {
+    if (i >= ev.size() || ev[i] != '{') return std::string_view::npos;
+    i = skip_blanks(ev, i + 1);
+    if (i < ev.size() && ev[i] == '}') return i + 1;
+    for (;;) {
+      if (i >= ev.size() || ev[i] != '"') return std::string_view::npos;
+      const std::size_t key_end = string_end(ev, i);
+      if (key_end == std::string_view::npos) return key_end;
+      const std::string_view key = ev.substr(i + 1, key_end - i - 1);
+      i = skip_blanks(ev, key_end + 1);
+      if (i >= ev.size() || ev[i] != ':') return std::string_view::npos;
+      i = skip_blanks(ev, i + 1);
+      const std::size_t end = on(key, i);
+      if (end == std::string_view::npos) return end;
+      i = skip_blanks(ev, end);
+      if (i >= ev.size()) return std::string_view::npos;
+      if (ev[i] == '}') return i + 1;
+      if (ev[i] != ',') return std::string_view::npos;
+      i = skip_blanks(ev, i + 1);
+    }
+  }
+};
+
+bool PlainEvent::scan(std::string_view ev) {
+  const auto token = [&](std::size_t at, std::size_t end) {
+    return ev.substr(at, end - at);
+  };
+  const auto unquoted = [](std::string_view t) { return t.substr(1, t.size() - 2); };
+  bool ok = true;
+  const std::size_t end = object(ev, skip_blanks(ev, 0), [&](std::string_view key, std::size_t at) {
+    if (key == "args") {
+      return object(ev, at, [&](std::string_view arg, std::size_t v) {
+        const std::size_t e = value_end(ev, v);
+        if (e == std::string_view::npos) return e;
+        if (arg == "correlation") {
+          correlation = token(v, e);
+        } else if (arg == "External id") {
+          external_id = token(v, e);
+        } else if (arg == "device") {
+          device = token(v, e);
+        }
+        return e;
+      });
+    }
+    const std::size_t e = value_end(ev, at);
+    if (e == std::string_view::npos) return e;
+    const std::string_view t = token(at, e);
+    const bool text = t.front() == '"';
+    if (key == "ph" || key == "cat" || key == "name") {
+      if (!text) ok = false;  // not what the slow path reads either: let it decide
+      (key == "ph" ? ph : key == "cat" ? cat : name) = text ? unquoted(t) : t;
+    } else if (key == "tid") {
+      string_tid = text;
+      tid = text ? unquoted(t) : t;
+    } else if (key == "ts") {
+      ts = t;
+    } else if (key == "dur") {
+      dur = t;
+    }
+    return e;
+  });
+  return ok && end != std::string_view::npos;
+}
+
+/// A JSON integer token as simdjson's get_int64 reads it: -1 for anything
+/// else (a string, a fraction).
+std::int64_t int_token(std::string_view t) {
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  return ec == std::errc{} && end == t.data() + t.size() && !t.empty() ? v : -1;
+}
+
+/// A plain activity (not NCCL's) or launch read by PlainEvent, as parse_event
+/// would give it; nullopt when the slow path must decide (the event is then
+/// parsed whole: anything odd, a malformed time included).
+std::optional<std::optional<ParsedEvent>> parse_plain(std::string_view event, std::uint64_t offset,
+                                                      std::uint64_t ordinal, EventClass quick) {
+  PlainEvent f;
+  if (!f.scan(event) || f.cat.empty()) return std::nullopt;
+  if (class_of(f.cat) != quick) return std::nullopt;
+  if (quick == EventClass::kernel && f.cat == "kernel" && f.name.starts_with("nccl")) {
+    return std::nullopt;  // its communication args: the whole parse
+  }
+  if (f.ph != "X") return std::optional<ParsedEvent>();
+  const std::optional<std::int64_t> start = parse_micros_to_ns(f.ts);
+  const std::optional<std::int64_t> length =
+      f.dur.empty() ? std::optional<std::int64_t>(0) : parse_micros_to_ns(f.dur);
+  if (!start || !length || *length < 0) return std::nullopt;
+  ParsedEvent out;
+  out.offset = offset;
+  out.ordinal = ordinal;
+  out.kind = quick;
+  out.start = *start;
+  out.end = *start + *length;
+  out.correlation = f.correlation.empty() ? -1 : int_token(f.correlation);
+  out.external_id = f.external_id.empty() ? -1 : int_token(f.external_id);
+  if (!f.tid.empty()) {
+    std::int64_t tid = -1;
+    const auto [e, ec] = std::from_chars(f.tid.data(), f.tid.data() + f.tid.size(), tid);
+    out.thread = ec == std::errc{} && e == f.tid.data() + f.tid.size() ? tid : -1;
+  }
+  if (!f.device.empty()) {
+    std::string_view d = f.device;
+    if (d.size() >= 2 && d.front() == '"') d = d.substr(1, d.size() - 2);
+    int gpu = -1;
+    const auto [e, ec] = std::from_chars(d.data(), d.data() + d.size(), gpu);
+    out.gpu = ec == std::errc{} && e == d.data() + d.size() && !d.empty() ? gpu : -1;
+  }
+  if (quick == EventClass::launch) {
+    if (out.correlation < 0 || !launches_gpu_work(f.name)) return std::optional<ParsedEvent>();
+    out.graph = f.name.find("GraphLaunch") != std::string_view::npos;
+  }
+  return std::optional<ParsedEvent>(std::move(out));
+}
+
 }  // namespace
 
 std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t offset,
@@ -257,6 +428,9 @@ std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t off
     if (quick == EventClass::comm_call) {
       const auto name = quick_string(event, "name");
       if (name && !comm_call_name(*name)) return std::nullopt;
+    }
+    if (quick == EventClass::kernel || quick == EventClass::launch) {
+      if (auto plain = parse_plain(event, offset, ordinal, quick)) return std::move(*plain);
     }
   }
   ParsedEvent out;

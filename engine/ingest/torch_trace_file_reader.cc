@@ -113,7 +113,8 @@ void TorchTraceFileReader::on_base_time(std::string_view value) {
 /// they hold is applied to the reader in file order (apply). Returns the
 /// stream's error (compressed data, I/O), if any; `unreadable` when the file
 /// could not be opened or read.
-std::string TorchTraceFileReader::read_events(TraceEventTokenizer& tokenizer, bool& unreadable) {
+std::string TorchTraceFileReader::read_events(TraceEventTokenizer& tokenizer, bool& unreadable,
+                                              std::uint64_t stop_after) {
   std::unique_ptr<ByteStream> stream;
   try {
     stream = open_byte_stream(input_.path);
@@ -140,7 +141,7 @@ std::string TorchTraceFileReader::read_events(TraceEventTokenizer& tokenizer, bo
           batch.parsed.push_back(std::move(*parsed));
         }
       },
-      [&](EventBatch& batch) { apply(batch); });
+      [&](EventBatch& batch) { apply(batch); }, stop_after);
   if (read_error) {
     unreadable = true;
     return *read_error;
@@ -162,6 +163,12 @@ void TorchTraceFileReader::apply(EventBatch& batch) {
 }
 
 void TorchTraceFileReader::apply(ParsedEvent& e) {
+  if (second_pass_ && e.offset >= pass_limit_) return;  // replayed from the copies
+  if (!second_pass_ && replay_from_ && !replay_overflow_ &&
+      (e.kind == EventClass::kernel || e.kind == EventClass::launch ||
+       e.kind == EventClass::comm_call)) {
+    keep_for_replay(e);
+  }
   if (!e.malformed.empty()) {
     malformed(e.offset, std::move(e.malformed));
     return;
@@ -174,11 +181,15 @@ void TorchTraceFileReader::apply(ParsedEvent& e) {
         steps_.push_back({e.start, e.end, *e.step});
         kernels_.on_step_span(e.start, e.end, *e.step);
         if (launches_started_) late_step_ = true;
+        if (late_step_ && !replay_from_) replay_from_ = e.offset;
         return;
       }
       auto& list = e.kind == EventClass::cpu_annotation ? cpu_ : gpu_;
       list.push_back({std::move(e.name), e.start, e.end, e.external_id, e.ordinal, e.offset});
-      if (e.kind == EventClass::cpu_annotation && launches_started_) late_annotation_ = true;
+      if (e.kind == EventClass::cpu_annotation && launches_started_) {
+        late_annotation_ = true;
+        if (!replay_from_) replay_from_ = e.offset;
+      }
       return;
     }
     case EventClass::kernel:
@@ -253,6 +264,38 @@ void TorchTraceFileReader::on_kernel(std::int64_t correlation, std::int64_t star
   }
 }
 
+/// Keeps a compact copy of a kernel, launch or host call for the second
+/// pass (their args and names only for communication kernels and calls, which
+/// are few); past kReplayBytes, nothing more is kept and the second pass
+/// reads the whole file again.
+void TorchTraceFileReader::keep_for_replay(const ParsedEvent& e) {
+  if ((replay_.size() + 1) * sizeof(Replayed) > kReplayBytes) {
+    replay_overflow_ = true;
+    replay_ = {};
+    replay_rich_ = std::vector<ParsedEvent>();
+    return;
+  }
+  Replayed r;
+  r.kind = e.kind;
+  r.communication = e.communication;
+  r.graph = e.graph;
+  r.gpu = e.gpu;
+  r.start = e.start;
+  r.end = e.end;
+  r.correlation = e.correlation;
+  r.external_id = e.external_id;
+  r.thread = e.thread;
+  r.offset = e.offset;
+  if (e.comm || e.kind == EventClass::comm_call || !e.malformed.empty()) {
+    ParsedEvent& rich = replay_rich_.emplace_back();
+    rich.name = e.name;
+    rich.malformed = e.malformed;
+    if (e.comm) rich.comm = std::make_unique<CommKernel>(*e.comm);
+    r.rich = static_cast<std::uint32_t>(replay_rich_.size() - 1);
+  }
+  replay_.push_back(r);
+}
+
 void TorchTraceFileReader::second_pass() {
   second_pass_ = true;
   for (Annotation& a : cpu_) {
@@ -267,7 +310,36 @@ void TorchTraceFileReader::second_pass() {
   for (const StepSpan& s : steps_) kernels_.on_step_span(s.start, s.end, s.step);
   TraceEventTokenizer tokenizer({}, {});
   bool unreadable = false;
-  read_events(tokenizer, unreadable);
+  if (replay_from_ && !replay_overflow_) {
+    // The events before the first late one read again, the rest replayed.
+    pass_limit_ = *replay_from_;
+    if (pass_limit_ > 0) read_events(tokenizer, unreadable, pass_limit_);
+    pass_limit_ = UINT64_MAX;
+    for (const Replayed& r : replay_) {
+      ParsedEvent e;
+      e.kind = r.kind;
+      e.communication = r.communication;
+      e.graph = r.graph;
+      e.gpu = r.gpu;
+      e.start = r.start;
+      e.end = r.end;
+      e.correlation = r.correlation;
+      e.external_id = r.external_id;
+      e.thread = r.thread;
+      e.offset = r.offset;
+      if (r.rich != UINT32_MAX) {
+        ParsedEvent& rich = replay_rich_[r.rich];
+        e.name = std::move(rich.name);
+        e.malformed = std::move(rich.malformed);
+        e.comm = std::move(rich.comm);
+      }
+      apply(e);
+    }
+    replay_ = {};
+    replay_rich_ = std::vector<ParsedEvent>();
+  } else {
+    read_events(tokenizer, unreadable);
+  }
   second_pass_ = false;
 }
 

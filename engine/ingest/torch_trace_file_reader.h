@@ -6,8 +6,11 @@
 //     annotations naming jobs, `ProfilerStep#N` spans, and kernels joined to
 //     the CPU span that launched them (by correlation id) as they come.
 //  2. A CPU annotation after the first runtime call breaks Kineto's order
-//     (CPU events first, then runtime calls and kernels): the file is then
-//     read a second time for the kernels, every span known.
+//     (CPU events first, then runtime calls and kernels): the kernels are
+//     then joined a second time, every span known: the events before that
+//     annotation read again, those from it on replayed from compact copies
+//     kept since (at most kReplayBytes; past that, the whole file is read
+//     again).
 //     Every GPU activity also goes to the kernel collector (the kernel
 //     view's record of the rank, with or without jobs).
 //  3. Jobs are assembled: each CPU span's interval chosen (GPU span, else
@@ -84,7 +87,9 @@ class TorchTraceFileReader {
   void on_base_time(std::string_view value);
 
   // Reading events.
-  std::string read_events(TraceEventTokenizer& tokenizer, bool& unreadable);
+  std::string read_events(TraceEventTokenizer& tokenizer, bool& unreadable,
+                          std::uint64_t stop_after = UINT64_MAX);
+  void keep_for_replay(const ParsedEvent& e);
   void apply(EventBatch& batch);
   void apply(ParsedEvent& e);
 
@@ -129,6 +134,23 @@ class TorchTraceFileReader {
   bool second_pass_ = false;
   // Every GPU activity, for the kernel view (FileResult::kernels).
   KernelCollector kernels_;
+  // The second pass's copies of the events (kernels, launches, host calls of
+  // communications) from the first late annotation or step on.
+  struct Replayed {
+    EventClass kind = EventClass::none;
+    bool communication = false;
+    bool graph = false;
+    int gpu = -1;
+    std::uint32_t rich = UINT32_MAX;  // index into replay_rich_ (their args, a call's name)
+    std::int64_t start = 0, end = 0, correlation = -1, external_id = -1, thread = -1;
+    std::uint64_t offset = 0;
+  };
+  static constexpr std::size_t kReplayBytes = std::size_t{256} << 20;
+  std::optional<std::uint64_t> replay_from_;  // byte offset of the first late event
+  bool replay_overflow_ = false;
+  std::vector<Replayed> replay_;
+  std::vector<ParsedEvent> replay_rich_;
+  std::uint64_t pass_limit_ = UINT64_MAX;  // the second pass applies events before it
   bool late_step_ = false;  // a ProfilerStep#N span after the first launch
 };
 

@@ -76,10 +76,12 @@ class BatchPool {
 /// The top-level values the tokenizer was asked for land in batch.values.
 /// Returns the message of a read that failed (std::system_error), after
 /// every batch before it was applied; nullopt when the stream was read to
-/// its end. The tokenizer's callbacks are cleared on return.
-std::optional<std::string> read_event_batches(ByteStream& stream, TraceEventTokenizer& tokenizer,
-                                              std::size_t chunk, BatchPool& pool,
-                                              const std::function<void(EventBatch&)>& parse,
-                                              const std::function<void(EventBatch&)>& apply);
+/// its end. The tokenizer's callbacks are cleared on return. With
+/// `stop_after`, reading stops once that many bytes were fed (the events of
+/// the chunk that crosses it are still parsed and applied).
+std::optional<std::string> read_event_batches(
+    ByteStream& stream, TraceEventTokenizer& tokenizer, std::size_t chunk, BatchPool& pool,
+    const std::function<void(EventBatch&)>& parse, const std::function<void(EventBatch&)>& apply,
+    std::uint64_t stop_after = UINT64_MAX);
 
 }  // namespace pipescope

@@ -597,6 +597,85 @@ TEST(TorchTraceReader, DiscoveryByNameRankAndContent) {
   EXPECT_EQ(torch_trace_rank(dir / "run/host_2.1.pt.trace.json"), 2);
 }
 
+TEST(TorchTraceReader, LateAnnotationsGiveWhatKinetosOrderGives) {
+  // The same events twice: in Kineto's order (CPU events first), and each
+  // job's host span and step span written after earlier jobs' launches and
+  // kernels, kernels of a second stream going back in time, a NCCL kernel
+  // with its host call among them. The second order makes the reader join
+  // the kernels again (the events before the first late span read again,
+  // the rest replayed); jobs and the kernel view's record must not differ.
+  std::vector<std::string> cpu, gpu, late;
+  for (int job = 0; job < 40; ++job) {
+    const int step = job / 10;
+    const std::int64_t host = 1000 + job * 100;
+    std::vector<std::string> mine;
+    if (job % 10 == 0) {
+      cpu.push_back(span("user_annotation", fmt::format("ProfilerStep#{}", step),
+                         std::to_string(host - 1), "1000"));
+    }
+    const std::string name = fmt::format("PP:0{}{}", job % 2 ? 'B' : 'F', (job % 10) / 2);
+    cpu.push_back(span("user_annotation", name, std::to_string(host), "60"));
+    cpu.push_back(span("cpu_op", "record_param_comms", std::to_string(host + 40), "10",
+                       R"({"Collective name": "send", "Dst Rank": 1})"));
+    for (int k = 0; k < 4; ++k) {
+      const std::string corr = fmt::format(R"({{"correlation": {}}})", job * 10 + k);
+      mine.push_back(span("cuda_runtime", "cudaLaunchKernel", std::to_string(host + 5 + k), "1",
+                          corr));
+    }
+    // Stream 2's kernels (odd k) written after stream 1's, earlier in time.
+    for (int k : {0, 2, 1, 3}) {
+      const std::string corr = fmt::format(R"({{"correlation": {}}})", job * 10 + k);
+      mine.push_back(span("kernel", "gemm", fmt::format("{}.5", host + 50 + k * 5), "4", corr));
+    }
+    mine.push_back(span("cuda_runtime", "cudaLaunchKernel", std::to_string(host + 45), "1",
+                        fmt::format(R"({{"correlation": {}}})", job * 10 + 9)));
+    mine.push_back(span("kernel", "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
+                        std::to_string(host + 80), "9",
+                        fmt::format(R"({{"correlation": {}}})", job * 10 + 9)));
+    gpu.insert(gpu.end(), mine.begin(), mine.end());
+    // The late order: this job's host events after the earlier jobs' GPU
+    // events, the step span after its jobs.
+    late.push_back(cpu[cpu.size() - 2]);
+    late.push_back(cpu.back());
+    if (job % 10 == 0) late.insert(late.end() - 2, cpu[cpu.size() - 3]);
+    late.insert(late.end(), mine.begin(), mine.end());
+  }
+  // Move every step span to after its step's last event.
+  std::vector<std::string> ordered_late;
+  std::vector<std::string> steps_pending;
+  for (const std::string& e : late) {
+    if (e.find("ProfilerStep#") != std::string::npos) {
+      for (const std::string& p : steps_pending) ordered_late.push_back(p);
+      steps_pending = {e};
+      continue;
+    }
+    ordered_late.push_back(e);
+  }
+  for (const std::string& p : steps_pending) ordered_late.push_back(p);
+  std::vector<std::string> kineto = cpu;
+  kineto.insert(kineto.end(), gpu.begin(), gpu.end());
+  TempDir dir;
+  const FileResult a = read(dir.write("a.pt.trace.json", trace(kineto)));
+  const FileResult b = read(dir.write("b.pt.trace.json", trace(ordered_late)));
+  EXPECT_EQ(jobs_of(a), jobs_of(b));
+  EXPECT_EQ(jobs_of(a).size(), 40u);
+  ASSERT_TRUE(a.kernels && b.kernels);
+  EXPECT_EQ(a.kernels->compute, b.kernels->compute);
+  ASSERT_EQ(a.kernels->comm.size(), 40u);
+  ASSERT_EQ(b.kernels->comm.size(), 40u);
+  for (std::size_t i = 0; i < 40; ++i) {
+    EXPECT_EQ(a.kernels->comm[i].p2p, (std::vector<PeerOp>{{CommOp::send, 1}}));
+    EXPECT_EQ(b.kernels->comm[i].p2p, a.kernels->comm[i].p2p);
+    EXPECT_EQ(b.kernels->comm[i].step, a.kernels->comm[i].step);
+  }
+  ASSERT_EQ(a.kernels->steps.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(b.kernels->steps[i].step, a.kernels->steps[i].step);
+    EXPECT_EQ(b.kernels->steps[i].first_start, a.kernels->steps[i].first_start);
+    EXPECT_EQ(b.kernels->steps[i].last_end, a.kernels->steps[i].last_end);
+  }
+}
+
 TEST(TorchTraceReader, EveryHostsTracesInOneFolderAreOneMachinePerHost) {
   // Megatron's one --tensorboard-dir: torch.profiler names each file
   // <host>_<pid>.<stamp>.pt.trace.json. Hosts may hold '_'; node_10 comes
