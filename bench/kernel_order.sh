@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The kernel view's reading of a trace whose activities are not in time
 # order: one rank's PyTorch profiler trace of a labelled 1F1B run (1,920
-# jobs of 120 kernels on two compute streams, 16 steps), each job's host span
-# followed by its launches and kernels, a stream at a time (Kineto writes per
-# buffer and stream, not in global time order: every job's second stream
-# goes back in time, and the host spans among the kernels make the reader
-# read the file twice). Then, on the same file from the page cache:
+# jobs of 120 kernels on two compute streams), each job's host span followed
+# by its launches and its first stream's kernels, the second stream's kernels
+# of the whole step after the step's jobs (Kineto writes per buffer and
+# stream, not in global time order: that buffer goes back a whole step in
+# time), and each step's ProfilerStep#N span after its jobs (the host spans
+# among the kernels make the reader join the kernels a second time). Then, on the same file from the page cache:
 # `pipescope analyze --no-trace -q` and Python's json.load, as
 # bench/trace_reading.sh times them. Quadratic merging read 48 MB in 4.8 s on
 # 2 cores; the goal is the in-order rate (at most 65 ms wall for 48 MB).
@@ -41,6 +42,7 @@ with open(out, "w") as f:
     while size < limit:
         jobs = [("F", m) for m in range(MICRO)] + [("B", m) for m in range(MICRO)]
         step_start = t
+        late_stream = []  # the second stream's buffer, written after the step's jobs
         blocks = []
         for kind, mb in jobs:
             host = t
@@ -56,11 +58,14 @@ with open(out, "w") as f:
                 streams[stream].append(ev("kernel", "sm90_xmma_gemm_%d" % k, start, 4_000,
                                           '"correlation": %d, "stream": %d' % (corr + 1 + k, stream),
                                           tid=stream, pid=0))
-            for line in events + launches + streams[13] + streams[21]:
+            for line in events + launches + streams[13]:
                 put(line)
+            late_stream.extend(streams[21])
             corr += KERNELS + 1
             t = gpu + KERNELS * 3_000 + 10_000
             job += 1
+        for line in late_stream:
+            put(line)
         put(ev("user_annotation", "ProfilerStep#%d" % step, step_start - 1_000,
                t - step_start + 2_000, '"External id": %d' % corr))
         corr += 1

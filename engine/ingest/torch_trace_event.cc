@@ -82,7 +82,7 @@ std::optional<std::string_view> quick_string(std::string_view event, std::string
     }
     // A key inside "args" (after a '{' past the event's own) is not the
     // event's: leave it to the full parse.
-    if (event.find('{', 1) < at) return std::nullopt;
+    if (event.substr(1, at - 1).find('{') != std::string_view::npos) return std::nullopt;
     ++j;
     while (j < event.size() &&
            (event[j] == ' ' || event[j] == '\n' || event[j] == '\t' || event[j] == '\r')) {
