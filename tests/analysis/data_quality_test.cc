@@ -110,6 +110,27 @@ TEST(DataQuality, Overlap) {
   EXPECT_EQ(only(warnings, "nonpositive_length").device, 0);
 }
 
+TEST(DataQuality, CommunicationJobsOverlapNothing) {
+  // torch.distributed.pipelining's sends and receives run on streams of
+  // their own beside compute: a recv under a forward, a send under the next
+  // backward and two sends at once raise no overlap. A forward that starts
+  // inside a backward still does, a send between them notwithstanding.
+  pipescope::Run run;
+  add_job(run, 0, "forward", 0, 0, 10);
+  add_job(run, 0, "recv_forward", 1, 2, 12);
+  add_job(run, 0, "send_forward", 0, 10, 30);
+  add_job(run, 0, "send_backward", 0, 11, 20);
+  add_job(run, 0, "backward", 0, 12, 22);
+  add_job(run, 0, "send_forward", 1, 21, 40);
+  add_job(run, 0, "forward", 1, 21, 31);
+  run.finalize();
+  const std::vector<Warning> warnings = check(run);
+  EXPECT_EQ(codes(warnings), (std::vector<std::string>{"overlap"}));
+  EXPECT_EQ(only(warnings, "overlap").count, 1u);
+  EXPECT_NE(only(warnings, "overlap").message.find("forward mb1"), std::string::npos)
+      << only(warnings, "overlap").message;
+}
+
 TEST(DataQuality, OverlapOfJobsAddedOutOfOrder) {
   // Added as [5,15) (line 1) then [0,10) (line 2). In start order [5,15)
   // comes second and starts before [0,10) ends: it is the one overlap, named

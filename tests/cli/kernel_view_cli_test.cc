@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -149,6 +150,45 @@ TEST(KernelViewCli, ALoneRanksNcclKernelsAreTheWarningCase) {
     warned = warned || std::string_view(w["code"]) == "comm_kernels_without_peers";
   }
   EXPECT_TRUE(warned);
+}
+
+// The one rank rule: without distributedInfo, a trace takes its CUDA device
+// on its machine (rank 1's kernels ran on device 1: it is rank 1, said in
+// rank_source and a note, even though its file sorts first); two traces
+// that claim one rank are refused, naming both.
+TEST(KernelViewCli, RanksWithoutDistributedInfoAndTwoClaimsOfOne) {
+  TempDir dir;
+  std::string no_info = kRank1;
+  no_info.replace(no_info.find(R"("distributedInfo": {"rank": 1, "world_size": 2},)"),
+                  std::string_view(R"("distributedInfo": {"rank": 1, "world_size": 2},)").size(),
+                  "");
+  for (const char* corr : {R"("correlation": 11})", R"("correlation": 13})"}) {
+    const std::string with_device = std::string(corr, std::strlen(corr) - 1) + R"(, "device": 1})";
+    no_info.replace(no_info.rfind(corr), std::strlen(corr), with_device);  // the kernel's
+  }
+  dir.write("run/a.pt.trace.json", no_info);  // sorts before b: once taken as rank 0
+  dir.write("run/b.pt.trace.json", kRank0);
+  const CommandResult r =
+      run_cli("analyze " + shell_quote(dir / "run") + " --no-trace -o " + shell_quote(dir / "out"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("a.pt.trace.json is rank 1 by device"), std::string::npos) << r.output;
+  simdjson::dom::parser parser;
+  simdjson::dom::element s;
+  ASSERT_EQ(parser.load(dir / "out/summary.json").get(s), simdjson::SUCCESS);
+  const simdjson::dom::element r1 = s["kernel_view"]["ranks"].at(1);
+  EXPECT_EQ(std::string_view(r1["rank_source"]), "device");
+  EXPECT_NE(std::string_view(r1["path"]).find("a.pt.trace.json"), std::string_view::npos);
+  EXPECT_EQ(at(r1, "compute_ns"), 350'000);
+  EXPECT_EQ(std::string_view(s["kernel_view"]["ranks"].at(0)["rank_source"]), "distributed_info");
+
+  TempDir twice;
+  twice.write("run/a.pt.trace.json", kRank0);
+  twice.write("other/b.pt.trace.json", kRank0);
+  const CommandResult refused = run_cli("analyze " + shell_quote(twice / "run/a.pt.trace.json") +
+                                        " " + shell_quote(twice / "other/b.pt.trace.json") +
+                                        " --no-trace -q -o " + shell_quote(twice / "out"));
+  EXPECT_EQ(refused.status, 2) << refused.output;
+  EXPECT_NE(refused.output.find("both claim rank 0"), std::string::npos) << refused.output;
 }
 
 }  // namespace

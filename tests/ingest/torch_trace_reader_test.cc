@@ -597,6 +597,24 @@ TEST(TorchTraceReader, DiscoveryByNameRankAndContent) {
   EXPECT_EQ(torch_trace_rank(dir / "run/host_2.1.pt.trace.json"), 2);
 }
 
+TEST(TorchTraceReader, JobsBeforeTheFirstStepSpanAreTheStepBefore) {
+  // The profiler started mid-step: ProfilerStep#5's span is not in the
+  // trace, only its last jobs. They are step 5, as the profiler numbers it,
+  // and the next ones step 6 (not 6 and 7).
+  TempDir dir;
+  const std::string path =
+      dir.write("r.pt.trace.json", trace({
+                                       span("user_annotation", "PP:0B3", "10", "5"),
+                                       span("user_annotation", "ProfilerStep#6", "100", "200"),
+                                       span("user_annotation", "PP:0F0", "110", "5"),
+                                       span("user_annotation", "PP:0B0", "150", "5"),
+                                   }));
+  const FileResult r = read(path);
+  ASSERT_TRUE(r.first_step.has_value());
+  EXPECT_EQ(*r.first_step, 5);
+  EXPECT_EQ(r.stats.matched, 3u);
+}
+
 TEST(TorchTraceReader, LateAnnotationsGiveWhatKinetosOrderGives) {
   // The same events twice: in Kineto's order (CPU events first), and each
   // job's host span and step span written after earlier jobs' launches and
@@ -619,8 +637,8 @@ TEST(TorchTraceReader, LateAnnotationsGiveWhatKinetosOrderGives) {
                        R"({"Collective name": "send", "Dst Rank": 1})"));
     for (int k = 0; k < 4; ++k) {
       const std::string corr = fmt::format(R"({{"correlation": {}}})", job * 10 + k);
-      mine.push_back(span("cuda_runtime", "cudaLaunchKernel", std::to_string(host + 5 + k), "1",
-                          corr));
+      mine.push_back(
+          span("cuda_runtime", "cudaLaunchKernel", std::to_string(host + 5 + k), "1", corr));
     }
     // Stream 2's kernels (odd k) written after stream 1's, earlier in time.
     for (int k : {0, 2, 1, 3}) {
