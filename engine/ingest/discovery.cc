@@ -207,7 +207,8 @@ Machine folder_machine(const fs::path& folder, std::vector<InputFile> ranks);
 /// The process that wrote a PyTorch trace, from the name torch.profiler's
 /// tensorboard_trace_handler gives it: `<host>_<pid>.<stamp>.pt.trace.json`
 /// (`.gz`), the host being the text before the last `_` ahead of the pid
-/// (host names may hold `_`); nullopt for any other name.
+/// (host names may hold `_`), the stamp the time in ms or ns; nullopt for
+/// any other name.
 struct TraceWorker {
   std::string host;
   std::string process;  // host_pid
@@ -224,8 +225,13 @@ std::optional<TraceWorker> trace_worker(const fs::path& path) {
     return !t.empty() &&
            std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
   };
+  // The stamp is the time the handler wrote the file: ms since the epoch (13
+  // digits) or ns (19). Fewer digits are some other naming (`rank-0.1102`).
   const std::size_t dot = name.rfind('.');
-  if (dot == std::string::npos || !digits(std::string_view(name).substr(dot + 1))) return {};
+  if (dot == std::string::npos || !digits(std::string_view(name).substr(dot + 1)) ||
+      name.size() - dot - 1 < 12) {
+    return {};
+  }
   const std::string worker = name.substr(0, dot);
   const std::size_t underscore = worker.rfind('_');
   if (underscore == std::string::npos || underscore == 0 ||
