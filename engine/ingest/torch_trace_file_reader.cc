@@ -267,7 +267,8 @@ void TorchTraceFileReader::on_kernel(std::int64_t correlation, std::int64_t star
 /// Keeps a compact copy of a kernel, launch or host call for the second
 /// pass (their args and names only for communication kernels and calls, which
 /// are few); past kReplayBytes, nothing more is kept and the second pass
-/// reads the whole file again.
+/// reads the whole file again. A replayed event's offset is not kept: the
+/// second pass writes no diagnostic.
 void TorchTraceFileReader::keep_for_replay(const ParsedEvent& e) {
   if ((replay_.size() + 1) * sizeof(Replayed) > kReplayBytes) {
     replay_overflow_ = true;
@@ -285,7 +286,6 @@ void TorchTraceFileReader::keep_for_replay(const ParsedEvent& e) {
   r.correlation = e.correlation;
   r.external_id = e.external_id;
   r.thread = e.thread;
-  r.offset = e.offset;
   if (e.comm || e.kind == EventClass::comm_call || !e.malformed.empty()) {
     ParsedEvent& rich = replay_rich_.emplace_back();
     rich.name = e.name;
@@ -326,7 +326,6 @@ void TorchTraceFileReader::second_pass() {
       e.correlation = r.correlation;
       e.external_id = r.external_id;
       e.thread = r.thread;
-      e.offset = r.offset;
       if (r.rich != UINT32_MAX) {
         ParsedEvent& rich = replay_rich_[r.rich];
         e.name = std::move(rich.name);
