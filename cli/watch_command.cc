@@ -52,9 +52,14 @@ struct WatchOptions : RunInputOptions {
   bool quiet = false;
 };
 
-volatile std::sig_atomic_t g_stop = 0;
+volatile std::sig_atomic_t g_stop = 0;  // the signal that stops the watch; 0: none
 
-void on_stop_signal(int) { g_stop = 1; }
+void on_stop_signal(int signal) { g_stop = signal; }
+
+/// The stop signal's name, for messages.
+const char* stop_signal_name() {
+  return g_stop == SIGINT ? "SIGINT (Ctrl-C)" : g_stop == SIGTERM ? "SIGTERM" : "a signal";
+}
 
 /// SIGINT and SIGTERM end the watch (the final pass still runs); without
 /// SA_RESTART, so a wait in poll(2) returns at once.
@@ -143,17 +148,25 @@ int final_pass(const WatchOptions& options, const LoadOptions& load) {
 
 /// The inputs, once there: a watch started before the job wrote its first log
 /// waits for it (the paths missing, or a folder without inputs yet), up to
-/// --wait-for-input seconds, saying so once; then the discovery error (exit 2).
-/// Any other discovery error ends it at once.
+/// --wait-for-input seconds, saying at once what it waits for (a path that
+/// does not exist is named: a typo shows then, not minutes later); then the
+/// discovery error (exit 2). A stop signal ends the wait with what happened;
+/// any other discovery error ends it at once.
 std::vector<InputFile> wait_for_inputs(const WatchOptions& options, const LoadOptions& load) {
-  const auto deadline = Clock::now() + std::chrono::milliseconds(
-                                           static_cast<long long>(options.wait_for_input_s * 1000));
+  const auto began = Clock::now();
+  const auto deadline =
+      began + std::chrono::milliseconds(static_cast<long long>(options.wait_for_input_s * 1000));
+  std::string missing;  // a path that does not exist
   bool said = false;
   while (true) {
     std::string why;
+    missing.clear();
     for (const std::string& path : options.paths) {
       std::error_code ec;
-      if (!fs::exists(path, ec)) why = fmt::format("{}: no such file or folder", path);
+      if (!fs::exists(path, ec)) {
+        why = fmt::format("{}: no such file or folder", path);
+        missing = path;
+      }
     }
     if (why.empty()) {
       try {
@@ -164,14 +177,29 @@ std::vector<InputFile> wait_for_inputs(const WatchOptions& options, const LoadOp
         why = e.what();
       }
     }
-    if (Clock::now() >= deadline || g_stop != 0) {
+    if (g_stop != 0) {
+      const double waited = std::chrono::duration<double>(Clock::now() - began).count();
+      throw InputError(
+          fmt::format("stopped by {} after {:.1f} s of waiting, before any input "
+                      "appeared: {}",
+                      stop_signal_name(), waited, why));
+    }
+    if (Clock::now() >= deadline) {
       throw InputError(fmt::format("no input appeared within {} s (--wait-for-input): {}",
                                    options.wait_for_input_s, why));
     }
     if (!said && !options.quiet) {
-      fmt::print(stderr,
-                 "pipescope: waiting for the first input ({}), up to {} s (--wait-for-input)\n",
-                 why, options.wait_for_input_s);
+      if (!missing.empty()) {
+        fmt::print(stderr,
+                   "pipescope: {} does not exist (yet): waiting up to {} s for it to appear "
+                   "(--wait-for-input; check the path, or Ctrl-C to stop)\n",
+                   missing, options.wait_for_input_s);
+      } else {
+        fmt::print(stderr,
+                   "pipescope: waiting for the first input ({}), up to {} s "
+                   "(--wait-for-input; Ctrl-C to stop)\n",
+                   why, options.wait_for_input_s);
+      }
       said = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(

@@ -192,7 +192,8 @@ TEST(WatchCli, StartedBeforeTheLogsItWaitsForThemThenGivesUp) {
   const CommandResult r = run_command("bash -c " + shell_quote(script));
   EXPECT_NE(r.output.find("rc=0"), std::string::npos) << r.output;
   const std::string printed = read_file(dir / "stdout");
-  EXPECT_NE(printed.find("waiting for the first input"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("later does not exist (yet): waiting up to 600 s"), std::string::npos)
+      << printed;
   EXPECT_NE(printed.find("step 2  window"), std::string::npos) << printed;
   // Nothing ever comes: exit 2 after the bound, saying why.
   const CommandResult none =
@@ -248,6 +249,19 @@ TEST(WatchCli, RefusesInputsItCannotFollow) {
   EXPECT_NE(missing.output.find("no input appeared within 0.2 s (--wait-for-input)"),
             std::string::npos)
       << missing.output;
+  // Said at once that the path does not exist; a Ctrl-C during the wait says
+  // what happened, not that the wait ran out.
+  EXPECT_NE(missing.output.find("nothing does not exist (yet): waiting up to 0.2 s"),
+            std::string::npos)
+      << missing.output;
+  const CommandResult stopped =
+      testing::run_command("timeout --preserve-status -s INT 0.5 " + std::string(PIPESCOPE_CLI) +
+                           " watch " + shell_quote(dir / "typo") + " --wait-for-input 600 2>&1");
+  EXPECT_EQ(stopped.status, 2) << stopped.output;
+  EXPECT_NE(stopped.output.find("stopped by SIGINT (Ctrl-C) after"), std::string::npos)
+      << stopped.output;
+  EXPECT_NE(stopped.output.find("before any input appeared"), std::string::npos) << stopped.output;
+  EXPECT_EQ(stopped.output.find("within 600 s"), std::string::npos) << stopped.output;
   // Nor does it write its outputs into a folder it watches (each look would
   // search them with the logs).
   ASSERT_EQ(run_cli("simulate --steps 2 -o " + shell_quote(dir / "logs")).status, 0);
