@@ -17,7 +17,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${BUILD_DIR:-$here/build}
 jobs=${JOBS:-$(nproc)}
 
-# Every package the project builds, tests and benchmarks with (Debian 12).
+# Every package the project builds with (Debian 12): all `demo` installs.
 packages=(
   build-essential cmake pkg-config python3
   ccache  # CI builds the engine four times (release, ASan, TSan, fuzz): a warm cache makes a rerun minutes
@@ -25,6 +25,9 @@ packages=(
   libgtest-dev libbenchmark-dev zlib1g-dev libzstd-dev
   libre2-dev  # --job-pattern and log events' captures: linear-time regular expressions
   libprotobuf-dev protobuf-compiler  # trace.pftrace (Perfetto protobuf)
+)
+# What the other commands add: the tests', the benchmarks' and the package's.
+full_packages=(
   libopenmpi-dev openmpi-bin  # analyze --mpi and its mpirun tests
   chromium  # headless, renders the HTML report in its tests
   python3-websocket  # drives chromium through the DevTools protocol (tests/browser/)
@@ -50,6 +53,23 @@ if command -v ccache >/dev/null 2>&1 && [ -z "${PIPESCOPE_NO_CCACHE:-}" ]; then
   export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
   export CMAKE_C_COMPILER_LAUNCHER=${CMAKE_C_COMPILER_LAUNCHER:-ccache}
 fi
+
+# configure DIR ARGS...: cmake for DIR from this tree. A DIR whose cache
+# names another source tree (a build folder copied with the tree) is
+# configured afresh, said once, rather than stopping on CMake's error.
+configure() {
+  local dir=$1
+  shift
+  if [ -f "$dir/CMakeCache.txt" ]; then
+    local home
+    home=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$dir/CMakeCache.txt")
+    if [ -n "$home" ] && [ "$(cd "$home" 2>/dev/null && pwd -P)" != "$(cd "$here" && pwd -P)" ]; then
+      echo "note: $dir was configured for $home; configuring it afresh for $here" >&2
+      rm -rf "$dir/CMakeCache.txt" "$dir/CMakeFiles"
+    fi
+  fi
+  cmake -S "$here" -B "$dir" "$@"
+}
 
 install_missing() {
   local missing=()
@@ -86,7 +106,7 @@ without_hyperscan() {
   dpkg-query -W -f='${Status}' libhyperscan-dev 2>/dev/null | grep -q "install ok installed" ||
     return 0
   local nohs=${build_dir}-nohs
-  cmake -S "$here" -B "$nohs" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_HYPERSCAN=OFF \
+  configure "$nohs" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_HYPERSCAN=OFF \
     -DPIPESCOPE_BUILD_TESTS=OFF -DPIPESCOPE_BUILD_BENCH=OFF > /dev/null
   cmake --build "$nohs" -j "$jobs" --target pipescope
   bash "$here/tests/reference/check_without_hyperscan.sh" "$build_dir/cli/pipescope" \
@@ -100,7 +120,7 @@ without_hyperscan() {
 # test installs it into a scratch root and uses it from there.
 package() {
   local deb_dir=${build_dir}-deb
-  cmake -S "$here" -B "$deb_dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
+  configure "$deb_dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
     -DPIPESCOPE_BUILD_TESTS=OFF -DPIPESCOPE_BUILD_BENCH=OFF -DPIPESCOPE_MAN_PAGE=ON > /dev/null
   cmake --build "$deb_dir" -j "$jobs"
   rm -f "$deb_dir"/pipescope_*.deb
@@ -109,7 +129,7 @@ package() {
 
 # build [TARGET]: configure and build everything, or one target.
 build() {
-  cmake -S "$here" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release
+  configure "$build_dir" -DCMAKE_BUILD_TYPE=Release
   cmake --build "$build_dir" -j "$jobs" ${1:+--target "$1"}
 }
 
@@ -136,7 +156,7 @@ sanitize_one() {
       tbb_dir=${TSAN_TBB_DIR:-$(JOBS=$jobs bash "$here/scripts/tsan_tbb.sh" | tail -n 1)}
       ;;
   esac
-  cmake -S "$here" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  configure "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g -fno-omit-frame-pointer $flags" \
     -DCMAKE_EXE_LINKER_FLAGS="$flags" -DPIPESCOPE_BUILD_BENCH=OFF \
     -DPIPESCOPE_PYTHON_TESTS=OFF -DPIPESCOPE_MPI=OFF ${tbb_dir:+-DTBB_DIR="$tbb_dir"}
@@ -163,13 +183,14 @@ sanitize_one() {
 
 case "${1:-}" in
   demo)
-    install_missing
+    install_missing  # the build's packages only: no browser, MPI or packaging tools
     build pipescope
     "$build_dir/cli/pipescope" analyze "$here/testdata/multi" -o "$here/pipescope-out"
     echo
     echo "Open $here/pipescope-out/trace.json in https://ui.perfetto.dev or chrome://tracing."
     ;;
   test)
+    packages+=("${full_packages[@]}")
     install_missing
     install_optional
     build
@@ -178,17 +199,19 @@ case "${1:-}" in
     without_hyperscan
     ;;
   build)
+    packages+=("${full_packages[@]}")
     install_missing
     build
     ;;
   package)
+    packages+=("${full_packages[@]}")
     install_missing
     package
     ;;
   sanitize)
     # scripts/tsan_tbb.sh fetches oneTBB's source with apt-get source (from https
     # sources too) and unpacks its .tar.xz.
-    packages+=(ca-certificates xz-utils)
+    packages+=("${full_packages[@]}" ca-certificates xz-utils)
     install_missing
     for kind in ${2:-asan tsan}; do sanitize_one "$kind"; done
     ;;
