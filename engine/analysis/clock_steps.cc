@@ -50,13 +50,24 @@ std::vector<std::size_t> written_order(const Device& device, const TypeKinds& ki
   return order;
 }
 
+/// Whether `job`, after `previous` in line order, jumps back as only a clock
+/// can: by `min_step` or more before the latest end so far, and to before
+/// `previous` started, or after a `previous` that ends before it starts (the
+/// step fell inside it). A shorter jump back is an overlap, which one
+/// device's timer can give (docs/guide.md, "Clock steps").
+bool clock_jumps_back(const Job& job, const Job& previous, std::int64_t latest_end,
+                      std::int64_t min_step) {
+  return job.start_ns < latest_end - min_step &&
+         (job.start_ns < previous.start_ns || previous.end_ns < previous.start_ns);
+}
+
 std::optional<BackJump> first_back_jump(const Device& device, const std::vector<std::size_t>& order,
                                         std::int64_t min_step) {
   std::int64_t latest_end = std::numeric_limits<std::int64_t>::min();
   std::size_t latest = 0;
   for (std::size_t k = 0; k < order.size(); ++k) {
     const Job& job = device.jobs[order[k]];
-    if (k > 0 && job.start_ns < latest_end - min_step) {
+    if (k > 0 && clock_jumps_back(job, device.jobs[order[k - 1]], latest_end, min_step)) {
       BackJump jump{job.line, latest_end - job.start_ns, latest, order[k], std::nullopt};
       if (const Job& before = device.jobs[order[k - 1]]; before.end_ns < before.start_ns) {
         jump.cut_job = order[k - 1];
@@ -124,7 +135,7 @@ std::size_t back_jumps(const Device& device, const std::vector<std::size_t>& ord
   std::int64_t latest_end = std::numeric_limits<std::int64_t>::min();
   for (std::size_t k = 0; k < order.size(); ++k) {
     const Job& job = device.jobs[order[k]];
-    if (k > 0 && job.start_ns < latest_end - min_step) {
+    if (k > 0 && clock_jumps_back(job, device.jobs[order[k - 1]], latest_end, min_step)) {
       ++n;
       latest_end = job.start_ns;  // on from the new clock
     }

@@ -113,7 +113,7 @@ Warning clock_step_warning(const Run& run, const ClockStep& step, std::int64_t o
                       machine_label_of(run, step.machine), step.size_ns < 0 ? "back" : "forward",
                       format_duration(std::llabs(step.size_ns)), offset_from(origin, step.at_ns),
                       step.size_ns < 0
-                          ? "jobs that start before the previous one ended"
+                          ? "jobs that start before the previous one started"
                           : "a job or a gap that much longer than usual, and the machine's steps "
                             "beginning that much later than the other machines' from then on",
                       step.jobs, step.size_ns < 0 ? "later" : "earlier"),

@@ -114,6 +114,37 @@ TEST(ClockSteps, AnOverlapOnOneDeviceOnlyIsNoClockStep) {
   }
 }
 
+TEST(ClockSteps, AJumpBackShorterThanTheJobItOverlapsIsAnOverlap) {
+  // Paddle's design notes: Job (3) forward [213.760986, 254.006104] ms and
+  // Job (4) [214.742920, 219.168945] ms, as the old host timer wrote them, on
+  // a machine of one device. Job 4 starts 39.263 ms before job 3 ended, but
+  // after it started: an overlap one device's timer gives, no clock step.
+  pipescope::Run run;
+  device_at(run, 0).machine = 0;
+  const std::int64_t base = 1'697'793'307'000 * ms;
+  add_job(run, 0, "forward", 2, base + 213'760'986, base + 254'006'104);
+  add_job(run, 0, "backward", 0, base + 214'742'920, base + 219'168'945);
+  for (int k = 0; k < 3; ++k) {
+    const std::int64_t at = base + 260 * ms + k * 40 * ms;
+    add_job(run, 0, "forward", 0, at, at + 10 * ms);
+    add_job(run, 0, "backward", 0, at + 12 * ms, at + 30 * ms);
+  }
+  run.finalize();
+  EXPECT_TRUE(undo_clock_steps(run, {}).empty());
+  // The same jump back past where the job before started: a step.
+  pipescope::Run stepped;
+  device_at(stepped, 0).machine = 0;
+  add_job(stepped, 0, "forward", 2, base + 213 * ms, base + 254 * ms);
+  add_job(stepped, 0, "backward", 0, base + 200 * ms, base + 205 * ms);
+  for (int k = 0; k < 3; ++k) {
+    const std::int64_t at = base + 210 * ms + k * 40 * ms;
+    add_job(stepped, 0, "forward", 0, at, at + 10 * ms);
+    add_job(stepped, 0, "backward", 0, at + 12 * ms, at + 30 * ms);
+  }
+  stepped.finalize();
+  EXPECT_EQ(undo_clock_steps(stepped, {}).size(), 1u);
+}
+
 TEST(ClockSteps, OverlapsBelowTheThresholdAreNoise) {
   pipescope::Run run;
   add_device(run, 0, 0, 4, 0, 0);
