@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <tuple>
+#include <utility>
 
 #include "numeric/statistics.h"
 #include "numeric/units.h"
@@ -20,6 +22,54 @@ std::string signed_seconds(std::int64_t ns) {
   const std::int64_t a = ns < 0 ? -ns : ns;
   const std::int64_t ms = (a + 500'000) / 1'000'000;  // rounded half up to the ms
   return fmt::format("{}{}.{:03} s", sign, ms / 1000, ms % 1000);
+}
+
+/// The events that explain step `s` though their window is the step
+/// before: on each device, those between its last job of that step and its
+/// first job of `s` (a checkpoint the last stage saves once its part of the
+/// step is done starts inside the step's window, but delays the next step;
+/// docs/guide.md, "Log events"), in time order. Empty where the devices'
+/// job steps are not at hand.
+std::vector<EventRef> events_between_steps(const Run& run, const Metrics& metrics, std::size_t s) {
+  std::vector<std::pair<std::int64_t, EventRef>> found;
+  if (s == 0) return {};
+  const std::size_t previous = s - 1;
+  if (metrics.steps[previous].end_ns > metrics.steps[s].start_ns) return {};  // not consecutive
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const Device& device = run.devices[d];
+    if (device.events.empty() || d >= metrics.job_step.size() ||
+        metrics.job_step[d].size() != device.jobs.size()) {
+      continue;
+    }
+    std::int64_t last_end = std::numeric_limits<std::int64_t>::min();
+    std::int64_t first_start = std::numeric_limits<std::int64_t>::max();
+    for (std::size_t i = 0; i < device.jobs.size(); ++i) {
+      const std::int32_t step = metrics.job_step[d][i];
+      if (step == static_cast<std::int32_t>(previous)) {
+        last_end = std::max(last_end, device.jobs[i].end_ns);
+      } else if (step == static_cast<std::int32_t>(s)) {
+        first_start = std::min(first_start, device.jobs[i].start_ns);
+      }
+    }
+    if (last_end == std::numeric_limits<std::int64_t>::min() ||
+        first_start == std::numeric_limits<std::int64_t>::max()) {
+      continue;
+    }
+    // Only those inside the step before's window: the rest are the step's already.
+    const std::int64_t to = std::min(first_start, metrics.steps[previous].end_ns);
+    for (std::size_t e = 0; e < device.events.size(); ++e) {
+      const LogEvent& event = device.events[e];
+      if (event.time_kind == EventTime::unplaced) continue;
+      if (event.time_ns >= last_end && event.time_ns < to) found.push_back({event.time_ns, {d, e}});
+    }
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first, a.second.device, a.second.event) <
+           std::tie(b.first, b.second.device, b.second.event);
+  });
+  std::vector<EventRef> out;
+  for (const auto& [time, ref] : found) out.push_back(ref);
+  return out;
 }
 
 }  // namespace
@@ -108,7 +158,9 @@ StepEvents place_step_events(const Run& run, const Metrics& metrics) {
     const bool bubble = w.bubble_ratio - out.median_bubble > bubble_spread;
     if (!slow && !bubble) continue;
     OutlierStep outlier{s, extra, slow, bubble, {}};
-    outlier.events = out.before_step[s];
+    outlier.events = events_between_steps(run, metrics, s);
+    outlier.events.insert(outlier.events.end(), out.before_step[s].begin(),
+                          out.before_step[s].end());
     outlier.events.insert(outlier.events.end(), out.in_step[s].begin(), out.in_step[s].end());
     out.outliers.push_back(std::move(outlier));
   }

@@ -102,5 +102,39 @@ TEST(StepEvents, IncompleteStepsAreNeverOutliersAndFewStepsHaveNone) {
   EXPECT_TRUE(place_step_events(run, m).outliers.empty());
 }
 
+TEST(StepEvents, AnEventBetweenADevicesStepsExplainsTheNextStep) {
+  // 1F1B's last stage ends step 13 first: its checkpoint save starts inside
+  // step 13's window (1350-1450 ms) at 1420 ms, after its last job of step
+  // 13 (ending 1400 ms) and before its first of step 14 (1500 ms), and it is
+  // step 14 that it delays. Its window stays step 13's; it explains step 14
+  // too. Device 0's event at 1380 ms, before its own last job of step 13
+  // ends, explains nothing more.
+  pipescope::Run run = run_with_events();
+  const Metrics steps = eight_steps();
+  Metrics m = steps;
+  m.job_step.resize(2);
+  const auto job = [&](std::size_t d, std::int64_t from, std::int64_t to, std::int32_t step) {
+    Job j;
+    j.start_ns = from * kMs;
+    j.end_ns = to * kMs;
+    run.devices[d].jobs.push_back(j);
+    m.job_step[d].push_back(step);
+  };
+  job(0, 1360, 1440, 3);
+  job(0, 1460, 1500, 4);
+  job(1, 1350, 1400, 3);
+  job(1, 1500, 1600, 4);
+  run.devices[0].events.push_back(at(0, 1380));  // during its job of step 13
+  run.devices[1].events.push_back(at(0, 1420));  // the last stage's checkpoint
+  const StepEvents e = place_step_events(run, m);
+  EXPECT_EQ(e.in_step[3], (std::vector<EventRef>{{0, 3}, {1, 5}}));  // placed by window
+  ASSERT_FALSE(e.outliers.empty());
+  EXPECT_EQ(e.outliers[0].step, 4u);
+  EXPECT_EQ(e.outliers[0].events, (std::vector<EventRef>{{1, 5}, {0, 2}, {1, 1}}));
+  // Without the devices' job steps, by window alone, as before.
+  const StepEvents by_window = place_step_events(run, steps);
+  EXPECT_EQ(by_window.outliers[0].events, (std::vector<EventRef>{{0, 2}, {1, 1}}));
+}
+
 }  // namespace
 }  // namespace pipescope
