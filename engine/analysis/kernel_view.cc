@@ -170,7 +170,7 @@ std::vector<std::vector<std::vector<KernelRef>>> find_peers(
       }
       const std::int64_t step = c.step.value_or(kNoStep);
       if (c.op == CommOp::collective && !ranks_of(c).empty()) {
-        const std::string g = c.group_name.empty() ? group_key(c) : c.group_name;
+        const std::string g = group_key(c);
         by_call[{g, c.collective, step, calls[{g, c.collective, step}]++}].push_back({r, i});
       } else if (c.op == CommOp::point_to_point) {
         // Each operation is counted on its own: a batched kernel's send and
