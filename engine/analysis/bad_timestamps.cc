@@ -3,7 +3,9 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 
 namespace pipescope {
 
@@ -78,6 +80,43 @@ std::vector<BadTimestamp> leave_out_bad_timestamps(Device& device, std::size_t p
   std::sort(bad.begin(), bad.end(),
             [](const BadTimestamp& a, const BadTimestamp& b) { return a.line < b.line; });
   return bad;
+}
+
+void UntimedJobs::add_type(std::string_view name) {
+  for (auto& slot : types) {
+    const std::string_view held(slot.data(), ::strnlen(slot.data(), slot.size()));
+    if (held.empty()) {
+      const std::size_t n = std::min(name.size(), slot.size() - 1);
+      std::copy_n(name.data(), n, slot.data());
+      return;
+    }
+    if (held == name.substr(0, slot.size() - 1)) return;
+  }
+  more_types = true;
+}
+
+std::vector<std::string> UntimedJobs::type_names() const {
+  std::vector<std::string> out;
+  for (const auto& slot : types) {
+    if (slot[0] != '\0') out.emplace_back(slot.data(), ::strnlen(slot.data(), slot.size()));
+  }
+  return out;
+}
+
+UntimedJobs leave_out_untimed_jobs(Device& device, const TypeTable& types) {
+  UntimedJobs out;
+  const auto untimed = [](const Job& job) { return job.start_ns == 0 && job.end_ns == 0; };
+  if (std::none_of(device.jobs.begin(), device.jobs.end(), untimed)) return out;
+  std::uint32_t first_line = UINT32_MAX;
+  for (const Job& job : device.jobs) {
+    if (!untimed(job)) continue;
+    ++out.count;
+    first_line = std::min(first_line, job.line);
+    if (job.type < types.size()) out.add_type(types.name(job.type));
+  }
+  out.first_line = first_line;
+  std::erase_if(device.jobs, untimed);
+  return out;
 }
 
 }  // namespace pipescope

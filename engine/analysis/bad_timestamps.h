@@ -15,8 +15,10 @@
 //   std::vector<BadTimestamp> bad = leave_out_bad_timestamps(run);
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/run.h"
@@ -43,5 +45,31 @@ std::vector<BadTimestamp> leave_out_bad_timestamps(Run& run);
 /// the rule reads: its jobs stay in start order. The whole-run form calls it
 /// per device.
 std::vector<BadTimestamp> leave_out_bad_timestamps(Device& device, std::size_t position);
+
+/// A device's untimed jobs: logged with start and end both 0 (Paddle's PIR
+/// executor prints 0 for a job it did not time, a communication-only job with
+/// no computing op to start its stream timer). Such a job has no place in
+/// time; it is left out before anything reads the jobs (docs/guide.md,
+/// "Untimed jobs"), so that the step rule opens steps from the timed ones.
+/// Trivially copyable: it travels between processes as bytes.
+struct UntimedJobs {
+  static constexpr std::size_t kNamedTypes = 4;
+  static constexpr std::size_t kNameBytes = 48;
+
+  std::uint64_t count = 0;
+  std::uint32_t first_line = 0;  ///< the first one's line in its input (0: none)
+  /// The first kNamedTypes distinct job types among them, NUL-padded (a
+  /// longer name is cut).
+  std::array<std::array<char, kNameBytes>, kNamedTypes> types{};
+  /// More distinct types than kNamedTypes.
+  bool more_types = false;
+
+  void add_type(std::string_view name);
+  std::vector<std::string> type_names() const;
+};
+
+/// Removes `device`'s untimed jobs (those with start_ns == end_ns == 0),
+/// keeping the others in their order; `types` names their types.
+UntimedJobs leave_out_untimed_jobs(Device& device, const TypeTable& types);
 
 }  // namespace pipescope

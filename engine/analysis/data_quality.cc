@@ -161,6 +161,16 @@ std::string why_incomplete(const Run& run, const Metrics& metrics, const FirstIn
                          device.index, device.path);
     }
   }
+  for (std::size_t i = 0; i < segment->devices.size() && i < segment->first_whole.size(); ++i) {
+    const auto k = static_cast<std::int64_t>(focus.step - segment->first);
+    if (k < segment->first_whole[i]) {
+      const std::size_t d = segment->devices[i];
+      return fmt::format(
+          "the input of device {} ({}) begins {} step {}", run.devices[d].index,
+          run.devices[d].path, segment->first_whole[i] > segment->lead[i] ? "inside" : "at",
+          step_label(metrics, segment->first + static_cast<std::size_t>(segment->lead[i])));
+    }
+  }
   const bool last = focus.step + 1 == focus.segment_end();
   for (const std::size_t d : last ? std::vector<std::size_t>{} : segment->devices) {
     if (!any(d, &DeviceQualityEvidence::later)) {
@@ -206,14 +216,15 @@ void add_step_findings(const Run& run, const Metrics& metrics, const StageMap& s
     if (listed > 5) which += fmt::format(" and {} more", listed - 5);
     const std::optional<FirstIncomplete> focus = first_incomplete(metrics);
     const std::string why = focus ? why_incomplete(run, metrics, *focus, evidence) : std::string();
-    out.push_back({WarningCode::incomplete_steps,
-                   fmt::format("{} incomplete step{} ({}{}), left out of the totals, the ratios "
-                               "and the gate (a launch cut short, or a log that ends early)",
-                               listed, listed == 1 ? "" : "s", which,
-                               why.empty() ? std::string()
-                                           : fmt::format("; step {}: {}",
-                                                         step_label(metrics, focus->step), why)),
-                   -1, -1, static_cast<std::uint64_t>(listed)});
+    out.push_back(
+        {WarningCode::incomplete_steps,
+         fmt::format("{} incomplete step{} ({}{}), left out of the totals, the ratios "
+                     "and the gate (a launch cut short, a log that ends early or begins late)",
+                     listed, listed == 1 ? "" : "s", which,
+                     why.empty()
+                         ? std::string()
+                         : fmt::format("; step {}: {}", step_label(metrics, focus->step), why)),
+         -1, -1, static_cast<std::uint64_t>(listed)});
     if (metrics.incomplete_steps == metrics.steps.size()) {
       out.push_back({WarningCode::no_complete_step,
                      "no step is complete: the totals and the bubble ratio cover no step and "
@@ -673,9 +684,29 @@ std::vector<Warning> quality_warnings(const Run& run, const Metrics& metrics,
       for (const QualityEvidence& e : evidence)
         jobs += d < e.devices.size() ? e.devices[d].jobs : 0;
       const auto missing = static_cast<std::uint64_t>(windows - static_cast<std::size_t>(steps));
+      // Where the device's input begins, when after its first segment began.
+      std::string begins;
+      std::int64_t lead_steps = 0;
+      for (const SegmentSteps& segment : metrics.segments) {
+        const auto at = std::lower_bound(segment.devices.begin(), segment.devices.end(), d);
+        if (at == segment.devices.end() || *at != d) continue;
+        const auto i = static_cast<std::size_t>(at - segment.devices.begin());
+        if (i < segment.first_whole.size() && segment.first_whole[i] > 0) {
+          begins = fmt::format(
+              "its input begins {} step {}",
+              segment.first_whole[i] > segment.lead[i] ? "inside" : "at",
+              step_label(metrics, segment.first + static_cast<std::size_t>(segment.lead[i])));
+          lead_steps = segment.lead[i];
+        }
+        break;
+      }
+      const bool ends_early = static_cast<std::size_t>(steps + lead_steps) < windows;
+      std::string why = jobs == 0 ? "no job at all" : begins;
+      if (jobs != 0 && ends_early)
+        why += fmt::format("{}its log ends early?", why.empty() ? "" : "; ");
       out.push_back({WarningCode::missing_steps,
                      fmt::format("device {}: {} of {} steps{}", device.index, steps, windows,
-                                 jobs == 0 ? " (no job at all)" : " (its log ends early?)"),
+                                 why.empty() ? "" : fmt::format(" ({})", why)),
                      device.index, stage_of(stages, d), missing});
     }
   }

@@ -105,6 +105,7 @@ DeviceStepCounts number_device_steps(const Device& device, const TypeKinds& kind
   counts.steps.assign(segments, 0);
   counts.begun.assign(segments, 0);
   counts.present.assign(segments, 0);
+  counts.begins_inside.assign(segments, 0);
   for (std::size_t s = 0; s < segments; ++s) {
     const auto [first, last] = device.segment_jobs(s);
     if (first == last) continue;
@@ -123,9 +124,106 @@ DeviceStepCounts number_device_steps(const Device& device, const TypeKinds& kind
     } else {
       counts.begun[s] = steps;
     }
+    // Every step of a schedule opens with an lr job or a forward of
+    // micro-batch 0 (a receive before it aside): a first step that opens
+    // otherwise is the tail of one that began before the input.
+    for (std::size_t i = first; i < last; ++i) {
+      const Job& job = device.jobs[i];
+      const JobKind kind = kinds.kind[job.type];
+      if (!steers_steps(kind)) continue;
+      counts.begins_inside[s] =
+          !(kind == JobKind::lr || (kind == JobKind::forward && job.micro_batch == 0));
+      break;
+    }
+    const std::size_t at = counts.first_start.size();
+    counts.first_start.resize(at + static_cast<std::size_t>(steps), kNoStart);
+    counts.last_end.resize(at + static_cast<std::size_t>(steps), kNoTime);
+    for (std::size_t i = first; i < last; ++i) {
+      const std::size_t k = at + static_cast<std::size_t>(step_of[i - first]);
+      counts.first_start[k] = std::min(counts.first_start[k], device.jobs[i].start_ns);
+      counts.last_end[k] = std::max(counts.last_end[k], device.jobs[i].end_ns);
+    }
   }
   return counts;
 }
+
+namespace {
+
+/// One device's steps in one segment, in its own numbering.
+struct DeviceSegmentSteps {
+  std::size_t device = 0;
+  std::int64_t steps = 0;
+  bool begins_inside = false;
+  std::span<const std::int64_t> first_start, last_end;
+};
+
+/// The leads of one segment's devices (the contract's "Steps": a device whose
+/// input begins mid-run takes the number of the window its first step starts
+/// in). The devices that began with the segment are those whose first job
+/// starts before any device ends its first step (in a pipeline no stage ends
+/// its first step before every stage has begun); they number from the
+/// segment's first step, and their windows number the others: a device's
+/// first step that opens whole (its first step, or the second when the
+/// first is a tail) takes the number of the first of those windows that
+/// ends after it starts (after the last one: the next number), as long as
+/// its steps then end within theirs.
+std::vector<std::int64_t> segment_leads(std::span<const DeviceSegmentSteps> devices) {
+  std::vector<std::int64_t> lead(devices.size(), 0);
+  // A step may hold no job (an lr that follows an lr): the first with one.
+  auto first_with_job = [](const DeviceSegmentSteps& d, std::int64_t from) {
+    auto k = static_cast<std::size_t>(from);
+    while (k + 1 < d.first_start.size() && d.first_start[k] == kNoStart) ++k;
+    return k;
+  };
+  std::int64_t first_end = kNoStart;
+  for (const DeviceSegmentSteps& d : devices) {
+    first_end = std::min(first_end, d.last_end[first_with_job(d, 0)]);
+  }
+  std::vector<char> begun_with(devices.size(), 0);
+  std::int64_t reference_steps = 0;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    begun_with[i] = devices[i].first_start[first_with_job(devices[i], 0)] <= first_end;
+    if (begun_with[i]) reference_steps = std::max(reference_steps, devices[i].steps);
+  }
+  if (std::all_of(begun_with.begin(), begun_with.end(), [](char b) { return b != 0; })) return lead;
+  // The windows of the devices that began with the segment (place_windows'
+  // rule on their steps alone).
+  std::vector<std::int64_t> start(static_cast<std::size_t>(reference_steps), kNoStart);
+  std::vector<std::int64_t> end(static_cast<std::size_t>(reference_steps), kNoTime);
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    if (!begun_with[i]) continue;
+    for (std::int64_t k = 0; k < devices[i].steps; ++k) {
+      const auto j = static_cast<std::size_t>(k);
+      start[j] = std::min(start[j], devices[i].first_start[j]);
+      end[j] = std::max(end[j], devices[i].last_end[j]);
+    }
+  }
+  std::int64_t previous_end = kNoTime;
+  for (std::size_t k = 0; k < end.size(); ++k) {
+    if (start[k] == kNoStart) {  // a step without a job: empty, at the previous end
+      end[k] = previous_end;
+      continue;
+    }
+    const std::int64_t s = std::max(start[k], previous_end);
+    end[k] = std::max(end[k], s);
+    previous_end = end[k];
+  }
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    if (begun_with[i]) continue;
+    const std::int64_t whole =
+        std::min<std::int64_t>(devices[i].begins_inside, devices[i].steps - 1);
+    const std::int64_t t = devices[i].first_start[first_with_job(devices[i], whole)];
+    const auto window =
+        static_cast<std::int64_t>(std::upper_bound(end.begin(), end.end(), t) - end.begin());
+    // A lead never takes the device past the last of those steps: a device
+    // whose steps fit them by count is a clock ahead, not a late input.
+    lead[i] = std::clamp<std::int64_t>(
+        window - whole, 0, std::max<std::int64_t>(0, reference_steps - devices[i].steps));
+  }
+  return lead;
+}
+
+}  // namespace
 
 StepCounts combine_device_steps(const Run& run, std::span<const DeviceStepCounts> devices,
                                 Metrics& metrics) {
@@ -135,6 +233,8 @@ StepCounts combine_device_steps(const Run& run, std::span<const DeviceStepCounts
   metrics.segments.clear();
   StepCounts counts;
   counts.begun.assign(segment_count, std::vector<std::int64_t>(device_count, 0));
+  // Where each device's steps of each segment begin in its flat edges.
+  std::vector<std::size_t> edge_at(std::min(device_count, devices.size()), 0);
   std::size_t step_count = 0;
   for (std::size_t s = 0; s < segment_count; ++s) {
     SegmentSteps segment;
@@ -142,13 +242,27 @@ StepCounts combine_device_steps(const Run& run, std::span<const DeviceStepCounts
     segment.first_step =
         run.segments.empty() ? run.first_step.value_or(0) : run.segments[s].first_step;
     segment.first = step_count;
+    std::vector<DeviceSegmentSteps> present;
     for (std::size_t d = 0; d < device_count && d < devices.size(); ++d) {
       const DeviceStepCounts& device = devices[d];
-      if (s >= device.present.size() || !device.present[s]) continue;
-      counts.begun[s][d] = device.begun[s];
-      metrics.devices[d].steps += device.steps[s];
-      segment.count = std::max(segment.count, static_cast<std::size_t>(device.steps[s]));
+      if (s >= device.present.size()) continue;
+      const auto steps = static_cast<std::size_t>(device.steps[s]);
+      const std::size_t at = edge_at[d];
+      edge_at[d] += steps;
+      if (!device.present[s] || steps == 0 || at + steps > device.first_start.size()) continue;
+      present.push_back({d, device.steps[s], device.begins_inside[s] != 0,
+                         std::span(device.first_start).subspan(at, steps),
+                         std::span(device.last_end).subspan(at, steps)});
+    }
+    const std::vector<std::int64_t> lead = segment_leads(present);
+    for (std::size_t i = 0; i < present.size(); ++i) {
+      const std::size_t d = present[i].device;
+      counts.begun[s][d] = lead[i] + devices[d].begun[s];
+      metrics.devices[d].steps += present[i].steps;
+      segment.count = std::max(segment.count, static_cast<std::size_t>(lead[i] + present[i].steps));
       segment.devices.push_back(d);
+      segment.lead.push_back(lead[i]);
+      segment.first_whole.push_back(lead[i] + (present[i].begins_inside ? 1 : 0));
     }
     step_count += segment.count;
     metrics.segments.push_back(std::move(segment));
@@ -157,10 +271,20 @@ StepCounts combine_device_steps(const Run& run, std::span<const DeviceStepCounts
   return counts;
 }
 
-void offset_device_steps(const Device& device, const std::vector<SegmentSteps>& segments,
+std::int64_t segment_lead(const SegmentSteps& segment, std::size_t d) {
+  const auto at = std::lower_bound(segment.devices.begin(), segment.devices.end(), d);
+  if (at == segment.devices.end() || *at != d) return 0;
+  const auto i = static_cast<std::size_t>(at - segment.devices.begin());
+  return i < segment.lead.size() ? segment.lead[i] : 0;
+}
+
+void offset_device_steps(const Device& device, std::size_t d,
+                         const std::vector<SegmentSteps>& segments,
                          std::span<std::int32_t> job_step) {
   for (std::size_t s = 0; s < segments.size(); ++s) {
-    const auto offset = static_cast<std::int32_t>(segments[s].first);
+    const SegmentSteps& segment = segments[s];
+    const auto offset = static_cast<std::int32_t>(static_cast<std::int64_t>(segment.first) +
+                                                  segment_lead(segment, d));
     if (offset == 0) continue;
     const auto [first, last] = device.segment_jobs(s);
     for (std::size_t i = first; i < last && i < job_step.size(); ++i) job_step[i] += offset;
@@ -180,7 +304,7 @@ StepCounts number_steps(const Run& run, const TypeKinds& kinds, Metrics& metrics
   });
   StepCounts counts = combine_device_steps(run, devices, metrics);
   tbb::parallel_for(std::size_t{0}, device_count, [&](std::size_t d) {
-    offset_device_steps(run.devices[d], metrics.segments, metrics.job_step[d]);
+    offset_device_steps(run.devices[d], d, metrics.segments, metrics.job_step[d]);
   });
   return counts;
 }
@@ -268,7 +392,11 @@ void mark_complete_steps(const StepCounts& counts, std::span<const std::int64_t>
     std::optional<std::size_t> previous_complete;  // local index
     for (std::size_t k = 0; k < n; ++k) {
       bool complete = true;
-      for (const std::size_t d : segment.devices) {
+      for (std::size_t i = 0; i < segment.devices.size(); ++i) {
+        const std::size_t d = segment.devices[i];
+        // A step that began before a device's input is not whole there.
+        complete = complete && (i >= segment.first_whole.size() ||
+                                static_cast<std::int64_t>(k) >= segment.first_whole[i]);
         complete = complete && static_cast<std::size_t>(begun_steps[d]) > k + 1;
         // The window must also end before the cut: a job timed by the host
         // after the cut could otherwise fall into it.

@@ -4,8 +4,11 @@
 // parts in one process, in this order:
 //
 //   1. number_steps: every device numbers its own steps (it needs its own
-//      jobs and the run's launch segments, nothing of another device), and
-//      each segment counts the steps of its longest device.
+//      jobs and the run's launch segments, nothing of another device); then
+//      the devices' steps are lined up by time (a device whose input begins
+//      mid-run takes the number of the window its first step starts in, from
+//      the first step and last end of each of every device's steps), and
+//      each segment counts the steps up to its last device's last.
 //   2. device_step_edges, then StepEdges::combine over the devices: the first
 //      start and last end of every step (min and max: any order gives the
 //      same edges).
@@ -41,32 +44,50 @@ using KindCounts = std::array<std::int64_t, 6>;
 /// What step numbering found besides Metrics::job_step and the segments.
 struct StepCounts {
   /// begun[s][d]: the steps device d began in segment s before its input's
-  /// cut (all of them when not cut); 0 for a device without a job there.
+  /// cut (all of them when not cut), counted from the segment's first step
+  /// (its lead included); 0 for a device without a job there.
   std::vector<std::vector<std::int64_t>> begun;
   /// The number of steps of the run (all segments).
   std::size_t steps = 0;
 };
 
-/// Step 1 for one device: each job's step within its segment (from 0, in
-/// `job_step`, one entry per job) and, per segment, the steps it has.
+/// Step 1 for one device: each job's step within its segment, in its own
+/// numbering (from 0, in `job_step`, one entry per job) and, per segment,
+/// the steps it has and when each ran.
 struct DeviceStepCounts {
   std::vector<std::int64_t> steps;  ///< [segment]: steps numbered there
-  std::vector<std::int64_t> begun;  ///< [segment]: as StepCounts::begun
+  std::vector<std::int64_t> begun;  ///< [segment]: as StepCounts::begun, before the lead
   std::vector<char> present;        ///< [segment]: the device has a job there
+  /// [segment]: 1 when the device's first step there is the tail of a step
+  /// that began before its input: its first forward, backward, optimizer or
+  /// lr job is neither an lr job nor a forward of micro-batch 0.
+  std::vector<char> begins_inside;
+  /// Each step's first job start and last job end, segment after segment
+  /// (steps[s] entries for segment s), in the device's own numbering.
+  std::vector<std::int64_t> first_start;
+  std::vector<std::int64_t> last_end;
 };
 DeviceStepCounts number_device_steps(const Device& device, const TypeKinds& kinds,
                                      std::size_t segments, std::span<std::int32_t> job_step);
 
-/// Step 1, the run: metrics.segments (index, first_step, first, count,
-/// devices) and metrics.devices[d].steps from every device's counts
-/// (`devices[d]`: device d's, empty for a device without a job).
+/// Step 1, the run: lines the devices' steps up by time, then
+/// metrics.segments (index, first_step, first, count, devices, lead,
+/// first_whole) and metrics.devices[d].steps from every device's counts
+/// (`devices[d]`: device d's, empty for a device without a job). Guarantee:
+/// the same counts give the same numbering on every process.
 StepCounts combine_device_steps(const Run& run, std::span<const DeviceStepCounts> devices,
                                 Metrics& metrics);
 
-/// Step 1, back on each device: its segment-relative steps made indices
-/// into Metrics::steps (each segment's `first` added).
-void offset_device_steps(const Device& device, const std::vector<SegmentSteps>& segments,
+/// Step 1, back on device `d` (its position in Run::devices): its own step
+/// numbers made indices into Metrics::steps (each segment's `first` and the
+/// device's lead there added).
+void offset_device_steps(const Device& device, std::size_t d,
+                         const std::vector<SegmentSteps>& segments,
                          std::span<std::int32_t> job_step);
+
+/// Device `d`'s lead in `segment` (SegmentSteps::lead; 0 when it has no job
+/// there).
+std::int64_t segment_lead(const SegmentSteps& segment, std::size_t d);
 
 /// Step 1 in one process (the three above): fills metrics.job_step, metrics.segments (index,
 /// first_step, first, count, devices) and metrics.devices[d].steps. Requires run.finalize().
@@ -98,7 +119,8 @@ void place_windows(const StepEdges& edges, std::size_t devices, Metrics& metrics
 /// (index into Metrics::steps).
 using KindCountsOf = std::function<KindCounts(std::size_t device, std::size_t step)>;
 
-/// Step 3b: StepWindow::complete of every step and SegmentSteps::complete.
+/// Step 3b: StepWindow::complete of every step and SegmentSteps::complete
+/// (a step before a device's SegmentSteps::first_whole is not complete).
 /// `cut_ns[d]` is Run::devices[d].cut_ns; `counts` is asked only about the
 /// last step of a segment and the complete step before it.
 void mark_complete_steps(const StepCounts& counts, std::span<const std::int64_t> cut_ns,

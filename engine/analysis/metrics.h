@@ -60,8 +60,15 @@ struct SegmentSteps {
   /// From its first window's start to its last window's end (0, 0 without a step).
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
-  /// Positions in Run::devices of the devices with a job in it.
+  /// Positions in Run::devices of the devices with a job in it, ascending.
   std::vector<std::size_t> devices;
+  /// For devices[i]: the steps of the segment before its first one (its
+  /// input begins later: a rotated log, a rank whose log lost its head).
+  std::vector<std::int64_t> lead;
+  /// For devices[i]: its first step (segment-relative) whose start is in its
+  /// input: lead[i], or lead[i] + 1 when its input begins inside a step.
+  /// The steps before it are not complete (docs/guide.md, "Metrics").
+  std::vector<std::int64_t> first_whole;
 };
 
 struct DeviceTotals {

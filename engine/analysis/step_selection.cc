@@ -69,7 +69,8 @@ std::vector<std::size_t> parse_step_list(std::string_view spec, const Metrics& m
   // Without segments (a hand-built Metrics), the steps are one segment.
   std::vector<SegmentSteps> segments = metrics.segments;
   if (segments.empty()) {
-    segments.push_back({0, metrics.steps.front().step, 0, metrics.steps.size(), 0, 0, 0, {}});
+    segments.push_back(
+        {0, metrics.steps.front().step, 0, metrics.steps.size(), 0, 0, 0, {}, {}, {}});
   }
   std::vector<std::size_t> chosen;
   std::size_t pos = 0;

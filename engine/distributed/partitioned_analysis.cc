@@ -59,6 +59,9 @@ std::vector<DeviceStepCounts> gather_step_counts(Exchange& exchange,
     w.list(counts[d].steps);
     w.list(counts[d].begun);
     w.list(counts[d].present);
+    w.list(counts[d].begins_inside);
+    w.list(counts[d].first_start);
+    w.list(counts[d].last_end);
   }
   std::vector<DeviceStepCounts> all(devices);
   for (const std::string& message : exchange.all_gather(w.take())) {
@@ -69,6 +72,9 @@ std::vector<DeviceStepCounts> gather_step_counts(Exchange& exchange,
       r.list(all[d].steps);
       r.list(all[d].begun);
       r.list(all[d].present);
+      r.list(all[d].begins_inside);
+      r.list(all[d].first_start);
+      r.list(all[d].last_end);
     }
   }
   return all;
@@ -773,7 +779,8 @@ void partitioned_metrics(
   const std::vector<DeviceStepCounts> all_counts =
       gather_step_counts(exchange, mine, counts, devices);
   const StepCounts step_counts = combine_device_steps(local, all_counts, m);
-  for (const std::size_t d : mine) offset_device_steps(local.devices[d], m.segments, job_step[d]);
+  for (const std::size_t d : mine)
+    offset_device_steps(local.devices[d], d, m.segments, job_step[d]);
 
   // 2. The windows, from every device's edges.
   StepEdges edges(step_counts.steps);
@@ -1154,10 +1161,16 @@ void replica_windows(Exchange& exchange, const Run& local,
       const auto& steps = job_step[rep.devices[i]];
       for (std::size_t s = 0; s < rep.metrics.segments.size(); ++s) {
         const auto [first, last] = device.segment_jobs(s);
+        // The device's own step numbers, then the replica's lead for it
+        // (its devices lined up among themselves, as in one process).
+        const std::int64_t from = static_cast<std::int64_t>(m.segments[s].first) +
+                                  segment_lead(m.segments[s], rep.devices[i]);
+        const std::int64_t to = static_cast<std::int64_t>(rep.metrics.segments[s].first) +
+                                segment_lead(rep.metrics.segments[s], i);
         for (std::size_t j = first; j < last && j < steps.size(); ++j) {
-          own.add(static_cast<std::size_t>(steps[j]) - m.segments[s].first +
-                      rep.metrics.segments[s].first,
-                  device.jobs[j]);
+          const std::int64_t k = steps[j] - from + to;
+          if (k < 0 || static_cast<std::size_t>(k) >= rep.counts.steps) continue;
+          own.add(static_cast<std::size_t>(k), device.jobs[j]);
         }
       }
     }

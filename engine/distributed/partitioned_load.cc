@@ -623,6 +623,19 @@ LocalLoad load_partitioned(Exchange& exchange, std::vector<FileResult>&& mine,
     for (Warning& w : check_rank_layout(run)) out.input_warnings.push_back(std::move(w));
   }
   for (Warning& note : run.notes) out.input_warnings.push_back(note);
+  // Untimed jobs out first, as load_run does.
+  {
+    const std::vector<char> held = held_of(facts);
+    std::vector<UntimedJobs> untimed(run.devices.size());
+    for (std::size_t d = 0; d < run.devices.size(); ++d) {
+      if (held[d]) untimed[d] = leave_out_untimed_jobs(run.devices[d], run.types);
+    }
+    untimed = gather_per_device(exchange, held, untimed);
+    for (std::size_t d = 0; d < untimed.size() && d < facts.size(); ++d) {
+      facts[d].jobs -= untimed[d].count;
+    }
+    if (auto w = untimed_jobs_warning(run, untimed)) out.input_warnings.push_back(std::move(*w));
+  }
   {
     std::vector<std::uint64_t> counts;
     for (const DeviceFacts& f : facts) counts.push_back(f.jobs);

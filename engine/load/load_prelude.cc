@@ -20,6 +20,43 @@ Warning bad_timestamp_warning(const Device& device, const BadTimestamp& first, s
           device.index, -1, static_cast<std::uint64_t>(count)};
 }
 
+std::optional<Warning> untimed_jobs_warning(const Run& run,
+                                            std::span<const UntimedJobs> per_device) {
+  std::uint64_t count = 0;
+  std::size_t devices = 0;
+  std::optional<std::size_t> first;
+  std::vector<std::string> names;
+  bool more = false;
+  for (std::size_t d = 0; d < per_device.size() && d < run.devices.size(); ++d) {
+    const UntimedJobs& u = per_device[d];
+    if (u.count == 0) continue;
+    count += u.count;
+    ++devices;
+    if (!first) first = d;
+    more = more || u.more_types;
+    for (std::string& name : u.type_names()) {
+      if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+      if (names.size() < UntimedJobs::kNamedTypes) {
+        names.push_back(std::move(name));
+      } else {
+        more = true;
+      }
+    }
+  }
+  if (!first) return std::nullopt;
+  const Device& device = run.devices[*first];
+  std::string types;
+  for (const std::string& name : names) types += (types.empty() ? "" : ", ") + name;
+  if (more) types += ", ...";
+  return Warning{WarningCode::untimed_jobs,
+                 fmt::format("{} job{} on {} device{} logged with start and end 0 ({}; first: "
+                             "{}:{}): not timed by the executor (Paddle's PIR prints 0 for a job "
+                             "with no computing op), left out; steps open from the timed jobs",
+                             count, count == 1 ? "" : "s", devices, devices == 1 ? "" : "s", types,
+                             device.path, per_device[*first].first_line),
+                 devices == 1 ? device.index : -1, -1, count};
+}
+
 std::string offset_from(std::int64_t origin, std::int64_t t) {
   const std::int64_t ms = (t - origin) / 1'000'000;
   return ms >= 10'000 ? fmt::format("{:.1f} s", static_cast<double>(ms) / 1000.0)

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,12 @@ namespace pipescope {
 /// The bad_timestamp input warning: `first` is the run's first bad job (in
 /// device, then line order), on `device`; `count` the run's bad jobs.
 Warning bad_timestamp_warning(const Device& device, const BadTimestamp& first, std::size_t count);
+
+/// The untimed_jobs input warning, when any device had untimed jobs:
+/// `per_device[d]` is what leave_out_untimed_jobs removed from
+/// Run::devices[d].
+std::optional<Warning> untimed_jobs_warning(const Run& run,
+                                            std::span<const UntimedJobs> per_device);
 
 /// The launch warnings (launch_signal_ignored for each ignored signal, then
 /// relaunch or profiler_windows when there are several segments):

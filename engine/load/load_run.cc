@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <tbb/global_control.h>
 #include <tbb/info.h>
+#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -116,6 +117,17 @@ LoadedRun load_run(Run run, const LoadOptions& options) {
     for (Warning& w : check_rank_layout(loaded.run)) loaded.input_warnings.push_back(std::move(w));
   }
   for (Warning& note : loaded.run.notes) loaded.input_warnings.push_back(note);
+  // Untimed jobs (start and end 0) have no place in time: out before
+  // anything reads the jobs, so a device of only those is an empty one.
+  {
+    std::vector<UntimedJobs> untimed(loaded.run.devices.size());
+    tbb::parallel_for(std::size_t{0}, loaded.run.devices.size(), [&](std::size_t d) {
+      untimed[d] = leave_out_untimed_jobs(loaded.run.devices[d], loaded.run.types);
+    });
+    if (auto w = untimed_jobs_warning(loaded.run, untimed)) {
+      loaded.input_warnings.push_back(std::move(*w));
+    }
+  }
   for (Warning& w : leave_out_devices(loaded.run)) {
     loaded.input_warnings.push_back(std::move(w));
   }

@@ -81,6 +81,10 @@ enum class WarningSeverity {
   X(launch_signal_ignored, note,                                                                  \
     "a sign of a new launch on some devices while the other devices kept running: not treated "   \
     "as a relaunch")                                                                              \
+  X(untimed_jobs, data,                                                                           \
+    "jobs logged with start and end 0 (Paddle's PIR executor prints 0 for a job it did not time: " \
+    "a communication-only job, no computing op to start the stream timer): counted, their types "  \
+    "named, and left out before anything else reads the jobs")                                     \
   X(bad_timestamp, data,                                                                          \
     "jobs stamped more than an hour from both of their neighbours in the log (a clock read as "   \
     "0): left out of every figure, counted and the first one named")                              \
@@ -93,8 +97,8 @@ enum class WarningSeverity {
     "nothing")                                                                                    \
   X(nonpositive_length, data, "jobs whose end is not after their start (never busy)")             \
   X(missing_steps, data,                                                                          \
-    "a device with fewer steps than there are step windows (a log that ends early, or a device "  \
-    "without jobs)")                                                                              \
+    "a device with fewer steps than there are step windows (a log that ends early, or begins "    \
+    "mid-run, whose steps before it are then incomplete; or a device without jobs)")              \
   X(job_count_mismatch, data,                                                                     \
     "a step in which the devices of one stage ran different numbers of "                          \
     "jobs")                                                                                       \

@@ -189,7 +189,7 @@ TEST(DataQuality, MissingSteps) {
   EXPECT_EQ(warnings[2].message,
             "2 incomplete steps (0, 1; step 0: device 1 never started a later step (its log "
             "ends in it)), left out of the totals, the ratios and the gate (a launch cut "
-            "short, or a log that ends early)");
+            "short, a log that ends early or begins late)");
   EXPECT_EQ(warnings[0].device, 1);
   EXPECT_EQ(warnings[0].stage, 1);
   EXPECT_EQ(warnings[0].count, 1u);

@@ -87,6 +87,41 @@ TEST(Metrics, WorkedExample) {
   EXPECT_EQ(m.job_step[1], (std::vector<std::int32_t>{0, 0, 0, 0, 0, 1, 1, 1}));
 }
 
+// A log that begins mid-run (docs/guide.md, "Steps"): device 0 runs steps
+// 0..4 at [100k, 100k + 30); device 1's log begins with the backward of
+// step 2 (a tail: its first compute job is no forward of micro-batch 0),
+// then runs steps 3 and 4. Its steps line up by time: the tail is step 2,
+// steps 0..2 are incomplete (step 2 began before its input), 3 and 4 count.
+TEST(Metrics, ALogThatBeginsMidRunLinesUpByTime) {
+  pipescope::Run run;
+  for (std::int64_t k = 0; k < 5; ++k) {
+    add(run, 0, "forward", 0, 100 * k, 100 * k + 10);
+    add(run, 0, "backward", 0, 100 * k + 10, 100 * k + 20);
+    add(run, 0, "optimizer", 0, 100 * k + 20, 100 * k + 30);
+  }
+  add(run, 1, "backward", 0, 212, 222);
+  add(run, 1, "optimizer", 0, 222, 226);
+  for (std::int64_t k = 3; k < 5; ++k) {
+    add(run, 1, "forward", 0, 100 * k + 2, 100 * k + 12);
+    add(run, 1, "backward", 0, 100 * k + 12, 100 * k + 22);
+    add(run, 1, "optimizer", 0, 100 * k + 22, 100 * k + 26);
+  }
+  run.finalize();
+  const Metrics m = compute_metrics(run);
+  ASSERT_EQ(m.steps.size(), 5u);
+  EXPECT_EQ(m.job_step[1], (std::vector<std::int32_t>{2, 2, 3, 3, 3, 4, 4, 4}));
+  std::vector<bool> complete;
+  for (const StepWindow& w : m.steps) complete.push_back(w.complete);
+  EXPECT_EQ(complete, (std::vector<bool>{false, false, false, true, true}));
+  ASSERT_EQ(m.segments.size(), 1u);
+  EXPECT_EQ(m.segments[0].lead, (std::vector<std::int64_t>{0, 2}));
+  EXPECT_EQ(m.segments[0].first_whole, (std::vector<std::int64_t>{0, 3}));
+  // Windows [300, 330) and [400, 430): device 0 busy 30, device 1 24 each.
+  EXPECT_EQ(m.total_window_ns, 60);
+  EXPECT_EQ(m.devices[1].busy_ns, 48);
+  // Counted by its own steps, device 1's log would be steps 0..2.
+}
+
 TEST(Metrics, StepBeginsOnlyAfterANonForwardComputeJob) {
   pipescope::Run run;
   add(run, 0, "recv_forward", 0, 0, 1);  // first job: step 0 begins here

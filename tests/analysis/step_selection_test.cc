@@ -135,7 +135,7 @@ TEST(StepSelection, StepListTextIsWhatTheParserReadsBack) {
     relaunch.steps[k].segment = 1;
     relaunch.steps[k].step = 11 + static_cast<std::int64_t>(k - 3);  // 11, 12, 13
   }
-  relaunch.segments = {{0, 10, 0, 3, 3, 0, 0, {}}, {1, 11, 3, 3, 3, 0, 0, {}}};
+  relaunch.segments = {{0, 10, 0, 3, 3, 0, 0, {}, {}, {}}, {1, 11, 3, 3, 3, 0, 0, {}, {}, {}}};
   const std::vector<std::size_t> across{1, 2, 3, 4};
   EXPECT_EQ(step_list_text(relaunch, across), "0:11-12,1:11-12");
   EXPECT_EQ(parse_step_list(step_list_text(relaunch, across), relaunch, "--steps"), across);

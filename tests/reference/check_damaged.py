@@ -314,6 +314,77 @@ def case_epoch_zero_job(cli, work):
            f"bubble {summary['bubble_ratio']} != truth {truth['bubble_ratio']}")
 
 
+def case_log_begins_mid_run(cli, work):
+    """A rank's log lost its head (copytruncate) inside step 5: steps line up by time."""
+    import pipescope_reference
+    run_dir, truth = hybrid(work, "run", "--pp", "4", "--dp", "2", "--gpus-per-machine", "4",
+                            "--steps", "12")
+    log = run_dir / "machine0" / "workerlog.1"
+    lines = log.read_text().split("\n")
+    jobs = [i for i, line in enumerate(lines) if "Profiler Info: Job (" in line]
+    per_step = len(jobs) // 12
+    # The first backward of step 5: the log now begins inside that step.
+    victim = next(i for i in jobs[5 * per_step:6 * per_step] if "type = backward" in lines[i])
+    log.write_text("\n".join(lines[victim:]))
+    r, summary = analyze(cli, [run_dir], Path(work) / "out")
+    expect(r.returncode == 0, f"exit {r.returncode}\n{r.stderr[-600:]}")
+    numbers = [s["step"] for s in summary["steps"]]
+    expect(numbers == list(range(12)), f"steps {numbers}, expected 0..11")
+    complete = check_figures(summary, truth["expected"], 0)
+    true_complete = [s["step"] for s in truth["expected"]["steps"] if s["complete"]]
+    expect(complete == [k for k in true_complete if k >= 6],
+           f"complete steps {complete}, expected the true ones from 6 on")
+    missing = warning(summary, "missing_steps")
+    expect(len(missing) == 1 and "begins inside step 5" in missing[0]["message"],
+           f"missing_steps: {missing}")
+    # The reference reads the cut folder by the same rule.
+    ref = pipescope_reference.analyse([str(run_dir)])
+    expect(abs(summary["bubble_ratio"] - ref["bubble_ratio"]) < 1e-12,
+           f"bubble {summary['bubble_ratio']} != reference {ref['bubble_ratio']}")
+
+
+def case_pir_untimed_jobs(cli, work):
+    """PIR's comm-only jobs logged with start and end 0: left out, counted, exact figures."""
+    import re
+    import pipescope_reference
+    run_dir, truth = hybrid(work, "run", "--pp", "4", "--gpus-per-machine", "4", "--steps", "8")
+    inserted = 0
+    job = re.compile(r"^(.*Profiler Info: Job \()(\d+)(\), type = )(forward|backward)"
+                     r"(, micro_batch_id = )(\d+)(, job_start_time = ).*$")
+    for rank in range(4):
+        log = run_dir / "machine0" / f"workerlog.{rank}"
+        out = []
+        for line in log.read_text().split("\n"):
+            m = job.match(line)
+            # As PIR prints them: recv_forward before a later stage's forward,
+            # send_backward after a backward of every stage but the first.
+            if m and m.group(4) == "forward" and rank > 0:
+                out.append(f"{m.group(1)}{m.group(2)}{m.group(3)}recv_forward{m.group(5)}"
+                           f"{m.group(6)}{m.group(7)}0.000000, job_end_time = 0.000000")
+                inserted += 1
+            out.append(line)
+            if m and m.group(4) == "backward" and rank > 0:
+                out.append(f"{m.group(1)}{m.group(2)}{m.group(3)}send_backward{m.group(5)}"
+                           f"{m.group(6)}{m.group(7)}0.000000, job_end_time = 0.000000")
+                inserted += 1
+        log.write_text("\n".join(out))
+    r, summary = analyze(cli, [run_dir], Path(work) / "out")
+    expect(r.returncode == 0, f"exit {r.returncode}\n{r.stderr[-600:]}")
+    untimed = warning(summary, "untimed_jobs")
+    expect(len(untimed) == 1 and untimed[0]["count"] == inserted and
+           "recv_forward" in untimed[0]["message"] and "send_backward" in untimed[0]["message"],
+           f"untimed_jobs: {untimed} (inserted {inserted})")
+    for code in ("relaunch", "bad_timestamp", "short_device", "job_count_mismatch",
+                 "missing_steps", "no_complete_step"):
+        expect(not warning(summary, code), f"{code}: {warning(summary, code)}")
+    complete = check_figures(summary, truth["expected"], 0)
+    true_complete = [s["step"] for s in truth["expected"]["steps"] if s["complete"]]
+    expect(complete == true_complete, f"complete steps {complete}, true {true_complete}")
+    ref = pipescope_reference.analyse([str(run_dir)])
+    expect(abs(summary["bubble_ratio"] - ref["bubble_ratio"]) < 1e-12,
+           f"bubble {summary['bubble_ratio']} != reference {ref['bubble_ratio']}")
+
+
 def case_profiler_windows(cli, work):
     """schedule(wait=1, warmup=1, active=2, repeat=2): two traces per rank, each window exact."""
     run_dir, truth = kineto(work, "--repeat", "2", "--steps", "8", "--wait", "1", "--warmup",

@@ -103,7 +103,7 @@ def read_log(path):
     # file): counted as a line, never parsed.
     partial = len(lines[-1]) if lines and not data.endswith(b"\n") else 0
     complete = lines[:-1] if partial else lines
-    jobs, malformed, marks = [], 0, []
+    jobs, malformed, marks, untimed = [], 0, [], 0
     for number, raw in enumerate(complete, start=1):
         m = FIRST_STEP.search(CSI.sub(b"", raw)) if STEP_START in raw else None
         if m:
@@ -115,9 +115,14 @@ def read_log(path):
             malformed += 1
             continue
         job["line"] = number
+        if job["start"] == 0 and job["end"] == 0:
+            # Untimed (PIR prints 0 for a job without a stream timer): a
+            # matched line, but no job of the analysis.
+            untimed += 1
+            continue
         jobs.append(job)
     stats = {"path": str(path), "bytes": len(data), "lines": len(lines),
-             "matched": len(jobs), "malformed": malformed, "oversized": 0,
+             "matched": len(jobs) + untimed, "malformed": malformed, "oversized": 0,
              "partial_last_line_bytes": partial}
     return jobs, stats, marks
 
@@ -343,6 +348,62 @@ def split_segments(devices):
     return sorted(cuts.items())
 
 
+def begins_inside(jobs):
+    """Whether a device's jobs of a segment begin inside a step: the first
+    forward/backward/optimizer/lr job is neither an lr job nor a forward of
+    micro-batch 0 (every step of a schedule opens with one of those)."""
+    for job in jobs:
+        kind = kind_of(job["type"])
+        if kind in ("forward", "backward", "optimizer", "lr"):
+            return not (kind == "lr" or (kind == "forward" and job["mb"] == 0))
+    return False
+
+
+def line_up(members):
+    """(lead, first whole step) of each device of a segment, keyed by id(jobs):
+    the lead is the number of the segment's steps before the device's first.
+    Members: (idx, jobs, local step of each job, steps).
+
+    The devices whose first job starts no later than the earliest end of any
+    device's first step with a job began with the segment: lead 0. Their steps
+    give windows (first start / last end per step, each start no earlier than
+    the previous end, an empty step at the previous end). Every other device
+    takes for its first whole step (its first, or its second when its first is
+    a tail) the number of the first such window that ends after that step's
+    first start, as long as its steps then end within theirs."""
+    spans = []
+    for idx, jobs, local, steps in members:
+        first, last = {}, {}
+        for job, k in zip(jobs, local):
+            first[k] = min(first.get(k, job["start"]), job["start"])
+            last[k] = max(last.get(k, job["end"]), job["end"])
+        spans.append((jobs, first, last, steps))
+    earliest_end = min(last[min(first)] for _, first, last, _ in spans)
+    began = [jobs[0]["start"] <= earliest_end for jobs, _, _, _ in spans]
+    ends, previous = [], None
+    for k in range(max((st for (_, _, _, st), b in zip(spans, began) if b), default=0)):
+        starts = [first[k] for (_, first, _, _), b in zip(spans, began) if b and k in first]
+        lasts = [last[k] for (_, _, last, _), b in zip(spans, began) if b and k in last]
+        if starts:
+            start = min(starts) if previous is None else max(min(starts), previous)
+            previous = max(max(lasts), start)
+        ends.append(previous)
+    out = {}
+    for (jobs, first, last, steps), b in zip(spans, began):
+        inside = 1 if begins_inside(jobs) else 0
+        if b:
+            out[id(jobs)] = (0, inside)
+            continue
+        whole = min(inside, steps - 1)
+        t = first[min(k for k in first if k >= whole)]
+        window = sum(1 for e in ends if e is None or e <= t)
+        # Never past the last step of the devices that began with the segment:
+        # a device whose steps fit theirs by count has a clock ahead.
+        lead = min(max(0, window - whole), max(0, len(ends) - steps))
+        out[id(jobs)] = (lead, lead + inside)
+    return out
+
+
 def analyse(paths, device_filter=None):
     devices, inputs, first_steps, left_out = [], [], [], []
     for index, (machine, name, rank, path) in enumerate(discover(paths)):
@@ -380,6 +441,8 @@ def analyse(paths, device_filter=None):
             idx = [i for i, seg in enumerate(d["segment_of"]) if seg == s]
             if not idx:
                 d.setdefault("seg_steps", []).append(0)
+                d.setdefault("lead", []).append(0)
+                d.setdefault("first_whole", []).append(0)
                 continue
             mine = [d["jobs"][i] for i in idx]
             min_line = min(j["line"] for j in mine)
@@ -393,12 +456,20 @@ def analyse(paths, device_filter=None):
             if opening is not None and (marked is None or opening < marked):
                 marked = opening
             local, steps = assign_steps(mine)
+            d["_local"] = (idx, mine, local, steps)
+            members.append(d)
+        # Steps line up by time, not by count: see line_up().
+        placed = line_up([d["_local"] for d in members])
+        for d in members:
+            idx, mine, local, steps = d.pop("_local")
+            lead, first_whole = placed[id(mine)]
             d.setdefault("step_of", [None] * len(d["jobs"]))
             for i, k in zip(idx, local):
-                d["step_of"][i] = offset + k
+                d["step_of"][i] = offset + lead + k
             d.setdefault("seg_steps", []).append(steps)
-            count = max(count, steps)
-            members.append(d)
+            d.setdefault("lead", []).append(lead)
+            d.setdefault("first_whole", []).append(first_whole)
+            count = max(count, lead + steps)
         number = marked if marked is not None else next_number
         if s == 0 and marked is not None:
             first_step = marked
@@ -436,7 +507,10 @@ def analyse(paths, device_filter=None):
     for seg_pos, seg in enumerate(segments):
         n, previous = seg["count"], None
         for k in range(n):
-            ok = all(d["seg_steps"][seg_pos] > k + 1 for d in seg["members"])
+            # Every device started a later step, and none began its input
+            # after this step began.
+            ok = all(d["lead"][seg_pos] + d["seg_steps"][seg_pos] > k + 1
+                     and k >= d["first_whole"][seg_pos] for d in seg["members"])
             if not ok and k == n - 1:
                 if n == 1:
                     ok = True  # a first and only step
