@@ -17,6 +17,7 @@
 #include "ingest/ingest.h"
 #include "model/page_control.h"
 #include "scan/chunk_scanner.h"
+#include "scan/event_clock.h"
 #include "scan/line_stamp.h"
 #include "scan/prefilter.h"
 #include "source/byte_stream.h"
@@ -266,7 +267,6 @@ class ResultBuilder {
                        scan.partial_last_line));
     }
 
-    if (!file.anchor && scan.anchor) file.anchor = scan.anchor;
     for (EventSeen& seen : scan.events) {
       // A pattern matching most lines of a log is noise, not an event:
       // memory stays bounded by the limit, whatever the file's size.
@@ -278,10 +278,13 @@ class ResultBuilder {
       event.time_kind = seen.approximate ? EventTime::approximate : EventTime::stamped;
       event.captures = std::move(seen.captures);
       // An undated line with no dated line before it in its chunk: the
-      // previous chunk's last dated line.
-      file.stamps.push_back(seen.stamp ? seen.stamp : file.last_stamp);
+      // previous chunk's last dated line. Its offset: the nearest stamped
+      // job line before it, in this chunk or an earlier one.
+      file.stamps.push_back(
+          {seen.stamp ? seen.stamp : file.last_stamp, file.clock.anchor_of(seen)});
       file.result.device.events.push_back(std::move(event));
     }
+    file.clock.advance(scan);
     if (scan.last_stamp) file.last_stamp = scan.last_stamp;
 
     auto& jobs = file.result.device.jobs;
@@ -368,9 +371,14 @@ class ResultBuilder {
     FileResult result;
     std::uint64_t lines = 0;
     std::vector<TypeId> type_map;  // chunk type id -> file type id
-    /// The stamp of each of result.device.events, as printed (local time).
-    std::vector<std::optional<LineStamp>> stamps;
-    std::optional<StampAnchor> anchor;
+    /// The stamp of each of result.device.events, as printed, and the job
+    /// line that gives its offset (unset: the file's first, when known).
+    struct EventStamp {
+      std::optional<LineStamp> stamp;
+      std::optional<StampAnchor> anchor;
+    };
+    std::vector<EventStamp> stamps;
+    EventClock clock;
     std::optional<LineStamp> last_stamp;
     std::vector<std::uint64_t> per_kind;  // events seen per library entry
     /// Where result.device.jobs is, its capacity and how far it is written,
@@ -402,8 +410,8 @@ class ResultBuilder {
     file.jobs_written.store(written, std::memory_order_release);
   }
 
-  /// Places file f's events on the epoch: the year and UTC offset of its
-  /// first stamped job line (docs/guide.md, "Log events").
+  /// Places file f's events on the epoch: each by its written offset or by
+  /// the nearest stamped job line before it (docs/guide.md, "Log events").
   void place_events(std::size_t f) {
     File& file = files_[f];
     for (std::size_t k = 0; k < file.per_kind.size(); ++k) {
@@ -415,21 +423,22 @@ class ResultBuilder {
     }
     auto& events = file.result.device.events;
     if (events.empty()) return;
-    const std::optional<StampPlacement> placement =
-        file.anchor ? placement_from(*file.anchor) : std::nullopt;
+    std::size_t unplaced = 0;
     for (std::size_t e = 0; e < events.size(); ++e) {
-      if (placement && file.stamps[e]) {
-        events[e].time_ns = placement->place(*file.stamps[e]);
+      if (const auto t = file.clock.place(file.stamps[e].stamp, file.stamps[e].anchor)) {
+        events[e].time_ns = *t;
       } else {
         events[e].time_kind = EventTime::unplaced;
+        ++unplaced;
       }
     }
-    if (!placement) {
+    const bool anchored = file.clock.first() && placement_from(*file.clock.first());
+    if (!anchored && unplaced > 0) {
       note(f, 0,
            fmt::format("{} log event{} found, but no job line with a timestamp (GLOG or dated) to "
                        "place the file's local times on the epoch: {} in no step",
-                       events.size(), events.size() == 1 ? "" : "s",
-                       events.size() == 1 ? "it is listed" : "they are listed"));
+                       unplaced, unplaced == 1 ? "" : "s",
+                       unplaced == 1 ? "it is listed" : "they are listed"));
     }
   }
 

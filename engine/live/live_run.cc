@@ -12,6 +12,7 @@
 #include "analysis/metrics.h"
 #include "numeric/statistics.h"
 #include "scan/chunk_scanner.h"
+#include "scan/event_clock.h"
 #include "scan/event_matcher.h"
 #include "scan/line_stamp.h"
 #include "scan/prefilter.h"
@@ -42,12 +43,13 @@ struct LiveRun::Input {
   std::optional<int> device;
   /// Not analysed (another pipeline's records): never waited for.
   bool left_out = false;
-  /// Log events: where its stamps go on the epoch (from its first stamped
-  /// job line), its last dated line, and events read before that anchor.
-  std::optional<StampPlacement> placement;
+  /// Log events: the job lines that place its stamps on the epoch, its
+  /// last dated line, and events read before its first stamped job line.
+  EventClock clock;
   std::optional<LineStamp> last_stamp;
   struct Unplaced {
     std::optional<LineStamp> stamp;
+    std::optional<StampAnchor> anchor;
     std::uint32_t kind = 0;
     bool approximate = false;
   };
@@ -129,19 +131,23 @@ void LiveRun::add_lines(const std::string& path, std::string_view lines, bool re
 
 void LiveRun::take_events(Input& input, std::uint64_t /*base*/) {
   const ChunkScan& scan = scanner_->scan;
-  if (!input.placement && scan.anchor) input.placement = placement_from(*scan.anchor);
   for (const EventSeen& seen : scan.events) {
     std::optional<LineStamp> stamp = seen.stamp ? seen.stamp : input.last_stamp;
-    input.unplaced.push_back({stamp, seen.pattern, seen.approximate});
+    input.unplaced.push_back({stamp, input.clock.anchor_of(seen), seen.pattern, seen.approximate});
   }
+  input.clock.advance(scan);
   if (scan.last_stamp) input.last_stamp = scan.last_stamp;
-  if (!input.placement) return;  // held until a job line anchors the stamps
+  // As analyze places them (scan/event_clock.h); a local stamp before the
+  // file's first stamped job line is held until that line is read.
+  std::size_t kept = 0;
   for (const Input::Unplaced& e : input.unplaced) {
-    if (!e.stamp) continue;  // no dated line before it: no time
-    held_events_.push_back(
-        {input.placement->place(*e.stamp), input.place.device, e.kind, e.approximate});
+    if (const auto t = input.clock.place(e.stamp, e.anchor)) {
+      held_events_.push_back({*t, input.place.device, e.kind, e.approximate});
+    } else if (!input.clock.first()) {
+      input.unplaced[kept++] = e;
+    }  // else no time: no dated line before it, or no zone explains its job line
   }
-  input.unplaced.clear();
+  input.unplaced.resize(kept);
 }
 
 void LiveRun::attach_events(LiveStep& step) {

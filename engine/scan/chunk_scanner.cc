@@ -19,6 +19,7 @@ void ChunkScan::clear() {
   partial_last_line = 0;
   events.clear();
   anchor.reset();
+  last_anchor.reset();
   last_stamp.reset();
   last_stamp_line = 0;
 }
@@ -74,6 +75,47 @@ std::uint32_t intern_local(std::vector<std::string>& types, std::string_view nam
   return static_cast<std::uint32_t>(types.size() - 1);
 }
 
+/// A job line of the piece, where the event search may look for its stamp:
+/// its offset, the bytes before its job (where its stamp is), its job's end.
+struct JobLineAt {
+  std::size_t begin = 0;
+  std::size_t stamp_bytes = 0;
+  std::int64_t end_ns = 0;
+};
+
+/// The nearest stamped job line before each event of a piece, asked in
+/// increasing order of offset: each job line's stamp is read once at most,
+/// and most lines not at all (only those between an event and the stamped
+/// job line nearest before it).
+class AnchorsBefore {
+ public:
+  /// `before`: the anchor of the lines before the piece (the chunk so far).
+  AnchorsBefore(std::string_view text, const std::vector<JobLineAt>& jobs,
+                std::optional<StampAnchor> before)
+      : text_(text), jobs_(jobs), anchor_(before) {}
+
+  /// The nearest stamped job line that begins before `offset`.
+  const std::optional<StampAnchor>& at(std::size_t offset) {
+    std::size_t end = resolved_;
+    while (end < jobs_.size() && jobs_[end].begin < offset) ++end;
+    for (std::size_t j = end; j > resolved_; --j) {
+      const JobLineAt& job = jobs_[j - 1];
+      if (const auto stamp = find_line_stamp(text_.substr(job.begin, job.stamp_bytes))) {
+        anchor_ = StampAnchor{*stamp, job.end_ns};
+        break;
+      }
+    }
+    resolved_ = end;
+    return anchor_;
+  }
+
+ private:
+  std::string_view text_;
+  const std::vector<JobLineAt>& jobs_;
+  std::optional<StampAnchor> anchor_;
+  std::size_t resolved_ = 0;  // jobs_[0, resolved_) are behind anchor_
+};
+
 /// State carried across the prefilter's callbacks for one piece of text.
 /// The prefilter reports every occurrence of either literal in increasing
 /// order of its end, so the first report on a line is where the line is
@@ -81,9 +123,11 @@ std::uint32_t intern_local(std::vector<std::string>& types, std::string_view nam
 /// first occurrence: the line is never searched again.
 class CandidateLines {
  public:
+  /// `job_lines`: where to note each job line for the event search; null:
+  /// no event is looked for.
   CandidateLines(std::string_view text, const ChunkScanOptions& options, std::uint64_t line_base,
-                 ChunkScan& out)
-      : text_(text), options_(options), line_base_(line_base), out_(out) {}
+                 ChunkScan& out, std::vector<JobLineAt>* job_lines)
+      : text_(text), options_(options), line_base_(line_base), out_(out), job_lines_(job_lines) {}
 
   /// Handles the literal that ends at `match_end`: locates its line, unless
   /// an earlier literal on the same line already did.
@@ -171,6 +215,7 @@ class CandidateLines {
             out_.anchor = StampAnchor{*stamp, job.end_ns};
           }
         }
+        if (job_lines_ != nullptr) job_lines_->push_back({line_begin_, literal, job.end_ns});
         last_job_line_ = line_;
         last_job_index_ = current_line_;
         out_.jobs.push_back({job.start_ns, job.end_ns, job.job_id, job.micro_batch,
@@ -195,6 +240,7 @@ class CandidateLines {
   const ChunkScanOptions& options_;
   std::uint64_t line_base_;
   ChunkScan& out_;
+  std::vector<JobLineAt>* job_lines_;
   std::size_t done_ = 0;     // bytes before this offset belong to located lines
   std::size_t counted_ = 0;  // newlines before this offset are in line_index_
   std::uint64_t line_index_ = 0;
@@ -217,7 +263,7 @@ class CandidateLines {
 /// has a stamp (an undated framework line may follow dated ones).
 void scan_regex_jobs(std::string_view complete, std::uint64_t line_base,
                      const ChunkScanOptions& options, ChunkScan& out, std::string_view& last_line,
-                     std::uint64_t& last_index) {
+                     std::uint64_t& last_index, std::vector<JobLineAt>* job_lines_at) {
   const JobLineRegex& regex = *options.job_line;
   thread_local std::vector<LineSpan> spans;
   thread_local std::vector<std::pair<std::size_t, std::uint64_t>> job_lines;  // (span, line)
@@ -253,6 +299,7 @@ void scan_regex_jobs(std::string_view complete, std::uint64_t line_base,
       if (const auto stamp = find_line_stamp(line)) out.anchor = StampAnchor{*stamp, job.end_ns};
     }
     job_lines.emplace_back(static_cast<std::size_t>(&span - spans.data()), line_index);
+    if (job_lines_at != nullptr) job_lines_at->push_back({span.begin, line.size(), job.end_ns});
     out.jobs.push_back({job.start_ns, job.end_ns, job.job_id, job.micro_batch,
                         intern_local(out.types, job.type), static_cast<std::uint32_t>(line_index)});
   }
@@ -287,7 +334,7 @@ std::optional<LineStamp> stamp_before(std::string_view text, std::size_t line_be
 /// and their stamps and captures.
 void scan_events(std::string_view complete, std::uint64_t line_base,
                  const std::vector<std::pair<std::size_t, std::size_t>>& gaps,
-                 const ChunkScanOptions& options, ChunkScan& out) {
+                 const ChunkScanOptions& options, AnchorsBefore& anchors, ChunkScan& out) {
   thread_local std::vector<EventMatch> matches;
   matches.clear();
   // Only the stretches between job lines are searched (dense logs: none).
@@ -333,6 +380,7 @@ void scan_events(std::string_view complete, std::uint64_t line_base,
       seen.stamp = stamp_before(complete, m.line_begin);
     }
     seen.captures = options.events->captures(m.pattern, line);
+    seen.anchor = anchors.at(m.line_begin);
     out.events.push_back(std::move(seen));
   }
 }
@@ -355,7 +403,10 @@ void scan_chunk_more(std::string_view text, std::uint64_t text_offset, const Pre
     complete = text.substr(0, last_newline == std::string_view::npos ? 0 : last_newline + 1);
     out.partial_last_line = text.size() - complete.size();
   }
-  CandidateLines candidates(complete, options, out.lines, out);
+  const bool events = options.events != nullptr && options.event_scratch != nullptr;
+  thread_local std::vector<JobLineAt> job_lines;
+  job_lines.clear();
+  CandidateLines candidates(complete, options, out.lines, out, events ? &job_lines : nullptr);
   const bool paddle_jobs = options.job_line == nullptr;
   const std::size_t first_problem = out.problems.size();
   prefilter.scan(complete, scratch, [&](LiteralId id, std::size_t end) {
@@ -368,16 +419,19 @@ void scan_chunk_more(std::string_view text, std::uint64_t text_offset, const Pre
   std::string_view last_job_line = candidates.last_job_line();
   std::uint64_t last_job_index = candidates.last_job_index();
   if (!paddle_jobs && options.job_line_scratch != nullptr) {
-    scan_regex_jobs(complete, line_base, options, out, last_job_line, last_job_index);
+    scan_regex_jobs(complete, line_base, options, out, last_job_line, last_job_index,
+                    events ? &job_lines : nullptr);
     // Two searches gave problems (an over-long step-start line, the job
     // lines'): in line order, as one search gives them.
     std::stable_sort(out.problems.begin() + static_cast<std::ptrdiff_t>(first_problem),
                      out.problems.end(),
                      [](const LineProblem& a, const LineProblem& b) { return a.line < b.line; });
   }
-  if (options.events != nullptr && options.event_scratch != nullptr) {
+  if (events) {
     const std::size_t first_event = out.events.size();
-    scan_events(complete, line_base, candidates.gaps(), options, out);
+    AnchorsBefore anchors(complete, job_lines, out.last_anchor);
+    scan_events(complete, line_base, candidates.gaps(), options, anchors, out);
+    out.last_anchor = anchors.at(complete.size());
     // The chunk's last dated line among its job and event lines.
     for (std::size_t e = out.events.size(); e > first_event; --e) {
       const EventSeen& seen = out.events[e - 1];

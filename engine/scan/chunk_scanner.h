@@ -37,6 +37,10 @@ struct EventSeen {
   std::optional<LineStamp> stamp;
   bool approximate = false;
   std::vector<std::pair<std::string, std::string>> captures;
+  /// The nearest job line before it in the chunk that has a stamp: the
+  /// local offset its stamp is read with (scan/event_clock.h); unset when
+  /// none is before it in the chunk.
+  std::optional<StampAnchor> anchor;
 };
 
 struct LineProblem {
@@ -71,8 +75,13 @@ struct ChunkScan {
   /// Event lines (ChunkScanOptions::events), in line order.
   std::vector<EventSeen> events;
   /// The first job line with a stamp: its stamp and its job's end, which
-  /// place the file's local stamps on the epoch (scan/line_stamp.h).
+  /// place the local stamps of the file's events before any other job line
+  /// that has one (scan/event_clock.h).
   std::optional<StampAnchor> anchor;
+  /// The last job line with a stamp (only looked for when events are):
+  /// the anchor of the next chunk's events before its first stamped job
+  /// line.
+  std::optional<StampAnchor> last_anchor;
   /// The stamp of the chunk's last job or event line that has one: the time
   /// of an undated event line at the start of the next chunk.
   std::optional<LineStamp> last_stamp;

@@ -74,10 +74,51 @@ std::optional<LineStamp> glog_at(std::string_view text, std::size_t at) {
   // 20:27:21.426415540 ...` of ProcessGroupNCCL) nanoseconds.
   if (!time || (time->second != at + 6 + 15 && time->second != at + 6 + 18)) return std::nullopt;
   if (month < 1 || month > 12 || day < 1 || day > days_in_month(2000, month)) return std::nullopt;
-  return LineStamp{0, month, day, time->first};
+  return LineStamp{0, month, day, time->first, std::nullopt};  // GLOG writes no offset
 }
 
-/// `yyyy-mm-dd hh:mm:ss[,.fff]` (or `T` between date and time) at `at`.
+bool alphanumeric(char c) { return digit(c) || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+
+/// The UTC offset written at `at`, right after a time (`Z`, `+05:30`,
+/// `+0530`, `+05`), or after one space (`+0530`, `+05:30`): minutes east of
+/// UTC; nullopt when none is (a sign must be followed by the digits and
+/// then no further digit or letter, an offset be at most 14 hours).
+std::optional<int> written_offset(std::string_view text, std::size_t at) {
+  if (at >= text.size()) return std::nullopt;
+  const auto ends_word = [&](std::size_t end) {
+    return end >= text.size() || !alphanumeric(text[end]);
+  };
+  if (text[at] == 'Z') {
+    if (ends_word(at + 1)) return 0;
+    return std::nullopt;
+  }
+  bool spaced = false;
+  if (text[at] == ' ') {
+    spaced = true;
+    ++at;
+    if (at >= text.size()) return std::nullopt;
+  }
+  if (text[at] != '+' && text[at] != '-') return std::nullopt;
+  const int sign = text[at] == '-' ? -1 : 1;
+  int hours = 0, minutes = 0;
+  if (!digits(text, at + 1, 2, hours)) return std::nullopt;
+  std::size_t end = at + 3;
+  if (end < text.size() && text[end] == ':') {
+    if (!digits(text, end + 1, 2, minutes)) return std::nullopt;
+    end += 3;
+  } else if (digits(text, end, 2, minutes)) {
+    end += 2;
+  } else if (spaced) {
+    return std::nullopt;  // ` -05` after a time is too likely to be text
+  }
+  if (!ends_word(end) || hours > 14 || minutes > 59 || hours * 60 + minutes > 14 * 60) {
+    return std::nullopt;
+  }
+  return sign * (hours * 60 + minutes);
+}
+
+/// `yyyy-mm-dd hh:mm:ss[,.fff]` (or `T` between date and time) at `at`,
+/// then an optional written UTC offset.
 std::optional<LineStamp> iso_at(std::string_view text, std::size_t at) {
   int year = 0, month = 0, day = 0;
   if (!digits(text, at, 4, year) || at + 4 >= text.size() || text[at + 4] != '-' ||
@@ -91,7 +132,7 @@ std::optional<LineStamp> iso_at(std::string_view text, std::size_t at) {
   }
   const auto time = time_of_day(text, at + 11, ",.");
   if (!time) return std::nullopt;
-  return LineStamp{year, month, day, time->first};
+  return LineStamp{year, month, day, time->first, written_offset(text, time->second)};
 }
 
 /// Days from 1970-01-01 to the given civil date (Howard Hinnant's algorithm).
@@ -108,9 +149,7 @@ std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
 /// right after a colour code (`\x1b[0;32m`).
 bool after_word_break(std::string_view line, std::size_t i) {
   const char before = line[i - 1];
-  const bool alnum =
-      digit(before) || (before >= 'A' && before <= 'Z') || (before >= 'a' && before <= 'z');
-  if (!alnum) return true;
+  if (!alphanumeric(before)) return true;
   if (before != 'm') return false;
   std::size_t j = i - 1;
   while (j > 0 && (digit(line[j - 1]) || line[j - 1] == ';')) --j;
@@ -157,7 +196,15 @@ int utc_year(std::int64_t epoch_ns) {
   return static_cast<int>(static_cast<std::int64_t>(yoe) + era * 400 + (month <= 2));
 }
 
+std::optional<std::int64_t> written_epoch_ns(const LineStamp& stamp) {
+  // Only dated stamps (ISO) write an offset.
+  if (!stamp.utc_offset_minutes || stamp.year == 0) return std::nullopt;
+  return naive_epoch_ns(stamp, stamp.year) -
+         std::int64_t{*stamp.utc_offset_minutes} * 60 * kNsPerSecond;
+}
+
 std::int64_t StampPlacement::place(const LineStamp& stamp) const {
+  if (const auto written = written_epoch_ns(stamp)) return *written;
   if (stamp.year != 0) return naive_epoch_ns(stamp, stamp.year) - utc_offset_ns;
   const int year = utc_year(anchor_ns);
   std::int64_t best = 0;

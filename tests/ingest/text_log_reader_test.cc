@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "scan/chunk_scanner.h"
+#include "scan/event_library.h"
+#include "scan/event_matcher.h"
 #include "support/temp_dir.h"
 
 namespace pipescope {
@@ -233,6 +235,66 @@ TEST(LogScanner, EmptyUnreadableAndBinaryFilesDoNotStopTheRest) {
   for (const auto& d : run.diagnostics) all += d.path + ": " + d.message + "\n";
   EXPECT_NE(all.find("workerlog.1: file is empty"), std::string::npos) << all;
   EXPECT_NE(all.find("workerlog.3: binary data (NUL byte at byte offset 0)"), std::string::npos) << all;
+}
+
+// Event times across a daylight-saving change (America/New_York, 2024-03-10
+// 02:00 EST -> 03:00 EDT at 07:00 UTC), read in chunks of every size: a
+// local stamp takes the offset of the nearest stamped job line before it,
+// in its chunk or an earlier one (the first one's for lines before it); a
+// written offset is obeyed. Expected seconds from Python's zoneinfo
+// (`datetime(2024, 3, 10, 3, 0, 30, tzinfo=ZoneInfo("America/New_York"))
+// .timestamp()` = 1710054030), apart from the code.
+TEST(LogScanner, EventTimesFollowTheJobLinesOffsetAcrossChunks) {
+  if (!EventMatcher::available()) GTEST_SKIP() << "built without Hyperscan";
+  const EventLibrary library = parse_event_library(
+      "[save]\ncategory = checkpoint\nseverity = info\n"
+      "regex = Saving model checkpoint to (?P<path>[^ ]+)\n",
+      "test");
+  const EventMatcher matcher(library);
+  const auto job = [](const std::string& glog, int id, std::int64_t end_s) {
+    return fmt::format(
+        "{} 4242 standalone_executor.cc:217] Profiler Info: Job ({}), type = forward, "
+        "micro_batch_id = 0, job_start_time = {}000.000000, job_end_time = {}192.000000\n",
+        glog, id, end_s, end_s);
+  };
+  std::string log;
+  log += "[2024-03-10 01:58:00,000] [    INFO] - Saving model checkpoint to c/1\n";
+  log += job("I0310 01:59:03.200000", 0, 1'710'053'943);
+  for (int i = 0; i < 20; ++i) log += fmt::format("I0310 01:59:29.{:06d} 4242 a.cc:1] noise\n", i);
+  log += "W0310 01:59:30.000000 4242 trainer.cc:1] Saving model checkpoint to c/2\n";
+  log += "Saving model checkpoint to c/3 (no stamp)\n";
+  log += job("I0310 03:00:03.200000", 1, 1'710'054'003);
+  log += "2024-03-10T07:00:10.500Z INFO Saving model checkpoint to c/4\n";
+  for (int i = 0; i < 20; ++i) log += fmt::format("I0310 03:00:11.{:06d} 4242 a.cc:1] noise\n", i);
+  log += "[2024-03-10 03:00:30,250] [    INFO] - Saving model checkpoint to c/5\n";
+  log += "2024-03-10T12:30:40.000000+05:30 INFO Saving model checkpoint to c/6\n";
+  TempDir dir;
+  const std::string path = dir.write("workerlog.0", log);
+  constexpr std::int64_t kS = 1'000'000'000;
+  const std::vector<std::pair<std::int64_t, EventTime>> expected = {
+      {1'710'053'880 * kS, EventTime::stamped},                // 01:58:00 EST
+      {1'710'053'970 * kS, EventTime::stamped},                // 01:59:30 EST
+      {1'710'053'970 * kS, EventTime::approximate},            // the dated line before it
+      {1'710'054'010 * kS + 500'000'000, EventTime::stamped},  // written Z
+      {1'710'054'030 * kS + 250'000'000, EventTime::stamped},  // 03:00:30.25 EDT
+      {1'710'054'040 * kS, EventTime::stamped},                // written +05:30
+  };
+  for (const std::size_t chunk : {1ul, 7ul, 64ul, 200ul, 700ul, 4096ul, 1ul << 20}) {
+    for (const unsigned threads : {1u, 2u}) {
+      IngestOptions options;
+      options.threads = threads;
+      options.limits.chunk_bytes = chunk;
+      options.events = &matcher;
+      const pipescope::Run run = ingest_inputs(inputs_for({path}), options);
+      ASSERT_EQ(run.devices.size(), 1u);
+      const auto& events = run.devices[0].events;
+      ASSERT_EQ(events.size(), expected.size()) << "chunk " << chunk;
+      for (std::size_t e = 0; e < expected.size(); ++e) {
+        EXPECT_EQ(events[e].time_ns, expected[e].first) << "chunk " << chunk << " event " << e;
+        EXPECT_EQ(events[e].time_kind, expected[e].second) << "chunk " << chunk << " event " << e;
+      }
+    }
+  }
 }
 
 TEST(ChunkScanner, CountsNewlinesInAnyAlignment) {

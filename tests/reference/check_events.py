@@ -15,8 +15,9 @@ the analysis); `pipescope analyze` then places them. Checked:
    the engine: every line of the logs that a library pattern matches is an event;
    its time is its own stamp (GLOG `I1020 09:15:07.265326` with the year, or a
    dated `2023-10-20 09:15:07,265`), read with `datetime` and moved to UTC by the
-   offset of the file's first job line (stamp minus `job_end_time`, rounded to 15
-   minutes), or, without a stamp, the time of the closest dated line before it.
+   offset of the nearest job line before it (stamp minus `job_end_time`, rounded to
+   15 minutes; the file's first job line for lines before it), or, without a stamp,
+   the time of the closest dated line before it.
    The events summary.json lists equal these, event for event.
 
 Standard library only.
@@ -89,33 +90,40 @@ def stamp(line, year):
     return None
 
 
+def job_offset(line, job):
+    """(offset ns, anchor ns) a stamped job line gives, or None."""
+    ms, frac = job.groups()
+    end_ns = int(ms) * 10**6 + int((frac + "000000")[:6])
+    year = (EPOCH + dt.timedelta(microseconds=end_ns // 1000)).year
+    candidates = []
+    for y in (year - 1, year, year + 1):
+        local = stamp(line, y)
+        if local is None:
+            return None
+        raw = ns_of(local[0]) - end_ns
+        quarter = 15 * 60 * 10**9
+        candidates.append(int(round(raw / quarter)) * quarter)
+    return min(candidates, key=abs), end_ns
+
+
 def python_events(log, patterns):
     """[(id, time_ns, approximate)] of one worker log, by this script's own rules."""
     lines = log.read_text().splitlines()
-    offset = None
+    # Each line's offset: the nearest stamped job line's before it (the
+    # first one's for the lines before it).
+    anchors, current = [], None
     for line in lines:
         job = JOB_END.search(line)
         if job and "Profiler Info: Job" in line:
-            ms, frac = job.groups()
-            end_ns = int(ms) * 10**6 + int((frac + "000000")[:6])
-            year = (EPOCH + dt.timedelta(microseconds=end_ns // 1000)).year
-            candidates = []
-            for y in (year - 1, year, year + 1):
-                local = stamp(line, y)
-                if local is None:
-                    break
-                raw = ns_of(local[0]) - end_ns
-                quarter = 15 * 60 * 10**9
-                rounded = int(round(raw / quarter)) * quarter
-                candidates.append(rounded)
-            offset = min(candidates, key=abs)
-            anchor_ns = end_ns
-            break
-    if offset is None:
+            current = job_offset(line, job) or current
+        anchors.append(current)
+    first = next((a for a in anchors if a is not None), None)
+    if first is None:
         raise Failure(f"{log}: no job line to anchor its times")
-    anchor_year = (EPOCH + dt.timedelta(microseconds=anchor_ns // 1000)).year
     events, last_dated = [], None
-    for line in lines:
+    for line, anchor in zip(lines, anchors):
+        offset, anchor_ns = anchor or first
+        anchor_year = (EPOCH + dt.timedelta(microseconds=anchor_ns // 1000)).year
         placed = None
         got = stamp(line, anchor_year)
         if got is not None:

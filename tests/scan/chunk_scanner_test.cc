@@ -203,7 +203,7 @@ TEST(ChunkScanner, AJobLineRegexReadsItsLinesInsteadOfPaddles) {
     // is the chunk's last stamp.
     ASSERT_TRUE(scan.anchor);
     EXPECT_EQ(scan.anchor->end_ns, 1714557601000000000);
-    EXPECT_EQ(scan.anchor->stamp, (LineStamp{2024, 5, 1, 36'000'000'000'000}));
+    EXPECT_EQ(scan.anchor->stamp, (LineStamp{2024, 5, 1, 36'000'000'000'000, std::nullopt}));
     ASSERT_TRUE(scan.last_stamp);
     EXPECT_EQ(scan.last_stamp_line, 7u);
   }
@@ -280,6 +280,69 @@ TEST(ChunkScanner, EventsBetweenJobLinesAreFoundButNoneOnAJobLine) {
     EXPECT_EQ(scan.jobs.size(), line - expected.size() - 60);
     EXPECT_EQ(event_lines(scan), expected) << matcher.prefiltered();
   }
+}
+
+// Each event carries the nearest job line before it that has a stamp (the
+// offset its stamp is read with: scan/event_clock.h), an unstamped job line
+// passed over; the chunk's last such line is its last anchor. Scanned in
+// pieces cut at any two line boundaries, the same.
+TEST(ChunkScanner, EachEventCarriesTheNearestStampedJobLineBeforeIt) {
+  if (!EventMatcher::available()) GTEST_SKIP() << "built without Hyperscan";
+  const EventLibrary library = parse_event_library(
+      "[warn]\ncategory = nccl\nseverity = warning\nregex = NCCL WARN (?P<message>.+)\n", "test");
+  const auto stamped = [](const std::string& glog, int id, int start_ms) {
+    return glog + " 1 standalone_executor.cc:217] " + job(id, "forward", start_ms).substr(16);
+  };
+  const std::vector<std::string> lines = {
+      "W0310 01:58:00.000000 1 a.cc:1] NCCL WARN before any job line",   // no anchor
+      stamped("I0310 01:59:03.200000", 0, 100),                          // A
+      "W0310 01:59:30.000000 1 a.cc:1] NCCL WARN after A",               // A
+      job(1, "forward", 200),                                            // unstamped
+      "node3:22317 [3] NCCL WARN undated, after an unstamped job line",  // A
+      stamped("I0310 03:00:03.200000", 2, 300),                          // B
+      job(3, "forward", 400),                                            // unstamped
+      "W0310 03:00:30.000000 1 a.cc:1] NCCL WARN after B",               // B
+      "quiet",
+  };
+  const StampAnchor a{*find_line_stamp("I0310 01:59:03.200000 1 x"), 101'250'000};
+  const StampAnchor b{*find_line_stamp("I0310 03:00:03.200000 1 x"), 301'250'000};
+  const std::vector<std::optional<StampAnchor>> expected = {std::nullopt, a, a, b};
+  std::string text;
+  std::vector<std::size_t> boundaries = {0};
+  for (const std::string& line : lines) {
+    text += line + "\n";
+    boundaries.push_back(text.size());
+  }
+  const EventMatcher matcher(library);
+  EventMatcher::Scratch event_scratch(matcher);
+  const Prefilter prefilter;
+  Prefilter::Scratch scratch(prefilter);
+  ChunkScanOptions options;
+  options.events = &matcher;
+  options.event_scratch = &event_scratch;
+  for (std::size_t i = 0; i < boundaries.size(); ++i) {
+    for (std::size_t j = i; j < boundaries.size(); ++j) {
+      ChunkScan scan;
+      std::size_t begin = 0;
+      for (const std::size_t end : {boundaries[i], boundaries[j], text.size()}) {
+        scan_chunk_more(std::string_view(text).substr(begin, end - begin), begin, prefilter,
+                        scratch, options, scan);
+        begin = end;
+      }
+      const std::string what = "cuts " + std::to_string(i) + ", " + std::to_string(j);
+      ASSERT_EQ(scan.events.size(), expected.size()) << what;
+      for (std::size_t e = 0; e < expected.size(); ++e) {
+        EXPECT_EQ(scan.events[e].anchor, expected[e]) << what << " event " << e;
+      }
+      EXPECT_EQ(scan.anchor, a) << what;
+      EXPECT_EQ(scan.last_anchor, b) << what;
+    }
+  }
+  // Without events nothing looks for the last anchor.
+  ChunkScan plain;
+  scan_chunk(text, prefilter, scratch, ChunkScanOptions{}, plain);
+  EXPECT_EQ(plain.anchor, a);
+  EXPECT_FALSE(plain.last_anchor);
 }
 
 }  // namespace
