@@ -55,6 +55,7 @@ struct AnalyzeOptions : RunInputOptions {
   std::string html;        // --html FILE
   std::string html_steps;  // --html-steps LIST
   bool quiet = false;
+  bool all_rows = false;  // --all-rows: every row of every table
   bool allow_output_in_input = false;
   std::size_t top_bubbles = 10;
   bool flows = false;
@@ -201,7 +202,7 @@ int analyze_kernels(LoadedRun& loaded, const AnalyzeOptions& options) {
     written += " and " + (out / "trace.json").string();
   }
   if (!options.quiet) {
-    write_kernel_view_text(loaded.kernels, stdout);
+    write_kernel_view_text(loaded.kernels, stdout, options.all_rows);
     fmt::print("\nwrote {}\n", written);
   }
   return kExitOk;
@@ -333,10 +334,11 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
   if (!options.quiet) {
     ReportOptions report;
     report.pipeline = &analysis;
+    report.all_rows = options.all_rows;
     write_text_report(run, metrics, stdout, report);
     if (loaded.kernels.available) {
       fmt::print("\n");
-      write_kernel_view_text(loaded.kernels, stdout);
+      write_kernel_view_text(loaded.kernels, stdout, options.all_rows);
     }
     std::string list;
     for (std::size_t i = 0; i < written.size(); ++i) {
@@ -471,6 +473,7 @@ int analyze_on_ranks(distributed::Exchange& exchange, distributed::PartitionedSc
     ReportOptions report;
     report.pipeline = &whole.pipeline;
     report.facts = &whole.facts;
+    report.all_rows = options.all_rows;
     write_text_report(local.run, analysis.metrics, stdout, report);
     std::string list;
     for (std::size_t i = 0; i < written.size(); ++i) {
@@ -607,6 +610,9 @@ void register_analyze_command(CLI::App& app, int& status) {
                   "Steps drawn in the HTML timeline, e.g. 5, 3-4 or 1:12 (default: the\n"
                   "median-duration and the slowest complete step; at most 8)");
   cmd->add_flag("-q,--quiet", options->quiet, "Do not print the table");
+  cmd->add_flag("--all-rows", options->all_rows,
+                "Print every row of every table (by default a table of more than 64 rows shows\n"
+                "its first 16, its last 8 and the rows beyond 3 MADs of their column)");
   cmd->add_flag("--allow-output-in-input", options->allow_output_in_input,
                 "Allow the output folder to be inside an input folder");
   cmd->add_option("--top-bubbles", options->top_bubbles, "How many of the longest bubbles to list")

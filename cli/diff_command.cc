@@ -23,6 +23,7 @@ struct DiffOptions : RunInputOptions {
   std::string b;
   std::string json;
   bool quiet = false;
+  bool all_rows = false;
 };
 
 int run_diff(const DiffOptions& o) {
@@ -34,7 +35,7 @@ int run_diff(const DiffOptions& o) {
     return kExitOk;
   }
   if (!o.json.empty()) write_file_atomically(o.json, format_diff_json(a, b));
-  if (!o.quiet) std::fputs(format_diff_text(a, b).c_str(), stdout);
+  if (!o.quiet) std::fputs(format_diff_text(a, b, o.all_rows).c_str(), stdout);
   return kExitOk;
 }
 
@@ -55,6 +56,10 @@ void register_diff_command(CLI::App& app, int& status) {
   cmd->add_option("--json", o->json,
                   "Write the diff as JSON to FILE ('-': stdout, instead of the text)");
   cmd->add_flag("-q,--quiet", o->quiet, "Do not print the text diff");
+  cmd->add_flag("--all-rows", o->all_rows,
+                "Print every row (by default a device table of more than 64 rows shows its\n"
+                "first 16, its last 8 and the rows beyond 3 MADs of their column, and the\n"
+                "steps their first 10 and last 5 of more than 20)");
   add_run_input_options(cmd, *o);
   cmd->callback([o, &status] { status = run_diff(*o); });
 }

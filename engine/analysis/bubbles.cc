@@ -1,5 +1,6 @@
 #include "analysis/bubbles.h"
 
+#include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
@@ -240,9 +241,16 @@ void for_each_device_bubble(const Run& run, const Metrics& metrics, std::size_t 
                  visit);
 }
 
-BubbleSummary summarize_bubble_windows(std::span<const Device> devices, const JobIndices* job_index,
-                                       const TypeTable& types, std::span<const StepWindow> windows,
-                                       std::size_t first_step, std::size_t top_n) {
+namespace {
+
+// summarize_bubble_windows, also keeping the `candidates` longest bubbles in
+// `kept` (longest first) when `kept` is given: each thread keeps its own
+// heap of them (memory: threads x candidates, not devices x candidates), and
+// `longer` orders bubbles strictly, so the merge is the run's list.
+BubbleSummary summarize_windows(std::span<const Device> devices, const JobIndices* job_index,
+                                const TypeTable& types, std::span<const StepWindow> windows,
+                                std::size_t first_step, std::size_t top_n, std::size_t candidates,
+                                std::vector<Bubble>* kept) {
   BubbleSummary summary;
   const std::size_t device_count = devices.size();
   summary.per_step.assign(windows.size(), std::vector<BubbleTime>(device_count));
@@ -254,8 +262,10 @@ BubbleSummary summarize_bubble_windows(std::span<const Device> devices, const Jo
   // longest of the devices' longest are the run's, whatever the order they
   // are merged in.
   std::vector<std::vector<Bubble>> longest(device_count);
+  tbb::enumerable_thread_specific<std::vector<Bubble>> candidate_heaps;
   tbb::parallel_for(std::size_t{0}, device_count, [&](std::size_t d) {
     std::vector<Bubble>& heap = longest[d];
+    std::vector<Bubble>* more = kept != nullptr ? &candidate_heaps.local() : nullptr;
     device_bubbles(devices[d], d, windows, first_step,
                    job_index == nullptr ? nullptr : &(*job_index)[d], kinds, [&](const Bubble& b) {
                      // Incomplete steps are left out of every total, as of the bubble ratio.
@@ -266,8 +276,16 @@ BubbleSummary summarize_bubble_windows(std::span<const Device> devices, const Jo
                      t.ns[kind] += b.length_ns();
                      ++t.count[kind];
                      offer_longest(heap, top_n, b);
+                     if (more != nullptr) offer_longest(*more, candidates, b);
                    });
   });
+  if (kept != nullptr) {
+    kept->clear();
+    for (const std::vector<Bubble>& some : candidate_heaps) {
+      for (const Bubble& b : some) offer_longest(*kept, candidates, b);
+    }
+    std::sort(kept->begin(), kept->end(), longer);
+  }
   std::vector<Bubble>& heap = summary.longest;
   for (const std::vector<Bubble>& some : longest) {
     for (const Bubble& b : some) offer_longest(heap, top_n, b);
@@ -275,6 +293,42 @@ BubbleSummary summarize_bubble_windows(std::span<const Device> devices, const Jo
   std::sort(heap.begin(), heap.end(), longer);
   for (const BubbleTotals& t : summary.per_device) summary.total.add(t);
   return summary;
+}
+
+}  // namespace
+
+BubbleSummary summarize_bubble_windows(std::span<const Device> devices, const JobIndices* job_index,
+                                       const TypeTable& types, std::span<const StepWindow> windows,
+                                       std::size_t first_step, std::size_t top_n) {
+  return summarize_windows(devices, job_index, types, windows, first_step, top_n, 0, nullptr);
+}
+
+std::vector<FoldedBubble> fold_peer_bubbles(std::span<const Bubble> longest_first,
+                                            std::span<const int> stage_of, std::size_t top_n) {
+  std::vector<FoldedBubble> groups;
+  const auto stage = [&](std::size_t d) { return d < stage_of.size() ? stage_of[d] : -1; };
+  for (const Bubble& b : longest_first) {
+    FoldedBubble* joined = nullptr;
+    if (stage(b.device) >= 0) {
+      for (FoldedBubble& g : groups) {
+        const Bubble& r = g.bubble;
+        if (stage(r.device) == stage(b.device) && r.step == b.step && b.start_ns < r.end_ns &&
+            r.start_ns < b.end_ns) {
+          joined = &g;
+          break;
+        }
+      }
+    }
+    if (joined != nullptr) {
+      std::vector<std::size_t>& devices = joined->devices;
+      const auto at = std::lower_bound(devices.begin(), devices.end(), b.device);
+      if (at == devices.end() || *at != b.device) devices.insert(at, b.device);
+      joined->shortest_ns = std::min(joined->shortest_ns, b.length_ns());
+    } else if (groups.size() < top_n) {
+      groups.push_back({b, {b.device}, b.length_ns()});
+    }
+  }
+  return groups;
 }
 
 void append_bubble_summary(BubbleSummary& into, BubbleSummary&& part, std::size_t top_n) {
@@ -290,8 +344,31 @@ void append_bubble_summary(BubbleSummary& into, BubbleSummary&& part, std::size_
   std::sort(heap.begin(), heap.end(), longer);
 }
 
-BubbleSummary summarize_bubbles(const Run& run, const Metrics& metrics, std::size_t top_n) {
-  return summarize_bubble_windows(run.devices, nullptr, run.types, metrics.steps, 0, top_n);
+BubbleSummary summarize_bubbles(const Run& run, const Metrics& metrics, std::size_t top_n,
+                                std::span<const int> stage_of) {
+  if (stage_of.empty() || top_n == 0) {
+    return summarize_bubble_windows(run.devices, nullptr, run.types, metrics.steps, 0, top_n);
+  }
+  // A group's bubble is among the top_n x (largest stage) longest: every
+  // longer bubble belongs to one of the fewer than top_n groups before it,
+  // each of at most one bubble per device of its stage.
+  std::vector<std::size_t> per_stage;
+  for (const int s : stage_of) {
+    if (s < 0) continue;
+    if (static_cast<std::size_t>(s) >= per_stage.size()) per_stage.resize(s + 1, 0);
+    ++per_stage[static_cast<std::size_t>(s)];
+  }
+  std::size_t peers = 1;
+  for (const std::size_t n : per_stage) peers = std::max(peers, n);
+  // Bounded (each thread keeps this many): past it a group may count fewer
+  // peers than it has.
+  constexpr std::size_t kMaxCandidates = std::size_t{1} << 18;
+  std::vector<Bubble> candidates;
+  BubbleSummary summary =
+      summarize_windows(run.devices, nullptr, run.types, metrics.steps, 0, top_n,
+                        std::min(top_n * peers, std::max(top_n, kMaxCandidates)), &candidates);
+  summary.longest_folded = fold_peer_bubbles(candidates, stage_of, top_n);
+  return summary;
 }
 
 }  // namespace pipescope

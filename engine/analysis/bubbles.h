@@ -51,6 +51,30 @@ struct Bubble {
   std::int64_t length_ns() const { return end_ns - start_ns; }
 };
 
+/// One of the longest bubbles with its peers folded in: the bubbles of the
+/// other devices of its stage in the same step that overlap it in time
+/// (tensor-parallel peers, the stage's data-parallel replicas), which a
+/// report lists once, with their count, instead of once per device.
+struct FoldedBubble {
+  /// The longest of them (its device the lowest among equals).
+  Bubble bubble;
+  /// The devices (positions in Run::devices, ascending) whose bubbles it
+  /// stands for, its own included: their count is the peers shown.
+  std::vector<std::size_t> devices;
+  /// The shortest of them.
+  std::int64_t shortest_ns = 0;
+};
+
+/// Folds `longest_first` (bubbles ordered longest first, as
+/// BubbleSummary::longest) into at most `top_n` groups: a bubble joins the
+/// first group whose bubble is of the same stage (`stage_of[device]`; a
+/// device without a stage, -1 or past the map, has no peers) and step and
+/// overlaps it in time; otherwise it opens a group while fewer than `top_n`
+/// are open. A device counts once in a group; a peer whose bubble is not
+/// among `longest_first` is not counted.
+std::vector<FoldedBubble> fold_peer_bubbles(std::span<const Bubble> longest_first,
+                                            std::span<const int> stage_of, std::size_t top_n);
+
 /// Idle time by kind, indexed by BubbleKind: one device's in one step window
 /// (BubbleSummary::per_step's cells, a table of steps × devices that holds
 /// no counts, half the size it would be with them).
@@ -81,6 +105,9 @@ struct BubbleSummary {
   BubbleTotals total;
   /// The longest bubbles, longest first (ties: earlier start, lower device).
   std::vector<Bubble> longest;
+  /// The same with peers folded (fold_peer_bubbles): one bubble per stage
+  /// and time, filled by summarize_bubbles when given the stage map.
+  std::vector<FoldedBubble> longest_folded;
 };
 
 /// Calls `visit` for every bubble: devices in order, then windows, then time.
@@ -119,8 +146,12 @@ class WindowBubbles {
 };
 
 /// Totals by kind per device and step, and the `top_n` longest bubbles, over
-/// the complete steps (an incomplete step keeps zero totals).
-BubbleSummary summarize_bubbles(const Run& run, const Metrics& metrics, std::size_t top_n);
+/// the complete steps (an incomplete step keeps zero totals). With the stage
+/// map (`stage_of`, StageMap::stage_of), also the `top_n` longest with peers
+/// folded (longest_folded), from the top_n x (devices of the largest stage)
+/// longest bubbles: enough that each group's bubble is among them.
+BubbleSummary summarize_bubbles(const Run& run, const Metrics& metrics, std::size_t top_n,
+                                std::span<const int> stage_of = {});
 
 /// The same over the windows Metrics::steps[first_step, first_step +
 /// windows.size()) only, from `devices` holding at least the jobs a part of

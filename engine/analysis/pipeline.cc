@@ -168,7 +168,7 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
   // anonymous memory was 3.8 MiB higher without it).
   tbb::parallel_invoke(
       [&] {
-        a.bubbles = summarize_bubbles(run, metrics, options.top_bubbles);
+        a.bubbles = summarize_bubbles(run, metrics, options.top_bubbles, a.stages.stage_of);
         release_free_memory();
       },
       [&] {

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <optional>
 
 #include "compare/check.h"
 #include "compare/figure_format.h"
 #include "export/json_writer.h"
+#include "export/table_rows.h"
 
 namespace pipescope {
 
@@ -201,6 +203,34 @@ void table(std::back_insert_iterator<std::string> it, const std::vector<Row>& ro
   }
 }
 
+// A table of a row per device, folded (export/table_rows.h) unless `all_rows`.
+void folded_table(std::back_insert_iterator<std::string> it, const std::vector<Row>& rows,
+                  std::string_view first, bool all_rows) {
+  constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  std::vector<std::vector<double>> columns(3);
+  for (const Row& r : rows) {
+    columns[0].push_back(r.a.value_or(kNone));
+    columns[1].push_back(r.b.value_or(kNone));
+    columns[2].push_back(r.a && r.b ? *r.b - *r.a : kNone);
+  }
+  const RowSelection shown = select_table_rows(rows.size(), columns, all_rows);
+  std::vector<Row> kept;
+  for (const std::size_t r : shown.rows) kept.push_back(rows[r]);
+  std::size_t w = first.size();
+  for (const Row& r : kept) w = std::max(w, r.name.size());
+  fmt::format_to(it, "  {:<{}}  {:>14}  {:>14}  {}\n", first, w, "A", "B", "delta");
+  bool noted = false;
+  for (std::size_t i = 0; i < shown.rows.size(); ++i) {
+    if (i > 0 && shown.rows[i] != shown.rows[i - 1] + 1) {
+      fmt::format_to(it, "  {}\n", noted ? std::string("...") : folded_rows_note(shown, "devices"));
+      noted = true;
+    }
+    const Row& r = rows[shown.rows[i]];
+    fmt::format_to(it, "  {:<{}}  {:>14}  {:>14}  {}\n", r.name, w, value_text(r.a, r.unit),
+                   value_text(r.b, r.unit), delta_text(r));
+  }
+}
+
 void json_value(JsonWriter& w, std::optional<double> v, Unit unit) {
   if (!v) {
     w.null();
@@ -336,7 +366,7 @@ constexpr std::size_t kStepsTail = 5;
 
 }  // namespace
 
-std::string format_diff_text(const RunFigures& a, const RunFigures& b) {
+std::string format_diff_text(const RunFigures& a, const RunFigures& b, bool all_rows) {
   std::string out;
   auto it = std::back_inserter(out);
   fmt::format_to(it, "pipescope diff\n  A  {} ({})\n  B  {} ({})\n\nMetrics\n", a.source, a.origin,
@@ -367,8 +397,8 @@ std::string format_diff_text(const RunFigures& a, const RunFigures& b) {
     util.push_back({fmt::format("device {}", p.device), u(p.a), u(p.b), Unit::ratio});
     busy.push_back({fmt::format("device {} busy", p.device), bz(p.a), bz(p.b), Unit::ns});
   }
-  table(it, util, "device");
-  table(it, busy, "device");
+  folded_table(it, util, "device", all_rows);
+  folded_table(it, busy, "device", all_rows);
 
   fmt::format_to(it, "\nSteps (matched by position; * = incomplete, not in the totals)\n");
   const std::size_t n = std::max(a.steps.size(), b.steps.size());
@@ -394,11 +424,12 @@ std::string format_diff_text(const RunFigures& a, const RunFigures& b) {
                    label(sa), label(sb), value_text(d.a, d.unit), value_text(d.b, d.unit),
                    delta_text(d), value_text(r.a, r.unit), value_text(r.b, r.unit), delta_text(r));
   };
-  if (n <= kStepsInFull) {
+  if (all_rows || n <= kStepsInFull) {
     for (std::size_t k = 0; k < n; ++k) step_row(k);
   } else {
     for (std::size_t k = 0; k < kStepsHead; ++k) step_row(k);
-    fmt::format_to(it, "  ... {} steps not shown ...\n", n - kStepsHead - kStepsTail);
+    fmt::format_to(it, "  ... {} steps not shown (--all-rows lists every one) ...\n",
+                   n - kStepsHead - kStepsTail);
     for (std::size_t k = n - kStepsTail; k < n; ++k) step_row(k);
   }
 

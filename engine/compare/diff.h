@@ -15,8 +15,11 @@
 namespace pipescope {
 
 /// Aligned text for a terminal. With more than 20 steps, the first 10 and
-/// the last 5 step rows are listed.
-std::string format_diff_text(const RunFigures& a, const RunFigures& b);
+/// the last 5 step rows are listed; a device table of more than 64 rows is
+/// folded as the text report folds its tables (export/table_rows.h: the first
+/// 16, the last 8 and the rows beyond 3 MADs of A, B or the change).
+/// `all_rows` lists every row.
+std::string format_diff_text(const RunFigures& a, const RunFigures& b, bool all_rows = false);
 
 /// A JSON document, schema "pipescope.diff/1" (docs/guide.md, "pipescope diff").
 std::string format_diff_json(const RunFigures& a, const RunFigures& b);

@@ -172,17 +172,36 @@ void write_idle(Out it, double x0, double x1, std::int64_t ns, double y, const s
 // shades exactly what the summary counts. Each step's list runs device by
 // device, in time order.
 std::vector<std::vector<Bubble>> drawn_bubbles(const Run& run, const Metrics& metrics,
-                                               const std::vector<std::size_t>& steps) {
+                                               const std::vector<std::size_t>& steps,
+                                               const HtmlDeviceRows& rows) {
   std::vector<bool> drawn(metrics.steps.size(), false);
   for (const std::size_t k : steps) {
     if (k < drawn.size()) drawn[k] = true;
   }
   std::vector<std::vector<Bubble>> bubbles(metrics.steps.size());
-  for_each_bubble(run, metrics, [&](const Bubble& bubble) {
-    if (drawn[bubble.step]) bubbles[bubble.step].push_back(bubble);
-  });
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    if (!rows.drawn_device[d]) continue;
+    for_each_device_bubble(run, metrics, d, [&](const Bubble& bubble) {
+      if (drawn[bubble.step]) bubbles[bubble.step].push_back(bubble);
+    });
+  }
   return bubbles;
 }
+
+// Orders records and device positions by a record's device, for
+// std::equal_range over a list sorted by device.
+template <class Key>
+struct Less {
+  Key key;
+  template <class T>
+  bool operator()(const T& a, std::size_t d) const {
+    return key(a) < d;
+  }
+  template <class T>
+  bool operator()(std::size_t d, const T& a) const {
+    return d < key(a);
+  }
+};
 
 // The first job of `jobs` (sorted by start) to draw as a box from `start` on:
 // jobs starting before `start` are included when they still run at `start`
@@ -202,10 +221,11 @@ std::size_t first_overlapping(const JobVector& jobs, std::int64_t start) {
 // `bubbles`: the step's, from drawn_bubbles().
 // `highlight[d]`: device d's row belongs to the bottleneck stage.
 // `events`: the log events in the step's window (StepEvents::in_step).
+// `rows`: the drawn rows, each with its first device's jobs.
 void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t k,
                     const std::vector<Bubble>& bubbles, const std::vector<JobRole>& roles,
                     const std::vector<bool>& highlight, const BubbleSplit* split,
-                    std::vector<EventRef> events) {
+                    std::vector<EventRef> events, const HtmlDeviceRows& rows) {
   // Device by device, each device's in time order (as placed).
   std::stable_sort(events.begin(), events.end(),
                    [](const EventRef& a, const EventRef& b) { return a.device < b.device; });
@@ -216,7 +236,7 @@ void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t 
   const auto x_of = [&](std::int64_t t) {
     return static_cast<double>(std::clamp(t, w.start_ns, w.end_ns) - w.start_ns) * scale;
   };
-  const double height = kAxisHeight + kRowHeight * static_cast<double>(run.devices.size()) + 4;
+  const double height = kAxisHeight + kRowHeight * static_cast<double>(rows.drawn) + 4;
 
   fmt::format_to(it, "<section class=\"step\"><h3>Step {} — {}, bubble ratio {}{}</h3>\n",
                  step_label(metrics, k), format_duration(w.window_ns()), percent(w.bubble_ratio),
@@ -237,14 +257,20 @@ void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t 
         x, kAxisHeight - 4, height, axis_label(t, tick));
   }
 
-  auto bubble = bubbles.begin();
-  auto event = events.begin();
-  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+  for (std::size_t r = 0; r < rows.drawn; ++r) {
+    const std::vector<std::size_t>& row = rows.rows[r];
+    const std::size_t d = row.front();
     const Device& device = run.devices[d];
-    const double y = kAxisHeight + kRowHeight * static_cast<double>(d);
+    const double y = kAxisHeight + kRowHeight * static_cast<double>(r);
     const bool slow = d < highlight.size() && highlight[d];
-    fmt::format_to(it, "<g class=\"device-row{}\" data-device=\"{}\">", slow ? " bottleneck" : "",
+    fmt::format_to(it, "<g class=\"device-row{}\" data-device=\"{}\"", slow ? " bottleneck" : "",
                    device.index);
+    if (row.size() > 1) {
+      fmt::format_to(it, " data-devices=\"{}\"><title>{}</title>", row.size(),
+                     markup_escape("drawn for " + html_row_alike(run, metrics, row)));
+    } else {
+      fmt::format_to(it, ">");
+    }
     if (slow) {
       fmt::format_to(it,
                      "<rect class=\"bottleneck-band\" x=\"0\" y=\"{:.1f}\" width=\"{:.1f}\" "
@@ -253,9 +279,11 @@ void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t 
     }
     fmt::format_to(it, "<text class=\"row-label\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>",
                    kLabelWidth - 6, y + kRowHeight / 2 + 4,
-                   markup_escape(html_device_label(device) + (slow ? " \u25b2" : "")));
+                   markup_escape(html_row_label(run, row) + (slow ? " \u25b2" : "")));
 
-    for (; bubble != bubbles.end() && bubble->device == d; ++bubble) {
+    const auto [first_bubble, last_bubble] = std::equal_range(
+        bubbles.begin(), bubbles.end(), d, Less{[](const Bubble& b) { return b.device; }});
+    for (auto bubble = first_bubble; bubble != last_bubble; ++bubble) {
       std::string parts;
       if (split != nullptr) {
         if (const auto inherent = bubble_inherent_ns(*split, metrics, *bubble)) {
@@ -302,7 +330,10 @@ void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t 
 
     // Log events over the jobs.
     std::size_t marks = 0;
-    for (; event != events.end() && event->device == d; ++event) {
+    const auto [first_event, last_event] = std::equal_range(
+        events.begin(), events.end(), d,
+        Less{[](const EventRef& e) { return static_cast<std::size_t>(e.device); }});
+    for (auto event = first_event; event != last_event; ++event) {
       if (marks == kMaxEventMarksPerRow) {
         ++unmarked;
         continue;
@@ -361,32 +392,107 @@ void write_explorer(Out it, const Metrics& metrics, const std::vector<std::size_
                  "</div>\n");
 }
 
-void write_utilization(Out it, const Run& run, const Metrics& metrics) {
+void write_utilization(Out it, const Run& run, const Metrics& metrics, const HtmlDeviceRows& rows,
+                       const PipelineAnalysis* a) {
+  const auto stage_text = [&](std::size_t d) {
+    return a != nullptr && d < a->stages.stage_of.size() && a->stages.stage_of[d] >= 0
+               ? std::to_string(a->stages.stage_of[d])
+               : std::string("-");
+  };
   constexpr double kBarWidth = 600;
-  const double height = kRowHeight * static_cast<double>(run.devices.size()) + 4;
+  const double height = kRowHeight * static_cast<double>(rows.drawn) + 4;
+  fmt::format_to(it, "<h2>Utilization per device</h2>\n");
+  if (rows.drawn < run.devices.size()) {
+    fmt::format_to(it,
+                   "<p class=\"note\" id=\"rows-note\">{} devices in {} rows: devices of a stage "
+                   "whose busy and idle time agree within 1% share a row (drawn with the first "
+                   "one's jobs; the bar spans their utilization, min to max){}.</p>\n",
+                   run.devices.size(), rows.rows.size(),
+                   rows.drawn < rows.rows.size()
+                       ? fmt::format("; the first {} rows are drawn, the other {} listed below",
+                                     rows.drawn, rows.rows.size() - rows.drawn)
+                       : std::string());
+  }
   fmt::format_to(it,
-                 "<h2>Utilization per device</h2>\n<svg class=\"utilization\" width=\"{0:.0f}\" "
+                 "<svg class=\"utilization\" width=\"{0:.0f}\" "
                  "height=\"{1:.0f}\" viewBox=\"0 0 {0:.0f} {1:.0f}\" "
                  "xmlns=\"http://www.w3.org/2000/svg\">\n",
-                 kLabelWidth + kBarWidth + 80, height);
-  // (the percentage right of each bar fits in the 80 units left for it)
-  for (std::size_t d = 0; d < run.devices.size() && d < metrics.devices.size(); ++d) {
-    const double y = kRowHeight * static_cast<double>(d);
-    const double u = metrics.devices[d].utilization;
+                 kLabelWidth + kBarWidth + 100, height);
+  // (the percentage right of each bar fits in the 100 units left for it)
+  for (std::size_t r = 0; r < rows.drawn; ++r) {
+    const std::vector<std::size_t>& row = rows.rows[r];
+    const std::size_t d = row.front();
+    const double y = kRowHeight * static_cast<double>(r);
+    double lo = 1, hi = 0;
+    for (const std::size_t p : row) {
+      const double u = p < metrics.devices.size() ? metrics.devices[p].utilization : 0.0;
+      lo = std::min(lo, u);
+      hi = std::max(hi, u);
+    }
+    const DeviceTotals totals = d < metrics.devices.size() ? metrics.devices[d] : DeviceTotals{};
     fmt::format_to(
         it,
         "<text class=\"row-label\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>"
         "<rect class=\"util-track\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/>"
-        "<rect class=\"util-bar\" data-device=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" "
-        "width=\"{:.1f}\" height=\"{:.1f}\"><title>busy {}, idle {}</title></rect>"
-        "<text class=\"value\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
-        kLabelWidth - 6, y + kRowHeight / 2 + 4, markup_escape(html_device_label(run.devices[d])),
-        kLabelWidth, y + 3, kBarWidth, kRowHeight - 6, run.devices[d].index, kLabelWidth, y + 3,
-        kBarWidth * std::clamp(u, 0.0, 1.0), kRowHeight - 6,
-        format_duration(metrics.devices[d].busy_ns), format_duration(metrics.devices[d].idle_ns),
-        kLabelWidth + kBarWidth + 6, y + kRowHeight / 2 + 4, percent(u));
+        "<rect class=\"util-bar\" data-device=\"{}\"{} x=\"{:.1f}\" y=\"{:.1f}\" "
+        "width=\"{:.1f}\" height=\"{:.1f}\"><title>{}</title></rect>",
+        kLabelWidth - 6, y + kRowHeight / 2 + 4, markup_escape(html_row_label(run, row)),
+        kLabelWidth, y + 3, kBarWidth, kRowHeight - 6, run.devices[d].index,
+        row.size() > 1 ? fmt::format(" data-devices=\"{}\"", row.size()) : std::string(),
+        kLabelWidth, y + 3, kBarWidth * std::clamp(lo, 0.0, 1.0), kRowHeight - 6,
+        markup_escape(row.size() > 1
+                          ? html_row_alike(run, metrics, row)
+                          : fmt::format("busy {}, idle {}", format_duration(totals.busy_ns),
+                                        format_duration(totals.idle_ns))));
+    if (row.size() > 1 && hi > lo) {
+      fmt::format_to(it,
+                     "<rect class=\"util-range\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" "
+                     "height=\"{:.1f}\"/>",
+                     kLabelWidth + kBarWidth * std::clamp(lo, 0.0, 1.0), y + 3,
+                     kBarWidth * (std::clamp(hi, 0.0, 1.0) - std::clamp(lo, 0.0, 1.0)),
+                     kRowHeight - 6);
+    }
+    fmt::format_to(it, "<text class=\"value\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
+                   kLabelWidth + kBarWidth + 6, y + kRowHeight / 2 + 4,
+                   row.size() > 1 && percent(lo) != percent(hi)
+                       ? fmt::format("{}\u2013{}", percent(lo), percent(hi))
+                       : percent(lo));
   }
   fmt::format_to(it, "</svg>\n");
+  if (rows.drawn < rows.rows.size()) {
+    // The rows past the limit, listed.
+    fmt::format_to(it,
+                   "<h3>Devices not drawn ({} rows past the first {})</h3>\n<div "
+                   "class=\"step-table-box\"><table class=\"undrawn\"><tr><th>devices</th>"
+                   "<th>stage</th><th>utilization</th><th>busy</th><th>idle</th></tr>\n",
+                   rows.rows.size() - rows.drawn, rows.drawn);
+    for (std::size_t r = rows.drawn; r < rows.rows.size(); ++r) {
+      const std::vector<std::size_t>& row = rows.rows[r];
+      std::vector<std::int64_t> indices;
+      double lo = 1, hi = 0;
+      std::int64_t busy_lo = INT64_MAX, busy_hi = 0, idle_lo = INT64_MAX, idle_hi = 0;
+      for (const std::size_t p : row) {
+        indices.push_back(run.devices[p].index);
+        const DeviceTotals t = p < metrics.devices.size() ? metrics.devices[p] : DeviceTotals{};
+        lo = std::min(lo, t.utilization);
+        hi = std::max(hi, t.utilization);
+        busy_lo = std::min(busy_lo, t.busy_ns);
+        busy_hi = std::max(busy_hi, t.busy_ns);
+        idle_lo = std::min(idle_lo, t.idle_ns);
+        idle_hi = std::max(idle_hi, t.idle_ns);
+      }
+      std::sort(indices.begin(), indices.end());
+      const auto range = [](const std::string& a, const std::string& b) {
+        return a == b ? a : a + "\u2013" + b;
+      };
+      fmt::format_to(it, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                     describe_number_ranges(indices), stage_text(row.front()),
+                     range(percent(lo), percent(hi)),
+                     range(format_duration(busy_lo), format_duration(busy_hi)),
+                     range(format_duration(idle_lo), format_duration(idle_hi)));
+    }
+    fmt::format_to(it, "</table></div>\n");
+  }
 }
 
 void write_step_chart(Out it, const Metrics& metrics, const std::vector<std::size_t>& chosen) {
@@ -477,8 +583,8 @@ svg .grid{stroke:#e4e4e4;stroke-width:1}svg .bottleneck-band{fill:#fff3c4}
 .bottleneck .row-label{font-weight:700;fill:#8a5a00}
 p.why{font-size:15px;background:#f4f7fb;border-left:4px solid #4e79a7;padding:8px 12px;margin:0 0 16px;max-width:1100px}
 ul.warnings{color:#8a5a00;margin:4px 0;padding-left:20px}
-table.bubbles td:nth-child(5),table.bubbles td:nth-child(8),table.bubbles td:nth-child(9){text-align:left}svg .job{stroke:#fff;stroke-width:0.6}svg .idle{fill:#f6c9c4}
-svg .util-track{fill:#f6c9c4}svg .util-bar{fill:#4e79a7}
+table.bubbles td:nth-child(6),table.bubbles td:nth-child(9),table.bubbles td:nth-child(10){text-align:left}svg .job{stroke:#fff;stroke-width:0.6}svg .idle{fill:#f6c9c4}
+svg .util-track{fill:#f6c9c4}svg .util-bar{fill:#4e79a7}svg .util-range{fill:#9bb5d3}
 svg .step-bar{fill:#e15759}svg .step-bar.selected{fill:#8b1e1f}svg .max-tick{stroke:#8b1e1f;stroke-width:1}
 .legend span{display:inline-block;margin-right:14px;font-size:12px}
 .legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px;border-radius:2px}
@@ -606,6 +712,7 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
   if (a != nullptr && !a->explanation.empty()) {
     fmt::format_to(it, "<p class=\"why\" id=\"why\">{}</p>\n", markup_escape(a->explanation));
   }
+  const HtmlDeviceRows rows = html_device_rows(run, metrics, a, options.max_rows);
   fmt::format_to(it, "<dl class=\"figures\">\n");
   const auto figure = [&](std::string_view id, std::string_view name, const std::string& value) {
     fmt::format_to(it, "<div><dt>{}</dt><dd id=\"{}\">{}</dd></div>\n", name, id, value);
@@ -749,11 +856,11 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
       "are drawn; the chart further down covers every step.</p>\n",
       max_chunk > 0 ? "F3\u00b7c1: forward of micro-batch 3, chunk 1; chunks are shaded"
                     : "hover a box or a bubble for its times");
-  const std::vector<std::vector<Bubble>> bubbles = drawn_bubbles(run, metrics, options.steps);
+  const std::vector<std::vector<Bubble>> bubbles = drawn_bubbles(run, metrics, options.steps, rows);
   const auto timeline = [&](std::size_t k) {
     write_timeline(it, run, metrics, k, bubbles[k], roles, highlight,
                    a != nullptr ? &a->split : nullptr,
-                   k < placed.in_step.size() ? placed.in_step[k] : std::vector<EventRef>{});
+                   k < placed.in_step.size() ? placed.in_step[k] : std::vector<EventRef>{}, rows);
   };
   const auto is_embedded = [&](std::size_t k) {
     return std::binary_search(embedded.begin(), embedded.end(), k);
@@ -778,9 +885,17 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
   }
   if (options.steps.empty()) fmt::format_to(it, "<p class=\"note\">No step to draw.</p>\n");
 
-  if (a != nullptr && !a->bubbles.longest.empty() && !metrics.steps.empty()) {
+  const std::vector<FoldedBubble> folded =
+      a == nullptr ? std::vector<FoldedBubble>{}
+      : !a->bubbles.longest_folded.empty()
+          ? a->bubbles.longest_folded
+          : fold_peer_bubbles(a->bubbles.longest, a->stages.stage_of, a->bubbles.longest.size());
+  if (!folded.empty() && !metrics.steps.empty()) {
     fmt::format_to(it,
-                   "<h2>Longest bubbles</h2>\n<table class=\"bubbles\"><tr><th>device</th>"
+                   "<h2>Longest bubbles</h2>\n<p class=\"note\">One row per stage and time: the "
+                   "devices of a stage idle at the same time (tensor-parallel peers, replicas) "
+                   "are folded into the longest one's row, their count under peers.</p>\n"
+                   "<table class=\"bubbles\"><tr><th>device</th><th>peers</th>"
                    "<th>step</th><th>start</th><th>length</th><th>kind</th><th>inherent</th>"
                    "<th>excess</th><th>after</th><th>waits for</th></tr>\n");
     const std::int64_t origin = metrics.steps.front().start_ns;
@@ -791,13 +906,21 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
                                        job.type < run.types.size() ? run.types.name(job.type) : "?",
                                        job.micro_batch));
     };
-    for (const Bubble& bubble : a->bubbles.longest) {
+    for (const FoldedBubble& group : folded) {
+      const Bubble& bubble = group.bubble;
       const Device& device = run.devices[bubble.device];
       const auto inherent = bubble_inherent_ns(a->split, metrics, bubble);
+      std::vector<std::int64_t> indices;
+      for (const std::size_t d : group.devices) indices.push_back(run.devices[d].index);
+      std::sort(indices.begin(), indices.end());
       fmt::format_to(it,
-                     "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+                     "<tr data-peers=\"{}\"><td>{}</td><td title=\"devices {}; the shortest "
+                     "{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
                      "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                     device.index, markup_escape(step_label(metrics, bubble.step)),
+                     group.devices.size(), device.index,
+                     markup_escape(describe_number_ranges(indices)),
+                     format_duration(group.shortest_ns), group.devices.size(),
+                     markup_escape(step_label(metrics, bubble.step)),
                      format_duration(bubble.start_ns - origin), format_duration(bubble.length_ns()),
                      bubble_kind_name(bubble.kind), inherent ? format_duration(*inherent) : "-",
                      inherent ? format_duration(bubble.length_ns() - *inherent) : "-",
@@ -806,7 +929,7 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
     fmt::format_to(it, "</table>\n");
   }
 
-  write_utilization(it, run, metrics);
+  write_utilization(it, run, metrics, rows, a);
   write_step_chart(it, metrics, options.steps);
 
   // The drawn steps in figures, and the rest summarised.

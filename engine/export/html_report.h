@@ -14,6 +14,12 @@
 // fits, the bubbles of analysis/bubbles.h shaded, the log events of the
 // step's window marked on their device's row, coloured by severity.
 //
+// Devices whose figures agree within 1% (the same stage, busy and idle time
+// each within 1%: tensor-parallel peers, data-parallel replicas) are drawn as
+// one row, labelled with their count and their utilization's min–max
+// (html_device_rows); at most HtmlOptions::max_rows rows are drawn, the rest
+// listed in a table (<table class="undrawn">).
+//
 // It stays small and fast for big runs: the timeline embeds the jobs of the
 // steps that fit in HtmlOptions::max_embedded_jobs (200,000 by default; the
 // drawn steps first, and the page says which steps can be picked); the static
@@ -65,6 +71,8 @@ namespace pipescope {
 
 /// Jobs (and NCCL kernels) the interactive timeline embeds at most, by default.
 inline constexpr std::size_t kHtmlMaxEmbeddedJobs = 200'000;
+/// Device rows the report draws at most, by default.
+inline constexpr std::size_t kHtmlMaxRows = 512;
 
 struct HtmlOptions {
   /// Indices into Metrics::steps of the steps drawn as timelines.
@@ -82,6 +90,9 @@ struct HtmlOptions {
   /// The interactive timeline embeds the jobs of as many steps as fit in
   /// this many jobs (html_report_data.h).
   std::size_t max_embedded_jobs = kHtmlMaxEmbeddedJobs;
+  /// Device rows drawn at most (timelines, utilization); the devices past
+  /// it are listed in a table instead (html_device_rows).
+  std::size_t max_rows = kHtmlMaxRows;
 };
 
 /// The steps to draw: `spec` lists step numbers ("5", "3-4", "3,7"); empty

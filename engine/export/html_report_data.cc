@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "analysis/job_kind.h"
 #include "analysis/job_role.h"
 #include "export/json_writer.h"
+#include "numeric/units.h"
 
 namespace pipescope {
 
@@ -175,6 +177,88 @@ std::string html_device_label(const Device& d) {
   return fmt::format("GPU {} (m{})", d.index, d.machine);
 }
 
+HtmlDeviceRows html_device_rows(const Run& run, const Metrics& metrics,
+                                const PipelineAnalysis* pipeline, std::size_t max_rows) {
+  const std::size_t n = run.devices.size();
+  HtmlDeviceRows out;
+  const auto stage_of = [&](std::size_t d) {
+    return pipeline != nullptr && d < pipeline->stages.stage_of.size()
+               ? pipeline->stages.stage_of[d]
+               : -1;
+  };
+  const auto busy = [&](std::size_t d) {
+    return d < metrics.devices.size() ? metrics.devices[d].busy_ns : std::int64_t{0};
+  };
+  const auto idle = [&](std::size_t d) {
+    return d < metrics.devices.size() ? metrics.devices[d].idle_ns : std::int64_t{0};
+  };
+  const auto within = [](std::int64_t lo, std::int64_t hi) {
+    return static_cast<double>(hi) <= static_cast<double>(lo) * kHtmlFoldTolerance;
+  };
+  // By stage, then busy time: a row takes the next device while its busy
+  // and idle time stay within 1% of the row's least.
+  std::vector<std::size_t> order(n);
+  for (std::size_t d = 0; d < n; ++d) order[d] = d;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (stage_of(a) != stage_of(b)) return stage_of(a) < stage_of(b);
+    return busy(a) < busy(b);
+  });
+  std::int64_t busy_lo = 0, idle_lo = 0, idle_hi = 0;
+  for (const std::size_t d : order) {
+    const bool joins =
+        !out.rows.empty() && stage_of(d) >= 0 && stage_of(out.rows.back().front()) == stage_of(d) &&
+        within(busy_lo, busy(d)) && within(std::min(idle_lo, idle(d)), std::max(idle_hi, idle(d)));
+    if (joins) {
+      out.rows.back().push_back(d);
+      idle_lo = std::min(idle_lo, idle(d));
+      idle_hi = std::max(idle_hi, idle(d));
+    } else {
+      out.rows.push_back({d});
+      busy_lo = busy(d);
+      idle_lo = idle_hi = idle(d);
+    }
+  }
+  for (std::vector<std::size_t>& row : out.rows) std::sort(row.begin(), row.end());
+  std::sort(out.rows.begin(), out.rows.end());
+  out.drawn = std::min(out.rows.size(), max_rows);
+  out.drawn_device.assign(n, false);
+  for (std::size_t r = 0; r < out.drawn; ++r) out.drawn_device[out.rows[r].front()] = true;
+  return out;
+}
+
+std::string html_row_label(const Run& run, const std::vector<std::size_t>& row) {
+  const std::string first = html_device_label(run.devices[row.front()]);
+  return row.size() == 1 ? first : fmt::format("{} \u00d7{}", first, row.size());
+}
+
+std::string html_row_alike(const Run& run, const Metrics& metrics,
+                           const std::vector<std::size_t>& row) {
+  std::vector<std::int64_t> indices;
+  double lo = 1, hi = 0;
+  for (const std::size_t d : row) {
+    indices.push_back(run.devices[d].index);
+    const double u = d < metrics.devices.size() ? metrics.devices[d].utilization : 0.0;
+    lo = std::min(lo, u);
+    hi = std::max(hi, u);
+  }
+  std::sort(indices.begin(), indices.end());
+  return fmt::format("{} devices ({}), utilization {}-{}", row.size(),
+                     describe_number_ranges(indices), percent(lo), percent(hi));
+}
+
+std::string describe_number_ranges(const std::vector<std::int64_t>& numbers) {
+  std::string out;
+  for (std::size_t i = 0; i < numbers.size();) {
+    std::size_t j = i;
+    while (j + 1 < numbers.size() && numbers[j + 1] == numbers[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(numbers[i]);
+    if (j > i) out += fmt::format("-{}", numbers[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
 std::string describe_step_indices(const Metrics& metrics, const std::vector<std::size_t>& steps) {
   std::string out;
   for (std::size_t i = 0; i < steps.size();) {
@@ -194,11 +278,14 @@ std::string describe_step_indices(const Metrics& metrics, const std::vector<std:
 std::vector<std::uint64_t> html_step_costs(const Run& run, const Metrics& metrics,
                                            const HtmlOptions& options) {
   std::vector<std::uint64_t> costs(metrics.steps.size(), 0);
+  const HtmlDeviceRows rows = html_device_rows(run, metrics, options.pipeline, options.max_rows);
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    if (!rows.drawn_device[d]) continue;
     for_each_step_job(metrics, run.devices[d], d, [&](std::size_t k, std::size_t) { ++costs[k]; });
   }
-  for_each_nccl(run, metrics, options,
-                [&](std::size_t k, std::size_t, const NcclSlice&) { ++costs[k]; });
+  for_each_nccl(run, metrics, options, [&](std::size_t k, std::size_t d, const NcclSlice&) {
+    if (rows.drawn_device[d]) ++costs[k];
+  });
   return costs;
 }
 
@@ -233,8 +320,12 @@ std::string html_timeline_json(const Run& run, const Metrics& metrics, const Htm
   for (std::size_t e = 0; e < embedded.size(); ++e) {
     slot[embedded[e]] = static_cast<std::int64_t>(e);
   }
+  // Only the devices whose rows are drawn carry jobs (html_device_rows); a
+  // reference to another device's job is "not embedded here".
+  const HtmlDeviceRows rows = html_device_rows(run, metrics, a, options.max_rows);
   std::vector<std::vector<DeviceSlice>> parts(embedded.size(), std::vector<DeviceSlice>(devices));
   for (std::size_t d = 0; d < devices; ++d) {
+    if (!rows.drawn_device[d]) continue;
     for_each_step_job(metrics, run.devices[d], d, [&](std::size_t k, std::size_t i) {
       if (slot[k] >= 0) {
         parts[static_cast<std::size_t>(slot[k])][d].jobs.push_back(static_cast<std::uint32_t>(i));
@@ -250,7 +341,12 @@ std::string html_timeline_json(const Run& run, const Metrics& metrics, const Htm
   // after on another stage (device, local index; -1 -1: none).
   static const Dependencies kNoDependencies;
   const Dependencies& deps = a != nullptr ? a->dependencies : kNoDependencies;
-  for_each_bubble(run, metrics, [&](const Bubble& b) {
+  const auto each_drawn_bubble = [&](const std::function<void(const Bubble&)>& visit) {
+    for (std::size_t d = 0; d < devices; ++d) {
+      if (rows.drawn_device[d]) for_each_device_bubble(run, metrics, d, visit);
+    }
+  };
+  each_drawn_bubble([&](const Bubble& b) {
     if (b.step >= slot.size() || slot[b.step] < 0) return;
     const auto e = static_cast<std::size_t>(slot[b.step]);
     std::vector<std::int64_t>& out = parts[e][b.device].bubbles;
@@ -313,7 +409,7 @@ std::string html_timeline_json(const Run& run, const Metrics& metrics, const Htm
   std::vector<std::string> ops;
   std::map<std::string, std::size_t> op_ids;
   for_each_nccl(run, metrics, options, [&](std::size_t k, std::size_t d, const NcclSlice& s) {
-    if (slot[k] < 0) return;
+    if (slot[k] < 0 || !rows.drawn_device[d]) return;
     const KernelRankView& rank = options.kernels->ranks[s.rank];
     std::string op = "nccl";
     std::string group;
@@ -370,11 +466,24 @@ std::string html_timeline_json(const Run& run, const Metrics& metrics, const Htm
                    role.chunked ? "true" : "false");
   }
   put("],\"devices\":[");
+  // row_of[d]: the row device d belongs to.
+  std::vector<std::size_t> row_of(devices, 0);
+  for (std::size_t r = 0; r < rows.rows.size(); ++r) {
+    for (const std::size_t d : rows.rows[r]) row_of[d] = r;
+  }
   for (std::size_t d = 0; d < devices; ++d) {
     const Device& device = run.devices[d];
     const int stage = a != nullptr && d < a->stages.stage_of.size() ? a->stages.stage_of[d] : -1;
     put(d == 0 ? "{" : ",{");
-    put_string(out, "label", html_device_label(device));
+    const std::vector<std::size_t>& row = rows.rows[row_of[d]];
+    if (!rows.drawn_device[d]) {
+      put("\"row\":false,");
+    } else if (row.size() > 1) {
+      // "drawn for 8 devices, 0-7 (utilization 46.9%-47.1%)"
+      put_string(out, "alike", html_row_alike(run, metrics, row));
+      put(",");
+    }
+    put_string(out, "label", html_row_label(run, row));
     put(",");
     put_string(out, "path", device.path);
     fmt::format_to(std::back_inserter(out), ",\"index\":{},\"machine\":{},\"rank\":{},\"stage\":{}",

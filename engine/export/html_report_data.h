@@ -31,9 +31,41 @@
 
 namespace pipescope {
 
+/// The report's device rows: devices of one stage whose busy and idle time
+/// over the run each agree within 1% (max <= min x 1.01) are one row, drawn
+/// with the jobs of its first device (the lowest position); devices without
+/// a stage (no pipeline analysis) are a row each. Rows are ordered by their
+/// first device; the first `max_rows` are drawn.
+struct HtmlDeviceRows {
+  /// Each row's devices (positions in Run::devices, ascending).
+  std::vector<std::vector<std::size_t>> rows;
+  /// How many of `rows` are drawn (the first ones).
+  std::size_t drawn = 0;
+  /// drawn_device[d]: device d's jobs are drawn (the first of a drawn row).
+  std::vector<bool> drawn_device;
+};
+
+/// Devices' figures agree when each of busy and idle has max <= min x this.
+inline constexpr double kHtmlFoldTolerance = 1.01;
+
+HtmlDeviceRows html_device_rows(const Run& run, const Metrics& metrics,
+                                const PipelineAnalysis* pipeline, std::size_t max_rows);
+
+/// A row's label: its device's ("GPU 3 (m0)"), "GPU 0 (m0) ×8" for 8 devices.
+std::string html_row_label(const Run& run, const std::vector<std::size_t>& row);
+
+/// What a row of several devices stands for: "8 devices (0-7), utilization
+/// 46.9%-47.1%".
+std::string html_row_alike(const Run& run, const Metrics& metrics,
+                           const std::vector<std::size_t>& row);
+
+/// "0-7, 16, 18-20": ascending numbers, consecutive ones as ranges.
+std::string describe_number_ranges(const std::vector<std::int64_t>& numbers);
+
 /// Per step (index into Metrics::steps): how many jobs embedding it costs:
 /// its own jobs, the other jobs that overlap its window, and with
-/// `options.kernels` the NCCL kernels that start in its window.
+/// `options.kernels` the NCCL kernels that start in its window, of the devices
+/// whose jobs are drawn (html_device_rows) only.
 std::vector<std::uint64_t> html_step_costs(const Run& run, const Metrics& metrics,
                                            const HtmlOptions& options);
 

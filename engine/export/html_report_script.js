@@ -99,9 +99,13 @@
 
   // ---- geometry ----
   const hasNccl = devices.map((_, d) => steps.some((s) => s.devices[d].nccl.length > 0));
+  // A device folded into another's row (its figures agree within 1%) or past
+  // the row limit has no row (rowTop -1) and no jobs in the data.
+  const drawn = devices.map((dev) => dev.row !== false);
   const rowTop = [];
   let rowsHeight = 0;
   devices.forEach((_, d) => {
+    if (!drawn[d]) { rowTop.push(-1); return; }
     rowTop.push(AXIS_H + rowsHeight);
     rowsHeight += ROW_H + (hasNccl[d] ? NCCL_H : 0);
   });
@@ -113,6 +117,7 @@
   function rowAt(y) {
     for (let d = 0; d < devices.length; ++d) {
       const top = rowTop[d];
+      if (top < 0) continue;
       if (y >= top && y < top + ROW_H) return {d: d, nccl: false};
       if (hasNccl[d] && y >= top + ROW_H && y < top + ROW_H + NCCL_H) return {d: d, nccl: true};
     }
@@ -143,7 +148,8 @@
   }
   function deviceName(d) {
     const dev = devices[d];
-    return dev.label + (dev.stage >= 0 ? ' \u00b7 stage ' + dev.stage : '');
+    return dev.label + (dev.stage >= 0 ? ' \u00b7 stage ' + dev.stage : '') +
+      (dev.alike ? ' (drawn for ' + dev.alike + ')' : '');
   }
 
   // ---- drawing ----
@@ -158,7 +164,7 @@
     if (showBottleneck.checked && bottleneckStage !== null) {
       ctx.fillStyle = '#fff3c4';
       devices.forEach((dev, d) => {
-        if (dev.stage === bottleneckStage) ctx.fillRect(0, rowTop[d], LABEL_W + pw, ROW_H + (hasNccl[d] ? NCCL_H : 0));
+        if (drawn[d] && dev.stage === bottleneckStage) ctx.fillRect(0, rowTop[d], LABEL_W + pw, ROW_H + (hasNccl[d] ? NCCL_H : 0));
       });
     }
     // Axis and grid.
@@ -185,6 +191,7 @@
     if (view.t1 > step.window) ctx.fillRect(xOf(step.window), AXIS_H, LABEL_W + pw - xOf(step.window), rowsHeight);
     const critical = showCritical.checked && p.path.length > 0;
     p.rows.forEach((row, d) => {
+      if (!drawn[d]) return;
       const dev = row.dev, y = rowTop[d];
       // Bubbles.
       ctx.fillStyle = IDLE;
@@ -286,6 +293,7 @@
     // Row labels.
     ctx.textAlign = 'right';
     devices.forEach((dev, d) => {
+      if (!drawn[d]) return;
       const slow = showBottleneck.checked && dev.stage === bottleneckStage && bottleneckStage !== null;
       ctx.font = (slow ? '700 ' : '') + '11px system-ui, sans-serif';
       ctx.fillStyle = slow ? '#8a5a00' : '#333';

@@ -17,7 +17,8 @@ namespace pipescope {
 std::string kernel_view_sentence(const KernelView& view);
 
 /// Writes the section to `out` (nothing when unavailable). With more than 32
-/// ranks, the 16 with the largest bubble are listed. Does not flush `out`.
-void write_kernel_view_text(const KernelView& view, std::FILE* out);
+/// ranks, the 16 with the largest bubble are listed, unless `all_rows`.
+/// Does not flush `out`.
+void write_kernel_view_text(const KernelView& view, std::FILE* out, bool all_rows = false);
 
 }  // namespace pipescope

@@ -5,13 +5,16 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
 #include <string_view>
 #include <vector>
 
+#include "analysis/bubble_split.h"
 #include "analysis/step_events.h"
+#include "export/table_rows.h"
 #include "numeric/units.h"
 
 namespace pipescope {
@@ -22,6 +25,10 @@ constexpr std::size_t kStepsListedInFull = 20;
 constexpr std::size_t kStepsHead = 10;
 constexpr std::size_t kStepsTail = 5;
 constexpr std::size_t kDiagnosticsShown = 20;
+// A cell without a number (table_rows.h).
+constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+
+double num(std::int64_t v) { return static_cast<double>(v); }
 
 std::string count(std::uint64_t n, std::string_view noun) {
   return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
@@ -77,14 +84,51 @@ class Table {
 
   explicit Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
 
-  void add_row(std::vector<std::string> cells) { rows_.push_back({std::move(cells), {}}); }
+  void add_row(std::vector<std::string> cells) { rows_.push_back({std::move(cells), {}, {}}); }
+  /// A row with the numbers its cells show, one per column (NaN: none), by
+  /// which a folded table finds the rows that stand out (table_rows.h).
+  void add_row(std::vector<std::string> cells, std::vector<double> values) {
+    rows_.push_back({std::move(cells), {}, std::move(values)});
+  }
   /// A line of text between rows (e.g. "... 80 steps not shown ...").
-  void add_note(std::string text) { rows_.push_back({{}, std::move(text)}); }
+  void add_note(std::string text) { rows_.push_back({{}, std::move(text), {}}); }
 
+  /// Renders every row.
   void render(fmt::memory_buffer& out, const Style& style) const {
+    std::vector<std::size_t> all(rows_.size());
+    for (std::size_t r = 0; r < all.size(); ++r) all[r] = r;
+    render_rows(out, style, all, {}, "");
+  }
+
+  /// Renders the rows select_table_rows() picks (every one with
+  /// `all_rows`), a line saying how many `noun` were left out at the first
+  /// gap and "..." at the others. Notes are not folded tables' rows.
+  void render_folded(fmt::memory_buffer& out, const Style& style, std::string_view noun,
+                     bool all_rows) const {
+    std::vector<std::vector<double>> columns(columns_.size());
+    for (std::size_t c = 0; c < columns_.size(); ++c) {
+      columns[c].reserve(rows_.size());
+      for (const Row& row : rows_)
+        columns[c].push_back(c < row.values.size() ? row.values[c] : kNone);
+    }
+    const RowSelection shown = select_table_rows(rows_.size(), columns, all_rows);
+    render_rows(out, style, shown.rows, shown, noun);
+  }
+
+ private:
+  struct Row {
+    std::vector<std::string> cells;
+    std::string note;
+    std::vector<double> values;
+  };
+
+  void render_rows(fmt::memory_buffer& out, const Style& style,
+                   const std::vector<std::size_t>& shown, const RowSelection& selection,
+                   std::string_view noun) const {
     std::vector<std::size_t> widths(columns_.size());
     for (std::size_t c = 0; c < columns_.size(); ++c) widths[c] = display_width(columns_[c].header);
-    for (const Row& row : rows_) {
+    for (const std::size_t r : shown) {
+      const Row& row = rows_[r];
       for (std::size_t c = 0; c < row.cells.size() && c < widths.size(); ++c) {
         widths[c] = std::max(widths[c], display_width(row.cells[c]));
       }
@@ -92,16 +136,16 @@ class Table {
     std::vector<std::string> header;
     for (const Column& column : columns_) header.push_back(column.header);
     out_line(out, style.bold(line(header, widths)));
-    for (const Row& row : rows_) {
+    bool noted = false;
+    for (std::size_t i = 0; i < shown.size(); ++i) {
+      if (i > 0 && shown[i] != shown[i - 1] + 1) {
+        out_line(out, noted ? std::string("  ...") : "  " + folded_rows_note(selection, noun));
+        noted = true;
+      }
+      const Row& row = rows_[shown[i]];
       out_line(out, row.cells.empty() ? fmt::format("  {}", row.note) : line(row.cells, widths));
     }
   }
-
- private:
-  struct Row {
-    std::vector<std::string> cells;
-    std::string note;
-  };
 
   std::string line(const std::vector<std::string>& cells,
                    const std::vector<std::size_t>& widths) const {
@@ -134,7 +178,7 @@ void append_line(fmt::memory_buffer& out, std::string_view text) {
 }
 
 void write_devices(fmt::memory_buffer& out, const Run& run, const Metrics& metrics,
-                   const SummaryJobFacts& facts, const Style& style) {
+                   const SummaryJobFacts& facts, const Style& style, bool all_rows) {
   append_line(out, style.bold("Devices"));
   Table table({{"device", Table::right},
                {"machine", Table::left},
@@ -147,18 +191,22 @@ void write_devices(fmt::memory_buffer& out, const Run& run, const Metrics& metri
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
     const Device& device = run.devices[d];
     const DeviceTotals totals = d < metrics.devices.size() ? metrics.devices[d] : DeviceTotals{};
-    table.add_row({std::to_string(device.index),
-                   device.machine_name.empty() ? std::to_string(device.machine)
-                                               : printable(device.machine_name),
-                   std::to_string(device.rank),
-                   std::to_string(d < facts.device_jobs.size() ? facts.device_jobs[d] : 0),
-                   std::to_string(totals.steps), format_duration(totals.busy_ns),
-                   format_duration(totals.idle_ns), percent(totals.utilization)});
+    const std::uint64_t jobs = d < facts.device_jobs.size() ? facts.device_jobs[d] : 0;
+    table.add_row(
+        {std::to_string(device.index),
+         device.machine_name.empty() ? std::to_string(device.machine)
+                                     : printable(device.machine_name),
+         std::to_string(device.rank), std::to_string(jobs), std::to_string(totals.steps),
+         format_duration(totals.busy_ns), format_duration(totals.idle_ns),
+         percent(totals.utilization)},
+        {kNone, kNone, kNone, static_cast<double>(jobs), static_cast<double>(totals.steps),
+         num(totals.busy_ns), num(totals.idle_ns), totals.utilization});
   }
-  table.render(out, style);
+  table.render_folded(out, style, "devices", all_rows);
 }
 
-void write_steps(fmt::memory_buffer& out, const Metrics& metrics, const Style& style) {
+void write_steps(fmt::memory_buffer& out, const Metrics& metrics, const Style& style,
+                 bool all_rows) {
   append_line(out, style.bold("Steps"));
   if (metrics.steps.empty()) {
     append_line(out, "  no steps found");
@@ -184,7 +232,7 @@ void write_steps(fmt::memory_buffer& out, const Metrics& metrics, const Style& s
   const std::size_t n = metrics.steps.size();
   // Incomplete steps are always listed: they are where a launch was cut.
   const auto shown = [&](std::size_t k) {
-    return n <= kStepsListedInFull || k < kStepsHead || k + kStepsTail >= n ||
+    return all_rows || n <= kStepsListedInFull || k < kStepsHead || k + kStepsTail >= n ||
            !metrics.steps[k].complete;
   };
   std::size_t hidden = 0;
@@ -195,15 +243,16 @@ void write_steps(fmt::memory_buffer& out, const Metrics& metrics, const Style& s
       add(k);
     } else if (!noted) {
       noted = true;
-      table.add_note(fmt::format("... {} steps not shown (first {} and last {} of {} listed{}) ...",
-                                 hidden, kStepsHead, kStepsTail, n,
-                                 any_incomplete ? ", and every incomplete one" : ""));
+      table.add_note(fmt::format(
+          "... {} steps not shown (first {} and last {} of {} listed{}; --all-rows lists every "
+          "one) ...",
+          hidden, kStepsHead, kStepsTail, n, any_incomplete ? ", and every incomplete one" : ""));
     }
   }
   table.render(out, style);
 }
 
-void write_inputs(fmt::memory_buffer& out, const Run& run, const Style& style) {
+void write_inputs(fmt::memory_buffer& out, const Run& run, const Style& style, bool all_rows) {
   append_line(out, style.bold("Inputs"));
   const bool any_error = std::any_of(run.inputs.begin(), run.inputs.end(),
                                      [](const InputStats& input) { return !input.error.empty(); });
@@ -219,9 +268,13 @@ void write_inputs(fmt::memory_buffer& out, const Run& run, const Style& style) {
         printable(input.path), std::to_string(input.lines), std::to_string(input.matched),
         std::to_string(input.malformed), std::to_string(input.oversized)};
     if (any_error) cells.push_back(input.error.empty() ? "" : printable(input.error));
-    table.add_row(std::move(cells));
+    // An input with an error always stands out (a value no other row has).
+    table.add_row(std::move(cells),
+                  {kNone, static_cast<double>(input.lines), static_cast<double>(input.matched),
+                   static_cast<double>(input.malformed), static_cast<double>(input.oversized),
+                   any_error ? (input.error.empty() ? 0.0 : 1.0) : kNone});
   }
-  table.render(out, style);
+  table.render_folded(out, style, "inputs", all_rows);
 }
 
 void write_diagnostics(fmt::memory_buffer& out, const Run& run, const Style& style) {
@@ -249,8 +302,16 @@ std::string share(std::int64_t part, std::int64_t whole) {
   return whole > 0 ? percent(static_cast<double>(part) / static_cast<double>(whole)) : "-";
 }
 
+// The longest bubbles with peers folded: the analysis's list, or where it
+// has none (a partitioned run's rank 0) its plain list folded.
+std::vector<FoldedBubble> report_longest_bubbles(const PipelineAnalysis& a) {
+  if (!a.bubbles.longest_folded.empty()) return a.bubbles.longest_folded;
+  return fold_peer_bubbles(a.bubbles.longest, a.stages.stage_of, a.bubbles.longest.size());
+}
+
 void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metrics,
-                    const SummaryJobFacts& facts, const PipelineAnalysis& a, const Style& style) {
+                    const SummaryJobFacts& facts, const PipelineAnalysis& a, const Style& style,
+                    bool all_rows) {
   append_line(out, style.bold("Pipeline"));
   const ScheduleReport& sr = a.schedule;
   const ScheduleDetection& d = sr.detection;
@@ -385,41 +446,87 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
       const DurationStats& st = r[static_cast<std::size_t>(role)];
       return st.count == 0 ? std::string("-") : format_duration(st.p95_ns);
     };
+    auto value = [&](PipelineRole role, bool tail) {
+      const DurationStats& st = r[static_cast<std::size_t>(role)];
+      return st.count == 0 ? kNone : num(tail ? st.p95_ns : st.mean_ns);
+    };
     stages.add_row(
         {std::to_string(s) + (bottleneck && static_cast<int>(s) == b.slowest_stage ? " *" : ""),
          describe_stage_devices(run, a.stages, s), mean(PipelineRole::forward),
          p95(PipelineRole::forward), mean(PipelineRole::backward), p95(PipelineRole::backward),
-         mean(PipelineRole::weight), format_duration(b.stages[s].compute_per_step_ns)});
+         mean(PipelineRole::weight), format_duration(b.stages[s].compute_per_step_ns)},
+        {kNone, kNone, value(PipelineRole::forward, false), value(PipelineRole::forward, true),
+         value(PipelineRole::backward, false), value(PipelineRole::backward, true),
+         value(PipelineRole::weight, false), num(b.stages[s].compute_per_step_ns)});
   }
   append_line(out, style.bold("Stages (* = bottleneck)"));
-  stages.render(out, style);
+  stages.render_folded(out, style, "stages", all_rows);
 
-  if (!a.bubbles.longest.empty() && !metrics.steps.empty()) {
+  const std::vector<FoldedBubble> folded = report_longest_bubbles(a);
+  if (!folded.empty() && !metrics.steps.empty()) {
     append_line(out, "");
-    append_line(out, style.bold(fmt::format("Longest bubbles ({})", a.bubbles.longest.size())));
-    Table longest({{"device", Table::right},
-                   {"step", Table::right},
-                   {"start ms", Table::right},
-                   {"length", Table::right},
-                   {"kind", Table::left},
-                   {"inherent", Table::right},
-                   {"excess", Table::right},
-                   {"job before", Table::left},
-                   {"job after", Table::left}});
+    const bool any_peers = std::any_of(folded.begin(), folded.end(),
+                                       [](const FoldedBubble& f) { return f.devices.size() > 1; });
+    append_line(out, style.bold(fmt::format(
+                         "Longest bubbles ({}{})", folded.size(),
+                         any_peers ? "; peers, the devices of the stage idle at the same time, "
+                                     "folded: the longest one shown"
+                                   : "")));
+    std::vector<Table::Column> columns = {{"device", Table::right}};
+    if (any_peers) columns.push_back({"peers", Table::right});
+    for (Table::Column c : std::initializer_list<Table::Column>{{"step", Table::right},
+                                                                {"start ms", Table::right},
+                                                                {"length", Table::right},
+                                                                {"kind", Table::left},
+                                                                {"inherent", Table::right},
+                                                                {"excess", Table::right},
+                                                                {"job before", Table::left},
+                                                                {"job after", Table::left}}) {
+      columns.push_back(std::move(c));
+    }
+    if (any_peers) columns.push_back({"shortest peer", Table::right});
+    Table longest(std::move(columns));
     const std::int64_t origin = metrics.steps.front().start_ns;
-    for (std::size_t i = 0; i < a.bubbles.longest.size(); ++i) {
-      const Bubble& bubble = a.bubbles.longest[i];
+    for (const FoldedBubble& group : folded) {
+      const Bubble& bubble = group.bubble;
       const Device& device = run.devices[bubble.device];
-      const SummaryJobFacts::LongBubble none;
-      const SummaryJobFacts::LongBubble& named =
-          i < facts.longest_bubbles.size() ? facts.longest_bubbles[i] : none;
+      // The job names as summary.json gives them, for a bubble of its list;
+      // else read from the run (which then holds every job).
+      SummaryJobFacts::LongBubble named;
+      bool found = false;
+      for (std::size_t i = 0; i < a.bubbles.longest.size() && i < facts.longest_bubbles.size();
+           ++i) {
+        const Bubble& b = a.bubbles.longest[i];
+        if (b.device == bubble.device && b.start_ns == bubble.start_ns) {
+          named = facts.longest_bubbles[i];
+          found = true;
+          break;
+        }
+      }
+      if (!found) {
+        const auto job_at = [&](std::int64_t j) -> std::optional<Job> {
+          if (j < 0 || static_cast<std::size_t>(j) >= device.jobs.size()) return std::nullopt;
+          return device.jobs[static_cast<std::size_t>(j)];
+        };
+        named.before = job_at(bubble.job_before);
+        named.after = job_at(bubble.job_after);
+        named.inherent_ns = bubble_inherent_ns(a.split, metrics, bubble);
+      }
       const std::optional<std::int64_t> inherent = named.inherent_ns;
-      longest.add_row({std::to_string(device.index), step_label(metrics, bubble.step),
-                       relative_ms(bubble.start_ns, origin), format_duration(bubble.length_ns()),
-                       std::string(bubble_kind_name(bubble.kind)),
-                       inherent ? format_duration(*inherent) : "-",
-                       inherent ? format_duration(bubble.length_ns() - *inherent) : "-",
-                       job_name(run, named.before), job_name(run, named.after)});
+      std::vector<std::string> cells = {std::to_string(device.index)};
+      if (any_peers) cells.push_back(std::to_string(group.devices.size()));
+      for (std::string& cell : std::vector<std::string>{
+               step_label(metrics, bubble.step), relative_ms(bubble.start_ns, origin),
+               format_duration(bubble.length_ns()), std::string(bubble_kind_name(bubble.kind)),
+               inherent ? format_duration(*inherent) : "-",
+               inherent ? format_duration(bubble.length_ns() - *inherent) : "-",
+               job_name(run, named.before), job_name(run, named.after)}) {
+        cells.push_back(std::move(cell));
+      }
+      if (any_peers) {
+        cells.push_back(group.devices.size() > 1 ? format_duration(group.shortest_ns) : "-");
+      }
+      longest.add_row(std::move(cells));
     }
     longest.render(out, style);
   }
@@ -441,10 +548,11 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
                                     path->job_count, format_duration(path->wait_ns))));
     Table table({{"stage", Table::right}, {"time on path", Table::right}, {"share", Table::right}});
     for (std::size_t s = 0; s < path->stage_ns.size(); ++s) {
-      table.add_row({std::to_string(s), format_duration(path->stage_ns[s]),
-                     share(path->stage_ns[s], window)});
+      table.add_row(
+          {std::to_string(s), format_duration(path->stage_ns[s]), share(path->stage_ns[s], window)},
+          {kNone, num(path->stage_ns[s]), kNone});
     }
-    table.render(out, style);
+    table.render_folded(out, style, "stages", all_rows);
   }
 
   if (!a.warnings.empty()) {
@@ -523,13 +631,8 @@ void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
   if (options.pipeline != nullptr && !options.pipeline->explanation.empty()) {
     append_line(text, fmt::format("Why: {}", printable(options.pipeline->explanation)));
   }
-  append_line(text, "");
 
-  write_devices(text, run, metrics, facts, style);
-  append_line(text, "");
-  write_steps(text, metrics, style);
-  append_line(text, "");
-
+  // The headline first: the bubble ratio, and why, before any table.
   const std::string overall = percent(metrics.bubble_ratio);
   append_line(text,
               fmt::format("Bubble ratio: {} (idle share of {} devices over {} of step windows{})",
@@ -549,13 +652,18 @@ void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
                             format_duration(run.time_resolution_ns)));
   }
   append_line(text, "");
+
+  write_devices(text, run, metrics, facts, style, options.all_rows);
+  append_line(text, "");
+  write_steps(text, metrics, style, options.all_rows);
+  append_line(text, "");
   if (options.pipeline != nullptr) {
-    write_pipeline(text, run, metrics, facts, *options.pipeline, style);
+    write_pipeline(text, run, metrics, facts, *options.pipeline, style, options.all_rows);
     append_line(text, "");
   }
   write_events(text, run, metrics);
 
-  write_inputs(text, run, style);
+  write_inputs(text, run, style, options.all_rows);
   if (!run.diagnostics.empty()) {
     append_line(text, "");
     write_diagnostics(text, run, style);

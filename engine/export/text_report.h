@@ -1,5 +1,5 @@
-// The human-readable result of `pipescope analyze`: aligned tables of
-// devices, steps and inputs, the overall bubble ratio and the first
+// The human-readable result of `pipescope analyze`: the overall bubble ratio
+// and why, then aligned tables of devices, steps and inputs and the first
 // diagnostics. Durations are printed from the integer nanoseconds
 // ("12.345 ms", "1.234 s"); nothing is re-read from the logs.
 #pragma once
@@ -27,11 +27,18 @@ struct ReportOptions {
   /// the run's (with `pipeline` then holding the whole-run figures, its
   /// critical_paths the longest complete step's).
   const SummaryJobFacts* facts = nullptr;
+  /// Every row of every table. Otherwise a table of more than 64 rows
+  /// (devices, inputs, stages) shows its first 16 and last 8 rows and those
+  /// beyond 3 MADs of their column (export/table_rows.h), and the steps
+  /// their first 10 and last 5 of more than 20.
+  bool all_rows = false;
 };
 
-/// Writes the report to `out` (e.g. stdout). With more than 20 steps only the
-/// first 10 and the last 5 are listed, with a line saying how many were left
-/// out. Does not close or flush `out`.
+/// Writes the report to `out` (e.g. stdout): the headline (devices, jobs,
+/// steps; why; the bubble ratio) first, then the tables. Folded tables say
+/// how many rows were left out. The longest bubbles are listed once per stage
+/// and time, peers folded with their count (analysis/bubbles.h,
+/// fold_peer_bubbles). Does not close or flush `out`.
 void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
                        const ReportOptions& options = {});
 

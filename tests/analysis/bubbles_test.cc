@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <map>
+#include <set>
+#include <tuple>
 
 #include "analysis/metrics.h"
 #include "support/pipeline_sim_run.h"
@@ -156,6 +159,87 @@ TEST(Bubbles, KindsAddUpToIdleOnSimulatedRunsOfEverySchedule) {
     }
   }
   EXPECT_EQ(runs, 10);
+}
+
+Bubble bubble_at(std::size_t device, std::size_t step, std::int64_t start, std::int64_t end) {
+  Bubble b;
+  b.device = device;
+  b.step = step;
+  b.start_ns = start;
+  b.end_ns = end;
+  return b;
+}
+
+TEST(Bubbles, PeersOfAStageIdleAtOnceFoldIntoOne) {
+  // Devices 0-3 are stage 0, 4-5 stage 1, 6 has no stage.
+  const std::vector<int> stage_of = {0, 0, 0, 0, 1, 1, -1};
+  const std::vector<Bubble> longest_first = {
+      bubble_at(0, 2, 100, 200),  // stage 0, step 2
+      bubble_at(1, 2, 101, 199),  // its peer, overlapping
+      bubble_at(4, 2, 100, 197),  // stage 1: another group
+      bubble_at(2, 2, 102, 198),  // stage 0 again
+      bubble_at(6, 2, 100, 196),  // no stage: alone
+      bubble_at(3, 2, 300, 390),  // stage 0, same step, later: another time
+      bubble_at(5, 1, 100, 189),  // stage 1, another step
+      bubble_at(3, 2, 105, 180),  // stage 0, overlapping the first
+      bubble_at(5, 2, 150, 170),  // stage 1 with device 4
+  };
+  const std::vector<FoldedBubble> folded = fold_peer_bubbles(longest_first, stage_of, 10);
+  ASSERT_EQ(folded.size(), 5u);
+  EXPECT_EQ(folded[0].bubble.device, 0u);
+  EXPECT_EQ(folded[0].devices, (std::vector<std::size_t>{0, 1, 2, 3}));
+  EXPECT_EQ(folded[0].shortest_ns, 75);
+  EXPECT_EQ(folded[1].bubble.device, 4u);
+  EXPECT_EQ(folded[1].devices, (std::vector<std::size_t>{4, 5}));
+  EXPECT_EQ(folded[2].devices, (std::vector<std::size_t>{6}));
+  EXPECT_EQ(folded[3].bubble.start_ns, 300);
+  EXPECT_EQ(folded[3].devices, (std::vector<std::size_t>{3}));
+  EXPECT_EQ(folded[4].bubble.step, 1u);
+  // top_n bounds the groups; later peers still join the open ones.
+  const std::vector<FoldedBubble> two = fold_peer_bubbles(longest_first, stage_of, 2);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].devices.size(), 4u);
+  EXPECT_EQ(two[1].devices.size(), 2u);
+}
+
+TEST(Bubbles, TheFoldedLongestOfTensorParallelPeersListOneBubblePerStageAndTime) {
+  // 4 stages of 8 identical peers: the plain list's 10 longest are copies of
+  // a few bubbles; the folded list names each once, with its 8 peers.
+  sim::SimConfig config = testing::sim_config(sim::ScheduleKind::one_f_one_b, 4, 8);
+  config.devices_per_stage = 8;
+  config.steps = 3;
+  const pipescope::Run run = testing::run_from_simulation(config);
+  const Metrics metrics = compute_metrics(run);
+  std::vector<int> stage_of(run.devices.size());
+  for (std::size_t d = 0; d < run.devices.size(); ++d) stage_of[d] = static_cast<int>(d / 8);
+  const BubbleSummary s = summarize_bubbles(run, metrics, 10, stage_of);
+  const BubbleSummary plain = summarize_bubbles(run, metrics, 10);
+  EXPECT_EQ(s.longest.size(), plain.longest.size());
+  for (std::size_t i = 0; i < s.longest.size(); ++i) {
+    EXPECT_EQ(s.longest[i].device, plain.longest[i].device);
+    EXPECT_EQ(s.longest[i].start_ns, plain.longest[i].start_ns);
+  }
+  ASSERT_EQ(s.longest_folded.size(), 10u);
+  // Independently: every bubble of the run, grouped by (stage, step, start).
+  std::map<std::tuple<int, std::size_t, std::int64_t>, std::set<std::size_t>> groups;
+  for_each_bubble(run, metrics, [&](const Bubble& b) {
+    if (metrics.steps[b.step].complete) {
+      groups[{stage_of[b.device], b.step, b.start_ns}].insert(b.device);
+    }
+  });
+  std::set<std::tuple<int, std::size_t, std::int64_t>> seen;
+  for (std::size_t i = 0; i < s.longest_folded.size(); ++i) {
+    const FoldedBubble& f = s.longest_folded[i];
+    const auto key = std::make_tuple(stage_of[f.bubble.device], f.bubble.step, f.bubble.start_ns);
+    EXPECT_TRUE(seen.insert(key).second) << "one bubble per stage and time";
+    EXPECT_EQ(f.devices.size(), 8u);
+    EXPECT_EQ(std::set<std::size_t>(f.devices.begin(), f.devices.end()), groups.at(key));
+    if (i > 0) {
+      EXPECT_GE(s.longest_folded[i - 1].bubble.length_ns(), f.bubble.length_ns());
+    }
+  }
+  // The plain list's first is the folded list's first.
+  EXPECT_EQ(s.longest_folded[0].bubble.start_ns, s.longest[0].start_ns);
 }
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include "support/command_runner.h"
 #include "support/hand_run.h"
 #include "support/log_event_run.h"
+#include "support/pipeline_sim_run.h"
 #include "support/temp_dir.h"
 
 namespace pipescope {
@@ -627,6 +628,110 @@ TEST(HtmlReport, BigStepStaysSmall) {
   EXPECT_EQ(embedded_json(html), "");
   EXPECT_EQ(html.find("<noscript>"), std::string::npos);
   EXPECT_EQ(html.find("id=\"explorer\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pipescope
+
+namespace pipescope {
+namespace {
+
+// 4 stages of 8 tensor-parallel peers, the peers of stage 2 but one alike.
+pipescope::Run peer_run() {
+  sim::SimConfig config = testing::sim_config(sim::ScheduleKind::one_f_one_b, 4, 8);
+  config.devices_per_stage = 8;
+  config.steps = 3;
+  pipescope::Run run = testing::run_from_simulation(config);
+  // Device 21 (stage 2) computes 5% longer per job: its figures differ.
+  for (Job& job : run.devices[21].jobs) job.end_ns += job.duration_ns() / 20;
+  return run;
+}
+
+TEST(HtmlReport, DevicesWhoseFiguresAgreeWithinOnePercentShareARow) {
+  pipescope::Run run = peer_run();
+  PipelineOptions pipeline_options;
+  pipeline_options.stages = "0-7,8-15,16-23,24-31";
+  const AnalyzedRun analysed = analyze_run(run, pipeline_options);
+  const Metrics& metrics = analysed.metrics;
+  const HtmlDeviceRows rows = html_device_rows(run, metrics, &analysed.pipeline, 512);
+  // Checked here apart from the grouping: a row's devices share a stage and
+  // their busy and idle time each agree within 1%; two rows of one stage do not.
+  const auto& stage_of = analysed.pipeline.stages.stage_of;
+  std::size_t devices = 0;
+  for (const std::vector<std::size_t>& row : rows.rows) {
+    devices += row.size();
+    std::int64_t busy_lo = INT64_MAX, busy_hi = 0, idle_lo = INT64_MAX, idle_hi = 0;
+    for (const std::size_t d : row) {
+      EXPECT_EQ(stage_of[d], stage_of[row.front()]);
+      busy_lo = std::min(busy_lo, metrics.devices[d].busy_ns);
+      busy_hi = std::max(busy_hi, metrics.devices[d].busy_ns);
+      idle_lo = std::min(idle_lo, metrics.devices[d].idle_ns);
+      idle_hi = std::max(idle_hi, metrics.devices[d].idle_ns);
+    }
+    EXPECT_LE(static_cast<double>(busy_hi), static_cast<double>(busy_lo) * 1.01);
+    EXPECT_LE(static_cast<double>(idle_hi), static_cast<double>(idle_lo) * 1.01);
+  }
+  EXPECT_EQ(devices, run.devices.size());
+  ASSERT_EQ(rows.rows.size(), 5u) << "one row per stage, and device 21 alone";
+  EXPECT_EQ(rows.rows[2], (std::vector<std::size_t>{16, 17, 18, 19, 20, 22, 23}));
+  EXPECT_EQ(rows.rows[3], (std::vector<std::size_t>{21}));
+  EXPECT_EQ(rows.drawn, 5u);
+
+  HtmlOptions options;
+  options.steps = {1};
+  options.pipeline = &analysed.pipeline;
+  const std::string html = render_html_report(run, metrics, options);
+  // One static row and one utilization bar per row; a folded row says so.
+  EXPECT_EQ(count(html, "<g class=\"device-row"), 5u);
+  EXPECT_EQ(count(html, "class=\"util-bar\""), 5u);
+  EXPECT_EQ(count(html, "data-devices=\"8\""), 2u * 3) << "stages 0, 1, 3: timeline and bar";
+  EXPECT_NE(html.find("GPU 0 (m0) \u00d78"), std::string::npos);
+  EXPECT_NE(html.find("8 devices (0-7), utilization"), std::string::npos);
+  // The interactive data: jobs only for the first device of each row.
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(embedded_json(html)).get(doc), simdjson::SUCCESS);
+  std::size_t with_jobs = 0, undrawn = 0;
+  simdjson::dom::array steps = doc["steps"];
+  simdjson::dom::array step_devices = steps.at(0)["devices"];
+  std::size_t d = 0;
+  simdjson::dom::array all_devices = doc["devices"];
+  for (const simdjson::dom::element device : all_devices) {
+    const bool drawn = device["row"].error() != simdjson::SUCCESS;
+    undrawn += drawn ? 0 : 1;
+    const std::size_t jobs = simdjson::dom::array(step_devices.at(d)["start"]).size();
+    with_jobs += jobs > 0 ? 1 : 0;
+    EXPECT_EQ(drawn, jobs > 0) << d;
+    ++d;
+  }
+  EXPECT_EQ(with_jobs, 5u);
+  EXPECT_EQ(undrawn, run.devices.size() - 5);
+
+  // The longest bubbles: one row per stage and time, the 8 peers counted.
+  EXPECT_GE(count(html, "<tr data-peers=\"8\">"), 1u);
+  EXPECT_EQ(count(html, "<tr data-peers="), analysed.pipeline.bubbles.longest_folded.size());
+}
+
+TEST(HtmlReport, AtMostMaxRowsAreDrawnAndTheRestListed) {
+  const pipescope::Run run = peer_run();
+  const Metrics metrics = compute_metrics(run);
+  HtmlOptions options;
+  options.steps = {1};
+  options.max_rows = 12;
+  // Without the pipeline analysis no stage is known: a row per device.
+  const HtmlDeviceRows rows = html_device_rows(run, metrics, nullptr, options.max_rows);
+  ASSERT_EQ(rows.rows.size(), run.devices.size());
+  EXPECT_EQ(rows.drawn, 12u);
+  const std::string html = render_html_report(run, metrics, options);
+  EXPECT_EQ(count(html, "<g class=\"device-row"), 12u);
+  EXPECT_EQ(count(html, "class=\"util-bar\""), 12u);
+  EXPECT_NE(html.find("Devices not drawn (20 rows past the first 12)"), std::string::npos);
+  const std::size_t table = html.find("<table class=\"undrawn\">");
+  ASSERT_NE(table, std::string::npos);
+  const std::string listed = html.substr(table, html.find("</table>", table) - table);
+  EXPECT_EQ(count(listed, "<tr><td>"), 20u);
+  EXPECT_NE(listed.find("<tr><td>12</td>"), std::string::npos);
+  EXPECT_NE(listed.find("<tr><td>31</td>"), std::string::npos);
 }
 
 }  // namespace

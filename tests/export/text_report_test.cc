@@ -1,4 +1,6 @@
 // The text report: figures, alignment, step elision, diagnostics and colour.
+#include "export/text_report.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -6,8 +8,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include "export/text_report.h"
 
 namespace pipescope {
 namespace {
@@ -98,6 +98,73 @@ Sample make_sample(int steps) {
   return s;
 }
 
+// `n` devices, one input each, all alike but device `odd`, whose utilization
+// is far from the others'.
+Sample make_wide_sample(int n, int odd) {
+  Sample s;
+  s.run.types.intern("forward");
+  for (int d = 0; d < n; ++d) {
+    Device device;
+    device.index = d;
+    device.rank = d;
+    device.path = "/logs/workerlog." + std::to_string(d);
+    device.jobs.assign(2, make_job(0, 1));
+    s.run.devices.push_back(device);
+    s.run.inputs.push_back({device.path, 10, 2, 0, 0, 0, ""});
+    const double u = d == odd ? 0.9 : 0.5 + 0.001 * (d % 3);
+    s.metrics.devices.push_back(
+        {static_cast<std::int64_t>(u * 1e9), static_cast<std::int64_t>((1 - u) * 1e9), u, 1});
+  }
+  StepWindow w;
+  w.step = 0;
+  w.start_ns = 0;
+  w.end_ns = 1'000'000'000;
+  w.bubble_ratio = 0.5;
+  w.devices.assign(static_cast<std::size_t>(n), {});
+  s.metrics.steps.push_back(w);
+  s.metrics.bubble_ratio = 0.5;
+  s.metrics.total_window_ns = 1'000'000'000;
+  return s;
+}
+
+TEST(ExportReport, TheHeadlineComesBeforeAnyTable) {
+  const Sample s = make_wide_sample(100, 50);
+  const auto lines = lines_of(render(s.run, s.metrics));
+  const auto at = [&](const std::string& prefix) {
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      if (lines[i].rfind(prefix, 0) == 0) return i;
+    }
+    return lines.size();
+  };
+  EXPECT_EQ(at("Bubble ratio: 50.0%"), 1u);
+  EXPECT_LT(at("Bubble ratio:"), at("Devices"));
+  EXPECT_LT(at("Bubble ratio:"), at("Steps"));
+}
+
+TEST(ExportReport, ALongTableShowsItsEndsAndTheRowsThatStandOut) {
+  const Sample s = make_wide_sample(100, 50);
+  const auto devices = section(render(s.run, s.metrics), "Devices");
+  // Header, 16 rows, the note, device 50, "...", the last 8.
+  ASSERT_EQ(devices.size(), 1u + 16 + 1 + 1 + 1 + 8);
+  EXPECT_EQ(devices[17],
+            "  ... 75 of 100 devices not shown: the first 16, the last 8 and 1 beyond 3 MADs of "
+            "their column are listed (--all-rows lists every one) ...");
+  EXPECT_EQ(devices[18].substr(0, 8), "      50");
+  EXPECT_NE(devices[18].find("90.0%"), std::string::npos);
+  EXPECT_EQ(devices[19], "  ...");
+  EXPECT_EQ(devices[20].substr(0, 8), "      92");
+  EXPECT_EQ(devices.back().substr(0, 8), "      99");
+  const auto inputs = section(render(s.run, s.metrics), "Inputs");
+  EXPECT_EQ(inputs.size(), 1u + 16 + 1 + 8) << "no input stands out";
+
+  ReportOptions all;
+  all.all_rows = true;
+  const std::string every = render(s.run, s.metrics, all);
+  EXPECT_EQ(section(every, "Devices").size(), 101u);
+  EXPECT_EQ(section(every, "Inputs").size(), 101u);
+  EXPECT_EQ(every.find("not shown"), std::string::npos);
+}
+
 TEST(ExportReport, ContainsTheFigures) {
   const Sample s = make_sample(3);
   const std::string text = render(s.run, s.metrics);
@@ -151,7 +218,9 @@ TEST(ExportReport, ManyStepsAreElided) {
   ASSERT_EQ(steps.size(), 1u + 10u + 1u + 5u);
   EXPECT_EQ(steps[1].substr(0, 6), "    40");
   EXPECT_EQ(steps[10].substr(0, 6), "    49");
-  EXPECT_EQ(steps[11], "  ... 15 steps not shown (first 10 and last 5 of 30 listed) ...");
+  EXPECT_EQ(steps[11],
+            "  ... 15 steps not shown (first 10 and last 5 of 30 listed; --all-rows lists every "
+            "one) ...");
   EXPECT_EQ(steps[12].substr(0, 6), "    65");
   EXPECT_EQ(steps[16].substr(0, 6), "    69");
   // All table rows line up.
