@@ -475,18 +475,14 @@ RankKernels shifted(const RankKernels& r, std::int64_t offset) {
   return s;
 }
 
-/// Each trace's global rank by the one rule (docs/guide.md, "The kernel
-/// view"): `distributedInfo.rank`; else the rank its collectives' args give;
-/// else its CUDA device on its machine after the ranks of the machines
-/// before it (torchrun's LOCAL_RANK order); else the first rank no trace
-/// claims, in the traces' order. The ranks come back in global-rank order.
-/// Sets `refusal` (naming the traces) when a trace's args give another rank
-/// than its distributedInfo, or two traces end with one rank.
-std::vector<const RankKernels*> order_ranks(const std::vector<RankKernels>& input,
-                                            std::vector<int>& global,
-                                            std::vector<RankSource>& source, std::string& refusal) {
+}  // namespace
+
+TraceRanks trace_ranks(const std::vector<RankKernels>& input) {
+  TraceRanks out;
   const std::size_t n = input.size();
-  std::vector<int> rank(n, -1);
+  std::vector<int>& rank = out.rank;
+  std::vector<RankSource>& source = out.source;
+  rank.assign(n, -1);
   source.assign(n, RankSource::order);
   std::map<int, std::size_t> per_machine;  // machine -> traces
   for (const RankKernels& r : input) ++per_machine[r.machine];
@@ -496,22 +492,26 @@ std::vector<const RankKernels*> order_ranks(const std::vector<RankKernels>& inpu
     machine_base[machine] = base;
     base += static_cast<int>(count);
   }
+  auto refuse = [&](std::string why) {
+    out.refusal = std::move(why);
+    out.rank.clear();
+    out.source.clear();
+    return out;
+  };
   for (std::size_t i = 0; i < n; ++i) {
     const RankKernels& r = input[i];
     if (r.comm_rank == RankKernels::kConflict) {
-      refusal = fmt::format(
+      return refuse(fmt::format(
           "{}: its NCCL kernels' communication args give two different global ranks for it; "
           "which rank this trace is cannot be told",
-          r.path);
-      return {};
+          r.path));
     }
     if (r.global_rank >= 0) {
       if (r.comm_rank >= 0 && r.comm_rank != r.global_rank) {
-        refusal = fmt::format(
+        return refuse(fmt::format(
             "{}: distributedInfo says rank {}, its communication args rank {}; which rank "
             "this trace is cannot be told",
-            r.path, r.global_rank, r.comm_rank);
-        return {};
+            r.path, r.global_rank, r.comm_rank));
       }
       rank[i] = r.global_rank;
       source[i] = RankSource::distributed_info;
@@ -537,11 +537,10 @@ std::vector<const RankKernels*> order_ranks(const std::vector<RankKernels>& inpu
         source[i] = RankSource::order;
         continue;
       }
-      refusal = fmt::format(
+      return refuse(fmt::format(
           "{} and {} both claim rank {} ({}): two traces of one rank (a copy, or another run?); "
           "analyse one of them",
-          input[it->second].path, input[i].path, rank[i], rank_source_name(level));
-      return {};
+          input[it->second].path, input[i].path, rank[i], rank_source_name(level)));
     }
   }
   int next = 0;
@@ -551,19 +550,34 @@ std::vector<const RankKernels*> order_ranks(const std::vector<RankKernels>& inpu
     rank[i] = next;
     owner[next] = i;
   }
+  return out;
+}
+
+namespace {
+
+/// The traces in global-rank order by trace_ranks (`global` and `source`
+/// alike); sets `refusal` when the rule refuses.
+std::vector<const RankKernels*> order_ranks(const std::vector<RankKernels>& input,
+                                            std::vector<int>& global,
+                                            std::vector<RankSource>& source, std::string& refusal) {
+  TraceRanks traces = trace_ranks(input);
+  if (!traces.refusal.empty()) {
+    refusal = std::move(traces.refusal);
+    return {};
+  }
+  const std::size_t n = input.size();
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return rank[a] < rank[b]; });
+                   [&](std::size_t a, std::size_t b) { return traces.rank[a] < traces.rank[b]; });
   std::vector<const RankKernels*> ranks;
   global.clear();
-  std::vector<RankSource> sorted_source;
+  source.clear();
   for (const std::size_t i : order) {
     ranks.push_back(&input[i]);
-    global.push_back(rank[i]);
-    sorted_source.push_back(source[i]);
+    global.push_back(traces.rank[i]);
+    source.push_back(traces.source[i]);
   }
-  source = std::move(sorted_source);
   return ranks;
 }
 

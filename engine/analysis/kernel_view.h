@@ -95,6 +95,20 @@ enum class RankSource : std::uint8_t {
 /// The name summary.json writes (`rank_source`).
 std::string_view rank_source_name(RankSource source);
 
+/// Each trace's global rank by the one rule (docs/guide.md, "The kernel
+/// view"): `distributedInfo.rank`; else the rank its collectives' args give;
+/// else its CUDA device on its machine after the ranks of the machines
+/// before it (torchrun's LOCAL_RANK order); else the first rank no trace
+/// claims, in the traces' order. By position in the input.
+struct TraceRanks {
+  std::vector<int> rank;
+  std::vector<RankSource> source;
+  /// Set (rank and source empty) when a trace's args give another rank than
+  /// its distributedInfo, or two traces claim one rank: names the traces.
+  std::string refusal;
+};
+TraceRanks trace_ranks(const std::vector<RankKernels>& input);
+
 struct KernelRankView {
   /// Index of the rank's record in the ranks given to compute_kernel_view.
   std::size_t source = 0;

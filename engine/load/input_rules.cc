@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "analysis/job_kind.h"
+#include "analysis/kernel_view.h"
 #include "model/errors.h"
 #include "numeric/statistics.h"
 
@@ -413,6 +414,56 @@ std::vector<Warning> check_short_devices(const Run& run, std::span<const std::ui
          device.index, stages.stage_of[d], job_counts[d]});
   }
   return warnings;
+}
+
+void place_traces_by_rank(Run& run) {
+  if (run.kernels.size() < 2) return;
+  const TraceRanks traces = trace_ranks(run.kernels);
+  if (!traces.refusal.empty()) return;
+  std::map<std::string, int> rank_of_path;
+  for (std::size_t i = 0; i < run.kernels.size(); ++i) {
+    rank_of_path.emplace(run.kernels[i].path, traces.rank[i]);
+  }
+  std::map<int, std::vector<std::size_t>> places;  // machine -> positions of its traces
+  for (std::size_t p = 0; p < run.devices.size(); ++p) {
+    if (rank_of_path.count(run.devices[p].path)) places[run.devices[p].machine].push_back(p);
+  }
+  bool moved = false;
+  for (auto& [machine, positions] : places) {
+    std::vector<std::size_t> by_rank = positions;
+    std::stable_sort(by_rank.begin(), by_rank.end(), [&](std::size_t a, std::size_t b) {
+      return rank_of_path[run.devices[a].path] < rank_of_path[run.devices[b].path];
+    });
+    if (by_rank == positions) continue;
+    // The places keep where they are; the traces bring what they hold.
+    struct Place {
+      int index, machine, rank;
+      std::string machine_name;
+    };
+    std::vector<Place> place;
+    for (const std::size_t p : positions) {
+      const Device& d = run.devices[p];
+      place.push_back({d.index, d.machine, d.rank, d.machine_name});
+    }
+    std::vector<Device> devices;
+    for (const std::size_t p : by_rank) devices.push_back(std::move(run.devices[p]));
+    for (std::size_t k = 0; k < positions.size(); ++k) {
+      Device& device = devices[k];
+      device.index = place[k].index;
+      device.machine = place[k].machine;
+      device.rank = place[k].rank;
+      device.machine_name = place[k].machine_name;
+      run.devices[positions[k]] = std::move(device);
+    }
+    moved = true;
+  }
+  if (!moved) return;
+  std::map<std::string, int> index_of_path;
+  for (const Device& d : run.devices) index_of_path.emplace(d.path, d.index);
+  for (RankKernels& r : run.kernels) {
+    if (const auto it = index_of_path.find(r.path); it != index_of_path.end())
+      r.device = it->second;
+  }
 }
 
 }  // namespace pipescope

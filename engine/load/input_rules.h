@@ -24,6 +24,7 @@
 //   refuse_separate_runs(run);                   // throws InputError
 //   auto warnings = check_rank_layout(run);      // before leaving devices out
 //   append(warnings, leave_out_devices(run));
+//   place_traces_by_rank(run);
 //   ... analyse ...
 //   append(warnings, check_short_devices(run, metrics, stages));
 #pragma once
@@ -142,6 +143,16 @@ std::vector<Warning> leave_out_devices(Run& run);
 /// The same, with each device's job count given (one per run.devices): for a
 /// run that holds the jobs of only some of its devices.
 std::vector<Warning> leave_out_devices(Run& run, const std::vector<std::uint64_t>& job_counts);
+
+/// The devices of PyTorch traces placed by the one rank rule
+/// (analysis/kernel_view.h, trace_ranks; docs/guide.md "The kernel view"),
+/// not by their files' names: within each machine, the traces' devices take
+/// that machine's places in global-rank order (each place keeps its index,
+/// machine and rank; RankKernels::device follows its trace). A trace
+/// without distributedInfo whose name sorts last is then still rank 0 of
+/// the job view. Nothing moves when the rule refuses (the kernel view says
+/// why). Call it after leave_out_devices.
+void place_traces_by_rank(Run& run);
 
 /// short_device warnings: devices (positions in run.devices, as `metrics`
 /// and `stages`) whose forward, backward and optimizer jobs per step of

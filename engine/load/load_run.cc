@@ -131,6 +131,7 @@ LoadedRun load_run(Run run, const LoadOptions& options) {
   for (Warning& w : leave_out_devices(loaded.run)) {
     loaded.input_warnings.push_back(std::move(w));
   }
+  place_traces_by_rank(loaded.run);
   loaded.kernels = compute_kernel_view(loaded.run.kernels, {options.pipeline.clock.fix});
   if (!loaded.kernels.refusal.empty()) throw InputError(loaded.kernels.refusal);
   if (loaded.run.job_count() == 0) return loaded;

@@ -385,6 +385,30 @@ def case_pir_untimed_jobs(cli, work):
            f"bubble {summary['bubble_ratio']} != reference {ref['bubble_ratio']}")
 
 
+def case_labelled_trace_without_rank(cli, work):
+    """Rank 0's labelled trace lacks distributedInfo and its name sorts last: still rank 0."""
+    import re
+    run_dir, truth = kineto(work, "--base", "first")
+    old = run_dir / "rank0.pt.trace.json"
+    text = re.sub(r'\s*"distributedInfo": \{[^}]*\},', "", old.read_text(), count=1)
+    expect("distributedInfo" not in text, "distributedInfo still there")
+    (run_dir / "zz_last.pt.trace.json").write_text(text)
+    old.unlink()
+    r, summary = analyze(cli, [run_dir], Path(work) / "out")
+    expect(r.returncode == 0, f"exit {r.returncode}\n{r.stderr[-600:]}")
+    paths = [Path(d["path"]).name for d in summary["devices"]]
+    expect(paths == ["zz_last.pt.trace.json", "rank1.pt.trace.json", "rank2.pt.trace.json",
+                     "rank3.pt.trace.json"], f"devices in the order {paths}")
+    expect(not warning(summary, "layout_not_found"), "no layout found")
+    check_figures(summary, truth, truth["base_ns"])
+    ranks = summary["kernel_view"]["ranks"]
+    by_path = {Path(k["path"]).name: k for k in ranks}
+    expect(by_path["zz_last.pt.trace.json"]["global_rank"] == 0 and
+           by_path["zz_last.pt.trace.json"]["rank_source"] == "device" and
+           by_path["zz_last.pt.trace.json"]["device"] == 0,
+           f"kernel view: {by_path['zz_last.pt.trace.json']}")
+
+
 def case_profiler_windows(cli, work):
     """schedule(wait=1, warmup=1, active=2, repeat=2): two traces per rank, each window exact."""
     run_dir, truth = kineto(work, "--repeat", "2", "--steps", "8", "--wait", "1", "--warmup",
