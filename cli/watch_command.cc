@@ -3,6 +3,7 @@
 // SIGTERM, or once the inputs were idle for --until-idle, writes summary.json
 // (and trace.json) from a fresh full pass, as `analyze` would, and exits 0.
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -115,12 +117,50 @@ std::string default_run_name(const std::vector<std::string>& paths) {
   return name.empty() ? path.string() : name;
 }
 
+/// Every text naming a copy names its input instead.
+void name_inputs(LoadedRun& loaded, const std::map<std::string, std::string>& input_of_copy) {
+  auto fix = [&](std::string& text) {
+    for (const auto& [copy, input] : input_of_copy) {
+      for (std::size_t at = text.find(copy); at != std::string::npos;
+           at = text.find(copy, at + input.size())) {
+        text.replace(at, copy.size(), input);
+      }
+    }
+  };
+  Run& run = loaded.run;
+  for (Device& d : run.devices) fix(d.path);
+  for (InputStats& i : run.inputs) fix(i.path);
+  for (Diagnostic& d : run.diagnostics) fix(d.path);
+  for (LeftOutDevice& d : run.left_out) fix(d.path);
+  for (std::vector<LaunchSegment>* segments : {&run.segments, &loaded.all_segments}) {
+    for (LaunchSegment& s : *segments) {
+      for (std::string& e : s.evidence) fix(e);
+    }
+  }
+  for (std::vector<Warning>* warnings :
+       {&run.notes, &loaded.input_warnings, &loaded.launch_warnings, &loaded.pipeline.warnings}) {
+    for (Warning& w : *warnings) fix(w.message);
+  }
+}
+
 /// The fresh full pass of the end: summary.json (and trace.json), as
-/// `analyze` writes them.
-int final_pass(const WatchOptions& options, const LoadOptions& load) {
-  const std::vector<InputFile> inputs =
+/// `analyze` writes them. `read_copies`: inputs truncated or replaced while
+/// followed (copytruncate), each with the copy of every line read of it: the
+/// pass reads the copy, so the summary covers the whole run followed, as
+/// `analyze` of the concatenation of what was read, under the input's name.
+int final_pass(const WatchOptions& options, const LoadOptions& load,
+               const std::map<std::string, std::string>& read_copies) {
+  std::vector<InputFile> inputs =
       find_inputs(options.paths, options.devices, nullptr, load.machine_order);
+  std::map<std::string, std::string> input_of_copy;
+  for (InputFile& input : inputs) {
+    const auto copy = read_copies.find(input.path);
+    if (copy == read_copies.end()) continue;
+    input_of_copy[copy->second] = input.path;
+    input.path = copy->second;
+  }
   LoadedRun loaded = load_run(inputs, load);
+  name_inputs(loaded, input_of_copy);
   if (loaded.run.job_count() == 0) {
     fmt::print(stderr,
                "pipescope: error: no job lines found in {} input file{} (looked for {}); "
@@ -252,6 +292,20 @@ int run_watch(const WatchOptions& options) {
   LiveRun live(live_options);
   LiveSourceOptions source_options;
   source_options.ingest = load.ingest;
+  // What was read of each worker log, kept until the end: a log rotated
+  // under the watch (copytruncate) no longer holds its head then.
+  const fs::path kept_read =
+      fs::path(options.output_dir) / fmt::format(".watch-read.{}", static_cast<long>(getpid()));
+  source_options.keep_read_dir = kept_read.string();
+  // Removed at the end, however it ends.
+  struct RemoveKept {
+    fs::path path;
+    ~RemoveKept() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } remove_kept{kept_read};
+
   source_options.ingest.on_progress = nullptr;
   // Each look reads at most this much of a file, and completed steps are
   // taken after each, so memory follows the open steps, not the backlog.
@@ -322,8 +376,30 @@ int run_watch(const WatchOptions& options) {
       if (since < spacing) std::this_thread::sleep_for(spacing - since);
     }
   }
+  if (!idle_end) {
+    // Stopped by a signal: what is whole in the files now, and the last step
+    // when the contract calls it complete, as the final pass will.
+    for (bool more = true; more;) more = sources.look(live).more;
+    for (const std::string& note : sources.take_notes()) {
+      fmt::print(stderr, "pipescope: note: {}\n", note);
+    }
+    for (const std::string& note : live.take_notes()) {
+      fmt::print(stderr, "pipescope: note: {}\n", note);
+    }
+    const std::vector<LiveStep> steps = live.take_completed(true);
+    for (const LiveStep& step : steps) {
+      fmt::print("{}\n", format_step_line(step));
+      if (jsonl_file) fmt::print(jsonl_file.get(), "{}\n", step_json(run_name, step));
+    }
+    std::fflush(stdout);
+    if (!steps.empty() && !options.prometheus.empty()) {
+      write_file_atomically(
+          options.prometheus,
+          prometheus_text(run_name, steps.back(), {live.steps_reported(), live.jobs_seen()}));
+    }
+  }
   jsonl_file.reset();
-  return final_pass(options, load);
+  return final_pass(options, load, sources.read_copies());
 }
 
 }  // namespace

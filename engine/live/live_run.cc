@@ -37,6 +37,8 @@ struct LiveRun::Input {
   bool joined_late = false;
   /// A job starting before this belongs to a step already reported.
   std::int64_t boundary_ns = std::numeric_limits<std::int64_t>::min();
+  /// Said once: its log lags (lines of reported steps arrived late).
+  bool lag_noted = false;
   /// Added to a reader's line numbers (records read again after a restart).
   std::uint64_t line_base = 0;
   /// The device index its reader placed it at (dygraph records: the stage).
@@ -85,7 +87,7 @@ void LiveRun::set_inputs(const std::vector<InputFile>& inputs) {
 void LiveRun::note_restart(const std::string& path) {
   notes_.push_back(fmt::format(
       "{} was truncated or replaced (log rotation?): reading its new content from the start; "
-      "the final summary covers only what the files hold then",
+      "the jobs already read stay the run's",
       path));
 }
 
@@ -212,19 +214,32 @@ void LiveRun::accept(const std::string& path, Input& input, const std::vector<Jo
   if (input.left_out) return;
   for (const StepStartLine& start : starts) input.step_starts.push_back(start);
   const bool first_jobs = !input.had_job && !jobs.empty();
-  if (first_jobs && steps_reported_ > 0) {
-    input.joined_late = true;
-    input.boundary_ns = context_start_ns_;
-  }
+  if (first_jobs && steps_reported_ > 0) input.joined_late = true;
+  // No job kept: a rank whose file was empty, or whose log lags behind the
+  // steps reported (they were reported without it, provisional). Its jobs
+  // before the last reported step belong to those steps.
+  const bool behind = steps_reported_ > 0 && input.jobs.empty();
+  if (behind) input.boundary_ns = std::max(input.boundary_ns, context_start_ns_);
   std::size_t late = 0;
+  std::size_t behind_jobs = 0;
   for (const Job& job : jobs) {
     if (job.start_ns < input.boundary_ns) {
-      if (input.joined_late) continue;  // a step already reported without it
+      if (behind || input.joined_late) {
+        ++behind_jobs;  // a step already reported without it
+        continue;
+      }
       ++late;
     }
     input.jobs.push_back(job);
   }
   jobs_seen_ += jobs.size();
+  if (behind_jobs > 0 && input.had_job && !input.lag_noted) {
+    input.lag_noted = true;
+    notes_.push_back(fmt::format(
+        "device {} ({}) lags behind the others: its job lines of steps already reported arrive "
+        "late; those steps were reported provisional without it (the final summary counts it)",
+        input.place.device, path));
+  }
   if (late > 0) {
     notes_.push_back(fmt::format(
         "{}: {} job line{} arrived after {} step was reported; the live figures of that step "
@@ -262,15 +277,22 @@ bool LiveRun::waiting_for_input() const {
 bool LiveRun::map_waits() const {
   const std::string& stages = options_.pipeline.stages;
   if (stages.empty() || stages == "device" || stages == "auto") return false;
-  return waiting_for_input();
+  return !unwritten_devices().empty();
 }
 
-bool LiveRun::provisional() const {
+std::vector<int> LiveRun::unwritten_devices() const {
+  std::set<int> devices;
+  for (const auto& [path, input] : inputs_) {
+    if (!input.left_out && (!input.had_job || input.jobs.empty()))
+      devices.insert(input.place.device);
+  }
+  return {devices.begin(), devices.end()};
+}
+
+bool LiveRun::several_machines() const {
   std::set<int> machines;
   for (const auto& [path, input] : inputs_) {
-    if (input.left_out) continue;
-    if (!input.had_job) return true;
-    machines.insert(input.place.machine);
+    if (!input.left_out) machines.insert(input.place.machine);
   }
   return machines.size() > 1;
 }
@@ -356,14 +378,15 @@ void split_one_step(const Run& window, const std::vector<InputFile>& places, con
 
 }  // namespace
 
-/// The inputs' kept jobs as a run: the devices that ever logged a job (D),
-/// in device order.
+/// The inputs' kept jobs as a run: the devices that have logged a job of
+/// the open steps (D), in device order. One that has not (unwritten_devices)
+/// is left out rather than counted idle for whole steps.
 Run LiveRun::build_window() const {
   Run run;
   run.types = types_;
   std::vector<const Input*> devices;
   for (const auto& [path, input] : inputs_) {
-    if (input.had_job && !input.left_out) devices.push_back(&input);
+    if (input.had_job && !input.left_out && !input.jobs.empty()) devices.push_back(&input);
   }
   std::sort(devices.begin(), devices.end(),
             [](const Input* a, const Input* b) { return a->place.device < b->place.device; });
@@ -398,7 +421,8 @@ std::vector<LiveStep> LiveRun::take_completed(bool at_end) {
   for (const Device& device : window.devices) places.push_back(inputs_.at(device.path).place);
   const int base_segment = context_ ? context_->first : 0;
   const std::size_t first = context_ ? 1 : 0;
-  const bool provisional_now = provisional();
+  const std::vector<int> unwritten = unwritten_devices();
+  const bool provisional_now = !unwritten.empty() || several_machines();
   const bool map_waiting = map_waits();
   if (!at_end && waiting_for_input()) {
     // An input without a job yet is most often a rank whose first lines have
@@ -420,11 +444,16 @@ std::vector<LiveStep> LiveRun::take_completed(bool at_end) {
     step.bubble_ratio = w.bubble_ratio;
     step.devices = window.devices.size();
     step.provisional = provisional_now;
+    step.unwritten = unwritten;
     // Without every device the map names, no split: the line shows '-'.
     if (!map_waiting) split_one_step(window, places, metrics, k, options_.pipeline, step);
-    step.beyond_spread = beyond_spread(step.bubble_ratio);
-    recent_.push_back(step.bubble_ratio);
-    while (recent_.size() > options_.spread_steps) recent_.pop_front();
+    // A step some device has not logged yet is no alert, and its figure (the
+    // others' alone) stays out of the spread the later steps are judged by.
+    if (unwritten.empty()) {
+      step.beyond_spread = beyond_spread(step.bubble_ratio);
+      recent_.push_back(step.bubble_ratio);
+      while (recent_.size() > options_.spread_steps) recent_.pop_front();
+    }
     out.push_back(std::move(step));
     last_reported = k;
   };

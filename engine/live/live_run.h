@@ -12,8 +12,10 @@
 //
 // When the figures can differ from the final pass (docs/guide.md, "Watching
 // a running job"): several machines (the final pass may correct their
-// clocks), an input without a job yet (a rank that starts late changes D),
-// and a job line that lands after its step was reported (LiveRun::notes).
+// clocks), an input that has not logged the step yet (a rank whose file is
+// still empty, or whose log lags behind: its step is reported without it,
+// provisional, never counting it idle), and a job line that lands after its
+// step was reported (LiveRun::notes).
 //
 //   LiveRun live;
 //   live.set_inputs(find_inputs(paths));
@@ -76,6 +78,11 @@ struct LiveStep {
   bool beyond_spread = false;
   /// The final pass may give other figures (see the header comment).
   bool provisional = false;
+  /// Devices (global indices) that had not logged this step when it was
+  /// reported: a rank whose file is still empty or whose log lags behind the
+  /// others. The step's figures leave them out (they are not counted idle);
+  /// the line is provisional and never beyond the spread.
+  std::vector<int> unwritten;
   /// The log events in the window and in the gap before it, in time order.
   std::vector<LiveEvent> events;
 
@@ -161,7 +168,10 @@ class LiveRun {
   void accept(const std::string& path, Input& input, const std::vector<Job>& jobs,
               const std::vector<StepStartLine>& starts);
   Run build_window() const;
-  bool provisional() const;
+  /// Inputs analysed but not in the window: no job yet, or none at or after
+  /// the last reported step (their log lags); their devices, in order.
+  std::vector<int> unwritten_devices() const;
+  bool several_machines() const;
   bool waiting_for_input() const;
   bool map_waits() const;
   bool beyond_spread(double ratio) const;

@@ -3,6 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string_view>
 #include <utility>
 
 #include "ingest/input_follower.h"
@@ -21,6 +26,12 @@ struct LiveSources::Source {
   bool analysed = false;
   std::vector<FileResult> pending;
   bool pending_restarted = false;
+  /// The copy of the lines read (LiveSourceOptions::keep_read_dir); empty:
+  /// none kept.
+  std::string copy;
+  bool copy_failed = false;
+  /// Truncated or replaced at least once while followed.
+  bool restarted = false;
 };
 
 LiveSources::LiveSources(LiveSourceOptions options) : options_(std::move(options)) {}
@@ -40,7 +51,28 @@ void LiveSources::set_inputs(const std::vector<InputFile>& inputs, LiveRun& live
     source->input = input;
     const FollowOptions follow{options_.ingest, options_.look_bytes};
     source->follower = input_format_spec(input.format).follow(input, follow);
+    if (!options_.keep_read_dir.empty()) {
+      // The input's own name (a compressed log's without .gz/.zst: the copy
+      // holds its text), in a folder of its own.
+      std::string name = std::filesystem::path(input.path).filename().string();
+      for (const std::string_view suffix : {".gz", ".zst"}) {
+        if (name.ends_with(suffix)) name.resize(name.size() - suffix.size());
+      }
+      source->copy = (std::filesystem::path(options_.keep_read_dir) /
+                      std::to_string(sources_.size() - 1) / name)
+                         .string();
+    }
   }
+}
+
+std::map<std::string, std::string> LiveSources::read_copies() const {
+  std::map<std::string, std::string> out;
+  for (const auto& [path, source] : sources_) {
+    if (source->restarted && !source->copy.empty() && !source->copy_failed) {
+      out[path] = source->copy;
+    }
+  }
+  return out;
 }
 
 LiveSources::Look LiveSources::look(LiveRun& live) {
@@ -102,6 +134,24 @@ void LiveSources::place_by_stage(LiveRun& live) {
   }
 }
 
+/// Appends what was read of a text input to its copy (keep_read_dir); a
+/// copy that cannot be written is given up, said once.
+void LiveSources::keep_copy(Source& source, std::string_view lines) {
+  if (source.copy.empty() || source.copy_failed || lines.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(source.copy).parent_path(), ec);
+  std::FILE* out = std::fopen(source.copy.c_str(), "ab");
+  const bool ok = out != nullptr && std::fwrite(lines.data(), 1, lines.size(), out) == lines.size();
+  if (out != nullptr && std::fclose(out) != 0) source.copy_failed = true;
+  if (!ok || source.copy_failed) {
+    source.copy_failed = true;
+    notes_.push_back(fmt::format(
+        "cannot keep a copy of what was read of {} in {} ({}): if it is rotated, the final "
+        "summary covers only what it holds then",
+        source.input.path, source.copy, std::strerror(errno)));
+  }
+}
+
 void LiveSources::look_at(Source& source, LiveRun& live, Look& look) {
   if (source.decided && !source.analysed) return;  // left out: another pipeline's
   FollowedData got = source.follower->look();
@@ -111,6 +161,8 @@ void LiveSources::look_at(Source& source, LiveRun& live, Look& look) {
   look.got_any = true;
   look.more = look.more || got.more;
   if (got.kind == FollowedData::Kind::lines) {
+    if (got.restarted) source.restarted = true;
+    keep_copy(source, got.lines);
     live.add_lines(path, got.lines, got.restarted);
   } else if (!source.follower->places_itself() || source.analysed) {
     live.add_jobs(path, got.records, got.restarted);

@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ingest/discovery.h"
@@ -43,6 +44,11 @@ struct LiveSourceOptions {
   /// Each look reads at most this much of a file (the rest waits for the
   /// next), so memory follows the open steps, not the backlog.
   std::uint64_t look_bytes = std::uint64_t{1} << 20;
+  /// When set, a folder where the lines read of each text input are kept
+  /// (one file per input, appended at each look), so that a run rotated
+  /// under the watch (copytruncate) can be analysed whole at the end:
+  /// read_copies(). Created when missing.
+  std::string keep_read_dir;
 };
 
 class LiveSources {
@@ -68,10 +74,16 @@ class LiveSources {
   /// cannot be read, records of another pipeline), once each; cleared.
   std::vector<std::string> take_notes();
 
+  /// The text inputs that were truncated or replaced while followed, each
+  /// with the file (under keep_read_dir) holding every line read of it, in
+  /// the order read: what the run wrote there, the rotated part included.
+  std::map<std::string, std::string> read_copies() const;
+
  private:
   struct Source;
   void look_at(Source& source, LiveRun& live, Look& look);
   void place_by_stage(LiveRun& live);
+  void keep_copy(Source& source, std::string_view lines);
 
   LiveSourceOptions options_;
   std::map<std::string, std::unique_ptr<Source>> sources_;  // by path

@@ -37,6 +37,16 @@ std::string format_step_line(const LiveStep& step) {
       step.most_waited_stage ? fmt::format("stage {}", *step.most_waited_stage) : std::string("-"));
   if (step.beyond_spread) line += "  beyond recent spread";
   if (step.provisional) line += "  provisional";
+  if (!step.unwritten.empty()) {
+    // Who the final figures wait for.
+    std::string who;
+    for (std::size_t i = 0; i < step.unwritten.size(); ++i) {
+      who += fmt::format("{}{}", i == 0 ? "" : ", ", step.unwritten[i]);
+    }
+    line +=
+        fmt::format(" (device{} {} {} not logged it yet)", step.unwritten.size() == 1 ? "" : "s",
+                    who, step.unwritten.size() == 1 ? "has" : "have");
+  }
   if (!step.events.empty()) {
     // The first few events, as the text report names them.
     constexpr std::size_t kShown = 3;
@@ -87,6 +97,10 @@ std::string step_json(const std::string& run, const LiveStep& step) {
   }
   json.field("beyond_spread", step.beyond_spread);
   json.field("provisional", step.provisional);
+  json.key("unwritten_devices");
+  json.begin_array(true);
+  for (const int device : step.unwritten) json.value(device);
+  json.end_array();
   json.key("events");
   json.begin_array(true);
   for (const LiveEvent& e : step.events) {

@@ -326,6 +326,65 @@ TEST(LiveRun, HoldsStepsWhileAnInputHasNoJobYet) {
   EXPECT_TRUE(steps[0].provisional);
 }
 
+TEST(LiveRun, ARankWhoseLogFillsLateIsNeverCountedIdle) {
+  // Device 1's file exists, empty; it fills late, from its first line on,
+  // and stays behind the others until the end: a step it has not logged is
+  // reported without it, provisional and never beyond the spread; the steps
+  // it has logged are final, with both devices.
+  TempDir dir;
+  const std::string a = dir.write("logs/workerlog.0", "");
+  const std::string b = dir.write("logs/workerlog.1", "");
+  LiveOptions options;
+  options.hold_steps = 10;
+  options.spread_min_steps = 3;
+  LiveRun live(options);
+  live.set_inputs(find_inputs({dir / "logs"}));
+  // Device 0 alone: held for 10 complete steps, then reported without 1.
+  live.add_lines(a, two_by_two_log(0, 0, 12));
+  std::vector<LiveStep> steps = live.take_completed(false);
+  ASSERT_EQ(steps.size(), 11u);
+  for (const LiveStep& step : steps) {
+    EXPECT_TRUE(step.provisional) << step.step;
+    EXPECT_EQ(step.unwritten, std::vector<int>{1}) << step.step;
+    EXPECT_FALSE(step.beyond_spread) << step.step;
+    EXPECT_EQ(step.devices, 1u);
+    EXPECT_EQ(step.bubble_ratio, 0.0);  // device 0's 8 ms fill its own 8 ms window
+  }
+  // Device 1's first 6 steps land (all of steps already reported), device 0
+  // goes on: 1 is still behind, counted nowhere rather than idle.
+  live.add_lines(b, two_by_two_log(1, 0, 6));
+  live.add_lines(a, two_by_two_log(0, 12, 4));
+  EXPECT_EQ(live.take_notes().size(), 1u);  // it logged its first job after steps were reported
+  steps = live.take_completed(false);
+  ASSERT_EQ(steps.size(), 4u);
+  for (const LiveStep& step : steps) {
+    EXPECT_EQ(step.unwritten, std::vector<int>{1}) << step.step;
+    EXPECT_TRUE(step.provisional) << step.step;
+    EXPECT_FALSE(step.beyond_spread) << step.step;
+    EXPECT_EQ(step.bubble_ratio, 0.0) << step.step;  // not 50%: device 1 is not idle
+  }
+  EXPECT_EQ(steps.back().step, 14);
+  // Device 1 catches up with the others (its steps 6-15 land): from the step
+  // both have logged on, final figures, with both devices.
+  live.add_lines(b, two_by_two_log(1, 6, 10));
+  const std::vector<std::string> notes = live.take_notes();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("device 1 (" + b + ") lags behind the others"), std::string::npos)
+      << notes[0];
+  live.add_lines(a, two_by_two_log(0, 16, 3));
+  live.add_lines(b, two_by_two_log(1, 16, 3));
+  steps = live.take_completed(true);
+  ASSERT_EQ(steps.size(), 4u);  // 15-18, the last one at the end
+  for (const LiveStep& step : steps) {
+    EXPECT_FALSE(step.provisional) << step.step;
+    EXPECT_TRUE(step.unwritten.empty()) << step.step;
+    EXPECT_EQ(step.devices, 2u);
+    EXPECT_EQ(step.bubble_ratio, 2.0 / 18) << step.step;
+    EXPECT_FALSE(step.beyond_spread) << step.step;
+  }
+  EXPECT_EQ(steps.back().step, 18);
+}
+
 TEST(LiveRun, SaysSoWhenAJobLineLandsAfterItsStepWasReported) {
   TempDir dir;
   const std::string a = dir.write("logs/workerlog.0", "");

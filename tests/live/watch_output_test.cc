@@ -38,6 +38,17 @@ TEST(WatchOutput, Line) {
   EXPECT_EQ(format_step_line(step),
             "step 1:12  window 812.346 ms  bubble 25.00%  inherent - pts  excess - pts  waited on "
             "-  beyond recent spread  provisional");
+  step.beyond_spread = false;
+  step.unwritten = {3};
+  EXPECT_EQ(format_step_line(step),
+            "step 1:12  window 812.346 ms  bubble 25.00%  inherent - pts  excess - pts  waited on "
+            "-  provisional (device 3 has not logged it yet)");
+  step.unwritten = {3, 5};
+  EXPECT_NE(format_step_line(step).find("  provisional (devices 3, 5 have not logged it yet)"),
+            std::string::npos);
+  EXPECT_NE(step_json("r", step).find(R"("provisional":true,"unwritten_devices":[3,5],)"),
+            std::string::npos)
+      << step_json("r", step);
 }
 
 TEST(WatchOutput, WindowRoundsFromIntegerNanoseconds) {
@@ -54,7 +65,7 @@ TEST(WatchOutput, JsonObject) {
             R"({"run":"job \"7\"","segment":1,"step":12,"label":"1:12","start_ns":1000000000,)"
             R"("end_ns":1812345678,"window_ns":812345678,"bubble_ratio":0.25,"devices":4,)"
             R"("inherent_points":20.125,"excess_points":4.875,"most_waited_stage":2,)"
-            R"("beyond_spread":false,"provisional":false,"events":[]})");
+            R"("beyond_spread":false,"provisional":false,"unwritten_devices":[],"events":[]})");
   LiveStep with_events = sample_step();
   with_events.events = {
       {3, "nccl_warn", "nccl", "warning", -2'500'000, true},
