@@ -449,8 +449,9 @@ std::vector<TorchTraceFileReader::Pending> TorchTraceFileReader::timed_actions()
 /// proportion to the median durations of the same stages' own forward and
 /// full backward actions of this trace (a backward's input and weight halves
 /// summed where the stage ran no full one; 1:2 when it ran neither). The
-/// profiler shows no boundary inside the range, so the two jobs' durations are
-/// estimates (one note says so). A range longer than both medians together
+/// labels mark no boundary inside the range (its kernels and autograd ops are
+/// not read for one), so the two jobs' durations are estimates (one note says
+/// so). A range longer than both medians together
 /// (by more than 5%) held a wait: torch runs each sub-action on its own
 /// input, so the backward may wait for its gradient after the forward; the
 /// forward then gets its median from the start, the backward its median up

@@ -146,12 +146,13 @@ def case_extrapolation(cli, work):
 
 def case_micro_batch_pattern(cli, work):
     """Micro-batch 3 long on every stage (a sequence length), a fixed cost per
-    op: the replay keeps the micro-batch's pattern on every stage, and every
+    op, the optimizer starting before the last backward ends: the replay keeps the micro-batch's pattern on every stage, and every
     one-chunk scenario at M and 2M is the generator's own run of it within 3%
     of step time and 2 points of bubble ratio. Without a pattern the stages'
     costs are drawn apart."""
     pattern = "1,1,1,1.8,1,1,1,1"
-    common = ["--pp", 4, "--jitter", 0.02, "--op-fixed-us", 300, "--pieces", 0, "--steps", 6]
+    common = ["--pp", 4, "--jitter", 0.02, "--op-fixed-us", 300, "--pieces", 0, "--steps", 6,
+              "--opt-overlap-us", 3000]
     d = work / "pattern"
     generate(d, "--schedule", "paddle-1f1b", "--micro-batches", 8, "--mb-pattern", pattern,
              *common)
