@@ -374,14 +374,14 @@ void register_simulate_command(CLI::App& app, int& status) {
   sub->add_flag("--force", o.force,
                 "Write into a non-empty folder, replacing the worker logs already there");
 
-  sub->add_option(
-         "--schedule", o.schedule,
-         "Pipeline schedule, as the framework's job list (docs/guide.md, Explaining the\n"
-         "bubbles). PaddlePaddle static passes: fthenb, 1f1b, eager1f1b, vpp, zbh1 (zbvpp\n"
-         "is known but not simulated); PaddlePaddle dygraph: dygraph-1f1b,\n"
-         "dygraph-interleave; PyTorch torch.distributed.pipelining: torch-gpipe,\n"
-         "torch-1f1b, torch-interleaved1f1b, torch-interleavedzerobubble,\n"
-         "torch-zbvzerobubble, torch-dualpipev (also torch:Interleaved1F1B, ...)")
+  sub->add_option("--schedule", o.schedule,
+                  "Pipeline schedule, as the framework's job list (docs/guide.md, Explaining the\n"
+                  "bubbles). PaddlePaddle static passes: fthenb, 1f1b, eager1f1b, vpp,\n"
+                  "vpp-split-backward (VPP with split_backward, M = P), zbh1 (zbvpp is known but\n"
+                  "not simulated); PaddlePaddle dygraph: dygraph-1f1b,\n"
+                  "dygraph-interleave; PyTorch torch.distributed.pipelining: torch-gpipe,\n"
+                  "torch-1f1b, torch-interleaved1f1b, torch-interleavedzerobubble,\n"
+                  "torch-zbvzerobubble, torch-dualpipev (also torch:Interleaved1F1B, ...)")
       ->check(CLI::Validator(
           [](std::string& name) -> std::string {
             return sim::parse_schedule_kind(name) ? "" : "unknown schedule '" + name + "'";

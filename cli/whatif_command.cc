@@ -118,6 +118,16 @@ void print_measured(const WhatifInputs& in, const ModelError& error) {
                  ? std::string("none measured (fewer than two complete steps): taken as 0")
                  : fmt::format("{} sample{}", in.step_overhead.size(),
                                in.step_overhead.size() == 1 ? "" : "s"));
+  fmt::print("costs: {}\n",
+             in.shared_pattern
+                 ? fmt::format("drawn per micro-batch on every stage at once (the stages' "
+                               "micro-batch costs correlate, {:.2f})",
+                               in.micro_batch_correlation)
+             : std::isnan(in.micro_batch_correlation)
+                 ? std::string("drawn per stage (no micro-batch pattern measurable)")
+                 : fmt::format("drawn per stage (the stages' micro-batch costs do not "
+                               "correlate, {:.2f})",
+                               in.micro_batch_correlation));
   for (const std::string& note : in.notes) fmt::print("note: {}\n", note);
   if (error.available) {
     fmt::print(
@@ -131,10 +141,11 @@ void print_measured(const WhatifInputs& in, const ModelError& error) {
 }
 
 void print_table(const MeasuredRun& measured, const std::vector<Prediction>& predictions) {
-  fmt::print("{:>4}  {:<29} {:>4} {:>2}  {:>12} {:>8} {:>7}  {:>10}  {:>7}  {:>9}\n", "rank",
+  fmt::print("{:>4}  {:<29} {:>4} {:>2}  {:>12} {:>8} {:>7}  {:>10}  {:>7}  {:>9}  {}\n", "rank",
              "schedule", "M", "V", "step ms", "change", "spread", "ms per mb", "bubble",
-             "in flight");
+             "in flight", "extrapolates");
   bool any_measured = false;
+  bool any_extrapolated = false;
   for (std::size_t i = 0; i < predictions.size(); ++i) {
     const Prediction& p = predictions[i];
     const double spread = p.step_ns > 0 ? (p.step_p90_ns - p.step_p10_ns) / 2 / p.step_ns : 0;
@@ -142,18 +153,30 @@ void print_table(const MeasuredRun& measured, const std::vector<Prediction>& pre
                              measured.micro_batches == p.scenario.micro_batches &&
                              measured.chunks == p.scenario.chunks;
     any_measured = any_measured || as_measured;
+    any_extrapolated = any_extrapolated || !p.extrapolates.empty();
+    std::string extrapolates;
+    for (const std::string& e : p.extrapolates)
+      extrapolates += (extrapolates.empty() ? "" : ", ") + e;
     fmt::print(
-        "{:>4}  {:<29} {:>4} {:>2}  {:>12} {:>8} {:>7}  {:>10}  {:>7}  {:>9}\n", i + 1,
+        "{:>4}  {:<29} {:>4} {:>2}  {:>12} {:>8} {:>7}  {:>10}  {:>7}  {:>9}  {}\n", i + 1,
         fmt::format("{}{}", whatif_schedule_name(p.scenario.schedule), as_measured ? " *" : ""),
         p.scenario.micro_batches, p.scenario.chunks, ms(p.step_ns),
         signed_percent(step_change(measured, p)), fmt::format("±{:.1f}%", spread * 100),
         ms(p.step_ns_per_micro_batch), percent(p.bubble_ratio),
-        fmt::format("{:g}", max_in_flight(p)));
+        fmt::format("{:g}", max_in_flight(p)), extrapolates.empty() ? "-" : extrapolates);
   }
   fmt::print("\n");
   if (any_measured) {
     fmt::print(
         "*: the measured schedule replayed; its change is the model's own error on this run.\n");
+  }
+  if (any_extrapolated) {
+    fmt::print(
+        "extrapolates: what a scenario predicts beyond what this run measured, so the model\n"
+        "error above does not cover it. V: another chunk count, each chunk taken as an even\n"
+        "share of the stage at no cost of its own (one run cannot tell a per-chunk cost from\n"
+        "how a stage splits); split backward: backward halves the run never logged, cut by\n"
+        "the weight share.\n");
   }
   fmt::print(
       "A scenario with another M runs another global batch: compare `ms per mb` (the time\n"
@@ -294,7 +317,8 @@ void register_whatif_command(CLI::App& app, int& status) {
   cmd->add_option("-o,--output", options->output_dir,
                   "Write whatif.json (and, for one scenario, whatif-trace.json) to this folder");
   cmd->add_option("--schedule", options->schedule,
-                  "Scenario schedule: fthenb, 1f1b, eager1f1b, vpp, zbh1, dygraph-1f1b,\n"
+                  "Scenario schedule: fthenb, 1f1b, eager1f1b, vpp, vpp-split-backward, zbh1,\n"
+                  "dygraph-1f1b, "
                   "dygraph-interleave, torch-gpipe, torch-1f1b, torch-interleaved1f1b,\n"
                   "torch-interleavedzerobubble, torch-zbvzerobubble, torch-dualpipev\n"
                   "(default: the measured one)");

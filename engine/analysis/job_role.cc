@@ -53,6 +53,9 @@ JobRole classify_job_role(std::string_view type) {
         role.role = PipelineRole::weight;
         role.split_backward = true;
         rest = type.substr(10);
+        // Paddle's VPP with split_backward names the weight half that also
+        // runs the sharding reduce backward_w{c}_reduce.
+        if (rest.ends_with("_reduce")) rest.remove_suffix(7);
       } else if (type.starts_with("backward_b")) {
         role.role = PipelineRole::backward;
         role.split_backward = true;
@@ -70,6 +73,33 @@ JobRole classify_job_role(std::string_view type) {
 std::vector<JobRole> classify_job_roles(const TypeTable& types) {
   std::vector<JobRole> roles(types.size());
   for (TypeId id = 0; id < types.size(); ++id) roles[id] = classify_job_role(types.name(id));
+  // Paddle's 1F1B with enable_backward_forward_overlap logs its warm-up
+  // forwards and cool-down backwards whole (`forward`, `backward`) and cuts
+  // the steady phase's into `forward(chunkK)` / `backward(chunkK)` pieces
+  // (_split_program_for_overlapping): beside a whole type of the same role
+  // those are pieces of one op of chunk 0, not model chunks (an interleaved
+  // run logs no compute type without its chunk).
+  bool whole[2] = {false, false};
+  for (TypeId id = 0; id < types.size(); ++id) {
+    const JobRole& r = roles[id];
+    if (!r.chunked && !r.split_backward &&
+        (r.role == PipelineRole::forward || r.role == PipelineRole::backward)) {
+      whole[r.role == PipelineRole::forward ? 0 : 1] = true;
+    }
+  }
+  if (!whole[0] && !whole[1]) return roles;
+  for (TypeId id = 0; id < types.size(); ++id) {
+    JobRole& r = roles[id];
+    const std::string_view name = types.name(id);
+    if (!r.chunked || r.split_backward || !name.ends_with(")") ||
+        (r.role != PipelineRole::forward && r.role != PipelineRole::backward) ||
+        !whole[r.role == PipelineRole::forward ? 0 : 1]) {
+      continue;
+    }
+    r.piece = r.chunk;
+    r.chunk = 0;
+    r.chunked = false;
+  }
   return roles;
 }
 

@@ -39,6 +39,12 @@ struct JobRole {
   bool chunked = false;
   /// True for backward_b/backward_w (the zero-bubble split).
   bool split_backward = false;
+  /// Piece K of one forward or backward that Paddle's backward-forward
+  /// overlap (Pipeline1F1BPass, enable_backward_forward_overlap) cut into
+  /// `forward(chunkK)` / `backward(chunkK)` programs: a run that logs these
+  /// beside whole `forward` / `backward` jobs runs one model chunk, and the
+  /// pieces of a micro-batch are one op (chunk 0). -1 for every other type.
+  std::int32_t piece = -1;
 
   bool compute() const {
     return role == PipelineRole::forward || role == PipelineRole::backward ||

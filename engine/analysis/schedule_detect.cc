@@ -77,6 +77,8 @@ std::string detection_frameworks(const ScheduleDetection& d) {
     out += e.framework;
     out += ' ';
     out += e.name;
+    // Paddle's VPP pass has two lists: name the one with a split backward.
+    if (id == ScheduleId::paddle_vpp_split_backward) out += " with split_backward";
   };
   if (d.exact) {
     for (const ScheduleId id : d.matches) add(id);
@@ -207,7 +209,8 @@ OpSums op_sums(const Run& run, const std::vector<JobRole>& roles,
       const auto r = static_cast<std::size_t>(roles[job.type].role);
       if (r < 3) {
         sums.ns[r] += job.duration_ns();
-        ++sums.count[r];
+        // The pieces of one op (JobRole::piece) count once.
+        if (roles[job.type].piece <= 0) ++sums.count[r];
       }
     }
   }
@@ -288,6 +291,7 @@ ScheduleVotes vote_schedules(const Run& run, const std::vector<std::vector<std::
             const Job& job = jobs[i];
             if (job.type >= roles.size() || !roles[job.type].compute()) continue;
             const JobRole& role = roles[job.type];
+            if (role.piece > 0) continue;  // one op: its first piece stands for it
             order[s].push_back({role.role, job.micro_batch, role.chunk,
                                 role.role == PipelineRole::backward && role.split_backward});
           }

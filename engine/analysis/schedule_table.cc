@@ -17,7 +17,7 @@ constexpr int kAnyChunks = 64;
 
 // Sources: the files as read at the commits named (PaddlePaddle/Paddle and
 // pytorch/pytorch on GitHub).
-constexpr std::array<ScheduleEntry, 14> kTable = {{
+constexpr std::array<ScheduleEntry, 15> kTable = {{
     {ScheduleId::paddle_fthenb, "FThenB", kPaddleStatic, ScheduleFamily::fthenb,
      StagePlacement::looped, 1, 1, true,
      "python/paddle/distributed/passes/pipeline_scheduler_pass/pipeline_fthenb.py, "
@@ -40,9 +40,16 @@ constexpr std::array<ScheduleEntry, 14> kTable = {{
      StagePlacement::looped, 1, kAnyChunks, true,
      "python/paddle/distributed/passes/pipeline_scheduler_pass/pipeline_vpp.py, "
      "PipelineVirtualPipelinePass._create_job_list (Paddle 07efe79, 2024), without "
-     "split_backward (with it and M == P the backwards become backward_b and every "
-     "backward_w runs at the end: not in this table)",
+     "split_backward (with it and M == P: the next entry)",
      "M a multiple of P (asserted); M == P: every forward is warm-up"},
+    {ScheduleId::paddle_vpp_split_backward, "VPP", kPaddleStatic, ScheduleFamily::interleaved,
+     StagePlacement::looped, 1, kAnyChunks, true,
+     "python/paddle/distributed/passes/pipeline_scheduler_pass/pipeline_vpp.py, "
+     "PipelineVirtualPipelinePass._create_job_list with split_backward (Paddle 07efe79, "
+     "2024): with M == P every forward, then every backward as backward_b{c}, then "
+     "backward_w{c} of every micro-batch, last chunk first (the last of a chunk "
+     "backward_w{c}_reduce when sharding's reduce moved into it)",
+     "split_backward and M == P (otherwise the pass runs the VPP list above)"},
     {ScheduleId::paddle_zbh1, "ZBH1", kPaddleStatic, ScheduleFamily::zero_bubble,
      StagePlacement::looped, 1, 1, true,
      "python/paddle/distributed/passes/pipeline_scheduler_pass/pipeline_zero_bubble.py, "
@@ -179,6 +186,20 @@ List paddle_vpp(int p, int m, int v, int s) {
   for (int step = total - warmup; step < total; ++step) {
     const int c = rank(step, false);
     jobs.push_back(B(bc[c]++, c));
+  }
+  return jobs;
+}
+
+// The same pass with split_backward when M == P (real_split_backward): every
+// step is warm-up, the backwards are backward_b{c} in the cool-down order,
+// then for chunk V-1 down to 0 a backward_w{c} of each micro-batch.
+List paddle_vpp_split_backward(int p, int m, int v, int s) {
+  List jobs;
+  for (const ScheduleStep& op : paddle_vpp(p, m, v, s)) {
+    jobs.push_back(op.role == PipelineRole::backward ? Bi(op.micro_batch, op.chunk) : op);
+  }
+  for (int c = v - 1; c >= 0; --c) {
+    for (int mb = 0; mb < m; ++mb) jobs.push_back(W(mb, c));
   }
   return jobs;
 }
@@ -383,6 +404,7 @@ List torch_dualpipev(int p, int m, int rank) {
   };
   auto overlap_f_b = [&](int forward_chunk, int backward_chunk) {
     add(forward_chunk, 'F');
+    jobs.back().overlap_next = true;
     add(backward_chunk, 'B');
   };
   auto weight_if_pending = [&] {
@@ -509,6 +531,9 @@ std::optional<std::vector<ScheduleStep>> schedule_job_list(ScheduleId id, int st
     case ScheduleId::paddle_vpp:
       if (m % p != 0) return std::nullopt;
       return paddle_vpp(p, m, v, s);
+    case ScheduleId::paddle_vpp_split_backward:
+      if (m != p) return std::nullopt;
+      return paddle_vpp_split_backward(p, m, v, s);
     case ScheduleId::paddle_zbh1:
       if (m < p) return std::nullopt;
       return paddle_zbh1(p, m, s);

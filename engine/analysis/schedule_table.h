@@ -34,6 +34,10 @@ struct ScheduleStep {
   /// For a backward: only the input-gradient half (backward_b, PyTorch's I),
   /// its weight half being a separate weight op. False for a whole backward.
   bool split = false;
+  /// This op and the next one of the list are one action that runs both, this
+  /// one first: DualPipeV's OVERLAP_F_B (a forward of one micro-batch and a
+  /// backward of another). It starts when both inputs are there.
+  bool overlap_next = false;
 
   friend bool operator==(const ScheduleStep&, const ScheduleStep&) = default;
 };
@@ -43,6 +47,7 @@ enum class ScheduleId : std::uint8_t {
   paddle_1f1b,
   paddle_eager_1f1b,
   paddle_vpp,
+  paddle_vpp_split_backward,
   paddle_zbh1,
   paddle_zbvpp,
   dygraph_1f1b,

@@ -5,6 +5,7 @@
 #include <tbb/enumerable_thread_specific.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <set>
@@ -72,6 +73,7 @@ FileResult TorchTraceFileReader::read() {
   }
   require_steps_for_pattern();
   std::vector<Pending> pending = timed_actions();
+  split_overlaps(pending);
   const std::vector<std::int64_t> stages = rank_stages(pending);
   emit_jobs(pending, stages);
   record_steps();
@@ -422,8 +424,10 @@ std::vector<TorchTraceFileReader::Pending> TorchTraceFileReader::timed_actions()
       host_timed += actions.size();
       first_host_timed = std::min(first_host_timed, cpu.start);
     }
-    for (TraceAction& action : actions) {
-      pending.push_back({std::move(action), start, end, cpu.start, cpu.ordinal});
+    const bool pair = actions.size() == 2;
+    for (std::size_t k = 0; k < actions.size(); ++k) {
+      pending.push_back({std::move(actions[k]), start, end, cpu.start, cpu.ordinal,
+                         pair ? static_cast<int>(k) + 1 : 0});
     }
   }
   if (cut_offset_) {
@@ -436,6 +440,99 @@ std::vector<TorchTraceFileReader::Pending> TorchTraceFileReader::timed_actions()
     out_.notes.push_back({WarningCode::host_timed_jobs, input_.path, -1, -1, host_timed});
   }
   return pending;
+}
+
+/// An OVERLAP_F_B action (DualPipeV: a forward of one micro-batch and a full
+/// backward of another, run one after the other inside one profiler range,
+/// torch's _step_microbatches) is one interval in the trace; its two jobs get
+/// the two parts of it, cut where the forward is estimated to end: in
+/// proportion to the median durations of the same stages' own forward and
+/// full backward actions of this trace (a backward's input and weight halves
+/// summed where the stage ran no full one; 1:2 when it ran neither). The
+/// labels mark no boundary inside the range (its kernels and autograd ops are
+/// not read for one), so the two jobs' durations are estimates (one note says
+/// so). A range longer than both medians together
+/// (by more than 5%) held a wait: torch runs each sub-action on its own
+/// input, so the backward may wait for its gradient after the forward; the
+/// forward then gets its median from the start, the backward its median up
+/// to the end, and the time between is idle.
+void TorchTraceFileReader::split_overlaps(std::vector<Pending>& pending) {
+  std::map<std::pair<std::string, std::int64_t>, std::vector<std::int64_t>> durations;
+  std::uint64_t pairs = 0;
+  for (const Pending& p : pending) {
+    if (p.overlap != 0) {
+      ++pairs;
+    } else if (p.action.type == "forward" || p.action.type.starts_with("backward")) {
+      durations[{p.action.type, p.action.stage}].push_back(p.end - p.start);
+    }
+  }
+  if (pairs == 0) return;
+  auto median_type = [&](const std::string& type, std::int64_t stage) -> double {
+    const auto it = durations.find({type, stage});
+    if (it == durations.end() || it->second.empty()) return -1;
+    std::vector<std::int64_t>& v = it->second;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return static_cast<double>(v[v.size() / 2]);
+  };
+  // A full backward's median, else its halves' (DualPipeV runs some stages'
+  // backwards outside the overlapped phase only as I and W).
+  auto median_of = [&](const TraceAction& a) -> double {
+    const double whole = median_type(a.type, a.stage);
+    if (whole > 0 || a.type != "backward") return whole;
+    const double input = median_type("backward_b", a.stage);
+    const double weight = median_type("backward_w", a.stage);
+    return input > 0 && weight > 0 ? input + weight : -1;
+  };
+  auto uniform = [](const TraceAction& a) { return a.type == "forward" ? 1.0 : 2.0; };
+  std::uint64_t guessed = 0, waited = 0;
+  for (std::size_t i = 0; i + 1 < pending.size(); ++i) {
+    Pending& first = pending[i];
+    Pending& second = pending[i + 1];
+    if (first.overlap != 1 || second.overlap != 2) continue;
+    double a = median_of(first.action), b = median_of(second.action);
+    const bool measured = a > 0 && b > 0;
+    if (!measured) {
+      a = uniform(first.action);
+      b = uniform(second.action);
+      ++guessed;
+    }
+    const std::int64_t span = first.end - first.start;
+    // Longer than both medians together (by more than 5%, past jitter): the
+    // second sub-action waited for its input inside the range (torch runs
+    // each on its own input), so each gets its median at its end of the
+    // range and the time between is a wait, not work.
+    if (measured && static_cast<double>(span) > 1.05 * (a + b)) {
+      first.end = first.start + std::llround(a);
+      second.start = second.end - std::llround(b);
+      ++waited;
+      ++i;
+      continue;
+    }
+    const auto cut = first.start + static_cast<std::int64_t>(
+                                       std::llround(static_cast<double>(span) * a / (a + b)));
+    first.end = cut;
+    second.start = cut;
+    ++i;
+  }
+  pairs /= 2;
+  std::string how;
+  if (waited > 0) {
+    how += fmt::format(
+        "; {} longer than both medians together (by more than 5%): the forward given its median "
+        "from the range's start, the backward its median up to its end, the time between a wait "
+        "for the backward's input",
+        waited);
+  }
+  if (guessed > 0) {
+    how += fmt::format(
+        "; {} cut at forward:backward = 1:2, the stages having run no plain forward or backward",
+        guessed);
+  }
+  note(0, fmt::format("{} OVERLAP_F_B action{} (a forward and a backward in one profiler range): "
+                      "each split into its two jobs where the forward is estimated to end, in "
+                      "proportion to the median forward and full backward (or its halves) of the "
+                      "same stages in this trace{}; those jobs' own durations are estimates",
+                      pairs, pairs == 1 ? "" : "s", how));
 }
 
 /// A trace cut inside its events: where its record ends in time, and one
@@ -507,8 +604,10 @@ void TorchTraceFileReader::emit_jobs(std::vector<Pending>& pending,
     --it;
     return t <= it->end ? &*it : nullptr;
   };
-  std::sort(pending.begin(), pending.end(),
-            [](const Pending& a, const Pending& b) { return a.host_start < b.host_start; });
+  // The two jobs of an OVERLAP_F_B range share its host start: by start then.
+  std::sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) {
+    return a.host_start != b.host_start ? a.host_start < b.host_start : a.start < b.start;
+  });
   std::map<std::tuple<const StepSpan*, std::string, std::int64_t>, std::int64_t> counters;
   std::uint64_t outside = 0;
   const bool count_mb = pattern_ && !pattern_->has_micro_batch();

@@ -80,8 +80,12 @@ class TorchTraceFileReader {
     TraceAction action;
     std::int64_t start, end, host_start;
     std::uint64_t ordinal;
+    /// 1 and 2: the first and second sub-action of an OVERLAP_F_B range
+    /// (one interval for both until split_overlaps); 0 otherwise.
+    int overlap = 0;
   };
 
+  void split_overlaps(std::vector<Pending>& pending);
   void note(std::uint64_t offset, std::string message);
   void malformed(std::uint64_t offset, std::string message);
   void on_base_time(std::string_view value);

@@ -36,6 +36,7 @@ constexpr std::array kKinds = {
     ScheduleKind::torch_interleaved_zero_bubble,
     ScheduleKind::torch_zbv_zero_bubble,
     ScheduleKind::torch_dualpipev,
+    ScheduleKind::vpp_split_backward,
 };
 
 ScheduleOp fwd(int mb, int chunk = 0) { return {OpKind::forward, mb, chunk}; }
@@ -263,6 +264,21 @@ std::vector<ScheduleOp> dualpipev(int p, int m, int r) {
   return ops;
 }
 
+// Paddle's VPP pass with split_backward, which applies only when M == P
+// (real_split_backward): micro-step k of the P·V forwards is chunk k / P,
+// micro-batch k mod P; the backward_b's run the chunks from the last; then
+// the backward_w's, chunk by chunk from the last, micro-batches in order.
+std::vector<ScheduleOp> vpp_split_backward(int m, int v) {
+  std::vector<ScheduleOp> ops;
+  for (int c = 0; c < v; ++c)
+    for (int mb = 0; mb < m; ++mb) ops.push_back(fwd(mb, c));
+  for (int c = v - 1; c >= 0; --c)
+    for (int mb = 0; mb < m; ++mb) ops.push_back(input(mb, c));
+  for (int c = v - 1; c >= 0; --c)
+    for (int mb = 0; mb < m; ++mb) ops.push_back(weight(mb, c));
+  return ops;
+}
+
 // PyTorch's interleaved schedules: rounds = max(1, M / P) and
 // microbatches_per_round = M / rounds.
 int torch_per_round(int p, int m) { return m / std::max(1, m / p); }
@@ -296,6 +312,7 @@ std::optional<ScheduleKind> parse_schedule_kind(std::string_view name) {
       {"torch:interleavedzerobubble", ScheduleKind::torch_interleaved_zero_bubble},
       {"torch:zbvzerobubble", ScheduleKind::torch_zbv_zero_bubble},
       {"torch:dualpipev", ScheduleKind::torch_dualpipev},
+      {"paddle:vpp-split-backward", ScheduleKind::vpp_split_backward},
   };
   const std::string key = lower(name);
   for (const ScheduleKind kind : kKinds) {
@@ -336,13 +353,16 @@ std::string_view schedule_kind_name(ScheduleKind kind) {
       return "torch-zbvzerobubble";
     case ScheduleKind::torch_dualpipev:
       return "torch-dualpipev";
+    case ScheduleKind::vpp_split_backward:
+      return "vpp-split-backward";
   }
   return "1f1b";
 }
 
 bool has_chunks(ScheduleKind kind) {
-  return kind == ScheduleKind::interleaved || kind == ScheduleKind::zbvpp ||
-         kind == ScheduleKind::dygraph_interleave || kind == ScheduleKind::torch_interleaved_1f1b ||
+  return kind == ScheduleKind::interleaved || kind == ScheduleKind::vpp_split_backward ||
+         kind == ScheduleKind::zbvpp || kind == ScheduleKind::dygraph_interleave ||
+         kind == ScheduleKind::torch_interleaved_1f1b ||
          kind == ScheduleKind::torch_interleaved_zero_bubble || v_shape(kind);
 }
 
@@ -403,6 +423,10 @@ void validate_schedule(const ScheduleShape& shape) {
     case ScheduleKind::dygraph_interleave:
       need(p <= m, "at least as many micro-batches as stages");
       break;
+    case ScheduleKind::vpp_split_backward:
+      need(m == p,
+           "as many micro-batches as stages (the Paddle pass splits the backward only then)");
+      break;
     case ScheduleKind::torch_interleaved_1f1b:
     case ScheduleKind::torch_interleaved_zero_bubble:
       need(m % std::max(1, m / p) == 0,
@@ -458,6 +482,8 @@ std::vector<ScheduleOp> stage_ops(const ScheduleShape& shape, int stage) {
       return zbv(p, m, s);
     case ScheduleKind::torch_dualpipev:
       return dualpipev(p, m, s);
+    case ScheduleKind::vpp_split_backward:
+      return vpp_split_backward(m, v);
   }
   return {};
 }

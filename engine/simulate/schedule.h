@@ -54,6 +54,9 @@ enum class ScheduleKind {
   torch_zbv_zero_bubble,
   /// PyTorch ScheduleDualPipeV (two stages per rank in a V).
   torch_dualpipev,
+  /// PaddlePaddle static pass VPP with split_backward and M == P: every
+  /// forward, every backward_b, then every backward_w, last chunk first.
+  vpp_split_backward,
 };
 
 /// Every kind, in the order above.

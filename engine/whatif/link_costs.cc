@@ -78,6 +78,11 @@ LinkCosts measure_link_costs(const Run& run, const Metrics& metrics,
     const Job& producer = run.devices[dep.producer.device].jobs[dep.producer.job];
     const auto& jobs = run.devices[dep.consumer.device].jobs;
     const Job& consumer = jobs[dep.consumer.job];
+    // A piece of an op (Paddle's backward-forward overlap) is no producer's
+    // end nor consumer's start of the whole op: its pairs time no transfer.
+    if (pipeline.roles[producer.type].piece >= 0 || pipeline.roles[consumer.type].piece >= 0) {
+      continue;
+    }
     // A pair whose global stages are not neighbours under this placement
     // (the dependencies are found for a looped one) is no transfer of the run.
     const int step = pipeline.roles[consumer.type].role == PipelineRole::forward ? 1 : -1;

@@ -8,6 +8,7 @@
 #include <map>
 #include <numeric>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
 #include "analysis/job_kind.h"
@@ -23,11 +24,12 @@ struct NamedSchedule {
 };
 
 // The names `simulate` takes for the same lists (simulate/schedule.h).
-constexpr std::array<NamedSchedule, 13> kNames = {{
+constexpr std::array<NamedSchedule, 14> kNames = {{
     {ScheduleId::paddle_fthenb, "fthenb"},
     {ScheduleId::paddle_1f1b, "1f1b"},
     {ScheduleId::paddle_eager_1f1b, "eager1f1b"},
     {ScheduleId::paddle_vpp, "vpp"},
+    {ScheduleId::paddle_vpp_split_backward, "vpp-split-backward"},
     {ScheduleId::paddle_zbh1, "zbh1"},
     {ScheduleId::dygraph_1f1b, "dygraph-1f1b"},
     {ScheduleId::dygraph_interleave, "dygraph-interleave"},
@@ -54,6 +56,8 @@ double mean(const std::vector<double>& v) {
 class Draws {
  public:
   explicit Draws(std::uint64_t seed) : state_(seed) {}
+  /// An index below n (n > 0).
+  std::uint64_t index(std::size_t n) { return n <= 1 ? 0 : next() % n; }
   /// A sample of `v` (0 when empty).
   double pick(const std::vector<double>& v) {
     if (v.empty()) return 0;
@@ -91,6 +95,113 @@ std::string list_names(bool (*keep)(const ScheduleEntry&)) {
     out += (out.empty() ? "" : ", ") + std::string(n.name);
   }
   return out;
+}
+
+/// Pearson's correlation of two series; NaN when one has no spread.
+double correlation(const std::vector<double>& x, const std::vector<double>& y) {
+  const double mx = mean(x), my = mean(y);
+  double sxy = 0, sxx = 0, syy = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  if (sxx <= 0 || syy <= 0) return std::nan("");
+  return sxy / std::sqrt(sxx * syy);
+}
+
+/// The per-micro-batch rows of WhatifInputs and whether the stages share a
+/// pattern: each stage's first replayed device, the complete steps in which
+/// every stage ran the same micro-batches (at least 3).
+template <typename Complete>
+void measure_micro_batch_pattern(const Run& run, const Metrics& metrics,
+                                 const PipelineAnalysis& pipeline,
+                                 const std::vector<char>& replayed, const Complete& complete,
+                                 WhatifInputs& in) {
+  using Row = WhatifInputs::CostRow;
+  const int p = in.measured.stages;
+  in.micro_batch_correlation = std::nan("");
+  // The first kPatternSteps complete steps' rows (P × M each): enough to
+  // draw from, and a bounded memory on a long run.
+  constexpr std::size_t kPatternSteps = 256;
+  std::vector<char> sampled(metrics.steps.size(), 0);
+  for (std::size_t k = 0, n = 0; k < metrics.steps.size() && n < kPatternSteps; ++k) {
+    if (metrics.steps[k].complete) sampled[k] = 1, ++n;
+  }
+  // (step, micro-batch) -> sums and counts of its ops, per stage; each kind's
+  // mean op times V is the row's, as each job times V is a sample of the
+  // stage (its chunks may run different kinds: DualPipeV's B on one, I and W
+  // on the other).
+  struct Sums {
+    std::array<double, 4> ns{0, 0, 0, 0};
+    std::array<int, 4> count{0, 0, 0, 0};
+  };
+  const double v = in.measured.chunks;
+  std::vector<std::map<std::pair<std::int32_t, std::int64_t>, Sums>> by_stage(p);
+  for (int s = 0; s < p; ++s) {
+    for (std::size_t d : pipeline.stages.devices[s]) {
+      if (!replayed[d]) continue;
+      const auto& jobs = run.devices[d].jobs;
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        if (!complete(d, i) || !sampled[static_cast<std::size_t>(metrics.job_step[d][i])]) continue;
+        const JobRole& role = pipeline.roles[jobs[i].type];
+        if (!role.compute()) continue;
+        Sums& sums = by_stage[s][{metrics.job_step[d][i], jobs[i].micro_batch}];
+        const std::size_t kind = role.role == PipelineRole::forward  ? 0
+                                 : role.role == PipelineRole::weight ? 3
+                                 : role.split_backward               ? 2
+                                                                     : 1;
+        sums.ns[kind] += static_cast<double>(jobs[i].duration_ns());
+        if (role.piece <= 0) ++sums.count[kind];  // an op's pieces count once
+      }
+      break;  // the stage's first replayed device
+    }
+  }
+  // The steps every stage ran with the same micro-batches.
+  std::map<std::int32_t, std::vector<std::int64_t>> step_mbs;
+  for (const auto& [key, row] : by_stage[0]) step_mbs[key.first].push_back(key.second);
+  for (const auto& [step, mbs] : step_mbs) {
+    if (static_cast<int>(mbs.size()) != in.measured.micro_batches) continue;
+    std::vector<std::vector<Row>> rows;
+    bool full = true;
+    for (const std::int64_t mb : mbs) {
+      std::vector<Row>& r = rows.emplace_back(p);
+      for (int s = 0; s < p && full; ++s) {
+        const auto it = by_stage[s].find({step, mb});
+        if (it == by_stage[s].end()) {
+          full = false;
+        } else {
+          const Sums& sums = it->second;
+          double* kinds[4] = {&r[s].forward, &r[s].backward, &r[s].backward_input, &r[s].weight};
+          for (std::size_t k = 0; k < 4; ++k) {
+            if (sums.count[k] > 0) *kinds[k] = sums.ns[k] / sums.count[k] * v;
+          }
+        }
+      }
+    }
+    if (full) in.rows.push_back(std::move(rows));
+  }
+  const int m = in.measured.micro_batches;
+  if (in.rows.empty() || m < 3 || p < 2) return;
+  std::vector<std::vector<double>> mean_cost(p, std::vector<double>(m, 0));
+  for (const auto& rows : in.rows) {
+    for (int j = 0; j < m; ++j) {
+      for (int s = 0; s < p; ++s) {
+        const Row& r = rows[j][s];
+        mean_cost[s][j] += r.forward + r.backward + r.backward_input + r.weight;
+      }
+    }
+  }
+  std::vector<double> correlations;
+  for (int a = 0; a < p; ++a) {
+    for (int b = a + 1; b < p; ++b) {
+      const double c = correlation(mean_cost[a], mean_cost[b]);
+      if (std::isnan(c)) return;
+      correlations.push_back(c);
+    }
+  }
+  in.micro_batch_correlation = median(correlations);
+  in.shared_pattern = in.micro_batch_correlation >= kSharedPatternCorrelation;
 }
 
 }  // namespace
@@ -166,11 +277,17 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
       if (!replayed[d]) continue;
       if (!placed) out.machine = run.devices[d].machine, placed = true;
       const auto& jobs = run.devices[d].jobs;
+      // The pieces of one op (JobRole::piece) are one sample: their sum.
+      std::map<std::tuple<std::int32_t, int, std::int64_t>, double> pieces;
       for (std::size_t i = 0; i < jobs.size(); ++i) {
         if (!complete(d, i)) continue;
         const Job& job = jobs[i];
         const double ns = static_cast<double>(job.duration_ns());
         const JobRole& role = pipeline.roles[job.type];
+        if (role.piece >= 0) {
+          pieces[{metrics.job_step[d][i], static_cast<int>(role.role), job.micro_batch}] += ns;
+          continue;
+        }
         switch (role.role) {
           case PipelineRole::forward:
             out.forward.push_back(ns * v);
@@ -189,6 +306,10 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
             break;
         }
       }
+      for (const auto& [key, ns] : pieces) {
+        (std::get<1>(key) == static_cast<int>(PipelineRole::forward) ? out.forward : out.backward)
+            .push_back(ns * v);
+      }
     }
     if (!out.backward_input.empty()) in.split_backward = true;
   }
@@ -202,6 +323,16 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
                       st.forward.empty() ? "forward" : "backward (whole, or both halves)"));
     }
   }
+
+  if (std::any_of(pipeline.roles.begin(), pipeline.roles.end(),
+                  [](const JobRole& r) { return r.piece >= 0; })) {
+    in.notes.push_back(
+        "the run cuts forwards and backwards into pieces run interleaved (Paddle's "
+        "backward-forward overlap, forward(chunkK) and backward(chunkK)): each op's cost is "
+        "the sum of its pieces, and every scenario, the measured one too, runs it whole, so a "
+        "backward's output is ready earlier than the run had it");
+  }
+  measure_micro_batch_pattern(run, metrics, pipeline, replayed, complete, in);
 
   // The link costs, global stages placed as the measured schedule places
   // them (looped when it is none of the table's).
@@ -391,6 +522,22 @@ std::vector<Scenario> sweep_scenarios(int stages, int micro_batches) {
   return out;
 }
 
+std::vector<std::string> scenario_extrapolations(const WhatifInputs& inputs,
+                                                 const Scenario& scenario) {
+  std::vector<std::string> out;
+  if (scenario.chunks != inputs.measured.chunks) out.emplace_back("V");
+  bool split = false;
+  for (int s = 0; s < inputs.measured.stages && !split; ++s) {
+    const auto list = schedule_job_list(scenario.schedule, inputs.measured.stages,
+                                        scenario.micro_batches, scenario.chunks, s);
+    if (!list) continue;
+    split = std::any_of(list->begin(), list->end(),
+                        [](const ScheduleStep& op) { return op.role == PipelineRole::weight; });
+  }
+  if (split && !inputs.split_backward) out.emplace_back("split backward");
+  return out;
+}
+
 int replayed_steps(const ReplayOptions& options, const MeasuredRun& measured) {
   if (options.steps > 0) return options.steps;
   return static_cast<int>(std::clamp<std::size_t>(measured.complete_steps, 1, kMaxReplaySteps));
@@ -448,6 +595,7 @@ Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
   };
   auto ns = [](double x) { return std::max<std::int64_t>(1, std::llround(x)); };
 
+  const bool shared = inputs.shared_pattern && !inputs.rows.empty();
   // The predicted timeline of `steps` steps (the same draws for any count).
   const auto timeline = [&](int steps, std::vector<double>& in_flight_max) {
     in_flight_max.assign(p, 0);
@@ -488,6 +636,20 @@ Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
         run.devices[s].jobs.push_back({start, end, job_id++, 0, run.types.intern("lr"), 0});
         free_at[s] = end;
       }
+      // With a shared pattern, block b of M measured micro-batches takes its
+      // costs from one measured step (on every stage).
+      std::vector<std::size_t> block_row;
+      if (shared) {
+        const int mm = inputs.measured.micro_batches;
+        for (int b = 0; b * mm < m; ++b) {
+          block_row.push_back(static_cast<std::size_t>(draws.index(inputs.rows.size())));
+        }
+      }
+      const auto row_of = [&](int s, std::int64_t mb) -> const WhatifInputs::CostRow& {
+        const int mm = inputs.measured.micro_batches;
+        return inputs.rows[block_row[static_cast<std::size_t>(mb / mm)]]
+                          [static_cast<std::size_t>(mb % mm)][static_cast<std::size_t>(s)];
+      };
       std::vector<std::size_t> next(p, 0);
       std::size_t remaining = 0;
       for (const auto& list : lists) remaining += list.size();
@@ -505,19 +667,35 @@ Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
             if (op.role == PipelineRole::forward) {
               if (g > 0) ready = f_ready[slot(g - 1, op.micro_batch)];
               if (g < g_count - 1) neighbour = g + 1;
-              cost = draws.pick(c.forward);
+              cost = shared ? row_of(s, op.micro_batch).forward : draws.pick(c.forward);
               base = "forward";
             } else if (op.role == PipelineRole::backward) {
               if (g < g_count - 1) ready = b_ready[slot(g + 1, op.micro_batch)];
               if (g > 0) neighbour = g - 1;
-              cost = op.split ? input_half(c, draws) : whole_backward(c, draws);
+              if (shared) {
+                const WhatifInputs::CostRow& r = row_of(s, op.micro_batch);
+                const double whole = r.backward > 0 ? r.backward : r.backward_input + r.weight;
+                cost = !op.split              ? whole
+                       : r.backward_input > 0 ? r.backward_input
+                                              : whole * (1 - share);
+              } else {
+                cost = op.split ? input_half(c, draws) : whole_backward(c, draws);
+              }
               base = op.split ? "backward_b" : "backward";
             } else {
-              cost = weight_half(c, draws);
+              if (shared) {
+                const WhatifInputs::CostRow& r = row_of(s, op.micro_batch);
+                cost = r.weight > 0 ? r.weight : r.backward * share;
+              } else {
+                cost = weight_half(c, draws);
+              }
               base = "backward_w";
             }
             if (ready == kNotYet) break;
-            const std::int64_t start = std::max(free_at[s], ready) + launch_ns;
+            // The second op of an OVERLAP_F_B action runs inside it, launched
+            // with the first: no launch overhead of its own.
+            const bool inside = next[s] > 0 && lists[s][next[s] - 1].overlap_next;
+            const std::int64_t start = std::max(free_at[s] + (inside ? 0 : launch_ns), ready);
             const std::int64_t end = start + ns(cost / v);
             run.devices[s].jobs.push_back({start, end, job_id++, op.micro_batch,
                                            run.types.intern(type_name(base, op.chunk)), 0});
@@ -561,6 +739,7 @@ Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
   };
 
   Replay replay;
+  replay.prediction.extrapolates = scenario_extrapolations(inputs, scenario);
   std::vector<double> in_flight_max;
   const int steps = replayed_steps(options, inputs.measured);
   Run run = timeline(steps, in_flight_max);

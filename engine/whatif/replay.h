@@ -124,7 +124,35 @@ struct WhatifInputs {
   /// What the measurement could not see and what it assumed instead ("no
   /// consumer waited for data across machines: latency taken as 0", ...).
   std::vector<std::string> notes;
+
+  /// One micro-batch's costs on one stage in one step, whole-stage ns as the
+  /// samples of StageSamples (the mean of its ops of a kind, an op's pieces
+  /// summed, times the measured V); 0 for a kind it did not log.
+  struct CostRow {
+    double forward = 0;
+    double backward = 0;
+    double backward_input = 0;
+    double weight = 0;
+  };
+  /// rows[k][j][s]: stage s's costs of the j-th micro-batch of the k-th
+  /// complete step in which every stage ran the same M micro-batches.
+  std::vector<std::vector<std::vector<CostRow>>> rows;
+  /// The median over pairs of stages of the (Pearson) correlation between
+  /// the stages' mean costs per micro-batch: near 1 when the same
+  /// micro-batches are dear on every stage, whatever their number; NaN when
+  /// it cannot be measured (M < 3, no full row, or a stage whose
+  /// micro-batches all cost the same).
+  double micro_batch_correlation = 0;
+  /// True when micro_batch_correlation >= kSharedPatternCorrelation: a
+  /// replay draws a micro-batch's costs on every stage from one measured
+  /// micro-batch (rows), keeping what makes it cheap or dear on all of them
+  /// (its sequence length, say); else each stage's costs are drawn apart.
+  bool shared_pattern = false;
 };
+
+/// The correlation from which micro-batch costs count as a pattern the
+/// stages share (WhatifInputs::shared_pattern).
+inline constexpr double kSharedPatternCorrelation = 0.5;
 
 /// Measures the inputs of a replay. Throws std::invalid_argument when the run
 /// has no complete step, no detected pipeline, or a stage without forward or
@@ -199,7 +227,17 @@ struct Prediction {
   /// frees them), a chunk counting 1/V.
   std::vector<double> in_flight_max;
   UsedCosts costs;
+  /// What the scenario predicts beyond what the run measured, each a short
+  /// tag (scenario_extrapolations): "V" (another chunk count: a stage split
+  /// evenly, no per-chunk cost, which one run cannot measure) and "split
+  /// backward" (halves of a backward the run never split, by the weight
+  /// share). Empty: the scenario replays only what was measured.
+  std::vector<std::string> extrapolates;
 };
+
+/// The extrapolations of `scenario` on the measured inputs (Prediction::extrapolates).
+std::vector<std::string> scenario_extrapolations(const WhatifInputs& inputs,
+                                                 const Scenario& scenario);
 
 struct Replay {
   Prediction prediction;

@@ -1,5 +1,7 @@
 #include "whatif/whatif_json.h"
 
+#include <cmath>
+
 #include "export/atomic_file.h"
 #include "export/json_writer.h"
 
@@ -38,6 +40,15 @@ void write_whatif_json(const WhatifInputs& inputs, const std::vector<Prediction>
   w.field("bubble_ratio", measured.bubble_ratio);
   w.field("complete_steps", static_cast<std::uint64_t>(measured.complete_steps));
   w.field("split_backward", inputs.split_backward);
+  // How a replay draws its costs: per micro-batch on every stage at once
+  // (a pattern the stages share), or apart per stage.
+  w.field("cost_draws", inputs.shared_pattern ? "per_micro_batch" : "per_stage");
+  if (std::isnan(inputs.micro_batch_correlation)) {
+    w.key("micro_batch_correlation");
+    w.null();
+  } else {
+    w.field("micro_batch_correlation", inputs.micro_batch_correlation);
+  }
   if (measured.replica >= 0) {
     w.field("replica", measured.replica);
     w.field("replicas", measured.replicas);
@@ -114,6 +125,10 @@ void write_whatif_json(const WhatifInputs& inputs, const std::vector<Prediction>
     w.field("step_ns_per_micro_batch", p.step_ns_per_micro_batch);
     w.field("bubble_ratio", p.bubble_ratio);
     write_array(w, "in_flight_max", p.in_flight_max);
+    w.key("extrapolates");
+    w.begin_array();
+    for (const std::string& e : p.extrapolates) w.value(std::string_view(e));
+    w.end_array();
     w.key("costs");
     w.begin_object();
     write_array(w, "forward_ns", p.costs.forward_ns);

@@ -75,6 +75,8 @@ ScheduleId table_id(sim::ScheduleKind kind) {
       return ScheduleId::torch_zbv_zero_bubble;
     case sim::ScheduleKind::torch_dualpipev:
       return ScheduleId::torch_dualpipev;
+    case sim::ScheduleKind::vpp_split_backward:
+      return ScheduleId::paddle_vpp_split_backward;
   }
   return ScheduleId::paddle_fthenb;
 }
@@ -105,7 +107,11 @@ TEST(ScheduleTable, EveryListEqualsTheSimulatorsTranscriptionJobByJob) {
                                                   sim::schedule_kind_name(kind), p, m, v, s);
             ASSERT_EQ(list.has_value(), simulated) << where;
             if (!simulated) continue;
-            ASSERT_EQ(*list, to_steps(sim::stage_ops(shape, s))) << where;
+            // The simulator lists ops alone; which of them one action runs
+            // together (DualPipeV's OVERLAP_F_B) is checked below.
+            std::vector<ScheduleStep> ops = *list;
+            for (ScheduleStep& op : ops) op.overlap_next = false;
+            ASSERT_EQ(ops, to_steps(sim::stage_ops(shape, s))) << where;
             ++compared;
           }
         }
@@ -116,6 +122,61 @@ TEST(ScheduleTable, EveryListEqualsTheSimulatorsTranscriptionJobByJob) {
   // ZBVPP has no list: a memory-aware search builds it.
   EXPECT_FALSE(schedule_entry(ScheduleId::paddle_zbvpp).has_job_list);
   EXPECT_FALSE(schedule_job_list(ScheduleId::paddle_zbvpp, 4, 8, 2, 0).has_value());
+}
+
+// torch's ScheduleDualPipeV overlaps a forward and a full backward in one
+// OVERLAP_F_B action in its main step (both pairs of every round but the
+// last rank's first F0) and in step 5 (the F1B0 pair): a forward marked
+// overlap_next followed by a whole backward.
+TEST(ScheduleTable, DualPipeVMarksItsOverlappedActions) {
+  for (int p = 1; p <= 5; ++p) {
+    for (int m = 2 * p; m <= 12; ++m) {
+      for (int r = 0; r < p; ++r) {
+        const auto list = schedule_job_list(ScheduleId::torch_dualpipev, p, m, 2, r);
+        ASSERT_TRUE(list.has_value());
+        const int step_4 = m - 2 * p + r + 1;
+        const int expected = 2 * step_4 - (r == p - 1 && step_4 > 0 ? 1 : 0) + (p - r - 1);
+        int pairs = 0;
+        for (std::size_t i = 0; i < list->size(); ++i) {
+          if (!(*list)[i].overlap_next) continue;
+          ++pairs;
+          ASSERT_LT(i + 1, list->size());
+          EXPECT_EQ((*list)[i].role, PipelineRole::forward);
+          EXPECT_EQ((*list)[i + 1].role, PipelineRole::backward);
+          EXPECT_FALSE((*list)[i + 1].split);
+          EXPECT_NE((*list)[i].chunk, (*list)[i + 1].chunk);
+        }
+        EXPECT_EQ(pairs, expected) << fmt::format("P={} M={} rank {}", p, m, r);
+      }
+    }
+  }
+  // No other schedule overlaps.
+  for (const ScheduleEntry& e : schedule_table()) {
+    if (e.id == ScheduleId::torch_dualpipev || !e.has_job_list) continue;
+    for (int s = 0; s < 4; ++s) {
+      const auto list = schedule_job_list(e.id, 4, 4, e.min_chunks, s);
+      if (!list) continue;
+      for (const ScheduleStep& op : *list) EXPECT_FALSE(op.overlap_next) << e.name;
+    }
+  }
+}
+
+// Paddle's VPP pass with split_backward (M == P), by hand for P = M = 2,
+// V = 2, stage 0: forwards F0 F1 of chunk 0 then chunk 1; backward_b of
+// chunk 1 then chunk 0; backward_w of chunk 1 (mb 0, 1) then chunk 0.
+TEST(ScheduleTable, PaddleVppSplitBackwardWrittenOutByHand) {
+  auto F = [](int mb, int c) { return ScheduleStep{PipelineRole::forward, mb, c, false}; };
+  auto b = [](int mb, int c) { return ScheduleStep{PipelineRole::backward, mb, c, true}; };
+  auto w = [](int mb, int c) { return ScheduleStep{PipelineRole::weight, mb, c, false}; };
+  const std::vector<ScheduleStep> expected = {F(0, 0), F(1, 0), F(0, 1), F(1, 1), b(0, 1), b(1, 1),
+                                              b(0, 0), b(1, 0), w(0, 1), w(1, 1), w(0, 0), w(1, 0)};
+  EXPECT_EQ(schedule_job_list(ScheduleId::paddle_vpp_split_backward, 2, 2, 2, 0), expected);
+  EXPECT_EQ(schedule_job_list(ScheduleId::paddle_vpp_split_backward, 2, 2, 2, 1), expected);
+  // Only M == P splits (real_split_backward).
+  EXPECT_FALSE(schedule_job_list(ScheduleId::paddle_vpp_split_backward, 2, 4, 2, 0).has_value());
+  const ScheduleEntry& e = schedule_entry(ScheduleId::paddle_vpp_split_backward);
+  EXPECT_EQ(e.name, "VPP");
+  EXPECT_EQ(e.family, ScheduleFamily::interleaved);
 }
 
 TEST(ScheduleTable, EveryEntryNamesItsSource) {
@@ -345,6 +406,17 @@ TEST(ScheduleDetect, ChunkedSplitTypesAreZbvppWithoutAnIdeal) {
   EXPECT_FALSE(d.exact);
   EXPECT_EQ(d.chunks, 2);
   EXPECT_FALSE(ideal_bubble_ratio(d).has_value());
+  // The same types in the order of Paddle's VPP pass with split_backward
+  // (every forward, every backward_b, then backward_w from the last chunk)
+  // are VPP, not ZBVPP.
+  const ScheduleDetection vpp =
+      detect_schedule({{F(0, 0), F(0, 1), b(0, 1), b(0, 0), w(0, 1), w(0, 0)}});
+  EXPECT_TRUE(vpp.exact);
+  EXPECT_EQ(vpp.id, ScheduleId::paddle_vpp_split_backward);
+  EXPECT_EQ(detection_name(vpp), "VPP");
+  EXPECT_EQ(detection_frameworks(vpp), "PaddlePaddle static VPP with split_backward");
+  EXPECT_EQ(vpp.family, ScheduleFamily::interleaved);
+  EXPECT_TRUE(ideal_bubble_ratio(vpp).has_value());
   // Chunked types alone: the interleaved family.
   auto B = [](int mb, int c) { return ScheduleStep{PipelineRole::backward, mb, c, false}; };
   const ScheduleDetection i = detect_schedule({{F(0, 0), F(0, 1), B(0, 0), B(0, 1)}});
@@ -486,11 +558,49 @@ TEST(JobRole, ClassifiesTypes) {
   EXPECT_TRUE(classify_job_role("backward_b").split_backward);
   EXPECT_EQ(classify_job_role("backward_w1").role, PipelineRole::weight);
   EXPECT_EQ(classify_job_role("backward_w1").chunk, 1);
-  EXPECT_EQ(classify_job_role("backward_w1_reduce").role, PipelineRole::other);
+  // Paddle's VPP with split_backward: the weight half that runs sharding's reduce.
+  EXPECT_EQ(classify_job_role("backward_w1_reduce").role, PipelineRole::weight);
+  EXPECT_EQ(classify_job_role("backward_w1_reduce").chunk, 1);
+  EXPECT_EQ(classify_job_role("backward_w1_reduced").role, PipelineRole::other);
   EXPECT_EQ(classify_job_role("forward(chunkx)").role, PipelineRole::other);
   EXPECT_EQ(classify_job_role("optimizer").role, PipelineRole::optimizer);
   EXPECT_EQ(classify_job_role("recv_forward").role, PipelineRole::comm);
   EXPECT_EQ(classify_job_role("lr_schedule").role, PipelineRole::other);
+}
+
+// Paddle's 1F1B with enable_backward_forward_overlap: `forward(chunkK)` beside
+// a whole `forward` is piece K of one op of chunk 0; the same types in an
+// interleaved run (no whole type) are chunks.
+TEST(JobRole, OverlapPiecesBesideWholeTypesAreOneOp) {
+  TypeTable overlap;
+  for (const char* t : {"forward", "backward", "forward(chunk0)", "backward(chunk0)",
+                        "forward(chunk1)", "backward(chunk1)", "optimizer"}) {
+    overlap.intern(t);
+  }
+  const std::vector<JobRole> roles = classify_job_roles(overlap);
+  EXPECT_EQ(roles[0].piece, -1);
+  EXPECT_EQ(roles[2].role, PipelineRole::forward);
+  EXPECT_EQ(roles[2].piece, 0);
+  EXPECT_EQ(roles[4].piece, 1);
+  EXPECT_EQ(roles[5].role, PipelineRole::backward);
+  EXPECT_EQ(roles[5].piece, 1);
+  for (const JobRole& r : roles) {
+    EXPECT_EQ(r.chunk, 0);
+    EXPECT_FALSE(r.chunked);
+  }
+  TypeTable interleaved;
+  for (const char* t : {"forward(chunk0)", "backward(chunk0)", "forward(chunk1)",
+                        "backward(chunk1)", "optimizer"}) {
+    interleaved.intern(t);
+  }
+  const std::vector<JobRole> chunks = classify_job_roles(interleaved);
+  EXPECT_EQ(chunks[2].chunk, 1);
+  EXPECT_TRUE(chunks[2].chunked);
+  EXPECT_EQ(chunks[2].piece, -1);
+  // Digit chunks (Paddle's VPP pass) are never pieces.
+  TypeTable digits;
+  for (const char* t : {"forward", "forward1"}) digits.intern(t);
+  EXPECT_EQ(classify_job_roles(digits)[1].chunk, 1);
 }
 
 }  // namespace

@@ -330,7 +330,10 @@ TEST(TorchTraceReader, IntervalPreferenceAndExactTimes) {
               span("gpu_user_annotation", "PP:0F1", "50.25", "0.028", R"({"External id": 2})"),
               // Neither: the CPU span, host-timed.
               span("user_annotation", "PP:0B0", "100", "7.5"),
-              // DualPipeV's overlapped pair: two jobs, one interval.
+              // DualPipeV's overlapped action: two jobs in its interval; 50 us
+              // is more than stage 0's median forward (11.875 us) and full
+              // backward (7.5 us) together: each gets its median at its end,
+              // the backward having waited for its input in between.
               span("user_annotation", "PP:(0F2;0B1)OVERLAP_F_B", "200", "1"),
               span("gpu_user_annotation", "PP:(0F2;0B1)OVERLAP_F_B", "300", "50"),
               // Not ours.
@@ -344,8 +347,8 @@ TEST(TorchTraceReader, IntervalPreferenceAndExactTimes) {
                             {"forward", 0, base + 20'001, base + 30'001},
                             {"forward", 1, base + 50'250, base + 62'125},
                             {"backward", 0, base + 100'000, base + 107'500},
-                            {"forward", 2, base + 300'000, base + 350'000},
-                            {"backward", 1, base + 300'000, base + 350'000},
+                            {"forward", 2, base + 300'000, base + 311'875},
+                            {"backward", 1, base + 342'500, base + 350'000},
                         }));
   EXPECT_EQ(r.first_step, 41);
   EXPECT_EQ(r.stats.matched, 5u);
@@ -356,6 +359,12 @@ TEST(TorchTraceReader, IntervalPreferenceAndExactTimes) {
   for (const Diagnostic& d : r.diagnostics) notes += d.message + "\n";
   EXPECT_NE(notes.find("'PP:0Q1' is no pipeline action"), std::string::npos) << notes;
   EXPECT_NE(notes.find("1 of 5 jobs are host-timed"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("1 OVERLAP_F_B action (a forward and a backward in one profiler range): "
+                       "each split"),
+            std::string::npos)
+      << notes;
+  EXPECT_NE(notes.find("; 1 longer than both medians together"), std::string::npos) << notes;
+  EXPECT_EQ(notes.find("1:2"), std::string::npos) << notes;
   ASSERT_EQ(r.notes.size(), 1u);
   EXPECT_EQ(r.notes[0].code, WarningCode::host_timed_jobs);
   EXPECT_EQ(r.notes[0].count, 1u);

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "analysis/pipeline.h"
 #include "support/pipeline_sim_run.h"
@@ -82,6 +83,28 @@ TEST(WhatifReplay, MeasuresTheSimulatorsCosts) {
   EXPECT_TRUE(in.notes.empty());
   ASSERT_FALSE(in.step_overhead.empty());
   for (double g : in.step_overhead) EXPECT_DOUBLE_EQ(g, 2'000'000);
+}
+
+// What one run cannot measure is marked on each scenario that predicts it:
+// another V, and a split backward replayed from whole ones.
+TEST(WhatifReplay, MarksWhatAScenarioExtrapolates) {
+  const WhatifInputs in = inputs_of(analyse(config(ScheduleKind::one_f_one_b, 4, 8)));
+  using Tags = std::vector<std::string>;
+  EXPECT_EQ(scenario_extrapolations(in, {ScheduleId::paddle_1f1b, 16, 1}), Tags{});
+  EXPECT_EQ(scenario_extrapolations(in, {ScheduleId::paddle_fthenb, 8, 1}), Tags{});
+  EXPECT_EQ(scenario_extrapolations(in, {ScheduleId::paddle_vpp, 8, 2}), Tags{"V"});
+  EXPECT_EQ(scenario_extrapolations(in, {ScheduleId::paddle_zbh1, 8, 1}), Tags{"split backward"});
+  EXPECT_EQ(scenario_extrapolations(in, {ScheduleId::torch_interleaved_zero_bubble, 8, 2}),
+            (Tags{"V", "split backward"}));
+  EXPECT_EQ(
+      replay_scenario(in, {ScheduleId::paddle_vpp, 8, 2}, ReplayOptions{}).prediction.extrapolates,
+      Tags{"V"});
+  // A run that logged split backwards replays a split one as measured.
+  const WhatifInputs zb = inputs_of(analyse(config(ScheduleKind::zbh1, 4, 8)));
+  EXPECT_EQ(scenario_extrapolations(zb, {ScheduleId::paddle_zbh1, 16, 1}), Tags{});
+  // Costs alike on every micro-batch (no jitter): no pattern to keep.
+  EXPECT_TRUE(std::isnan(in.micro_batch_correlation));
+  EXPECT_FALSE(in.shared_pattern);
 }
 
 TEST(WhatifReplay, ItsOwnScheduleGivesBackTheMeasuredStepTime) {
@@ -187,7 +210,7 @@ TEST(WhatifScenario, SaysWhichCombinationsWork) {
             "16, 20, 24");
   EXPECT_EQ(scenario_problem({ScheduleId::paddle_1f1b, 8, 2}, 4),
             "1f1b runs one model chunk per stage, so V must be 1 (got V=2); the schedules that "
-            "take V > 1 are vpp, dygraph-interleave, torch-interleaved1f1b, "
+            "take V > 1 are vpp, vpp-split-backward, dygraph-interleave, torch-interleaved1f1b, "
             "torch-interleavedzerobubble (any V that divides the model), and "
             "torch-zbvzerobubble, torch-dualpipev (V = 2)");
   EXPECT_EQ(scenario_problem({ScheduleId::torch_zbv_zero_bubble, 8, 4}, 4),

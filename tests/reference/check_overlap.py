@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Schedules whose actions overlap a forward and a backward, as the frameworks
+label them (overlap_run.py, written apart from the engine): named as the
+framework names them, compared by `check`, replayed by `whatif`, and every
+what-if scenario that extrapolates marked.
+
+    check_overlap.py --cli build/cli/pipescope [--keep DIR]
+
+Prints one line per case; exits 1 when a case fails.
+"""
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+class Failure(Exception):
+    pass
+
+
+def expect(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def run(cmd):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+
+
+def generate(out, *options):
+    r = run([sys.executable, HERE / "overlap_run.py", "-o", out, *options])
+    expect(r.returncode == 0, f"overlap_run.py {options}: {r.stderr}")
+    return json.loads((Path(out) / "truth.json").read_text())
+
+
+def analyze(cli, folder, out):
+    r = run([cli, "analyze", folder, "-o", out, "--quiet"])
+    expect(r.returncode == 0, f"analyze {folder}: exit {r.returncode}: {r.stderr}")
+    return json.loads((Path(out) / "summary.json").read_text())
+
+
+def whatif(cli, folder, out, *options):
+    r = run([cli, "whatif", folder, "-o", out, *options])
+    expect(r.returncode == 0, f"whatif {folder}: exit {r.returncode}: {r.stderr}")
+    return json.loads((Path(out) / "whatif.json").read_text()), r
+
+
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def case_dualpipev(cli, work):
+    """DualPipeV with OVERLAP_F_B ranges: named DualPipeV, replayed within 3%."""
+    for p, m, seed in ((4, 10, 1), (3, 8, 2), (2, 6, 3)):
+        d = work / f"dualpipev_{p}_{m}"
+        truth = generate(d, "--schedule", "dualpipev", "--pp", p, "--micro-batches", m,
+                         "--steps", 5, "--seed", seed)
+        s = analyze(cli, d, work / f"dualpipev_{p}_{m}.out")
+        sched = s["schedule"]
+        expect(sched["name"] == "DualPipeV" and sched["exact"],
+               f"P={p} M={m}: schedule {sched['name']} exact={sched['exact']}")
+        expect((sched["stages"], sched["micro_batches"], sched["chunks"]) == (p, m, 2),
+               f"P={p} M={m}: shape {sched['stages']} {sched['micro_batches']} {sched['chunks']}")
+        notes = " ".join(x["message"] for x in s["diagnostics"]) if isinstance(
+            s.get("diagnostics"), list) else json.dumps(s.get("diagnostics"))
+        expect("OVERLAP_F_B" in notes, f"P={p} M={m}: no note of the estimated split: {notes}")
+        w, _ = whatif(cli, d, work / f"dualpipev_{p}_{m}.whatif")
+        e = w["model_error"]
+        expect(e["available"], f"P={p} M={m}: model error not measured")
+        expect(abs(e["step_error"]) <= 0.03 and abs(e["bubble_error"]) <= 0.01,
+               f"P={p} M={m}: measured schedule replayed {e['step_error']:+.2%} off, "
+               f"{e['bubble_error'] * 100:+.2f} points")
+        # The run's step time against the generator's own (median of the
+        # inner steps: the first and the last have no neighbour on one side).
+        true_step = median([t["end_ns"] - t["start_ns"] for t in truth["steps"][1:-1]])
+        measured = w["measured"]["step_ns"]
+        expect(abs(measured - true_step) / true_step <= 0.01,
+               f"P={p} M={m}: step {measured / 1e6:.3f} ms, truth {true_step / 1e6:.3f} ms")
+        # Split labels give the same schedule and nearly the same replay.
+        d2 = work / f"dualpipev_{p}_{m}_split"
+        generate(d2, "--schedule", "dualpipev", "--pp", p, "--micro-batches", m, "--steps", 5,
+                 "--seed", seed, "--split-labels")
+        w2, _ = whatif(cli, d2, work / f"dualpipev_{p}_{m}_split.whatif")
+        expect(abs(w2["model_error"]["step_error"]) <= 0.03, f"P={p} M={m}: split labels off")
+
+
+def case_paddle_pieces(cli, work):
+    """Paddle 1F1B with backward-forward overlap: 1F1B, M micro-batches, and
+    `check` against the same run without the overlap compares (no refusal)."""
+    on, off = work / "paddle_on", work / "paddle_off"
+    generate(on, "--schedule", "paddle-1f1b", "--pp", 4, "--micro-batches", 8, "--pieces", 2)
+    generate(off, "--schedule", "paddle-1f1b", "--pp", 4, "--micro-batches", 8, "--pieces", 0)
+    s_on = analyze(cli, on, work / "paddle_on.out")
+    s_off = analyze(cli, off, work / "paddle_off.out")
+    for s, what in ((s_on, "overlap on"), (s_off, "overlap off")):
+        sched = s["schedule"]
+        expect(sched["name"] == "1F1B" and sched["exact"],
+               f"{what}: schedule {sched['name']} exact={sched['exact']}")
+        expect((sched["micro_batches"], sched["chunks"]) == (8, 1),
+               f"{what}: M={sched['micro_batches']} V={sched['chunks']}")
+    # A forward's mean is the sum of its pieces: within 10% of the whole ones.
+    f_on, f_off = s_on["schedule"]["mean_forward_ns"], s_off["schedule"]["mean_forward_ns"]
+    expect(abs(f_on - f_off) / f_off < 0.1, f"mean forward {f_on} against {f_off}")
+    r = run([cli, "check", on, "--baseline", off, "--max-step-time-increase", "50%",
+             "--max-bubble-increase", "50pp"])
+    expect(r.returncode == 0, f"check on vs off: exit {r.returncode}: {r.stdout}{r.stderr}")
+    expect("family" not in r.stdout + r.stderr, f"check refused: {r.stdout}{r.stderr}")
+    # The replay runs each op whole: it says so, and where that misses the run
+    # by more than the limits, the model-error warning says not to trust it.
+    w, r = whatif(cli, on, work / "paddle_on.whatif")
+    e = w["model_error"]
+    expect(e["available"], "overlap on: model error not measured")
+    expect("pieces run interleaved" in r.stdout, f"overlap on: no note: {r.stdout}")
+    if abs(e["step_error"]) > 0.03 or abs(e["bubble_error"]) > 0.01:
+        expect("whatif_model_error" in json.dumps(w["warnings"]),
+               f"overlap on: replay {e['step_error']:+.2%} off without the warning")
+    w_off, _ = whatif(cli, off, work / "paddle_off.whatif")
+    expect(abs(w_off["model_error"]["step_error"]) <= 0.03, "overlap off: replay off")
+
+
+def case_extrapolation(cli, work):
+    """Every scenario with another V, or a split backward from an unsplit run,
+    says so; the others do not."""
+    d = work / "paddle_off"
+    if not d.exists():
+        generate(d, "--schedule", "paddle-1f1b", "--pp", 4, "--micro-batches", 8, "--pieces", 0)
+    w, r = whatif(cli, d, work / "extrapolation.whatif")
+    split = {"zbh1", "torch-interleavedzerobubble", "torch-zbvzerobubble", "torch-dualpipev",
+             "vpp-split-backward"}
+    expect(len(w["scenarios"]) > 10, "too few scenarios")
+    for s in w["scenarios"]:
+        want = (["V"] if s["chunks"] != 1 else []) + (
+            ["split backward"] if s["schedule"] in split else [])
+        expect(s["extrapolates"] == want,
+               f"{s['schedule']} M={s['micro_batches']} V={s['chunks']}: {s['extrapolates']}")
+    expect("extrapolates" in r.stdout, "the table has no extrapolates column")
+
+
+def case_micro_batch_pattern(cli, work):
+    """Micro-batch 3 long on every stage (a sequence length), a fixed cost per
+    op, the optimizer starting before the last backward ends: the replay keeps the micro-batch's pattern on every stage, and every
+    one-chunk scenario at M and 2M is the generator's own run of it within 3%
+    of step time and 2 points of bubble ratio. Without a pattern the stages'
+    costs are drawn apart."""
+    pattern = "1,1,1,1.8,1,1,1,1"
+    common = ["--pp", 4, "--jitter", 0.02, "--op-fixed-us", 300, "--pieces", 0, "--steps", 6,
+              "--opt-overlap-us", 3000]
+    d = work / "pattern"
+    generate(d, "--schedule", "paddle-1f1b", "--micro-batches", 8, "--mb-pattern", pattern,
+             *common)
+    w, _ = whatif(cli, d, work / "pattern.whatif", "-q")
+    expect(w["measured"]["cost_draws"] == "per_micro_batch",
+           f"cost draws {w['measured']['cost_draws']}, correlation "
+           f"{w['measured']['micro_batch_correlation']}")
+    checked = 0
+    for s in w["scenarios"]:
+        if s["chunks"] != 1 or s["micro_batches"] not in (8, 16):
+            continue
+        name = {"1f1b": "paddle-1f1b", "fthenb": "paddle-fthenb",
+                "eager1f1b": "paddle-eager1f1b"}.get(s["schedule"])
+        if name is None:
+            continue
+        t = work / f"truth_{s['schedule']}_{s['micro_batches']}"
+        generate(t, "--schedule", name, "--micro-batches", s["micro_batches"], "--mb-pattern",
+                 pattern, "--seed", 7, *common)
+        tw, _ = whatif(cli, t, work / f"truth_{s['schedule']}_{s['micro_batches']}.whatif",
+                       "--schedule", "fthenb", "-q")
+        truth_step, truth_bubble = tw["measured"]["step_ns"], tw["measured"]["bubble_ratio"]
+        step_err = s["step_ns"] / truth_step - 1
+        bubble_err = s["bubble_ratio"] - truth_bubble
+        expect(abs(step_err) <= 0.03 and abs(bubble_err) <= 0.02,
+               f"{s['schedule']} M={s['micro_batches']}: step {step_err:+.2%}, "
+               f"bubble {bubble_err * 100:+.2f} points")
+        print(f"     {s['schedule']} M={s['micro_batches']}: step {step_err:+.2%}, "
+              f"bubble {bubble_err * 100:+.2f} points")
+        checked += 1
+    expect(checked == 6, f"{checked} scenarios checked")
+    plain = work / "no_pattern"
+    generate(plain, "--schedule", "paddle-1f1b", "--micro-batches", 8, "--jitter", 0.1,
+             *common[:2], "--pieces", 0, "--steps", 6)
+    w, _ = whatif(cli, plain, work / "no_pattern.whatif", "--schedule", "fthenb", "-q")
+    expect(w["measured"]["cost_draws"] == "per_stage",
+           f"no pattern: cost draws {w['measured']['cost_draws']}")
+
+
+CASES = [case_dualpipev, case_paddle_pieces, case_extrapolation, case_micro_batch_pattern]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--keep")
+    args = ap.parse_args()
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="overlap_"))
+    work.mkdir(parents=True, exist_ok=True)
+    failed = 0
+    for case in CASES:
+        try:
+            case(args.cli, work)
+            print(f"ok   {case.__name__}")
+        except Failure as e:
+            failed += 1
+            print(f"FAIL {case.__name__}: {e}")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
