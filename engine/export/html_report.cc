@@ -202,6 +202,9 @@ struct Less {
     return d < key(a);
   }
 };
+// Spelled out: clang before 17 deduces no aggregate's template arguments.
+template <class Key>
+Less(Key) -> Less<Key>;
 
 // The first job of `jobs` (sorted by start) to draw as a box from `start` on:
 // jobs starting before `start` are included when they still run at `start`
