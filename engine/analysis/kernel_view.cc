@@ -129,6 +129,75 @@ std::map<std::string, std::vector<int>> group_members(const std::vector<const Ra
   return out;
 }
 
+/// The order rules (docs/guide.md, "The kernel view"): where the traces do
+/// not name a point-to-point operation's peer, the run's structure may
+/// leave it one rank to have talked to. An operation whose call names its
+/// group of two members (PyTorch 2.2) has the other member; in a world of
+/// two ranks (every trace present: two ranks, each trace's `world_size` 2
+/// where written, at least one writing it) every communication is between
+/// the two, so an operation's peer is the other rank, a kernel that names
+/// nothing at all (PyTorch 2.1 and earlier) is one operation with it whose
+/// direction is not known, and a collective without a group has both.
+/// Returns how many kernels it completed; `filled` holds the ranks changed
+/// (copies), `ranks` then points at them.
+std::uint64_t fill_peers_by_order(std::vector<const RankKernels*>& ranks,
+                                  const std::vector<int>& global,
+                                  std::vector<RankKernels>& filled) {
+  bool world_of_two = ranks.size() == 2;
+  bool written = false;
+  for (const RankKernels* r : ranks) {
+    if (r->world_size != 0 && r->world_size != 2) world_of_two = false;
+    written = written || r->world_size == 2;
+  }
+  world_of_two = world_of_two && written;
+  // The other end of an operation of rank `r` whose peer is not named; -1:
+  // not fixed.
+  auto other = [&](std::size_t r, const PeerOp& o) {
+    const int me = global[r];
+    if (o.pair[0] == me && o.pair[1] != me) return o.pair[1];
+    if (o.pair[1] == me && o.pair[0] != me) return o.pair[0];
+    return world_of_two ? global[1 - r] : -1;
+  };
+  auto fixable = [&](std::size_t r, const CommKernel& c) {
+    if (c.op == CommOp::point_to_point) {
+      if (c.p2p.empty()) return world_of_two;
+      bool unnamed = false, all = true;
+      for (const PeerOp& o : c.p2p) {
+        if (o.peer >= 0) continue;
+        unnamed = true;
+        all = all && other(r, o) >= 0;
+      }
+      return unnamed && all;
+    }
+    return c.op == CommOp::collective && world_of_two && c.group_ranks.empty() &&
+           c.group_name.empty();
+  };
+  std::uint64_t fixed = 0;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    for (const CommKernel& c : ranks[r]->comm) fixed += fixable(r, c) ? 1 : 0;
+  }
+  if (fixed == 0) return 0;
+  filled.reserve(ranks.size());
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    RankKernels copy = *ranks[r];
+    for (CommKernel& c : copy.comm) {
+      if (!fixable(r, c)) continue;
+      if (c.op == CommOp::collective) {
+        c.group_ranks = {std::min(global[0], global[1]), std::max(global[0], global[1])};
+      } else if (c.p2p.empty()) {
+        c.p2p.push_back({.op = CommOp::unknown, .peer = global[1 - r]});
+      } else {
+        for (PeerOp& o : c.p2p) {
+          if (o.peer < 0) o.peer = other(r, o);
+        }
+      }
+    }
+    filled.push_back(std::move(copy));
+  }
+  for (std::size_t r = 0; r < ranks.size(); ++r) ranks[r] = &filled[r];
+  return fixed;
+}
+
 /// For every kernel, the refs of its peers (empty: none found). A
 /// point-to-point kernel has peers only when every one of its operations
 /// found its other end (a batched kernel's partial peers would give a wait
@@ -153,7 +222,9 @@ std::vector<std::vector<std::vector<KernelRef>>> find_peers(
   // step only); kernels in no step are counted among themselves.
   constexpr std::int64_t kNoStep = std::numeric_limits<std::int64_t>::min();
   using CallKey = std::tuple<std::string, std::string, std::int64_t>;  // group, name, step
-  using PairKey = std::tuple<int, int, std::int64_t>;                  // src, dst, step
+  // src, dst, step; an operation whose direction is not known (the order
+  // rules') is counted apart, as (-1 - lower rank, higher rank, step).
+  using PairKey = std::tuple<int, int, std::int64_t>;
   std::map<std::tuple<std::string, std::string, std::int64_t, std::int64_t>, std::vector<KernelRef>>
       by_call;
   std::map<std::tuple<int, int, std::int64_t, std::int64_t>, std::vector<KernelRef>> by_pair;
@@ -179,8 +250,13 @@ std::vector<std::vector<std::vector<KernelRef>>> find_peers(
         // (Megatron's pipeline of two), and each side's args may come from
         // another source (the kernel's, the host's).
         for (const PeerOp& o : c.p2p) {
-          const int src = o.op == CommOp::send ? global[r] : o.peer;
-          const int dst = o.op == CommOp::send ? o.peer : global[r];
+          if (o.peer < 0) continue;  // not named: the kernel finds no peers
+          int src = o.op == CommOp::send ? global[r] : o.peer;
+          int dst = o.op == CommOp::send ? o.peer : global[r];
+          if (o.op == CommOp::unknown) {
+            src = -1 - std::min(global[r], o.peer);
+            dst = std::max(global[r], o.peer);
+          }
           by_pair[{src, dst, step, pairs[{src, dst, step}]++}].push_back({r, i});
         }
       }
@@ -280,7 +356,9 @@ KernelLayout find_layout(const std::vector<const RankKernels*>& ranks,
         if (p == place.end() || p->second == r) continue;
         next[r].insert(p->second);
         next[p->second].insert(r);
-        if (first_op[r] == 0) first_op[r] = o.op == CommOp::send ? 1 : -1;
+        if (first_op[r] == 0 && o.op != CommOp::unknown) {
+          first_op[r] = o.op == CommOp::send ? 1 : -1;
+        }
       }
     }
   }
@@ -845,6 +923,17 @@ KernelRankView split_rank(const KernelView& view, const std::vector<const RankKe
   return rv;
 }
 
+/// The comm_peers_by_order note: which rule fixed the peers, and of how
+/// many kernels.
+Warning order_rule_note(std::uint64_t fixed) {
+  return {WarningCode::comm_peers_by_order,
+          fmt::format("the kernel view: {} NCCL kernel{} whose traces name no peer {} matched by "
+                      "the run's structure (a world of two ranks, or an operation's group of two "
+                      "members): the other end of each is the one rank it can have talked to",
+                      fixed, fixed == 1 ? "" : "s", fixed == 1 ? "was" : "were"),
+          -1, -1, fixed};
+}
+
 /// The comm_kernels_without_peers warning: which ranks' split is unknown.
 Warning peerless_warning(const KernelView& view, std::size_t ranks) {
   std::string unknown;
@@ -897,7 +986,11 @@ KernelView compute_kernel_view(const std::vector<RankKernels>& input,
   if (auto note = rank_source_note(ranks, global, rank_source)) {
     view.warnings.push_back(std::move(*note));
   }
-  const std::vector<const RankKernels*> ranks_in = ranks;  // before any shift
+  const std::vector<const RankKernels*> ranks_in = ranks;  // before any change
+  std::vector<RankKernels> filled;  // the ranks with peers the order rules fixed
+  if (const std::uint64_t fixed = fill_peers_by_order(ranks, global, filled); fixed > 0) {
+    view.warnings.push_back(order_rule_note(fixed));
+  }
   std::vector<std::int64_t> offset_of(ranks.size(), 0);
   // Peers (they do not depend on the clocks: kernels are counted in start
   // order within a rank), then the clocks.

@@ -133,8 +133,11 @@ CommOp op_of_call_name(std::string_view name) {
 /// "send/recv" for a batched kernel of both.
 std::string p2p_label(const std::vector<PeerOp>& ops) {
   bool send = false, recv = false;
-  for (const PeerOp& o : ops) (o.op == CommOp::send ? send : recv) = true;
-  return send && recv ? "send/recv" : send ? "send" : "recv";
+  for (const PeerOp& o : ops) {
+    if (o.op == CommOp::send) send = true;
+    if (o.op == CommOp::recv) recv = true;
+  }
+  return send == recv ? "send/recv" : send ? "send" : "recv";
 }
 
 }  // namespace

@@ -198,7 +198,7 @@ bool comm_arg(std::string_view key, simdjson::ondemand::value value,
 /// peer as the kernel's one operation when `Collective name` says send or
 /// recv: `Dst Rank`/`Src Rank` (a global rank, PyTorch 2.4 and later), else
 /// the group's `Rank`-th member (PyTorch 2.3 writes the peer's place in the
-/// group there, beside the group's global ranks).
+/// group there, beside the group's global ranks), else none (peer -1).
 void finish_comm_args(CommKernel* comm, const int (&rank_range)[3], int peer, int group_rank) {
   if (comm == nullptr) return;
   if (comm->group_ranks.empty() && rank_range[2] > 0 && rank_range[0] >= 0 && rank_range[1] > 0) {
@@ -213,9 +213,14 @@ void finish_comm_args(CommKernel* comm, const int (&rank_range)[3], int peer, in
         static_cast<std::size_t>(group_rank) < comm->group_ranks.size()) {
       peer = comm->group_ranks[static_cast<std::size_t>(group_rank)];
     }
-    if (peer >= 0) {
-      comm->p2p.push_back({comm->collective == "send" ? CommOp::send : CommOp::recv, peer});
+    // An operation whose peer is not named (PyTorch 2.2) is kept with its
+    // direction, and its group where that has two members: the order rules
+    // of the kernel view may still fix its peer.
+    PeerOp op{.op = comm->collective == "send" ? CommOp::send : CommOp::recv, .peer = peer};
+    if (peer < 0 && comm->group_ranks.size() == 2) {
+      op.pair = {comm->group_ranks[0], comm->group_ranks[1]};
     }
+    comm->p2p.push_back(op);
   } else if (!comm->collective.empty() && comm->collective != "coalesced") {
     // "coalesced": several operations run by one launch, none named here.
     comm->op = CommOp::collective;

@@ -65,7 +65,9 @@ FileResult TorchTraceFileReader::read() {
     kernels.path = input_.path;
     kernels.device = input_.device;
     kernels.machine = input_.machine;
-    kernels.global_rank = torch_trace_rank(input_.path).value_or(-1);
+    const TraceDistributedInfo info = torch_trace_distributed_info(input_.path);
+    kernels.global_rank = info.rank.value_or(-1);
+    kernels.world_size = info.world_size.value_or(0);
     if (cut_offset_ && gpu_latest_start_ != std::numeric_limits<std::int64_t>::min()) {
       kernels.cut_ns = base_ns_ + gpu_latest_start_;
     }

@@ -69,22 +69,30 @@ void read_head(const std::string& path, TraceEventTokenizer& tokenizer,
 
 }  // namespace
 
-std::optional<int> torch_trace_rank(const std::string& path) {
-  std::optional<int> rank;
+TraceDistributedInfo torch_trace_distributed_info(const std::string& path) {
+  TraceDistributedInfo info;
+  bool found = false;
   TraceEventTokenizer tokenizer(
       {"distributedInfo"}, [](std::string_view, std::uint64_t) {},
       [&](std::string_view, std::string_view value) {
+        found = true;
         simdjson::padded_string json(value);
         simdjson::dom::parser parser;
         simdjson::dom::element root;
-        std::int64_t r = 0;
-        if (parser.parse(json).get(root) == simdjson::SUCCESS &&
-            root["rank"].get_int64().get(r) == simdjson::SUCCESS && r >= 0 && r < (1 << 30)) {
-          rank = static_cast<int>(r);
-        }
+        if (parser.parse(json).get(root) != simdjson::SUCCESS) return;
+        auto small = [&](const char* key) -> std::optional<int> {
+          std::int64_t v = 0;
+          if (root[key].get_int64().get(v) == simdjson::SUCCESS && v >= 0 && v < (1 << 30)) {
+            return static_cast<int>(v);
+          }
+          return std::nullopt;
+        };
+        info.rank = small("rank");
+        info.world_size = small("world_size");
+        if (info.world_size == 0) info.world_size.reset();
       });
-  read_head(path, tokenizer, [&] { return rank.has_value() || tokenizer.in_events(); });
-  return rank;
+  read_head(path, tokenizer, [&] { return found || tokenizer.in_events(); });
+  return info;
 }
 
 namespace {
@@ -238,6 +246,7 @@ void join_rank_kernel_windows(const std::vector<InputFile>& files,
       into.last_end = std::max(into.last_end, from.last_end);
       into.cut_ns = std::min(into.cut_ns, from.cut_ns);
       if (into.global_rank < 0) into.global_rank = from.global_rank;
+      if (into.world_size == 0) into.world_size = from.world_size;
       if (into.device_ordinal < 0) into.device_ordinal = from.device_ordinal;
       if (from.comm_rank != -1 && into.comm_rank != from.comm_rank) {
         into.comm_rank = into.comm_rank == -1 ? from.comm_rank : RankKernels::kConflict;

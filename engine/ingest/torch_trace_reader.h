@@ -52,8 +52,17 @@ bool torch_trace_name(std::string_view file_name);
 /// True when the first bytes begin a JSON object whose first key is one a
 /// Chrome trace starts with (`schemaVersion`, `traceEvents`, ...).
 bool trace_json_content(std::string_view first_bytes);
+/// What a trace's `distributedInfo` (in its head, before the events) says
+/// of its process: each field where written.
+struct TraceDistributedInfo {
+  std::optional<int> rank;
+  std::optional<int> world_size;
+};
+TraceDistributedInfo torch_trace_distributed_info(const std::string& path);
 /// `distributedInfo.rank` from the head of a trace (before its events), if any.
-std::optional<int> torch_trace_rank(const std::string& path);
+inline std::optional<int> torch_trace_rank(const std::string& path) {
+  return torch_trace_distributed_info(path).rank;
+}
 
 /// Reads one trace. Never throws for the file's content or I/O; throws
 /// InputError when a job pattern without `mb` meets a trace without

@@ -7,6 +7,7 @@
 // are a few per micro-batch, where compute kernels are hundreds).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -35,8 +36,15 @@ enum class CommOp : std::uint8_t {
 /// `SendRecv` launch for several `isend`/`irecv`: `batch_isend_irecv`, NCCL
 /// group calls, PyTorch's coalescing) carries several.
 struct PeerOp {
-  CommOp op = CommOp::send;  // send or recv
-  int peer = -1;             // the other end's global rank
+  /// send or recv; unknown where nothing says which (a kernel whose traces
+  /// name nothing: its peer then comes from the order rules alone).
+  CommOp op = CommOp::send;
+  /// The other end's global rank; -1: not named (PyTorch 2.2's calls name
+  /// the direction and the group, not the peer).
+  int peer = -1;
+  /// Where the peer is not named and the call's group has two members:
+  /// those two (the peer is the one that is not this rank); else -1, -1.
+  std::array<int, 2> pair{-1, -1};
   friend bool operator==(const PeerOp&, const PeerOp&) = default;
 };
 
@@ -90,6 +98,8 @@ struct RankKernels {
   /// ranks at its `Rank`); -1: none; kConflict: two different ones.
   int comm_rank = -1;
   static constexpr int kConflict = -2;
+  /// `distributedInfo.world_size`; 0: the trace does not say.
+  int world_size = 0;
   /// The CUDA device its kernels ran on (`args.device`); -1: none read.
   int device_ordinal = -1;
   /// The union of the compute activities (kernels other than NCCL's,

@@ -145,6 +145,10 @@ enum class WarningSeverity {
     "the kernel view: NCCL kernels whose peers are not in the traces (another rank's file "       \
     "missing, or nothing in an older trace naming them): the NCCL time of the ranks named is "    \
     "not split into wait and transfer (null in summary.json, - in the table)")                    \
+  X(comm_peers_by_order, note,                                                                    \
+    "the kernel view: NCCL kernels whose traces name no peer, matched by the run's structure "    \
+    "(a world of two ranks, or an operation's group of two members): the other end of each is "   \
+    "the one rank it can have talked to")                                                         \
   X(rank_source, note,                                                                            \
     "the kernel view: traces without `distributedInfo.rank`, and the rank each was given by the " \
     "rule (communication args, the CUDA device on its machine, the first free rank)")

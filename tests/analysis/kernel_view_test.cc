@@ -142,6 +142,66 @@ TEST(KernelView, BatchedKernelWaitsForEveryOperationsPeer) {
   EXPECT_EQ(partial.ranks[0].steps[0].split.wait, 20);
 }
 
+// The order rules: where no trace names a peer, a world of two ranks (its
+// world_size written) leaves each kernel one rank to have talked to; a
+// send/recv naming its group of two members has the other member. Without
+// either, the split stays unknown.
+TEST(KernelView, OrderRulesFixPeersOnlyWhereTheStructureLeavesOne) {
+  auto unnamed = [](std::int64_t start, std::int64_t end) {
+    CommKernel c = kernel(start, end, 1, CommOp::point_to_point, "", {});
+    c.group_name.clear();
+    return c;  // PyTorch 2.1 and earlier: a SendRecv kernel naming nothing
+  };
+  auto collective = [](std::int64_t start, std::int64_t end) {
+    CommKernel c = kernel(start, end, 1, CommOp::collective, "", {});
+    c.group_name.clear();
+    return c;
+  };
+  std::vector<RankKernels> ranks;
+  ranks.push_back(
+      rank(0, {}, {unnamed(0, 50), unnamed(60, 70), collective(80, 100)}, {{1, 0, 100}}));
+  ranks.push_back(
+      rank(1, {}, {unnamed(20, 50), unnamed(65, 70), collective(90, 100)}, {{1, 0, 100}}));
+  // Without world_size, two traces may be two of many: nothing is fixed.
+  const KernelView unknown = compute_kernel_view(ranks);
+  EXPECT_EQ(unknown.comm_kernels_without_peers, 6u);
+  EXPECT_FALSE(unknown.total.comm_split_known);
+
+  ranks[0].world_size = 2;  // one trace writing it is enough, none saying otherwise
+  const KernelView two = compute_kernel_view(ranks);
+  EXPECT_EQ(two.comm_kernels_without_peers, 0u);
+  ASSERT_TRUE(two.total.comm_split_known);
+  // Rank 0 waits [0,20) for the first, [60,65) for the second, [80,90) for
+  // the collective: each kernel met the other rank's k-th.
+  EXPECT_EQ(two.ranks[0].steps[0].split.wait, 20 + 5 + 10);
+  EXPECT_EQ(two.ranks[1].steps[0].split.wait, 0);
+  EXPECT_EQ(two.ranks[0].most_waited_on, 1);
+  const auto note = std::find_if(two.warnings.begin(), two.warnings.end(), [](const Warning& w) {
+    return w.code == WarningCode::comm_peers_by_order;
+  });
+  ASSERT_NE(note, two.warnings.end());
+  EXPECT_EQ(note->count, 6u);
+
+  ranks[1].world_size = 4;  // a trace says the world is larger: no rule
+  EXPECT_EQ(compute_kernel_view(ranks).comm_kernels_without_peers, 6u);
+
+  // PyTorch 2.2: the calls name the direction and a group of two, not the
+  // peer; ranks 4 and 6 of a world of 8 (the others' traces not needed).
+  std::vector<RankKernels> pair;
+  CommKernel send = batched(0, 50, {{.op = CommOp::send, .peer = -1, .pair = {4, 6}}});
+  CommKernel recv = batched(30, 50, {{.op = CommOp::recv, .peer = -1, .pair = {4, 6}}});
+  pair.push_back(rank(4, {}, {send}, {{1, 0, 50}}));
+  pair.push_back(rank(6, {}, {recv}, {{1, 0, 50}}));
+  pair[0].world_size = pair[1].world_size = 8;
+  const KernelView grouped = compute_kernel_view(pair);
+  EXPECT_EQ(grouped.comm_kernels_without_peers, 0u);
+  EXPECT_EQ(grouped.ranks[0].steps[0].split.wait, 30);
+  EXPECT_EQ(grouped.ranks[0].most_waited_on, 6);
+  // A group of two that does not hold the rank fixes nothing.
+  pair[0].comm[0].p2p[0].pair = {5, 6};
+  EXPECT_EQ(compute_kernel_view(pair).comm_kernels_without_peers, 2u);
+}
+
 // Only wait after precedence is blamed, each instant on the peer whose late
 // start ends the latest-ending wait then. Rank 3 receives from 1 (its send
 // starts at 55) and from 2 (at 60) while computing [0,50) on another

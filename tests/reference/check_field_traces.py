@@ -13,7 +13,12 @@ In the cases whose traces cannot tell who waited on whom (PyTorch 2.2's batched
 kernels: send/recv calls without a peer; 2.1 and earlier: no args at all), the
 rule is an unknown split, never one that looks measured: there transfer, wait
 and most_waited_on must be null (or the truth), with the
-comm_kernels_without_peers warning. Prints PASS or FAIL per case with the first
+comm_kernels_without_peers warning; where the guide's order rules fix the
+peers (a world of two ranks, a call's group of two members), the figures are
+exact and the comm_peers_by_order note says so. In the cases the reference
+script handles (no clocks to estimate, no windows to join, no hosts in file
+names), kernel_reference.py's reading of the same files is compared with the
+truth the same way. Prints PASS or FAIL per case with the first
 differences; exits 1 when a case fails. `--case TEXT` runs the cases whose name holds TEXT; `--keep` keeps the
 folders of passing cases too (a failing case's are always kept).
 """
@@ -27,6 +32,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 GENERATOR = HERE / "field_traces.py"
+REFERENCE = HERE / "kernel_reference.py"
 
 # (name, field_traces.py arguments)
 CASES = [
@@ -42,6 +48,12 @@ CASES = [
     ("host-args", ["--case", "host-args"]),
     ("host-args-2.3", ["--case", "host-args", "--torch", "2.3"]),
     ("no-args", ["--case", "no-args"]),  # cannot tell
+    # the order rules: a world of two ranks fixes every peer (2.0: nothing
+    # named at all), a group of two members a call's (2.2: direction and
+    # group named, not the peer); two pipelines of two stay unknown on 2.0
+    ("batched-2.2-pp2", ["--case", "batched", "--torch", "2.2", "--pp", "2"]),
+    ("no-args-pp2", ["--case", "no-args", "--pp", "2"]),
+    ("no-args-pp2-dp2", ["--case", "no-args", "--pp", "2", "--dp", "2"]),  # cannot tell
     ("one-folder", ["--case", "one-folder"]),
     ("one-folder-same-clock", ["--case", "one-folder", "--skew", "none"]),
     ("no-distinfo", ["--case", "no-distinfo"]),
@@ -51,11 +63,19 @@ CASES = [
     ("early-recv", ["--case", "early-recv"]),
 ]
 
+# The cases kernel_reference.py is compared on too (it estimates no clocks,
+# joins no profiling windows and reads no host from a file name).
+REFERENCE_CASES = {"control-2.5", "batched", "batched-2.2", "batched-2.3", "batched-2.4", "host-args",
+                   "host-args-2.3", "no-args", "batched-2.2-pp2", "no-args-pp2", "no-args-pp2-dp2",
+                   "no-distinfo", "big-group", "mid-step", "early-recv"}
+
 FIGURES = ("window", "compute", "transfer", "wait", "idle")
 
 # Traces that name no peer (docs/guide.md, "The kernel view": the split is
 # then unknown).
-CANNOT_TELL = {"batched-2.2", "no-args"}
+CANNOT_TELL = {"batched-2.2", "no-args", "no-args-pp2-dp2"}
+# Where the order rules fix the peers: the note that says so is required.
+BY_ORDER = {"batched-2.2-pp2", "no-args-pp2"}
 
 
 def fig(obj, key):
@@ -169,6 +189,18 @@ def run_case(cli, work, name, args):
     warn = [w if isinstance(w, str) else w.get("code", str(w)) for w in summary.get("warnings", [])]
     if name in CANNOT_TELL and "comm_kernels_without_peers" not in warn:
         diffs.append("no comm_kernels_without_peers warning for traces that name no peer")
+    if (name in BY_ORDER) != ("comm_peers_by_order" in warn):
+        diffs.append("comm_peers_by_order note " + ("missing" if name in BY_ORDER else "where no "
+                                                      "order rule applies"))
+    if name in REFERENCE_CASES:
+        # The reference script, written from the guide's text, on the same files.
+        traces = sorted(str(p) for p in out_dir.rglob("*.json") if p.name != "truth.json")
+        ref = subprocess.run([sys.executable, str(REFERENCE)] + traces, capture_output=True, text=True)
+        if ref.returncode != 0:
+            diffs.append(f"kernel_reference.py exited {ref.returncode}: {ref.stderr.strip()[-300:]}")
+        else:
+            diffs += ["reference: " + d for d in compare(truth, {"kernel_view": json.loads(ref.stdout)},
+                                                          name in CANNOT_TELL)]
     extra = None
     kv = summary.get("kernel_view", {})
     if kv:

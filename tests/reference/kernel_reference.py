@@ -87,6 +87,7 @@ CALL_CATS = {"cpu_op", "user_annotation"}
 STEP_NAME = re.compile(r"ProfilerStep#([0-9]+)")
 P2P_NAME_WORDS = ("SendRecv", "_Send", "_Recv")
 SEND, RECV = "send", "recv"
+UNKNOWN_KIND = "send or recv"  # an op whose direction no trace names (order rules)
 NOT_COLLECTIVES = {SEND, RECV, "coalesced"}
 FIGURE_KEYS = ("window_ns", "compute_ns", "transfer_ns", "wait_ns", "idle_ns")
 SPLIT_KEYS = ("transfer_ns", "wait_ns")
@@ -221,18 +222,63 @@ def collective_name(args):
 
 
 def p2p_op(args):
-    """(kind, peer) of a send/recv's args (peer None when not written); else None.
-    Without Dst/Src Rank (PyTorch 2.3), `Rank` is the peer's place in the group."""
+    """(kind, peer, pair) of a send/recv's args (peer None when not written); else
+    None. Without Dst/Src Rank (PyTorch 2.3), `Rank` is the peer's place in the
+    group. pair: where no peer is written and the group has two members, those
+    two (the order rules take the other one); else None."""
     name = collective_name(args)
     if name not in (SEND, RECV):
         return None
     peer = exact_int(args.get("Dst Rank" if name == SEND else "Src Rank"))
+    members = Group(args).ranks
     if peer is None:
         place = exact_int(args.get("Rank"))
-        members = Group(args).ranks
         if place is not None and members and 0 <= place < len(members):
             peer = members[place]
-    return (name, peer)
+    pair = tuple(members) if peer is None and members and len(members) == 2 else None
+    return (name, peer, pair)
+
+
+def apply_order_rules(traces):
+    """The guide's order rules: a send/recv whose peer no trace names takes the
+    other member of its group of two; in a world of two ranks (both traces
+    given, their world_size 2 where written and written at least once) every
+    unnamed peer is the other rank, a point-to-point kernel naming nothing is
+    one op with it of unknown direction, and a collective of no known group is
+    both ranks'. Returns how many kernels it completed."""
+    sizes = [t.world_size for t in traces]
+    two = (len(traces) == 2 and all(w in (None, 2) for w in sizes) and 2 in sizes)
+    fixed = 0
+    for i, t in enumerate(traces):
+        me = t.global_rank
+        other_rank = traces[1 - i].global_rank if two else None
+        for a in t.activities:
+            if not a.is_comm:
+                continue
+            if a.p2p:
+                if not a.ops:
+                    if two:
+                        a.ops = [(UNKNOWN_KIND, other_rank, None)]
+                        fixed += 1
+                    continue
+                if all(peer is not None for _, peer, _ in a.ops):
+                    continue
+                new = []
+                for kind, peer, pair in a.ops:
+                    if peer is None:
+                        if pair is not None and me in pair and pair[0] != pair[1]:
+                            peer = pair[1] if pair[0] == me else pair[0]
+                        elif two:
+                            peer = other_rank
+                    new.append((kind, peer, pair))
+                if all(peer is not None for _, peer, _ in new):
+                    a.ops = new
+                    fixed += 1
+            elif two and a.coll is None and a.group is None:
+                a.coll = ""
+                a.group = Group({"Process Group Ranks": sorted([me, other_rank])})
+                fixed += 1
+    return fixed
 
 
 def comms_id(args):
@@ -287,6 +333,7 @@ class Trace:
     def __init__(self, path):
         self.path = path
         self.rank_in_file = None
+        self.world_size = None  # distributedInfo.world_size where written
         self.activities = []
         self.device = None
         self.global_rank = None
@@ -310,6 +357,8 @@ def read_trace(path):
         info = data.get("distributedInfo")
         if isinstance(info, dict):
             trace.rank_in_file = exact_int(info.get("rank"))
+            size = exact_int(info.get("world_size"))
+            trace.world_size = size if size else None
     elif isinstance(data, list):
         events, base = data, 0
     else:
@@ -646,13 +695,15 @@ def match_peers(traces):
                 by_id.setdefault(a.comms_id, []).append((t.device, a))
             if a.p2p:
                 keys = []
-                for kind, peer in a.ops:
+                for kind, peer, _ in a.ops:
                     if peer is None:
                         keys.append(None)
                         continue
                     # Counted within the step (the guide: a mid-step start
                     # shifts that step's counts only).
                     src, dst = (me, peer) if kind == SEND else (peer, me)
+                    if kind == UNKNOWN_KIND:
+                        src, dst = min(me, peer), max(me, peer)
                     k = counts.get((kind, src, dst, a.step), 0)
                     counts[(kind, src, dst, a.step)] = k + 1
                     ops[(t.device, kind, src, dst, (a.step, k))] = a
@@ -678,8 +729,12 @@ def match_peers(traces):
                         break
                     kind, src, dst, k = key
                     other = dst if kind == SEND else src
+                    if kind == UNKNOWN_KIND:
+                        other = dst if src == me else src
                     d = device_of_rank.get(other)
-                    b = ops.get((d, RECV if kind == SEND else SEND, src, dst, k))
+                    match = (UNKNOWN_KIND if kind == UNKNOWN_KIND
+                             else RECV if kind == SEND else SEND)
+                    b = ops.get((d, match, src, dst, k))
                     if d is None or d == t.device or b is None:
                         found = None
                         break
@@ -850,6 +905,7 @@ def kernel_view(paths, ranks_from_files=False):
     """The `kernel_view` object of summary.json for the traces at `paths`."""
     traces = order_traces([read_trace(p) for p in paths], ranks_from_files)
     resolve_cut_groups(traces)
+    apply_order_rules(traces)
     match_peers(traces)
     windows, from_spans = step_windows(traces)
     ranks = []
