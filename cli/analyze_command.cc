@@ -14,25 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "analysis/metrics.h"
-#include "analysis/pipeline.h"
-#include "analysis/step_selection.h"
+#include "analyze/analyze.h"
 #include "command.h"
 #include "distributed/cluster.h"
-#include "distributed/partitioned_analysis.h"
-#include "distributed/partitioned_load.h"
-#include "distributed/partitioned_summary.h"
-#include "distributed/partitioned_traces.h"
-#include "distributed/wire.h"
-#include "export/atomic_file.h"
-#include "export/chrome_trace.h"
-#include "export/html_report.h"
-#include "export/kernel_trace.h"
-#include "export/kernel_view_report.h"
-#include "export/perfetto_trace.h"
-#include "export/summary_json.h"
-#include "export/text_report.h"
-#include "export/trace_size.h"
 #include "ingest/ingest.h"
 #include "ingest/input_formats.h"
 #include "load/load_run.h"
@@ -98,61 +82,6 @@ void check_option_combinations(const AnalyzeOptions& options) {
   }
 }
 
-/// Whether an output draws the dependencies (4 bytes per job of a consumer
-/// device): the traces and the HTML report. Without one, they are freed as
-/// soon as the analysis is done with them.
-bool outputs_draw_dependencies(const AnalyzeOptions& options) {
-  return !options.no_trace || options.perfetto || !options.html.empty();
-}
-
-/// Refuses an output file that is one of the inputs (`--html logs/workerlog.0`,
-/// `-o logs` with a summary.json given as input): an input is never
-/// overwritten, whatever --allow-output-in-input says.
-void check_outputs_are_not_inputs(const AnalyzeOptions& options,
-                                  const std::vector<InputFile>& inputs) {
-  std::vector<fs::path> outputs = {fs::path(options.output_dir) / "summary.json"};
-  if (!options.no_trace) outputs.push_back(fs::path(options.output_dir) / "trace.json");
-  if (options.perfetto) outputs.push_back(fs::path(options.output_dir) / "trace.pftrace");
-  if (!options.html.empty()) outputs.push_back(options.html);
-  for (const fs::path& output : outputs) {
-    const fs::path out = resolved(output);
-    for (const InputFile& input : inputs) {
-      if (out == resolved(input.path)) {
-        throw InputError(fmt::format("output file {} is the input {}; inputs are never overwritten",
-                                     output.string(), input.path));
-      }
-    }
-  }
-}
-
-/// What each trace to write holds (export/trace_size.h): decided before
-/// anything is written, so that summary.json can say so.
-std::vector<TracePlan> plan_traces(const Run& run, const Metrics& metrics,
-                                   const TraceOptions& trace, const AnalyzeOptions& options) {
-  TraceLimits limits;
-  try {
-    limits = trace_limits_from_environment();
-  } catch (const std::invalid_argument& e) {
-    throw InputError(e.what());
-  }
-  const bool steps_given = !options.steps.empty();
-  std::vector<TracePlan> plans;
-  for (const TraceFormat format : {TraceFormat::json, TraceFormat::perfetto}) {
-    if (format == TraceFormat::json ? options.no_trace : !options.perfetto) continue;
-    plans.push_back(plan_trace(run, metrics, trace, steps_given, format, limits.of(format)));
-  }
-  return plans;
-}
-
-/// Says so when trace.json came out too big for the viewers, and what to do.
-void warn_if_trace_too_big(const fs::path& trace, const AnalyzeOptions& options) {
-  std::error_code ec;
-  const std::uintmax_t bytes = fs::file_size(trace, ec);
-  if (ec) return;
-  const std::string advice = chrome_trace_size_advice(trace.string(), bytes, options.perfetto);
-  if (!advice.empty()) fmt::print(stderr, "pipescope: warning: {}\n", advice);
-}
-
 /// Prints the machines in the order used (their number in every output), one
 /// line each with its folder, when there are several: the order comes from
 /// the folders' names, not from the order of the arguments.
@@ -183,71 +112,40 @@ void print_machine_order(const std::vector<InputFile>& inputs) {
   }
 }
 
-int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOptions& options);
-
-/// PyTorch traces without job labels: no jobs, so no schedule, stages,
-/// bubbles or critical path; the kernel view alone (summary.json `no_jobs`
-/// says so), exit 0.
-int analyze_kernels(LoadedRun& loaded, const AnalyzeOptions& options) {
-  const Run& run = loaded.run;
-  const std::vector<Warning> warnings = kernel_run_warnings(loaded);
-  for (const Warning& w : warnings) fmt::print(stderr, "pipescope: warning: {}\n", w.message);
-  ensure_output_dir(options.output_dir);
-  const fs::path out(options.output_dir);
-  const SummaryFigures figures = kernel_run_figures(run, loaded.metrics, loaded.kernels, warnings);
-  write_summary_json(figures, (out / "summary.json").string());
-  std::string written = (out / "summary.json").string();
-  if (!options.no_trace) {
-    write_kernel_trace(run.kernels, loaded.kernels, (out / "trace.json").string());
-    written += " and " + (out / "trace.json").string();
-  }
-  if (!options.quiet) {
-    write_kernel_view_text(loaded.kernels, stdout, options.all_rows);
-    fmt::print("\nwrote {}\n", written);
-  }
-  return kExitOk;
-}
-int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load);
-
-int run_analyze(const AnalyzeOptions& options) {
-  check_option_combinations(options);
-  if (!options.allow_output_in_input) check_output_location(options);
-  LoadOptions load = make_load_options(options);
-  load.pipeline.top_bubbles = options.top_bubbles;
-  load.pipeline.keep_dependencies = outputs_draw_dependencies(options);
-  if (options.mpi && !load.machine_order.empty()) {
-    throw InputError("--machine-order is not available with --mpi yet: rename the folders");
-  }
-  if (options.mpi) return run_analyze_mpi(options, load);
-  if (!options.local.empty()) throw InputError("--local needs --mpi");
-
-  const std::vector<InputFile> inputs =
-      find_inputs(options.paths, options.devices, &load.discovery_notes, load.machine_order);
-  check_outputs_are_not_inputs(options, inputs);
-  if (!options.quiet) print_machine_order(inputs);
-  ProgressLine progress(stderr, options.progress);
-  if (progress.enabled()) {
-    load.ingest.on_progress = [&progress](const IngestProgress& p) { progress.update(p); };
-  }
-  LoadedRun loaded = load_run(inputs, load);
-  progress.finish();
-  return analyze_loaded(loaded, inputs.size(), options);
+/// The request the options describe, in the engine's terms.
+AnalyzeRequest make_request(const AnalyzeOptions& options) {
+  AnalyzeRequest request;
+  request.outputs.dir = options.output_dir;
+  request.outputs.set(Output::trace_json, !options.no_trace);
+  request.outputs.set(Output::trace_perfetto, options.perfetto);
+  request.outputs.set(Output::html, !options.html.empty());
+  request.outputs.html_file = options.html;
+  request.outputs.set(Output::text, !options.quiet);
+  request.absolute_time = options.absolute_time;
+  request.flows = options.flows;
+  request.steps = options.steps;
+  request.html_steps = options.html_steps;
+  request.title = "pipescope:";
+  for (const std::string& path : options.paths) request.title += " " + path;
+  request.all_rows = options.all_rows;
+  request.strict = options.strict;
+  request.allow_missing = options.allow_missing;
+  request.threads = options.threads;
+  return request;
 }
 
-/// The exports of a loaded run (with --mpi: rank 0's part).
-int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOptions& options) {
-  const Run& run = loaded.run;
-  if (run.job_count() == 0 && loaded.kernels.available) return analyze_kernels(loaded, options);
-  if (run.job_count() == 0) {
-    for (const Diagnostic& d : run.diagnostics) {
-      fmt::print(stderr, "pipescope: {}: {}\n", d.location(), d.message);
-    }
-    const bool traces = std::any_of(run.inputs.begin(), run.inputs.end(), [](const InputStats& s) {
-      const auto format = format_by_name(fs::path(s.path).filename().string());
-      return (format && input_format_spec(*format).takes_job_pattern) ||
-             s.path.ends_with(".json") || s.path.ends_with(".json.gz");
-    });
-    if (traces) {
+/// The exit status of an analysis, with the message that needs the
+/// command's words (no jobs: what was looked for).
+int exit_status(AnalyzeStatus status, std::size_t input_count, const AnalyzeOptions& options) {
+  switch (status) {
+    case AnalyzeStatus::ok:
+      return kExitOk;
+    case AnalyzeStatus::lines_skipped:
+      return kExitFailed;
+    case AnalyzeStatus::inputs_unreadable:
+    case AnalyzeStatus::no_jobs_said_by_rank0:
+      return kExitUsage;
+    case AnalyzeStatus::no_jobs_in_traces:
       fmt::print(stderr,
                  "pipescope: error: no jobs found in {} input file{} (looked for {} and, in "
                  "profiler traces, for user annotations named 'PP:<action>'{}); nothing to "
@@ -255,261 +153,51 @@ int analyze_loaded(LoadedRun& loaded, std::size_t input_count, const AnalyzeOpti
                  input_count, input_count == 1 ? "" : "s", job_lines_looked_for(options),
                  options.job_pattern.empty() ? "" : " or matching --job-pattern");
       return kExitUsage;
-    }
-    fmt::print(stderr,
-               "pipescope: error: no job lines found in {} input file{} (looked for {}); "
-               "nothing to analyse\n",
-               input_count, input_count == 1 ? "" : "s", job_lines_looked_for(options));
-    return kExitUsage;
+    case AnalyzeStatus::no_job_lines:
+      fmt::print(stderr,
+                 "pipescope: error: no job lines found in {} input file{} (looked for {}); "
+                 "nothing to analyse\n",
+                 input_count, input_count == 1 ? "" : "s", job_lines_looked_for(options));
+      return kExitUsage;
   }
-  // Freed before the summary's figures are built when nothing draws them
-  // (a run the analysis kept them for: --mpi's rank 0).
-  if (!outputs_draw_dependencies(options)) {
-    loaded.pipeline.dependencies = Dependencies();
-  }
-  const Metrics& metrics = loaded.metrics;
-  const PipelineAnalysis& analysis = loaded.pipeline;
-  for (const Warning& warning : analysis.warnings) {
-    fmt::print(stderr, "pipescope: warning: {}\n", warning.message);
-  }
-
-  // Checked before anything is written.
-  TraceOptions trace;
-  trace.absolute_time = options.absolute_time;
-  trace.pipeline = &analysis;
-  trace.flows = options.flows;
-  trace.threads = options.threads;  // -j: the writers format events on this many threads
-  try {
-    trace.steps = StepSelection::parse(options.steps, metrics, "--steps");
-  } catch (const std::invalid_argument& e) {
-    throw InputError(e.what());
-  }
-  // What each trace holds: the whole run, unless --steps says otherwise or
-  // it would be too big to open.
-  const std::vector<TracePlan> plans = plan_traces(run, metrics, trace, options);
-  std::vector<TraceFileFigures> held;  // summary.json "traces"
-  for (const TracePlan& plan : plans) {
-    if (plan.figures) held.push_back(*plan.figures);
-  }
-  for (const std::string& note : trace_plan_notes(metrics, plans)) {
-    fmt::print(stderr, "pipescope: {}\n", note);
-  }
-
-  ensure_output_dir(options.output_dir);
-  const fs::path out(options.output_dir);
-  std::vector<std::string> written;  // every file written, in order, for the "wrote" line
-  write_summary_json(run, metrics, analysis, loaded.kernels, (out / "summary.json").string(), held,
-                     options.threads);
-  written.push_back((out / "summary.json").string());
-  for (const TracePlan& plan : plans) {
-    TraceOptions planned = trace;
-    planned.steps = plan.steps;
-    const fs::path path = out / std::string(trace_file_name(plan.format));
-    if (plan.format == TraceFormat::json) {
-      write_chrome_trace(run, metrics, planned, path.string());
-      // Unless the warning before writing said so already.
-      if (!plan.whole_over_limit) warn_if_trace_too_big(path, options);
-    } else {
-      write_perfetto_trace(run, metrics, planned, path.string());
-    }
-    written.push_back(path.string());
-  }
-  if (!options.html.empty()) {
-    HtmlOptions html;
-    html.title = "pipescope:";
-    html.pipeline = &analysis;
-    if (loaded.kernels.available) html.kernels = &loaded.kernels;
-    for (const std::string& path : options.paths) html.title += " " + path;
-    try {
-      html.steps = choose_html_steps(metrics, options.html_steps);
-    } catch (const std::invalid_argument& e) {
-      throw InputError(e.what());
-    }
-    const fs::path parent = fs::path(options.html).parent_path();
-    if (!parent.empty()) ensure_output_dir(parent.string());
-    write_html_report(run, metrics, html, options.html);
-    written.push_back(options.html);
-  }
-
-  if (!options.quiet) {
-    ReportOptions report;
-    report.pipeline = &analysis;
-    report.all_rows = options.all_rows;
-    write_text_report(run, metrics, stdout, report);
-    if (loaded.kernels.available) {
-      fmt::print("\n");
-      write_kernel_view_text(loaded.kernels, stdout, options.all_rows);
-    }
-    std::string list;
-    for (std::size_t i = 0; i < written.size(); ++i) {
-      list += (i == 0 ? "" : i + 1 == written.size() ? " and " : ", ") + written[i];
-    }
-    fmt::print("\nwrote {}\n", list);
-  }
-
-  std::uint64_t malformed = 0;
-  for (const InputStats& input : run.inputs) malformed += input.malformed + input.oversized;
-  if (options.strict && malformed > 0) {
-    fmt::print(stderr, "pipescope: --strict: {} line{} skipped\n", malformed,
-               malformed == 1 ? " was" : "s were");
-    return kExitFailed;
-  }
-  return kExitOk;
+  return kExitUsage;
 }
 
-/// `--mpi`, partitioned (docs/guide.md, "Running on a cluster"): every rank
-/// keeps the jobs it read; the load prelude and the analysis run by step
-/// ranges over the ranks (engine/distributed), each rank writes its steps'
-/// part of every output and rank 0 joins them. Every rank calls it alike;
-/// the outputs and the report are the single process's.
-int analyze_on_ranks(distributed::Exchange& exchange, distributed::PartitionedScan& scan,
-                     const AnalyzeOptions& options, const LoadOptions& load) {
-  using namespace distributed;
-  const bool root = exchange.rank() == 0;
-  // What only rank 0 knows and every rank decides on: a node folder that
-  // could not be listed, and whether events were looked for.
-  bool looked_for_events = false;
-  {
-    ByteWriter w;
-    if (root) {
-      std::string folders;
-      if (!options.allow_missing) {
-        for (const ReadFailure& f : scan.failures) {
-          if (f.folder) folders += fmt::format("\n  node {}: {}: {}", f.node, f.path, f.error);
-        }
-      }
-      w.str(folders);
-      w.put(static_cast<std::uint8_t>(looks_for_log_events(scan.inputs)));
-    }
-    const std::string verdict = exchange.all_gather(w.take()).front();
-    ByteReader r(verdict);
-    const std::string folders = r.str();
-    if (!folders.empty()) {
-      throw InputError(fmt::format(
-          "cannot list the --local folder of some nodes:{}\npass --allow-missing to leave their "
-          "devices out of the figures",
-          folders));
-    }
-    looked_for_events = r.get<std::uint8_t>() != 0;
-  }
-  LocalLoad local =
-      load_partitioned(exchange, std::move(scan.files), scan.global_index, scan.file_count, load);
-  adopt_event_library(local.run, looked_for_events, load.ingest);
-  // No job anywhere: the single process's messages, from rank 0.
-  {
-    ByteWriter w;
-    w.put(static_cast<std::uint64_t>(local.run.job_count()));
-    std::uint64_t jobs = 0;
-    for (const std::string& theirs : exchange.all_gather(w.take())) {
-      ByteReader r(theirs);
-      jobs += r.get<std::uint64_t>();
-    }
-    if (jobs == 0) {
-      if (!root) return kExitUsage;
-      LoadedRun loaded;
-      loaded.run = std::move(local.run);
-      return analyze_loaded(loaded, scan.file_count, options);
-    }
-  }
-  PartitionedAnalysis analysis = analyze_partitioned(exchange, local.run, load.pipeline);
+int run_analyze_mpi(const AnalyzeOptions& options, const AnalyzeRequest& request,
+                    const LoadOptions& load);
 
-  TraceOptions trace;
-  trace.absolute_time = options.absolute_time;
-  // Set, as the single process sets it: the partitioned writers draw the
-  // pipeline (bubbles, counters, flows) from `analysis` and read no more.
-  const PipelineAnalysis drawn;
-  trace.pipeline = &drawn;
-  trace.flows = options.flows;
-  trace.threads = options.threads;
-  try {
-    trace.steps = StepSelection::parse(options.steps, analysis.metrics, "--steps");
-  } catch (const std::invalid_argument& e) {
-    throw InputError(e.what());
+int run_analyze(const AnalyzeOptions& options) {
+  check_option_combinations(options);
+  if (!options.allow_output_in_input) check_output_location(options);
+  const AnalyzeRequest request = make_request(options);
+  LoadOptions load = make_load_options(options);
+  load.pipeline.top_bubbles = options.top_bubbles;
+  load.pipeline.keep_dependencies = request.outputs.draws_dependencies();
+  if (options.mpi && !load.machine_order.empty()) {
+    throw InputError("--machine-order is not available with --mpi yet: rename the folders");
   }
-  TraceLimits limits;
-  try {
-    limits = trace_limits_from_environment();
-  } catch (const std::invalid_argument& e) {
-    throw InputError(e.what());
-  }
-  std::vector<TracePlan> plans;
-  for (const TraceFormat format : {TraceFormat::json, TraceFormat::perfetto}) {
-    if (format == TraceFormat::json ? options.no_trace : !options.perfetto) continue;
-    plans.push_back(plan_partitioned_trace(exchange, local.run, analysis, trace,
-                                           !options.steps.empty(), format, limits.of(format)));
-  }
-  std::vector<TraceFileFigures> held;  // summary.json "traces"
-  for (const TracePlan& plan : plans) {
-    if (plan.figures) held.push_back(*plan.figures);
-  }
+  if (options.mpi) return run_analyze_mpi(options, request, load);
+  if (!options.local.empty()) throw InputError("--local needs --mpi");
 
-  const fs::path out(options.output_dir);
-  if (root) {
-    ensure_output_dir(options.output_dir);
-    for (const std::string& note : trace_plan_notes(analysis.metrics, plans)) {
-      fmt::print(stderr, "pipescope: {}\n", note);
-    }
+  const std::vector<InputFile> inputs =
+      find_inputs(options.paths, options.devices, &load.discovery_notes, load.machine_order);
+  check_outputs_are_not_inputs(request.outputs, inputs);
+  if (!options.quiet) print_machine_order(inputs);
+  ProgressLine progress(stderr, options.progress);
+  if (progress.enabled()) {
+    load.ingest.on_progress = [&progress](const IngestProgress& p) { progress.update(p); };
   }
-  std::vector<std::string> written;
-  const WholeRunFigures whole = write_partitioned_summary(exchange, local, analysis, load.pipeline,
-                                                          (out / "summary.json").string(), held);
-  written.push_back((out / "summary.json").string());
-  if (root) {
-    for (const Warning& warning : whole.pipeline.warnings) {
-      fmt::print(stderr, "pipescope: warning: {}\n", warning.message);
-    }
-  }
-  for (const TracePlan& plan : plans) {
-    TraceOptions planned = trace;
-    planned.steps = plan.steps;
-    const fs::path path = out / std::string(trace_file_name(plan.format));
-    write_partitioned_trace(exchange, local.run, analysis, planned, plan.format, path.string());
-    if (root && plan.format == TraceFormat::json && !plan.whole_over_limit) {
-      warn_if_trace_too_big(path, options);
-    }
-    written.push_back(path.string());
-  }
-  if (root && !options.quiet) {
-    ReportOptions report;
-    report.pipeline = &whole.pipeline;
-    report.facts = &whole.facts;
-    report.all_rows = options.all_rows;
-    write_text_report(local.run, analysis.metrics, stdout, report);
-    std::string list;
-    for (std::size_t i = 0; i < written.size(); ++i) {
-      list += (i == 0 ? "" : i + 1 == written.size() ? " and " : ", ") + written[i];
-    }
-    fmt::print("\nwrote {}\n", list);
-  }
-  // --strict: lines skipped anywhere (every rank has every input's counts),
-  // then inputs that could not be read (as with the jobs gathered).
-  std::uint64_t malformed = 0, unreadable = 0;
-  for (const InputStats& input : local.run.inputs) {
-    malformed += input.malformed + input.oversized;
-    unreadable += input.error.empty() ? 0 : 1;
-  }
-  if (options.strict && malformed > 0) {
-    if (root) {
-      fmt::print(stderr, "pipescope: --strict: {} line{} skipped\n", malformed,
-                 malformed == 1 ? " was" : "s were");
-    }
-    return kExitFailed;
-  }
-  if (options.strict && unreadable > 0) {
-    if (root) {
-      fmt::print(stderr, "pipescope: --strict: {} input{} could not be read\n", unreadable,
-                 unreadable == 1 ? "" : "s");
-    }
-    return static_cast<int>(kExitUsage);
-  }
-  return kExitOk;
+  LoadedRun loaded = load_run(inputs, load);
+  progress.finish();
+  return exit_status(write_outputs(loaded, request, {stdout, stderr}), inputs.size(), options);
 }
 
 /// `--mpi`: discovery and scan spread over the MPI ranks (engine/distributed);
-/// the analysis by step ranges (analyze_on_ranks), or, for what needs the
+/// the analysis by step ranges (write_outputs_on_ranks), or, for what needs the
 /// whole run on one node (the HTML report), rank 0 analyses and writes as
 /// above; every rank exits with its status.
-int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load) {
+int run_analyze_mpi(const AnalyzeOptions& options, const AnalyzeRequest& request,
+                    const LoadOptions& load) {
   if (options.local.empty() == options.paths.empty()) {
     throw InputError("--mpi needs input paths or --local TEMPLATE (one of the two)");
   }
@@ -530,7 +218,7 @@ int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load) {
                                      input.path, format.name));
       }
     }
-    check_outputs_are_not_inputs(options, inputs);
+    check_outputs_are_not_inputs(request.outputs, inputs);
     if (!options.quiet) print_machine_order(inputs);
   };
   if (progress.enabled()) {
@@ -555,7 +243,8 @@ int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load) {
     }
     adopt_event_library(scan.run, scan.inputs, load.ingest);
     LoadedRun loaded = load_run(std::move(scan.run), load);
-    const int status = analyze_loaded(loaded, scan.inputs.size(), options);
+    const int status =
+        exit_status(write_outputs(loaded, request, {stdout, stderr}), scan.inputs.size(), options);
     if (options.strict && !scan.failures.empty()) {
       fmt::print(stderr, "pipescope: --strict: {} input{} could not be read\n",
                  scan.failures.size(), scan.failures.size() == 1 ? "" : "s");
@@ -563,11 +252,12 @@ int run_analyze_mpi(const AnalyzeOptions& options, const LoadOptions& load) {
     }
     return status;
   };
-  if (options.html.empty()) {
+  if (!request.outputs.needs_whole_run()) {
     callbacks.on_partitioned = [&](distributed::Exchange& exchange,
                                    distributed::PartitionedScan& scan) {
       if (exchange.rank() == 0) progress.finish();
-      return analyze_on_ranks(exchange, scan, options, load);
+      return exit_status(write_outputs_on_ranks(exchange, scan, request, load, {stdout, stderr}),
+                         scan.file_count, options);
     };
     // As main() reports an error, before the ranks exit together.
     callbacks.on_error = [](const std::exception& e) {

@@ -1,0 +1,385 @@
+#include "analyze/analyze.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/metrics.h"
+#include "analysis/pipeline.h"
+#include "analysis/step_selection.h"
+#include "distributed/cluster.h"
+#include "distributed/partitioned_analysis.h"
+#include "distributed/partitioned_load.h"
+#include "distributed/partitioned_summary.h"
+#include "distributed/partitioned_traces.h"
+#include "distributed/wire.h"
+#include "export/atomic_file.h"
+#include "export/chrome_trace.h"
+#include "export/html_report.h"
+#include "export/kernel_trace.h"
+#include "export/kernel_view_report.h"
+#include "export/perfetto_trace.h"
+#include "export/summary_json.h"
+#include "export/text_report.h"
+#include "export/trace_size.h"
+#include "ingest/input_formats.h"
+#include "model/errors.h"
+
+namespace pipescope {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path resolved(const fs::path& path) {
+  std::error_code ec;
+  fs::path result = fs::weakly_canonical(fs::absolute(path), ec);
+  return ec ? fs::absolute(path) : result;
+}
+
+/// A step list parsed for the traces; a bad one is the user's error.
+StepSelection parse_trace_steps(const std::string& steps, const Metrics& metrics) {
+  try {
+    return StepSelection::parse(steps, metrics, "--steps");
+  } catch (const std::invalid_argument& e) {
+    throw InputError(e.what());
+  }
+}
+
+TraceLimits trace_limits() {
+  try {
+    return trace_limits_from_environment();
+  } catch (const std::invalid_argument& e) {
+    throw InputError(e.what());
+  }
+}
+
+/// The trace formats wanted, in table order.
+std::vector<TraceFormat> trace_formats(const OutputRequest& outputs) {
+  std::vector<TraceFormat> formats;
+  if (outputs.wants(Output::trace_json)) formats.push_back(TraceFormat::json);
+  if (outputs.wants(Output::trace_perfetto)) formats.push_back(TraceFormat::perfetto);
+  return formats;
+}
+
+Output output_of(TraceFormat format) {
+  return format == TraceFormat::json ? Output::trace_json : Output::trace_perfetto;
+}
+
+/// The trace options both paths share (the pipeline to draw set by each).
+TraceOptions trace_options(const AnalyzeRequest& request, const Metrics& metrics) {
+  TraceOptions trace;
+  trace.absolute_time = request.absolute_time;
+  trace.flows = request.flows;
+  trace.threads = request.threads;  // the writers format events on this many threads
+  trace.steps = parse_trace_steps(request.steps, metrics);
+  return trace;
+}
+
+/// summary.json's "traces": what each planned trace holds.
+std::vector<TraceFileFigures> planned_figures(const std::vector<TracePlan>& plans) {
+  std::vector<TraceFileFigures> figures;
+  for (const TracePlan& plan : plans) {
+    if (plan.figures) figures.push_back(*plan.figures);
+  }
+  return figures;
+}
+
+/// Says so when trace.json came out too big for the viewers, and what to do.
+void warn_if_trace_too_big(const fs::path& trace, const AnalyzeRequest& request, std::FILE* err) {
+  std::error_code ec;
+  const std::uintmax_t bytes = fs::file_size(trace, ec);
+  if (ec) return;
+  const std::string advice = chrome_trace_size_advice(
+      trace.string(), bytes, request.outputs.wants(Output::trace_perfetto));
+  if (!advice.empty()) fmt::print(err, "pipescope: warning: {}\n", advice);
+}
+
+/// "wrote A, B and C", after the table.
+void print_written(const std::vector<std::string>& written, std::FILE* out) {
+  std::string list;
+  for (std::size_t i = 0; i < written.size(); ++i) {
+    list += (i == 0 ? "" : i + 1 == written.size() ? " and " : ", ") + written[i];
+  }
+  fmt::print(out, "\nwrote {}\n", list);
+}
+
+/// --strict's verdict on the lines skipped (every rank has every input's
+/// counts), printed where `print`.
+AnalyzeStatus strict_status(const Run& run, const AnalyzeRequest& request, bool print,
+                            std::FILE* err) {
+  if (!request.strict) return AnalyzeStatus::ok;
+  std::uint64_t malformed = 0;
+  for (const InputStats& input : run.inputs) malformed += input.malformed + input.oversized;
+  if (malformed == 0) return AnalyzeStatus::ok;
+  if (print) {
+    fmt::print(err, "pipescope: --strict: {} line{} skipped\n", malformed,
+               malformed == 1 ? " was" : "s were");
+  }
+  return AnalyzeStatus::lines_skipped;
+}
+
+/// PyTorch traces without job labels: no jobs, so no schedule, stages,
+/// bubbles or critical path; the kernel view alone (summary.json `no_jobs`
+/// says so).
+AnalyzeStatus write_kernel_outputs(LoadedRun& loaded, const AnalyzeRequest& request,
+                                   AnalyzeStreams streams) {
+  const Run& run = loaded.run;
+  const std::vector<Warning> warnings = kernel_run_warnings(loaded);
+  for (const Warning& w : warnings) fmt::print(streams.err, "pipescope: warning: {}\n", w.message);
+  const OutputRequest& outputs = request.outputs;
+  ensure_output_dir(outputs.dir.string());
+  const SummaryFigures figures = kernel_run_figures(run, loaded.metrics, loaded.kernels, warnings);
+  const std::string summary = outputs.file_of(Output::summary).string();
+  write_summary_json(figures, summary);
+  std::string written = summary;
+  if (outputs.wants(Output::trace_json)) {
+    const std::string trace = outputs.file_of(Output::trace_json).string();
+    write_kernel_trace(run.kernels, loaded.kernels, trace);
+    written += " and " + trace;
+  }
+  if (outputs.wants(Output::text)) {
+    write_kernel_view_text(loaded.kernels, streams.out, request.all_rows);
+    fmt::print(streams.out, "\nwrote {}\n", written);
+  }
+  return AnalyzeStatus::ok;
+}
+
+/// No job anywhere: the run's diagnostics, and which message the caller
+/// gives (profiler traces among the inputs, or only logs).
+AnalyzeStatus no_jobs(const Run& run, std::FILE* err) {
+  for (const Diagnostic& d : run.diagnostics) {
+    fmt::print(err, "pipescope: {}: {}\n", d.location(), d.message);
+  }
+  const bool traces = std::any_of(run.inputs.begin(), run.inputs.end(), [](const InputStats& s) {
+    const auto format = format_by_name(fs::path(s.path).filename().string());
+    return (format && input_format_spec(*format).takes_job_pattern) || s.path.ends_with(".json") ||
+           s.path.ends_with(".json.gz");
+  });
+  return traces ? AnalyzeStatus::no_jobs_in_traces : AnalyzeStatus::no_job_lines;
+}
+
+}  // namespace
+
+void check_outputs_are_not_inputs(const OutputRequest& outputs,
+                                  const std::vector<InputFile>& inputs) {
+  for (const fs::path& output : outputs.files()) {
+    const fs::path out = resolved(output);
+    for (const InputFile& input : inputs) {
+      if (out == resolved(input.path)) {
+        throw InputError(fmt::format("output file {} is the input {}; inputs are never overwritten",
+                                     output.string(), input.path));
+      }
+    }
+  }
+}
+
+AnalyzeStatus write_outputs(LoadedRun& loaded, const AnalyzeRequest& request,
+                            AnalyzeStreams streams) {
+  const Run& run = loaded.run;
+  if (run.job_count() == 0 && loaded.kernels.available) {
+    return write_kernel_outputs(loaded, request, streams);
+  }
+  if (run.job_count() == 0) return no_jobs(run, streams.err);
+  const OutputRequest& outputs = request.outputs;
+  // Freed before the summary's figures are built when nothing draws them
+  // (a run the analysis kept them for: --mpi's rank 0).
+  if (!outputs.draws_dependencies()) loaded.pipeline.dependencies = Dependencies();
+  const Metrics& metrics = loaded.metrics;
+  const PipelineAnalysis& analysis = loaded.pipeline;
+  for (const Warning& warning : analysis.warnings) {
+    fmt::print(streams.err, "pipescope: warning: {}\n", warning.message);
+  }
+
+  // Checked before anything is written.
+  TraceOptions trace = trace_options(request, metrics);
+  trace.pipeline = &analysis;
+  // What each trace holds: the whole run, unless --steps says otherwise or
+  // it would be too big to open.
+  const TraceLimits limits = trace_limits();
+  std::vector<TracePlan> plans;
+  for (const TraceFormat format : trace_formats(outputs)) {
+    plans.push_back(
+        plan_trace(run, metrics, trace, !request.steps.empty(), format, limits.of(format)));
+  }
+  for (const std::string& note : trace_plan_notes(metrics, plans)) {
+    fmt::print(streams.err, "pipescope: {}\n", note);
+  }
+  std::optional<HtmlOptions> html;
+  if (outputs.wants(Output::html)) {
+    html.emplace();
+    html->title = request.title;
+    html->pipeline = &analysis;
+    if (loaded.kernels.available) html->kernels = &loaded.kernels;
+    try {
+      html->steps = choose_html_steps(metrics, request.html_steps);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(e.what());
+    }
+  }
+
+  ensure_output_dir(outputs.dir.string());
+  std::vector<std::string> written;  // every file written, in order, for the "wrote" line
+  const std::string summary = outputs.file_of(Output::summary).string();
+  write_summary_json(run, metrics, analysis, loaded.kernels, summary, planned_figures(plans),
+                     request.threads);
+  written.push_back(summary);
+  for (const TracePlan& plan : plans) {
+    TraceOptions planned = trace;
+    planned.steps = plan.steps;
+    const fs::path path = outputs.file_of(output_of(plan.format));
+    if (plan.format == TraceFormat::json) {
+      write_chrome_trace(run, metrics, planned, path.string());
+      // Unless the warning before writing said so already.
+      if (!plan.whole_over_limit) warn_if_trace_too_big(path, request, streams.err);
+    } else {
+      write_perfetto_trace(run, metrics, planned, path.string());
+    }
+    written.push_back(path.string());
+  }
+  if (html) {
+    const fs::path parent = outputs.html_file.parent_path();
+    if (!parent.empty()) ensure_output_dir(parent.string());
+    write_html_report(run, metrics, *html, outputs.html_file.string());
+    written.push_back(outputs.html_file.string());
+  }
+
+  if (outputs.wants(Output::text)) {
+    ReportOptions report;
+    report.pipeline = &analysis;
+    report.all_rows = request.all_rows;
+    write_text_report(run, metrics, streams.out, report);
+    if (loaded.kernels.available) {
+      fmt::print(streams.out, "\n");
+      write_kernel_view_text(loaded.kernels, streams.out, request.all_rows);
+    }
+    print_written(written, streams.out);
+  }
+  return strict_status(run, request, true, streams.err);
+}
+
+AnalyzeStatus write_outputs_on_ranks(distributed::Exchange& exchange,
+                                     distributed::PartitionedScan& scan,
+                                     const AnalyzeRequest& request, const LoadOptions& load,
+                                     AnalyzeStreams streams) {
+  using namespace distributed;
+  const bool root = exchange.rank() == 0;
+  // What only rank 0 knows and every rank decides on: a node folder that
+  // could not be listed, and whether events were looked for.
+  bool looked_for_events = false;
+  {
+    ByteWriter w;
+    if (root) {
+      std::string folders;
+      if (!request.allow_missing) {
+        for (const ReadFailure& f : scan.failures) {
+          if (f.folder) folders += fmt::format("\n  node {}: {}: {}", f.node, f.path, f.error);
+        }
+      }
+      w.str(folders);
+      w.put(static_cast<std::uint8_t>(looks_for_log_events(scan.inputs)));
+    }
+    const std::string rank0_says = exchange.all_gather(w.take()).front();
+    ByteReader r(rank0_says);
+    const std::string folders = r.str();
+    if (!folders.empty()) {
+      throw InputError(fmt::format(
+          "cannot list the --local folder of some nodes:{}\npass --allow-missing to leave their "
+          "devices out of the figures",
+          folders));
+    }
+    looked_for_events = r.get<std::uint8_t>() != 0;
+  }
+  LocalLoad local =
+      load_partitioned(exchange, std::move(scan.files), scan.global_index, scan.file_count, load);
+  adopt_event_library(local.run, looked_for_events, load.ingest);
+  // No job anywhere: the single process's messages, from rank 0.
+  {
+    ByteWriter w;
+    w.put(static_cast<std::uint64_t>(local.run.job_count()));
+    std::uint64_t jobs = 0;
+    for (const std::string& theirs : exchange.all_gather(w.take())) {
+      ByteReader r(theirs);
+      jobs += r.get<std::uint64_t>();
+    }
+    if (jobs == 0) {
+      if (!root) return AnalyzeStatus::no_jobs_said_by_rank0;
+      LoadedRun loaded;
+      loaded.run = std::move(local.run);
+      return write_outputs(loaded, request, streams);
+    }
+  }
+  PartitionedAnalysis analysis = analyze_partitioned(exchange, local.run, load.pipeline);
+
+  TraceOptions trace = trace_options(request, analysis.metrics);
+  // Set, as the single process sets it: the partitioned writers draw the
+  // pipeline (bubbles, counters, flows) from `analysis` and read no more.
+  const PipelineAnalysis drawn;
+  trace.pipeline = &drawn;
+  const TraceLimits limits = trace_limits();
+  std::vector<TracePlan> plans;
+  for (const TraceFormat format : trace_formats(request.outputs)) {
+    plans.push_back(plan_partitioned_trace(exchange, local.run, analysis, trace,
+                                           !request.steps.empty(), format, limits.of(format)));
+  }
+
+  const OutputRequest& outputs = request.outputs;
+  if (root) {
+    ensure_output_dir(outputs.dir.string());
+    for (const std::string& note : trace_plan_notes(analysis.metrics, plans)) {
+      fmt::print(streams.err, "pipescope: {}\n", note);
+    }
+  }
+  std::vector<std::string> written;
+  const std::string summary = outputs.file_of(Output::summary).string();
+  const WholeRunFigures whole = write_partitioned_summary(exchange, local, analysis, load.pipeline,
+                                                          summary, planned_figures(plans));
+  written.push_back(summary);
+  if (root) {
+    for (const Warning& warning : whole.pipeline.warnings) {
+      fmt::print(streams.err, "pipescope: warning: {}\n", warning.message);
+    }
+  }
+  for (const TracePlan& plan : plans) {
+    TraceOptions planned = trace;
+    planned.steps = plan.steps;
+    const fs::path path = outputs.file_of(output_of(plan.format));
+    write_partitioned_trace(exchange, local.run, analysis, planned, plan.format, path.string());
+    if (root && plan.format == TraceFormat::json && !plan.whole_over_limit) {
+      warn_if_trace_too_big(path, request, streams.err);
+    }
+    written.push_back(path.string());
+  }
+  if (root && outputs.wants(Output::text)) {
+    ReportOptions report;
+    report.pipeline = &whole.pipeline;
+    report.facts = &whole.facts;
+    report.all_rows = request.all_rows;
+    write_text_report(local.run, analysis.metrics, streams.out, report);
+    print_written(written, streams.out);
+  }
+  // --strict: lines skipped anywhere, then inputs that could not be read
+  // (as with the jobs gathered).
+  if (const AnalyzeStatus s = strict_status(local.run, request, root, streams.err);
+      s != AnalyzeStatus::ok) {
+    return s;
+  }
+  std::uint64_t unreadable = 0;
+  for (const InputStats& input : local.run.inputs) unreadable += input.error.empty() ? 0 : 1;
+  if (request.strict && unreadable > 0) {
+    if (root) {
+      fmt::print(streams.err, "pipescope: --strict: {} input{} could not be read\n", unreadable,
+                 unreadable == 1 ? "" : "s");
+    }
+    return AnalyzeStatus::inputs_unreadable;
+  }
+  return AnalyzeStatus::ok;
+}
+
+}  // namespace pipescope
