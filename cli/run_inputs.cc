@@ -92,16 +92,14 @@ LoadOptions make_load_options(const RunInputOptions& options) {
   if (!options.layout.empty() && !options.stages.empty()) {
     throw InputError("--layout and --stages both say how the devices form stages: give one");
   }
-  if (!options.layout.empty()) {
-    try {
-      parse_layout_spec(options.layout, "--layout");
-    } catch (const std::invalid_argument& e) {
-      throw InputError(e.what());
-    }
+  try {  // parsed once, here
+    if (!options.layout.empty())
+      load.pipeline.layout = parse_layout_spec(options.layout, "--layout");
+    load.pipeline.stages = parse_stage_spec(options.stages, "--stages");
+  } catch (const std::invalid_argument& e) {
+    throw InputError(e.what());
   }
-  load.pipeline.layout = options.layout;
   load.pipeline.layout_label = "--layout";
-  load.pipeline.stages = options.stages;
   load.pipeline.clock.fix = !options.no_clock_fix;
   // The analysis's messages name the options in the command's words.
   load.pipeline.stages_label = "--stages";

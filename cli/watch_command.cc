@@ -91,8 +91,8 @@ void refuse_unfollowable(const std::vector<InputFile>& inputs) {
 /// anything is followed, as analyze checks it (formats whose reader places
 /// the devices, dygraph records and traces, are checked by the final pass).
 void check_stage_map(const std::vector<InputFile>& inputs, const LoadOptions& load) {
-  const std::string& stages = load.pipeline.stages;
-  if (stages.empty() || stages == "device" || stages == "auto") return;
+  const StageSpec& stages = load.pipeline.stages;
+  if (stages.form != StageSpec::Form::tp && stages.form != StageSpec::Form::list) return;
   Run placed;
   for (const InputFile& input : inputs) {
     if (input_format_spec(input.format).reader_places_devices) return;

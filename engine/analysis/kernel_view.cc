@@ -341,7 +341,7 @@ KernelLayout find_layout(const std::vector<const RankKernels*>& ranks,
     }
   }
   if (!pipelines.empty()) {
-    layout.source = "process_group";
+    layout.source = KernelLayoutSource::process_group;
     layout.dp = static_cast<int>(pipelines.size());
     return layout;
   }
@@ -446,7 +446,7 @@ KernelLayout find_layout(const std::vector<const RankKernels*>& ranks,
     longest = std::max(longest, s);
   }
   if (chains == 0) return {};
-  layout.source = "point_to_point";
+  layout.source = KernelLayoutSource::point_to_point;
   layout.pp = longest;
   layout.dp = chains;
   return layout;
@@ -958,6 +958,18 @@ Warning peerless_warning(const KernelView& view, std::size_t ranks) {
 }
 
 }  // namespace
+
+std::string_view kernel_layout_source_name(KernelLayoutSource source) {
+  switch (source) {
+    case KernelLayoutSource::none:
+      return "";
+    case KernelLayoutSource::process_group:
+      return "process_group";
+    case KernelLayoutSource::point_to_point:
+      return "point_to_point";
+  }
+  return "";
+}
 
 std::string_view rank_source_name(RankSource source) {
   switch (source) {

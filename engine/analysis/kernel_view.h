@@ -161,9 +161,18 @@ struct KernelClock {
 /// place in the group's ranks; else from the point-to-point pattern (each
 /// pipeline a chain of ranks that send to each other, stage 0 the end whose
 /// first point-to-point kernel is a send).
+/// Where the kernel view's layout came from.
+enum class KernelLayoutSource : std::uint8_t {
+  none,            ///< not found
+  process_group,   ///< a group naming the pipeline
+  point_to_point,  ///< the point-to-point pattern
+};
+
+/// "process_group", "point_to_point" (summary.json's `kernel_view.layout.source`), "".
+std::string_view kernel_layout_source_name(KernelLayoutSource source);
+
 struct KernelLayout {
-  /// "process_group", "point_to_point" or "" (not found).
-  std::string source;
+  KernelLayoutSource source = KernelLayoutSource::none;
   /// The pipeline group's description (or name) for "process_group".
   std::string group;
   int pp = 0;  ///< stages per pipeline (0: not found)

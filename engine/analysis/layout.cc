@@ -114,7 +114,7 @@ Layout layout_of_mesh(const Run& run, const LayoutShape& shape,
   const std::size_t n = run.devices.size();
   const auto copies = static_cast<std::size_t>(shape.dp) * static_cast<std::size_t>(shape.tp);
   StageMap& map = layout.stages;
-  map.source = "layout";
+  map.source = StageSource::layout;
   map.stage_of.assign(n, -1);
   map.slot_of.assign(n, npos);
   map.devices.assign(static_cast<std::size_t>(shape.pp), {});

@@ -84,7 +84,7 @@ std::vector<Warning> pipeline_tail_warnings(const Run& run, const Layout& layout
                         fmt::format("{}: {}; {}", options.stages_label, why, options.stages_advice),
                         -1, -1, 1});
   }
-  if (stages.source == "device") {
+  if (stages.source == StageSource::device) {
     const StageMap guess = guess_stage_map(run, evidence);
     if (guess.stage_count() < stages.stage_count()) {
       std::string groups;
@@ -118,19 +118,17 @@ StagePlacement detected_placement(const ScheduleReport& schedule) {
 Layout choose_layout(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
                      const std::vector<JobRole>& roles, const PipelineOptions& options,
                      const StageJobEvidence* stage_evidence) {
-  if (!options.layout.empty() && !options.stages.empty()) {
+  if (options.layout && options.stages.given()) {
     throw std::invalid_argument(
         fmt::format("{} and {} both say how the devices form stages: give one",
                     options.layout_label, options.stages_label));
   }
-  if (!options.layout.empty()) {
-    return layout_from_shape(run, parse_layout_spec(options.layout, options.layout_label),
-                             options.layout_label);
-  }
-  if (!options.stages.empty()) {
-    const StageMap map = options.stages == "auto" && stage_evidence != nullptr
-                             ? guess_stage_map(run, *stage_evidence)
-                             : resolve_stage_map(run, options.stages, options.stages_label);
+  if (options.layout) return layout_from_shape(run, *options.layout, options.layout_label);
+  if (options.stages.given()) {
+    const StageMap map =
+        options.stages.form == StageSpec::Form::automatic && stage_evidence != nullptr
+            ? guess_stage_map(run, *stage_evidence)
+            : resolve_stage_map(run, options.stages, options.stages_label);
     Layout layout = layout_from_stage_map(run, map);
     layout.evidence = options.stages_label;
     return layout;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,13 +36,13 @@
 namespace pipescope {
 
 struct PipelineOptions {
-  /// Layout spec (layout.h parse_layout_spec): "pp=4,dp=8,tp=8[,order=...]";
-  /// "" = detected (unless `stages` is given).
-  std::string layout;
+  /// The layout given (layout.h parse_layout_spec: "pp=4,dp=8,tp=8[,order=...]"),
+  /// parsed once by the caller; nullopt: detected (unless `stages` is given).
+  std::optional<LayoutShape> layout;
   std::string layout_label = "layout";
-  /// Stage map spec (stage_map.h): "device" = one stage per device, "tp=4",
-  /// "0-3,4-7", "auto"; "" = the layout's. Not with `layout`.
-  std::string stages;
+  /// The stage map given (stage_map.h parse_stage_spec: "device", "tp=4",
+  /// "0-3,4-7", "auto"); Form::none: the layout's. Not with `layout`.
+  StageSpec stages;
   /// How messages name the stage map and how to pass one: the caller's
   /// words (a command line names its options; the analysis never names a
   /// command's flags).

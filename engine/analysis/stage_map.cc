@@ -15,7 +15,7 @@ namespace pipescope {
 namespace {
 
 StageMap from_groups(std::vector<std::vector<std::size_t>> groups, std::size_t device_count,
-                     std::string source) {
+                     StageSource source) {
   StageMap map;
   map.stage_of.assign(device_count, -1);
   for (auto& group : groups) std::sort(group.begin(), group.end());
@@ -24,7 +24,7 @@ StageMap from_groups(std::vector<std::vector<std::size_t>> groups, std::size_t d
     for (const std::size_t d : groups[s]) map.stage_of[d] = static_cast<int>(s);
   }
   map.devices = std::move(groups);
-  map.source = std::move(source);
+  map.source = source;
   return map;
 }
 
@@ -70,7 +70,7 @@ std::size_t StageMap::partner(std::size_t d, std::size_t stage) const {
 StageMap one_stage_per_device(std::size_t device_count) {
   std::vector<std::vector<std::size_t>> groups(device_count);
   for (std::size_t d = 0; d < device_count; ++d) groups[d] = {d};
-  return from_groups(std::move(groups), device_count, "device");
+  return from_groups(std::move(groups), device_count, StageSource::device);
 }
 
 JobPairEvidence compare_job_range(std::span<const Job> a, std::span<const Job> b,
@@ -133,11 +133,11 @@ StageJobEvidence stage_job_evidence(const Run& run) {
 std::vector<std::pair<std::size_t, std::size_t>> stage_check_pairs(
     const Run& run, const StageMap& map, std::span<const std::uint64_t> job_counts) {
   std::vector<std::pair<std::size_t, std::size_t>> pairs;
-  if (map.source == "tp" || map.source == "list") {
+  if (map.source == StageSource::tp || map.source == StageSource::list) {
     for (const auto& group : map.devices) {
       for (std::size_t g = 1; g < group.size(); ++g) pairs.emplace_back(group.front(), group[g]);
     }
-  } else if (map.source == "device") {
+  } else if (map.source == StageSource::device) {
     // The guess compares a device with the first of the group before it,
     // whose devices are all of one machine and job count: every pair of a
     // stretch of such devices may be asked.
@@ -169,60 +169,110 @@ StageMap guess_stage_map(const Run& run, const StageJobEvidence& evidence) {
       groups.push_back({d});
     }
   }
-  return from_groups(std::move(groups), run.devices.size(), "auto");
+  return from_groups(std::move(groups), run.devices.size(), StageSource::automatic);
 }
 
 StageMap guess_stage_map(const Run& run) { return guess_stage_map(run, stage_job_evidence(run)); }
 
-StageMap resolve_stage_map(const Run& run, std::string_view spec, std::string_view label) {
-  const std::string where = fmt::format("{} {}", label, spec);
-  const std::size_t n = run.devices.size();
-  if (spec.empty() || spec == "device") return one_stage_per_device(n);
-  if (spec == "auto") return guess_stage_map(run);
-  if (spec.starts_with("tp=")) {
-    const std::int64_t size = parse_index(spec.substr(3), where);
-    if (size < 1 || n % static_cast<std::size_t>(size) != 0) {
-      throw std::invalid_argument(
-          fmt::format("{}: {} devices cannot be split into groups of {}", where, n, size));
+std::string_view stage_source_name(StageSource source) {
+  switch (source) {
+    case StageSource::device:
+      return "device";
+    case StageSource::tp:
+      return "tp";
+    case StageSource::list:
+      return "list";
+    case StageSource::automatic:
+      return "auto";
+    case StageSource::layout:
+      return "layout";
+  }
+  return "device";
+}
+
+StageSpec parse_stage_spec(std::string_view text, std::string_view label) {
+  StageSpec spec;
+  spec.text = std::string(text);
+  if (text.empty()) return spec;
+  const std::string where = fmt::format("{} {}", label, text);
+  if (text == "device") {
+    spec.form = StageSpec::Form::device;
+  } else if (text == "auto") {
+    spec.form = StageSpec::Form::automatic;
+  } else if (text.starts_with("tp=")) {
+    spec.form = StageSpec::Form::tp;
+    spec.tp = parse_index(text.substr(3), where);
+  } else {
+    spec.form = StageSpec::Form::list;
+    std::string_view rest = text;
+    while (true) {
+      const std::size_t comma = rest.find(',');
+      const std::string_view item = rest.substr(0, comma);
+      std::vector<std::int64_t> group;
+      if (const std::size_t dash = item.find('-'); dash != std::string_view::npos) {
+        const std::int64_t lo = parse_index(item.substr(0, dash), where);
+        const std::int64_t hi = parse_index(item.substr(dash + 1), where);
+        if (hi < lo || hi - lo > 1'000'000) {
+          throw std::invalid_argument(fmt::format("{}: bad range '{}'", where, item));
+        }
+        for (std::int64_t i = lo; i <= hi; ++i) group.push_back(i);
+      } else {
+        std::string_view parts = item;
+        while (true) {
+          const std::size_t plus = parts.find('+');
+          group.push_back(parse_index(parts.substr(0, plus), where));
+          if (plus == std::string_view::npos) break;
+          parts.remove_prefix(plus + 1);
+        }
+      }
+      spec.groups.push_back(std::move(group));
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
     }
-    std::vector<std::vector<std::size_t>> groups(n / static_cast<std::size_t>(size));
-    for (std::size_t d = 0; d < n; ++d) groups[d / static_cast<std::size_t>(size)].push_back(d);
-    return from_groups(std::move(groups), n, "tp");
+  }
+  return spec;
+}
+
+StageMap resolve_stage_map(const Run& run, std::string_view spec, std::string_view label) {
+  return resolve_stage_map(run, parse_stage_spec(spec, label), label);
+}
+
+StageMap resolve_stage_map(const Run& run, const StageSpec& spec, std::string_view label) {
+  const std::string where = fmt::format("{} {}", label, spec.text);
+  const std::size_t n = run.devices.size();
+  switch (spec.form) {
+    case StageSpec::Form::none:
+    case StageSpec::Form::device:
+      return one_stage_per_device(n);
+    case StageSpec::Form::automatic:
+      return guess_stage_map(run);
+    case StageSpec::Form::tp: {
+      const auto size = static_cast<std::size_t>(spec.tp);
+      if (size < 1 || n % size != 0) {
+        throw std::invalid_argument(
+            fmt::format("{}: {} devices cannot be split into groups of {}", where, n, size));
+      }
+      std::vector<std::vector<std::size_t>> groups(n / size);
+      for (std::size_t d = 0; d < n; ++d) groups[d / size].push_back(d);
+      return from_groups(std::move(groups), n, StageSource::tp);
+    }
+    case StageSpec::Form::list:
+      break;
   }
 
   std::unordered_map<std::int64_t, std::size_t> position;
   for (std::size_t d = 0; d < n; ++d) position.emplace(run.devices[d].index, d);
-  auto position_of = [&](std::int64_t index) {
-    const auto it = position.find(index);
-    if (it == position.end()) {
-      throw std::invalid_argument(
-          fmt::format("{}: device {} is not an analysed device", where, index));
-    }
-    return it->second;
-  };
-
   std::vector<std::vector<std::size_t>> groups;
   std::vector<int> seen(n, 0);
-  std::string_view rest = spec;
-  while (true) {
-    const std::size_t comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
+  for (const std::vector<std::int64_t>& given : spec.groups) {
     std::vector<std::size_t> group;
-    if (const std::size_t dash = item.find('-'); dash != std::string_view::npos) {
-      const std::int64_t lo = parse_index(item.substr(0, dash), where);
-      const std::int64_t hi = parse_index(item.substr(dash + 1), where);
-      if (hi < lo || hi - lo > 1'000'000) {
-        throw std::invalid_argument(fmt::format("{}: bad range '{}'", where, item));
+    for (const std::int64_t index : given) {
+      const auto it = position.find(index);
+      if (it == position.end()) {
+        throw std::invalid_argument(
+            fmt::format("{}: device {} is not an analysed device", where, index));
       }
-      for (std::int64_t i = lo; i <= hi; ++i) group.push_back(position_of(i));
-    } else {
-      std::string_view parts = item;
-      while (true) {
-        const std::size_t plus = parts.find('+');
-        group.push_back(position_of(parse_index(parts.substr(0, plus), where)));
-        if (plus == std::string_view::npos) break;
-        parts.remove_prefix(plus + 1);
-      }
+      group.push_back(it->second);
     }
     for (const std::size_t d : group) {
       if (seen[d]++ != 0) {
@@ -231,8 +281,6 @@ StageMap resolve_stage_map(const Run& run, std::string_view spec, std::string_vi
       }
     }
     groups.push_back(std::move(group));
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
   }
   for (std::size_t d = 0; d < n; ++d) {
     if (seen[d] == 0) {
@@ -248,7 +296,7 @@ StageMap resolve_stage_map(const Run& run, std::string_view spec, std::string_vi
     for (const std::size_t d : groups[s]) map.stage_of[d] = static_cast<int>(s);
   }
   map.devices = std::move(groups);
-  map.source = "list";
+  map.source = StageSource::list;
   return map;
 }
 
@@ -259,7 +307,7 @@ std::vector<std::string> stage_map_contradictions(const Run& run, const StageMap
 std::vector<std::string> stage_map_contradictions(const Run& run, const StageMap& map,
                                                   const StageJobEvidence& evidence) {
   std::vector<std::string> out;
-  if (map.source != "tp" && map.source != "list") return out;
+  if (map.source != StageSource::tp && map.source != StageSource::list) return out;
   const auto label = [&](const Job& job) {
     return fmt::format("{} mb{}", job.type < run.types.size() ? run.types.name(job.type) : "?",
                        job.micro_batch);

@@ -10,8 +10,9 @@
 //                     consecutive ("0+4,1+5")
 //   "auto"            the guess of guess_stage_map()
 //
-// Usage:
-//   StageMap stages = resolve_stage_map(run, "tp=2");  // throws std::invalid_argument
+// Usage (the spec parsed once where it is given, resolved against a run):
+//   StageSpec spec = parse_stage_spec("tp=2", "--stages");  // throws std::invalid_argument
+//   StageMap stages = resolve_stage_map(run, spec, "--stages");  // throws too
 #pragma once
 
 #include <cstddef>
@@ -29,13 +30,51 @@
 
 namespace pipescope {
 
+/// Where a stage map came from.
+enum class StageSource : std::uint8_t {
+  device,     ///< one stage per device
+  tp,         ///< `tp=N`: groups of N consecutive devices
+  list,       ///< one item per stage, given
+  automatic,  ///< guess_stage_map()
+  layout,     ///< a layout's stages (layout.h)
+};
+
+/// "device", "tp", "list", "auto", "layout": summary.json's `stages.source`.
+std::string_view stage_source_name(StageSource source);
+
+/// A stage map as given (the spec above), parsed once; resolve_stage_map
+/// makes it a StageMap of a run's devices.
+struct StageSpec {
+  enum class Form : std::uint8_t {
+    none,       ///< not given: the layout's stages
+    device,     ///< "device"
+    automatic,  ///< "auto"
+    tp,         ///< "tp=N"
+    list,       ///< one item per stage
+  };
+  Form form = Form::none;
+  /// Form::tp: the group size (at least 1).
+  std::int64_t tp = 0;
+  /// Form::list: each stage's global device indices, in the order given.
+  std::vector<std::vector<std::int64_t>> groups;
+  /// As given, for messages.
+  std::string text;
+
+  bool given() const { return form != Form::none; }
+};
+
+/// Parses a spec (see above; "" gives Form::none). Throws
+/// std::invalid_argument for a malformed one, the message starting with
+/// `label` and the spec.
+StageSpec parse_stage_spec(std::string_view spec, std::string_view label);
+
 struct StageMap {
   /// stage_of[d]: the stage of the device at position d of Run::devices.
   std::vector<int> stage_of;
   /// devices[s]: positions of stage s's devices, ascending.
   std::vector<std::vector<std::size_t>> devices;
-  /// "device", "tp", "list" or "auto": where the map came from.
-  std::string source = "device";
+  /// Where the map came from.
+  StageSource source = StageSource::device;
 
   /// A layout's pairing (analysis/layout.h), else empty: slot_of[d] is the
   /// place of device d in its stage's copies (replica × tp + peer), and
@@ -64,10 +103,14 @@ StageMap one_stage_per_device(std::size_t device_count);
 /// jobs. Falls back to one stage per device when nothing groups.
 StageMap guess_stage_map(const Run& run);
 
-/// Builds the map a spec describes (see above). Throws std::invalid_argument
-/// naming the problem: a malformed spec, tp=N not dividing the device count,
-/// an index that is not an analysed device, a device in two stages or in none;
-/// the message starts with `label` (what the caller calls the spec) and spec.
+/// Builds the map a spec describes for `run`'s devices (Form::none and
+/// device: one stage per device). Throws std::invalid_argument naming the
+/// problem: tp=N not dividing the device count, an index that is not an
+/// analysed device, a device in two stages or in none; the message starts
+/// with `label` (what the caller calls the spec) and the spec.
+StageMap resolve_stage_map(const Run& run, const StageSpec& spec,
+                           std::string_view label = "stage map");
+/// The same from the spec's text (parse_stage_spec, then the above).
 StageMap resolve_stage_map(const Run& run, std::string_view spec,
                            std::string_view label = "stage map");
 

@@ -1244,7 +1244,7 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
     // `--stages auto` guesses from every job, compared where the devices
     // were read (the guess's pairs: devices of one machine and job count).
     std::optional<StageJobEvidence> evidence;
-    if (options.stages == "auto" && options.layout.empty()) {
+    if (options.stages.form == StageSpec::Form::automatic && !options.layout) {
       std::int64_t origin = std::numeric_limits<std::int64_t>::max();
       for (const Device& device : local.devices) {
         if (!device.jobs.empty()) origin = std::min(origin, device.jobs.front().start_ns);

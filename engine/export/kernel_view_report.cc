@@ -60,9 +60,9 @@ void write_kernel_view_text(const KernelView& view, std::FILE* out, bool all_row
   fmt::print(out, "Kernel view ({} GPU activities, {} NCCL kernels; {} of {} step{} complete{})\n",
              view.gpu_activities, view.comm_kernels, complete, view.steps.size(),
              view.steps.size() == 1 ? "" : "s", view.step_spans ? "" : ", one window");
-  if (!view.layout.source.empty()) {
+  if (view.layout.source != KernelLayoutSource::none) {
     fmt::print(out, "  layout pp={} x dp={}, {}\n", view.layout.pp, view.layout.dp,
-               view.layout.source == "process_group"
+               view.layout.source == KernelLayoutSource::process_group
                    ? fmt::format("from the process group {}", view.layout.group)
                    : std::string("from who sends to whom (no pipeline process group named)"));
   }

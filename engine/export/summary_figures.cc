@@ -83,7 +83,7 @@ std::string_view type_name(const Run& run, TypeId type) {
 }
 
 StagesFigures stages_figures(const Run& run, const PipelineAnalysis& a) {
-  StagesFigures out{a.stages.source, {}};
+  StagesFigures out{std::string(stage_source_name(a.stages.source)), {}};
   for (std::size_t s = 0; s < a.stages.stage_count(); ++s) {
     StageFigures stage{static_cast<std::int64_t>(s), {}, std::nullopt};
     for (const std::size_t d : a.stages.devices[s]) stage.devices.push_back(run.devices[d].index);
@@ -413,9 +413,9 @@ std::optional<KernelViewFigures> kernel_view_figures(const KernelView& view) {
   for (const KernelStepWindow& w : view.steps) {
     f.steps.push_back({w.step, w.complete, w.start, w.end});
   }
-  if (!view.layout.source.empty()) {
-    f.layout =
-        KernelLayoutFigures{view.layout.source, view.layout.group, view.layout.pp, view.layout.dp};
+  if (view.layout.source != KernelLayoutSource::none) {
+    f.layout = KernelLayoutFigures{std::string(kernel_layout_source_name(view.layout.source)),
+                                   view.layout.group, view.layout.pp, view.layout.dp};
   }
   if (view.clock.machines > 1) {
     KernelClockFigures clock;
@@ -454,13 +454,13 @@ SummaryFigures kernel_run_figures(const Run& run, const Metrics& metrics, const 
   // The layout the NCCL kernels show feeds the run's: its pipelines count as
   // data-parallel replicas (tensor-parallel ranks are pipelines of their own
   // to the kernels: dp here is data x tensor parallelism).
-  if (!view.layout.source.empty()) {
+  if (view.layout.source != KernelLayoutSource::none) {
     LayoutFigures layout;
     layout.pp = view.layout.pp;
     layout.dp = view.layout.dp;
     layout.tp = 1;
     layout.method = "detected";
-    layout.evidence = view.layout.source == "process_group"
+    layout.evidence = view.layout.source == KernelLayoutSource::process_group
                           ? "the NCCL kernels' pipeline process group (" + view.layout.group + ")"
                           : "who sends to whom in the NCCL point-to-point kernels";
     f.layout = layout;

@@ -275,8 +275,8 @@ bool LiveRun::waiting_for_input() const {
 /// A stage map that names devices (a list, tp=N) describes every input: it
 /// cannot be applied while one has not logged a job yet.
 bool LiveRun::map_waits() const {
-  const std::string& stages = options_.pipeline.stages;
-  if (stages.empty() || stages == "device" || stages == "auto") return false;
+  const StageSpec::Form form = options_.pipeline.stages.form;
+  if (form != StageSpec::Form::tp && form != StageSpec::Form::list) return false;
   return !unwritten_devices().empty();
 }
 

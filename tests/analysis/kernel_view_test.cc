@@ -131,7 +131,7 @@ TEST(KernelView, BatchedKernelWaitsForEveryOperationsPeer) {
   EXPECT_EQ(v.ranks[1].most_waited_on, 2);
   EXPECT_EQ(v.ranks[2].steps[0].split.wait, 0);
   EXPECT_EQ(v.ranks[2].most_waited_on, -1);
-  EXPECT_EQ(v.layout.source, "point_to_point");
+  EXPECT_EQ(v.layout.source, KernelLayoutSource::point_to_point);
   EXPECT_EQ(v.layout.pp, 3);
 
   // Rank 1's send goes to a rank 3 whose trace is not given.

@@ -140,7 +140,7 @@ TEST(ParallelAnalysis, TensorParallelStagesAndZeroBubbleAreTheSameOnOneThreadAnd
   config.devices_per_stage = 2;
   config.lr_jobs = true;
   PipelineOptions options;
-  options.stages = "auto";
+  options.stages = parse_stage_spec("auto", "--stages");
   const Analysed one = analyse_on(1, config, options);
   const Analysed many = analyse_on(8, config, options);
   EXPECT_EQ(one.result.pipeline.stages.stage_count(), 4u);

@@ -163,7 +163,7 @@ TEST(PipelineAnalysis, StageMaps) {
   config.stage_slowdown = {1, 1.8, 1};
   const pipescope::Run run = testing::run_from_simulation(config);
   const StageMap guess = guess_stage_map(run);
-  EXPECT_EQ(guess.source, "auto");
+  EXPECT_EQ(guess.source, StageSource::automatic);
   ASSERT_EQ(guess.stage_count(), 3u);
   EXPECT_EQ(guess.devices[1], (std::vector<std::size_t>{2, 3}));
   EXPECT_EQ(guess.rank_in_stage(3), 1u);
@@ -200,7 +200,7 @@ TEST(PipelineAnalysis, StageMaps) {
   // With the right map: P = 3, the slow stage found; one stage per device warns.
   const Metrics metrics = compute_metrics(run);
   PipelineOptions options;
-  options.stages = "auto";
+  options.stages = parse_stage_spec("auto", "--stages");
   const PipelineAnalysis a = analyze_pipeline(run, metrics, options);
   EXPECT_EQ(a.schedule.detection.id, ScheduleId::paddle_1f1b);
   EXPECT_EQ(a.schedule.detection.stages, 3);
@@ -214,7 +214,7 @@ TEST(PipelineAnalysis, StageMaps) {
   EXPECT_FALSE(std::any_of(found.warnings.begin(), found.warnings.end(),
                            [](const Warning& w) { return w.code == WarningCode::stage_map; }));
   PipelineOptions one_per_device;
-  one_per_device.stages = "device";
+  one_per_device.stages = parse_stage_spec("device", "--stages");
   const PipelineAnalysis by_device = analyze_pipeline(run, metrics, one_per_device);
   EXPECT_TRUE(std::any_of(by_device.warnings.begin(), by_device.warnings.end(),
                           [](const Warning& w) { return w.code == WarningCode::stage_map; }));

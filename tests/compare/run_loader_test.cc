@@ -40,7 +40,7 @@ TEST(RunLoader, ScheduleLevelMatchesTheSummaryOfAnalyze) {
 
   LoadOptions options;
   options.level = LoadLevel::schedule;
-  options.pipeline.stages = "tp=2";
+  options.pipeline.stages = parse_stage_spec("tp=2", "--stages");
   const RunFigures from_logs = load_run_figures(logs.dir.string(), options);
   ASSERT_TRUE(from_logs.schedule.has_value());
   ASSERT_TRUE(summary.schedule.has_value());
@@ -65,7 +65,7 @@ TEST(RunLoader, ScheduleLevelMatchesTheSummaryOfAnalyze) {
   // What the level is for: another stage map detects another schedule, and
   // the times as logged give other step figures.
   LoadOptions by_device = options;
-  by_device.pipeline.stages = "device";
+  by_device.pipeline.stages = parse_stage_spec("device", "--stages");
   const RunFigures one_stage_per_device = load_run_figures(logs.dir.string(), by_device);
   ASSERT_TRUE(one_stage_per_device.schedule.has_value());
   EXPECT_FALSE(*one_stage_per_device.schedule == *from_logs.schedule);

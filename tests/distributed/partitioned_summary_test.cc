@@ -200,7 +200,7 @@ TEST(PartitionedSummary, StagesAutoReadsEveryJob) {
   // The guess tells them apart only from the late job.
   ASSERT_NE(guess_stage_map(apart).stage_count(), guess_stage_map(plain).stage_count());
   LoadOptions options;
-  options.pipeline.stages = "auto";
+  options.pipeline.stages = parse_stage_spec("auto", "--stages");
   check_run(apart, options, "stages auto, peers apart after the head");
   check_run(plain, options, "stages auto, peers");
   ::setenv("PIPESCOPE_MPI_MESSAGE_BYTES", "200", 1);
@@ -211,12 +211,12 @@ TEST(PartitionedSummary, StagesAutoReadsEveryJob) {
 TEST(PartitionedSummary, StageMapWarnings) {
   // Tensor-parallel peers analysed one stage per device: the guess groups them.
   LoadOptions device;
-  device.pipeline.stages = "device";
+  device.pipeline.stages = parse_stage_spec("device", "--stages");
   EXPECT_TRUE(has(check_run(simulated(1, 4, 2), device, "peers, one stage per device"),
                   WarningCode::stage_map));
   // Stages given as pairs of devices that are not peers: contradicted.
   LoadOptions pairs;
-  pairs.pipeline.stages = "tp=2";
+  pairs.pipeline.stages = parse_stage_spec("tp=2", "--stages");
   EXPECT_TRUE(has(check_run(simulated(1, 4), pairs, "tp=2 of stages"),
                   WarningCode::stage_map_contradicted));
   // The comparisons in many passes of a few jobs each, merged in order (and

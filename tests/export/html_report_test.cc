@@ -561,7 +561,7 @@ TEST(HtmlReport, EmbedsBubblesCommSplitsAndTheCriticalPath) {
   testing::add_job(run, 1, "send_backward", 0, 36, 38);
   run.finalize();
   PipelineOptions pipeline_options;
-  pipeline_options.stages = "device";
+  pipeline_options.stages = parse_stage_spec("device", "--stages");
   const AnalyzedRun analysed = analyze_run(run, pipeline_options);
   HtmlOptions options;
   options.steps = {0};
@@ -650,7 +650,7 @@ pipescope::Run peer_run() {
 TEST(HtmlReport, DevicesWhoseFiguresAgreeWithinOnePercentShareARow) {
   pipescope::Run run = peer_run();
   PipelineOptions pipeline_options;
-  pipeline_options.stages = "0-7,8-15,16-23,24-31";
+  pipeline_options.stages = parse_stage_spec("0-7,8-15,16-23,24-31", "--stages");
   const AnalyzedRun analysed = analyze_run(run, pipeline_options);
   const Metrics& metrics = analysed.metrics;
   const HtmlDeviceRows rows = html_device_rows(run, metrics, &analysed.pipeline, 512);

@@ -746,7 +746,8 @@ TEST(SummaryRoundTrip, FiguresOfASimulatedRunComeBack) {
   run.diagnostics = {{"machine0/workerlog.0", 5, "malformed job line"}};
   PipelineOptions options;
   options.top_bubbles = 4;
-  options.stages = "device";  // its tensor-parallel pairs as stages: a stage_map warning
+  options.stages = parse_stage_spec(
+      "device", "--stages");  // its tensor-parallel pairs as stages: a stage_map warning
   const AnalyzedRun analyzed = analyze_run(run, options);
   const SummaryFigures f = summary_figures(run, analyzed.metrics, analyzed.pipeline);
 

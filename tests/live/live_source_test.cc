@@ -188,9 +188,9 @@ TEST(LiveSources, StageMapNamingDevicesWaitsForThemThenMatchesAnalyze) {
   const std::string from =
       simulate(dir, "--stages 2 --devices-per-stage 2 --steps 8 --comm --seed 7");
   LiveOptions options;
-  options.pipeline.stages = "tp=2";
+  options.pipeline.stages = parse_stage_spec("tp=2", "--stages");
   LoadOptions load;
-  load.pipeline.stages = "tp=2";
+  load.pipeline.stages = parse_stage_spec("tp=2", "--stages");
   const LoadedRun final = analyze(from, load);
 
   // Device 3's file stays empty for a while: no line until it logs.
