@@ -53,9 +53,10 @@ Placement (one rank per GPU process, a process being globalPid >> 24 of the
 activities): the environment's RANK, PMI_RANK or OMPI_COMM_WORLD_RANK where
 the report holds exactly one GPU process (a report of a process tree holds
 its launcher's environment, which names no worker); else the `Rank` of the
-NCCL communicator with the most ranks (unique among the inputs' communicator
+NCCL communicators with the most ranks (from the inputs' communicator
 payloads: ncclCommInitRank*, ncclCommSplit, ... with `No. of ranks` and
-`Rank`); else the CUDA device after the GPU processes of the machines before;
+`Rank`; they must have at least as many ranks as there are GPU processes,
+and give the process one Rank); else the CUDA device after the GPU processes of the machines before;
 else the first rank no process claims. Machines are the hosts, ordered by
 name with numbers compared as numbers. Two processes claiming one rank, or an
 environment and a payload that disagree: an error (exit 2).
@@ -164,6 +165,11 @@ CHOICES = """\
   ENVIRONMENT_VARIABLE rows, else TARGET_INFO_SYSTEM_ENV's DeviceEnvironment.
 - A report without a Hostname names its host by its folder's name.
 - `path` of a rank is its export; `pid` its process id.
+- A collective call whose payload names no communicator (no payload
+  exported) is a call of no known group and carries no collective name:
+  the kernel view's order rule for "a collective of no known group" in a
+  world of two then applies (kernel_reference.py applies it only to
+  kernels whose calls name no collective).
 """
 
 
@@ -517,20 +523,19 @@ def place(processes):
         for comm, n, r in p.members:
             nranks.setdefault(comm, n)
             members.setdefault(comm, {}).setdefault(r, p)
-    world = None
+    # The world: the communicators of the most ranks, when they are at least
+    # as many as the GPU processes given (two data-parallel groups of two are
+    # no world of four); a process's rank is its Rank there, when they agree.
+    worlds = []
     if nranks:
         top = max(nranks.values())
-        tops = [c for c, n in nranks.items() if n == top]
-        if len(tops) == 1:
-            world = tops[0]
+        if top >= len(processes):
+            worlds = [c for c, n in nranks.items() if n == top]
     for p in processes:
-        nccl_rank = None
-        if world is not None:
-            for r, q in members[world].items():
-                if q is p:
-                    nccl_rank = r
-            if nccl_rank is not None and p.world_size is None:
-                p.world_size = nranks[world]
+        found = {r for c in worlds for r, q in members[c].items() if q is p}
+        nccl_rank = found.pop() if len(found) == 1 else None
+        if nccl_rank is not None and p.world_size is None:
+            p.world_size = nranks[worlds[0]]
         if p.env_rank is not None:
             if nccl_rank is not None and nccl_rank != p.env_rank:
                 raise ExportError(f"{p.export.path} (pid {p.pid}): environment rank {p.env_rank}, "
@@ -611,7 +616,7 @@ def call_args(p, c, comm_rank, nranks, pair_rule):
                 peer = pair_rule.get((comm, id(p)))
         if peer is not None:
             args["Dst Rank" if kind == kr.SEND else "Src Rank"] = peer
-    else:
+    elif comm is not None:
         args["Collective name"] = COLLECTIVE_CALLS[c.name]
     if comm is not None:
         args["Process Group Name"] = f"nccl:{comm:016x}"
