@@ -13,7 +13,9 @@ exports cannot tell who waited on whom, transfer, wait and most_waited_on
 must be null or the truth, and some kernel must be without peers), and
 checks what only exports have: each rank's rank_source, host and pid, the
 machines in order, and the clock offsets found (each skewed host's offset
-exactly, applied; none applied without skew). Then runs the reader on the
+exactly, applied; none applied without skew). Inputs that are no export (a
+text file, a report not exported, another SQLite database) must exit 2
+naming the file and what it lacks. Then runs the reader on the
 three real exports of ../shared/reference/nsys (or --real DIR) and prints
 their figures: no truth there; the engine is compared with the reference on
 them (skipped, said so, where the folder is not there; a missing or
@@ -24,6 +26,7 @@ fails.
 import argparse
 import json
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -102,6 +105,30 @@ def check_case(work, name, args):
     return diffs, extra
 
 
+def check_refusals(work):
+    """Inputs that are no export: exit 2 naming the file and what it lacks."""
+    folder = work / "refusals"
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    (folder / "notes.sqlite").write_text("not a database\n")
+    (folder / "run.nsys-rep").write_bytes(b"\x00" * 64)
+    other = folder / "other.sqlite"
+    db = sqlite3.connect(str(other))
+    db.execute("CREATE TABLE StringIds (id INTEGER, value TEXT)")
+    db.commit()
+    db.close()
+    want = {"notes.sqlite": "not an SQLite database",
+            "run.nsys-rep": "nsys export --type sqlite --include-blobs=true",
+            "other.sqlite": "lacks TARGET_INFO_SESSION_START_TIME, META_DATA_EXPORT (or EXPORT_META_DATA)"}
+    diffs = []
+    for name, text in want.items():
+        run = subprocess.run([sys.executable, str(READER), str(folder / name)], capture_output=True, text=True)
+        if run.returncode != 2 or text not in run.stderr or name not in run.stderr:
+            diffs.append(f"{name}: exit {run.returncode}, {run.stderr.strip()[-200:]!r}, want exit 2 and {text!r}")
+    return diffs
+
+
 def fmt_ratio(x):
     return "null" if x is None else f"{100 * x:.3f}%"
 
@@ -137,6 +164,7 @@ def main():
     if a.list:
         for n, args in cases:
             print(f"{n:24s} nsys_run.py {' '.join(args)}")
+        print(f"{'refusals':24s} a text file, a .nsys-rep, another SQLite database: exit 2")
         return 0
     if not a.workdir:
         ap.error("WORKDIR is required")
@@ -156,7 +184,17 @@ def main():
         for d in diffs[:a.max_diffs]:
             print(f"     {d}")
         print(f"     kept: {work / name}")
-    print(f"{len(cases) - failed} of {len(cases)} cases pass")
+    total = len(cases)
+    if a.case in "refusals":
+        total += 1
+        diffs = check_refusals(work)
+        print("PASS refusals" if not diffs else f"FAIL refusals: {len(diffs)} differences")
+        for d in diffs[:a.max_diffs]:
+            print(f"     {d}")
+        failed += bool(diffs)
+        if not diffs and not a.keep:
+            shutil.rmtree(work / "refusals", ignore_errors=True)
+    print(f"{total - failed} of {total} cases pass")
     folder = Path(a.real)
     if not a.case:
         if not folder.is_dir():
