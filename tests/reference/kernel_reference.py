@@ -409,8 +409,18 @@ def read_trace(path):
     for calls in trace.calls.values():
         calls.sort(key=lambda c: (c.start, c.order))
 
-    # The step of an activity: the latest-starting span holding its launch.
-    spans.sort()
+    assign_steps(trace, spans)
+    read_operations(trace)
+    return trace
+
+
+def assign_steps(trace, spans):
+    """The step of every activity of the trace: the N of the latest-starting
+    span (start ns, end ns, N) holding its launch (trace.launches[corr][0]);
+    launched before the first span: N-1 of it, a step begun before the trace
+    (a profiler started mid-step), never complete. Counts the activities
+    without a launch record. Other readers (nsys_reference.py) call it too."""
+    spans = sorted(spans)
     starts = [s[0] for s in spans]
     for a in trace.activities:
         if a.corr is None or a.corr not in trace.launches:
@@ -430,8 +440,6 @@ def read_trace(path):
                 best = (s, e, n)
         if best is not None:
             a.step = best[2]
-    read_operations(trace)
-    return trace
 
 
 # ----------------------------------------------------------------- operations
@@ -904,9 +912,22 @@ def ratio(num, den):
 def kernel_view(paths, ranks_from_files=False):
     """The `kernel_view` object of summary.json for the traces at `paths`."""
     traces = order_traces([read_trace(p) for p in paths], ranks_from_files)
+    find_peers(traces)
+    return figures(traces)
+
+
+def find_peers(traces):
+    """Groups cut short, the order rules, then every communication kernel's
+    peers, on traces already placed (global_rank, device, in device order).
+    Returns how many kernels the order rules completed."""
     resolve_cut_groups(traces)
-    apply_order_rules(traces)
+    fixed = apply_order_rules(traces)
     match_peers(traces)
+    return fixed
+
+
+def figures(traces):
+    """The `kernel_view` object of traces whose peers are found (find_peers)."""
     windows, from_spans = step_windows(traces)
     ranks = []
     sums = dict.fromkeys(FIGURE_KEYS, 0)
