@@ -274,8 +274,9 @@ def apply_order_rules(traces):
                 if all(peer is not None for _, peer, _ in new):
                     a.ops = new
                     fixed += 1
-            elif two and a.coll is None and a.group is None:
-                a.coll = ""
+            elif two and (a.group is None or a.group.key() is None):
+                if a.coll is None:
+                    a.coll = ""
                 a.group = Group({"Process Group Ranks": sorted([me, other_rank])})
                 fixed += 1
     return fixed
