@@ -309,9 +309,10 @@ std::vector<FoldedBubble> report_longest_bubbles(const PipelineAnalysis& a) {
   return fold_peer_bubbles(a.bubbles.longest, a.stages.stage_of, a.bubbles.longest.size());
 }
 
-void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metrics,
-                    const SummaryJobFacts& facts, const PipelineAnalysis& a, const Style& style,
-                    bool all_rows) {
+/// The pipeline's summary lines: schedule, layout, replicas, bubble and
+/// idle splits, bottleneck, clocks.
+void write_pipeline_summary(fmt::memory_buffer& out, const Run& run, const Metrics& metrics,
+                            const PipelineAnalysis& a, const Style& style) {
   append_line(out, style.bold("Pipeline"));
   const ScheduleReport& sr = a.schedule;
   const ScheduleDetection& d = sr.detection;
@@ -426,8 +427,13 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
                                  c.violations_before, c.violations_after));
     if (!c.reason.empty()) append_line(out, fmt::format("  clocks left as read: {}", c.reason));
   }
-  append_line(out, "");
+}
 
+/// The per-stage table of job durations (* = bottleneck).
+void write_stage_table(fmt::memory_buffer& out, const Run& run, const PipelineAnalysis& a,
+                       const Style& style, bool all_rows) {
+  const BottleneckReport& b = a.bottleneck;
+  const bool bottleneck = has_bottleneck(b);
   Table stages({{"stage", Table::right},
                 {"devices", Table::left},
                 {"forward mean", Table::right},
@@ -461,7 +467,12 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
   }
   append_line(out, style.bold("Stages (* = bottleneck)"));
   stages.render_folded(out, style, "stages", all_rows);
+}
 
+/// The longest bubbles, peers folded, with the jobs around each.
+void write_longest_bubbles(fmt::memory_buffer& out, const Run& run, const Metrics& metrics,
+                           const SummaryJobFacts& facts, const PipelineAnalysis& a,
+                           const Style& style) {
   const std::vector<FoldedBubble> folded = report_longest_bubbles(a);
   if (!folded.empty() && !metrics.steps.empty()) {
     append_line(out, "");
@@ -530,7 +541,11 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
     }
     longest.render(out, style);
   }
+}
 
+/// The critical path of the longest complete step, by stage.
+void write_critical_path(fmt::memory_buffer& out, const Metrics& metrics, const PipelineAnalysis& a,
+                         const Style& style, bool all_rows) {
   const CriticalPath* path = nullptr;
   for (const CriticalPath& p : a.critical_paths) {
     if (!metrics.steps[p.step].complete) continue;
@@ -554,7 +569,16 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
     }
     table.render_folded(out, style, "stages", all_rows);
   }
+}
 
+void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metrics,
+                    const SummaryJobFacts& facts, const PipelineAnalysis& a, const Style& style,
+                    bool all_rows) {
+  write_pipeline_summary(out, run, metrics, a, style);
+  append_line(out, "");
+  write_stage_table(out, run, a, style, all_rows);
+  write_longest_bubbles(out, run, metrics, facts, a, style);
+  write_critical_path(out, metrics, a, style, all_rows);
   if (!a.warnings.empty()) {
     append_line(out, "");
     append_line(out, style.yellow(fmt::format("Warnings ({})", a.warnings.size())));
