@@ -699,23 +699,15 @@ std::vector<std::size_t> choose_html_steps(const Metrics& metrics, std::string_v
   return chosen;
 }
 
-std::string render_html_report(const Run& run, const Metrics& metrics, const HtmlOptions& options) {
-  std::string out;
-  auto it = std::back_inserter(out);
+namespace {
+
+/// The figures at the top (devices, jobs, steps, bubble ratio, the
+/// pipeline's), then the warnings; returns the devices of the bottleneck
+/// stage, highlighted in the timelines.
+std::vector<bool> write_figures(std::back_insert_iterator<std::string> it, const Run& run,
+                                const Metrics& metrics, const PipelineAnalysis* a) {
   std::size_t machines = 0;
   for (const Device& d : run.devices) machines = std::max<std::size_t>(machines, d.machine + 1);
-
-  fmt::format_to(it,
-                 "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-                 "<meta name=\"viewport\" content=\"width=device-width\">\n"
-                 "<title>{}</title>\n<style>{}</style></head>\n<body>\n",
-                 markup_escape(options.title), kStyle);
-  fmt::format_to(it, "<h1>{}</h1>\n", markup_escape(options.title));
-  const PipelineAnalysis* a = options.pipeline;
-  if (a != nullptr && !a->explanation.empty()) {
-    fmt::format_to(it, "<p class=\"why\" id=\"why\">{}</p>\n", markup_escape(a->explanation));
-  }
-  const HtmlDeviceRows rows = html_device_rows(run, metrics, a, options.max_rows);
   fmt::format_to(it, "<dl class=\"figures\">\n");
   const auto figure = [&](std::string_view id, std::string_view name, const std::string& value) {
     fmt::format_to(it, "<div><dt>{}</dt><dd id=\"{}\">{}</dd></div>\n", name, id, value);
@@ -781,6 +773,130 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
     fmt::format_to(it, "</ul>\n");
   }
 
+  return highlight;
+}
+
+/// The longest bubbles, one row per stage and time (peers folded).
+void write_longest_bubbles(std::back_insert_iterator<std::string> it, const Run& run,
+                           const Metrics& metrics, const PipelineAnalysis* a) {
+  const std::vector<FoldedBubble> folded =
+      a == nullptr ? std::vector<FoldedBubble>{}
+      : !a->bubbles.longest_folded.empty()
+          ? a->bubbles.longest_folded
+          : fold_peer_bubbles(a->bubbles.longest, a->stages.stage_of, a->bubbles.longest.size());
+  if (!folded.empty() && !metrics.steps.empty()) {
+    fmt::format_to(it,
+                   "<h2>Longest bubbles</h2>\n<p class=\"note\">One row per stage and time: the "
+                   "devices of a stage idle at the same time (tensor-parallel peers, replicas) "
+                   "are folded into the longest one's row, their count under peers.</p>\n"
+                   "<table class=\"bubbles\"><tr><th>device</th><th>peers</th>"
+                   "<th>step</th><th>start</th><th>length</th><th>kind</th><th>inherent</th>"
+                   "<th>excess</th><th>after</th><th>waits for</th></tr>\n");
+    const std::int64_t origin = metrics.steps.front().start_ns;
+    const auto job_text = [&](const Device& device, std::int64_t j) {
+      if (j < 0 || static_cast<std::size_t>(j) >= device.jobs.size()) return std::string("-");
+      const Job& job = device.jobs[static_cast<std::size_t>(j)];
+      return markup_escape(fmt::format("{} mb{}",
+                                       job.type < run.types.size() ? run.types.name(job.type) : "?",
+                                       job.micro_batch));
+    };
+    for (const FoldedBubble& group : folded) {
+      const Bubble& bubble = group.bubble;
+      const Device& device = run.devices[bubble.device];
+      const auto inherent = bubble_inherent_ns(a->split, metrics, bubble);
+      std::vector<std::int64_t> indices;
+      for (const std::size_t d : group.devices) indices.push_back(run.devices[d].index);
+      std::sort(indices.begin(), indices.end());
+      fmt::format_to(it,
+                     "<tr data-peers=\"{}\"><td>{}</td><td title=\"devices {}; the shortest "
+                     "{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+                     "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                     group.devices.size(), device.index,
+                     markup_escape(describe_number_ranges(indices)),
+                     format_duration(group.shortest_ns), group.devices.size(),
+                     markup_escape(step_label(metrics, bubble.step)),
+                     format_duration(bubble.start_ns - origin), format_duration(bubble.length_ns()),
+                     bubble_kind_name(bubble.kind), inherent ? format_duration(*inherent) : "-",
+                     inherent ? format_duration(bubble.length_ns() - *inherent) : "-",
+                     job_text(device, bubble.job_before), job_text(device, bubble.job_after));
+    }
+    fmt::format_to(it, "</table>\n");
+  }
+}
+
+/// The drawn steps' figures, and the rest summarised.
+void write_step_table(std::back_insert_iterator<std::string> it, const Metrics& metrics,
+                      const std::vector<std::size_t>& drawn) {
+  // The drawn steps in figures, and the rest summarised.
+  fmt::format_to(it,
+                 "<h2>Steps</h2>\n<p class=\"note js-only\" id=\"step-table-note\"></p>\n"
+                 "<div class=\"step-table-box\"><table class=\"step-table\" id=\"step-table\">"
+                 "<tr><th>step</th><th>duration</th><th>bubble ratio</th></tr>\n");
+  for (std::size_t k : drawn) {
+    if (k >= metrics.steps.size()) continue;
+    const StepWindow& s = metrics.steps[k];
+    fmt::format_to(it, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", s.step,
+                   format_duration(s.window_ns()), percent(s.bubble_ratio));
+  }
+  fmt::format_to(it, "</table></div>\n");
+  if (metrics.steps.size() > drawn.size()) {
+    std::int64_t lo = INT64_MAX, hi = 0;
+    for (const StepWindow& s : metrics.steps) {
+      lo = std::min(lo, s.window_ns());
+      hi = std::max(hi, s.window_ns());
+    }
+    fmt::format_to(it,
+                   "<p class=\"note\">All {} steps: duration {} – {} (median {}); overall bubble "
+                   "ratio {}.</p>\n",
+                   metrics.steps.size(), format_duration(lo), format_duration(hi),
+                   format_duration(median_step_ns(metrics)), percent(metrics.bubble_ratio));
+  }
+}
+
+/// The outlier steps and the log events that coincide with them (as in the
+/// text report).
+void write_outliers(std::back_insert_iterator<std::string> it, const Run& run,
+                    const Metrics& metrics, const StepEvents& placed) {
+  // The outlier steps and the log events that coincide with them (as in the
+  // text report), when events were looked for.
+  if (!placed.outliers.empty()) {
+    fmt::format_to(it,
+                   "<h3>Outlier steps</h3>\n<p class=\"note\">Steps whose time or bubble ratio "
+                   "lies far above the median (median step {}), with the log events in their "
+                   "window or just before it.</p>\n<ul class=\"outliers\">\n",
+                   format_duration(placed.median_window_ns));
+    for (std::size_t i = 0; i < placed.outliers.size() && i < kMaxOutliersListed; ++i) {
+      fmt::format_to(it, "<li>{}</li>\n",
+                     markup_escape(describe_outlier(run, metrics, placed.outliers[i])));
+    }
+    fmt::format_to(it, "</ul>\n");
+    if (placed.outliers.size() > kMaxOutliersListed) {
+      fmt::format_to(it,
+                     "<p class=\"note\">and {} more outlier steps (summary.json "
+                     "events.outliers).</p>\n",
+                     placed.outliers.size() - kMaxOutliersListed);
+    }
+  }
+}
+
+}  // namespace
+
+std::string render_html_report(const Run& run, const Metrics& metrics, const HtmlOptions& options) {
+  std::string out;
+  auto it = std::back_inserter(out);
+
+  fmt::format_to(it,
+                 "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+                 "<meta name=\"viewport\" content=\"width=device-width\">\n"
+                 "<title>{}</title>\n<style>{}</style></head>\n<body>\n",
+                 markup_escape(options.title), kStyle);
+  fmt::format_to(it, "<h1>{}</h1>\n", markup_escape(options.title));
+  const PipelineAnalysis* a = options.pipeline;
+  if (a != nullptr && !a->explanation.empty()) {
+    fmt::format_to(it, "<p class=\"why\" id=\"why\">{}</p>\n", markup_escape(a->explanation));
+  }
+  const HtmlDeviceRows rows = html_device_rows(run, metrics, a, options.max_rows);
+  const std::vector<bool> highlight = write_figures(it, run, metrics, a);
   // Timelines of the chosen steps.
   fmt::format_to(it, "<h2>Timeline</h2>\n<div class=\"legend\">");
   // `lr` only for a run that has lr jobs.
@@ -888,97 +1004,12 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
   }
   if (options.steps.empty()) fmt::format_to(it, "<p class=\"note\">No step to draw.</p>\n");
 
-  const std::vector<FoldedBubble> folded =
-      a == nullptr ? std::vector<FoldedBubble>{}
-      : !a->bubbles.longest_folded.empty()
-          ? a->bubbles.longest_folded
-          : fold_peer_bubbles(a->bubbles.longest, a->stages.stage_of, a->bubbles.longest.size());
-  if (!folded.empty() && !metrics.steps.empty()) {
-    fmt::format_to(it,
-                   "<h2>Longest bubbles</h2>\n<p class=\"note\">One row per stage and time: the "
-                   "devices of a stage idle at the same time (tensor-parallel peers, replicas) "
-                   "are folded into the longest one's row, their count under peers.</p>\n"
-                   "<table class=\"bubbles\"><tr><th>device</th><th>peers</th>"
-                   "<th>step</th><th>start</th><th>length</th><th>kind</th><th>inherent</th>"
-                   "<th>excess</th><th>after</th><th>waits for</th></tr>\n");
-    const std::int64_t origin = metrics.steps.front().start_ns;
-    const auto job_text = [&](const Device& device, std::int64_t j) {
-      if (j < 0 || static_cast<std::size_t>(j) >= device.jobs.size()) return std::string("-");
-      const Job& job = device.jobs[static_cast<std::size_t>(j)];
-      return markup_escape(fmt::format("{} mb{}",
-                                       job.type < run.types.size() ? run.types.name(job.type) : "?",
-                                       job.micro_batch));
-    };
-    for (const FoldedBubble& group : folded) {
-      const Bubble& bubble = group.bubble;
-      const Device& device = run.devices[bubble.device];
-      const auto inherent = bubble_inherent_ns(a->split, metrics, bubble);
-      std::vector<std::int64_t> indices;
-      for (const std::size_t d : group.devices) indices.push_back(run.devices[d].index);
-      std::sort(indices.begin(), indices.end());
-      fmt::format_to(it,
-                     "<tr data-peers=\"{}\"><td>{}</td><td title=\"devices {}; the shortest "
-                     "{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-                     "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                     group.devices.size(), device.index,
-                     markup_escape(describe_number_ranges(indices)),
-                     format_duration(group.shortest_ns), group.devices.size(),
-                     markup_escape(step_label(metrics, bubble.step)),
-                     format_duration(bubble.start_ns - origin), format_duration(bubble.length_ns()),
-                     bubble_kind_name(bubble.kind), inherent ? format_duration(*inherent) : "-",
-                     inherent ? format_duration(bubble.length_ns() - *inherent) : "-",
-                     job_text(device, bubble.job_before), job_text(device, bubble.job_after));
-    }
-    fmt::format_to(it, "</table>\n");
-  }
-
+  write_longest_bubbles(it, run, metrics, a);
   write_utilization(it, run, metrics, rows, a);
   write_step_chart(it, metrics, options.steps);
 
-  // The drawn steps in figures, and the rest summarised.
-  fmt::format_to(it,
-                 "<h2>Steps</h2>\n<p class=\"note js-only\" id=\"step-table-note\"></p>\n"
-                 "<div class=\"step-table-box\"><table class=\"step-table\" id=\"step-table\">"
-                 "<tr><th>step</th><th>duration</th><th>bubble ratio</th></tr>\n");
-  for (std::size_t k : options.steps) {
-    if (k >= metrics.steps.size()) continue;
-    const StepWindow& s = metrics.steps[k];
-    fmt::format_to(it, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", s.step,
-                   format_duration(s.window_ns()), percent(s.bubble_ratio));
-  }
-  fmt::format_to(it, "</table></div>\n");
-  if (metrics.steps.size() > options.steps.size()) {
-    std::int64_t lo = INT64_MAX, hi = 0;
-    for (const StepWindow& s : metrics.steps) {
-      lo = std::min(lo, s.window_ns());
-      hi = std::max(hi, s.window_ns());
-    }
-    fmt::format_to(it,
-                   "<p class=\"note\">All {} steps: duration {} – {} (median {}); overall bubble "
-                   "ratio {}.</p>\n",
-                   metrics.steps.size(), format_duration(lo), format_duration(hi),
-                   format_duration(median_step_ns(metrics)), percent(metrics.bubble_ratio));
-  }
-  // The outlier steps and the log events that coincide with them (as in the
-  // text report), when events were looked for.
-  if (with_events && !placed.outliers.empty()) {
-    fmt::format_to(it,
-                   "<h3>Outlier steps</h3>\n<p class=\"note\">Steps whose time or bubble ratio "
-                   "lies far above the median (median step {}), with the log events in their "
-                   "window or just before it.</p>\n<ul class=\"outliers\">\n",
-                   format_duration(placed.median_window_ns));
-    for (std::size_t i = 0; i < placed.outliers.size() && i < kMaxOutliersListed; ++i) {
-      fmt::format_to(it, "<li>{}</li>\n",
-                     markup_escape(describe_outlier(run, metrics, placed.outliers[i])));
-    }
-    fmt::format_to(it, "</ul>\n");
-    if (placed.outliers.size() > kMaxOutliersListed) {
-      fmt::format_to(it,
-                     "<p class=\"note\">and {} more outlier steps (summary.json "
-                     "events.outliers).</p>\n",
-                     placed.outliers.size() - kMaxOutliersListed);
-    }
-  }
+  write_step_table(it, metrics, options.steps);
+  if (with_events) write_outliers(it, run, metrics, placed);
   fmt::format_to(it,
                  "<p class=\"note\">Written by pipescope; self-contained, no network "
                  "access.</p>\n");
