@@ -308,6 +308,197 @@ std::vector<std::size_t> choose_embedded_steps(const std::vector<std::uint64_t>&
   return out;
 }
 
+/// Comm jobs of the embedded steps: local index, wait, transfer, the data's
+/// job and the peer (device, local index; -1 -1: not known or not embedded
+/// here), into each slice's `comm`.
+void fill_comm_jobs(std::vector<std::vector<DeviceSlice>>& parts, const Run& run,
+                    const Dependencies& deps, const std::vector<JobRole>& roles) {
+  CommJobSplitter splitter(run, deps, roles);
+  for (std::size_t e = 0; e < parts.size(); ++e) {
+    for (std::size_t d = 0; d < parts[e].size(); ++d) {
+      for (const std::uint32_t j : parts[e][d].jobs) {
+        splitter.add_consumer(JobRef{static_cast<std::uint32_t>(d), j});
+      }
+    }
+  }
+  for (std::size_t e = 0; e < parts.size(); ++e) {
+    for (std::size_t d = 0; d < parts[e].size(); ++d) {
+      DeviceSlice& part = parts[e][d];
+      for (std::size_t l = 0; l < part.jobs.size(); ++l) {
+        const JobRef ref{static_cast<std::uint32_t>(d), part.jobs[l]};
+        if (!is_comm_job(run, roles, ref)) continue;
+        const CommJobSplit s = splitter.split(ref);
+        const auto place = [&](const std::optional<JobRef>& r) {
+          const std::int64_t local =
+              r && r->device < parts[e].size() ? parts[e][r->device].local(r->job) : -1;
+          part.comm.push_back(local >= 0 ? r->device : -1);
+          part.comm.push_back(local);
+        };
+        part.comm.insert(part.comm.end(), {static_cast<std::int64_t>(l), s.wait_ns, s.transfer_ns});
+        place(s.data);
+        place(s.peer);
+      }
+    }
+  }
+}
+
+/// "types": each job type's name, kind, role, colour and chunk.
+void put_types(fmt::memory_buffer& out, const Run& run, const std::vector<JobRole>& roles) {
+  const auto put = [&](std::string_view text) { out.append(text); };
+  for (TypeId t = 0; t < run.types.size(); ++t) {
+    const std::string& name = run.types.name(t);
+    const JobKind kind = classify_job_type(name);
+    const JobRole role = t < roles.size() ? roles[t] : JobRole{};
+    const char* shade = html_compute_color(role.role, role.chunk);
+    put(t == 0 ? "{" : ",{");
+    put_string(out, "name", name);
+    put(",");
+    put_string(out, "kind", job_kind_name(kind));
+    put(",");
+    put_string(out, "role", pipeline_role_name(role.role));
+    put(",");
+    put_string(out, "color", shade != nullptr ? shade : html_kind_color(kind));
+    fmt::format_to(std::back_inserter(out), ",\"chunk\":{},\"chunked\":{}}}", role.chunk,
+                   role.chunked ? "true" : "false");
+  }
+}
+
+/// "devices": each device's row, label, path, place and global rank.
+void put_devices(fmt::memory_buffer& out, const Run& run, const Metrics& metrics,
+                 const HtmlOptions& options, const HtmlDeviceRows& rows) {
+  const auto put = [&](std::string_view text) { out.append(text); };
+  const PipelineAnalysis* a = options.pipeline;
+  const std::size_t devices = run.devices.size();
+  // row_of[d]: the row device d belongs to.
+  std::vector<std::size_t> row_of(devices, 0);
+  for (std::size_t r = 0; r < rows.rows.size(); ++r) {
+    for (const std::size_t d : rows.rows[r]) row_of[d] = r;
+  }
+  for (std::size_t d = 0; d < devices; ++d) {
+    const Device& device = run.devices[d];
+    const int stage = a != nullptr && d < a->stages.stage_of.size() ? a->stages.stage_of[d] : -1;
+    put(d == 0 ? "{" : ",{");
+    const std::vector<std::size_t>& row = rows.rows[row_of[d]];
+    if (!rows.drawn_device[d]) {
+      put("\"row\":false,");
+    } else if (row.size() > 1) {
+      // "drawn for 8 devices, 0-7 (utilization 46.9%-47.1%)"
+      put_string(out, "alike", html_row_alike(run, metrics, row));
+      put(",");
+    }
+    put_string(out, "label", html_row_label(run, row));
+    put(",");
+    put_string(out, "path", device.path);
+    fmt::format_to(std::back_inserter(out), ",\"index\":{},\"machine\":{},\"rank\":{},\"stage\":{}",
+                   device.index, device.machine, device.rank, stage);
+    int global_rank = -1;
+    if (options.kernels != nullptr) {
+      for (const KernelRankView& r : options.kernels->ranks) {
+        if (r.device == device.index) global_rank = r.global_rank;
+      }
+    }
+    fmt::format_to(std::back_inserter(out), ",\"global_rank\":{}}}", global_rank);
+  }
+}
+
+/// One embedded step (`step`: its device slices; `k`: its index into
+/// Metrics::steps): its window, figures, every device's jobs, bubbles, comm
+/// jobs and NCCL kernels, the foreign jobs' step labels and its critical
+/// path (`path`: where the walk through `paths` stands).
+void put_step(fmt::memory_buffer& out, const Run& run, const Metrics& metrics,
+              const PipelineAnalysis* a, const std::vector<DeviceSlice>& step, std::size_t k,
+              std::int64_t origin, const std::vector<CriticalPath>& paths, std::size_t& path) {
+  const auto put = [&](std::string_view text) { out.append(text); };
+  const StepWindow& w = metrics.steps[k];
+  put_string(out, "label", step_label(metrics, k));
+  fmt::format_to(std::back_inserter(out),
+                 ",\"index\":{},\"step\":{},\"segment\":{},\"start\":{},\"window\":{},"
+                 "\"complete\":{},\"bubble_ratio\":",
+                 k, w.step, w.segment, w.start_ns - origin, w.window_ns(),
+                 w.complete ? "true" : "false");
+  append_json_double(out, w.bubble_ratio);
+  std::int64_t inherent = -1;
+  if (a != nullptr && a->split.known && k < a->split.inherent.size() && w.complete) {
+    inherent = 0;
+    for (const std::int64_t ns : a->split.inherent[k]) inherent += ns;
+  }
+  std::uint64_t jobs = 0;
+  for (const DeviceSlice& part : step) jobs += part.jobs.size();
+  fmt::format_to(std::back_inserter(out), ",\"inherent\":{},\"jobs\":{},\"devices\":[",
+                 inherent, jobs);
+  for (std::size_t d = 0; d < step.size(); ++d) {
+    const DeviceSlice& part = step[d];
+    const JobVector& all = run.devices[d].jobs;
+    std::vector<std::int64_t> start, duration, type, micro_batch, line, foreign;
+    for (std::size_t l = 0; l < part.jobs.size(); ++l) {
+      const Job& job = all[part.jobs[l]];
+      start.push_back(job.start_ns - w.start_ns);
+      duration.push_back(job.duration_ns());
+      type.push_back(job.type);
+      micro_batch.push_back(job.micro_batch);
+      line.push_back(job.line);
+      const std::int32_t own = step_of_job(metrics, d, part.jobs[l]);
+      if (own != static_cast<std::int32_t>(k)) {
+        foreign.push_back(static_cast<std::int64_t>(l));
+        foreign.push_back(own);
+      }
+    }
+    put(d == 0 ? "{" : ",{");
+    put_ints(out, "start", start);
+    put(",");
+    put_ints(out, "dur", duration);
+    put(",");
+    put_ints(out, "type", type);
+    put(",");
+    put_ints(out, "mb", micro_batch);
+    put(",");
+    put_ints(out, "line", line);
+    put(",");
+    put_ints(out, "foreign", foreign);
+    put(",");
+    put_ints(out, "bubbles", part.bubbles);
+    put(",");
+    put_ints(out, "comm", part.comm);
+    put(",");
+    put_ints(out, "nccl", part.nccl);
+    put("}");
+  }
+  put("],\"foreign_labels\":{");
+  // Labels of the steps the foreign jobs belong to.
+  std::vector<std::int64_t> others;
+  for (std::size_t d = 0; d < step.size(); ++d) {
+    const DeviceSlice& part = step[d];
+    for (std::size_t l = 0; l < part.jobs.size(); ++l) {
+      const std::int32_t own = step_of_job(metrics, d, part.jobs[l]);
+      if (own != static_cast<std::int32_t>(k) && own >= 0 &&
+          static_cast<std::size_t>(own) < metrics.steps.size()) {
+        others.push_back(own);
+      }
+    }
+  }
+  std::sort(others.begin(), others.end());
+  others.erase(std::unique(others.begin(), others.end()), others.end());
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    fmt::format_to(std::back_inserter(out), "{}\"{}\":", i == 0 ? "" : ",", others[i]);
+    append_json_string(out, step_label(metrics, static_cast<std::size_t>(others[i])));
+  }
+  put("},");
+  // The critical path: device, local index, wait before it, whether it
+  // was entered through a dependency.
+  std::vector<std::int64_t> critical;
+  while (path < paths.size() && paths[path].step < k) ++path;
+  if (path < paths.size() && paths[path].step == k) {
+    for (const CriticalPathJob& j : paths[path].jobs) {
+      const std::int64_t local =
+          j.job.device < step.size() ? step[j.job.device].local(j.job.job) : -1;
+      if (local < 0) continue;
+      critical.insert(critical.end(), {static_cast<std::int64_t>(j.job.device), local, j.wait_ns,
+                                       j.via_dependency ? 1 : 0});
+    }
+  }
+  put_ints(out, "critical", critical);
+}
+
 std::string html_timeline_json(const Run& run, const Metrics& metrics, const HtmlOptions& options,
                                const std::vector<std::size_t>& embedded) {
   const PipelineAnalysis* a = options.pipeline;
@@ -372,37 +563,7 @@ std::string html_timeline_json(const Run& run, const Metrics& metrics, const Htm
                            input_device, input_local});
   });
 
-  // Comm jobs: local index, wait, transfer, the data's job and the peer
-  // (device, local index; -1 -1: not known or not embedded here).
-  if (a != nullptr) {
-    CommJobSplitter splitter(run, deps, roles);
-    for (std::size_t e = 0; e < embedded.size(); ++e) {
-      for (std::size_t d = 0; d < devices; ++d) {
-        for (const std::uint32_t j : parts[e][d].jobs) {
-          splitter.add_consumer(JobRef{static_cast<std::uint32_t>(d), j});
-        }
-      }
-    }
-    for (std::size_t e = 0; e < embedded.size(); ++e) {
-      for (std::size_t d = 0; d < devices; ++d) {
-        DeviceSlice& part = parts[e][d];
-        for (std::size_t l = 0; l < part.jobs.size(); ++l) {
-          const JobRef ref{static_cast<std::uint32_t>(d), part.jobs[l]};
-          if (!is_comm_job(run, roles, ref)) continue;
-          const CommJobSplit s = splitter.split(ref);
-          const auto place = [&](const std::optional<JobRef>& r) {
-            const std::int64_t local = r ? local_of(e, *r) : -1;
-            part.comm.push_back(local >= 0 ? r->device : -1);
-            part.comm.push_back(local);
-          };
-          part.comm.insert(part.comm.end(),
-                           {static_cast<std::int64_t>(l), s.wait_ns, s.transfer_ns});
-          place(s.data);
-          place(s.peer);
-        }
-      }
-    }
-  }
+  if (a != nullptr) fill_comm_jobs(parts, run, deps, roles);
 
   // NCCL kernels: start, transfer from, end (from the step's start), the
   // global rank waited on (-1: none), the op's index into "ops".
@@ -449,53 +610,9 @@ std::string html_timeline_json(const Run& run, const Metrics& metrics, const Htm
                  options.kernels != nullptr && options.kernels->available ? "true" : "false",
                  a != nullptr && a->split.known ? "true" : "false");
   put("\"types\":[");
-  for (TypeId t = 0; t < run.types.size(); ++t) {
-    const std::string& name = run.types.name(t);
-    const JobKind kind = classify_job_type(name);
-    const JobRole role = t < roles.size() ? roles[t] : JobRole{};
-    const char* shade = html_compute_color(role.role, role.chunk);
-    put(t == 0 ? "{" : ",{");
-    put_string(out, "name", name);
-    put(",");
-    put_string(out, "kind", job_kind_name(kind));
-    put(",");
-    put_string(out, "role", pipeline_role_name(role.role));
-    put(",");
-    put_string(out, "color", shade != nullptr ? shade : html_kind_color(kind));
-    fmt::format_to(std::back_inserter(out), ",\"chunk\":{},\"chunked\":{}}}", role.chunk,
-                   role.chunked ? "true" : "false");
-  }
+  put_types(out, run, roles);
   put("],\"devices\":[");
-  // row_of[d]: the row device d belongs to.
-  std::vector<std::size_t> row_of(devices, 0);
-  for (std::size_t r = 0; r < rows.rows.size(); ++r) {
-    for (const std::size_t d : rows.rows[r]) row_of[d] = r;
-  }
-  for (std::size_t d = 0; d < devices; ++d) {
-    const Device& device = run.devices[d];
-    const int stage = a != nullptr && d < a->stages.stage_of.size() ? a->stages.stage_of[d] : -1;
-    put(d == 0 ? "{" : ",{");
-    const std::vector<std::size_t>& row = rows.rows[row_of[d]];
-    if (!rows.drawn_device[d]) {
-      put("\"row\":false,");
-    } else if (row.size() > 1) {
-      // "drawn for 8 devices, 0-7 (utilization 46.9%-47.1%)"
-      put_string(out, "alike", html_row_alike(run, metrics, row));
-      put(",");
-    }
-    put_string(out, "label", html_row_label(run, row));
-    put(",");
-    put_string(out, "path", device.path);
-    fmt::format_to(std::back_inserter(out), ",\"index\":{},\"machine\":{},\"rank\":{},\"stage\":{}",
-                   device.index, device.machine, device.rank, stage);
-    int global_rank = -1;
-    if (options.kernels != nullptr) {
-      for (const KernelRankView& r : options.kernels->ranks) {
-        if (r.device == device.index) global_rank = r.global_rank;
-      }
-    }
-    fmt::format_to(std::back_inserter(out), ",\"global_rank\":{}}}", global_rank);
-  }
+  put_devices(out, run, metrics, options, rows);
   put("],\"bottleneck\":");
   if (a != nullptr && has_bottleneck(a->bottleneck)) {
     fmt::format_to(std::back_inserter(out),
@@ -535,95 +652,8 @@ std::string html_timeline_json(const Run& run, const Metrics& metrics, const Htm
   const std::int64_t origin = metrics.steps.empty() ? 0 : metrics.steps.front().start_ns;
   std::size_t path = 0;
   for (std::size_t e = 0; e < embedded.size(); ++e) {
-    const std::size_t k = embedded[e];
-    const StepWindow& w = metrics.steps[k];
     put(e == 0 ? "{" : ",\n{");
-    put_string(out, "label", step_label(metrics, k));
-    fmt::format_to(std::back_inserter(out),
-                   ",\"index\":{},\"step\":{},\"segment\":{},\"start\":{},\"window\":{},"
-                   "\"complete\":{},\"bubble_ratio\":",
-                   k, w.step, w.segment, w.start_ns - origin, w.window_ns(),
-                   w.complete ? "true" : "false");
-    append_json_double(out, w.bubble_ratio);
-    std::int64_t inherent = -1;
-    if (a != nullptr && a->split.known && k < a->split.inherent.size() && w.complete) {
-      inherent = 0;
-      for (const std::int64_t ns : a->split.inherent[k]) inherent += ns;
-    }
-    std::uint64_t jobs = 0;
-    for (const DeviceSlice& part : parts[e]) jobs += part.jobs.size();
-    fmt::format_to(std::back_inserter(out), ",\"inherent\":{},\"jobs\":{},\"devices\":[", inherent,
-                   jobs);
-    for (std::size_t d = 0; d < devices; ++d) {
-      const DeviceSlice& part = parts[e][d];
-      const JobVector& all = run.devices[d].jobs;
-      std::vector<std::int64_t> start, duration, type, micro_batch, line, foreign;
-      for (std::size_t l = 0; l < part.jobs.size(); ++l) {
-        const Job& job = all[part.jobs[l]];
-        start.push_back(job.start_ns - w.start_ns);
-        duration.push_back(job.duration_ns());
-        type.push_back(job.type);
-        micro_batch.push_back(job.micro_batch);
-        line.push_back(job.line);
-        const std::int32_t own = step_of_job(metrics, d, part.jobs[l]);
-        if (own != static_cast<std::int32_t>(k)) {
-          foreign.push_back(static_cast<std::int64_t>(l));
-          foreign.push_back(own);
-        }
-      }
-      put(d == 0 ? "{" : ",{");
-      put_ints(out, "start", start);
-      put(",");
-      put_ints(out, "dur", duration);
-      put(",");
-      put_ints(out, "type", type);
-      put(",");
-      put_ints(out, "mb", micro_batch);
-      put(",");
-      put_ints(out, "line", line);
-      put(",");
-      put_ints(out, "foreign", foreign);
-      put(",");
-      put_ints(out, "bubbles", part.bubbles);
-      put(",");
-      put_ints(out, "comm", part.comm);
-      put(",");
-      put_ints(out, "nccl", part.nccl);
-      put("}");
-    }
-    put("],\"foreign_labels\":{");
-    // Labels of the steps the foreign jobs belong to.
-    std::vector<std::int64_t> others;
-    for (std::size_t d = 0; d < devices; ++d) {
-      const DeviceSlice& part = parts[e][d];
-      for (std::size_t l = 0; l < part.jobs.size(); ++l) {
-        const std::int32_t own = step_of_job(metrics, d, part.jobs[l]);
-        if (own != static_cast<std::int32_t>(k) && own >= 0 &&
-            static_cast<std::size_t>(own) < metrics.steps.size()) {
-          others.push_back(own);
-        }
-      }
-    }
-    std::sort(others.begin(), others.end());
-    others.erase(std::unique(others.begin(), others.end()), others.end());
-    for (std::size_t i = 0; i < others.size(); ++i) {
-      fmt::format_to(std::back_inserter(out), "{}\"{}\":", i == 0 ? "" : ",", others[i]);
-      append_json_string(out, step_label(metrics, static_cast<std::size_t>(others[i])));
-    }
-    put("},");
-    // The critical path: device, local index, wait before it, whether it
-    // was entered through a dependency.
-    std::vector<std::int64_t> critical;
-    while (path < paths.size() && paths[path].step < k) ++path;
-    if (path < paths.size() && paths[path].step == k) {
-      for (const CriticalPathJob& j : paths[path].jobs) {
-        const std::int64_t local = local_of(e, j.job);
-        if (local < 0) continue;
-        critical.insert(critical.end(), {static_cast<std::int64_t>(j.job.device), local, j.wait_ns,
-                                         j.via_dependency ? 1 : 0});
-      }
-    }
-    put_ints(out, "critical", critical);
+    put_step(out, run, metrics, a, parts[e], embedded[e], origin, paths, path);
     put("}");
   }
   put("]}");
