@@ -424,8 +424,8 @@ void put_step(fmt::memory_buffer& out, const Run& run, const Metrics& metrics,
   }
   std::uint64_t jobs = 0;
   for (const DeviceSlice& part : step) jobs += part.jobs.size();
-  fmt::format_to(std::back_inserter(out), ",\"inherent\":{},\"jobs\":{},\"devices\":[",
-                 inherent, jobs);
+  fmt::format_to(std::back_inserter(out), ",\"inherent\":{},\"jobs\":{},\"devices\":[", inherent,
+                 jobs);
   for (std::size_t d = 0; d < step.size(); ++d) {
     const DeviceSlice& part = step[d];
     const JobVector& all = run.devices[d].jobs;
@@ -499,6 +499,42 @@ void put_step(fmt::memory_buffer& out, const Run& run, const Metrics& metrics,
   put_ints(out, "critical", critical);
 }
 
+/// NCCL kernels of the embedded steps, into each slice's `nccl`: start,
+/// transfer from, end (from the step's start), the global rank waited on
+/// (-1: none), the op's index into the list returned ("ops").
+std::vector<std::string> fill_nccl(std::vector<std::vector<DeviceSlice>>& parts, const Run& run,
+                                   const Metrics& metrics, const HtmlOptions& options,
+                                   const HtmlDeviceRows& rows,
+                                   const std::vector<std::int64_t>& slot) {
+  std::vector<std::string> ops;
+  std::map<std::string, std::size_t> op_ids;
+  for_each_nccl(run, metrics, options, [&](std::size_t k, std::size_t d, const NcclSlice& s) {
+    if (slot[k] < 0 || !rows.drawn_device[d]) return;
+    const KernelRankView& rank = options.kernels->ranks[s.rank];
+    std::string op = "nccl";
+    std::string group;
+    if (rank.source < run.kernels.size()) {
+      const RankKernels& rk = run.kernels[rank.source];
+      const std::size_t kernel = rank.comm[s.slice].kernel;
+      if (kernel < rk.comm.size()) {
+        if (!rk.comm[kernel].collective.empty()) op = rk.comm[kernel].collective;
+        group = rk.comm[kernel].group_description.empty() ? rk.comm[kernel].group_name
+                                                          : rk.comm[kernel].group_description;
+      }
+    }
+    if (!rank.comm[s.slice].has_peers) op += " (no peer in the traces)";
+    const std::string name = group.empty() ? op : op + " \u00b7 " + group;
+    const auto [it, fresh] = op_ids.try_emplace(name, ops.size());
+    if (fresh) ops.push_back(name);
+    const std::int64_t start = metrics.steps[k].start_ns;
+    std::vector<std::int64_t>& out = parts[static_cast<std::size_t>(slot[k])][d].nccl;
+    out.insert(out.end(), {s.start - start, s.transfer_from - start, s.end - start, s.waited_on,
+                           static_cast<std::int64_t>(it->second)});
+  });
+
+  return ops;
+}
+
 std::string html_timeline_json(const Run& run, const Metrics& metrics, const HtmlOptions& options,
                                const std::vector<std::size_t>& embedded) {
   const PipelineAnalysis* a = options.pipeline;
@@ -565,33 +601,7 @@ std::string html_timeline_json(const Run& run, const Metrics& metrics, const Htm
 
   if (a != nullptr) fill_comm_jobs(parts, run, deps, roles);
 
-  // NCCL kernels: start, transfer from, end (from the step's start), the
-  // global rank waited on (-1: none), the op's index into "ops".
-  std::vector<std::string> ops;
-  std::map<std::string, std::size_t> op_ids;
-  for_each_nccl(run, metrics, options, [&](std::size_t k, std::size_t d, const NcclSlice& s) {
-    if (slot[k] < 0 || !rows.drawn_device[d]) return;
-    const KernelRankView& rank = options.kernels->ranks[s.rank];
-    std::string op = "nccl";
-    std::string group;
-    if (rank.source < run.kernels.size()) {
-      const RankKernels& rk = run.kernels[rank.source];
-      const std::size_t kernel = rank.comm[s.slice].kernel;
-      if (kernel < rk.comm.size()) {
-        if (!rk.comm[kernel].collective.empty()) op = rk.comm[kernel].collective;
-        group = rk.comm[kernel].group_description.empty() ? rk.comm[kernel].group_name
-                                                          : rk.comm[kernel].group_description;
-      }
-    }
-    if (!rank.comm[s.slice].has_peers) op += " (no peer in the traces)";
-    const std::string name = group.empty() ? op : op + " \u00b7 " + group;
-    const auto [it, fresh] = op_ids.try_emplace(name, ops.size());
-    if (fresh) ops.push_back(name);
-    const std::int64_t start = metrics.steps[k].start_ns;
-    std::vector<std::int64_t>& out = parts[static_cast<std::size_t>(slot[k])][d].nccl;
-    out.insert(out.end(), {s.start - start, s.transfer_from - start, s.end - start, s.waited_on,
-                           static_cast<std::int64_t>(it->second)});
-  });
+  const std::vector<std::string> ops = fill_nccl(parts, run, metrics, options, rows, slot);
 
   const std::vector<CriticalPath> paths =
       a != nullptr ? critical_paths_of_steps(run, metrics, a->stages, deps, roles, embedded)
