@@ -89,21 +89,12 @@ void sort_hops(std::vector<JobRef>& hops) {
   });
 }
 
-/// The entry points: every path's jobs kept, or only the longest complete
-/// step's (`summary`).
-CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const StageMap& stages,
-                               const Dependencies& deps, const std::vector<JobRole>& roles,
-                               bool summary, const WalkScope& scope = {}) {
-  CriticalPathSummary out;
-  std::vector<CriticalPath>& paths = out.paths;
+/// The job that ends each of steps [first, first + steps) (latest end;
+/// ties: lower device, earlier job), indexed by k - first: each device's own
+/// in parallel, then the devices in order.
+std::vector<std::optional<JobRef>> step_ending_jobs(const Run& run, const Metrics& metrics,
+                                                    std::size_t first, std::size_t steps) {
   const std::size_t devices = std::min(run.devices.size(), metrics.job_step.size());
-  const std::size_t first = std::min(scope.first, metrics.steps.size());
-  const std::size_t steps = std::min(scope.last, metrics.steps.size()) - first;  // walked
-  const std::vector<bool>* only = scope.only;
-
-  // The job that ends each step (latest end; ties: lower device, earlier
-  // job): each device's own in parallel, then the devices in order. Indexed
-  // by k - first.
   std::vector<std::vector<std::optional<JobRef>>> device_last(devices);
   tbb::parallel_for(std::size_t{0}, devices, [&](std::size_t d) {
     const auto& jobs = run.devices[d].jobs;
@@ -129,8 +120,72 @@ CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const Sta
       }
     }
   }
-  device_last.clear();
-  device_last.shrink_to_fit();
+  return last;
+}
+
+/// The chain of step k back from the job that ends it (`ending`), into
+/// `chain` (backwards; each job with whether the hop that reached it came
+/// through a dependency): from each job to the input that arrived last or the
+/// device's previous job of the step, whichever ended later (a tie to the
+/// input). `on_chain` is scratch.
+void walk_back(const Run& run, const Metrics& metrics, const Dependencies& deps,
+               const std::vector<JobRole>& roles, JobRef ending, std::size_t k, ChainSet& on_chain,
+               std::vector<std::pair<JobRef, bool>>& chain) {
+  const std::size_t devices = std::min(run.devices.size(), metrics.job_step.size());
+  auto job_of = [&](JobRef r) -> const Job& { return run.devices[r.device].jobs[r.job]; };
+  chain.clear();
+  JobRef at = ending;
+  bool via = false;
+  // A path is a chain of distinct jobs. On sound data each hop moves to an
+  // earlier-ending job; with a wrong stage map the implied dependencies and
+  // the devices' job orders can form a cycle, which must not be walked.
+  on_chain.clear();
+  auto key = [](JobRef r) { return (std::uint64_t{r.device} << 32) | r.job; };
+  while (true) {
+    chain.emplace_back(at, via);
+    on_chain.insert(key(at));
+    std::optional<JobRef> previous;
+    if (at.job > 0 && metrics.job_step[at.device][at.job - 1] == static_cast<std::int32_t>(k)) {
+      previous = JobRef{at.device, at.job - 1};
+    }
+    std::optional<JobRef> input = input_producer(run, deps, roles, at);
+    if (input && (input->device >= devices ||
+                  metrics.job_step[input->device][input->job] != static_cast<std::int32_t>(k))) {
+      input.reset();
+    }
+    if (previous && on_chain.contains(key(*previous))) previous.reset();
+    if (input && on_chain.contains(key(*input))) input.reset();
+    // The input that arrived last released the job; on a tie, the dependency.
+    if (input && (!previous || job_of(*input).end_ns >= job_of(*previous).end_ns)) {
+      at = *input;
+      via = true;
+    } else if (previous) {
+      at = *previous;
+      via = false;
+    } else {
+      break;
+    }
+  }
+}
+
+/// What walk_paths keeps of the paths' jobs.
+enum class PathJobs : std::uint8_t {
+  every_path,    ///< every path's jobs
+  longest_only,  ///< the longest complete step's, and every path's dependency hops
+};
+
+/// The entry points below.
+CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const StageMap& stages,
+                               const Dependencies& deps, const std::vector<JobRole>& roles,
+                               PathJobs keep, const WalkScope& scope = {}) {
+  const bool summary = keep == PathJobs::longest_only;
+  CriticalPathSummary out;
+  std::vector<CriticalPath>& paths = out.paths;
+  const std::size_t first = std::min(scope.first, metrics.steps.size());
+  const std::size_t steps = std::min(scope.last, metrics.steps.size()) - first;  // walked
+  const std::vector<bool>* only = scope.only;
+
+  const std::vector<std::optional<JobRef>> last = step_ending_jobs(run, metrics, first, steps);
 
   const std::size_t p = stages.stage_count();
   // The longest complete step with a path, known before any is walked (as
@@ -169,40 +224,7 @@ CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const Sta
           CriticalPath path;
           path.step = k;
           path.stage_ns.assign(p, 0);
-          chain.clear();
-          JobRef at = *last[j];
-          bool via = false;
-          // A path is a chain of distinct jobs. On sound data each hop moves to an
-          // earlier-ending job; with a wrong stage map the implied dependencies and
-          // the devices' job orders can form a cycle, which must not be walked.
-          on_chain.clear();
-          auto key = [](JobRef r) { return (std::uint64_t{r.device} << 32) | r.job; };
-          while (true) {
-            chain.emplace_back(at, via);
-            on_chain.insert(key(at));
-            std::optional<JobRef> previous;
-            if (at.job > 0 &&
-                metrics.job_step[at.device][at.job - 1] == static_cast<std::int32_t>(k)) {
-              previous = JobRef{at.device, at.job - 1};
-            }
-            std::optional<JobRef> input = input_producer(run, deps, roles, at);
-            if (input && (input->device >= devices || metrics.job_step[input->device][input->job] !=
-                                                          static_cast<std::int32_t>(k))) {
-              input.reset();
-            }
-            if (previous && on_chain.contains(key(*previous))) previous.reset();
-            if (input && on_chain.contains(key(*input))) input.reset();
-            // The input that arrived last released the job; on a tie, the dependency.
-            if (input && (!previous || job_of(*input).end_ns >= job_of(*previous).end_ns)) {
-              at = *input;
-              via = true;
-            } else if (previous) {
-              at = *previous;
-              via = false;
-            } else {
-              break;
-            }
-          }
+          walk_back(run, metrics, deps, roles, *last[j], k, on_chain, chain);
           std::reverse(chain.begin(), chain.end());
           path.jobs.reserve(chain.size());  // exactly: a path per step is kept
           for (std::size_t i = 0; i < chain.size(); ++i) {
@@ -263,7 +285,7 @@ CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const Sta
 std::vector<CriticalPath> critical_paths(const Run& run, const Metrics& metrics,
                                          const StageMap& stages, const Dependencies& deps,
                                          const std::vector<JobRole>& roles) {
-  return walk_paths(run, metrics, stages, deps, roles, /*summary=*/false).paths;
+  return walk_paths(run, metrics, stages, deps, roles, PathJobs::every_path).paths;
 }
 
 std::vector<CriticalPath> critical_paths_of_steps(const Run& run, const Metrics& metrics,
@@ -276,13 +298,13 @@ std::vector<CriticalPath> critical_paths_of_steps(const Run& run, const Metrics&
   }
   WalkScope scope;
   scope.only = &only;
-  return walk_paths(run, metrics, stages, deps, roles, /*summary=*/false, scope).paths;
+  return walk_paths(run, metrics, stages, deps, roles, PathJobs::every_path, scope).paths;
 }
 
 CriticalPathSummary summarize_critical_paths(const Run& run, const Metrics& metrics,
                                              const StageMap& stages, const Dependencies& deps,
                                              const std::vector<JobRole>& roles) {
-  return walk_paths(run, metrics, stages, deps, roles, /*summary=*/true);
+  return walk_paths(run, metrics, stages, deps, roles, PathJobs::longest_only);
 }
 
 std::optional<std::size_t> longest_critical_step(std::span<const StepWindow> steps,
@@ -306,7 +328,7 @@ CriticalPathSummary summarize_critical_path_range(const Run& run, const Metrics&
   scope.last = last;
   scope.keep = keep_jobs_of;
   scope.job_index = job_index;
-  return walk_paths(run, metrics, stages, deps, roles, /*summary=*/true, scope);
+  return walk_paths(run, metrics, stages, deps, roles, PathJobs::longest_only, scope);
 }
 
 void append_critical_paths(CriticalPathSummary& into, CriticalPathSummary&& part) {
