@@ -369,6 +369,81 @@ std::vector<std::string> comparability_problems(const RunFigures& baseline,
   return out;
 }
 
+/// max-utilization-drop over the devices in both runs: each device's drop
+/// of median utilization against the limit (points).
+ThresholdResult utilization_threshold(const std::vector<DeviceComparison>& devices, double limit) {
+  ThresholdResult t{"max-utilization-drop", true, "", {}};
+  double worst = 0;
+  int worst_device = -1;
+  for (const DeviceComparison& d : devices) {
+    const double drop = -d.utilization.delta;
+    if (worst_device < 0 || drop > worst) {
+      worst = drop;
+      worst_device = d.device;
+    }
+    if (!within(drop, limit)) {
+      t.passed = false;
+      t.failures.push_back(
+          fmt::format("device {}: median utilization {} -> {}: drop {} > limit {} ({})", d.device,
+                      format_percent(d.utilization.baseline.median),
+                      format_percent(d.utilization.current.median), format_points(drop).substr(1),
+                      format_points(limit).substr(1), noise_note(d.utilization)));
+    }
+  }
+  t.detail = worst_device < 0
+                 ? "no device in both runs"
+                 : fmt::format(
+                       "{} of {} device{} over the limit {} (points); largest drop {} on device {}",
+                       t.failures.size(), devices.size(), devices.size() == 1 ? "" : "s",
+                       format_points(limit).substr(1), format_points(worst), worst_device);
+  return t;
+}
+
+/// One max-events result per event or category limited, appended to `r`.
+/// Throws InputError when the current run has no log events to count.
+void event_thresholds(const RunFigures& current,
+                      const decltype(CheckThresholds::max_events)& max_events, CheckReport& r) {
+  if (!current.events || !current.events->off.empty()) {
+    // Nothing to count is no pass: a usage error, whatever else is allowed.
+    throw InputError(fmt::format(
+        "--max-events: the current run has no log events to count ({})",
+        current.events ? current.events->off
+                       : std::string("its inputs are no worker logs, or its summary has none")));
+  }
+  {
+    for (const auto& [id, limit] : max_events) {
+      std::int64_t count = 0;
+      bool category = false;
+      for (const EventKindFigures& k : current.events->kinds) {
+        if (k.id == id) count += k.count;
+      }
+      for (const EventCountFigures& c : current.events->categories) {
+        if (c.name == id) {
+          count += c.count;
+          category = true;
+        }
+      }
+      ThresholdResult t{"max-events", count <= limit, "", {}};
+      t.detail = fmt::format("{} {}: {} event{} {} limit {}", category ? "category" : "event", id,
+                             count, count == 1 ? "" : "s", count <= limit ? "<=" : ">", limit);
+      if (count > limit) {
+        // Where they are, for the reader: the first few listed.
+        for (const EventStepFigures& step : current.events->steps) {
+          for (const auto* list : {&step.before, &step.events}) {
+            for (const EventFigures& e : *list) {
+              if ((e.id != id && e.category != id) || t.failures.size() >= 5) continue;
+              t.failures.push_back(fmt::format("step {}{}: device {} {} ({}:{})", step.step,
+                                               list == &step.before ? " (before it)" : "", e.device,
+                                               e.id, e.path, e.line));
+            }
+          }
+        }
+      }
+      r.thresholds.push_back(std::move(t));
+    }
+  }
+}
+
 CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current,
                            const CheckThresholds& thresholds, bool allow_incomparable) {
   CheckReport r;
@@ -446,76 +521,9 @@ CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current
     r.thresholds.push_back(std::move(t));
   }
   if (thresholds.max_utilization_drop) {
-    const double limit = *thresholds.max_utilization_drop;
-    ThresholdResult t{"max-utilization-drop", true, "", {}};
-    double worst = 0;
-    int worst_device = -1;
-    for (const DeviceComparison& d : r.devices) {
-      const double drop = -d.utilization.delta;
-      if (worst_device < 0 || drop > worst) {
-        worst = drop;
-        worst_device = d.device;
-      }
-      if (!within(drop, limit)) {
-        t.passed = false;
-        t.failures.push_back(
-            fmt::format("device {}: median utilization {} -> {}: drop {} > limit {} ({})", d.device,
-                        format_percent(d.utilization.baseline.median),
-                        format_percent(d.utilization.current.median), format_points(drop).substr(1),
-                        format_points(limit).substr(1), noise_note(d.utilization)));
-      }
-    }
-    t.detail =
-        worst_device < 0
-            ? "no device in both runs"
-            : fmt::format(
-                  "{} of {} device{} over the limit {} (points); largest drop {} on device {}",
-                  t.failures.size(), r.devices.size(), r.devices.size() == 1 ? "" : "s",
-                  format_points(limit).substr(1), format_points(worst), worst_device);
-    r.thresholds.push_back(std::move(t));
+    r.thresholds.push_back(utilization_threshold(r.devices, *thresholds.max_utilization_drop));
   }
-
-  if (!thresholds.max_events.empty()) {
-    if (!current.events || !current.events->off.empty()) {
-      // Nothing to count is no pass: a usage error, whatever else is allowed.
-      throw InputError(fmt::format(
-          "--max-events: the current run has no log events to count ({})",
-          current.events ? current.events->off
-                         : std::string("its inputs are no worker logs, or its summary has none")));
-    }
-    {
-      for (const auto& [id, limit] : thresholds.max_events) {
-        std::int64_t count = 0;
-        bool category = false;
-        for (const EventKindFigures& k : current.events->kinds) {
-          if (k.id == id) count += k.count;
-        }
-        for (const EventCountFigures& c : current.events->categories) {
-          if (c.name == id) {
-            count += c.count;
-            category = true;
-          }
-        }
-        ThresholdResult t{"max-events", count <= limit, "", {}};
-        t.detail = fmt::format("{} {}: {} event{} {} limit {}", category ? "category" : "event", id,
-                               count, count == 1 ? "" : "s", count <= limit ? "<=" : ">", limit);
-        if (count > limit) {
-          // Where they are, for the reader: the first few listed.
-          for (const EventStepFigures& step : current.events->steps) {
-            for (const auto* list : {&step.before, &step.events}) {
-              for (const EventFigures& e : *list) {
-                if ((e.id != id && e.category != id) || t.failures.size() >= 5) continue;
-                t.failures.push_back(fmt::format("step {}{}: device {} {} ({}:{})", step.step,
-                                                 list == &step.before ? " (before it)" : "",
-                                                 e.device, e.id, e.path, e.line));
-              }
-            }
-          }
-        }
-        r.thresholds.push_back(std::move(t));
-      }
-    }
-  }
+  if (!thresholds.max_events.empty()) event_thresholds(current, thresholds.max_events, r);
 
   // The largest idle stretches of the current run, as device-steps.
   for (const StepFigures& s : cur_steps) {
