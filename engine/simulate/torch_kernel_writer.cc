@@ -140,257 +140,308 @@ std::string comm_args(const RunFacts& run, int rank, const KernelActivity& a) {
   return out;
 }
 
-/// One rank's trace text, in Kineto's write order; `events` gets its count.
-std::string rank_trace(const RunFacts& run, int rank, std::int64_t clock_offset,
-                       std::uint64_t& events) {
-  const KernelTimeline& tl = *run.timeline;
-  const auto& acts = tl.ranks[rank];
-  const SimDeviceInfo& device = tl.devices[rank];
-  const int host_pid = 3'100'000 + 97 * rank;
-  const int gpu_pid = device.rank;  // the GPU's index on its machine
-  const std::int64_t shift = clock_offset - run.base_ns;
-  Draws draw(run.seed ^ (static_cast<std::uint64_t>(rank) << 32));
+/// One rank's trace text, in Kineto's write order: the CPU launches planned
+/// first (plan_host), then the head, the CPU events, the launches and
+/// activities, and the metadata, each written by its own step.
+class RankTraceWriter {
+ public:
+  RankTraceWriter(const RunFacts& run, int rank, std::int64_t clock_offset, std::uint64_t& events)
+      : run(run),
+        rank(rank),
+        tl(*run.timeline),
+        acts(tl.ranks[rank]),
+        device(tl.devices[rank]),
+        host_pid(3'100'000 + 97 * rank),
+        gpu_pid(device.rank),  // the GPU's index on its machine
+        shift(clock_offset - run.base_ns),
+        draw(run.seed ^ (static_cast<std::uint64_t>(rank) << 32)),
+        events(events) {}
 
-  // The CPU launches in program order: step by step, in GPU start order
-  // within a step (so every launch of step N comes before those of N+1).
-  // Placed from the last one back, each as late as it can be while it is
-  // 40-80 us ahead of its activity and ends before the next call begins:
-  // the CPU is never late, however crowded the kernels.
-  std::vector<std::size_t> order(acts.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&acts](std::size_t a, std::size_t b) {
-    return std::tie(acts[a].step, acts[a].start_ns) < std::tie(acts[b].step, acts[b].start_ns);
-  });
-  std::vector<Host> host(acts.size());
-  std::vector<std::int64_t> begin(acts.size()), end(acts.size());  // each call's CPU time
-  std::int64_t limit = std::numeric_limits<std::int64_t>::max();
-  for (auto k = order.size(); k-- > 0;) {
-    const std::size_t i = order[k];
-    const KernelActivity& a = acts[i];
-    Host& h = host[i];
-    const std::int64_t latest = a.start_ns - draw(40'000, 80'000);
-    if (a.kind == ActivityKind::compute) {
-      h.launch_dur = draw(2'500, 5'000);
-      h.launch = std::min(latest, limit - h.launch_dur);
-      begin[i] = h.launch;
-      end[i] = h.launch + h.launch_dur;
-    } else {
-      // record_param_comms, the nccl:* annotation inside it, the launch inside that.
-      h.launch_dur = draw(6'000, 14'000);
-      const std::int64_t to_annotation_end = draw(1'000, 3'000);
-      const std::int64_t to_op_end = to_annotation_end + draw(3'000, 8'000);
-      h.launch = std::min(latest, limit - h.launch_dur - to_op_end);
-      h.annotation_start = h.launch - draw(3'000, 6'000);
-      h.op_start = h.annotation_start - draw(2'000, 4'000);
-      h.annotation_end = h.launch + h.launch_dur + to_annotation_end;
-      h.op_end = h.launch + h.launch_dur + to_op_end;
-      begin[i] = h.op_start;
-      end[i] = h.op_end;
-    }
-    limit = begin[i] - draw(500, 3'000);
+  std::string write() {
+    plan_host();
+    write_head();
+    write_cpu_events();
+    write_gpu_events();
+    write_metadata();
+    return fmt::to_string(out);
   }
-  // Ids in program order; one ProfilerStep#N span per step, from a little
-  // before its first call to where the next one opens.
-  std::vector<StepSpan> spans;
-  std::int64_t correlation = 0;
-  std::int64_t external = 100;
-  std::int64_t previous_end = std::numeric_limits<std::int64_t>::min();
-  for (const std::size_t i : order) {
-    const KernelActivity& a = acts[i];
-    if (spans.empty() || spans.back().step != a.step) {
-      const std::int64_t open = std::max(begin[i] - draw(100'000, 300'000), previous_end);
-      if (!spans.empty()) spans.back().end = open;
-      spans.push_back({a.step, open, 0});
-    }
-    host[i].correlation = ++correlation;
-    host[i].external = ++external;
-    if (a.kind != ActivityKind::compute) external += 2;  // the cpu_op's and the annotation's
-    previous_end = end[i];
-  }
-  if (!spans.empty()) spans.back().end = previous_end + 20'000;
 
-  fmt::memory_buffer out;
-  auto it = std::back_inserter(out);
-  auto ts = [&out, shift](std::int64_t t) { append_us(out, t + shift); };
-  auto dur = [&out](std::int64_t d) { append_us(out, d); };
-  bool first = true;
-  auto open_event = [&] {
+ private:
+  void ts(std::int64_t t) { append_us(out, t + shift); }
+  void dur(std::int64_t d) { append_us(out, d); }
+  void open_event() {
     out.append(std::string_view(first ? "\n    " : ",\n    "));
     first = false;
     ++events;
-  };
+  }
 
-  fmt::format_to(it, "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [");
-  const int per_machine = static_cast<int>(tl.devices.size()) / (tl.devices.back().machine + 1);
-  for (int d = 0; d < per_machine; ++d) {
+  /// Each activity's host calls and the ProfilerStep#N spans.
+  void plan_host() {
+    // The CPU launches in program order: step by step, in GPU start order
+    // within a step (so every launch of step N comes before those of N+1).
+    // Placed from the last one back, each as late as it can be while it is
+    // 40-80 us ahead of its activity and ends before the next call begins:
+    // the CPU is never late, however crowded the kernels.
+    std::vector<std::size_t> order(acts.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [this](std::size_t a, std::size_t b) {
+      return std::tie(acts[a].step, acts[a].start_ns) < std::tie(acts[b].step, acts[b].start_ns);
+    });
+    host.assign(acts.size(), Host{});
+    std::vector<std::int64_t> begin(acts.size()), end(acts.size());  // each call's CPU time
+    std::int64_t limit = std::numeric_limits<std::int64_t>::max();
+    for (auto k = order.size(); k-- > 0;) {
+      const std::size_t i = order[k];
+      const KernelActivity& a = acts[i];
+      Host& h = host[i];
+      const std::int64_t latest = a.start_ns - draw(40'000, 80'000);
+      if (a.kind == ActivityKind::compute) {
+        h.launch_dur = draw(2'500, 5'000);
+        h.launch = std::min(latest, limit - h.launch_dur);
+        begin[i] = h.launch;
+        end[i] = h.launch + h.launch_dur;
+      } else {
+        // record_param_comms, the nccl:* annotation inside it, the launch inside that.
+        h.launch_dur = draw(6'000, 14'000);
+        const std::int64_t to_annotation_end = draw(1'000, 3'000);
+        const std::int64_t to_op_end = to_annotation_end + draw(3'000, 8'000);
+        h.launch = std::min(latest, limit - h.launch_dur - to_op_end);
+        h.annotation_start = h.launch - draw(3'000, 6'000);
+        h.op_start = h.annotation_start - draw(2'000, 4'000);
+        h.annotation_end = h.launch + h.launch_dur + to_annotation_end;
+        h.op_end = h.launch + h.launch_dur + to_op_end;
+        begin[i] = h.op_start;
+        end[i] = h.op_end;
+      }
+      limit = begin[i] - draw(500, 3'000);
+    }
+    // Ids in program order; one ProfilerStep#N span per step, from a little
+    // before its first call to where the next one opens.
+    std::int64_t correlation = 0;
+    std::int64_t external = 100;
+    std::int64_t previous_end = std::numeric_limits<std::int64_t>::min();
+    for (const std::size_t i : order) {
+      const KernelActivity& a = acts[i];
+      if (spans.empty() || spans.back().step != a.step) {
+        const std::int64_t open = std::max(begin[i] - draw(100'000, 300'000), previous_end);
+        if (!spans.empty()) spans.back().end = open;
+        spans.push_back({a.step, open, 0});
+      }
+      host[i].correlation = ++correlation;
+      host[i].external = ++external;
+      if (a.kind != ActivityKind::compute) external += 2;  // the cpu_op's and the annotation's
+      previous_end = end[i];
+    }
+    if (!spans.empty()) spans.back().end = previous_end + 20'000;
+  }
+
+  /// The trace's head up to its events.
+  void write_head() {
+    fmt::format_to(it, "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [");
+    const int per_machine = static_cast<int>(tl.devices.size()) / (tl.devices.back().machine + 1);
+    for (int d = 0; d < per_machine; ++d) {
+      fmt::format_to(
+          it,
+          "{}\n    {{\"id\": {}, \"name\": \"NVIDIA H100 80GB HBM3\", \"totalGlobalMem\": "
+          "85045183744, \"computeMajor\": 9, \"computeMinor\": 0, \"numSms\": 132}}",
+          d == 0 ? "" : ",", d);
+    }
     fmt::format_to(it,
-                   "{}\n    {{\"id\": {}, \"name\": \"NVIDIA H100 80GB HBM3\", \"totalGlobalMem\": "
-                   "85045183744, \"computeMajor\": 9, \"computeMinor\": 0, \"numSms\": 132}}",
-                   d == 0 ? "" : ",", d);
-  }
-  fmt::format_to(it,
-                 "\n  ],\n  \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, "
-                 "\"world_size\": {}, \"nccl_version\": \"{}\"}},\n  \"traceEvents\": [",
-                 rank, tl.devices.size(), run.names->version);
-
-  // 1. CPU events in time order (outer before inner at one instant).
-  struct CpuEvent {
-    std::int64_t ts;
-    int depth;  // 0: step span, 1: record_param_comms, 2: its annotation
-    std::size_t index;
-  };
-  std::vector<CpuEvent> cpu;
-  for (std::size_t k = 0; k < spans.size(); ++k) cpu.push_back({spans[k].start, 0, k});
-  for (std::size_t i = 0; i < acts.size(); ++i) {
-    if (acts[i].kind == ActivityKind::compute) continue;
-    cpu.push_back({host[i].op_start, 1, i});
-    cpu.push_back({host[i].annotation_start, 2, i});
-  }
-  std::sort(cpu.begin(), cpu.end(), [](const CpuEvent& a, const CpuEvent& b) {
-    return std::tie(a.ts, a.depth, a.index) < std::tie(b.ts, b.depth, b.index);
-  });
-  std::vector<std::string> args(acts.size());
-  for (std::size_t i = 0; i < acts.size(); ++i) {
-    if (acts[i].kind != ActivityKind::compute) args[i] = comm_args(run, rank, acts[i]);
-  }
-  for (const CpuEvent& e : cpu) {
-    open_event();
-    if (e.depth == 0) {
-      const StepSpan& s = spans[e.index];
-      fmt::format_to(
-          it,
-          "{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{}\", "
-          "\"pid\": {}, \"tid\": {}, \"ts\": ",
-          run.options->first_step + s.step, host_pid, host_pid);
-      ts(s.start);
-      out.append(std::string_view(", \"dur\": "));
-      dur(s.end - s.start);
-      fmt::format_to(it, ", \"args\": {{\"External id\": {}}}}}", 1 + e.index);
-      continue;
-    }
-    const Host& h = host[e.index];
-    const KernelActivity& a = acts[e.index];
-    if (e.depth == 1) {
-      fmt::format_to(it,
-                     "{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"record_param_comms\", "
-                     "\"pid\": {}, \"tid\": {}, \"ts\": ",
-                     host_pid, host_pid);
-      ts(h.op_start);
-      out.append(std::string_view(", \"dur\": "));
-      dur(h.op_end - h.op_start);
-      fmt::format_to(it, ", \"args\": {{\"External id\": {}{}}}}}", h.external + 1, args[e.index]);
-    } else {
-      fmt::format_to(
-          it,
-          "{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"{}\", \"pid\": {}, "
-          "\"tid\": {}, \"ts\": ",
-          a.kind == ActivityKind::send   ? "nccl:send"
-          : a.kind == ActivityKind::recv ? "nccl:recv"
-                                         : "nccl:all_reduce",
-          host_pid, host_pid);
-      ts(h.annotation_start);
-      out.append(std::string_view(", \"dur\": "));
-      dur(h.annotation_end - h.annotation_start);
-      fmt::format_to(it, ", \"args\": {{\"External id\": {}}}}}", h.external + 2);
-    }
+                   "\n  ],\n  \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, "
+                   "\"world_size\": {}, \"nccl_version\": \"{}\"}},\n  \"traceEvents\": [",
+                   rank, tl.devices.size(), run.names->version);
   }
 
-  // 2. Launches (with their "s" flow) and activities (with their "f" flow)
-  // interleaved in time order.
-  struct GpuEvent {
-    std::int64_t ts;
-    int part;  // 0: launch, 1: its flow start, 2: the activity, 3: its flow end
-    std::size_t index;
-  };
-  std::vector<GpuEvent> gpu;
-  gpu.reserve(acts.size() * 4);
-  for (std::size_t i = 0; i < acts.size(); ++i) {
-    gpu.push_back({host[i].launch, 0, i});
-    gpu.push_back({host[i].launch, 1, i});
-    gpu.push_back({acts[i].start_ns, 2, i});
-    gpu.push_back({acts[i].start_ns, 3, i});
-  }
-  std::sort(gpu.begin(), gpu.end(), [&host](const GpuEvent& a, const GpuEvent& b) {
-    return std::tie(a.ts, a.part, host[a.index].correlation) <
-           std::tie(b.ts, b.part, host[b.index].correlation);
-  });
-  for (const GpuEvent& e : gpu) {
-    const Host& h = host[e.index];
-    const KernelActivity& a = acts[e.index];
-    const bool nccl = a.kind != ActivityKind::compute;
-    open_event();
-    switch (e.part) {
-      case 0: {
-        const LaunchCall& call = nccl ? run.names->launch : kLaunchKernel;
-        fmt::format_to(it,
-                       "{{\"ph\": \"X\", \"cat\": \"{}\", \"name\": \"{}\", \"pid\": {}, "
-                       "\"tid\": {}, \"ts\": ",
-                       call.category, call.name, host_pid, host_pid);
-        ts(h.launch);
+  /// 1. The CPU events.
+  void write_cpu_events() {
+    // 1. CPU events in time order (outer before inner at one instant).
+    struct CpuEvent {
+      std::int64_t ts;
+      int depth;  // 0: step span, 1: record_param_comms, 2: its annotation
+      std::size_t index;
+    };
+    std::vector<CpuEvent> cpu;
+    for (std::size_t k = 0; k < spans.size(); ++k) cpu.push_back({spans[k].start, 0, k});
+    for (std::size_t i = 0; i < acts.size(); ++i) {
+      if (acts[i].kind == ActivityKind::compute) continue;
+      cpu.push_back({host[i].op_start, 1, i});
+      cpu.push_back({host[i].annotation_start, 2, i});
+    }
+    std::sort(cpu.begin(), cpu.end(), [](const CpuEvent& a, const CpuEvent& b) {
+      return std::tie(a.ts, a.depth, a.index) < std::tie(b.ts, b.depth, b.index);
+    });
+    args.assign(acts.size(), std::string());
+    for (std::size_t i = 0; i < acts.size(); ++i) {
+      if (acts[i].kind != ActivityKind::compute) args[i] = comm_args(run, rank, acts[i]);
+    }
+    for (const CpuEvent& e : cpu) {
+      open_event();
+      if (e.depth == 0) {
+        const StepSpan& s = spans[e.index];
+        fmt::format_to(
+            it,
+            "{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{}\", "
+            "\"pid\": {}, \"tid\": {}, \"ts\": ",
+            run.options->first_step + s.step, host_pid, host_pid);
+        ts(s.start);
         out.append(std::string_view(", \"dur\": "));
-        dur(h.launch_dur);
-        fmt::format_to(it,
-                       ", \"args\": {{\"External id\": {}, \"cbid\": {}, \"correlation\": {}}}}}",
-                       h.external, call.cbid, h.correlation);
-        break;
+        dur(s.end - s.start);
+        fmt::format_to(it, ", \"args\": {{\"External id\": {}}}}}", 1 + e.index);
+        continue;
       }
-      case 1:
-        fmt::format_to(it, "{{\"ph\": \"s\", \"id\": {}, \"pid\": {}, \"tid\": {}, \"ts\": ",
-                       h.correlation, host_pid, host_pid);
-        ts(h.launch);
-        out.append(std::string_view(", \"cat\": \"ac2g\", \"name\": \"ac2g\"}"));
-        break;
-      case 2: {
-        const char* name = !nccl                               ? a.name
-                           : a.kind == ActivityKind::allreduce ? run.names->allreduce
-                                                               : run.names->p2p;
+      const Host& h = host[e.index];
+      const KernelActivity& a = acts[e.index];
+      if (e.depth == 1) {
         fmt::format_to(it,
-                       "{{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{}\", \"pid\": {}, "
-                       "\"tid\": {}, \"ts\": ",
-                       name, gpu_pid, a.stream);
-        ts(a.start_ns);
+                       "{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"record_param_comms\", "
+                       "\"pid\": {}, \"tid\": {}, \"ts\": ",
+                       host_pid, host_pid);
+        ts(h.op_start);
         out.append(std::string_view(", \"dur\": "));
-        dur(a.end_ns - a.start_ns);
-        fmt::format_to(it,
-                       ", \"args\": {{\"External id\": {}, \"queued\": 0, \"device\": {}, "
-                       "\"context\": 1, \"stream\": {}, \"correlation\": {}, \"registers per "
-                       "thread\": {}, \"grid\": [{}, 1, 1], \"block\": [{}, 1, 1]{}}}}}",
-                       h.external, gpu_pid, a.stream, h.correlation, nccl ? 96 : 128,
-                       nccl ? 24 : 132, nccl ? 544 : 256, args[e.index]);
-        break;
+        dur(h.op_end - h.op_start);
+        fmt::format_to(it, ", \"args\": {{\"External id\": {}{}}}}}", h.external + 1,
+                       args[e.index]);
+      } else {
+        fmt::format_to(
+            it,
+            "{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"{}\", \"pid\": {}, "
+            "\"tid\": {}, \"ts\": ",
+            a.kind == ActivityKind::send   ? "nccl:send"
+            : a.kind == ActivityKind::recv ? "nccl:recv"
+                                           : "nccl:all_reduce",
+            host_pid, host_pid);
+        ts(h.annotation_start);
+        out.append(std::string_view(", \"dur\": "));
+        dur(h.annotation_end - h.annotation_start);
+        fmt::format_to(it, ", \"args\": {{\"External id\": {}}}}}", h.external + 2);
       }
-      default:
-        fmt::format_to(it, "{{\"ph\": \"f\", \"id\": {}, \"pid\": {}, \"tid\": {}, \"ts\": ",
-                       h.correlation, gpu_pid, a.stream);
-        ts(a.start_ns);
-        out.append(std::string_view(", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}"));
-        break;
     }
   }
 
-  // 3. Metadata.
-  std::set<int> streams;
-  for (const KernelActivity& a : acts) streams.insert(a.stream);
-  auto meta = [&](std::string_view name, int pid, int tid, const std::string& value) {
-    open_event();
-    fmt::format_to(it, "{{\"name\": \"{}\", \"ph\": \"M\", \"ts\": ", name);
-    ts(spans.empty() ? 0 : spans.front().start);
-    fmt::format_to(it, ", \"pid\": {}, \"tid\": {}, \"args\": {}}}", pid, tid, value);
-  };
-  meta("process_name", host_pid, 0, "{\"name\": \"python3\"}");
-  meta("process_labels", host_pid, 0, "{\"labels\": \"CPU\"}");
-  meta("process_name", gpu_pid, 0, "{\"name\": \"python3\"}");
-  meta("process_labels", gpu_pid, 0, fmt::format("{{\"labels\": \"GPU {}\"}}", gpu_pid));
-  for (const int s : streams) {
-    meta("thread_name", gpu_pid, s, fmt::format("{{\"name\": \"stream {} \"}}", s));
+  /// 2. The launches and activities.
+  void write_gpu_events() {
+    // 2. Launches (with their "s" flow) and activities (with their "f" flow)
+    // interleaved in time order.
+    struct GpuEvent {
+      std::int64_t ts;
+      int part;  // 0: launch, 1: its flow start, 2: the activity, 3: its flow end
+      std::size_t index;
+    };
+    std::vector<GpuEvent> gpu;
+    gpu.reserve(acts.size() * 4);
+    for (std::size_t i = 0; i < acts.size(); ++i) {
+      gpu.push_back({host[i].launch, 0, i});
+      gpu.push_back({host[i].launch, 1, i});
+      gpu.push_back({acts[i].start_ns, 2, i});
+      gpu.push_back({acts[i].start_ns, 3, i});
+    }
+    std::sort(gpu.begin(), gpu.end(), [this](const GpuEvent& a, const GpuEvent& b) {
+      return std::tie(a.ts, a.part, host[a.index].correlation) <
+             std::tie(b.ts, b.part, host[b.index].correlation);
+    });
+    for (const GpuEvent& e : gpu) {
+      const Host& h = host[e.index];
+      const KernelActivity& a = acts[e.index];
+      const bool nccl = a.kind != ActivityKind::compute;
+      open_event();
+      switch (e.part) {
+        case 0: {
+          const LaunchCall& call = nccl ? run.names->launch : kLaunchKernel;
+          fmt::format_to(it,
+                         "{{\"ph\": \"X\", \"cat\": \"{}\", \"name\": \"{}\", \"pid\": {}, "
+                         "\"tid\": {}, \"ts\": ",
+                         call.category, call.name, host_pid, host_pid);
+          ts(h.launch);
+          out.append(std::string_view(", \"dur\": "));
+          dur(h.launch_dur);
+          fmt::format_to(it,
+                         ", \"args\": {{\"External id\": {}, \"cbid\": {}, \"correlation\": {}}}}}",
+                         h.external, call.cbid, h.correlation);
+          break;
+        }
+        case 1:
+          fmt::format_to(it, "{{\"ph\": \"s\", \"id\": {}, \"pid\": {}, \"tid\": {}, \"ts\": ",
+                         h.correlation, host_pid, host_pid);
+          ts(h.launch);
+          out.append(std::string_view(", \"cat\": \"ac2g\", \"name\": \"ac2g\"}"));
+          break;
+        case 2: {
+          const char* name = !nccl                               ? a.name
+                             : a.kind == ActivityKind::allreduce ? run.names->allreduce
+                                                                 : run.names->p2p;
+          fmt::format_to(it,
+                         "{{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{}\", \"pid\": {}, "
+                         "\"tid\": {}, \"ts\": ",
+                         name, gpu_pid, a.stream);
+          ts(a.start_ns);
+          out.append(std::string_view(", \"dur\": "));
+          dur(a.end_ns - a.start_ns);
+          fmt::format_to(it,
+                         ", \"args\": {{\"External id\": {}, \"queued\": 0, \"device\": {}, "
+                         "\"context\": 1, \"stream\": {}, \"correlation\": {}, \"registers per "
+                         "thread\": {}, \"grid\": [{}, 1, 1], \"block\": [{}, 1, 1]{}}}}}",
+                         h.external, gpu_pid, a.stream, h.correlation, nccl ? 96 : 128,
+                         nccl ? 24 : 132, nccl ? 544 : 256, args[e.index]);
+          break;
+        }
+        default:
+          fmt::format_to(it, "{{\"ph\": \"f\", \"id\": {}, \"pid\": {}, \"tid\": {}, \"ts\": ",
+                         h.correlation, gpu_pid, a.stream);
+          ts(a.start_ns);
+          out.append(std::string_view(", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}"));
+          break;
+      }
+    }
   }
-  meta("thread_name", host_pid, host_pid,
-       fmt::format("{{\"name\": \"thread {} (pt_main_thread)\"}}", host_pid));
-  fmt::format_to(it,
-                 "\n  ],\n  \"traceName\": \"rank{}.pt.trace.json\",\n  \"displayTimeUnit\": "
-                 "\"ms\",\n  \"baseTimeNanoseconds\": {}\n}}\n",
-                 rank, run.base_ns);
-  return fmt::to_string(out);
+
+  /// 3. The metadata and the tail.
+  void write_metadata() {
+    // 3. Metadata.
+    std::set<int> streams;
+    for (const KernelActivity& a : acts) streams.insert(a.stream);
+    auto meta = [&](std::string_view name, int pid, int tid, const std::string& value) {
+      open_event();
+      fmt::format_to(it, "{{\"name\": \"{}\", \"ph\": \"M\", \"ts\": ", name);
+      ts(spans.empty() ? 0 : spans.front().start);
+      fmt::format_to(it, ", \"pid\": {}, \"tid\": {}, \"args\": {}}}", pid, tid, value);
+    };
+    meta("process_name", host_pid, 0, "{\"name\": \"python3\"}");
+    meta("process_labels", host_pid, 0, "{\"labels\": \"CPU\"}");
+    meta("process_name", gpu_pid, 0, "{\"name\": \"python3\"}");
+    meta("process_labels", gpu_pid, 0, fmt::format("{{\"labels\": \"GPU {}\"}}", gpu_pid));
+    for (const int s : streams) {
+      meta("thread_name", gpu_pid, s, fmt::format("{{\"name\": \"stream {} \"}}", s));
+    }
+    meta("thread_name", host_pid, host_pid,
+         fmt::format("{{\"name\": \"thread {} (pt_main_thread)\"}}", host_pid));
+    fmt::format_to(it,
+                   "\n  ],\n  \"traceName\": \"rank{}.pt.trace.json\",\n  \"displayTimeUnit\": "
+                   "\"ms\",\n  \"baseTimeNanoseconds\": {}\n}}\n",
+                   rank, run.base_ns);
+  }
+
+  const RunFacts& run;
+  const int rank;
+  const KernelTimeline& tl;
+  const std::vector<KernelActivity>& acts;
+  const SimDeviceInfo& device;
+  const int host_pid;
+  const int gpu_pid;
+  const std::int64_t shift;
+  Draws draw;
+  std::uint64_t& events;
+  std::vector<Host> host;
+  std::vector<StepSpan> spans;
+  std::vector<std::string> args;  ///< each NCCL activity's comm args
+  fmt::memory_buffer out;
+  std::back_insert_iterator<fmt::memory_buffer> it{out};
+  bool first = true;
+};
+
+/// One rank's trace text, in Kineto's write order; `events` gets its count.
+std::string rank_trace(const RunFacts& run, int rank, std::int64_t clock_offset,
+                       std::uint64_t& events) {
+  return RankTraceWriter(run, rank, clock_offset, events).write();
 }
 
 std::string layout_json(const KernelTimeline& tl) {
