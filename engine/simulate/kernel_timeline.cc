@@ -189,9 +189,8 @@ bool is_backward_class(SimJobType type) {
   return type == SimJobType::backward || type == SimJobType::backward_b;
 }
 
-}  // namespace
-
-KernelTimeline build_kernel_timeline(SimConfig config, int kernels_per_job) {
+/// The options a kernel timeline cannot honour. Throws std::invalid_argument.
+void check_kernel_config(const SimConfig& config, int kernels_per_job) {
   if (kernels_per_job < 1 || kernels_per_job > kMaxKernelsPerJob) {
     throw std::invalid_argument(fmt::format("kernels per job must be in 1..{}, got {}",
                                             kMaxKernelsPerJob, kernels_per_job));
@@ -209,6 +208,115 @@ KernelTimeline build_kernel_timeline(SimConfig config, int kernels_per_job) {
         "resolution ({} ns)",
         config.p2p_latency_ns, config.resolution_ns));
   }
+}
+
+/// The point-to-point kernels of every input taken from another rank, rank
+/// pair by rank pair in send order, appended to the ranks' activities;
+/// returns each communication's members (rank, position before sorting).
+std::vector<std::pair<ActivityKind, std::vector<std::pair<int, std::size_t>>>> place_p2p_kernels(
+    std::vector<PendingP2p>& pending, const SimConfig& config, KernelTimeline& timeline) {
+  // Point-to-point kernels, rank pair by rank pair in send order.
+  std::sort(pending.begin(), pending.end(), [](const PendingP2p& a, const PendingP2p& b) {
+    return std::tie(a.from, a.to, a.produced) < std::tie(b.from, b.to, b.produced);
+  });
+  std::vector<std::pair<ActivityKind, std::vector<std::pair<int, std::size_t>>>> members;
+  std::int64_t previous_posted = 0;
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    const PendingP2p& x = pending[i];
+    if (x.consumed <= x.produced) {
+      throw std::logic_error("a consumer starts before its input was sent (kernel timeline bug)");
+    }
+    const std::int64_t arrival =
+        x.produced + std::min(config.p2p_latency_ns, x.consumed - x.produced);
+    const std::int64_t lead = uniform(draw(config.seed, 0x9E37, static_cast<std::uint64_t>(x.from),
+                                           static_cast<std::uint64_t>(x.to), i),
+                                      1'000, 5'000);
+    std::int64_t posted = std::min(x.free_from, x.produced - lead);
+    // After the pair's previous recv: NCCL matches the k-th send from a to b
+    // with the k-th recv on b from a.
+    const bool same_pair = i > 0 && pending[i - 1].from == x.from && pending[i - 1].to == x.to;
+    if (same_pair) posted = std::max(posted, previous_posted + 1);
+    previous_posted = posted;
+    KernelActivity send;
+    send.start_ns = x.produced;
+    send.end_ns = arrival;
+    send.step = x.step;
+    send.kind = ActivityKind::send;
+    send.peer = x.to;
+    KernelActivity recv = send;
+    recv.kind = ActivityKind::recv;
+    recv.start_ns = posted;
+    recv.peer = x.from;
+    members.push_back(
+        {ActivityKind::send,
+         {{x.from, timeline.ranks[x.from].size()}, {x.to, timeline.ranks[x.to].size()}}});
+    timeline.ranks[x.from].push_back(send);
+    timeline.ranks[x.to].push_back(recv);
+  }
+  return members;
+}
+
+/// Sorts each rank's activities and points the communications (`members`:
+/// rank, position before sorting) at them, each with its Comms Id.
+void sort_and_link(
+    KernelTimeline& timeline,
+    const std::vector<std::pair<ActivityKind, std::vector<std::pair<int, std::size_t>>>>& members,
+    std::uint64_t seed) {
+  const auto world = timeline.devices.size();
+  // Sort each rank's activities and point the communications at them.
+  std::vector<std::vector<std::size_t>> moved(world);  // old position -> new
+  for (std::size_t g = 0; g < world; ++g) {
+    auto& acts = timeline.ranks[g];
+    std::vector<std::size_t> order(acts.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&acts](std::size_t a, std::size_t b) {
+      return std::tie(acts[a].start_ns, acts[a].end_ns, acts[a].kind) <
+             std::tie(acts[b].start_ns, acts[b].end_ns, acts[b].kind);
+    });
+    std::vector<KernelActivity> sorted;
+    sorted.reserve(acts.size());
+    moved[g].resize(acts.size());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      moved[g][order[i]] = i;
+      sorted.push_back(acts[order[i]]);
+    }
+    acts = std::move(sorted);
+  }
+  std::unordered_set<std::uint64_t> ids;
+  timeline.comms.reserve(members.size());
+  for (std::size_t c = 0; c < members.size(); ++c) {
+    KernelComm comm;
+    comm.kind = members[c].first;
+    std::uint64_t id = draw(seed, 0xC0FFEE, c);
+    while (id == 0 || !ids.insert(id).second) id = mix(id);
+    comm.comms_id = id;
+    for (const auto& [rank, old] : members[c].second) {
+      const std::size_t at = moved[rank][old];
+      timeline.ranks[rank][at].comm = static_cast<std::int32_t>(c);
+      comm.members.emplace_back(rank, at);
+    }
+    timeline.comms.push_back(std::move(comm));
+  }
+}
+
+/// Each rank's peer streams, in the order of its first kernel with the peer.
+void assign_peer_streams(KernelTimeline& timeline) {
+  // Peer streams in the order of each rank's first kernel with the peer.
+  for (auto& acts : timeline.ranks) {
+    std::map<int, int> stream_of;
+    for (auto& a : acts) {
+      if (a.kind != ActivityKind::send && a.kind != ActivityKind::recv) continue;
+      const auto [it, added] =
+          stream_of.emplace(a.peer, kFirstPeerStream + 4 * static_cast<int>(stream_of.size()));
+      a.stream = it->second;
+    }
+  }
+}
+
+}  // namespace
+
+KernelTimeline build_kernel_timeline(SimConfig config, int kernels_per_job) {
+  check_kernel_config(config, kernels_per_job);
   config.machine_skew_ns.clear();
   Simulator simulator(config);
   const ScheduleShape& shape = config.shape;
@@ -317,91 +425,13 @@ KernelTimeline build_kernel_timeline(SimConfig config, int kernels_per_job) {
     }
   }
 
-  // Point-to-point kernels, rank pair by rank pair in send order.
-  std::sort(pending.begin(), pending.end(), [](const PendingP2p& a, const PendingP2p& b) {
-    return std::tie(a.from, a.to, a.produced) < std::tie(b.from, b.to, b.produced);
-  });
   // (rank, position before sorting) of each communication's members.
-  std::vector<std::pair<ActivityKind, std::vector<std::pair<int, std::size_t>>>> members;
-  std::int64_t previous_posted = 0;
-  for (std::size_t i = 0; i < pending.size(); ++i) {
-    const PendingP2p& x = pending[i];
-    if (x.consumed <= x.produced) {
-      throw std::logic_error("a consumer starts before its input was sent (kernel timeline bug)");
-    }
-    const std::int64_t arrival =
-        x.produced + std::min(config.p2p_latency_ns, x.consumed - x.produced);
-    const std::int64_t lead = uniform(draw(config.seed, 0x9E37, static_cast<std::uint64_t>(x.from),
-                                           static_cast<std::uint64_t>(x.to), i),
-                                      1'000, 5'000);
-    std::int64_t posted = std::min(x.free_from, x.produced - lead);
-    // After the pair's previous recv: NCCL matches the k-th send from a to b
-    // with the k-th recv on b from a.
-    const bool same_pair = i > 0 && pending[i - 1].from == x.from && pending[i - 1].to == x.to;
-    if (same_pair) posted = std::max(posted, previous_posted + 1);
-    previous_posted = posted;
-    KernelActivity send;
-    send.start_ns = x.produced;
-    send.end_ns = arrival;
-    send.step = x.step;
-    send.kind = ActivityKind::send;
-    send.peer = x.to;
-    KernelActivity recv = send;
-    recv.kind = ActivityKind::recv;
-    recv.start_ns = posted;
-    recv.peer = x.from;
-    members.push_back(
-        {ActivityKind::send,
-         {{x.from, timeline.ranks[x.from].size()}, {x.to, timeline.ranks[x.to].size()}}});
-    timeline.ranks[x.from].push_back(send);
-    timeline.ranks[x.to].push_back(recv);
-  }
+  std::vector<std::pair<ActivityKind, std::vector<std::pair<int, std::size_t>>>> members =
+      place_p2p_kernels(pending, config, timeline);
   for (auto& group : allreduces) members.push_back({ActivityKind::allreduce, std::move(group)});
 
-  // Sort each rank's activities and point the communications at them.
-  std::vector<std::vector<std::size_t>> moved(world);  // old position -> new
-  for (std::size_t g = 0; g < world; ++g) {
-    auto& acts = timeline.ranks[g];
-    std::vector<std::size_t> order(acts.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&acts](std::size_t a, std::size_t b) {
-      return std::tie(acts[a].start_ns, acts[a].end_ns, acts[a].kind) <
-             std::tie(acts[b].start_ns, acts[b].end_ns, acts[b].kind);
-    });
-    std::vector<KernelActivity> sorted;
-    sorted.reserve(acts.size());
-    moved[g].resize(acts.size());
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      moved[g][order[i]] = i;
-      sorted.push_back(acts[order[i]]);
-    }
-    acts = std::move(sorted);
-  }
-  std::unordered_set<std::uint64_t> ids;
-  timeline.comms.reserve(members.size());
-  for (std::size_t c = 0; c < members.size(); ++c) {
-    KernelComm comm;
-    comm.kind = members[c].first;
-    std::uint64_t id = draw(config.seed, 0xC0FFEE, c);
-    while (id == 0 || !ids.insert(id).second) id = mix(id);
-    comm.comms_id = id;
-    for (const auto& [rank, old] : members[c].second) {
-      const std::size_t at = moved[rank][old];
-      timeline.ranks[rank][at].comm = static_cast<std::int32_t>(c);
-      comm.members.emplace_back(rank, at);
-    }
-    timeline.comms.push_back(std::move(comm));
-  }
-  // Peer streams in the order of each rank's first kernel with the peer.
-  for (auto& acts : timeline.ranks) {
-    std::map<int, int> stream_of;
-    for (auto& a : acts) {
-      if (a.kind != ActivityKind::send && a.kind != ActivityKind::recv) continue;
-      const auto [it, added] =
-          stream_of.emplace(a.peer, kFirstPeerStream + 4 * static_cast<int>(stream_of.size()));
-      a.stream = it->second;
-    }
-  }
+  sort_and_link(timeline, members, config.seed);
+  assign_peer_streams(timeline);
   return timeline;
 }
 
