@@ -132,6 +132,71 @@ std::int64_t Simulator::cost(int stage, int op_index, int salt, std::int64_t mea
   return std::max(round_to(ns, res), res);
 }
 
+namespace {
+
+/// Where an op's input comes from and its output goes (a recv/send job and
+/// the p2p latency when that is another device: two chunks of one rank pass
+/// data in memory), and its mean cost and job types.
+struct OpFlow {
+  bool has_input = false;
+  bool has_output = false;
+  bool remote_input = false;
+  bool remote_output = false;
+  std::int64_t input_ready = kNotYet;  ///< when its input is there (kNotYet: not yet)
+  std::int64_t mean = 0;
+  SimJobType type = SimJobType::forward;
+  SimJobType recv_type = SimJobType::recv_forward;
+  SimJobType send_type = SimJobType::send_forward;
+};
+
+/// The flow of `op` of rank `s` at global stage g; `rank_of`: the rank of
+/// each global stage; `f_ready`/`b_ready`: outputs' times by (stage, micro-batch).
+OpFlow op_flow(const ScheduleOp& op, int g, int s, const std::vector<int>& rank_of,
+               const StageCosts& costs, const std::vector<std::int64_t>& f_ready,
+               const std::vector<std::int64_t>& b_ready, int m) {
+  OpFlow f;
+  const int global_stages = static_cast<int>(rank_of.size());
+  auto slot = [&](int stage, int mb) { return static_cast<std::size_t>(stage) * m + mb; };
+  switch (op.kind) {
+    case OpKind::forward:
+      if (g > 0) {
+        f.has_input = true;
+        f.remote_input = rank_of[g - 1] != s;
+        f.input_ready = f_ready[slot(g - 1, op.micro_batch)];
+      }
+      f.has_output = g < global_stages - 1;
+      f.remote_output = f.has_output && rank_of[g + 1] != s;
+      f.mean = costs.forward_ns;
+      break;
+    case OpKind::backward:
+    case OpKind::backward_input:
+      if (g < global_stages - 1) {
+        f.has_input = true;
+        f.remote_input = rank_of[g + 1] != s;
+        f.input_ready = b_ready[slot(g + 1, op.micro_batch)];
+      }
+      f.has_output = g > 0;
+      f.remote_output = f.has_output && rank_of[g - 1] != s;
+      if (op.kind == OpKind::backward) {
+        f.mean = costs.backward_ns + costs.weight_ns;
+        f.type = SimJobType::backward;
+      } else {
+        f.mean = costs.backward_ns;
+        f.type = SimJobType::backward_b;
+      }
+      f.recv_type = SimJobType::recv_backward;
+      f.send_type = SimJobType::send_backward;
+      break;
+    case OpKind::weight:
+      f.mean = costs.weight_ns;
+      f.type = SimJobType::backward_w;
+      break;
+  }
+  return f;
+}
+
+}  // namespace
+
 void Simulator::next_step(std::vector<std::vector<SimJob>>& jobs) {
   const ScheduleShape& shape = config_.shape;
   const int p = shape.stages;
@@ -185,52 +250,11 @@ void Simulator::next_step(std::vector<std::vector<SimJob>>& jobs) {
         const ScheduleOp& op = ops[next[s]];
         const int index = static_cast<int>(next[s]);
         const int g = global_stage(shape, s, op.chunk);
-        bool has_input = false;
-        bool has_output = false;
-        // Input from, or output to, another device: a recv/send job and the
-        // p2p latency (two chunks of one rank pass data in memory).
-        bool remote_input = false;
-        bool remote_output = false;
-        std::int64_t input_ready = kNotYet;
-        std::int64_t mean = 0;
-        SimJobType type = SimJobType::forward;
-        SimJobType recv_type = SimJobType::recv_forward;
-        SimJobType send_type = SimJobType::send_forward;
-        switch (op.kind) {
-          case OpKind::forward:
-            if (g > 0) {
-              has_input = true;
-              remote_input = rank_of[g - 1] != s;
-              input_ready = f_ready[slot(g - 1, op.micro_batch)];
-            }
-            has_output = g < global_stages - 1;
-            remote_output = has_output && rank_of[g + 1] != s;
-            mean = costs.forward_ns;
-            break;
-          case OpKind::backward:
-          case OpKind::backward_input:
-            if (g < global_stages - 1) {
-              has_input = true;
-              remote_input = rank_of[g + 1] != s;
-              input_ready = b_ready[slot(g + 1, op.micro_batch)];
-            }
-            has_output = g > 0;
-            remote_output = has_output && rank_of[g - 1] != s;
-            if (op.kind == OpKind::backward) {
-              mean = costs.backward_ns + costs.weight_ns;
-              type = SimJobType::backward;
-            } else {
-              mean = costs.backward_ns;
-              type = SimJobType::backward_b;
-            }
-            recv_type = SimJobType::recv_backward;
-            send_type = SimJobType::send_backward;
-            break;
-          case OpKind::weight:
-            mean = costs.weight_ns;
-            type = SimJobType::backward_w;
-            break;
-        }
+        const OpFlow flow = op_flow(op, g, s, rank_of, costs, f_ready, b_ready, m);
+        const bool has_input = flow.has_input, remote_input = flow.remote_input;
+        const bool remote_output = flow.remote_output;
+        const std::int64_t input_ready = flow.input_ready, mean = flow.mean;
+        const SimJobType type = flow.type, recv_type = flow.recv_type, send_type = flow.send_type;
         if (has_input && input_ready == kNotYet) break;
 
         const auto mb = op.micro_batch;
