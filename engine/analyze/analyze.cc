@@ -318,10 +318,11 @@ AnalyzeStatus write_outputs_on_ranks(distributed::Exchange& exchange,
   PartitionedAnalysis analysis = analyze_partitioned(exchange, local.run, load.pipeline);
 
   TraceOptions trace = trace_options(request, analysis.metrics);
-  // Set, as the single process sets it: the partitioned writers draw the
-  // pipeline (bubbles, counters, flows) from `analysis` and read no more.
-  const PipelineAnalysis drawn;
-  trace.pipeline = &drawn;
+  // Non-null, as the single process sets it, to say the pipeline is drawn:
+  // the partitioned writers take its bubbles, counters and flows from
+  // `analysis`, and read nothing of this one.
+  const PipelineAnalysis draw_the_pipeline;
+  trace.pipeline = &draw_the_pipeline;
   const TraceLimits limits = trace_limits();
   std::vector<TracePlan> plans;
   for (const TraceFormat format : trace_formats(request.outputs)) {
