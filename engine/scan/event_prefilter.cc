@@ -146,11 +146,10 @@ void EventPrefilter::State::search_again(const EventPrefilter& prefilter, bool r
     auto made = std::make_shared<const LiteralSetSearch>(texts, avoid, prefilter.kernel_);
     // The buckets built to avoid the misses seen weigh them against a guess
     // (the byte frequencies of ordinary text), and may miss more elsewhere in
-    // this log: on `sample` (the block at hand; the log's next blocks are
-    // much like it) the search that misses least is kept, among this one,
-    // one built without the misses, and the search before when its literals
-    // are the same.
-    if (!sample.empty() && search_ != nullptr) {
+    // this log: when the literals are the same, the search before is kept if
+    // it misses no more in `sample` (the block at hand; the log's next
+    // blocks are much like it).
+    if (!sample.empty() && search_ != nullptr && literals == search_literal_) {
       std::vector<LiteralSetSearch::Hit> hits;
       auto misses_of = [&](const LiteralSetSearch& search) {
         LiteralSetSearch::Misses misses;
@@ -158,18 +157,7 @@ void EventPrefilter::State::search_again(const EventPrefilter& prefilter, bool r
         search.find(sample, hits, &misses);
         return misses.count;
       };
-      std::size_t least = misses_of(*made);
-      if (literals == search_literal_) {
-        if (const std::size_t before = misses_of(*search_); before <= least) {
-          made = search_;
-          least = before;
-        }
-      }
-      if (!avoid.empty()) {
-        auto plain = std::make_shared<const LiteralSetSearch>(
-            texts, std::vector<LiteralSetSearch::Avoid>{}, prefilter.kernel_);
-        if (misses_of(*plain) < least) made = std::move(plain);
-      }
+      if (misses_of(*search_) <= misses_of(*made)) made = search_;
     }
     search_ = std::move(made);
     search_literal_ = std::move(literals);

@@ -19,8 +19,9 @@
 // counts and the guess say is rarest in this log. It also keeps the text at
 // which the search's buckets took a window that held none of their literals
 // (its misses; the commonest, when there are many), and builds the search
-// again to avoid it, keeping whichever search misses least in the block at
-// hand. The counts change only which lines are checked, never what is found.
+// again to avoid it (keeping the search before where it misses no more in
+// the block at hand). The counts change only which lines are checked, never
+// what is found.
 #pragma once
 
 #include <cstddef>
@@ -68,7 +69,8 @@ class EventPrefilter {
     friend class EventPrefilter;
     /// Builds the search for the clauses searched now, avoiding the misses
     /// seen (again if `rebuild`, else only when its literals change); with
-    /// a `sample` of the log, keeps what misses least there (see the .cc).
+    /// a `sample` of the log, keeps the search before where it misses no
+    /// more there.
     void search_again(const EventPrefilter& prefilter, bool rebuild, std::string_view sample = {});
     void review(const EventPrefilter& prefilter, std::string_view block);
     void note_misses(std::string_view block);
