@@ -267,12 +267,8 @@ bool LiteralSetSearch::runs(Kernel kernel) {
 #if PIPESCOPE_X86_DISPATCH
     case Kernel::avx2:
       return cpu_has_avx2();
-    case Kernel::vbmi: {
-      static const bool vbmi = (__builtin_cpu_init(), __builtin_cpu_supports("avx512f") &&
-                                                          __builtin_cpu_supports("avx512bw") &&
-                                                          __builtin_cpu_supports("avx512vbmi"));
-      return vbmi;
-    }
+    case Kernel::vbmi:
+      return cpu_has_avx512_vbmi();
 #endif
     default:
       return false;

@@ -23,12 +23,13 @@
 // bound by its 8 unaligned loads a step (about 15 GB/s per core on a
 // 2-core AMD EPYC, text in cache), a table of the high 4 bits would cost a
 // shift, a mask and a lookup more per byte and pass hardly fewer positions
-// of a log (its misses are words made of letters, not digits), and a tenth
-// table or 16 buckets do not fit the 16 AVX2 registers. Measured on the
-// simulator's and bench/other_logs.py's logs with the shipped library's 79
-// literals: about 500 to 2,500 positions per MB pass that hold no literal,
-// depending on how the literals fall into buckets (one in 40 to 250 bytes
-// for both nibbles over 4 bytes, Teddy's usual window).
+// of a log (its misses are words made of letters, not digits), 16 buckets
+// do not fit the 16 AVX2 registers, and 10 window bytes run slower without
+// passing fewer positions reliably. Measured on the
+// simulator's and bench/other_logs.py's logs with the shipped library's
+// literals: about 1,300 to 4,800 positions per MB pass that hold no
+// literal, depending on how the literals fall into buckets (one in 40 to
+// 250 bytes for both nibbles over 4 bytes, Teddy's usual window).
 //
 // Elsewhere the exact tables are read one position at a time, far slower,
 // so callers ask fast() before relying on it. Which kernel runs is chosen
