@@ -43,7 +43,8 @@ summary() {  # median (min-max, quartiles q1-q3) of the arguments
     END {printf "%.2fx (%.2f-%.2f, quartiles %.2f-%.2f)", a[int((NR + 1) / 2)], a[1], a[NR],
                 a[int(NR / 4) + 1], a[int(3 * NR / 4) + 1]}'
 }
-echo "$("$cli" --version | head -1), $(nproc) cores, $rounds paired rounds on $folder"
+echo "$("$cli" --version | head -1), $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $rounds paired rounds on $folder"
+"$cli" --version | sed -n 2p  # which kernel runs the log events' literal search
 echo "events on / off:  wall $(summary "${on_wall[@]}"), cpu $(summary "${on_cpu[@]}")"
 if [ -n "${REFERENCE:-}" ]; then
   echo "$REFERENCE on / this build off:  wall $(summary "${ref_wall[@]}"), cpu $(summary "${ref_cpu[@]}")"

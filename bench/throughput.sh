@@ -184,6 +184,7 @@ row() {  # row SHAPE NAME LABEL TARGET
 }
 
 echo "$("$cli" --version | head -1), $cores cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), median of $reps alternating rounds"
+"$cli" --version | sed -n 2p  # which kernel runs the log events' literal search
 gb() { echo "${folder_bytes[$1]} / 1000000000" | bc -l; }
 printf 'simulator folders (pipescope simulate, 4 ranks): sparse %.2f GB, dense %.2f GB\n' \
   "$(gb sparse)" "$(gb dense)"

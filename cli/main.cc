@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "command.h"
+#include "scan/event_matcher.h"
 #include "suggest.h"
 #include "version.h"
 
@@ -20,7 +21,11 @@ int main(int argc, char** argv) {
   // signal would kill the process, leaving temporary files behind.
   std::signal(SIGXFSZ, SIG_IGN);
   app.name("pipescope");
-  app.set_version_flag("--version", fmt::format("pipescope {}", pipescope::kVersion));
+  // The second line says how this CPU runs the log events' first pass.
+  app.set_version_flag("--version", [] {
+    return fmt::format("pipescope {}\nlog events: {}", pipescope::kVersion,
+                       pipescope::EventMatcher::first_pass());
+  });
   app.require_subcommand(1);
   app.fallthrough(false);
 

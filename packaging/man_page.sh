@@ -52,10 +52,13 @@ ROFF
 } >"$work/commands.h2m"
 
 # help2man reads the top-level --help without its list of subcommands, which
-# COMMANDS gives in full.
+# COMMANDS gives in full, and the first line of --version only (the second
+# names the building machine's literal-search kernel).
 cat >"$work/pipescope" <<SH
 #!/bin/sh
-if [ "\$*" = --help ]; then "$cli" --help | sed '/^Subcommands:/,\$d'; else exec "$cli" "\$@"; fi
+if [ "\$*" = --help ]; then "$cli" --help | sed '/^Subcommands:/,\$d'
+elif [ "\$*" = --version ]; then "$cli" --version | sed -n 1p
+else exec "$cli" "\$@"; fi
 SH
 chmod +x "$work/pipescope"
 "$help2man" --no-info --section 1 --name 'pipeline-parallel training timeline analysis' \

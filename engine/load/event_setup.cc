@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "model/errors.h"
 
@@ -36,6 +37,8 @@ EventSetup make_event_setup(bool enabled, const std::vector<std::string>& patter
     }
     setup.matcher = std::make_shared<const EventMatcher>(library);
   } catch (const EventLibraryError& e) {
+    throw InputError(e.what());
+  } catch (const std::invalid_argument& e) {  // $PIPESCOPE_LITERAL_SEARCH
     throw InputError(e.what());
   }
   return setup;

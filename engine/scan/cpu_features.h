@@ -18,6 +18,14 @@ inline bool cpu_has_avx2() {
   static const bool avx2 = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
   return avx2;
 }
+
+/// True when the CPU runs AVX-512 code with the byte permutes of VBMI.
+inline bool cpu_has_avx512_vbmi() {
+  static const bool vbmi = (__builtin_cpu_init(), __builtin_cpu_supports("avx512f") &&
+                                                      __builtin_cpu_supports("avx512bw") &&
+                                                      __builtin_cpu_supports("avx512vbmi"));
+  return vbmi;
+}
 #endif
 
 }  // namespace pipescope

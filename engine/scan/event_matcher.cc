@@ -38,6 +38,32 @@ struct EventMatcher::Compiled {
 
 bool EventMatcher::available() { return PIPESCOPE_HAVE_HYPERSCAN != 0; }
 
+std::string EventMatcher::first_pass() {
+  if (!available()) return "off (built without Hyperscan)";
+  LiteralSetSearch::Kernel kernel;
+  try {
+    kernel = LiteralSetSearch::chosen_kernel();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  std::string out;
+  switch (kernel) {
+    case LiteralSetSearch::Kernel::vbmi:
+      out = "literal search, vbmi kernel (AVX-512 VBMI, 64 bytes a step)";
+      break;
+    case LiteralSetSearch::Kernel::avx2:
+      out = "literal search, avx2 kernel (AVX2, 32 bytes a step)";
+      break;
+    default:
+      out = "Hyperscan reads every byte (the literal search would run its portable kernel)";
+  }
+  if (const char* forced = std::getenv(LiteralSetSearch::kKernelVariable);
+      forced != nullptr && *forced != '\0') {
+    out += std::string(", as ") + LiteralSetSearch::kKernelVariable + " asks";
+  }
+  return out;
+}
+
 namespace {
 
 [[noreturn]] void reject(const EventPattern& p, std::string_view engine, std::string_view why) {
@@ -129,13 +155,15 @@ EventMatcher::EventMatcher(const EventLibrary& library, EventSearch search)
   // the RE2 and Hyperscan compiles below: at start-up the other cores wait.
   // Where no thread can be started it runs when it is asked for.
   std::future<std::unique_ptr<EventPrefilter>> prefilter;
+  // (Throws on a $PIPESCOPE_LITERAL_SEARCH that names no kernel this CPU runs.)
+  const LiteralSetSearch::Kernel kernel = LiteralSetSearch::chosen_kernel();
   if (search == EventSearch::prefiltered ||
-      (search == EventSearch::automatic && LiteralSetSearch::fast())) {
+      (search == EventSearch::automatic && kernel != LiteralSetSearch::Kernel::portable)) {
     std::vector<std::string> regexes;
     for (const EventPattern& p : library.patterns) regexes.push_back(p.regex);
-    prefilter =
-        std::async(std::launch::async | std::launch::deferred,
-                   [regexes = std::move(regexes)] { return EventPrefilter::make(regexes); });
+    prefilter = std::async(
+        std::launch::async | std::launch::deferred,
+        [regexes = std::move(regexes), kernel] { return EventPrefilter::make(regexes, kernel); });
   }
   // RE2 first: its messages are the clearer, and it must accept every
   // pattern to confirm lines and take captures.

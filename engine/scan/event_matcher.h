@@ -2,8 +2,9 @@
 // complete lines, the lines each pattern may match; RE2 then confirms each
 // such line on its own and takes its named captures. The first pass is the
 // literal search of scan/event_prefilter.h where every pattern requires a
-// literal and the CPU runs that search 64 bytes at a time (AVX-512 VBMI);
-// otherwise one Hyperscan database of every pattern reads every byte.
+// literal and the CPU runs that search many bytes at a time (AVX-512 VBMI:
+// 64, AVX2: 32); otherwise one Hyperscan database of every pattern reads
+// every byte.
 // Contract, either way: an event is reported for a line exactly when RE2
 // finds the pattern in that line (without its newline), whatever the
 // block's cut, since blocks are whole lines; a line matched by several
@@ -38,17 +39,24 @@ struct EventMatch {
 enum class EventSearch {
   automatic,    ///< the literal search where it applies and is fast, else Hyperscan
   full_scan,    ///< Hyperscan over every byte
-  prefiltered,  ///< the literal search even without AVX-512 (tests), where it applies
+  prefiltered,  ///< the literal search even with its portable kernel (tests), where it applies
 };
 
 class EventMatcher {
  public:
   /// Whether this build can match events (it was built with Hyperscan).
   static bool available();
+  /// What the automatic first pass is in this build and on this CPU, in
+  /// words (`pipescope --version`): the literal search's kernel
+  /// (LiteralSetSearch::chosen_kernel()), or why Hyperscan reads every byte,
+  /// or what is wrong with $PIPESCOPE_LITERAL_SEARCH. (An entry that
+  /// requires no literal makes Hyperscan read every byte whatever it says.)
+  static std::string first_pass();
 
   /// Compiles every pattern of `library`. Throws EventLibraryError naming the
-  /// entry (its id and origin) whose regex Hyperscan or RE2 rejects, and
-  /// std::runtime_error when !available().
+  /// entry (its id and origin) whose regex Hyperscan or RE2 rejects,
+  /// std::runtime_error when !available(), and std::invalid_argument when
+  /// $PIPESCOPE_LITERAL_SEARCH names no kernel this CPU runs.
   explicit EventMatcher(const EventLibrary& library, EventSearch search = EventSearch::automatic);
   ~EventMatcher();
   EventMatcher(const EventMatcher&) = delete;

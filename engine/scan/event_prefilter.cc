@@ -43,8 +43,10 @@ bool contains_folded(std::string_view line, std::string_view literal) {
 
 }  // namespace
 
-std::unique_ptr<EventPrefilter> EventPrefilter::make(const std::vector<std::string>& regexes) {
+std::unique_ptr<EventPrefilter> EventPrefilter::make(const std::vector<std::string>& regexes,
+                                                     LiteralSetSearch::Kernel kernel) {
   std::unique_ptr<EventPrefilter> prefilter(new EventPrefilter);
+  prefilter->kernel_ = kernel;
   std::map<std::string, std::uint32_t> ids;
   prefilter->clause_base_.push_back(0);
   for (const std::string& regex : regexes) {
@@ -119,7 +121,8 @@ EventPrefilter::State::State(const EventPrefilter& prefilter)
 EventPrefilter::State::~State() = default;
 EventPrefilter::State::State(State&&) noexcept = default;
 
-void EventPrefilter::State::search_again(const EventPrefilter& prefilter, bool rebuild) {
+void EventPrefilter::State::search_again(const EventPrefilter& prefilter, bool rebuild,
+                                         std::string_view sample) {
   // The literals of the searched clauses, in id order: the same clauses
   // give the same search, so a thread that starts with the guesses shares
   // the one made for them.
@@ -134,10 +137,29 @@ void EventPrefilter::State::search_again(const EventPrefilter& prefilter, bool r
     std::vector<std::string> texts;
     for (const std::uint32_t literal : literals) texts.push_back(prefilter.literals_[literal]);
     std::vector<LiteralSetSearch::Avoid> avoid;
+    const std::size_t width = LiteralSetSearch::window(prefilter.kernel_);
     for (const auto& [window, times] : missed_) {
-      avoid.push_back({window, static_cast<double>(times) / static_cast<double>(bytes_)});
+      std::string bytes(width, '\0');
+      std::memcpy(bytes.data(), &window, width);
+      avoid.push_back({std::move(bytes), static_cast<double>(times) / static_cast<double>(bytes_)});
     }
-    search_ = std::make_shared<const LiteralSetSearch>(std::move(texts), avoid);
+    auto made = std::make_shared<const LiteralSetSearch>(texts, avoid, prefilter.kernel_);
+    // The buckets built to avoid the misses seen weigh them against a guess
+    // (the byte frequencies of ordinary text), and may miss more elsewhere in
+    // this log: when the literals are the same, the search before is kept if
+    // it misses no more in `sample` (the block at hand; the log's next
+    // blocks are much like it).
+    if (!sample.empty() && search_ != nullptr && literals == search_literal_) {
+      std::vector<LiteralSetSearch::Hit> hits;
+      auto misses_of = [&](const LiteralSetSearch& search) {
+        LiteralSetSearch::Misses misses;
+        hits.clear();
+        search.find(sample, hits, &misses);
+        return misses.count;
+      };
+      if (misses_of(*search_) <= misses_of(*made)) made = search_;
+    }
+    search_ = std::move(made);
     search_literal_ = std::move(literals);
     missed_new_ = false;
   }
@@ -152,23 +174,38 @@ void EventPrefilter::State::search_again(const EventPrefilter& prefilter, bool r
 
 void EventPrefilter::State::note_misses(std::string_view block) {
   missed_since_review_ += misses_.count;
+  const std::size_t width = search_->window();
+  static_assert(LiteralSetSearch::kWindow <= sizeof(std::uint64_t) &&
+                LiteralSetSearch::kNibbleWindow <= sizeof(std::uint64_t));
   for (std::size_t m = 0; m < misses_.kept(); ++m) {
     const std::size_t at = misses_.first[m];
-    if (at + LiteralSetSearch::kWindow > block.size()) continue;
-    std::string window(block.substr(at, LiteralSetSearch::kWindow));
-    for (char& c : window) c = static_cast<char>(fold(static_cast<unsigned char>(c)));
+    if (at + width > block.size()) continue;
+    unsigned char bytes[sizeof(std::uint64_t)] = {};
+    for (std::size_t k = 0; k < width; ++k)
+      bytes[k] = fold(static_cast<unsigned char>(block[at + k]));
+    std::uint64_t window = 0;
+    std::memcpy(&window, bytes, sizeof window);
     auto seen = std::find_if(missed_.begin(), missed_.end(),
                              [&](const auto& entry) { return entry.first == window; });
     if (seen != missed_.end()) {
       ++seen->second;
-    } else if (missed_.size() < kMissedWindows) {
-      missed_.emplace_back(std::move(window), 1);
-      missed_new_ = true;
+      continue;
     }
+    missed_new_ = true;
+    if (missed_.size() < kMissedWindows) {
+      missed_.emplace_back(window, 1);
+      continue;
+    }
+    // Full: the least seen window makes room, its count passed on (the
+    // "space-saving" count of frequent items: a window seen more often than
+    // once in kMissedWindows misses is never lost to one seen once).
+    auto least = std::min_element(missed_.begin(), missed_.end(),
+                                  [](const auto& a, const auto& b) { return a.second < b.second; });
+    *least = {window, least->second + 1};
   }
 }
 
-void EventPrefilter::State::review(const EventPrefilter& prefilter) {
+void EventPrefilter::State::review(const EventPrefilter& prefilter, std::string_view block) {
   if (rejected_since_review_ >= review_after_) review_after_ *= 2;
   if (missed_since_review_ >= miss_review_after_) miss_review_after_ *= 2;
   rejected_since_review_ = 0;
@@ -196,19 +233,19 @@ void EventPrefilter::State::review(const EventPrefilter& prefilter) {
     searched_[p] = best;
     changed = true;
   }
-  if (changed || missed_new_) search_again(prefilter, missed_new_);
+  if (changed || missed_new_) search_again(prefilter, missed_new_, block);
 }
 
-void EventPrefilter::candidates(std::string_view block, State& state, std::vector<Candidate>& out,
-                                LiteralSetSearch::Kernel kernel) const {
+void EventPrefilter::candidates(std::string_view block, State& state,
+                                std::vector<Candidate>& out) const {
   state.bytes_ += block.size();
   auto& hits = state.hits_;
   hits.clear();
   state.misses_ = {};
-  state.search_->find(block, hits, &state.misses_, kernel);
+  state.search_->find(block, hits, &state.misses_);
   if (state.misses_.count != 0) state.note_misses(block);
   if (hits.empty()) {
-    if (state.missed_since_review_ >= state.miss_review_after_) state.review(*this);
+    if (state.missed_since_review_ >= state.miss_review_after_) state.review(*this, block);
     return;
   }
   std::sort(hits.begin(), hits.end(),
@@ -250,7 +287,7 @@ void EventPrefilter::candidates(std::string_view block, State& state, std::vecto
   }
   if (state.rejected_since_review_ >= state.review_after_ ||
       state.missed_since_review_ >= state.miss_review_after_) {
-    state.review(*this);
+    state.review(*this, block);
   }
 }
 

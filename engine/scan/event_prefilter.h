@@ -18,8 +18,10 @@
 // other clauses, and now and then searches instead the clause that its
 // counts and the guess say is rarest in this log. It also keeps the text at
 // which the search's buckets took a window that held none of their literals
-// (its misses), and builds the search again to avoid it. The counts change
-// only which lines are checked, never what is found.
+// (its misses; the commonest, when there are many), and builds the search
+// again to avoid it (keeping the search before where it misses no more in
+// the block at hand). The counts change only which lines are checked, never
+// what is found.
 #pragma once
 
 #include <cstddef>
@@ -44,8 +46,11 @@ class EventPrefilter {
   };
 
   /// The prefilter of `regexes` (one per pattern, RE2 syntax), or null when
-  /// one of them requires no literal: then every line must be read.
-  static std::unique_ptr<EventPrefilter> make(const std::vector<std::string>& regexes);
+  /// one of them requires no literal: then every line must be read. Its
+  /// searches run `kernel` (LiteralSetSearch::chosen_kernel() by default).
+  static std::unique_ptr<EventPrefilter> make(
+      const std::vector<std::string>& regexes,
+      LiteralSetSearch::Kernel kernel = LiteralSetSearch::chosen_kernel());
 
   /// One thread's choice of clauses, its counts and its search buffers.
   class State {
@@ -63,9 +68,11 @@ class EventPrefilter {
    private:
     friend class EventPrefilter;
     /// Builds the search for the clauses searched now, avoiding the misses
-    /// seen (again if `rebuild`, else only when its literals change).
-    void search_again(const EventPrefilter& prefilter, bool rebuild);
-    void review(const EventPrefilter& prefilter);
+    /// seen (again if `rebuild`, else only when its literals change); with
+    /// a `sample` of the log, keeps the search before where it misses no
+    /// more there.
+    void search_again(const EventPrefilter& prefilter, bool rebuild, std::string_view sample = {});
+    void review(const EventPrefilter& prefilter, std::string_view block);
     void note_misses(std::string_view block);
 
     std::vector<std::uint32_t> searched_;  // per pattern: the clause searched
@@ -81,8 +88,9 @@ class EventPrefilter {
     std::uint64_t bytes_ = 0;                    // bytes searched by this thread
     std::uint64_t rejected_since_review_ = 0;
     std::uint64_t review_after_ = 0;
-    // The windows the search missed at (folded), with how often.
-    std::vector<std::pair<std::string, std::uint64_t>> missed_;
+    // The windows the search missed at (its window() bytes, folded, in a
+    // word), with how often.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> missed_;
     bool missed_new_ = false;  // a window not avoided by the search yet
     std::uint64_t missed_since_review_ = 0;
     std::uint64_t miss_review_after_ = 0;
@@ -93,8 +101,9 @@ class EventPrefilter {
 
   /// Appends the candidates of `block` (complete lines) to `out`, in line
   /// order, then pattern order within a line.
-  void candidates(std::string_view block, State& state, std::vector<Candidate>& out,
-                  LiteralSetSearch::Kernel kernel = LiteralSetSearch::Kernel::best) const;
+  void candidates(std::string_view block, State& state, std::vector<Candidate>& out) const;
+
+  LiteralSetSearch::Kernel kernel() const { return kernel_; }
 
   std::size_t patterns() const { return clause_base_.size() - 1; }
   /// How many clauses `pattern` has, and the literals of one.
@@ -110,6 +119,7 @@ class EventPrefilter {
   double clause_rate(std::size_t clause) const;
   bool line_has_clause(std::string_view line, std::size_t clause) const;
 
+  LiteralSetSearch::Kernel kernel_ = LiteralSetSearch::Kernel::portable;
   std::vector<std::string> literals_;  // each once
   std::vector<double> literal_rate_;   // LiteralSetSearch::rate of each
   /// Clause c of pattern p is clause_literals_[clause_base_[p] + c].

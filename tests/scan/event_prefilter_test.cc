@@ -1,8 +1,10 @@
-// The event search's literal first pass against Hyperscan's full scan: the
-// same events for every example line of the shipped library, alone and in
-// blocks cut anywhere between lines, in logs that make each thread change
-// the clauses it searches and the buckets of its search; and a library with
-// a pattern that requires no literal reads every line.
+// The event search's literal first pass against Hyperscan's full scan, with
+// every kernel of the literal search this CPU runs (forced in turn with
+// PIPESCOPE_LITERAL_SEARCH): the same events for every example line of the
+// shipped library, alone and in blocks cut anywhere between lines, in logs
+// that make each thread change the clauses it searches and the buckets of
+// its search; and a library with a pattern that requires no literal reads
+// every line.
 #include "scan/event_prefilter.h"
 
 #include <gtest/gtest.h>
@@ -15,10 +17,13 @@
 
 #include "scan/event_library.h"
 #include "scan/event_matcher.h"
+#include "support/literal_kernels.h"
 
 namespace pipescope {
 namespace {
 
+using testing::ForcedKernel;
+using testing::machine_kernels;
 using Events = std::vector<std::tuple<std::size_t, std::size_t, std::uint32_t>>;
 
 Events events_of(const EventMatcher& matcher, EventMatcher::Scratch& scratch,
@@ -95,24 +100,29 @@ TEST(EventPrefilter, FindsWhatTheFullScanFindsForEveryLibraryLine) {
   if (!EventMatcher::available()) GTEST_SKIP() << "built without Hyperscan";
   const EventLibrary library = builtin_event_library();
   const EventMatcher full(library, EventSearch::full_scan);
-  const EventMatcher literal(library, EventSearch::prefiltered);
   ASSERT_FALSE(full.prefiltered());
-  ASSERT_TRUE(literal.prefiltered());
-  EventMatcher::Scratch full_scratch(full), literal_scratch(literal);
-  const std::vector<std::string> lines = library_lines(library);
-  std::string all;
-  for (const std::string& line : lines) {
-    // Alone, with and without its newline.
-    for (const std::string& block : {line, line + "\n"}) {
-      EXPECT_EQ(events_of(literal, literal_scratch, block), events_of(full, full_scratch, block))
-          << line;
+  EventMatcher::Scratch full_scratch(full);
+  for (const auto kernel : machine_kernels()) {
+    SCOPED_TRACE(LiteralSetSearch::name(kernel));
+    ForcedKernel forced(kernel);
+    const EventMatcher literal(library, EventSearch::prefiltered);
+    ASSERT_TRUE(literal.prefiltered());
+    EventMatcher::Scratch literal_scratch(literal);
+    const std::vector<std::string> lines = library_lines(library);
+    std::string all;
+    for (const std::string& line : lines) {
+      // Alone, with and without its newline.
+      for (const std::string& block : {line, line + "\n"}) {
+        EXPECT_EQ(events_of(literal, literal_scratch, block), events_of(full, full_scratch, block))
+            << line;
+      }
+      all += line + "\n";
     }
-    all += line + "\n";
+    // All in one block: the search's 32- and 64-byte steps cut lines everywhere.
+    const Events expected = events_of(full, full_scratch, all);
+    EXPECT_GE(expected.size(), library.patterns.size());
+    EXPECT_EQ(events_of(literal, literal_scratch, all), expected);
   }
-  // All in one block: the search's 64-byte steps cut lines everywhere.
-  const Events expected = events_of(full, full_scratch, all);
-  EXPECT_GE(expected.size(), library.patterns.size());
-  EXPECT_EQ(events_of(literal, literal_scratch, all), expected);
 }
 
 TEST(EventPrefilter, CaselessAndNonAsciiPatternsFindWhatTheFullScanFinds) {
@@ -127,9 +137,7 @@ TEST(EventPrefilter, CaselessAndNonAsciiPatternsFindWhatTheFullScanFinds) {
       "berlauf auf GPU\n",
       "test");
   const EventMatcher full(library, EventSearch::full_scan);
-  const EventMatcher literal(library, EventSearch::prefiltered);
-  ASSERT_TRUE(literal.prefiltered());
-  EventMatcher::Scratch full_scratch(full), literal_scratch(literal);
+  EventMatcher::Scratch full_scratch(full);
   const std::string block =
       "Out Of Memory on gpu0\nOUT OF MEMORY ON GPU1\nout of memory on\n"
       "nccl warn lower case\nNCCL WARN upper\nNccl Warn mixed\n"
@@ -141,24 +149,35 @@ TEST(EventPrefilter, CaselessAndNonAsciiPatternsFindWhatTheFullScanFinds) {
       "berlauf auf GPU";
   const Events expected = events_of(full, full_scratch, block);
   EXPECT_EQ(expected.size(), 5u);
-  EXPECT_EQ(events_of(literal, literal_scratch, block), expected);
+  for (const auto kernel : machine_kernels()) {
+    SCOPED_TRACE(LiteralSetSearch::name(kernel));
+    ForcedKernel forced(kernel);
+    const EventMatcher literal(library, EventSearch::prefiltered);
+    ASSERT_TRUE(literal.prefiltered());
+    EventMatcher::Scratch literal_scratch(literal);
+    EXPECT_EQ(events_of(literal, literal_scratch, block), expected);
+  }
 }
 
 TEST(EventPrefilter, BlocksCutAnywhereAndLearningThreadsFindTheSame) {
   if (!EventMatcher::available()) GTEST_SKIP() << "built without Hyperscan";
   const EventLibrary library = builtin_event_library();
   const EventMatcher full(library, EventSearch::full_scan);
-  const EventMatcher literal(library, EventSearch::prefiltered);
   EventMatcher::Scratch full_scratch(full);
   std::mt19937 random(3);
   const std::string log = mixed_log(library_lines(library), random, 400000);
   const Events expected = events_of(full, full_scratch, log);
   EXPECT_GT(expected.size(), 100u);
-  for (int thread = 0; thread < 3; ++thread) {
-    // A fresh thread's state, which learns from the chatter as it goes.
-    EventMatcher::Scratch literal_scratch(literal);
-    EXPECT_EQ(events_in_blocks(literal, literal_scratch, log, random), expected) << thread;
-    EXPECT_EQ(events_of(literal, literal_scratch, log), expected) << thread;
+  for (const auto kernel : machine_kernels()) {
+    SCOPED_TRACE(LiteralSetSearch::name(kernel));
+    ForcedKernel forced(kernel);
+    const EventMatcher literal(library, EventSearch::prefiltered);
+    for (int thread = 0; thread < 3; ++thread) {
+      // A fresh thread's state, which learns from the chatter as it goes.
+      EventMatcher::Scratch literal_scratch(literal);
+      EXPECT_EQ(events_in_blocks(literal, literal_scratch, log, random), expected) << thread;
+      EXPECT_EQ(events_of(literal, literal_scratch, log), expected) << thread;
+    }
   }
 }
 
