@@ -79,6 +79,11 @@ struct StageSamples {
   /// the launch overhead (≥ 0): a wait before the optimizer (a gradient
   /// all-reduce, for one) that is none of the pipeline's ops.
   std::vector<double> optimizer_wait;
+  /// PyTorch's overlapped F+B actions that the trace timed as one job
+  /// (JobRole::joined), by the chunk of their forward: the action's duration
+  /// (ns, as measured: the forward, any wait for the backward's input, the
+  /// backward). Only a DualPipeV scenario of a DualPipeV run replays them.
+  std::vector<std::vector<double>> joined;
   /// The machine of the stage's first device.
   int machine = 0;
 };
@@ -116,6 +121,16 @@ struct WhatifInputs {
   std::vector<StageSamples> stages;
   /// True when some stage logged split backwards (backward_b / backward_w).
   bool split_backward = false;
+  /// How a scenario runs an overlapped F+B action (ScheduleStep::overlap_next,
+  /// DualPipeV's): true as torch's runtime runs its OVERLAP_F_B actions, the
+  /// backward right after the forward (no launch overhead of its own, once
+  /// its input is there) and both outputs sent after the action
+  /// (_add_send_recv); false only for a DualPipeV run that logged those ops
+  /// as jobs of their own (no JobRole::overlap mark), each output then sent
+  /// at its op's end, as that run did.
+  bool overlap_actions = true;
+  /// True when some stage holds StageSamples::joined samples.
+  bool joined = false;
   /// Launch overhead and link latencies (whatif/link_costs.h).
   LinkCosts links;
   /// Stage 0's optimizer end (or last job end) to its next step's first job,
