@@ -284,6 +284,8 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
       const auto& jobs = run.devices[d].jobs;
       // The pieces of one op (JobRole::piece) are one sample: their sum.
       std::map<std::tuple<std::int32_t, int, std::int64_t>, double> pieces;
+      // Each piece's time, by role (0 forward, 1 backward) and piece.
+      std::array<std::map<int, double>, 2> piece_ns;
       for (std::size_t i = 0; i < jobs.size(); ++i) {
         if (!complete(d, i)) continue;
         const Job& job = jobs[i];
@@ -302,6 +304,8 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
         }
         if (role.piece >= 0) {
           pieces[{metrics.job_step[d][i], static_cast<int>(role.role), job.micro_batch}] += ns;
+          piece_ns[role.role == PipelineRole::forward ? 0 : 1][role.piece] += ns;
+          in.pieces = std::max(in.pieces, role.piece + 1);
           continue;
         }
         switch (role.role) {
@@ -325,6 +329,17 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
       for (const auto& [key, ns] : pieces) {
         (std::get<1>(key) == static_cast<int>(PipelineRole::forward) ? out.forward : out.backward)
             .push_back(ns * v);
+      }
+      // The shares of the stage's first replayed device with pieces (every
+      // op of a role has the same pieces: the programs are cut once).
+      for (int r = 0; r < 2; ++r) {
+        std::vector<double>& share = r == 0 ? out.forward_piece_share : out.backward_piece_share;
+        if (!share.empty() || piece_ns[r].empty()) continue;
+        double total = 0;
+        for (const auto& [k, ns] : piece_ns[r]) total += ns;
+        const int count = piece_ns[r].rbegin()->first + 1;
+        if (total <= 0 || static_cast<int>(piece_ns[r].size()) != count) continue;
+        for (const auto& [k, ns] : piece_ns[r]) share.push_back(ns / total);
       }
     }
     if (!out.backward_input.empty()) in.split_backward = true;
@@ -353,13 +368,15 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
         "and ended no earlier than the backward's input; every other scenario takes the "
         "stage's own forwards and backwards outside those actions");
   }
-  if (std::any_of(pipeline.roles.begin(), pipeline.roles.end(),
-                  [](const JobRole& r) { return r.piece >= 0; })) {
-    in.notes.push_back(
-        "the run cuts forwards and backwards into pieces run interleaved (Paddle's "
-        "backward-forward overlap, forward(chunkK) and backward(chunkK)): each op's cost is "
-        "the sum of its pieces, and every scenario, the measured one too, runs it whole, so a "
-        "backward's output is ready earlier than the run had it");
+  if (in.pieces > 0) {
+    in.notes.push_back(fmt::format(
+        "the run cuts its steady-phase backwards and forwards into {} pieces run interleaved "
+        "(Paddle's backward-forward overlap, forward(chunkK) and backward(chunkK)): each op's "
+        "cost is the sum of its pieces; Paddle's 1F1B scenarios run each (backward, forward) "
+        "pair of the steady phase so, each piece its measured share of its op and a launch of "
+        "its own, the backward's output sent after its last piece and the forward's after its "
+        "own; every other scenario runs each op whole",
+        in.pieces));
   }
   measure_micro_batch_pattern(run, metrics, pipeline, replayed, complete, in);
 
@@ -625,6 +642,8 @@ Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
   auto ns = [](double x) { return std::max<std::int64_t>(1, std::llround(x)); };
 
   const bool shared = inputs.shared_pattern && !inputs.rows.empty();
+  // Paddle's 1F1B scenario of a run with backward-forward overlap pieces.
+  const bool piece_units = inputs.pieces > 1 && scenario.schedule == ScheduleId::paddle_1f1b;
   // A DualPipeV scenario of a DualPipeV run with F+B actions timed whole.
   const bool joined_actions = inputs.joined && scenario.schedule == ScheduleId::torch_dualpipev &&
                               inputs.measured.id == ScheduleId::torch_dualpipev;
@@ -728,6 +747,58 @@ Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
           while (next[s] < lists[s].size()) {
             const ScheduleStep& op = lists[s][next[s]];
             const int g = global_stage(placement, p, s, op.chunk);
+            // A steady-phase (backward, forward) pair of Paddle's 1F1B with
+            // backward-forward overlap: their pieces interleaved, backward
+            // piece 0 first, each waiting for its op's input at its first
+            // piece; each output sent after its op's last piece.
+            if (piece_units && op.role == PipelineRole::backward && !op.split &&
+                next[s] + 1 < lists[s].size() &&
+                lists[s][next[s] + 1].role == PipelineRole::forward &&
+                c.forward_piece_share.size() == static_cast<std::size_t>(inputs.pieces) &&
+                c.backward_piece_share.size() == static_cast<std::size_t>(inputs.pieces)) {
+              const ScheduleStep& fwd = lists[s][next[s] + 1];
+              const auto [b_in, b_to] = input_of(s, op);
+              const auto [f_in, f_to] = input_of(s, fwd);
+              if (b_in == kNotYet || f_in == kNotYet) break;
+              double b_cost = 0, f_cost = 0;
+              if (shared) {
+                const WhatifInputs::CostRow& r = row_of(s, op.micro_batch);
+                b_cost = r.backward > 0 ? r.backward : r.backward_input + r.weight;
+                f_cost = row_of(s, fwd.micro_batch).forward;
+              } else {
+                b_cost = whole_backward(c, draws);
+                f_cost = draws.pick(c.forward);
+              }
+              std::int64_t t = free_at[s], b_end = 0, f_end = 0;
+              for (int k = 0; k < inputs.pieces; ++k) {
+                for (const ScheduleStep* o : {&op, &fwd}) {
+                  const bool backward = o == &op;
+                  const std::int64_t ready = k > 0 ? 0 : backward ? b_in : f_in;
+                  const std::int64_t start = std::max(t + launch_ns, ready);
+                  const double share =
+                      (backward ? c.backward_piece_share
+                                : c.forward_piece_share)[static_cast<std::size_t>(k)];
+                  t = start + ns((backward ? b_cost : f_cost) * share / v);
+                  (backward ? b_end : f_end) = t;
+                  run.devices[s].jobs.push_back(
+                      {start, t, job_id++, o->micro_batch,
+                       run.types.intern(
+                           fmt::format("{}(chunk{})", backward ? "backward" : "forward", k)),
+                       0});
+                }
+              }
+              send(s, PipelineRole::backward, g, b_to, op.micro_batch, b_end);
+              send(s, PipelineRole::forward, global_stage(placement, p, s, fwd.chunk), f_to,
+                   fwd.micro_batch, f_end);
+              ++in_flight[s];
+              in_flight_max[s] = std::max(in_flight_max[s], static_cast<double>(in_flight[s]) / v);
+              --in_flight[s];
+              free_at[s] = t;
+              next[s] += 2;
+              remaining -= 2;
+              progress = true;
+              continue;
+            }
             // An F+B action the run timed as one job: one job of a measured
             // duration, from when the forward's input is there, ended no
             // earlier than the backward's input; both outputs at its end.
