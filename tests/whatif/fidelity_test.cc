@@ -350,6 +350,24 @@ TEST(WhatifFidelity, AnOverlappedActionTimedWholeIsReplayedWhole) {
     }
   }
   EXPECT_NEAR(a.pipeline.schedule.means.forward_ns, plain_ns / static_cast<double>(plain), 1.0);
+  // The stage load counts each action once, as its forward's job.
+  for (std::size_t s = 0; s < a.pipeline.stages.stage_count(); ++s) {
+    std::int64_t compute = 0;
+    std::uint64_t backwards = 0;
+    for (const std::size_t d : a.pipeline.stages.devices[s]) {
+      for (const Job& job : run.devices[d].jobs) {
+        const JobRole& role = a.pipeline.roles[job.type];
+        if (!role.compute() || (role.joined && role.role != PipelineRole::forward)) continue;
+        compute += job.duration_ns();
+        backwards += role.role == PipelineRole::backward;
+      }
+    }
+    const StageStats& stats = a.pipeline.bottleneck.stages[s];
+    EXPECT_EQ(stats.by_role[static_cast<std::size_t>(PipelineRole::backward)].count, backwards);
+    EXPECT_EQ(stats.compute_per_step_ns,
+              compute / static_cast<std::int64_t>(a.pipeline.stages.devices[s].size() *
+                                                  a.metrics.steps.size()));
+  }
 
   const WhatifInputs in = measure_whatif_inputs(run, a.metrics, a.pipeline);
   EXPECT_TRUE(in.joined);

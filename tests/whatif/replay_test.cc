@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "analysis/bubble_split.h"
 #include "analysis/pipeline.h"
 #include "support/pipeline_sim_run.h"
 
@@ -239,6 +240,18 @@ TEST(WhatifReplay, PaddlesOverlapPiecesAreReplayedInterleavedIn1F1BOnly) {
   EXPECT_NEAR(in.stages[1].backward_piece_share[0], 0.4, 1e-6);
   EXPECT_NEAR(in.stages[1].forward_piece_share[1], 0.7, 1e-6);
   EXPECT_DOUBLE_EQ(in.stages[1].forward.back(), 15.6e6);
+  // The inherent-bubble split's op costs count an op's pieces once: the same
+  // mean forward and backward as the run without pieces.
+  const auto op_means = [](const pipescope::Run& r, const AnalyzedRun& x) {
+    const SplitEvidence e = split_evidence(r, x.metrics, x.pipeline.stages, x.pipeline.roles, 0,
+                                           x.metrics.steps.size());
+    return std::pair{static_cast<double>(e.run_sums.ns[0]) / e.run_sums.count[0],
+                     static_cast<double>(e.run_sums.ns[1]) / e.run_sums.count[1]};
+  };
+  const auto whole = op_means(a.run, a.analysed);
+  const auto pieces = op_means(cut, analysed);
+  EXPECT_NEAR(pieces.first, whole.first, 1.0);
+  EXPECT_NEAR(pieces.second, whole.second, 1.0);
 
   // 1F1B: the steady phase's pairs run as their pieces, interleaved.
   const auto types_of = [](const Replay& r, int stage) {
