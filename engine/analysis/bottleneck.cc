@@ -76,8 +76,15 @@ void rank_stages(const StageMap& stages, std::size_t windows, BottleneckReport& 
                : 0.0;
 }
 
+/// The role a job counts in: its PipelineRole, but `other` for the backward
+/// of an F+B action timed as one job (JobRole::joined): its time is the
+/// action's, which its forward's job counts once.
+PipelineRole counted_role(const JobRole& role) {
+  return role.joined && role.role != PipelineRole::forward ? PipelineRole::other : role.role;
+}
+
 std::size_t role_index(const Job& job, const std::vector<JobRole>& roles) {
-  return static_cast<std::size_t>(job.type < roles.size() ? roles[job.type].role
+  return static_cast<std::size_t>(job.type < roles.size() ? counted_role(roles[job.type])
                                                           : PipelineRole::other);
 }
 
@@ -221,7 +228,7 @@ BottleneckReport find_bottleneck(const Run& run, const Metrics& metrics, const S
   // Stages are independent: each one's durations gathered and summarised in
   // parallel (a transient copy of one stage's durations per thread).
   std::vector<PipelineRole> role_of(roles.size());
-  for (std::size_t t = 0; t < roles.size(); ++t) role_of[t] = roles[t].role;
+  for (std::size_t t = 0; t < roles.size(); ++t) role_of[t] = counted_role(roles[t]);
   tbb::parallel_for(std::size_t{0}, p, [&](std::size_t s) {
     const auto role = [&](const Job& job) {
       return static_cast<std::size_t>(job.type < role_of.size() ? role_of[job.type]

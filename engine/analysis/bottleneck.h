@@ -44,7 +44,9 @@ DurationStats duration_stats(std::vector<std::uint32_t>& durations);
 inline constexpr std::size_t kRoleCount = 6;  // PipelineRole values
 
 struct StageStats {
-  /// by_role[r]: durations of the stage's jobs of PipelineRole r, all its devices.
+  /// by_role[r]: durations of the stage's jobs of PipelineRole r, all its
+  /// devices; an F+B action timed as one job (JobRole::joined) counts once,
+  /// as its forward's job (its backward's counts as `other`).
   std::array<DurationStats, kRoleCount> by_role;
   /// (F + B + W total of the stage) / (devices of the stage · step windows).
   std::int64_t compute_per_step_ns = 0;

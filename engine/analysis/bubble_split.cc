@@ -26,6 +26,8 @@ using Interval = std::pair<std::int64_t, std::int64_t>;
 constexpr std::size_t kOpKinds = 4;
 
 std::optional<std::size_t> op_kind(const JobRole& role) {
+  // An F+B action timed as one job (JobRole::joined) is neither op's cost.
+  if (role.joined) return std::nullopt;
   switch (role.role) {
     case PipelineRole::forward:
       return 0;
@@ -176,10 +178,12 @@ SplitEvidence split_evidence(const Run& run, const Metrics& metrics, const Stage
       const auto kind = op_kind(roles[job.type]);
       const auto k = static_cast<std::size_t>(metrics.job_step[d][i]);
       if (!kind || k < first || k >= last || !metrics.steps[k].complete) continue;
+      // The pieces of one op (JobRole::piece) count once.
+      const std::uint64_t ops = roles[job.type].piece <= 0 ? 1 : 0;
       out.step_sums[k - first].ns[*kind] += job.duration_ns();
-      ++out.step_sums[k - first].count[*kind];
+      out.step_sums[k - first].count[*kind] += ops;
       out.run_sums.ns[*kind] += job.duration_ns();
-      ++out.run_sums.count[*kind];
+      out.run_sums.count[*kind] += ops;
     }
   }
   return out;

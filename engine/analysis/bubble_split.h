@@ -67,7 +67,8 @@ BubbleSplit split_bubbles(const Run& run, const Metrics& metrics, const StageMap
 // split_bubbles is these three over one range.
 
 /// Op durations summed exactly (forward, whole backward, input-gradient
-/// half, weight half).
+/// half, weight half), and the ops counted: the pieces of one op once, an F+B
+/// action timed as one job (JobRole::joined) not at all.
 struct OpCostSums {
   std::array<__int128, 4> ns{};
   std::array<std::uint64_t, 4> count{};

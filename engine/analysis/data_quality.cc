@@ -578,6 +578,11 @@ QualityFindings quality_findings(const QualityPart& part, const Metrics& metrics
   const View view{part};
   const std::size_t devices = view.devices();
   const TypeKinds kinds(part.run.types);
+  // The two jobs of an F+B action timed whole share its interval by design.
+  std::vector<char> joined(part.run.types.size(), 0);
+  for (TypeId t = 0; t < part.run.types.size(); ++t) {
+    joined[t] = part.run.types.name(t).ends_with(kJoinedMark);
+  }
   QualityFindings out;
   out.devices.resize(devices);
   const auto example = [&](std::size_t d, std::size_t i) {
@@ -604,6 +609,10 @@ QualityFindings quality_findings(const QualityPart& part, const Metrics& metrics
       // Communication jobs (sends, receives) run on streams of their own,
       // beside compute by design: they overlap nothing, and nothing them.
       if (kinds.kind[job.type] == JobKind::comm) continue;
+      if (joined[job.type] && i > a && joined[jobs[i - 1].type] &&
+          jobs[i - 1].start_ns == job.start_ns && jobs[i - 1].end_ns == job.end_ns) {
+        continue;
+      }
       if (own && job.start_ns < latest && f.overlaps++ == 0) f.first_overlap = example(d, i);
       latest = std::max(latest, job.end_ns);
     }

@@ -295,6 +295,12 @@ Dependencies find_dependencies(const Run& run,
           OpIndex::for_each_in(
               run.devices[d], job_step[d], roles, range.begin(), range.end(), [&](const OpKey& op) {
                 if (op.chunk < 0 || op.chunk >= v) return;
+                // The backward of one F+B job timed whole (JobRole::joined)
+                // starts with its action, not when its input came: no edge.
+                if (op.role != PipelineRole::forward &&
+                    roles[run.devices[d].jobs[op.job].type].joined) {
+                  return;
+                }
                 const int g = global_stage(placement, p, s, op.chunk);
                 const int from_global = op.role == PipelineRole::forward ? g - 1 : g + 1;
                 if (from_global < 0 || from_global >= global_stages) return;

@@ -11,7 +11,9 @@
 //   F(m, 0) needs F(m, 0) on s-1; F(m, 1) needs F(m, 1) on s+1 (the last
 //   stage: its own F(m, 0)); B(m, 1) needs B(m, 1) on s-1; B(m, 0) needs
 //   B(m, 0) on s+1 (the last stage: its own B(m, 1)).
-// An input made on the same device needs no edge (it runs its jobs in order).
+// An input made on the same device needs no edge (it runs its jobs in order),
+// nor the backward of an F+B action timed as one job (JobRole::joined: it
+// starts with the action, its input may come inside it).
 // B is a whole backward or ZB's backward_b; W and the jobs of one device in
 // order need no edge here (one device runs its jobs in order). A device of a
 // stage pairs with its partner in the other stage (StageMap::partner: the

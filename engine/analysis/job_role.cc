@@ -33,6 +33,14 @@ bool parse_chunk(std::string_view rest, JobRole& role) {
 
 JobRole classify_job_role(std::string_view type) {
   JobRole role;
+  for (const std::string_view mark : {kOverlapMark, kJoinedMark}) {
+    if (!type.ends_with(mark)) continue;
+    role = classify_job_role(type.substr(0, type.size() - mark.size()));
+    if (role.role != PipelineRole::forward && role.role != PipelineRole::backward) return {};
+    role.overlap = true;
+    role.joined = mark == kJoinedMark;
+    return role;
+  }
   std::string_view rest;
   switch (classify_job_type(type)) {
     case JobKind::optimizer:
@@ -82,7 +90,7 @@ std::vector<JobRole> classify_job_roles(const TypeTable& types) {
   bool whole[2] = {false, false};
   for (TypeId id = 0; id < types.size(); ++id) {
     const JobRole& r = roles[id];
-    if (!r.chunked && !r.split_backward &&
+    if (!r.chunked && !r.split_backward && !r.overlap &&
         (r.role == PipelineRole::forward || r.role == PipelineRole::backward)) {
       whole[r.role == PipelineRole::forward ? 0 : 1] = true;
     }
@@ -91,7 +99,7 @@ std::vector<JobRole> classify_job_roles(const TypeTable& types) {
   for (TypeId id = 0; id < types.size(); ++id) {
     JobRole& r = roles[id];
     const std::string_view name = types.name(id);
-    if (!r.chunked || r.split_backward || !name.ends_with(")") ||
+    if (!r.chunked || r.split_backward || r.overlap || !name.ends_with(")") ||
         (r.role != PipelineRole::forward && r.role != PipelineRole::backward) ||
         !whole[r.role == PipelineRole::forward ? 0 : 1]) {
       continue;

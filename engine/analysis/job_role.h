@@ -12,6 +12,11 @@
 //                                                learning-rate job is no op
 //                                                of the schedule)
 //   anything else (backward_w1_reduce, ...)   -> other
+//
+// A compute type may end in a mark of PyTorch's overlapped F+B action
+// (model/job.h kOverlapMark, kJoinedMark): `forward1(overlap)`,
+// `backward0(overlap)` (timed apart from the action's kernels) or
+// `forward1(F+B)`, `backward0(F+B)` (one job: the trace shows no boundary).
 #pragma once
 
 #include <cstdint>
@@ -45,6 +50,16 @@ struct JobRole {
   /// beside whole `forward` / `backward` jobs runs one model chunk, and the
   /// pieces of a micro-batch are one op (chunk 0). -1 for every other type.
   std::int32_t piece = -1;
+  /// An op of an overlapped F+B action (PyTorch's OVERLAP_F_B, a type marked
+  /// `(overlap)` or `(F+B)`): torch's runtime runs its forward, then its
+  /// backward, and sends both outputs after the action (_add_send_recv puts
+  /// the sends after it), so the forward's output leaves when the backward
+  /// ends.
+  bool overlap = false;
+  /// `(F+B)`: the trace shows no boundary between the action's two ops, so
+  /// both jobs hold the whole action's interval (one F+B job), and neither
+  /// is the duration of its op alone.
+  bool joined = false;
 
   bool compute() const {
     return role == PipelineRole::forward || role == PipelineRole::backward ||

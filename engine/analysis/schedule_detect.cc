@@ -207,7 +207,9 @@ OpSums op_sums(const Run& run, const std::vector<JobRole>& roles,
         if (k < first || k >= last) continue;
       }
       const auto r = static_cast<std::size_t>(roles[job.type].role);
-      if (r < 3) {
+      // A job of one F+B action timed whole (JobRole::joined) is neither
+      // op's duration.
+      if (r < 3 && !roles[job.type].joined) {
         sums.ns[r] += job.duration_ns();
         // The pieces of one op (JobRole::piece) count once.
         if (roles[job.type].piece <= 0) ++sums.count[r];

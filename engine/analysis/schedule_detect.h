@@ -120,7 +120,8 @@ ScheduleVotes vote_schedules(const Run& run, const std::vector<std::vector<std::
                              std::size_t last, const StageMap& stages,
                              const std::vector<JobRole>& roles);
 
-/// Durations of F, B and W jobs (by PipelineRole), summed exactly.
+/// Durations of F, B and W jobs (by PipelineRole), summed exactly; the jobs
+/// of an F+B action timed whole (JobRole::joined) are left out.
 struct OpSums {
   std::array<__int128, 3> ns{0, 0, 0};
   std::array<std::uint64_t, 3> count{0, 0, 0};

@@ -36,7 +36,9 @@ struct ScheduleStep {
   bool split = false;
   /// This op and the next one of the list are one action that runs both, this
   /// one first: DualPipeV's OVERLAP_F_B (a forward of one micro-batch and a
-  /// backward of another). It starts when both inputs are there.
+  /// backward of another). torch's runtime starts the forward once its input
+  /// is there, the backward once the forward is done and its own input is
+  /// there, and sends both outputs after the action.
   bool overlap_next = false;
 
   friend bool operator==(const ScheduleStep&, const ScheduleStep&) = default;

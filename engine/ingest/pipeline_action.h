@@ -6,7 +6,8 @@
 //  - `PP:<stage><op><mb>` with op F forward, B backward, I backward_b,
 //    W backward_w, SEND_F/RECV_F/SEND_B/RECV_B send_forward ... recv_backward;
 //    UNSHARD/RESHARD/REDUCE_GRAD take no micro-batch (unshard, reshard,
-//    reduce_grad). `(0F1;1B0)OVERLAP_F_B` is both jobs over one interval.
+//    reduce_grad). `(0F1;1B0)OVERLAP_F_B` is both jobs, in that order (the
+//    trace reader times them apart by their kernels, else as one F+B job).
 //  - Stage and micro-batch are at most 9 digits each, so they always fit.
 #pragma once
 

@@ -5,7 +5,6 @@
 #include <tbb/enumerable_thread_specific.h>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <memory>
 #include <set>
@@ -16,6 +15,7 @@
 #include "ingest/torch_trace_reader.h"
 #include "ingest/trace_event_tokenizer.h"
 #include "model/errors.h"
+#include "model/job.h"
 #include "source/byte_stream.h"
 
 namespace pipescope {
@@ -24,6 +24,9 @@ namespace {
 
 /// The largest chunk read at once.
 constexpr std::size_t kReadBytes = std::size_t{4} << 20;
+
+/// How a `PP:` label of an overlapped F+B action ends.
+constexpr std::string_view kOverlapActionSuffix = ")OVERLAP_F_B";
 
 }  // namespace
 
@@ -189,7 +192,16 @@ void TorchTraceFileReader::apply(ParsedEvent& e) {
         return;
       }
       auto& list = e.kind == EventClass::cpu_annotation ? cpu_ : gpu_;
-      list.push_back({std::move(e.name), e.start, e.end, e.external_id, e.ordinal, e.offset});
+      Annotation& a = list.emplace_back();
+      a.name = std::move(e.name);
+      a.start = e.start;
+      a.end = e.end;
+      a.external_id = e.external_id;
+      a.ordinal = e.ordinal;
+      a.offset = e.offset;
+      a.thread = e.thread;
+      a.overlap = !pattern_ && e.kind == EventClass::cpu_annotation &&
+                  a.name.ends_with(kOverlapActionSuffix);
       if (e.kind == EventClass::cpu_annotation && launches_started_) {
         late_annotation_ = true;
         if (!replay_from_) replay_from_ = e.offset;
@@ -203,7 +215,7 @@ void TorchTraceFileReader::apply(ParsedEvent& e) {
       return;
     case EventClass::launch:
       kernels_.on_launch(e.correlation, e.start, e.graph, e.thread);
-      on_launch(e.correlation, e.start);
+      on_launch(e.correlation, e.start, e.thread);
       return;
     case EventClass::comm_call:
       kernels_.on_comm_call(e);
@@ -243,7 +255,8 @@ void TorchTraceFileReader::add_kernel(std::size_t span, std::int64_t start, std:
   cpu_[span].kernel_end = std::max(cpu_[span].kernel_end, end);
 }
 
-void TorchTraceFileReader::on_launch(std::int64_t correlation, std::int64_t ts) {
+void TorchTraceFileReader::on_launch(std::int64_t correlation, std::int64_t ts,
+                                     std::int64_t thread) {
   launches_started_ = true;
   if (late_annotation_ && !second_pass_) return;  // joined in the second pass
   max_launch_correlation_ = std::max(max_launch_correlation_, correlation);
@@ -251,10 +264,13 @@ void TorchTraceFileReader::on_launch(std::int64_t correlation, std::int64_t ts) 
   if (span == std::string::npos) return;
   if (const auto k = early_kernels_.find(correlation); k != early_kernels_.end()) {
     add_kernel(span, k->second.start, k->second.end);
+    if (cpu_[span].overlap)
+      cpu_[span].launched.push_back({ts, thread, k->second.start, k->second.end});
     early_kernels_.erase(k);
     return;
   }
   waiting_launches_[correlation] = span;
+  if (cpu_[span].overlap) overlap_launches_[correlation] = {ts, thread, 0, 0};
 }
 
 void TorchTraceFileReader::on_kernel(std::int64_t correlation, std::int64_t start,
@@ -262,6 +278,10 @@ void TorchTraceFileReader::on_kernel(std::int64_t correlation, std::int64_t star
   if (late_annotation_ && !second_pass_) return;
   if (const auto l = waiting_launches_.find(correlation); l != waiting_launches_.end()) {
     add_kernel(l->second, start, end);
+    if (const auto o = overlap_launches_.find(correlation); o != overlap_launches_.end()) {
+      cpu_[l->second].launched.push_back({o->second.launch, o->second.thread, start, end});
+      overlap_launches_.erase(o);
+    }
     waiting_launches_.erase(l);
   } else if (correlation > max_launch_correlation_) {
     early_kernels_[correlation] = {start, end};  // its launch may still come
@@ -305,8 +325,10 @@ void TorchTraceFileReader::second_pass() {
   for (Annotation& a : cpu_) {
     a.kernel_start = std::numeric_limits<std::int64_t>::max();
     a.kernel_end = std::numeric_limits<std::int64_t>::min();
+    a.launched.clear();
   }
   waiting_launches_.clear();
+  overlap_launches_.clear();
   early_kernels_.clear();
   max_launch_correlation_ = -1;
   // Every step span known now (the second pass reads no annotation).
@@ -429,7 +451,8 @@ std::vector<TorchTraceFileReader::Pending> TorchTraceFileReader::timed_actions()
     const bool pair = actions.size() == 2;
     for (std::size_t k = 0; k < actions.size(); ++k) {
       pending.push_back({std::move(actions[k]), start, end, cpu.start, cpu.ordinal,
-                         pair ? static_cast<int>(k) + 1 : 0});
+                         pair ? static_cast<int>(k) + 1 : 0,
+                         static_cast<std::size_t>(&cpu - cpu_.data())});
     }
   }
   if (cut_offset_) {
@@ -444,97 +467,95 @@ std::vector<TorchTraceFileReader::Pending> TorchTraceFileReader::timed_actions()
   return pending;
 }
 
-/// An OVERLAP_F_B action (DualPipeV: a forward of one micro-batch and a full
-/// backward of another, run one after the other inside one profiler range,
-/// torch's _step_microbatches) is one interval in the trace; its two jobs get
-/// the two parts of it, cut where the forward is estimated to end: in
-/// proportion to the median durations of the same stages' own forward and
-/// full backward actions of this trace (a backward's input and weight halves
-/// summed where the stage ran no full one; 1:2 when it ran neither). The
-/// labels mark no boundary inside the range (its kernels and autograd ops are
-/// not read for one), so the two jobs' durations are estimates (one note says
-/// so). A range longer than both medians together
-/// (by more than 5%) held a wait: torch runs each sub-action on its own
-/// input, so the backward may wait for its gradient after the forward; the
-/// forward then gets its median from the start, the backward its median up
-/// to the end, and the time between is idle.
+/// An OVERLAP_F_B action (DualPipeV: the forward of one micro-batch, then
+/// the full backward of another) is one profiler range; its two jobs are
+/// timed apart where the range's kernels show the boundary. torch's
+/// _step_microbatches runs the forward on the range's own thread, so the
+/// forward's kernels are launched from it; the backward runs through
+/// autograd's engine, which evaluates a CUDA graph's nodes on its device
+/// thread (`autograd::engine::evaluate_function: ...`), so the backward's
+/// kernels are launched from another thread, after the forward's. The
+/// backward begins at the first launch from another thread: the forward is
+/// its kernels launched from the range's thread before that (the first
+/// kernel's start to the last one's end on the GPU), the backward every
+/// kernel launched from then on. Where the kernels show no boundary (no
+/// kernel joined to the range: a CPU-only or cut trace; every kernel
+/// launched from the range's thread; the two sets overlapping on the GPU),
+/// the action is one F+B job: both jobs keep the range's whole interval and
+/// are typed so (JobRole::joined), so that no duration is given to either op
+/// alone. A note counts each case.
 void TorchTraceFileReader::split_overlaps(std::vector<Pending>& pending) {
-  std::map<std::pair<std::string, std::int64_t>, std::vector<std::int64_t>> durations;
-  std::uint64_t pairs = 0;
-  for (const Pending& p : pending) {
-    if (p.overlap != 0) {
-      ++pairs;
-    } else if (p.action.type == "forward" || p.action.type.starts_with("backward")) {
-      durations[{p.action.type, p.action.stage}].push_back(p.end - p.start);
-    }
-  }
-  if (pairs == 0) return;
-  auto median_type = [&](const std::string& type, std::int64_t stage) -> double {
-    const auto it = durations.find({type, stage});
-    if (it == durations.end() || it->second.empty()) return -1;
-    std::vector<std::int64_t>& v = it->second;
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return static_cast<double>(v[v.size() / 2]);
-  };
-  // A full backward's median, else its halves' (DualPipeV runs some stages'
-  // backwards outside the overlapped phase only as I and W).
-  auto median_of = [&](const TraceAction& a) -> double {
-    const double whole = median_type(a.type, a.stage);
-    if (whole > 0 || a.type != "backward") return whole;
-    const double input = median_type("backward_b", a.stage);
-    const double weight = median_type("backward_w", a.stage);
-    return input > 0 && weight > 0 ? input + weight : -1;
-  };
-  auto uniform = [](const TraceAction& a) { return a.type == "forward" ? 1.0 : 2.0; };
-  std::uint64_t guessed = 0, waited = 0;
+  std::uint64_t pairs = 0, no_kernel = 0, one_thread = 0, overlapping = 0, other_order = 0;
   for (std::size_t i = 0; i + 1 < pending.size(); ++i) {
     Pending& first = pending[i];
     Pending& second = pending[i + 1];
     if (first.overlap != 1 || second.overlap != 2) continue;
-    double a = median_of(first.action), b = median_of(second.action);
-    const bool measured = a > 0 && b > 0;
-    if (!measured) {
-      a = uniform(first.action);
-      b = uniform(second.action);
-      ++guessed;
-    }
-    const std::int64_t span = first.end - first.start;
-    // Longer than both medians together (by more than 5%, past jitter): the
-    // second sub-action waited for its input inside the range (torch runs
-    // each on its own input), so each gets its median at its end of the
-    // range and the time between is a wait, not work.
-    if (measured && static_cast<double>(span) > 1.05 * (a + b)) {
-      first.end = first.start + std::llround(a);
-      second.start = second.end - std::llround(b);
-      ++waited;
-      ++i;
+    ++pairs;
+    ++i;
+    const auto join = [&](std::uint64_t& why) {
+      ++why;
+      first.joined = second.joined = true;
+    };
+    if (first.action.type != "forward" || !second.action.type.starts_with("backward")) {
+      join(other_order);
       continue;
     }
-    const auto cut = first.start + static_cast<std::int64_t>(
-                                       std::llround(static_cast<double>(span) * a / (a + b)));
-    first.end = cut;
-    second.start = cut;
-    ++i;
+    const Annotation& range = cpu_[first.span];
+    if (range.launched.empty() || range.thread < 0) {
+      join(no_kernel);
+      continue;
+    }
+    std::int64_t boundary = std::numeric_limits<std::int64_t>::max();
+    for (const LaunchedKernel& k : range.launched) {
+      if (k.thread != range.thread) boundary = std::min(boundary, k.launch);
+    }
+    KernelSpan forward{std::numeric_limits<std::int64_t>::max(),
+                       std::numeric_limits<std::int64_t>::min()};
+    KernelSpan backward = forward;
+    for (const LaunchedKernel& k : range.launched) {
+      KernelSpan& into = k.launch < boundary ? forward : backward;
+      into.start = std::min(into.start, k.start);
+      into.end = std::max(into.end, k.end);
+    }
+    if (forward.start > forward.end || backward.start > backward.end) {
+      join(one_thread);
+      continue;
+    }
+    if (forward.end > backward.start) {
+      join(overlapping);
+      continue;
+    }
+    first.start = forward.start;
+    first.end = forward.end;
+    second.start = backward.start;
+    second.end = backward.end;
   }
-  pairs /= 2;
-  std::string how;
-  if (waited > 0) {
+  if (pairs == 0) return;
+  const std::uint64_t joined = no_kernel + one_thread + overlapping + other_order;
+  std::string how = fmt::format(
+      "{} OVERLAP_F_B action{} (a forward, then a backward, in one profiler range): ", pairs,
+      pairs == 1 ? "" : "s");
+  if (joined < pairs) {
     how += fmt::format(
-        "; {} longer than both medians together (by more than 5%): the forward given its median "
-        "from the range's start, the backward its median up to its end, the time between a wait "
-        "for the backward's input",
-        waited);
+        "{} timed apart by the range's kernels (the forward's launched from the range's "
+        "thread, the backward's from autograd's, after them)",
+        pairs - joined);
   }
-  if (guessed > 0) {
+  if (joined > 0) {
+    std::string why;
+    const auto reason = [&](std::uint64_t n, std::string_view text) {
+      if (n > 0) why += fmt::format("{}{} {}", why.empty() ? "" : ", ", n, text);
+    };
+    reason(no_kernel, "with no kernel joined to the range");
+    reason(one_thread, "with its kernels launched from one thread only");
+    reason(overlapping, "whose forward's and backward's kernels overlap on the GPU");
+    reason(other_order, "not a forward followed by a backward");
     how += fmt::format(
-        "; {} cut at forward:backward = 1:2, the stages having run no plain forward or backward",
-        guessed);
+        "{}{} kept as one F+B job each, no boundary shown inside ({}): both jobs hold the "
+        "whole range and are typed forwardC(F+B) and backwardC(F+B), neither op timed alone",
+        joined < pairs ? "; " : "", joined, why);
   }
-  note(0, fmt::format("{} OVERLAP_F_B action{} (a forward and a backward in one profiler range): "
-                      "each split into its two jobs where the forward is estimated to end, in "
-                      "proportion to the median forward and full backward (or its halves) of the "
-                      "same stages in this trace{}; those jobs' own durations are estimates",
-                      pairs, pairs == 1 ? "" : "s", how));
+  note(0, how);
 }
 
 /// A trace cut inside its events: where its record ends in time, and one
@@ -608,7 +629,7 @@ void TorchTraceFileReader::emit_jobs(std::vector<Pending>& pending,
   };
   // The two jobs of an OVERLAP_F_B range share its host start: by start then.
   std::sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) {
-    return a.host_start != b.host_start ? a.host_start < b.host_start : a.start < b.start;
+    return std::tie(a.host_start, a.start, a.overlap) < std::tie(b.host_start, b.start, b.overlap);
   });
   std::map<std::tuple<const StepSpan*, std::string, std::int64_t>, std::int64_t> counters;
   std::uint64_t outside = 0;
@@ -634,8 +655,9 @@ void TorchTraceFileReader::emit_jobs(std::vector<Pending>& pending,
       p.action.micro_batch = counters[{step, p.action.type, chunk}]++;
     }
     const bool compute = p.action.type == "forward" || p.action.type.starts_with("backward");
-    const std::string type =
+    std::string type =
         chunked && compute ? fmt::format("{}{}", p.action.type, chunk) : p.action.type;
+    if (p.overlap != 0 && compute) type += p.joined ? kJoinedMark : kOverlapMark;
     Job& job = out_.device.jobs.emplace_back();
     job.start_ns = base_ns_ + p.start;
     job.end_ns = base_ns_ + p.end;

@@ -14,8 +14,9 @@
 //     Every GPU activity also goes to the kernel collector (the kernel
 //     view's record of the rank, with or without jobs).
 //  3. Jobs are assembled: each CPU span's interval chosen (GPU span, else
-//     its kernels' span, else the host's), chunks and micro-batches
-//     numbered, the steps found.
+//     its kernels' span, else the host's), an OVERLAP_F_B range cut into its
+//     forward and backward where its kernels show the boundary (else one
+//     F+B job), chunks and micro-batches numbered, the steps found.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +55,13 @@ class TorchTraceFileReader {
   std::optional<std::int64_t> lowest_stage() const { return lowest_stage_; }
 
  private:
+  /// A kernel launched from inside an OVERLAP_F_B span: what tells its
+  /// forward's kernels from its backward's.
+  struct LaunchedKernel {
+    std::int64_t launch = 0;   // the launch's host time
+    std::int64_t thread = -1;  // the launch's host thread
+    std::int64_t start = 0, end = 0;
+  };
   /// An annotation span as kept.
   struct Annotation {
     std::string name;
@@ -65,6 +73,10 @@ class TorchTraceFileReader {
     // The kernels launched from inside the span (CPU annotations only).
     std::int64_t kernel_start = std::numeric_limits<std::int64_t>::max();
     std::int64_t kernel_end = std::numeric_limits<std::int64_t>::min();
+    std::int64_t thread = -1;  // host thread (`tid`), -1 when not an integer
+    // An OVERLAP_F_B range (PP labels): its kernels, each with its launch.
+    bool overlap = false;
+    std::vector<LaunchedKernel> launched;
   };
   struct KernelSpan {
     std::int64_t start = 0;
@@ -83,6 +95,10 @@ class TorchTraceFileReader {
     /// 1 and 2: the first and second sub-action of an OVERLAP_F_B range
     /// (one interval for both until split_overlaps); 0 otherwise.
     int overlap = 0;
+    /// The range's index in cpu_ (overlap != 0), and whether split_overlaps
+    /// found no boundary in it: one F+B job, both jobs over the whole range.
+    std::size_t span = 0;
+    bool joined = false;
   };
 
   void split_overlaps(std::vector<Pending>& pending);
@@ -100,7 +116,7 @@ class TorchTraceFileReader {
   // Joining kernels to the CPU spans that launched them.
   std::size_t span_at(std::int64_t ts);
   void add_kernel(std::size_t span, std::int64_t start, std::int64_t end);
-  void on_launch(std::int64_t correlation, std::int64_t ts);
+  void on_launch(std::int64_t correlation, std::int64_t ts, std::int64_t thread);
   void on_kernel(std::int64_t correlation, std::int64_t start, std::int64_t end);
   void second_pass();
 
@@ -132,6 +148,8 @@ class TorchTraceFileReader {
   std::vector<std::pair<std::int64_t, std::size_t>> span_index_;    // (start, cpu_ index)
   std::unordered_map<std::int64_t, std::size_t> waiting_launches_;  // correlation -> span
   std::unordered_map<std::int64_t, KernelSpan> early_kernels_;      // kernel before its launch
+  // Launches from inside an OVERLAP_F_B span still waiting for their kernel.
+  std::unordered_map<std::int64_t, LaunchedKernel> overlap_launches_;
   std::int64_t max_launch_correlation_ = -1;
   bool launches_started_ = false;
   bool late_annotation_ = false;

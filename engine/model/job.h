@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "model/large_page_allocator.h"
@@ -36,12 +37,22 @@ using JobVector = std::vector<Job, LargePageAllocator<Job>>;
 /// refused where the parts are made.
 using JobIndices = std::vector<std::vector<std::uint32_t>>;
 
-/// Jobs on one device are analysed in start order; ties are broken by end time
-/// and then by input line so that every run orders them identically.
+/// Marks a reader puts at the end of a compute job's type (analysis/job_role.h
+/// reads them): an op of PyTorch's overlapped F+B action (OVERLAP_F_B) timed
+/// on its own (`forward1(overlap)`), or one timed as a single F+B job with the
+/// other op of its action, the trace showing no boundary (`backward0(F+B)`).
+inline constexpr std::string_view kOverlapMark = "(overlap)";
+inline constexpr std::string_view kJoinedMark = "(F+B)";
+
+/// Jobs on one device are analysed in start order; ties are broken by end time,
+/// then by input line and last by job id (the two jobs of one trace event, a
+/// PyTorch OVERLAP_F_B range timed as one job, in the order read) so that
+/// every run orders them identically.
 inline bool job_start_order(const Job& a, const Job& b) {
   if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
   if (a.end_ns != b.end_ns) return a.end_ns < b.end_ns;
-  return a.line < b.line;
+  if (a.line != b.line) return a.line < b.line;
+  return a.job_id < b.job_id;
 }
 
 }  // namespace pipescope

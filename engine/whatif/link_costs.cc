@@ -58,6 +58,8 @@ LinkCosts measure_link_costs(const Run& run, const Metrics& metrics,
       const Job& before = jobs[i - 1];
       const JobRole& role = pipeline.roles[job.type];
       if (!role.compute() || !pipeline.roles[before.type].compute()) continue;
+      // The two ops of one overlapped action: the second is no launch.
+      if (role.overlap && pipeline.roles[before.type].overlap) continue;
       if (!in_complete_step(d, i) || metrics.job_step[d][i - 1] != metrics.job_step[d][i]) continue;
       if (job.start_ns < before.end_ns) continue;
       const int g = global_of(d, job);
@@ -90,6 +92,20 @@ LinkCosts measure_link_costs(const Run& run, const Metrics& metrics,
         global_of(dep.producer.device, producer) + step) {
       continue;
     }
+    // The forward of an overlapped action sends its output after the action
+    // (torch's _add_send_recv): at the end of the device's next op, its
+    // backward.
+    std::int64_t producer_end = producer.end_ns;
+    if (const JobRole& made = pipeline.roles[producer.type];
+        made.overlap && made.role == PipelineRole::forward) {
+      const auto& mine = run.devices[dep.producer.device].jobs;
+      for (std::size_t i = dep.producer.job + 1; i < mine.size(); ++i) {
+        const JobRole& r = pipeline.roles[mine[i].type];
+        if (!r.compute()) continue;
+        if (r.overlap && r.role != PipelineRole::forward) producer_end = mine[i].end_ns;
+        break;
+      }
+    }
     const bool same =
         run.devices[dep.producer.device].machine == run.devices[dep.consumer.device].machine;
     LinkSamples& kind = same ? out.same_machine : out.cross_machine;
@@ -106,8 +122,8 @@ LinkCosts measure_link_costs(const Run& run, const Metrics& metrics,
         break;
       }
     }
-    if (!previous || jobs[*previous].end_ns > producer.end_ns) continue;
-    const double gap = static_cast<double>(consumer.start_ns - producer.end_ns);
+    if (!previous || jobs[*previous].end_ns > producer_end) continue;
+    const double gap = static_cast<double>(consumer.start_ns - producer_end);
     kind.samples.push_back(std::max(0.0, gap - out.launch_overhead_ns));
   }
   out.same_machine.ns = median_or_zero(out.same_machine.samples);

@@ -15,6 +15,10 @@
 //     and receive jobs, ended no later than the producer did). A consumer
 //     still busy when the data came started when it was free, and its gap is
 //     queueing, not latency. Same machine and across machines separately.
+//     The forward of an overlapped F+B action (JobRole::overlap) sends its
+//     output when the action ends, with its backward.
+//   - neither counts the backward of an overlapped action: it is no launch,
+//     and no input edge reaches one timed whole (JobRole::joined).
 // Each figure is the median of its samples (median of reals); a kind with
 // no sample has 0. Send and receive jobs are not replayed as device time, so
 // their time falls into the latency.

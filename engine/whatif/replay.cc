@@ -7,11 +7,13 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
 
 #include "analysis/job_kind.h"
+#include "analysis/job_role.h"
 #include "numeric/statistics.h"
 
 namespace pipescope {
@@ -145,7 +147,7 @@ void measure_micro_batch_pattern(const Run& run, const Metrics& metrics,
       for (std::size_t i = 0; i < jobs.size(); ++i) {
         if (!complete(d, i) || !sampled[static_cast<std::size_t>(metrics.job_step[d][i])]) continue;
         const JobRole& role = pipeline.roles[jobs[i].type];
-        if (!role.compute()) continue;
+        if (!role.compute() || role.joined) continue;
         Sums& sums = by_stage[s][{metrics.job_step[d][i], jobs[i].micro_batch}];
         const std::size_t kind = role.role == PipelineRole::forward  ? 0
                                  : role.role == PipelineRole::weight ? 3
@@ -168,7 +170,10 @@ void measure_micro_batch_pattern(const Run& run, const Metrics& metrics,
       std::vector<Row>& r = rows.emplace_back(p);
       for (int s = 0; s < p && full; ++s) {
         const auto it = by_stage[s].find({step, mb});
-        if (it == by_stage[s].end()) {
+        // A micro-batch of the stage without its forward or a backward (an
+        // F+B job timed whole stands for neither) is no row.
+        if (it == by_stage[s].end() || it->second.count[0] == 0 ||
+            (it->second.count[1] == 0 && (it->second.count[2] == 0 || it->second.count[3] == 0))) {
           full = false;
         } else {
           const Sums& sums = it->second;
@@ -279,13 +284,28 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
       const auto& jobs = run.devices[d].jobs;
       // The pieces of one op (JobRole::piece) are one sample: their sum.
       std::map<std::tuple<std::int32_t, int, std::int64_t>, double> pieces;
+      // Each piece's time, by role (0 forward, 1 backward) and piece.
+      std::array<std::map<int, double>, 2> piece_ns;
       for (std::size_t i = 0; i < jobs.size(); ++i) {
         if (!complete(d, i)) continue;
         const Job& job = jobs[i];
         const double ns = static_cast<double>(job.duration_ns());
         const JobRole& role = pipeline.roles[job.type];
+        if (role.joined) {
+          // One sample per action, from its forward's job (both hold it).
+          if (role.role == PipelineRole::forward && role.chunk >= 0) {
+            if (out.joined.size() <= static_cast<std::size_t>(role.chunk)) {
+              out.joined.resize(static_cast<std::size_t>(role.chunk) + 1);
+            }
+            out.joined[static_cast<std::size_t>(role.chunk)].push_back(ns);
+            in.joined = true;
+          }
+          continue;
+        }
         if (role.piece >= 0) {
           pieces[{metrics.job_step[d][i], static_cast<int>(role.role), job.micro_batch}] += ns;
+          piece_ns[role.role == PipelineRole::forward ? 0 : 1][role.piece] += ns;
+          in.pieces = std::max(in.pieces, role.piece + 1);
           continue;
         }
         switch (role.role) {
@@ -310,6 +330,17 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
         (std::get<1>(key) == static_cast<int>(PipelineRole::forward) ? out.forward : out.backward)
             .push_back(ns * v);
       }
+      // The shares of the stage's first replayed device with pieces (every
+      // op of a role has the same pieces: the programs are cut once).
+      for (int r = 0; r < 2; ++r) {
+        std::vector<double>& share = r == 0 ? out.forward_piece_share : out.backward_piece_share;
+        if (!share.empty() || piece_ns[r].empty()) continue;
+        double total = 0;
+        for (const auto& [k, ns] : piece_ns[r]) total += ns;
+        const int count = piece_ns[r].rbegin()->first + 1;
+        if (total <= 0 || static_cast<int>(piece_ns[r].size()) != count) continue;
+        for (const auto& [k, ns] : piece_ns[r]) share.push_back(ns / total);
+      }
     }
     if (!out.backward_input.empty()) in.split_backward = true;
   }
@@ -324,13 +355,28 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
     }
   }
 
-  if (std::any_of(pipeline.roles.begin(), pipeline.roles.end(),
-                  [](const JobRole& r) { return r.piece >= 0; })) {
+  // The overlapped F+B actions of a DualPipeV run logged as jobs of their own
+  // (no OVERLAP_F_B mark) sent each output at its op's end.
+  const bool marked = std::any_of(pipeline.roles.begin(), pipeline.roles.end(),
+                                  [](const JobRole& r) { return r.overlap; });
+  in.overlap_actions = marked || measured.id != ScheduleId::torch_dualpipev;
+  if (in.joined) {
     in.notes.push_back(
-        "the run cuts forwards and backwards into pieces run interleaved (Paddle's "
-        "backward-forward overlap, forward(chunkK) and backward(chunkK)): each op's cost is "
-        "the sum of its pieces, and every scenario, the measured one too, runs it whole, so a "
-        "backward's output is ready earlier than the run had it");
+        "the trace shows no boundary inside some OVERLAP_F_B actions (one F+B job each): a "
+        "DualPipeV scenario replays such an action as one job of its measured duration (which "
+        "holds any wait for the backward's input), started once the forward's input is there "
+        "and ended no earlier than the backward's input; every other scenario takes the "
+        "stage's own forwards and backwards outside those actions");
+  }
+  if (in.pieces > 0) {
+    in.notes.push_back(fmt::format(
+        "the run cuts its steady-phase backwards and forwards into {} pieces run interleaved "
+        "(Paddle's backward-forward overlap, forward(chunkK) and backward(chunkK)): each op's "
+        "cost is the sum of its pieces; Paddle's 1F1B scenarios run each (backward, forward) "
+        "pair of the steady phase so, each piece its measured share of its op and a launch of "
+        "its own, the backward's output sent after its last piece and the forward's after its "
+        "own; every other scenario runs each op whole",
+        in.pieces));
   }
   measure_micro_batch_pattern(run, metrics, pipeline, replayed, complete, in);
 
@@ -596,6 +642,11 @@ Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
   auto ns = [](double x) { return std::max<std::int64_t>(1, std::llround(x)); };
 
   const bool shared = inputs.shared_pattern && !inputs.rows.empty();
+  // Paddle's 1F1B scenario of a run with backward-forward overlap pieces.
+  const bool piece_units = inputs.pieces > 1 && scenario.schedule == ScheduleId::paddle_1f1b;
+  // A DualPipeV scenario of a DualPipeV run with F+B actions timed whole.
+  const bool joined_actions = inputs.joined && scenario.schedule == ScheduleId::torch_dualpipev &&
+                              inputs.measured.id == ScheduleId::torch_dualpipev;
   // The predicted timeline of `steps` steps (the same draws for any count).
   const auto timeline = [&](int steps, std::vector<double>& in_flight_max) {
     in_flight_max.assign(p, 0);
@@ -653,6 +704,42 @@ Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
       std::vector<std::size_t> next(p, 0);
       std::size_t remaining = 0;
       for (const auto& list : lists) remaining += list.size();
+      // An output held back until its overlapped action ends (torch sends
+      // both outputs of an OVERLAP_F_B action after it).
+      struct Held {
+        PipelineRole role;
+        int g, neighbour;
+        std::int64_t micro_batch;
+      };
+      std::vector<std::optional<Held>> held(p);
+      // Sends `role`'s output of global stage g (micro-batch mb) to
+      // `neighbour`, leaving at `end`.
+      const auto send = [&](int s, PipelineRole role, int g, int neighbour, std::int64_t mb,
+                            std::int64_t end) {
+        if (neighbour < 0) return;
+        std::int64_t arrival = end;
+        if (rank_of[neighbour] != s) {
+          const bool same_machine =
+              inputs.stages[rank_of[neighbour]].machine == inputs.stages[s].machine;
+          arrival += same_machine ? same_ns : cross_ns;
+        }
+        (role == PipelineRole::forward ? f_ready : b_ready)[slot(g, mb)] = arrival;
+      };
+      // When op's input is there (kNotYet: not yet known), and the global
+      // stage its output goes to (-1: none).
+      const auto input_of = [&](int s, const ScheduleStep& op) {
+        const int g = global_stage(placement, p, s, op.chunk);
+        std::int64_t ready = 0;
+        int neighbour = -1;
+        if (op.role == PipelineRole::forward) {
+          if (g > 0) ready = f_ready[slot(g - 1, op.micro_batch)];
+          if (g < g_count - 1) neighbour = g + 1;
+        } else if (op.role == PipelineRole::backward) {
+          if (g < g_count - 1) ready = b_ready[slot(g + 1, op.micro_batch)];
+          if (g > 0) neighbour = g - 1;
+        }
+        return std::pair{ready, neighbour};
+      };
       while (remaining > 0) {
         bool progress = false;
         for (int s = 0; s < p; ++s) {
@@ -660,6 +747,89 @@ Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
           while (next[s] < lists[s].size()) {
             const ScheduleStep& op = lists[s][next[s]];
             const int g = global_stage(placement, p, s, op.chunk);
+            // A steady-phase (backward, forward) pair of Paddle's 1F1B with
+            // backward-forward overlap: their pieces interleaved, backward
+            // piece 0 first, each waiting for its op's input at its first
+            // piece; each output sent after its op's last piece.
+            if (piece_units && op.role == PipelineRole::backward && !op.split &&
+                next[s] + 1 < lists[s].size() &&
+                lists[s][next[s] + 1].role == PipelineRole::forward &&
+                c.forward_piece_share.size() == static_cast<std::size_t>(inputs.pieces) &&
+                c.backward_piece_share.size() == static_cast<std::size_t>(inputs.pieces)) {
+              const ScheduleStep& fwd = lists[s][next[s] + 1];
+              const auto [b_in, b_to] = input_of(s, op);
+              const auto [f_in, f_to] = input_of(s, fwd);
+              if (b_in == kNotYet || f_in == kNotYet) break;
+              double b_cost = 0, f_cost = 0;
+              if (shared) {
+                const WhatifInputs::CostRow& r = row_of(s, op.micro_batch);
+                b_cost = r.backward > 0 ? r.backward : r.backward_input + r.weight;
+                f_cost = row_of(s, fwd.micro_batch).forward;
+              } else {
+                b_cost = whole_backward(c, draws);
+                f_cost = draws.pick(c.forward);
+              }
+              std::int64_t t = free_at[s], b_end = 0, f_end = 0;
+              for (int k = 0; k < inputs.pieces; ++k) {
+                for (const ScheduleStep* o : {&op, &fwd}) {
+                  const bool backward = o == &op;
+                  const std::int64_t ready = k > 0 ? 0 : backward ? b_in : f_in;
+                  const std::int64_t start = std::max(t + launch_ns, ready);
+                  const double share =
+                      (backward ? c.backward_piece_share
+                                : c.forward_piece_share)[static_cast<std::size_t>(k)];
+                  t = start + ns((backward ? b_cost : f_cost) * share / v);
+                  (backward ? b_end : f_end) = t;
+                  run.devices[s].jobs.push_back(
+                      {start, t, job_id++, o->micro_batch,
+                       run.types.intern(
+                           fmt::format("{}(chunk{})", backward ? "backward" : "forward", k)),
+                       0});
+                }
+              }
+              send(s, PipelineRole::backward, g, b_to, op.micro_batch, b_end);
+              send(s, PipelineRole::forward, global_stage(placement, p, s, fwd.chunk), f_to,
+                   fwd.micro_batch, f_end);
+              ++in_flight[s];
+              in_flight_max[s] = std::max(in_flight_max[s], static_cast<double>(in_flight[s]) / v);
+              --in_flight[s];
+              free_at[s] = t;
+              next[s] += 2;
+              remaining -= 2;
+              progress = true;
+              continue;
+            }
+            // An F+B action the run timed as one job: one job of a measured
+            // duration, from when the forward's input is there, ended no
+            // earlier than the backward's input; both outputs at its end.
+            if (joined_actions && op.overlap_next && next[s] + 1 < lists[s].size() &&
+                static_cast<std::size_t>(op.chunk) < c.joined.size() &&
+                !c.joined[static_cast<std::size_t>(op.chunk)].empty()) {
+              const ScheduleStep& second = lists[s][next[s] + 1];
+              const auto [f_in, f_to] = input_of(s, op);
+              const auto [b_in, b_to] = input_of(s, second);
+              if (f_in == kNotYet || b_in == kNotYet) break;
+              const std::int64_t start = std::max(free_at[s] + launch_ns, f_in);
+              const std::int64_t end = std::max(
+                  start + ns(draws.pick(c.joined[static_cast<std::size_t>(op.chunk)])), b_in);
+              for (const ScheduleStep* o : {&op, &second}) {
+                const std::string_view base =
+                    o->role == PipelineRole::forward ? "forward" : "backward";
+                run.devices[s].jobs.push_back(
+                    {start, end, job_id++, o->micro_batch,
+                     run.types.intern(type_name(base, o->chunk) + std::string(kJoinedMark)), 0});
+                send(s, o->role, global_stage(placement, p, s, o->chunk), o == &op ? f_to : b_to,
+                     o->micro_batch, end);
+              }
+              ++in_flight[s];
+              in_flight_max[s] = std::max(in_flight_max[s], static_cast<double>(in_flight[s]) / v);
+              if (!second.split || !has_weight[s]) --in_flight[s];
+              free_at[s] = end;
+              next[s] += 2;
+              remaining -= 2;
+              progress = true;
+              continue;
+            }
             std::int64_t ready = 0;
             double cost = 0;
             std::string_view base;
@@ -699,15 +869,14 @@ Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
             const std::int64_t end = start + ns(cost / v);
             run.devices[s].jobs.push_back({start, end, job_id++, op.micro_batch,
                                            run.types.intern(type_name(base, op.chunk)), 0});
-            if (neighbour >= 0) {
-              std::int64_t arrival = end;
-              if (rank_of[neighbour] != s) {
-                const bool same_machine =
-                    inputs.stages[rank_of[neighbour]].machine == inputs.stages[s].machine;
-                arrival += same_machine ? same_ns : cross_ns;
-              }
-              (op.role == PipelineRole::forward ? f_ready : b_ready)[slot(g, op.micro_batch)] =
-                  arrival;
+            if (op.overlap_next && inputs.overlap_actions) {
+              held[s] = Held{op.role, g, neighbour, op.micro_batch};
+            } else {
+              send(s, op.role, g, neighbour, op.micro_batch, end);
+            }
+            if (inside && held[s]) {
+              send(s, held[s]->role, held[s]->g, held[s]->neighbour, held[s]->micro_batch, end);
+              held[s].reset();
             }
             if (op.role == PipelineRole::forward) {
               ++in_flight[s];

@@ -14,7 +14,12 @@
 //     splits it, and one that logged only halves has them joined (input
 //     half + weight half) where a schedule runs a whole backward;
 //   - every job starts the measured launch overhead after both its device is
-//     free and its input is there (whatif/link_costs.h);
+//     free and its input is there (whatif/link_costs.h); an overlapped F+B
+//     action (DualPipeV's) runs as torch runs it, its backward launched with
+//     its forward and both outputs sent after it (WhatifInputs::
+//     overlap_actions), or as one job where the run timed it so; Paddle's
+//     backward-forward overlap pieces run interleaved in 1F1B scenarios
+//     (WhatifInputs::pieces);
 //   - data sent between ranks arrives the measured latency after its
 //     producer ends (the median over the dependent pairs whose consumer
 //     waited for its input, same machine and across machines separately);
@@ -79,6 +84,16 @@ struct StageSamples {
   /// the launch overhead (≥ 0): a wait before the optimizer (a gradient
   /// all-reduce, for one) that is none of the pipeline's ops.
   std::vector<double> optimizer_wait;
+  /// PyTorch's overlapped F+B actions that the trace timed as one job
+  /// (JobRole::joined), by the chunk of their forward: the action's duration
+  /// (ns, as measured: the forward, any wait for the backward's input, the
+  /// backward). Only a DualPipeV scenario of a DualPipeV run replays them.
+  std::vector<std::vector<double>> joined;
+  /// Paddle's 1F1B with backward-forward overlap: each piece's share of its
+  /// op (the mean of piece k over the mean of the pieces' sum), forwards and
+  /// backwards apart; empty where the stage logged no piece.
+  std::vector<double> forward_piece_share;
+  std::vector<double> backward_piece_share;
   /// The machine of the stage's first device.
   int machine = 0;
 };
@@ -116,6 +131,22 @@ struct WhatifInputs {
   std::vector<StageSamples> stages;
   /// True when some stage logged split backwards (backward_b / backward_w).
   bool split_backward = false;
+  /// How a scenario runs an overlapped F+B action (ScheduleStep::overlap_next,
+  /// DualPipeV's): true as torch's runtime runs its OVERLAP_F_B actions, the
+  /// backward right after the forward (no launch overhead of its own, once
+  /// its input is there) and both outputs sent after the action
+  /// (_add_send_recv); false only for a DualPipeV run that logged those ops
+  /// as jobs of their own (no JobRole::overlap mark), each output then sent
+  /// at its op's end, as that run did.
+  bool overlap_actions = true;
+  /// True when some stage holds StageSamples::joined samples.
+  bool joined = false;
+  /// The pieces Paddle's 1F1B with enable_backward_forward_overlap cut each
+  /// steady-phase backward and forward into (forward(chunkK), backward(chunkK),
+  /// run interleaved: backward piece 0, forward piece 0, backward piece 1,
+  /// ...); 0 without pieces. Paddle's 1F1B scenarios run each such (backward,
+  /// forward) pair so (StageSamples::*_piece_share), every other one whole.
+  int pieces = 0;
   /// Launch overhead and link latencies (whatif/link_costs.h).
   LinkCosts links;
   /// Stage 0's optimizer end (or last job end) to its next step's first job,

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/job_role.h"
 #include "ingest/discovery.h"
 #include "ingest/ingest.h"
 #include "ingest/input_formats.h"
@@ -330,10 +331,8 @@ TEST(TorchTraceReader, IntervalPreferenceAndExactTimes) {
               span("gpu_user_annotation", "PP:0F1", "50.25", "0.028", R"({"External id": 2})"),
               // Neither: the CPU span, host-timed.
               span("user_annotation", "PP:0B0", "100", "7.5"),
-              // DualPipeV's overlapped action: two jobs in its interval; 50 us
-              // is more than stage 0's median forward (11.875 us) and full
-              // backward (7.5 us) together: each gets its median at its end,
-              // the backward having waited for its input in between.
+              // DualPipeV's overlapped action without a kernel: one F+B job,
+              // both ops over the whole GPU span (no boundary is shown).
               span("user_annotation", "PP:(0F2;0B1)OVERLAP_F_B", "200", "1"),
               span("gpu_user_annotation", "PP:(0F2;0B1)OVERLAP_F_B", "300", "50"),
               // Not ours.
@@ -347,8 +346,8 @@ TEST(TorchTraceReader, IntervalPreferenceAndExactTimes) {
                             {"forward", 0, base + 20'001, base + 30'001},
                             {"forward", 1, base + 50'250, base + 62'125},
                             {"backward", 0, base + 100'000, base + 107'500},
-                            {"forward", 2, base + 300'000, base + 311'875},
-                            {"backward", 1, base + 342'500, base + 350'000},
+                            {"forward(F+B)", 2, base + 300'000, base + 350'000},
+                            {"backward(F+B)", 1, base + 300'000, base + 350'000},
                         }));
   EXPECT_EQ(r.first_step, 41);
   EXPECT_EQ(r.stats.matched, 5u);
@@ -359,12 +358,11 @@ TEST(TorchTraceReader, IntervalPreferenceAndExactTimes) {
   for (const Diagnostic& d : r.diagnostics) notes += d.message + "\n";
   EXPECT_NE(notes.find("'PP:0Q1' is no pipeline action"), std::string::npos) << notes;
   EXPECT_NE(notes.find("1 of 5 jobs are host-timed"), std::string::npos) << notes;
-  EXPECT_NE(notes.find("1 OVERLAP_F_B action (a forward and a backward in one profiler range): "
-                       "each split"),
+  EXPECT_NE(notes.find("1 OVERLAP_F_B action (a forward, then a backward, in one profiler "
+                       "range): 1 kept as one F+B job each, no boundary shown inside (1 with no "
+                       "kernel joined to the range)"),
             std::string::npos)
       << notes;
-  EXPECT_NE(notes.find("; 1 longer than both medians together"), std::string::npos) << notes;
-  EXPECT_EQ(notes.find("1:2"), std::string::npos) << notes;
   ASSERT_EQ(r.notes.size(), 1u);
   EXPECT_EQ(r.notes[0].code, WarningCode::host_timed_jobs);
   EXPECT_EQ(r.notes[0].count, 1u);
@@ -388,6 +386,113 @@ TEST(TorchTraceReader, IntervalPreferenceAndExactTimes) {
       "k.pt.trace.json", trace(kineto, ",\n \"baseTimeNanoseconds\": 1700000000000000000")));
   EXPECT_EQ(jobs_of(k), jobs_of(r));
   EXPECT_EQ(k.stats.lines, 16u);
+}
+
+// An event on host thread `tid`.
+std::string on_thread(std::string_view cat, std::string_view name, std::string_view ts,
+                      std::string_view dur, int tid, std::string_view args = "{}") {
+  return fmt::format(R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": 9, "tid": {}, "ts": {}, )"
+                     R"("dur": {}, "args": {}}})",
+                     cat, name, tid, ts, dur, args);
+}
+
+// A kernel and the launch it came from: launched at `launch` us from `tid`,
+// run over [start, start + dur) us.
+std::vector<std::string> launched(int correlation, int tid, std::string_view launch,
+                                  std::string_view start, std::string_view dur) {
+  return {on_thread("cuda_runtime", "cudaLaunchKernel", launch, "1", tid,
+                    fmt::format(R"({{"correlation": {}}})", correlation)),
+          span("kernel", "gemm", start, dur, fmt::format(R"({{"correlation": {}}})", correlation))};
+}
+
+// The events of torch's OVERLAP_F_B action on the range's thread 9: the
+// forward's kernels launched from it, the backward's from autograd's device
+// thread (`backward_tid`) under evaluate_function ops; the backward waited
+// 5 us for its input after the forward.
+std::vector<std::string> overlap_action(int backward_tid, std::string_view backward_start) {
+  std::vector<std::string> e = {
+      span("user_annotation", "ProfilerStep#3", "0", "1000"),
+      span("user_annotation", "PP:(1F6;6B2)OVERLAP_F_B", "10", "30", R"({"External id": 7})"),
+      on_thread("cpu_op", "autograd::engine::evaluate_function: MmBackward0", "24", "4",
+                backward_tid),
+  };
+  for (const auto& pair : {launched(201, 9, "12", "100", "10"), launched(202, 9, "14", "110", "20"),
+                           launched(203, backward_tid, "25", backward_start, "8"),
+                           launched(204, backward_tid, "30", "150", "12.5")}) {
+    e.insert(e.end(), pair.begin(), pair.end());
+  }
+  // The GPU span of the kernels launched from the range's thread.
+  e.push_back(
+      span("gpu_user_annotation", "PP:(1F6;6B2)OVERLAP_F_B", "100", "30", R"({"External id": 7})"));
+  // The stages of the rank (1 and 6), by plain actions.
+  e.push_back(span("user_annotation", "PP:1F7", "300", "5"));
+  e.push_back(span("user_annotation", "PP:6B3", "400", "5"));
+  return e;
+}
+
+TEST(TorchTraceReader, AnOverlapActionIsTimedApartByItsKernelsLaunchThreads) {
+  TempDir dir;
+  const FileResult r = read(dir.write("r.pt.trace.json", trace(overlap_action(17, "135"))));
+  // The forward: its kernels from the range's thread, 100 to 130 us; the
+  // backward: from autograd's thread, 135 (after a 5 us wait) to 162.5 us.
+  EXPECT_EQ(jobs_of(r), (std::vector<JobText>{{"forward0(overlap)", 6, 100'000, 130'000},
+                                              {"backward1(overlap)", 2, 135'000, 162'500},
+                                              {"forward0", 7, 300'000, 305'000},
+                                              {"backward1", 3, 400'000, 405'000}}));
+  std::string notes;
+  for (const Diagnostic& d : r.diagnostics) notes += d.message + "\n";
+  EXPECT_NE(notes.find("1 OVERLAP_F_B action (a forward, then a backward, in one profiler "
+                       "range): 1 timed apart by the range's kernels"),
+            std::string::npos)
+      << notes;
+
+  // Kineto's own order (CPU events, then launches and kernels, then GPU
+  // spans), and an annotation after the first launch (the second pass that
+  // replays the kernels): the same jobs.
+  std::vector<std::string> events = overlap_action(17, "135");
+  std::vector<std::string> late = {events[0], events[2]};
+  late.insert(late.end(), events.begin() + 3, events.end() - 3);
+  late.insert(late.end(),
+              {events[1], events[events.size() - 3], events[events.size() - 2], events.back()});
+  const FileResult k = read(dir.write("k.pt.trace.json", trace(late)));
+  EXPECT_EQ(jobs_of(k), jobs_of(r));
+
+  // The ops' roles: one action of two ops, each timed by its own kernels.
+  const JobRole forward = classify_job_role("forward0(overlap)");
+  EXPECT_EQ(forward.role, PipelineRole::forward);
+  EXPECT_TRUE(forward.overlap);
+  EXPECT_FALSE(forward.joined);
+  EXPECT_EQ(forward.chunk, 0);
+  const JobRole backward = classify_job_role("backward1(F+B)");
+  EXPECT_EQ(backward.role, PipelineRole::backward);
+  EXPECT_EQ(backward.chunk, 1);
+  EXPECT_TRUE(backward.overlap && backward.joined);
+  EXPECT_EQ(classify_job_role("backward_w1(overlap)").role, PipelineRole::other);
+}
+
+TEST(TorchTraceReader, AnOverlapActionWhoseKernelsShowNoBoundaryIsOneJob) {
+  TempDir dir;
+  const auto one_job = [](const FileResult& r, std::string_view why) {
+    EXPECT_EQ(jobs_of(r), (std::vector<JobText>{{"forward0(F+B)", 6, 100'000, 162'500},
+                                                {"backward1(F+B)", 2, 100'000, 162'500},
+                                                {"forward0", 7, 300'000, 305'000},
+                                                {"backward1", 3, 400'000, 405'000}}));
+    std::string notes;
+    for (const Diagnostic& d : r.diagnostics) notes += d.message + "\n";
+    EXPECT_NE(
+        notes.find(fmt::format("1 kept as one F+B job each, no boundary shown inside (1 {})", why)),
+        std::string::npos)
+        << notes;
+    EXPECT_EQ(notes.find("timed apart"), std::string::npos) << notes;
+  };
+  // Every kernel launched from the range's own thread (autograd run on the
+  // calling thread): nothing tells the backward's from the forward's.
+  one_job(read(dir.write("one.pt.trace.json", trace(overlap_action(9, "135")))),
+          "with its kernels launched from one thread only");
+  // The backward's first kernel before the forward's last one ends: the two
+  // overlap on the GPU, no boundary between them.
+  one_job(read(dir.write("both.pt.trace.json", trace(overlap_action(17, "125")))),
+          "whose forward's and backward's kernels overlap on the GPU");
 }
 
 TEST(TorchTraceReader, AbsoluteMicrosecondsWithoutBase) {

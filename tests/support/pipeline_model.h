@@ -23,6 +23,11 @@
 //   - after its last op a rank runs its optimizer by the same rule, then waits
 //     the step's host gap (host_gap_ns, one per step boundary, cycled) before
 //     its next step;
+//   - an overlapped F+B action (ScheduleStep::overlap_next: DualPipeV's, as
+//     torch's runtime runs an OVERLAP_F_B action) starts its backward, with no
+//     launch overhead, once its forward is done and the backward's input is
+//     there, and sends both outputs when the backward ends; their job types
+//     carry the `(overlap)` mark, as pipescope names them from a trace;
 //   - ranks are split into `machines` contiguous blocks;
 //   - optionally, a host stall on one rank (stall_ns), which the replay has
 //     no rule for: a run it must say it cannot reproduce.
@@ -44,6 +49,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <queue>
 #include <stdexcept>
 #include <string>
@@ -105,6 +111,8 @@ struct PlannedOp {
   int chunk = 0;
   std::int64_t micro_batch = 0;
   int step = 0;
+  /// 1 and 2: the first and second op of an overlapped F+B action; 0 else.
+  int overlap = 0;
 };
 
 inline int global_of(StagePlacement placement, int p, int rank, int chunk) {
@@ -156,11 +164,13 @@ inline ModelRun run_model(const ModelConfig& c) {
     auto list = schedule_job_list(c.schedule, p, c.micro_batches, v, s);
     if (!list) throw std::invalid_argument("the schedule does not run this shape");
     for (int step = 0; step < c.steps; ++step) {
-      for (const ScheduleStep& op : *list) {
+      for (std::size_t i = 0; i < list->size(); ++i) {
+        const ScheduleStep& op = (*list)[i];
         Op kind = Op::forward;
         if (op.role == PipelineRole::backward) kind = op.split ? Op::input_half : Op::backward;
         if (op.role == PipelineRole::weight) kind = Op::weight;
-        plan[s].push_back({kind, op.chunk, op.micro_batch, step});
+        const int overlap = op.overlap_next ? 1 : i > 0 && (*list)[i - 1].overlap_next ? 2 : 0;
+        plan[s].push_back({kind, op.chunk, op.micro_batch, step, overlap});
       }
       plan[s].push_back({Op::optimizer, 0, 0, step});
     }
@@ -206,6 +216,8 @@ inline ModelRun run_model(const ModelConfig& c) {
     PlannedOp op{};
   };
   std::vector<Running> current(p);
+  // The first op of an overlapped action, whose output waits for the action's end.
+  std::vector<std::optional<PlannedOp>> held(p);
 
   // A rank at time t: start its next op if it is free and its input is there.
   const auto try_start = [&](int s, std::int64_t t) {
@@ -216,7 +228,8 @@ inline ModelRun run_model(const ModelConfig& c) {
       const auto it = arrival[s].find(key);
       if (it == arrival[s].end() || it->second > t) return;
     }
-    std::int64_t start = t + c.launch_overhead_ns;
+    // The second op of an overlapped action is launched with the first.
+    std::int64_t start = t + (o.overlap == 2 ? 0 : c.launch_overhead_ns);
     if (c.stall_ns > 0 && s == c.stall_rank &&
         next[s] % static_cast<std::size_t>(c.stall_every) == 0) {
       start += c.stall_ns;
@@ -247,19 +260,31 @@ inline ModelRun run_model(const ModelConfig& c) {
         free_at[s] += c.host_gap_ns[static_cast<std::size_t>(o.step) % c.host_gap_ns.size()];
         events.push({free_at[s], seq++, s});
       }
-      const int g = global_of(placement, p, s, o.chunk);
-      const auto send = [&](int kind, int to_g) {
-        const int to = rank_of[to_g];
-        std::int64_t at = e.at;
-        if (to != s) at += machine_of(to) == machine_of(s) ? c.latency_same_ns : c.latency_cross_ns;
-        arrival[to][DataKey{kind, g, o.micro_batch, o.step}] = at;
-        events.push({at, seq++, to});
+      const auto send_output = [&](const PlannedOp& made) {
+        const int g = global_of(placement, p, s, made.chunk);
+        const auto send = [&](int kind, int to_g) {
+          const int to = rank_of[to_g];
+          std::int64_t at = e.at;
+          if (to != s)
+            at += machine_of(to) == machine_of(s) ? c.latency_same_ns : c.latency_cross_ns;
+          arrival[to][DataKey{kind, g, made.micro_batch, made.step}] = at;
+          events.push({at, seq++, to});
+        };
+        if (made.op == Op::forward) {
+          send(0, g < g_count - 1 ? g + 1 : g);
+        } else if (made.op == Op::backward || made.op == Op::input_half) {
+          if (g > 0) send(1, g - 1);
+          if (made.op == Op::input_half) send(1, g);  // its own weight half
+        }
       };
-      if (o.op == Op::forward) {
-        send(0, g < g_count - 1 ? g + 1 : g);
-      } else if (o.op == Op::backward || o.op == Op::input_half) {
-        if (g > 0) send(1, g - 1);
-        if (o.op == Op::input_half) send(1, g);  // its own weight half
+      if (o.overlap == 1) {
+        held[s] = o;
+      } else {
+        send_output(o);
+        if (o.overlap == 2 && held[s]) {
+          send_output(*held[s]);
+          held[s].reset();
+        }
       }
     }
     try_start(s, e.at);
@@ -287,7 +312,8 @@ inline ModelRun run_model(const ModelConfig& c) {
       case Op::optimizer:
         return std::string(base);
     }
-    return v > 1 ? fmt::format("{}{}", base, o.chunk) : std::string(base);
+    return fmt::format("{}{}{}", base, v > 1 ? std::to_string(o.chunk) : "",
+                       o.overlap != 0 ? "(overlap)" : "");
   };
   for (int s = 0; s < p; ++s) {
     Device d;

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/job_role.h"
 #include "analysis/pipeline.h"
 #include "support/pipeline_model.h"
 #include "whatif/model_error.h"
@@ -248,6 +249,152 @@ TEST(WhatifFidelity, EverySchedulesRunPredictsEveryScenario) {
       runs, scenarios, hidden, self_step.value * 100, self_step.where, self_bubble.value * 100,
       self_bubble.where, other_step.value * 100, other_step.where, other_bubble.value * 100,
       other_bubble.where, latency.value, latency.where, launch.value, launch.where);
+}
+
+/// DualPipeV, P=4, M=8, 1 ms between ranks: the overlapped actions' outputs
+/// leave when the action ends, which a replay must know.
+ModelConfig dualpipev_run() {
+  ModelConfig c = issue_run();
+  c.schedule = ScheduleId::torch_dualpipev;
+  c.chunks = 2;
+  c.machines = 1;
+  c.latency_same_ns = 1'000'000;
+  c.host_gap_ns = {1'000'000};
+  return c;
+}
+
+/// The run with its types renamed by `rename` (every job of a type).
+pipescope::Run renamed(const pipescope::Run& run, std::string (*rename)(std::string_view)) {
+  pipescope::Run out = run;
+  out.types = TypeTable();
+  for (Device& d : out.devices) {
+    for (Job& job : d.jobs) job.type = out.types.intern(rename(run.types.name(job.type)));
+  }
+  return out;
+}
+
+TEST(WhatifFidelity, DualPipeVsOverlappedActionsSendAfterTheAction) {
+  const Measured m = measure(dualpipev_run());
+  ASSERT_EQ(m.inputs.measured.id, ScheduleId::torch_dualpipev);
+  EXPECT_TRUE(m.inputs.overlap_actions);
+  EXPECT_FALSE(m.inputs.joined);
+  EXPECT_DOUBLE_EQ(m.inputs.links.same_machine.ns, 1'000'000);
+  const ModelError error = measure_model_error(m.inputs, ReplayOptions{});
+  ASSERT_TRUE(error.available) << error.reason;
+  EXPECT_NEAR(error.step_error, 0, 0.005);
+  EXPECT_NEAR(error.bubble_error, 0, 0.005);
+
+  // The same jobs without the mark read as jobs of their own, each output
+  // sent at its op's end: that replay misses this run, which sent them after
+  // the action.
+  pipescope::Run plain = renamed(m.model.run, [](std::string_view t) {
+    return std::string(t.ends_with(kOverlapMark) ? t.substr(0, t.size() - kOverlapMark.size()) : t);
+  });
+  const AnalyzedRun a = analyze_run(plain, PipelineOptions{});
+  const WhatifInputs in = measure_whatif_inputs(plain, a.metrics, a.pipeline);
+  EXPECT_FALSE(in.overlap_actions);
+  const ModelError apart = measure_model_error(in, ReplayOptions{});
+  ASSERT_TRUE(apart.available) << apart.reason;
+  EXPECT_LT(apart.step_error, -0.02);
+}
+
+TEST(WhatifFidelity, AnOverlappedActionTimedWholeIsReplayedWhole) {
+  // The model's run with each overlapped action one F+B job: both ops over
+  // the action (the forward's start to the backward's end), as read from a
+  // trace that shows no boundary inside.
+  const ModelRun model = run_model(dualpipev_run());
+  pipescope::Run run = renamed(model.run, [](std::string_view t) {
+    return std::string(t.ends_with(kOverlapMark)
+                           ? std::string(t.substr(0, t.size() - kOverlapMark.size())) +
+                                 std::string(kJoinedMark)
+                           : std::string(t));
+  });
+  std::size_t actions = 0;
+  for (Device& d : run.devices) {
+    for (std::size_t i = 0; i + 1 < d.jobs.size(); ++i) {
+      Job& f = d.jobs[i];
+      Job& b = d.jobs[i + 1];
+      if (!run.types.name(f.type).starts_with("forward") ||
+          !run.types.name(f.type).ends_with(kJoinedMark)) {
+        continue;
+      }
+      f.end_ns = b.end_ns;
+      b.start_ns = f.start_ns;
+      ++actions;
+    }
+  }
+  ASSERT_GT(actions, 0u);
+  run.finalize();
+  const AnalyzedRun a = analyze_run(run, PipelineOptions{});
+  EXPECT_EQ(a.pipeline.schedule.detection.id, ScheduleId::torch_dualpipev);
+  EXPECT_TRUE(a.pipeline.schedule.detection.exact);
+  // The pairs share their interval by design: no overlap warning.
+  for (const Warning& w : a.pipeline.warnings) EXPECT_NE(w.code, WarningCode::overlap) << w.message;
+  // No input edge into a backward that starts with its action.
+  for (const Dependency& dep : a.pipeline.dependencies) {
+    const Job& consumer = run.devices[dep.consumer.device].jobs[dep.consumer.job];
+    const JobRole& role = a.pipeline.roles[consumer.type];
+    EXPECT_FALSE(role.joined && role.role == PipelineRole::backward);
+  }
+  // The op means count no F+B job: the model's forwards outside the actions
+  // (every step alike: no jitter).
+  double plain_ns = 0;
+  std::size_t plain = 0;
+  for (const Device& d : model.run.devices) {
+    for (const Job& job : d.jobs) {
+      const std::string& t = model.run.types.name(job.type);
+      if (t.starts_with("forward") && !t.ends_with(kOverlapMark)) {
+        plain_ns += static_cast<double>(job.duration_ns());
+        ++plain;
+      }
+    }
+  }
+  EXPECT_NEAR(a.pipeline.schedule.means.forward_ns, plain_ns / static_cast<double>(plain), 1.0);
+  // The stage load counts each action once, as its forward's job.
+  for (std::size_t s = 0; s < a.pipeline.stages.stage_count(); ++s) {
+    std::int64_t compute = 0;
+    std::uint64_t backwards = 0;
+    for (const std::size_t d : a.pipeline.stages.devices[s]) {
+      for (const Job& job : run.devices[d].jobs) {
+        const JobRole& role = a.pipeline.roles[job.type];
+        if (!role.compute() || (role.joined && role.role != PipelineRole::forward)) continue;
+        compute += job.duration_ns();
+        backwards += role.role == PipelineRole::backward;
+      }
+    }
+    const StageStats& stats = a.pipeline.bottleneck.stages[s];
+    EXPECT_EQ(stats.by_role[static_cast<std::size_t>(PipelineRole::backward)].count, backwards);
+    EXPECT_EQ(stats.compute_per_step_ns,
+              compute / static_cast<std::int64_t>(a.pipeline.stages.devices[s].size() *
+                                                  a.metrics.steps.size()));
+  }
+
+  const WhatifInputs in = measure_whatif_inputs(run, a.metrics, a.pipeline);
+  EXPECT_TRUE(in.joined);
+  std::size_t samples = 0;
+  for (const StageSamples& st : in.stages) {
+    for (const auto& chunk : st.joined) samples += chunk.size();
+  }
+  EXPECT_GT(samples, 0u);  // one an action of the complete steps
+  EXPECT_LE(samples, actions);
+  EXPECT_TRUE(std::any_of(in.notes.begin(), in.notes.end(), [](const std::string& n) {
+    return n.find("one F+B job each") != std::string::npos;
+  }));
+  const ModelError error = measure_model_error(in, ReplayOptions{});
+  ASSERT_TRUE(error.available) << error.reason;
+  EXPECT_NEAR(error.step_error, 0, 0.01);
+  EXPECT_NEAR(error.bubble_error, 0, 0.005);
+  const Replay r = replay_scenario(in, {ScheduleId::torch_dualpipev, 16, 2}, ReplayOptions{});
+  bool whole = false;
+  for (TypeId t = 0; t < r.run.types.size(); ++t) {
+    whole = whole || r.run.types.name(t).ends_with(kJoinedMark);
+  }
+  EXPECT_TRUE(whole);
+  // Another schedule takes the stages' plain ops.
+  const Replay other = replay_scenario(in, {ScheduleId::torch_zbv_zero_bubble, 8, 2}, {});
+  for (TypeId t = 0; t < other.run.types.size(); ++t) {
+    EXPECT_FALSE(other.run.types.name(t).ends_with(kJoinedMark));
+  }
 }
 
 TEST(WhatifFidelity, AHostStallTheReplayCannotSeeIsAModelError) {

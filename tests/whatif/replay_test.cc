@@ -7,8 +7,10 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "analysis/bubble_split.h"
 #include "analysis/pipeline.h"
 #include "support/pipeline_sim_run.h"
 
@@ -187,6 +189,94 @@ TEST(WhatifReplay, CountsTheMicroBatchesInFlight) {
   EXPECT_EQ(in_flight({ScheduleId::paddle_1f1b, 8, 1}), (std::vector<double>{4, 3, 2, 1}));
   EXPECT_EQ(in_flight({ScheduleId::paddle_fthenb, 8, 1}), (std::vector<double>{8, 8, 8, 8}));
   EXPECT_EQ(in_flight({ScheduleId::paddle_1f1b, 16, 1}), (std::vector<double>{4, 3, 2, 1}));
+}
+
+TEST(WhatifReplay, PaddlesOverlapPiecesAreReplayedInterleavedIn1F1BOnly) {
+  // The simulator's 1F1B run with each steady-phase (backward, forward) pair
+  // cut as Paddle's enable_backward_forward_overlap cuts it: backward(chunk0)
+  // (40% of the backward), forward(chunk0) (30% of the forward),
+  // backward(chunk1), forward(chunk1), run one after the other.
+  Analysed a = analyse(config(ScheduleKind::one_f_one_b, 4, 8));
+  pipescope::Run cut;
+  cut.devices = a.run.devices;
+  for (Device& d : cut.devices) {
+    JobVector jobs;
+    const JobVector& from = d.jobs;
+    for (std::size_t i = 0; i < from.size(); ++i) {
+      const std::string& type = a.run.types.name(from[i].type);
+      if (type == "backward" && i + 1 < from.size() &&
+          a.run.types.name(from[i + 1].type) == "forward") {
+        const Job& b = from[i];
+        const Job& f = from[i + 1];
+        const std::int64_t bd = b.duration_ns(), fd = f.duration_ns();
+        std::int64_t t = b.start_ns;
+        for (const auto& [job, share, name] : {std::tuple{&b, 0.4, "backward(chunk0)"},
+                                               {&f, 0.3, "forward(chunk0)"},
+                                               {&b, 0.6, "backward(chunk1)"},
+                                               {&f, 0.7, "forward(chunk1)"}}) {
+          Job piece = *job;
+          piece.start_ns = t;
+          piece.end_ns = t + std::llround((job == &b ? bd : fd) * share);
+          piece.type = cut.types.intern(name);
+          t = piece.end_ns;
+          jobs.push_back(piece);
+        }
+        ++i;
+        continue;
+      }
+      Job job = from[i];
+      job.type = cut.types.intern(type);
+      jobs.push_back(job);
+    }
+    d.jobs = std::move(jobs);
+  }
+  cut.finalize();
+  const AnalyzedRun analysed = analyze_run(cut, PipelineOptions{});
+  const WhatifInputs in = measure_whatif_inputs(cut, analysed.metrics, analysed.pipeline);
+  ASSERT_EQ(in.measured.id, ScheduleId::paddle_1f1b);
+  EXPECT_EQ(in.pieces, 2);
+  // Stage 1: forwards 15.6 ms, backwards 28.6 ms (1.3x), whole or summed.
+  ASSERT_EQ(in.stages[1].backward_piece_share.size(), 2u);
+  EXPECT_NEAR(in.stages[1].backward_piece_share[0], 0.4, 1e-6);
+  EXPECT_NEAR(in.stages[1].forward_piece_share[1], 0.7, 1e-6);
+  EXPECT_DOUBLE_EQ(in.stages[1].forward.back(), 15.6e6);
+  // The inherent-bubble split's op costs count an op's pieces once: the same
+  // mean forward and backward as the run without pieces.
+  const auto op_means = [](const pipescope::Run& r, const AnalyzedRun& x) {
+    const SplitEvidence e = split_evidence(r, x.metrics, x.pipeline.stages, x.pipeline.roles, 0,
+                                           x.metrics.steps.size());
+    return std::pair{static_cast<double>(e.run_sums.ns[0]) / e.run_sums.count[0],
+                     static_cast<double>(e.run_sums.ns[1]) / e.run_sums.count[1]};
+  };
+  const auto whole = op_means(a.run, a.analysed);
+  const auto pieces = op_means(cut, analysed);
+  EXPECT_NEAR(pieces.first, whole.first, 1.0);
+  EXPECT_NEAR(pieces.second, whole.second, 1.0);
+
+  // 1F1B: the steady phase's pairs run as their pieces, interleaved.
+  const auto types_of = [](const Replay& r, int stage) {
+    std::vector<std::string> out;
+    for (const Job& j : r.run.devices[static_cast<std::size_t>(stage)].jobs) {
+      out.push_back(r.run.types.name(j.type));
+    }
+    return out;
+  };
+  const Replay one = replay_scenario(in, {ScheduleId::paddle_1f1b, 8, 1}, ReplayOptions{});
+  const std::vector<std::string> stage3 = types_of(one, 3);
+  const std::vector<std::string> head(stage3.begin(), stage3.begin() + 6);
+  EXPECT_EQ(head,
+            (std::vector<std::string>{"forward", "backward(chunk0)", "forward(chunk0)",
+                                      "backward(chunk1)", "forward(chunk1)", "backward(chunk0)"}));
+  // A backward piece's share of its op.
+  const Job& b0 = one.run.devices[3].jobs[1];
+  const Job& b1 = one.run.devices[3].jobs[3];
+  EXPECT_NEAR(static_cast<double>(b0.duration_ns()) / (b0.duration_ns() + b1.duration_ns()), 0.4,
+              1e-6);
+  // Other schedules run every op whole.
+  for (const std::string& t :
+       types_of(replay_scenario(in, {ScheduleId::paddle_eager_1f1b, 8, 1}, ReplayOptions{}), 3)) {
+    EXPECT_EQ(t.find("chunk"), std::string::npos) << t;
+  }
 }
 
 TEST(WhatifReplay, CostSpreadShowsInTheReplayedSteps) {
