@@ -40,7 +40,9 @@ struct Tokens {
   std::uint64_t error_offset = 0;
 };
 
-Tokens tokenize(std::string_view doc, std::size_t chunk, bool block_scan = true) {
+using BlockScan = TraceEventTokenizer::BlockScan;
+
+Tokens tokenize(std::string_view doc, std::size_t chunk, BlockScan block_scan = BlockScan::best) {
   Tokens t;
   TraceEventTokenizer tok(
       {"baseTimeNanoseconds", "distributedInfo"},
@@ -119,14 +121,27 @@ TEST(TraceEventTokenizer, ArrayFormatAndDamage) {
   EXPECT_EQ(t.error, "unexpected ']'");
   EXPECT_EQ(t.error_offset, bad.find("]}"));
   EXPECT_EQ(tokenize("", 4).error, "the file is empty");
+
+  // Nesting past kMaxDepth inside an event (where the block scan follows
+  // only the nesting) is damage at its bracket, whichever scan reads it.
+  const std::string deep = R"({"traceEvents": [{"a": 1}, {"b": )" +
+                           std::string(TraceEventTokenizer::kMaxDepth, '[') + "]}]}";
+  for (const BlockScan how : {BlockScan::off, BlockScan::sse2, BlockScan::best}) {
+    const Tokens d = tokenize(deep, 100, how);
+    EXPECT_EQ(d.events, std::vector<std::string>{R"({"a": 1})"});
+    EXPECT_EQ(d.error,
+              fmt::format("nesting deeper than {} levels", TraceEventTokenizer::kMaxDepth));
+    EXPECT_EQ(d.error_offset,
+              deep.find('[', deep.find('[') + 1) + TraceEventTokenizer::kMaxDepth - 3);
+  }
 }
 
 TEST(TraceEventTokenizer, BlockScanReadsLikeTheByteWiseScan) {
   // Long events (the block scan takes 64 bytes at a time) whose strings hold
   // quotes, backslash runs of every length and brackets, across block and
   // chunk boundaries; then the same documents damaged at random. The block
-  // scan must find the same events, values and damage as the byte-wise one,
-  // whatever the chunking.
+  // scan (SSE2, and AVX2 where the CPU has it) must find the same events,
+  // values and damage as the byte-wise one, whatever the chunking.
   std::uint64_t state = 20261201;
   auto next = [&] {
     state = state * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -148,7 +163,7 @@ TEST(TraceEventTokenizer, BlockScanReadsLikeTheByteWiseScan) {
         e == 0 ? "" : ",\n  ", text(), text(), e, text());
   }
   good += R"(], "baseTimeNanoseconds": 12})";
-  const Tokens reference = tokenize(good, good.size(), false);
+  const Tokens reference = tokenize(good, good.size(), BlockScan::off);
   ASSERT_EQ(reference.error, "");
   ASSERT_EQ(reference.events.size(), 60u);
   ASSERT_EQ(reference.values.size(), 2u);
@@ -164,14 +179,17 @@ TEST(TraceEventTokenizer, BlockScanReadsLikeTheByteWiseScan) {
         }
       }
     }
-    const Tokens bytewise = tokenize(doc, doc.size(), false);
-    for (const std::size_t chunk : {doc.size(), std::size_t{64}, 65 + next() % 200}) {
-      const Tokens blocks = tokenize(doc, chunk, true);
-      ASSERT_EQ(blocks.events, bytewise.events) << round << " " << chunk;
-      ASSERT_EQ(blocks.offsets, bytewise.offsets) << round << " " << chunk;
-      ASSERT_EQ(blocks.values, bytewise.values) << round << " " << chunk;
-      ASSERT_EQ(blocks.error, bytewise.error) << round << " " << chunk;
-      ASSERT_EQ(blocks.error_offset, bytewise.error_offset) << round << " " << chunk;
+    const Tokens bytewise = tokenize(doc, doc.size(), BlockScan::off);
+    for (const BlockScan how : {BlockScan::sse2, BlockScan::best}) {
+      for (const std::size_t chunk : {doc.size(), std::size_t{64}, 65 + next() % 200}) {
+        const Tokens blocks = tokenize(doc, chunk, how);
+        const auto at = fmt::format("{} {} {}", round, chunk, static_cast<int>(how));
+        ASSERT_EQ(blocks.events, bytewise.events) << at;
+        ASSERT_EQ(blocks.offsets, bytewise.offsets) << at;
+        ASSERT_EQ(blocks.values, bytewise.values) << at;
+        ASSERT_EQ(blocks.error, bytewise.error) << at;
+        ASSERT_EQ(blocks.error_offset, bytewise.error_offset) << at;
+      }
     }
   }
 }
