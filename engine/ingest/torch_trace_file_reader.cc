@@ -22,7 +22,8 @@ namespace pipescope {
 
 namespace {
 
-/// The largest chunk read at once.
+/// The largest chunk read at once: the four in flight (trace_event_batches)
+/// stay in the caches, from the copy out of the page cache to the parse.
 constexpr std::size_t kReadBytes = std::size_t{256} << 10;
 
 }  // namespace
@@ -125,8 +126,8 @@ std::string TorchTraceFileReader::read_events(TraceEventTokenizer& tokenizer, bo
     return e.what();
   }
   const EventFilter filter{second_pass_, pattern_ ? &*pattern_ : nullptr};
-  // Chunks no larger than the file (most traces of a small run are far
-  // below 4 MiB): the buffers are zeroed when made, page by page.
+  // Chunks no larger than the file (a small run's trace may be far below
+  // kReadBytes): the buffers are zeroed when made.
   const std::size_t chunk = std::clamp<std::size_t>(
       static_cast<std::size_t>(std::min<std::uint64_t>(input_.size_bytes, kReadBytes)) + 1,
       std::size_t{64} << 10, kReadBytes);
