@@ -33,12 +33,21 @@ std::string_view trim_json_token(std::string_view s) {
 
 namespace {
 
+/// Whether `text` is `literal`: a compare of a known length, inlined (a
+/// string_view's == calls memcmp, which costs more than these few bytes).
+template <std::size_t N>
+bool is(std::string_view text, const char (&literal)[N]) {
+  return text.size() == N - 1 && std::memcmp(text.data(), literal, N - 1) == 0;
+}
+
 EventClass class_of(std::string_view cat) {
-  if (cat == "user_annotation") return EventClass::cpu_annotation;
-  if (cat == "gpu_user_annotation") return EventClass::gpu_annotation;
-  if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") return EventClass::kernel;
-  if (cat == "cuda_runtime" || cat == "cuda_driver") return EventClass::launch;
-  if (cat == "cpu_op") return EventClass::comm_call;  // those of a communication's name
+  if (is(cat, "kernel") || is(cat, "gpu_memcpy") || is(cat, "gpu_memset")) {
+    return EventClass::kernel;
+  }
+  if (is(cat, "cuda_runtime") || is(cat, "cuda_driver")) return EventClass::launch;
+  if (is(cat, "cpu_op")) return EventClass::comm_call;  // those of a communication's name
+  if (is(cat, "user_annotation")) return EventClass::cpu_annotation;
+  if (is(cat, "gpu_user_annotation")) return EventClass::gpu_annotation;
   return EventClass::none;
 }
 
@@ -53,8 +62,9 @@ bool second_pass_class(EventClass c) {
 /// Whether a CPU op or annotation of this name is a communication's host
 /// call (record_param_comms, nccl:send, ...).
 bool comm_call_name(std::string_view name) {
-  return name == kParamCommsOp || name.starts_with(kNcclCallPrefix);
+  return is(name, "record_param_comms") || (name.size() >= 5 && is(name.substr(0, 5), "nccl:"));
 }
+static_assert(kParamCommsOp == "record_param_comms" && kNcclCallPrefix == "nccl:");
 
 /// The value of an event's top-level string field `key` (3 or 4 letters:
 /// "cat", "name") found without parsing the event, when it is a plain string
@@ -267,12 +277,6 @@ std::size_t quote_or_backslash(const char* p, std::size_t i, std::size_t n) {
   while (i < n && p[i] != '"' && p[i] != '\\') ++i;
   return i;
 #endif
-}
-
-/// A key of `N - 1` letters.
-template <std::size_t N>
-bool key_is(std::string_view key, const char (&literal)[N]) {
-  return key.size() == N - 1 && std::memcmp(key.data(), literal, N - 1) == 0;
 }
 
 /// Eight bytes at `p`, p[0] in the lowest.
@@ -622,7 +626,7 @@ std::size_t PlainScan::args(std::size_t i) {
     } else {
       key_end = string_close(i);
       if (key_end == npos) return npos;
-      if (key_is(token(i + 1, key_end), "device")) field = &device_;
+      if (is(token(i + 1, key_end), "device")) field = &device_;
     }
     i = key_end + 1;
     if (p_[i] != ':') {
@@ -674,7 +678,7 @@ std::optional<PlainRead> PlainScan::kineto(std::size_t& i, std::size_t& next) {
   const std::size_t cat_key = i;
   e = string_value(i + 7, cat_);
   if (e == npos) return std::nullopt;
-  if (cat_ == "cpu_op") {
+  if (is(cat_, "cpu_op")) {
     // Most events of a trace: a CPU op, dropped by its name, which is the
     // next member and so the first "name" key (nothing before it but "ph"
     // and "cat", and no '{').
@@ -817,10 +821,11 @@ PlainRead PlainScan::finish(PlainRecord& out) const {
   if (!strings_ || cat_.empty() || (cat_.data() != decided_cat_ && class_of(cat_) != quick_)) {
     return PlainRead::other;
   }
-  if (quick_ == EventClass::kernel && cat_ == "kernel" && name_.starts_with("nccl")) {
+  if (quick_ == EventClass::kernel && is(cat_, "kernel") && name_.size() >= 4 &&
+      is(name_.substr(0, 4), "nccl")) {
     return PlainRead::other;  // its communication args: the whole parse
   }
-  if (ph_ != "X") return PlainRead::dropped;
+  if (!is(ph_, "X")) return PlainRead::dropped;
   // A time that is not decimal microseconds (or a negative duration) is
   // malformed: parse_event says so.
   if (ts_ != Time::read || dur_ == Time::bad || (dur_ == Time::read && dur_ns_ < 0)) {
@@ -842,7 +847,7 @@ PlainRead PlainScan::finish(PlainRecord& out) const {
   }
   if (quick_ == EventClass::launch) {
     if (out.correlation < 0) return PlainRead::dropped;
-    if (name_ != "cudaLaunchKernel") {  // the launch of nearly every kernel
+    if (!is(name_, "cudaLaunchKernel")) {  // the launch of nearly every kernel
       if (!launches_gpu_work(name_)) return PlainRead::dropped;
       out.graph = name_.find("GraphLaunch") != std::string_view::npos;
     }
