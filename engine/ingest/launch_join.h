@@ -6,10 +6,10 @@
 // correlation id, whichever comes first waiting in a table, so only the
 // unmatched ones are held. What needs the spans is where a launch falls (the
 // CPU span of a job, the ProfilerStep#N of a step), and Kineto may write a
-// span after the launches it holds. So each match is kept as a Pair (the
-// launch's time, the activity's interval), 24 bytes, and placed in its span
-// once the spans it needs are known (torch_trace_file_reader.h says when):
-// collect, then place once.
+// span after the launches it holds. So each match is kept as a LaunchPair
+// (the launch's time, the activity's interval), 24 bytes, and placed in its
+// span once the spans it needs are known (torch_trace_file_reader.h says
+// when): collect, then place once.
 //
 // Two rules share the table, one per view (docs/guide.md, "The kernel view";
 // docs/formats.md, "PyTorch profiler traces"):
@@ -18,10 +18,13 @@
 //    for every activity of the graph. An activity that never meets a launch
 //    is counted (unmatched_activities).
 //  - The job view: a launch takes one activity, the first after it or the
-//    last before it; an activity before its launch waits only when its
-//    correlation is above every launch's read so far (a later one cannot
-//    have been launched yet on a counter that only grows).
+//    last before it; an activity before its launch waits only while its
+//    correlation is above every launch's read so far (ids count up: one
+//    below is taken for an activity whose launch the trace lacks).
 // The two give the same pair nearly always: a pair both take is kept once.
+// A launch that no span holds takes its activity all the same, and the pair
+// is placed nowhere; the reader that joined launch by launch skipped such a
+// launch in the job view, which differs only where one id is launched twice.
 #pragma once
 
 #include <cstdint>
