@@ -6,7 +6,9 @@
 # of the whole step after the step's jobs (Kineto writes per buffer and
 # stream, not in global time order: that buffer goes back a whole step in
 # time), and each step's ProfilerStep#N span after its jobs (the host spans
-# among the kernels make the reader join the kernels a second time). Then, on the same file from the page cache:
+# among the kernels make the reader hold the kernels it joined to their
+# launches and place them in their spans at the end of the file, instead of
+# placing them chunk by chunk). Then, on the same file from the page cache:
 # `pipescope analyze --no-trace -q` and Python's json.load, as
 # bench/trace_reading.sh times them. Quadratic merging read 48 MB in 4.8 s on
 # 2 cores; the goal is the in-order rate (at most 65 ms wall for 48 MB).

@@ -59,6 +59,11 @@ struct IngestOptions {
   /// pipelining's `PP:` labels (job_pattern.h: RE2 syntax).
   std::string job_pattern;
   std::string job_kinds;
+  /// PyTorch traces whose spans come after the launches they hold: the
+  /// most bytes of joined kernels (24 each) held until the end of the file;
+  /// past it, the trace's kernels are read a second time
+  /// (torch_trace_file_reader.h).
+  std::size_t trace_held_bytes = std::size_t{64} << 20;
   /// The event library's matcher (scan/event_matcher.h) for text logs; null:
   /// events are off. Owned by the caller, alive while the inputs are read.
   const EventMatcher* events = nullptr;

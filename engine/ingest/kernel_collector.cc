@@ -12,69 +12,74 @@
 namespace pipescope {
 
 void KernelCollector::on_step_span(std::int64_t start, std::int64_t end, std::int64_t step) {
-  if (!step_spans_.empty() && start < step_spans_.back().start) spans_sorted_ = false;
   step_spans_.push_back({start, end, step});
+  sorted_stale_ = true;
   out_.step_spans = true;
+}
+
+void KernelCollector::sort_steps() {
+  if (!sorted_stale_) return;
+  // Sorted from the file's order whenever they are sorted, so that spans
+  // that start together keep one order however the file's spans came in.
+  sorted_ = step_spans_;
+  std::sort(sorted_.begin(), sorted_.end(),
+            [](const StepSpan& a, const StepSpan& b) { return a.start < b.start; });
+  sorted_stale_ = false;
 }
 
 /// N of the latest-starting step span holding host time `ts` (both ends
 /// included), looking back a few spans (they do not nest in practice); a
 /// time before the first span is in step N−1 of that span, which began
 /// before the trace (a profiler started mid-step: RankKernels::partial_step).
-std::optional<std::int64_t> KernelCollector::step_at(std::int64_t ts) {
-  if (!spans_sorted_) {
-    std::sort(step_spans_.begin(), step_spans_.end(),
-              [](const StepSpan& a, const StepSpan& b) { return a.start < b.start; });
-    spans_sorted_ = true;
+std::optional<std::int64_t> KernelCollector::step_at(std::int64_t ts, std::size_t& hint) const {
+  if (sorted_.empty()) return std::nullopt;
+  if (ts < sorted_.front().start) return sorted_.front().step - 1;
+  // The first span starting after ts: at the hint when the times run on.
+  std::size_t after = hint;
+  if (after == 0 || after > sorted_.size() || sorted_[after - 1].start > ts ||
+      (after < sorted_.size() && sorted_[after].start <= ts)) {
+    after = static_cast<std::size_t>(
+        std::upper_bound(sorted_.begin(), sorted_.end(), ts,
+                         [](std::int64_t v, const StepSpan& s) { return v < s.start; }) -
+        sorted_.begin());
+    hint = after;
   }
-  if (!step_spans_.empty() && ts < step_spans_.front().start) {
-    out_.partial_step = step_spans_.front().step - 1;
-    return out_.partial_step;
-  }
-  auto it = std::upper_bound(step_spans_.begin(), step_spans_.end(), ts,
-                             [](std::int64_t v, const StepSpan& s) { return v < s.start; });
-  for (int back = 0; back < 4 && it != step_spans_.begin(); ++back) {
-    --it;
-    if (it->end >= ts) return it->step;
+  for (std::size_t back = 0; back < 4 && back < after; ++back) {
+    const StepSpan& s = sorted_[after - 1 - back];
+    if (s.end >= ts) return s.step;
   }
   return std::nullopt;
 }
 
-void KernelCollector::on_launch(std::int64_t correlation, std::int64_t ts, bool graph,
-                                std::int64_t thread) {
-  const Launch launch{step_at(ts), graph, ts, thread};
-  const auto [first, last] = early_.equal_range(correlation);
-  const bool found = first != last;
-  for (auto e = first; e != last; ++e)
-    place(launch, e->second.start, e->second.end, e->second.comm);
-  early_.erase(first, last);
-  if (!found || graph) launches_[correlation] = launch;
+void KernelCollector::place(const PairList& pairs) {
+  if (step_spans_.empty()) return;  // launched outside every step span: in no step
+  sort_steps();
+  std::size_t hint = 0;
+  RankKernels::StepExtent* last = nullptr;
+  pairs.for_each([&](const LaunchPair& p) {
+    const std::optional<std::int64_t> step = step_at(p.launch, hint);
+    if (!step) return;
+    if (last == nullptr || last->step != *step) {
+      last = &extents_.try_emplace(*step, RankKernels::StepExtent{*step, p.start, p.end})
+                  .first->second;
+    }
+    last->first_start = std::min(last->first_start, p.start);
+    last->last_end = std::max(last->last_end, p.end);
+  });
 }
 
-void KernelCollector::place(const Launch& launch, std::int64_t start, std::int64_t end, long comm) {
-  const std::optional<std::int64_t> step = launch.step;
-  if (comm >= 0) {
-    out_.comm[static_cast<std::size_t>(comm)].step = step;
-    links_[static_cast<std::size_t>(comm)].launch_ts = launch.ts;
-    links_[static_cast<std::size_t>(comm)].launch_thread = launch.thread;
-  }
-  if (!step) return;  // launched outside every step span: in no step
-  auto [it, fresh] = extents_.try_emplace(*step, RankKernels::StepExtent{*step, start, end});
-  if (!fresh) {
-    it->second.first_start = std::min(it->second.first_start, start);
-    it->second.last_end = std::max(it->second.last_end, end);
+void KernelCollector::place(const std::vector<CommLaunch>& launches) {
+  sort_steps();
+  std::size_t hint = 0;
+  for (const CommLaunch& l : launches) {
+    out_.comm[l.comm].step = step_at(l.launch, hint);
+    links_[l.comm].launch_ts = l.launch;
+    links_[l.comm].launch_thread = l.thread;
   }
 }
 
-void KernelCollector::on_activity(ParsedEvent& e) {
-  if (out_.activities == 0) {
-    out_.first_start = e.start;
-    out_.last_end = e.end;
-  }
-  ++out_.activities;
-  if (out_.device_ordinal < 0 && e.gpu >= 0) out_.device_ordinal = e.gpu;
-  out_.first_start = std::min(out_.first_start, e.start);
-  out_.last_end = std::max(out_.last_end, e.end);
+long KernelCollector::on_activity(ParsedEvent& e) {
+  count(e.start, e.end, e.gpu);
   long comm = -1;
   if (e.communication) {
     CommKernel kernel = e.comm ? std::move(*e.comm) : CommKernel{};
@@ -89,20 +94,8 @@ void KernelCollector::on_activity(ParsedEvent& e) {
   } else {
     compute_.add(e.start, e.end);
   }
-  if (e.correlation >= 0) {
-    if (const auto l = launches_.find(e.correlation); l != launches_.end()) {
-      place(l->second, e.start, e.end, comm);
-      if (!l->second.graph) launches_.erase(l);
-      return;
-    }
-    // Its launch may still come: Kineto writes runtime calls and activities
-    // in time order, often a kernel just before its own launch, and the
-    // correlation ids of several threads are not in order. Whatever is still
-    // here at the end had no launch (counted then).
-    early_.emplace(e.correlation, Early{e.start, e.end, comm});
-    return;
-  }
-  ++out_.without_launch;
+  if (e.correlation < 0) ++out_.without_launch;
+  return comm;
 }
 
 void KernelCollector::on_comm_call(ParsedEvent& e) {
@@ -250,10 +243,14 @@ void KernelCollector::resolve_operations() {
   }
 }
 
-RankKernels KernelCollector::finish(std::int64_t base_ns) {
-  out_.without_launch += early_.size();
-  early_.clear();
-  launches_.clear();
+RankKernels KernelCollector::finish(std::int64_t base_ns, const LaunchJoin& join) {
+  // Activities that never met their launch; a launch before the first step
+  // span is in the step before it (step_at).
+  out_.without_launch += join.unmatched_activities();
+  sort_steps();
+  if (join.any_launch() && !sorted_.empty() && join.earliest_launch() < sorted_.front().start) {
+    out_.partial_step = sorted_.front().step - 1;
+  }
   resolve_operations();
   links_ = {};
   calls_ = {};

@@ -1,18 +1,18 @@
 // What one trace's GPU activities leave for the kernel view
 // (model/gpu_activity.h), gathered as the torch trace reader applies its
-// events in file order. Kineto writes the CPU events (the ProfilerStep#N
-// spans among them) first, then the runtime calls interleaved with the GPU
-// activities in time order: each activity's step is known when it comes (by
-// the launch that has the same correlation id), so only launches still
-// waiting for their activity, and activities that came before their launch,
-// are held. A communication kernel's operations and peers are read from the
-// host calls that launched it (docs/guide.md, "The kernel view": one
+// events in file order: every activity counts, compute activities are merged
+// into disjoint intervals (SpanUnion: in O(n log n) whatever their order),
+// communication kernels are kept whole. Each activity's step is the
+// ProfilerStep#N span that holds the call that launched it: the reader joins
+// activities to their launches (launch_join.h) and places the pairs here once
+// the step spans they need are known (place), so the spans may come anywhere
+// in the file. A communication kernel's operations and peers are read from
+// the host calls that launched it (docs/guide.md, "The kernel view": one
 // record_param_comms per operation of a batched kernel), else from its own
-// args, once every event is in (finish). Compute activities are merged into disjoint intervals
-// (SpanUnion: in O(n log n) whatever their order); communication kernels are
-// kept whole.
+// args, once every event is in (finish).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ingest/launch_join.h"
 #include "ingest/span_union.h"
 #include "model/gpu_activity.h"
 
@@ -31,45 +32,59 @@ class KernelCollector {
  public:
   /// A ProfilerStep#N span (host times, ns after the trace's base).
   void on_step_span(std::int64_t start, std::int64_t end, std::int64_t step);
-  /// A runtime or driver call that launches GPU work on host thread
-  /// `thread`; `graph`: a CUDA graph launch, whose many activities share its
-  /// correlation id.
-  void on_launch(std::int64_t correlation, std::int64_t ts, bool graph, std::int64_t thread);
-  /// A GPU activity (kernel, copy, set); takes `e.comm`.
-  void on_activity(ParsedEvent& e);
+  /// A GPU activity (kernel, copy, set); takes `e.comm`. Returns the index
+  /// of a communication kernel in the record's list, else -1.
+  long on_activity(ParsedEvent& e);
+  /// A plain compute activity (read by read_plain_event); `launched`: it has
+  /// a correlation id (else it counts as without launch).
+  void on_compute(std::int64_t start, std::int64_t end, int gpu, bool launched) {
+    count(start, end, gpu);
+    compute_.add(start, end);
+    if (!launched) ++out_.without_launch;
+  }
   /// A communication's host call (record_param_comms, nccl:<op>); takes
   /// `e.comm`.
   void on_comm_call(ParsedEvent& e);
+  /// Activities joined to their launches: each counts in the step whose
+  /// span holds its launch (LaunchPair::launch). Every step span that may
+  /// hold them must have been given.
+  void place(const PairList& pairs);
+  /// Communication kernels joined to their launches (as place).
+  void place(const std::vector<CommLaunch>& launches);
   /// Starts over (the reader's second pass reads every event again).
   void reset();
 
   /// Whether any GPU activity was read.
   bool any() const { return out_.activities > 0; }
   /// The rank's record, times moved by `base_ns` onto the trace's clock.
-  /// Call once, after the last event.
-  RankKernels finish(std::int64_t base_ns);
+  /// Call once, after the last event: `join` has read every launch, its
+  /// activities still waiting had no launch in the trace, and every pair it
+  /// found has been placed.
+  RankKernels finish(std::int64_t base_ns, const LaunchJoin& join);
 
  private:
-  struct Launch;
-  std::optional<std::int64_t> step_at(std::int64_t ts);
-  void place(const Launch& launch, std::int64_t start, std::int64_t end, long comm);
+  void count(std::int64_t start, std::int64_t end, int gpu) {
+    if (out_.activities == 0) {
+      out_.first_start = start;
+      out_.last_end = end;
+    }
+    ++out_.activities;
+    if (out_.device_ordinal < 0 && gpu >= 0) out_.device_ordinal = gpu;
+    out_.first_start = std::min(out_.first_start, start);
+    out_.last_end = std::max(out_.last_end, end);
+  }
+  void sort_steps();
+  /// N of the span holding host time `ts` (see the .cc); `hint`: where the
+  /// last search ended (times close together are found at once).
+  std::optional<std::int64_t> step_at(std::int64_t ts, std::size_t& hint) const;
   void resolve_operations();
 
   struct StepSpan {
     std::int64_t start, end, step;
   };
-  struct Early {
-    std::int64_t start, end;
-    long comm;  // index into out_.comm, or -1
-  };
-  std::vector<StepSpan> step_spans_;
-  bool spans_sorted_ = true;
-  struct Launch {
-    std::optional<std::int64_t> step;
-    bool graph = false;  // kept for every activity of the graph
-    std::int64_t ts = 0;
-    std::int64_t thread = -1;
-  };
+  std::vector<StepSpan> step_spans_;  // in file order
+  std::vector<StepSpan> sorted_;      // by start (std::sort of the file's order)
+  bool sorted_stale_ = false;
   /// A communication kernel's links to its host calls (one per out_.comm).
   struct CommLink {
     std::int64_t external_id = -1;
@@ -87,8 +102,6 @@ class KernelCollector {
   };
   std::vector<CommLink> links_;
   std::vector<HostCall> calls_;
-  std::unordered_map<std::int64_t, Launch> launches_;   // correlation -> launch
-  std::unordered_multimap<std::int64_t, Early> early_;  // activities before their launch
   std::unordered_map<std::int64_t, RankKernels::StepExtent> extents_;
   SpanUnion compute_;  // the compute activities, merged in finish()
   RankKernels out_;

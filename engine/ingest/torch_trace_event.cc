@@ -2,8 +2,15 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <bit>
 #include <charconv>
+#include <cstring>
 #include <system_error>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "ingest/job_pattern.h"
 #include "ingest/trace_event_tokenizer.h"
@@ -26,12 +33,21 @@ std::string_view trim_json_token(std::string_view s) {
 
 namespace {
 
+/// Whether `text` is `literal`: a compare of a known length, inlined (a
+/// string_view's == calls memcmp, which costs more than these few bytes).
+template <std::size_t N>
+bool is(std::string_view text, const char (&literal)[N]) {
+  return text.size() == N - 1 && std::memcmp(text.data(), literal, N - 1) == 0;
+}
+
 EventClass class_of(std::string_view cat) {
-  if (cat == "user_annotation") return EventClass::cpu_annotation;
-  if (cat == "gpu_user_annotation") return EventClass::gpu_annotation;
-  if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") return EventClass::kernel;
-  if (cat == "cuda_runtime" || cat == "cuda_driver") return EventClass::launch;
-  if (cat == "cpu_op") return EventClass::comm_call;  // those of a communication's name
+  if (is(cat, "kernel") || is(cat, "gpu_memcpy") || is(cat, "gpu_memset")) {
+    return EventClass::kernel;
+  }
+  if (is(cat, "cuda_runtime") || is(cat, "cuda_driver")) return EventClass::launch;
+  if (is(cat, "cpu_op")) return EventClass::comm_call;  // those of a communication's name
+  if (is(cat, "user_annotation")) return EventClass::cpu_annotation;
+  if (is(cat, "gpu_user_annotation")) return EventClass::gpu_annotation;
   return EventClass::none;
 }
 
@@ -46,8 +62,9 @@ bool second_pass_class(EventClass c) {
 /// Whether a CPU op or annotation of this name is a communication's host
 /// call (record_param_comms, nccl:send, ...).
 bool comm_call_name(std::string_view name) {
-  return name == kParamCommsOp || name.starts_with(kNcclCallPrefix);
+  return is(name, "record_param_comms") || (name.size() >= 5 && is(name.substr(0, 5), "nccl:"));
 }
+static_assert(kParamCommsOp == "record_param_comms" && kNcclCallPrefix == "nccl:");
 
 /// The value of an event's top-level string field `key` (3 or 4 letters:
 /// "cat", "name") found without parsing the event, when it is a plain string
@@ -248,197 +265,632 @@ bool wanted_name(std::string_view name, const JobPattern* pattern) {
   return name.starts_with(kPipelinePrefix);
 }
 
-/// The fields of a plain GPU activity or launch, found by one pass over the
-/// event's bytes instead of a JSON parser (most events of a kernel trace are
-/// these; simdjson's set-up per event cost more than the scan). Raw tokens:
-/// strings without their quotes, numbers as written. `scan` returns false
-/// for anything it does not read with certainty (an escaped string, bytes
-/// that are no JSON object), and the event is then parsed whole.
-struct PlainEvent {
-  std::string_view ph, cat, name, tid, ts, dur;
-  std::string_view correlation, external_id, device;  // in "args"
-  bool string_tid = false;
-
-  /// Reads the fields; with `launch`, no "device" is waited for.
-  bool scan(std::string_view ev, bool launch);
-
- private:
-  /// Whether every field kept has been seen: the rest of the event (a
-  /// kernel's registers, grid, occupancy, ...) is then not read. Kineto
-  /// writes "args" last, and in it "External id", "device" and
-  /// "correlation" first; an event missing one is read to its end.
-  bool complete(bool launch) const {
-    return !ph.empty() && !cat.empty() && !name.empty() && !ts.empty() && !dur.empty() &&
-           !correlation.empty() && !external_id.empty() &&
-           (launch ? !tid.empty() : !device.empty());
+/// The index of the first '"' or '\\' in p[i, n), or n. Reads up to 15
+/// bytes past n (an event has TraceEventTokenizer::kPadding after it).
+std::size_t quote_or_backslash(const char* p, std::size_t i, std::size_t n) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  for (; i < n; i += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    const auto hits = static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash))));
+    if (hits != 0) return std::min(n, i + static_cast<std::size_t>(__builtin_ctz(hits)));
   }
-  bool stop_ = false;
-  static bool blank(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-  std::size_t skip_blanks(std::string_view ev, std::size_t i) const {
-    while (i < ev.size() && blank(ev[i])) ++i;
-    return i;
-  }
-  /// A string at ev[i] == '"': its contents; npos end when escaped or open.
-  static std::size_t string_end(std::string_view ev, std::size_t i) {
-    // Two memchr calls (SIMD in libc) beat a byte loop on kernel names of
-    // hundreds of bytes (C++ template signatures).
-    const std::size_t close = ev.find('"', i + 1);
-    if (close == std::string_view::npos) return close;
-    if (ev.substr(i + 1, close - i - 1).find('\\') != std::string_view::npos) {
-      return std::string_view::npos;
-    }
-    return close;
-  }
-  /// The end of the value at ev[i] (one past it), or npos.
-  static std::size_t value_end(std::string_view ev, std::size_t i) {
-    if (i >= ev.size()) return std::string_view::npos;
-    if (ev[i] == '"') {
-      const std::size_t e = string_end(ev, i);
-      return e == std::string_view::npos ? e : e + 1;
-    }
-    if (ev[i] == '{' || ev[i] == '[') {
-      int depth = 0;
-      for (std::size_t j = i; j < ev.size(); ++j) {
-        const char c = ev[j];
-        if (c == '"') {
-          j = string_end(ev, j);
-          if (j == std::string_view::npos) return j;
-        } else if (c == '{' || c == '[') {
-          ++depth;
-        } else if (c == '}' || c == ']') {
-          if (--depth == 0) return j + 1;
-        }
-      }
-      return std::string_view::npos;
-    }
-    std::size_t j = i;
-    while (j < ev.size() && ev[j] != ',' && ev[j] != '}' && ev[j] != ']' && !blank(ev[j])) ++j;
-    return j == i ? std::string_view::npos : j;
-  }
-  /// Reads the object at ev[i] == '{', calling on(key, value token, value
-  /// start) for each member; returns one past its '}', or npos.
-  template <typename On>
-  std::size_t object(std::string_view ev, std::size_t i, On&& on) const {
-    if (i >= ev.size() || ev[i] != '{') return std::string_view::npos;
-    i = skip_blanks(ev, i + 1);
-    if (i < ev.size() && ev[i] == '}') return i + 1;
-    for (;;) {
-      if (i >= ev.size() || ev[i] != '"') return std::string_view::npos;
-      const std::size_t key_end = string_end(ev, i);
-      if (key_end == std::string_view::npos) return key_end;
-      const std::string_view key = ev.substr(i + 1, key_end - i - 1);
-      i = skip_blanks(ev, key_end + 1);
-      if (i >= ev.size() || ev[i] != ':') return std::string_view::npos;
-      i = skip_blanks(ev, i + 1);
-      const std::size_t end = on(key, i);
-      if (end == std::string_view::npos || stop_) return end;
-      i = skip_blanks(ev, end);
-      if (i >= ev.size()) return std::string_view::npos;
-      if (ev[i] == '}') return i + 1;
-      if (ev[i] != ',') return std::string_view::npos;
-      i = skip_blanks(ev, i + 1);
-    }
-  }
-};
-
-bool PlainEvent::scan(std::string_view ev, bool launch) {
-  const auto token = [&](std::size_t at, std::size_t end) { return ev.substr(at, end - at); };
-  const auto unquoted = [](std::string_view t) { return t.substr(1, t.size() - 2); };
-  bool ok = true;
-  const std::size_t end = object(ev, skip_blanks(ev, 0), [&](std::string_view key, std::size_t at) {
-    if (key == "args") {
-      return object(ev, at, [&](std::string_view arg, std::size_t v) {
-        const std::size_t e = value_end(ev, v);
-        if (e == std::string_view::npos) return e;
-        if (arg == "correlation") {
-          correlation = token(v, e);
-        } else if (arg == "External id") {
-          external_id = token(v, e);
-        } else if (arg == "device") {
-          device = token(v, e);
-        }
-        stop_ = complete(launch);
-        return e;
-      });
-    }
-    const std::size_t e = value_end(ev, at);
-    if (e == std::string_view::npos) return e;
-    const std::string_view t = token(at, e);
-    const bool text = t.front() == '"';
-    if (key == "ph" || key == "cat" || key == "name") {
-      if (!text) ok = false;  // not what the slow path reads either: let it decide
-      (key == "ph" ? ph : key == "cat" ? cat : name) = text ? unquoted(t) : t;
-    } else if (key == "tid") {
-      string_tid = text;
-      tid = text ? unquoted(t) : t;
-    } else if (key == "ts") {
-      ts = t;
-    } else if (key == "dur") {
-      dur = t;
-    }
-    return e;
-  });
-  return ok && end != std::string_view::npos;
+  return n;
+#else
+  while (i < n && p[i] != '"' && p[i] != '\\') ++i;
+  return i;
+#endif
 }
+
+/// Eight bytes at `p`, p[0] in the lowest.
+std::uint64_t load8(const char* p) {
+  std::uint64_t x;
+  std::memcpy(&x, p, sizeof x);
+  if constexpr (std::endian::native == std::endian::big) x = __builtin_bswap64(x);
+  return x;
+}
+
+/// The high bit of each byte of `x` equal to `c`, exact up to the first such
+/// byte (those after it may be flagged falsely).
+constexpr std::uint64_t bytes_equal(std::uint64_t x, char c) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+  const std::uint64_t y = x ^ (kOnes * static_cast<unsigned char>(c));
+  return (y - kOnes) & ~y & (kOnes << 7);
+}
+
+/// `text` (up to 8 bytes) as load8 reads it.
+constexpr std::uint64_t word(std::string_view text) {
+  std::uint64_t x = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    x |= static_cast<std::uint64_t>(static_cast<unsigned char>(text[i])) << (8 * i);
+  }
+  return x;
+}
+
+/// A set of bytes, tested by one load.
+struct ByteSet {
+  bool table[256] = {};
+  constexpr ByteSet(std::string_view bytes) {
+    for (const char c : bytes) table[static_cast<unsigned char>(c)] = true;
+  }
+  bool operator[](char c) const { return table[static_cast<unsigned char>(c)]; }
+};
+/// The blanks of JSON, and the bytes that end a number or literal as the
+/// scan reads it.
+constexpr ByteSet kBlank(" \n\t\r");
+constexpr ByteSet kDelimiter(",}] \n\t\r");
+
+bool is_digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
+
+/// The keys PlainScan keeps, by their letters.
+enum class Key : std::uint8_t { other, ph, cat, name, tid, ts, dur, args };
+/// A key Kineto writes in this place: `"name":` as load8 reads it.
+struct Expected {
+  std::uint64_t text;
+  std::uint64_t mask;
+  std::uint8_t size;
+  Key key;
+};
+constexpr Expected expected(std::string_view quoted, Key key) {
+  return {word(quoted), ~std::uint64_t{0} >> (64 - 8 * quoted.size()),
+          static_cast<std::uint8_t>(quoted.size()), key};
+}
+/// Kineto's order of an event's members (PyTorch 1.x to 2.x): each member
+/// is first taken for the next of these, at the cost of one compare.
+constexpr Expected kKinetoOrder[] = {
+    expected("\"ph\":", Key::ph),     expected("\"cat\":", Key::cat),
+    expected("\"name\":", Key::name), expected("\"pid\":", Key::other),
+    expected("\"tid\":", Key::tid),   expected("\"ts\":", Key::ts),
+    expected("\"dur\":", Key::dur),   expected("\"args\":", Key::args)};
+constexpr std::size_t kKinetoMembers = std::size(kKinetoOrder);
+
+/// A quoted key of up to 14 letters, as 16 bytes to compare with.
+struct Quoted {
+  std::string_view text;  // with its quotes
+  std::size_t size = 0;
+  unsigned mask = 0;  // the bits of movemask that must match
+#if defined(__SSE2__)
+  __m128i bytes{};
+#endif
+};
+Quoted quoted_key(std::string_view text) {
+  Quoted q;
+  q.text = text;
+  q.size = text.size();
+  q.mask = (1u << text.size()) - 1;
+#if defined(__SSE2__)
+  char bytes[16] = {};
+  std::memcpy(bytes, text.data(), text.size());
+  q.bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
+#endif
+  return q;
+}
+const Quoted kCorrelationKey = quoted_key("\"correlation\"");
+const Quoted kExternalIdKey = quoted_key("\"External id\"");
 
 /// A JSON integer token as simdjson's get_int64 reads it: -1 for anything
 /// else (a string, a fraction).
 std::int64_t int_token(std::string_view t) {
-  std::int64_t v = 0;
-  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  return ec == std::errc{} && end == t.data() + t.size() && !t.empty() ? v : -1;
+  if (!t.empty() && t.size() <= 18) {
+    std::int64_t v = 0;
+    std::size_t i = 0;
+    while (i < t.size() && is_digit(t[i])) v = v * 10 + (t[i++] - '0');
+    if (i == t.size()) return v;  // digits only: no overflow in 18
+  }
+  std::int64_t s = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), s);
+  return ec == std::errc{} && end == t.data() + t.size() && !t.empty() ? s : -1;
 }
 
-/// A plain activity (not NCCL's) or launch read by PlainEvent, as parse_event
-/// would give it; nullopt when the slow path must decide (the event is then
-/// parsed whole: anything odd, a malformed time included).
-std::optional<std::optional<ParsedEvent>> parse_plain(std::string_view event, std::uint64_t offset,
-                                                      std::uint64_t ordinal, EventClass quick) {
-  PlainEvent f;
-  if (!f.scan(event, quick == EventClass::launch) || f.cat.empty()) return std::nullopt;
-  if (class_of(f.cat) != quick) return std::nullopt;
-  if (quick == EventClass::kernel && f.cat == "kernel" && f.name.starts_with("nccl")) {
-    return std::nullopt;  // its communication args: the whole parse
+/// The fields of a plain GPU activity or launch, found by one pass over the
+/// event's bytes instead of a JSON parser (most events of a kernel trace are
+/// these; simdjson's set-up per event costs more than the scan), together
+/// with the category test that drops CPU ops and flows. Raw tokens: strings
+/// without their quotes, numbers as written; `ts` and `dur` are read to ns on
+/// the way. Members are read in order, a repeated key's last value kept;
+/// inside "args", reading stops once every field kept has been seen (Kineto
+/// writes "args" last, and in it "External id", "device" and "correlation"
+/// first: a kernel's registers, grid and occupancy are not read). Anything
+/// not read with certainty (an escaped string, bytes that are no JSON
+/// object, a category after a nested value) ends the pass with
+/// PlainRead::other. Each member is first taken for the one Kineto writes in
+/// its place, and each separator for the one-space kind, so that an event as
+/// Kineto writes it costs a few compares a member.
+class PlainScan {
+ public:
+  PlainScan(std::string_view event, const EventFilter& filter)
+      : p_(event.data()), n_(event.size()), event_(event), filter_(filter) {}
+
+  PlainRead read(PlainRecord& out);
+
+ private:
+  static constexpr std::size_t npos = std::string_view::npos;
+  /// A time's state: absent, read (to `ns`), or not decimal microseconds.
+  enum class Time : std::uint8_t { absent, read, bad };
+
+  std::size_t skip(std::size_t i) const {
+    while (kBlank[p_[i]]) ++i;  // stops at the closing '}' at the latest
+    return i;
   }
-  if (f.ph != "X") return std::optional<ParsedEvent>();
-  const std::optional<std::int64_t> start = parse_micros_to_ns(f.ts);
-  const std::optional<std::int64_t> length =
-      f.dur.empty() ? std::optional<std::int64_t>(0) : parse_micros_to_ns(f.dur);
-  if (!start || !length || *length < 0) return std::nullopt;
-  ParsedEvent out;
-  out.offset = offset;
-  out.ordinal = ordinal;
-  out.kind = quick;
-  out.start = *start;
-  out.end = *start + *length;
-  out.correlation = f.correlation.empty() ? -1 : int_token(f.correlation);
-  out.external_id = f.external_id.empty() ? -1 : int_token(f.external_id);
-  if (!f.tid.empty()) {
-    std::int64_t tid = -1;
-    const auto [e, ec] = std::from_chars(f.tid.data(), f.tid.data() + f.tid.size(), tid);
-    out.thread = ec == std::errc{} && e == f.tid.data() + f.tid.size() ? tid : -1;
+  /// skip, for the blanks JSON writers put after ':' and ',': none or one space.
+  std::size_t skip_space(std::size_t i) const {
+    if (p_[i] == ' ') ++i;
+    return kBlank[p_[i]] ? skip(i) : i;
   }
-  if (!f.device.empty()) {
-    std::string_view d = f.device;
+  /// The closing quote of the string at p_[i] == '"'; npos when escaped or open.
+  std::size_t string_close(std::size_t i) const {
+    const std::size_t j = quote_or_backslash(p_, i + 1, n_);
+    return j < n_ && p_[j] == '"' ? j : npos;
+  }
+  /// The key whose opening quote is at p_[i]; `close` is set to its closing
+  /// quote, npos when escaped or open.
+  Key key_at(std::size_t i, std::size_t& close) const;
+  /// One past the value at p_[i] (i < n_), or npos.
+  std::size_t value_end(std::size_t i) const;
+  /// value_end, for a value expected to be digits.
+  std::size_t number_end(std::size_t i) const {
+    std::size_t j = i;
+    while (is_digit(p_[j])) ++j;
+    return j > i && kDelimiter[p_[j]] ? j : value_end(i);
+  }
+  /// One past the member separator (',' and blanks) from p_[e] on, or npos
+  /// at the object's end (`end` is then one past its '}') or on damage.
+  std::size_t next_member(std::size_t e, std::size_t& end) const {
+    end = npos;
+    if (e < n_ && p_[e] == ',') return skip_space(e + 1);
+    const std::size_t i = skip(e);
+    if (i >= n_) return npos;
+    if (p_[i] == '}') end = i + 1;
+    return p_[i] == ',' ? skip(i + 1) : npos;
+  }
+  /// A time (`ts`, `dur`) at p_[i]: one past its token, or npos; `time` is
+  /// what parse_micros_to_ns makes of the token.
+  std::size_t time_at(std::size_t i, Time& time, std::int64_t& ns) const;
+  std::string_view token(std::size_t at, std::size_t end) const { return {p_ + at, end - at}; }
+  /// Whether every field kept has been seen.
+  bool complete() const {
+    return !ph_.empty() && !cat_.empty() && !name_.empty() && ts_ != Time::absent &&
+           dur_ != Time::absent && !correlation_.empty() && !external_id_.empty() &&
+           (quick_ == EventClass::launch ? !tid_.empty() : !device_.empty());
+  }
+  /// The category test at the event's first "cat" key (its opening quote at
+  /// p_[key]), as parse_event's unparsed look at it decides: true when the
+  /// scan goes on (a plain activity or launch), else `result` is set.
+  bool decide(std::size_t key, std::size_t value, PlainRead& result);
+  /// decide's test of a CPU op, by its name (parse_event's unparsed look at
+  /// it): dropped unless it is a communication's host call.
+  PlainRead cpu_op() const {
+    const auto name = quick_string(event_, "name");
+    return name && !comm_call_name(*name) ? PlainRead::dropped : PlainRead::other;
+  }
+  /// Whether the string at p_[i] is `key` (a quoted key of up to 14 letters).
+  bool key16(std::size_t i, const Quoted& key) const {
+#if defined(__SSE2__)
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p_ + i));
+    const auto equal = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, key.bytes)));
+    return (equal & key.mask) == key.mask && i + key.size < n_;
+#else
+    return i + key.size < n_ && std::memcmp(p_ + i, key.text.data(), key.size) == 0;
+#endif
+  }
+  /// The "args" object at p_[i]: one past it, or npos; sets stop_.
+  std::size_t args(std::size_t i);
+  /// The members from p_[i] on as Kineto writes them (kKinetoOrder, one
+  /// space after each ':' and ','), up to the first written otherwise: `i`
+  /// is left at that member's key (npos: the object ended) and `next` at
+  /// its place in the order. Returns the answer when they settle it.
+  std::optional<PlainRead> kineto(std::size_t& i, std::size_t& next);
+  PlainRead finish(PlainRecord& out) const;
+
+  const char* p_;
+  std::size_t n_;
+  std::string_view event_;
+  const EventFilter& filter_;
+  std::string_view ph_, cat_, name_, tid_;
+  std::string_view correlation_, external_id_, device_;  // in "args"
+  Time ts_ = Time::absent, dur_ = Time::absent;
+  std::int64_t ts_ns_ = 0, dur_ns_ = 0;
+  bool strings_ = true;  // ph, cat and name were strings
+  bool decided_ = false;
+  const char* decided_cat_ = nullptr;  // the "cat" value decided on
+  bool stop_ = false;
+  EventClass quick_ = EventClass::none;
+};
+
+Key PlainScan::key_at(std::size_t i, std::size_t& close) const {
+  // The keys kept have at most 4 letters: their closing quote is among the
+  // 8 bytes after the opening one (the event's padding makes them readable).
+  const std::uint64_t w = load8(p_ + i + 1);
+  const std::uint64_t quote = bytes_equal(w, '"');
+  const std::uint64_t backslash = bytes_equal(w, '\\');
+  if ((quote | backslash) == 0) {
+    close = string_close(i);  // a longer key: none kept
+    return Key::other;
+  }
+  const int at = __builtin_ctzll(quote | backslash) / 8;
+  close = i + 1 + static_cast<std::size_t>(at);
+  if (((backslash >> (8 * at)) & 0x80) != 0 || close >= n_) {
+    close = npos;
+    return Key::other;
+  }
+  const std::uint64_t letters = at == 0 ? 0 : w & (~std::uint64_t{0} >> (64 - 8 * at));
+  switch (at) {
+    case 2:
+      if (letters == word("ph")) return Key::ph;
+      if (letters == word("ts")) return Key::ts;
+      break;
+    case 3:
+      if (letters == word("cat")) return Key::cat;
+      if (letters == word("tid")) return Key::tid;
+      if (letters == word("dur")) return Key::dur;
+      break;
+    case 4:
+      if (letters == word("name")) return Key::name;
+      if (letters == word("args")) return Key::args;
+      break;
+    default:
+      break;
+  }
+  return Key::other;
+}
+
+std::size_t PlainScan::value_end(std::size_t i) const {
+  const char c = p_[i];
+  if (c == '"') {
+    const std::size_t e = string_close(i);
+    return e == npos ? e : e + 1;
+  }
+  if (c == '{' || c == '[') {
+    int depth = 0;
+    for (std::size_t j = i; j < n_; ++j) {
+      const char d = p_[j];
+      if (d == '"') {
+        j = string_close(j);
+        if (j == npos) return j;
+      } else if (d == '{' || d == '[') {
+        ++depth;
+      } else if (d == '}' || d == ']') {
+        if (--depth == 0) return j + 1;
+      }
+    }
+    return npos;
+  }
+  std::size_t j = i;
+  while (!kDelimiter[p_[j]]) ++j;
+  return j == i ? npos : j;
+}
+
+std::size_t PlainScan::time_at(std::size_t i, Time& time, std::int64_t& ns) const {
+  // `[-]D.DDD` with at most 15 integer digits and 3 fraction digits (no
+  // overflow, no rounding) read here; any other token by parse_micros_to_ns.
+  const bool negative = p_[i] == '-';
+  const std::size_t digits = i + (negative ? 1 : 0);
+  std::size_t j = digits;
+  std::uint64_t v = 0;  // wraps past 19 digits: used only up to 15
+  while (is_digit(p_[j])) v = v * 10 + static_cast<unsigned>(p_[j++] - '0');
+  bool read = j > digits && j - digits <= 15;
+  int fraction = 3;  // the fraction's digits still to come (none written: whole microseconds)
+  if (p_[j] == '.') {
+    read = read && is_digit(p_[j + 1]);  // "5." is no number
+    ++j;
+    for (; fraction > 0 && is_digit(p_[j]); --fraction) {
+      v = v * 10 + static_cast<unsigned>(p_[j++] - '0');
+    }
+  }
+  if (read && kDelimiter[p_[j]]) {
+    static constexpr std::uint64_t kScale[] = {1, 10, 100, 1000};
+    const auto value = static_cast<std::int64_t>(v * kScale[fraction]);
+    ns = negative ? -value : value;
+    time = Time::read;
+    return j;
+  }
+  const std::size_t e = value_end(i);
+  if (e == npos) return e;
+  const std::optional<std::int64_t> parsed = parse_micros_to_ns(token(i, e));
+  time = parsed ? Time::read : Time::bad;
+  ns = parsed.value_or(0);
+  return e;
+}
+
+bool PlainScan::decide(std::size_t key, std::size_t value, PlainRead& result) {
+  decided_ = true;
+  result = PlainRead::other;
+  // parse_event's look at "cat" is certain only for a plain string before
+  // any '{' (a key inside "args" is not the event's).
+  if (p_[value] != '"' || std::memchr(p_ + 1, '{', key - 1) != nullptr) return false;
+  quick_ = class_of(cat_);
+  decided_cat_ = cat_.data();
+  if (quick_ == EventClass::none || (filter_.kernels_only && !second_pass_class(quick_))) {
+    result = PlainRead::dropped;
+    return false;
+  }
+  if (quick_ == EventClass::comm_call) {
+    result = cpu_op();
+    return false;
+  }
+  return quick_ == EventClass::kernel || quick_ == EventClass::launch;
+}
+
+std::size_t PlainScan::args(std::size_t i) {
+  if (p_[i] != '{') return npos;
+  i = skip(i + 1);
+  if (p_[i] == '}') return i + 1;
+  for (;;) {
+    if (p_[i] != '"') return npos;
+    // The keys kept, as Kineto writes them, at one compare each.
+    std::string_view* field = nullptr;
+    std::size_t key_end;
+    if (key16(i, kCorrelationKey)) {
+      field = &correlation_;
+      key_end = i + kCorrelationKey.size - 1;
+    } else if (key16(i, kExternalIdKey)) {
+      field = &external_id_;
+      key_end = i + kExternalIdKey.size - 1;
+    } else {
+      key_end = string_close(i);
+      if (key_end == npos) return npos;
+      if (is(token(i + 1, key_end), "device")) field = &device_;
+    }
+    i = key_end + 1;
+    if (p_[i] != ':') {
+      i = skip(i);
+      if (p_[i] != ':') return npos;
+    }
+    i = skip_space(i + 1);
+    if (i >= n_) return npos;
+    const std::size_t e = number_end(i);
+    if (e == npos) return npos;
+    if (field != nullptr) *field = token(i, e);
+    if (complete()) {
+      stop_ = true;
+      return e;
+    }
+    std::size_t end;
+    i = next_member(e, end);
+    if (i == npos) return end;
+  }
+}
+
+std::optional<PlainRead> PlainScan::kineto(std::size_t& i, std::size_t& next) {
+  // A member as Kineto writes it: its key, ": ", and a value ending before
+  // ", " and the next key's quote (then `i` moves there), or before "}".
+  const auto member = [&](const Expected& key) __attribute__((always_inline)) {
+    return (load8(p_ + i) & key.mask) == key.text && i + key.size + 1 < n_;
+  };
+  const auto string_value = [&](std::size_t at, std::string_view & value)
+      __attribute__((always_inline)) {
+    if (p_[at] != '"') return npos;
+    const std::size_t close = string_close(at);
+    if (close != npos) value = token(at + 1, close);
+    return close == npos ? npos : close + 1;
+  };
+  // Past a value ending at p_[e]: true, `i` at the next key, when ", \"" follows.
+  const auto separator = [&](std::size_t e) __attribute__((always_inline)) {
+    if (e + 2 >= n_ || p_[e] != ',' || p_[e + 1] != ' ' || p_[e + 2] != '"') return false;
+    i = e + 2;
+    ++next;
+    return true;
+  };
+  std::size_t e;
+  // "ph": "X"
+  if (next != 0 || !member(kKinetoOrder[0]) || p_[i + 5] != ' ') return std::nullopt;
+  e = string_value(i + 6, ph_);
+  if (e == npos || !separator(e)) return std::nullopt;
+  // "cat": "kernel": the category test
+  if (!member(kKinetoOrder[1]) || p_[i + 6] != ' ') return std::nullopt;
+  const std::size_t cat_key = i;
+  e = string_value(i + 7, cat_);
+  if (e == npos) return std::nullopt;
+  if (is(cat_, "cpu_op")) {
+    // Most events of a trace: a CPU op, dropped by its name, which is the
+    // next member and so the first "name" key (nothing before it but "ph"
+    // and "cat", and no '{').
+    const std::size_t key = e + 2;
+    std::string_view name;
+    if (separator(e) && member(kKinetoOrder[2]) && p_[i + 7] == ' ' &&
+        string_value(i + 8, name) != npos && std::memchr(p_ + 1, '{', key - 1) == nullptr) {
+      next = kKinetoMembers;  // settled
+      return comm_call_name(name) ? PlainRead::other : PlainRead::dropped;
+    }
+  }
+  {
+    PlainRead result;
+    if (!decide(cat_key, cat_key + 7, result)) {
+      next = kKinetoMembers;  // settled
+      return result;
+    }
+  }
+  if (!separator(e)) return std::nullopt;
+  // "name": "cudaLaunchKernel"
+  if (!member(kKinetoOrder[2]) || p_[i + 7] != ' ') return std::nullopt;
+  e = string_value(i + 8, name_);
+  if (e == npos || !separator(e)) return std::nullopt;
+  // "pid": 1, "tid": 7
+  if (!member(kKinetoOrder[3]) || p_[i + 6] != ' ') return std::nullopt;
+  e = number_end(i + 7);
+  if (e == npos || !separator(e)) return std::nullopt;
+  if (!member(kKinetoOrder[4]) || p_[i + 6] != ' ' || p_[i + 7] == '"') return std::nullopt;
+  e = number_end(i + 7);
+  if (e == npos) return std::nullopt;
+  tid_ = token(i + 7, e);
+  if (!separator(e)) return std::nullopt;
+  // "ts": 1000.100, "dur": 0.150
+  if (!member(kKinetoOrder[5]) || p_[i + 5] != ' ') return std::nullopt;
+  e = time_at(i + 6, ts_, ts_ns_);
+  if (e == npos || !separator(e)) return std::nullopt;
+  if (!member(kKinetoOrder[6]) || p_[i + 6] != ' ') return std::nullopt;
+  e = time_at(i + 7, dur_, dur_ns_);
+  if (e == npos || !separator(e)) return std::nullopt;
+  // "args": {...}
+  if (!member(kKinetoOrder[7]) || p_[i + 7] != ' ' || p_[i + 8] != '{') return std::nullopt;
+  e = args(i + 8);
+  if (e == npos) return PlainRead::other;
+  ++next;
+  if (stop_) {
+    i = npos;
+    return std::nullopt;
+  }
+  std::size_t end;
+  i = next_member(e, end);
+  if (i == npos && end == npos) return PlainRead::other;
+  return std::nullopt;
+}
+
+PlainRead PlainScan::read(PlainRecord& out) {
+  // An object as the tokenizer cuts it ends with its '}': no loop below
+  // that stops at a '}' (blanks, digits, a number) runs past it.
+  if (n_ < 2 || p_[n_ - 1] != '}') return PlainRead::other;
+  std::size_t i = skip(0);
+  if (i >= n_ || p_[i] != '{') return PlainRead::other;
+  i = skip(i + 1);
+  if (i < n_ && p_[i] == '}') i = npos;  // no member: the end, below
+  std::size_t next = 0;                  // in kKinetoOrder
+  if (i != npos) {
+    if (const std::optional<PlainRead> settled = kineto(i, next)) return *settled;
+  }
+  while (i != npos) {
+    if (i >= n_ || p_[i] != '"') return PlainRead::other;
+    const std::size_t key_quote = i;
+    Key key;
+    if (next < kKinetoMembers &&
+        (load8(p_ + i) & kKinetoOrder[next].mask) == kKinetoOrder[next].text &&
+        i + kKinetoOrder[next].size < n_) {
+      key = kKinetoOrder[next].key;
+      i += kKinetoOrder[next++].size;
+    } else {
+      std::size_t key_end;
+      key = key_at(i, key_end);
+      if (key_end == npos) return PlainRead::other;
+      i = skip(key_end + 1);
+      if (i >= n_ || p_[i] != ':') return PlainRead::other;
+      ++i;
+      next = kKinetoMembers;  // out of Kineto's order: no more guesses
+    }
+    i = skip_space(i);
+    if (i >= n_) return PlainRead::other;
+    std::size_t e;
+    switch (key) {
+      case Key::args:
+        if (!decided_) return PlainRead::other;  // a '{' before "cat"
+        e = args(i);
+        break;
+      case Key::ts:
+        e = time_at(i, ts_, ts_ns_);
+        break;
+      case Key::dur:
+        e = time_at(i, dur_, dur_ns_);
+        break;
+      case Key::other:
+        e = number_end(i);
+        break;
+      case Key::tid:
+        e = number_end(i);
+        if (e != npos) tid_ = p_[i] == '"' ? token(i + 1, e - 1) : token(i, e);
+        break;
+      default: {
+        e = value_end(i);
+        if (e == npos) return PlainRead::other;
+        const bool text = p_[i] == '"';
+        strings_ &= text;
+        const std::string_view value = text ? token(i + 1, e - 1) : token(i, e);
+        if (key == Key::ph) {
+          ph_ = value;
+        } else if (key == Key::name) {
+          name_ = value;
+        } else {
+          cat_ = value;
+          PlainRead result;
+          if (!decided_ && !decide(key_quote, i, result)) return result;
+        }
+        break;
+      }
+    }
+    if (e == npos) return PlainRead::other;
+    if (stop_) break;
+    std::size_t end;
+    i = next_member(e, end);
+    if (i == npos && end == npos) return PlainRead::other;
+  }
+  if (!decided_) {
+    // No "cat" among the members: dropped when none is anywhere (parse_event's look).
+    const auto cat = quick_string(event_, "cat");
+    return cat && cat->empty() ? PlainRead::dropped : PlainRead::other;
+  }
+  return finish(out);
+}
+
+PlainRead PlainScan::finish(PlainRecord& out) const {
+  // The category decided on, unless a later "cat" member said otherwise.
+  if (!strings_ || cat_.empty() || (cat_.data() != decided_cat_ && class_of(cat_) != quick_)) {
+    return PlainRead::other;
+  }
+  if (quick_ == EventClass::kernel && is(cat_, "kernel") && name_.size() >= 4 &&
+      is(name_.substr(0, 4), "nccl")) {
+    return PlainRead::other;  // its communication args: the whole parse
+  }
+  if (!is(ph_, "X")) return PlainRead::dropped;
+  // A time that is not decimal microseconds (or a negative duration) is
+  // malformed: parse_event says so.
+  if (ts_ != Time::read || dur_ == Time::bad || (dur_ == Time::read && dur_ns_ < 0)) {
+    return PlainRead::other;
+  }
+  const std::int64_t length = dur_ == Time::read ? dur_ns_ : 0;
+  out = PlainRecord{};
+  out.kind = quick_;
+  out.start = ts_ns_;
+  out.end = ts_ns_ + length;
+  out.correlation = correlation_.empty() ? -1 : int_token(correlation_);
+  if (!tid_.empty()) out.thread = int_token(tid_);  // given as text too
+  if (!device_.empty()) {
+    std::string_view d = device_;
     if (d.size() >= 2 && d.front() == '"') d = d.substr(1, d.size() - 2);
     int gpu = -1;
     const auto [e, ec] = std::from_chars(d.data(), d.data() + d.size(), gpu);
     out.gpu = ec == std::errc{} && e == d.data() + d.size() && !d.empty() ? gpu : -1;
   }
-  if (quick == EventClass::launch) {
-    if (out.correlation < 0 || !launches_gpu_work(f.name)) return std::optional<ParsedEvent>();
-    out.graph = f.name.find("GraphLaunch") != std::string_view::npos;
+  if (quick_ == EventClass::launch) {
+    if (out.correlation < 0) return PlainRead::dropped;
+    if (!is(name_, "cudaLaunchKernel")) {  // the launch of nearly every kernel
+      if (!launches_gpu_work(name_)) return PlainRead::dropped;
+      out.graph = name_.find("GraphLaunch") != std::string_view::npos;
+    }
   }
-  return std::optional<ParsedEvent>(std::move(out));
+  return PlainRead::plain;
 }
 
 }  // namespace
 
+PlainRead read_plain_event(std::string_view event, const EventFilter& filter, PlainRecord& record) {
+  return PlainScan(event, filter).read(record);
+}
+
 std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t offset,
                                        std::uint64_t ordinal, simdjson::ondemand::parser& parser,
                                        const EventFilter& filter) {
-  // Most events are CPU ops and flows: their category (and a CPU op's
-  // name) says so unparsed.
+  PlainRecord plain;
+  switch (read_plain_event(event, filter, plain)) {
+    case PlainRead::dropped:
+      return std::nullopt;
+    case PlainRead::plain: {
+      ParsedEvent out;
+      out.offset = offset;
+      out.ordinal = ordinal;
+      out.kind = plain.kind;
+      out.start = plain.start;
+      out.end = plain.end;
+      out.correlation = plain.correlation;
+      out.thread = plain.thread;
+      out.gpu = plain.gpu;
+      out.graph = plain.graph;
+      return out;
+    }
+    case PlainRead::other:
+      break;
+  }
+  // What read_plain_event did not settle: the unparsed look at the
+  // category (and a CPU op's name) where it is certain, then simdjson.
   if (const auto cat = quick_string(event, "cat"); cat) {
     const EventClass quick = class_of(*cat);
     if (quick == EventClass::none) return std::nullopt;
@@ -446,9 +898,6 @@ std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t off
     if (quick == EventClass::comm_call) {
       const auto name = quick_string(event, "name");
       if (name && !comm_call_name(*name)) return std::nullopt;
-    }
-    if (quick == EventClass::kernel || quick == EventClass::launch) {
-      if (auto plain = parse_plain(event, offset, ordinal, quick)) return std::move(*plain);
     }
   }
   ParsedEvent out;

@@ -33,7 +33,14 @@ inline constexpr std::string_view kPipelinePrefix = "PP:";
 inline constexpr std::string_view kStepPrefix = "ProfilerStep#";
 
 /// What an event is to the reader, by its category.
-enum class EventClass { none, cpu_annotation, gpu_annotation, kernel, launch, comm_call };
+enum class EventClass : std::uint8_t {
+  none,
+  cpu_annotation,
+  gpu_annotation,
+  kernel,
+  launch,
+  comm_call
+};
 
 /// The name of the CPU op PyTorch records a communication's args on.
 inline constexpr std::string_view kParamCommsOp = "record_param_comms";
@@ -76,6 +83,39 @@ struct EventFilter {
   bool kernels_only = false;
   const JobPattern* pattern = nullptr;  // null: `PP:` labels name the jobs
 };
+
+/// A launch or a plain GPU activity (not NCCL's) as read_plain_event reads
+/// it: what the reader applies of one, in 40 bytes. Most events of a kernel
+/// trace are these.
+struct PlainRecord {
+  std::int64_t start = 0;  // ns after the base
+  std::int64_t end = 0;
+  std::int64_t correlation = -1;
+  std::int64_t thread = -1;  // launches: the host thread (`tid`)
+  std::int32_t gpu = -1;     // activities: `args.device`; -1: not given
+  /// kernel or launch; none in a batch's list: the place of its next
+  /// ParsedEvent (EventBatch::records).
+  EventClass kind = EventClass::none;
+  bool graph = false;  // launches: a CUDA (HIP) graph launch
+};
+static_assert(sizeof(PlainRecord) <= 40);
+
+/// What read_plain_event made of an event.
+enum class PlainRead : std::uint8_t {
+  dropped,  // no pass keeps it: parse_event returns nullopt
+  plain,    // `record` is what parse_event returns (less offset, ordinal, External id)
+  other,    // parse_event must read it (annotations, NCCL, anything odd)
+};
+
+/// The fast path of parse_event, for the events most traces hold: CPU ops
+/// and flows (dropped by their category or a CPU op's name), plain GPU
+/// activities and launches (read by one pass over their bytes, without a
+/// JSON parser). Answers `dropped` or `plain` only where parse_event gives
+/// that very answer; anything it does not read with certainty (escaped
+/// strings, a category after a nested value, a time that is not decimal,
+/// damage) is `other`. `event` has TraceEventTokenizer::kPadding readable
+/// bytes after it.
+PlainRead read_plain_event(std::string_view event, const EventFilter& filter, PlainRecord& record);
 
 /// Parses one event. `event` has TraceEventTokenizer::kPadding readable bytes
 /// after it. Returns nullopt for an event no pass keeps; an event that cannot

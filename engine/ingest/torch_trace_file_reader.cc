@@ -22,8 +22,9 @@ namespace pipescope {
 
 namespace {
 
-/// The largest chunk read at once.
-constexpr std::size_t kReadBytes = std::size_t{4} << 20;
+/// The largest chunk read at once: the four in flight (trace_event_batches)
+/// stay in the caches, from the copy out of the page cache to the parse.
+constexpr std::size_t kReadBytes = std::size_t{256} << 10;
 
 /// How a `PP:` label of an overlapped F+B action ends.
 constexpr std::string_view kOverlapActionSuffix = ")OVERLAP_F_B";
@@ -62,9 +63,10 @@ FileResult TorchTraceFileReader::read() {
   if (!unreadable && !tokenizer.complete() && tokenizer.in_events()) {
     cut_offset_ = tokenizer.bytes();
   }
-  if ((late_annotation_ || late_step_) && !unreadable) second_pass();
+  place_pairs();
+  if (read_again_ && !unreadable) second_pass();
   if (kernels_.any()) {
-    RankKernels kernels = kernels_.finish(base_ns_);
+    RankKernels kernels = kernels_.finish(base_ns_, join_);
     kernels.path = input_.path;
     kernels.device = input_.device;
     kernels.machine = input_.machine;
@@ -116,12 +118,11 @@ void TorchTraceFileReader::on_base_time(std::string_view value) {
 }
 
 /// Reads the file through `tokenizer` in batches (read_event_batches): the
-/// events of several chunks are parsed side by side (parse_event), and what
-/// they hold is applied to the reader in file order (apply). Returns the
-/// stream's error (compressed data, I/O), if any; `unreadable` when the file
-/// could not be opened or read.
-std::string TorchTraceFileReader::read_events(TraceEventTokenizer& tokenizer, bool& unreadable,
-                                              std::uint64_t stop_after) {
+/// events of several chunks are read side by side (read_plain_event, else
+/// parse_event), and what they hold is applied to the reader in file order
+/// (apply). Returns the stream's error (compressed data, I/O), if any;
+/// `unreadable` when the file could not be opened or read.
+std::string TorchTraceFileReader::read_events(TraceEventTokenizer& tokenizer, bool& unreadable) {
   std::unique_ptr<ByteStream> stream;
   try {
     stream = open_byte_stream(input_.path);
@@ -130,8 +131,8 @@ std::string TorchTraceFileReader::read_events(TraceEventTokenizer& tokenizer, bo
     return e.what();
   }
   const EventFilter filter{second_pass_, pattern_ ? &*pattern_ : nullptr};
-  // Chunks no larger than the file (most traces of a small run are far
-  // below 4 MiB): the buffers are zeroed when made, page by page.
+  // Chunks no larger than the file (a small run's trace may be far below
+  // kReadBytes): the buffers are zeroed when made.
   const std::size_t chunk = std::clamp<std::size_t>(
       static_cast<std::size_t>(std::min<std::uint64_t>(input_.size_bytes, kReadBytes)) + 1,
       std::size_t{64} << 10, kReadBytes);
@@ -139,16 +140,27 @@ std::string TorchTraceFileReader::read_events(TraceEventTokenizer& tokenizer, bo
   const std::optional<std::string> read_error = read_event_batches(
       *stream, tokenizer, chunk, batches_,
       [&](EventBatch& batch) {
-        simdjson::ondemand::parser& parser = parsers.local();
         for (std::size_t i = 0; i < batch.events.size(); ++i) {
-          auto parsed = parse_event(batch.view(i), batch.events[i].offset, batch.events[i].ordinal,
-                                    parser, filter);
+          const std::string_view event = batch.view(i);
+          PlainRecord record;
+          switch (read_plain_event(event, filter, record)) {
+            case PlainRead::dropped:
+              continue;
+            case PlainRead::plain:
+              batch.records.push_back(record);
+              continue;
+            case PlainRead::other:
+              break;
+          }
+          auto parsed = parse_event(event, batch.events[i].offset, batch.events[i].ordinal,
+                                    parsers.local(), filter);
           if (!parsed) continue;
           parsed->index = i;
+          batch.records.emplace_back();  // kind none: this one
           batch.parsed.push_back(std::move(*parsed));
         }
       },
-      [&](EventBatch& batch) { apply(batch); }, stop_after);
+      [&](EventBatch& batch) { apply(batch); });
   if (read_error) {
     unreadable = true;
     return *read_error;
@@ -156,26 +168,52 @@ std::string TorchTraceFileReader::read_events(TraceEventTokenizer& tokenizer, bo
   return stream->error();
 }
 
-/// Applies one batch's parsed events (and the top-level values found
-/// among them) in file order.
+/// Applies one batch's events (and the top-level values found among them)
+/// in file order, then places the matches found, or holds them (step 2 of
+/// the header).
 void TorchTraceFileReader::apply(EventBatch& batch) {
-  std::size_t value = 0;
-  for (ParsedEvent& e : batch.parsed) {
+  std::size_t value = 0, parsed = 0;
+  const std::vector<PlainRecord>& records = batch.records;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    // The join's table is larger than the caches when a buffer is late:
+    // its entries are asked for a few events ahead.
+    constexpr std::size_t kAhead = 8;
+    if (i + kAhead < records.size()) join_.prefetch(records[i + kAhead].correlation);
+    const PlainRecord& r = records[i];
+    if (r.kind != EventClass::none) {
+      apply(r);
+      continue;
+    }
+    // The values matter only to the order of the diagnostics, which come
+    // from the parsed events alone.
+    ParsedEvent& e = batch.parsed[parsed++];
     for (; value < batch.values.size() && batch.values[value].before <= e.index; ++value) {
       on_base_time(batch.values[value].text);
     }
     apply(e);
   }
   for (; value < batch.values.size(); ++value) on_base_time(batch.values[value].text);
+  if (second_pass_ || (!late_span_ && !read_again_)) {
+    place_pairs();
+  } else if (!read_again_ && join_.pairs() * sizeof(LaunchPair) > options_.trace_held_bytes) {
+    read_again_ = true;  // too many to hold: the kernels are read again
+    join_ = LaunchJoin();
+  }
+}
+
+void TorchTraceFileReader::apply(const PlainRecord& r) {
+  if (r.kind == EventClass::kernel) {
+    gpu_latest_start_ = std::max(gpu_latest_start_, r.start);
+    if (read_again_ && !second_pass_) return;
+    kernels_.on_compute(r.start, r.end, r.gpu, r.correlation >= 0);
+    if (r.correlation >= 0) join_.on_activity(r.correlation, r.start, r.end, -1);
+  } else {
+    if (read_again_ && !second_pass_) return;
+    join_.on_launch(r.correlation, r.start, r.thread, r.graph);
+  }
 }
 
 void TorchTraceFileReader::apply(ParsedEvent& e) {
-  if (second_pass_ && e.offset >= pass_limit_) return;  // replayed from the copies
-  if (!second_pass_ && replay_from_ && !replay_overflow_ &&
-      (e.kind == EventClass::kernel || e.kind == EventClass::launch ||
-       e.kind == EventClass::comm_call)) {
-    keep_for_replay(e);
-  }
   if (!e.malformed.empty()) {
     malformed(e.offset, std::move(e.malformed));
     return;
@@ -187,8 +225,7 @@ void TorchTraceFileReader::apply(ParsedEvent& e) {
       if (e.step) {
         steps_.push_back({e.start, e.end, *e.step});
         kernels_.on_step_span(e.start, e.end, *e.step);
-        if (launches_started_) late_step_ = true;
-        if (late_step_ && !replay_from_) replay_from_ = e.offset;
+        on_span(e.start, true);
         return;
       }
       auto& list = e.kind == EventClass::cpu_annotation ? cpu_ : gpu_;
@@ -202,22 +239,22 @@ void TorchTraceFileReader::apply(ParsedEvent& e) {
       a.thread = e.thread;
       a.overlap = !pattern_ && e.kind == EventClass::cpu_annotation &&
                   a.name.ends_with(kOverlapActionSuffix);
-      if (e.kind == EventClass::cpu_annotation && launches_started_) {
-        late_annotation_ = true;
-        if (!replay_from_) replay_from_ = e.offset;
-      }
+      if (e.kind == EventClass::cpu_annotation) on_span(e.start, false);
       return;
     }
-    case EventClass::kernel:
+    case EventClass::kernel: {
       gpu_latest_start_ = std::max(gpu_latest_start_, e.start);
-      kernels_.on_activity(e);
-      if (e.correlation >= 0) on_kernel(e.correlation, e.start, e.end);
+      if (read_again_ && !second_pass_) return;
+      const long comm = kernels_.on_activity(e);
+      if (e.correlation >= 0) join_.on_activity(e.correlation, e.start, e.end, comm);
       return;
+    }
     case EventClass::launch:
-      kernels_.on_launch(e.correlation, e.start, e.graph, e.thread);
-      on_launch(e.correlation, e.start, e.thread);
+      if (read_again_ && !second_pass_) return;
+      join_.on_launch(e.correlation, e.start, e.thread, e.graph);
       return;
     case EventClass::comm_call:
+      if (read_again_ && !second_pass_) return;
       kernels_.on_comm_call(e);
       return;
     case EventClass::none:
@@ -225,27 +262,43 @@ void TorchTraceFileReader::apply(ParsedEvent& e) {
   }
 }
 
-// Kernels are joined to the CPU span that launched them as they come, so
-// that only launches still waiting for their kernel are held: Kineto
-// writes the CPU events (the annotations among them) first, then the
-// runtime calls and kernels in time order. A CPU annotation after the
-// first runtime call breaks that order: the file is then read a second
-// time for the kernels, every span known (second_pass).
+// Kernels are joined to their launches as they come (launch_join.h), and
+// the matches placed in the spans holding the launches once those spans are
+// known. Kineto writes the CPU events (the spans among them) first, then the
+// runtime calls and kernels: a span after the first launch makes the
+// matches wait for the end of the file.
 
-/// The CPU span holding host time `ts`, or npos.
-std::size_t TorchTraceFileReader::span_at(std::int64_t ts) {
-  if (span_index_.size() != cpu_.size()) {
-    span_index_.clear();
-    for (std::size_t i = 0; i < cpu_.size(); ++i) span_index_.push_back({cpu_[i].start, i});
-    std::sort(span_index_.begin(), span_index_.end());
+/// A job's CPU span or a step span read (`start`: its host start): a span
+/// after the first launch holds the matches from then on; one that would
+/// have held a match already placed (it starts at or before that match's
+/// launch, or, a step span, before every step span placed with) makes the
+/// kernels be read again.
+void TorchTraceFileReader::on_span(std::int64_t start, bool step) {
+  if (join_.any_launch()) late_span_ = true;
+  if (placed_ && !read_again_ && (start <= latest_placed_ || (step && start < earliest_step_))) {
+    read_again_ = true;
+    join_ = LaunchJoin();
   }
-  auto it = std::upper_bound(span_index_.begin(), span_index_.end(),
-                             std::pair{ts, std::numeric_limits<std::size_t>::max()});
-  // Spans may nest or overlap (an OVERLAP pair, a pattern's ranges): the
-  // latest-starting span that holds ts, looking back a few.
-  for (int back = 0; back < 4 && it != span_index_.begin(); ++back) {
-    --it;
-    if (cpu_[it->second].end >= ts) return it->second;
+  if (step) earliest_step_ = std::min(earliest_step_, start);
+}
+
+/// The CPU span holding host time `ts`, or npos: the latest-starting span
+/// that holds it, looking back a few (spans may nest or overlap: an OVERLAP
+/// pair, a pattern's ranges). `hint`: where the last search ended.
+std::size_t TorchTraceFileReader::span_at(std::int64_t ts, std::size_t& hint) const {
+  // The first span starting after ts: at the hint when the times run on.
+  std::size_t after = hint;
+  if (after > span_index_.size() || (after > 0 && span_index_[after - 1].first > ts) ||
+      (after < span_index_.size() && span_index_[after].first <= ts)) {
+    after = static_cast<std::size_t>(
+        std::upper_bound(span_index_.begin(), span_index_.end(),
+                         std::pair{ts, std::numeric_limits<std::size_t>::max()}) -
+        span_index_.begin());
+    hint = after;
+  }
+  for (std::size_t back = 0; back < 4 && back < after; ++back) {
+    const std::size_t span = span_index_[after - 1 - back].second;
+    if (cpu_[span].end >= ts) return span;
   }
   return std::string::npos;
 }
@@ -255,71 +308,43 @@ void TorchTraceFileReader::add_kernel(std::size_t span, std::int64_t start, std:
   cpu_[span].kernel_end = std::max(cpu_[span].kernel_end, end);
 }
 
-void TorchTraceFileReader::on_launch(std::int64_t correlation, std::int64_t ts,
-                                     std::int64_t thread) {
-  launches_started_ = true;
-  if (late_annotation_ && !second_pass_) return;  // joined in the second pass
-  max_launch_correlation_ = std::max(max_launch_correlation_, correlation);
-  const std::size_t span = span_at(ts);
-  if (span == std::string::npos) return;
-  if (const auto k = early_kernels_.find(correlation); k != early_kernels_.end()) {
-    add_kernel(span, k->second.start, k->second.end);
-    if (cpu_[span].overlap)
-      cpu_[span].launched.push_back({ts, thread, k->second.start, k->second.end});
-    early_kernels_.erase(k);
-    return;
-  }
-  waiting_launches_[correlation] = span;
-  if (cpu_[span].overlap) overlap_launches_[correlation] = {ts, thread, 0, 0};
-}
-
-void TorchTraceFileReader::on_kernel(std::int64_t correlation, std::int64_t start,
-                                     std::int64_t end) {
-  if (late_annotation_ && !second_pass_) return;
-  if (const auto l = waiting_launches_.find(correlation); l != waiting_launches_.end()) {
-    add_kernel(l->second, start, end);
-    if (const auto o = overlap_launches_.find(correlation); o != overlap_launches_.end()) {
-      cpu_[l->second].launched.push_back({o->second.launch, o->second.thread, start, end});
-      overlap_launches_.erase(o);
+/// Places the matches held in the spans known now: each activity in the
+/// job's CPU span and the step span that hold its launch.
+void TorchTraceFileReader::place_pairs() {
+  if (join_.pairs() == 0 && join_.comm_launches().empty()) return;
+  if (!cpu_.empty()) {
+    if (span_index_.size() != cpu_.size()) {
+      span_index_.clear();
+      for (std::size_t i = 0; i < cpu_.size(); ++i) span_index_.push_back({cpu_[i].start, i});
+      std::sort(span_index_.begin(), span_index_.end());
     }
-    waiting_launches_.erase(l);
-  } else if (correlation > max_launch_correlation_) {
-    early_kernels_[correlation] = {start, end};  // its launch may still come
+    std::size_t hint = 0;
+    for (const PairList* pairs : {&join_.both(), &join_.job_view_only()}) {
+      pairs->for_each([&](const LaunchPair& p) {
+        const std::size_t span = span_at(p.launch, hint);
+        if (span == std::string::npos) return;
+        add_kernel(span, p.start, p.end);
+        // An OVERLAP_F_B range keeps its kernels with their launches.
+        if (cpu_[span].overlap) cpu_[span].launched.push_back({p.launch, p.thread, p.start, p.end});
+      });
+    }
   }
+  kernels_.place(join_.both());
+  kernels_.place(join_.kernel_view_only());
+  kernels_.place(join_.comm_launches());
+  for (const PairList* pairs : {&join_.both(), &join_.job_view_only(), &join_.kernel_view_only()}) {
+    pairs->for_each(
+        [&](const LaunchPair& p) { latest_placed_ = std::max(latest_placed_, p.launch); });
+  }
+  for (const CommLaunch& l : join_.comm_launches()) {
+    latest_placed_ = std::max(latest_placed_, l.launch);
+  }
+  placed_ = true;
+  join_.clear_pairs();
 }
 
-/// Keeps a compact copy of a kernel, launch or host call for the second
-/// pass (their args and names only for communication kernels and calls, which
-/// are few); past kReplayBytes, nothing more is kept and the second pass
-/// reads the whole file again. A replayed event's offset is not kept: the
-/// second pass writes no diagnostic.
-void TorchTraceFileReader::keep_for_replay(const ParsedEvent& e) {
-  if ((replay_.size() + 1) * sizeof(Replayed) > kReplayBytes) {
-    replay_overflow_ = true;
-    replay_ = {};
-    replay_rich_ = std::vector<ParsedEvent>();
-    return;
-  }
-  Replayed r;
-  r.kind = e.kind;
-  r.communication = e.communication;
-  r.graph = e.graph;
-  r.gpu = e.gpu;
-  r.start = e.start;
-  r.end = e.end;
-  r.correlation = e.correlation;
-  r.external_id = e.external_id;
-  r.thread = e.thread;
-  if (e.comm || e.kind == EventClass::comm_call || !e.malformed.empty()) {
-    ParsedEvent& rich = replay_rich_.emplace_back();
-    rich.name = e.name;
-    rich.malformed = e.malformed;
-    if (e.comm) rich.comm = std::make_unique<CommKernel>(*e.comm);
-    r.rich = static_cast<std::uint32_t>(replay_rich_.size() - 1);
-  }
-  replay_.push_back(r);
-}
-
+/// Reads the file again for its kernels, launches and communication calls,
+/// every span known (the first pass stopped joining them: on_span, apply).
 void TorchTraceFileReader::second_pass() {
   second_pass_ = true;
   for (Annotation& a : cpu_) {
@@ -327,44 +352,13 @@ void TorchTraceFileReader::second_pass() {
     a.kernel_end = std::numeric_limits<std::int64_t>::min();
     a.launched.clear();
   }
-  waiting_launches_.clear();
-  overlap_launches_.clear();
-  early_kernels_.clear();
-  max_launch_correlation_ = -1;
-  // Every step span known now (the second pass reads no annotation).
+  join_ = LaunchJoin();
   kernels_.reset();
   for (const StepSpan& s : steps_) kernels_.on_step_span(s.start, s.end, s.step);
   TraceEventTokenizer tokenizer({}, {});
   bool unreadable = false;
-  if (replay_from_ && !replay_overflow_) {
-    // The events before the first late one read again, the rest replayed.
-    pass_limit_ = *replay_from_;
-    if (pass_limit_ > 0) read_events(tokenizer, unreadable, pass_limit_);
-    pass_limit_ = UINT64_MAX;
-    for (const Replayed& r : replay_) {
-      ParsedEvent e;
-      e.kind = r.kind;
-      e.communication = r.communication;
-      e.graph = r.graph;
-      e.gpu = r.gpu;
-      e.start = r.start;
-      e.end = r.end;
-      e.correlation = r.correlation;
-      e.external_id = r.external_id;
-      e.thread = r.thread;
-      if (r.rich != UINT32_MAX) {
-        ParsedEvent& rich = replay_rich_[r.rich];
-        e.name = std::move(rich.name);
-        e.malformed = std::move(rich.malformed);
-        e.comm = std::move(rich.comm);
-      }
-      apply(e);
-    }
-    replay_ = {};
-    replay_rich_ = std::vector<ParsedEvent>();
-  } else {
-    read_events(tokenizer, unreadable);
-  }
+  read_events(tokenizer, unreadable);
+  place_pairs();
   second_pass_ = false;
 }
 

@@ -2,17 +2,22 @@
 // says what a trace's jobs are; this is how one file becomes them).
 //
 //  1. Events: the file is read in batches (trace_event_batches.h), each event
-//     parsed alone (torch_trace_event.h) and applied in file order: user
-//     annotations naming jobs, `ProfilerStep#N` spans, and kernels joined to
-//     the CPU span that launched them (by correlation id) as they come.
-//  2. A CPU annotation after the first runtime call breaks Kineto's order
-//     (CPU events first, then runtime calls and kernels): the kernels are
-//     then joined a second time, every span known: the events before that
-//     annotation read again, those from it on replayed from compact copies
-//     kept since (at most kReplayBytes, 64 MiB; past that, the whole file is
-//     read again).
-//     Every GPU activity also goes to the kernel collector (the kernel
-//     view's record of the rank, with or without jobs).
+//     read alone (torch_trace_event.h: launches and plain kernels by one pass
+//     over their bytes, the rest by simdjson) and applied in file order:
+//     user annotations naming jobs, `ProfilerStep#N` spans, GPU activities
+//     (to the kernel collector: the kernel view's record of the rank, with
+//     or without jobs) and the launches they are joined to by correlation id
+//     (launch_join.h), whatever their order.
+//  2. Each match (a launch's time, its activity's interval) is placed once
+//     the spans it needs are known: in the CPU span of a job and in the step
+//     span that hold the launch. Kineto writes every CPU event first, so in
+//     its order the spans are all in before the first launch, and the matches
+//     are placed after each batch. A span read after the first launch (a
+//     trace in another order) stops that: the matches are then held (24
+//     bytes each, at most IngestOptions::trace_held_bytes) and placed at the
+//     end of the file, one pass. Only a span that would move matches already
+//     placed, or more matches than that, makes the kernels be read again
+//     (the whole file, every span known).
 //  3. Jobs are assembled: each CPU span's interval chosen (GPU span, else
 //     its kernels' span, else the host's), an OVERLAP_F_B range cut into its
 //     forward and backward where its kernels show the boundary (else one
@@ -32,6 +37,7 @@
 #include "ingest/file_result.h"
 #include "ingest/job_pattern.h"
 #include "ingest/kernel_collector.h"
+#include "ingest/launch_join.h"
 #include "ingest/trace_event_batches.h"
 
 namespace pipescope {
@@ -107,17 +113,16 @@ class TorchTraceFileReader {
   void on_base_time(std::string_view value);
 
   // Reading events.
-  std::string read_events(TraceEventTokenizer& tokenizer, bool& unreadable,
-                          std::uint64_t stop_after = UINT64_MAX);
-  void keep_for_replay(const ParsedEvent& e);
+  std::string read_events(TraceEventTokenizer& tokenizer, bool& unreadable);
   void apply(EventBatch& batch);
   void apply(ParsedEvent& e);
+  void apply(const PlainRecord& r);
 
   // Joining kernels to the CPU spans that launched them.
-  std::size_t span_at(std::int64_t ts);
+  void on_span(std::int64_t start, bool step);
+  std::size_t span_at(std::int64_t ts, std::size_t& hint) const;
   void add_kernel(std::size_t span, std::int64_t start, std::int64_t end);
-  void on_launch(std::int64_t correlation, std::int64_t ts, std::int64_t thread);
-  void on_kernel(std::int64_t correlation, std::int64_t start, std::int64_t end);
+  void place_pairs();
   void second_pass();
 
   // Assembling jobs, in this order.
@@ -145,36 +150,18 @@ class TorchTraceFileReader {
   std::int64_t gpu_latest_start_ = std::numeric_limits<std::int64_t>::min();
   std::vector<Annotation> cpu_, gpu_;
   std::vector<StepSpan> steps_;
-  std::vector<std::pair<std::int64_t, std::size_t>> span_index_;    // (start, cpu_ index)
-  std::unordered_map<std::int64_t, std::size_t> waiting_launches_;  // correlation -> span
-  std::unordered_map<std::int64_t, KernelSpan> early_kernels_;      // kernel before its launch
-  // Launches from inside an OVERLAP_F_B span still waiting for their kernel.
-  std::unordered_map<std::int64_t, LaunchedKernel> overlap_launches_;
-  std::int64_t max_launch_correlation_ = -1;
-  bool launches_started_ = false;
-  bool late_annotation_ = false;
-  bool second_pass_ = false;
+  std::vector<std::pair<std::int64_t, std::size_t>> span_index_;  // (start, cpu_ index), sorted
   // Every GPU activity, for the kernel view (FileResult::kernels).
   KernelCollector kernels_;
-  // The second pass's copies of the events (kernels, launches, host calls of
-  // communications) from the first late annotation or step on.
-  struct Replayed {
-    EventClass kind = EventClass::none;
-    bool communication = false;
-    bool graph = false;
-    int gpu = -1;
-    std::uint32_t rich = UINT32_MAX;  // index into replay_rich_ (their args, a call's name)
-    std::int64_t start = 0, end = 0, correlation = -1, external_id = -1, thread = -1;
-  };
-  // At most 64 bytes a copy: bench/kernel_order.sh's 48 MB trace keeps 18 MB.
-  static_assert(sizeof(Replayed) <= 64);
-  static constexpr std::size_t kReplayBytes = std::size_t{64} << 20;
-  std::optional<std::uint64_t> replay_from_;  // byte offset of the first late event
-  bool replay_overflow_ = false;
-  std::vector<Replayed> replay_;
-  std::vector<ParsedEvent> replay_rich_;
-  std::uint64_t pass_limit_ = UINT64_MAX;  // the second pass applies events before it
-  bool late_step_ = false;                 // a ProfilerStep#N span after the first launch
+  // The activities joined to their launches, and how their matches are
+  // placed (step 2 above).
+  LaunchJoin join_;
+  bool late_span_ = false;  // a span read after the first launch
+  bool placed_ = false;     // some matches placed before the end
+  std::int64_t latest_placed_ = std::numeric_limits<std::int64_t>::min();  // their latest launch
+  std::int64_t earliest_step_ = std::numeric_limits<std::int64_t>::max();  // step spans' first
+  bool read_again_ = false;   // the kernels are read again (second_pass)
+  bool second_pass_ = false;  // reading them again now
 };
 
 }  // namespace pipescope

@@ -5,7 +5,8 @@
 // "PyTorch profiler traces").
 //
 // The document is never held: trace_event_tokenizer finds its events chunk by
-// chunk and each event is parsed alone (simdjson); only user annotations
+// chunk and each event is read alone (launches and plain kernels by one pass
+// over their bytes, the rest by simdjson); only user annotations
 // whose names are jobs (`PP:<action>`, or the pattern's), `ProfilerStep#N`
 // spans, kernel records and the runtime calls that launched them are kept.
 //

@@ -40,6 +40,7 @@ void EventBatch::clear() {
   carried.clear();
   events.clear();
   values.clear();
+  records.clear();
   parsed.clear();
 }
 
@@ -61,11 +62,10 @@ void BatchPool::give_back(EventBatch* batch) {
   free_.push_back(batch);
 }
 
-std::optional<std::string> read_event_batches(
-    ByteStream& stream, TraceEventTokenizer& tokenizer, std::size_t chunk, BatchPool& pool,
-    const std::function<void(EventBatch&)>& parse, const std::function<void(EventBatch&)>& apply,
-    std::uint64_t stop_after) {
-  std::uint64_t fed = 0;
+std::optional<std::string> read_event_batches(ByteStream& stream, TraceEventTokenizer& tokenizer,
+                                              std::size_t chunk, BatchPool& pool,
+                                              const std::function<void(EventBatch&)>& parse,
+                                              const std::function<void(EventBatch&)>& apply) {
   std::optional<std::string> read_error;
   EventBatch* filling = nullptr;  // the batch the tokenizer's callbacks write to
   tokenizer.set_on_event([&](std::string_view event, std::uint64_t offset) {
@@ -97,8 +97,7 @@ std::optional<std::string> read_event_batches(
                                  filling = batch;
                                  tokenizer.feed(batch->buffer.data(), n);
                                  filling = nullptr;
-                                 fed += n;
-                                 stop = !tokenizer.error().empty() || fed >= stop_after;
+                                 stop = !tokenizer.error().empty();
                                } catch (const std::system_error& e) {
                                  read_error = e.what();
                                  stop = true;

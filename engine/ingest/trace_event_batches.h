@@ -43,7 +43,11 @@ struct EventBatch {
   std::string carried;
   std::vector<Event> events;
   std::vector<Value> values;
-  std::vector<ParsedEvent> parsed;  // the kept events, in order
+  /// The kept events, in order: launches and plain activities as records,
+  /// and for each other event a record of kind none standing for the next
+  /// of `parsed`.
+  std::vector<PlainRecord> records;
+  std::vector<ParsedEvent> parsed;
 
   /// Records an event the tokenizer found while this batch's bytes were fed.
   void add(std::string_view event, std::uint64_t offset, std::uint64_t ordinal);
@@ -71,17 +75,16 @@ class BatchPool {
 /// Reads `stream` to its end (or to the tokenizer's first error) through
 /// `tokenizer`, in `chunk`-byte batches, in a oneTBB pipeline: the tokenizer
 /// cuts each chunk into events on one thread (it must see the bytes in
-/// order), `parse` fills batch.parsed for several batches at once on any
-/// thread, and `apply` receives the batches one at a time in file order.
-/// The top-level values the tokenizer was asked for land in batch.values.
-/// Returns the message of a read that failed (std::system_error), after
-/// every batch before it was applied; nullopt when the stream was read to
-/// its end. The tokenizer's callbacks are cleared on return. With
-/// `stop_after`, reading stops once that many bytes were fed (the events of
-/// the chunk that crosses it are still parsed and applied).
-std::optional<std::string> read_event_batches(
-    ByteStream& stream, TraceEventTokenizer& tokenizer, std::size_t chunk, BatchPool& pool,
-    const std::function<void(EventBatch&)>& parse, const std::function<void(EventBatch&)>& apply,
-    std::uint64_t stop_after = UINT64_MAX);
+/// order), `parse` fills batch.records and batch.parsed for several batches
+/// at once on any thread, and `apply` receives the batches one at a time in
+/// file order. The top-level values the tokenizer was asked for land in
+/// batch.values. Returns the message of a read that failed
+/// (std::system_error), after every batch before it was applied; nullopt
+/// when the stream was read to its end. The tokenizer's callbacks are
+/// cleared on return.
+std::optional<std::string> read_event_batches(ByteStream& stream, TraceEventTokenizer& tokenizer,
+                                              std::size_t chunk, BatchPool& pool,
+                                              const std::function<void(EventBatch&)>& parse,
+                                              const std::function<void(EventBatch&)>& apply);
 
 }  // namespace pipescope

@@ -21,6 +21,7 @@
 //   if (!tok.error().empty()) report(tok.error_offset(), tok.error());
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -74,9 +75,11 @@ class TraceEventTokenizer {
   std::uint64_t oversized() const { return oversized_; }
   /// Bytes fed so far.
   std::uint64_t bytes() const { return consumed_; }
-  /// Off: every byte through the byte-wise scan (the tests' reference for
-  /// the block scan, which is on by default).
-  void set_block_scan(bool on) { block_scan_ = on; }
+  /// How the bytes inside the events are scanned: byte by byte (the tests'
+  /// reference), 64 at a time with SSE2, or with the widest instructions the
+  /// CPU has (AVX2; the default).
+  enum class BlockScan : std::uint8_t { off, sse2, best };
+  void set_block_scan(BlockScan how) { block_scan_ = how; }
 
   /// Whether the events array has begun (a reader may stop reading a header
   /// there).
@@ -89,6 +92,14 @@ class TraceEventTokenizer {
   /// at a time: strings found with bit masks, only brackets visited. From
   /// data[i]; returns where the byte-wise scan goes on.
   std::size_t scan_blocks(const char* data, std::size_t size, std::size_t i, std::uint64_t base);
+  /// scan_blocks with AVX2 and carry-less multiplication, where the CPU has them.
+  std::size_t scan_blocks_avx2(const char* data, std::size_t size, std::size_t i,
+                               std::uint64_t base);
+  /// The brackets of one block (`brackets`: bit k for data[i + k]) visited;
+  /// false when the block scan stops at one (`resume`: where the byte-wise
+  /// scan goes on, `size` after damage).
+  bool visit_brackets(const char* data, std::size_t size, std::size_t i, std::uint64_t base,
+                      std::uint64_t brackets, std::size_t& resume);
   bool blocks_allowed() const;
   /// One bracket outside a string at data[i]; false on damage (or a stop).
   bool bracket(const char* data, std::size_t i, char c, std::uint64_t base);
@@ -113,7 +124,7 @@ class TraceEventTokenizer {
 
   std::uint64_t consumed_ = 0;
   int depth_ = 0;
-  std::vector<char> stack_;  // '{' or '[' per open level
+  std::array<char, kMaxDepth> stack_{};  // '{' or '[' per open level, depth_ of them
   bool in_string_ = false;
   bool escape_ = false;
   bool top_object_ = false;
@@ -121,7 +132,7 @@ class TraceEventTokenizer {
   bool key_capture_ = false;
   bool awaiting_value_ = false;
   bool done_ = false;
-  bool block_scan_ = true;
+  BlockScan block_scan_ = BlockScan::best;
   int events_depth_ = 0;  // depth of the events array's elements' parent + 1, or 0
   std::string key_;
   std::string value_key_;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -16,6 +17,7 @@
 #include "ingest/ingest.h"
 #include "ingest/input_formats.h"
 #include "ingest/job_pattern.h"
+#include "ingest/launch_join.h"
 #include "ingest/pipeline_action.h"
 #include "ingest/trace_event_tokenizer.h"
 #include "model/errors.h"
@@ -41,7 +43,9 @@ struct Tokens {
   std::uint64_t error_offset = 0;
 };
 
-Tokens tokenize(std::string_view doc, std::size_t chunk, bool block_scan = true) {
+using BlockScan = TraceEventTokenizer::BlockScan;
+
+Tokens tokenize(std::string_view doc, std::size_t chunk, BlockScan block_scan = BlockScan::best) {
   Tokens t;
   TraceEventTokenizer tok(
       {"baseTimeNanoseconds", "distributedInfo"},
@@ -120,14 +124,27 @@ TEST(TraceEventTokenizer, ArrayFormatAndDamage) {
   EXPECT_EQ(t.error, "unexpected ']'");
   EXPECT_EQ(t.error_offset, bad.find("]}"));
   EXPECT_EQ(tokenize("", 4).error, "the file is empty");
+
+  // Nesting past kMaxDepth inside an event (where the block scan follows
+  // only the nesting) is damage at its bracket, whichever scan reads it.
+  const std::string deep = R"({"traceEvents": [{"a": 1}, {"b": )" +
+                           std::string(TraceEventTokenizer::kMaxDepth, '[') + "]}]}";
+  for (const BlockScan how : {BlockScan::off, BlockScan::sse2, BlockScan::best}) {
+    const Tokens d = tokenize(deep, 100, how);
+    EXPECT_EQ(d.events, std::vector<std::string>{R"({"a": 1})"});
+    EXPECT_EQ(d.error,
+              fmt::format("nesting deeper than {} levels", TraceEventTokenizer::kMaxDepth));
+    EXPECT_EQ(d.error_offset,
+              deep.find('[', deep.find('[') + 1) + TraceEventTokenizer::kMaxDepth - 3);
+  }
 }
 
 TEST(TraceEventTokenizer, BlockScanReadsLikeTheByteWiseScan) {
   // Long events (the block scan takes 64 bytes at a time) whose strings hold
   // quotes, backslash runs of every length and brackets, across block and
   // chunk boundaries; then the same documents damaged at random. The block
-  // scan must find the same events, values and damage as the byte-wise one,
-  // whatever the chunking.
+  // scan (SSE2, and AVX2 where the CPU has it) must find the same events,
+  // values and damage as the byte-wise one, whatever the chunking.
   std::uint64_t state = 20261201;
   auto next = [&] {
     state = state * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -149,7 +166,7 @@ TEST(TraceEventTokenizer, BlockScanReadsLikeTheByteWiseScan) {
         e == 0 ? "" : ",\n  ", text(), text(), e, text());
   }
   good += R"(], "baseTimeNanoseconds": 12})";
-  const Tokens reference = tokenize(good, good.size(), false);
+  const Tokens reference = tokenize(good, good.size(), BlockScan::off);
   ASSERT_EQ(reference.error, "");
   ASSERT_EQ(reference.events.size(), 60u);
   ASSERT_EQ(reference.values.size(), 2u);
@@ -165,14 +182,17 @@ TEST(TraceEventTokenizer, BlockScanReadsLikeTheByteWiseScan) {
         }
       }
     }
-    const Tokens bytewise = tokenize(doc, doc.size(), false);
-    for (const std::size_t chunk : {doc.size(), std::size_t{64}, 65 + next() % 200}) {
-      const Tokens blocks = tokenize(doc, chunk, true);
-      ASSERT_EQ(blocks.events, bytewise.events) << round << " " << chunk;
-      ASSERT_EQ(blocks.offsets, bytewise.offsets) << round << " " << chunk;
-      ASSERT_EQ(blocks.values, bytewise.values) << round << " " << chunk;
-      ASSERT_EQ(blocks.error, bytewise.error) << round << " " << chunk;
-      ASSERT_EQ(blocks.error_offset, bytewise.error_offset) << round << " " << chunk;
+    const Tokens bytewise = tokenize(doc, doc.size(), BlockScan::off);
+    for (const BlockScan how : {BlockScan::sse2, BlockScan::best}) {
+      for (const std::size_t chunk : {doc.size(), std::size_t{64}, 65 + next() % 200}) {
+        const Tokens blocks = tokenize(doc, chunk, how);
+        const auto at = fmt::format("{} {} {}", round, chunk, static_cast<int>(how));
+        ASSERT_EQ(blocks.events, bytewise.events) << at;
+        ASSERT_EQ(blocks.offsets, bytewise.offsets) << at;
+        ASSERT_EQ(blocks.values, bytewise.values) << at;
+        ASSERT_EQ(blocks.error, bytewise.error) << at;
+        ASSERT_EQ(blocks.error_offset, bytewise.error_offset) << at;
+      }
     }
   }
 }
@@ -256,7 +276,7 @@ void PrintTo(const JobText& j, std::ostream* os) {
 }
 
 TEST(TorchTraceReader, ManyChunksReadInParallelKeepFileOrder) {
-  // About 14 MB: the reader's chunks (4 MiB) are cut, parsed side by side
+  // About 14 MB: the reader's chunks (256 KiB) are cut, parsed side by side
   // and applied in order. Kineto's order: every CPU event first (filler ops
   // between the annotations), then launches, kernels and GPU spans, with a
   // malformed event now and then and the base time after the events. Every
@@ -729,83 +749,151 @@ TEST(TorchTraceReader, JobsBeforeTheFirstStepSpanAreTheStepBefore) {
   EXPECT_EQ(r.stats.matched, 3u);
 }
 
-TEST(TorchTraceReader, LateAnnotationsGiveWhatKinetosOrderGives) {
-  // The same events twice: in Kineto's order (CPU events first), and each
-  // job's host span and step span written after earlier jobs' launches and
-  // kernels, kernels of a second stream going back in time, a NCCL kernel
-  // with its host call among them. The second order makes the reader join
-  // the kernels again (the events before the first late span read again,
-  // the rest replayed); jobs and the kernel view's record must not differ.
-  std::vector<std::string> cpu, gpu, late;
-  for (int job = 0; job < 40; ++job) {
-    const int step = job / 10;
+/// A labelled 1F1B run of `jobs` jobs, 10 a step, each in its groups of
+/// events: host (its step's ProfilerStep#N span first, its PP: span, the
+/// record_param_comms of its send) and device (4 launches at host + 5..8 us,
+/// their kernels at host + 50.5 + 5k us, 4 us each, stream 2's (odd k)
+/// written after stream 1's; a NCCL send launched at host + 45, running
+/// from host + 80 for 9 us). host = 1000 + 100 * job us.
+struct LabelledRun {
+  std::vector<std::vector<std::string>> host, device;
+};
+
+LabelledRun labelled_run(int jobs) {
+  LabelledRun run;
+  for (int job = 0; job < jobs; ++job) {
     const std::int64_t host = 1000 + job * 100;
-    std::vector<std::string> mine;
+    std::vector<std::string> h, d;
     if (job % 10 == 0) {
-      cpu.push_back(span("user_annotation", fmt::format("ProfilerStep#{}", step),
-                         std::to_string(host - 1), "1000"));
+      h.push_back(span("user_annotation", fmt::format("ProfilerStep#{}", job / 10),
+                       std::to_string(host - 1), "1000"));
     }
-    const std::string name = fmt::format("PP:0{}{}", job % 2 ? 'B' : 'F', (job % 10) / 2);
-    cpu.push_back(span("user_annotation", name, std::to_string(host), "60"));
-    cpu.push_back(span("cpu_op", "record_param_comms", std::to_string(host + 40), "10",
-                       R"({"Collective name": "send", "Dst Rank": 1})"));
+    h.push_back(span("user_annotation",
+                     fmt::format("PP:0{}{}", job % 2 ? 'B' : 'F', (job % 10) / 2),
+                     std::to_string(host), "60"));
+    h.push_back(span("cpu_op", "record_param_comms", std::to_string(host + 40), "10",
+                     R"({"Collective name": "send", "Dst Rank": 1})"));
     for (int k = 0; k < 4; ++k) {
-      const std::string corr = fmt::format(R"({{"correlation": {}}})", job * 10 + k);
-      mine.push_back(
-          span("cuda_runtime", "cudaLaunchKernel", std::to_string(host + 5 + k), "1", corr));
+      d.push_back(span("cuda_runtime", "cudaLaunchKernel", std::to_string(host + 5 + k), "1",
+                       fmt::format(R"({{"correlation": {}}})", job * 10 + k)));
     }
-    // Stream 2's kernels (odd k) written after stream 1's, earlier in time.
     for (int k : {0, 2, 1, 3}) {
-      const std::string corr = fmt::format(R"({{"correlation": {}}})", job * 10 + k);
-      mine.push_back(span("kernel", "gemm", fmt::format("{}.5", host + 50 + k * 5), "4", corr));
+      d.push_back(span("kernel", "gemm", fmt::format("{}.5", host + 50 + k * 5), "4",
+                       fmt::format(R"({{"correlation": {}}})", job * 10 + k)));
     }
-    mine.push_back(span("cuda_runtime", "cudaLaunchKernel", std::to_string(host + 45), "1",
-                        fmt::format(R"({{"correlation": {}}})", job * 10 + 9)));
-    mine.push_back(span("kernel", "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
-                        std::to_string(host + 80), "9",
-                        fmt::format(R"({{"correlation": {}}})", job * 10 + 9)));
-    gpu.insert(gpu.end(), mine.begin(), mine.end());
-    // The late order: this job's host events after the earlier jobs' GPU
-    // events, the step span after its jobs.
-    late.push_back(cpu[cpu.size() - 2]);
-    late.push_back(cpu.back());
-    if (job % 10 == 0) late.insert(late.end() - 2, cpu[cpu.size() - 3]);
-    late.insert(late.end(), mine.begin(), mine.end());
+    d.push_back(span("cuda_runtime", "cudaLaunchKernel", std::to_string(host + 45), "1",
+                     fmt::format(R"({{"correlation": {}}})", job * 10 + 9)));
+    d.push_back(span("kernel", "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
+                     std::to_string(host + 80), "9",
+                     fmt::format(R"({{"correlation": {}}})", job * 10 + 9)));
+    run.host.push_back(std::move(h));
+    run.device.push_back(std::move(d));
   }
-  // Move every step span to after its step's last event.
-  std::vector<std::string> ordered_late;
-  std::vector<std::string> steps_pending;
-  for (const std::string& e : late) {
-    if (e.find("ProfilerStep#") != std::string::npos) {
-      for (const std::string& p : steps_pending) ordered_late.push_back(p);
-      steps_pending = {e};
-      continue;
+  return run;
+}
+
+/// What a labelled_run reads as, worked out from its times: each job from
+/// its first kernel's start (host + 50.5 us) to the end of its NCCL kernel
+/// (host + 89 us), all of them launched inside its PP: span; 4 disjoint
+/// compute intervals a job; every NCCL kernel a send to rank 1 in its job's
+/// step; each step from its first job's first kernel to its last job's end.
+void expect_labelled_run(const FileResult& r, int jobs, const std::string& order) {
+  SCOPED_TRACE(order);
+  std::vector<JobText> expected;
+  std::vector<TimeSpan> compute;
+  for (int job = 0; job < jobs; ++job) {
+    const std::int64_t host = (1000 + job * 100) * std::int64_t{1000};
+    expected.push_back(
+        {job % 2 ? "backward" : "forward", (job % 10) / 2, host + 50'500, host + 89'000});
+    for (int k = 0; k < 4; ++k)
+      compute.push_back({host + 50'500 + k * 5000, host + 54'500 + k * 5000});
+  }
+  EXPECT_EQ(jobs_of(r), expected);
+  ASSERT_TRUE(r.kernels);
+  EXPECT_EQ(r.kernels->activities, static_cast<std::uint64_t>(5 * jobs));
+  EXPECT_EQ(r.kernels->without_launch, 0u);
+  EXPECT_EQ(r.kernels->compute, compute);
+  ASSERT_EQ(r.kernels->comm.size(), static_cast<std::size_t>(jobs));
+  for (int job = 0; job < jobs; ++job) {
+    const CommKernel& c = r.kernels->comm[static_cast<std::size_t>(job)];
+    EXPECT_EQ(c.p2p, (std::vector<PeerOp>{{CommOp::send, 1}})) << job;
+    EXPECT_EQ(c.step, std::optional<std::int64_t>(job / 10)) << job;
+  }
+  ASSERT_EQ(r.kernels->steps.size(), static_cast<std::size_t>(jobs / 10));
+  for (int step = 0; step < jobs / 10; ++step) {
+    const RankKernels::StepExtent& e = r.kernels->steps[static_cast<std::size_t>(step)];
+    EXPECT_EQ(e.step, step);
+    EXPECT_EQ(e.first_start, (1000 + step * 1000) * std::int64_t{1000} + 50'500);
+    EXPECT_EQ(e.last_end, (1000 + step * 1000 + 900) * std::int64_t{1000} + 89'000);
+  }
+  EXPECT_FALSE(r.kernels->partial_step);
+}
+
+TEST(TorchTraceReader, SpansAndKernelsInAnyOrderJoinAsInKinetosOrder) {
+  // One run written in Kineto's order (every CPU event first) and in the
+  // orders it is not: each job's host spans after earlier jobs' kernels
+  // with every step span after its step (the reader then holds the joined
+  // kernels and places them at the end of the file); every span after
+  // every kernel; each kernel just before its own launch (as Kineto writes
+  // them now and then), spans late; too little room to hold the joined
+  // kernels (they are read a second time); and a Kineto-order file over
+  // several chunks whose step span #5 comes last, after the kernels it
+  // holds were placed (read a second time too). Each reads as the run's own
+  // times say (expect_labelled_run).
+  const LabelledRun run = labelled_run(40);
+  std::vector<std::string> kineto, late, spans_last, kernels_first;
+  for (const auto& h : run.host) kineto.insert(kineto.end(), h.begin(), h.end());
+  for (const auto& d : run.device) kineto.insert(kineto.end(), d.begin(), d.end());
+  std::string step_span;
+  for (std::size_t job = 0; job < run.host.size(); ++job) {
+    for (const std::string& e : run.host[job]) {
+      if (e.find("ProfilerStep#") == std::string::npos) {
+        late.push_back(e);
+        kernels_first.push_back(e);
+        continue;
+      }
+      if (!step_span.empty()) {
+        late.push_back(step_span);
+        kernels_first.push_back(step_span);
+      }
+      step_span = e;
     }
-    ordered_late.push_back(e);
+    late.insert(late.end(), run.device[job].begin(), run.device[job].end());
+    const std::vector<std::string>& d = run.device[job];  // launches 0-3, kernels 0 2 1 3, NCCL's
+    for (const std::size_t k : {4, 0, 6, 1, 5, 2, 7, 3, 9, 8}) kernels_first.push_back(d[k]);
+    spans_last.insert(spans_last.end(), run.device[job].begin(), run.device[job].end());
   }
-  for (const std::string& p : steps_pending) ordered_late.push_back(p);
-  std::vector<std::string> kineto = cpu;
-  kineto.insert(kineto.end(), gpu.begin(), gpu.end());
+  late.push_back(step_span);
+  kernels_first.push_back(step_span);
+  for (const auto& h : run.host) spans_last.insert(spans_last.end(), h.begin(), h.end());
+
   TempDir dir;
-  const FileResult a = read(dir.write("a.pt.trace.json", trace(kineto)));
-  const FileResult b = read(dir.write("b.pt.trace.json", trace(ordered_late)));
-  EXPECT_EQ(jobs_of(a), jobs_of(b));
-  EXPECT_EQ(jobs_of(a).size(), 40u);
-  ASSERT_TRUE(a.kernels && b.kernels);
-  EXPECT_EQ(a.kernels->compute, b.kernels->compute);
-  ASSERT_EQ(a.kernels->comm.size(), 40u);
-  ASSERT_EQ(b.kernels->comm.size(), 40u);
-  for (std::size_t i = 0; i < 40; ++i) {
-    EXPECT_EQ(a.kernels->comm[i].p2p, (std::vector<PeerOp>{{CommOp::send, 1}}));
-    EXPECT_EQ(b.kernels->comm[i].p2p, a.kernels->comm[i].p2p);
-    EXPECT_EQ(b.kernels->comm[i].step, a.kernels->comm[i].step);
-  }
-  ASSERT_EQ(a.kernels->steps.size(), 4u);
-  for (std::size_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(b.kernels->steps[i].step, a.kernels->steps[i].step);
-    EXPECT_EQ(b.kernels->steps[i].first_start, a.kernels->steps[i].first_start);
-    EXPECT_EQ(b.kernels->steps[i].last_end, a.kernels->steps[i].last_end);
-  }
+  expect_labelled_run(read(dir.write("kineto.pt.trace.json", trace(kineto))), 40, "kineto");
+  expect_labelled_run(read(dir.write("late.pt.trace.json", trace(late))), 40, "late");
+  expect_labelled_run(read(dir.write("last.pt.trace.json", trace(spans_last))), 40, "spans last");
+  expect_labelled_run(read(dir.write("first.pt.trace.json", trace(kernels_first))), 40,
+                      "kernels first");
+  IngestOptions tight;
+  tight.trace_held_bytes = 2 * sizeof(LaunchPair);
+  expect_labelled_run(read(dir.write("tight.pt.trace.json", trace(late)), tight), 40,
+                      "late, read twice");
+
+  // 400 jobs (about 0.66 MB): chunks of 256 KiB, the kernels of the first
+  // (step 5's among them) placed before the step's span is read.
+  const LabelledRun big = labelled_run(400);
+  std::vector<std::string> moved;
+  for (const auto& h : big.host) moved.insert(moved.end(), h.begin(), h.end());
+  const auto it = std::find_if(moved.begin(), moved.end(), [&](const std::string& e) {
+    return e.find("ProfilerStep#5\"") != std::string::npos;
+  });
+  ASSERT_NE(it, moved.end());
+  const std::string span_event = *it;
+  moved.erase(it);
+  for (const auto& d : big.device) moved.insert(moved.end(), d.begin(), d.end());
+  moved.push_back(span_event);
+  const std::string path = dir.write("moved.pt.trace.json", trace(moved));
+  ASSERT_GT(std::filesystem::file_size(path), std::size_t{2} << 18);
+  expect_labelled_run(read(path), 400, "a step span last, read twice");
 }
 
 TEST(TorchTraceReader, EveryHostsTracesInOneFolderAreOneMachinePerHost) {
