@@ -107,12 +107,12 @@ void LaunchJoin::on_launch(std::int64_t correlation, std::int64_t ts, std::int64
     // takes too is kept once.
     found = r.early > 0;
     auto place = [&](const Early& e) {
-      const LaunchPair pair{ts, e.start, e.end, thread};
+      const LaunchPair lp{ts, e.start, e.end, thread};
       if (job_pair && e.start == r.job_start && e.end == r.job_end) {
-        both_.push_back(pair);
+        pair(both_, lp);
         job_pair = false;
       } else {
-        kernel_only_.push_back(pair);
+        pair(kernel_only_, lp);
       }
       if (e.comm >= 0) comm_.push_back({static_cast<std::size_t>(e.comm), ts, thread});
     };
@@ -129,7 +129,7 @@ void LaunchJoin::on_launch(std::int64_t correlation, std::int64_t ts, std::int64
       waiting_activities_ -= r.early;
       r.early = 0;
     }
-    if (job_pair) job_only_.push_back({ts, r.job_start, r.job_end, thread});
+    if (job_pair) pair(job_only_, {ts, r.job_start, r.job_end, thread});
     release(s);
   } else {
     s.flags |= kJobWaiting;
@@ -170,10 +170,10 @@ void LaunchJoin::on_activity(std::int64_t correlation, std::int64_t start, std::
   if (s->flags & kJobWaiting) {
     s->flags &= static_cast<std::uint8_t>(~kJobWaiting);
     if (kernel_pair && kernel_ts == s->job_ts) {
-      both_.push_back({kernel_ts, start, end, s->thread});
+      pair(both_, {kernel_ts, start, end, s->thread});
       kernel_pair = false;
     } else {
-      job_only_.push_back({s->job_ts, start, end, s->thread});
+      pair(job_only_, {s->job_ts, start, end, s->thread});
     }
   } else if (correlation > max_launch_correlation_) {
     Rare& r = rare(*s);
@@ -181,11 +181,12 @@ void LaunchJoin::on_activity(std::int64_t correlation, std::int64_t start, std::
     r.job_start = start;
     r.job_end = end;
   }
-  if (kernel_pair) kernel_only_.push_back({kernel_ts, start, end, s->thread});
+  if (kernel_pair) pair(kernel_only_, {kernel_ts, start, end, s->thread});
   if (!(s->flags & (kLaunch | kJobWaiting)) && s->rare == kNone) erase(*s);
 }
 
 void LaunchJoin::clear_pairs() {
+  latest_paired_ = std::numeric_limits<std::int64_t>::min();
   both_.clear();
   kernel_only_.clear();
   job_only_.clear();

@@ -27,6 +27,7 @@
 // launch in the job view, which differs only where one id is launched twice.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -72,7 +73,11 @@ class PairList {
   }
   template <typename F>
   void for_each(F&& f) const {
-    for (std::size_t i = 0; i < size_; ++i) f(blocks_[i / kBlock][i % kBlock]);
+    for (std::size_t b = 0; b * kBlock < size_; ++b) {
+      const LaunchPair* block = blocks_[b].get();
+      const std::size_t n = std::min(kBlock, size_ - b * kBlock);
+      for (std::size_t i = 0; i < n; ++i) f(block[i]);
+    }
   }
 
  private:
@@ -104,6 +109,9 @@ class LaunchJoin {
   const std::vector<CommLaunch>& comm_launches() const { return comm_; }
   /// How many pairs are held (both, kernel view only, job view only).
   std::size_t pairs() const { return both_.size() + kernel_only_.size() + job_only_.size(); }
+  /// The latest launch among the matches found and not yet taken
+  /// (INT64_MIN when none).
+  std::int64_t latest_paired_launch() const { return latest_paired_; }
   /// Forgets the matches held (after they were placed); the table stays.
   void clear_pairs();
 
@@ -164,8 +172,14 @@ class LaunchJoin {
   std::vector<std::uint32_t> free_rare_;
   std::vector<std::pair<std::int64_t, Early>> more_;  // further early activities (graphs)
 
+  void pair(PairList& list, const LaunchPair& p) {
+    latest_paired_ = std::max(latest_paired_, p.launch);
+    list.push_back(p);
+  }
+
   PairList both_, kernel_only_, job_only_;
   std::vector<CommLaunch> comm_;
+  std::int64_t latest_paired_ = std::numeric_limits<std::int64_t>::min();
   std::int64_t max_launch_correlation_ = -1;
   std::int64_t earliest_launch_ = std::numeric_limits<std::int64_t>::max();
   bool any_launch_ = false;

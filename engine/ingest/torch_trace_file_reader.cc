@@ -332,13 +332,8 @@ void TorchTraceFileReader::place_pairs() {
   kernels_.place(join_.both());
   kernels_.place(join_.kernel_view_only());
   kernels_.place(join_.comm_launches());
-  for (const PairList* pairs : {&join_.both(), &join_.job_view_only(), &join_.kernel_view_only()}) {
-    pairs->for_each(
-        [&](const LaunchPair& p) { latest_placed_ = std::max(latest_placed_, p.launch); });
-  }
-  for (const CommLaunch& l : join_.comm_launches()) {
-    latest_placed_ = std::max(latest_placed_, l.launch);
-  }
+  // (A communication kernel's pair is among the kernel view's.)
+  latest_placed_ = std::max(latest_placed_, join_.latest_paired_launch());
   placed_ = true;
   join_.clear_pairs();
 }
