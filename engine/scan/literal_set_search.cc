@@ -20,6 +20,21 @@ namespace pipescope {
 
 namespace {
 
+/// Sets `bit` (a bucket) in the first `width` tables at the window's bytes,
+/// both cases of a letter; past a shorter window's end, at every byte.
+template <typename Tables>
+void mark_window(Tables& tables, std::string_view window, std::size_t width, std::uint8_t bit) {
+  for (std::size_t k = 0; k < width; ++k) {
+    if (k >= window.size()) {
+      for (auto& entry : tables[k]) entry |= bit;
+      continue;
+    }
+    const auto c = static_cast<unsigned char>(window[k]);
+    tables[k][c] |= bit;
+    if (c >= 'a' && c <= 'z') tables[k][c - ('a' - 'A')] |= bit;
+  }
+}
+
 // How often each ASCII byte occurs per 100,000 bytes of ordinary text, letters
 // folded (an upper-case letter has its lower case's count, which covers
 // both): measured once over 27 MB of English prose and program text. Only
@@ -381,15 +396,7 @@ void LiteralSetSearch::place_exact(const std::vector<Avoid>& avoid) {
     const auto& members = windows[window];
     buckets_[best].insert(buckets_[best].end(), members.begin(), members.end());
     const auto bit = static_cast<std::uint8_t>(1u << best);
-    for (std::size_t k = 0; k < kWindow; ++k) {
-      if (k >= window.size()) {
-        for (auto& entry : tables_[k]) entry |= bit;
-        continue;
-      }
-      const auto c = static_cast<unsigned char>(window[k]);
-      tables_[k][c] |= bit;
-      if (c >= 'a' && c <= 'z') tables_[k][c - ('a' - 'A')] |= bit;
-    }
+    mark_window(tables_, window, kWindow, bit);
   }
   for (std::size_t k = 0; k < kWindow; ++k) {
     for (std::size_t c = 0; c < 128; ++c) tables7_[k][c] = tables_[k][c] | tables_[k][c | 0x80];
@@ -470,15 +477,7 @@ void LiteralSetSearch::place_nibble(const std::vector<Avoid>& avoid) {
     shapes[best_bucket].add(window, ascii_positions, avoided);
     buckets_[best_bucket].push_back({choice.literal, best_window});
     const auto bit = static_cast<std::uint8_t>(1u << best_bucket);
-    for (std::size_t k = 0; k < kNibbleWindow; ++k) {
-      if (k >= window.size()) {
-        for (auto& entry : tables_[k]) entry |= bit;
-        continue;
-      }
-      const auto c = static_cast<unsigned char>(window[k]);
-      tables_[k][c] |= bit;
-      if (c >= 'a' && c <= 'z') tables_[k][c - ('a' - 'A')] |= bit;
-    }
+    mark_window(tables_, window, kNibbleWindow, bit);
   }
   for (std::size_t b = 0; b < kBuckets; ++b) {
     for (std::size_t k = 0; k < kNibbleWindow; ++k) {
