@@ -24,7 +24,7 @@ namespace {
 
 /// The exit status of an analysis, with the message that needs the
 /// command's words (no jobs: what was looked for).
-int exit_status(AnalyzeStatus status, std::size_t input_count, const AnalyzeOptions& options) {
+int exit_status(AnalyzeStatus status, std::size_t input_count, const LoadOptions& load) {
   switch (status) {
     case AnalyzeStatus::ok:
       return kExitOk;
@@ -38,14 +38,14 @@ int exit_status(AnalyzeStatus status, std::size_t input_count, const AnalyzeOpti
                  "pipescope: error: no jobs found in {} input file{} (looked for {} and, in "
                  "profiler traces, for user annotations named 'PP:<action>'{}); nothing to "
                  "analyse\n",
-                 input_count, input_count == 1 ? "" : "s", job_lines_looked_for(options),
-                 options.job_pattern.empty() ? "" : " or matching --job-pattern");
+                 input_count, input_count == 1 ? "" : "s", job_lines_looked_for(load.ingest),
+                 load.ingest.job_pattern ? " or matching --job-pattern" : "");
       return kExitUsage;
     case AnalyzeStatus::no_job_lines:
       fmt::print(stderr,
                  "pipescope: error: no job lines found in {} input file{} (looked for {}); "
                  "nothing to analyse\n",
-                 input_count, input_count == 1 ? "" : "s", job_lines_looked_for(options));
+                 input_count, input_count == 1 ? "" : "s", job_lines_looked_for(load.ingest));
       return kExitUsage;
   }
   return kExitUsage;
@@ -76,7 +76,7 @@ int run_analyze(const AnalyzeOptions& options) {
   }
   LoadedRun loaded = load_run(inputs, load);
   progress.finish();
-  return exit_status(write_outputs(loaded, request, {stdout, stderr}), inputs.size(), options);
+  return exit_status(write_outputs(loaded, request, {stdout, stderr}), inputs.size(), load);
 }
 
 /// `--mpi`: discovery and scan spread over the MPI ranks (engine/distributed);
@@ -131,7 +131,7 @@ int run_analyze_mpi(const AnalyzeOptions& options, const AnalyzeRequest& request
     adopt_event_library(scan.run, scan.inputs, load.ingest);
     LoadedRun loaded = load_run(std::move(scan.run), load);
     const int status =
-        exit_status(write_outputs(loaded, request, {stdout, stderr}), scan.inputs.size(), options);
+        exit_status(write_outputs(loaded, request, {stdout, stderr}), scan.inputs.size(), load);
     if (options.strict && !scan.failures.empty()) {
       fmt::print(stderr, "pipescope: --strict: {} input{} could not be read\n",
                  scan.failures.size(), scan.failures.size() == 1 ? "" : "s");
@@ -144,7 +144,7 @@ int run_analyze_mpi(const AnalyzeOptions& options, const AnalyzeRequest& request
                                    distributed::PartitionedScan& scan) {
       if (exchange.rank() == 0) progress.finish();
       return exit_status(write_outputs_on_ranks(exchange, scan, request, load, {stdout, stderr}),
-                         scan.file_count, options);
+                         scan.file_count, load);
     };
     // As main() reports an error, before the ranks exit together.
     callbacks.on_error = [](const std::exception& e) {

@@ -12,6 +12,7 @@
 #include "command.h"
 #include "export/ivl_export.h"
 #include "load/load_run.h"
+#include "option_words.h"
 #include "run_inputs.h"
 
 namespace pipescope::cli {
@@ -73,7 +74,7 @@ int run_convert(const ConvertOptions& o) {
   check_output(o);
   load.ingest.threads = o.threads;
   load.inputs.allow_unreadable = o.allow_missing;
-  load.inputs.allow_unreadable_advice = "pass --allow-missing to convert the other inputs";
+  load.inputs.words = convert_command_words();
   load.inputs.check_layout = o.devices.empty();
   // Records keep the times as logged; reading them back corrects the clocks
   // exactly as reading the logs does.

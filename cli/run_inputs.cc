@@ -2,13 +2,14 @@
 
 #include <fmt/core.h>
 
+#include <memory>
 #include <stdexcept>
 
 #include "analysis/layout.h"
 #include "ingest/job_pattern.h"
 #include "model/errors.h"
+#include "option_words.h"
 #include "scan/decimal_time.h"
-#include "scan/job_line_parser.h"
 #include "scan/job_line_regex.h"
 
 namespace pipescope::cli {
@@ -89,31 +90,27 @@ void add_run_input_options(CLI::App* cmd, RunInputOptions& options) {
 
 LoadOptions make_load_options(const RunInputOptions& options) {
   LoadOptions load;
+  // The engine's messages name the options in the command's words.
+  const std::shared_ptr<const OptionWords> words = command_line_words(options.max_line_kib);
+  load.ingest.words = load.pipeline.words = load.inputs.words = words;
   if (!options.layout.empty() && !options.stages.empty()) {
     throw InputError("--layout and --stages both say how the devices form stages: give one");
   }
   try {  // parsed once, here
     if (!options.layout.empty())
-      load.pipeline.layout = parse_layout_spec(options.layout, "--layout");
-    load.pipeline.stages = parse_stage_spec(options.stages, "--stages");
+      load.pipeline.layout = parse_layout_spec(options.layout, words->name(CallerOption::layout));
+    load.pipeline.stages = parse_stage_spec(options.stages, words->name(CallerOption::stages));
   } catch (const std::invalid_argument& e) {
     throw InputError(e.what());
   }
-  load.pipeline.layout_label = "--layout";
   load.pipeline.clock.fix = !options.no_clock_fix;
-  // The analysis's messages name the options in the command's words.
-  load.pipeline.stages_label = "--stages";
-  load.pipeline.stages_advice = "pass --stages auto or --stages MAP";
-  load.pipeline.clock.imposed_label = "--clock-offset";
-  load.pipeline.clock.disabled_label = "--no-clock-fix";
   for (const std::string& spec : options.clock_offsets) {
     // throws: usage error
-    load.pipeline.clock.imposed.push_back(parse_clock_offset(spec, "--clock-offset"));
+    load.pipeline.clock.imposed.push_back(
+        parse_clock_offset(spec, words->name(CallerOption::clock_offset)));
   }
   load.machine_order = options.machine_order;
   load.inputs.allow_unreadable = options.allow_missing;
-  load.inputs.allow_unreadable_advice =
-      "pass --allow-missing to leave it out of the figures (with a warning)";
   // A --devices selection leaves rank gaps on purpose.
   load.inputs.check_layout = options.devices.empty();
   if (!options.segment.empty()) {
@@ -125,24 +122,20 @@ LoadOptions make_load_options(const RunInputOptions& options) {
   }
   load.ingest.threads = options.threads;
   load.ingest.pipeline = options.pipeline;
-  load.ingest.pipeline_label = "pass --pipeline K to analyse pipeline K instead";
   load.first_step = options.first_step;
   load.ingest.limits.chunk_bytes = options.chunk_mib << 20;
   load.ingest.limits.max_line_bytes = options.max_line_kib << 10;
-  load.ingest.line_limit_advice = fmt::format(
-      "raise --max-line-kib (now {} KiB) above the line's size to read it", options.max_line_kib);
   if (!options.job_kinds.empty() && options.job_pattern.empty() && options.job_line.empty()) {
     throw InputError("--job-kinds needs --job-pattern or --job-line");
   }
   if (!options.job_pattern.empty()) {
-    try {
-      JobPattern check(options.job_pattern, options.job_kinds);
+    try {  // compiled once, here: every trace's reader shares it
+      load.ingest.job_pattern =
+          std::make_shared<const JobPattern>(options.job_pattern, options.job_kinds);
     } catch (const std::invalid_argument& e) {
       throw InputError(fmt::format("--job-pattern: {}", e.what()));
     }
   }
-  load.ingest.job_pattern = options.job_pattern;
-  load.ingest.job_kinds = options.job_kinds;
   if (!options.job_line_unit.empty() && options.job_line.empty()) {
     throw InputError("--job-line-unit needs --job-line");
   }
@@ -169,7 +162,6 @@ LoadOptions make_load_options(const RunInputOptions& options) {
       throw InputError(fmt::format("--job-line: {}", e.what()));
     }
     load.ingest.job_line = load.job_line.get();
-    load.ingest.job_line_label = "lines matching --job-line";
   }
   if (options.no_events && !options.patterns.empty()) {
     throw InputError("--patterns and --no-events contradict each other: give one");
@@ -178,11 +170,6 @@ LoadOptions make_load_options(const RunInputOptions& options) {
   load.ingest.events = load.events.matcher.get();
   load.ingest.events_off = load.events.off;
   return load;
-}
-
-std::string job_lines_looked_for(const RunInputOptions& options) {
-  if (!options.job_line.empty()) return "lines matching --job-line";
-  return fmt::format("lines containing '{}'", kJobLineLiteral);
 }
 
 bool is_within(const std::filesystem::path& inner, const std::filesystem::path& outer) {

@@ -56,11 +56,6 @@ void add_run_input_options(CLI::App* cmd, RunInputOptions& options);
 /// options in the command's words. Throws InputError for a bad value.
 LoadOptions make_load_options(const RunInputOptions& options);
 
-/// The job lines the text logs' reader looks for, for a message that none
-/// was found: "lines containing 'Profiler Info: Job'" or "lines matching
-/// --job-line".
-std::string job_lines_looked_for(const RunInputOptions& options);
-
 /// True when `inner` is `outer` or lies below it (both resolved).
 bool is_within(const std::filesystem::path& inner, const std::filesystem::path& outer);
 

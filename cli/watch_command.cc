@@ -26,11 +26,13 @@
 #include "export/chrome_trace.h"
 #include "export/summary_json.h"
 #include "ingest/discovery.h"
+#include "ingest/ingest.h"
 #include "ingest/input_formats.h"
 #include "live/live_run.h"
 #include "live/live_source.h"
 #include "live/watch_output.h"
 #include "load/load_run.h"
+#include "model/option_words.h"
 #include "run_inputs.h"
 #include "source/change_notifier.h"
 
@@ -103,7 +105,7 @@ void check_stage_map(const std::vector<InputFile>& inputs, const LoadOptions& lo
   std::sort(placed.devices.begin(), placed.devices.end(),
             [](const Device& a, const Device& b) { return a.index < b.index; });
   try {
-    resolve_stage_map(placed, stages, load.pipeline.stages_label);
+    resolve_stage_map(placed, stages, load.pipeline.words->name(CallerOption::stages));
   } catch (const std::invalid_argument& e) {
     throw InputError(e.what());
   }
@@ -165,7 +167,7 @@ int final_pass(const WatchOptions& options, const LoadOptions& load,
     fmt::print(stderr,
                "pipescope: error: no job lines found in {} input file{} (looked for {}); "
                "nothing to analyse\n",
-               inputs.size(), inputs.size() == 1 ? "" : "s", job_lines_looked_for(options));
+               inputs.size(), inputs.size() == 1 ? "" : "s", job_lines_looked_for(load.ingest));
     return kExitUsage;
   }
   for (const Warning& warning : loaded.pipeline.warnings) {

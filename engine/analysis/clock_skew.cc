@@ -422,9 +422,9 @@ ClockDecision decide_clock_offsets(const PairClocks& evidence,
       if (ok && value < n) found = value;
     }
     if (found < 0) {
-      throw std::invalid_argument(
-          fmt::format("{}: no machine '{}' (the run has {} machine{}: machine0..machine{})",
-                      options.imposed_label, name, n, n == 1 ? "" : "s", n - 1));
+      throw std::invalid_argument(fmt::format(
+          "{}: no machine '{}' (the run has {} machine{}: machine0..machine{})",
+          options.words->name(CallerOption::clock_offset), name, n, n == 1 ? "" : "s", n - 1));
     }
     imposed[found] = ns;
   }

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -41,6 +42,7 @@
 
 #include "analysis/dependencies.h"
 #include "analysis/stage_map.h"
+#include "model/option_words.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -51,11 +53,10 @@ struct ClockOptions {
   /// Imposed offsets, machine as named by the user; when given, nothing is
   /// estimated and unnamed machines keep offset 0.
   std::vector<std::pair<std::string, std::int64_t>> imposed;
-  /// How messages name the imposed offsets and the disabled correction: the
-  /// caller's words (a command line names its options; the analysis never
-  /// names a command's flags).
-  std::string imposed_label = "imposed clock offset";
-  std::string disabled_label = "clock correction disabled";
+  /// How messages name the imposed offsets and the disabled correction
+  /// (model/option_words.h: CallerOption::clock_offset, no_clock_fix): the
+  /// caller's words (the analysis never names a command's flags). Never null.
+  std::shared_ptr<const OptionWords> words = OptionWords::engine();
   /// A violation counts as evidence of skew only when the consumer starts
   /// more than this before its input ended (and the run's time resolution).
   std::int64_t noise_ns = 100'000;

@@ -36,6 +36,7 @@ std::vector<Warning> pipeline_tail_warnings(const Run& run, const Layout& layout
                                             const StageMap& stages, const ClockReport& clock,
                                             const PipelineOptions& options,
                                             const StageJobEvidence& evidence) {
+  const OptionWords& words = *options.words;
   std::vector<Warning> warnings;
   if (layout.method == LayoutMethod::none && run.devices.size() > 1) {
     warnings.push_back({WarningCode::layout_not_found,
@@ -43,7 +44,7 @@ std::vector<Warning> pipeline_tail_warnings(const Run& run, const Layout& layout
                                     "analysed as its own stage and the clocks are not "
                                     "corrected; check the order of the machines (machines "
                                     "out of order look like this), or state it with {}",
-                                    layout.reason, options.layout_label),
+                                    layout.reason, words.name(CallerOption::layout)),
                         -1, -1, static_cast<std::uint64_t>(run.devices.size())});
   }
   if (clock.method == ClockMethod::rejected) {
@@ -75,13 +76,14 @@ std::vector<Warning> pipeline_tail_warnings(const Run& run, const Layout& layout
                      "ended{} (clock skew, or jobs matched across stages wrongly)",
                      clock.violations_after, clock.dependencies,
                      clock.method == ClockMethod::disabled
-                         ? fmt::format(" ({})", options.clock.disabled_label)
+                         ? fmt::format(" ({})", words.name(CallerOption::no_clock_fix))
                          : std::string()),
          -1, -1, clock.violations_after});
   }
   for (std::string& why : stage_map_contradictions(run, stages, evidence)) {
     warnings.push_back({WarningCode::stage_map_contradicted,
-                        fmt::format("{}: {}; {}", options.stages_label, why, options.stages_advice),
+                        fmt::format("{}: {}; {}", words.name(CallerOption::stages), why,
+                                    words.advice(CallerOption::stages)),
                         -1, -1, 1});
   }
   if (stages.source == StageSource::device) {
@@ -101,7 +103,7 @@ std::vector<Warning> pipeline_tail_warnings(const Run& run, const Layout& layout
           {WarningCode::stage_map,
            fmt::format("devices {} run the same jobs at the same times: they look like one "
                        "stage each (tensor-parallel peers); {}",
-                       groups, options.stages_advice),
+                       groups, words.advice(CallerOption::stages)),
            -1, -1, static_cast<std::uint64_t>(stages.stage_count() - guess.stage_count())});
     }
   }
@@ -118,19 +120,21 @@ StagePlacement detected_placement(const ScheduleReport& schedule) {
 Layout choose_layout(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
                      const std::vector<JobRole>& roles, const PipelineOptions& options,
                      const StageJobEvidence* stage_evidence) {
+  const OptionWords& words = *options.words;
   if (options.layout && options.stages.given()) {
     throw std::invalid_argument(
         fmt::format("{} and {} both say how the devices form stages: give one",
-                    options.layout_label, options.stages_label));
+                    words.name(CallerOption::layout), words.name(CallerOption::stages)));
   }
-  if (options.layout) return layout_from_shape(run, *options.layout, options.layout_label);
+  if (options.layout)
+    return layout_from_shape(run, *options.layout, words.name(CallerOption::layout));
   if (options.stages.given()) {
     const StageMap map =
         options.stages.form == StageSpec::Form::automatic && stage_evidence != nullptr
             ? guess_stage_map(run, *stage_evidence)
-            : resolve_stage_map(run, options.stages, options.stages_label);
+            : resolve_stage_map(run, options.stages, words.name(CallerOption::stages));
     Layout layout = layout_from_stage_map(run, map);
-    layout.evidence = options.stages_label;
+    layout.evidence = words.name(CallerOption::stages);
     return layout;
   }
   return detect_layout(run, job_step, roles);
@@ -139,6 +143,7 @@ Layout choose_layout(const Run& run, const std::vector<std::vector<std::int32_t>
 ClockOptions clock_options(const PipelineOptions& options, const Layout& layout) {
   ClockOptions clock = options.clock;
   clock.layout_known = layout.aligns_clocks();
+  clock.words = options.words;
   return clock;
 }
 

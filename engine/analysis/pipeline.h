@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "analysis/replicas.h"
 #include "analysis/schedule_detect.h"
 #include "analysis/stage_map.h"
+#include "model/option_words.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -39,15 +41,13 @@ struct PipelineOptions {
   /// The layout given (layout.h parse_layout_spec: "pp=4,dp=8,tp=8[,order=...]"),
   /// parsed once by the caller; nullopt: detected (unless `stages` is given).
   std::optional<LayoutShape> layout;
-  std::string layout_label = "layout";
   /// The stage map given (stage_map.h parse_stage_spec: "device", "tp=4",
   /// "0-3,4-7", "auto"); Form::none: the layout's. Not with `layout`.
   StageSpec stages;
-  /// How messages name the stage map and how to pass one: the caller's
-  /// words (a command line names its options; the analysis never names a
-  /// command's flags).
-  std::string stages_label = "stage map";
-  std::string stages_advice = "give a stage map that groups them (auto, or one item per stage)";
+  /// How messages name the layout and the stage map and say how to pass one
+  /// (model/option_words.h: CallerOption::layout, stages): the caller's words
+  /// (the analysis never names a command's flags). Never null.
+  std::shared_ptr<const OptionWords> words = OptionWords::engine();
   ClockOptions clock;
   /// How many of the longest bubbles to list.
   std::size_t top_bubbles = 10;
@@ -111,7 +111,8 @@ std::vector<Warning> pipeline_tail_warnings(const Run& run, const Layout& layout
 /// follow it (a V-shaped schedule's second chunk flows back up the ranks).
 StagePlacement detected_placement(const ScheduleReport& schedule);
 
-/// The clock options with what the layout allows (layout_known).
+/// The clock options with what the layout allows (layout_known), in the
+/// options' words (`words`).
 ClockOptions clock_options(const PipelineOptions& options, const Layout& layout);
 
 /// Resolves the stage map and corrects the machines' clocks (clock_skew.h).

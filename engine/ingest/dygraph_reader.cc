@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "ingest/ingest.h"
+#include "model/option_words.h"
 #include "source/line_chunker.h"
 
 namespace pipescope {
@@ -507,7 +508,8 @@ std::vector<FileResult> read_dygraph_records(const std::vector<InputFile>& files
          fmt::format("the dygraph records hold {} pipelines (data-parallel replicas: several "
                      "ranks record one stage); pipeline {} (ranks {}) is analysed and the others "
                      "are left out{}; {}",
-                     pipelines, chosen, rank_list(analysed), list, options.pipeline_label),
+                     pipelines, chosen, rank_list(analysed), list,
+                     options.words->advice(CallerOption::pipeline)),
          -1, -1, count});
   }
   if (first && !missing_stages.empty() && pipelines > 0) {

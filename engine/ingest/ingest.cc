@@ -17,7 +17,9 @@
 namespace pipescope {
 
 std::string job_lines_looked_for(const IngestOptions& options) {
-  if (options.job_line != nullptr) return options.job_line_label;
+  if (options.job_line != nullptr) {
+    return fmt::format("lines matching {}", options.words->name(CallerOption::job_line));
+  }
   return fmt::format("lines containing '{}'", kJobLineLiteral);
 }
 

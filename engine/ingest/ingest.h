@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@
 
 #include "ingest/discovery.h"
 #include "ingest/file_result.h"
+#include "model/option_words.h"
 #include "model/run.h"
 #include "source/line_chunker.h"
 
@@ -28,6 +30,7 @@ namespace pipescope {
 
 class EventMatcher;
 class JobLineRegex;
+class JobPattern;
 
 struct IngestProgress {
   std::uint64_t bytes_done = 0;
@@ -46,19 +49,18 @@ struct IngestOptions {
   /// (data-parallel replicas): which one to analyse (dygraph_reader.h,
   /// torch_trace_reader.h); unset: pipeline 0.
   std::optional<int> pipeline;
-  /// How the caller lets a person choose the pipeline, for the note that lists
-  /// the others (analysis and ingest never name command-line flags).
-  std::string pipeline_label = "another can be chosen by its number";
-  /// How the caller lets a person raise the line limit, for the note on a
-  /// job line lost in an over-long line.
-  std::string line_limit_advice = "raise the line limit to read it";
+  /// How messages name the caller's options (model/option_words.h): the
+  /// note that lists the other pipelines (CallerOption::pipeline), a job
+  /// line lost in an over-long line (max_line), the job lines looked for
+  /// (job_line). Never null.
+  std::shared_ptr<const OptionWords> words = OptionWords::engine();
   /// Called as files are read (from reader threads, one call at a time;
   /// keep it cheap).
   std::function<void(const IngestProgress&)> on_progress;
   /// Chrome-trace JSON: user-annotation names to jobs instead of PyTorch
-  /// pipelining's `PP:` labels (job_pattern.h: RE2 syntax).
-  std::string job_pattern;
-  std::string job_kinds;
+  /// pipelining's `PP:` labels (job_pattern.h), compiled once by the caller
+  /// and shared by every file's reader; null: the `PP:` labels.
+  std::shared_ptr<const JobPattern> job_pattern;
   /// PyTorch traces whose spans come after the launches they hold: the
   /// most bytes of joined kernels (24 each) held until the end of the file;
   /// past it, the trace's kernels are read a second time
@@ -74,13 +76,11 @@ struct IngestOptions {
   /// PaddlePaddle's job lines (scan/job_line_regex.h); null: Paddle's.
   /// Owned by the caller, alive while the inputs are read.
   const JobLineRegex* job_line = nullptr;
-  /// What those lines are in the caller's words, for messages ("lines
-  /// matching the job-line regex").
-  std::string job_line_label = "lines matching the job-line regex";
 };
 
 /// The job lines a text log's reader looks for, for a message that none was
-/// found: "lines containing 'Profiler Info: Job'", or the job-line label.
+/// found: "lines containing 'Profiler Info: Job'", or "lines matching " and
+/// the name of CallerOption::job_line.
 std::string job_lines_looked_for(const IngestOptions& options);
 
 /// Throws the InputError for IngestOptions::pipeline naming a pipeline the

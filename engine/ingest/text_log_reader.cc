@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "ingest/ingest.h"
+#include "model/option_words.h"
 #include "model/page_control.h"
 #include "scan/chunk_scanner.h"
 #include "scan/event_clock.h"
@@ -252,7 +253,7 @@ class ResultBuilder {
                              "(a progress bar's \\r updates without a newline?); skipped, and its "
                              "job is lost: {}",
                              job_line_kind(), options_.limits.max_line_bytes,
-                             options_.line_limit_advice)
+                             options_.words->advice(CallerOption::max_line))
                : std::string(describe(problem.error)));
     }
     for (const StepStartSeen& seen : scan.step_starts) {
@@ -464,7 +465,8 @@ class ResultBuilder {
                        "than the {}-byte line limit (a progress bar's \\r updates without a "
                        "newline?); skipped, and its job is lost: {}",
                        skipped.length, skipped.offset, kJobLineLiteral,
-                       options_.limits.max_line_bytes, options_.line_limit_advice));
+                       options_.limits.max_line_bytes,
+                       options_.words->advice(CallerOption::max_line)));
     } else {
       note(f, file.lines,
            fmt::format("line of {} bytes at byte offset {} is longer than the {}-byte limit; "

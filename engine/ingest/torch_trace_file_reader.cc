@@ -32,9 +32,10 @@ constexpr std::string_view kOverlapActionSuffix = ")OVERLAP_F_B";
 }  // namespace
 
 TorchTraceFileReader::TorchTraceFileReader(const InputFile& input, const IngestOptions& options)
-    : input_(input), options_(options), out_(empty_result_for(input)) {
-  if (!options.job_pattern.empty()) pattern_.emplace(options.job_pattern, options.job_kinds);
-}
+    : input_(input),
+      options_(options),
+      out_(empty_result_for(input)),
+      pattern_(options.job_pattern.get()) {}
 
 FileResult TorchTraceFileReader::read() {
   TraceEventTokenizer tokenizer({"baseTimeNanoseconds"}, {});
@@ -130,7 +131,7 @@ std::string TorchTraceFileReader::read_events(TraceEventTokenizer& tokenizer, bo
     unreadable = true;
     return e.what();
   }
-  const EventFilter filter{second_pass_, pattern_ ? &*pattern_ : nullptr};
+  const EventFilter filter{second_pass_, pattern_};
   // Chunks no larger than the file (a small run's trace may be far below
   // kReadBytes): the buffers are zeroed when made.
   const std::size_t chunk = std::clamp<std::size_t>(

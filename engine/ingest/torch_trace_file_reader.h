@@ -48,7 +48,6 @@ class TraceEventTokenizer;
 /// Reads one trace file; read() once.
 class TorchTraceFileReader {
  public:
-  /// Throws std::invalid_argument for a bad job pattern in `options`.
   TorchTraceFileReader(const InputFile& input, const IngestOptions& options);
 
   /// The file's jobs, steps, statistics and diagnostics. Never throws for the
@@ -139,7 +138,8 @@ class TorchTraceFileReader {
   const IngestOptions& options_;
   std::optional<std::int64_t> lowest_stage_;
   FileResult out_;
-  std::optional<JobPattern> pattern_;
+  // The options' job pattern; null: `PP:` labels name the jobs.
+  const JobPattern* pattern_;
   BatchPool batches_;
   std::int64_t base_ns_ = 0;
   bool base_given_ = false;

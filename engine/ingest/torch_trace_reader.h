@@ -67,7 +67,8 @@ inline std::optional<int> torch_trace_rank(const std::string& path) {
 
 /// Reads one trace. Never throws for the file's content or I/O; throws
 /// InputError when a job pattern without `mb` meets a trace without
-/// ProfilerStep spans, and std::invalid_argument for a bad pattern.
+/// ProfilerStep spans (the pattern is compiled, and checked, by the caller:
+/// IngestOptions::job_pattern).
 FileResult read_torch_trace(const InputFile& input, const IngestOptions& options);
 
 /// The format table's reader: one task per file, in parallel, then the

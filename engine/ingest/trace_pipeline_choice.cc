@@ -7,6 +7,7 @@
 #include <map>
 
 #include "ingest/ingest.h"
+#include "model/option_words.h"
 
 namespace pipescope {
 
@@ -51,7 +52,7 @@ void choose_trace_pipeline(const std::vector<InputFile>& files,
                      "one stage (tensor-parallel peers); if they are data-parallel replicas, "
                      "analyse one pipeline at a time (pipeline k = the k-th trace of each stage, "
                      "0-{}): {}",
-                     shared, pipelines - 1, options.pipeline_label),
+                     shared, pipelines - 1, options.words->advice(CallerOption::pipeline)),
          -1, -1, count});
     return;
   }
@@ -87,7 +88,8 @@ void choose_trace_pipeline(const std::vector<InputFile>& files,
       {WarningCode::other_pipelines,
        fmt::format("the traces hold {} pipelines (data-parallel replicas: several ranks run one "
                    "stage); pipeline {} ({}) is analysed and the others are left out{}; {}",
-                   pipelines, chosen, file_names(members[chosen]), list, options.pipeline_label),
+                   pipelines, chosen, file_names(members[chosen]), list,
+                   options.words->advice(CallerOption::pipeline)),
        -1, -1, count});
   if (!missing.empty()) {
     std::string stages;

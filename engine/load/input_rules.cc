@@ -52,8 +52,8 @@ void refuse_unreadable(const Run& run, const InputRules& rules) {
   for (const InputStats* input : bad)
     message += fmt::format("\n  {}: {}", input->path, input->error);
   message += "\nan input that cannot be read is not analysed as a device idle all run";
-  if (!rules.allow_unreadable_advice.empty())
-    message += fmt::format("; {}", rules.allow_unreadable_advice);
+  if (const std::string& advice = rules.words->advice(CallerOption::allow_missing); !advice.empty())
+    message += fmt::format("; {}", advice);
   throw InputError(message);
 }
 

@@ -32,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -41,6 +42,7 @@
 #include "analysis/data_quality.h"
 #include "analysis/metrics.h"
 #include "analysis/stage_map.h"
+#include "model/option_words.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -54,9 +56,10 @@ struct InputRules {
   /// Leave an unreadable input's device out (with a warning) instead of
   /// refusing the run.
   bool allow_unreadable = false;
-  /// Appended to the refusal: how the caller allows it, in its own words
-  /// (e.g. "pass --allow-missing to leave them out"); empty: nothing.
-  std::string allow_unreadable_advice;
+  /// The refusal ends with the advice of CallerOption::allow_missing (how
+  /// the caller allows it, in its own words: model/option_words.h), when it
+  /// has one. Never null.
+  std::shared_ptr<const OptionWords> words = OptionWords::engine();
   /// Look for rank gaps and uneven machines. Off when the caller selected
   /// devices: a selection leaves gaps on purpose.
   bool check_layout = true;

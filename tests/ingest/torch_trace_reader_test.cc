@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -642,7 +643,7 @@ TEST(TorchTraceReader, JobPattern) {
   };
   const std::string path = dir.write("p.pt.trace.json", trace(events));
   IngestOptions options;
-  options.job_pattern = "## (?P<op>forward|backward) ##";
+  options.job_pattern = std::make_shared<const JobPattern>("## (?P<op>forward|backward) ##", "");
   const FileResult r = read(path, options);
   EXPECT_EQ(jobs_of(r), (std::vector<JobText>{{"forward", 0, 1000, 11000},
                                               {"forward", 1, 20000, 30000},
@@ -654,8 +655,8 @@ TEST(TorchTraceReader, JobPattern) {
   EXPECT_EQ(r.stats.malformed, 1u);
 
   // With mb, stage and kinds.
-  options.job_pattern = R"(mb(?P<mb>\d+)/(?P<op>fwd|bwd)@(?P<stage>\d+))";
-  options.job_kinds = "fwd=forward,bwd=backward";
+  options.job_pattern = std::make_shared<const JobPattern>(
+      R"(mb(?P<mb>\d+)/(?P<op>fwd|bwd)@(?P<stage>\d+))", "fwd=forward,bwd=backward");
   const FileResult k =
       read(dir.write("k.pt.trace.json", trace({span("gpu_user_annotation", "mb3/fwd@2", "5", "1"),
                                                span("user_annotation", "mb3/fwd@2", "1", "1"),
@@ -665,8 +666,7 @@ TEST(TorchTraceReader, JobPattern) {
             (std::vector<JobText>{{"forward0", 3, 5000, 6000}, {"backward1", 3, 10000, 11000}}));
 
   // Without mb, a trace without ProfilerStep spans cannot be split into steps.
-  options.job_pattern = "## (?P<op>forward|backward) ##";
-  options.job_kinds.clear();
+  options.job_pattern = std::make_shared<const JobPattern>("## (?P<op>forward|backward) ##", "");
   const std::string bare = dir.write("b.pt.trace.json", trace({events[1], events[3]}));
   try {
     read(bare, options);
@@ -697,15 +697,16 @@ TEST(TorchTraceReader, JobPatternOnANameOfHundredsOfKilobytes) {
                        span("user_annotation", shapes + "_mb3_bwd", "20", "10"),
                        span("user_annotation", shapes, "40", "10")}));  // no tag: no job
   IngestOptions options;
-  options.job_pattern = R"((?:a|b)*_?mb(?P<mb>\d+)_(?P<op>fwd|bwd))";
-  options.job_kinds = "fwd=forward,bwd=backward";
+  options.job_pattern = std::make_shared<const JobPattern>(
+      R"((?:a|b)*_?mb(?P<mb>\d+)_(?P<op>fwd|bwd))", "fwd=forward,bwd=backward");
   const FileResult r = read(path, options);
   EXPECT_EQ(r.stats.error, "");
   EXPECT_EQ(r.stats.oversized, 0u);
   EXPECT_EQ(jobs_of(r),
             (std::vector<JobText>{{"forward", 3, 1000, 11000}, {"backward", 3, 20000, 30000}}));
   // The ECMAScript spelling of a named group reads the same jobs.
-  options.job_pattern = R"((?:a|b)*_?mb(?<mb>\d+)_(?<op>fwd|bwd))";
+  options.job_pattern = std::make_shared<const JobPattern>(
+      R"((?:a|b)*_?mb(?<mb>\d+)_(?<op>fwd|bwd))", "fwd=forward,bwd=backward");
   EXPECT_EQ(jobs_of(read(path, options)), jobs_of(r));
 }
 
@@ -947,7 +948,7 @@ TEST(TorchTraceReader, RealKinetoTraces) {
   // The ResNet trace's `## forward ##` / `## backward ##` annotations: the
   // backward's GPU span (28 us) misses its kernels, the forward has none.
   IngestOptions options;
-  options.job_pattern = "## (?P<op>forward|backward) ##";
+  options.job_pattern = std::make_shared<const JobPattern>("## (?P<op>forward|backward) ##", "");
   const FileResult r = read(base + "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", options);
   ASSERT_EQ(r.device.jobs.size(), 10u);
   EXPECT_EQ(r.first_step, 101);

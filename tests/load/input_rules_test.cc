@@ -6,6 +6,7 @@
 #include <simdjson.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "compare/check_report.h"
 #include "compare/run_loader.h"
 #include "load/load_run.h"
+#include "model/option_words.h"
 #include "support/command_runner.h"
 #include "support/temp_dir.h"
 
@@ -80,7 +82,9 @@ TEST(InputRules, UnreadableInputIsAnInputErrorNamingTheFile) {
   ASSERT_EQ(inputs.size(), 3u);
   try {
     LoadOptions options;
-    options.inputs.allow_unreadable_advice = "say how";
+    auto words = std::make_shared<OptionWords>();
+    words->set_advice(CallerOption::allow_missing, "say how");
+    options.inputs.words = words;
     (void)load_run(inputs, options);
     ADD_FAILURE() << "expected InputError";
   } catch (const InputError& e) {
