@@ -7,12 +7,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "fuzz_input.h"
 #include "ingest/discovery.h"
 #include "ingest/ingest.h"
+#include "ingest/job_pattern.h"
 #include "ingest/torch_trace_reader.h"
 #include "ingest/trace_event_tokenizer.h"
 #include "model/errors.h"
@@ -54,7 +56,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   input.path = scratch.write(cursor.data(), cursor.size());
   input.format = pipescope::InputFormat::torch_trace;
   pipescope::IngestOptions options;
-  if (pattern) options.job_pattern = "(?P<op>forward|backward)(?P<mb>\\d*)";
+  // Compiled once, as the command line compiles it once for every file.
+  static const auto compiled =
+      std::make_shared<const pipescope::JobPattern>("(?P<op>forward|backward)(?P<mb>\\d*)", "");
+  if (pattern) options.job_pattern = compiled;
   try {
     const pipescope::FileResult r = pipescope::read_torch_trace(input, options);
     if (r.stats.matched != r.device.jobs.size()) std::abort();
