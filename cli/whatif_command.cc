@@ -134,7 +134,8 @@ void print_measured(const WhatifInputs& in, const ModelError& error) {
         "model error: the measured schedule replayed gives {} ms ({:+.1f}%) and a {} bubble "
         "({:+.1f} points){}\n",
         ms(error.replayed_step_ns), error.step_error * 100, percent(error.replayed_bubble_ratio),
-        error.bubble_error * 100, error.trusted() ? "" : fmt::format("; worst: {}", error.worst));
+        error.bubble_error * 100,
+        error.trusted() ? "" : fmt::format("; worst: {}", model_figure_name(error.worst)));
   } else {
     fmt::print("model error: not measured ({})\n", error.reason);
   }

@@ -20,11 +20,16 @@ class Writer {
 
   JsonWriter& json() { return w_; }
 
-  void metadata(std::string_view what, std::int64_t pid, std::int64_t tid, std::string_view name,
+  /// What a metadata record names: a process (a machine, the steps) or a
+  /// thread (a rank's lane).
+  enum class Track { process, thread };
+
+  void metadata(Track track, std::int64_t pid, std::int64_t tid, std::string_view name,
                 std::int64_t sort_index) {
+    const bool process = track == Track::process;
     w_.begin_object(true);
     w_.field("ph", "M");
-    w_.field("name", what);
+    w_.field("name", process ? "process_name" : "thread_name");
     w_.field("pid", pid);
     w_.field("tid", tid);
     w_.key("args");
@@ -32,11 +37,9 @@ class Writer {
     w_.field("name", name);
     w_.end_object();
     w_.end_object();
-    const std::string sort =
-        what == "process_name" ? "process_sort_index" : std::string("thread_sort_index");
     w_.begin_object(true);
     w_.field("ph", "M");
-    w_.field("name", sort);
+    w_.field("name", process ? "process_sort_index" : "thread_sort_index");
     w_.field("pid", pid);
     w_.field("tid", tid);
     w_.key("args");
@@ -95,8 +98,8 @@ void write_kernel_trace(const std::vector<RankKernels>& ranks, const KernelView&
   w.begin_object();
   w.key("traceEvents");
   w.begin_array();
-  out.metadata("process_name", kStepsPid, 1, "Steps", 0);
-  out.metadata("thread_name", kStepsPid, 1, "Steps", 0);
+  out.metadata(Writer::Track::process, kStepsPid, 1, "Steps", 0);
+  out.metadata(Writer::Track::thread, kStepsPid, 1, "Steps", 0);
   for (const KernelStepWindow& s : view.steps) {
     out.slice(kStepsPid, 1, fmt::format("step {}", s.step), "step", s.start, s.end,
               {{"complete", s.complete ? "true" : "false"}});
@@ -108,12 +111,13 @@ void write_kernel_trace(const std::vector<RankKernels>& ranks, const KernelView&
     const RankKernels& rk = ranks[r.source];
     const std::int64_t pid = 2 + r.machine;
     if (!named[r.machine]) {
-      out.metadata("process_name", pid, tid, fmt::format("Machine {}", r.machine), r.machine + 1);
+      out.metadata(Writer::Track::process, pid, tid, fmt::format("Machine {}", r.machine),
+                   r.machine + 1);
       named[r.machine] = true;
     }
     const std::int64_t compute_tid = tid++;
-    out.metadata("thread_name", pid, compute_tid, fmt::format("rank {} · compute", r.global_rank),
-                 compute_tid);
+    out.metadata(Writer::Track::thread, pid, compute_tid,
+                 fmt::format("rank {} · compute", r.global_rank), compute_tid);
     for (const TimeSpan& c : rk.compute) {
       out.slice(pid, compute_tid, "compute", "compute", c.start - r.clock_offset_ns,
                 c.end - r.clock_offset_ns);
@@ -127,7 +131,7 @@ void write_kernel_trace(const std::vector<RankKernels>& ranks, const KernelView&
       if (lane == lane_end.size()) {
         lane_end.push_back(c.start);
         lane_tid.push_back(tid++);
-        out.metadata("thread_name", pid, lane_tid.back(),
+        out.metadata(Writer::Track::thread, pid, lane_tid.back(),
                      lane == 0 ? fmt::format("rank {} · NCCL", r.global_rank)
                                : fmt::format("rank {} · NCCL {}", r.global_rank, lane + 1),
                      lane_tid.back());

@@ -124,50 +124,61 @@ bool parse_names(const unsigned char* p, std::size_t size, std::uint32_t count,
   return true;
 }
 
-/// Verifies and decodes the header; empty string on success.
-std::string parse_header(Window& window, Header& h) {
+/// What parse_header found wrong.
+struct HeaderProblem {
+  /// Empty: the header is whole and valid.
+  std::string message;
+  /// The file ends before its header does (empty, or cut inside it): a file
+  /// still being written has only not written all of it yet.
+  bool incomplete = false;
+
+  bool ok() const { return message.empty(); }
+};
+
+/// Verifies and decodes the header.
+HeaderProblem parse_header(Window& window, Header& h) {
   const unsigned char* p = window.get(0, sizeof(kMagic));
   if (p == nullptr) {
-    if (window.end() == 0) return "file is empty";
+    if (window.end() == 0) return {"file is empty", true};
     if (std::memcmp(window.at(0), kMagic, static_cast<std::size_t>(window.end())) != 0) {
-      return "not an .ivl file (wrong magic)";
+      return {"not an .ivl file (wrong magic)"};
     }
-    return cat("truncated header (", window.end(), " of ", kFixedHeaderBytes, " bytes)");
+    return {cat("truncated header (", window.end(), " of ", kFixedHeaderBytes, " bytes)"), true};
   }
-  if (std::memcmp(p, kMagic, sizeof(kMagic)) != 0) return "not an .ivl file (wrong magic)";
+  if (std::memcmp(p, kMagic, sizeof(kMagic)) != 0) return {"not an .ivl file (wrong magic)"};
   p = window.get(0, kFixedHeaderBytes);
   if (p == nullptr) {
-    return cat("truncated header (", window.end(), " of ", kFixedHeaderBytes, " bytes)");
+    return {cat("truncated header (", window.end(), " of ", kFixedHeaderBytes, " bytes)"), true};
   }
   const auto bom = load_le<std::uint32_t>(p + header::kByteOrder);
   h.major = load_le<std::uint16_t>(p + header::kMajor);
   h.minor = load_le<std::uint16_t>(p + header::kMinor);
   if (bom == 0x04030201) {
-    return "big-endian .ivl file: this reader reads little-endian files only";
+    return {"big-endian .ivl file: this reader reads little-endian files only"};
   }
-  if (bom != kByteOrderMark) return cat("bad byte-order mark 0x", std::hex, bom);
+  if (bom != kByteOrderMark) return {cat("bad byte-order mark 0x", std::hex, bom)};
   if (h.major > kMajorVersion) {
-    return cat(".ivl format version ", h.major, ".", h.minor, " is newer than this reader (",
-               kMajorVersion, ".", kMinorVersion, "); upgrade pipescope to read it");
+    return {cat(".ivl format version ", h.major, ".", h.minor, " is newer than this reader (",
+                kMajorVersion, ".", kMinorVersion, "); upgrade pipescope to read it")};
   }
-  if (h.major == 0) return "bad format version 0";
+  if (h.major == 0) return {"bad format version 0"};
   h.header_bytes = load_le<std::uint32_t>(p + header::kHeaderBytes);
   if (h.header_bytes < kFixedHeaderBytes || h.header_bytes > kMaxHeaderBytes ||
       h.header_bytes % 8 != 0) {
-    return cat("bad header size ", h.header_bytes);
+    return {cat("bad header size ", h.header_bytes)};
   }
   p = window.get(0, h.header_bytes);
   if (p == nullptr) {
-    return cat("truncated header (", window.end(), " of ", h.header_bytes, " bytes)");
+    return {cat("truncated header (", window.end(), " of ", h.header_bytes, " bytes)"), true};
   }
   std::vector<unsigned char> copy(p, p + h.header_bytes);
   const auto stored_crc = load_le<std::uint32_t>(&copy[header::kHeaderCrc]);
   store_le(&copy[header::kHeaderCrc], std::uint32_t{0});
-  if (crc32c(copy.data(), copy.size()) != stored_crc) return "header checksum mismatch";
+  if (crc32c(copy.data(), copy.size()) != stored_crc) return {"header checksum mismatch"};
   const auto record_bytes = load_le<std::uint32_t>(p + header::kRecordBytes);
   if (record_bytes != kRecordBytes) {
-    return cat("records of ", record_bytes, " bytes are not supported (expected ", kRecordBytes,
-               ")");
+    return {
+        cat("records of ", record_bytes, " bytes are not supported (expected ", kRecordBytes, ")")};
   }
   h.machine = load_le<std::int32_t>(p + header::kMachine);
   h.rank = load_le<std::int32_t>(p + header::kRank);
@@ -179,12 +190,12 @@ std::string parse_header(Window& window, Header& h) {
   // Extensions: {tag u16, reserved u16, length u32, payload, pad to 8}.
   std::size_t pos = kFixedHeaderBytes;
   while (pos < h.header_bytes) {
-    if (h.header_bytes - pos < 8) return cat("header extension at byte ", pos, " is truncated");
+    if (h.header_bytes - pos < 8) return {cat("header extension at byte ", pos, " is truncated")};
     const auto tag = load_le<std::uint16_t>(p + pos);
     const auto length = load_le<std::uint32_t>(p + pos + 4);
     pos += 8;
     if (length > h.header_bytes - pos) {
-      return cat("header extension ", tag, " claims ", length, " bytes past the header");
+      return {cat("header extension ", tag, " claims ", length, " bytes past the header")};
     }
     const unsigned char* payload = p + pos;
     const auto text = [&] { return std::string(reinterpret_cast<const char*>(payload), length); };
@@ -199,11 +210,11 @@ std::string parse_header(Window& window, Header& h) {
         h.machine_name = text();
         break;
       case Extension::types: {
-        if (length < 4) return "type table is truncated";
+        if (length < 4) return {"type table is truncated"};
         std::string error;
         if (!parse_names(payload + 4, length - 4, load_le<std::uint32_t>(payload), h.types,
                          error)) {
-          return error;
+          return {error};
         }
         break;
       }
@@ -430,10 +441,10 @@ ReadResult read_file(const std::string& path, const ReadCallbacks& callbacks) {
                                      : std::size_t{0};
   Window window(fd.get(), std::clamp(file_bytes + 1, std::size_t{64} << 10, std::size_t{4} << 20));
   try {
-    const std::string error = parse_header(window, result.header);
-    if (!error.empty()) {
+    const HeaderProblem problem = parse_header(window, result.header);
+    if (!problem.ok()) {
       result.bytes = window.end();
-      report(callbacks, result, ProblemKind::header, error);
+      report(callbacks, result, ProblemKind::header, problem.message);
       return result;
     }
     result.header_ok = true;
@@ -468,12 +479,11 @@ ReadResult read_more(const std::string& path, ReadPosition& position,
   try {
     if (!position.header) {
       Header header;
-      const std::string error = parse_header(window, header);
-      if (!error.empty()) {
+      const HeaderProblem problem = parse_header(window, header);
+      if (!problem.ok()) {
         // Still being written: wait for the rest; anything else is final.
-        const bool waiting = error == "file is empty" || error.starts_with("truncated header");
         result.bytes = window.end();
-        if (!waiting) report(callbacks, result, ProblemKind::header, error);
+        if (!problem.incomplete) report(callbacks, result, ProblemKind::header, problem.message);
         return result;
       }
       result.header = header;
@@ -508,7 +518,7 @@ std::optional<Header> read_header(const std::string& path, std::string& error) {
   Window window(fd.get(), std::size_t{64} << 10);  // headers are small
   Header header;
   try {
-    error = parse_header(window, header);
+    error = parse_header(window, header).message;
   } catch (const std::system_error& e) {
     error = cat("read error: ", e.code().message());
   }

@@ -67,31 +67,47 @@ ModelError measure_model_error(const WhatifInputs& inputs, const ReplayOptions& 
   // The worst figure, each as a share of the measured step (a stage's idle
   // time off by 5 ms weighs the same as the step off by 5 ms).
   const double scale = measured.step_ns > 0 ? measured.step_ns : 1;
-  const auto consider = [&](std::string name, double m, double r) {
+  bool first = true;
+  const auto consider = [&](ModelFigure figure, double m, double r) {
     const double e = std::abs(r - m) / scale;
-    if (out.worst.empty() || e > out.worst_error) {
-      out.worst = std::move(name);
+    if (first || e > out.worst_error) {
+      first = false;
+      out.worst = figure;
       out.worst_measured_ns = m;
       out.worst_replayed_ns = r;
       out.worst_error = e;
     }
   };
-  consider("step time", out.measured_step_ns, out.replayed_step_ns);
+  consider({ModelFigure::What::step_time}, out.measured_step_ns, out.replayed_step_ns);
   for (std::size_t s = 0; s < p; ++s) {
-    consider(fmt::format("stage {} busy time", s), out.measured_busy_ns[s],
+    const int stage = static_cast<int>(s);
+    consider({ModelFigure::What::stage_busy, stage}, out.measured_busy_ns[s],
              out.replayed_busy_ns[s]);
-    consider(fmt::format("stage {} idle time", s), out.measured_idle_ns[s],
+    consider({ModelFigure::What::stage_idle, stage}, out.measured_idle_ns[s],
              out.replayed_idle_ns[s]);
   }
   return out;
 }
 
+std::string model_figure_name(const ModelFigure& figure) {
+  switch (figure.what) {
+    case ModelFigure::What::step_time:
+      return "step time";
+    case ModelFigure::What::stage_busy:
+      return fmt::format("stage {} busy time", figure.stage);
+    case ModelFigure::What::stage_idle:
+      return fmt::format("stage {} idle time", figure.stage);
+  }
+  return "step time";
+}
+
 std::string model_error_message(const ModelError& e) {
   const std::string worst =
-      e.worst == "step time"
+      e.worst.what == ModelFigure::What::step_time
           ? std::string("the step time is the figure it reproduces worst")
           : fmt::format("worst: {}, {:.3f} ms replayed against {:.3f} ms measured per step",
-                        e.worst, e.worst_replayed_ns / 1e6, e.worst_measured_ns / 1e6);
+                        model_figure_name(e.worst), e.worst_replayed_ns / 1e6,
+                        e.worst_measured_ns / 1e6);
   return fmt::format(
       "the replay of the measured schedule misses this run by {:+.1f}% of step time ({:.3f} ms "
       "against {:.3f} ms) and {:+.1f} points of bubble ratio (limits {:.0f}% and {:.0f} point); "

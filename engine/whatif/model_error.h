@@ -8,6 +8,7 @@
 //   if (e.available && !e.trusted()) warn(model_error_message(e));
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,24 @@ namespace pipescope {
 /// difference: 0.01 is one point).
 inline constexpr double kModelStepTolerance = 0.03;
 inline constexpr double kModelBubbleTolerance = 0.01;
+
+/// A figure the replay of the measured schedule is held to.
+struct ModelFigure {
+  enum class What : std::uint8_t {
+    step_time,   ///< the median complete step
+    stage_busy,  ///< a stage's mean busy time per complete step
+    stage_idle,  ///< a stage's mean idle time per complete step
+  };
+  What what = What::step_time;
+  /// The stage, for stage_busy and stage_idle.
+  int stage = -1;
+
+  friend bool operator==(const ModelFigure&, const ModelFigure&) = default;
+};
+
+/// "step time", "stage S busy time" or "stage S idle time" (whatif.json's
+/// `model_error.worst`).
+std::string model_figure_name(const ModelFigure& figure);
 
 struct ModelError {
   /// False when the measured schedule is none of the table's job lists (or
@@ -42,10 +61,10 @@ struct ModelError {
   std::vector<double> replayed_busy_ns;
   std::vector<double> measured_idle_ns;
   std::vector<double> replayed_idle_ns;
-  /// The figure reproduced worst, as a share of the measured step time:
-  /// "step time", or "stage S busy time" / "stage S idle time", with its
-  /// measured and replayed values (ns).
-  std::string worst;
+  /// The figure reproduced worst, as a share of the measured step time (the
+  /// first such, in the order step time, then each stage's busy and idle
+  /// time), with its measured and replayed values (ns).
+  ModelFigure worst;
   double worst_measured_ns = 0;
   double worst_replayed_ns = 0;
   double worst_error = 0;

@@ -95,7 +95,7 @@ void write_whatif_json(const WhatifInputs& inputs, const std::vector<Prediction>
     write_array(w, "replayed_busy_ns", error.replayed_busy_ns);
     write_array(w, "measured_idle_ns", error.measured_idle_ns);
     write_array(w, "replayed_idle_ns", error.replayed_idle_ns);
-    w.field("worst", std::string_view(error.worst));
+    w.field("worst", std::string_view(model_figure_name(error.worst)));
     w.field("worst_error", error.worst_error);
     w.field("trusted", error.trusted());
   }

@@ -408,10 +408,28 @@ TEST(WhatifFidelity, AHostStallTheReplayCannotSeeIsAModelError) {
   EXPECT_FALSE(error.trusted());
   EXPECT_LT(error.step_error, -kModelStepTolerance);
   // The stalls stretch every step: the step time is the figure missed most.
-  EXPECT_EQ(error.worst, "step time");
+  EXPECT_EQ(error.worst.what, ModelFigure::What::step_time);
+  EXPECT_EQ(model_figure_name(error.worst), "step time");
   const std::string message = model_error_message(error);
   EXPECT_NE(message.find("predictions are not to be trusted"), std::string::npos) << message;
   EXPECT_NE(message.find("the step time is the figure it reproduces worst"), std::string::npos)
+      << message;
+}
+
+TEST(WhatifFidelity, ModelFiguresAreNamedAsWhatifJsonWritesThem) {
+  EXPECT_EQ(model_figure_name({ModelFigure::What::step_time}), "step time");
+  EXPECT_EQ(model_figure_name({ModelFigure::What::stage_busy, 2}), "stage 2 busy time");
+  EXPECT_EQ(model_figure_name({ModelFigure::What::stage_idle, 0}), "stage 0 idle time");
+  // A stage's figure missed most is named in the message with its values.
+  ModelError error;
+  error.available = true;
+  error.worst = {ModelFigure::What::stage_idle, 1};
+  error.worst_replayed_ns = 2'500'000;
+  error.worst_measured_ns = 1'000'000;
+  const std::string message = model_error_message(error);
+  EXPECT_NE(message.find("worst: stage 1 idle time, 2.500 ms replayed against 1.000 ms measured "
+                         "per step: predictions are not to be trusted"),
+            std::string::npos)
       << message;
 }
 
