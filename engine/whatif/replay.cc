@@ -209,38 +209,17 @@ void measure_micro_batch_pattern(const Run& run, const Metrics& metrics,
   in.shared_pattern = in.micro_batch_correlation >= kSharedPatternCorrelation;
 }
 
-}  // namespace
-
-std::string_view whatif_schedule_name(ScheduleId id) {
-  for (const NamedSchedule& n : kNames) {
-    if (n.id == id) return n.name;
-  }
-  return {};
-}
-
-std::optional<ScheduleId> parse_whatif_schedule(std::string_view name) {
-  for (const NamedSchedule& n : kNames) {
-    if (iequal(n.name, name)) return n.id;
-  }
-  return std::nullopt;
-}
-
-std::vector<ScheduleId> whatif_schedules() {
-  std::vector<ScheduleId> out;
-  for (const NamedSchedule& n : kNames) out.push_back(n.id);
-  return out;
-}
-
-WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
-                                   const PipelineAnalysis& pipeline) {
+/// The measured run's shape: its detected schedule, P, M, V, and its median
+/// complete step. Throws std::invalid_argument when there is nothing to
+/// replay.
+MeasuredRun measure_run_shape(const Metrics& metrics, const PipelineAnalysis& pipeline) {
   const ScheduleDetection& detection = pipeline.schedule.detection;
   const int p = static_cast<int>(pipeline.stages.stage_count());
   if (p < 1 || detection.stages == 0 || detection.micro_batches == 0) {
     throw std::invalid_argument(
         "no step in which every stage ran forward and backward jobs: nothing to replay");
   }
-  WhatifInputs in;
-  MeasuredRun& measured = in.measured;
+  MeasuredRun measured;
   measured.id = detection.exact ? detection.id : std::nullopt;
   measured.schedule = measured.id ? std::string(whatif_schedule_name(*measured.id))
                                   : std::string(detection_name(detection));
@@ -255,10 +234,17 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
   measured.complete_steps = windows.size();
   if (windows.empty()) throw std::invalid_argument("no complete step: nothing to replay");
   measured.step_ns = median_ns_exact(windows);
+  return measured;
+}
 
-  // Several replicas: the slowest one is replayed, its devices alone.
-  std::vector<char> replayed(run.devices.size(), 1);
-  if (pipeline.replicas.slowest >= 0) {
+/// The jobs a replay is measured from: the replayed devices' jobs of
+/// complete steps. Several replicas: the slowest one is replayed, its
+/// devices alone (named in `measured`).
+struct ReplayedJobs {
+  ReplayedJobs(const Run& run, const Metrics& metrics, const PipelineAnalysis& pipeline,
+               MeasuredRun& measured)
+      : metrics(metrics), replayed(run.devices.size(), 1) {
+    if (pipeline.replicas.slowest < 0) return;
     const ReplicaStats& slowest =
         pipeline.replicas.replicas[static_cast<std::size_t>(pipeline.replicas.slowest)];
     measured.replica = slowest.replica;
@@ -266,81 +252,103 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
     std::fill(replayed.begin(), replayed.end(), 0);
     for (const std::size_t d : slowest.devices) replayed[d] = 1;
   }
-  const auto complete = [&](std::size_t d, std::size_t i) {
+
+  /// Whether job i of the device at position d is one.
+  bool operator()(std::size_t d, std::size_t i) const {
     if (!replayed[d]) return false;
     const std::int32_t k = metrics.job_step[d][i];
     return k >= 0 && static_cast<std::size_t>(k) < metrics.steps.size() &&
            metrics.steps[k].complete;
-  };
-  const double v = measured.chunks;
+  }
+
+  const Metrics& metrics;
+  /// By device position: 1 for a replayed device.
+  std::vector<char> replayed;
+};
+
+/// Adds the replayed jobs of the device at position d to its stage's
+/// samples `out`: op costs times V (a job is a sample of the stage), an op's
+/// pieces as one sample, F+B actions timed whole, and the share of each
+/// piece of an op (from the stage's first device with pieces).
+void sample_device(const Run& run, const Metrics& metrics, const PipelineAnalysis& pipeline,
+                   const ReplayedJobs& complete, std::size_t d, WhatifInputs& in,
+                   StageSamples& out) {
+  const double v = in.measured.chunks;
+  const auto& jobs = run.devices[d].jobs;
+  // The pieces of one op (JobRole::piece) are one sample: their sum.
+  std::map<std::tuple<std::int32_t, int, std::int64_t>, double> pieces;
+  // Each piece's time, by role (0 forward, 1 backward) and piece.
+  std::array<std::map<int, double>, 2> piece_ns;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (!complete(d, i)) continue;
+    const Job& job = jobs[i];
+    const double ns = static_cast<double>(job.duration_ns());
+    const JobRole& role = pipeline.roles[job.type];
+    if (role.joined) {
+      // One sample per action, from its forward's job (both hold it).
+      if (role.role == PipelineRole::forward && role.chunk >= 0) {
+        if (out.joined.size() <= static_cast<std::size_t>(role.chunk)) {
+          out.joined.resize(static_cast<std::size_t>(role.chunk) + 1);
+        }
+        out.joined[static_cast<std::size_t>(role.chunk)].push_back(ns);
+        in.joined = true;
+      }
+      continue;
+    }
+    if (role.piece >= 0) {
+      pieces[{metrics.job_step[d][i], static_cast<int>(role.role), job.micro_batch}] += ns;
+      piece_ns[role.role == PipelineRole::forward ? 0 : 1][role.piece] += ns;
+      in.pieces = std::max(in.pieces, role.piece + 1);
+      continue;
+    }
+    switch (role.role) {
+      case PipelineRole::forward:
+        out.forward.push_back(ns * v);
+        break;
+      case PipelineRole::backward:
+        (role.split_backward ? out.backward_input : out.backward).push_back(ns * v);
+        break;
+      case PipelineRole::weight:
+        out.weight.push_back(ns * v);
+        break;
+      case PipelineRole::optimizer:
+        out.optimizer.push_back(ns);
+        break;
+      default:
+        if (classify_job_type(run.types.name(job.type)) == JobKind::lr) out.lr.push_back(ns);
+        break;
+    }
+  }
+  for (const auto& [key, ns] : pieces) {
+    (std::get<1>(key) == static_cast<int>(PipelineRole::forward) ? out.forward : out.backward)
+        .push_back(ns * v);
+  }
+  // The shares of the stage's first replayed device with pieces (every op
+  // of a role has the same pieces: the programs are cut once).
+  for (int r = 0; r < 2; ++r) {
+    std::vector<double>& share = r == 0 ? out.forward_piece_share : out.backward_piece_share;
+    if (!share.empty() || piece_ns[r].empty()) continue;
+    double total = 0;
+    for (const auto& [k, ns] : piece_ns[r]) total += ns;
+    const int count = piece_ns[r].rbegin()->first + 1;
+    if (total <= 0 || static_cast<int>(piece_ns[r].size()) != count) continue;
+    for (const auto& [k, ns] : piece_ns[r]) share.push_back(ns / total);
+  }
+}
+
+/// Every stage's samples (in.stages), from its replayed devices. Throws
+/// std::invalid_argument for a stage without a forward or a backward.
+void sample_stages(const Run& run, const Metrics& metrics, const PipelineAnalysis& pipeline,
+                   const ReplayedJobs& complete, WhatifInputs& in) {
+  const int p = in.measured.stages;
   in.stages.resize(p);
   for (int s = 0; s < p; ++s) {
     StageSamples& out = in.stages[s];
-    const auto& devices = pipeline.stages.devices[s];
     bool placed = false;
-    for (std::size_t d : devices) {
-      if (!replayed[d]) continue;
+    for (std::size_t d : pipeline.stages.devices[s]) {
+      if (!complete.replayed[d]) continue;
       if (!placed) out.machine = run.devices[d].machine, placed = true;
-      const auto& jobs = run.devices[d].jobs;
-      // The pieces of one op (JobRole::piece) are one sample: their sum.
-      std::map<std::tuple<std::int32_t, int, std::int64_t>, double> pieces;
-      // Each piece's time, by role (0 forward, 1 backward) and piece.
-      std::array<std::map<int, double>, 2> piece_ns;
-      for (std::size_t i = 0; i < jobs.size(); ++i) {
-        if (!complete(d, i)) continue;
-        const Job& job = jobs[i];
-        const double ns = static_cast<double>(job.duration_ns());
-        const JobRole& role = pipeline.roles[job.type];
-        if (role.joined) {
-          // One sample per action, from its forward's job (both hold it).
-          if (role.role == PipelineRole::forward && role.chunk >= 0) {
-            if (out.joined.size() <= static_cast<std::size_t>(role.chunk)) {
-              out.joined.resize(static_cast<std::size_t>(role.chunk) + 1);
-            }
-            out.joined[static_cast<std::size_t>(role.chunk)].push_back(ns);
-            in.joined = true;
-          }
-          continue;
-        }
-        if (role.piece >= 0) {
-          pieces[{metrics.job_step[d][i], static_cast<int>(role.role), job.micro_batch}] += ns;
-          piece_ns[role.role == PipelineRole::forward ? 0 : 1][role.piece] += ns;
-          in.pieces = std::max(in.pieces, role.piece + 1);
-          continue;
-        }
-        switch (role.role) {
-          case PipelineRole::forward:
-            out.forward.push_back(ns * v);
-            break;
-          case PipelineRole::backward:
-            (role.split_backward ? out.backward_input : out.backward).push_back(ns * v);
-            break;
-          case PipelineRole::weight:
-            out.weight.push_back(ns * v);
-            break;
-          case PipelineRole::optimizer:
-            out.optimizer.push_back(ns);
-            break;
-          default:
-            if (classify_job_type(run.types.name(job.type)) == JobKind::lr) out.lr.push_back(ns);
-            break;
-        }
-      }
-      for (const auto& [key, ns] : pieces) {
-        (std::get<1>(key) == static_cast<int>(PipelineRole::forward) ? out.forward : out.backward)
-            .push_back(ns * v);
-      }
-      // The shares of the stage's first replayed device with pieces (every
-      // op of a role has the same pieces: the programs are cut once).
-      for (int r = 0; r < 2; ++r) {
-        std::vector<double>& share = r == 0 ? out.forward_piece_share : out.backward_piece_share;
-        if (!share.empty() || piece_ns[r].empty()) continue;
-        double total = 0;
-        for (const auto& [k, ns] : piece_ns[r]) total += ns;
-        const int count = piece_ns[r].rbegin()->first + 1;
-        if (total <= 0 || static_cast<int>(piece_ns[r].size()) != count) continue;
-        for (const auto& [k, ns] : piece_ns[r]) share.push_back(ns / total);
-      }
+      sample_device(run, metrics, pipeline, complete, d, in, out);
     }
     if (!out.backward_input.empty()) in.split_backward = true;
   }
@@ -354,12 +362,16 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
                       st.forward.empty() ? "forward" : "backward (whole, or both halves)"));
     }
   }
+}
 
+/// How overlapped actions are replayed, and the notes on F+B actions timed
+/// whole and on ops cut into pieces.
+void note_actions(const PipelineAnalysis& pipeline, WhatifInputs& in) {
   // The overlapped F+B actions of a DualPipeV run logged as jobs of their own
   // (no OVERLAP_F_B mark) sent each output at its op's end.
   const bool marked = std::any_of(pipeline.roles.begin(), pipeline.roles.end(),
                                   [](const JobRole& r) { return r.overlap; });
-  in.overlap_actions = marked || measured.id != ScheduleId::torch_dualpipev;
+  in.overlap_actions = marked || in.measured.id != ScheduleId::torch_dualpipev;
   if (in.joined) {
     in.notes.push_back(
         "the trace shows no boundary inside some OVERLAP_F_B actions (one F+B job each): a "
@@ -378,14 +390,16 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
         "own; every other scenario runs each op whole",
         in.pieces));
   }
-  measure_micro_batch_pattern(run, metrics, pipeline, replayed, complete, in);
+}
 
-  // The link costs, global stages placed as the measured schedule places
-  // them (looped when it is none of the table's).
+/// The link costs, global stages placed as the measured schedule places
+/// them (looped when it is none of the table's), and a note for a kind of
+/// link without a latency of its own.
+void measure_links(const Run& run, const Metrics& metrics, const PipelineAnalysis& pipeline,
+                   const std::vector<char>& replayed, WhatifInputs& in) {
   const StagePlacement placement =
-      measured.id ? schedule_entry(*measured.id).placement : StagePlacement::looped;
+      in.measured.id ? schedule_entry(*in.measured.id).placement : StagePlacement::looped;
   in.links = measure_link_costs(run, metrics, pipeline, replayed, placement);
-  const double overhead = in.links.launch_overhead_ns;
   const auto note_latency = [&](const LinkSamples& kind, const LinkSamples& other,
                                 std::string_view name, std::string_view other_name) {
     if (kind.pairs > 0 && kind.samples.empty()) {
@@ -403,20 +417,29 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
                "across machines");
   note_latency(in.links.cross_machine, in.links.same_machine, "across machines",
                "within a machine");
+}
 
-  // A job the replay replays: an op, the optimizer, lr (send/recv and other
-  // jobs are not device time of the replay).
+/// By TypeId: a job the replay replays, an op, the optimizer or lr
+/// (send/recv and other jobs are not device time of the replay).
+std::vector<char> replayed_types(const Run& run, const PipelineAnalysis& pipeline) {
   std::vector<char> replayed_type(run.types.size(), 0);
   for (TypeId t = 0; t < run.types.size(); ++t) {
     replayed_type[t] = pipeline.roles[t].compute() ||
                        pipeline.roles[t].role == PipelineRole::optimizer ||
                        classify_job_type(run.types.name(t)) == JobKind::lr;
   }
-  // The optimizer's wait: its start − the end of the previous replayed job of
-  // its step, less the launch overhead.
-  for (int s = 0; s < p; ++s) {
+  return replayed_type;
+}
+
+/// The optimizer's wait: its start − the end of the previous replayed job of
+/// its step, less the launch overhead.
+void measure_optimizer_waits(const Run& run, const Metrics& metrics,
+                             const PipelineAnalysis& pipeline, const ReplayedJobs& complete,
+                             const std::vector<char>& replayed_type, WhatifInputs& in) {
+  const double overhead = in.links.launch_overhead_ns;
+  for (int s = 0; s < in.measured.stages; ++s) {
     for (std::size_t d : pipeline.stages.devices[s]) {
-      if (!replayed[d]) continue;
+      if (!complete.replayed[d]) continue;
       const auto& jobs = run.devices[d].jobs;
       for (std::size_t i = 1; i < jobs.size(); ++i) {
         if (!complete(d, i) || pipeline.roles[jobs[i].type].role != PipelineRole::optimizer) {
@@ -432,10 +455,15 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
       }
     }
   }
+}
 
-  // Step overhead on stage 0: its optimizer end (or last job end) to the
-  // first job of its next complete step in the same segment, less the launch
-  // overhead the replay adds to that job.
+/// Step overhead on stage 0: its optimizer end (or last job end) to the
+/// first job of its next complete step in the same segment, less the launch
+/// overhead the replay adds to that job.
+void measure_step_overhead(const Run& run, const Metrics& metrics, const PipelineAnalysis& pipeline,
+                           const ReplayedJobs& complete, const std::vector<char>& replayed_type,
+                           WhatifInputs& in) {
+  const double overhead = in.links.launch_overhead_ns;
   struct StepEnds {
     std::int64_t first_start = 0;
     std::int64_t last_end = 0;
@@ -469,9 +497,13 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
           std::max(0.0, static_cast<double>(next->second.first_start - end) - overhead));
     }
   }
+}
 
-  // What the replay of the measured schedule is held to: per stage, the mean
-  // busy and idle time of its replayed devices per complete step.
+/// What the replay of the measured schedule is held to: per stage, the mean
+/// busy and idle time of its replayed devices per complete step.
+void measure_replayed_figures(const Metrics& metrics, const PipelineAnalysis& pipeline,
+                              const std::vector<char>& replayed, MeasuredRun& measured) {
+  const int p = measured.stages;
   measured.replayed_bubble_ratio =
       pipeline.replicas.slowest >= 0
           ? pipeline.replicas.replicas[static_cast<std::size_t>(pipeline.replicas.slowest)]
@@ -495,6 +527,43 @@ WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
       measured.stage_idle_ns[s] /= static_cast<double>(n);
     }
   }
+}
+
+}  // namespace
+
+std::string_view whatif_schedule_name(ScheduleId id) {
+  for (const NamedSchedule& n : kNames) {
+    if (n.id == id) return n.name;
+  }
+  return {};
+}
+
+std::optional<ScheduleId> parse_whatif_schedule(std::string_view name) {
+  for (const NamedSchedule& n : kNames) {
+    if (iequal(n.name, name)) return n.id;
+  }
+  return std::nullopt;
+}
+
+std::vector<ScheduleId> whatif_schedules() {
+  std::vector<ScheduleId> out;
+  for (const NamedSchedule& n : kNames) out.push_back(n.id);
+  return out;
+}
+
+WhatifInputs measure_whatif_inputs(const Run& run, const Metrics& metrics,
+                                   const PipelineAnalysis& pipeline) {
+  WhatifInputs in;
+  in.measured = measure_run_shape(metrics, pipeline);
+  const ReplayedJobs complete(run, metrics, pipeline, in.measured);
+  sample_stages(run, metrics, pipeline, complete, in);
+  note_actions(pipeline, in);
+  measure_micro_batch_pattern(run, metrics, pipeline, complete.replayed, complete, in);
+  measure_links(run, metrics, pipeline, complete.replayed, in);
+  const std::vector<char> replayed_type = replayed_types(run, pipeline);
+  measure_optimizer_waits(run, metrics, pipeline, complete, replayed_type, in);
+  measure_step_overhead(run, metrics, pipeline, complete, replayed_type, in);
+  measure_replayed_figures(metrics, pipeline, complete.replayed, in.measured);
   return in;
 }
 
@@ -589,7 +658,43 @@ int replayed_steps(const ReplayOptions& options, const MeasuredRun& measured) {
   return static_cast<int>(std::clamp<std::size_t>(measured.complete_steps, 1, kMaxReplaySteps));
 }
 
-Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
+namespace {
+
+/// What every replay of one scenario holds fixed: its job lists and shape,
+/// and the measured costs that are not drawn. Latencies and overheads are the
+/// measured medians, not drawn: a replay's spread is its cost spread alone.
+struct ReplayPlan {
+  const WhatifInputs& inputs;
+  Lists lists;
+  int p = 0;        ///< stages (ranks)
+  int v = 1;        ///< chunks per stage
+  int m = 0;        ///< micro-batches
+  int g_count = 0;  ///< global stages, p × v
+  StagePlacement placement = StagePlacement::looped;
+  std::vector<int> rank_of{};  ///< by global stage
+  double share = 0;            ///< ReplayOptions::weight_share
+  std::uint64_t seed = 0;
+  /// A kind of link the run had no pair of takes the other kind's latency.
+  double same = 0;
+  double cross = 0;
+  std::int64_t same_ns = 0;
+  std::int64_t cross_ns = 0;
+  std::int64_t launch_ns = 0;
+  double overhead = 0;  ///< between steps
+  std::vector<std::int64_t> optimizer_wait_ns{};
+  /// Costs drawn per micro-batch from one measured step on every stage.
+  bool shared = false;
+  /// Paddle's 1F1B scenario of a run with backward-forward overlap pieces.
+  bool piece_units = false;
+  /// A DualPipeV scenario of a DualPipeV run with F+B actions timed whole.
+  bool joined_actions = false;
+  /// Whether a stage's list frees a micro-batch's activations with a weight op.
+  std::vector<bool> has_weight{};
+};
+
+/// The plan of `scenario`; throws std::invalid_argument for a scenario the
+/// table cannot run on the measured stages or a weight share outside (0, 1).
+ReplayPlan plan_replay(const WhatifInputs& inputs, const Scenario& scenario,
                        const ReplayOptions& options) {
   const int p = inputs.measured.stages;
   if (const std::string problem = scenario_problem(scenario, p); !problem.empty()) {
@@ -599,354 +704,421 @@ Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
     throw std::invalid_argument(
         fmt::format("the weight share must be between 0 and 1, got {}", options.weight_share));
   }
-  const Lists lists = *job_lists(scenario, p);
-  const int v = scenario.chunks;
-  const int m = scenario.micro_batches;
-  const StagePlacement placement = schedule_entry(scenario.schedule).placement;
-  const int g_count = p * v;
-  std::vector<int> rank_of(g_count, 0);
+  ReplayPlan plan{inputs, *job_lists(scenario, p)};
+  plan.p = p;
+  plan.v = scenario.chunks;
+  plan.m = scenario.micro_batches;
+  plan.placement = schedule_entry(scenario.schedule).placement;
+  plan.g_count = p * plan.v;
+  plan.rank_of.assign(plan.g_count, 0);
   for (int s = 0; s < p; ++s) {
-    for (int c = 0; c < v; ++c) rank_of[global_stage(placement, p, s, c)] = s;
+    for (int c = 0; c < plan.v; ++c) plan.rank_of[global_stage(plan.placement, p, s, c)] = s;
   }
-  const double share = options.weight_share;
-  // Latencies and overheads are the measured medians, not drawn: a replay's
-  // spread is its cost spread alone. A kind of link the run had no pair of
-  // takes the other kind's latency.
+  plan.share = options.weight_share;
+  plan.seed = options.seed;
   const LinkCosts& links = inputs.links;
-  const double same = links.same_machine.pairs == 0 && links.cross_machine.pairs > 0
-                          ? links.cross_machine.ns
-                          : links.same_machine.ns;
-  const double cross = links.cross_machine.pairs == 0 && links.same_machine.pairs > 0
-                           ? links.same_machine.ns
-                           : links.cross_machine.ns;
-  const std::int64_t same_ns = std::llround(same);
-  const std::int64_t cross_ns = std::llround(cross);
-  const std::int64_t launch_ns = std::llround(links.launch_overhead_ns);
+  plan.same = links.same_machine.pairs == 0 && links.cross_machine.pairs > 0
+                  ? links.cross_machine.ns
+                  : links.same_machine.ns;
+  plan.cross = links.cross_machine.pairs == 0 && links.same_machine.pairs > 0
+                   ? links.same_machine.ns
+                   : links.cross_machine.ns;
+  plan.same_ns = std::llround(plan.same);
+  plan.cross_ns = std::llround(plan.cross);
+  plan.launch_ns = std::llround(links.launch_overhead_ns);
   const auto median_of = [](std::vector<double> v) { return v.empty() ? 0.0 : median(v); };
-  const double overhead = median_of(inputs.step_overhead);
-  std::vector<std::int64_t> optimizer_wait_ns(p, 0);
+  plan.overhead = median_of(inputs.step_overhead);
+  plan.optimizer_wait_ns.assign(p, 0);
   for (int s = 0; s < p; ++s) {
-    optimizer_wait_ns[s] = std::llround(median_of(inputs.stages[s].optimizer_wait));
+    plan.optimizer_wait_ns[s] = std::llround(median_of(inputs.stages[s].optimizer_wait));
   }
-  // A stage's whole backwards where it logged them, else its two halves; a
-  // half where it logged them, else its share of a whole one.
-  const auto whole_backward = [](const StageSamples& c, Draws& d) {
-    return !c.backward.empty() ? d.pick(c.backward) : d.pick(c.backward_input) + d.pick(c.weight);
-  };
-  const auto input_half = [share](const StageSamples& c, Draws& d) {
-    return !c.backward_input.empty() ? d.pick(c.backward_input) : d.pick(c.backward) * (1 - share);
-  };
-  const auto weight_half = [share](const StageSamples& c, Draws& d) {
-    return !c.weight.empty() ? d.pick(c.weight) : d.pick(c.backward) * share;
-  };
-  auto ns = [](double x) { return std::max<std::int64_t>(1, std::llround(x)); };
+  plan.shared = inputs.shared_pattern && !inputs.rows.empty();
+  plan.piece_units = inputs.pieces > 1 && scenario.schedule == ScheduleId::paddle_1f1b;
+  plan.joined_actions = inputs.joined && scenario.schedule == ScheduleId::torch_dualpipev &&
+                        inputs.measured.id == ScheduleId::torch_dualpipev;
+  plan.has_weight.assign(p, false);
+  for (int s = 0; s < p; ++s) {
+    for (const ScheduleStep& op : plan.lists[s])
+      plan.has_weight[s] = plan.has_weight[s] || op.role == PipelineRole::weight;
+  }
+  return plan;
+}
 
-  const bool shared = inputs.shared_pattern && !inputs.rows.empty();
-  // Paddle's 1F1B scenario of a run with backward-forward overlap pieces.
-  const bool piece_units = inputs.pieces > 1 && scenario.schedule == ScheduleId::paddle_1f1b;
-  // A DualPipeV scenario of a DualPipeV run with F+B actions timed whole.
-  const bool joined_actions = inputs.joined && scenario.schedule == ScheduleId::torch_dualpipev &&
-                              inputs.measured.id == ScheduleId::torch_dualpipev;
-  // The predicted timeline of `steps` steps (the same draws for any count).
-  const auto timeline = [&](int steps, std::vector<double>& in_flight_max) {
-    in_flight_max.assign(p, 0);
-    Draws draws(options.seed);
-    // Job types of the predicted run.
-    Run run;
-    auto type_name = [&](std::string_view base, int chunk) {
-      return v > 1 ? fmt::format("{}{}", base, chunk) : std::string(base);
-    };
-    run.devices.resize(p);
-    for (int s = 0; s < p; ++s) {
-      Device& d = run.devices[s];
+// A stage's whole backwards where it logged them, else its two halves; a
+// half where it logged them, else its share of a whole one.
+double whole_backward(const StageSamples& c, Draws& d) {
+  return !c.backward.empty() ? d.pick(c.backward) : d.pick(c.backward_input) + d.pick(c.weight);
+}
+double input_half(const StageSamples& c, Draws& d, double share) {
+  return !c.backward_input.empty() ? d.pick(c.backward_input) : d.pick(c.backward) * (1 - share);
+}
+double weight_half(const StageSamples& c, Draws& d, double share) {
+  return !c.weight.empty() ? d.pick(c.weight) : d.pick(c.backward) * share;
+}
+/// A drawn cost as a job's length: whole nanoseconds, at least one.
+std::int64_t at_least_1ns(double x) { return std::max<std::int64_t>(1, std::llround(x)); }
+
+/// The predicted timeline of a plan: its steps one after the other, each
+/// stage running its job list in order, an op as soon as its input is there
+/// and the stage is free. The same draws for any number of steps.
+class TimelineReplay {
+ public:
+  /// `in_flight_max`: each stage's most micro-batches in flight (in whole
+  /// stages: a chunk counts 1/V), set by run().
+  TimelineReplay(const ReplayPlan& plan, std::vector<double>& in_flight_max)
+      : plan_(plan), in_(plan.inputs), draws_(plan.seed), in_flight_max_(in_flight_max) {}
+
+  Run run(int steps) {
+    in_flight_max_.assign(plan_.p, 0);
+    run_.devices.resize(plan_.p);
+    for (int s = 0; s < plan_.p; ++s) {
+      Device& d = run_.devices[s];
       d.index = s;
-      d.machine = inputs.stages[s].machine;
+      d.machine = in_.stages[s].machine;
       d.rank = s;
       d.path = fmt::format("stage {}", s);
     }
-    // Whether a stage's list frees a micro-batch's activations with a weight op.
-    std::vector<bool> has_weight(p, false);
-    for (int s = 0; s < p; ++s) {
-      for (const ScheduleStep& op : lists[s])
-        has_weight[s] = has_weight[s] || op.role == PipelineRole::weight;
-    }
-
-    constexpr std::int64_t kNotYet = -1;
-    std::vector<std::int64_t> stage_start(p, 0);
-    std::int64_t job_id = 0;
+    stage_start_.assign(plan_.p, 0);
     for (int step = 0; step < steps; ++step) {
-      std::vector<std::int64_t> f_ready(static_cast<std::size_t>(g_count) * m, kNotYet);
-      std::vector<std::int64_t> b_ready(static_cast<std::size_t>(g_count) * m, kNotYet);
-      auto slot = [&](int g, std::int64_t mb) { return static_cast<std::size_t>(g) * m + mb; };
-      std::vector<std::int64_t> free_at = stage_start;
-      std::vector<int> in_flight(p, 0);
-      for (int s = 0; s < p; ++s) {
-        if (inputs.stages[s].lr.empty()) continue;
-        const std::int64_t start = free_at[s] + launch_ns;
-        const std::int64_t end = start + ns(draws.pick(inputs.stages[s].lr));
-        run.devices[s].jobs.push_back({start, end, job_id++, 0, run.types.intern("lr"), 0});
-        free_at[s] = end;
-      }
-      // With a shared pattern, block b of M measured micro-batches takes its
-      // costs from one measured step (on every stage).
-      std::vector<std::size_t> block_row;
-      if (shared) {
-        const int mm = inputs.measured.micro_batches;
-        for (int b = 0; b * mm < m; ++b) {
-          block_row.push_back(static_cast<std::size_t>(draws.index(inputs.rows.size())));
-        }
-      }
-      const auto row_of = [&](int s, std::int64_t mb) -> const WhatifInputs::CostRow& {
-        const int mm = inputs.measured.micro_batches;
-        return inputs.rows[block_row[static_cast<std::size_t>(mb / mm)]]
-                          [static_cast<std::size_t>(mb % mm)][static_cast<std::size_t>(s)];
-      };
-      std::vector<std::size_t> next(p, 0);
-      std::size_t remaining = 0;
-      for (const auto& list : lists) remaining += list.size();
-      // An output held back until its overlapped action ends (torch sends
-      // both outputs of an OVERLAP_F_B action after it).
-      struct Held {
-        PipelineRole role;
-        int g, neighbour;
-        std::int64_t micro_batch;
-      };
-      std::vector<std::optional<Held>> held(p);
-      // Sends `role`'s output of global stage g (micro-batch mb) to
-      // `neighbour`, leaving at `end`.
-      const auto send = [&](int s, PipelineRole role, int g, int neighbour, std::int64_t mb,
-                            std::int64_t end) {
-        if (neighbour < 0) return;
-        std::int64_t arrival = end;
-        if (rank_of[neighbour] != s) {
-          const bool same_machine =
-              inputs.stages[rank_of[neighbour]].machine == inputs.stages[s].machine;
-          arrival += same_machine ? same_ns : cross_ns;
-        }
-        (role == PipelineRole::forward ? f_ready : b_ready)[slot(g, mb)] = arrival;
-      };
-      // When op's input is there (kNotYet: not yet known), and the global
-      // stage its output goes to (-1: none).
-      const auto input_of = [&](int s, const ScheduleStep& op) {
-        const int g = global_stage(placement, p, s, op.chunk);
-        std::int64_t ready = 0;
-        int neighbour = -1;
-        if (op.role == PipelineRole::forward) {
-          if (g > 0) ready = f_ready[slot(g - 1, op.micro_batch)];
-          if (g < g_count - 1) neighbour = g + 1;
-        } else if (op.role == PipelineRole::backward) {
-          if (g < g_count - 1) ready = b_ready[slot(g + 1, op.micro_batch)];
-          if (g > 0) neighbour = g - 1;
-        }
-        return std::pair{ready, neighbour};
-      };
-      while (remaining > 0) {
-        bool progress = false;
-        for (int s = 0; s < p; ++s) {
-          const StageSamples& c = inputs.stages[s];
-          while (next[s] < lists[s].size()) {
-            const ScheduleStep& op = lists[s][next[s]];
-            const int g = global_stage(placement, p, s, op.chunk);
-            // A steady-phase (backward, forward) pair of Paddle's 1F1B with
-            // backward-forward overlap: their pieces interleaved, backward
-            // piece 0 first, each waiting for its op's input at its first
-            // piece; each output sent after its op's last piece.
-            if (piece_units && op.role == PipelineRole::backward && !op.split &&
-                next[s] + 1 < lists[s].size() &&
-                lists[s][next[s] + 1].role == PipelineRole::forward &&
-                c.forward_piece_share.size() == static_cast<std::size_t>(inputs.pieces) &&
-                c.backward_piece_share.size() == static_cast<std::size_t>(inputs.pieces)) {
-              const ScheduleStep& fwd = lists[s][next[s] + 1];
-              const auto [b_in, b_to] = input_of(s, op);
-              const auto [f_in, f_to] = input_of(s, fwd);
-              if (b_in == kNotYet || f_in == kNotYet) break;
-              double b_cost = 0, f_cost = 0;
-              if (shared) {
-                const WhatifInputs::CostRow& r = row_of(s, op.micro_batch);
-                b_cost = r.backward > 0 ? r.backward : r.backward_input + r.weight;
-                f_cost = row_of(s, fwd.micro_batch).forward;
-              } else {
-                b_cost = whole_backward(c, draws);
-                f_cost = draws.pick(c.forward);
-              }
-              std::int64_t t = free_at[s], b_end = 0, f_end = 0;
-              for (int k = 0; k < inputs.pieces; ++k) {
-                for (const ScheduleStep* o : {&op, &fwd}) {
-                  const bool backward = o == &op;
-                  const std::int64_t ready = k > 0 ? 0 : backward ? b_in : f_in;
-                  const std::int64_t start = std::max(t + launch_ns, ready);
-                  const double share =
-                      (backward ? c.backward_piece_share
-                                : c.forward_piece_share)[static_cast<std::size_t>(k)];
-                  t = start + ns((backward ? b_cost : f_cost) * share / v);
-                  (backward ? b_end : f_end) = t;
-                  run.devices[s].jobs.push_back(
-                      {start, t, job_id++, o->micro_batch,
-                       run.types.intern(
-                           fmt::format("{}(chunk{})", backward ? "backward" : "forward", k)),
-                       0});
-                }
-              }
-              send(s, PipelineRole::backward, g, b_to, op.micro_batch, b_end);
-              send(s, PipelineRole::forward, global_stage(placement, p, s, fwd.chunk), f_to,
-                   fwd.micro_batch, f_end);
-              ++in_flight[s];
-              in_flight_max[s] = std::max(in_flight_max[s], static_cast<double>(in_flight[s]) / v);
-              --in_flight[s];
-              free_at[s] = t;
-              next[s] += 2;
-              remaining -= 2;
-              progress = true;
-              continue;
-            }
-            // An F+B action the run timed as one job: one job of a measured
-            // duration, from when the forward's input is there, ended no
-            // earlier than the backward's input; both outputs at its end.
-            if (joined_actions && op.overlap_next && next[s] + 1 < lists[s].size() &&
-                static_cast<std::size_t>(op.chunk) < c.joined.size() &&
-                !c.joined[static_cast<std::size_t>(op.chunk)].empty()) {
-              const ScheduleStep& second = lists[s][next[s] + 1];
-              const auto [f_in, f_to] = input_of(s, op);
-              const auto [b_in, b_to] = input_of(s, second);
-              if (f_in == kNotYet || b_in == kNotYet) break;
-              const std::int64_t start = std::max(free_at[s] + launch_ns, f_in);
-              const std::int64_t end = std::max(
-                  start + ns(draws.pick(c.joined[static_cast<std::size_t>(op.chunk)])), b_in);
-              for (const ScheduleStep* o : {&op, &second}) {
-                const std::string_view base =
-                    o->role == PipelineRole::forward ? "forward" : "backward";
-                run.devices[s].jobs.push_back(
-                    {start, end, job_id++, o->micro_batch,
-                     run.types.intern(type_name(base, o->chunk) + std::string(kJoinedMark)), 0});
-                send(s, o->role, global_stage(placement, p, s, o->chunk), o == &op ? f_to : b_to,
-                     o->micro_batch, end);
-              }
-              ++in_flight[s];
-              in_flight_max[s] = std::max(in_flight_max[s], static_cast<double>(in_flight[s]) / v);
-              if (!second.split || !has_weight[s]) --in_flight[s];
-              free_at[s] = end;
-              next[s] += 2;
-              remaining -= 2;
-              progress = true;
-              continue;
-            }
-            std::int64_t ready = 0;
-            double cost = 0;
-            std::string_view base;
-            int neighbour = -1;  // the global stage this op's output goes to
-            if (op.role == PipelineRole::forward) {
-              if (g > 0) ready = f_ready[slot(g - 1, op.micro_batch)];
-              if (g < g_count - 1) neighbour = g + 1;
-              cost = shared ? row_of(s, op.micro_batch).forward : draws.pick(c.forward);
-              base = "forward";
-            } else if (op.role == PipelineRole::backward) {
-              if (g < g_count - 1) ready = b_ready[slot(g + 1, op.micro_batch)];
-              if (g > 0) neighbour = g - 1;
-              if (shared) {
-                const WhatifInputs::CostRow& r = row_of(s, op.micro_batch);
-                const double whole = r.backward > 0 ? r.backward : r.backward_input + r.weight;
-                cost = !op.split              ? whole
-                       : r.backward_input > 0 ? r.backward_input
-                                              : whole * (1 - share);
-              } else {
-                cost = op.split ? input_half(c, draws) : whole_backward(c, draws);
-              }
-              base = op.split ? "backward_b" : "backward";
-            } else {
-              if (shared) {
-                const WhatifInputs::CostRow& r = row_of(s, op.micro_batch);
-                cost = r.weight > 0 ? r.weight : r.backward * share;
-              } else {
-                cost = weight_half(c, draws);
-              }
-              base = "backward_w";
-            }
-            if (ready == kNotYet) break;
-            // The second op of an OVERLAP_F_B action runs inside it, launched
-            // with the first: no launch overhead of its own.
-            const bool inside = next[s] > 0 && lists[s][next[s] - 1].overlap_next;
-            const std::int64_t start = std::max(free_at[s] + (inside ? 0 : launch_ns), ready);
-            const std::int64_t end = start + ns(cost / v);
-            run.devices[s].jobs.push_back({start, end, job_id++, op.micro_batch,
-                                           run.types.intern(type_name(base, op.chunk)), 0});
-            if (op.overlap_next && inputs.overlap_actions) {
-              held[s] = Held{op.role, g, neighbour, op.micro_batch};
-            } else {
-              send(s, op.role, g, neighbour, op.micro_batch, end);
-            }
-            if (inside && held[s]) {
-              send(s, held[s]->role, held[s]->g, held[s]->neighbour, held[s]->micro_batch, end);
-              held[s].reset();
-            }
-            if (op.role == PipelineRole::forward) {
-              ++in_flight[s];
-              in_flight_max[s] = std::max(in_flight_max[s], static_cast<double>(in_flight[s]) / v);
-            } else if (op.role == PipelineRole::weight || !op.split || !has_weight[s]) {
-              --in_flight[s];
-            }
-            free_at[s] = end;
-            ++next[s];
-            --remaining;
-            progress = true;
-          }
-        }
-        if (!progress) throw std::logic_error("what-if replay deadlocked (schedule table bug)");
-      }
-      for (int s = 0; s < p; ++s) {
-        std::int64_t end = free_at[s];
-        if (!inputs.stages[s].optimizer.empty()) {
-          const std::int64_t start = free_at[s] + launch_ns + optimizer_wait_ns[s];
-          end = start + ns(draws.pick(inputs.stages[s].optimizer));
-          run.devices[s].jobs.push_back(
-              {start, end, job_id++, 0, run.types.intern("optimizer"), 0});
-        }
-        stage_start[s] = end + std::llround(overhead);
-      }
+      begin_step();
+      play_step();
+      end_step();
     }
-    run.finalize();
-    return run;
+    run_.finalize();
+    return std::move(run_);
+  }
+
+ private:
+  static constexpr std::int64_t kNotYet = -1;
+
+  /// An output held back until its overlapped action ends (torch sends both
+  /// outputs of an OVERLAP_F_B action after it).
+  struct Held {
+    PipelineRole role;
+    int g, neighbour;
+    std::int64_t micro_batch;
   };
 
-  Replay replay;
-  replay.prediction.extrapolates = scenario_extrapolations(inputs, scenario);
-  std::vector<double> in_flight_max;
-  const int steps = replayed_steps(options, inputs.measured);
-  Run run = timeline(steps, in_flight_max);
-  replay.metrics = compute_metrics(run);
-  Prediction& out = replay.prediction;
-  out.scenario = scenario;
-  std::vector<std::int64_t> windows;
-  for (const StepWindow& step : replay.metrics.steps) {
-    if (step.complete) windows.push_back(step.window_ns());
-  }
-  out.step_ns = median_ns_exact(windows);
-  out.bubble_ratio = replay.metrics.bubble_ratio;
-  out.step_ns_per_micro_batch = out.step_ns / m;
-  out.in_flight_max = std::move(in_flight_max);
-  // The spread: the steps of a replay long enough to show the cost spread,
-  // less its first and last (which differ from the others without any: the
-  // first follows no step, the last is followed by none).
-  {
-    std::vector<double> unused;
-    const Metrics longer = steps >= kSpreadSteps + 2
-                               ? replay.metrics
-                               : compute_metrics(timeline(kSpreadSteps + 2, unused));
-    std::vector<std::int64_t> inner;
-    for (std::size_t k = 1; k + 1 < longer.steps.size(); ++k) {
-      if (longer.steps[k].complete) inner.push_back(longer.steps[k].window_ns());
+  /// Fresh step state, the lr jobs, and with a shared pattern the measured
+  /// step each block of M measured micro-batches takes its costs from.
+  void begin_step() {
+    const int p = plan_.p;
+    f_ready_.assign(static_cast<std::size_t>(plan_.g_count) * plan_.m, kNotYet);
+    b_ready_.assign(static_cast<std::size_t>(plan_.g_count) * plan_.m, kNotYet);
+    free_at_ = stage_start_;
+    in_flight_.assign(p, 0);
+    for (int s = 0; s < p; ++s) {
+      if (in_.stages[s].lr.empty()) continue;
+      const std::int64_t start = free_at_[s] + plan_.launch_ns;
+      const std::int64_t end = start + at_least_1ns(draws_.pick(in_.stages[s].lr));
+      run_.devices[s].jobs.push_back({start, end, job_id_++, 0, run_.types.intern("lr"), 0});
+      free_at_[s] = end;
     }
-    if (!inner.empty()) {
-      out.step_p10_ns = static_cast<double>(select_rank(inner, rounded_rank(inner.size(), 10)));
-      out.step_p90_ns = static_cast<double>(select_rank(inner, rounded_rank(inner.size(), 90)));
+    block_row_.clear();
+    if (plan_.shared) {
+      const int mm = in_.measured.micro_batches;
+      for (int b = 0; b * mm < plan_.m; ++b) {
+        block_row_.push_back(static_cast<std::size_t>(draws_.index(in_.rows.size())));
+      }
+    }
+    next_.assign(p, 0);
+    remaining_ = 0;
+    for (const auto& list : plan_.lists) remaining_ += list.size();
+    held_.assign(p, std::nullopt);
+  }
+
+  /// Every op of the step: each stage plays its list as far as its inputs
+  /// allow, round after round, until none is left.
+  void play_step() {
+    while (remaining_ > 0) {
+      bool progress = false;
+      for (int s = 0; s < plan_.p; ++s) {
+        while (next_[s] < plan_.lists[s].size()) {
+          const int played = pieces_apply(s)     ? play_piece_pair(s)
+                             : joined_applies(s) ? play_joined_action(s)
+                                                 : play_op(s);
+          if (played == 0) break;  // waits for an input
+          next_[s] += static_cast<std::size_t>(played);
+          remaining_ -= static_cast<std::size_t>(played);
+          progress = true;
+        }
+      }
+      if (!progress) throw std::logic_error("what-if replay deadlocked (schedule table bug)");
     }
   }
 
-  UsedCosts& used = out.costs;
-  const bool split_out = std::any_of(lists.begin(), lists.end(), [](const auto& list) {
+  /// The optimizer jobs, and where the next step starts.
+  void end_step() {
+    for (int s = 0; s < plan_.p; ++s) {
+      std::int64_t end = free_at_[s];
+      if (!in_.stages[s].optimizer.empty()) {
+        const std::int64_t start = free_at_[s] + plan_.launch_ns + plan_.optimizer_wait_ns[s];
+        end = start + at_least_1ns(draws_.pick(in_.stages[s].optimizer));
+        run_.devices[s].jobs.push_back(
+            {start, end, job_id_++, 0, run_.types.intern("optimizer"), 0});
+      }
+      stage_start_[s] = end + std::llround(plan_.overhead);
+    }
+  }
+
+  std::size_t slot(int g, std::int64_t mb) const {
+    return static_cast<std::size_t>(g) * plan_.m + static_cast<std::size_t>(mb);
+  }
+
+  std::string type_name(std::string_view base, int chunk) const {
+    return plan_.v > 1 ? fmt::format("{}{}", base, chunk) : std::string(base);
+  }
+
+  const WhatifInputs::CostRow& row_of(int s, std::int64_t mb) const {
+    const int mm = in_.measured.micro_batches;
+    return in_.rows[block_row_[static_cast<std::size_t>(mb / mm)]]
+                   [static_cast<std::size_t>(mb % mm)][static_cast<std::size_t>(s)];
+  }
+
+  /// Sends `role`'s output of global stage g (micro-batch mb) to
+  /// `neighbour`, leaving at `end`.
+  void send(int s, PipelineRole role, int g, int neighbour, std::int64_t mb, std::int64_t end) {
+    if (neighbour < 0) return;
+    std::int64_t arrival = end;
+    if (plan_.rank_of[neighbour] != s) {
+      const bool same_machine =
+          in_.stages[plan_.rank_of[neighbour]].machine == in_.stages[s].machine;
+      arrival += same_machine ? plan_.same_ns : plan_.cross_ns;
+    }
+    (role == PipelineRole::forward ? f_ready_ : b_ready_)[slot(g, mb)] = arrival;
+  }
+
+  /// When op's input is there (kNotYet: not yet known), and the global
+  /// stage its output goes to (-1: none).
+  std::pair<std::int64_t, int> input_of(int s, const ScheduleStep& op) const {
+    const int g = global_stage(plan_.placement, plan_.p, s, op.chunk);
+    std::int64_t ready = 0;
+    int neighbour = -1;
+    if (op.role == PipelineRole::forward) {
+      if (g > 0) ready = f_ready_[slot(g - 1, op.micro_batch)];
+      if (g < plan_.g_count - 1) neighbour = g + 1;
+    } else if (op.role == PipelineRole::backward) {
+      if (g < plan_.g_count - 1) ready = b_ready_[slot(g + 1, op.micro_batch)];
+      if (g > 0) neighbour = g - 1;
+    }
+    return {ready, neighbour};
+  }
+
+  /// A micro-batch enters the stage (its forward ran).
+  void enter(int s) {
+    ++in_flight_[s];
+    in_flight_max_[s] = std::max(in_flight_max_[s], static_cast<double>(in_flight_[s]) / plan_.v);
+  }
+
+  /// A steady-phase (backward, forward) pair of Paddle's 1F1B with
+  /// backward-forward overlap is next on stage s.
+  bool pieces_apply(int s) const {
+    const auto& list = plan_.lists[s];
+    const std::size_t at = next_[s];
+    const ScheduleStep& op = list[at];
+    const StageSamples& c = in_.stages[s];
+    return plan_.piece_units && op.role == PipelineRole::backward && !op.split &&
+           at + 1 < list.size() && list[at + 1].role == PipelineRole::forward &&
+           c.forward_piece_share.size() == static_cast<std::size_t>(in_.pieces) &&
+           c.backward_piece_share.size() == static_cast<std::size_t>(in_.pieces);
+  }
+
+  /// Plays the pair pieces_apply() found: their pieces interleaved, backward
+  /// piece 0 first, each waiting for its op's input at its first piece; each
+  /// output sent after its op's last piece. 2, or 0 while an input is not
+  /// there.
+  int play_piece_pair(int s) {
+    const StageSamples& c = in_.stages[s];
+    const ScheduleStep& op = plan_.lists[s][next_[s]];
+    const ScheduleStep& fwd = plan_.lists[s][next_[s] + 1];
+    const auto [b_in, b_to] = input_of(s, op);
+    const auto [f_in, f_to] = input_of(s, fwd);
+    if (b_in == kNotYet || f_in == kNotYet) return 0;
+    double b_cost = 0, f_cost = 0;
+    if (plan_.shared) {
+      const WhatifInputs::CostRow& r = row_of(s, op.micro_batch);
+      b_cost = r.backward > 0 ? r.backward : r.backward_input + r.weight;
+      f_cost = row_of(s, fwd.micro_batch).forward;
+    } else {
+      b_cost = whole_backward(c, draws_);
+      f_cost = draws_.pick(c.forward);
+    }
+    std::int64_t t = free_at_[s], b_end = 0, f_end = 0;
+    for (int k = 0; k < in_.pieces; ++k) {
+      for (const ScheduleStep* o : {&op, &fwd}) {
+        const bool backward = o == &op;
+        const std::int64_t ready = k > 0 ? 0 : backward ? b_in : f_in;
+        const std::int64_t start = std::max(t + plan_.launch_ns, ready);
+        const double piece_share = (backward ? c.backward_piece_share
+                                             : c.forward_piece_share)[static_cast<std::size_t>(k)];
+        t = start + at_least_1ns((backward ? b_cost : f_cost) * piece_share / plan_.v);
+        (backward ? b_end : f_end) = t;
+        run_.devices[s].jobs.push_back(
+            {start, t, job_id_++, o->micro_batch,
+             run_.types.intern(fmt::format("{}(chunk{})", backward ? "backward" : "forward", k)),
+             0});
+      }
+    }
+    send(s, PipelineRole::backward, global_stage(plan_.placement, plan_.p, s, op.chunk), b_to,
+         op.micro_batch, b_end);
+    send(s, PipelineRole::forward, global_stage(plan_.placement, plan_.p, s, fwd.chunk), f_to,
+         fwd.micro_batch, f_end);
+    enter(s);
+    --in_flight_[s];
+    free_at_[s] = t;
+    return 2;
+  }
+
+  /// An F+B action the run timed as one job is next on stage s.
+  bool joined_applies(int s) const {
+    const auto& list = plan_.lists[s];
+    const ScheduleStep& op = list[next_[s]];
+    const StageSamples& c = in_.stages[s];
+    return plan_.joined_actions && op.overlap_next && next_[s] + 1 < list.size() &&
+           static_cast<std::size_t>(op.chunk) < c.joined.size() &&
+           !c.joined[static_cast<std::size_t>(op.chunk)].empty();
+  }
+
+  /// Plays the action joined_applies() found: one job of a measured
+  /// duration, from when the forward's input is there, ended no earlier than
+  /// the backward's input; both outputs at its end. 2, or 0 while an input is
+  /// not there.
+  int play_joined_action(int s) {
+    const StageSamples& c = in_.stages[s];
+    const ScheduleStep& op = plan_.lists[s][next_[s]];
+    const ScheduleStep& second = plan_.lists[s][next_[s] + 1];
+    const auto [f_in, f_to] = input_of(s, op);
+    const auto [b_in, b_to] = input_of(s, second);
+    if (f_in == kNotYet || b_in == kNotYet) return 0;
+    const std::int64_t start = std::max(free_at_[s] + plan_.launch_ns, f_in);
+    const std::int64_t end = std::max(
+        start + at_least_1ns(draws_.pick(c.joined[static_cast<std::size_t>(op.chunk)])), b_in);
+    for (const ScheduleStep* o : {&op, &second}) {
+      const std::string_view base = o->role == PipelineRole::forward ? "forward" : "backward";
+      run_.devices[s].jobs.push_back(
+          {start, end, job_id_++, o->micro_batch,
+           run_.types.intern(type_name(base, o->chunk) + std::string(kJoinedMark)), 0});
+      send(s, o->role, global_stage(plan_.placement, plan_.p, s, o->chunk), o == &op ? f_to : b_to,
+           o->micro_batch, end);
+    }
+    enter(s);
+    if (!second.split || !plan_.has_weight[s]) --in_flight_[s];
+    free_at_[s] = end;
+    return 2;
+  }
+
+  /// Plays stage s's next op alone: 1, or 0 while its input is not there
+  /// (its cost drawn all the same, as every replay draws it).
+  int play_op(int s) {
+    const StageSamples& c = in_.stages[s];
+    const auto& list = plan_.lists[s];
+    const ScheduleStep& op = list[next_[s]];
+    const int g = global_stage(plan_.placement, plan_.p, s, op.chunk);
+    const double share = plan_.share;
+    std::int64_t ready = 0;
+    double cost = 0;
+    std::string_view base;
+    int neighbour = -1;  // the global stage this op's output goes to
+    if (op.role == PipelineRole::forward) {
+      if (g > 0) ready = f_ready_[slot(g - 1, op.micro_batch)];
+      if (g < plan_.g_count - 1) neighbour = g + 1;
+      cost = plan_.shared ? row_of(s, op.micro_batch).forward : draws_.pick(c.forward);
+      base = "forward";
+    } else if (op.role == PipelineRole::backward) {
+      if (g < plan_.g_count - 1) ready = b_ready_[slot(g + 1, op.micro_batch)];
+      if (g > 0) neighbour = g - 1;
+      if (plan_.shared) {
+        const WhatifInputs::CostRow& r = row_of(s, op.micro_batch);
+        const double whole = r.backward > 0 ? r.backward : r.backward_input + r.weight;
+        cost = !op.split ? whole : r.backward_input > 0 ? r.backward_input : whole * (1 - share);
+      } else {
+        cost = op.split ? input_half(c, draws_, share) : whole_backward(c, draws_);
+      }
+      base = op.split ? "backward_b" : "backward";
+    } else {
+      if (plan_.shared) {
+        const WhatifInputs::CostRow& r = row_of(s, op.micro_batch);
+        cost = r.weight > 0 ? r.weight : r.backward * share;
+      } else {
+        cost = weight_half(c, draws_, share);
+      }
+      base = "backward_w";
+    }
+    if (ready == kNotYet) return 0;
+    // The second op of an OVERLAP_F_B action runs inside it, launched with
+    // the first: no launch overhead of its own.
+    const bool inside = next_[s] > 0 && list[next_[s] - 1].overlap_next;
+    const std::int64_t start = std::max(free_at_[s] + (inside ? 0 : plan_.launch_ns), ready);
+    const std::int64_t end = start + at_least_1ns(cost / plan_.v);
+    run_.devices[s].jobs.push_back(
+        {start, end, job_id_++, op.micro_batch, run_.types.intern(type_name(base, op.chunk)), 0});
+    if (op.overlap_next && in_.overlap_actions) {
+      held_[s] = Held{op.role, g, neighbour, op.micro_batch};
+    } else {
+      send(s, op.role, g, neighbour, op.micro_batch, end);
+    }
+    if (inside && held_[s]) {
+      send(s, held_[s]->role, held_[s]->g, held_[s]->neighbour, held_[s]->micro_batch, end);
+      held_[s].reset();
+    }
+    if (op.role == PipelineRole::forward) {
+      enter(s);
+    } else if (op.role == PipelineRole::weight || !op.split || !plan_.has_weight[s]) {
+      --in_flight_[s];
+    }
+    free_at_[s] = end;
+    return 1;
+  }
+
+  const ReplayPlan& plan_;
+  const WhatifInputs& in_;
+  Draws draws_;
+  std::vector<double>& in_flight_max_;
+  Run run_;
+  std::int64_t job_id_ = 0;
+  std::vector<std::int64_t> stage_start_;
+  // The step being played.
+  std::vector<std::int64_t> f_ready_, b_ready_;  // by slot(): an input's arrival, or kNotYet
+  std::vector<std::int64_t> free_at_;
+  std::vector<int> in_flight_;
+  std::vector<std::size_t> block_row_;
+  std::vector<std::size_t> next_;  // each stage's next op in its list
+  std::size_t remaining_ = 0;
+  std::vector<std::optional<Held>> held_;
+};
+
+Run replay_timeline(const ReplayPlan& plan, int steps, std::vector<double>& in_flight_max) {
+  return TimelineReplay(plan, in_flight_max).run(steps);
+}
+
+/// The spread of `out`: the steps of a replay long enough to show the cost
+/// spread, less its first and last (which differ from the others without
+/// any: the first follows no step, the last is followed by none).
+void set_step_spread(Prediction& out, const ReplayPlan& plan, const Metrics& replayed, int steps) {
+  std::vector<double> unused;
+  const Metrics longer = steps >= kSpreadSteps + 2
+                             ? replayed
+                             : compute_metrics(replay_timeline(plan, kSpreadSteps + 2, unused));
+  std::vector<std::int64_t> inner;
+  for (std::size_t k = 1; k + 1 < longer.steps.size(); ++k) {
+    if (longer.steps[k].complete) inner.push_back(longer.steps[k].window_ns());
+  }
+  if (!inner.empty()) {
+    out.step_p10_ns = static_cast<double>(select_rank(inner, rounded_rank(inner.size(), 10)));
+    out.step_p90_ns = static_cast<double>(select_rank(inner, rounded_rank(inner.size(), 90)));
+  }
+}
+
+/// The mean costs the plan's replays draw from.
+UsedCosts used_costs(const ReplayPlan& plan) {
+  UsedCosts used;
+  const bool split_out = std::any_of(plan.lists.begin(), plan.lists.end(), [](const auto& list) {
     return std::any_of(list.begin(), list.end(), [](const ScheduleStep& op) { return op.split; });
   });
-  for (int s = 0; s < p; ++s) {
-    const StageSamples& c = inputs.stages[s];
+  const int v = plan.v;
+  const double share = plan.share;
+  for (int s = 0; s < plan.p; ++s) {
+    const StageSamples& c = plan.inputs.stages[s];
     const double whole =
         !c.backward.empty() ? mean(c.backward) : mean(c.backward_input) + mean(c.weight);
     used.forward_ns.push_back(mean(c.forward) / v);
@@ -959,12 +1131,38 @@ Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
       used.weight_ns.push_back(0);
     }
     used.optimizer_ns.push_back(mean(c.optimizer));
-    used.optimizer_wait_ns.push_back(static_cast<double>(optimizer_wait_ns[s]));
+    used.optimizer_wait_ns.push_back(static_cast<double>(plan.optimizer_wait_ns[s]));
   }
-  used.latency_same_machine_ns = same;
-  used.latency_cross_machine_ns = cross;
-  used.launch_overhead_ns = links.launch_overhead_ns;
-  used.step_overhead_ns = overhead;
+  used.latency_same_machine_ns = plan.same;
+  used.latency_cross_machine_ns = plan.cross;
+  used.launch_overhead_ns = plan.inputs.links.launch_overhead_ns;
+  used.step_overhead_ns = plan.overhead;
+  return used;
+}
+
+}  // namespace
+
+Replay replay_scenario(const WhatifInputs& inputs, const Scenario& scenario,
+                       const ReplayOptions& options) {
+  const ReplayPlan plan = plan_replay(inputs, scenario, options);
+  Replay replay;
+  replay.prediction.extrapolates = scenario_extrapolations(inputs, scenario);
+  std::vector<double> in_flight_max;
+  const int steps = replayed_steps(options, inputs.measured);
+  Run run = replay_timeline(plan, steps, in_flight_max);
+  replay.metrics = compute_metrics(run);
+  Prediction& out = replay.prediction;
+  out.scenario = scenario;
+  std::vector<std::int64_t> windows;
+  for (const StepWindow& step : replay.metrics.steps) {
+    if (step.complete) windows.push_back(step.window_ns());
+  }
+  out.step_ns = median_ns_exact(windows);
+  out.bubble_ratio = replay.metrics.bubble_ratio;
+  out.step_ns_per_micro_batch = out.step_ns / plan.m;
+  out.in_flight_max = std::move(in_flight_max);
+  set_step_spread(out, plan, replay.metrics, steps);
+  out.costs = used_costs(plan);
   replay.run = std::move(run);
   return replay;
 }
