@@ -866,6 +866,171 @@ PlainRead read_plain_event(std::string_view event, const EventFilter& filter, Pl
   return PlainScan(event, filter).read(record);
 }
 
+namespace {
+
+/// The event read_plain_event read whole.
+ParsedEvent from_plain(const PlainRecord& plain, std::uint64_t offset, std::uint64_t ordinal) {
+  ParsedEvent out;
+  out.offset = offset;
+  out.ordinal = ordinal;
+  out.kind = plain.kind;
+  out.start = plain.start;
+  out.end = plain.end;
+  out.correlation = plain.correlation;
+  out.thread = plain.thread;
+  out.gpu = plain.gpu;
+  out.graph = plain.graph;
+  return out;
+}
+
+/// What read_plain_event did not settle: the unparsed look at the category
+/// (and a CPU op's name) where it is certain. True: the event is not kept.
+bool dropped_unparsed(std::string_view event, const EventFilter& filter) {
+  const auto cat = quick_string(event, "cat");
+  if (!cat) return false;
+  const EventClass quick = class_of(*cat);
+  if (quick == EventClass::none) return true;
+  if (filter.kernels_only && !second_pass_class(quick)) return true;
+  if (quick == EventClass::comm_call) {
+    const auto name = quick_string(event, "name");
+    if (name && !comm_call_name(*name)) return true;
+  }
+  return false;
+}
+
+/// The fields simdjson read that decide what an event is (the others go
+/// straight into the ParsedEvent). The views point into the event or the
+/// parser's buffer: alive while the document is.
+struct EventFields {
+  std::string_view ph, cat, ts, dur;
+  bool has_name = false;
+  int rank_range[3] = {-1, -1, -1};  // Global rank start, stride, Group size
+  int peer = -1;                     // Src Rank or Dst Rank
+  int group_rank = -1;               // Rank (a send's or recv's: the peer's, in the group)
+};
+
+constexpr const char* kNotValidJson = "an event that is not valid JSON; skipped";
+
+/// Reads an event's `args` into `out` and `f`: the malformed message, or
+/// null.
+const char* read_args(simdjson::ondemand::object& args, ParsedEvent& out, EventFields& f) {
+  for (auto arg : args) {
+    std::string_view arg_key;
+    if (arg.unescaped_key().get(arg_key) != simdjson::SUCCESS) return kNotValidJson;
+    if (arg_key == "correlation") {
+      if (arg.value().get_int64().get(out.correlation) != simdjson::SUCCESS) {
+        out.correlation = -1;
+      }
+    } else if (arg_key == "device") {
+      simdjson::ondemand::value arg_value;
+      if (arg.value().get(arg_value) != simdjson::SUCCESS || !int_arg(arg_value, out.gpu)) {
+        out.gpu = -1;
+      }
+    } else if (arg_key == "External id") {
+      if (arg.value().get_int64().get(out.external_id) != simdjson::SUCCESS) {
+        out.external_id = -1;
+      }
+    } else {
+      simdjson::ondemand::value arg_value;
+      if (arg.value().get(arg_value) == simdjson::SUCCESS) {
+        comm_arg(arg_key, arg_value, out.comm, f.rank_range, f.peer, f.group_rank);
+      }
+    }
+  }
+  return nullptr;
+}
+
+/// Reads an event's object into `out` and `f`: the malformed message, or
+/// null.
+const char* read_fields(simdjson::ondemand::object& object, ParsedEvent& out, EventFields& f) {
+  for (auto field : object) {
+    std::string_view key;
+    if (field.unescaped_key().get(key) != simdjson::SUCCESS) return kNotValidJson;
+    simdjson::ondemand::value value;
+    if (field.value().get(value) != simdjson::SUCCESS) return kNotValidJson;
+    if (key == "ph") {
+      if (value.get_string().get(f.ph) != simdjson::SUCCESS) f.ph = {};
+    } else if (key == "cat") {
+      if (value.get_string().get(f.cat) != simdjson::SUCCESS) f.cat = {};
+    } else if (key == "name") {
+      std::string_view n;
+      if (value.get_string().get(n) == simdjson::SUCCESS) {
+        out.name.assign(n);
+        f.has_name = true;
+      }
+    } else if (key == "ts") {
+      f.ts = trim_json_token(value.raw_json_token());
+    } else if (key == "dur") {
+      f.dur = trim_json_token(value.raw_json_token());
+    } else if (key == "tid") {
+      if (!int_arg(value, out.thread)) out.thread = -1;
+    } else if (key == "args") {
+      simdjson::ondemand::object args;
+      if (value.get_object().get(args) != simdjson::SUCCESS) continue;
+      if (const char* problem = read_args(args, out, f)) return problem;
+    }
+  }
+  return nullptr;
+}
+
+/// `out`, read whole and timed (kind, start and end set), as its class
+/// keeps it: nullopt for an event the reader does not use.
+std::optional<ParsedEvent> kept_event(ParsedEvent out, const EventFields& f,
+                                      const EventFilter& filter) {
+  const std::string_view name = out.name;
+  const EventClass kind = out.kind;
+  switch (kind) {
+    case EventClass::cpu_annotation:
+      // ProcessGroupNCCL's `nccl:<op>` spans are user annotations in some
+      // versions: the host calls of communications.
+      if (f.has_name && name.starts_with(kNcclCallPrefix)) {
+        out.kind = EventClass::comm_call;
+        finish_comm_args(out.comm.get(), f.rank_range, f.peer, f.group_rank);
+        return out;
+      }
+      [[fallthrough]];
+    case EventClass::gpu_annotation:
+      if (filter.kernels_only) return std::nullopt;
+      if (!f.has_name || !wanted_name(name, filter.pattern)) return std::nullopt;
+      if (name.starts_with(kStepPrefix)) {
+        if (kind == EventClass::gpu_annotation) return std::nullopt;
+        std::int64_t step = 0;
+        if (!parse_json_int(name.substr(kStepPrefix.size()), step)) return std::nullopt;
+        out.step = step;
+      }
+      return out;
+    case EventClass::kernel:
+      // Every activity counts in the kernel view, with or without its launch.
+      out.communication = f.cat == "kernel" && name.starts_with("nccl");
+      if (!out.communication) {
+        out.comm.reset();
+      } else {
+        finish_comm_args(out.comm.get(), f.rank_range, f.peer, f.group_rank);
+        if (!out.comm) out.comm = std::make_unique<CommKernel>();
+        if (out.comm->op == CommOp::unknown) out.comm->op = op_of_kernel_name(name);
+      }
+      out.name.clear();
+      return out;
+    case EventClass::comm_call:
+      if (!f.has_name || !comm_call_name(name)) return std::nullopt;
+      finish_comm_args(out.comm.get(), f.rank_range, f.peer, f.group_rank);
+      return out;
+    case EventClass::launch:
+      // Only calls that start GPU work (kernel launches, graph launches,
+      // copies, sets): a synchronize or an event record never gets a
+      // kernel, and would wait for one for ever.
+      if (out.correlation < 0 || !launches_gpu_work(name)) return std::nullopt;
+      out.graph = name.find("GraphLaunch") != std::string_view::npos;
+      out.name.clear();
+      return out;
+    case EventClass::none:
+      break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t offset,
                                        std::uint64_t ordinal, simdjson::ondemand::parser& parser,
                                        const EventFilter& filter) {
@@ -873,33 +1038,12 @@ std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t off
   switch (read_plain_event(event, filter, plain)) {
     case PlainRead::dropped:
       return std::nullopt;
-    case PlainRead::plain: {
-      ParsedEvent out;
-      out.offset = offset;
-      out.ordinal = ordinal;
-      out.kind = plain.kind;
-      out.start = plain.start;
-      out.end = plain.end;
-      out.correlation = plain.correlation;
-      out.thread = plain.thread;
-      out.gpu = plain.gpu;
-      out.graph = plain.graph;
-      return out;
-    }
+    case PlainRead::plain:
+      return from_plain(plain, offset, ordinal);
     case PlainRead::other:
       break;
   }
-  // What read_plain_event did not settle: the unparsed look at the
-  // category (and a CPU op's name) where it is certain, then simdjson.
-  if (const auto cat = quick_string(event, "cat"); cat) {
-    const EventClass quick = class_of(*cat);
-    if (quick == EventClass::none) return std::nullopt;
-    if (filter.kernels_only && !second_pass_class(quick)) return std::nullopt;
-    if (quick == EventClass::comm_call) {
-      const auto name = quick_string(event, "name");
-      if (name && !comm_call_name(*name)) return std::nullopt;
-    }
-  }
+  if (dropped_unparsed(event, filter)) return std::nullopt;
   ParsedEvent out;
   out.offset = offset;
   out.ordinal = ordinal;
@@ -917,131 +1061,25 @@ std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t off
   if (doc.get_object().get(object) != simdjson::SUCCESS) {
     return malformed("an event that is not a JSON object; skipped");
   }
-  std::string_view ph, cat, ts, dur;
-  bool has_name = false;
-  int rank_range[3] = {-1, -1, -1};  // Global rank start, stride, Group size
-  int peer = -1;                     // Src Rank or Dst Rank
-  int group_rank = -1;               // Rank (a send's or recv's: the peer's, in the group)
-  for (auto field : object) {
-    std::string_view key;
-    if (field.unescaped_key().get(key) != simdjson::SUCCESS) {
-      return malformed("an event that is not valid JSON; skipped");
-    }
-    simdjson::ondemand::value value;
-    if (field.value().get(value) != simdjson::SUCCESS) {
-      return malformed("an event that is not valid JSON; skipped");
-    }
-    if (key == "ph") {
-      if (value.get_string().get(ph) != simdjson::SUCCESS) ph = {};
-    } else if (key == "cat") {
-      if (value.get_string().get(cat) != simdjson::SUCCESS) cat = {};
-    } else if (key == "name") {
-      std::string_view n;
-      if (value.get_string().get(n) == simdjson::SUCCESS) {
-        out.name.assign(n);
-        has_name = true;
-      }
-    } else if (key == "ts") {
-      ts = trim_json_token(value.raw_json_token());
-    } else if (key == "dur") {
-      dur = trim_json_token(value.raw_json_token());
-    } else if (key == "tid") {
-      if (!int_arg(value, out.thread)) out.thread = -1;
-    } else if (key == "args") {
-      simdjson::ondemand::object args;
-      if (value.get_object().get(args) != simdjson::SUCCESS) continue;
-      for (auto arg : args) {
-        std::string_view arg_key;
-        if (arg.unescaped_key().get(arg_key) != simdjson::SUCCESS) {
-          return malformed("an event that is not valid JSON; skipped");
-        }
-        if (arg_key == "correlation") {
-          if (arg.value().get_int64().get(out.correlation) != simdjson::SUCCESS) {
-            out.correlation = -1;
-          }
-        } else if (arg_key == "device") {
-          simdjson::ondemand::value arg_value;
-          if (arg.value().get(arg_value) != simdjson::SUCCESS || !int_arg(arg_value, out.gpu)) {
-            out.gpu = -1;
-          }
-        } else if (arg_key == "External id") {
-          if (arg.value().get_int64().get(out.external_id) != simdjson::SUCCESS) {
-            out.external_id = -1;
-          }
-        } else {
-          simdjson::ondemand::value arg_value;
-          if (arg.value().get(arg_value) == simdjson::SUCCESS) {
-            comm_arg(arg_key, arg_value, out.comm, rank_range, peer, group_rank);
-          }
-        }
-      }
-    }
-  }
-  if (!has_name) out.name.clear();
-  const std::string_view name = out.name;
-  const EventClass kind = class_of(cat);
-  if (kind == EventClass::none || ph != "X") return std::nullopt;
+  EventFields f;
+  if (const char* problem = read_fields(object, out, f)) return malformed(problem);
+  if (!f.has_name) out.name.clear();
+  const EventClass kind = class_of(f.cat);
+  if (kind == EventClass::none || f.ph != "X") return std::nullopt;
   if (filter.kernels_only && !second_pass_class(kind)) return std::nullopt;
-  const std::optional<std::int64_t> start = parse_micros_to_ns(ts);
+  const std::optional<std::int64_t> start = parse_micros_to_ns(f.ts);
   const std::optional<std::int64_t> length =
-      dur.empty() ? std::optional<std::int64_t>(0) : parse_micros_to_ns(dur);
+      f.dur.empty() ? std::optional<std::int64_t>(0) : parse_micros_to_ns(f.dur);
   if (!start || !length || *length < 0) {
-    return malformed(
-        fmt::format("event '{}' has a time that is not decimal microseconds "
-                    "(ts {}, dur {}); skipped",
-                    name.substr(0, 60), ts.substr(0, 30), dur.substr(0, 30)));
+    return malformed(fmt::format(
+        "event '{}' has a time that is not decimal microseconds "
+        "(ts {}, dur {}); skipped",
+        std::string_view(out.name).substr(0, 60), f.ts.substr(0, 30), f.dur.substr(0, 30)));
   }
   out.kind = kind;
   out.start = *start;
   out.end = *start + *length;
-  switch (kind) {
-    case EventClass::cpu_annotation:
-      // ProcessGroupNCCL's `nccl:<op>` spans are user annotations in some
-      // versions: the host calls of communications.
-      if (has_name && name.starts_with(kNcclCallPrefix)) {
-        out.kind = EventClass::comm_call;
-        finish_comm_args(out.comm.get(), rank_range, peer, group_rank);
-        return out;
-      }
-      [[fallthrough]];
-    case EventClass::gpu_annotation:
-      if (filter.kernels_only) return std::nullopt;
-      if (!has_name || !wanted_name(name, filter.pattern)) return std::nullopt;
-      if (name.starts_with(kStepPrefix)) {
-        if (kind == EventClass::gpu_annotation) return std::nullopt;
-        std::int64_t step = 0;
-        if (!parse_json_int(name.substr(kStepPrefix.size()), step)) return std::nullopt;
-        out.step = step;
-      }
-      return out;
-    case EventClass::kernel:
-      // Every activity counts in the kernel view, with or without its launch.
-      out.communication = cat == "kernel" && name.starts_with("nccl");
-      if (!out.communication) {
-        out.comm.reset();
-      } else {
-        finish_comm_args(out.comm.get(), rank_range, peer, group_rank);
-        if (!out.comm) out.comm = std::make_unique<CommKernel>();
-        if (out.comm->op == CommOp::unknown) out.comm->op = op_of_kernel_name(name);
-      }
-      out.name.clear();
-      return out;
-    case EventClass::comm_call:
-      if (!has_name || !comm_call_name(name)) return std::nullopt;
-      finish_comm_args(out.comm.get(), rank_range, peer, group_rank);
-      return out;
-    case EventClass::launch:
-      // Only calls that start GPU work (kernel launches, graph launches,
-      // copies, sets): a synchronize or an event record never gets a
-      // kernel, and would wait for one for ever.
-      if (out.correlation < 0 || !launches_gpu_work(name)) return std::nullopt;
-      out.graph = name.find("GraphLaunch") != std::string_view::npos;
-      out.name.clear();
-      return out;
-    case EventClass::none:
-      break;
-  }
-  return std::nullopt;
+  return kept_event(std::move(out), f, filter);
 }
 
 }  // namespace pipescope
