@@ -276,6 +276,183 @@ void JobExample::take(const JobExample& other) {
   if (other.position < position) *this = other;
 }
 
+namespace {
+
+/// The quartile sample: every stride-th job of the devices' jobs taken in a
+/// row (from the first), by whole-run position, so that every split samples
+/// the same jobs. At most kQuartileSample: the quartiles of a long run
+/// barely move, and the sample stays small whatever the run's size.
+struct QuartileSampling {
+  QuartileSampling(std::size_t devices, std::span<const std::uint64_t> device_jobs)
+      : seen(devices, 0) {
+    std::uint64_t total = 0;
+    for (std::size_t d = 0; d < devices; ++d) {
+      seen[d] = total;
+      total += d < device_jobs.size() ? device_jobs[d] : 0;
+    }
+    stride = std::max<std::uint64_t>(1, (total + kQuartileSample - 1) / kQuartileSample);
+  }
+
+  /// Device d's first sampled job (an index into its jobs).
+  std::uint64_t first_sampled(std::size_t d) const { return (stride - seen[d] % stride) % stride; }
+
+  std::uint64_t stride = 1;
+  /// By device: the jobs of the devices before it.
+  std::vector<std::uint64_t> seen;
+};
+
+/// Device d's own jobs per step the part owns ([k - part.first]): the
+/// forward, backward and optimizer ones, and all of them.
+struct StepJobCounts {
+  std::vector<std::int64_t> counted;
+  std::vector<std::int64_t> all;
+};
+
+/// Counts device d's own jobs (e.jobs, `counts`) and, around the first
+/// incomplete step, whether later steps have its jobs and of which kinds
+/// it and the complete step before it hold.
+void count_own_jobs(const View& view, const TypeKinds& kinds,
+                    const std::optional<FirstIncomplete>& focus, std::size_t d,
+                    StepJobCounts& counts, DeviceQualityEvidence& e) {
+  const QualityPart& part = view.part;
+  const Device& device = part.run.devices[d];
+  const auto& jobs = device.jobs;
+  const std::size_t range = part.last > part.first ? part.last - part.first : 0;
+  counts.counted.assign(range, 0);
+  counts.all.assign(range, 0);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (!view.owns(d, i)) continue;
+    ++e.jobs;
+    const auto k = view.owned_step(d, i);
+    if (!k) continue;
+    const JobKind job_kind = kinds.kind[jobs[i].type];
+    ++counts.all[*k - part.first];
+    if (counted_kind(job_kind)) ++counts.counted[*k - part.first];
+    if (focus && focus->segment != nullptr) {
+      const auto kind = static_cast<std::size_t>(job_kind);
+      if (*k > focus->step && *k < focus->segment_end()) {
+        e.later = true;
+        e.later_before_cut = e.later_before_cut || jobs[i].start_ns < device.cut_ns;
+      }
+      if (*k == focus->step) ++e.in_first_incomplete[kind];
+      if (focus->previous && *k == *focus->previous) ++e.in_previous_complete[kind];
+    }
+  }
+}
+
+/// The whole run's sampled job starts of device d, written from `slot` on
+/// (its slice of the sample): only the sampled jobs are read.
+void sample_starts(const View& view, const QuartileSampling& sampling, std::size_t d,
+                   std::int64_t* slot) {
+  const auto& jobs = view.part.run.devices[d].jobs;
+  const std::uint64_t n = jobs.size();
+  for (std::uint64_t i = sampling.first_sampled(d); i < n; i += sampling.stride) {
+    *slot++ = jobs[static_cast<std::size_t>(i)].start_ns;
+  }
+}
+
+/// A part's sampled starts of device d's own jobs.
+std::vector<std::int64_t> sampled_own_starts(const View& view, const QuartileSampling& sampling,
+                                             std::size_t d) {
+  std::vector<std::int64_t> mine;
+  const auto& jobs = view.part.run.devices[d].jobs;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (view.owns(d, i) && (sampling.seen[d] + view.position(d, i)) % sampling.stride == 0) {
+      mine.push_back(jobs[i].start_ns);
+    }
+  }
+  return mine;
+}
+
+/// Device d's first and last own job and, for a part of several, what lies
+/// between them: the latest end there, and where each other part's step
+/// first appears (quality_fences finds other parts' first jobs among them).
+void place_own_range(const View& view, const TypeKinds& kinds, std::size_t d,
+                     DeviceQualityEvidence& e) {
+  const auto [a, b] = view.own_range(d);
+  if (a > b) return;
+  e.first_job = view.position(d, a);
+  e.last_job = view.position(d, b);
+  if (view.part.job_index == nullptr) return;  // no other part
+  // Between its first and last own job the part holds every job of the
+  // device.
+  const auto& jobs = view.part.run.devices[d].jobs;
+  const auto steps = view.steps(d);
+  std::unordered_set<std::int32_t> marked;
+  std::int64_t latest = kNoEnd;
+  for (std::size_t i = a; i <= b; ++i) {
+    if (!view.owns(d, i) && i < steps.size() && steps[i] >= 0 && marked.insert(steps[i]).second) {
+      e.marks.push_back({static_cast<std::size_t>(steps[i]), view.position(d, i), latest});
+    }
+    // Communication jobs overlap nothing (find_quality's walk).
+    if (jobs[i].end_ns > jobs[i].start_ns && kinds.kind[jobs[i].type] != JobKind::comm) {
+      latest = std::max(latest, jobs[i].end_ns);
+    }
+  }
+  e.latest_end = latest;
+}
+
+/// Job counts per step across the devices of each stage (all of a step's
+/// jobs are its owner's): the steps whose devices differ.
+std::vector<StageQualityEvidence> stage_count_evidence(const QualityPart& part,
+                                                       const StageMap& stages,
+                                                       const std::vector<StepJobCounts>& counts) {
+  const std::size_t devices = counts.size();
+  const std::size_t range = part.last > part.first ? part.last - part.first : 0;
+  std::vector<StageQualityEvidence> out(stages.stage_count());
+  for (std::size_t s = 0; s < stages.stage_count(); ++s) {
+    const auto& group = stages.devices[s];
+    if (group.size() < 2) continue;
+    const auto count = [&](std::size_t g, std::size_t k) -> std::uint64_t {
+      return group[g] < devices ? static_cast<std::uint64_t>(counts[group[g]].all[k]) : 0;
+    };
+    StageQualityEvidence& e = out[s];
+    for (std::size_t k = 0; k < range; ++k) {
+      bool differ = false;
+      for (std::size_t g = 1; g < group.size(); ++g) differ |= count(g, k) != count(0, k);
+      if (differ && e.mismatched++ == 0) {
+        e.first = part.first + k;
+        for (std::size_t g = 0; g < group.size(); ++g) e.counts.push_back(count(g, k));
+      }
+    }
+  }
+  return out;
+}
+
+/// Device d's short steps against its stage peers (all of a step's jobs are
+/// its owner's) or, alone in its stage, the histogram its median is
+/// selected from.
+void short_step_evidence(const QualityPart& part, const Metrics& metrics, const StageMap& stages,
+                         const std::vector<StepJobCounts>& counts, std::size_t d,
+                         DeviceQualityEvidence& e) {
+  const std::vector<std::size_t> peers = peers_of(stages, d, counts.size());
+  if (peers.empty()) e.own_counts.resize(metrics.segments.size());
+  for (std::size_t s = 0; s < metrics.segments.size(); ++s) {
+    const SegmentSteps& segment = metrics.segments[s];
+    if (!in_segment(segment, d)) continue;
+    const std::size_t from = std::max(segment.first, part.first);
+    const std::size_t to = std::min(segment.first + segment.count, part.last);
+    std::map<std::int64_t, std::uint64_t> histogram;
+    std::vector<std::int64_t> theirs;
+    for (std::size_t k = from; k < to; ++k) {
+      if (!metrics.steps[k].complete) continue;
+      const std::int64_t count = counts[d].counted[k - part.first];
+      if (peers.empty()) {
+        ++histogram[count];
+        continue;
+      }
+      theirs.clear();
+      for (const std::size_t p : peers) theirs.push_back(counts[p].counted[k - part.first]);
+      const std::int64_t expected = upper_middle(theirs);
+      if (count >= expected) continue;
+      if (e.short_steps++ < kShortExamples) e.first_short.push_back({k, count, expected});
+    }
+    for (const auto& [value, steps] : histogram) e.own_counts[s].push_back({value, steps});
+  }
+}
+
+}  // namespace
+
 QualityEvidence quality_evidence(const QualityPart& part, const Metrics& metrics,
                                  const StageMap& stages,
                                  std::span<const std::uint64_t> device_jobs) {
@@ -286,36 +463,20 @@ QualityEvidence quality_evidence(const QualityPart& part, const Metrics& metrics
   out.first = part.first;
   out.last = part.last;
   out.devices.resize(devices);
-
-  // The quartile sample: every stride-th job of the devices' jobs taken in a
-  // row (from the first), by whole-run position, so that every split samples
-  // the same jobs. At most kQuartileSample: the quartiles of a long run
-  // barely move, and the sample stays small whatever the run's size.
-  std::uint64_t total = 0;
-  std::vector<std::uint64_t> seen(devices, 0);  // jobs of the devices before d
-  for (std::size_t d = 0; d < devices; ++d) {
-    seen[d] = total;
-    total += d < device_jobs.size() ? device_jobs[d] : 0;
-  }
-  const std::uint64_t stride =
-      std::max<std::uint64_t>(1, (total + kQuartileSample - 1) / kQuartileSample);
-
+  const QuartileSampling sampling(devices, device_jobs);
   const std::optional<FirstIncomplete> focus = first_incomplete(metrics);
-  const std::size_t range = part.last > part.first ? part.last - part.first : 0;
-  // Jobs per owned step ([k - first]): forward, backward and optimizer ones,
-  // and all of them.
-  std::vector<std::vector<std::int64_t>> counted(devices), all(devices);
+  std::vector<StepJobCounts> counts(devices);
   // The whole run's sample is written in place, each device into its own
   // slice of out.sample (no per-device lists grown and then concatenated:
   // a million starts at most, 8 MB, held once); a part's is gathered per
   // device, as only it knows which jobs it owns.
-  const auto first_sampled = [&](std::size_t d) { return (stride - seen[d] % stride) % stride; };
   std::vector<std::size_t> slice_at(devices + 1, 0);
   if (part.job_index == nullptr) {
     for (std::size_t d = 0; d < devices; ++d) {
       const std::uint64_t n = part.run.devices[d].jobs.size();
-      const std::uint64_t first = first_sampled(d);
-      slice_at[d + 1] = slice_at[d] + (n > first ? (n - first + stride - 1) / stride : 0);
+      const std::uint64_t first = sampling.first_sampled(d);
+      slice_at[d + 1] =
+          slice_at[d] + (n > first ? (n - first + sampling.stride - 1) / sampling.stride : 0);
     }
     out.sample.resize(slice_at[devices]);
   }
@@ -323,114 +484,17 @@ QualityEvidence quality_evidence(const QualityPart& part, const Metrics& metrics
   // Devices are independent: each one's row is its own.
   tbb::parallel_for(std::size_t{0}, devices, [&](std::size_t d) {
     DeviceQualityEvidence& e = out.devices[d];
-    const Device& device = part.run.devices[d];
-    const auto& jobs = device.jobs;
-    counted[d].assign(range, 0);
-    all[d].assign(range, 0);
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-      if (!view.owns(d, i)) continue;
-      ++e.jobs;
-      const auto k = view.owned_step(d, i);
-      if (!k) continue;
-      const JobKind job_kind = kinds.kind[jobs[i].type];
-      ++all[d][*k - part.first];
-      if (counted_kind(job_kind)) ++counted[d][*k - part.first];
-      if (focus && focus->segment != nullptr) {
-        const auto kind = static_cast<std::size_t>(job_kind);
-        if (*k > focus->step && *k < focus->segment_end()) {
-          e.later = true;
-          e.later_before_cut = e.later_before_cut || jobs[i].start_ns < device.cut_ns;
-        }
-        if (*k == focus->step) ++e.in_first_incomplete[kind];
-        if (focus->previous && *k == *focus->previous) ++e.in_previous_complete[kind];
-      }
-    }
+    count_own_jobs(view, kinds, focus, d, counts[d], e);
     if (part.job_index == nullptr) {
-      // The whole run: only the sampled jobs are read.
-      const std::uint64_t n = jobs.size();
-      std::int64_t* slot = out.sample.data() + slice_at[d];
-      for (std::uint64_t i = first_sampled(d); i < n; i += stride) {
-        *slot++ = jobs[static_cast<std::size_t>(i)].start_ns;
-      }
+      sample_starts(view, sampling, d, out.sample.data() + slice_at[d]);
     } else {
-      for (std::size_t i = 0; i < jobs.size(); ++i) {
-        if (view.owns(d, i) && (seen[d] + view.position(d, i)) % stride == 0) {
-          samples[d].push_back(jobs[i].start_ns);
-        }
-      }
+      samples[d] = sampled_own_starts(view, sampling, d);
     }
-    const auto [a, b] = view.own_range(d);
-    if (a > b) return;
-    e.first_job = view.position(d, a);
-    e.last_job = view.position(d, b);
-    if (part.job_index == nullptr) return;  // no other part
-    // Between its first and last own job the part holds every job of the
-    // device: the latest end there, and where each other part's step first
-    // appears (quality_fences finds other parts' first jobs among them).
-    const auto steps = view.steps(d);
-    std::unordered_set<std::int32_t> marked;
-    std::int64_t latest = kNoEnd;
-    for (std::size_t i = a; i <= b; ++i) {
-      if (!view.owns(d, i) && i < steps.size() && steps[i] >= 0 && marked.insert(steps[i]).second) {
-        e.marks.push_back({static_cast<std::size_t>(steps[i]), view.position(d, i), latest});
-      }
-      // Communication jobs overlap nothing (find_quality's walk).
-      if (jobs[i].end_ns > jobs[i].start_ns && kinds.kind[jobs[i].type] != JobKind::comm) {
-        latest = std::max(latest, jobs[i].end_ns);
-      }
-    }
-    e.latest_end = latest;
+    place_own_range(view, kinds, d, e);
   });
-
-  // Job counts per step across the devices of each stage: all of a step's
-  // jobs are its owner's.
-  out.stages.resize(stages.stage_count());
-  for (std::size_t s = 0; s < stages.stage_count(); ++s) {
-    const auto& group = stages.devices[s];
-    if (group.size() < 2) continue;
-    const auto count = [&](std::size_t g, std::size_t k) -> std::uint64_t {
-      return group[g] < devices ? static_cast<std::uint64_t>(all[group[g]][k]) : 0;
-    };
-    StageQualityEvidence& e = out.stages[s];
-    for (std::size_t k = 0; k < range; ++k) {
-      bool differ = false;
-      for (std::size_t g = 1; g < group.size(); ++g) differ |= count(g, k) != count(0, k);
-      if (differ && e.mismatched++ == 0) {
-        e.first = part.first + k;
-        for (std::size_t g = 0; g < group.size(); ++g) e.counts.push_back(count(g, k));
-      }
-    }
-  }
-
-  // Short steps against the stage peers (all of a step's jobs are its
-  // owner's), and for a device alone in its stage the histogram its median
-  // is selected from.
+  out.stages = stage_count_evidence(part, stages, counts);
   tbb::parallel_for(std::size_t{0}, devices, [&](std::size_t d) {
-    DeviceQualityEvidence& e = out.devices[d];
-    const std::vector<std::size_t> peers = peers_of(stages, d, devices);
-    if (peers.empty()) e.own_counts.resize(metrics.segments.size());
-    for (std::size_t s = 0; s < metrics.segments.size(); ++s) {
-      const SegmentSteps& segment = metrics.segments[s];
-      if (!in_segment(segment, d)) continue;
-      const std::size_t from = std::max(segment.first, part.first);
-      const std::size_t to = std::min(segment.first + segment.count, part.last);
-      std::map<std::int64_t, std::uint64_t> histogram;
-      std::vector<std::int64_t> theirs;
-      for (std::size_t k = from; k < to; ++k) {
-        if (!metrics.steps[k].complete) continue;
-        const std::int64_t count = counted[d][k - part.first];
-        if (peers.empty()) {
-          ++histogram[count];
-          continue;
-        }
-        theirs.clear();
-        for (const std::size_t p : peers) theirs.push_back(counted[p][k - part.first]);
-        const std::int64_t expected = upper_middle(theirs);
-        if (count >= expected) continue;
-        if (e.short_steps++ < kShortExamples) e.first_short.push_back({k, count, expected});
-      }
-      for (const auto& [value, steps] : histogram) e.own_counts[s].push_back({value, steps});
-    }
+    short_step_evidence(part, metrics, stages, counts, d, out.devices[d]);
   });
 
   for (auto& mine : samples) out.sample.insert(out.sample.end(), mine.begin(), mine.end());
