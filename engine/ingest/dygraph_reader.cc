@@ -152,8 +152,9 @@ class DygraphRecordParser {
     note(line, fmt::format("byte offset {}: {}; skipped", offset, what));
   }
 
-  void record(std::string_view line, std::uint64_t offset, const char* padded_end) {
-    // The concatenation wraps the records in `[ ` ... ` ]` and ends each line with `,`.
+  /// The record of `line`, less what a concatenation wraps it in (`[ `
+  /// before the first, `,` after each, ` ]` after the last); empty: none.
+  std::string_view record_body(std::string_view line) const {
     std::string_view body = line;
     std::size_t lead = 0;
     while (lead < body.size() && is_space(body[lead])) ++lead;
@@ -163,66 +164,81 @@ class DygraphRecordParser {
     if (concatenation_ && !body.empty() && body.back() == ']')
       body = trim(body.substr(0, body.size() - 1));
     if (concatenation_ && !body.empty() && body.back() == ',') body.remove_suffix(1);
-    if (body.empty()) return;  // blank line, or the bracket alone
-    const std::uint64_t at = offset + static_cast<std::uint64_t>(body.data() - line.data());
+    return body;
+  }
 
-    std::string_view name_text;
-    std::string_view phase;
+  /// The fields of one record (its name and phase in name_ and phase_).
+  struct RecordFields {
     std::int64_t tid = 0;
     std::int64_t ts = 0;
+    /// Bits of the fields read: 1 name, 2 ph, 4 tid, 8 ts.
     int seen = 0;
+  };
+
+  /// Reads `body` (padded up to `padded_end`) into `f`, name_ and phase_:
+  /// what is wrong with it, or null.
+  const char* read_fields(std::string_view body, const char* padded_end, RecordFields& f) {
+    std::string_view name_text;
+    std::string_view phase;
     const char* problem = nullptr;
-    {
-      od::document doc;
-      const std::size_t capacity = static_cast<std::size_t>(padded_end - body.data());
-      if (parser_.iterate(body.data(), body.size(), capacity).get(doc) != simdjson::SUCCESS) {
-        problem = "not a JSON record";
-      }
-      od::object object;
-      if (!problem && doc.get_object().get(object) != simdjson::SUCCESS) {
-        problem = "not a JSON object";
-      }
-      if (!problem) {
-        for (auto item : object) {
-          od::field field;
-          std::string_view key;
-          if (std::move(item).get(field) != simdjson::SUCCESS ||
-              field.unescaped_key().get(key) != simdjson::SUCCESS) {
-            problem = "not a JSON record";
-            break;
-          }
-          od::value& value = field.value();
-          simdjson::error_code e = simdjson::SUCCESS;
-          if (key == "name") {
-            e = value.get_string().get(name_text);
-            seen |= 1;
-          } else if (key == "ph") {
-            e = value.get_string().get(phase);
-            seen |= 2;
-          } else if (key == "tid") {
-            e = value.get_int64().get(tid);
-            seen |= 4;
-          } else if (key == "ts") {
-            e = value.get_int64().get(ts);
-            if (e != simdjson::SUCCESS) {
-              problem = "\"ts\" is not a whole number of milliseconds";
-              break;
-            }
-            seen |= 8;
-          }  // other fields ("cat", "pid", "cname") are skipped by the iteration
-          if (e != simdjson::SUCCESS) {
-            problem = "a field of the wrong type or a damaged record";
-            break;
-          }
-        }
-        if (!problem && body.back() != '}') problem = "bytes after the record";
-      }
-      // name_text/phase point into the parser's string buffer: copy what is kept.
-      if (!problem) {
-        name_.assign(name_text);
-        phase_.assign(phase);
-      }
+    od::document doc;
+    const std::size_t capacity = static_cast<std::size_t>(padded_end - body.data());
+    if (parser_.iterate(body.data(), body.size(), capacity).get(doc) != simdjson::SUCCESS) {
+      problem = "not a JSON record";
     }
+    od::object object;
+    if (!problem && doc.get_object().get(object) != simdjson::SUCCESS) {
+      problem = "not a JSON object";
+    }
+    if (!problem) {
+      for (auto item : object) {
+        od::field field;
+        std::string_view key;
+        if (std::move(item).get(field) != simdjson::SUCCESS ||
+            field.unescaped_key().get(key) != simdjson::SUCCESS) {
+          problem = "not a JSON record";
+          break;
+        }
+        od::value& value = field.value();
+        simdjson::error_code e = simdjson::SUCCESS;
+        if (key == "name") {
+          e = value.get_string().get(name_text);
+          f.seen |= 1;
+        } else if (key == "ph") {
+          e = value.get_string().get(phase);
+          f.seen |= 2;
+        } else if (key == "tid") {
+          e = value.get_int64().get(f.tid);
+          f.seen |= 4;
+        } else if (key == "ts") {
+          e = value.get_int64().get(f.ts);
+          if (e != simdjson::SUCCESS) {
+            problem = "\"ts\" is not a whole number of milliseconds";
+            break;
+          }
+          f.seen |= 8;
+        }  // other fields ("cat", "pid", "cname") are skipped by the iteration
+        if (e != simdjson::SUCCESS) {
+          problem = "a field of the wrong type or a damaged record";
+          break;
+        }
+      }
+      if (!problem && body.back() != '}') problem = "bytes after the record";
+    }
+    // name_text/phase point into the parser's string buffer: copy what is kept.
+    if (!problem) {
+      name_.assign(name_text);
+      phase_.assign(phase);
+    }
+    return problem;
+  }
+
+  void record(std::string_view line, std::uint64_t offset, const char* padded_end) {
+    const std::string_view body = record_body(line);
+    if (body.empty()) return;  // blank line, or the bracket alone
+    const std::uint64_t at = offset + static_cast<std::uint64_t>(body.data() - line.data());
+    RecordFields f;
+    const char* problem = read_fields(body, padded_end, f);
     if (problem && last_line_without_newline_) {
       truncated_ = true;
       truncated_offset_ = at;
@@ -234,7 +250,7 @@ class DygraphRecordParser {
       return;
     }
     if (problem) return malformed(line_, at, problem);
-    if (seen != 15) {
+    if (f.seen != 15) {
       return malformed(line_, at, "a record without \"name\", \"ph\", \"tid\" and \"ts\"");
     }
     JobName job;
@@ -247,15 +263,25 @@ class DygraphRecordParser {
       return malformed(line_, at,
                        fmt::format("phase '{}' is neither B nor E", phase_.substr(0, 8)));
     }
-    if (tid < 1 || tid > (1 << 20)) {
-      return malformed(line_, at, fmt::format("tid {} is not a stage + 1", tid));
+    if (f.tid < 1 || f.tid > (1 << 20)) {
+      return malformed(line_, at, fmt::format("tid {} is not a stage + 1", f.tid));
     }
-    if (ts < 0 || ts > kMaxMs) return malformed(line_, at, fmt::format("ts {} out of range", ts));
-    const int stage = static_cast<int>(tid - 1);
-    const std::int64_t ns = ts * kDygraphResolutionNs;
+    if (f.ts < 0 || f.ts > kMaxMs) {
+      return malformed(line_, at, fmt::format("ts {} out of range", f.ts));
+    }
+    const int stage = static_cast<int>(f.tid - 1);
+    const std::int64_t ns = f.ts * kDygraphResolutionNs;
+    if (!enter_rank(stage, ns, at)) return;
+    last_ns_ = std::max(last_ns_, ns);
+    pair(job, ns, at);
+  }
 
-    // A concatenation holds one rank after another: a new rank begins where
-    // the stage changes or the time goes back. A per-rank file is one rank.
+  /// The rank a record of `stage` at `ns` belongs to, opened when it begins
+  /// one: a concatenation holds one rank after another, a new rank beginning
+  /// where the stage changes or the time goes back; a per-rank file is one
+  /// rank. False (the record malformed) for a per-rank file's record of
+  /// another stage.
+  bool enter_rank(int stage, std::int64_t ns, std::uint64_t at) {
     if (ranks_open_ == 0 || (concatenation_ && (stage != current().stage || ns < last_ns_))) {
       if (ranks_open_ > 0) close_rank();
       DygraphRank& rank = out_.ranks.emplace_back();
@@ -265,12 +291,17 @@ class DygraphRecordParser {
       rank.device = out_.result.device;
       ++ranks_open_;
     } else if (stage != current().stage) {
-      return malformed(line_, at,
-                       fmt::format("tid {} differs from the file's tid {} (one rank, one stage)",
-                                   tid, current().stage + 1));
+      malformed(line_, at,
+                fmt::format("tid {} differs from the file's tid {} (one rank, one stage)",
+                            stage + 1, current().stage + 1));
+      return false;
     }
-    last_ns_ = std::max(last_ns_, ns);
+    return true;
+  }
 
+  /// A B record opens the job named name_, an E record closes it into a job
+  /// of the current rank.
+  void pair(const JobName& job, std::int64_t ns, std::uint64_t at) {
     const bool begin = phase_ == "B";
     auto it = open_.find(name_);
     if (begin) {
