@@ -249,6 +249,27 @@ std::vector<InputFile> wait_for_inputs(const WatchOptions& options, const LoadOp
   }
 }
 
+void print_notes(const std::vector<std::string>& notes) {
+  for (const std::string& note : notes) fmt::print(stderr, "pipescope: note: {}\n", note);
+}
+
+/// Prints the steps completed (a line each on stdout, and to --jsonl) and
+/// writes --prometheus for the last of them.
+void report_steps(const std::vector<LiveStep>& steps, const WatchOptions& options,
+                  const std::string& run_name, std::FILE* jsonl, const LiveRun& live) {
+  for (const LiveStep& step : steps) {
+    fmt::print("{}\n", format_step_line(step));
+    if (jsonl != nullptr) fmt::print(jsonl, "{}\n", step_json(run_name, step));
+  }
+  std::fflush(stdout);
+  if (jsonl != nullptr) std::fflush(jsonl);
+  if (!steps.empty() && !options.prometheus.empty()) {
+    write_file_atomically(
+        options.prometheus,
+        prometheus_text(run_name, steps.back(), {live.steps_reported(), live.jobs_seen()}));
+  }
+}
+
 int run_watch(const WatchOptions& options) {
   if (!options.jsonl.empty() && options.jsonl == options.prometheus) {
     throw InputError("--jsonl and --prometheus name the same file");
@@ -346,28 +367,13 @@ int run_watch(const WatchOptions& options) {
       const LiveSources::Look look = sources.look(live);
       more = look.more;
       got_any = got_any || look.got_any;
-      for (const std::string& note : sources.take_notes()) {
-        fmt::print(stderr, "pipescope: note: {}\n", note);
-      }
+      print_notes(sources.take_notes());
       if (got_any) last_data = Clock::now();
       idle_end = !more && options.until_idle_s > 0 &&
                  Clock::now() - last_data >= std::chrono::duration<double>(options.until_idle_s);
       if (!got_any && !idle_end) break;
-      for (const std::string& note : live.take_notes()) {
-        fmt::print(stderr, "pipescope: note: {}\n", note);
-      }
-      const std::vector<LiveStep> steps = live.take_completed(idle_end);
-      for (const LiveStep& step : steps) {
-        fmt::print("{}\n", format_step_line(step));
-        if (jsonl_file) fmt::print(jsonl_file.get(), "{}\n", step_json(run_name, step));
-      }
-      std::fflush(stdout);
-      if (jsonl_file) std::fflush(jsonl_file.get());
-      if (!steps.empty() && !options.prometheus.empty()) {
-        write_file_atomically(
-            options.prometheus,
-            prometheus_text(run_name, steps.back(), {live.steps_reported(), live.jobs_seen()}));
-      }
+      print_notes(live.take_notes());
+      report_steps(live.take_completed(idle_end), options, run_name, jsonl_file.get(), live);
     }
     if (idle_end) break;
     const Clock::time_point woke = Clock::now();
@@ -382,23 +388,9 @@ int run_watch(const WatchOptions& options) {
     // Stopped by a signal: what is whole in the files now, and the last step
     // when the contract calls it complete, as the final pass will.
     for (bool more = true; more;) more = sources.look(live).more;
-    for (const std::string& note : sources.take_notes()) {
-      fmt::print(stderr, "pipescope: note: {}\n", note);
-    }
-    for (const std::string& note : live.take_notes()) {
-      fmt::print(stderr, "pipescope: note: {}\n", note);
-    }
-    const std::vector<LiveStep> steps = live.take_completed(true);
-    for (const LiveStep& step : steps) {
-      fmt::print("{}\n", format_step_line(step));
-      if (jsonl_file) fmt::print(jsonl_file.get(), "{}\n", step_json(run_name, step));
-    }
-    std::fflush(stdout);
-    if (!steps.empty() && !options.prometheus.empty()) {
-      write_file_atomically(
-          options.prometheus,
-          prometheus_text(run_name, steps.back(), {live.steps_reported(), live.jobs_seen()}));
-    }
+    print_notes(sources.take_notes());
+    print_notes(live.take_notes());
+    report_steps(live.take_completed(true), options, run_name, jsonl_file.get(), live);
   }
   jsonl_file.reset();
   return final_pass(options, load, sources.read_copies());
