@@ -29,6 +29,8 @@ constexpr std::array<FlagWords, kCallerOptionCount> kFlagWords{{
     {CallerOption::job_line, "--job-line", ""},
     {CallerOption::allow_missing, "--allow-missing",
      "pass --allow-missing to leave it out of the figures (with a warning)"},
+    {CallerOption::no_events, "--no-events", ""},
+    {CallerOption::patterns, "--patterns", ""},
 }};
 
 static_assert([] {

@@ -166,7 +166,8 @@ LoadOptions make_load_options(const RunInputOptions& options) {
   if (options.no_events && !options.patterns.empty()) {
     throw InputError("--patterns and --no-events contradict each other: give one");
   }
-  load.events = make_event_setup(!options.no_events, options.patterns);  // throws InputError
+  // throws InputError
+  load.events = make_event_setup(!options.no_events, options.patterns, *words);
   load.ingest.events = load.events.matcher.get();
   load.ingest.events_off = load.events.off;
   return load;

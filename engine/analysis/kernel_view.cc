@@ -684,7 +684,7 @@ std::optional<Warning> rank_source_note(const std::vector<const RankKernels*>& r
 }
 
 /// The kernel_clock_offsets note of a run on several machines.
-Warning clock_warning(const KernelClock& clock, bool beyond_noise) {
+Warning clock_warning(const KernelClock& clock, bool beyond_noise, const OptionWords& words) {
   std::string list;
   bool unknown = false;
   for (const KernelMachineClock& m : clock.offsets) {
@@ -697,11 +697,12 @@ Warning clock_warning(const KernelClock& clock, bool beyond_noise) {
           fmt::format("the kernel view: clocks against machine {} from matched NCCL kernels' "
                       "ends: {}; {}{}",
                       clock.offsets.front().machine, list,
-                      clock.applied  ? fmt::format("applied (beyond the {:.3f} ms noise of one "
-                                                    "machine's kernels)",
-                                                   static_cast<double>(clock.noise_ns) / 1e6)
-                      : beyond_noise ? std::string("not applied (--no-clock-fix)")
-                                     : std::string("within the noise, left as read"),
+                      clock.applied ? fmt::format("applied (beyond the {:.3f} ms noise of one "
+                                                  "machine's kernels)",
+                                                  static_cast<double>(clock.noise_ns) / 1e6)
+                      : beyond_noise
+                          ? fmt::format("not applied ({})", words.name(CallerOption::no_clock_fix))
+                          : std::string("within the noise, left as read"),
                       unknown ? "; a machine without matched kernels keeps its clock" : ""),
           -1, -1, clock.machines};
 }
@@ -1023,7 +1024,9 @@ KernelView compute_kernel_view(const std::vector<RankKernels>& input,
     }
     for (std::size_t r = 0; r < ranks.size(); ++r) ranks[r] = &moved[r];
   }
-  if (view.clock.machines > 1) view.warnings.push_back(clock_warning(view.clock, beyond_noise));
+  if (view.clock.machines > 1) {
+    view.warnings.push_back(clock_warning(view.clock, beyond_noise, *options.words));
+  }
   find_step_windows(ranks, view);
 
   std::uint64_t lonely = 0;

@@ -31,11 +31,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "model/gpu_activity.h"
+#include "model/option_words.h"
 #include "model/warning.h"
 
 namespace pipescope {
@@ -211,6 +213,9 @@ struct KernelViewOptions {
   /// Apply the cross-machine offsets found (`--no-clock-fix` turns it off:
   /// they are still estimated and reported).
   bool fix_clocks = true;
+  /// How the clock note names the option that turned them off
+  /// (model/option_words.h: CallerOption::no_clock_fix). Never null.
+  std::shared_ptr<const OptionWords> words = OptionWords::engine();
 };
 
 /// The kernel view of `ranks` (Run::kernels). Never throws for the data.

@@ -10,16 +10,18 @@
 
 namespace pipescope {
 
-EventSetup make_event_setup(bool enabled, const std::vector<std::string>& pattern_files) {
+EventSetup make_event_setup(bool enabled, const std::vector<std::string>& pattern_files,
+                            const OptionWords& words) {
+  const std::string& patterns = words.name(CallerOption::patterns);
   EventSetup setup;
   if (!enabled) {
-    setup.off = "log events are off (--no-events)";
+    setup.off = fmt::format("log events are off ({})", words.name(CallerOption::no_events));
     return setup;
   }
   if (!EventMatcher::available()) {
     if (!pattern_files.empty()) {
       throw InputError(fmt::format(
-          "--patterns {}: this pipescope was built without Hyperscan, so it matches no log event",
+          "{} {}: this pipescope was built without Hyperscan, so it matches no log event", patterns,
           pattern_files.front()));
     }
     setup.off = "log events are off: this pipescope was built without Hyperscan";
@@ -29,10 +31,10 @@ EventSetup make_event_setup(bool enabled, const std::vector<std::string>& patter
     EventLibrary library = builtin_event_library();
     for (const std::string& path : pattern_files) {
       std::ifstream in(path, std::ios::binary);
-      if (!in) throw InputError(fmt::format("--patterns {}: cannot be read", path));
+      if (!in) throw InputError(fmt::format("{} {}: cannot be read", patterns, path));
       std::ostringstream text;
       text << in.rdbuf();
-      if (in.bad()) throw InputError(fmt::format("--patterns {}: read error", path));
+      if (in.bad()) throw InputError(fmt::format("{} {}: read error", patterns, path));
       library.add(parse_event_library(text.str(), path));
     }
     setup.matcher = std::make_shared<const EventMatcher>(library);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/option_words.h"
 #include "scan/event_matcher.h"
 
 namespace pipescope {
@@ -23,7 +24,9 @@ struct EventSetup {
 /// Throws InputError naming the file and line (or the entry) of a bad
 /// pattern file or a pattern Hyperscan or RE2 rejects. A build without
 /// Hyperscan gives events off, with the reason, unless pattern files were
-/// given (then InputError: they cannot be honoured).
-EventSetup make_event_setup(bool enabled, const std::vector<std::string>& pattern_files);
+/// given (then InputError: they cannot be honoured). The messages name the
+/// options in `words` (CallerOption::no_events, patterns).
+EventSetup make_event_setup(bool enabled, const std::vector<std::string>& pattern_files,
+                            const OptionWords& words = *OptionWords::engine());
 
 }  // namespace pipescope

@@ -132,7 +132,8 @@ LoadedRun load_run(Run run, const LoadOptions& options) {
     loaded.input_warnings.push_back(std::move(w));
   }
   place_traces_by_rank(loaded.run);
-  loaded.kernels = compute_kernel_view(loaded.run.kernels, {options.pipeline.clock.fix});
+  loaded.kernels =
+      compute_kernel_view(loaded.run.kernels, {options.pipeline.clock.fix, options.pipeline.words});
   if (!loaded.kernels.refusal.empty()) throw InputError(loaded.kernels.refusal);
   if (loaded.run.job_count() == 0) return loaded;
   // One job stamped decades away (a clock read as 0) would open a segment of

@@ -38,7 +38,9 @@ namespace pipescope {
   X(pipeline, "pipeline", "another can be chosen by its number")                            \
   X(max_line, "line limit", "raise the line limit to read it")                              \
   X(job_line, "the job-line regex", "")                                                     \
-  X(allow_missing, "leaving unreadable inputs out", "")
+  X(allow_missing, "leaving unreadable inputs out", "")                                     \
+  X(no_events, "turned off by the caller", "")                                              \
+  X(patterns, "event pattern file", "")
 
 /// One enumerator per row of PIPESCOPE_CALLER_OPTIONS, in table order.
 enum class CallerOption {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "ingest/span_union.h"
@@ -278,6 +280,20 @@ TEST(KernelView, UndoesAClockOffsetFoundFromMatchedKernels) {
   EXPECT_FALSE(kept.clock.applied);
   EXPECT_EQ(kept.clock.offsets[1].offset_ns, kAhead);
   EXPECT_EQ(kept.steps[0].end, kAhead + 100);
+  // The note says what kept them, in the caller's words.
+  const auto note_of = [](const KernelView& view) {
+    for (const Warning& w : view.warnings) {
+      if (w.code == WarningCode::kernel_clock_offsets) return w.message;
+    }
+    return std::string();
+  };
+  EXPECT_NE(note_of(kept).find("; not applied (clock correction disabled)"), std::string::npos)
+      << note_of(kept);
+  auto words = std::make_shared<OptionWords>();
+  words->set(CallerOption::no_clock_fix, "--no-clock-fix", "");
+  const KernelView flagged = compute_kernel_view(ranks, {.fix_clocks = false, .words = words});
+  EXPECT_NE(note_of(flagged).find("; not applied (--no-clock-fix)"), std::string::npos)
+      << note_of(flagged);
 }
 
 TEST(SpanUnion, MergesSpansInAnyOrder) {
