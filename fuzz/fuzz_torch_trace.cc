@@ -56,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   pipescope::IngestOptions options;
   if (pattern) options.job_pattern = "(?P<op>forward|backward)(?P<mb>\\d*)";
   try {
-    const pipescope::FileResult r = pipescope::read_torch_trace(input, options);
+    const pipescope::FileResult r = pipescope::read_torch_trace(input, options, options);
     if (r.stats.matched != r.device.jobs.size()) std::abort();
   } catch (const pipescope::InputError&) {
     // A pattern without mb meeting a trace without steps: the one refusal.

@@ -6,8 +6,6 @@
 #include <filesystem>
 #include <map>
 
-#include "ingest/ingest.h"
-
 namespace pipescope {
 
 namespace {
@@ -25,7 +23,7 @@ std::string file_names(const std::vector<const InputFile*>& files) {
 
 void choose_trace_pipeline(const std::vector<InputFile>& files,
                            const std::vector<std::optional<std::int64_t>>& lowest_stage,
-                           const IngestOptions& options, std::vector<FileResult>& results) {
+                           const PipelineChoice& options, std::vector<FileResult>& results) {
   std::map<std::int64_t, std::vector<std::size_t>> by_stage;
   for (std::size_t i = 0; i < results.size(); ++i) {
     if (lowest_stage[i] && !results[i].device.jobs.empty()) by_stage[*lowest_stage[i]].push_back(i);

@@ -400,7 +400,7 @@ TEST(PartitionedLoad, PausesAreNoClockSteps) {
 
 TEST(PartitionedLoad, GpuActivitiesAreRefused) {
   std::vector<FileResult> files = files_of(simulated(1, 3));
-  files[1].kernels.emplace();
+  files[1].kernels.emplace_back();
   const Partitioned parts = load_parts(files, 2, true, LoadOptions());
   EXPECT_NE(parts.error.find("GPU activities"), std::string::npos) << parts.error;
 }

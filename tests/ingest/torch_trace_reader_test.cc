@@ -254,7 +254,7 @@ FileResult read(const std::string& path, const IngestOptions& options = {}) {
   InputFile input;
   input.path = path;
   input.format = InputFormat::torch_trace;
-  return read_torch_trace(input, options);
+  return read_torch_trace(input, options, options);
 }
 
 struct JobText {
@@ -809,24 +809,24 @@ void expect_labelled_run(const FileResult& r, int jobs, const std::string& order
       compute.push_back({host + 50'500 + k * 5000, host + 54'500 + k * 5000});
   }
   EXPECT_EQ(jobs_of(r), expected);
-  ASSERT_TRUE(r.kernels);
-  EXPECT_EQ(r.kernels->activities, static_cast<std::uint64_t>(5 * jobs));
-  EXPECT_EQ(r.kernels->without_launch, 0u);
-  EXPECT_EQ(r.kernels->compute, compute);
-  ASSERT_EQ(r.kernels->comm.size(), static_cast<std::size_t>(jobs));
+  ASSERT_EQ(r.kernels.size(), 1u);
+  EXPECT_EQ(r.kernels.front().activities, static_cast<std::uint64_t>(5 * jobs));
+  EXPECT_EQ(r.kernels.front().without_launch, 0u);
+  EXPECT_EQ(r.kernels.front().compute, compute);
+  ASSERT_EQ(r.kernels.front().comm.size(), static_cast<std::size_t>(jobs));
   for (int job = 0; job < jobs; ++job) {
-    const CommKernel& c = r.kernels->comm[static_cast<std::size_t>(job)];
+    const CommKernel& c = r.kernels.front().comm[static_cast<std::size_t>(job)];
     EXPECT_EQ(c.p2p, (std::vector<PeerOp>{{CommOp::send, 1}})) << job;
     EXPECT_EQ(c.step, std::optional<std::int64_t>(job / 10)) << job;
   }
-  ASSERT_EQ(r.kernels->steps.size(), static_cast<std::size_t>(jobs / 10));
+  ASSERT_EQ(r.kernels.front().steps.size(), static_cast<std::size_t>(jobs / 10));
   for (int step = 0; step < jobs / 10; ++step) {
-    const RankKernels::StepExtent& e = r.kernels->steps[static_cast<std::size_t>(step)];
+    const RankKernels::StepExtent& e = r.kernels.front().steps[static_cast<std::size_t>(step)];
     EXPECT_EQ(e.step, step);
     EXPECT_EQ(e.first_start, (1000 + step * 1000) * std::int64_t{1000} + 50'500);
     EXPECT_EQ(e.last_end, (1000 + step * 1000 + 900) * std::int64_t{1000} + 89'000);
   }
-  EXPECT_FALSE(r.kernels->partial_step);
+  EXPECT_FALSE(r.kernels.front().partial_step);
 }
 
 TEST(TorchTraceReader, SpansAndKernelsInAnyOrderJoinAsInKinetosOrder) {
