@@ -269,7 +269,7 @@ void gather_readers(Exchange& exchange, const Run& local, const std::vector<std:
 }
 
 /// What the summary and the traces read of this rank's devices' jobs, before
-/// they go: compute jobs in steps, sums by type, lane counts; and the lanes
+/// they go: compute jobs in steps, lane counts; and the lanes
 /// that are not 0, by device (job index, lane).
 std::vector<std::vector<JobLane>> read_facts(const Run& local,
                                              const std::vector<std::vector<std::int32_t>>& job_step,
@@ -277,17 +277,10 @@ std::vector<std::vector<JobLane>> read_facts(const Run& local,
                                              ReadFacts& read) {
   read.compute_in_steps.assign(local.devices.size(), 0);
   read.lane_count.assign(local.devices.size(), 1);
-  read.type_jobs.assign(local.types.size(), 0);
-  read.type_ns.assign(local.types.size(), 0);
   std::vector<std::vector<JobLane>> lanes(local.devices.size());
   for (const std::size_t d : mine) {
     const Device& device = local.devices[d];
     read.compute_in_steps[d] = compute_jobs_in_steps(local, device, job_step[d]);
-    for (const Job& job : device.jobs) {
-      if (job.type >= read.type_jobs.size()) continue;
-      ++read.type_jobs[job.type];
-      read.type_ns[job.type] += job.duration_ns();
-    }
     const std::vector<int> of_job = trace_job_lanes(device.jobs, read.lane_count[d]);
     for (std::size_t i = 0; i < of_job.size(); ++i) {
       if (of_job[i] != 0) lanes[d].push_back({static_cast<std::uint32_t>(i), of_job[i]});

@@ -85,9 +85,6 @@ struct ReadFacts {
   /// elsewhere).
   std::vector<std::uint64_t> compute_in_steps;
   std::vector<int> lane_count;
-  /// Jobs and nanoseconds by type, over this rank's devices.
-  std::vector<std::int64_t> type_jobs;
-  std::vector<std::int64_t> type_ns;
 
   /// Whether this rank read device d.
   bool mine(std::size_t d, int rank) const { return d < reader.size() && reader[d] == rank; }
