@@ -295,10 +295,10 @@ std::vector<std::vector<JobLane>> read_facts(const Run& local,
 /// of each device it gets (so it reserves them once), then the jobs travel
 /// in rounds; each device's jobs and steps are freed here once every
 /// destination has had its share (the parts hold them now).
-PartJobs exchange_jobs(Exchange& exchange, Run& local,
-                       std::vector<std::vector<std::int32_t>>& job_step,
-                       const std::vector<std::size_t>& mine, const TypeKinds& kinds,
-                       const StepPartition& plan, PartitionedAnalysis& out) {
+PartRun exchange_jobs(Exchange& exchange, Run& local,
+                      std::vector<std::vector<std::int32_t>>& job_step,
+                      const std::vector<std::size_t>& mine, const TypeKinds& kinds,
+                      const StepPartition& plan, PartitionedAnalysis& out) {
   const std::size_t ranks = static_cast<std::size_t>(exchange.size());
   std::vector<std::vector<JobLane>> lanes = read_facts(local, job_step, mine, out.read);
   Rounds rounds;
@@ -313,7 +313,7 @@ PartJobs exchange_jobs(Exchange& exchange, Run& local,
   }
 
   // The part's run: every device's place, no job yet (as cut_part makes it).
-  PartJobs part = empty_part(local);
+  PartRun part = empty_part(local);
   out.part_lanes.assign(local.devices.size(), {});
 
   // How many of each device's jobs every destination gets.
@@ -421,7 +421,7 @@ PartJobs exchange_jobs(Exchange& exchange, Run& local,
 void return_jobs(Exchange& exchange, PartitionedAnalysis& out, Run& local) {
   const std::size_t ranks = static_cast<std::size_t>(exchange.size());
   const auto rank = static_cast<std::size_t>(exchange.rank());
-  PartJobs& part = out.part;
+  PartRun& part = out.part;
   const ReadFacts& read = out.read;
   Rounds rounds;
   rounds.blocks.resize(ranks);
@@ -466,7 +466,7 @@ void return_jobs(Exchange& exchange, PartitionedAnalysis& out, Run& local) {
       throw WireError("a device's jobs did not all come back");
     }
   }
-  out.part = PartJobs();
+  out.part = PartRun();
 }
 
 // ---- 5. complete steps and window times -----------------------------------------
@@ -547,10 +547,10 @@ void gather_totals(Exchange& exchange, const WindowSums& mine, Metrics& metrics)
 
 /// The jobs of the run's first `steps` steps of every device, on every rank
 /// (what the layout reads: layout.h kLayoutSteps), as head_part gives them.
-PartJobs gather_head(Exchange& exchange, const Run& local,
-                     const std::vector<std::vector<std::int32_t>>& job_step,
-                     const std::vector<std::size_t>& mine, std::int32_t steps) {
-  PartJobs head = head_part(local, job_step, steps);
+PartRun gather_head(Exchange& exchange, const Run& local,
+                    const std::vector<std::vector<std::int32_t>>& job_step,
+                    const std::vector<std::size_t>& mine, std::int32_t steps) {
+  PartRun head = head_part(local, job_step, steps);
   ByteWriter w;
   w.put(static_cast<std::uint64_t>(mine.size()));
   for (const std::size_t d : mine) {
@@ -675,7 +675,7 @@ void gather_pairs(Exchange& exchange, const PairClocks& mine, PairClocks& into) 
 
 /// Each machine's first job start (machine_first_starts: its devices' first
 /// jobs, which the parts that hold them know) over every rank's part.
-std::vector<std::int64_t> gather_machine_firsts(Exchange& exchange, const PartJobs& part) {
+std::vector<std::int64_t> gather_machine_firsts(Exchange& exchange, const PartRun& part) {
   Run firsts;  // each device's first job, where this part holds it
   firsts.devices.resize(part.run.devices.size());
   for (std::size_t d = 0; d < part.run.devices.size(); ++d) {
@@ -806,7 +806,7 @@ void partitioned_metrics(
   }
 
   // 4. Every job to the ranks that need it.
-  out.part = PartJobs();
+  out.part = PartRun();
   out.part = exchange_jobs(exchange, local, job_step, mine, kinds, out.plan, out);
 
   // 5. Complete steps, this rank's windows, the run's totals.
@@ -839,7 +839,7 @@ void partitioned_metrics(
 /// consumer is in this rank's steps, in its part's job indices: on each
 /// device the jobs of a range of steps, kept in found's compact form.
 Dependencies own_dependencies(const PartitionedAnalysis& out, const Dependencies& found) {
-  const PartJobs& part = out.part;
+  const PartRun& part = out.part;
   std::vector<std::pair<std::size_t, std::size_t>> jobs(part.job_step.size());
   for (std::size_t d = 0; d < jobs.size(); ++d) {
     const std::vector<std::int32_t>& steps = part.job_step[d];
@@ -1232,8 +1232,7 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
   bool decided = false;
   const auto decide_layout = [&](const std::vector<std::vector<std::int32_t>>& job_step) {
     if (decided) return;
-    const PartJobs head =
-        gather_head(exchange, local, job_step, local_devices(local), kLayoutSteps);
+    const PartRun head = gather_head(exchange, local, job_step, local_devices(local), kLayoutSteps);
     // `--stages auto` guesses from every job, compared where the devices
     // were read (the guess's pairs: devices of one machine and job count).
     std::optional<StageJobEvidence> evidence;
@@ -1258,7 +1257,7 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
 
   // The schedule from every range's votes.
   const auto detect_schedule = [&] {
-    const PartJobs& part = out.part;
+    const PartRun& part = out.part;
     return gather_schedule(exchange,
                            vote_schedules(part.run, part.job_step, m.steps, out.first, out.last,
                                           out.stages, out.roles),

@@ -99,8 +99,8 @@ struct PartitionedAnalysis {
   Metrics metrics;
   /// Which rank owns which steps (rank r owns range r).
   StepPartition plan;
-  /// The jobs this rank holds (step_partition.h PartJobs).
-  PartJobs part;
+  /// The jobs this rank holds (step_partition.h PartRun).
+  PartRun part;
   /// Steps [first, last) of metrics.steps are this rank's.
   std::size_t first = 0;
   std::size_t last = 0;

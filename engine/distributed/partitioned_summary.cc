@@ -140,7 +140,7 @@ JobFacts gather_facts(Exchange& exchange, const LocalLoad& load, const Partition
 
 /// The first job's start of the devices whose first job this rank's part
 /// holds (max when none).
-std::int64_t first_start(const PartJobs& part) {
+std::int64_t first_start(const PartRun& part) {
   std::int64_t first = std::numeric_limits<std::int64_t>::max();
   for (std::size_t d = 0; d < part.run.devices.size(); ++d) {
     if (const Job* job = part.first_job(d)) first = std::min(first, job->start_ns);
@@ -222,11 +222,11 @@ PipelineAnalysis whole_run_pipeline(const PartitionedAnalysis& a, std::vector<Wa
 
 }  // namespace
 
-WholeRunFigures write_partitioned_summary(Exchange& exchange, const LocalLoad& load,
-                                          const PartitionedAnalysis& analysis,
-                                          const PipelineOptions& options, const std::string& path,
-                                          const std::vector<TraceFileFigures>& traces) {
-  WholeRunFigures out;
+WholeRunView write_partitioned_summary(Exchange& exchange, const LocalLoad& load,
+                                       const PartitionedAnalysis& analysis,
+                                       const PipelineOptions& options, const std::string& path,
+                                       const std::vector<TraceFileFigures>& traces) {
+  WholeRunView out;
   const Run& run = load.run;
   const JobFacts facts = gather_facts(exchange, load, analysis);
   std::vector<std::uint64_t> counts;
