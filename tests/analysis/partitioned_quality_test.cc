@@ -31,8 +31,8 @@ using testing::kSecond;
 
 /// A part's jobs less what it holds for its overlap and neighbours only: a
 /// wrong exchange, which the checks must notice.
-PartJobs owned_only(const PartJobs& part, const StepPartition& plan, std::size_t p) {
-  PartJobs out = part;
+PartRun owned_only(const PartRun& part, const StepPartition& plan, std::size_t p) {
+  PartRun out = part;
   for (std::size_t d = 0; d < out.run.devices.size(); ++d) {
     auto& jobs = out.run.devices[d].jobs;
     auto& steps = out.job_step[d];
@@ -72,7 +72,7 @@ std::vector<Warning> quality_by_parts(const Run& run, const StageMap& stages, st
   std::vector<std::uint64_t> device_jobs;
   for (const Device& device : run.devices) device_jobs.push_back(device.jobs.size());
 
-  std::vector<PartJobs> held;
+  std::vector<PartRun> held;
   for (std::size_t p = 0; p < parts; ++p) {
     held.push_back(cut_part(run, kinds, whole.job_step, plan, p));
     if (!halo) held.back() = owned_only(held.back(), plan, p);

@@ -83,7 +83,7 @@ std::string whole_trace(const TraceAnalysed& a, const TraceOptions& options, For
 
 // What one rank holds to write its part.
 struct Held {
-  PartJobs jobs;
+  PartRun jobs;
   std::vector<std::vector<int>> lanes;
   Dependencies dependencies;
 };
@@ -320,7 +320,7 @@ TEST(TraceParts, UnselectedStepsWriteNothing) {
   }
   const StepPartition plan = partition_steps(jobs_per_step, a.metrics.steps, 4);
   const TraceLanes lanes = trace_lanes(a.run);
-  const PartJobs last = cut_part(a.run, kinds, a.metrics.job_step, plan, 3);
+  const PartRun last = cut_part(a.run, kinds, a.metrics.job_step, plan, 3);
   ASSERT_GT(plan.bounds[3], 0u);
   const std::vector<std::vector<int>> last_lanes = part_lanes(lanes, last.job_index);
   const TracePart part{last.run,   last.job_step,  &last.job_index,
