@@ -38,14 +38,16 @@ int exit_status(AnalyzeStatus status, std::size_t input_count, const LoadOptions
                  "pipescope: error: no jobs found in {} input file{} (looked for {} and, in "
                  "profiler traces, for user annotations named 'PP:<action>'{}); nothing to "
                  "analyse\n",
-                 input_count, input_count == 1 ? "" : "s", job_lines_looked_for(load.ingest),
+                 input_count, input_count == 1 ? "" : "s",
+                 job_lines_looked_for(load.ingest, *load.ingest.words),
                  load.ingest.job_pattern ? " or matching --job-pattern" : "");
       return kExitUsage;
     case AnalyzeStatus::no_job_lines:
       fmt::print(stderr,
                  "pipescope: error: no job lines found in {} input file{} (looked for {}); "
                  "nothing to analyse\n",
-                 input_count, input_count == 1 ? "" : "s", job_lines_looked_for(load.ingest));
+                 input_count, input_count == 1 ? "" : "s",
+                 job_lines_looked_for(load.ingest, *load.ingest.words));
       return kExitUsage;
   }
   return kExitUsage;

@@ -167,7 +167,8 @@ int final_pass(const WatchOptions& options, const LoadOptions& load,
     fmt::print(stderr,
                "pipescope: error: no job lines found in {} input file{} (looked for {}); "
                "nothing to analyse\n",
-               inputs.size(), inputs.size() == 1 ? "" : "s", job_lines_looked_for(load.ingest));
+               inputs.size(), inputs.size() == 1 ? "" : "s",
+               job_lines_looked_for(load.ingest, *load.ingest.words));
     return kExitUsage;
   }
   for (const Warning& warning : loaded.pipeline.warnings) {

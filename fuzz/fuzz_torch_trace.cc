@@ -61,7 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       std::make_shared<const pipescope::JobPattern>("(?P<op>forward|backward)(?P<mb>\\d*)", "");
   if (pattern) options.job_pattern = compiled;
   try {
-    const pipescope::FileResult r = pipescope::read_torch_trace(input, options);
+    const pipescope::FileResult r = pipescope::read_torch_trace(input, options, options);
     if (r.stats.matched != r.device.jobs.size()) std::abort();
   } catch (const pipescope::InputError&) {
     // A pattern without mb meeting a trace without steps: the one refusal.

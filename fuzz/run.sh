@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (build-fuzz/, clang-14 with ASan+UBSan) and runs
-# each for SECONDS (default 15), after replaying the checked-in crash
-# regressions (fuzz/regressions/TARGET/). Seeds come from testdata (logs, and
-# .ivl files, summary.json and gzip/zstd files made from them); the growing
-# corpus is kept in build-fuzz/corpus/TARGET, crashes in build-fuzz/artifacts/.
+# Builds the libFuzzer targets (build-asan/, the `asan` preset of
+# CMakePresets.json: clang-14 with ASan+UBSan, whose test suite is dev.sh's
+# ASan suite, so after it nothing is compiled again) and runs each for SECONDS
+# (default 15), after replaying the checked-in crash regressions
+# (fuzz/regressions/TARGET/). Seeds come from testdata (logs, and .ivl files,
+# summary.json and gzip/zstd files made from them); the growing corpus is kept
+# in build-asan/corpus/TARGET, crashes in build-asan/artifacts/.
 #
 #   bash fuzz/run.sh [SECONDS] [TARGET...]      e.g. bash fuzz/run.sh 600 fuzz_ivl_reader
 #
-# Environment: FUZZ_BUILD_DIR (default build-fuzz), JOBS (build jobs),
+# Environment: FUZZ_BUILD_DIR (default build-asan), JOBS (build jobs),
 # PIPESCOPE (a pipescope binary to make the seeds; default build/cli/pipescope,
 # else the one built here). Exit status 1 when a target crashed, hung or leaked.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=${FUZZ_BUILD_DIR:-$here/build-fuzz}
+build=${FUZZ_BUILD_DIR:-$here/build-asan}
 seconds=${1:-15}
 shift || true
 all=(fuzz_job_line_parser fuzz_line_readers fuzz_ivl_reader fuzz_summary_reader fuzz_decompress
@@ -22,9 +24,7 @@ all=(fuzz_job_line_parser fuzz_line_readers fuzz_ivl_reader fuzz_summary_reader 
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 
-cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
-  -DPIPESCOPE_FUZZ=ON -DPIPESCOPE_BUILD_TESTS=OFF -DPIPESCOPE_BUILD_BENCH=OFF \
-  -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON >/dev/null
+cmake -S "$here" -B "$build" --preset asan >/dev/null
 pipescope=${PIPESCOPE:-$here/build/cli/pipescope}
 build_targets=("${targets[@]}")
 [ -x "$pipescope" ] || { build_targets+=(pipescope); pipescope=$build/cli/pipescope; }

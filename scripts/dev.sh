@@ -6,8 +6,8 @@
 #   bash scripts/dev.sh test   install what is missing, build (and the package), run the whole test suite
 #   bash scripts/dev.sh build  install what is missing and build only
 #   bash scripts/dev.sh package  build the Debian package (BUILD_DIR-deb/pipescope_VERSION_ARCH.deb)
-#   bash scripts/dev.sh sanitize [asan|tsan]  test suite under ASan+UBSan / TSan
-#   bash scripts/dev.sh fuzz [SECONDS [TARGET...]]  libFuzzer targets (fuzz/run.sh)
+#   bash scripts/dev.sh sanitize [asan|tsan]  test suite under ASan+UBSan / TSan (CMakePresets.json)
+#   bash scripts/dev.sh fuzz [SECONDS [TARGET...]]  libFuzzer targets (fuzz/run.sh; build-asan/)
 #
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores),
 # PIPESCOPE_NO_CCACHE=1 to compile without ccache (used when installed).
@@ -134,49 +134,64 @@ build() {
 }
 
 # sanitize [asan|tsan]: the test suite under sanitizers, each in its own build
-# dir (build-asan, build-tsan; the Python module's tests are left out: an
-# instrumented library cannot be loaded into an uninstrumented Python; so is MPI, whose allocations that outlive MPI_Finalize would be
-# leak reports; the distributed engine's pure parts are still tested). asan:
-# AddressSanitizer + UndefinedBehaviorSanitizer over the whole suite. tsan:
-# ThreadSanitizer over the parallel scanner/pipeline tests (and the trace reader's, the
-# parallel analysis's and the parallel trace writers')
-# (TSAN_FILTER, a gtest filter), which include wild_* tests with many files,
-# many threads and tiny chunks, files that change while read, and 1000 files
-# under a 64-descriptor limit through the (also instrumented) CLI. TSan needs
-# a oneTBB built with -fsanitize=thread: with Debian's libtbb it cannot see
-# the hand-offs inside the library and reports false races. The step builds
-# one with scripts/tsan_tbb.sh (once, into ~/.cache/pipescope/; a few minutes)
-# unless TSAN_TBB_DIR names one (its lib/cmake/TBB folder).
+# folder, configured by the preset of its name (CMakePresets.json: clang 14,
+# -O1 with line tables, unity builds, the test files at -O0; the Python
+# module's tests are left out: an instrumented library cannot be loaded into
+# an uninstrumented Python; so is MPI, whose allocations that outlive
+# MPI_Finalize would be leak reports; the distributed engine's pure parts are
+# still tested).
+#
+# asan (build-asan): AddressSanitizer + UndefinedBehaviorSanitizer over the
+# whole suite. It is also the fuzz build (PIPESCOPE_FUZZ: the engine carries
+# the fuzzers' coverage, and the fuzz targets are built with the tests), so
+# `fuzz` after it compiles nothing more.
+#
+# tsan (build-tsan): ThreadSanitizer over the parallel scanner/pipeline tests
+# (and the trace reader's, the parallel analysis's and the parallel trace
+# writers'): the preset compiles only their test files
+# (PIPESCOPE_PARALLEL_TEST_SOURCES in tests/CMakeLists.txt), and TSAN_FILTER
+# (a gtest filter) picks their suites, each of which must match a test. They
+# include wild_* tests with many files, many threads and tiny chunks, files
+# that change while read, and 1000 files under a 64-descriptor limit through
+# the (also instrumented) CLI. TSan needs a oneTBB built with -fsanitize=thread
+# by the same compiler: with Debian's libtbb it cannot see the hand-offs
+# inside the library and reports false races. The step builds one with
+# scripts/tsan_tbb.sh (once, into ~/.cache/pipescope/; a few minutes) unless
+# TSAN_TBB_DIR names one (its lib/cmake/TBB folder).
+tsan_filter=${TSAN_FILTER:-LogScanner*:LineReaders*:ChunkScanner*:CompressedInput*:Wild*Parallel*:RecordImport*:WildInputs.File*:WildLimits.LowOpenFile*:TorchTraceReader*:TraceEventTokenizer*:ParallelAnalysis*:TraceParallel*}
+
 sanitize_one() {
-  local kind=$1 dir=$here/build-$1 flags tbb_dir=""
-  case "$kind" in
-    asan) flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined" ;;
-    tsan)
-      flags="-fsanitize=thread"
-      tbb_dir=${TSAN_TBB_DIR:-$(JOBS=$jobs bash "$here/scripts/tsan_tbb.sh" | tail -n 1)}
-      ;;
-  esac
-  configure "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g -fno-omit-frame-pointer $flags" \
-    -DCMAKE_EXE_LINKER_FLAGS="$flags" -DPIPESCOPE_BUILD_BENCH=OFF \
-    -DPIPESCOPE_PYTHON_TESTS=OFF -DPIPESCOPE_MPI=OFF ${tbb_dir:+-DTBB_DIR="$tbb_dir"}
-  cmake --build "$dir" -j "$jobs" --target pipescope_tests
+  local kind=$1 dir=$here/build-$1 tbb=()
   if [ "$kind" = tsan ]; then
-    # The libtbb the tests load must be the instrumented one (the build's
-    # rpath points at it), or every report would be a false race.
-    local lib
-    lib=$(ldd "$dir/tests/pipescope_tests" | awk '/libtbb/ {print $3}')
-    nm -D "$lib" | grep ' U __tsan_' >/dev/null ||
-      { echo "error: tests load $lib, which is not built with -fsanitize=thread" >&2; exit 1; }
+    tbb=("-DTBB_DIR=${TSAN_TBB_DIR:-$(CXX=clang++-14 JOBS=$jobs bash "$here/scripts/tsan_tbb.sh" | tail -n 1)}")
   fi
+  configure "$dir" --preset "$kind" "${tbb[@]}"
   local start=$SECONDS
+  if [ "$kind" = asan ]; then
+    cmake --build "$dir" -j "$jobs" --target pipescope_tests fuzz_targets
+  else
+    cmake --build "$dir" -j "$jobs" --target pipescope_tests
+  fi
+  echo "sanitize $kind: the build took $((SECONDS - start)) s"
+  start=$SECONDS
   if [ "$kind" = asan ]; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PIPESCOPE_NO_BROWSER=1 \
       ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900
   else
+    # The libtbb the tests load must be the instrumented one (the build's
+    # rpath points at it), or every report would be a false race.
+    local lib pattern
+    lib=$(ldd "$dir/tests/pipescope_tests" | awk '/libtbb/ {print $3}')
+    nm -D "$lib" | grep ' U __tsan_' >/dev/null ||
+      { echo "error: tests load $lib, which is not built with -fsanitize=thread" >&2; exit 1; }
+    # A suite of the filter that no compiled file holds would pass unseen.
+    for pattern in ${tsan_filter//:/ }; do
+      "$dir/tests/pipescope_tests" --gtest_list_tests --gtest_filter="$pattern" | grep -q '^  ' ||
+        { echo "error: no TSan test matches $pattern (PIPESCOPE_PARALLEL_TEST_SOURCES)" >&2; exit 1; }
+    done
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$here/scripts/tsan.supp" \
-      "$dir/tests/pipescope_tests" --gtest_filter="${TSAN_FILTER:-LogScanner*:LineReaders*:ChunkScanner*:CompressedInput*:Wild*Parallel*:RecordImport*:WildInputs.File*:WildLimits.LowOpenFile*:TorchTraceReader*:TraceEventTokenizer*:ParallelAnalysis*:TraceParallel*}"
+      "$dir/tests/pipescope_tests" --gtest_filter="$tsan_filter"
   fi
   echo "sanitize $kind: tests took $((SECONDS - start)) s"
 }
@@ -211,12 +226,13 @@ case "${1:-}" in
   sanitize)
     # scripts/tsan_tbb.sh fetches oneTBB's source with apt-get source (from https
     # sources too) and unpacks its .tar.xz.
-    packages+=("${full_packages[@]}" ca-certificates xz-utils)
+    packages+=("${full_packages[@]}" ca-certificates xz-utils clang-14 libclang-rt-14-dev)
     install_missing
     for kind in ${2:-asan tsan}; do sanitize_one "$kind"; done
     ;;
   fuzz)  # fuzz [SECONDS [TARGET...]]: fuzz/run.sh (libFuzzer needs clang and its runtime)
     packages+=(clang-14 libclang-rt-14-dev)
+    export FUZZ_BUILD_DIR=${FUZZ_BUILD_DIR:-$here/build-asan}
     install_missing
     shift
     bash "$here/fuzz/run.sh" "$@"

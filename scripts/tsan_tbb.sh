@@ -20,7 +20,8 @@
 # ${XDG_CACHE_HOME:-$HOME/.cache}/pipescope/tbb-tsan-2021.8.0),
 # TSAN_TBB_TARBALL (a local copy of the tarball, for machines without
 # network; still checked), CXX (compiler; default c++, which must be the one
-# the project is built with: TSan runtimes of different compilers do not mix),
+# the project is built with: TSan runtimes of different compilers do not mix;
+# dev.sh passes the tsan preset's clang++-14),
 # JOBS (build jobs; default: number of cores).
 set -euo pipefail
 
@@ -115,16 +116,19 @@ tar -xJf "$work/$tarball" -C "$work"
 
 # TBB_SANITIZE=thread adds -fsanitize=thread to the compile and (for tests)
 # link flags and turns IPO off (GCC does not instrument LTO code). The shared
-# library links the TSan runtime too, so it is never loaded without it.
+# library needs the TSan runtime (GCC links it in; with clang the instrumented
+# executable carries it), so it is never loaded without it.
 # RelWithDebInfo: TSan reports name the frames inside the library.
-# -Wno-tsan: GCC warns ~50 times that TSan does not model
+# -Wno-tsan (GCC only; clang does not know it): GCC warns ~50 times that TSan does not model
 # atomic_thread_fence. oneTBB's fences are seq_cst store-load barriers
 # (its sleep/wake-up protocol in concurrent_monitor.h and arena.h, the
 # owner/thief handshake on a task pool in arena_slot.cpp); the tasks and
 # their data are handed over through acquire/release atomics, compare-exchange
 # and mutexes, which TSan does see. (oneTBB runs its own tests under TSan.)
+warnings=-Wno-tsan
+case "$($cxx --version | sed -n 1p)" in *clang*) warnings= ;; esac
 cmake -S "$work/oneTBB-$version" -B "$work/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_FLAGS="-Wno-tsan" -DTBB_SANITIZE=thread \
+  -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_FLAGS="$warnings" -DTBB_SANITIZE=thread \
   -DCMAKE_SHARED_LINKER_FLAGS="$flags" \
   -DTBB_TEST=OFF -DTBB_EXAMPLES=OFF -DTBB_STRICT=OFF \
   -DTBBMALLOC_BUILD=OFF -DTBBMALLOC_PROXY_BUILD=OFF -DTBB_DISABLE_HWLOC_AUTOMATIC_SEARCH=ON \

@@ -75,7 +75,7 @@ struct WalkScope {
   /// The step whose path keeps its jobs in a summary, when the caller knows
   /// it (longest_critical_step over the whole run); else found here.
   std::optional<std::optional<std::size_t>> keep;
-  /// The jobs' indices in the whole run (PartJobs::job_index), for the
+  /// The jobs' indices in the whole run (PartRun::job_index), for the
   /// JobRefs returned; null: the run's own.
   const JobIndices* job_index = nullptr;
 };

@@ -100,7 +100,7 @@ std::optional<std::size_t> longest_critical_step(std::span<const StepWindow> ste
 /// holds the part's jobs, `metrics.job_step` their steps and `metrics.steps`
 /// every window; `deps` the part's dependencies. The path of `keep_jobs_of`
 /// (longest_critical_step of the whole run) keeps its jobs; the JobRefs
-/// returned are the whole run's through `job_index` (PartJobs::job_index).
+/// returned are the whole run's through `job_index` (PartRun::job_index).
 /// A part's paths are the whole run's for its steps: a walk reads the jobs
 /// of one step and their neighbours on each device, which a part holds.
 CriticalPathSummary summarize_critical_path_range(const Run& run, const Metrics& metrics,

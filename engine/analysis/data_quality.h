@@ -9,7 +9,7 @@
 //
 // By parts (the partitioned analysis, analysis/step_partition.h; CONTRIBUTING.md
 // "Make a figure partitionable"): each part reads only what it holds (its
-// PartJobs) and the whole run's cheap facts (the windows, segments and step
+// PartRun) and the whole run's cheap facts (the windows, segments and step
 // counts of Metrics, the stage map, each device's job count), in two rounds:
 //
 //   QualityPart part{held.run, held.job_step, &held.job_index, plan.bounds[p],
@@ -33,7 +33,7 @@
 //     exactly); round 2 walks with it.
 //   - nonpositive_length, time_outlier: counts and first jobs of the owned
 //     jobs; the outliers' fences are the quartiles of a sample taken at a
-//     stride over whole-run positions (devices in a row, PartJobs::job_index),
+//     stride over whole-run positions (devices in a row, PartRun::job_index),
 //     so the sample is the whole run's whatever the split, and the quartiles
 //     are selected by counting over the parts' sorted samples
 //     (select_rank_by_count), never gathered.
@@ -72,14 +72,14 @@ std::vector<Warning> check_data_quality(const Run& run, const Metrics& metrics,
 
 // ---- By parts ----------------------------------------------------------------
 
-/// What a part holds, as the checks read it (references into a PartJobs, or
+/// What a part holds, as the checks read it (references into a PartRun, or
 /// into the whole run and its Metrics).
 struct QualityPart {
   /// Every device (Run order), with the jobs the part holds in start order.
   const Run& run;
   /// job_step[d][i]: the step (index into Metrics::steps) of run.devices[d].jobs[i].
   const std::vector<std::vector<std::int32_t>>& job_step;
-  /// Each job's position in the whole run's device (PartJobs::job_index);
+  /// Each job's position in the whole run's device (PartRun::job_index);
   /// nullptr when `run` is the whole run (then every job is the part's, with
   /// or without a step).
   const JobIndices* job_index = nullptr;

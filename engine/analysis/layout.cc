@@ -305,7 +305,7 @@ LinkFit link_fit(const DeviceDigest& a, const DeviceDigest& b) {
   return fit;
 }
 
-struct Candidate {
+struct ShapeTrial {
   LayoutShape shape;
   bool fits = false;
   std::string why_not;
@@ -322,8 +322,8 @@ class Detector {
     }
   }
 
-  Candidate test(const LayoutShape& shape, const std::vector<std::size_t>& position) {
-    Candidate c{shape, false, {}};
+  ShapeTrial test(const LayoutShape& shape, const std::vector<std::size_t>& position) {
+    ShapeTrial c{shape, false, {}};
     const auto at = [&](int r, int s, int t) {
       const std::int64_t rank = rank_of(shape, {r, s, t});
       return rank < static_cast<std::int64_t>(position.size())
@@ -695,7 +695,7 @@ Layout detect_layout(const Run& run, const std::vector<std::vector<std::int32_t>
   std::string first_failure;
   for (const Shape& s : shapes) {
     const Numbering& numbering = numberings[s.numbering];
-    const Candidate c = detector.test(s.shape, numbering.position);
+    const ShapeTrial c = detector.test(s.shape, numbering.position);
     if (c.fits) {
       Layout layout = layout_of_mesh(run, s.shape, numbering.position);
       layout.method = LayoutMethod::detected;

@@ -159,7 +159,7 @@ namespace {
 /// `a.schedule` is detected already (on metrics whose step windows may
 /// have moved since, which detection does not read).
 /// `lend`: the run itself, mutable, when the replicas may borrow its
-/// devices (summarize_replicas_lent, after the passes that read them);
+/// devices (summarize_replicas_in_place, after the passes that read them);
 /// null to copy them, beside the other passes.
 PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const PipelineOptions& options,
                           PipelineAnalysis a, ClockReport clock, Run* lend = nullptr) {
@@ -209,7 +209,7 @@ PipelineAnalysis assemble(const Run& run, const Metrics& metrics, const Pipeline
     // Each replica's devices lent to a run of their own, not copied (half
     // the jobs a second time with two replicas): nothing else reads the run
     // now.
-    a.replicas = summarize_replicas_lent(*lend, a.layout, a.roles);
+    a.replicas = summarize_replicas_in_place(*lend, a.layout, a.roles);
     release_free_memory();
   }
   // The run's bottleneck is the one of the replica that bounds its step.

@@ -119,8 +119,8 @@ ReplicaSummary summarize_replicas(const Run& run, const Layout& layout,
   });
 }
 
-ReplicaSummary summarize_replicas_lent(Run& run, const Layout& layout,
-                                       const std::vector<JobRole>& roles) {
+ReplicaSummary summarize_replicas_in_place(Run& run, const Layout& layout,
+                                           const std::vector<JobRole>& roles) {
   return each_replica(layout, [&](int r, const std::vector<std::size_t>& devices) {
     const LentReplicaRun sub(run, layout, devices);
     return measure(r, devices, sub.get(), roles);

@@ -92,7 +92,7 @@ ReplicaSummary summarize_replicas(const Run& run, const Layout& layout,
 
 /// The same, lending each replica's devices (LentReplicaRun) instead of
 /// copying them: nothing may read `run`'s devices meanwhile.
-ReplicaSummary summarize_replicas_lent(Run& run, const Layout& layout,
-                                       const std::vector<JobRole>& roles);
+ReplicaSummary summarize_replicas_in_place(Run& run, const Layout& layout,
+                                           const std::vector<JobRole>& roles);
 
 }  // namespace pipescope

@@ -190,8 +190,8 @@ std::vector<std::size_t> part_job_indices(const Device& device,
   return std::move(device_part_indices(device, job_step, kinds, plan)[part]);
 }
 
-PartJobs empty_part(const Run& run) {
-  PartJobs out;
+PartRun empty_part(const Run& run) {
+  PartRun out;
   out.run.types = run.types;
   out.run.first_step = run.first_step;
   out.run.segments = run.segments;
@@ -212,10 +212,9 @@ PartJobs empty_part(const Run& run) {
   return out;
 }
 
-
-PartJobs head_part(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
-                   std::int32_t steps) {
-  PartJobs out = empty_part(run);
+PartRun head_part(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
+                  std::int32_t steps) {
+  PartRun out = empty_part(run);
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
     const auto& jobs = run.devices[d].jobs;
     for (std::size_t i = 0; i < jobs.size() && i < job_step[d].size(); ++i) {
@@ -229,10 +228,10 @@ PartJobs head_part(const Run& run, const std::vector<std::vector<std::int32_t>>&
   return out;
 }
 
-PartJobs cut_part(const Run& run, const TypeKinds& kinds,
-                  const std::vector<std::vector<std::int32_t>>& job_step, const StepPartition& plan,
-                  std::size_t part) {
-  PartJobs out = empty_part(run);
+PartRun cut_part(const Run& run, const TypeKinds& kinds,
+                 const std::vector<std::vector<std::int32_t>>& job_step, const StepPartition& plan,
+                 std::size_t part) {
+  PartRun out = empty_part(run);
   for (std::size_t d = 0; d < run.devices.size(); ++d) {
     const Device& from = run.devices[d];
     Device& to = out.run.devices[d];

@@ -16,7 +16,7 @@
 //
 //   StepPartition plan = partition_steps(jobs_per_step, metrics.steps, ranks);
 //   plan.for_each_recipient(job, step, [&](std::size_t part) { send(job, part); });
-//   PartJobs mine = cut_part(run, kinds, metrics.job_step, plan, rank);   // in one process
+//   PartRun mine = cut_part(run, kinds, metrics.job_step, plan, rank);   // in one process
 //   add_window_times(mine.run.devices, kinds, plan.windows(metrics.steps, rank));
 #pragma once
 
@@ -114,7 +114,7 @@ std::vector<std::vector<std::size_t>> device_part_indices(const Device& device,
 /// job's step. The run's analyses can read it: what they find for the steps
 /// the part owns is what they find for them in the whole run (each figure's
 /// header says whether it keeps that guarantee).
-struct PartJobs {
+struct PartRun {
   Run run;
   std::vector<std::vector<std::int32_t>> job_step;
   /// job_index[d][i]: the index of run.devices[d].jobs[i] in the whole
@@ -135,18 +135,18 @@ struct PartJobs {
 /// A part's Run before its jobs arrive: the run's types, segments, first
 /// step and time resolution, every device's place (index, machine, rank,
 /// path, cut), no job.
-PartJobs empty_part(const Run& run);
+PartRun empty_part(const Run& run);
 
 /// Part `part` of `run` as the exchange would deliver it, in one process:
 /// the model the partitioned analysis's tests compare with the whole run.
-PartJobs cut_part(const Run& run, const TypeKinds& kinds,
-                  const std::vector<std::vector<std::int32_t>>& job_step, const StepPartition& plan,
-                  std::size_t part);
+PartRun cut_part(const Run& run, const TypeKinds& kinds,
+                 const std::vector<std::vector<std::int32_t>>& job_step, const StepPartition& plan,
+                 std::size_t part);
 
 /// The jobs of steps [0, steps) of every device (Run order kept), as a
 /// part holds them: what whole-run decisions that read only a run's head
 /// (the layout: layout.h kLayoutSteps) are taken from.
-PartJobs head_part(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
-                   std::int32_t steps);
+PartRun head_part(const Run& run, const std::vector<std::vector<std::int32_t>>& job_step,
+                  std::int32_t steps);
 
 }  // namespace pipescope

@@ -339,8 +339,8 @@ AnalyzeStatus write_outputs_on_ranks(distributed::Exchange& exchange,
   }
   std::vector<std::string> written;
   const std::string summary = outputs.file_of(Output::summary).string();
-  const WholeRunFigures whole = write_partitioned_summary(exchange, local, analysis, load.pipeline,
-                                                          summary, planned_figures(plans));
+  const WholeRunView whole = write_partitioned_summary(exchange, local, analysis, load.pipeline,
+                                                       summary, planned_figures(plans));
   written.push_back(summary);
   if (root) {
     for (const Warning& warning : whole.pipeline.warnings) {

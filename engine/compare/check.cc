@@ -10,6 +10,7 @@
 #include <set>
 
 #include "compare/figure_format.h"
+#include "export/figure_registry.h"
 #include "ingest/discovery.h"
 #include "load/input_rules.h"
 #include "numeric/statistics.h"
@@ -97,11 +98,16 @@ void CheckThresholds::fill_from(const CheckThresholds& other) {
   if (!max_step_time_increase) max_step_time_increase = other.max_step_time_increase;
   if (!max_utilization_drop) max_utilization_drop = other.max_utilization_drop;
   if (!skip_steps) skip_steps = other.skip_steps;
-  for (const auto& entry : other.max_events) {
-    const bool given = std::any_of(max_events.begin(), max_events.end(),
-                                   [&](const auto& e) { return e.first == entry.first; });
-    if (!given) max_events.push_back(entry);
-  }
+  // Entries of the command line first; the file's for the ids it does not name.
+  const auto fill = [](auto& mine, const auto& theirs) {
+    for (const auto& entry : theirs) {
+      const bool given = std::any_of(mine.begin(), mine.end(),
+                                     [&](const auto& e) { return e.first == entry.first; });
+      if (!given) mine.push_back(entry);
+    }
+  };
+  fill(max_events, other.max_events);
+  fill(max_figures, other.max_figures);
 }
 
 std::pair<std::string, std::int64_t> parse_max_events(std::string_view text,
@@ -209,6 +215,23 @@ CheckThresholds read_check_config(const std::string& path) {
       }
       continue;
     }
+    if (key == "max_figures") {
+      simdjson::dom::object limits;
+      if (value.get(limits) != simdjson::SUCCESS) {
+        throw InputError(where + " must be an object of KEY: N, e.g. {\"max_jobs\": 12}");
+      }
+      for (auto [figure, n] : limits) {
+        double limit = 0;
+        std::int64_t integer = 0;
+        if (n.get(integer) == simdjson::SUCCESS) {
+          limit = static_cast<double>(integer);
+        } else if (n.get(limit) != simdjson::SUCCESS) {
+          throw InputError(fmt::format("{}: \"{}\" must be a number", where, figure));
+        }
+        t.max_figures.emplace_back(std::string(figure), limit);
+      }
+      continue;
+    }
     if (key == "skip_steps") {
       std::int64_t n = 0;
       if (value.get(n) != simdjson::SUCCESS || n < 0) {
@@ -235,7 +258,7 @@ CheckThresholds read_check_config(const std::string& path) {
     if (slot == nullptr) {
       throw InputError(fmt::format(
           "{} is not a known key (max_bubble_ratio, max_bubble_increase, max_step_time_increase, "
-          "max_utilization_drop, max_events, skip_steps)",
+          "max_utilization_drop, max_events, max_figures, skip_steps)",
           where));
     }
     double number = 0;
@@ -444,6 +467,39 @@ void event_thresholds(const RunFigures& current,
   }
 }
 
+/// One max-figures result per figure limited, appended to `r`: the current
+/// run's value against the limit (the baseline's shown beside it).
+void figure_thresholds(const RunFigures& baseline, const RunFigures& current,
+                       const decltype(CheckThresholds::max_figures)& max_figures, CheckReport& r) {
+  const auto value_of = [](const RunFigures& run,
+                           const std::string& key) -> std::optional<FigureNumber> {
+    for (const NamedFigure& f : run.figures) {
+      if (f.key == key) return f.value;
+    }
+    return std::nullopt;
+  };
+  for (const auto& [key, limit] : max_figures) {
+    const FigureSpec* spec = find_figure(key);
+    if (spec != nullptr && !spec->threshold) {
+      throw InputError(fmt::format("max_figures: the figure {} takes no limit", key));
+    }
+    const std::optional<FigureNumber> value = value_of(current, key);
+    if (!value) {
+      throw InputError(
+          fmt::format("max_figures: the current run {} has no figure {}", current.source, key));
+    }
+    const FigureUnit unit = spec != nullptr ? spec->unit : FigureUnit::count;
+    const std::optional<FigureNumber> base = value_of(baseline, key);
+    const double v = figure_double(*value);
+    ThresholdResult t{"max-figure", within(v, limit), "", {}};
+    t.detail =
+        fmt::format("figure {}: {} {} limit {} (baseline {})", key, figure_text(*value, unit),
+                    t.passed ? "<=" : ">", figure_text(FigureNumber(limit), unit),
+                    base ? figure_text(*base, unit) : std::string("n/a"));
+    r.thresholds.push_back(std::move(t));
+  }
+}
+
 CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current,
                            const CheckThresholds& thresholds, bool allow_incomparable) {
   CheckReport r;
@@ -524,6 +580,9 @@ CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current
     r.thresholds.push_back(utilization_threshold(r.devices, *thresholds.max_utilization_drop));
   }
   if (!thresholds.max_events.empty()) event_thresholds(current, thresholds.max_events, r);
+  if (!thresholds.max_figures.empty()) {
+    figure_thresholds(baseline, current, thresholds.max_figures, r);
+  }
 
   // The largest idle stretches of the current run, as device-steps.
   for (const StepFigures& s : cur_steps) {

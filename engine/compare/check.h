@@ -59,10 +59,14 @@ struct CheckThresholds {
   /// most N events of each ID, a library entry's id or a category, over the
   /// whole run; in the order given.
   std::vector<std::pair<std::string, std::int64_t>> max_events;
+  /// Registered figures (export/figure_registry.h): the current run's value
+  /// of each KEY must be <= the limit, a number in the figure's unit (a
+  /// count, nanoseconds, a fraction); in the order given.
+  std::vector<std::pair<std::string, double>> max_figures;
 
   bool any() const {
     return max_bubble_ratio || max_bubble_increase || max_step_time_increase ||
-           max_utilization_drop || !max_events.empty();
+           max_utilization_drop || !max_events.empty() || !max_figures.empty();
   }
   /// Fills the thresholds that are unset here from `other` (command line over
   /// config file).
@@ -101,7 +105,8 @@ std::pair<std::string, std::int64_t> parse_max_events(std::string_view text, std
 /// test). Keys, all optional: "max_bubble_ratio", "max_bubble_increase",
 /// "max_step_time_increase", "max_utilization_drop" (numbers, or strings like
 /// "5%"), "skip_steps" (integer >= 0), "max_events" (an object of ID:
-/// integer >= 0). An unknown key, a wrong type or
+/// integer >= 0), "max_figures" (an object of KEY: number, a registered
+/// figure that takes a limit). An unknown key, a wrong type or
 /// invalid JSON throws InputError naming the file and the key.
 CheckThresholds read_check_config(const std::string& path);
 
@@ -198,7 +203,8 @@ std::vector<std::string> comparability_problems(const RunFigures& baseline,
 /// `allow_incomparable` turns from a refusal into a note. Throws InputError
 /// when, after skipping warm-up steps, a side has no step left to compare,
 /// and when `max_events` is given but the current run has no events section
-/// (events off, or no worker logs).
+/// (events off, or no worker logs), and when `max_figures` names a figure
+/// the current run does not have or whose registry row takes no limit.
 CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current,
                            const CheckThresholds& thresholds, bool allow_incomparable = false);
 

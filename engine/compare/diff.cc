@@ -8,9 +8,11 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <variant>
 
 #include "compare/check.h"
 #include "compare/figure_format.h"
+#include "export/figure_registry.h"
 #include "export/json_writer.h"
 #include "export/table_rows.h"
 
@@ -77,6 +79,36 @@ std::optional<double> kernel_share(const RunFigures& f,
   return (*f.kernel_view).*share;
 }
 
+/// The registered figures (export/figure_registry.h) either run has, by
+/// key (A's order, then B's others), but those whose row says diff leaves
+/// them out; n/a on a side without it.
+std::vector<Row> registered_rows(const RunFigures& a, const RunFigures& b) {
+  const auto value_of = [](const RunFigures& run, const std::string& key) {
+    for (const NamedFigure& f : run.figures) {
+      if (f.key == key) return std::optional<double>(figure_double(f.value));
+    }
+    return std::optional<double>();
+  };
+  std::vector<Row> rows;
+  for (const RunFigures* side : {&a, &b}) {
+    for (const NamedFigure& f : side->figures) {
+      const bool listed =
+          std::any_of(rows.begin(), rows.end(), [&](const Row& r) { return r.name == f.key; });
+      const FigureSpec* spec = find_figure(f.key);
+      if (listed || (spec != nullptr && !spec->compared)) continue;
+      // Unregistered here: an integer counts, a fraction is a ratio.
+      const FigureUnit unit = spec != nullptr                           ? spec->unit
+                              : std::holds_alternative<double>(f.value) ? FigureUnit::ratio
+                                                                        : FigureUnit::count;
+      rows.push_back({f.key, value_of(a, f.key), value_of(b, f.key),
+                      unit == FigureUnit::ns      ? Unit::ns
+                      : unit == FigureUnit::ratio ? Unit::ratio
+                                                  : Unit::count});
+    }
+  }
+  return rows;
+}
+
 std::vector<Row> metric_rows(const RunFigures& a, const RunFigures& b) {
   const auto d = [](auto v) { return static_cast<double>(v); };
   std::vector<Row> rows = {
@@ -101,6 +133,7 @@ std::vector<Row> metric_rows(const RunFigures& a, const RunFigures& b) {
     rows.push_back({"  idle", kernel_share(a, &KernelViewFigures::idle_share),
                     kernel_share(b, &KernelViewFigures::idle_share), Unit::ratio});
   }
+  for (Row& row : registered_rows(a, b)) rows.push_back(std::move(row));
   return rows;
 }
 

@@ -42,7 +42,7 @@ LoadedRun load_log_run(const std::string& path, const LoadOptions& options,
   if (loaded.run.job_count() == 0) {
     throw InputError(fmt::format("{}: no job lines found in {} input file{} (looked for {})", path,
                                  inputs.size(), inputs.size() == 1 ? "" : "s",
-                                 job_lines_looked_for(options.ingest)));
+                                 job_lines_looked_for(options.ingest, *options.ingest.words)));
   }
   return loaded;
 }
@@ -67,7 +67,7 @@ RunFigures load_run_figures(const std::string& path, const LoadOptions& options,
   if (loaded.run.job_count() == 0) {
     throw InputError(fmt::format("{}: no job lines found in {} input file{} (looked for {})", path,
                                  inputs.size(), inputs.size() == 1 ? "" : "s",
-                                 job_lines_looked_for(options.ingest)));
+                                 job_lines_looked_for(options.ingest, *options.ingest.words)));
   }
   if (options.level != LoadLevel::full) {
     // The contract's figures, and the schedule as `analyze` detects it when

@@ -21,7 +21,7 @@ HeldJobs held_by_reader(const Run& local) {
   };
 }
 
-HeldJobs held_by_part(const PartJobs& part, const StepPartition& plan, std::size_t rank) {
+HeldJobs held_by_part(const PartRun& part, const StepPartition& plan, std::size_t rank) {
   return [&part, &plan, rank](std::size_t d, std::uint64_t begin, std::uint64_t end,
                               const std::function<void(std::uint64_t, const Job&)>& f) {
     if (d >= part.job_index.size()) return;

@@ -38,7 +38,7 @@ using HeldJobs = std::function<void(std::size_t d, std::uint64_t begin, std::uin
 HeldJobs held_by_reader(const Run& local);
 
 /// The jobs of a part's own steps (the steps owned by `rank` in `plan`).
-HeldJobs held_by_part(const PartJobs& part, const StepPartition& plan, std::size_t rank);
+HeldJobs held_by_part(const PartRun& part, const StepPartition& plan, std::size_t rank);
 
 /// The evidence for `pairs` (a < b), every rank taking part in the same
 /// collectives: `job_counts` every device's job count, `origin` the run's

@@ -269,7 +269,7 @@ void gather_readers(Exchange& exchange, const Run& local, const std::vector<std:
 }
 
 /// What the summary and the traces read of this rank's devices' jobs, before
-/// they go: compute jobs in steps, sums by type, lane counts; and the lanes
+/// they go: compute jobs in steps, lane counts; and the lanes
 /// that are not 0, by device (job index, lane).
 std::vector<std::vector<JobLane>> read_facts(const Run& local,
                                              const std::vector<std::vector<std::int32_t>>& job_step,
@@ -277,17 +277,10 @@ std::vector<std::vector<JobLane>> read_facts(const Run& local,
                                              ReadFacts& read) {
   read.compute_in_steps.assign(local.devices.size(), 0);
   read.lane_count.assign(local.devices.size(), 1);
-  read.type_jobs.assign(local.types.size(), 0);
-  read.type_ns.assign(local.types.size(), 0);
   std::vector<std::vector<JobLane>> lanes(local.devices.size());
   for (const std::size_t d : mine) {
     const Device& device = local.devices[d];
     read.compute_in_steps[d] = compute_jobs_in_steps(local, device, job_step[d]);
-    for (const Job& job : device.jobs) {
-      if (job.type >= read.type_jobs.size()) continue;
-      ++read.type_jobs[job.type];
-      read.type_ns[job.type] += job.duration_ns();
-    }
     const std::vector<int> of_job = trace_job_lanes(device.jobs, read.lane_count[d]);
     for (std::size_t i = 0; i < of_job.size(); ++i) {
       if (of_job[i] != 0) lanes[d].push_back({static_cast<std::uint32_t>(i), of_job[i]});
@@ -302,10 +295,10 @@ std::vector<std::vector<JobLane>> read_facts(const Run& local,
 /// of each device it gets (so it reserves them once), then the jobs travel
 /// in rounds; each device's jobs and steps are freed here once every
 /// destination has had its share (the parts hold them now).
-PartJobs exchange_jobs(Exchange& exchange, Run& local,
-                       std::vector<std::vector<std::int32_t>>& job_step,
-                       const std::vector<std::size_t>& mine, const TypeKinds& kinds,
-                       const StepPartition& plan, PartitionedAnalysis& out) {
+PartRun exchange_jobs(Exchange& exchange, Run& local,
+                      std::vector<std::vector<std::int32_t>>& job_step,
+                      const std::vector<std::size_t>& mine, const TypeKinds& kinds,
+                      const StepPartition& plan, PartitionedAnalysis& out) {
   const std::size_t ranks = static_cast<std::size_t>(exchange.size());
   std::vector<std::vector<JobLane>> lanes = read_facts(local, job_step, mine, out.read);
   Rounds rounds;
@@ -320,7 +313,7 @@ PartJobs exchange_jobs(Exchange& exchange, Run& local,
   }
 
   // The part's run: every device's place, no job yet (as cut_part makes it).
-  PartJobs part = empty_part(local);
+  PartRun part = empty_part(local);
   out.part_lanes.assign(local.devices.size(), {});
 
   // How many of each device's jobs every destination gets.
@@ -428,7 +421,7 @@ PartJobs exchange_jobs(Exchange& exchange, Run& local,
 void return_jobs(Exchange& exchange, PartitionedAnalysis& out, Run& local) {
   const std::size_t ranks = static_cast<std::size_t>(exchange.size());
   const auto rank = static_cast<std::size_t>(exchange.rank());
-  PartJobs& part = out.part;
+  PartRun& part = out.part;
   const ReadFacts& read = out.read;
   Rounds rounds;
   rounds.blocks.resize(ranks);
@@ -473,7 +466,7 @@ void return_jobs(Exchange& exchange, PartitionedAnalysis& out, Run& local) {
       throw WireError("a device's jobs did not all come back");
     }
   }
-  out.part = PartJobs();
+  out.part = PartRun();
 }
 
 // ---- 5. complete steps and window times -----------------------------------------
@@ -554,10 +547,10 @@ void gather_totals(Exchange& exchange, const WindowSums& mine, Metrics& metrics)
 
 /// The jobs of the run's first `steps` steps of every device, on every rank
 /// (what the layout reads: layout.h kLayoutSteps), as head_part gives them.
-PartJobs gather_head(Exchange& exchange, const Run& local,
-                     const std::vector<std::vector<std::int32_t>>& job_step,
-                     const std::vector<std::size_t>& mine, std::int32_t steps) {
-  PartJobs head = head_part(local, job_step, steps);
+PartRun gather_head(Exchange& exchange, const Run& local,
+                    const std::vector<std::vector<std::int32_t>>& job_step,
+                    const std::vector<std::size_t>& mine, std::int32_t steps) {
+  PartRun head = head_part(local, job_step, steps);
   ByteWriter w;
   w.put(static_cast<std::uint64_t>(mine.size()));
   for (const std::size_t d : mine) {
@@ -682,7 +675,7 @@ void gather_pairs(Exchange& exchange, const PairClocks& mine, PairClocks& into) 
 
 /// Each machine's first job start (machine_first_starts: its devices' first
 /// jobs, which the parts that hold them know) over every rank's part.
-std::vector<std::int64_t> gather_machine_firsts(Exchange& exchange, const PartJobs& part) {
+std::vector<std::int64_t> gather_machine_firsts(Exchange& exchange, const PartRun& part) {
   Run firsts;  // each device's first job, where this part holds it
   firsts.devices.resize(part.run.devices.size());
   for (std::size_t d = 0; d < part.run.devices.size(); ++d) {
@@ -813,7 +806,7 @@ void partitioned_metrics(
   }
 
   // 4. Every job to the ranks that need it.
-  out.part = PartJobs();
+  out.part = PartRun();
   out.part = exchange_jobs(exchange, local, job_step, mine, kinds, out.plan, out);
 
   // 5. Complete steps, this rank's windows, the run's totals.
@@ -846,7 +839,7 @@ void partitioned_metrics(
 /// consumer is in this rank's steps, in its part's job indices: on each
 /// device the jobs of a range of steps, kept in found's compact form.
 Dependencies own_dependencies(const PartitionedAnalysis& out, const Dependencies& found) {
-  const PartJobs& part = out.part;
+  const PartRun& part = out.part;
   std::vector<std::pair<std::size_t, std::size_t>> jobs(part.job_step.size());
   for (std::size_t d = 0; d < jobs.size(); ++d) {
     const std::vector<std::int32_t>& steps = part.job_step[d];
@@ -1239,8 +1232,7 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
   bool decided = false;
   const auto decide_layout = [&](const std::vector<std::vector<std::int32_t>>& job_step) {
     if (decided) return;
-    const PartJobs head =
-        gather_head(exchange, local, job_step, local_devices(local), kLayoutSteps);
+    const PartRun head = gather_head(exchange, local, job_step, local_devices(local), kLayoutSteps);
     // `--stages auto` guesses from every job, compared where the devices
     // were read (the guess's pairs: devices of one machine and job count).
     std::optional<StageJobEvidence> evidence;
@@ -1265,7 +1257,7 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
 
   // The schedule from every range's votes.
   const auto detect_schedule = [&] {
-    const PartJobs& part = out.part;
+    const PartRun& part = out.part;
     return gather_schedule(exchange,
                            vote_schedules(part.run, part.job_step, m.steps, out.first, out.last,
                                           out.stages, out.roles),

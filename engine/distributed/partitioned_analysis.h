@@ -85,9 +85,6 @@ struct ReadFacts {
   /// elsewhere).
   std::vector<std::uint64_t> compute_in_steps;
   std::vector<int> lane_count;
-  /// Jobs and nanoseconds by type, over this rank's devices.
-  std::vector<std::int64_t> type_jobs;
-  std::vector<std::int64_t> type_ns;
 
   /// Whether this rank read device d.
   bool mine(std::size_t d, int rank) const { return d < reader.size() && reader[d] == rank; }
@@ -102,8 +99,8 @@ struct PartitionedAnalysis {
   Metrics metrics;
   /// Which rank owns which steps (rank r owns range r).
   StepPartition plan;
-  /// The jobs this rank holds (step_partition.h PartJobs).
-  PartJobs part;
+  /// The jobs this rank holds (step_partition.h PartRun).
+  PartRun part;
   /// Steps [first, last) of metrics.steps are this rank's.
   std::size_t first = 0;
   std::size_t last = 0;

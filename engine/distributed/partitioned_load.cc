@@ -103,7 +103,7 @@ Headers gather_headers(Exchange& exchange, std::vector<FileResult>&& mine,
     put_file_header(w, f);
     w.put(static_cast<std::uint8_t>(f.has_device ? 1 : 0));
     w.put(f.time_resolution_ns);
-    w.put(static_cast<std::uint8_t>(f.kernels.has_value() ? 1 : 0));
+    w.put(static_cast<std::uint8_t>(f.kernels.empty() ? 0 : 1));
     w.put(static_cast<std::uint32_t>(f.notes.size()));
     for (const Warning& note : f.notes) put_warning(w, note);
     w.put(static_cast<std::uint32_t>(f.more_devices.size()));

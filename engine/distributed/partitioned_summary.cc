@@ -16,6 +16,7 @@
 #include "analysis/step_events.h"
 #include "distributed/pair_evidence.h"
 #include "distributed/wire.h"
+#include "export/figure_registry.h"
 #include "export/summary_json.h"
 #include "export/summary_step_rows.h"
 #include "load/input_rules.h"
@@ -34,8 +35,9 @@ struct JobFacts {
   std::vector<std::uint64_t> compute_in_steps;
 };
 
-// One rank's share: its devices' counts, its jobs' sums by type, the named
-// jobs of its devices and the inherent shares of its steps' longest bubbles.
+// One rank's share: its devices' counts, the registered figures' parts of
+// its steps, the named jobs of its devices and the inherent shares of its
+// steps' longest bubbles.
 std::string facts_message(const LocalLoad& load, const PartitionedAnalysis& a, int rank) {
   const Run& run = load.run;
   const ReadFacts& read = a.read;
@@ -49,8 +51,11 @@ std::string facts_message(const LocalLoad& load, const PartitionedAnalysis& a, i
     w.put(static_cast<std::int64_t>(read.device_jobs[d]));
     w.put(read.compute_in_steps[d]);
   }
-  w.list(read.type_jobs);
-  w.list(read.type_ns);
+  w.str(encode_figure_parts(figure_parts({.run = a.part.run,
+                                          .metrics = a.metrics,
+                                          .job_step = a.part.job_step,
+                                          .first = a.first,
+                                          .last = a.last})));
   // Each longest bubble: its jobs from a part that holds them, its share
   // from the owner of its step.
   const auto named_job = [&](std::size_t d, std::int64_t index) {
@@ -99,8 +104,6 @@ JobFacts gather_facts(Exchange& exchange, const LocalLoad& load, const Partition
   SummaryJobFacts& f = facts.summary;
   f.device_jobs.assign(run.devices.size(), 0);
   facts.compute_in_steps.assign(run.devices.size(), 0);
-  f.type_jobs.assign(run.types.size(), 0);
-  f.type_ns.assign(run.types.size(), 0);
   f.longest_bubbles.resize(a.bubbles.longest.size());
   const std::size_t path_jobs = a.longest_path ? a.longest_path->jobs.size() : 0;
   std::vector<std::optional<Job>> path(path_jobs);
@@ -112,16 +115,8 @@ JobFacts gather_facts(Exchange& exchange, const LocalLoad& load, const Partition
       f.device_jobs[d] = r.get<std::int64_t>();
       facts.compute_in_steps[d] = r.get<std::uint64_t>();
     }
-    std::vector<std::int64_t> jobs, ns;
-    r.list(jobs);
-    r.list(ns);
-    if (jobs.size() != f.type_jobs.size() || ns.size() != f.type_ns.size()) {
-      throw WireError("job sums of another type table");
-    }
-    for (std::size_t t = 0; t < jobs.size(); ++t) {
-      f.type_jobs[t] += jobs[t];
-      f.type_ns[t] += ns[t];
-    }
+    // Rank r owns step range r: the parts come in step order.
+    combine_figure_parts(f.figures, decode_figure_parts(r.str()));
     const auto named_job = [&r](std::optional<Job>& into) {
       if (r.get<std::uint8_t>() != 0) into = r.get<Job>();
     };
@@ -136,7 +131,6 @@ JobFacts gather_facts(Exchange& exchange, const LocalLoad& load, const Partition
     for (std::optional<Job>& job : path) named_job(job);
     if (!r.done()) throw WireError("summary facts longer than expected");
   }
-  for (const std::int64_t n : f.device_jobs) f.jobs += n;
   for (const std::optional<Job>& job : path) {
     if (!job) throw WireError("a job of the longest critical path did not arrive");
     f.longest_path_jobs.push_back(*job);
@@ -146,7 +140,7 @@ JobFacts gather_facts(Exchange& exchange, const LocalLoad& load, const Partition
 
 /// The first job's start of the devices whose first job this rank's part
 /// holds (max when none).
-std::int64_t first_start(const PartJobs& part) {
+std::int64_t first_start(const PartRun& part) {
   std::int64_t first = std::numeric_limits<std::int64_t>::max();
   for (std::size_t d = 0; d < part.run.devices.size(); ++d) {
     if (const Job* job = part.first_job(d)) first = std::min(first, job->start_ns);
@@ -228,11 +222,11 @@ PipelineAnalysis whole_run_pipeline(const PartitionedAnalysis& a, std::vector<Wa
 
 }  // namespace
 
-WholeRunFigures write_partitioned_summary(Exchange& exchange, const LocalLoad& load,
-                                          const PartitionedAnalysis& analysis,
-                                          const PipelineOptions& options, const std::string& path,
-                                          const std::vector<TraceFileFigures>& traces) {
-  WholeRunFigures out;
+WholeRunView write_partitioned_summary(Exchange& exchange, const LocalLoad& load,
+                                       const PartitionedAnalysis& analysis,
+                                       const PipelineOptions& options, const std::string& path,
+                                       const std::vector<TraceFileFigures>& traces) {
+  WholeRunView out;
   const Run& run = load.run;
   const JobFacts facts = gather_facts(exchange, load, analysis);
   std::vector<std::uint64_t> counts;

@@ -37,6 +37,15 @@
 
 namespace pipescope::distributed {
 
+/// Rank 0's whole-run view, for the text report (text_report.h): the
+/// pipeline analysis as summary.json reads it (warnings complete, per-step
+/// results left out, critical_paths the longest complete step's) and the
+/// facts of the jobs. Empty on the other ranks.
+struct WholeRunView {
+  PipelineAnalysis pipeline;
+  SummaryJobFacts facts;
+};
+
 /// See the header. `load` is the rank's LocalLoad after analyze_partitioned
 /// ran on load.run (its clocks corrected when the analysis corrected them),
 /// `analysis` what it returned; `options` the pipeline options of the
@@ -46,18 +55,9 @@ namespace pipescope::distributed {
 /// device's events from the files' headers) is placed and written whole by
 /// rank 0. Throws what write_summary_json throws (rank 0), and what the
 /// exchange throws when another rank fails.
-/// Rank 0's whole-run view, for the text report (text_report.h): the
-/// pipeline analysis as summary.json reads it (warnings complete, per-step
-/// results left out, critical_paths the longest complete step's) and the
-/// facts of the jobs. Empty on the other ranks.
-struct WholeRunFigures {
-  PipelineAnalysis pipeline;
-  SummaryJobFacts facts;
-};
-
-WholeRunFigures write_partitioned_summary(Exchange& exchange, const LocalLoad& load,
-                                          const PartitionedAnalysis& analysis,
-                                          const PipelineOptions& options, const std::string& path,
-                                          const std::vector<TraceFileFigures>& traces = {});
+WholeRunView write_partitioned_summary(Exchange& exchange, const LocalLoad& load,
+                                       const PartitionedAnalysis& analysis,
+                                       const PipelineOptions& options, const std::string& path,
+                                       const std::vector<TraceFileFigures>& traces = {});
 
 }  // namespace pipescope::distributed

@@ -36,7 +36,7 @@ std::vector<std::size_t> read_devices(const PartitionedAnalysis& a, int rank) {
 // ---- 1. lanes -----------------------------------------------------------------
 
 struct PartLanes {
-  /// The lane of each job of the part (PartJobs' order), by device.
+  /// The lane of each job of the part (PartRun' order), by device.
   std::vector<std::vector<int>> of_job;
   /// The lane count of each device this rank read; 1 elsewhere (a device
   /// without jobs has its one lane).

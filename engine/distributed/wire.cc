@@ -12,6 +12,7 @@ void put_input(ByteWriter& w, const InputFile& input) {
   w.str(input.machine_name);
   w.put(static_cast<std::int32_t>(input.rank));
   w.put(static_cast<std::int32_t>(input.device));
+  w.put(static_cast<std::int32_t>(input.ranks));
 }
 
 InputFile get_input(ByteReader& r) {
@@ -25,6 +26,8 @@ InputFile get_input(ByteReader& r) {
   input.machine_name = r.str();
   input.rank = r.get<std::int32_t>();
   input.device = r.get<std::int32_t>();
+  input.ranks = r.get<std::int32_t>();
+  if (input.ranks < 1) throw WireError("bad rank count");
   return input;
 }
 

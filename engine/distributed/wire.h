@@ -1,18 +1,11 @@
-// The byte encoding of what ranks send each other. Every rank runs the same
-// pipescope binary on the same kind of machine, so integers and Job records
-// travel in the machine's own byte order and layout (Job: 40 bytes, no
-// padding); strings as a 32-bit length and the bytes. Pure: no MPI here.
+// The byte encoding of what ranks send each other: model/byte_codec.h's
+// (integers and Job records, 40 bytes without padding, in the machine's own
+// byte order and layout; strings as a 32-bit length and the bytes), and the
+// inputs' descriptions. Pure: no MPI here.
 #pragma once
 
-#include <cstdint>
-#include <cstring>
-#include <iterator>
-#include <stdexcept>
-#include <string>
-#include <string_view>
-#include <type_traits>
-
 #include "ingest/discovery.h"
+#include "model/byte_codec.h"
 #include "model/errors.h"
 
 namespace pipescope::distributed {
@@ -20,78 +13,9 @@ namespace pipescope::distributed {
 /// A message that ends early or holds an impossible value (model/errors.h).
 using pipescope::WireError;
 
-class ByteWriter {
- public:
-  template <typename T>
-  void put(T value) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    bytes(&value, sizeof value);
-  }
-  void str(std::string_view s) {
-    put(static_cast<std::uint32_t>(s.size()));
-    bytes(s.data(), s.size());
-  }
-  void bytes(const void* data, std::size_t n) { out_.append(static_cast<const char*>(data), n); }
-  /// A count, then the elements' bytes.
-  template <typename Range>
-  void list(const Range& items) {
-    using T = std::decay_t<decltype(*std::begin(items))>;
-    static_assert(std::is_trivially_copyable_v<T>);
-    put(static_cast<std::uint64_t>(std::size(items)));
-    if (std::size(items) > 0) bytes(&*std::begin(items), std::size(items) * sizeof(T));
-  }
-
-  std::size_t size() const { return out_.size(); }
-  std::string& data() { return out_; }
-  /// The bytes written; the writer is empty again.
-  std::string take() {
-    std::string out = std::move(out_);
-    out_.clear();
-    return out;
-  }
-  void clear() { out_.clear(); }
-
- private:
-  std::string out_;
-};
-
-class ByteReader {
- public:
-  explicit ByteReader(std::string_view in) : in_(in) {}
-  template <typename T>
-  T get() {
-    static_assert(std::is_trivially_copyable_v<T>);
-    T value;
-    std::memcpy(&value, bytes(sizeof value), sizeof value);
-    return value;
-  }
-  std::string str() {
-    const auto n = get<std::uint32_t>();
-    return std::string(bytes(n), n);
-  }
-  /// What ByteWriter::list wrote, into any vector of T.
-  template <typename Vector>
-  void list(Vector& items) {
-    using T = typename Vector::value_type;
-    static_assert(std::is_trivially_copyable_v<T>);
-    const auto n = get<std::uint64_t>();
-    if (n > left() / (sizeof(T) == 0 ? 1 : sizeof(T))) throw WireError("list longer than message");
-    items.resize(n);
-    if (n > 0) std::memcpy(items.data(), bytes(n * sizeof(T)), n * sizeof(T));
-  }
-  const char* bytes(std::size_t n) {
-    if (n > in_.size() - pos_) throw WireError("message ends early");
-    const char* p = in_.data() + pos_;
-    pos_ += n;
-    return p;
-  }
-  bool done() const { return pos_ == in_.size(); }
-  std::size_t left() const { return in_.size() - pos_; }
-
- private:
-  std::string_view in_;
-  std::size_t pos_ = 0;
-};
+/// The codec, one for the whole engine (model/byte_codec.h).
+using pipescope::ByteReader;
+using pipescope::ByteWriter;
 
 void put_input(ByteWriter& w, const InputFile& input);
 InputFile get_input(ByteReader& r);

@@ -13,6 +13,8 @@
 //   v.pair(key, a, b)                a two-number array
 //   v.derived(key, member, make)     a value that a summary may lack: make()
 //                                    gives it when the reader finds none
+//   v.named_values(key, list)        an object of the registered figures'
+//                                    values (NamedFigure: key and number)
 //   v.step_list(key, list, which)    a list of rows of some or all steps
 //                                    (summary_step_rows.h): the writer takes
 //                                    its rows from the step ranges' owners
@@ -584,6 +586,8 @@ void fields(auto& v, Of<SummaryFigures> auto& f) {
   v(omitted("kernel_view"), f.kernel_view);
   v(omitted("events"), f.events);
   v.keyed(omitted("traces"), f.traces, &TraceFileFigures::file);
+  // The figures registered without a member here (export/figure_registry.h).
+  v.named_values(omitted("figures"), f.figures);
 }
 
 }  // namespace pipescope::summary_fields

@@ -6,6 +6,7 @@
 
 #include "analysis/job_kind.h"
 #include "analysis/step_events.h"
+#include "export/figure_registry.h"
 #include "export/summary_step_rows.h"
 
 namespace pipescope {
@@ -248,20 +249,14 @@ std::vector<WarningFigures> warning_figures(const std::vector<Warning>& warnings
   return out;
 }
 
-std::vector<JobTypeFigures> job_type_figures(const Run& run) {
-  const SummaryJobFacts facts = summary_job_facts(run, Metrics(), nullptr);
-  return job_type_figures(run.types, facts.type_jobs, facts.type_ns);
-}
-
 std::vector<JobTypeFigures> job_type_figures(const TypeTable& types,
-                                             std::span<const std::int64_t> counts,
-                                             std::span<const std::int64_t> totals) {
+                                             std::span<const TypeJobSums> sums) {
   std::vector<JobTypeFigures> out;
-  for (TypeId id = 0; id < counts.size() && id < types.size() && id < totals.size(); ++id) {
-    if (counts[id] == 0) continue;
+  for (TypeId id = 0; id < sums.size() && id < types.size(); ++id) {
+    if (sums[id].jobs == 0) continue;
     const std::string& name = types.name(id);
-    out.push_back(
-        {name, std::string(job_kind_name(classify_job_type(name))), counts[id], totals[id]});
+    out.push_back({name, std::string(job_kind_name(classify_job_type(name))), sums[id].jobs,
+                   sums[id].total_ns});
   }
   std::sort(out.begin(), out.end(),
             [](const JobTypeFigures& a, const JobTypeFigures& b) { return a.type < b.type; });
@@ -302,17 +297,15 @@ const CriticalPath* longest_complete_path(const Metrics& metrics,
 SummaryJobFacts summary_job_facts(const Run& run, const Metrics& metrics,
                                   const PipelineAnalysis* pipeline) {
   SummaryJobFacts facts;
-  facts.jobs = static_cast<std::int64_t>(run.job_count());
-  facts.type_jobs.assign(run.types.size(), 0);
-  facts.type_ns.assign(run.types.size(), 0);
   for (const Device& device : run.devices) {
     facts.device_jobs.push_back(static_cast<std::int64_t>(device.jobs.size()));
-    for (const Job& job : device.jobs) {
-      if (job.type >= facts.type_jobs.size()) continue;
-      ++facts.type_jobs[job.type];
-      facts.type_ns[job.type] += job.duration_ns();
-    }
   }
+  facts.figures = figure_parts({.run = run,
+                                .metrics = metrics,
+                                .job_step = metrics.job_step,
+                                .first = 0,
+                                .last = metrics.steps.size(),
+                                .whole_run = true});
   if (pipeline == nullptr) return facts;
   for (const Bubble& bubble : pipeline->bubbles.longest) {
     const Device& device = run.devices[bubble.device];
@@ -332,7 +325,9 @@ SummaryFigures summary_figures(const Run& run, const Metrics& metrics,
                                const PipelineAnalysis* pipeline, const SummaryJobFacts& facts,
                                SummaryRows rows) {
   SummaryFigures f;
-  f.jobs = facts.jobs;
+  // The registered figures: jobs and job_types in their members, the
+  // others in `figures`.
+  place_figures(facts.figures, run, f);
   f.first_step = run.first_step.value_or(0);
   f.bubble_ratio = metrics.bubble_ratio;
   f.total_window_ns = metrics.total_window_ns;
@@ -345,7 +340,6 @@ SummaryFigures summary_figures(const Run& run, const Metrics& metrics,
   }
   f.incomplete_steps = static_cast<std::int64_t>(metrics.incomplete_steps);
   f.segments = segment_figures(run, metrics);
-  f.job_types = job_type_figures(run.types, facts.type_jobs, facts.type_ns);
   f.inputs = input_figures(run);
   f.diagnostics = diagnostic_figures(run);
   f.left_out = left_out_figures(run);

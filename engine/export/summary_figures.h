@@ -28,6 +28,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "analysis/kernel_view.h"
@@ -626,6 +627,19 @@ struct TraceFileFigures {
   friend bool operator==(const TraceFileFigures&, const TraceFileFigures&) = default;
 };
 
+/// A registered figure's value (export/figure_registry.h): a count or a
+/// duration in integer ns, or a ratio.
+using FigureNumber = std::variant<std::int64_t, double>;
+
+/// One entry of the "figures" object: a figure registered at run time,
+/// under its key, in the registry's order.
+struct NamedFigure {
+  std::string key;
+  FigureNumber value;
+
+  friend bool operator==(const NamedFigure&, const NamedFigure&) = default;
+};
+
 struct SummaryFigures {
   std::int64_t jobs = 0;
   std::int64_t first_step = 0;
@@ -670,22 +684,36 @@ struct SummaryFigures {
   std::optional<EventsFigures> events;
   /// The traces written that hold only some steps (by file name).
   std::vector<TraceFileFigures> traces;
+  /// The figures registered at run time that have no member above
+  /// (export/figure_registry.h), in the registry's order; absent when none.
+  std::vector<NamedFigure> figures;
 
   friend bool operator==(const SummaryFigures&, const SummaryFigures&) = default;
 };
 
+/// One registered figure's part (export/figure_registry.h): computed from
+/// the jobs of some steps, combined with the parts of the other steps, in
+/// the encoding its registry row gives.
+struct FigurePart {
+  std::string key;
+  std::string bytes;
+
+  friend bool operator==(const FigurePart&, const FigurePart&) = default;
+};
+
 /// What the figures read of the run's jobs beyond the analysis's results:
-/// counts and sums over every job, and the few jobs (and bubble shares) the
+/// each device's job count, the registered figures' parts (the job count
+/// and the job types among them), and the few jobs (and bubble shares) the
 /// longest bubbles and the longest critical path name. One process takes
 /// them from its run (summary_job_facts); the partitioned analysis combines
 /// them across ranks, each rank adding what its jobs and steps hold
 /// (distributed/partitioned_summary.h). Every other figure comes from the
 /// run's devices (no job read), the metrics and the pipeline analysis.
 struct SummaryJobFacts {
-  std::int64_t jobs = 0;                  ///< Run::job_count()
   std::vector<std::int64_t> device_jobs;  ///< by position in Run::devices
-  std::vector<std::int64_t> type_jobs;    ///< jobs by TypeId
-  std::vector<std::int64_t> type_ns;      ///< their Σ durations, by TypeId
+  /// Every registered figure's part, combined over the whole run, in the
+  /// registry's order (figure_registry.h place_figures reads them).
+  std::vector<FigurePart> figures;
   /// One per entry of BubbleSummary::longest.
   struct LongBubble {
     std::optional<Job> before;  ///< its job_before, when it names one
@@ -738,15 +766,18 @@ SummaryFigures summary_figures(const Run& run, const Metrics& metrics,
                                const PipelineAnalysis* pipeline, const SummaryJobFacts& facts,
                                SummaryRows rows);
 
-/// Jobs (and their total duration) per type with at least one job, sorted by
-/// type name: type ids follow the order importers met the names in, which
-/// parallel reading does not fix.
-std::vector<JobTypeFigures> job_type_figures(const Run& run);
+/// Jobs and their total duration of one type (the job_types figure's part,
+/// by TypeId).
+struct TypeJobSums {
+  std::int64_t jobs = 0;
+  std::int64_t total_ns = 0;
+};
 
-/// The same from the counts and sums by TypeId (SummaryJobFacts).
+/// Jobs (and their total duration) per type with at least one job, from the
+/// sums by TypeId, sorted by type name: type ids follow the order importers
+/// met the names in, which parallel reading does not fix.
 std::vector<JobTypeFigures> job_type_figures(const TypeTable& types,
-                                             std::span<const std::int64_t> jobs,
-                                             std::span<const std::int64_t> total_ns);
+                                             std::span<const TypeJobSums> sums);
 
 /// The "warnings" entries of `warnings`: each code by its name.
 std::vector<WarningFigures> warning_figures(const std::vector<Warning>& warnings);

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "export/atomic_file.h"
@@ -85,6 +86,16 @@ class FieldWriter {
     for (const T& item : list) {
       w_.key(item.*name);
       value(item);
+    }
+    w_.end_object();
+  }
+  void named_values(Key key, const std::vector<NamedFigure>& list) {
+    if (key.rule == Rule::omitted && list.empty()) return;
+    w_.key(key.name);
+    w_.begin_object();
+    for (const NamedFigure& figure : list) {
+      w_.key(figure.key);
+      std::visit([this](auto v) { w_.value(v); }, figure.value);
     }
     w_.end_object();
   }

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "export/figure_registry.h"
 #include "export/summary_fields.h"
 #include "model/errors.h"
 
@@ -234,6 +235,30 @@ class FieldReader {
       item.*name = std::string(field.key);
       read_object(r_.obj(field.value, where(path)), path, item);
       list.push_back(std::move(item));
+    }
+  }
+  /// Each number of the object, an integer as such; a ratio that reads
+  /// as one (0, 1) as the double its registered figure holds.
+  void named_values(Key key, std::vector<NamedFigure>& list) {
+    list.clear();
+    const std::optional<object> map = opt_object(o_, key.name);
+    if (!map) return;
+    for (const auto field : *map) {
+      NamedFigure figure{std::string(field.key), std::int64_t{0}};
+      std::int64_t integer = 0;
+      double number = 0;
+      const FigureSpec* spec = find_figure(figure.key);
+      const bool ratio = spec != nullptr && spec->unit == FigureUnit::ratio;
+      if (field.value.get(integer) == simdjson::SUCCESS && !ratio) {
+        figure.value = integer;
+      } else if (field.value.get(number) == simdjson::SUCCESS) {
+        figure.value = number;
+      } else if (field.value.get(integer) == simdjson::SUCCESS) {
+        figure.value = static_cast<double>(integer);
+      } else {
+        continue;  // not a number: not a figure this reader knows
+      }
+      list.push_back(std::move(figure));
     }
   }
   void pair(Key key, int& a, int& b) {

@@ -14,6 +14,7 @@
 
 #include "analysis/bubble_split.h"
 #include "analysis/step_events.h"
+#include "export/figure_registry.h"
 #include "export/table_rows.h"
 #include "numeric/units.h"
 
@@ -627,6 +628,20 @@ void write_events(fmt::memory_buffer& out, const Run& run, const Metrics& metric
   append_line(out, "");
 }
 
+/// The figures registered without a section of their own, one line each
+/// ("label: value"); nothing when there are none.
+void write_registered_figures(fmt::memory_buffer& out, const std::vector<NamedFigure>& figures,
+                              const Style& style) {
+  if (figures.empty()) return;
+  append_line(out, style.bold("Figures"));
+  for (const NamedFigure& figure : figures) {
+    const FigureSpec* spec = find_figure(figure.key);
+    append_line(out, fmt::format("  {}: {}", printable(spec ? spec->label : figure.key),
+                                 figure_text(figure.value, spec ? spec->unit : FigureUnit::count)));
+  }
+  append_line(out, "");
+}
+
 }  // namespace
 
 void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
@@ -638,20 +653,23 @@ void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
                                   ? SummaryJobFacts()
                                   : summary_job_facts(run, metrics, options.pipeline);
   const SummaryJobFacts& facts = options.facts != nullptr ? *options.facts : own;
+  // The registered figures' values (figure_registry.h), as summary.json has them.
+  SummaryFigures registered;
+  place_figures(facts.figures, run, registered);
 
   std::set<int> machines;
   for (const Device& device : run.devices) machines.insert(device.machine);
-  append_line(
-      text,
-      style.bold(fmt::format(
-          "pipescope: {} on {}, {}, {}{} (first step {}), {}", count(run.devices.size(), "device"),
-          count(machines.size(), "machine"), count(static_cast<std::size_t>(facts.jobs), "job"),
-          count(metrics.steps.size(), "step"),
-          metrics.segments.size() > 1
-              ? fmt::format(" in {} launch segments", metrics.segments.size())
-              : std::string(),
-          metrics.steps.empty() ? run.first_step.value_or(0) : metrics.steps.front().step,
-          count(run.inputs.size(), "input"))));
+  append_line(text,
+              style.bold(fmt::format(
+                  "pipescope: {} on {}, {}, {}{} (first step {}), {}",
+                  count(run.devices.size(), "device"), count(machines.size(), "machine"),
+                  count(static_cast<std::size_t>(registered.jobs), "job"),
+                  count(metrics.steps.size(), "step"),
+                  metrics.segments.size() > 1
+                      ? fmt::format(" in {} launch segments", metrics.segments.size())
+                      : std::string(),
+                  metrics.steps.empty() ? run.first_step.value_or(0) : metrics.steps.front().step,
+                  count(run.inputs.size(), "input"))));
   if (options.pipeline != nullptr && !options.pipeline->explanation.empty()) {
     append_line(text, fmt::format("Why: {}", printable(options.pipeline->explanation)));
   }
@@ -685,6 +703,7 @@ void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
     write_pipeline(text, run, metrics, facts, *options.pipeline, style, options.all_rows);
     append_line(text, "");
   }
+  write_registered_figures(text, registered.figures, style);
   write_events(text, run, metrics);
 
   write_inputs(text, run, style, options.all_rows);

@@ -54,19 +54,19 @@ struct TraceLanes {
 TraceLanes trace_lanes(const Run& run);
 
 /// The lanes of a part's jobs, from the whole run's through `job_index`
-/// (PartJobs::job_index): what a part receives with its jobs.
+/// (PartRun::job_index): what a part receives with its jobs.
 std::vector<std::vector<int>> part_lanes(const TraceLanes& lanes, const JobIndices& job_index);
 
 /// What one step range's part of a trace is written from: what its owner
-/// holds after the exchange (step_partition.h, PartJobs), or the whole run.
+/// holds after the exchange (step_partition.h, PartRun), or the whole run.
 struct TracePart {
   /// Its jobs: those of its steps, which it writes, and those it holds for
   /// their overlap (their bubbles' neighbours), which it only reads.
   const Run& run;
-  /// Each job's step (PartJobs::job_step, Metrics::job_step); a device the
+  /// Each job's step (PartRun::job_step, Metrics::job_step); a device the
   /// list does not cover has jobs of no step.
   const std::vector<std::vector<std::int32_t>>& job_step;
-  /// Each job's index in the whole run's device (PartJobs::job_index);
+  /// Each job's index in the whole run's device (PartRun::job_index);
   /// null: `run` is the whole run.
   const JobIndices* job_index = nullptr;
   /// Each job's lane (TraceLanes::of_job, part_lanes).

@@ -122,7 +122,8 @@ std::vector<InputFile> ranked_files_in(const std::vector<fs::directory_entry>& e
   for (const auto& entry : entries) {
     const InputFormatSpec* row = row_by_name(entry.path());
     if (!row || row->placement != Placement::folder_ranks) continue;
-    const int rank = row->origin(entry.path().string()).rank;
+    const FileOrigin origin = row->origin(entry.path().string());
+    const int rank = origin.rank;
     if (rank >= 0) per_rank.insert(row->format);
     if (!(is_regular(entry) || is_broken_link(entry))) continue;
     InputFile file;
@@ -130,6 +131,7 @@ std::vector<InputFile> ranked_files_in(const std::vector<fs::directory_entry>& e
     file.format = row->format;
     file.size_bytes = file_size_or_zero(entry.path());
     file.rank = std::max(rank, 0);
+    file.ranks = std::max(origin.ranks, 1);
     (rank < 0 ? rankless : logs).push_back(std::move(file));
   }
   for (InputFile& file : rankless) {
@@ -185,6 +187,7 @@ void add_named_machine_files(std::vector<fs::path> files, std::vector<Machine>& 
     const long key = origin.machine.value_or(kUnreadable);
     auto& ranks = found[key];
     input.rank = origin.machine ? origin.rank : static_cast<int>(ranks.size());
+    input.ranks = std::max(origin.ranks, 1);
     if (origin.machine && names[key].empty()) names[key] = origin.machine_name;
     ranks.push_back(std::move(input));
   }
@@ -278,7 +281,9 @@ void add_global_rank_files(std::vector<fs::path> files, std::vector<Machine>& ma
     input.path = path.string();
     input.format = format_of_given_file(path);
     input.size_bytes = file_size_or_zero(path);
-    input.rank = input_format_spec(input.format).origin(input.path).rank;
+    const FileOrigin origin = input_format_spec(input.format).origin(input.path);
+    input.rank = origin.rank;
+    input.ranks = std::max(origin.ranks, 1);
     if (worker && input.rank >= 0) rank_of_process.emplace(worker->process, input.rank);
     machines[it->second].ranks.push_back(std::move(input));
     touched.insert(it->second);
@@ -529,8 +534,9 @@ void add_file(const fs::path& file, InputFormat format, std::vector<Machine>& ma
   input.path = file.string();
   input.format = format;
   input.size_bytes = file_size_or_zero(file);
-  const int rank = input_format_spec(format).origin(input.path).rank;
-  input.rank = rank >= 0 ? rank : static_cast<int>(machine.ranks.size());
+  const FileOrigin origin = input_format_spec(format).origin(input.path);
+  input.rank = origin.rank >= 0 ? origin.rank : static_cast<int>(machine.ranks.size());
+  input.ranks = std::max(origin.ranks, 1);
   machine.ranks.push_back(std::move(input));
 }
 
@@ -695,7 +701,12 @@ std::vector<InputFile> discover_inputs(const std::vector<std::string>& paths,
       InputFile input = std::move(ranks[i]);
       input.machine = static_cast<int>(m);
       input.machine_name = machines[m].name;
-      input.device = same_device ? device - 1 : device++;
+      if (same_device) {
+        input.device = inputs.back().device;
+      } else {
+        input.device = device;
+        device += input.ranks;  // a file of several ranks is as many devices
+      }
       inputs.push_back(std::move(input));
     }
   }
@@ -742,7 +753,10 @@ std::vector<InputFile> order_machines(std::vector<InputFile> inputs,
   std::stable_sort(inputs.begin(), inputs.end(),
                    [](const InputFile& a, const InputFile& b) { return a.machine < b.machine; });
   int device = 0;
-  for (InputFile& input : inputs) input.device = device++;
+  for (InputFile& input : inputs) {
+    input.device = device;
+    device += input.ranks;  // a file of several ranks is as many devices
+  }
   return inputs;
 }
 
@@ -781,13 +795,20 @@ std::vector<int> parse_device_list(std::string_view text) {
 std::vector<InputFile> select_devices(std::vector<InputFile> inputs,
                                       const std::vector<int>& devices) {
   std::vector<InputFile> kept;
-  const int count = inputs.empty() ? 0 : inputs.back().device + 1;
+  const int count = inputs.empty() ? 0 : inputs.back().device + inputs.back().ranks;
   for (const int d : devices) {
-    // Every input of the device (a rank's profiling windows are several).
+    // Every input of the device (a rank's profiling windows are several),
+    // and a file of several ranks once.
     const std::size_t before = kept.size();
+    bool held = false;
     for (const InputFile& f : inputs) {
-      if (f.device == d) kept.push_back(f);
+      if (d < f.device || d >= f.device + f.ranks) continue;
+      held = true;
+      const bool again = std::any_of(kept.begin(), kept.end(),
+                                     [&](const InputFile& k) { return k.path == f.path; });
+      if (!again) kept.push_back(f);
     }
+    if (held && kept.size() == before) continue;
     if (kept.size() == before) {
       throw InputError(fmt::format("--devices: there is no device {} (found {} device{}: 0-{})", d,
                                    count, count == 1 ? "" : "s", count == 0 ? 0 : count - 1));

@@ -43,7 +43,10 @@ struct InputFile {
   int machine = 0;           ///< machine ordinal
   std::string machine_name;  ///< `machineK` folder name, or empty
   int rank = 0;    ///< N of workerlog.N or of profile_record_tmp_file_for_rank_N (or the position)
-  int device = 0;  ///< global device index
+  int device = 0;  ///< global device index (of its first rank)
+  /// Ranks the file holds (input_formats.h, FileRanks): its devices are
+  /// device .. device + ranks - 1.
+  int ranks = 1;
 };
 
 /// Compares two names with runs of digits taken as numbers ("node2" < "node10",
@@ -97,7 +100,8 @@ std::vector<InputFile> order_machines(std::vector<InputFile> inputs,
 std::vector<int> parse_device_list(std::string_view text);
 
 /// Keeps the inputs whose device index is in `devices` (the analysed set);
-/// they keep their global device index. Throws InputError when a selected
+/// they keep their global device index. A file of several ranks is kept
+/// whole when one of its devices is selected. Throws InputError when a selected
 /// device does not exist.
 std::vector<InputFile> select_devices(std::vector<InputFile> inputs,
                                       const std::vector<int>& devices);

@@ -2,7 +2,6 @@
 
 #include <fmt/core.h>
 #include <simdjson.h>
-#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <charconv>
@@ -11,13 +10,11 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <system_error>
 #include <unordered_map>
 #include <utility>
 
-#include "ingest/ingest.h"
+#include "ingest/line_cutter.h"
 #include "model/option_words.h"
-#include "source/line_chunker.h"
 
 namespace pipescope {
 
@@ -401,31 +398,64 @@ bool looks_like_dygraph_records(std::string_view bytes) {
   return bytes.find("pipeline timeline\"") != std::string_view::npos;
 }
 
+namespace {
+
+/// One file's records pushed by the reading loop: its chunks cut into lines
+/// (LineCutter), the lines parsed in order.
+class DygraphFileReader final : public ChunkedFileReader, LineCutter::Sink {
+ public:
+  DygraphFileReader(const InputFile& input, const ReadLimits& limits, std::size_t max_diagnostics,
+                    DygraphFile& out)
+      : parser_(input, max_diagnostics),
+        cutter_(limits.max_line_bytes),
+        limit_(limits.max_line_bytes),
+        // Record files are read whole, one task each, so the chunk only
+        // needs to hold a few lines.
+        chunk_(std::max<std::size_t>(std::min(limits.chunk_bytes, kRecordChunkBytes), 1)),
+        out_(out) {}
+
+  std::size_t chunk_bytes(std::uint64_t) const override { return chunk_; }
+  bool tokenize(ReadChunk& chunk) override {
+    cutter_.cut(chunk, *this);
+    return true;
+  }
+  bool end_pass(const PassEnd& end) override {
+    if (end.unreadable) {
+      parser_.fail(end.error, true);
+      return false;
+    }
+    cutter_.finish(*this);
+    if (!end.error.empty()) parser_.fail(end.error, false);
+    return false;
+  }
+  /// The file's ranks go to `out`; the result is theirs to make.
+  FileResult result() override {
+    out_ = parser_.finish();
+    return {};
+  }
+
+  void lines(std::string_view text, std::uint64_t offset, const char* padded_end,
+             bool end_of_file) override {
+    parser_.lines(text, offset, padded_end, end_of_file);
+  }
+  void skipped(const SkippedLine& line) override { parser_.skipped(line, limit_); }
+
+ private:
+  DygraphRecordParser parser_;
+  LineCutter cutter_;
+  std::size_t limit_;
+  std::size_t chunk_;
+  DygraphFile& out_;
+};
+
+}  // namespace
+
 DygraphFile parse_dygraph_file(const InputFile& input, const ReadLimits& limits,
                                std::size_t max_diagnostics) {
-  DygraphRecordParser parser(input, max_diagnostics);
-  // Record files are read whole, one task each, so the chunk only needs to
-  // be large enough to amortise a read call: a smaller buffer is faulted in
-  // once and then stays in cache, where a large one costs a fresh page fault
-  // per 4 KiB of every file (most of the reading time, measured).
-  ReadLimits chunked = limits;
-  chunked.chunk_bytes = std::min(limits.chunk_bytes, kRecordChunkBytes);
-  try {
-    LineChunker chunker(input.path, chunked);
-    ChunkBuffer buffer(chunked);
-    LineChunk chunk;
-    const char* buffer_end = buffer.read_area() + buffer.read_capacity();
-    while (chunker.next(buffer, chunk)) {
-      for (const SkippedLine& s : chunk.skipped_before) parser.skipped(s, limits.max_line_bytes);
-      // The buffer's tail (at least max_line_bytes) follows every chunk: the
-      // parser's padding.
-      parser.lines(chunk.text, chunk.file_offset, buffer_end, chunk.end_of_file);
-    }
-    if (!chunker.stream_error().empty()) parser.fail(chunker.stream_error(), false);
-  } catch (const std::system_error& e) {
-    parser.fail(e.what(), true);
-  }
-  return parser.finish();
+  DygraphFile out;
+  DygraphFileReader reader(input, limits, max_diagnostics, out);
+  read_in_chunks(input, reader, nullptr);
+  return out;
 }
 
 DygraphFile parse_dygraph_bytes(std::string_view bytes, const InputFile& input,
@@ -462,15 +492,14 @@ FileResult DygraphFollowReader::lines(std::string_view text) {
   return out;
 }
 
-std::vector<FileResult> read_dygraph_records(const std::vector<InputFile>& files,
-                                             const IngestOptions& options,
-                                             ProgressMeter& progress) {
-  std::vector<DygraphFile> parsed(files.size());
-  tbb::parallel_for(std::size_t{0}, files.size(), [&](std::size_t i) {
-    parsed[i] = parse_dygraph_file(files[i], options.limits, options.diagnostics_per_file);
-    progress.advance(parsed[i].result.stats.bytes, 1);
-  });
+namespace {
 
+/// The files' ranks placed: the pipeline chosen, each of its ranks the
+/// device of its stage, the notes on the others (their advice `words`'
+/// CallerOption::pipeline) and on files without jobs.
+std::vector<FileResult> place_dygraph_ranks(const std::vector<InputFile>& files,
+                                            const PipelineChoice& options, const OptionWords& words,
+                                            std::vector<DygraphFile>& parsed) {
   // Ranks by stage, lowest rank first (file order for the concatenation).
   struct Place {
     std::size_t file;
@@ -540,7 +569,7 @@ std::vector<FileResult> read_dygraph_records(const std::vector<InputFile>& files
                      "ranks record one stage); pipeline {} (ranks {}) is analysed and the others "
                      "are left out{}; {}",
                      pipelines, chosen, rank_list(analysed), list,
-                     options.words->advice(CallerOption::pipeline)),
+                     words.advice(CallerOption::pipeline)),
          -1, -1, count});
   }
   if (first && !missing_stages.empty() && pipelines > 0) {
@@ -568,6 +597,36 @@ std::vector<FileResult> read_dygraph_records(const std::vector<InputFile>& files
          -1, -1, 1});
   }
   return results;
+}
+
+/// A run's record files: one reader each, then their ranks placed.
+class DygraphFormat final : public ChunkedFormat {
+ public:
+  DygraphFormat(const std::vector<InputFile>& files, const ReadOptions& read,
+                const PipelineChoice& choice)
+      : files_(files), read_(read), choice_(choice), parsed_(files.size()) {}
+
+  std::unique_ptr<ChunkedFileReader> open(std::size_t i) override {
+    return std::make_unique<DygraphFileReader>(files_[i], read_.limits, read_.diagnostics_per_file,
+                                               parsed_[i]);
+  }
+  void gather(std::vector<FileResult>& results) override {
+    results = place_dygraph_ranks(files_, choice_, *read_.words, parsed_);
+  }
+
+ private:
+  const std::vector<InputFile>& files_;
+  const ReadOptions& read_;
+  const PipelineChoice& choice_;
+  std::vector<DygraphFile> parsed_;
+};
+
+}  // namespace
+
+std::unique_ptr<ChunkedFormat> dygraph_format(const std::vector<InputFile>& files,
+                                              const ReadOptions& read,
+                                              const PipelineChoice& choice) {
+  return std::make_unique<DygraphFormat>(files, read, choice);
 }
 
 }  // namespace pipescope

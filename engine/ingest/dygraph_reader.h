@@ -14,10 +14,10 @@
 // stage changes or the time goes back.
 //
 // Each line is parsed on its own with simdjson's On-Demand parser, in place
-// in the line reader's bounded chunks (source/line_chunker.h: plain, gzip or
-// zstd), so no file becomes one document in memory and damage stays in the
-// line it hit: every complete record before and after it is kept, and the
-// bad line is reported with its byte offset.
+// in the reading loop's bounded chunks (reading_loop.h: plain, gzip or zstd;
+// cut into lines by line_cutter.h), so no file becomes one document in memory and damage stays in
+// the line it hit: every complete record before and after it is kept, and the bad line is reported
+// with its byte offset.
 //
 // Jobs are B/E pairs of one rank and one name; a half without its partner,
 // an E before its B, or a record that is not one of these is counted in
@@ -27,7 +27,7 @@
 // Records of several pipelines (data-parallel replicas: two ranks record the
 // same stage) are never mixed: pipeline k is the k-th rank of each stage in
 // rank order (for the concatenation: in file order); pipeline 0 (or
-// IngestOptions::pipeline) is analysed, its devices indexed by stage, and a
+// PipelineChoice::pipeline) is analysed, its devices indexed by stage, and a
 // note lists the others.
 #pragma once
 
@@ -38,12 +38,12 @@
 
 #include "ingest/discovery.h"
 #include "ingest/file_result.h"
+#include "ingest/pipeline_choice.h"
+#include "ingest/read_options.h"
+#include "ingest/reading_loop.h"
 #include "source/chunk.h"
 
 namespace pipescope {
-
-struct IngestOptions;
-class ProgressMeter;
 
 /// The time resolution of the records: whole milliseconds, in ns.
 inline constexpr std::int64_t kDygraphResolutionNs = 1'000'000;
@@ -109,11 +109,14 @@ class DygraphFollowReader {
   int stage_ = -1;
 };
 
-/// The format table's reader: reads every file, picks the pipeline, and
-/// returns one result per file, in order (the concatenation's ranks in
-/// `device` and `more_devices`; a file of another pipeline without a
-/// device). Throws InputError when the pipeline asked for does not exist.
-std::vector<FileResult> read_dygraph_records(const std::vector<InputFile>& files,
-                                             const IngestOptions& options, ProgressMeter& progress);
+/// The format table's reading of a run's record files (the reading loop
+/// reads them side by side), then the pipeline picked: one result per file,
+/// in order (the concatenation's ranks in `device` and `more_devices`; a
+/// file of another pipeline without a device). Its gather() throws
+/// InputError when the pipeline asked for does not exist. The arguments
+/// must outlive the reading.
+std::unique_ptr<ChunkedFormat> dygraph_format(const std::vector<InputFile>& files,
+                                              const ReadOptions& read,
+                                              const PipelineChoice& choice);
 
 }  // namespace pipescope

@@ -27,16 +27,18 @@ struct FileResult {
   /// False when none of the file's jobs is analysed (Paddle dygraph records
   /// of another pipeline): the merge keeps the file's stats, adds no device.
   bool has_device = true;
-  /// Further devices read from the same file, merged after `device` (Paddle's
-  /// pipeline_profile.json concatenates every rank's records).
+  /// Further devices read from the same file, merged after `device`: a file
+  /// of several ranks (input_formats.h, FileRanks::several), or Paddle's
+  /// pipeline_profile.json, which concatenates every rank's records.
   std::vector<Device> more_devices;
   /// Run::time_resolution_ns of this file's times (0: as fine as logged).
   std::int64_t time_resolution_ns = 0;
   /// Findings about the inputs as a whole (the merge keeps them in order).
   std::vector<Warning> notes;
-  /// A PyTorch trace's GPU activities, for the kernel view (with or without
-  /// jobs): the merge moves them to Run::kernels.
-  std::optional<RankKernels> kernels;
+  /// The GPU activities of each rank the file holds, for the kernel view
+  /// (with or without jobs; a PyTorch trace: one rank): the merge moves them
+  /// to Run::kernels, in this order.
+  std::vector<RankKernels> kernels;
 };
 
 /// An empty result for `input`: its device placed where discovery put it,

@@ -1,6 +1,5 @@
 #include "ingest/ingest.h"
 
-#include <fmt/core.h>
 #include <tbb/global_control.h>
 #include <tbb/info.h>
 #include <tbb/task_group.h>
@@ -9,43 +8,24 @@
 #include <utility>
 
 #include "ingest/input_formats.h"
+#include "ingest/reading_loop.h"
 #include "ingest/run_merge.h"
-#include "model/errors.h"
 #include "scan/event_matcher.h"
-#include "scan/job_line_parser.h"
 
 namespace pipescope {
 
-std::string job_lines_looked_for(const IngestOptions& options) {
-  if (options.job_line != nullptr) {
-    return fmt::format("lines matching {}", options.words->name(CallerOption::job_line));
-  }
-  return fmt::format("lines containing '{}'", kJobLineLiteral);
+namespace {
+
+/// One format's files through its reader: the reading loop's, or its own.
+std::vector<FileResult> read_format(const std::vector<InputFile>& files,
+                                    const InputFormatSpec& format, const IngestOptions& options,
+                                    ProgressMeter& progress) {
+  if (format.read) return format.read(files, options, progress);
+  const std::unique_ptr<ChunkedFormat> reading = format.chunked(files, options);
+  return read_files_in_chunks(files, *reading, progress);
 }
 
-void check_pipeline_choice(const IngestOptions& options, std::size_t pipelines,
-                           std::string_view what) {
-  if (!options.pipeline) return;
-  const auto chosen = static_cast<std::size_t>(std::max(*options.pipeline, 0));
-  if (chosen < std::max<std::size_t>(pipelines, 1)) return;
-  throw InputError(
-      fmt::format("pipeline {} asked for, but {} hold {} pipeline{} ({})", chosen, what, pipelines,
-                  pipelines == 1 ? "" : "s",
-                  pipelines <= 1 ? std::string("0") : fmt::format("0-{}", pipelines - 1)));
-}
-
-ProgressMeter::ProgressMeter(const std::vector<InputFile>& inputs, const IngestOptions& options)
-    : callback_(options.on_progress) {
-  progress_.files_total = inputs.size();
-  for (const InputFile& input : inputs) progress_.bytes_total += input.size_bytes;
-}
-
-void ProgressMeter::advance(std::uint64_t bytes, std::size_t files) {
-  std::lock_guard lock(mutex_);
-  progress_.bytes_done += bytes;
-  progress_.files_done += files;
-  if (callback_) callback_(progress_);
-}
+}  // namespace
 
 std::vector<FileResult> read_input_files(const std::vector<InputFile>& inputs,
                                          const IngestOptions& options) {
@@ -53,7 +33,7 @@ std::vector<FileResult> read_input_files(const std::vector<InputFile>& inputs,
                                ? options.threads
                                : static_cast<unsigned>(tbb::info::default_concurrency());
   tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, threads);
-  ProgressMeter progress(inputs, options);
+  ProgressMeter progress(inputs, options.on_progress);
 
   // Each format's files, in input order, with their places in the input list.
   struct Batch {
@@ -72,12 +52,12 @@ std::vector<FileResult> read_input_files(const std::vector<InputFile>& inputs,
     }
   }
 
-  // The readers run side by side; each spreads its own work over the threads.
+  // The formats run side by side; each spreads its files over the threads.
   tbb::task_group readers;
   for (Batch& batch : batches) {
     if (batch.files.empty()) continue;
     readers.run([&batch, &options, &progress] {
-      batch.results = batch.format->read(batch.files, options, progress);
+      batch.results = read_format(batch.files, *batch.format, options, progress);
     });
   }
   readers.wait();

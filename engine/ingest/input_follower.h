@@ -23,7 +23,7 @@
 
 #include "ingest/discovery.h"
 #include "ingest/file_result.h"
-#include "ingest/ingest.h"
+#include "ingest/ingest_options.h"
 
 namespace pipescope {
 

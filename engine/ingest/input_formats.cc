@@ -10,6 +10,7 @@
 #include <iterator>
 
 #include "ingest/dygraph_reader.h"
+#include "ingest/ingest_options.h"
 #include "ingest/ivl_import.h"
 #include "ingest/text_log_reader.h"
 #include "ingest/torch_trace_reader.h"
@@ -195,7 +196,7 @@ class TorchTraceFollower final : public InputFollower {
     file.size_bytes = static_cast<std::uint64_t>(seen_.size);
     FileResult result;
     try {
-      result = read_torch_trace(file, ingest_);
+      result = read_torch_trace(file, ingest_, ingest_);
     } catch (const std::exception& e) {
       std::string why = fmt::format("{}: {}", file.path, e.what());
       if (stopped_ != why) out.notes.push_back(stopped_ = std::move(why));
@@ -226,6 +227,28 @@ std::unique_ptr<InputFollower> follow_torch_trace(const InputFile& input,
   return std::make_unique<TorchTraceFollower>(input, options);
 }
 
+// ---- each format's part of the options ----------------------------------------
+
+std::vector<FileResult> read_ivl(const std::vector<InputFile>& files, const IngestOptions& options,
+                                 ProgressMeter& progress) {
+  return read_ivl_files(files, options, progress);
+}
+
+std::unique_ptr<ChunkedFormat> read_torch_traces(const std::vector<InputFile>& files,
+                                                 const IngestOptions& options) {
+  return torch_trace_format(files, options, options, options);
+}
+
+std::unique_ptr<ChunkedFormat> read_dygraph_records(const std::vector<InputFile>& files,
+                                                    const IngestOptions& options) {
+  return dygraph_format(files, options, options);
+}
+
+std::vector<FileResult> read_worker_logs(const std::vector<InputFile>& files,
+                                         const IngestOptions& options, ProgressMeter& progress) {
+  return read_text_logs(files, options, options, progress);
+}
+
 // ---- the table --------------------------------------------------------------
 
 constexpr std::string_view kStaticGraph = "a worker log or .ivl record file";
@@ -239,13 +262,13 @@ const InputFormatSpec kBuiltIn[] = {
     {.format = InputFormat::ivl, .name = ".ivl records",
      .claims_name = ivl_name, .claims_content = ivl_content, .looked_for = "*.ivl",
      .family = kStaticGraph, .placement = Placement::named_machine, .origin = ivl_origin,
-     .read = read_ivl_files, .follow = follow_ivl},
+     .read = read_ivl, .follow = follow_ivl},
     {.format = InputFormat::torch_trace, .name = "PyTorch profiler traces",
      .claims_name = torch_trace_name, .claims_content = trace_json_content,
      .looked_for = "*.pt.trace.json[.gz]", .family = "a PyTorch profiler trace",
      .placement = Placement::folder_global_ranks, .origin = torch_trace_origin,
      .reader_places_devices = true, .takes_job_pattern = true, .rank_windows = true,
-     .read = read_torch_traces, .follow = follow_torch_trace},
+     .chunked = read_torch_traces, .follow = follow_torch_trace},
     {.format = InputFormat::paddle_dygraph, .name = "Paddle dygraph records",
      .claims_name = dygraph_name, .claims_content = looks_like_dygraph_records,
      .looked_for = "Paddle dygraph records (profile_record_tmp_file_for_rank_N, "
@@ -254,12 +277,12 @@ const InputFormatSpec kBuiltIn[] = {
      .placement = Placement::folder_ranks, .origin = dygraph_origin,
      .rankless_concatenates = true, .reader_places_devices = true,
      .reads_files_together = true, .unfollowable = dygraph_unfollowable,
-     .read = read_dygraph_records, .follow = follow_dygraph},
+     .chunked = read_dygraph_records, .follow = follow_dygraph},
     {.format = InputFormat::worker_log, .name = "worker logs",
      .claims_name = worker_log_name, .claims_content = any_content,
      .looked_for = "files named workerlog.N (N = rank)", .family = kStaticGraph,
      .placement = Placement::folder_ranks, .origin = worker_log_origin, .log_events = true,
-     .read = read_text_logs, .follow = follow_text_lines},
+     .read = read_worker_logs, .follow = follow_text_lines},
 };
 // clang-format on
 static_assert(std::size(kBuiltIn) == static_cast<std::size_t>(InputFormat::count),

@@ -9,7 +9,8 @@
 // `analyze --mpi` (distributed/wire.h) and the commands ask the table and
 // never name a format.
 //
-// Adding a format is one reader file and one row in input_formats.cc (and an
+// Adding a format is one reader file (its ChunkedFileReader, and its options
+// header if it takes any) and one row in input_formats.cc (and an
 // InputFormat id before `count`). A format can also be registered at run
 // time (InputFormatRegistration): a program embedding the engine, or a test,
 // adds its row without touching any other file (tests/ingest/toy_format_test.cc).
@@ -24,17 +25,37 @@
 #include "ingest/discovery.h"
 #include "ingest/file_result.h"
 #include "ingest/input_follower.h"
+#include "ingest/reading_loop.h"
 
 namespace pipescope {
 
 struct IngestOptions;
 class ProgressMeter;
 
-/// Reads `files` (all of one format) into one result per file, in order.
-/// May run its own parallel work; never throws for a file's content or I/O.
+/// A format's reading of its files of a run through the reading loop
+/// (reading_loop.h): a ChunkedFileReader per file, then what is done with
+/// all the results. `files` and `options` outlive it.
+using ChunkedFormatFactory = std::unique_ptr<ChunkedFormat> (*)(const std::vector<InputFile>& files,
+                                                                const IngestOptions& options);
+
+/// A format with its own reading loop (the text logs: text_log_reader.h says
+/// why): reads `files` into one result per file, in order; never throws for
+/// a file's content or I/O.
 using FormatReader = std::vector<FileResult> (*)(const std::vector<InputFile>& files,
                                                  const IngestOptions& options,
                                                  ProgressMeter& progress);
+
+/// How many ranks (devices) one file of a format holds.
+enum class FileRanks {
+  /// One: the file is one device (a rank's profiling windows, several files
+  /// of one rank, are still one device: InputFormatSpec::rank_windows).
+  one,
+  /// Several (a report of every GPU of a node): FileOrigin::ranks says how
+  /// many, discovery gives the file that many consecutive device indices
+  /// (InputFile::ranks), and the reader returns them in `device` then
+  /// `more_devices` (and their GPU activities in `kernels`), in rank order.
+  several,
+};
 
 /// Where discovery puts a format's files (discovery.h says how machines and
 /// ranks are ordered).
@@ -58,8 +79,11 @@ enum class Placement {
 
 /// What a file says of its own place.
 struct FileOrigin {
-  /// Its rank (Placement says which); -1 when it says none.
+  /// Its rank (Placement says which); -1 when it says none. A file of
+  /// several ranks (FileRanks::several): its first.
   int rank = -1;
+  /// How many ranks it holds (FileRanks::several; 1 otherwise).
+  int ranks = 1;
   /// Placement::named_machine: the machine index and name it gives; unset
   /// when it cannot be read.
   std::optional<long> machine = std::nullopt;
@@ -84,6 +108,7 @@ struct InputFormatSpec {
   /// (nothing says which pipeline each describes).
   std::string_view family = {};
   Placement placement = Placement::folder_ranks;
+  FileRanks file_ranks = FileRanks::one;
   /// Where the file at `path` says it belongs (its name, header or head).
   FileOrigin (*origin)(const std::string& path) = nullptr;
   /// Placement::folder_ranks: a file the format claims whose name gives no
@@ -101,20 +126,23 @@ struct InputFormatSpec {
   /// (`analyze --mpi`).
   bool reads_files_together = false;
   /// The reader makes jobs of user annotations (`PP:` labels, or a job
-  /// pattern: IngestOptions::job_pattern); said when no job was found.
+  /// pattern: TorchTraceOptions::job_pattern); said when no job was found.
   bool takes_job_pattern = false;
   /// Several files of one rank are its profiling windows (a PyTorch
   /// profiler schedule with repeat: one trace per window): discovery gives
   /// them one device, and the reader joins them, a launch segment each.
   bool rank_windows = false;
-  /// The reader looks for log events (IngestOptions::events) in the file's
+  /// The reader looks for log events (TextLogOptions::events) in the file's
   /// lines: a run with such an input reports its events, or that none was.
   bool log_events = false;
   /// Why a file of this name cannot be followed while it grows (written
   /// whole once the run is over), completing "PATH ..."; empty when it can.
   /// Null: every file can.
   std::string_view (*unfollowable)(std::string_view file_name) = nullptr;
-  /// The one reader: files at rest, and one growing file.
+  /// The one reader: files at rest through the reading loop (`chunked`), or
+  /// through the format's own (`read`: set for the text logs alone); and one
+  /// growing file.
+  ChunkedFormatFactory chunked = nullptr;
   FormatReader read = nullptr;
   FollowerFactory follow = nullptr;
 };

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "ingest/ingest.h"
+#include "ingest/progress_meter.h"
 #include "records/ivl_reader.h"
 
 namespace pipescope {
@@ -114,7 +114,7 @@ FileResult IvlFollowImport::read_more(std::uint64_t max_bytes, std::size_t max_d
 }
 
 std::vector<FileResult> read_ivl_files(const std::vector<InputFile>& files,
-                                       const IngestOptions& options, ProgressMeter& progress) {
+                                       const ReadOptions& options, ProgressMeter& progress) {
   std::vector<FileResult> results(files.size());
   tbb::parallel_for(std::size_t{0}, files.size(), [&](std::size_t i) {
     results[i] = import_ivl_file(files[i], options.diagnostics_per_file);

@@ -18,11 +18,11 @@
 
 #include "ingest/discovery.h"
 #include "ingest/file_result.h"
+#include "ingest/read_options.h"
 #include "records/ivl_reader.h"
 
 namespace pipescope {
 
-struct IngestOptions;
 class ProgressMeter;
 
 /// Reads one .ivl file. Never throws for file content or I/O problems.
@@ -55,6 +55,6 @@ class IvlFollowImport {
 
 /// The format table's reader: one task per file, in parallel.
 std::vector<FileResult> read_ivl_files(const std::vector<InputFile>& files,
-                                       const IngestOptions& options, ProgressMeter& progress);
+                                       const ReadOptions& options, ProgressMeter& progress);
 
 }  // namespace pipescope

@@ -31,7 +31,7 @@ Run merge_file_results(std::vector<FileResult>&& files) {
     if (!file.has_device || !file.more_devices.empty()) regrouped = true;
     run.time_resolution_ns = std::max(run.time_resolution_ns, file.time_resolution_ns);
     for (Warning& note : file.notes) run.notes.push_back(std::move(note));
-    if (file.kernels) run.kernels.push_back(std::move(*file.kernels));
+    for (RankKernels& kernels : file.kernels) run.kernels.push_back(std::move(kernels));
     run.inputs.push_back(std::move(file.stats));
     for (Diagnostic& d : file.diagnostics) run.diagnostics.push_back(std::move(d));
     if (file.first_step && (!run.first_step || *file.first_step < *run.first_step)) {

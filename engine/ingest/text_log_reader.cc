@@ -14,7 +14,7 @@
 #include <optional>
 #include <system_error>
 
-#include "ingest/ingest.h"
+#include "ingest/progress_meter.h"
 #include "model/option_words.h"
 #include "model/page_control.h"
 #include "scan/chunk_scanner.h"
@@ -28,6 +28,12 @@
 namespace pipescope {
 
 namespace {
+
+/// What the reader is told: every reader's options and the text logs' own.
+struct LogOptions : ReadOptions, TextLogOptions {
+  LogOptions(const ReadOptions& read, const TextLogOptions& logs)
+      : ReadOptions(read), TextLogOptions(logs) {}
+};
 
 /// Events kept per library entry and file (ResultBuilder::consume).
 constexpr std::uint64_t kEventsKeptPerKind = 10'000;
@@ -137,7 +143,7 @@ struct ThreadScratch {
 };
 
 ChunkScanOptions scan_options_for(const LineChunk& chunk, bool look_for_binary,
-                                  const IngestOptions& options, ThreadScratch& scratch) {
+                                  const LogOptions& options, ThreadScratch& scratch) {
   ChunkScanOptions scan_options;
   if (scratch.events) {
     scan_options.events = options.events;
@@ -156,7 +162,7 @@ ChunkScanOptions scan_options_for(const LineChunk& chunk, bool look_for_binary,
 
 /// Scans one chunk already read into `item` (no-op for an item with an error).
 void scan_item(WorkItem& item, const Prefilter& prefilter, ThreadScratch& scratch,
-               const IngestOptions& options) {
+               const LogOptions& options) {
   item.scan.clear();
   item.text_bytes = item.chunk.text.size();
   if (!item.error.empty()) return;
@@ -173,7 +179,7 @@ void scan_item(WorkItem& item, const Prefilter& prefilter, ThreadScratch& scratc
 /// (which reading the range whole keeps as text) sends the range back to be
 /// read whole. Throws std::system_error on a read error.
 void read_and_scan_range(WorkItem& item, const Prefilter& prefilter, ThreadScratch& scratch,
-                         const IngestOptions& options) {
+                         const LogOptions& options) {
   const RangeFile& file = *item.range_file;
   const ReadLimits& limits = options.limits;
   const std::uint64_t block = limits.block_bytes;
@@ -213,7 +219,7 @@ void read_and_scan_range(WorkItem& item, const Prefilter& prefilter, ThreadScrat
 /// file's stream task), so files need no lock of their own.
 class ResultBuilder {
  public:
-  ResultBuilder(const std::vector<InputFile>& inputs, const IngestOptions& options,
+  ResultBuilder(const std::vector<InputFile>& inputs, const LogOptions& options,
                 ProgressMeter& progress)
       : inputs_(inputs), options_(options), progress_(progress), files_(inputs.size()) {
     for (std::size_t i = 0; i < inputs.size(); ++i) files_[i].result = empty_result_for(inputs[i]);
@@ -445,8 +451,9 @@ class ResultBuilder {
 
   /// What a job line is, for the note on one lost in an over-long line.
   std::string job_line_kind() const {
-    return options_.job_line != nullptr ? "one of the " + job_lines_looked_for(options_)
-                                        : fmt::format("'{}'", kJobLineLiteral);
+    return options_.job_line != nullptr
+               ? "one of the " + job_lines_looked_for(options_, *options_.words)
+               : fmt::format("'{}'", kJobLineLiteral);
   }
 
   /// Accounts for a line the reader dropped as over-long; returns its bytes.
@@ -484,7 +491,7 @@ class ResultBuilder {
   }
 
   const std::vector<InputFile>& inputs_;
-  const IngestOptions& options_;
+  const LogOptions& options_;
   ProgressMeter& progress_;
   std::vector<File> files_;
 };
@@ -494,7 +501,7 @@ class ResultBuilder {
 /// with each other and with the range pipeline instead.
 void scan_stream(std::size_t file, const InputFile& input, const Prefilter& prefilter,
                  tbb::enumerable_thread_specific<ThreadScratch>& scratches,
-                 const IngestOptions& options, ResultBuilder& builder) {
+                 const LogOptions& options, ResultBuilder& builder) {
   auto item = std::make_unique<WorkItem>(options.limits);
   item->file = file;
   try {
@@ -518,11 +525,12 @@ void scan_stream(std::size_t file, const InputFile& input, const Prefilter& pref
 }  // namespace
 
 std::vector<FileResult> read_text_logs(const std::vector<InputFile>& inputs,
-                                       const IngestOptions& given, ProgressMeter& progress) {
+                                       const ReadOptions& read, const TextLogOptions& logs,
+                                       ProgressMeter& progress) {
   // An over-long line that held a job line is said so (SkippedLine::held_watched);
   // a --job-line regex is no literal to look for in pieces: such a line is
   // only said to be over-long.
-  IngestOptions options = given;
+  LogOptions options(read, logs);
   options.limits.watched = options.job_line != nullptr ? std::string_view() : kJobLineLiteral;
   const unsigned threads = options.threads > 0
                                ? options.threads

@@ -8,10 +8,8 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <system_error>
 #include <tuple>
 
-#include "ingest/ingest.h"
 #include "ingest/torch_trace_reader.h"
 #include "ingest/trace_event_tokenizer.h"
 #include "model/errors.h"
@@ -22,32 +20,54 @@ namespace pipescope {
 
 namespace {
 
-/// The largest chunk read at once: the four in flight (trace_event_batches)
-/// stay in the caches, from the copy out of the page cache to the parse.
-constexpr std::size_t kReadBytes = std::size_t{256} << 10;
-
 /// How a `PP:` label of an overlapped F+B action ends.
 constexpr std::string_view kOverlapActionSuffix = ")OVERLAP_F_B";
 
 }  // namespace
 
-TorchTraceFileReader::TorchTraceFileReader(const InputFile& input, const IngestOptions& options)
+TorchTraceFileReader::TorchTraceFileReader(const InputFile& input, const ReadOptions& read,
+                                           const TorchTraceOptions& options,
+                                           std::optional<std::int64_t>* lowest_stage)
     : input_(input),
+      read_(read),
       options_(options),
+      lowest_stage_(lowest_stage),
       out_(empty_result_for(input)),
-      pattern_(options.job_pattern.get()) {}
+      pattern_(options.job_pattern.get()),
+      tokenizer_(std::make_unique<TraceEventTokenizer>(
+          std::vector<std::string>{"baseTimeNanoseconds"},
+          [this](std::string_view event, std::uint64_t offset) {
+            filling_->add(event, offset, tokenizer_->events());
+          },
+          [this](std::string_view, std::string_view value) {
+            filling_->values.push_back({filling_->events.size(), std::string(value)});
+          })) {}
 
-FileResult TorchTraceFileReader::read() {
-  TraceEventTokenizer tokenizer({"baseTimeNanoseconds"}, {});
-  bool unreadable = false;
-  const std::string stream_error = read_events(tokenizer, unreadable);
-  if (unreadable) {
+TorchTraceFileReader::~TorchTraceFileReader() = default;
+
+bool TorchTraceFileReader::end_pass(const PassEnd& end) {
+  if (end.pass > 0) {  // the second pass: its matches placed, every span known
+    place_pairs();
+    second_pass_ = false;
+    return false;
+  }
+  first_pass_end(end);
+  place_pairs();
+  if (!read_again_ || end.unreadable) return false;
+  start_second_pass();
+  return true;
+}
+
+/// The first pass's end: the file's statistics, and what stopped it.
+void TorchTraceFileReader::first_pass_end(const PassEnd& end) {
+  TraceEventTokenizer& tokenizer = *tokenizer_;
+  if (end.unreadable) {
     out_.stats.unreadable = true;
-    out_.stats.error = stream_error;
-    note(0, stream_error);
-  } else if (!stream_error.empty()) {
-    out_.stats.error = stream_error;
-    note(0, fmt::format("{}; every complete event before it was read", stream_error));
+    out_.stats.error = end.error;
+    note(0, end.error);
+  } else if (!end.error.empty()) {
+    out_.stats.error = end.error;
+    note(0, fmt::format("{}; every complete event before it was read", end.error));
   } else {
     tokenizer.finish();
     if (!tokenizer.error().empty()) {
@@ -61,11 +81,12 @@ FileResult TorchTraceFileReader::read() {
   out_.stats.oversized = tokenizer.oversized();
   // Ended inside the events (cut short, or compressed data that broke off):
   // the GPU activities, which Kineto writes after the CPU events, go first.
-  if (!unreadable && !tokenizer.complete() && tokenizer.in_events()) {
+  if (!end.unreadable && !tokenizer.complete() && tokenizer.in_events()) {
     cut_offset_ = tokenizer.bytes();
   }
-  place_pairs();
-  if (read_again_ && !unreadable) second_pass();
+}
+
+FileResult TorchTraceFileReader::result() {
   if (kernels_.any()) {
     RankKernels kernels = kernels_.finish(base_ns_, join_);
     kernels.path = input_.path;
@@ -77,7 +98,7 @@ FileResult TorchTraceFileReader::read() {
     if (cut_offset_ && gpu_latest_start_ != std::numeric_limits<std::int64_t>::min()) {
       kernels.cut_ns = base_ns_ + gpu_latest_start_;
     }
-    out_.kernels = std::move(kernels);
+    out_.kernels.push_back(std::move(kernels));
   }
   require_steps_for_pattern();
   std::vector<Pending> pending = timed_actions();
@@ -92,7 +113,7 @@ FileResult TorchTraceFileReader::read() {
 }
 
 void TorchTraceFileReader::note(std::uint64_t offset, std::string message) {
-  if (out_.diagnostics.size() >= options_.diagnostics_per_file) return;
+  if (out_.diagnostics.size() >= read_.diagnostics_per_file) return;
   out_.diagnostics.push_back(
       {input_.path, 0,
        offset == 0 ? std::move(message) : fmt::format("byte offset {}: {}", offset, message)});
@@ -118,61 +139,47 @@ void TorchTraceFileReader::on_base_time(std::string_view value) {
   }
 }
 
-/// Reads the file through `tokenizer` in batches (read_event_batches): the
-/// events of several chunks are read side by side (read_plain_event, else
-/// parse_event), and what they hold is applied to the reader in file order
-/// (apply). Returns the stream's error (compressed data, I/O), if any;
-/// `unreadable` when the file could not be opened or read.
-std::string TorchTraceFileReader::read_events(TraceEventTokenizer& tokenizer, bool& unreadable) {
-  std::unique_ptr<ByteStream> stream;
-  try {
-    stream = open_byte_stream(input_.path);
-  } catch (const std::system_error& e) {
-    unreadable = true;
-    return e.what();
-  }
+bool TorchTraceFileReader::tokenize(ReadChunk& chunk) {
+  auto& batch = static_cast<EventBatch&>(*chunk.state);
+  batch.bytes = chunk.data();
+  batch.size = chunk.size;
+  filling_ = &batch;
+  tokenizer_->feed(chunk.data(), chunk.size);
+  filling_ = nullptr;
+  return tokenizer_->error().empty();
+}
+
+/// The chunk's events read side by side with other chunks': launches and
+/// plain kernels by one pass over their bytes, the rest by simdjson.
+void TorchTraceFileReader::parse(ReadChunk& chunk) {
+  auto& batch = static_cast<EventBatch&>(*chunk.state);
   const EventFilter filter{second_pass_, pattern_};
-  // Chunks no larger than the file (a small run's trace may be far below
-  // kReadBytes): the buffers are zeroed when made.
-  const std::size_t chunk = std::clamp<std::size_t>(
-      static_cast<std::size_t>(std::min<std::uint64_t>(input_.size_bytes, kReadBytes)) + 1,
-      std::size_t{64} << 10, kReadBytes);
-  tbb::enumerable_thread_specific<simdjson::ondemand::parser> parsers;
-  const std::optional<std::string> read_error = read_event_batches(
-      *stream, tokenizer, chunk, batches_,
-      [&](EventBatch& batch) {
-        for (std::size_t i = 0; i < batch.events.size(); ++i) {
-          const std::string_view event = batch.view(i);
-          PlainRecord record;
-          switch (read_plain_event(event, filter, record)) {
-            case PlainRead::dropped:
-              continue;
-            case PlainRead::plain:
-              batch.records.push_back(record);
-              continue;
-            case PlainRead::other:
-              break;
-          }
-          auto parsed = parse_event(event, batch.events[i].offset, batch.events[i].ordinal,
-                                    parsers.local(), filter);
-          if (!parsed) continue;
-          parsed->index = i;
-          batch.records.emplace_back();  // kind none: this one
-          batch.parsed.push_back(std::move(*parsed));
-        }
-      },
-      [&](EventBatch& batch) { apply(batch); });
-  if (read_error) {
-    unreadable = true;
-    return *read_error;
+  for (std::size_t i = 0; i < batch.events.size(); ++i) {
+    const std::string_view event = batch.view(i);
+    PlainRecord record;
+    switch (read_plain_event(event, filter, record)) {
+      case PlainRead::dropped:
+        continue;
+      case PlainRead::plain:
+        batch.records.push_back(record);
+        continue;
+      case PlainRead::other:
+        break;
+    }
+    auto parsed = parse_event(event, batch.events[i].offset, batch.events[i].ordinal,
+                              parsers_.local(), filter);
+    if (!parsed) continue;
+    parsed->index = i;
+    batch.records.emplace_back();  // kind none: this one
+    batch.parsed.push_back(std::move(*parsed));
   }
-  return stream->error();
 }
 
 /// Applies one batch's events (and the top-level values found among them)
 /// in file order, then places the matches found, or holds them (step 2 of
 /// the header).
-void TorchTraceFileReader::apply(EventBatch& batch) {
+void TorchTraceFileReader::apply(ReadChunk& chunk) {
+  auto& batch = static_cast<EventBatch&>(*chunk.state);
   std::size_t value = 0, parsed = 0;
   const std::vector<PlainRecord>& records = batch.records;
   for (std::size_t i = 0; i < records.size(); ++i) {
@@ -341,7 +348,8 @@ void TorchTraceFileReader::place_pairs() {
 
 /// Reads the file again for its kernels, launches and communication calls,
 /// every span known (the first pass stopped joining them: on_span, apply).
-void TorchTraceFileReader::second_pass() {
+/// Makes the next pass read the kernels again, every span known.
+void TorchTraceFileReader::start_second_pass() {
   second_pass_ = true;
   for (Annotation& a : cpu_) {
     a.kernel_start = std::numeric_limits<std::int64_t>::max();
@@ -351,11 +359,11 @@ void TorchTraceFileReader::second_pass() {
   join_ = LaunchJoin();
   kernels_.reset();
   for (const StepSpan& s : steps_) kernels_.on_step_span(s.start, s.end, s.step);
-  TraceEventTokenizer tokenizer({}, {});
-  bool unreadable = false;
-  read_events(tokenizer, unreadable);
-  place_pairs();
-  second_pass_ = false;
+  // The top-level values were read in the first pass.
+  tokenizer_ = std::make_unique<TraceEventTokenizer>(
+      std::vector<std::string>{}, [this](std::string_view event, std::uint64_t offset) {
+        filling_->add(event, offset, tokenizer_->events());
+      });
 }
 
 /// The action(s) a CPU annotation's name stands for; empty when none.
@@ -590,14 +598,14 @@ void TorchTraceFileReader::note_cut(const std::vector<Pending>& pending, std::ui
 }
 
 /// The stages this rank ran, in order (a stage's place among them is its
-/// chunk); sets lowest_stage_.
+/// chunk); gives the lowest to `lowest_stage`, when asked.
 std::vector<std::int64_t> TorchTraceFileReader::rank_stages(const std::vector<Pending>& pending) {
   std::set<std::int64_t> stages;
   for (const Pending& p : pending) {
     if (p.action.stage >= 0 && p.action.chunk < 0) stages.insert(p.action.stage);
   }
   std::vector<std::int64_t> list(stages.begin(), stages.end());
-  if (!list.empty()) lowest_stage_ = list.front();
+  if (!list.empty() && lowest_stage_ != nullptr) *lowest_stage_ = list.front();
   return list;
 }
 

@@ -1,8 +1,10 @@
 // The reading of one PyTorch profiler trace into jobs (torch_trace_reader.h
 // says what a trace's jobs are; this is how one file becomes them).
 //
-//  1. Events: the file is read in batches (trace_event_batches.h), each event
-//     read alone (torch_trace_event.h: launches and plain kernels by one pass
+//  1. Events: the file is pushed chunk by chunk by the reading loop
+//     (reading_loop.h: this is the format's ChunkedFileReader): the trace
+//     event tokenizer cuts each chunk into events (trace_event_batches.h),
+//     each event read alone (torch_trace_event.h: launches and plain kernels by one pass
 //     over their bytes, the rest by simdjson) and applied in file order:
 //     user annotations naming jobs, `ProfilerStep#N` spans, GPU activities
 //     (to the kernel collector: the kernel view's record of the rank, with
@@ -17,15 +19,18 @@
 //     bytes each, at most IngestOptions::trace_held_bytes) and placed at the
 //     end of the file, one pass. Only a span that would move matches already
 //     placed, or more matches than that, makes the kernels be read again
-//     (the whole file, every span known).
+//     (a second pass of the loop over the whole file, every span known).
 //  3. Jobs are assembled: each CPU span's interval chosen (GPU span, else
 //     its kernels' span, else the host's), an OVERLAP_F_B range cut into its
 //     forward and backward where its kernels show the boundary (else one
 //     F+B job), chunks and micro-batches numbered, the steps found.
 #pragma once
 
+#include <tbb/enumerable_thread_specific.h>
+
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,26 +43,40 @@
 #include "ingest/job_pattern.h"
 #include "ingest/kernel_collector.h"
 #include "ingest/launch_join.h"
+#include "ingest/read_options.h"
+#include "ingest/reading_loop.h"
+#include "ingest/torch_trace_options.h"
 #include "ingest/trace_event_batches.h"
 
 namespace pipescope {
 
-struct IngestOptions;
 class TraceEventTokenizer;
 
-/// Reads one trace file; read() once.
-class TorchTraceFileReader {
+/// Reads one trace file, pushed to it by the reading loop once:
+/// read_in_chunks(input, reader, progress).
+class TorchTraceFileReader final : public ChunkedFileReader {
  public:
-  TorchTraceFileReader(const InputFile& input, const IngestOptions& options);
+  /// `lowest_stage`, when given, receives the lowest pipeline stage the
+  /// labels name (at result()), if any.
+  TorchTraceFileReader(const InputFile& input, const ReadOptions& read,
+                       const TorchTraceOptions& options,
+                       std::optional<std::int64_t>* lowest_stage = nullptr);
+  ~TorchTraceFileReader() override;
 
-  /// The file's jobs, steps, statistics and diagnostics. Never throws for the
-  /// file's content or I/O (they become `stats.error` and diagnostics);
+  std::unique_ptr<ChunkState> make_state() override { return std::make_unique<EventBatch>(); }
+  /// The chunk's events, cut by the trace event tokenizer.
+  bool tokenize(ReadChunk& chunk) override;
+  /// Each event read alone (read_plain_event, else parse_event).
+  void parse(ReadChunk& chunk) override;
+  /// What the events hold, in file order (and the matches placed, step 2).
+  void apply(ReadChunk& chunk) override;
+  /// A second pass when the held kernels overflowed (step 2).
+  bool end_pass(const PassEnd& end) override;
+  /// The file's jobs, steps, statistics and diagnostics. The file's content
+  /// and I/O never throw (they become `stats.error` and diagnostics);
   /// throws InputError when a job pattern without `mb` meets a trace with
   /// jobs but no ProfilerStep spans.
-  FileResult read();
-
-  /// The lowest pipeline stage the labels name (after read()), if any.
-  std::optional<std::int64_t> lowest_stage() const { return lowest_stage_; }
+  FileResult result() override;
 
  private:
   /// A kernel launched from inside an OVERLAP_F_B span: what tells its
@@ -112,8 +131,8 @@ class TorchTraceFileReader {
   void on_base_time(std::string_view value);
 
   // Reading events.
-  std::string read_events(TraceEventTokenizer& tokenizer, bool& unreadable);
-  void apply(EventBatch& batch);
+  void first_pass_end(const PassEnd& end);
+  void start_second_pass();
   void apply(ParsedEvent& e);
   void apply(const PlainRecord& r);
 
@@ -122,7 +141,7 @@ class TorchTraceFileReader {
   std::size_t span_at(std::int64_t ts, std::size_t& hint) const;
   void add_kernel(std::size_t span, std::int64_t start, std::int64_t end);
   void place_pairs();
-  void second_pass();
+  // (the second pass: start_second_pass, under "Reading events")
 
   // Assembling jobs, in this order.
   void require_steps_for_pattern();
@@ -135,12 +154,16 @@ class TorchTraceFileReader {
   void record_steps();
 
   const InputFile& input_;
-  const IngestOptions& options_;
-  std::optional<std::int64_t> lowest_stage_;
+  const ReadOptions& read_;
+  const TorchTraceOptions& options_;
+  std::optional<std::int64_t>* lowest_stage_;
   FileResult out_;
   // The options' job pattern; null: `PP:` labels name the jobs.
   const JobPattern* pattern_;
-  BatchPool batches_;
+  // The pass's tokenizer, and the batch its callbacks fill (tokenize).
+  std::unique_ptr<TraceEventTokenizer> tokenizer_;
+  EventBatch* filling_ = nullptr;
+  tbb::enumerable_thread_specific<simdjson::ondemand::parser> parsers_;
   std::int64_t base_ns_ = 0;
   bool base_given_ = false;
   // Byte offset where the file ended inside its events (cut short), if so.

@@ -2,21 +2,17 @@
 
 #include <fmt/core.h>
 #include <simdjson.h>
-#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <functional>
 #include <limits>
 #include <map>
 #include <memory>
-#include <system_error>
 
-#include "ingest/ingest.h"
 #include "ingest/torch_trace_file_reader.h"
 #include "ingest/trace_event_tokenizer.h"
 #include "ingest/trace_pipeline_choice.h"
 #include "model/errors.h"
-#include "source/byte_stream.h"
 
 namespace pipescope {
 
@@ -46,26 +42,27 @@ bool trace_json_content(std::string_view bytes) {
 
 namespace {
 
-/// Feeds the head of `path` to the tokenizer until `stop` says so (or the
-/// file ends, or cannot be read: the head is then simply not found).
-void read_head(const std::string& path, TraceEventTokenizer& tokenizer,
-               const std::function<bool()>& stop) {
-  try {
-    const std::unique_ptr<ByteStream> stream = open_byte_stream(path);
-    // Only the head before the events is wanted: a small buffer, zeroed fast.
-    constexpr std::size_t kHeadReadBytes = std::size_t{256} << 10;
-    std::vector<char> buffer(kHeadReadBytes + TraceEventTokenizer::kPadding);
-    for (;;) {
-      const std::size_t n = stream->read(buffer.data(), kHeadReadBytes);
-      if (n == 0) return;
-      std::fill_n(buffer.data() + n, TraceEventTokenizer::kPadding, ' ');
-      tokenizer.feed(buffer.data(), n);
-      if (!tokenizer.error().empty() || stop()) return;
-    }
-  } catch (const std::system_error&) {
-    // Unreadable: the reader reports it when it reads the file.
+/// The head of a trace, before its events, through the reading loop: the
+/// tokenizer is fed until `stop` says so (or the file ends, or cannot be
+/// read: the head is then simply not found).
+class HeadReader final : public ChunkedFileReader {
+ public:
+  HeadReader(TraceEventTokenizer& tokenizer, std::function<bool()> stop)
+      : tokenizer_(tokenizer), stop_(std::move(stop)) {}
+  std::size_t chunk_bytes(std::uint64_t) const override { return kHeadReadBytes; }
+  bool tokenize(ReadChunk& chunk) override {
+    tokenizer_.feed(chunk.data(), chunk.size);
+    return tokenizer_.error().empty() && !stop_();
   }
-}
+  bool end_pass(const PassEnd&) override { return false; }
+  FileResult result() override { return {}; }
+
+ private:
+  // Only the head before the events is wanted: a small buffer, zeroed fast.
+  static constexpr std::size_t kHeadReadBytes = std::size_t{256} << 10;
+  TraceEventTokenizer& tokenizer_;
+  std::function<bool()> stop_;
+};
 
 }  // namespace
 
@@ -91,7 +88,10 @@ TraceDistributedInfo torch_trace_distributed_info(const std::string& path) {
         info.world_size = small("world_size");
         if (info.world_size == 0) info.world_size.reset();
       });
-  read_head(path, tokenizer, [&] { return found || tokenizer.in_events(); });
+  InputFile input;
+  input.path = path;
+  HeadReader head(tokenizer, [&] { return found || tokenizer.in_events(); });
+  read_in_chunks(input, head, nullptr);
   return info;
 }
 
@@ -212,18 +212,18 @@ void join_rank_kernel_windows(const std::vector<InputFile>& files,
                               std::vector<FileResult>& results) {
   std::map<int, std::vector<std::size_t>> by_device;
   for (std::size_t i = 0; i < files.size(); ++i) {
-    if (results[i].kernels && results[i].kernels->activities > 0) {
+    if (!results[i].kernels.empty() && results[i].kernels.front().activities > 0) {
       by_device[files[i].device].push_back(i);
     }
   }
   for (auto& [device, members] : by_device) {
     if (members.size() < 2) continue;
     std::sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) {
-      return results[a].kernels->first_start < results[b].kernels->first_start;
+      return results[a].kernels.front().first_start < results[b].kernels.front().first_start;
     });
-    RankKernels& into = *results[members.front()].kernels;
+    RankKernels& into = results[members.front()].kernels.front();
     for (std::size_t k = 1; k < members.size(); ++k) {
-      RankKernels& from = *results[members[k]].kernels;
+      RankKernels& from = results[members[k]].kernels.front();
       if (from.first_start < into.last_end) {
         throw InputError(fmt::format(
             "{} and {} are both rank {}, and their GPU activities overlap in time: not two "
@@ -251,7 +251,7 @@ void join_rank_kernel_windows(const std::vector<InputFile>& files,
       if (from.comm_rank != -1 && into.comm_rank != from.comm_rank) {
         into.comm_rank = into.comm_rank == -1 ? from.comm_rank : RankKernels::kConflict;
       }
-      results[members[k]].kernels.reset();
+      results[members[k]].kernels.clear();
     }
     std::stable_sort(into.steps.begin(), into.steps.end(),
                      [](const RankKernels::StepExtent& a, const RankKernels::StepExtent& b) {
@@ -262,26 +262,52 @@ void join_rank_kernel_windows(const std::vector<InputFile>& files,
 
 }  // namespace
 
-FileResult read_torch_trace(const InputFile& input, const IngestOptions& options) {
-  TorchTraceFileReader reader(input, options);
-  return reader.read();
+FileResult read_torch_trace(const InputFile& input, const ReadOptions& read,
+                            const TorchTraceOptions& options) {
+  TorchTraceFileReader reader(input, read, options);
+  return read_in_chunks(input, reader, nullptr);
 }
 
-std::vector<FileResult> read_torch_traces(const std::vector<InputFile>& files,
-                                          const IngestOptions& options, ProgressMeter& progress) {
-  std::vector<FileResult> results(files.size());
-  std::vector<std::optional<std::int64_t>> lowest_stage(files.size());
-  tbb::parallel_for(std::size_t{0}, files.size(), [&](std::size_t i) {
-    TorchTraceFileReader reader(files[i], options);
-    results[i] = reader.read();
-    lowest_stage[i] = reader.lowest_stage();
-    progress.advance(results[i].stats.bytes, 1);
-  });
-  join_rank_windows(files, results, lowest_stage);
-  join_rank_kernel_windows(files, results);
-  choose_trace_pipeline(files, lowest_stage, options, results);
-  merge_host_timed_notes(results);
-  return results;
+namespace {
+
+/// The traces of a run: one reader per file, then the rank's windows joined,
+/// the pipeline chosen, and one host-timed warning for the run.
+class TorchTraceFormat final : public ChunkedFormat {
+ public:
+  TorchTraceFormat(const std::vector<InputFile>& files, const ReadOptions& read,
+                   const PipelineChoice& choice, const TorchTraceOptions& options)
+      : files_(files),
+        read_(read),
+        choice_(choice),
+        options_(options),
+        lowest_stage_(files.size()) {}
+
+  std::unique_ptr<ChunkedFileReader> open(std::size_t i) override {
+    return std::make_unique<TorchTraceFileReader>(files_[i], read_, options_, &lowest_stage_[i]);
+  }
+
+  void gather(std::vector<FileResult>& results) override {
+    join_rank_windows(files_, results, lowest_stage_);
+    join_rank_kernel_windows(files_, results);
+    choose_trace_pipeline(files_, lowest_stage_, choice_, *read_.words, results);
+    merge_host_timed_notes(results);
+  }
+
+ private:
+  const std::vector<InputFile>& files_;
+  const ReadOptions& read_;
+  const PipelineChoice& choice_;
+  const TorchTraceOptions& options_;
+  std::vector<std::optional<std::int64_t>> lowest_stage_;
+};
+
+}  // namespace
+
+std::unique_ptr<ChunkedFormat> torch_trace_format(const std::vector<InputFile>& files,
+                                                  const ReadOptions& read,
+                                                  const PipelineChoice& choice,
+                                                  const TorchTraceOptions& options) {
+  return std::make_unique<TorchTraceFormat>(files, read, choice, options);
 }
 
 }  // namespace pipescope

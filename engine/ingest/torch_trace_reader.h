@@ -35,6 +35,7 @@
 // and sets `error` with the byte offset.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,11 +43,12 @@
 
 #include "ingest/discovery.h"
 #include "ingest/file_result.h"
+#include "ingest/pipeline_choice.h"
+#include "ingest/read_options.h"
+#include "ingest/reading_loop.h"
+#include "ingest/torch_trace_options.h"
 
 namespace pipescope {
-
-struct IngestOptions;
-class ProgressMeter;
 
 /// True for `*.pt.trace.json` and `*.pt.trace.json.gz`.
 bool torch_trace_name(std::string_view file_name);
@@ -65,16 +67,21 @@ inline std::optional<int> torch_trace_rank(const std::string& path) {
   return torch_trace_distributed_info(path).rank;
 }
 
-/// Reads one trace. Never throws for the file's content or I/O; throws
-/// InputError when a job pattern without `mb` meets a trace without
-/// ProfilerStep spans (the pattern is compiled, and checked, by the caller:
-/// IngestOptions::job_pattern).
-FileResult read_torch_trace(const InputFile& input, const IngestOptions& options);
+/// Reads one trace through the reading loop. Never throws for the file's
+/// content or I/O; throws InputError when a job pattern without `mb` meets a
+/// trace without ProfilerStep spans (the pattern is compiled, and checked, by
+/// the caller: TorchTraceOptions::job_pattern).
+FileResult read_torch_trace(const InputFile& input, const ReadOptions& read,
+                            const TorchTraceOptions& options);
 
-/// The format table's reader: one task per file, in parallel, then the
-/// pipeline choice (trace_pipeline_choice.h) and one host-timed warning for
-/// the run (`host_timed_jobs`, on the first result) in place of the files'.
-std::vector<FileResult> read_torch_traces(const std::vector<InputFile>& files,
-                                          const IngestOptions& options, ProgressMeter& progress);
+/// The format table's reading of a run's traces (the reading loop reads
+/// them side by side): each file by its TorchTraceFileReader, then a rank's
+/// profiling windows joined, the pipeline choice (trace_pipeline_choice.h)
+/// and one host-timed warning for the run (`host_timed_jobs`, on the first
+/// result) in place of the files'. The arguments must outlive the reading.
+std::unique_ptr<ChunkedFormat> torch_trace_format(const std::vector<InputFile>& files,
+                                                  const ReadOptions& read,
+                                                  const PipelineChoice& choice,
+                                                  const TorchTraceOptions& options);
 
 }  // namespace pipescope

@@ -1,30 +1,25 @@
-// Event batching for the torch trace reader: a file is cut into chunks, each
-// chunk's events are parsed side by side with other chunks', and the results
-// are applied in file order, so the outcome is the one a single thread would
-// get. Memory is bounded by a few chunks however large the file.
+// Event batching for the torch trace reader: what one chunk of a trace
+// holds as it goes through the reading loop (reading_loop.h). The tokenizer
+// cuts each chunk into events, the events of several chunks are parsed side
+// by side, and the results are applied in file order, so the outcome is the
+// one a single thread would get.
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ingest/reading_loop.h"
 #include "ingest/torch_trace_event.h"
 
 namespace pipescope {
 
-class ByteStream;
-class TraceEventTokenizer;
-
-/// One chunk of the file and the events that end in it: events wholly in
-/// the chunk are views into `buffer`; one that began in an earlier chunk is
-/// copied (with its padding) into `carried`, so every view has
-/// TraceEventTokenizer::kPadding readable bytes after it.
-struct EventBatch {
+/// The events that end in one chunk: events wholly in the chunk are views
+/// into its bytes; one that began in an earlier chunk is copied (with its
+/// padding) into `carried`, so every view has TraceEventTokenizer::kPadding
+/// readable bytes after it.
+struct EventBatch final : ChunkState {
   struct Event {
     bool carried = false;
     std::size_t begin = 0;
@@ -38,7 +33,8 @@ struct EventBatch {
     std::string text;
   };
 
-  std::vector<char> buffer;  // chunk bytes + kPadding, sized by BatchPool::take
+  /// The chunk's bytes (set when the tokenizer is fed them).
+  const char* bytes = nullptr;
   std::size_t size = 0;
   std::string carried;
   std::vector<Event> events;
@@ -53,38 +49,8 @@ struct EventBatch {
   void add(std::string_view event, std::uint64_t offset, std::uint64_t ordinal);
   /// Event `i`'s bytes.
   std::string_view view(std::size_t i) const;
-  /// Empties the batch for reuse; the buffer is kept.
-  void clear();
+  /// Empties the batch for reuse, keeping its memory.
+  void clear() override;
 };
-
-/// Batches kept for reuse, so that a file's chunks reuse the same few
-/// buffers instead of faulting in fresh pages for every chunk. Thread-safe.
-class BatchPool {
- public:
-  /// A batch whose buffer holds `chunk` bytes (and the padding).
-  EventBatch* take(std::size_t chunk);
-  /// Returns a batch taken from this pool, cleared.
-  void give_back(EventBatch* batch);
-
- private:
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<EventBatch>> all_;
-  std::vector<EventBatch*> free_;
-};
-
-/// Reads `stream` to its end (or to the tokenizer's first error) through
-/// `tokenizer`, in `chunk`-byte batches, in a oneTBB pipeline: the tokenizer
-/// cuts each chunk into events on one thread (it must see the bytes in
-/// order), `parse` fills batch.records and batch.parsed for several batches
-/// at once on any thread, and `apply` receives the batches one at a time in
-/// file order. The top-level values the tokenizer was asked for land in
-/// batch.values. Returns the message of a read that failed
-/// (std::system_error), after every batch before it was applied; nullopt
-/// when the stream was read to its end. The tokenizer's callbacks are
-/// cleared on return.
-std::optional<std::string> read_event_batches(ByteStream& stream, TraceEventTokenizer& tokenizer,
-                                              std::size_t chunk, BatchPool& pool,
-                                              const std::function<void(EventBatch&)>& parse,
-                                              const std::function<void(EventBatch&)>& apply);
 
 }  // namespace pipescope

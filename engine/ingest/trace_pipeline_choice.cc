@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <map>
 
-#include "ingest/ingest.h"
 #include "model/option_words.h"
 
 namespace pipescope {
@@ -26,7 +25,8 @@ std::string file_names(const std::vector<const InputFile*>& files) {
 
 void choose_trace_pipeline(const std::vector<InputFile>& files,
                            const std::vector<std::optional<std::int64_t>>& lowest_stage,
-                           const IngestOptions& options, std::vector<FileResult>& results) {
+                           const PipelineChoice& options, const OptionWords& words,
+                           std::vector<FileResult>& results) {
   std::map<std::int64_t, std::vector<std::size_t>> by_stage;
   for (std::size_t i = 0; i < results.size(); ++i) {
     if (lowest_stage[i] && !results[i].device.jobs.empty()) by_stage[*lowest_stage[i]].push_back(i);
@@ -52,7 +52,7 @@ void choose_trace_pipeline(const std::vector<InputFile>& files,
                      "one stage (tensor-parallel peers); if they are data-parallel replicas, "
                      "analyse one pipeline at a time (pipeline k = the k-th trace of each stage, "
                      "0-{}): {}",
-                     shared, pipelines - 1, options.words->advice(CallerOption::pipeline)),
+                     shared, pipelines - 1, words.advice(CallerOption::pipeline)),
          -1, -1, count});
     return;
   }
@@ -89,7 +89,7 @@ void choose_trace_pipeline(const std::vector<InputFile>& files,
        fmt::format("the traces hold {} pipelines (data-parallel replicas: several ranks run one "
                    "stage); pipeline {} ({}) is analysed and the others are left out{}; {}",
                    pipelines, chosen, file_names(members[chosen]), list,
-                   options.words->advice(CallerOption::pipeline)),
+                   words.advice(CallerOption::pipeline)),
        -1, -1, count});
   if (!missing.empty()) {
     std::string stages;

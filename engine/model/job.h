@@ -33,7 +33,7 @@ using JobVector = std::vector<Job, LargePageAllocator<Job>>;
 
 /// Each job's index in the whole run's device, device by device: what a part
 /// of a partitioned run keeps beside the jobs it holds (step_partition.h
-/// PartJobs). 32 bits: a device of 4 billion jobs (160 GB of them) is
+/// PartRun). 32 bits: a device of 4 billion jobs (160 GB of them) is
 /// refused where the parts are made.
 using JobIndices = std::vector<std::vector<std::uint32_t>>;
 

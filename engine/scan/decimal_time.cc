@@ -8,8 +8,8 @@
 namespace pipescope {
 
 namespace {
-constexpr std::size_t kMaxIntegerDigits = 13;  // ms since the epoch until year 2286
-constexpr std::size_t kMaxFractionDigits = 9;  // down to picoseconds, as printed
+constexpr std::size_t kMaxMsIntegerDigits = 13;  // ms since the epoch until year 2286
+constexpr std::size_t kMaxFractionDigits = 9;    // down to picoseconds, as printed
 
 // The largest millisecond count whose nanoseconds can fit in int64.
 constexpr std::int64_t kMaxMillis = 9'223'372'036'854;
@@ -124,7 +124,7 @@ std::optional<std::int64_t> parse_decimal_ns(std::string_view text) {
   return negative ? -ns : ns;
 }
 
-constexpr DecimalRule kMillis{6, kMaxIntegerDigits, kMaxFractionDigits, false};
+constexpr DecimalRule kMillis{6, kMaxMsIntegerDigits, kMaxFractionDigits, false};
 // The other units of --job-line-unit, by the same rule: the integer digits of
 // the largest int64 nanosecond count in the unit, fraction digits down to the
 // picosecond.
@@ -137,7 +137,7 @@ constexpr DecimalRule kMicros{3, std::numeric_limits<std::size_t>::max(),
 }  // namespace
 
 std::optional<std::int64_t> parse_millis_to_ns(std::string_view text) {
-  if (text.size() == kMaxIntegerDigits + 7 && text[kMaxIntegerDigits] == '.') {
+  if (text.size() == kMaxMsIntegerDigits + 7 && text[kMaxMsIntegerDigits] == '.') {
     return parse_millis_13_6(text.data());
   }
   return parse_decimal_ns<kMillis>(text);

@@ -46,7 +46,7 @@ struct JobLineRegex::Compiled {
 
 namespace {
 
-constexpr int kMaxIntegerDigits = 18;  // as Paddle's job lines: fits int64 with its sign
+constexpr int kMaxJobIntegerDigits = 18;  // as Paddle's job lines: fits int64 with its sign
 
 /// An optional '-' and 1 to 18 digits, the whole text (as Paddle's `Job
 /// (ID)` and `micro_batch_id` are read).
@@ -54,7 +54,7 @@ std::optional<std::int64_t> parse_integer(std::string_view text) {
   std::size_t i = 0;
   const bool negative = !text.empty() && text[0] == '-';
   if (negative) ++i;
-  if (i == text.size() || text.size() - i > static_cast<std::size_t>(kMaxIntegerDigits)) {
+  if (i == text.size() || text.size() - i > static_cast<std::size_t>(kMaxJobIntegerDigits)) {
     return std::nullopt;
   }
   std::int64_t value = 0;

@@ -47,7 +47,7 @@ std::vector<Span> both(const std::vector<Span>& a, const std::vector<Span>& b) {
 }
 
 /// How much of [lo, hi) sorted disjoint `spans` cover.
-std::int64_t covered(const std::vector<Span>& spans, std::int64_t lo, std::int64_t hi) {
+std::int64_t covered_by(const std::vector<Span>& spans, std::int64_t lo, std::int64_t hi) {
   std::int64_t total = 0;
   auto it = std::upper_bound(spans.begin(), spans.end(), lo,
                              [](std::int64_t t, const Span& s) { return t < s.second; });
@@ -78,7 +78,7 @@ void add(ExpectedKernelSplit& into, const ExpectedKernelSplit& x) {
   into.idle += x.idle;
 }
 
-double ratio(std::int64_t part, std::int64_t whole) {
+double fraction(std::int64_t part, std::int64_t whole) {
   return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
 }
 
@@ -91,10 +91,10 @@ struct WaitPart {
 }  // namespace
 
 double ExpectedKernelView::bubble_ratio() const {
-  return ratio(total.window - total.compute, total.window);
+  return fraction(total.window - total.compute, total.window);
 }
 
-double ExpectedKernelView::share(std::int64_t part) const { return ratio(part, total.window); }
+double ExpectedKernelView::share(std::int64_t part) const { return fraction(part, total.window); }
 
 ExpectedKernelView expected_kernel_view(const KernelTimeline& timeline, std::int64_t first_step,
                                         std::int64_t clock_ns) {
@@ -209,7 +209,7 @@ ExpectedKernelView expected_kernel_view(const KernelTimeline& timeline, std::int
       while (!waiting.empty() && -waiting.begin()->first <= lo) waiting.erase(waiting.begin());
       if (waiting.empty()) continue;
       // The rank waits in [lo, hi) only where nothing busier runs.
-      const std::int64_t ns = (hi - lo) - covered(compute_or_transfer, lo, hi);
+      const std::int64_t ns = (hi - lo) - covered_by(compute_or_transfer, lo, hi);
       if (ns <= 0) continue;
       auto w = std::upper_bound(windows.begin(), windows.end(), lo,
                                 [](std::int64_t t, const Window& x) { return t < x.end; });
@@ -225,9 +225,9 @@ ExpectedKernelView expected_kernel_view(const KernelTimeline& timeline, std::int
       ExpectedKernelRankStep step;
       ExpectedKernelSplit& s = step.split;
       s.window = hi - lo;
-      s.compute = covered(compute, lo, hi);
-      s.transfer = covered(transfer, lo, hi) - covered(transfer_under_compute, lo, hi);
-      s.wait = covered(wait, lo, hi) - covered(wait_under_busy, lo, hi);
+      s.compute = covered_by(compute, lo, hi);
+      s.transfer = covered_by(transfer, lo, hi) - covered_by(transfer_under_compute, lo, hi);
+      s.wait = covered_by(wait, lo, hi) - covered_by(wait_under_busy, lo, hi);
       s.idle = s.window - s.compute - s.transfer - s.wait;
       if (s.wait > 0) step.most_waited_on = top(blame[k]);
       if (windows[k].complete) {

@@ -10,20 +10,14 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "simulate/split_mix.h"
+
 namespace pipescope::sim {
 
 namespace {
 
 constexpr int kMaxKernelsPerJob = 10'000;
 constexpr std::int64_t kMinJobNs = 1'000;
-
-// splitmix64 (the simulator's mixer): portable, reproducible draws.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
 
 /// A draw from the seed and up to four coordinates.
 std::uint64_t draw(std::uint64_t seed, std::uint64_t a, std::uint64_t b = 0, std::uint64_t c = 0,

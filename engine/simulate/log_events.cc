@@ -13,7 +13,7 @@ namespace pipescope::sim {
 namespace {
 
 constexpr std::int64_t kUs = 1'000;
-constexpr std::int64_t kMs = 1'000'000;
+constexpr std::int64_t kEventMs = 1'000'000;
 
 /// Floors to a multiple of `unit` (times are after 1970: non-negative).
 std::int64_t floor_to(std::int64_t ns, std::int64_t unit) { return ns - ns % unit; }
@@ -68,7 +68,7 @@ std::vector<EventLine> EventPlan::lines_after_jobs(const SimDeviceInfo& device, 
                                     "avg_reader_cost: 0.02340 sec, avg_batch_cost: 1.20000 sec, "
                                     "speed: 0.83 step/s",
                                     step, step)),
-            "paddle_reader_cost", kMs);
+            "paddle_reader_cost", kEventMs);
   }
   // (b) A NCCL warning, printed without a timestamp: it takes the time of
   // the job line it follows (floored to the microsecond, as printed).
@@ -95,7 +95,7 @@ std::vector<EventLine> EventPlan::lines_after_jobs(const SimDeviceInfo& device, 
   if ((step + 1) % 5 == 0) {
     const std::int64_t t = jobs[last].end_ns + 100 * kUs;
     stamped(last, t, python_line(t + offset_, "***** Running Evaluation *****"),
-            "trainer_running_evaluation", kMs);
+            "trainer_running_evaluation", kEventMs);
   }
   // (e) A checkpoint saved while the device stalls before its next step.
   for (const SimStall& stall : config_.stalls) {
@@ -105,7 +105,7 @@ std::vector<EventLine> EventPlan::lines_after_jobs(const SimDeviceInfo& device, 
         last, t,
         python_line(t + offset_,
                     fmt::format("Saving model checkpoint to checkpoint/checkpoint-{}", step + 1)),
-        "paddlenlp_saving_checkpoint", kMs);
+        "paddlenlp_saving_checkpoint", kEventMs);
   }
   return lines;
 }

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "simulate/split_mix.h"
+
 namespace pipescope::sim {
 
 namespace {
@@ -16,15 +18,6 @@ constexpr int kMaxDevicesPerStage = 1024;
 constexpr int kMaxDevices = 1 << 16;
 // Keeps every simulated time far from int64 overflow (about year 2096).
 constexpr std::int64_t kMaxStartNs = 4'000'000'000'000'000'000;
-
-// splitmix64: a tiny, portable, well-mixed hash (std:: distributions differ
-// between standard libraries, and the simulator must be reproducible).
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
 
 /// Uniform in [-1, 1), a pure function of its arguments.
 double unit_noise(std::uint64_t seed, int step, int stage, int op, int salt) {

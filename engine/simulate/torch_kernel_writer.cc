@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "io/atomic_output.h"
+#include "simulate/split_mix.h"
 #include "simulate/torch_trace_writer.h"
 
 namespace pipescope::sim {
@@ -46,14 +47,6 @@ constexpr NcclNames kNewNames{
     "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", kLaunchKernelEx,
     "2.21.5"};
 
-// splitmix64: reproducible host-side draws.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 /// A reproducible stream of draws in [lo, hi].
 class Draws {
  public:
@@ -66,11 +59,6 @@ class Draws {
  private:
   std::uint64_t state_;
 };
-
-/// ns as microseconds with three decimals ("12.345"); ns >= 0.
-void append_us(fmt::memory_buffer& out, std::int64_t ns) {
-  fmt::format_to(std::back_inserter(out), "{}.{:03}", ns / 1000, ns % 1000);
-}
 
 struct ProcessGroup {
   std::string name;

@@ -20,11 +20,6 @@ constexpr std::int64_t kHostLeadNs = 10'000;
 constexpr std::int64_t kHostSpanNs = 5'000;
 constexpr std::int64_t kLaunchAfterNs = 2'000;
 
-/// ns after the base as microseconds with three decimals ("12.345").
-void append_us(fmt::memory_buffer& out, std::int64_t ns) {
-  fmt::format_to(std::back_inserter(out), "{}.{:03}", ns / 1000, ns % 1000);
-}
-
 // One rank's trace being written to its temporary file (io::AtomicOutput;
 // destroyed uncommitted, the file is removed).
 class RankTrace {
@@ -257,6 +252,10 @@ WriteReport write_torch_traces(const SimConfig& config, const TorchTraceOptions&
   report.devices = static_cast<int>(devices.size());
   report.machines = config.machines;
   return report;
+}
+
+void append_us(fmt::memory_buffer& out, std::int64_t ns) {
+  fmt::format_to(std::back_inserter(out), "{}.{:03}", ns / 1000, ns % 1000);
 }
 
 }  // namespace pipescope::sim

@@ -17,6 +17,8 @@
 //   WriteReport report = write_torch_traces(config, options);  // throws on error
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -49,5 +51,9 @@ void prepare_trace_dir(const std::filesystem::path& dir, bool force);
 /// The `PP:` label of a job (without the prefix): "2F3", "0RECV_B1", ...
 /// (global stage, op, micro-batch); empty for a job that has none (optimizer).
 std::string torch_action_label(const SimJob& job, const ScheduleShape& shape, int stage);
+
+/// ns as microseconds with three decimals ("12.345"), ns >= 0: the `ts` and
+/// `dur` of the traces' events (both trace writers).
+void append_us(fmt::memory_buffer& out, std::int64_t ns);
 
 }  // namespace pipescope::sim

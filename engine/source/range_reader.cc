@@ -16,7 +16,7 @@
 namespace pipescope {
 
 namespace {
-constexpr std::uint64_t kPage = 4096;
+constexpr std::uint64_t kLeadBytes = 4096;
 /// First read past a range's end, to finish its last line.
 constexpr std::size_t kReadOnStep = 1024;
 
@@ -77,7 +77,7 @@ void RangeFile::read_lines(std::uint64_t begin, std::uint64_t end, const ReadLim
 
   // Read from the page before `begin` (aligned, and it holds byte begin-1,
   // which says whether a line starts at `begin`) to `end`.
-  const std::uint64_t lead = std::min(begin, kPage);
+  const std::uint64_t lead = std::min(begin, kLeadBytes);
   const std::uint64_t read_begin = begin - lead;
   char* const data = buffer.read_area() - lead;  // data[i] is file byte read_begin + i
   const std::size_t max_line = std::max<std::size_t>(limits.max_line_bytes, 1);

@@ -5,20 +5,21 @@
 #include <gtest/gtest.h>
 
 #include "support/hand_run.h"
+#include "support/time_units.h"
 
 namespace pipescope {
 namespace {
 
 using testing::add_job;
 
-constexpr std::int64_t ms = 1'000'000;
-constexpr std::int64_t kToday = 1'700'000'000'000 * ms;
+using testing::kMs;
+constexpr std::int64_t kToday = 1'700'000'000'000 * kMs;
 
 TEST(BadTimestamps, AJobAtEpochZeroAmongTodaysIsLeftOut) {
   pipescope::Run run;
   for (int i = 0; i < 6; ++i) {
-    const std::int64_t start = i == 3 ? 0 : kToday + i * 10 * ms;
-    add_job(run, 0, "forward", i, start, start + 10 * ms);
+    const std::int64_t start = i == 3 ? 0 : kToday + i * 10 * kMs;
+    add_job(run, 0, "forward", i, start, start + 10 * kMs);
   }
   run.finalize();
   const auto bad = leave_out_bad_timestamps(run);
@@ -32,8 +33,9 @@ TEST(BadTimestamps, AJobAtEpochZeroAmongTodaysIsLeftOut) {
 
 TEST(BadTimestamps, FirstAndLastJobsAreJudgedByTheirOneNeighbour) {
   pipescope::Run run;
-  add_job(run, 0, "forward", 0, 5 * ms, 6 * ms);  // first line, at 1970
-  for (int i = 1; i < 5; ++i) add_job(run, 0, "forward", i, kToday + i * ms, kToday + i * ms + ms);
+  add_job(run, 0, "forward", 0, 5 * kMs, 6 * kMs);  // first line, at 1970
+  for (int i = 1; i < 5; ++i)
+    add_job(run, 0, "forward", i, kToday + i * kMs, kToday + i * kMs + kMs);
   run.finalize();
   EXPECT_EQ(leave_out_bad_timestamps(run).size(), 1u);
   EXPECT_EQ(run.devices[0].jobs.size(), 4u);
@@ -41,9 +43,10 @@ TEST(BadTimestamps, FirstAndLastJobsAreJudgedByTheirOneNeighbour) {
 
 TEST(BadTimestamps, ARelaunchHoursLaterIsNoBadTimestamp) {
   pipescope::Run run;
-  for (int i = 0; i < 4; ++i) add_job(run, 0, "forward", i, kToday + i * ms, kToday + i * ms + ms);
-  const std::int64_t later = kToday + 5 * 3'600'000 * ms;  // five hours later
-  for (int i = 0; i < 4; ++i) add_job(run, 0, "forward", i, later + i * ms, later + i * ms + ms);
+  for (int i = 0; i < 4; ++i)
+    add_job(run, 0, "forward", i, kToday + i * kMs, kToday + i * kMs + kMs);
+  const std::int64_t later = kToday + 5 * 3'600'000 * kMs;  // five hours later
+  for (int i = 0; i < 4; ++i) add_job(run, 0, "forward", i, later + i * kMs, later + i * kMs + kMs);
   run.finalize();
   EXPECT_TRUE(leave_out_bad_timestamps(run).empty());
   EXPECT_EQ(run.devices[0].jobs.size(), 8u);

@@ -16,6 +16,7 @@
 
 #include "analysis/metrics.h"
 #include "support/hand_run.h"
+#include "support/time_units.h"
 
 namespace pipescope {
 namespace {
@@ -23,7 +24,7 @@ namespace {
 using testing::add_job;
 
 constexpr std::int64_t us = 1'000;
-constexpr std::int64_t ms = 1'000'000;
+using testing::kMs;
 
 /// Every job time of a device, for comparing runs.
 std::vector<std::int64_t> times_of(const pipescope::Run& run, std::size_t d) {
@@ -72,7 +73,7 @@ TEST(ClockSkew, AShiftedMachineIsFoundAndCorrectedByExactlyItsShift) {
   // The interval [skew - 2us, skew + 2us] has its middle at the skew. With
   // skew > 0 the backward is violated (B starts 30us, its input ends at
   // 28us + skew), with skew < 0 the forward: one violation either way.
-  for (const std::int64_t skew : {3 * ms, -3 * ms}) {
+  for (const std::int64_t skew : {3 * kMs, -3 * kMs}) {
     SCOPED_TRACE(skew);
     pipescope::Run run = two_machines(skew);
     const pipescope::Run truth = two_machines(0);
@@ -107,15 +108,15 @@ TEST(ClockSkew, AShiftedMachineIsFoundAndCorrectedByExactlyItsShift) {
 TEST(ClockSkew, JobsAddedOutOfOrderGiveTheSameCorrection) {
   // two_machines(3 ms) with each device's jobs added last to first.
   pipescope::Run run;
-  add_job(run, 1, "backward", 0, 22 * us + 3 * ms, 28 * us + 3 * ms);
-  add_job(run, 1, "forward", 0, 12 * us + 3 * ms, 22 * us + 3 * ms);
+  add_job(run, 1, "backward", 0, 22 * us + 3 * kMs, 28 * us + 3 * kMs);
+  add_job(run, 1, "forward", 0, 12 * us + 3 * kMs, 22 * us + 3 * kMs);
   add_job(run, 0, "backward", 0, 30 * us, 40 * us);
   add_job(run, 0, "forward", 0, 0, 10 * us);
   run.devices[1].machine = 1;
   run.finalize();
   const ClockReport clock = correct(run);
   EXPECT_EQ(clock.method, ClockMethod::estimated);
-  EXPECT_EQ(clock.machines[1].offset_ns, 3 * ms);
+  EXPECT_EQ(clock.machines[1].offset_ns, 3 * kMs);
   EXPECT_EQ(times_of(run, 1), times_of(two_machines(0), 1));
 }
 
@@ -450,7 +451,7 @@ pipescope::Run two_machines_of_forwards(int jobs) {
   pipescope::Run run;
   for (int d = 0; d < 2; ++d) {
     for (int mb = 0; mb < jobs; ++mb) {
-      add_job(run, d, "forward", mb, mb * 10 * ms, mb * 10 * ms + ms);
+      add_job(run, d, "forward", mb, mb * 10 * kMs, mb * 10 * kMs + kMs);
     }
     run.devices[d].machine = d;
   }
@@ -465,7 +466,7 @@ ClockReport two_hundred(int violated, std::int64_t slack) {
   std::vector<Dependency> deps;
   for (std::uint32_t j = 0; j < 200; ++j) {
     deps.push_back(
-        dependency(run, {0, j}, {1, j}, j < static_cast<std::uint32_t>(violated) ? slack : ms));
+        dependency(run, {0, j}, {1, j}, j < static_cast<std::uint32_t>(violated) ? slack : kMs));
   }
   return correct_clocks(run, deps, ClockOptions{});
 }
@@ -482,27 +483,27 @@ TEST(ClockSkew, ViolationsWithinTheNoiseAreNoEvidence) {
 }
 
 TEST(ClockSkew, OnePercentOfAPairViolatedIsNoEvidence) {
-  const ClockReport two = two_hundred(2, -2 * ms);  // 1%: not more than 1%
+  const ClockReport two = two_hundred(2, -2 * kMs);  // 1%: not more than 1%
   EXPECT_EQ(two.method, ClockMethod::consistent);
   EXPECT_EQ(two.beyond_noise_before, 2u);
   EXPECT_FALSE(two.applied);
-  const ClockReport three = two_hundred(3, -2 * ms);  // 1.5%: the skew shows
+  const ClockReport three = two_hundred(3, -2 * kMs);  // 1.5%: the skew shows
   EXPECT_EQ(three.method, ClockMethod::estimated);
   EXPECT_TRUE(three.applied);
-  EXPECT_EQ(three.machines[1].offset_ns, -2 * ms);
+  EXPECT_EQ(three.machines[1].offset_ns, -2 * kMs);
   EXPECT_EQ(three.beyond_noise_after, 0u);
   EXPECT_EQ(three.violations_after, 0u);
 }
 
 TEST(ClockSkew, NoLayoutNoEstimateButImposedOffsetsApply) {
-  pipescope::Run run = two_machines(3 * ms);
+  pipescope::Run run = two_machines(3 * kMs);
   ClockOptions options;
   options.layout_known = false;
   const ClockReport clock = correct(run, options);
   EXPECT_EQ(clock.method, ClockMethod::no_layout);
   EXPECT_FALSE(clock.applied);
   EXPECT_EQ(clock.violations_before, 1u);
-  options.imposed = {{"machine1", 3 * ms}};
+  options.imposed = {{"machine1", 3 * kMs}};
   const ClockReport imposed = correct(run, options);
   EXPECT_EQ(imposed.method, ClockMethod::imposed);
   EXPECT_EQ(imposed.violations_after, 0u);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "support/hand_run.h"
+#include "support/time_units.h"
 
 namespace pipescope {
 namespace {
@@ -14,7 +15,7 @@ namespace {
 using testing::add_job;
 using testing::device_at;
 
-constexpr std::int64_t ms = 1'000'000;
+using testing::kMs;
 
 /// Device d: `steps` steps of F0 F1 B0 B1 back to back, 10 ms each job, the
 /// step k starting at k * 50 ms; every time from `step_at` on read `jump`
@@ -27,8 +28,8 @@ void add_device(Run& run, std::size_t d, int machine, int steps, std::int64_t st
   const char* types[] = {"forward", "forward", "backward", "backward"};
   for (int k = 0; k < steps; ++k) {
     for (int i = 0; i < 4; ++i) {
-      const std::int64_t start = k * 50 * ms + i * 10 * ms + static_cast<std::int64_t>(d) * ms;
-      const std::int64_t end = start + 10 * ms;
+      const std::int64_t start = k * 50 * kMs + i * 10 * kMs + static_cast<std::int64_t>(d) * kMs;
+      const std::int64_t end = start + 10 * kMs;
       const std::int64_t s = clock(start), e = clock(end);
       if (e < s) continue;  // cut by the step: malformed, never read
       add_job(run, d, types[i], i % 2, s, e);
@@ -41,14 +42,14 @@ TEST(ClockSteps, AStepBackOnEveryDeviceOfAMachineIsFoundAndUndone) {
   add_device(run, 0, 0, 6, 0, 0);
   add_device(run, 1, 0, 6, 0, 0);
   // Machine 1 stepped back 150 ms at 125 ms (in the middle of step 2).
-  add_device(run, 2, 1, 6, 125 * ms, -150 * ms);
-  add_device(run, 3, 1, 6, 125 * ms, -150 * ms);
+  add_device(run, 2, 1, 6, 125 * kMs, -150 * kMs);
+  add_device(run, 3, 1, 6, 125 * kMs, -150 * kMs);
   run.finalize();
   const auto steps = undo_clock_steps(run, {});
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_EQ(steps[0].machine, 1);
   // Device 3's usual gap at the step (the cut job, 10 ms) places it exactly.
-  EXPECT_EQ(steps[0].size_ns, -150 * ms);
+  EXPECT_EQ(steps[0].size_ns, -150 * kMs);
   EXPECT_GT(steps[0].jobs, 0u);
   // Every job of machine 1 is back on the true clock: in start order, no
   // compute job overlaps the one before.
@@ -57,7 +58,7 @@ TEST(ClockSteps, AStepBackOnEveryDeviceOfAMachineIsFoundAndUndone) {
     for (std::size_t i = 1; i < jobs.size(); ++i) {
       EXPECT_GE(jobs[i].start_ns, jobs[i - 1].end_ns) << "device " << d << " job " << i;
     }
-    EXPECT_EQ(jobs.back().end_ns, 5 * 50 * ms + 40 * ms + static_cast<std::int64_t>(d) * ms);
+    EXPECT_EQ(jobs.back().end_ns, 5 * 50 * kMs + 40 * kMs + static_cast<std::int64_t>(d) * kMs);
   }
 }
 
@@ -67,17 +68,17 @@ TEST(ClockSteps, AStepForwardThatMovesTheMachinesStepsForGoodIsUndone) {
   add_device(run, 1, 0, 8, 0, 0);
   // Machine 1 stepped forward 200 ms at 125 ms: the job running then lasts
   // 200 ms longer, and every later step begins 200 ms after machine 0's.
-  add_device(run, 2, 1, 8, 125 * ms, 200 * ms);
-  add_device(run, 3, 1, 8, 125 * ms, 200 * ms);
+  add_device(run, 2, 1, 8, 125 * kMs, 200 * kMs);
+  add_device(run, 3, 1, 8, 125 * kMs, 200 * kMs);
   run.finalize();
   const auto steps = undo_clock_steps(run, {});
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_EQ(steps[0].machine, 1);
-  EXPECT_EQ(steps[0].size_ns, 200 * ms);
+  EXPECT_EQ(steps[0].size_ns, 200 * kMs);
   for (std::size_t d = 2; d < 4; ++d) {
     const auto& jobs = run.devices[d].jobs;
-    for (const Job& job : jobs) EXPECT_EQ(job.end_ns - job.start_ns, 10 * ms) << "device " << d;
-    EXPECT_EQ(jobs.back().end_ns, 7 * 50 * ms + 40 * ms + static_cast<std::int64_t>(d) * ms);
+    for (const Job& job : jobs) EXPECT_EQ(job.end_ns - job.start_ns, 10 * kMs) << "device " << d;
+    EXPECT_EQ(jobs.back().end_ns, 7 * 50 * kMs + 40 * kMs + static_cast<std::int64_t>(d) * kMs);
   }
 }
 
@@ -88,9 +89,9 @@ TEST(ClockSteps, APauseOfTheWholeRunIsNoStepForward) {
   // shows the gap, and machine 1's steps stay in step with machine 0's.
   for (std::size_t d = 0; d < 4; ++d) {
     for (Job& job : run.devices[d].jobs) {
-      if (job.start_ns >= 150 * ms) {
-        job.start_ns += 200 * ms;
-        job.end_ns += 200 * ms;
+      if (job.start_ns >= 150 * kMs) {
+        job.start_ns += 200 * kMs;
+        job.end_ns += 200 * kMs;
       }
     }
   }
@@ -102,7 +103,7 @@ TEST(ClockSteps, AnOverlapOnOneDeviceOnlyIsNoClockStep) {
   pipescope::Run run;
   add_device(run, 0, 0, 4, 0, 0);
   add_device(run, 1, 1, 4, 0, 0);
-  add_device(run, 2, 1, 4, 60 * ms, -30 * ms);  // its own stray times, not its machine's
+  add_device(run, 2, 1, 4, 60 * kMs, -30 * kMs);  // its own stray times, not its machine's
   run.finalize();
   const pipescope::Run before = run;
   EXPECT_TRUE(undo_clock_steps(run, {}).empty());
@@ -121,25 +122,25 @@ TEST(ClockSteps, AJumpBackShorterThanTheJobItOverlapsIsAnOverlap) {
   // after it started: an overlap one device's timer gives, no clock step.
   pipescope::Run run;
   device_at(run, 0).machine = 0;
-  const std::int64_t base = 1'697'793'307'000 * ms;
+  const std::int64_t base = 1'697'793'307'000 * kMs;
   add_job(run, 0, "forward", 2, base + 213'760'986, base + 254'006'104);
   add_job(run, 0, "backward", 0, base + 214'742'920, base + 219'168'945);
   for (int k = 0; k < 3; ++k) {
-    const std::int64_t at = base + 260 * ms + k * 40 * ms;
-    add_job(run, 0, "forward", 0, at, at + 10 * ms);
-    add_job(run, 0, "backward", 0, at + 12 * ms, at + 30 * ms);
+    const std::int64_t at = base + 260 * kMs + k * 40 * kMs;
+    add_job(run, 0, "forward", 0, at, at + 10 * kMs);
+    add_job(run, 0, "backward", 0, at + 12 * kMs, at + 30 * kMs);
   }
   run.finalize();
   EXPECT_TRUE(undo_clock_steps(run, {}).empty());
   // The same jump back past where the job before started: a step.
   pipescope::Run stepped;
   device_at(stepped, 0).machine = 0;
-  add_job(stepped, 0, "forward", 2, base + 213 * ms, base + 254 * ms);
-  add_job(stepped, 0, "backward", 0, base + 200 * ms, base + 205 * ms);
+  add_job(stepped, 0, "forward", 2, base + 213 * kMs, base + 254 * kMs);
+  add_job(stepped, 0, "backward", 0, base + 200 * kMs, base + 205 * kMs);
   for (int k = 0; k < 3; ++k) {
-    const std::int64_t at = base + 210 * ms + k * 40 * ms;
-    add_job(stepped, 0, "forward", 0, at, at + 10 * ms);
-    add_job(stepped, 0, "backward", 0, at + 12 * ms, at + 30 * ms);
+    const std::int64_t at = base + 210 * kMs + k * 40 * kMs;
+    add_job(stepped, 0, "forward", 0, at, at + 10 * kMs);
+    add_job(stepped, 0, "backward", 0, at + 12 * kMs, at + 30 * kMs);
   }
   stepped.finalize();
   EXPECT_EQ(undo_clock_steps(stepped, {}).size(), 1u);
@@ -148,7 +149,7 @@ TEST(ClockSteps, AJumpBackShorterThanTheJobItOverlapsIsAnOverlap) {
 TEST(ClockSteps, OverlapsBelowTheThresholdAreNoise) {
   pipescope::Run run;
   add_device(run, 0, 0, 4, 0, 0);
-  add_device(run, 1, 1, 4, 75 * ms, -ms / 2);  // half a millisecond: noise
+  add_device(run, 1, 1, 4, 75 * kMs, -kMs / 2);  // half a millisecond: noise
   run.finalize();
   EXPECT_TRUE(undo_clock_steps(run, {}).empty());
 }

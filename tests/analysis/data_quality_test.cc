@@ -13,13 +13,14 @@
 #include <vector>
 
 #include "support/hand_run.h"
+#include "support/time_units.h"
 
 namespace pipescope {
 namespace {
 
 using testing::add_job;
 
-constexpr std::int64_t kSecond = 1'000'000'000;
+using testing::kSecond;
 
 std::vector<Warning> check(const pipescope::Run& run, const StageMap& stages) {
   return check_data_quality(run, compute_metrics(run), stages);

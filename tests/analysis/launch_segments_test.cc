@@ -8,11 +8,12 @@
 
 #include "analysis/metrics.h"
 #include "analysis/step_selection.h"
+#include "support/time_units.h"
 
 namespace pipescope {
 namespace {
 
-constexpr std::int64_t kMs = 1'000'000;
+using testing::kMs;
 constexpr std::int64_t kS = 1'000 * kMs;
 
 /// Adds a job (times in ms) to device d on the next line of its log.

@@ -11,8 +11,8 @@ namespace pipescope {
 namespace {
 
 /// Adds a job (times in ns) to device d, creating devices as needed.
-void add(Run& run, std::size_t d, std::string_view type, std::int64_t mb, std::int64_t start,
-         std::int64_t end) {
+void add_metrics_job(Run& run, std::size_t d, std::string_view type, std::int64_t mb,
+                     std::int64_t start, std::int64_t end) {
   while (run.devices.size() <= d) {
     run.devices.emplace_back();
     run.devices.back().index = static_cast<int>(run.devices.size() - 1);
@@ -28,22 +28,22 @@ void add(Run& run, std::size_t d, std::string_view type, std::int64_t mb, std::i
 Run worked_example() {
   pipescope::Run run;
   run.first_step = 5;
-  add(run, 0, "forward", 0, 0, 10);
-  add(run, 0, "forward", 1, 10, 20);
-  add(run, 0, "backward", 0, 30, 40);
-  add(run, 0, "backward", 1, 40, 50);
-  add(run, 0, "optimizer", 0, 50, 55);
-  add(run, 0, "lr", 0, 56, 58);       // follows the optimizer: opens step 1
-  add(run, 0, "forward", 0, 60, 70);  // follows an lr: no new step
-  add(run, 0, "backward", 0, 80, 90);
-  add(run, 1, "forward", 0, 10, 20);
-  add(run, 1, "forward", 1, 20, 30);
-  add(run, 1, "backward", 0, 25, 35);  // overlaps the previous job: counted once
-  add(run, 1, "backward", 1, 35, 45);
-  add(run, 1, "optimizer", 0, 45, 50);
-  add(run, 1, "recv_forward", 0, 62, 66);  // right before the forward that opens step 1
-  add(run, 1, "forward", 0, 70, 80);
-  add(run, 1, "backward", 0, 80, 85);
+  add_metrics_job(run, 0, "forward", 0, 0, 10);
+  add_metrics_job(run, 0, "forward", 1, 10, 20);
+  add_metrics_job(run, 0, "backward", 0, 30, 40);
+  add_metrics_job(run, 0, "backward", 1, 40, 50);
+  add_metrics_job(run, 0, "optimizer", 0, 50, 55);
+  add_metrics_job(run, 0, "lr", 0, 56, 58);       // follows the optimizer: opens step 1
+  add_metrics_job(run, 0, "forward", 0, 60, 70);  // follows an lr: no new step
+  add_metrics_job(run, 0, "backward", 0, 80, 90);
+  add_metrics_job(run, 1, "forward", 0, 10, 20);
+  add_metrics_job(run, 1, "forward", 1, 20, 30);
+  add_metrics_job(run, 1, "backward", 0, 25, 35);  // overlaps the previous job: counted once
+  add_metrics_job(run, 1, "backward", 1, 35, 45);
+  add_metrics_job(run, 1, "optimizer", 0, 45, 50);
+  add_metrics_job(run, 1, "recv_forward", 0, 62, 66);  // right before the forward that opens step 1
+  add_metrics_job(run, 1, "forward", 0, 70, 80);
+  add_metrics_job(run, 1, "backward", 0, 80, 85);
   run.finalize();
   return run;
 }
@@ -95,16 +95,16 @@ TEST(Metrics, WorkedExample) {
 TEST(Metrics, ALogThatBeginsMidRunLinesUpByTime) {
   pipescope::Run run;
   for (std::int64_t k = 0; k < 5; ++k) {
-    add(run, 0, "forward", 0, 100 * k, 100 * k + 10);
-    add(run, 0, "backward", 0, 100 * k + 10, 100 * k + 20);
-    add(run, 0, "optimizer", 0, 100 * k + 20, 100 * k + 30);
+    add_metrics_job(run, 0, "forward", 0, 100 * k, 100 * k + 10);
+    add_metrics_job(run, 0, "backward", 0, 100 * k + 10, 100 * k + 20);
+    add_metrics_job(run, 0, "optimizer", 0, 100 * k + 20, 100 * k + 30);
   }
-  add(run, 1, "backward", 0, 212, 222);
-  add(run, 1, "optimizer", 0, 222, 226);
+  add_metrics_job(run, 1, "backward", 0, 212, 222);
+  add_metrics_job(run, 1, "optimizer", 0, 222, 226);
   for (std::int64_t k = 3; k < 5; ++k) {
-    add(run, 1, "forward", 0, 100 * k + 2, 100 * k + 12);
-    add(run, 1, "backward", 0, 100 * k + 12, 100 * k + 22);
-    add(run, 1, "optimizer", 0, 100 * k + 22, 100 * k + 26);
+    add_metrics_job(run, 1, "forward", 0, 100 * k + 2, 100 * k + 12);
+    add_metrics_job(run, 1, "backward", 0, 100 * k + 12, 100 * k + 22);
+    add_metrics_job(run, 1, "optimizer", 0, 100 * k + 22, 100 * k + 26);
   }
   run.finalize();
   const Metrics m = compute_metrics(run);
@@ -124,17 +124,18 @@ TEST(Metrics, ALogThatBeginsMidRunLinesUpByTime) {
 
 TEST(Metrics, StepBeginsOnlyAfterANonForwardComputeJob) {
   pipescope::Run run;
-  add(run, 0, "recv_forward", 0, 0, 1);  // first job: step 0 begins here
-  add(run, 0, "forward", 0, 1, 2);       // no earlier compute job: same step
-  add(run, 0, "forward0", 1, 2, 3);
-  add(run, 0, "forward1", 0, 3, 4);  // previous compute job is a forward: same step
-  add(run, 0, "backward1", 0, 4, 5);
-  add(run, 0, "other_job", 0, 5, 6);
-  add(run, 0, "send_backward", 0, 6, 7);
-  add(run, 0, "forward(chunk0)", 0, 7, 8);  // previous compute job is a backward: new step
-  add(run, 0, "forward(chunk0)", 1, 8, 9);
-  add(run, 0, "optimizer", 0, 9, 10);
-  add(run, 0, "forward", 1, 10, 11);  // micro-batch 1: not a step start
+  add_metrics_job(run, 0, "recv_forward", 0, 0, 1);  // first job: step 0 begins here
+  add_metrics_job(run, 0, "forward", 0, 1, 2);       // no earlier compute job: same step
+  add_metrics_job(run, 0, "forward0", 1, 2, 3);
+  add_metrics_job(run, 0, "forward1", 0, 3, 4);  // previous compute job is a forward: same step
+  add_metrics_job(run, 0, "backward1", 0, 4, 5);
+  add_metrics_job(run, 0, "other_job", 0, 5, 6);
+  add_metrics_job(run, 0, "send_backward", 0, 6, 7);
+  add_metrics_job(run, 0, "forward(chunk0)", 0, 7,
+                  8);  // previous compute job is a backward: new step
+  add_metrics_job(run, 0, "forward(chunk0)", 1, 8, 9);
+  add_metrics_job(run, 0, "optimizer", 0, 9, 10);
+  add_metrics_job(run, 0, "forward", 1, 10, 11);  // micro-batch 1: not a step start
   run.finalize();
   const Metrics m = compute_metrics(run);
   const std::vector<std::int32_t> expected = {0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1};
@@ -145,24 +146,24 @@ TEST(Metrics, StepBeginsOnlyAfterANonForwardComputeJob) {
 // belong to that step; send and other jobs stay with the step they follow.
 TEST(Metrics, PrologueJoinsTheStepItOpens) {
   pipescope::Run run;
-  add(run, 0, "forward", 0, 0, 1);           // 0: first job, step 0
-  add(run, 0, "backward", 0, 1, 2);          // 1
-  add(run, 0, "optimizer", 0, 2, 3);         // 2
-  add(run, 0, "recv_backward", 0, 3, 4);     // 3: recv, no F/B/O before job 6: step 1
-  add(run, 0, "send_backward", 0, 4, 5);     // 4: send: stays in step 0
-  add(run, 0, "memcpy", 0, 5, 6);            // 5: other: stays in step 0
-  add(run, 0, "recv_forward", 0, 6, 7);      // 6: step 1
-  add(run, 0, "forward", 0, 7, 8);           // 7: opens step 1 (previous: optimizer)
-  add(run, 0, "backward", 0, 8, 9);          // 8
-  add(run, 0, "optimizer", 0, 9, 10);        // 9
-  add(run, 0, "recv_forward", 0, 10, 11);    // 10: an optimizer follows: stays in step 1
-  add(run, 0, "optimizer_sync", 0, 11, 12);  // 11
-  add(run, 0, "recv_forward", 0, 12, 13);    // 12: before the lr that opens step 2
-  add(run, 0, "lr_decay", 0, 13, 14);        // 13: opens step 2 (type begins with "lr")
-  add(run, 0, "recv_forward", 0, 14, 15);    // 14: after the opener: step 2 anyway
-  add(run, 0, "forward", 0, 15, 16);         // 15: previous is an lr: no new step
-  add(run, 0, "backward", 0, 16, 17);        // 16
-  add(run, 0, "forward", 0, 17, 18);         // 17: opens step 3 (previous: backward)
+  add_metrics_job(run, 0, "forward", 0, 0, 1);         // 0: first job, step 0
+  add_metrics_job(run, 0, "backward", 0, 1, 2);        // 1
+  add_metrics_job(run, 0, "optimizer", 0, 2, 3);       // 2
+  add_metrics_job(run, 0, "recv_backward", 0, 3, 4);   // 3: recv, no F/B/O before job 6: step 1
+  add_metrics_job(run, 0, "send_backward", 0, 4, 5);   // 4: send: stays in step 0
+  add_metrics_job(run, 0, "memcpy", 0, 5, 6);          // 5: other: stays in step 0
+  add_metrics_job(run, 0, "recv_forward", 0, 6, 7);    // 6: step 1
+  add_metrics_job(run, 0, "forward", 0, 7, 8);         // 7: opens step 1 (previous: optimizer)
+  add_metrics_job(run, 0, "backward", 0, 8, 9);        // 8
+  add_metrics_job(run, 0, "optimizer", 0, 9, 10);      // 9
+  add_metrics_job(run, 0, "recv_forward", 0, 10, 11);  // 10: an optimizer follows: stays in step 1
+  add_metrics_job(run, 0, "optimizer_sync", 0, 11, 12);  // 11
+  add_metrics_job(run, 0, "recv_forward", 0, 12, 13);    // 12: before the lr that opens step 2
+  add_metrics_job(run, 0, "lr_decay", 0, 13, 14);        // 13: opens step 2 (type begins with "lr")
+  add_metrics_job(run, 0, "recv_forward", 0, 14, 15);    // 14: after the opener: step 2 anyway
+  add_metrics_job(run, 0, "forward", 0, 15, 16);         // 15: previous is an lr: no new step
+  add_metrics_job(run, 0, "backward", 0, 16, 17);        // 16
+  add_metrics_job(run, 0, "forward", 0, 17, 18);         // 17: opens step 3 (previous: backward)
   run.finalize();
   const Metrics m = compute_metrics(run);
   const std::vector<std::int32_t> expected = {0, 0, 0, 1, 0, 0, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3};
@@ -183,14 +184,14 @@ TEST(Metrics, PrologueJoinsTheStepItOpens) {
 
 TEST(Metrics, LrOpensAStepOnlyAfterAStepSteeringJob) {
   pipescope::Run run;
-  add(run, 0, "recv_forward", 0, 0, 1);  // first job: opens step 0
-  add(run, 0, "lr", 0, 1, 2);            // nothing but comm before it: step 0
-  add(run, 0, "forward", 0, 2, 3);       // previous is an lr: step 0
-  add(run, 0, "backward", 0, 3, 4);
-  add(run, 0, "lr", 0, 4, 5);  // opens step 1, though no optimizer came
-  add(run, 0, "forward", 1, 5, 6);
-  add(run, 1, "lr", 0, 0, 1);       // first job
-  add(run, 1, "forward", 0, 1, 2);  // previous is an lr: no new step
+  add_metrics_job(run, 0, "recv_forward", 0, 0, 1);  // first job: opens step 0
+  add_metrics_job(run, 0, "lr", 0, 1, 2);            // nothing but comm before it: step 0
+  add_metrics_job(run, 0, "forward", 0, 2, 3);       // previous is an lr: step 0
+  add_metrics_job(run, 0, "backward", 0, 3, 4);
+  add_metrics_job(run, 0, "lr", 0, 4, 5);  // opens step 1, though no optimizer came
+  add_metrics_job(run, 0, "forward", 1, 5, 6);
+  add_metrics_job(run, 1, "lr", 0, 0, 1);       // first job
+  add_metrics_job(run, 1, "forward", 0, 1, 2);  // previous is an lr: no new step
   run.finalize();
   const Metrics m = compute_metrics(run);
   EXPECT_EQ(m.job_step[0], (std::vector<std::int32_t>{0, 0, 0, 0, 1, 1}));
@@ -206,11 +207,11 @@ TEST(Metrics, LrOpensAStepOnlyAfterAStepSteeringJob) {
 // the end of the window before (at the earliest job for step 0).
 TEST(Metrics, ConsecutiveLrJobsLeaveAnEmptyStep) {
   pipescope::Run run;
-  add(run, 0, "forward", 0, 0, 10);
-  add(run, 0, "optimizer", 0, 10, 12);
-  add(run, 0, "lr", 0, 14, 15);  // opens step 1, then joins step 2
-  add(run, 0, "lr", 0, 15, 16);  // follows an lr: opens step 2
-  add(run, 0, "forward", 0, 16, 20);
+  add_metrics_job(run, 0, "forward", 0, 0, 10);
+  add_metrics_job(run, 0, "optimizer", 0, 10, 12);
+  add_metrics_job(run, 0, "lr", 0, 14, 15);  // opens step 1, then joins step 2
+  add_metrics_job(run, 0, "lr", 0, 15, 16);  // follows an lr: opens step 2
+  add_metrics_job(run, 0, "forward", 0, 16, 20);
   run.finalize();
   Metrics m = compute_metrics(run);
   EXPECT_EQ(m.job_step[0], (std::vector<std::int32_t>{0, 0, 2, 2, 2}));
@@ -225,9 +226,9 @@ TEST(Metrics, ConsecutiveLrJobsLeaveAnEmptyStep) {
   EXPECT_EQ(m.devices[0].busy_ns, 18);
 
   pipescope::Run first;
-  add(first, 0, "lr", 0, 5, 6);  // the first job, then joins step 1
-  add(first, 0, "lr", 0, 6, 7);
-  add(first, 0, "forward", 0, 7, 9);
+  add_metrics_job(first, 0, "lr", 0, 5, 6);  // the first job, then joins step 1
+  add_metrics_job(first, 0, "lr", 0, 6, 7);
+  add_metrics_job(first, 0, "forward", 0, 7, 9);
   first.finalize();
   m = compute_metrics(first);
   EXPECT_EQ(m.job_step[0], (std::vector<std::int32_t>{1, 1, 1}));
@@ -253,8 +254,8 @@ TEST(Metrics, LrKind) {
 // "had the run gone on" figures).
 TEST(Metrics, WorkedExampleWithALaterStepCountsBothWindows) {
   pipescope::Run run = worked_example();
-  add(run, 0, "forward", 0, 95, 100);  // after a backward: opens step 7
-  add(run, 1, "forward", 0, 95, 100);
+  add_metrics_job(run, 0, "forward", 0, 95, 100);  // after a backward: opens step 7
+  add_metrics_job(run, 1, "forward", 0, 95, 100);
   run.finalize();
   const Metrics m = compute_metrics(run);
   ASSERT_EQ(m.steps.size(), 3u);
@@ -279,7 +280,7 @@ TEST(Metrics, CompleteSteps) {
   // A first and only step is complete, however few jobs it holds.
   {
     pipescope::Run run;
-    add(run, 0, "forward", 0, 0, 10);
+    add_metrics_job(run, 0, "forward", 0, 0, 10);
     run.finalize();
     const Metrics m = compute_metrics(run);
     ASSERT_EQ(m.steps.size(), 1u);
@@ -292,9 +293,10 @@ TEST(Metrics, CompleteSteps) {
     pipescope::Run run;
     for (std::size_t d = 0; d < 2; ++d) {
       for (std::int64_t base : {0, 100}) {
-        add(run, d, "forward", 0, base, base + 10);
-        add(run, d, "backward", 0, base + 10, base + 20);
-        if (!(cut && d == 1 && base == 100)) add(run, d, "optimizer", 0, base + 20, base + 25);
+        add_metrics_job(run, d, "forward", 0, base, base + 10);
+        add_metrics_job(run, d, "backward", 0, base + 10, base + 20);
+        if (!(cut && d == 1 && base == 100))
+          add_metrics_job(run, d, "optimizer", 0, base + 20, base + 25);
       }
     }
     run.finalize();
@@ -311,13 +313,13 @@ TEST(Metrics, CompleteSteps) {
   {
     pipescope::Run run;
     for (std::int64_t base : {0, 100, 200}) {
-      add(run, 0, "forward", 0, base, base + 10);
-      add(run, 0, "backward", 0, base + 10, base + 20);
+      add_metrics_job(run, 0, "forward", 0, base, base + 10);
+      add_metrics_job(run, 0, "backward", 0, base + 10, base + 20);
     }
-    add(run, 1, "forward", 0, 0, 10);
-    add(run, 1, "backward", 0, 10, 20);
-    add(run, 1, "forward", 0, 100, 110);
-    add(run, 1, "backward", 0, 110, 120);
+    add_metrics_job(run, 1, "forward", 0, 0, 10);
+    add_metrics_job(run, 1, "backward", 0, 10, 20);
+    add_metrics_job(run, 1, "forward", 0, 100, 110);
+    add_metrics_job(run, 1, "backward", 0, 110, 120);
     run.finalize();
     const Metrics m = compute_metrics(run);
     ASSERT_EQ(m.steps.size(), 3u);
@@ -368,10 +370,10 @@ TEST(Metrics, PrologueSample) {
 
 TEST(Metrics, DeviceMissingFromAStepIsIdleForAllOfIt) {
   pipescope::Run run;
-  add(run, 0, "forward", 0, 0, 10);
-  add(run, 0, "backward", 0, 10, 20);
-  add(run, 0, "forward", 0, 20, 30);
-  add(run, 1, "forward", 0, 0, 10);
+  add_metrics_job(run, 0, "forward", 0, 0, 10);
+  add_metrics_job(run, 0, "backward", 0, 10, 20);
+  add_metrics_job(run, 0, "forward", 0, 20, 30);
+  add_metrics_job(run, 1, "forward", 0, 0, 10);
   run.devices.emplace_back();  // a device without any job
   run.devices.back().index = 2;
   run.finalize();
@@ -393,10 +395,10 @@ TEST(Metrics, DeviceMissingFromAStepIsIdleForAllOfIt) {
   // step from being complete, and it is idle for all of every window.
   pipescope::Run full;
   for (std::size_t d = 0; d < 2; ++d) {
-    add(full, d, "forward", 0, 0, 10);
-    add(full, d, "backward", 0, 10, 20);
-    add(full, d, "forward", 0, 20, 30);
-    add(full, d, "backward", 0, 30, 40);
+    add_metrics_job(full, d, "forward", 0, 0, 10);
+    add_metrics_job(full, d, "backward", 0, 10, 20);
+    add_metrics_job(full, d, "forward", 0, 20, 30);
+    add_metrics_job(full, d, "backward", 0, 30, 40);
   }
   full.devices.emplace_back();
   full.devices.back().index = 2;
@@ -412,13 +414,13 @@ TEST(Metrics, DeviceMissingFromAStepIsIdleForAllOfIt) {
 TEST(Metrics, WindowsNeverOverlapOrGoNegative) {
   pipescope::Run run;
   // Device 1's step 0 ends after device 0's step 1: windows must stay disjoint.
-  add(run, 0, "forward", 0, 0, 10);
-  add(run, 0, "backward", 0, 10, 20);
-  add(run, 0, "forward", 0, 20, 30);
-  add(run, 0, "backward", 0, 30, 35);
-  add(run, 1, "forward", 0, 5, 15);
-  add(run, 1, "backward", 0, 15, 40);
-  add(run, 1, "forward", 0, 40, 41);
+  add_metrics_job(run, 0, "forward", 0, 0, 10);
+  add_metrics_job(run, 0, "backward", 0, 10, 20);
+  add_metrics_job(run, 0, "forward", 0, 20, 30);
+  add_metrics_job(run, 0, "backward", 0, 30, 35);
+  add_metrics_job(run, 1, "forward", 0, 5, 15);
+  add_metrics_job(run, 1, "backward", 0, 15, 40);
+  add_metrics_job(run, 1, "forward", 0, 40, 41);
   run.finalize();
   const Metrics m = compute_metrics(run);
   ASSERT_EQ(m.steps.size(), 2u);

@@ -68,7 +68,7 @@ Partitioned partitioned_analysis(const Run& run, std::size_t parts, std::size_t 
     for (const std::int32_t k : steps) ++jobs_per_step[static_cast<std::size_t>(k)];
   }
   out.plan = partition_steps(jobs_per_step, m.steps, parts);
-  std::vector<PartJobs> held;
+  std::vector<PartRun> held;
   std::uint64_t owned = 0, total = 0;
   for (std::size_t p = 0; p < parts; ++p) {
     held.push_back(cut_part(run, kinds, m.job_step, out.plan, p));
@@ -84,7 +84,7 @@ Partitioned partitioned_analysis(const Run& run, std::size_t parts, std::size_t 
       counts, cut_ns,
       [&](std::size_t d, std::size_t step) {
         // Only the owner of a step can count its jobs.
-        const PartJobs& part = held[out.plan.owner(step)];
+        const PartRun& part = held[out.plan.owner(step)];
         return step_kind_counts(part.run.devices[d], part.job_step[d], step, kinds);
       },
       m);
@@ -110,7 +110,7 @@ Partitioned partitioned_analysis(const Run& run, std::size_t parts, std::size_t 
   std::vector<SplitEvidence> evidence;
   OpCostSums run_sums;
   for (std::size_t p = 0; p < parts; ++p) {
-    const PartJobs& part = held[p];
+    const PartRun& part = held[p];
     const std::size_t first = out.plan.bounds[p], last = out.plan.bounds[p + 1];
     {
       Metrics part_metrics;  // every window, the part's jobs' steps
@@ -316,7 +316,7 @@ std::uint64_t check_every_split(const Run& run, const std::string& what) {
       // The layout from the run's head only is the whole run's.
       const std::vector<JobRole> roles = classify_job_roles(run.types);
       const Layout layout = detect_layout(run, whole.job_step, roles);
-      const PartJobs head = head_part(run, whole.job_step, kLayoutSteps);
+      const PartRun head = head_part(run, whole.job_step, kLayoutSteps);
       const Layout from_head = detect_layout(head.run, head.job_step, roles);
       EXPECT_EQ(from_head.method, layout.method) << label;
       EXPECT_EQ(describe_layout_shape(from_head.shape), describe_layout_shape(layout.shape))
@@ -601,7 +601,7 @@ ReplicaSummary replicas_by_parts(const pipescope::Run& run, std::size_t parts) {
     }
     plan.widen(in_run_steps);
   }
-  std::vector<PartJobs> held;
+  std::vector<PartRun> held;
   for (std::size_t p = 0; p < parts; ++p) held.push_back(cut_part(run, kinds, m.job_step, plan, p));
 
   ReplicaSummary out;
@@ -612,7 +612,7 @@ ReplicaSummary replicas_by_parts(const pipescope::Run& run, std::size_t parts) {
         rep.counts, cut_ns,
         [&](std::size_t i, std::size_t step) {
           const std::size_t k = rep.to_global[step];
-          const PartJobs& part = held[plan.owner(k)];
+          const PartRun& part = held[plan.owner(k)];
           const std::size_t d = rep.devices[i];
           return step_kind_counts(part.run.devices[d], part.job_step[d], k, kinds);
         },
@@ -675,7 +675,7 @@ TEST(PartitionedAnalysis, ReplicasByTheRunsRanges) {
   // run as it was afterwards.
   {
     pipescope::Run lender = run;
-    const ReplicaSummary lent = summarize_replicas_lent(lender, layout, roles);
+    const ReplicaSummary lent = summarize_replicas_in_place(lender, layout, roles);
     ASSERT_EQ(lent.replicas.size(), expected.replicas.size());
     EXPECT_EQ(lent.slowest, expected.slowest);
     for (std::size_t r = 0; r < lent.replicas.size(); ++r) {

@@ -20,18 +20,19 @@
 #include "load/load_run.h"
 #include "support/hand_run.h"
 #include "support/pipeline_sim_run.h"
+#include "support/time_units.h"
 
 namespace pipescope {
 namespace {
 
 using testing::add_job;
 
-constexpr std::int64_t kSecond = 1'000'000'000;
+using testing::kSecond;
 
 /// A part's jobs less what it holds for its overlap and neighbours only: a
 /// wrong exchange, which the checks must notice.
-PartJobs owned_only(const PartJobs& part, const StepPartition& plan, std::size_t p) {
-  PartJobs out = part;
+PartRun owned_only(const PartRun& part, const StepPartition& plan, std::size_t p) {
+  PartRun out = part;
   for (std::size_t d = 0; d < out.run.devices.size(); ++d) {
     auto& jobs = out.run.devices[d].jobs;
     auto& steps = out.job_step[d];
@@ -71,7 +72,7 @@ std::vector<Warning> quality_by_parts(const Run& run, const StageMap& stages, st
   std::vector<std::uint64_t> device_jobs;
   for (const Device& device : run.devices) device_jobs.push_back(device.jobs.size());
 
-  std::vector<PartJobs> held;
+  std::vector<PartRun> held;
   for (std::size_t p = 0; p < parts; ++p) {
     held.push_back(cut_part(run, kinds, whole.job_step, plan, p));
     if (!halo) held.back() = owned_only(held.back(), plan, p);
@@ -109,8 +110,8 @@ void expect_same(const std::vector<Warning>& got, const std::vector<Warning>& wa
 
 /// Every split of 1 to 4 parts, and more parts than steps (empty parts);
 /// returns the whole run's warnings.
-std::vector<Warning> check_every_split(const Run& run, const StageMap& stages,
-                                       const std::string& what) {
+std::vector<Warning> check_quality_splits(const Run& run, const StageMap& stages,
+                                          const std::string& what) {
   const Metrics whole = compute_metrics(run);
   const std::vector<Warning> expected = check_data_quality(run, whole, stages);
   for (std::size_t parts : {1u, 2u, 3u, 4u, 7u}) {
@@ -123,11 +124,11 @@ std::vector<Warning> check_every_split(const Run& run, const StageMap& stages,
 
 /// With the stage map the pipeline analysis finds, and with one stage per
 /// device (each device against its own steps).
-void check_every_split(const Run& run, const std::string& what) {
+void check_quality_splits(const Run& run, const std::string& what) {
   const Metrics whole = compute_metrics(run);
   const std::vector<JobRole> roles = classify_job_roles(run.types);
-  check_every_split(run, detect_layout(run, whole.job_step, roles).stages, what + ", layout");
-  check_every_split(run, one_stage_per_device(run.devices.size()), what + ", one per device");
+  check_quality_splits(run, detect_layout(run, whole.job_step, roles).stages, what + ", layout");
+  check_quality_splits(run, one_stage_per_device(run.devices.size()), what + ", one per device");
 }
 
 bool has(const std::vector<Warning>& warnings, WarningCode code) {
@@ -142,7 +143,7 @@ TEST(PartitionedQuality, GoldenFoldersAsAnalyzeReadsThem) {
     const LoadedRun loaded =
         load_run(find_inputs({std::string(PIPESCOPE_TESTDATA) + "/" + folder}), options);
     ASSERT_GT(loaded.run.job_count(), 0u) << folder;
-    check_every_split(loaded.run, folder);
+    check_quality_splits(loaded.run, folder);
   }
 }
 
@@ -210,9 +211,9 @@ TEST(PartitionedQuality, SimulatedSchedulesAsRunAndDamaged) {
     const pipescope::Run run = testing::run_from_simulation(config);
     const std::string what = "simulated " + std::to_string(static_cast<int>(c.kind)) + " x" +
                              std::to_string(c.per_stage);
-    check_every_split(run, what);
+    check_quality_splits(run, what);
     const pipescope::Run bad = damaged(run);
-    check_every_split(bad, what + ", damaged");
+    check_quality_splits(bad, what + ", damaged");
     const std::vector<Warning> found =
         check_data_quality(bad, compute_metrics(bad), one_stage_per_device(bad.devices.size()));
     EXPECT_TRUE(has(found, WarningCode::nonpositive_length)) << what;
@@ -259,11 +260,11 @@ TEST(PartitionedQuality, OverlapsWithJobsOfEarlierRanges) {
   add_job(run, 2, "memcpy", 0, 640, 645);        // step 6, inside its B0
   run.finalize();
   const std::vector<Warning> found =
-      check_every_split(run, one_stage_per_device(3), "long comm jobs");
+      check_quality_splits(run, one_stage_per_device(3), "long comm jobs");
   ASSERT_TRUE(has(found, WarningCode::overlap));
   // A part that held only its own jobs would miss the send between them.
   EXPECT_NE(quality_by_parts(run, one_stage_per_device(3), 4, false), found);
-  check_every_split(run, "long comm jobs");
+  check_quality_splits(run, "long comm jobs");
 }
 
 TEST(PartitionedQuality, JobsOfNoLengthInManySteps) {
@@ -271,7 +272,8 @@ TEST(PartitionedQuality, JobsOfNoLengthInManySteps) {
   for (const std::int64_t k : {4, 1, 5}) add_job(run, 1, "memcpy", 0, k * 100 + 22, k * 100 + 22);
   add_job(run, 2, "memcpy", 3, 330, 320);  // negative
   run.finalize();
-  const std::vector<Warning> found = check_every_split(run, one_stage_per_device(3), "no length");
+  const std::vector<Warning> found =
+      check_quality_splits(run, one_stage_per_device(3), "no length");
   EXPECT_TRUE(has(found, WarningCode::nonpositive_length));
 }
 
@@ -281,7 +283,7 @@ TEST(PartitionedQuality, MissingStepsAndIncompleteSteps) {
       grid(3, 9, [](std::size_t d, std::int64_t k, std::string_view) { return d == 2 && k > 3; });
   testing::device_at(run, 3);
   run.finalize();
-  const std::vector<Warning> found = check_every_split(run, one_stage_per_device(4), "log ends");
+  const std::vector<Warning> found = check_quality_splits(run, one_stage_per_device(4), "log ends");
   EXPECT_TRUE(has(found, WarningCode::missing_steps));
   EXPECT_TRUE(has(found, WarningCode::incomplete_steps));
 
@@ -289,8 +291,8 @@ TEST(PartitionedQuality, MissingStepsAndIncompleteSteps) {
   pipescope::Run cut = grid(3, 12);
   cut.finalize();
   cut.devices[1].cut_ns = 450;
-  check_every_split(cut, one_stage_per_device(3), "cut");
-  check_every_split(cut, "cut");
+  check_quality_splits(cut, one_stage_per_device(3), "cut");
+  check_quality_splits(cut, "cut");
 
   // The last step short of an optimizer: judged by the kind counts of the
   // step before.
@@ -299,14 +301,14 @@ TEST(PartitionedQuality, MissingStepsAndIncompleteSteps) {
   });
   short_last.finalize();
   const std::vector<Warning> last =
-      check_every_split(short_last, one_stage_per_device(3), "last step short");
+      check_quality_splits(short_last, one_stage_per_device(3), "last step short");
   EXPECT_TRUE(has(last, WarningCode::incomplete_steps));
 
   // Every step incomplete: no complete step.
   pipescope::Run none =
       grid(2, 5, [](std::size_t d, std::int64_t k, std::string_view) { return d == 1 && k > 0; });
   none.finalize();
-  EXPECT_TRUE(has(check_every_split(none, one_stage_per_device(2), "none complete"),
+  EXPECT_TRUE(has(check_quality_splits(none, one_stage_per_device(2), "none complete"),
                   WarningCode::no_complete_step));
 }
 
@@ -319,7 +321,7 @@ TEST(PartitionedQuality, JobCountMismatchFirstInALaterRange) {
   add_job(run, 3, "send_forward", 0, 283, 284);
   run.finalize();
   const StageMap stages = resolve_stage_map(run, "0-1,2-3");
-  const std::vector<Warning> found = check_every_split(run, stages, "mismatch");
+  const std::vector<Warning> found = check_quality_splits(run, stages, "mismatch");
   EXPECT_TRUE(has(found, WarningCode::job_count_mismatch));
 }
 
@@ -332,10 +334,10 @@ TEST(PartitionedQuality, ShortStepsAgainstOwnMedianAndPeers) {
   });
   run.finalize();
   const std::vector<Warning> alone =
-      check_every_split(run, one_stage_per_device(4), "short, alone");
+      check_quality_splits(run, one_stage_per_device(4), "short, alone");
   EXPECT_TRUE(has(alone, WarningCode::short_step));
   const std::vector<Warning> peers =
-      check_every_split(run, resolve_stage_map(run, "0-1,2-3"), "short, peers");
+      check_quality_splits(run, resolve_stage_map(run, "0-1,2-3"), "short, peers");
   EXPECT_TRUE(has(peers, WarningCode::short_step));
 
   // Most steps short: the median itself is a short count, found across ranges.
@@ -343,7 +345,7 @@ TEST(PartitionedQuality, ShortStepsAgainstOwnMedianAndPeers) {
     return d == 1 && ((k % 3 == 0 && w == "F1") || (k % 3 == 1 && w == "B1"));
   });
   most.finalize();
-  check_every_split(most, one_stage_per_device(2), "short, most steps");
+  check_quality_splits(most, one_stage_per_device(2), "short, most steps");
 }
 
 TEST(PartitionedQuality, TimeOutliers) {
@@ -351,7 +353,7 @@ TEST(PartitionedQuality, TimeOutliers) {
   add_job(run, 1, "memcpy", 0, 390 + 200 * kSecond, 391 + 200 * kSecond);  // a step-3 job, late
   add_job(run, 2, "memcpy", 0, 120 - 300 * kSecond, 121 - 300 * kSecond);  // before everything
   run.finalize();
-  const std::vector<Warning> found = check_every_split(run, one_stage_per_device(3), "far");
+  const std::vector<Warning> found = check_quality_splits(run, one_stage_per_device(3), "far");
   EXPECT_TRUE(has(found, WarningCode::time_outlier));
 }
 
@@ -374,7 +376,7 @@ TEST(PartitionedQuality, TheQuartileSampleIsTheWholeRunsWhateverTheSplit) {
     add_job(run, 1, opens ? "forward" : closes ? "backward" : "memcpy", 0, start, start + 5);
   }
   run.finalize();
-  const std::vector<Warning> found = check_every_split(run, one_stage_per_device(2), "stride 2");
+  const std::vector<Warning> found = check_quality_splits(run, one_stage_per_device(2), "stride 2");
   EXPECT_FALSE(has(found, WarningCode::time_outlier));
   for (const std::size_t parts : {5u, 6u}) {
     expect_same(quality_by_parts(run, one_stage_per_device(2), parts), found,

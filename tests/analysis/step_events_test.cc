@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include "support/time_units.h"
+
 namespace pipescope {
 namespace {
 
-constexpr std::int64_t kMs = 1'000'000;
+using testing::kMs;
 
 /// Steps 10..17: windows of 100 ms back to back from t = 1000 ms (a 50 ms gap
 /// before step 12, at 1200-1250 ms), step 14 400 ms long (1450-1850 ms, an

@@ -18,7 +18,7 @@ using testing::run_command;
 using testing::shell_quote;
 using testing::TempDir;
 
-std::string sample(const char* name) { return std::string(PIPESCOPE_TESTDATA) + "/" + name; }
+std::string sample_path(const char* name) { return std::string(PIPESCOPE_TESTDATA) + "/" + name; }
 
 // Two simulated runs of the same shape (P = 4, M = 8): the current one has a
 // stage twice as slow, so its pipeline bubbles are larger (a regression of
@@ -214,11 +214,12 @@ TEST_F(CheckCli, BundledSampleAgainstItsExpectedSummary) {
   // testdata/single has 2 steps, so nothing is skipped by default; its
   // workerlog.3 ends inside a job line (cut), which makes it a damaged
   // input: refused unless allowed.
-  const std::string args = "check " + sample("single") + " -b " + sample("single/expected.json") +
+  const std::string args = "check " + sample_path("single") + " -b " +
+                           sample_path("single/expected.json") +
                            " --max-bubble-ratio 0.43 --max-bubble-increase 0";
   const CommandResult refused = run_cli(args);
   EXPECT_EQ(refused.status, 2) << refused.output;
-  EXPECT_NE(refused.output.find("damaged input " + sample("single") +
+  EXPECT_NE(refused.output.find("damaged input " + sample_path("single") +
                                 "/workerlog.3: it ends inside a line (166 bytes after the last "
                                 "newline"),
             std::string::npos)
@@ -276,7 +277,7 @@ TEST_F(CheckCli, TakesTheInputOptionsOfAnalyze) {
 
   // A real PyTorch profiler trace whose jobs only a --job-pattern finds.
   const std::string resnet =
-      shell_quote(sample("kineto/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"));
+      shell_quote(sample_path("kineto/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"));
   r = run_cli("check " + resnet + " -b " + resnet + thresholds +
               " --job-pattern '## (?P<op>forward|backward) ##'");
   EXPECT_EQ(r.status, 0) << r.output;

@@ -26,11 +26,6 @@ using testing::shell_quote;
 using testing::TempDir;
 namespace fs = std::filesystem;
 
-std::string read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 /// `pipescope ARGS` with $PIPESCOPE_LITERAL_SEARCH set to `kernel` ("":
 /// unset), stderr merged in.
 CommandResult with_kernel(const std::string& kernel, const std::string& args) {
@@ -61,7 +56,7 @@ TEST(LiteralKernelCli, EveryKernelFindsTheSameEvents) {
     const CommandResult r = with_kernel(
         kernel, "analyze " + shell_quote(run) + " --no-trace -q -o " + shell_quote(out));
     ASSERT_EQ(r.status, 0) << r.output;
-    const std::string summary = read_bytes(fs::path(out) / "summary.json");
+    const std::string summary = testing::read_file(fs::path(out) / "summary.json");
     // Events were found (simulate --events writes these).
     ASSERT_NE(summary.find("\"nccl_warn\""), std::string::npos);
     ASSERT_NE(summary.find("\"paddle_reader_cost\""), std::string::npos);

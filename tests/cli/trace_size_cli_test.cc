@@ -30,11 +30,6 @@ using testing::TempDir;
 namespace fs = std::filesystem;
 namespace pb = perfetto::protos;
 
-std::string read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // `pipescope analyze RUN -o OUT ARGS` with the limits "JSON,PFTRACE" (none: the defaults).
 CommandResult analyze(const fs::path& run, const fs::path& out, const std::string& args,
                       const std::string& limits = "") {
@@ -70,7 +65,7 @@ JsonSteps json_steps(const fs::path& path) {
 // The step numbers of the "step N" slices of trace.pftrace (interned names).
 std::set<std::int64_t> pftrace_steps(const fs::path& path) {
   pb::Trace trace;
-  EXPECT_TRUE(trace.ParseFromString(read_bytes(path)));
+  EXPECT_TRUE(trace.ParseFromString(testing::read_file(path)));
   std::set<std::int64_t> steps;
   for (const pb::TracePacket& packet : trace.packet()) {
     for (const pb::EventName& name : packet.interned_data().event_names()) {
@@ -172,8 +167,10 @@ TEST_F(TraceSizeCli, OverTheLimitBothTracesHoldTheMedianAndSlowestStepsAndSaySo)
   // --steps with that list writes the same traces, now recorded as chosen.
   const CommandResult same = analyze(run(), out("same"), "--perfetto --steps " + steps_text);
   ASSERT_EQ(same.status, 0) << same.output;
-  EXPECT_EQ(read_bytes(out("same") / "trace.json"), read_bytes(out("cut") / "trace.json"));
-  EXPECT_EQ(read_bytes(out("same") / "trace.pftrace"), read_bytes(out("cut") / "trace.pftrace"));
+  EXPECT_EQ(testing::read_file(out("same") / "trace.json"),
+            testing::read_file(out("cut") / "trace.json"));
+  EXPECT_EQ(testing::read_file(out("same") / "trace.pftrace"),
+            testing::read_file(out("cut") / "trace.pftrace"));
   EXPECT_EQ(same.output.find("hold steps"), std::string::npos) << same.output;
 }
 
@@ -213,13 +210,14 @@ TEST_F(TraceSizeCli, UnderTheLimitTheWholeTraceAsBefore) {
   EXPECT_EQ(r.output.find("hold steps"), std::string::npos) << r.output;
   const CommandResult all = analyze(run(), out("default-all"), "--perfetto --steps all");
   ASSERT_EQ(all.status, 0) << all.output;
-  EXPECT_EQ(read_bytes(out("default") / "trace.json"),
-            read_bytes(out("default-all") / "trace.json"));
-  EXPECT_EQ(read_bytes(out("default") / "trace.pftrace"),
-            read_bytes(out("default-all") / "trace.pftrace"));
-  EXPECT_EQ(read_bytes(out("default") / "summary.json"),
-            read_bytes(out("default-all") / "summary.json"));
-  EXPECT_EQ(read_bytes(out("default") / "summary.json").find("\"traces\""), std::string::npos);
+  EXPECT_EQ(testing::read_file(out("default") / "trace.json"),
+            testing::read_file(out("default-all") / "trace.json"));
+  EXPECT_EQ(testing::read_file(out("default") / "trace.pftrace"),
+            testing::read_file(out("default-all") / "trace.pftrace"));
+  EXPECT_EQ(testing::read_file(out("default") / "summary.json"),
+            testing::read_file(out("default-all") / "summary.json"));
+  EXPECT_EQ(testing::read_file(out("default") / "summary.json").find("\"traces\""),
+            std::string::npos);
 
   // Only the JSON trace over its limit: trace.pftrace stays whole, and only
   // trace.json is named.
@@ -227,8 +225,8 @@ TEST_F(TraceSizeCli, UnderTheLimitTheWholeTraceAsBefore) {
   ASSERT_EQ(json_only.status, 0) << json_only.output;
   EXPECT_NE(json_only.output.find("pipescope: trace.json holds steps "), std::string::npos)
       << json_only.output;
-  EXPECT_EQ(read_bytes(out("json-only") / "trace.pftrace"),
-            read_bytes(out("default") / "trace.pftrace"));
+  EXPECT_EQ(testing::read_file(out("json-only") / "trace.pftrace"),
+            testing::read_file(out("default") / "trace.pftrace"));
 }
 
 TEST_F(TraceSizeCli, AStepListIsRecordedAsChosen) {

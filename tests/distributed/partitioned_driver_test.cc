@@ -296,7 +296,7 @@ void check_ranks(const Run& run, int ranks, bool round_robin, const std::string&
     EXPECT_EQ(m.comm_ns, whole.comm_ns) << at;
     EXPECT_EQ(m.incomplete_steps, whole.incomplete_steps) << at;
     // The jobs it holds are the part the one-process cut gives.
-    const PartJobs cut =
+    const PartRun cut =
         cut_part(corrected, kinds, whole.job_step, mine.plan, static_cast<std::size_t>(r));
     EXPECT_EQ(mine.part.owned_jobs, cut.owned_jobs) << at;
     EXPECT_EQ(mine.part.job_step, cut.job_step) << at;

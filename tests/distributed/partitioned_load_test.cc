@@ -26,6 +26,7 @@
 #include "support/hand_run.h"
 #include "support/partitioned_ranks.h"
 #include "support/pipeline_sim_run.h"
+#include "support/time_units.h"
 
 namespace pipescope::distributed {
 namespace {
@@ -303,7 +304,7 @@ TEST(PartitionedLoad, TwoRunsRefusedAlike) {
   EXPECT_NE(check_files(files_of(run), LoadOptions(), "two runs", false), "");
 }
 
-constexpr std::int64_t ms = 1'000'000;
+using testing::kMs;
 
 /// As tests/analysis/clock_steps_test.cc: device d runs `steps` steps of F0
 /// F1 B0 B1, 10 ms each job, step k at k * 50 ms; from each (at, jump) on
@@ -322,8 +323,8 @@ void add_stepped_device(pipescope::Run& run, std::size_t d, int machine, int ste
   const char* types[] = {"forward", "forward", "backward", "backward"};
   for (int k = 0; k < steps; ++k) {
     for (int i = 0; i < 4; ++i) {
-      const std::int64_t start = k * 50 * ms + i * 10 * ms + static_cast<std::int64_t>(d) * ms;
-      const std::int64_t s = clock(start), e = clock(start + 10 * ms);
+      const std::int64_t start = k * 50 * kMs + i * 10 * kMs + static_cast<std::int64_t>(d) * kMs;
+      const std::int64_t s = clock(start), e = clock(start + 10 * kMs);
       if (e >= s) testing::add_job(run, d, types[i], i % 2, s, e);
     }
   }
@@ -338,8 +339,8 @@ pipescope::Run stepped(std::int64_t jump) {
   pipescope::Run run;
   add_stepped_device(run, 0, 0, 8, 0, 0);
   add_stepped_device(run, 1, 0, 8, 0, 0);
-  add_stepped_device(run, 2, 1, 8, 125 * ms, jump);
-  add_stepped_device(run, 3, 1, 8, 125 * ms, jump);
+  add_stepped_device(run, 2, 1, 8, 125 * kMs, jump);
+  add_stepped_device(run, 3, 1, 8, 125 * kMs, jump);
   run.finalize();
   return run;
 }
@@ -347,7 +348,7 @@ pipescope::Run stepped(std::int64_t jump) {
 TEST(PartitionedLoad, ClockStepsAreUndoneAsInOneProcess) {
   // Machine 1's clock stepped back, or forward: undone by the ranks that
   // read its devices, the machine-wide decisions from gathered parts.
-  for (const std::int64_t jump : {-150 * ms, 200 * ms}) {
+  for (const std::int64_t jump : {-150 * kMs, 200 * kMs}) {
     const pipescope::Run run = stepped(jump);
     ASSERT_EQ(load_whole(files_of(run), LoadOptions()).loaded.run.clock_steps.size(), 1u) << jump;
     EXPECT_EQ(check_files(files_of(run), LoadOptions(), "one clock step", true), "") << jump;
@@ -362,10 +363,10 @@ TEST(PartitionedLoad, ClockStepsAreUndoneAsInOneProcess) {
   add_stepped_device(run, 0, 0, 12, 0, 0);
   add_stepped_device(run, 1, 0, 12, 0, 0);
   for (std::size_t d : {2, 3}) {
-    add_stepped_device(run, d, 1, 12, {{125 * ms, -150 * ms}, {325 * ms, -80 * ms}});
+    add_stepped_device(run, d, 1, 12, {{125 * kMs, -150 * kMs}, {325 * kMs, -80 * kMs}});
   }
-  for (std::size_t d : {4, 5}) add_stepped_device(run, d, 2, 12, 175 * ms, -120 * ms);
-  for (std::size_t d : {6, 7}) add_stepped_device(run, d, 3, 12, 225 * ms, 200 * ms);
+  for (std::size_t d : {4, 5}) add_stepped_device(run, d, 2, 12, 175 * kMs, -120 * kMs);
+  for (std::size_t d : {6, 7}) add_stepped_device(run, d, 3, 12, 225 * kMs, 200 * kMs);
   run.finalize();
   const Expected whole = load_whole(files_of(run), LoadOptions());
   ASSERT_EQ(whole.error, "");
@@ -378,7 +379,7 @@ TEST(PartitionedLoad, PausesAreNoClockSteps) {
   // moves against the other: no step.
   pipescope::Run run;
   for (std::size_t d = 0; d < 4; ++d)
-    add_stepped_device(run, d, static_cast<int>(d / 2), 8, 125 * ms, 200 * ms);
+    add_stepped_device(run, d, static_cast<int>(d / 2), 8, 125 * kMs, 200 * kMs);
   run.finalize();
   ASSERT_TRUE(load_whole(files_of(run), LoadOptions()).loaded.run.clock_steps.empty());
   check_files(files_of(run), LoadOptions(), "both machines paused", false);
@@ -400,7 +401,7 @@ TEST(PartitionedLoad, PausesAreNoClockSteps) {
 
 TEST(PartitionedLoad, GpuActivitiesAreRefused) {
   std::vector<FileResult> files = files_of(simulated(1, 3));
-  files[1].kernels.emplace();
+  files[1].kernels.emplace_back();
   const Partitioned parts = load_parts(files, 2, true, LoadOptions());
   EXPECT_NE(parts.error.find("GPU activities"), std::string::npos) << parts.error;
 }

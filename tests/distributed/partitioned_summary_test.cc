@@ -128,7 +128,7 @@ TEST(PartitionedSummary, GoldenFolders) {
   fs::remove_all(dir);
 }
 
-pipescope::Run simulated(int machines, int steps, int devices_per_stage = 1) {
+pipescope::Run simulated_machines(int machines, int steps, int devices_per_stage = 1) {
   sim::SimConfig config = testing::sim_config(sim::ScheduleKind::one_f_one_b, 4, 6);
   config.steps = steps;
   config.machines = machines;
@@ -153,27 +153,27 @@ std::vector<Warning> check_run(const pipescope::Run& run, const LoadOptions& opt
 }
 
 TEST(PartitionedSummary, SimulatedRuns) {
-  check_run(simulated(1, 5), LoadOptions(), "one machine");
+  check_run(simulated_machines(1, 5), LoadOptions(), "one machine");
   // Two machines, one 3 ms ahead: the clocks are corrected.
   TraceFileFigures held;
   held.file = "trace.json";
   held.reason = "steps_option";
   held.steps = "1-2";
   const std::vector<Warning> two =
-      check_run(simulated(2, 6), LoadOptions(), "two machines", {held});
+      check_run(simulated_machines(2, 6), LoadOptions(), "two machines", {held});
   EXPECT_FALSE(has(two, WarningCode::dependency_violations));
 }
 
 TEST(PartitionedSummary, StepListsInPiecesOfAStep) {
   ::setenv("PIPESCOPE_MPI_MESSAGE_BYTES", "200", 1);
-  check_run(simulated(1, 7), LoadOptions(), "one machine, pieces of a step");
+  check_run(simulated_machines(1, 7), LoadOptions(), "one machine, pieces of a step");
   ::unsetenv("PIPESCOPE_MPI_MESSAGE_BYTES");
 }
 
 // A machine's clock stepped back mid-run: undone by the ranks that read
 // its devices (partitioned_load.h), then analysed; the summary names it.
 TEST(PartitionedSummary, AClockStepUndone) {
-  pipescope::Run run = simulated(2, 10);
+  pipescope::Run run = simulated_machines(2, 10);
   std::int64_t at = 0;
   for (const Device& device : run.devices) {
     if (device.machine == 1) at = device.jobs[device.jobs.size() / 2].start_ns;
@@ -193,7 +193,7 @@ TEST(PartitionedSummary, AClockStepUndone) {
 // `--stages auto` guesses from every job, as the single process does: two
 // peers alike in the run's head but apart after it are two stages.
 TEST(PartitionedSummary, StagesAutoReadsEveryJob) {
-  const pipescope::Run plain = simulated(1, 24, 2);
+  const pipescope::Run plain = simulated_machines(1, 24, 2);
   pipescope::Run apart = plain;
   pipescope::Job& late = apart.devices[1].jobs[apart.devices[1].jobs.size() - 3];
   late.micro_batch += 1000;
@@ -212,19 +212,19 @@ TEST(PartitionedSummary, StageMapWarnings) {
   // Tensor-parallel peers analysed one stage per device: the guess groups them.
   LoadOptions device;
   device.pipeline.stages = parse_stage_spec("device", "--stages");
-  EXPECT_TRUE(has(check_run(simulated(1, 4, 2), device, "peers, one stage per device"),
+  EXPECT_TRUE(has(check_run(simulated_machines(1, 4, 2), device, "peers, one stage per device"),
                   WarningCode::stage_map));
   // Stages given as pairs of devices that are not peers: contradicted.
   LoadOptions pairs;
   pairs.pipeline.stages = parse_stage_spec("tp=2", "--stages");
-  EXPECT_TRUE(has(check_run(simulated(1, 4), pairs, "tp=2 of stages"),
+  EXPECT_TRUE(has(check_run(simulated_machines(1, 4), pairs, "tp=2 of stages"),
                   WarningCode::stage_map_contradicted));
   // The comparisons in many passes of a few jobs each, merged in order (and
   // the step lists in pieces of a step each).
   ::setenv("PIPESCOPE_MPI_MESSAGE_BYTES", "200", 1);
-  EXPECT_TRUE(has(check_run(simulated(1, 4, 2), device, "peers, in passes of a few jobs"),
+  EXPECT_TRUE(has(check_run(simulated_machines(1, 4, 2), device, "peers, in passes of a few jobs"),
                   WarningCode::stage_map));
-  EXPECT_TRUE(has(check_run(simulated(1, 4), pairs, "tp=2, in passes of a few jobs"),
+  EXPECT_TRUE(has(check_run(simulated_machines(1, 4), pairs, "tp=2, in passes of a few jobs"),
                   WarningCode::stage_map_contradicted));
   ::unsetenv("PIPESCOPE_MPI_MESSAGE_BYTES");
 }

@@ -29,7 +29,7 @@
 namespace pipescope::distributed {
 namespace {
 
-struct Case {
+struct SizeCase {
   TraceOptions options;
   TraceFormat format = TraceFormat::json;
   TraceSampleSize sample;
@@ -39,17 +39,17 @@ struct Case {
 /// No pipeline; the pipeline with and without flows, with absolute times,
 /// each on the whole run and a step selection; both formats; the default
 /// sample, one of a piece and a few items, and one of two pieces and 16.
-std::vector<Case> cases_of(const AnalyzedRun& single) {
+std::vector<SizeCase> size_cases_of(const AnalyzedRun& single) {
   const Metrics& m = single.metrics;
   std::vector<StepSelection> selections{StepSelection{}};
   if (m.steps.size() >= 4) selections.push_back(StepSelection::of({1, 2, m.steps.size() - 1}, m));
-  std::vector<Case> cases;
+  std::vector<SizeCase> cases;
   for (const TraceFormat format : {TraceFormat::json, TraceFormat::perfetto}) {
     for (const TraceSampleSize sample :
          {TraceSampleSize{}, TraceSampleSize{1, 3}, TraceSampleSize{2, 16}}) {
       for (std::size_t s = 0; s < selections.size(); ++s) {
         for (int drawn = 0; drawn < 4; ++drawn) {  // none, bubbles, flows, flows absolute
-          Case c;
+          SizeCase c;
           c.format = format;
           c.sample = sample;
           c.options.threads = 2;
@@ -91,22 +91,22 @@ std::vector<std::uint64_t> limits_of(std::uint64_t whole) {
   return {whole, whole > 0 ? whole - 1 : 0, 1};
 }
 
-void check_ranks(const Run& run, int ranks, bool round_robin, const std::string& what) {
+void check_trace_ranks(const Run& run, int ranks, bool round_robin, const std::string& what) {
   SCOPED_TRACE(
       fmt::format("{}, {} ranks{}", what, ranks, round_robin ? "" : ", devices on the last rank"));
   const PipelineOptions options;
   Run corrected = run;
   const AnalyzedRun single = analyze_run(corrected, options);
-  const std::vector<Case> cases = cases_of(single);
+  const std::vector<SizeCase> cases = size_cases_of(single);
   std::vector<std::uint64_t> expected;
   std::vector<std::string> expected_plans;
-  for (const Case& c : cases) {
+  for (const SizeCase& c : cases) {
     expected.push_back(
         estimate_trace_bytes(corrected, single.metrics, c.options, c.format, c.sample));
   }
   // The plans (the default sample): past the limit, at it, and --steps given.
-  const std::vector<Case> planned(cases.begin(), cases.begin() + 8);
-  for (const Case& c : planned) {
+  const std::vector<SizeCase> planned(cases.begin(), cases.begin() + 8);
+  for (const SizeCase& c : planned) {
     TraceOptions whole = c.options;
     whole.steps = StepSelection();
     for (const std::uint64_t limit :
@@ -125,11 +125,11 @@ void check_ranks(const Run& run, int ranks, bool round_robin, const std::string&
     Run local = testing::local_view(run, exchange.rank(), exchange.size(), round_robin);
     const PartitionedAnalysis mine = analyze_partitioned(exchange, local, options);
     Got out;
-    for (const Case& c : cases) {
+    for (const SizeCase& c : cases) {
       out.estimates.push_back(
           estimate_partitioned_trace_bytes(exchange, local, mine, c.options, c.format, c.sample));
     }
-    for (const Case& c : planned) {
+    for (const SizeCase& c : planned) {
       TraceOptions whole = c.options;
       whole.steps = StepSelection();
       // Every rank tries the limits the single process's estimate gives:
@@ -155,11 +155,11 @@ void check_ranks(const Run& run, int ranks, bool round_robin, const std::string&
   }
 }
 
-void check_every_rank_count(const Run& run, const std::string& what) {
+void check_sizes_at_every_rank_count(const Run& run, const std::string& what) {
   const std::size_t steps = compute_metrics(run).steps.size();
   for (const int ranks : {1, 2, 3, 4, static_cast<int>(steps) + 2}) {
-    check_ranks(run, ranks, true, what);
-    if (ranks == 3) check_ranks(run, ranks, false, what);
+    check_trace_ranks(run, ranks, true, what);
+    if (ranks == 3) check_trace_ranks(run, ranks, false, what);
   }
 }
 
@@ -170,7 +170,7 @@ TEST(PartitionedTraceSize, GoldenFoldersAreTheSingleProcessEstimate) {
     const LoadedRun loaded =
         load_run(find_inputs({std::string(PIPESCOPE_TESTDATA) + "/" + folder}), options);
     ASSERT_GT(loaded.run.job_count(), 0u) << folder;
-    check_every_rank_count(loaded.run, folder);
+    check_sizes_at_every_rank_count(loaded.run, folder);
   }
 }
 
@@ -215,12 +215,13 @@ TEST(PartitionedTraceSize, SimulatedSchedulesAreTheSingleProcessEstimate) {
   for (const Sim& s :
        {Sim{ScheduleKind::one_f_one_b, 4, 8, 1, true},
         Sim{ScheduleKind::interleaved, 4, 8, 2, true}, Sim{ScheduleKind::zbh1, 4, 8, 1, false}}) {
-    check_every_rank_count(simulated(s.kind, s.stages, s.micro_batches, s.chunks, s.comm, 6),
-                           "simulated " + std::to_string(static_cast<int>(s.kind)));
+    check_sizes_at_every_rank_count(
+        simulated(s.kind, s.stages, s.micro_batches, s.chunks, s.comm, 6),
+        "simulated " + std::to_string(static_cast<int>(s.kind)));
   }
 }
 
-// 40 steps of 8 stages × 8 micro-batches: the small samples of cases_of
+// 40 steps of 8 stages × 8 micro-batches: the small samples of size_cases_of
 // scale every section (they are a sample, not the whole), whatever the cut.
 TEST(PartitionedTraceSize, ALongerRunPastTheSmallSamples) {
   const pipescope::Run run = simulated(sim::ScheduleKind::one_f_one_b, 8, 8, 1, true, 40);
@@ -236,7 +237,7 @@ TEST(PartitionedTraceSize, ALongerRunPastTheSmallSamples) {
       EXPECT_NE(estimate_trace_bytes(corrected, single.metrics, options, format, small), whole);
     }
   }
-  for (const int ranks : {2, 5}) check_ranks(run, ranks, true, "40 steps");
+  for (const int ranks : {2, 5}) check_trace_ranks(run, ranks, true, "40 steps");
 }
 
 // Device 1 starts each step while device 0 still runs the previous one, and
@@ -256,7 +257,7 @@ TEST(PartitionedTraceSize, OverlappingStepsAndLanes) {
     testing::add_job(run, 1, "optimizer", 0, t + 80, t + 95);
   }
   run.finalize();
-  for (const int ranks : {1, 2, 3, 4, 7}) check_ranks(run, ranks, true, "overlapping steps");
+  for (const int ranks : {1, 2, 3, 4, 7}) check_trace_ranks(run, ranks, true, "overlapping steps");
 }
 
 // Two machines, the second's clock ahead: the analysis corrects the clocks.
@@ -268,7 +269,7 @@ TEST(PartitionedTraceSize, CorrectedClocks) {
   config.machine_skew_ns = {0, 3'000'000};
   config.step_gap_ns = 0;
   const pipescope::Run run = testing::run_from_simulation(config);
-  for (const int ranks : {1, 3, 4}) check_ranks(run, ranks, true, "corrected clocks");
+  for (const int ranks : {1, 3, 4}) check_trace_ranks(run, ranks, true, "corrected clocks");
 }
 
 }  // namespace

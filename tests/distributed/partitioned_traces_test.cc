@@ -130,7 +130,7 @@ void check_ranks(const Run& run, int ranks, bool round_robin, bool own_events,
   EXPECT_EQ(files_in(scratch), 0u);
 }
 
-void check_every_rank_count(const Run& run, const std::string& what) {
+void check_traces_at_every_rank_count(const Run& run, const std::string& what) {
   const std::size_t steps = compute_metrics(run).steps.size();
   for (const int ranks : {1, 2, 3, 4, static_cast<int>(steps) + 2}) {
     // Parts whole, and in chunks far smaller than a part (many rounds).
@@ -146,7 +146,7 @@ TEST(PartitionedTraces, GoldenFoldersAreTheSingleProcessTraces) {
     const LoadedRun loaded =
         load_run(find_inputs({std::string(PIPESCOPE_TESTDATA) + "/" + folder}), options);
     ASSERT_GT(loaded.run.job_count(), 0u) << folder;
-    check_every_rank_count(loaded.run, folder);
+    check_traces_at_every_rank_count(loaded.run, folder);
   }
 }
 
@@ -191,8 +191,8 @@ TEST(PartitionedTraces, SimulatedSchedulesAreTheSingleProcessTraces) {
   for (const Sim& s :
        {Sim{ScheduleKind::one_f_one_b, 4, 8, 1, true},
         Sim{ScheduleKind::interleaved, 4, 8, 2, true}, Sim{ScheduleKind::zbh1, 4, 8, 1, false}}) {
-    check_every_rank_count(simulated(s.kind, s.stages, s.micro_batches, s.chunks, s.comm),
-                           "simulated " + std::to_string(static_cast<int>(s.kind)));
+    check_traces_at_every_rank_count(simulated(s.kind, s.stages, s.micro_batches, s.chunks, s.comm),
+                                     "simulated " + std::to_string(static_cast<int>(s.kind)));
   }
 }
 

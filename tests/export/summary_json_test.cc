@@ -1,5 +1,7 @@
 // summary.json: every field of the schema, read back with simdjson, from a
 // hand-built Run and Metrics (the exporter never looks at the logs).
+#include "export/summary_json.h"
+
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -10,9 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "export/summary_json.h"
-#include "version.h"
 #include "support/temp_dir.h"
+#include "version.h"
 
 namespace pipescope {
 namespace {
@@ -21,8 +22,8 @@ namespace fs = std::filesystem;
 using testing::read_file;
 using testing::TempDir;
 
-Job make_job(std::int64_t start, std::int64_t end, TypeId type, std::int64_t mb,
-             std::uint32_t line) {
+Job summary_job(std::int64_t start, std::int64_t end, TypeId type, std::int64_t mb,
+                std::uint32_t line) {
   Job job;
   job.start_ns = start;
   job.end_ns = end;
@@ -35,13 +36,13 @@ Job make_job(std::int64_t start, std::int64_t end, TypeId type, std::int64_t mb,
 
 // Two machines, three devices; an odd job type with invalid UTF-8 and a
 // control character; one unreadable input.
-struct Sample {
+struct SummarySample {
   pipescope::Run run;
   Metrics metrics;
 };
 
-Sample make_sample() {
-  Sample s;
+SummarySample summary_sample() {
+  SummarySample s;
   Run& run = s.run;
   const TypeId forward = run.types.intern("forward");
   const TypeId backward = run.types.intern("backward");
@@ -56,23 +57,23 @@ Sample make_sample() {
   d0.machine_name = "machine0";
   d0.rank = 0;
   d0.path = "/logs/machine0/workerlog.0";
-  d0.jobs = {make_job(1000, 2000, forward, 0, 1), make_job(2000, 3500, backward, 0, 2),
-             make_job(3500, 4000, optimizer, 0, 3)};
+  d0.jobs = {summary_job(1000, 2000, forward, 0, 1), summary_job(2000, 3500, backward, 0, 2),
+             summary_job(3500, 4000, optimizer, 0, 3)};
   Device d1;
   d1.index = 1;
   d1.machine = 0;
   d1.machine_name = "machine0";
   d1.rank = 1;
   d1.path = "/logs/machine0/workerlog.1";
-  d1.jobs = {make_job(1500, 2500, forward, 0, 1), make_job(2500, 2600, send, 0, 2),
-             make_job(2600, 3800, backward, 0, 3)};
+  d1.jobs = {summary_job(1500, 2500, forward, 0, 1), summary_job(2500, 2600, send, 0, 2),
+             summary_job(2600, 3800, backward, 0, 3)};
   Device d2;
   d2.index = 2;
   d2.machine = 1;
   d2.machine_name = "machine1";
   d2.rank = 0;
   d2.path = "/logs/machine1/workerlog.0";
-  d2.jobs = {make_job(1200, 1300, odd, 3, 7)};
+  d2.jobs = {summary_job(1200, 1300, odd, 3, 7)};
   run.devices = {d0, d1, d2};
 
   run.inputs = {
@@ -133,7 +134,7 @@ std::vector<simdjson::dom::element> elements(simdjson::dom::array array) {
 
 TEST(ExportSummary, WritesEveryField) {
   TempDir dir;
-  const Sample s = make_sample();
+  const SummarySample s = summary_sample();
   const std::string path = dir / "summary.json";
   write_summary_json(s.run, s.metrics, path);
 
@@ -215,7 +216,7 @@ TEST(ExportSummary, WritesEveryField) {
 
 TEST(ExportSummary, KeysInSchemaOrder) {
   TempDir dir;
-  const Sample s = make_sample();
+  const SummarySample s = summary_sample();
   const std::string path = dir / "summary.json";
   write_summary_json(s.run, s.metrics, path);
   const std::string text = read_file(path);
@@ -237,13 +238,13 @@ TEST(ExportSummary, KeysInSchemaOrder) {
 
 TEST(ExportSummary, DeterministicBytes) {
   TempDir dir;
-  const Sample s = make_sample();
+  const SummarySample s = summary_sample();
   write_summary_json(s.run, s.metrics, dir / "a.json");
   write_summary_json(s.run, s.metrics, dir / "b.json");
   EXPECT_EQ(read_file(dir / "a.json"), read_file(dir / "b.json"));
 
   // Interning order does not change the job_types list.
-  Sample t = make_sample();
+  SummarySample t = summary_sample();
   pipescope::Run reordered;
   const TypeId send = reordered.types.intern("send_v2");
   const TypeId optimizer = reordered.types.intern("optimizer");
@@ -278,7 +279,7 @@ TEST(ExportSummary, EmptyRun) {
 TEST(ExportSummary, UnwritableFolderThrows) {
   TempDir dir;
   const std::string path = dir / "missing/summary.json";
-  const Sample s = make_sample();
+  const SummarySample s = summary_sample();
   EXPECT_THROW(write_summary_json(s.run, s.metrics, path), std::system_error);
 }
 

@@ -415,7 +415,7 @@ std::vector<SummaryStepRows> rows_of_parts(const Analysed& a, std::size_t parts)
   }
   const std::optional<std::size_t> keep = longest_critical_step(m.steps, has_job);
 
-  std::vector<PartJobs> held;
+  std::vector<PartRun> held;
   std::vector<Metrics> part_metrics;
   std::vector<SplitEvidence> evidence;
   OpCostSums run_sums;
@@ -440,7 +440,7 @@ std::vector<SummaryStepRows> rows_of_parts(const Analysed& a, std::size_t parts)
 
   std::vector<SummaryStepRows> out;
   for (std::size_t p = 0; p < parts; ++p) {
-    const PartJobs& part = held[p];
+    const PartRun& part = held[p];
     const Metrics& pm = part_metrics[p];
     const std::size_t first = plan.bounds[p], last = plan.bounds[p + 1];
     const BubbleSummary bubbles =

@@ -340,8 +340,9 @@ void expect_all_set(const SummaryFigures& x) {
   const auto& [a, b, c, d, time_resolution_ns, comm, devices, steps, incomplete_steps, segments,
                job_types, inputs, diagnostics, left_out, layout, schedule, stages, replicas,
                bubbles, bottleneck, critical_path, clock, warnings, no_jobs, kernel_view, events,
-               traces] = x;
-  expect_set("SummaryFigures", a, b, c, d, time_resolution_ns, comm, incomplete_steps, no_jobs);
+               traces, figures] = x;
+  expect_set("SummaryFigures", a, b, c, d, time_resolution_ns, comm, incomplete_steps, no_jobs,
+             figures);
   expect_all_set(kernel_view);
   expect_all_set(events);
   expect_all_set(traces);
@@ -492,6 +493,9 @@ SummaryFigures every_field() {
   f.traces = {
       {"trace.json", "size_limit", "0:9-11,1:41-43", "0:10", "1:42", 1'592'117'635, 268'435'456},
       {"trace.pftrace", "steps_option", "12", "3:4", "5", 7, 8}};
+  // Registered figures: an integer and a ratio, unregistered here (read as
+  // the JSON's number says).
+  f.figures = {{"max_jobs", std::int64_t{13}}, {"some_share", 0.1 + 0.25}};
   return f;
 }
 
@@ -532,6 +536,7 @@ void expect_same(const SummaryFigures& got, const SummaryFigures& want) {
   EXPECT_TRUE(got.warnings == want.warnings);
   EXPECT_TRUE(got.events == want.events);
   EXPECT_TRUE(got.traces == want.traces);
+  EXPECT_TRUE(got.figures == want.figures);
   if (!(got == want)) {
     TempDir dir;
     write_summary_json(got, dir / "got.json");
@@ -574,6 +579,7 @@ class KeyChecker {
     }
   }
   void pair(summary_fields::Key key, int, int) { add(key.name); }
+  void named_values(summary_fields::Key key, const std::vector<NamedFigure>&) { add(key.name); }
   template <typename T, typename Make>
   void derived(summary_fields::Key key, const T&, Make&&) {
     add(key.name);
@@ -610,8 +616,8 @@ TEST(SummaryRoundTrip, NoObjectListsAKeyTwice) {
   const SummaryFigures figures = every_field();
   KeyChecker checker("the summary");
   summary_fields::fields(checker, figures);
-  // jobs ... traces: the 27 keys of the top level besides "schema" and "tool".
-  EXPECT_EQ(checker.keys(), 27u);
+  // jobs ... figures: the 28 keys of the top level besides "schema" and "tool".
+  EXPECT_EQ(checker.keys(), 28u);
 }
 
 TEST(SummaryRoundTrip, EveryFieldComesBack) {

@@ -45,14 +45,14 @@ using testing::read_file;
 using testing::TempDir;
 
 // A run with its metrics and pipeline analysis, as `analyze` has them.
-struct Analysed {
+struct TraceAnalysed {
   pipescope::Run run;
   Metrics metrics;
   PipelineAnalysis pipeline;
 };
 
-Analysed analysed(pipescope::Run run) {
-  Analysed a;
+TraceAnalysed analysed(pipescope::Run run) {
+  TraceAnalysed a;
   a.run = std::move(run);
   PipelineOptions options;
   ClockReport clock = correct_run_clocks(a.run, options);
@@ -70,7 +70,7 @@ StagePlacement placement_of(const ScheduleReport& schedule) {
 
 enum class Format { json, perfetto };
 
-std::string whole_trace(const Analysed& a, const TraceOptions& options, Format format) {
+std::string whole_trace(const TraceAnalysed& a, const TraceOptions& options, Format format) {
   TempDir dir;
   const std::string path = dir / "trace";
   if (format == Format::json) {
@@ -83,7 +83,7 @@ std::string whole_trace(const Analysed& a, const TraceOptions& options, Format f
 
 // What one rank holds to write its part.
 struct Held {
-  PartJobs jobs;
+  PartRun jobs;
   std::vector<std::vector<int>> lanes;
   Dependencies dependencies;
 };
@@ -91,7 +91,7 @@ struct Held {
 // head + the parts' units + tail, each written into a file of its own as a
 // rank would, then joined. `with_halo`: the mutation that makes each part
 // write the jobs it holds for their overlap too (they must not be written).
-std::string parted_trace(const Analysed& a, const TraceOptions& options, Format format,
+std::string parted_trace(const TraceAnalysed& a, const TraceOptions& options, Format format,
                          std::size_t parts, bool with_halo = false) {
   const TypeKinds kinds(a.run.types);
   std::vector<std::uint64_t> jobs_per_step(a.metrics.steps.size(), 0);
@@ -155,7 +155,7 @@ std::string parted_trace(const Analysed& a, const TraceOptions& options, Format 
   return joined;
 }
 
-std::uint64_t selected_jobs(const Analysed& a, const StepSelection& steps) {
+std::uint64_t selected_jobs(const TraceAnalysed& a, const StepSelection& steps) {
   std::uint64_t n = 0;
   for (const auto& device : a.metrics.job_step) {
     for (const std::int32_t k : device) n += steps.contains(k) ? 1 : 0;
@@ -210,7 +210,7 @@ std::uint64_t check_json(const std::string& bytes, const std::string& what) {
 }
 
 // Every cut, format and option: the joined trace is the single process's.
-void check_every_cut(const Analysed& a, const std::string& what) {
+void check_every_cut(const TraceAnalysed& a, const std::string& what) {
   ASSERT_FALSE(a.metrics.steps.empty()) << what;
   const std::size_t steps = a.metrics.steps.size();
   std::vector<StepSelection> selections{StepSelection{}};
@@ -293,7 +293,7 @@ TEST(TraceParts, HaloJobsAreReadNotWritten) {
     testing::add_job(run, 1, "optimizer", 0, t + 80, t + 95);
   }
   run.finalize();
-  const Analysed a = analysed(std::move(run));
+  const TraceAnalysed a = analysed(std::move(run));
   check_every_cut(a, "overlapping steps");
   // The mutation the comparison guards against: parts writing their halo.
   TraceOptions options;
@@ -309,7 +309,7 @@ TEST(TraceParts, HaloJobsAreReadNotWritten) {
 TEST(TraceParts, UnselectedStepsWriteNothing) {
   sim::SimConfig config = testing::sim_config(sim::ScheduleKind::one_f_one_b, 4, 8);
   config.steps = 8;
-  const Analysed a = analysed(testing::run_from_simulation(config));
+  const TraceAnalysed a = analysed(testing::run_from_simulation(config));
   TraceOptions options;
   options.pipeline = &a.pipeline;
   options.steps = StepSelection::of({0}, a.metrics);
@@ -320,7 +320,7 @@ TEST(TraceParts, UnselectedStepsWriteNothing) {
   }
   const StepPartition plan = partition_steps(jobs_per_step, a.metrics.steps, 4);
   const TraceLanes lanes = trace_lanes(a.run);
-  const PartJobs last = cut_part(a.run, kinds, a.metrics.job_step, plan, 3);
+  const PartRun last = cut_part(a.run, kinds, a.metrics.job_step, plan, 3);
   ASSERT_GT(plan.bounds[3], 0u);
   const std::vector<std::vector<int>> last_lanes = part_lanes(lanes, last.job_index);
   const TracePart part{last.run,   last.job_step,  &last.job_index,

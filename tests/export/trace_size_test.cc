@@ -30,17 +30,17 @@ namespace fs = std::filesystem;
 using testing::TempDir;
 
 // A simulated 1F1B run with its pipeline analysis (bubbles, dependencies).
-struct Analysed {
+struct SizeAnalysed {
   pipescope::Run run;
   Metrics metrics;
   PipelineAnalysis pipeline;
 };
 
-Analysed analysed_run(int stages, int micro_batches, int steps) {
+SizeAnalysed analysed_run(int stages, int micro_batches, int steps) {
   sim::SimConfig config =
       testing::sim_config(sim::ScheduleKind::one_f_one_b, stages, micro_batches);
   config.steps = steps;
-  Analysed a;
+  SizeAnalysed a;
   a.run = testing::run_from_simulation(config);
   PipelineOptions options;
   ClockReport clock = correct_run_clocks(a.run, options);
@@ -89,7 +89,7 @@ constexpr TraceFormat kFormats[] = {TraceFormat::json, TraceFormat::perfetto};
 // Every job, bubble, step, counter, event and flow fits the sample: the
 // estimate is the size to the byte, whatever the options.
 TEST(TraceSize, EstimateIsExactWhenTheRunFitsTheSample) {
-  Analysed a = analysed_run(4, 8, 12);
+  SizeAnalysed a = analysed_run(4, 8, 12);
   add_events(a.run, 60);
   for (const bool pipeline : {false, true}) {
     for (const bool flows : {false, true}) {
@@ -124,7 +124,7 @@ TEST(TraceSize, EstimateIsExactForEventsUnplacedEventsAndRunsWithoutSteps) {
     }
   }
   // No steps at all (metrics of no step), and an empty run.
-  const Analysed a = analysed_run(2, 4, 2);
+  const SizeAnalysed a = analysed_run(2, 4, 2);
   for (const TraceFormat format : kFormats) {
     EXPECT_EQ(estimate_trace_bytes(a.run, Metrics{}, TraceOptions{}, format),
               written_bytes(a.run, Metrics{}, TraceOptions{}, format));
@@ -138,7 +138,7 @@ TEST(TraceSize, EstimateIsExactForEventsUnplacedEventsAndRunsWithoutSteps) {
 // steps, thousands of bubbles and dependencies and 8,000 events stays
 // within 0.5% of what is written.
 TEST(TraceSize, EstimateOfARunPastTheSampleIsWithinHalfAPercent) {
-  Analysed a = analysed_run(8, 8, 400);
+  SizeAnalysed a = analysed_run(8, 8, 400);
   add_events(a.run, 8000);
   const TraceSampleSize small{4, 256};
   for (const bool flows : {false, true}) {
@@ -166,7 +166,7 @@ TEST(TraceSize, EstimateOfARunPastTheSampleIsWithinHalfAPercent) {
 // ---- plan_trace: what a trace holds ----
 
 TEST(TracePlan, UnderTheLimitTheWholeRunWithoutAnEntry) {
-  const Analysed a = analysed_run(4, 8, 12);
+  const SizeAnalysed a = analysed_run(4, 8, 12);
   TraceOptions options;
   options.pipeline = &a.pipeline;
   for (const TraceFormat format : kFormats) {
@@ -181,7 +181,7 @@ TEST(TracePlan, UnderTheLimitTheWholeRunWithoutAnEntry) {
 }
 
 TEST(TracePlan, PastTheLimitTheMedianAndSlowestStepsWithTheirNeighbours) {
-  Analysed a = analysed_run(4, 8, 20);
+  SizeAnalysed a = analysed_run(4, 8, 20);
   // Make step 14 the slowest (windows of about 0.4 s, within 10 ms of each
   // other): every job after its first moves 100 ms later.
   const std::int64_t slow_from = a.metrics.steps[14].start_ns + 1;
@@ -229,7 +229,7 @@ TEST(TracePlan, PastTheLimitTheMedianAndSlowestStepsWithTheirNeighbours) {
 }
 
 TEST(TracePlan, StepsGivenAreWrittenWhateverTheSize) {
-  const Analysed a = analysed_run(4, 8, 12);
+  const SizeAnalysed a = analysed_run(4, 8, 12);
   TraceOptions options;
   options.steps = StepSelection::parse("2-4,7", a.metrics, "--steps");
   const TracePlan some = plan_trace(a.run, a.metrics, options, true, TraceFormat::json, 1);
@@ -249,7 +249,7 @@ TEST(TracePlan, StepsGivenAreWrittenWhateverTheSize) {
 }
 
 TEST(TracePlan, NothingToLeaveOutWritesTheWholeRunAndWarns) {
-  const Analysed a = analysed_run(4, 8, 2);  // two steps: both are kept anyway
+  const SizeAnalysed a = analysed_run(4, 8, 2);  // two steps: both are kept anyway
   const TracePlan few = plan_trace(a.run, a.metrics, TraceOptions{}, false, TraceFormat::json, 1);
   EXPECT_TRUE(few.steps.everything());
   EXPECT_FALSE(few.figures.has_value());
@@ -276,7 +276,7 @@ TEST(TracePlan, NothingToLeaveOutWritesTheWholeRunAndWarns) {
 }
 
 TEST(TracePlan, OneLineForBothTracesHeldToTheirLimits) {
-  const Analysed a = analysed_run(4, 8, 20);
+  const SizeAnalysed a = analysed_run(4, 8, 20);
   std::vector<TracePlan> plans;
   for (const TraceFormat format : kFormats) {
     plans.push_back(plan_trace(a.run, a.metrics, TraceOptions{}, false, format,

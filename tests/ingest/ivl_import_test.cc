@@ -23,7 +23,7 @@ using testing::TempDir;
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
-int run_cli(const std::string& args) {
+int run_cli_status(const std::string& args) {
   const std::string command = std::string(PIPESCOPE_CLI) + " " + args + " > /dev/null 2>&1";
   return std::system(command.c_str());
 }
@@ -155,30 +155,30 @@ TEST(RecordImport, SimulatedRunGivesIdenticalFiguresFromLogsAndRecords) {
     const std::string text = dir / "text";
     const std::string recs = dir / "recs";
     ASSERT_EQ(
-        run_cli("simulate --force -o " + quoted(text) + " --ivl " + quoted(recs) + " " + args), 0)
+        run_cli_status("simulate --force -o " + quoted(text) + " --ivl " + quoted(recs) + " " + args), 0)
         << args;
-    ASSERT_EQ(run_cli("analyze -q " + quoted(text) + " -o " + quoted(dir / "out-text")), 0);
-    ASSERT_EQ(run_cli("analyze -q " + quoted(recs) + " -o " + quoted(dir / "out-recs")), 0);
+    ASSERT_EQ(run_cli_status("analyze -q " + quoted(text) + " -o " + quoted(dir / "out-text")), 0);
+    ASSERT_EQ(run_cli_status("analyze -q " + quoted(recs) + " -o " + quoted(dir / "out-recs")), 0);
     const std::string a = figures(dir / "out-text/summary.json");
     EXPECT_EQ(a, figures(dir / "out-recs/summary.json")) << args;
     EXPECT_NE(a.find("jobs="), std::string::npos);
 
     // convert: the text folder scanned once, then analysed from records.
     const std::string converted = dir / "converted";
-    ASSERT_EQ(run_cli("convert --force " + quoted(text) + " -o " + quoted(converted)), 0) << args;
-    ASSERT_EQ(run_cli("analyze -q " + quoted(converted) + " -o " + quoted(dir / "out-conv")), 0);
+    ASSERT_EQ(run_cli_status("convert --force " + quoted(text) + " -o " + quoted(converted)), 0) << args;
+    ASSERT_EQ(run_cli_status("analyze -q " + quoted(converted) + " -o " + quoted(dir / "out-conv")), 0);
     EXPECT_EQ(a, figures(dir / "out-conv/summary.json")) << args;
   }
 }
 
 TEST(RecordImport, ConvertRefusesANonEmptyOutputAndOutputInsideInput) {
   TempDir dir;
-  ASSERT_EQ(run_cli("simulate -o " + quoted(dir / "text") + " --steps 1"), 0);
+  ASSERT_EQ(run_cli_status("simulate -o " + quoted(dir / "text") + " --steps 1"), 0);
   dir.write("out/keep.txt", "x");
-  EXPECT_EQ(WEXITSTATUS(run_cli("convert " + quoted(dir / "text") + " -o " + quoted(dir / "out"))),
+  EXPECT_EQ(WEXITSTATUS(run_cli_status("convert " + quoted(dir / "text") + " -o " + quoted(dir / "out"))),
             2);
   EXPECT_EQ(
-      WEXITSTATUS(run_cli("convert " + quoted(dir / "text") + " -o " + quoted(dir / "text/ivl"))),
+      WEXITSTATUS(run_cli_status("convert " + quoted(dir / "text") + " -o " + quoted(dir / "text/ivl"))),
       2);
   EXPECT_FALSE(std::filesystem::exists(dir / "text/ivl"));
 }

@@ -251,11 +251,11 @@ std::string trace(const std::vector<std::string>& events, std::string_view tail 
   return doc;
 }
 
-FileResult read(const std::string& path, const IngestOptions& options = {}) {
+FileResult read_trace(const std::string& path, const IngestOptions& options = {}) {
   InputFile input;
   input.path = path;
   input.format = InputFormat::torch_trace;
-  return read_torch_trace(input, options);
+  return read_torch_trace(input, options, options);
 }
 
 struct JobText {
@@ -310,7 +310,7 @@ TEST(TorchTraceReader, ManyChunksReadInParallelKeepFileOrder) {
   const std::string doc = trace(events, fmt::format(",\n \"baseTimeNanoseconds\": {}", base));
   ASSERT_GT(doc.size(), std::size_t{12} << 20);
   const std::string path = dir.write("big.pt.trace.json", doc);
-  const FileResult r = read(path);
+  const FileResult r = read_trace(path);
   EXPECT_EQ(r.stats.error, "");
   EXPECT_EQ(r.stats.lines, events.size());
   EXPECT_EQ(r.stats.malformed, 8u);
@@ -361,7 +361,7 @@ TEST(TorchTraceReader, IntervalPreferenceAndExactTimes) {
               span("user_annotation", "PP:0Q1", "500", "5"),
           },
           ",\n \"baseTimeNanoseconds\": 1700000000000000000"));
-  const FileResult r = read(path);
+  const FileResult r = read_trace(path);
   const std::int64_t base = 1'700'000'000'000'000'000;
   EXPECT_EQ(jobs_of(r), (std::vector<JobText>{
                             {"forward", 0, base + 20'001, base + 30'001},
@@ -403,7 +403,7 @@ TEST(TorchTraceReader, IntervalPreferenceAndExactTimes) {
   std::vector<std::string> kineto = cpu;
   kineto.insert(kineto.end(), launches.begin(), launches.end());
   kineto.insert(kineto.end(), gpu.begin(), gpu.end());
-  const FileResult k = read(dir.write(
+  const FileResult k = read_trace(dir.write(
       "k.pt.trace.json", trace(kineto, ",\n \"baseTimeNanoseconds\": 1700000000000000000")));
   EXPECT_EQ(jobs_of(k), jobs_of(r));
   EXPECT_EQ(k.stats.lines, 16u);
@@ -453,7 +453,7 @@ std::vector<std::string> overlap_action(int backward_tid, std::string_view backw
 
 TEST(TorchTraceReader, AnOverlapActionIsTimedApartByItsKernelsLaunchThreads) {
   TempDir dir;
-  const FileResult r = read(dir.write("r.pt.trace.json", trace(overlap_action(17, "135"))));
+  const FileResult r = read_trace(dir.write("r.pt.trace.json", trace(overlap_action(17, "135"))));
   // The forward: its kernels from the range's thread, 100 to 130 us; the
   // backward: from autograd's thread, 135 (after a 5 us wait) to 162.5 us.
   EXPECT_EQ(jobs_of(r), (std::vector<JobText>{{"forward0(overlap)", 6, 100'000, 130'000},
@@ -475,7 +475,7 @@ TEST(TorchTraceReader, AnOverlapActionIsTimedApartByItsKernelsLaunchThreads) {
   late.insert(late.end(), events.begin() + 3, events.end() - 3);
   late.insert(late.end(),
               {events[1], events[events.size() - 3], events[events.size() - 2], events.back()});
-  const FileResult k = read(dir.write("k.pt.trace.json", trace(late)));
+  const FileResult k = read_trace(dir.write("k.pt.trace.json", trace(late)));
   EXPECT_EQ(jobs_of(k), jobs_of(r));
 
   // The ops' roles: one action of two ops, each timed by its own kernels.
@@ -508,11 +508,11 @@ TEST(TorchTraceReader, AnOverlapActionWhoseKernelsShowNoBoundaryIsOneJob) {
   };
   // Every kernel launched from the range's own thread (autograd run on the
   // calling thread): nothing tells the backward's from the forward's.
-  one_job(read(dir.write("one.pt.trace.json", trace(overlap_action(9, "135")))),
+  one_job(read_trace(dir.write("one.pt.trace.json", trace(overlap_action(9, "135")))),
           "with its kernels launched from one thread only");
   // The backward's first kernel before the forward's last one ends: the two
   // overlap on the GPU, no boundary between them.
-  one_job(read(dir.write("both.pt.trace.json", trace(overlap_action(17, "125")))),
+  one_job(read_trace(dir.write("both.pt.trace.json", trace(overlap_action(17, "125")))),
           "whose forward's and backward's kernels overlap on the GPU");
 }
 
@@ -521,7 +521,7 @@ TEST(TorchTraceReader, AbsoluteMicrosecondsWithoutBase) {
   const std::string path =
       dir.write("r.pt.trace.json",
                 trace({span("user_annotation", "PP:0F0", "1712195495984501.2", "1.0005")}));
-  const FileResult r = read(path);
+  const FileResult r = read_trace(path);
   // 1712195495984501.2 us does not fit a double exactly; the ns are exact.
   EXPECT_EQ(
       jobs_of(r),
@@ -532,21 +532,21 @@ TEST(TorchTraceReader, AbsoluteMicrosecondsWithoutBase) {
 TEST(TorchTraceReader, ChunksFromTheStagesOfTheRank) {
   TempDir dir;
   // V: rank 1 of P=4 holds stages 1 and 6; looped: rank 1 holds 1, 5, 9.
-  const FileResult v =
-      read(dir.write("v.pt.trace.json", trace({span("user_annotation", "PP:1F0", "0", "1"),
-                                               span("user_annotation", "PP:6F0", "2", "1"),
-                                               span("user_annotation", "PP:6I0", "4", "1"),
-                                               span("user_annotation", "PP:1W0", "6", "1"),
-                                               span("user_annotation", "PP:6SEND_B0", "8", "1")})));
+  const FileResult v = read_trace(dir.write(
+      "v.pt.trace.json",
+      trace(
+          {span("user_annotation", "PP:1F0", "0", "1"), span("user_annotation", "PP:6F0", "2", "1"),
+           span("user_annotation", "PP:6I0", "4", "1"), span("user_annotation", "PP:1W0", "6", "1"),
+           span("user_annotation", "PP:6SEND_B0", "8", "1")})));
   EXPECT_EQ(jobs_of(v), (std::vector<JobText>{{"forward0", 0, 0, 1000},
                                               {"forward1", 0, 2000, 3000},
                                               {"backward_b1", 0, 4000, 5000},
                                               {"backward_w0", 0, 6000, 7000},
                                               {"send_backward", 0, 8000, 9000}}));
-  const FileResult looped =
-      read(dir.write("l.pt.trace.json", trace({span("user_annotation", "PP:9F0", "0", "1"),
-                                               span("user_annotation", "PP:5B0", "2", "1"),
-                                               span("user_annotation", "PP:1F1", "4", "1")})));
+  const FileResult looped = read_trace(
+      dir.write("l.pt.trace.json", trace({span("user_annotation", "PP:9F0", "0", "1"),
+                                          span("user_annotation", "PP:5B0", "2", "1"),
+                                          span("user_annotation", "PP:1F1", "4", "1")})));
   EXPECT_EQ(jobs_of(looped), (std::vector<JobText>{{"forward2", 0, 0, 1000},
                                                    {"backward1", 0, 2000, 3000},
                                                    {"forward0", 1, 4000, 5000}}));
@@ -558,7 +558,7 @@ TEST(TorchTraceReader, CutShortKeepsTheEventsBeforeTheDamage) {
                                  span("user_annotation", "PP:0F1", "2", "1"),
                                  span("user_annotation", "PP:0F2", "4", "1")});
   const std::size_t cut = doc.find("PP:0F2") + 3;
-  const FileResult r = read(dir.write("r.pt.trace.json", doc.substr(0, cut)));
+  const FileResult r = read_trace(dir.write("r.pt.trace.json", doc.substr(0, cut)));
   EXPECT_EQ(r.device.jobs.size(), 2u);
   const std::size_t third = doc.rfind("{\"ph\"", cut);
   EXPECT_EQ(r.stats.error,
@@ -568,7 +568,7 @@ TEST(TorchTraceReader, CutShortKeepsTheEventsBeforeTheDamage) {
   // Junk inside an event: that event is skipped, the rest is read.
   std::string junk = doc;
   junk.replace(junk.find("\"ts\": 2"), 7, "\"ts\": ?");
-  const FileResult j = read(dir.write("j.pt.trace.json", junk));
+  const FileResult j = read_trace(dir.write("j.pt.trace.json", junk));
   EXPECT_EQ(j.device.jobs.size(), 2u);
   EXPECT_EQ(j.stats.malformed, 1u);
   EXPECT_EQ(j.stats.error, "");
@@ -621,7 +621,7 @@ TEST(TorchTraceReader, RandomDamageNeverCrashes) {
     ASSERT_EQ(whole.events, chunked.events) << round;
     ASSERT_EQ(whole.error, chunked.error) << round;
     TempDir::write_to(path, doc);
-    const FileResult r = read(path);
+    const FileResult r = read_trace(path);
     EXPECT_LE(r.device.jobs.size(), 6u) << round;
     EXPECT_EQ(r.stats.matched, r.device.jobs.size()) << round;
     for (const Job& j : r.device.jobs) EXPECT_LE(j.start_ns, j.end_ns) << round;
@@ -644,7 +644,7 @@ TEST(TorchTraceReader, JobPattern) {
   const std::string path = dir.write("p.pt.trace.json", trace(events));
   IngestOptions options;
   options.job_pattern = std::make_shared<const JobPattern>("## (?P<op>forward|backward) ##", "");
-  const FileResult r = read(path, options);
+  const FileResult r = read_trace(path, options);
   EXPECT_EQ(jobs_of(r), (std::vector<JobText>{{"forward", 0, 1000, 11000},
                                               {"forward", 1, 20000, 30000},
                                               {"backward", 0, 40000, 50000},
@@ -657,11 +657,11 @@ TEST(TorchTraceReader, JobPattern) {
   // With mb, stage and kinds.
   options.job_pattern = std::make_shared<const JobPattern>(
       R"(mb(?P<mb>\d+)/(?P<op>fwd|bwd)@(?P<stage>\d+))", "fwd=forward,bwd=backward");
-  const FileResult k =
-      read(dir.write("k.pt.trace.json", trace({span("gpu_user_annotation", "mb3/fwd@2", "5", "1"),
-                                               span("user_annotation", "mb3/fwd@2", "1", "1"),
-                                               span("user_annotation", "mb3/bwd@6", "10", "1")})),
-           options);
+  const FileResult k = read_trace(
+      dir.write("k.pt.trace.json", trace({span("gpu_user_annotation", "mb3/fwd@2", "5", "1"),
+                                          span("user_annotation", "mb3/fwd@2", "1", "1"),
+                                          span("user_annotation", "mb3/bwd@6", "10", "1")})),
+      options);
   EXPECT_EQ(jobs_of(k),
             (std::vector<JobText>{{"forward0", 3, 5000, 6000}, {"backward1", 3, 10000, 11000}}));
 
@@ -669,7 +669,7 @@ TEST(TorchTraceReader, JobPattern) {
   options.job_pattern = std::make_shared<const JobPattern>("## (?P<op>forward|backward) ##", "");
   const std::string bare = dir.write("b.pt.trace.json", trace({events[1], events[3]}));
   try {
-    read(bare, options);
+    read_trace(bare, options);
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
@@ -699,7 +699,7 @@ TEST(TorchTraceReader, JobPatternOnANameOfHundredsOfKilobytes) {
   IngestOptions options;
   options.job_pattern = std::make_shared<const JobPattern>(
       R"((?:a|b)*_?mb(?P<mb>\d+)_(?P<op>fwd|bwd))", "fwd=forward,bwd=backward");
-  const FileResult r = read(path, options);
+  const FileResult r = read_trace(path, options);
   EXPECT_EQ(r.stats.error, "");
   EXPECT_EQ(r.stats.oversized, 0u);
   EXPECT_EQ(jobs_of(r),
@@ -707,7 +707,7 @@ TEST(TorchTraceReader, JobPatternOnANameOfHundredsOfKilobytes) {
   // The ECMAScript spelling of a named group reads the same jobs.
   options.job_pattern = std::make_shared<const JobPattern>(
       R"((?:a|b)*_?mb(?<mb>\d+)_(?<op>fwd|bwd))", "fwd=forward,bwd=backward");
-  EXPECT_EQ(jobs_of(read(path, options)), jobs_of(r));
+  EXPECT_EQ(jobs_of(read_trace(path, options)), jobs_of(r));
 }
 
 TEST(TorchTraceReader, DiscoveryByNameRankAndContent) {
@@ -744,7 +744,7 @@ TEST(TorchTraceReader, JobsBeforeTheFirstStepSpanAreTheStepBefore) {
                                        span("user_annotation", "PP:0F0", "110", "5"),
                                        span("user_annotation", "PP:0B0", "150", "5"),
                                    }));
-  const FileResult r = read(path);
+  const FileResult r = read_trace(path);
   ASSERT_TRUE(r.first_step.has_value());
   EXPECT_EQ(*r.first_step, 5);
   EXPECT_EQ(r.stats.matched, 3u);
@@ -810,24 +810,24 @@ void expect_labelled_run(const FileResult& r, int jobs, const std::string& order
       compute.push_back({host + 50'500 + k * 5000, host + 54'500 + k * 5000});
   }
   EXPECT_EQ(jobs_of(r), expected);
-  ASSERT_TRUE(r.kernels);
-  EXPECT_EQ(r.kernels->activities, static_cast<std::uint64_t>(5 * jobs));
-  EXPECT_EQ(r.kernels->without_launch, 0u);
-  EXPECT_EQ(r.kernels->compute, compute);
-  ASSERT_EQ(r.kernels->comm.size(), static_cast<std::size_t>(jobs));
+  ASSERT_EQ(r.kernels.size(), 1u);
+  EXPECT_EQ(r.kernels.front().activities, static_cast<std::uint64_t>(5 * jobs));
+  EXPECT_EQ(r.kernels.front().without_launch, 0u);
+  EXPECT_EQ(r.kernels.front().compute, compute);
+  ASSERT_EQ(r.kernels.front().comm.size(), static_cast<std::size_t>(jobs));
   for (int job = 0; job < jobs; ++job) {
-    const CommKernel& c = r.kernels->comm[static_cast<std::size_t>(job)];
+    const CommKernel& c = r.kernels.front().comm[static_cast<std::size_t>(job)];
     EXPECT_EQ(c.p2p, (std::vector<PeerOp>{{CommOp::send, 1}})) << job;
     EXPECT_EQ(c.step, std::optional<std::int64_t>(job / 10)) << job;
   }
-  ASSERT_EQ(r.kernels->steps.size(), static_cast<std::size_t>(jobs / 10));
+  ASSERT_EQ(r.kernels.front().steps.size(), static_cast<std::size_t>(jobs / 10));
   for (int step = 0; step < jobs / 10; ++step) {
-    const RankKernels::StepExtent& e = r.kernels->steps[static_cast<std::size_t>(step)];
+    const RankKernels::StepExtent& e = r.kernels.front().steps[static_cast<std::size_t>(step)];
     EXPECT_EQ(e.step, step);
     EXPECT_EQ(e.first_start, (1000 + step * 1000) * std::int64_t{1000} + 50'500);
     EXPECT_EQ(e.last_end, (1000 + step * 1000 + 900) * std::int64_t{1000} + 89'000);
   }
-  EXPECT_FALSE(r.kernels->partial_step);
+  EXPECT_FALSE(r.kernels.front().partial_step);
 }
 
 TEST(TorchTraceReader, SpansAndKernelsInAnyOrderJoinAsInKinetosOrder) {
@@ -869,14 +869,15 @@ TEST(TorchTraceReader, SpansAndKernelsInAnyOrderJoinAsInKinetosOrder) {
   for (const auto& h : run.host) spans_last.insert(spans_last.end(), h.begin(), h.end());
 
   TempDir dir;
-  expect_labelled_run(read(dir.write("kineto.pt.trace.json", trace(kineto))), 40, "kineto");
-  expect_labelled_run(read(dir.write("late.pt.trace.json", trace(late))), 40, "late");
-  expect_labelled_run(read(dir.write("last.pt.trace.json", trace(spans_last))), 40, "spans last");
-  expect_labelled_run(read(dir.write("first.pt.trace.json", trace(kernels_first))), 40,
+  expect_labelled_run(read_trace(dir.write("kineto.pt.trace.json", trace(kineto))), 40, "kineto");
+  expect_labelled_run(read_trace(dir.write("late.pt.trace.json", trace(late))), 40, "late");
+  expect_labelled_run(read_trace(dir.write("last.pt.trace.json", trace(spans_last))), 40,
+                      "spans last");
+  expect_labelled_run(read_trace(dir.write("first.pt.trace.json", trace(kernels_first))), 40,
                       "kernels first");
   IngestOptions tight;
   tight.trace_held_bytes = 2 * sizeof(LaunchPair);
-  expect_labelled_run(read(dir.write("tight.pt.trace.json", trace(late)), tight), 40,
+  expect_labelled_run(read_trace(dir.write("tight.pt.trace.json", trace(late)), tight), 40,
                       "late, read twice");
 
   // 400 jobs (about 0.66 MB): chunks of 256 KiB, the kernels of the first
@@ -894,7 +895,7 @@ TEST(TorchTraceReader, SpansAndKernelsInAnyOrderJoinAsInKinetosOrder) {
   moved.push_back(span_event);
   const std::string path = dir.write("moved.pt.trace.json", trace(moved));
   ASSERT_GT(std::filesystem::file_size(path), std::size_t{2} << 18);
-  expect_labelled_run(read(path), 400, "a step span last, read twice");
+  expect_labelled_run(read_trace(path), 400, "a step span last, read twice");
 }
 
 TEST(TorchTraceReader, EveryHostsTracesInOneFolderAreOneMachinePerHost) {
@@ -939,7 +940,7 @@ TEST(TorchTraceReader, RealKinetoTraces) {
   for (const Case c : {Case{"rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", 68692},
                        Case{"benchmark_result_2869224_1695835535_trace.json.gz", 1408},
                        Case{"mi250_minitoy_train_ROCm6_2_kineto.json.gz", 220}}) {
-    const FileResult r = read(base + c.file);
+    const FileResult r = read_trace(base + c.file);
     EXPECT_EQ(r.stats.error, "") << c.file;
     EXPECT_EQ(r.stats.lines, c.events) << c.file;
     EXPECT_EQ(r.stats.malformed, 0u) << c.file;
@@ -949,7 +950,7 @@ TEST(TorchTraceReader, RealKinetoTraces) {
   // backward's GPU span (28 us) misses its kernels, the forward has none.
   IngestOptions options;
   options.job_pattern = std::make_shared<const JobPattern>("## (?P<op>forward|backward) ##", "");
-  const FileResult r = read(base + "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", options);
+  const FileResult r = read_trace(base + "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", options);
   ASSERT_EQ(r.device.jobs.size(), 10u);
   EXPECT_EQ(r.first_step, 101);
   for (const Job& j : r.device.jobs) {

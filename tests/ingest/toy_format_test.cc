@@ -1,9 +1,16 @@
 // A format added by one table row and one reader, both in this file and no
 // other (ingest/input_formats.h): lines `TOY start_ns end_ns type mb`, one
-// file `toy.N` per rank. Registered at run time, it is found by discovery (by
-// name, and by its first bytes under another name), read by analyze's ingest
-// to the figures of the worker logs it was written from, followed by `watch`'s
-// live sources while it grows, and carried by analyze --mpi's messages.
+// file `toy.N` per rank. Its reader is one line parser, which the reading
+// loop (ingest/line_records.h) and `watch` (follow_line_records) both drive.
+// Registered at run time, it is found by discovery (by name, and by its first
+// bytes under another name), read by analyze's ingest to the figures of the
+// worker logs it was written from, followed by `watch`'s live sources while it
+// grows, and carried by analyze --mpi's messages.
+//
+// A second toy holds two ranks a file (FileRanks::several): `pair.N` holds
+// ranks 2N and 2N+1, each line the toy's prefixed by the rank within the file
+// (`0 TOY ...`, `1 TOY ...`). Its reader is a ChunkedFileReader of its own:
+// the reading loop's chunks cut into lines, each line to its rank's parser.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -18,6 +25,8 @@
 #include "ingest/ingest.h"
 #include "ingest/input_follower.h"
 #include "ingest/input_formats.h"
+#include "ingest/line_cutter.h"
+#include "ingest/line_records.h"
 #include "load/load_run.h"
 #include "support/command_runner.h"
 #include "support/live_feeder.h"
@@ -94,25 +103,18 @@ class ToyLines final : public LineRecordParser {
   std::uint64_t line_ = 0;
 };
 
-/// The reader at rest: each file whole through the same parser.
-std::vector<FileResult> read_toy_files(const std::vector<InputFile>& files,
-                                       const IngestOptions& options, ProgressMeter& progress) {
-  std::vector<FileResult> results;
-  for (const InputFile& input : files) {
-    const std::string text = testing::read_file(input.path);
-    ToyLines parser(input, options.diagnostics_per_file);
-    FileResult result = parser.lines(text);
-    result.stats.bytes = text.size();
-    results.push_back(std::move(result));
-    progress.advance(text.size(), 1);
-  }
-  return results;
+std::unique_ptr<LineRecordParser> toy_lines(const InputFile& file, std::size_t max_diagnostics) {
+  return std::make_unique<ToyLines>(file, max_diagnostics);
+}
+
+/// The reader at rest: the reading loop, each file's lines through the parser.
+std::unique_ptr<ChunkedFormat> read_toy_files(const std::vector<InputFile>& files,
+                                              const IngestOptions& options) {
+  return read_line_records(files, options, toy_lines);
 }
 
 std::unique_ptr<InputFollower> follow_toy(const InputFile& input, const FollowOptions& options) {
-  return follow_line_records(input, options, [](const InputFile& file, std::size_t max) {
-    return std::make_unique<ToyLines>(file, max);
-  });
+  return follow_line_records(input, options, toy_lines);
 }
 
 /// The toy format's table row.
@@ -127,7 +129,129 @@ InputFormatSpec toy_row() {
               [](const std::string& path) {
                 return FileOrigin{.rank = toy_rank(fs::path(path).filename().string())};
               },
-          .read = read_toy_files,
+          .chunked = read_toy_files,
+          .follow = follow_toy};
+}
+
+// ---- the two-rank toy's reader -------------------------------------------------
+
+/// `pair.N`: the file of ranks 2N and 2N+1.
+int pair_file(std::string_view name) {
+  return name.starts_with("pair.") ? toy_rank("toy." + std::string(name.substr(5))) : -1;
+}
+
+/// One pair file: its lines cut by the reading loop's line cutter, each
+/// line to the parser of its rank; the first rank is `device`, the second
+/// `more_devices[0]`.
+class PairReader final : public ChunkedFileReader, LineCutter::Sink {
+ public:
+  PairReader(const InputFile& input, const ReadOptions& options)
+      : input_(input), cutter_(options.limits.max_line_bytes) {
+    for (int r = 0; r < 2; ++r) {
+      InputFile rank = input;
+      rank.device = input.device + r;
+      rank.rank = input.rank + r;
+      ranks_.push_back(rank);
+    }
+    for (const InputFile& rank : ranks_) {
+      parsers_.push_back(std::make_unique<ToyLines>(rank, options.diagnostics_per_file));
+    }
+  }
+
+  bool tokenize(ReadChunk& chunk) override {
+    cutter_.cut(chunk, *this);
+    return true;
+  }
+  bool end_pass(const PassEnd& end) override {
+    cutter_.finish(*this);
+    bytes_ = end.bytes;
+    return false;
+  }
+  FileResult result() override {
+    FileResult out = empty_result_for(input_);
+    out.stats.bytes = bytes_;
+    for (std::size_t r = 0; r < 2; ++r) {
+      FileResult& part = parts_[r];
+      Device device = empty_result_for(ranks_[r]).device;
+      for (Job job : part.device.jobs) {
+        job.type = out.types.intern(part.types.name(job.type));
+        device.jobs.push_back(job);
+      }
+      out.stats.lines += part.stats.lines;
+      out.stats.matched += part.stats.matched;
+      out.stats.malformed += part.stats.malformed;
+      if (r == 0) {
+        out.device = std::move(device);
+      } else {
+        out.more_devices.push_back(std::move(device));
+      }
+    }
+    return out;
+  }
+
+  void lines(std::string_view text, std::uint64_t, const char*, bool) override {
+    while (!text.empty()) {
+      const std::size_t eol = std::min(text.find('\n'), text.size() - 1) + 1;
+      const std::string_view line = text.substr(0, eol);
+      text.remove_prefix(eol);
+      const std::size_t r = line.starts_with("1 ") ? 1 : 0;
+      FileResult got = parsers_[r]->lines(line.substr(std::min<std::size_t>(2, line.size())));
+      FileResult& part = parts_[r];
+      for (Job job : got.device.jobs) {
+        job.type = part.types.intern(got.types.name(job.type));
+        part.device.jobs.push_back(job);
+      }
+      part.stats.lines += got.stats.lines;
+      part.stats.matched += got.stats.matched;
+      part.stats.malformed += got.stats.malformed;
+    }
+  }
+  void skipped(const SkippedLine&) override {}
+
+ private:
+  InputFile input_;
+  LineCutter cutter_;
+  std::vector<InputFile> ranks_;
+  std::vector<std::unique_ptr<ToyLines>> parsers_;
+  FileResult parts_[2];
+  std::uint64_t bytes_ = 0;
+};
+
+/// The reading of a run's pair files: a PairReader each.
+class PairFormat final : public ChunkedFormat {
+ public:
+  PairFormat(const std::vector<InputFile>& files, const ReadOptions& options)
+      : files_(files), options_(options) {}
+  std::unique_ptr<ChunkedFileReader> open(std::size_t i) override {
+    return std::make_unique<PairReader>(files_[i], options_);
+  }
+
+ private:
+  const std::vector<InputFile>& files_;
+  const ReadOptions& options_;
+};
+
+/// The two-rank toy's table row.
+InputFormatSpec pair_row() {
+  return {.name = "paired toy records",
+          .claims_name = [](std::string_view name) { return pair_file(name) >= 0; },
+          .claims_content = [](std::string_view bytes) { return bytes.starts_with("0 TOY "); },
+          .looked_for = "pair.N",
+          .family = "a paired toy record file",
+          .placement = Placement::folder_ranks,
+          .file_ranks = FileRanks::several,
+          .origin =
+              [](const std::string& path) {
+                const int n = pair_file(fs::path(path).filename().string());
+                return FileOrigin{.rank = n < 0 ? -1 : 2 * n, .ranks = 2};
+              },
+          .unfollowable = [](std::string_view) -> std::string_view {
+            return "holds two ranks: watch follows files of one rank";
+          },
+          .chunked = [](const std::vector<InputFile>& files,
+                        const IngestOptions& options) -> std::unique_ptr<ChunkedFormat> {
+            return std::make_unique<PairFormat>(files, options);
+          },
           .follow = follow_toy};
 }
 
@@ -248,6 +372,50 @@ TEST(ToyFormat, AnalyzeReadsItToTheFiguresOfTheLogsItWasWrittenFrom) {
   EXPECT_EQ(run.inputs[0].malformed, 1u);
   ASSERT_EQ(run.diagnostics.size(), 1u);
   EXPECT_EQ(run.diagnostics[0].line, 2u);
+}
+
+TEST(ToyFormat, AFileOfTwoRanksIsTwoDevicesOfTheAnalysis) {
+  const InputFormatRegistration pair(pair_row());
+  TempDir dir;
+  const LoadedRun logs = simulate_as_toy(dir, dir / "toy");
+  ASSERT_EQ(logs.run.devices.size(), 4u);
+  // The ranks two by two: pair.0 holds ranks 0 and 1, pair.1 ranks 2 and 3.
+  std::string files[2];
+  for (const Device& device : logs.run.devices) {
+    for (const Job& job : device.jobs) {
+      files[device.rank / 2] +=
+          fmt::format("{} TOY {} {} {} {}\n", device.rank % 2, job.start_ns, job.end_ns,
+                      logs.run.types.name(job.type), job.micro_batch);
+    }
+  }
+  for (int n = 0; n < 2; ++n) dir.write(fmt::format("pair/pair.{}", n), files[n]);
+
+  const std::vector<InputFile> inputs = find_inputs({dir / "pair"});
+  ASSERT_EQ(inputs.size(), 2u);
+  EXPECT_EQ(inputs[0].device, 0);
+  EXPECT_EQ(inputs[1].device, 2);  // after both of pair.0's devices
+  EXPECT_EQ(inputs[1].ranks, 2);
+  const LoadedRun loaded = load_run(inputs, {});
+  ASSERT_EQ(loaded.run.devices.size(), 4u);
+  for (std::size_t d = 0; d < 4; ++d) {
+    const Device& device = loaded.run.devices[d];
+    EXPECT_EQ(device.index, static_cast<int>(d));
+    EXPECT_EQ(device.rank, static_cast<int>(d));
+    ASSERT_EQ(device.jobs.size(), logs.run.devices[d].jobs.size()) << d;
+    EXPECT_EQ(device.jobs.front().start_ns, logs.run.devices[d].jobs.front().start_ns);
+  }
+  const auto pair_steps = testing::complete_steps(loaded);
+  const auto log_steps = testing::complete_steps(logs);
+  ASSERT_EQ(pair_steps.size(), log_steps.size());
+  ASSERT_GE(pair_steps.size(), 4u);
+  for (std::size_t i = 0; i < pair_steps.size(); ++i) {
+    EXPECT_EQ(pair_steps[i].start_ns, log_steps[i].start_ns);
+    EXPECT_EQ(pair_steps[i].end_ns, log_steps[i].end_ns);
+    EXPECT_EQ(pair_steps[i].bubble_ratio, log_steps[i].bubble_ratio);
+  }
+  // A device of the second rank of a file selects the file.
+  EXPECT_EQ(select_devices(inputs, {3}).size(), 1u);
+  EXPECT_THROW(select_devices(inputs, {4}), InputError);
 }
 
 TEST(ToyFormat, WatchFollowsItWhileItGrows) {

@@ -38,7 +38,7 @@ std::vector<StepWindow> complete_steps(const std::string& folder, Metrics* all =
   return testing::complete_steps(loaded);
 }
 
-std::string simulate(const TempDir& dir, const std::string& args) {
+std::string simulate_logs(const TempDir& dir, const std::string& args) {
   const std::string out = dir / "sim";
   const testing::CommandResult r = run_cli("simulate -o " + shell_quote(out) + " " + args);
   EXPECT_EQ(r.status, 0) << r.output;
@@ -52,7 +52,7 @@ TEST(LiveRun, PiecesThatCutLinesAndStepsGiveAnalyzesFigures) {
         "--schedule vpp --stages 2 --micro-batches 4 --steps 8 --comm --seed 2"}) {
     SCOPED_TRACE(args);
     TempDir dir;
-    const std::string from = simulate(dir, args);
+    const std::string from = simulate_logs(dir, args);
     Feeder feeder(from, dir / "live", 11);
     feeder.append_until(0.5);
     const std::size_t halfway = feeder.steps().size();
@@ -67,7 +67,7 @@ TEST(LiveRun, AJobLineRegexReadsAnotherFrameworksLinesAsAnalyzeDoes) {
   // The simulated Paddle job lines rewritten into another framework's form,
   // times in integer ns: `[2023-10-20 09:15:07] rank0 forward mb=3 t0=NS t1=NS`.
   TempDir dir;
-  const std::string paddle = simulate(dir, "--steps 10 --noise-per-job 2 --seed 4");
+  const std::string paddle = simulate_logs(dir, "--steps 10 --noise-per-job 2 --seed 4");
   const std::string other = dir / "other";
   fs::create_directories(other);
   for (const InputFile& input : find_inputs({paddle})) {
@@ -115,7 +115,7 @@ TEST(LiveRun, AJobLineRegexReadsAnotherFrameworksLinesAsAnalyzeDoes) {
 
 TEST(LiveRun, SplitOfEachStepIsAnalyzesSplit) {
   TempDir dir;
-  const std::string from = simulate(dir, "--steps 6 --comm --seed 4");
+  const std::string from = simulate_logs(dir, "--steps 6 --comm --seed 4");
   Feeder feeder(from, dir / "live", 3);
   feeder.append_until(1.0, 4000);
   feeder.look(true);
@@ -159,7 +159,7 @@ TEST(LiveRun, RotationWhileFollowingKeepsTheSteps) {
   for (const bool replace : {false, true}) {
     SCOPED_TRACE(replace ? "replaced" : "truncated");
     TempDir dir;
-    const std::string from = simulate(dir, "--steps 10 --seed 8");
+    const std::string from = simulate_logs(dir, "--steps 10 --seed 8");
     // The whole run, for the figures; the live folder is rotated halfway.
     const std::vector<StepWindow> final = complete_steps(from);
     Feeder feeder(from, dir / "live", 5);
@@ -196,7 +196,7 @@ TEST(LiveRun, RotationWhileFollowingKeepsTheSteps) {
 
 TEST(LiveRun, RankWhoseFileAppearsLate) {
   TempDir dir;
-  const std::string from = simulate(dir, "--steps 10 --seed 6");
+  const std::string from = simulate_logs(dir, "--steps 10 --seed 6");
   fs::rename(fs::path(from) / "workerlog.3", dir / "held");
   // Devices 0-2 only: steps complete without device 3.
   const std::string live_dir = dir / "live";
@@ -236,7 +236,7 @@ TEST(LiveRun, RankWhoseFileAppearsLate) {
 TEST(LiveRun, ProvisionalWhileAnInputHasNoJobOrMachinesAreSeveral) {
   TempDir dir;
   // Two devices on two machines: the final pass may correct their clocks.
-  const std::string from = simulate(dir, "--steps 4 --stages 2 --machines 2 --seed 1");
+  const std::string from = simulate_logs(dir, "--steps 4 --stages 2 --machines 2 --seed 1");
   Feeder feeder(from, dir / "live", 2);
   feeder.append_until(1.0, 5000);
   feeder.look(true);

@@ -18,11 +18,6 @@ namespace {
 
 using testing::TempDir;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 void spit(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), bytes.size());
 }
@@ -145,7 +140,7 @@ TEST(IvlFormat, RoundTripHeaderAndRecords) {
   EXPECT_EQ(back.type_names[250], "forward(chunk1)");
   EXPECT_EQ(back.result.records, 251u);
   EXPECT_FALSE(back.result.torn_offset);
-  EXPECT_EQ(back.result.bytes, slurp(path).size());
+  EXPECT_EQ(back.result.bytes, testing::read_file(path).size());
   // 251 records: 32 bytes each plus 4 record blocks and 2 type blocks.
   EXPECT_EQ(sizeof(ivl::Record), 32u);
 }
@@ -199,7 +194,7 @@ TEST(IvlCorruption, TruncatedHeader) {
   TempDir dir;
   const std::string full = dir / "full.ivl";
   write_blocks(full, 1, 4);
-  const std::string bytes = slurp(full);
+  const std::string bytes = testing::read_file(full);
   for (std::size_t cut : {3ul, 8ul, 40ul, 70ul}) {
     const std::string path = dir.write("cut.ivl", bytes.substr(0, cut));
     const ReadBack back = read_back(path);
@@ -214,7 +209,7 @@ TEST(IvlCorruption, NewerMajorVersionIsRefusedClearly) {
   TempDir dir;
   const std::string path = dir / "v.ivl";
   write_blocks(path, 1, 4);
-  std::string bytes = slurp(path);
+  std::string bytes = testing::read_file(path);
   bytes[ivl::header::kMajor] = 2;
   spit(path, bytes);
   const ReadBack back = read_back(path);
@@ -230,7 +225,7 @@ TEST(IvlCorruption, FlippedHeaderByteFailsTheChecksum) {
   TempDir dir;
   const std::string path = dir / "h.ivl";
   write_blocks(path, 1, 4);
-  std::string bytes = slurp(path);
+  std::string bytes = testing::read_file(path);
   bytes[ivl::header::kRank] ^= 0x10;
   spit(path, bytes);
   const ReadBack back = read_back(path);
@@ -243,7 +238,7 @@ TEST(IvlCorruption, BigEndianFileIsNamed) {
   TempDir dir;
   const std::string path = dir / "b.ivl";
   write_blocks(path, 1, 4);
-  std::string bytes = slurp(path);
+  std::string bytes = testing::read_file(path);
   const char swapped[4] = {1, 2, 3, 4};
   std::memcpy(&bytes[ivl::header::kByteOrder], swapped, 4);
   spit(path, bytes);
@@ -256,7 +251,7 @@ TEST(IvlCorruption, UnknownHeaderExtensionIsSkipped) {
   TempDir dir;
   const std::string path = dir / "e.ivl";
   write_blocks(path, 2, 10);
-  const std::string bytes = slurp(path);
+  const std::string bytes = testing::read_file(path);
   ivl::FileInfo info;
   info.types = {"forward", "backward"};
   const std::vector<unsigned char> header = ivl::encode_header(info);
@@ -311,7 +306,7 @@ TEST(IvlCorruption, TornLastBlockAtEveryCut) {
   TempDir dir;
   const std::string full = dir / "full.ivl";
   const auto offsets = write_blocks(full, 3, 5);
-  const std::string bytes = slurp(full);
+  const std::string bytes = testing::read_file(full);
   const std::uint64_t last = offsets[2];
   for (std::uint64_t cut = last + 1; cut < bytes.size(); ++cut) {
     const std::string path = dir.write("torn.ivl", bytes.substr(0, cut));
@@ -336,7 +331,7 @@ TEST(IvlCorruption, FlippedByteInTheMiddleBlockSkipsOnlyThatBlock) {
   TempDir dir;
   const std::string full = dir / "full.ivl";
   const auto offsets = write_blocks(full, 3, 5);
-  const std::string bytes = slurp(full);
+  const std::string bytes = testing::read_file(full);
   const std::uint64_t middle = offsets[1];
   const std::uint64_t middle_size = offsets[2] - offsets[1];
   // Every byte of the middle block, header included (magic, kind, count,
@@ -359,7 +354,7 @@ TEST(IvlCorruption, CorruptSizeFieldOfTheLastBlockIsNotLost) {
   TempDir dir;
   const std::string full = dir / "full.ivl";
   const auto offsets = write_blocks(full, 3, 5);
-  std::string bytes = slurp(full);
+  std::string bytes = testing::read_file(full);
   // The last block claims more bytes than the file has: nothing follows, so
   // it reads as a torn tail; the earlier blocks are all there.
   bytes[offsets[2] + ivl::block::kCount] = 100;
@@ -374,7 +369,7 @@ TEST(IvlCorruption, JunkBetweenBlocksIsSkipped) {
   TempDir dir;
   const std::string full = dir / "full.ivl";
   const auto offsets = write_blocks(full, 2, 5);
-  const std::string bytes = slurp(full);
+  const std::string bytes = testing::read_file(full);
   std::string junk = bytes.substr(0, offsets[1]) + std::string(37, 'j') + bytes.substr(offsets[1]);
   const ReadBack back = read_back(dir.write("junk.ivl", junk));
   EXPECT_EQ(back.records.size(), 10u);

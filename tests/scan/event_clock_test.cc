@@ -8,11 +8,13 @@
 
 #include <string>
 
+#include "support/time_units.h"
+
 namespace pipescope {
 namespace {
 
-constexpr std::int64_t kSecond = 1'000'000'000;
-constexpr std::int64_t kMs = 1'000'000;
+using testing::kMs;
+using testing::kSecond;
 
 LineStamp stamp(const std::string& line) {
   const auto found = find_line_stamp(line);

@@ -22,14 +22,14 @@ constexpr const char* kRegex =
 constexpr const char* kLine =
     "[2024-05-01 10:00:00] rank0 forward mb=3 t0=1714557600.123456 t1=1714557600.223456";
 
-struct Parsed {
+struct RegexParsed {
   LineError error = LineError::none;
   JobLine job;
   std::string type;
 };
 
-Parsed parse(const JobLineRegex& regex, std::string_view line) {
-  Parsed p;
+RegexParsed parse(const JobLineRegex& regex, std::string_view line) {
+  RegexParsed p;
   p.error = regex.parse(line, p.job);
   p.type = std::string(p.job.type);
   return p;
@@ -46,7 +46,7 @@ std::string what_is_thrown(const std::string& regex) {
 
 TEST(JobLineRegex, ReadsAMatchingLineExactly) {
   const JobLineRegex regex(kRegex, TimeUnit::s);
-  const Parsed p = parse(regex, kLine);
+  const RegexParsed p = parse(regex, kLine);
   ASSERT_EQ(p.error, LineError::none);
   EXPECT_EQ(p.type, "forward");
   EXPECT_EQ(p.job.micro_batch, 3);
@@ -68,7 +68,7 @@ TEST(JobLineRegex, ReadsTheTimesInEachUnit) {
       {TimeUnit::ns, -1},                              // 6 decimals: finer than a picosecond
   };
   for (const auto& [unit, start] : units) {
-    const Parsed p = parse(JobLineRegex(kRegex, unit), line);
+    const RegexParsed p = parse(JobLineRegex(kRegex, unit), line);
     if (start < 0) {
       EXPECT_EQ(p.error, LineError::bad_start_capture) << time_unit_name(unit);
     } else {
@@ -108,7 +108,7 @@ TEST(JobLineRegex, SaysWhatIsWrongWithAMatchedLine) {
   EXPECT_EQ(parse(optional, "forward t0=1 t1=2").error, LineError::bad_micro_batch_capture);
   EXPECT_EQ(parse(optional, "forward mb=1 id= t0=1 t1=2").error, LineError::bad_job_id_capture);
   EXPECT_EQ(parse(optional, "forward mb=1 id=7x t0=1 t1=2").error, LineError::bad_job_id_capture);
-  const Parsed with_id = parse(optional, "forward mb=1 id=-7 t0=1 t1=2");
+  const RegexParsed with_id = parse(optional, "forward mb=1 id=-7 t0=1 t1=2");
   ASSERT_EQ(with_id.error, LineError::none);
   EXPECT_EQ(with_id.job.job_id, -7);
   for (LineError e : {LineError::empty_type_capture, LineError::bad_micro_batch_capture,

@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include "support/time_units.h"
+
 namespace pipescope {
 namespace {
 
-constexpr std::int64_t kSecond = 1'000'000'000;
+using testing::kSecond;
 constexpr std::int64_t kHour = 3600 * kSecond;
 
 TEST(LineStamp, ReadsGlogPythonAndIsoPrefixes) {

@@ -247,9 +247,12 @@ void check_dependencies(const SimConfig& config) {
   for (const auto& [key, value] : by_global) {
     const auto [c, g, step, mb] = key;
     const auto& [job, s] = value;
-    auto after = [&](int other_cls, int other_g) {
+    // Structured bindings are captured by copy, named (clang 14 captures
+    // none).
+    auto after = [&, step = step, mb = mb, s = s, start = job.start_ns](int other_cls,
+                                                                        int other_g) {
       const auto& [up, up_stage] = by_global.at({other_cls, other_g, step, mb});
-      ASSERT_GE(job.start_ns, up.end_ns + (up_stage != s ? latency : 0));
+      ASSERT_GE(start, up.end_ns + (up_stage != s ? latency : 0));
     };
     if (c == 0 && g > 0) after(0, g - 1);
     if (c == 1 && g < g_count - 1) after(1, g + 1);

@@ -256,13 +256,6 @@ TEST(KernelExpected, PartsAddUpAndWaitIsBlamedOnTheSender) {
 // ---------------------------------------------------------------------------
 // End to end through the CLI.
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 bool is_ratio_key(std::string_view key) {
   return key == "bubble_ratio" || key == "idle_share" || key == "wait_share" ||
          key == "transfer_share";
@@ -460,7 +453,7 @@ TEST(TorchKernelTraces, AreWrittenInKinetoOrderWithoutLabels) {
           "--devices-per-stage 2 --machines 2 --nccl-names {} {}",
           run, names, ids ? "" : "--no-comms-id"));
       ASSERT_EQ(sim.status, 0) << sim.output;
-      const std::string text = slurp(fs::path(run) / "machine1/rank3.pt.trace.json");
+      const std::string text = testing::read_file(fs::path(run) / "machine1/rank3.pt.trace.json");
       EXPECT_EQ(text.find("PP:"), std::string::npos);
       EXPECT_NE(text.find("\"baseTimeNanoseconds\": "), std::string::npos);
       EXPECT_NE(text.find("\"rank\": 3, \"world_size\": 4"), std::string::npos);

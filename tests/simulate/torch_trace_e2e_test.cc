@@ -63,13 +63,6 @@ std::string differences(simdjson::dom::element expected, simdjson::dom::element 
   return out;
 }
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 class TorchTraceE2E : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(TorchTraceE2E, AnalyzeReportsTheExpectedFigures) {
@@ -81,7 +74,7 @@ TEST_P(TorchTraceE2E, AnalyzeReportsTheExpectedFigures) {
   if (args.find("--machines") == std::string::npos) {
     // One trace compressed: read through gzip alike.
     const fs::path first = fs::path(run) / "rank0.pt.trace.json";
-    const std::string text = slurp(first);
+    const std::string text = testing::read_file(first);
     std::ofstream(first.string() + ".gz", std::ios::binary) << testing::gzip(text);
     fs::remove(first);
   }
@@ -138,7 +131,8 @@ TEST(TorchTraceCli, SharedStagesArePeersOrWithPipelineKReplicas) {
             0);
   fs::create_directories(two);
   const auto copy_as = [&](int from, int to) {
-    std::string text = slurp(fs::path(one) / fmt::format("rank{}.pt.trace.json", from));
+    std::string text =
+        testing::read_file(fs::path(one) / fmt::format("rank{}.pt.trace.json", from));
     const std::string key = fmt::format("\"rank\": {}", from);
     const std::size_t at = text.find(key);
     ASSERT_NE(at, std::string::npos);

@@ -15,7 +15,7 @@ namespace {
 
 using testing::TempDir;
 
-struct Read {
+struct HostRead {
   ivl::Header header;
   std::vector<ivl::Record> records;
   std::vector<std::string> types;
@@ -23,8 +23,8 @@ struct Read {
   std::uint64_t problems = 0;
 };
 
-Read read_all(const std::string& path) {
-  Read out;
+HostRead read_host_records(const std::string& path) {
+  HostRead out;
   ivl::ReadCallbacks cb;
   cb.on_records = [&](const ivl::RecordBlock& block) {
     for (std::uint32_t i = 0; i < block.count; ++i) out.records.push_back(block.record(i));
@@ -77,7 +77,7 @@ TEST(HostTimer, AnchoringMapsSteadyToRealtimePerStep) {
     timer.end(&s1);
     timer.close();
   }
-  const Read r = read_all(options.path);
+  const HostRead r = read_host_records(options.path);
   ASSERT_EQ(r.records.size(), 2u);
   const std::int64_t base = 1'700'000'000'000'000'000;
   EXPECT_EQ(r.records[0].start_ns, base + 500);
@@ -115,7 +115,7 @@ TEST(HostTimer, RealClockRecordsLieWithinTheWallClockBracket) {
       timer->flush();
     }
   }
-  const Read r = read_all(options.path);
+  const HostRead r = read_host_records(options.path);
   EXPECT_EQ(r.header.machine, 1);
   EXPECT_EQ(r.header.rank, 2);
   EXPECT_EQ(r.blocks, 3u + 1u);  // one record block per step, one type block
@@ -167,7 +167,7 @@ TEST(HostTimer, StreamsNestingOpenJobsAndStrayEnds) {
     timer.flush();
     EXPECT_EQ(timer.streams(), 2u);
   }
-  const Read r = read_all(options.path);
+  const HostRead r = read_host_records(options.path);
   ASSERT_EQ(r.records.size(), 2u);
   EXPECT_EQ(r.types[r.records[0].type], "send_forward");
   EXPECT_EQ(r.records[0].stream, 1u);
@@ -190,7 +190,7 @@ TEST(HostTimer, DestructorFlushesCompletedJobs) {
     timer->begin("optimizer", 0, &s);
     timer->end(&s);
   }
-  const Read r = read_all(options.path);
+  const HostRead r = read_host_records(options.path);
   ASSERT_EQ(r.records.size(), 1u);
   EXPECT_LE(r.records[0].start_ns, r.records[0].end_ns);
   EXPECT_EQ(r.problems, 0u);
