@@ -4,8 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "support/command_runner.h"
@@ -15,13 +13,10 @@ namespace pipescope {
 namespace {
 
 using testing::CommandResult;
+using testing::read_file;
 using testing::run_cli;
 using testing::shell_quote;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 /// `pipescope simulate -o DIR ARGS`, which must succeed.
 void simulate(const std::string& dir, const std::string& args) {

@@ -40,17 +40,17 @@ std::string simulate(const TempDir& dir, const std::string& args) {
   return out;
 }
 
-struct StepFigures {
+struct WatchStepFigures {
   std::int64_t segment, step, start_ns, end_ns;
   double bubble_ratio;
 };
 
 /// summary.json's complete steps.
-std::vector<StepFigures> summary_steps(const std::string& path) {
+std::vector<WatchStepFigures> summary_steps(const std::string& path) {
   simdjson::dom::parser parser;
   simdjson::dom::element summary;
   EXPECT_EQ(parser.load(path).get(summary), simdjson::SUCCESS) << path;
-  std::vector<StepFigures> out;
+  std::vector<WatchStepFigures> out;
   for (simdjson::dom::element s : simdjson::dom::array(summary["steps"])) {
     if (!bool(s["complete"])) continue;
     out.push_back({int64_t(s["segment"]), int64_t(s["step"]), int64_t(s["start_ns"]),
@@ -60,8 +60,8 @@ std::vector<StepFigures> summary_steps(const std::string& path) {
 }
 
 /// The --jsonl file's objects.
-std::vector<StepFigures> jsonl_steps(const std::string& path) {
-  std::vector<StepFigures> out;
+std::vector<WatchStepFigures> jsonl_steps(const std::string& path) {
+  std::vector<WatchStepFigures> out;
   std::istringstream lines(read_file(path));
   simdjson::dom::parser parser;
   for (std::string line; std::getline(lines, line);) {
@@ -75,7 +75,7 @@ std::vector<StepFigures> jsonl_steps(const std::string& path) {
   return out;
 }
 
-void expect_same(const std::vector<StepFigures>& live, const std::vector<StepFigures>& final) {
+void expect_same(const std::vector<WatchStepFigures>& live, const std::vector<WatchStepFigures>& final) {
   ASSERT_EQ(live.size(), final.size());
   for (std::size_t i = 0; i < live.size(); ++i) {
     EXPECT_EQ(live[i].segment, final[i].segment) << i;
@@ -134,7 +134,7 @@ TEST(WatchCli, RunWrittenWhileWatchedMatchesAnalyze) {
   const CommandResult a =
       run_cli("analyze " + shell_quote(live) + " --no-trace -q -o " + shell_quote(dir / "a"));
   ASSERT_EQ(a.status, 0) << a.output;
-  const std::vector<StepFigures> final = summary_steps(dir / "a/summary.json");
+  const std::vector<WatchStepFigures> final = summary_steps(dir / "a/summary.json");
   ASSERT_EQ(final.size(), 8u);
   expect_same(jsonl_steps(dir / "steps.jsonl"), final);
   // The final pass is analyze's.
@@ -330,7 +330,7 @@ void expect_live_equals_analyze(const TempDir& dir, const std::string& live,
   const CommandResult a = run_cli("analyze " + shell_quote(live) + " --no-trace -q -o " +
                                   shell_quote(dir / "a") + " " + args);
   ASSERT_EQ(a.status, 0) << a.output;
-  const std::vector<StepFigures> final = summary_steps(dir / "a/summary.json");
+  const std::vector<WatchStepFigures> final = summary_steps(dir / "a/summary.json");
   ASSERT_EQ(final.size(), steps);
   expect_same(jsonl_steps(dir / "steps.jsonl"), final);
   EXPECT_EQ(read_file(dir / "out/summary.json"), read_file(dir / "a/summary.json"));

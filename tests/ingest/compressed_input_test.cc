@@ -17,7 +17,7 @@ using testing::gzip;
 using testing::TempDir;
 using testing::zstd;
 
-std::string sample_log(int jobs) {
+std::string compressed_sample_log(int jobs) {
   std::string log;
   for (int i = 0; i < jobs; ++i) {
     log += "I1020 09:15:07.000000 1 interpretercore.cc:1] noise line " + std::to_string(i) + "\n";
@@ -45,7 +45,7 @@ pipescope::Run scan(const std::vector<std::string>& paths, std::size_t chunk = 4
 
 TEST(CompressedInput, SameJobsAsThePlainFile) {
   TempDir dir;
-  const std::string log = sample_log(3000);
+  const std::string log = compressed_sample_log(3000);
   const std::string half = log.substr(0, log.size() / 2 + 7), rest = log.substr(log.size() / 2 + 7);
   const auto run = scan({dir.write("workerlog.0", log), dir.write("workerlog.1.gz", gzip(log)),
                          dir.write("workerlog.2.zst", zstd(log)),
@@ -72,9 +72,9 @@ TEST(CompressedInput, AJobLineInsideAnOverLongProgressLineIsSaidToBeLost) {
   TempDir dir;
   std::string bar;
   for (int i = 0; bar.size() < 3000; ++i) bar += "\rtraining:  " + std::to_string(i) + "% |####|";
-  const std::string log = sample_log(3) + bar +
-                          sample_log(1).substr(sample_log(1).find("I1020 09:15:07.265326")) + bar +
-                          "\n" + sample_log(2);
+  const std::string log = compressed_sample_log(3) + bar +
+                          compressed_sample_log(1).substr(compressed_sample_log(1).find("I1020 09:15:07.265326")) + bar +
+                          "\n" + compressed_sample_log(2);
   const auto run = scan({dir.write("workerlog.0", log), dir.write("workerlog.1.gz", gzip(log))});
   for (std::size_t d = 0; d < 2; ++d) {
     // The line ending in the job line (and, read in ranges, the bar's last
@@ -95,7 +95,7 @@ TEST(CompressedInput, AJobLineInsideAnOverLongProgressLineIsSaidToBeLost) {
     }();
   }
   // A long line without a job line is only counted.
-  const auto plain = scan({dir.write("other/workerlog.0", sample_log(2) + bar + "\n")});
+  const auto plain = scan({dir.write("other/workerlog.0", compressed_sample_log(2) + bar + "\n")});
   for (const Diagnostic& diagnostic : plain.diagnostics) {
     EXPECT_EQ(diagnostic.message.find("holds a job line"), std::string::npos) << diagnostic.message;
   }
@@ -103,7 +103,7 @@ TEST(CompressedInput, AJobLineInsideAnOverLongProgressLineIsSaidToBeLost) {
 
 TEST(CompressedInput, TruncatedAndCorruptStreamsKeepWhatWasReadable) {
   TempDir dir;
-  const std::string log = sample_log(20000);
+  const std::string log = compressed_sample_log(20000);
   std::string gz = gzip(log), zs = zstd(log);
   std::string corrupt = gz;
   for (std::size_t i = corrupt.size() / 2; i < corrupt.size() / 2 + 64; ++i) corrupt[i] ^= 0x5a;
