@@ -115,31 +115,8 @@ int run_analyze_mpi(const AnalyzeOptions& options, const AnalyzeRequest& request
   }
   callbacks.on_result = [&](distributed::ClusterScan& scan) {
     progress.finish();
-    // A node folder that could not be listed: its ranks are missing, an
-    // input error as for a path that does not exist (the files a rank could
-    // not read are refused by load_run, as in a single process).
-    if (!options.allow_missing) {
-      std::string folders;
-      for (const distributed::ReadFailure& f : scan.failures) {
-        if (f.folder) folders += fmt::format("\n  node {}: {}: {}", f.node, f.path, f.error);
-      }
-      if (!folders.empty()) {
-        throw InputError(fmt::format(
-            "cannot list the --local folder of some nodes:{}\npass --allow-missing to leave their "
-            "devices out of the figures",
-            folders));
-      }
-    }
-    adopt_event_library(scan.run, scan.inputs, load.ingest);
-    LoadedRun loaded = load_run(std::move(scan.run), load);
-    const int status =
-        exit_status(write_outputs(loaded, request, {stdout, stderr}), scan.inputs.size(), load);
-    if (options.strict && !scan.failures.empty()) {
-      fmt::print(stderr, "pipescope: --strict: {} input{} could not be read\n",
-                 scan.failures.size(), scan.failures.size() == 1 ? "" : "s");
-      return static_cast<int>(kExitUsage);
-    }
-    return status;
+    return exit_status(write_gathered_outputs(scan, request, load, {stdout, stderr}),
+                       scan.inputs.size(), load);
   };
   if (!request.outputs.needs_whole_run()) {
     callbacks.on_partitioned = [&](distributed::Exchange& exchange,

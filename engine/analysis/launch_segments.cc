@@ -52,10 +52,11 @@ void step_start_candidates(const Device& device, std::vector<Candidate>& out,
     if (before == kMinTime || after[m + 1] == kMaxTime) continue;  // no job on one side
     if (before > after[m + 1]) {
       // The jobs on both sides of the line overlap in time: the same launch.
-      ignored.push_back({"step_start_line", where(device, marks[m].line)});
+      ignored.push_back({LaunchSignal::step_start_line, where(device, marks[m].line)});
       continue;
     }
-    out.push_back({before, after[m + 1], marks[m].window ? "profiler_window" : "step_start_line",
+    out.push_back({before, after[m + 1],
+                   marks[m].window ? LaunchSignal::profiler_window : LaunchSignal::step_start_line,
                    where(device, marks[m].line)});
   }
 }
@@ -111,7 +112,8 @@ void gap_candidates(const Device& device, const TypeKinds& kinds, const SegmentO
       const bool cut =
           !opens_step(job, kind, previous) || (before > 0 && fbo[before] < fbo[before - 1]);
       if (starts_over && cut) {
-        out.push_back({max_end, job.start_ns, "restart_after_gap", where(device, job.line)});
+        out.push_back(
+            {max_end, job.start_ns, LaunchSignal::restart_after_gap, where(device, job.line)});
       }
     }
     if (steers_steps(kind)) previous = kind;
@@ -215,8 +217,9 @@ LaunchCuts decide_launch_cuts(const std::vector<DeviceLaunchEvidence>& devices,
     for (const Candidate& c : device.candidates) {
       // A profiling window needs no long gap: the time between windows
       // was simply not traced (any all-idle moment will do).
-      const auto at = all_idle_cut(busy(c.stop_ns, c.restart_ns), c.stop_ns, c.restart_ns,
-                                   c.found_by == "profiler_window" ? 0 : options.min_gap_ns);
+      const auto at =
+          all_idle_cut(busy(c.stop_ns, c.restart_ns), c.stop_ns, c.restart_ns,
+                       c.found_by == LaunchSignal::profiler_window ? 0 : options.min_gap_ns);
       if (!at) {
         out.ignored.push_back({c.found_by, c.where});
         continue;
@@ -226,7 +229,8 @@ LaunchCuts decide_launch_cuts(const std::vector<DeviceLaunchEvidence>& devices,
       if (same == out.cuts.end()) {
         out.cuts.push_back({*at, c.found_by, {}});
         same = out.cuts.end() - 1;
-      } else if (c.found_by == "step_start_line" || c.found_by == "profiler_window") {
+      } else if (c.found_by == LaunchSignal::step_start_line ||
+                 c.found_by == LaunchSignal::profiler_window) {
         same->found_by = c.found_by;
       }
       if (std::find(named.begin(), named.end(), *at) == named.end()) {

@@ -50,7 +50,7 @@ struct SegmentOptions {
 /// A signal that did not mark a launch: the other devices kept running
 /// through it (a step-start line printed twice by one process, say).
 struct IgnoredLaunchSignal {
-  std::string found_by;
+  LaunchSignal found_by = LaunchSignal::none;
   /// "workerlog.3:1234".
   std::string where;
 };
@@ -70,7 +70,7 @@ struct IgnoredLaunchSignal {
 struct LaunchCandidate {
   std::int64_t stop_ns = 0;     ///< last end of the device's jobs before it
   std::int64_t restart_ns = 0;  ///< first start of its jobs after it
-  std::string found_by;
+  LaunchSignal found_by = LaunchSignal::none;
   std::string where;  ///< "path:line"
 };
 
@@ -92,7 +92,7 @@ using BusyBetween =
 /// Where the run is cut: the end of the all-idle gap inside a candidate.
 struct LaunchCut {
   std::int64_t at = 0;
-  std::string found_by;
+  LaunchSignal found_by = LaunchSignal::none;
   std::vector<std::string> evidence;
 };
 struct LaunchCuts {

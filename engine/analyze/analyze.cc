@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -13,22 +14,18 @@
 #include "analysis/metrics.h"
 #include "analysis/pipeline.h"
 #include "analysis/step_selection.h"
+#include "analyze/run_outputs.h"
 #include "distributed/cluster.h"
 #include "distributed/partitioned_analysis.h"
 #include "distributed/partitioned_load.h"
 #include "distributed/partitioned_summary.h"
-#include "distributed/partitioned_traces.h"
 #include "distributed/wire.h"
 #include "export/atomic_file.h"
-#include "export/chrome_trace.h"
 #include "export/html_report.h"
 #include "export/kernel_trace.h"
 #include "export/kernel_view_report.h"
-#include "export/perfetto_trace.h"
 #include "export/summary_json.h"
-#include "export/text_report.h"
 #include "export/trace_size.h"
-#include "ingest/input_formats.h"
 #include "model/errors.h"
 
 namespace pipescope {
@@ -110,19 +107,96 @@ void print_written(const std::vector<std::string>& written, std::FILE* out) {
   fmt::print(out, "\nwrote {}\n", list);
 }
 
-/// --strict's verdict on the lines skipped (every rank has every input's
-/// counts), printed where `print`.
-AnalyzeStatus strict_status(const Run& run, const AnalyzeRequest& request, bool print,
-                            std::FILE* err) {
+/// --strict's verdict (every rank has every input's counts): lines skipped
+/// (exit 1), inputs that could not be read (--mpi: exit 2, the graver),
+/// printed where `print`.
+AnalyzeStatus strict_status(const Run& run, std::uint64_t unreadable, const AnalyzeRequest& request,
+                            bool print, std::FILE* err) {
   if (!request.strict) return AnalyzeStatus::ok;
   std::uint64_t malformed = 0;
   for (const InputStats& input : run.inputs) malformed += input.malformed + input.oversized;
-  if (malformed == 0) return AnalyzeStatus::ok;
-  if (print) {
+  if (malformed > 0 && print) {
     fmt::print(err, "pipescope: --strict: {} line{} skipped\n", malformed,
                malformed == 1 ? " was" : "s were");
   }
-  return AnalyzeStatus::lines_skipped;
+  if (unreadable > 0 && print) {
+    fmt::print(err, "pipescope: --strict: {} input{} could not be read\n", unreadable,
+               unreadable == 1 ? "" : "s");
+  }
+  if (unreadable > 0) return AnalyzeStatus::inputs_unreadable;
+  return malformed > 0 ? AnalyzeStatus::lines_skipped : AnalyzeStatus::ok;
+}
+
+/// The one sequence of `analyze`'s outputs, for one process and for every
+/// rank of a partitioned run alike (run_outputs.h): the warnings, then every
+/// check that can refuse the request, then each output in table order, then
+/// --strict. `unreadable`: the inputs --mpi could not read.
+AnalyzeStatus write_run_outputs(RunOutputs& run, const AnalyzeRequest& request,
+                                AnalyzeStreams streams, std::uint64_t unreadable) {
+  const bool root = run.root();
+  const OutputRequest& outputs = request.outputs;
+  const Metrics& metrics = run.metrics();
+  if (root) {
+    for (const Warning& warning : run.pipeline().warnings) {
+      fmt::print(streams.err, "pipescope: warning: {}\n", warning.message);
+    }
+  }
+
+  // Checked before anything is written.
+  TraceOptions trace = trace_options(request, metrics);
+  trace.pipeline = &run.pipeline();
+  // What each trace holds: the whole run, unless --steps says otherwise or
+  // it would be too big to open.
+  const TraceLimits limits = trace_limits();
+  std::vector<TracePlan> plans;
+  for (const TraceFormat format : trace_formats(outputs)) {
+    plans.push_back(run.plan_trace(trace, !request.steps.empty(), format, limits.of(format)));
+  }
+  if (root) {
+    for (const std::string& note : trace_plan_notes(metrics, plans)) {
+      fmt::print(streams.err, "pipescope: {}\n", note);
+    }
+  }
+  std::optional<HtmlOptions> html;
+  if (outputs.wants(Output::html)) {
+    html.emplace();
+    html->title = request.title;
+    html->pipeline = &run.pipeline();
+    html->kernels = run.kernels();
+    try {
+      html->steps = choose_html_steps(metrics, request.html_steps);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(e.what());
+    }
+  }
+
+  if (root) ensure_output_dir(outputs.dir.string());
+  std::vector<std::string> written;  // every file written, in order, for the "wrote" line
+  const std::string summary = outputs.file_of(Output::summary).string();
+  run.write_summary(summary, planned_figures(plans), request.threads);
+  written.push_back(summary);
+  for (const TracePlan& plan : plans) {
+    TraceOptions planned = trace;
+    planned.steps = plan.steps;
+    const fs::path path = outputs.file_of(output_of(plan.format));
+    run.write_trace(planned, plan.format, path.string());
+    // Unless the warning before writing said so already.
+    if (root && plan.format == TraceFormat::json && !plan.whole_over_limit) {
+      warn_if_trace_too_big(path, request, streams.err);
+    }
+    written.push_back(path.string());
+  }
+  if (html) {
+    const fs::path parent = outputs.html_file.parent_path();
+    if (!parent.empty()) ensure_output_dir(parent.string());
+    run.write_html(*html, outputs.html_file.string());
+    written.push_back(outputs.html_file.string());
+  }
+  if (root && outputs.wants(Output::text)) {
+    run.write_text(streams.out, request.all_rows);
+    print_written(written, streams.out);
+  }
+  return strict_status(run.run(), unreadable, request, root, streams.err);
 }
 
 /// PyTorch traces without job labels: no jobs, so no schedule, stages,
@@ -157,12 +231,45 @@ AnalyzeStatus no_jobs(const Run& run, std::FILE* err) {
   for (const Diagnostic& d : run.diagnostics) {
     fmt::print(err, "pipescope: {}: {}\n", d.location(), d.message);
   }
-  const bool traces = std::any_of(run.inputs.begin(), run.inputs.end(), [](const InputStats& s) {
-    const auto format = format_by_name(fs::path(s.path).filename().string());
-    return (format && input_format_spec(*format).takes_job_pattern) || s.path.ends_with(".json") ||
-           s.path.ends_with(".json.gz");
-  });
+  const bool traces = std::any_of(run.inputs.begin(), run.inputs.end(),
+                                  [](const InputStats& s) { return s.job_annotations; });
   return traces ? AnalyzeStatus::no_jobs_in_traces : AnalyzeStatus::no_job_lines;
+}
+
+/// The node folders that could not be listed, as the refusal lists them
+/// (empty: none, or --allow-missing).
+std::string unlisted_folders(const std::vector<distributed::ReadFailure>& failures,
+                             const AnalyzeRequest& request) {
+  std::string folders;
+  if (request.allow_missing) return folders;
+  for (const distributed::ReadFailure& f : failures) {
+    if (f.folder) folders += fmt::format("\n  node {}: {}: {}", f.node, f.path, f.error);
+  }
+  return folders;
+}
+
+/// A node folder that could not be listed: its ranks are missing, an input
+/// error as for a path that does not exist (the files a rank could not read
+/// are refused by the load, as in a single process).
+void refuse_unlisted_folders(const std::string& folders) {
+  if (folders.empty()) return;
+  throw InputError(fmt::format(
+      "cannot list the --local folder of some nodes:{}\npass --allow-missing to leave their "
+      "devices out of the figures",
+      folders));
+}
+
+/// write_outputs, with the inputs --mpi could not read.
+AnalyzeStatus write_loaded_outputs(LoadedRun& loaded, const AnalyzeRequest& request,
+                                   AnalyzeStreams streams, std::uint64_t unreadable) {
+  const Run& run = loaded.run;
+  if (run.job_count() == 0 && loaded.kernels.available) {
+    return write_kernel_outputs(loaded, request, streams);
+  }
+  if (run.job_count() == 0) return no_jobs(run, streams.err);
+  const std::unique_ptr<RunOutputs> outputs =
+      whole_run_outputs(loaded, request.outputs.draws_dependencies());
+  return write_run_outputs(*outputs, request, streams, unreadable);
 }
 
 }  // namespace
@@ -182,86 +289,15 @@ void check_outputs_are_not_inputs(const OutputRequest& outputs,
 
 AnalyzeStatus write_outputs(LoadedRun& loaded, const AnalyzeRequest& request,
                             AnalyzeStreams streams) {
-  const Run& run = loaded.run;
-  if (run.job_count() == 0 && loaded.kernels.available) {
-    return write_kernel_outputs(loaded, request, streams);
-  }
-  if (run.job_count() == 0) return no_jobs(run, streams.err);
-  const OutputRequest& outputs = request.outputs;
-  // Freed before the summary's figures are built when nothing draws them
-  // (a run the analysis kept them for: --mpi's rank 0).
-  if (!outputs.draws_dependencies()) loaded.pipeline.dependencies = Dependencies();
-  const Metrics& metrics = loaded.metrics;
-  const PipelineAnalysis& analysis = loaded.pipeline;
-  for (const Warning& warning : analysis.warnings) {
-    fmt::print(streams.err, "pipescope: warning: {}\n", warning.message);
-  }
+  return write_loaded_outputs(loaded, request, streams, 0);
+}
 
-  // Checked before anything is written.
-  TraceOptions trace = trace_options(request, metrics);
-  trace.pipeline = &analysis;
-  // What each trace holds: the whole run, unless --steps says otherwise or
-  // it would be too big to open.
-  const TraceLimits limits = trace_limits();
-  std::vector<TracePlan> plans;
-  for (const TraceFormat format : trace_formats(outputs)) {
-    plans.push_back(
-        plan_trace(run, metrics, trace, !request.steps.empty(), format, limits.of(format)));
-  }
-  for (const std::string& note : trace_plan_notes(metrics, plans)) {
-    fmt::print(streams.err, "pipescope: {}\n", note);
-  }
-  std::optional<HtmlOptions> html;
-  if (outputs.wants(Output::html)) {
-    html.emplace();
-    html->title = request.title;
-    html->pipeline = &analysis;
-    if (loaded.kernels.available) html->kernels = &loaded.kernels;
-    try {
-      html->steps = choose_html_steps(metrics, request.html_steps);
-    } catch (const std::invalid_argument& e) {
-      throw InputError(e.what());
-    }
-  }
-
-  ensure_output_dir(outputs.dir.string());
-  std::vector<std::string> written;  // every file written, in order, for the "wrote" line
-  const std::string summary = outputs.file_of(Output::summary).string();
-  write_summary_json(run, metrics, analysis, loaded.kernels, summary, planned_figures(plans),
-                     request.threads);
-  written.push_back(summary);
-  for (const TracePlan& plan : plans) {
-    TraceOptions planned = trace;
-    planned.steps = plan.steps;
-    const fs::path path = outputs.file_of(output_of(plan.format));
-    if (plan.format == TraceFormat::json) {
-      write_chrome_trace(run, metrics, planned, path.string());
-      // Unless the warning before writing said so already.
-      if (!plan.whole_over_limit) warn_if_trace_too_big(path, request, streams.err);
-    } else {
-      write_perfetto_trace(run, metrics, planned, path.string());
-    }
-    written.push_back(path.string());
-  }
-  if (html) {
-    const fs::path parent = outputs.html_file.parent_path();
-    if (!parent.empty()) ensure_output_dir(parent.string());
-    write_html_report(run, metrics, *html, outputs.html_file.string());
-    written.push_back(outputs.html_file.string());
-  }
-
-  if (outputs.wants(Output::text)) {
-    ReportOptions report;
-    report.pipeline = &analysis;
-    report.all_rows = request.all_rows;
-    write_text_report(run, metrics, streams.out, report);
-    if (loaded.kernels.available) {
-      fmt::print(streams.out, "\n");
-      write_kernel_view_text(loaded.kernels, streams.out, request.all_rows);
-    }
-    print_written(written, streams.out);
-  }
-  return strict_status(run, request, true, streams.err);
+AnalyzeStatus write_gathered_outputs(distributed::ClusterScan& scan, const AnalyzeRequest& request,
+                                     const LoadOptions& load, AnalyzeStreams streams) {
+  refuse_unlisted_folders(unlisted_folders(scan.failures, request));
+  adopt_event_library(scan.run, scan.inputs, load.ingest);
+  LoadedRun loaded = load_run(std::move(scan.run), load);
+  return write_loaded_outputs(loaded, request, streams, scan.failures.size());
 }
 
 AnalyzeStatus write_outputs_on_ranks(distributed::Exchange& exchange,
@@ -276,24 +312,12 @@ AnalyzeStatus write_outputs_on_ranks(distributed::Exchange& exchange,
   {
     ByteWriter w;
     if (root) {
-      std::string folders;
-      if (!request.allow_missing) {
-        for (const ReadFailure& f : scan.failures) {
-          if (f.folder) folders += fmt::format("\n  node {}: {}: {}", f.node, f.path, f.error);
-        }
-      }
-      w.str(folders);
+      w.str(unlisted_folders(scan.failures, request));
       w.put(static_cast<std::uint8_t>(looks_for_log_events(scan.inputs)));
     }
     const std::string rank0_says = exchange.all_gather(w.take()).front();
     ByteReader r(rank0_says);
-    const std::string folders = r.str();
-    if (!folders.empty()) {
-      throw InputError(fmt::format(
-          "cannot list the --local folder of some nodes:{}\npass --allow-missing to leave their "
-          "devices out of the figures",
-          folders));
-    }
+    refuse_unlisted_folders(r.str());
     looked_for_events = r.get<std::uint8_t>() != 0;
   }
   LocalLoad local =
@@ -312,75 +336,16 @@ AnalyzeStatus write_outputs_on_ranks(distributed::Exchange& exchange,
       if (!root) return AnalyzeStatus::no_jobs_said_by_rank0;
       LoadedRun loaded;
       loaded.run = std::move(local.run);
-      return write_outputs(loaded, request, streams);
+      return write_loaded_outputs(loaded, request, streams, 0);
     }
   }
   PartitionedAnalysis analysis = analyze_partitioned(exchange, local.run, load.pipeline);
-
-  TraceOptions trace = trace_options(request, analysis.metrics);
-  // Non-null, as the single process sets it, to say the pipeline is drawn:
-  // the partitioned writers take its bubbles, counters and flows from
-  // `analysis`, and read nothing of this one.
-  const PipelineAnalysis draw_the_pipeline;
-  trace.pipeline = &draw_the_pipeline;
-  const TraceLimits limits = trace_limits();
-  std::vector<TracePlan> plans;
-  for (const TraceFormat format : trace_formats(request.outputs)) {
-    plans.push_back(plan_partitioned_trace(exchange, local.run, analysis, trace,
-                                           !request.steps.empty(), format, limits.of(format)));
-  }
-
-  const OutputRequest& outputs = request.outputs;
-  if (root) {
-    ensure_output_dir(outputs.dir.string());
-    for (const std::string& note : trace_plan_notes(analysis.metrics, plans)) {
-      fmt::print(streams.err, "pipescope: {}\n", note);
-    }
-  }
-  std::vector<std::string> written;
-  const std::string summary = outputs.file_of(Output::summary).string();
-  const WholeRunView whole = write_partitioned_summary(exchange, local, analysis, load.pipeline,
-                                                       summary, planned_figures(plans));
-  written.push_back(summary);
-  if (root) {
-    for (const Warning& warning : whole.pipeline.warnings) {
-      fmt::print(streams.err, "pipescope: warning: {}\n", warning.message);
-    }
-  }
-  for (const TracePlan& plan : plans) {
-    TraceOptions planned = trace;
-    planned.steps = plan.steps;
-    const fs::path path = outputs.file_of(output_of(plan.format));
-    write_partitioned_trace(exchange, local.run, analysis, planned, plan.format, path.string());
-    if (root && plan.format == TraceFormat::json && !plan.whole_over_limit) {
-      warn_if_trace_too_big(path, request, streams.err);
-    }
-    written.push_back(path.string());
-  }
-  if (root && outputs.wants(Output::text)) {
-    ReportOptions report;
-    report.pipeline = &whole.pipeline;
-    report.facts = &whole.facts;
-    report.all_rows = request.all_rows;
-    write_text_report(local.run, analysis.metrics, streams.out, report);
-    print_written(written, streams.out);
-  }
-  // --strict: lines skipped anywhere, then inputs that could not be read
-  // (as with the jobs gathered).
-  if (const AnalyzeStatus s = strict_status(local.run, request, root, streams.err);
-      s != AnalyzeStatus::ok) {
-    return s;
-  }
+  const SummaryJobFacts facts = gather_whole_run_facts(exchange, local, analysis, load.pipeline);
   std::uint64_t unreadable = 0;
   for (const InputStats& input : local.run.inputs) unreadable += input.error.empty() ? 0 : 1;
-  if (request.strict && unreadable > 0) {
-    if (root) {
-      fmt::print(streams.err, "pipescope: --strict: {} input{} could not be read\n", unreadable,
-                 unreadable == 1 ? "" : "s");
-    }
-    return AnalyzeStatus::inputs_unreadable;
-  }
-  return AnalyzeStatus::ok;
+  const std::unique_ptr<RunOutputs> outputs =
+      partitioned_run_outputs(exchange, local, analysis, facts);
+  return write_run_outputs(*outputs, request, streams, unreadable);
 }
 
 }  // namespace pipescope

@@ -7,7 +7,9 @@
 // Usage (one process):
 //   LoadedRun loaded = load_run(inputs, load);
 //   AnalyzeStatus s = write_outputs(loaded, request, {stdout, stderr});
-// Under --mpi every rank calls write_outputs_on_ranks alike.
+// Under --mpi every rank calls write_outputs_on_ranks alike (or rank 0
+// write_gathered_outputs). All three run the one sequence of analyze.cc
+// over a RunOutputs (run_outputs.h): the run in hand, or the ranks' parts.
 //
 // Guarantees: nothing is written before every check that can refuse the
 // request (steps, HTML steps, trace limits) has passed; every file is
@@ -29,6 +31,7 @@ namespace pipescope {
 
 namespace distributed {
 class Exchange;
+struct ClusterScan;
 struct PartitionedScan;
 }  // namespace distributed
 
@@ -90,6 +93,14 @@ void check_outputs_are_not_inputs(const OutputRequest& outputs,
 /// std::system_error when a file cannot be written.
 AnalyzeStatus write_outputs(LoadedRun& loaded, const AnalyzeRequest& request,
                             AnalyzeStreams streams);
+
+/// `--mpi` with the jobs gathered on rank 0 (an output that needs the whole
+/// run: OutputRequest::needs_whole_run()): rank 0 loads the gathered run and
+/// writes as write_outputs does; a node folder that could not be listed is
+/// refused unless request.allow_missing, and --strict fails (exit 2) when a
+/// rank could not read an input. Throws as write_outputs and load_run do.
+AnalyzeStatus write_gathered_outputs(distributed::ClusterScan& scan, const AnalyzeRequest& request,
+                                     const LoadOptions& load, AnalyzeStreams streams);
 
 /// The partitioned `--mpi` run (docs/guide.md, "Running on a cluster"):
 /// every rank keeps the jobs it read; the load prelude and the analysis run

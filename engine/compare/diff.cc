@@ -10,6 +10,7 @@
 #include <optional>
 #include <variant>
 
+#include "analysis/job_role.h"
 #include "compare/check.h"
 #include "compare/figure_format.h"
 #include "export/figure_registry.h"
@@ -327,9 +328,9 @@ std::map<std::int64_t, StageLoad> stage_loads(const RunFigures& run) {
     load.compute_per_step_ns = static_cast<double>(stage.load->compute_per_step_ns);
     for (const RoleDurationFigures& role : stage.load->jobs) {
       const auto mean = static_cast<double>(role.mean_ns);
-      if (role.role == "forward") load.forward_ns = mean;
-      if (role.role == "backward") load.backward_ns = mean;
-      if (role.role == "weight") load.weight_ns = mean;
+      if (role.role == pipeline_role_name(PipelineRole::forward)) load.forward_ns = mean;
+      if (role.role == pipeline_role_name(PipelineRole::backward)) load.backward_ns = mean;
+      if (role.role == pipeline_role_name(PipelineRole::weight)) load.weight_ns = mean;
     }
   }
   return out;

@@ -1097,21 +1097,21 @@ std::vector<Warning> gather_quality(Exchange& exchange, const PartitionedAnalysi
   const std::vector<std::uint64_t>& device_jobs = out.read.device_jobs;
   const QualityPart part{out.part.run, out.part.job_step, &out.part.job_index, out.first, out.last};
   ByteWriter w;
-  put_evidence(w, quality_evidence(part, out.metrics, out.stages, device_jobs));
+  put_evidence(w, quality_evidence(part, out.metrics, out.pipeline.stages, device_jobs));
   std::vector<QualityEvidence> evidence;
   for (const std::string& message : exchange.all_gather(w.take())) {
     ByteReader r(message);
     evidence.push_back(get_evidence(r));
   }
-  const QualityFences fences = quality_fences(evidence, out.metrics, out.stages);
-  put_findings(w, quality_findings(part, out.metrics, out.stages, fences,
+  const QualityFences fences = quality_fences(evidence, out.metrics, out.pipeline.stages);
+  put_findings(w, quality_findings(part, out.metrics, out.pipeline.stages, fences,
                                    static_cast<std::size_t>(exchange.rank())));
   std::vector<QualityFindings> findings;
   for (const std::string& message : exchange.all_gather(w.take())) {
     ByteReader r(message);
     findings.push_back(get_findings(r));
   }
-  return quality_warnings(out.part.run, out.metrics, out.stages, evidence, findings);
+  return quality_warnings(out.part.run, out.metrics, out.pipeline.stages, evidence, findings);
 }
 
 /// Each replica's numbering, windows and steps in the run's numbering, from
@@ -1120,7 +1120,7 @@ void replica_windows(Exchange& exchange, const Run& local,
                      const std::vector<std::vector<std::int32_t>>& job_step,
                      const std::vector<DeviceStepCounts>& counts, PartitionedAnalysis& out) {
   out.replica_windows.clear();
-  const Layout& layout = out.layout;
+  const Layout& layout = out.pipeline.layout;
   std::size_t with_devices = 0;
   for (const auto& devices : layout.replicas) with_devices += !devices.empty();
   if (with_devices < 2) return;
@@ -1205,7 +1205,7 @@ ReplicaSummary partitioned_replicas(Exchange& exchange, const Run& local,
     while (b < rep.to_global.size() && rep.to_global[b] < out.last) ++b;
     // The replica's devices of the part lent to a run of their own (not
     // copied) until this replica is measured.
-    const LentReplicaRun lent(out.part.run, out.layout, rep.devices);
+    const LentReplicaRun lent(out.part.run, out.pipeline.layout, rep.devices);
     const ReplicaRun& here = lent.get();
     const std::span<StepWindow> own = std::span<StepWindow>(rep.metrics.steps).subspan(a, b - a);
     add_window_times(here.run.devices, kinds, own);
@@ -1214,7 +1214,7 @@ ReplicaSummary partitioned_replicas(Exchange& exchange, const Run& local,
     for (const std::size_t d : rep.devices) steps_here.push_back(out.part.job_step[d]);
     BottleneckReport bottleneck = gather_bottleneck(
         exchange,
-        stage_durations(here.run, steps_here, out.first, out.last, here.stages, out.roles),
+        stage_durations(here.run, steps_here, out.first, out.last, here.stages, out.pipeline.roles),
         here.stages, rep.metrics.steps.size());
     add_replica(summary, replica_stats(rep.index, rep.devices, rep.metrics, std::move(bottleneck)));
   }
@@ -1226,7 +1226,7 @@ ReplicaSummary partitioned_replicas(Exchange& exchange, const Run& local,
 PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
                                         const PipelineOptions& options) {
   PartitionedAnalysis out;
-  out.roles = classify_job_roles(local.types);
+  out.pipeline.roles = classify_job_roles(local.types);
   // The layout from the run's head (on every rank), decided once: it reads
   // the order of each device's jobs, which no clock offset changes.
   bool decided = false;
@@ -1246,9 +1246,9 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
           exchange, stage_check_pairs(local, one_stage_per_device(local.devices.size()), counts),
           counts, origin, held_by_reader(local));
     }
-    out.layout =
-        choose_layout(head.run, head.job_step, out.roles, options, evidence ? &*evidence : nullptr);
-    out.stages = out.layout.stages;
+    out.pipeline.layout = choose_layout(head.run, head.job_step, out.pipeline.roles, options,
+                                        evidence ? &*evidence : nullptr);
+    out.pipeline.stages = out.pipeline.layout.stages;
     decided = true;
   };
   partitioned_metrics(exchange, local, out, decide_layout);
@@ -1258,23 +1258,25 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
   // The schedule from every range's votes.
   const auto detect_schedule = [&] {
     const PartRun& part = out.part;
-    return gather_schedule(exchange,
-                           vote_schedules(part.run, part.job_step, m.steps, out.first, out.last,
-                                          out.stages, out.roles),
-                           op_sums(part.run, out.roles, &part.job_step, out.first, out.last),
-                           out.stages.stage_count(), m.bubble_ratio);
+    return gather_schedule(
+        exchange,
+        vote_schedules(part.run, part.job_step, m.steps, out.first, out.last, out.pipeline.stages,
+                       out.pipeline.roles),
+        op_sums(part.run, out.pipeline.roles, &part.job_step, out.first, out.last),
+        out.pipeline.stages.stage_count(), m.bubble_ratio);
   };
-  out.schedule = detect_schedule();
-  const StagePlacement placement = detected_placement(out.schedule);
+  out.pipeline.schedule = detect_schedule();
+  const StagePlacement placement = detected_placement(out.pipeline.schedule);
 
   // The clocks: every range's evidence, decided once; with offsets applied,
   // the windows move and the jobs are sent again.
-  const ClockOptions clock = clock_options(options, out.layout);
+  const ClockOptions clock = clock_options(options, out.pipeline.layout);
   const std::int64_t noise = clock_noise_ns(local, clock);
   // The dependencies among the part's jobs, found once: its own steps'
   // give the clock evidence, all of them the critical paths' walks.
   const auto find_part_dependencies = [&] {
-    return find_dependencies(out.part.run, out.part.job_step, out.stages, out.roles, placement);
+    return find_dependencies(out.part.run, out.part.job_step, out.pipeline.stages,
+                             out.pipeline.roles, placement);
   };
   Dependencies found = find_part_dependencies();
   Dependencies deps = own_dependencies(out, found);
@@ -1290,8 +1292,8 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
     count_violations_after(out.part.run, deps, noise, mine);
     PairClocks after = pairs_for_recount(decision.report);
     gather_pairs(exchange, mine, after);
-    out.clock = finish_clock_decision(std::move(decision), after);
-    if (!out.clock.applied) {
+    out.pipeline.clock = finish_clock_decision(std::move(decision), after);
+    if (!out.pipeline.clock.applied) {
       apply_clock_offsets(local, negated(offsets));
       apply_clock_offsets(out.part.run, negated(offsets));
     } else {
@@ -1299,18 +1301,19 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
       // times) and travel again.
       return_jobs(exchange, out, local);
       partitioned_metrics(exchange, local, out, decide_layout);
-      out.schedule = detect_schedule();
+      out.pipeline.schedule = detect_schedule();
       found = find_part_dependencies();
       deps = own_dependencies(out, found);
     }
   } else {
-    out.clock = std::move(decision.report);
+    out.pipeline.clock = std::move(decision.report);
   }
-  add_clock_pieces(local.clock_steps, gather_machine_firsts(exchange, out.part), out.clock);
-  out.dependencies = std::move(deps);
+  add_clock_pieces(local.clock_steps, gather_machine_firsts(exchange, out.part),
+                   out.pipeline.clock);
+  out.pipeline.dependencies = std::move(deps);
 
   // Bubbles: this rank's windows, the run's sums and longest.
-  out.bubbles =
+  out.pipeline.bubbles =
       gather_bubbles(exchange,
                      summarize_bubble_windows(
                          out.part.run.devices, &out.part.job_index, local.types,
@@ -1322,49 +1325,54 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
   {
     const PartSteps steps(out);
     out.paths = summarize_critical_path_range(
-        out.part.run, out.metrics, out.stages, found, out.roles, out.first, out.last,
-        longest_critical_step(m.steps, out.step_has_job), &out.part.job_index);
+        out.part.run, out.metrics, out.pipeline.stages, found, out.pipeline.roles, out.first,
+        out.last, longest_critical_step(m.steps, out.step_has_job), &out.part.job_index);
   }
   // The walks were the dependencies' last reader: they go before the stage
   // statistics hold a duration per job.
   found = Dependencies();
   release_free_memory();
   PathsOfRun longest = gather_longest_path(exchange, out.paths);
-  out.longest_path = std::move(longest.longest);
+  if (longest.longest) out.pipeline.critical_paths.push_back(std::move(*longest.longest));
   out.paths_before = longest.paths_before;
 
   // Each replica's figures; the run's bottleneck is then the slowest one's.
-  out.replicas = partitioned_replicas(exchange, local, out);
+  out.pipeline.replicas = partitioned_replicas(exchange, local, out);
 
   // The stage statistics, selected across the ranges.
-  out.bottleneck = gather_bottleneck(
-      exchange,
-      stage_durations(out.part.run, out.part.job_step, out.first, out.last, out.stages, out.roles),
-      out.stages, m.steps.size());
+  out.pipeline.bottleneck =
+      gather_bottleneck(exchange,
+                        stage_durations(out.part.run, out.part.job_step, out.first, out.last,
+                                        out.pipeline.stages, out.pipeline.roles),
+                        out.pipeline.stages, m.steps.size());
   release_free_memory();  // the durations (a value per job) are gone
 
   // The bubble split: the run's op costs, then each range's rows.
   {
     const PartSteps steps(out);
-    const SplitEvidence evidence =
-        split_evidence(out.part.run, out.metrics, out.stages, out.roles, out.first, out.last);
+    const SplitEvidence evidence = split_evidence(out.part.run, out.metrics, out.pipeline.stages,
+                                                  out.pipeline.roles, out.first, out.last);
     const OpCostSums run_sums = gather_op_costs(exchange, evidence.run_sums);
-    SplitRows rows = split_rows(evidence, run_sums, m.steps, out.stages, out.schedule);
-    out.split = gather_split(exchange, evidence, rows, out.stages, local.devices.size());
+    SplitRows rows =
+        split_rows(evidence, run_sums, m.steps, out.pipeline.stages, out.pipeline.schedule);
+    out.pipeline.split =
+        gather_split(exchange, evidence, rows, out.pipeline.stages, local.devices.size());
     out.split_inherent = std::move(rows.inherent);
   }
 
   // The data-quality warnings: evidence of every range, fences once,
   // findings of every range, combined.
-  out.warnings = gather_quality(exchange, out);
+  out.pipeline.warnings = gather_quality(exchange, out);
 
   // The run's bottleneck is the one of the replica that bounds its step.
-  if (out.replicas.slowest >= 0) {
-    out.bottleneck =
-        out.replicas.replicas[static_cast<std::size_t>(out.replicas.slowest)].bottleneck;
+  if (out.pipeline.replicas.slowest >= 0) {
+    out.pipeline.bottleneck =
+        out.pipeline.replicas.replicas[static_cast<std::size_t>(out.pipeline.replicas.slowest)]
+            .bottleneck;
   }
   // The sentence, from the combined figures.
-  out.explanation = explain_bubbles(local, m, out.schedule, out.split, out.bottleneck);
+  out.pipeline.explanation =
+      explain_bubbles(local, m, out.pipeline.schedule, out.pipeline.split, out.pipeline.bottleneck);
   return out;
 }
 

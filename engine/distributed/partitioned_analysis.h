@@ -113,40 +113,34 @@ struct PartitionedAnalysis {
   /// of the part's jobs that are not on lane 0, by device, ascending.
   std::vector<std::vector<JobLane>> part_lanes;
 
-  // The pipeline analysis (pipeline.h), the whole run's unless said.
-  std::vector<JobRole> roles;
-  Layout layout;
-  StageMap stages;
-  ScheduleReport schedule;
-  ClockReport clock;
-  /// The dependencies whose consumer is in this rank's steps, in `part`'s
-  /// job indices (on corrected times when the clocks were corrected).
-  Dependencies dependencies;
-  /// Sums and longest of the run; per_step of this rank's windows only
-  /// (per_step[k - first]).
-  BubbleSummary bubbles;
-  /// Each replica's windows, and their figures (when the layout has two
-  /// replicas or more).
+  /// The pipeline analysis (pipeline.h) of the whole run, as one process
+  /// makes it, on every rank, but for what grows with the run:
+  /// `dependencies` are those whose consumer is in this rank's steps, in
+  /// `part`'s job indices (on corrected times when the clocks were
+  /// corrected); `bubbles.per_step` holds this rank's windows only
+  /// (per_step[k - first]); `critical_paths` holds the path of the run's
+  /// longest complete step, with its jobs, or nothing (this rank's steps'
+  /// paths are in `paths`); `critical_dependency_hops` is empty;
+  /// `bottleneck` is the slowest replica's when there are replicas;
+  /// `warnings` are check_data_quality's (the run's whole list, in load_run's
+  /// order, is made on rank 0 by partitioned_summary.h whole_run_view).
+  PipelineAnalysis pipeline;
+  /// Each replica's windows (when the layout has two replicas or more).
   std::vector<ReplicaWindows> replica_windows;
-  ReplicaSummary replicas;
-  /// The stage statistics: the slowest replica's when there are replicas,
-  /// the whole run's otherwise (as pipeline.h).
-  BottleneckReport bottleneck;
-  /// The split's whole-run figures; `inherent` is empty: this rank's rows
-  /// are split_inherent[k - first].
-  BubbleSplit split;
+  /// The split's rows of this rank's steps (pipeline.split.inherent is
+  /// empty): split_inherent[k - first].
   std::vector<std::vector<std::int64_t>> split_inherent;
   /// The paths of this rank's steps (critical_path.h
-  /// summarize_critical_path_range: JobRefs are the whole run's); the path of
-  /// the run's longest complete step, with its jobs, on every rank; and how
+  /// summarize_critical_path_range: JobRefs are the whole run's), and how
   /// many paths the ranks before this one have.
   CriticalPathSummary paths;
-  std::optional<CriticalPath> longest_path;
   std::size_t paths_before = 0;
-  /// check_data_quality's warnings, on every rank.
-  std::vector<Warning> warnings;
-  /// explain_bubbles's sentence from the combined figures.
-  std::string explanation;
+
+  /// The path of the run's longest complete step (pipeline.critical_paths),
+  /// or null.
+  const CriticalPath* longest_path() const {
+    return pipeline.critical_paths.empty() ? nullptr : &pipeline.critical_paths.front();
+  }
 };
 
 /// See the header. Every job of `local` is moved to the parts (what is left

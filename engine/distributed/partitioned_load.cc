@@ -393,9 +393,17 @@ std::vector<ClockStep> undo_clock_steps_by_parts(Exchange& exchange, Run& run,
   return steps;
 }
 
-void put_signal(ByteWriter& w, const std::string& found_by, const std::string& where) {
-  w.str(found_by);
+void put_signal(ByteWriter& w, LaunchSignal found_by, const std::string& where) {
+  w.put(static_cast<std::uint8_t>(found_by));
   w.str(where);
+}
+
+LaunchSignal get_signal(ByteReader& r) {
+  const auto signal = r.get<std::uint8_t>();
+  if (signal > static_cast<std::uint8_t>(LaunchSignal::profiler_window)) {
+    throw WireError("launch evidence with an unknown signal");
+  }
+  return static_cast<LaunchSignal>(signal);
 }
 
 /// Every device's launch evidence, in device order.
@@ -429,14 +437,14 @@ std::vector<DeviceLaunchEvidence> gather_launch_evidence(Exchange& exchange, con
         LaunchCandidate c;
         c.stop_ns = r.get<std::int64_t>();
         c.restart_ns = r.get<std::int64_t>();
-        c.found_by = r.str();
+        c.found_by = get_signal(r);
         c.where = r.str();
         e.candidates.push_back(std::move(c));
       }
       const auto ignored = r.get<std::uint32_t>();
       for (std::uint32_t i = 0; i < ignored; ++i) {
         IgnoredLaunchSignal s;
-        s.found_by = r.str();
+        s.found_by = get_signal(r);
         s.where = r.str();
         e.ignored.push_back(std::move(s));
       }

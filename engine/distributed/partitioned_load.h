@@ -36,20 +36,14 @@
 
 namespace pipescope::distributed {
 
-struct LocalLoad {
-  /// Every analysed device of the run in Run order (as load_run leaves
-  /// Run::devices), with the jobs only of the devices this rank read; types
-  /// interned as in one process; finalized; segments set (Run::segments on
-  /// every rank, Device::segment_begin on this rank's devices). What
-  /// analyze_partitioned takes as `local`.
-  Run run;
-  /// LoadedRun::input_warnings as load_run gives them before the analysis
-  /// (LoadLevel::prelude), on every rank.
-  std::vector<Warning> input_warnings;
-  /// LoadedRun::launch_warnings, on every rank.
-  std::vector<Warning> launch_warnings;
-  /// LoadedRun::all_segments, on every rank.
-  std::vector<LaunchSegment> all_segments;
+/// LoadedInputs (load_run.h) as load_run gives them before the analysis
+/// (LoadLevel::prelude), on every rank, but for the jobs: `run` holds every
+/// analysed device of the run in Run order (as load_run leaves
+/// Run::devices), with the jobs only of the devices this rank read; types
+/// interned as in one process; finalized; segments set (Run::segments on
+/// every rank, Device::segment_begin on this rank's devices). What
+/// analyze_partitioned takes as `local`.
+struct LocalLoad : LoadedInputs {
   /// For each device of `run`, whether this rank read it (holds its jobs).
   std::vector<char> mine;
 };

@@ -71,7 +71,7 @@ std::string facts_message(const LocalLoad& load, const PartitionedAnalysis& a, i
     w.put(static_cast<std::uint8_t>(job != nullptr));
     if (job) w.put(*job);
   };
-  for (const Bubble& bubble : a.bubbles.longest) {
+  for (const Bubble& bubble : a.pipeline.bubbles.longest) {
     named_job(bubble.device, bubble.job_before);
     named_job(bubble.device, bubble.job_after);
     std::optional<std::int64_t> inherent;
@@ -81,7 +81,8 @@ std::string facts_message(const LocalLoad& load, const PartitionedAnalysis& a, i
       const std::size_t row = bubble.step - a.first;
       // Rows are read only where the single process reads them: a known
       // split and a complete step.
-      const bool readable = a.split.known && window.complete && row < a.split_inherent.size() &&
+      const bool readable = a.pipeline.split.known && window.complete &&
+                            row < a.split_inherent.size() &&
                             bubble.device < a.split_inherent[row].size();
       inherent = bubble_inherent_ns(readable, window,
                                     readable ? a.split_inherent[row][bubble.device] : 0, bubble);
@@ -90,8 +91,8 @@ std::string facts_message(const LocalLoad& load, const PartitionedAnalysis& a, i
     w.put(static_cast<std::uint8_t>(inherent.has_value()));
     w.put(inherent.value_or(0));
   }
-  if (a.longest_path) {
-    for (const CriticalPathJob& entry : a.longest_path->jobs) {
+  if (const CriticalPath* longest = a.longest_path()) {
+    for (const CriticalPathJob& entry : longest->jobs) {
       named_job(entry.job.device, entry.job.job);
     }
   }
@@ -104,8 +105,8 @@ JobFacts gather_facts(Exchange& exchange, const LocalLoad& load, const Partition
   SummaryJobFacts& f = facts.summary;
   f.device_jobs.assign(run.devices.size(), 0);
   facts.compute_in_steps.assign(run.devices.size(), 0);
-  f.longest_bubbles.resize(a.bubbles.longest.size());
-  const std::size_t path_jobs = a.longest_path ? a.longest_path->jobs.size() : 0;
+  f.longest_bubbles.resize(a.pipeline.bubbles.longest.size());
+  const std::size_t path_jobs = a.longest_path() ? a.longest_path()->jobs.size() : 0;
   std::vector<std::optional<Job>> path(path_jobs);
   for (const std::string& message : exchange.all_gather(facts_message(load, a, exchange.rank()))) {
     ByteReader r(message);
@@ -155,7 +156,7 @@ StageJobEvidence stage_evidence(Exchange& exchange, const LocalLoad& load,
                                 const PartitionedAnalysis& a,
                                 const std::vector<std::uint64_t>& counts) {
   return exchange_stage_evidence(
-      exchange, stage_check_pairs(load.run, a.stages, counts), counts, first_start(a.part),
+      exchange, stage_check_pairs(load.run, a.pipeline.stages, counts), counts, first_start(a.part),
       held_by_part(a.part, a.plan, static_cast<std::size_t>(exchange.rank())));
 }
 
@@ -200,61 +201,46 @@ bool is_event_list(StepList which) {
   return which == StepList::event_steps || which == StepList::event_outliers;
 }
 
-/// The whole run's pipeline figures as rank 0 holds them (the per-step
-/// results are its own steps' only and are not read: SummaryRows::none).
-PipelineAnalysis whole_run_pipeline(const PartitionedAnalysis& a, std::vector<Warning> warnings) {
-  PipelineAnalysis p;
-  p.layout = a.layout;
-  p.stages = a.stages;
-  p.replicas = a.replicas;
-  p.roles = a.roles;
-  p.schedule = a.schedule;
-  p.bubbles = a.bubbles;
-  p.bubbles.per_step.clear();
-  p.split = a.split;
-  p.bottleneck = a.bottleneck;
-  if (a.longest_path) p.critical_paths.push_back(*a.longest_path);
-  p.clock = a.clock;
-  p.warnings = std::move(warnings);
-  p.explanation = a.explanation;
-  return p;
-}
-
 }  // namespace
 
-WholeRunView write_partitioned_summary(Exchange& exchange, const LocalLoad& load,
-                                       const PartitionedAnalysis& analysis,
-                                       const PipelineOptions& options, const std::string& path,
-                                       const std::vector<TraceFileFigures>& traces) {
-  WholeRunView out;
+SummaryJobFacts gather_whole_run_facts(Exchange& exchange, const LocalLoad& load,
+                                       PartitionedAnalysis& analysis,
+                                       const PipelineOptions& options) {
   const Run& run = load.run;
-  const JobFacts facts = gather_facts(exchange, load, analysis);
+  JobFacts facts = gather_facts(exchange, load, analysis);
   std::vector<std::uint64_t> counts;
   for (const std::int64_t n : facts.summary.device_jobs) {
     counts.push_back(static_cast<std::uint64_t>(n));
   }
   const StageJobEvidence evidence = stage_evidence(exchange, load, analysis, counts);
-  const bool root = exchange.rank() == 0;
+  if (exchange.rank() != 0) return {};
+  // load_run's order: the input warnings (the short devices, found once the
+  // stages are known, among them), the launch warnings, then the analysis's.
+  PipelineAnalysis& pipeline = analysis.pipeline;
+  std::vector<Warning> warnings = load.input_warnings;
+  for (Warning& w : check_short_devices(run, counts, facts.compute_in_steps, analysis.metrics,
+                                        pipeline.stages)) {
+    warnings.push_back(std::move(w));
+  }
+  warnings.insert(warnings.end(), load.launch_warnings.begin(), load.launch_warnings.end());
+  warnings.insert(warnings.end(), pipeline.warnings.begin(), pipeline.warnings.end());
+  for (Warning& w : pipeline_tail_warnings(run, pipeline.layout, pipeline.stages, pipeline.clock,
+                                           options, evidence)) {
+    warnings.push_back(std::move(w));
+  }
+  pipeline.warnings = std::move(warnings);
+  return std::move(facts.summary);
+}
 
+void write_partitioned_summary(Exchange& exchange, const LocalLoad& load,
+                               const PartitionedAnalysis& analysis, const SummaryJobFacts& facts,
+                               const std::string& path,
+                               const std::vector<TraceFileFigures>& traces) {
+  const Run& run = load.run;
+  const bool root = exchange.rank() == 0;
   SummaryFigures whole;
   if (root) {
-    // load_run's order: the input warnings (the short devices, found once the
-    // stages are known, among them), the launch warnings, then the analysis's.
-    std::vector<Warning> warnings = load.input_warnings;
-    for (Warning& w : check_short_devices(run, counts, facts.compute_in_steps, analysis.metrics,
-                                          analysis.stages)) {
-      warnings.push_back(std::move(w));
-    }
-    warnings.insert(warnings.end(), load.launch_warnings.begin(), load.launch_warnings.end());
-    warnings.insert(warnings.end(), analysis.warnings.begin(), analysis.warnings.end());
-    for (Warning& w : pipeline_tail_warnings(run, analysis.layout, analysis.stages, analysis.clock,
-                                             options, evidence)) {
-      warnings.push_back(std::move(w));
-    }
-    out.pipeline = whole_run_pipeline(analysis, std::move(warnings));
-    out.facts = facts.summary;
-    const PipelineAnalysis& pipeline = out.pipeline;
-    whole = summary_figures(run, analysis.metrics, &pipeline, facts.summary, SummaryRows::none);
+    whole = summary_figures(run, analysis.metrics, &analysis.pipeline, facts, SummaryRows::none);
     whole.traces = traces;
   }
 
@@ -265,8 +251,8 @@ WholeRunView write_partitioned_summary(Exchange& exchange, const LocalLoad& load
   in.last = analysis.last;
   in.metrics = &analysis.metrics;
   in.devices = run.devices;
-  in.bubbles = analysis.bubbles.per_step;
-  in.split_known = analysis.split.known;
+  in.bubbles = analysis.pipeline.bubbles.per_step;
+  in.split_known = analysis.pipeline.split.known;
   in.inherent = analysis.split_inherent;
   in.paths = analysis.paths.paths;
   // The events' rows of every step, on rank 0 (placed from the windows and
@@ -301,12 +287,11 @@ WholeRunView write_partitioned_summary(Exchange& exchange, const LocalLoad& load
   if (root) {
     if (step_lists(whole) != lists) throw std::logic_error("summary.json: step lists differ");
     write_summary_json(whole, pieces.size(), piece, path);
-    return out;
+    return;
   }
   for (const StepList which : lists) {
     for (std::size_t index = 0; index < pieces.size(); ++index) piece(which, index);
   }
-  return out;
 }
 
 }  // namespace pipescope::distributed

@@ -129,8 +129,8 @@ HeadSteps gather_head_steps(Exchange& exchange, const PartitionedAnalysis& a, bo
     ratios.push_back(a.metrics.steps[k].bubble_ratio);
     if (!bubbles) continue;
     BubbleTime sum;
-    if (k - a.first < a.bubbles.per_step.size()) {
-      for (const BubbleTime& t : a.bubbles.per_step[k - a.first]) sum.add(t);
+    if (k - a.first < a.pipeline.bubbles.per_step.size()) {
+      for (const BubbleTime& t : a.pipeline.bubbles.per_step[k - a.first]) sum.add(t);
     }
     totals.push_back(sum);
   }
@@ -261,7 +261,8 @@ class PartitionedFrame {
               lanes_.of_job,
               analysis.first,
               analysis.last,
-              options.pipeline != nullptr && options.flows ? &analysis.dependencies : nullptr},
+              options.pipeline != nullptr && options.flows ? &analysis.pipeline.dependencies
+                                                           : nullptr},
         options_(options) {
     const bool root = exchange.rank() == 0;
     const bool drawn = options.pipeline != nullptr;

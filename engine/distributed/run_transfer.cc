@@ -110,6 +110,7 @@ void put_stats(ByteWriter& w, const InputStats& s) {
   w.str(s.error);
   w.put(static_cast<std::uint8_t>(s.unreadable ? 1 : 0));
   w.put(static_cast<std::uint8_t>(s.time_base));
+  w.put(static_cast<std::uint8_t>(s.job_annotations ? 1 : 0));
 }
 
 InputStats get_stats(ByteReader& r) {
@@ -128,6 +129,7 @@ InputStats get_stats(ByteReader& r) {
     throw WireError(fmt::format("bad time base {} in the input stats", base));
   }
   s.time_base = static_cast<TimeBase>(base);
+  s.job_annotations = r.get<std::uint8_t>() != 0;
   return s;
 }
 

@@ -41,7 +41,7 @@ std::vector<SegmentFigures> segment_figures(const Run& run, const Metrics& metri
     for (const LaunchSegment& launch : run.segments) {
       if (launch.index != segment.index) continue;
       f.numbered_by_line = launch.numbered_by_line;
-      f.found_by = launch.found_by;
+      f.found_by = launch_signal_name(launch.found_by);
     }
     if (run.segments.empty()) f.numbered_by_line = run.first_step.has_value();
     for (const std::size_t d : segment.devices) {

@@ -20,9 +20,15 @@ namespace {
 std::vector<FileResult> read_format(const std::vector<InputFile>& files,
                                     const InputFormatSpec& format, const IngestOptions& options,
                                     ProgressMeter& progress) {
-  if (format.read) return format.read(files, options, progress);
-  const std::unique_ptr<ChunkedFormat> reading = format.chunked(files, options);
-  return read_files_in_chunks(files, *reading, progress);
+  std::vector<FileResult> results;
+  if (format.read) {
+    results = format.read(files, options, progress);
+  } else {
+    const std::unique_ptr<ChunkedFormat> reading = format.chunked(files, options);
+    results = read_files_in_chunks(files, *reading, progress);
+  }
+  for (FileResult& result : results) result.stats.job_annotations = format.takes_job_pattern;
+  return results;
 }
 
 }  // namespace

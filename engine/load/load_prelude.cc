@@ -71,13 +71,14 @@ std::vector<Warning> launch_warnings(const std::vector<IgnoredLaunchSignal>& ign
   for (const IgnoredLaunchSignal& signal : ignored) {
     warnings.push_back(
         {WarningCode::launch_signal_ignored,
-         fmt::format(
-             "{}: a sign of a new launch ({}) while the other devices kept running: "
-             "not treated as a relaunch",
-             signal.where,
-             signal.found_by == "step_start_line"   ? "a `Schedule Profiler start` line after jobs"
-             : signal.found_by == "profiler_window" ? "the rank's next profiling window"
-                                                    : "the schedule starting over after a gap"),
+         fmt::format("{}: a sign of a new launch ({}) while the other devices kept running: "
+                     "not treated as a relaunch",
+                     signal.where,
+                     signal.found_by == LaunchSignal::step_start_line
+                         ? "a `Schedule Profiler start` line after jobs"
+                     : signal.found_by == LaunchSignal::profiler_window
+                         ? "the rank's next profiling window"
+                         : "the schedule starting over after a gap"),
          -1, -1, 1});
   }
   if (segments.size() < 2) return warnings;
@@ -91,17 +92,18 @@ std::vector<Warning> launch_warnings(const std::vector<IgnoredLaunchSignal>& ign
     where += fmt::format(
         "; segment {} begins {} after the first job ({}: {}){}", segment.index,
         offset_from(origin, segment_starts[s]),
-        segment.found_by == "profiler_window"   ? "the rank's next trace"
-        : segment.found_by == "step_start_line" ? "a new `Schedule Profiler start` line"
-                                                : "the schedule starts over after a gap",
+        segment.found_by == LaunchSignal::profiler_window ? "the rank's next trace"
+        : segment.found_by == LaunchSignal::step_start_line
+            ? "a new `Schedule Profiler start` line"
+            : "the schedule starts over after a gap",
         evidence,
         segment.numbered_by_line
             ? fmt::format(", at step {}", segment.first_step)
             : fmt::format(", no step-start line: steps numbered on from {}", segment.first_step));
   }
-  const bool windows =
-      std::all_of(segments.begin() + 1, segments.end(),
-                  [](const LaunchSegment& s) { return s.found_by == "profiler_window"; });
+  const bool windows = std::all_of(
+      segments.begin() + 1, segments.end(),
+      [](const LaunchSegment& s) { return s.found_by == LaunchSignal::profiler_window; });
   if (windows) {
     // A profiler schedule with repeat: one launch, profiled in windows.
     warnings.push_back(

@@ -84,14 +84,11 @@ inline constexpr int kLastSegment = -1;
 /// it. Throws std::invalid_argument for anything else.
 int parse_segment_choice(std::string_view text);
 
-struct LoadedRun {
+/// What the reading and the load prelude leave of a run, before its
+/// figures: the part load_run and the partitioned load
+/// (distributed/partitioned_load.h LocalLoad) share.
+struct LoadedInputs {
   Run run;
-  /// The contract's figures (on corrected times unless LoadLevel::metrics).
-  Metrics metrics;
-  /// Full: the whole analysis, its warnings beginning with input_warnings.
-  /// LoadLevel::schedule: only the stage map, roles, schedule, dependencies
-  /// and clock report (no warnings). LoadLevel::metrics: empty.
-  PipelineAnalysis pipeline;
   /// The input warnings (input_rules.h), at every level.
   std::vector<Warning> input_warnings;
   /// What the launch segments show (`relaunch`, `launch_signal_ignored`),
@@ -100,6 +97,15 @@ struct LoadedRun {
   std::vector<Warning> launch_warnings;
   /// Every segment found, before a selection (LoadOptions::segment) kept one.
   std::vector<LaunchSegment> all_segments;
+};
+
+struct LoadedRun : LoadedInputs {
+  /// The contract's figures (on corrected times unless LoadLevel::metrics).
+  Metrics metrics;
+  /// Full: the whole analysis, its warnings beginning with input_warnings.
+  /// LoadLevel::schedule: only the stage map, roles, schedule, dependencies
+  /// and clock report (no warnings). LoadLevel::metrics: empty.
+  PipelineAnalysis pipeline;
   /// The kernel view of the PyTorch traces' GPU activities (Run::kernels),
   /// at every level; unavailable for inputs without any.
   KernelView kernels;

@@ -46,4 +46,18 @@ void Run::finalize() {
   }
 }
 
+std::string_view launch_signal_name(LaunchSignal signal) {
+  switch (signal) {
+    case LaunchSignal::none:
+      return "";
+    case LaunchSignal::step_start_line:
+      return "step_start_line";
+    case LaunchSignal::restart_after_gap:
+      return "restart_after_gap";
+    case LaunchSignal::profiler_window:
+      return "profiler_window";
+  }
+  return "";
+}
+
 }  // namespace pipescope

@@ -32,6 +32,20 @@ struct StepStartLine {
   friend bool operator==(const StepStartLine&, const StepStartLine&) = default;
 };
 
+/// What showed that a segment is a new launch (LaunchSegment::found_by);
+/// launch_signal_name gives its summary.json word.
+enum class LaunchSignal : std::uint8_t {
+  none,               ///< "": the run's first segment
+  step_start_line,    ///< a `Schedule Profiler start` line after jobs
+  restart_after_gap,  ///< the schedule starting over mid-step after a gap
+  /// A rank's next trace of a profiler schedule with repeat: a window of
+  /// the same launch.
+  profiler_window,
+};
+
+/// "", "step_start_line", "restart_after_gap", "profiler_window".
+std::string_view launch_signal_name(LaunchSignal signal);
+
 /// One launch of the training program, as found in the logs (a crash and
 /// relaunch appends a second launch to the same logs): no step spans two.
 /// analysis/launch_segments.h finds them and docs/guide.md ("Launches and
@@ -46,12 +60,8 @@ struct LaunchSegment {
   std::int64_t first_step = 0;
   /// Whether a step-start line gave `first_step`.
   bool numbered_by_line = false;
-  /// What showed that the segment is a new launch: "" for the first one,
-  /// "step_start_line" (a `Schedule Profiler start` line after jobs),
-  /// "restart_after_gap" (the schedule starting over mid-step after a gap)
-  /// or "profiler_window" (a rank's next trace of a profiler schedule with
-  /// repeat: a window of the same launch).
-  std::string found_by;
+  /// What showed that the segment is a new launch (none for the first).
+  LaunchSignal found_by = LaunchSignal::none;
   /// Where, for a person: "workerlog.0:1234" items, at most a few.
   std::vector<std::string> evidence;
 };
@@ -130,6 +140,10 @@ struct InputStats {
   /// PyTorch trace's `baseTimeNanoseconds`): load_run refuses an input whose
   /// base was lost while other inputs have theirs.
   TimeBase time_base = TimeBase::not_stated;
+  /// Its format makes jobs of user annotations (a profiler trace's ranges,
+  /// by label or job pattern) rather than of log lines: what a run without
+  /// a job says it looked for.
+  bool job_annotations = false;
 };
 
 /// A problem found in one line of one input (a skipped line), kept for the

@@ -87,7 +87,7 @@ TEST(LaunchSegments, StepStartLinesSplitTheRunAndNumberEachLaunch) {
   EXPECT_EQ(run.segments[0].first_step, 10);
   EXPECT_EQ(run.segments[1].first_step, 12);
   EXPECT_TRUE(run.segments[1].numbered_by_line);
-  EXPECT_EQ(run.segments[1].found_by, "step_start_line");
+  EXPECT_EQ(run.segments[1].found_by, LaunchSignal::step_start_line);
   EXPECT_EQ(run.segments[1].evidence,
             (std::vector<std::string>{"workerlog.0:14", "workerlog.1:14"}));
   EXPECT_EQ(run.devices[0].segment_begin, (std::vector<std::size_t>{0, 12}));
@@ -120,7 +120,7 @@ TEST(LaunchSegments, WithoutLinesARestartMidStepAfterAGapSplitsAndNumbersOn) {
   pipescope::Run run = crashed_and_relaunched(/*marks=*/false, /*relaunch_at=*/60'000);
   EXPECT_TRUE(split_launch_segments(run).empty());
   ASSERT_EQ(run.segments.size(), 2u);
-  EXPECT_EQ(run.segments[1].found_by, "restart_after_gap");
+  EXPECT_EQ(run.segments[1].found_by, LaunchSignal::restart_after_gap);
   EXPECT_FALSE(run.segments[1].numbered_by_line);
   EXPECT_EQ(run.segments[0].first_step, 0);
   EXPECT_EQ(run.segments[1].first_step, 3);  // on from segment 0's three steps
@@ -162,7 +162,7 @@ TEST(LaunchSegments, AStepStartLineWhileOthersKeepRunningIsIgnoredAndSaidSo) {
   run.finalize();
   const auto ignored = split_launch_segments(run);
   ASSERT_EQ(ignored.size(), 1u);
-  EXPECT_EQ(ignored[0].found_by, "step_start_line");
+  EXPECT_EQ(ignored[0].found_by, LaunchSignal::step_start_line);
   EXPECT_EQ(ignored[0].where, "workerlog.0:6");
   EXPECT_EQ(run.segments.size(), 1u);
 }

@@ -122,9 +122,11 @@ std::string three_rank_summary(const Run& run, const std::string& path) {
     const LoadOptions options;
     distributed::LocalLoad load =
         distributed::load_partitioned(exchange, std::move(mine), index, files.size(), options);
-    const distributed::PartitionedAnalysis analysis =
+    distributed::PartitionedAnalysis analysis =
         distributed::analyze_partitioned(exchange, load.run, options.pipeline);
-    distributed::write_partitioned_summary(exchange, load, analysis, options.pipeline, path);
+    const SummaryJobFacts facts =
+        distributed::gather_whole_run_facts(exchange, load, analysis, options.pipeline);
+    distributed::write_partitioned_summary(exchange, load, analysis, facts, path);
     return 0;
   });
   return testing::read_file(path);

@@ -120,6 +120,12 @@ TEST(Cli, UsageAndInputErrorsAreStatusTwo) {
   TempDir dir;
   dir.write("plain/notes.txt", "no logs here\n");
   dir.write("nojobs/workerlog.0", "I1020 09:15:07.265326 1 x.cc:1] hello\n");
+  // A profiler trace without a job label or a GPU activity: what was looked
+  // for in traces is said (the input's format, not its name, tells).
+  dir.write(
+      "cpuonly/trace_of_rank0.json",
+      R"({"schemaVersion": 1, "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm",)"
+      R"( "pid": 1, "tid": 1, "ts": 1.0, "dur": 2.0}], "baseTimeNanoseconds": 1000})");
   const std::pair<std::string, std::string> cases[] = {
       {"", "subcommand"},
       {"analyze", "paths"},
@@ -128,6 +134,9 @@ TEST(Cli, UsageAndInputErrorsAreStatusTwo) {
       {"analyze " + shell_quote(dir / "plain"), "workerlog.N"},
       {"analyze " + shell_quote(dir / "nojobs") + " -o " + shell_quote(dir / "o"),
        "nothing to analyse"},
+      {"analyze " + shell_quote(dir / "cpuonly/trace_of_rank0.json") + " -o " +
+           shell_quote(dir / "o"),
+       "in profiler traces, for user annotations named 'PP:<action>'"},
       {"analyze " + sample("multi") + " --devices 9 -o " + shell_quote(dir / "o"), "no device 9"},
       {"analyze " + sample("multi") + " --devices x -o " + shell_quote(dir / "o"),
        "bad device list"},

@@ -87,21 +87,21 @@ void expect_same_bottleneck(const BottleneckReport& x, const BottleneckReport& y
 /// The pipeline figures of one rank against the single process's.
 void expect_same_pipeline(const PartitionedAnalysis& mine, const Run& run,
                           const PipelineAnalysis& a, const Metrics& whole, const std::string& at) {
-  EXPECT_EQ(mine.layout.method, a.layout.method) << at;
-  EXPECT_EQ(mine.layout.replicas, a.layout.replicas) << at;
-  EXPECT_EQ(mine.layout.reason, a.layout.reason) << at;
-  EXPECT_EQ(mine.stages.stage_of, a.stages.stage_of) << at;
-  EXPECT_TRUE(mine.schedule.detection == a.schedule.detection) << at;
-  EXPECT_EQ(mine.schedule.steps_agreeing, a.schedule.steps_agreeing) << at;
-  EXPECT_EQ(mine.schedule.steps_examined, a.schedule.steps_examined) << at;
-  EXPECT_EQ(mine.schedule.means.forward_ns, a.schedule.means.forward_ns) << at;
-  EXPECT_EQ(mine.schedule.means.backward_ns, a.schedule.means.backward_ns) << at;
-  EXPECT_EQ(mine.schedule.means.weight_ns, a.schedule.means.weight_ns) << at;
-  EXPECT_EQ(mine.schedule.ideal_bubble_ratio, a.schedule.ideal_bubble_ratio) << at;
-  EXPECT_EQ(mine.schedule.measured_bubble_ratio, a.schedule.measured_bubble_ratio) << at;
-  EXPECT_EQ(mine.schedule.excess, a.schedule.excess) << at;
+  EXPECT_EQ(mine.pipeline.layout.method, a.layout.method) << at;
+  EXPECT_EQ(mine.pipeline.layout.replicas, a.layout.replicas) << at;
+  EXPECT_EQ(mine.pipeline.layout.reason, a.layout.reason) << at;
+  EXPECT_EQ(mine.pipeline.stages.stage_of, a.stages.stage_of) << at;
+  EXPECT_TRUE(mine.pipeline.schedule.detection == a.schedule.detection) << at;
+  EXPECT_EQ(mine.pipeline.schedule.steps_agreeing, a.schedule.steps_agreeing) << at;
+  EXPECT_EQ(mine.pipeline.schedule.steps_examined, a.schedule.steps_examined) << at;
+  EXPECT_EQ(mine.pipeline.schedule.means.forward_ns, a.schedule.means.forward_ns) << at;
+  EXPECT_EQ(mine.pipeline.schedule.means.backward_ns, a.schedule.means.backward_ns) << at;
+  EXPECT_EQ(mine.pipeline.schedule.means.weight_ns, a.schedule.means.weight_ns) << at;
+  EXPECT_EQ(mine.pipeline.schedule.ideal_bubble_ratio, a.schedule.ideal_bubble_ratio) << at;
+  EXPECT_EQ(mine.pipeline.schedule.measured_bubble_ratio, a.schedule.measured_bubble_ratio) << at;
+  EXPECT_EQ(mine.pipeline.schedule.excess, a.schedule.excess) << at;
   // The clocks.
-  const ClockReport &c = mine.clock, &w = a.clock;
+  const ClockReport &c = mine.pipeline.clock, &w = a.clock;
   EXPECT_EQ(c.method, w.method) << at;
   EXPECT_EQ(c.applied, w.applied) << at;
   EXPECT_EQ(c.reason, w.reason) << at;
@@ -127,7 +127,7 @@ void expect_same_pipeline(const PartitionedAnalysis& mine, const Run& run,
   }
   // Its steps' dependencies, as whole-run job references.
   std::vector<std::pair<JobRef, JobRef>> own, expected;
-  for (const Dependency& dep : mine.dependencies) {
+  for (const Dependency& dep : mine.pipeline.dependencies) {
     const auto global = [&](JobRef ref) {
       return JobRef{ref.device,
                     static_cast<std::uint32_t>(mine.part.job_index[ref.device][ref.job])};
@@ -152,11 +152,11 @@ void expect_same_pipeline(const PartitionedAnalysis& mine, const Run& run,
   }
   // The stage statistics (the slowest replica's when there are replicas),
   // each replica's figures, and the sentence.
-  expect_same_bottleneck(mine.bottleneck, a.bottleneck, at);
-  EXPECT_EQ(mine.replicas.slowest, a.replicas.slowest) << at;
-  ASSERT_EQ(mine.replicas.replicas.size(), a.replicas.replicas.size()) << at;
+  expect_same_bottleneck(mine.pipeline.bottleneck, a.bottleneck, at);
+  EXPECT_EQ(mine.pipeline.replicas.slowest, a.replicas.slowest) << at;
+  ASSERT_EQ(mine.pipeline.replicas.replicas.size(), a.replicas.replicas.size()) << at;
   for (std::size_t r = 0; r < a.replicas.replicas.size(); ++r) {
-    const ReplicaStats &x = mine.replicas.replicas[r], &y = a.replicas.replicas[r];
+    const ReplicaStats &x = mine.pipeline.replicas.replicas[r], &y = a.replicas.replicas[r];
     const std::string there = at + " replica " + std::to_string(r);
     EXPECT_EQ(x.replica, y.replica) << there;
     EXPECT_EQ(x.devices, y.devices) << there;
@@ -166,14 +166,14 @@ void expect_same_pipeline(const PartitionedAnalysis& mine, const Run& run,
     EXPECT_EQ(x.bubble_ratio, y.bubble_ratio) << there;
     expect_same_bottleneck(x.bottleneck, y.bottleneck, there);
   }
-  EXPECT_EQ(mine.explanation, a.explanation) << at;
+  EXPECT_EQ(mine.pipeline.explanation, a.explanation) << at;
   // The split, and this range's rows of it.
-  EXPECT_EQ(mine.split.known, a.split.known) << at;
-  EXPECT_EQ(mine.split.device_inherent, a.split.device_inherent) << at;
-  EXPECT_EQ(mine.split.inherent_ns, a.split.inherent_ns) << at;
-  EXPECT_EQ(mine.split.excess_ns, a.split.excess_ns) << at;
-  EXPECT_EQ(mine.split.receive_wait_ns, a.split.receive_wait_ns) << at;
-  EXPECT_EQ(mine.split.send_wait_ns, a.split.send_wait_ns) << at;
+  EXPECT_EQ(mine.pipeline.split.known, a.split.known) << at;
+  EXPECT_EQ(mine.pipeline.split.device_inherent, a.split.device_inherent) << at;
+  EXPECT_EQ(mine.pipeline.split.inherent_ns, a.split.inherent_ns) << at;
+  EXPECT_EQ(mine.pipeline.split.excess_ns, a.split.excess_ns) << at;
+  EXPECT_EQ(mine.pipeline.split.receive_wait_ns, a.split.receive_wait_ns) << at;
+  EXPECT_EQ(mine.pipeline.split.send_wait_ns, a.split.send_wait_ns) << at;
   if (a.split.known) {
     ASSERT_EQ(mine.split_inherent.size(), mine.last - mine.first) << at;
     for (std::size_t k = mine.first; k < mine.last; ++k) {
@@ -195,29 +195,29 @@ void expect_same_pipeline(const PartitionedAnalysis& mine, const Run& run,
   for (std::size_t i = 0; i < a.critical_paths.size(); ++i) {
     if (!a.critical_paths[i].jobs.empty()) longest = i;
   }
-  ASSERT_EQ(mine.longest_path.has_value(), longest.has_value()) << at;
+  ASSERT_EQ((mine.longest_path() != nullptr), longest.has_value()) << at;
   if (longest) {
     const CriticalPath& want = a.critical_paths[*longest];
-    EXPECT_EQ(mine.longest_path->step, want.step) << at;
-    ASSERT_EQ(mine.longest_path->jobs.size(), want.jobs.size()) << at;
+    EXPECT_EQ(mine.longest_path()->step, want.step) << at;
+    ASSERT_EQ(mine.longest_path()->jobs.size(), want.jobs.size()) << at;
     for (std::size_t i = 0; i < want.jobs.size(); ++i) {
-      EXPECT_EQ(mine.longest_path->jobs[i].job, want.jobs[i].job) << at;
-      EXPECT_EQ(mine.longest_path->jobs[i].wait_ns, want.jobs[i].wait_ns) << at;
-      EXPECT_EQ(mine.longest_path->jobs[i].stage, want.jobs[i].stage) << at;
-      EXPECT_EQ(mine.longest_path->jobs[i].via_dependency, want.jobs[i].via_dependency) << at;
+      EXPECT_EQ(mine.longest_path()->jobs[i].job, want.jobs[i].job) << at;
+      EXPECT_EQ(mine.longest_path()->jobs[i].wait_ns, want.jobs[i].wait_ns) << at;
+      EXPECT_EQ(mine.longest_path()->jobs[i].stage, want.jobs[i].stage) << at;
+      EXPECT_EQ(mine.longest_path()->jobs[i].via_dependency, want.jobs[i].via_dependency) << at;
     }
   }
   // The data-quality warnings.
   const std::vector<Warning> quality = check_data_quality(run, whole, a.stages);
-  ASSERT_EQ(mine.warnings.size(), quality.size()) << at;
+  ASSERT_EQ(mine.pipeline.warnings.size(), quality.size()) << at;
   for (std::size_t i = 0; i < quality.size(); ++i) {
-    EXPECT_EQ(mine.warnings[i].code, quality[i].code) << at;
-    EXPECT_EQ(mine.warnings[i].message, quality[i].message) << at;
-    EXPECT_EQ(mine.warnings[i].device, quality[i].device) << at;
-    EXPECT_EQ(mine.warnings[i].count, quality[i].count) << at;
+    EXPECT_EQ(mine.pipeline.warnings[i].code, quality[i].code) << at;
+    EXPECT_EQ(mine.pipeline.warnings[i].message, quality[i].message) << at;
+    EXPECT_EQ(mine.pipeline.warnings[i].device, quality[i].device) << at;
+    EXPECT_EQ(mine.pipeline.warnings[i].count, quality[i].count) << at;
   }
   // Bubbles: the run's sums and longest, its own steps' totals.
-  const BubbleSummary &b = mine.bubbles, &v = a.bubbles;
+  const BubbleSummary &b = mine.pipeline.bubbles, &v = a.bubbles;
   EXPECT_EQ(b.total.ns, v.total.ns) << at;
   EXPECT_EQ(b.total.count, v.total.count) << at;
   ASSERT_EQ(b.per_device.size(), v.per_device.size()) << at;

@@ -180,9 +180,10 @@ void expect_same_analysis(const Partitioned& parts, const LoadedRun& whole, cons
     EXPECT_EQ(m.bubble_ratio, s.bubble_ratio) << here;
     EXPECT_EQ(m.total_window_ns, s.total_window_ns) << here;
     EXPECT_EQ(m.incomplete_steps, s.incomplete_steps) << here;
-    EXPECT_TRUE(results[r].schedule.detection == single.pipeline.schedule.detection) << here;
-    EXPECT_EQ(results[r].clock.applied, single.pipeline.clock.applied) << here;
-    EXPECT_EQ(results[r].bubbles.total.ns, single.pipeline.bubbles.total.ns) << here;
+    EXPECT_TRUE(results[r].pipeline.schedule.detection == single.pipeline.schedule.detection)
+        << here;
+    EXPECT_EQ(results[r].pipeline.clock.applied, single.pipeline.clock.applied) << here;
+    EXPECT_EQ(results[r].pipeline.bubbles.total.ns, single.pipeline.bubbles.total.ns) << here;
   }
 }
 

@@ -86,10 +86,10 @@ void check_parts(const std::vector<FileResult>& files, const LoadOptions& option
         LocalLoad load = load_partitioned(exchange, std::move(mine), index, files.size(), options);
         // The event kinds, as the CLI adopts them after reading.
         if (inputs != nullptr) adopt_event_library(load.run, *inputs, options.ingest);
-        const PartitionedAnalysis analysis =
-            analyze_partitioned(exchange, load.run, options.pipeline);
-        write_partitioned_summary(exchange, load, analysis, options.pipeline, path.string(),
-                                  traces);
+        PartitionedAnalysis analysis = analyze_partitioned(exchange, load.run, options.pipeline);
+        const SummaryJobFacts facts =
+            gather_whole_run_facts(exchange, load, analysis, options.pipeline);
+        write_partitioned_summary(exchange, load, analysis, facts, path.string(), traces);
         return 0;
       });
       const std::string got = bytes_of(path);

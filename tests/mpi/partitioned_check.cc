@@ -89,8 +89,8 @@ int check(const pipescope::distributed::MpiContext& mpi, const std::string& fold
   MpiExchange exchange(mpi, 60);
   LocalLoad local = load_partitioned(exchange, std::move(files), index, inputs.size(), options);
   const PartitionedAnalysis mine = analyze_partitioned(exchange, local.run, options.pipeline);
-  const std::string got = figures(mine.metrics, mine.first, mine.last, mine.schedule, mine.clock,
-                                  mine.bubbles, mine.first);
+  const std::string got = figures(mine.metrics, mine.first, mine.last, mine.pipeline.schedule,
+                                  mine.pipeline.clock, mine.pipeline.bubbles, mine.first);
   const std::string want = figures(single.metrics, mine.first, mine.last, single.pipeline.schedule,
                                    single.pipeline.clock, single.pipeline.bubbles, 0);
   if (got == want) return 0;
