@@ -29,7 +29,8 @@ struct CheckOptions : RunInputOptions {
   std::string max_bubble_increase;
   std::string max_step_time_increase;
   std::string max_utilization_drop;
-  std::vector<std::string> max_events;  // --max-events ID=N, repeatable
+  std::vector<std::string> max_events;   // --max-events ID=N, repeatable
+  std::vector<std::string> max_figures;  // --max-figure KEY=LIMIT, repeatable
   std::int64_t skip_steps = -1;
   std::string config;
   std::string markdown;
@@ -84,15 +85,17 @@ int compare_runs(const CheckOptions& o) {
   for (const std::string& spec : o.max_events) {
     t.max_events.push_back(parse_max_events(spec, "--max-events"));
   }
+  for (const std::string& spec : o.max_figures) {
+    t.max_figures.push_back(parse_max_figure(spec, "--max-figure"));
+  }
   if (o.skip_steps >= 0) t.skip_steps = o.skip_steps;
   // Flags win over the config file, threshold by threshold.
   if (!o.config.empty()) t.fill_from(read_check_config(o.config));
   if (!t.any()) {
     throw InputError(
         "no threshold given: use --max-bubble-ratio, --max-bubble-increase, "
-        "--max-step-time-increase, --max-utilization-drop, --max-events or --config (see "
-        "pipescope check "
-        "--help)");
+        "--max-step-time-increase, --max-utilization-drop, --max-events, --max-figure or --config "
+        "(see pipescope check --help)");
   }
 
   const LoadOptions load = make_load_options(o);  // throws: usage error
@@ -163,6 +166,9 @@ void register_check_command(CLI::App& app, int& status) {
                   "ID=N: fail when the current run holds more than N log events of ID, an event\n"
                   "id of the library or a category (nccl=0, torch_cuda_oom=0; repeatable; see\n"
                   "the guide's \"Log events\")");
+  cmd->add_option("--max-figure", o->max_figures,
+                  "KEY=LIMIT: fail when a registered figure of the current run (summary.json's\n"
+                  "\"figures\") is above LIMIT (repeatable)");
   cmd->add_option("--skip-steps", o->skip_steps,
                   "Warm-up steps left out of both runs: the first N complete steps of each\n"
                   "launch segment (default: 1 when both have more than 2 complete steps, else 0)")

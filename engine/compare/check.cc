@@ -127,6 +127,21 @@ std::pair<std::string, std::int64_t> parse_max_events(std::string_view text,
   return {std::string(id), limit};
 }
 
+std::pair<std::string, double> parse_max_figure(std::string_view text, std::string_view what) {
+  const std::size_t eq = text.rfind('=');
+  const std::string_view key = eq == std::string_view::npos ? text : text.substr(0, eq);
+  const std::string_view number = eq == std::string_view::npos ? "" : text.substr(eq + 1);
+  double limit = 0;
+  const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), limit);
+  if (key.empty() || number.empty() || error != std::errc() ||
+      end != number.data() + number.size() || !std::isfinite(limit)) {
+    throw InputError(fmt::format(
+        "{}: '{}' is not KEY=LIMIT (a registered figure's key and a number, e.g. max_jobs=12)",
+        what, text));
+  }
+  return {std::string(key), limit};
+}
+
 std::string_view threshold_scale_name(ThresholdScale scale) {
   switch (scale) {
     case ThresholdScale::ratio:

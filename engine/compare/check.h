@@ -101,6 +101,11 @@ double parse_threshold(std::string_view text, ThresholdScale scale, std::string_
 /// >= 0). Throws InputError naming `what`.
 std::pair<std::string, std::int64_t> parse_max_events(std::string_view text, std::string_view what);
 
+/// `KEY=LIMIT` of --max-figure: a registered figure's key (figure_registry.h)
+/// and the most its value may be (a decimal number). Throws InputError naming
+/// `what`; a key no row has is the caller's to refuse (evaluate_check does).
+std::pair<std::string, double> parse_max_figure(std::string_view text, std::string_view what);
+
 /// Reads thresholds from a JSON config file (kept in the repository under
 /// test). Keys, all optional: "max_bubble_ratio", "max_bubble_increase",
 /// "max_step_time_increase", "max_utilization_drop" (numbers, or strings like

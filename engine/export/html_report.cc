@@ -17,6 +17,7 @@
 #include "analysis/step_events.h"
 #include "analysis/step_selection.h"
 #include "export/atomic_file.h"
+#include "export/figure_registry.h"
 #include "export/html_report_data.h"
 #include "numeric/statistics.h"
 #include "numeric/units.h"
@@ -701,9 +702,23 @@ std::vector<std::size_t> choose_html_steps(const Metrics& metrics, std::string_v
 
 namespace {
 
+/// The figures registered without a section of their own
+/// (figure_registry.h), as summary.json and the text report have them.
+std::vector<NamedFigure> registered_figures(const Run& run, const Metrics& metrics) {
+  SummaryFigures registered;
+  place_figures(figure_parts({.run = run,
+                              .metrics = metrics,
+                              .job_step = metrics.job_step,
+                              .first = 0,
+                              .last = metrics.steps.size(),
+                              .whole_run = true}),
+                run, registered);
+  return std::move(registered.figures);
+}
+
 /// The figures at the top (devices, jobs, steps, bubble ratio, the
-/// pipeline's), then the warnings; returns the devices of the bottleneck
-/// stage, highlighted in the timelines.
+/// pipeline's, the registered ones: id fig-KEY), then the warnings; returns
+/// the devices of the bottleneck stage, highlighted in the timelines.
 std::vector<bool> write_figures(std::back_insert_iterator<std::string> it, const Run& run,
                                 const Metrics& metrics, const PipelineAnalysis* a) {
   std::size_t machines = 0;
@@ -763,6 +778,11 @@ std::vector<bool> write_figures(std::back_insert_iterator<std::string> it, const
         highlight[d] = a->stages.stage_of[d] == b.slowest_stage;
       }
     }
+  }
+  for (const NamedFigure& f : registered_figures(run, metrics)) {
+    const FigureSpec* spec = find_figure(f.key);
+    figure(markup_escape("fig-" + f.key), markup_escape(spec ? spec->label : f.key),
+           markup_escape(figure_text(f.value, spec ? spec->unit : FigureUnit::count)));
   }
   fmt::format_to(it, "</dl>\n");
   if (a != nullptr && !a->warnings.empty()) {

@@ -2,7 +2,8 @@
 // (export/figure_registry.h): the most jobs one device runs in one step. Its
 // part is the most over the steps a part owns, and parts combine by max.
 // Registered at run time, it is written to summary.json (and read back), listed
-// in the text report, limited by `check` ("max_figures"), compared by `diff`,
+// in the text report and the HTML report, limited by `check` ("max_figures"
+// in a config, `--max-figure KEY=LIMIT` on the command line), compared by `diff`,
 // and computed by the in-process exchange of 3 ranks to the same value and the
 // same summary.json bytes as in one process.
 #include <gtest/gtest.h>
@@ -25,6 +26,7 @@
 #include "distributed/partitioned_load.h"
 #include "distributed/partitioned_summary.h"
 #include "export/figure_registry.h"
+#include "export/html_report.h"
 #include "export/summary_json.h"
 #include "export/summary_reader.h"
 #include "export/text_report.h"
@@ -189,6 +191,22 @@ TEST(ToyFigure, TextReportListsIt) {
       << text;
 }
 
+TEST(ToyFigure, HtmlReportShowsIt) {
+  const LoadedRun run = loaded(simulated(6));
+  HtmlOptions options;
+  options.pipeline = &run.pipeline;
+  const std::string without = render_html_report(run.run, run.metrics, options);
+  const FigureRegistration toy(toy_about(), toy_rule());
+  const std::string html = render_html_report(run.run, run.metrics, options);
+  const std::string line = "<div><dt>" + std::string(kLabel) + "</dt><dd id=\"fig-" +
+                           std::string(kKey) + "\">" + std::to_string(counted(run)) +
+                           "</dd></div>\n";
+  const std::size_t at = html.find(line);
+  ASSERT_NE(at, std::string::npos) << html.substr(0, 4000);
+  // Without it the report is the one before: only its line was added.
+  EXPECT_EQ(html.substr(0, at) + html.substr(at + line.size()), without);
+}
+
 TEST(ToyFigure, CheckPutsALimitOnIt) {
   const FigureRegistration toy(toy_about(), toy_rule());
   TempDir dir;
@@ -212,6 +230,9 @@ TEST(ToyFigure, CheckPutsALimitOnIt) {
             fmt::format("figure {}: {} <= limit {} (baseline {})", kKey, value, value, base_value));
   const CheckReport fail = check(static_cast<double>(value - 1));
   EXPECT_TRUE(fail.regression());
+  // As --max-figure gives it on the command line.
+  EXPECT_EQ(parse_max_figure(std::string(kKey) + "=" + std::to_string(value), "--max-figure"),
+            std::make_pair(std::string(kKey), static_cast<double>(value)));
 
   // From a config file, on the summary read back.
   single_summary(current_run, dir / "summary.json");

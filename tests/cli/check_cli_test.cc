@@ -150,6 +150,13 @@ TEST_F(CheckCli, UsageAndInputErrorsExitTwo) {
   CommandResult r = run_cli("check " + shell_quote(*dir_ / "cur") + base);
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("no threshold given"), std::string::npos) << r.output;
+  // --max-figure: a limit on a figure the run does not have, or no KEY=LIMIT.
+  r = run_cli("check " + shell_quote(*dir_ / "cur") + base + " --max-figure no_such_figure=3");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("no_such_figure"), std::string::npos) << r.output;
+  r = run_cli("check " + shell_quote(*dir_ / "cur") + base + " --max-figure jobs");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("is not KEY=LIMIT"), std::string::npos) << r.output;
 
   TempDir tmp;
   std::string v2 = read_file(*dir_ / "base-out/summary.json");
