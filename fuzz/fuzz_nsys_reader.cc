@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   input.format = pipescope::InputFormat::nsys_export;
   input.size_bytes = size;
   const std::vector<pipescope::InputFile> files{input};
-  pipescope::ProgressMeter progress(files, {});
+  const pipescope::ProgressCallback none;
+  pipescope::ProgressMeter progress(files, none);
   try {
     const auto results = pipescope::read_nsys_exports(files, pipescope::ReadOptions{},
                                                       pipescope::NsysOptions{}, progress);

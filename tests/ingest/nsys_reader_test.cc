@@ -104,7 +104,8 @@ std::string row(std::initializer_list<std::int64_t> v) {
 
 std::vector<FileResult> read(const std::vector<std::string>& paths, std::string step_range = {}) {
   std::vector<InputFile> files = discover_inputs(paths);
-  ProgressMeter progress(files, {});
+  const ProgressCallback none;
+  ProgressMeter progress(files, none);
   NsysOptions options;
   options.step_range = std::move(step_range);
   return read_nsys_exports(files, ReadOptions{}, options, progress);
@@ -353,9 +354,11 @@ TEST(NsysReader, ADamagedDatabaseIsAnInputErrorNeverACrash) {
   {
     Export e(path);
     schema_3(e);
+    e.sql("BEGIN");  // one transaction: 2000 rows written at once
     for (int i = 0; i < 2000; ++i) {
       e.sql(ins("CUPTI_ACTIVITY_KIND_KERNEL", row({10 * i, 10 * i + 5, 0, 7, i, pid_of(5), 1})));
     }
+    e.sql("COMMIT");
   }
   std::string bytes = testing::read_file(path);
   ASSERT_GT(bytes.size(), 8192u);
