@@ -66,6 +66,10 @@ void add_run_input_options(CLI::App* cmd, RunInputOptions& options) {
                   "Profiler traces (Chrome-trace JSON): a regular expression for the names of\n"
                   "user annotations that are jobs, with a named group op ((?P<op>...)) and\n"
                   "optional mb, stage and chunk; without mb, ProfilerStep#N spans make the steps");
+  cmd->add_option("--step-range", options.step_range,
+                  "Nsight Systems exports: a regular expression (RE2) an NVTX range's whole name\n"
+                  "matches to be step N, N its first group (or the group named step); default\n"
+                  "torch's ProfilerStep#N ranges; none at all: one window");
   cmd->add_option("--job-line", options.job_line,
                   "Worker logs of another framework: a line this regular expression (RE2)\n"
                   "matches, anywhere in the line, is a job, its named captures giving its type,\n"
@@ -136,6 +140,7 @@ LoadOptions make_load_options(const RunInputOptions& options) {
       throw InputError(fmt::format("--job-pattern: {}", e.what()));
     }
   }
+  load.ingest.step_range = options.step_range;
   if (!options.job_line_unit.empty() && options.job_line.empty()) {
     throw InputError("--job-line-unit needs --job-line");
   }

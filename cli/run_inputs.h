@@ -39,6 +39,7 @@ struct RunInputOptions {
   std::optional<std::int64_t> first_step;  // --first-step N
   // Chrome-trace JSON: annotation names to jobs (docs/guide.md, "PyTorch profiler traces").
   std::string job_pattern;
+  std::string step_range;
   std::string job_kinds;
   // Worker logs: another framework's job lines (docs/guide.md, "Other
   // frameworks' job lines").

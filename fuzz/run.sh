@@ -20,7 +20,7 @@ seconds=${1:-15}
 shift || true
 all=(fuzz_job_line_parser fuzz_line_readers fuzz_ivl_reader fuzz_summary_reader fuzz_decompress
   fuzz_dygraph_reader
-  fuzz_torch_trace fuzz_log_events)
+  fuzz_torch_trace fuzz_log_events fuzz_nsys_reader)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 
@@ -36,7 +36,7 @@ make_seeds() {
   local tmp
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' RETURN
-  mkdir -p "$seeds"/{fuzz_job_line_parser,fuzz_line_readers,fuzz_ivl_reader,fuzz_summary_reader,fuzz_decompress,fuzz_dygraph_reader,fuzz_torch_trace,fuzz_log_events}
+  mkdir -p "$seeds"/{fuzz_job_line_parser,fuzz_line_readers,fuzz_ivl_reader,fuzz_summary_reader,fuzz_decompress,fuzz_dygraph_reader,fuzz_torch_trace,fuzz_log_events,fuzz_nsys_reader}
   # Job lines (and step lines) of every sample, one per seed.
   # awk reads to the end: a reader that stops early (head) would kill grep with
   # SIGPIPE, which pipefail turns into a failed script once the samples outgrow
@@ -92,6 +92,14 @@ make_seeds() {
   "$pipescope" simulate -o "$tmp/ev" --events --stall 2:1:50 --stages 2 --micro-batches 2 \
     --steps 6 --utc-offset +05:45 --noise-per-job 3 --force >/dev/null
   head -c 8000 "$tmp/ev/workerlog.1" > "$seeds/fuzz_log_events/workerlog.1"
+  # Nsight Systems exports: both schema generations, small runs.
+  for case in one-window schema-2.9; do
+    python3 "$here/tests/reference/nsys_run.py" -o "$tmp/nsys-$case" --case "$case" \
+      --micro-batches 2 --steps 1 >/dev/null
+    for f in "$tmp/nsys-$case"/*.sqlite; do
+      cp "$f" "$seeds/fuzz_nsys_reader/$case-$(basename "$f")"
+    done
+  done
 }
 [ -d "$seeds/fuzz_log_events" ] || make_seeds
 

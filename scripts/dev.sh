@@ -23,6 +23,7 @@ packages=(
   ccache  # CI builds the engine four times (release, ASan, TSan, fuzz): a warm cache makes a rerun minutes
   libtbb-dev libfmt-dev libsimdjson-dev libcli11-dev
   libgtest-dev libbenchmark-dev zlib1g-dev libzstd-dev
+  libsqlite3-dev  # Nsight Systems exports (.sqlite), read with SQLite itself
   libre2-dev  # --job-pattern and log events' captures: linear-time regular expressions
   libprotobuf-dev protobuf-compiler  # trace.pftrace (Perfetto protobuf)
 )

@@ -592,7 +592,9 @@ TraceRanks trace_ranks(const std::vector<RankKernels>& input) {
             r.path, r.global_rank, r.comm_rank));
       }
       rank[i] = r.global_rank;
-      source[i] = RankSource::distributed_info;
+      source[i] = r.rank_claim == RankKernels::Claim::environment ? RankSource::environment
+                  : r.rank_claim == RankKernels::Claim::nccl      ? RankSource::nccl
+                                                                  : RankSource::distributed_info;
     } else if (r.comm_rank >= 0) {
       rank[i] = r.comm_rank;
       source[i] = RankSource::communication;
@@ -604,8 +606,8 @@ TraceRanks trace_ranks(const std::vector<RankKernels>& input) {
   // Two traces that claim one rank: refused, unless the lesser evidence
   // (a device ordinal) gives way to a claim (it is then placed as unknown).
   std::map<int, std::size_t> owner;
-  for (const RankSource level :
-       {RankSource::distributed_info, RankSource::communication, RankSource::device}) {
+  for (const RankSource level : {RankSource::distributed_info, RankSource::environment,
+                                 RankSource::nccl, RankSource::communication, RankSource::device}) {
     for (std::size_t i = 0; i < n; ++i) {
       if (rank[i] < 0 || source[i] != level) continue;
       const auto [it, fresh] = owner.try_emplace(rank[i], i);
@@ -976,6 +978,10 @@ std::string_view rank_source_name(RankSource source) {
   switch (source) {
     case RankSource::distributed_info:
       return "distributed_info";
+    case RankSource::environment:
+      return "environment";
+    case RankSource::nccl:
+      return "nccl";
     case RankSource::communication:
       return "communication";
     case RankSource::device:

@@ -89,6 +89,8 @@ struct KernelCommSlice {
 /// the first of these that gives one).
 enum class RankSource : std::uint8_t {
   distributed_info,  // `distributedInfo.rank`
+  environment,       // an Nsight export: the process's RANK (PMI_RANK, OMPI_COMM_WORLD_RANK)
+  nccl,              // an Nsight export: its `Rank` in NCCL's largest communicators
   communication,     // a collective's group ranks at its `Rank`
   device,            // the CUDA device on its machine, after the machines before it
   order,             // the first rank no trace claims, in the traces' order
@@ -98,7 +100,8 @@ enum class RankSource : std::uint8_t {
 std::string_view rank_source_name(RankSource source);
 
 /// Each trace's global rank by the one rule (docs/guide.md, "The kernel
-/// view"): `distributedInfo.rank`; else the rank its collectives' args give;
+/// view"): `distributedInfo.rank` (an Nsight export's environment or NCCL
+/// payloads: RankKernels::rank_claim); else the rank its collectives' args give;
 /// else its CUDA device on its machine after the ranks of the machines
 /// before it (torchrun's LOCAL_RANK order); else the first rank no trace
 /// claims, in the traces' order. By position in the input.

@@ -31,6 +31,7 @@ enum class InputFormat : std::uint8_t {
   /// concatenation `pipeline_profile.json` (ingest/dygraph_reader.h).
   paddle_dygraph,
   torch_trace,  ///< PyTorch profiler (Chrome-trace JSON) trace, ingest/torch_trace_reader.h
+  nsys_export,  ///< Nsight Systems SQLite export (several ranks a file), ingest/nsys_reader.h
   /// The number of built-in formats; a format registered at run time
   /// (InputFormatRegistration) takes an id from here on.
   count,

@@ -3,6 +3,7 @@
 // struct and each reader takes only its part.
 #pragma once
 
+#include "ingest/nsys_options.h"
 #include "ingest/pipeline_choice.h"
 #include "ingest/progress_meter.h"
 #include "ingest/read_options.h"
@@ -11,7 +12,7 @@
 
 namespace pipescope {
 
-struct IngestOptions : ReadOptions, PipelineChoice, TextLogOptions, TorchTraceOptions {
+struct IngestOptions : ReadOptions, PipelineChoice, TextLogOptions, TorchTraceOptions, NsysOptions {
   /// Called as files are read (from reader threads, one call at a time;
   /// keep it cheap).
   ProgressCallback on_progress;

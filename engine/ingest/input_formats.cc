@@ -12,6 +12,7 @@
 #include "ingest/dygraph_reader.h"
 #include "ingest/ingest_options.h"
 #include "ingest/ivl_import.h"
+#include "ingest/nsys_reader.h"
 #include "ingest/text_log_reader.h"
 #include "ingest/torch_trace_reader.h"
 #include "io/file_descriptor.h"
@@ -227,6 +228,15 @@ std::unique_ptr<InputFollower> follow_torch_trace(const InputFile& input,
   return std::make_unique<TorchTraceFollower>(input, options);
 }
 
+// ---- Nsight Systems exports -------------------------------------------------
+
+FileOrigin nsys_origin(const std::string& path) { return {.ranks = nsys_export_ranks(path)}; }
+
+std::string_view nsys_unfollowable(std::string_view) {
+  return "is an Nsight Systems export, written whole by `nsys export` once the run is over, "
+         "which watch does not follow: analyse it with `pipescope analyze`";
+}
+
 // ---- each format's part of the options ----------------------------------------
 
 std::vector<FileResult> read_ivl(const std::vector<InputFile>& files, const IngestOptions& options,
@@ -242,6 +252,11 @@ std::unique_ptr<ChunkedFormat> read_torch_traces(const std::vector<InputFile>& f
 std::unique_ptr<ChunkedFormat> read_dygraph_records(const std::vector<InputFile>& files,
                                                     const IngestOptions& options) {
   return dygraph_format(files, options, options);
+}
+
+std::vector<FileResult> read_nsys(const std::vector<InputFile>& files, const IngestOptions& options,
+                                  ProgressMeter& progress) {
+  return read_nsys_exports(files, options, options, progress);
 }
 
 std::vector<FileResult> read_worker_logs(const std::vector<InputFile>& files,
@@ -278,6 +293,12 @@ const InputFormatSpec kBuiltIn[] = {
      .rankless_concatenates = true, .reader_places_devices = true,
      .reads_files_together = true, .unfollowable = dygraph_unfollowable,
      .chunked = read_dygraph_records, .follow = follow_dygraph},
+    {.format = InputFormat::nsys_export, .name = "Nsight Systems exports",
+     .claims_name = nsys_export_name, .claims_content = nsys_export_content,
+     .looked_for = "*.sqlite (Nsight Systems exports)", .family = "an Nsight Systems export",
+     .placement = Placement::folder_ranks, .file_ranks = FileRanks::several,
+     .origin = nsys_origin, .reader_places_devices = true, .reads_files_together = true,
+     .unfollowable = nsys_unfollowable, .read = read_nsys},
     {.format = InputFormat::worker_log, .name = "worker logs",
      .claims_name = worker_log_name, .claims_content = any_content,
      .looked_for = "files named workerlog.N (N = rank)", .family = kStaticGraph,

@@ -244,11 +244,18 @@ void KernelCollector::resolve_operations() {
 }
 
 RankKernels KernelCollector::finish(std::int64_t base_ns, const LaunchJoin& join) {
+  return finish(
+      base_ns, join.unmatched_activities(),
+      join.any_launch() ? join.earliest_launch() : std::numeric_limits<std::int64_t>::max());
+}
+
+RankKernels KernelCollector::finish(std::int64_t base_ns, std::uint64_t unmatched,
+                                    std::int64_t earliest_launch) {
   // Activities that never met their launch; a launch before the first step
   // span is in the step before it (step_at).
-  out_.without_launch += join.unmatched_activities();
+  out_.without_launch += unmatched;
   sort_steps();
-  if (join.any_launch() && !sorted_.empty() && join.earliest_launch() < sorted_.front().start) {
+  if (!sorted_.empty() && earliest_launch < sorted_.front().start) {
     out_.partial_step = sorted_.front().step - 1;
   }
   resolve_operations();

@@ -61,6 +61,11 @@ class KernelCollector {
   /// activities still waiting had no launch in the trace, and every pair it
   /// found has been placed.
   RankKernels finish(std::int64_t base_ns, const LaunchJoin& join);
+  /// As above, for a reader that joins activities to their launches itself
+  /// (an Nsight export: ingest/nsys_reader.h): `unmatched` activities had no
+  /// launch beyond those already counted, and `earliest_launch` is the
+  /// earliest launch of the activities (INT64_MAX: none).
+  RankKernels finish(std::int64_t base_ns, std::uint64_t unmatched, std::int64_t earliest_launch);
 
  private:
   void count(std::int64_t start, std::int64_t end, int gpu) {

@@ -246,9 +246,8 @@ void finish_comm_args(CommKernel* comm, const int (&rank_range)[3], int peer, in
   }
 }
 
-/// What a NCCL kernel's name says it does where no arg does: a `SendRecv`
-/// kernel runs point-to-point operations (with whom, only its host calls
-/// say); the others (`AllReduce`, `Broadcast`, ...) a collective.
+}  // namespace
+
 CommOp op_of_kernel_name(std::string_view name) {
   if (name.find("SendRecv") != std::string_view::npos ||
       name.find("_Send") != std::string_view::npos ||
@@ -257,6 +256,8 @@ CommOp op_of_kernel_name(std::string_view name) {
   }
   return CommOp::collective;
 }
+
+namespace {
 
 /// Whether an annotation of this name is kept: a step span, or a job.
 bool wanted_name(std::string_view name, const JobPattern* pattern) {

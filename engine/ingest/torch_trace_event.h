@@ -126,6 +126,12 @@ std::optional<ParsedEvent> parse_event(std::string_view event, std::uint64_t off
                                        std::uint64_t ordinal, simdjson::ondemand::parser& parser,
                                        const EventFilter& filter);
 
+/// What a NCCL kernel's name says it does where no arg does: a `SendRecv`
+/// (`_Send`, `_Recv`) kernel runs point-to-point operations (with whom, only
+/// its host calls say); the others (`AllReduce`, `Broadcast`, ...) a
+/// collective. Every reader of NCCL kernels names them by this rule.
+CommOp op_of_kernel_name(std::string_view name);
+
 /// A JSON number token that must be an integer (`baseTimeNanoseconds`, a
 /// step's N): true and `value` set only for the whole text being one.
 bool parse_json_int(std::string_view text, std::int64_t& value);

@@ -94,6 +94,11 @@ struct RankKernels {
   int machine = 0;
   /// `distributedInfo.rank`; -1 when the trace does not say.
   int global_rank = -1;
+  /// What gave `global_rank`: a PyTorch trace's distributedInfo, or, for an
+  /// Nsight Systems export (ingest/nsys_reader.h), the process's environment
+  /// (RANK, PMI_RANK, OMPI_COMM_WORLD_RANK) or NCCL's NVTX payloads.
+  enum class Claim : std::uint8_t { distributed_info, environment, nccl };
+  Claim rank_claim = Claim::distributed_info;
   /// The global rank the communication args give (a collective's group
   /// ranks at its `Rank`); -1: none; kConflict: two different ones.
   int comm_rank = -1;

@@ -705,7 +705,7 @@ def estimate_clock(traces, machine_of_device, n_machines):
             break
         _, a, b, off, n = best
         offsets[b] = offsets[a] + off
-        pairs[b] = n
+        pairs[b] = pairs[a] + n   # the matched pairs along its path from machine 0
     machines = [{"machine": m, "offset_ns": offsets.get(m, 0), "pairs": pairs.get(m, 0)}
                 for m in range(n_machines)]
     applied = any(abs(x["offset_ns"]) > noise for x in machines)

@@ -1,0 +1,68 @@
+// The reader of Nsight Systems SQLite exports (`nsys export --type sqlite
+// --include-blobs=true`), Megatron-LM's and NeMo's profiling path: one row of
+// the format table (input_formats.cc), a file of several ranks
+// (FileRanks::several: a report of every GPU process of a node, or of one
+// rank). It gives the kernel view (analysis/kernel_view.h) the same per-rank
+// GPU activities a PyTorch trace gives (model/gpu_activity.h), read exactly
+// (integer ns) through SQLite, read-only and immutable (sqlite_file.h).
+//
+// SQLite needs random access, so the format reads each file itself (the
+// table's FormatReader slot, as .ivl records are read) rather than taking
+// chunks from the reading loop: one export per thread, its queries in one
+// pass each (nsys_export.h says what is read), then the run's processes are
+// placed as ranks over every export at once:
+//
+//  - Ranks (docs/guide.md, "The kernel view", rank identity): the report's
+//    environment (RANK, PMI_RANK, OMPI_COMM_WORLD_RANK in META_DATA_CAPTURE,
+//    else DeviceEnvironment) where it holds one GPU process; else its `Rank`
+//    in NCCL's communicators of the most ranks (their NVTX payloads), when
+//    those have at least as many ranks as there are GPU processes; else the
+//    CUDA device on its host after the GPU processes of the hosts before;
+//    else the first rank no process claims. The environment and a payload
+//    that disagree are refused (InputError), as are two processes of one rank.
+//  - Machines: the hosts (TARGET_INFO_SYSTEM_ENV's Hostname; else the
+//    export's folder), ordered by name, numbers as numbers.
+//  - NCCL kernels' operations and peers: NCCL's own NVTX ranges on the thread
+//    of the kernel's launch, read as PyTorch's host calls are (the kernel
+//    view's rule 1): ncclSend/ncclRecv name a peer by its rank in a
+//    communicator, a global rank through the communicators' membership
+//    payloads, else, for a communicator two processes use naming one peer
+//    value each, the other process; ncclAllReduce & co. their group.
+//  - Steps: NVTX ranges whose whole name matches NsysOptions::step_range;
+//    none at all: one window.
+//
+// A `.nsys-rep` (the report itself) is refused, naming the command that
+// exports it, unless its export (the same name, `.sqlite`) is among the
+// inputs; another SQLite database is refused naming the tables it lacks.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ingest/discovery.h"
+#include "ingest/file_result.h"
+#include "ingest/nsys_options.h"
+#include "ingest/read_options.h"
+
+namespace pipescope {
+
+class ProgressMeter;
+
+/// True for `*.sqlite`, and for `*.nsys-rep` (refused with the command that
+/// exports it).
+bool nsys_export_name(std::string_view file_name);
+/// True when the first bytes are an SQLite database's header.
+bool nsys_export_content(std::string_view first_bytes);
+/// How many ranks an export holds (its GPU processes; at least 1).
+int nsys_export_ranks(const std::string& path);
+
+/// Reads the exports of a run, one result per file in order: each file's
+/// ranks in FileResult::kernels, in global-rank order. Throws InputError for
+/// an input that is no export, a damaged database, a --step-range without a
+/// group, and ranks that cannot be told apart.
+std::vector<FileResult> read_nsys_exports(const std::vector<InputFile>& files,
+                                          const ReadOptions& read, const NsysOptions& options,
+                                          ProgressMeter& progress);
+
+}  // namespace pipescope
