@@ -34,6 +34,7 @@ struct BackJump {
 /// Compute jobs of `device` in line order; empty when some job has no line.
 std::vector<std::size_t> written_order(const Device& device, const TypeKinds& kinds) {
   std::vector<std::size_t> order;
+  order.reserve(device.jobs.size());  // no copies as it grows
   for (std::size_t i = 0; i < device.jobs.size(); ++i) {
     const Job& job = device.jobs[i];
     if (job.line == 0) return {};
