@@ -36,6 +36,9 @@
 # trace.json to a new file in the same folder (medians, and the cost's spread:
 # this VM's write path is noisy); trace.pftrace's encoder is given per job.
 #
+# TRACE_ROWS=0 leaves out the trace rows (trace.json, its copy and trace.pftrace):
+# the reading and analysis rows and the memory alone, in a fraction of the time.
+#
 # Needs a Release build in build/ (bash scripts/dev.sh build), ripgrep and python3.
 set -euo pipefail
 
@@ -125,7 +128,7 @@ for shape in "${shapes[@]}"; do
   base=${shape#other-}
   folder_bytes[$shape]=$(cat "$dir"/workerlog.* | wc -c)  # also warms the page cache
   commands=(rg notrace noevents)
-  [ "$base" = dense ] && commands+=(trace cattrace perfetto perfettoall)
+  [ "$base" = dense ] && [ "${TRACE_ROWS:-1}" != 0 ] && commands+=(trace cattrace perfetto perfettoall)
   [ "$base" = dense ] && [ "$cores" -ge 16 ] && commands+=(notrace1)
   if [ -n "${EXTRA:-}" ]; then
     commands+=(grep rgsingle single1 single2 gz)
@@ -205,35 +208,37 @@ line sparse "cost of the log events, on / off" "<= 1.25" "$(events_cells sparse)
 row dense rg "rg -c 'Profiler Info'" ""
 row dense notrace "analyze --no-trace" 2.5
 row dense noevents "analyze --no-trace --no-events" ""
-row dense trace "analyze --steps all (trace.json)" ""
-# The trace's own cost (each round's run with trace.json less its run without)
-# against the write limit (each round's copy of that trace.json to a new file
-# beside it): medians of the rounds, and the spread of the cost.
-trace_cells() {
-  local shape=$1 costs cost copy lo hi
-  mapfile -t costs < <(paste -d' ' <(tr ' ' '\n' <<< "${raw[$shape.trace]}" | sed '/^$/d') \
-    <(tr ' ' '\n' <<< "${raw[$shape.notrace]}" | sed '/^$/d') | awk '{print $1 - $2}' | sort -n)
-  cost=$(printf '%s\n' "${costs[@]}" | median)
-  lo=${costs[0]} hi=${costs[${#costs[@]}-1]}
-  copy=${times[$shape.cattrace]}
-  cells "$(printf '%.2f' "$cost")" "$(printf '%.2f' "$copy")" "$(printf '%.2fx' "$(echo "$cost / $copy" | bc -l)")" \
-    "$(verdict "$(echo "$cost / $copy" | bc -l)" 1.5)"
-  printf ' (cost %.2f-%.2f s)' "$lo" "$hi" >&3
-}
-exec 3> "$work/trace-spread.txt"
-line dense "trace.json cost s, cat s, ratio" "<= 1.5" "$(trace_cells dense)" "$(trace_cells other-dense)"
-exec 3>&-
-echo "        (the spread of the trace's cost over the rounds, simulator then other folders:$(cat "$work/trace-spread.txt"))"
-row dense perfetto "analyze --perfetto --no-trace" 4
-# The whole run's trace.pftrace (--steps all) less the run without a trace,
-# per job: the encoder's own cost.
-perfetto_cells() {
-  local shape=$1 jobs
-  jobs=${anon_jobs[$shape]}
-  cells "$(printf '%.3f' "${times[$shape.perfettoall]}")" - \
-    "$(printf '%.0f ns' "$(echo "(${times[$shape.perfettoall]} - ${times[$shape.notrace]}) / $jobs * 1000000000" | bc -l)")" -
-}
-line dense "pftrace --steps all: s, ns/job" "-" "$(perfetto_cells dense)" "$(perfetto_cells other-dense)"
+if [ "${TRACE_ROWS:-1}" != 0 ]; then
+  row dense trace "analyze --steps all (trace.json)" ""
+  # The trace's own cost (each round's run with trace.json less its run without)
+  # against the write limit (each round's copy of that trace.json to a new file
+  # beside it): medians of the rounds, and the spread of the cost.
+  trace_cells() {
+    local shape=$1 costs cost copy lo hi
+    mapfile -t costs < <(paste -d' ' <(tr ' ' '\n' <<< "${raw[$shape.trace]}" | sed '/^$/d') \
+      <(tr ' ' '\n' <<< "${raw[$shape.notrace]}" | sed '/^$/d') | awk '{print $1 - $2}' | sort -n)
+    cost=$(printf '%s\n' "${costs[@]}" | median)
+    lo=${costs[0]} hi=${costs[${#costs[@]}-1]}
+    copy=${times[$shape.cattrace]}
+    cells "$(printf '%.2f' "$cost")" "$(printf '%.2f' "$copy")" "$(printf '%.2fx' "$(echo "$cost / $copy" | bc -l)")" \
+      "$(verdict "$(echo "$cost / $copy" | bc -l)" 1.5)"
+    printf ' (cost %.2f-%.2f s)' "$lo" "$hi" >&3
+  }
+  exec 3> "$work/trace-spread.txt"
+  line dense "trace.json cost s, cat s, ratio" "<= 1.5" "$(trace_cells dense)" "$(trace_cells other-dense)"
+  exec 3>&-
+  echo "        (the spread of the trace's cost over the rounds, simulator then other folders:$(cat "$work/trace-spread.txt"))"
+  row dense perfetto "analyze --perfetto --no-trace" 4
+  # The whole run's trace.pftrace (--steps all) less the run without a trace,
+  # per job: the encoder's own cost.
+  perfetto_cells() {
+    local shape=$1 jobs
+    jobs=${anon_jobs[$shape]}
+    cells "$(printf '%.3f' "${times[$shape.perfettoall]}")" - \
+      "$(printf '%.0f ns' "$(echo "(${times[$shape.perfettoall]} - ${times[$shape.notrace]}) / $jobs * 1000000000" | bc -l)")" -
+  }
+  line dense "pftrace --steps all: s, ns/job" "-" "$(perfetto_cells dense)" "$(perfetto_cells other-dense)"
+fi
 memory_cells() {
   cells "$(printf '%.1f' "${anon_mib[$1]}")" "$(printf '%.1f' "${anon_per_job[$1]}")" "${anon_jobs[$1]}" \
     "$(awk -v b="${anon_per_job[$1]}" 'BEGIN {print (b <= 48) ? "met" : "MISSED"}')"

@@ -43,33 +43,40 @@ std::vector<BadTimestamp> leave_out_bad_timestamps(Device& device, std::size_t p
   const std::size_t d = position;
   JobVector& jobs = device.jobs;
   if (jobs.size() < 3) return bad;
-  std::vector<std::size_t> order(jobs.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   if (std::any_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.line == 0; })) return bad;
-  // Usually the lines are in start order already: one pass, no sort.
-  const auto by_line = [&](std::size_t a, std::size_t b) { return jobs[a].line < jobs[b].line; };
-  if (!std::is_sorted(order.begin(), order.end(), by_line)) {
-    std::stable_sort(order.begin(), order.end(), by_line);
+  // Usually the lines are in start order already: one pass, no sort and no
+  // index (a list of every job's position, 8 bytes a job of fresh memory).
+  const bool in_line_order = std::is_sorted(
+      jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.line < b.line; });
+  std::vector<std::size_t> order;
+  if (!in_line_order) {
+    order.resize(jobs.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return jobs[a].line < jobs[b].line; });
   }
-  std::vector<char> drop(jobs.size(), 0);
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    const Job& job = jobs[order[k]];
+  const std::size_t n = jobs.size();
+  const auto position_of = [&](std::size_t k) { return in_line_order ? k : order[k]; };
+  const auto at = [&](std::size_t k) -> const Job& { return jobs[position_of(k)]; };
+  std::vector<char> drop;  // made at the first bad timestamp
+  for (std::size_t k = 0; k < n; ++k) {
+    const Job& job = at(k);
     bool isolated = false;
     if (k == 0) {
-      isolated = far_job(job, jobs[order[1]]) && !far_job(jobs[order[1]], jobs[order[2]]);
-    } else if (k + 1 == order.size()) {
-      isolated =
-          far_job(job, jobs[order[k - 1]]) && !far_job(jobs[order[k - 1]], jobs[order[k - 2]]);
+      isolated = far_job(job, at(1)) && !far_job(at(1), at(2));
+    } else if (k + 1 == n) {
+      isolated = far_job(job, at(k - 1)) && !far_job(at(k - 1), at(k - 2));
     } else {
-      isolated = far_job(job, jobs[order[k - 1]]) && far_job(job, jobs[order[k + 1]]) &&
-                 !far_job(jobs[order[k - 1]], jobs[order[k + 1]]);
+      isolated =
+          far_job(job, at(k - 1)) && far_job(job, at(k + 1)) && !far_job(at(k - 1), at(k + 1));
     }
     if (isolated) {
-      drop[order[k]] = 1;
+      if (drop.empty()) drop.assign(n, 0);
+      drop[position_of(k)] = 1;
       bad.push_back({d, job.line, job.start_ns, job.end_ns});
     }
   }
-  if (std::none_of(drop.begin(), drop.end(), [](char c) { return c != 0; })) return bad;
+  if (drop.empty()) return bad;
   JobVector kept;
   kept.reserve(jobs.size());
   for (std::size_t i = 0; i < jobs.size(); ++i) {

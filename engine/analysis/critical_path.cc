@@ -226,7 +226,10 @@ CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const Sta
           path.stage_ns.assign(p, 0);
           walk_back(run, metrics, deps, roles, *last[j], k, on_chain, chain);
           std::reverse(chain.begin(), chain.end());
-          path.jobs.reserve(chain.size());  // exactly: a path per step is kept
+          // A summary keeps the jobs of one path: the others' figures are
+          // added up as their jobs are walked, and no list of them is made.
+          const bool keep_jobs = !summary || k == longest_step;
+          if (keep_jobs) path.jobs.reserve(chain.size());  // exactly: a path per step is kept
           for (std::size_t i = 0; i < chain.size(); ++i) {
             const JobRef r = chain[i].first;
             const Job& job = job_of(r);
@@ -246,25 +249,19 @@ CriticalPathSummary walk_paths(const Run& run, const Metrics& metrics, const Sta
               }
               entry.wait_ns = on_path_from - input_end;
             }
+            // chain[i - 1].second says whether the backward hop that reached
+            // job i - 1 came through a dependency, i.e. whether job i waited on
+            // job i - 1 as its input.
+            entry.via_dependency = i > 0 && chain[i - 1].second;
             path.wait_ns += entry.wait_ns;
             if (entry.stage >= 0 && static_cast<std::size_t>(entry.stage) < p) {
               path.stage_ns[static_cast<std::size_t>(entry.stage)] += job.end_ns - on_path_from;
             }
-            path.jobs.push_back(entry);
-          }
-          // chain[i].second says whether the backward hop that reached job i came
-          // through a dependency, i.e. whether job i+1 waited on job i as its input.
-          for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
-            path.jobs[i + 1].via_dependency = chain[i].second;
+            if (summary && entry.via_dependency) hops[j].push_back(entry.job);
+            if (keep_jobs) path.jobs.push_back(entry);
           }
           path.lead_in_ns = job_of(chain.front().first).start_ns - metrics.steps[k].start_ns;
-          path.job_count = path.jobs.size();
-          if (summary) {
-            for (const CriticalPathJob& entry : path.jobs) {
-              if (entry.via_dependency) hops[j].push_back(entry.job);
-            }
-            if (k != longest_step) std::vector<CriticalPathJob>().swap(path.jobs);
-          }
+          path.job_count = chain.size();
           found[j] = std::move(path);
         }
       });

@@ -5,6 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
+#include <random>
+#include <tuple>
+#include <utility>
+
 #include "support/time_units.h"
 
 namespace pipescope {
@@ -136,6 +142,99 @@ TEST(StepEvents, AnEventBetweenADevicesStepsExplainsTheNextStep) {
   // Without the devices' job steps, by window alone, as before.
   const StepEvents by_window = place_step_events(run, steps);
   EXPECT_EQ(by_window.outliers[0].events, (std::vector<EventRef>{{0, 2}, {1, 1}}));
+}
+
+/// The events between a device's steps by the rule itself: for one outlier
+/// step, a walk over every device's jobs (what the analysis did once per
+/// outlier, before it took every device's step edges in one pass).
+std::vector<EventRef> between_by_walk(const Run& run, const Metrics& m, std::size_t s) {
+  if (s == 0 || m.steps[s - 1].end_ns > m.steps[s].start_ns) return {};
+  std::vector<std::tuple<std::int64_t, std::size_t, std::size_t>> found;
+  for (std::size_t d = 0; d < run.devices.size(); ++d) {
+    const Device& device = run.devices[d];
+    if (device.events.empty() || m.job_step[d].size() != device.jobs.size()) continue;
+    std::int64_t last_end = std::numeric_limits<std::int64_t>::min();
+    std::int64_t first_start = std::numeric_limits<std::int64_t>::max();
+    bool before = false, after = false;
+    for (std::size_t i = 0; i < device.jobs.size(); ++i) {
+      if (m.job_step[d][i] == static_cast<std::int32_t>(s - 1)) {
+        last_end = std::max(last_end, device.jobs[i].end_ns);
+        before = true;
+      } else if (m.job_step[d][i] == static_cast<std::int32_t>(s)) {
+        first_start = std::min(first_start, device.jobs[i].start_ns);
+        after = true;
+      }
+    }
+    if (!before || !after) continue;
+    const std::int64_t to = std::min(first_start, m.steps[s - 1].end_ns);
+    for (std::size_t e = 0; e < device.events.size(); ++e) {
+      const LogEvent& event = device.events[e];
+      if (event.time_kind != EventTime::unplaced && event.time_ns >= last_end && event.time_ns < to)
+        found.emplace_back(event.time_ns, d, e);
+    }
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<EventRef> out;
+  for (const auto& [time, d, e] : found) out.push_back({d, e});
+  return out;
+}
+
+TEST(StepEvents, EventsBetweenStepsAreTheRulesOnRandomRuns) {
+  // Runs of 40 steps on 6 devices, about one step in five slow, some steps
+  // overlapping the one before, jobs without a step (-1), devices without
+  // events or without job steps; each outlier's events against a walk of
+  // every device's jobs for that step alone.
+  std::mt19937_64 random(51);
+  std::size_t between = 0;  // events found between steps, over every trial
+  for (int trial = 0; trial < 200; ++trial) {
+    Metrics m;
+    pipescope::Run run;
+    run.event_kinds = {{"checkpoint_save", "checkpoint", "info", ""}};
+    std::int64_t t = 1000 * kMs;
+    for (int k = 0; k < 40; ++k) {
+      StepWindow w;
+      w.step = k;
+      w.start_ns = t - (random() % 7 == 0 ? 5 * kMs : 0);  // now and then over the one before
+      w.end_ns = t + (random() % 5 == 0 ? 400 : 100) * kMs;
+      w.bubble_ratio = 0.2;
+      t = w.end_ns + static_cast<std::int64_t>(random() % 3) * 10 * kMs;
+      m.steps.push_back(w);
+    }
+    run.devices.resize(6);
+    m.job_step.resize(6);
+    for (std::size_t d = 0; d < 6; ++d) {
+      run.devices[d].index = static_cast<int>(d);
+      for (std::size_t k = 0; k < m.steps.size(); ++k) {
+        const StepWindow& w = m.steps[k];
+        for (std::uint64_t n = random() % 4; n > 0; --n) {
+          Job job;
+          job.start_ns = w.start_ns + static_cast<std::int64_t>(random() % 100) * kMs;
+          job.end_ns = job.start_ns + static_cast<std::int64_t>(random() % 60) * kMs;
+          run.devices[d].jobs.push_back(job);
+          m.job_step[d].push_back(random() % 10 == 0 ? -1 : static_cast<std::int32_t>(k));
+        }
+      }
+      if (d == 4) m.job_step[d].pop_back();  // job steps not at hand
+      if (d == 5) continue;                  // no events
+      for (std::uint64_t n = random() % 60; n > 0; --n) {
+        run.devices[d].events.push_back(
+            at(0, 900 + static_cast<std::int64_t>(random() % 7000),
+               random() % 20 == 0 ? EventTime::unplaced : EventTime::stamped));
+      }
+    }
+    const StepEvents placed = place_step_events(run, m);
+    ASSERT_FALSE(placed.outliers.empty());
+    for (const OutlierStep& outlier : placed.outliers) {
+      std::vector<EventRef> expected = between_by_walk(run, m, outlier.step);
+      between += expected.size();
+      const auto& before = placed.before_step[outlier.step];
+      const auto& in = placed.in_step[outlier.step];
+      expected.insert(expected.end(), before.begin(), before.end());
+      expected.insert(expected.end(), in.begin(), in.end());
+      EXPECT_EQ(outlier.events, expected) << "trial " << trial << ", step " << outlier.step;
+    }
+  }
+  EXPECT_GT(between, 200u);  // the rule was put to the test, not passed vacuously
 }
 
 }  // namespace
