@@ -29,7 +29,7 @@ std::string signed_seconds(std::int64_t ns) {
 /// steps asked about only (`slot_of[step]`, -1 for the rest): one pass over
 /// the jobs of every device that has events, however many steps are asked
 /// about (a pass per outlier step took 40 s of a dense run with 2,441).
-struct StepEdges {
+struct DeviceJobEdges {
   std::vector<std::int32_t> slot_of;  ///< per Metrics::steps: its slot, or -1
   /// Per device, per slot: {the latest end, the earliest start} of its jobs
   /// in that step; empty for a device without events or job steps.
@@ -46,8 +46,9 @@ bool has_job_steps(const Run& run, const Metrics& metrics, std::size_t d) {
          metrics.job_step[d].size() == device.jobs.size();
 }
 
-StepEdges step_edges(const Run& run, const Metrics& metrics, const std::vector<bool>& asked) {
-  StepEdges out;
+DeviceJobEdges device_job_edges(const Run& run, const Metrics& metrics,
+                                const std::vector<bool>& asked) {
+  DeviceJobEdges out;
   out.slot_of.assign(asked.size(), -1);
   std::int32_t slots = 0;
   for (std::size_t s = 0; s < asked.size(); ++s) {
@@ -88,7 +89,7 @@ bool follows_previous(const Metrics& metrics, std::size_t s) {
 /// docs/guide.md, "Log events"), in time order. Empty where the devices'
 /// job steps are not at hand. `edges` holds steps s - 1 and s.
 std::vector<EventRef> events_between_steps(const Run& run, const Metrics& metrics,
-                                           const StepEdges& edges, std::size_t s) {
+                                           const DeviceJobEdges& edges, std::size_t s) {
   if (!follows_previous(metrics, s)) return {};
   const std::size_t previous = s - 1;
   const auto before = static_cast<std::size_t>(edges.slot_of[previous]);
@@ -211,7 +212,7 @@ StepEvents place_step_events(const Run& run, const Metrics& metrics) {
     asked[outlier.step - 1] = true;
     asked[outlier.step] = true;
   }
-  const StepEdges edges = step_edges(run, metrics, asked);
+  const DeviceJobEdges edges = device_job_edges(run, metrics, asked);
   for (OutlierStep& outlier : out.outliers) {
     const std::size_t s = outlier.step;
     outlier.events = events_between_steps(run, metrics, edges, s);
