@@ -661,15 +661,27 @@ std::vector<const RankKernels*> order_ranks(const std::vector<RankKernels>& inpu
   return ranks;
 }
 
-/// The rank_source note: which traces' ranks did not come from their
-/// distributedInfo.
+/// Whether every rank was read from Nsight Systems exports: the messages
+/// then speak of processes, their environment and NVTX ranges rather than
+/// of a trace's distributedInfo and ProfilerStep#N spans.
+bool all_exports(const std::vector<const RankKernels*>& ranks) {
+  return !ranks.empty() && std::all_of(ranks.begin(), ranks.end(), [](const RankKernels* r) {
+    return r->origin == RankKernels::Origin::nsys_export;
+  });
+}
+
+/// The rank_source note: which ranks no claim of their own gave
+/// (distributedInfo; an export's environment or NCCL payloads).
 std::optional<Warning> rank_source_note(const std::vector<const RankKernels*>& ranks,
                                         const std::vector<int>& global,
                                         const std::vector<RankSource>& source) {
   std::string list;
   std::size_t count = 0;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
-    if (source[r] == RankSource::distributed_info) continue;
+    if (source[r] == RankSource::distributed_info || source[r] == RankSource::environment ||
+        source[r] == RankSource::nccl) {
+      continue;
+    }
     if (++count <= 8) {
       list += fmt::format("{}{} is rank {} by {}", list.empty() ? "" : "; ", ranks[r]->path,
                           global[r], rank_source_name(source[r]));
@@ -677,6 +689,15 @@ std::optional<Warning> rank_source_note(const std::vector<const RankKernels*>& r
   }
   if (count == 0) return std::nullopt;
   if (count > 8) list += fmt::format("; and {} more", count - 8);
+  if (all_exports(ranks)) {
+    return Warning{WarningCode::rank_source,
+                   fmt::format("{} process{} of the exports without a rank in {} environment or "
+                               "NCCL's communicators: {} (the rule: RANK, PMI_RANK or "
+                               "OMPI_COMM_WORLD_RANK, then NCCL's communicators, then the CUDA "
+                               "device on its machine, then the first free rank)",
+                               count, count == 1 ? "" : "es", count == 1 ? "its" : "their", list),
+                   -1, -1, count};
+  }
   return Warning{WarningCode::rank_source,
                  fmt::format("{} trace{} without distributedInfo.rank: {} (the rule: "
                              "distributedInfo, then the communication args, then the CUDA device "
@@ -743,14 +764,20 @@ void find_step_windows(const std::vector<const RankKernels*>& ranks, KernelView&
     }
     if (first > last) first = last = 0;
     view.steps.push_back({0, first, last, last <= cut});
-    view.warnings.push_back(
-        {WarningCode::kernel_view_one_window,
-         view.step_spans
-             ? "the kernel view: no GPU activity was launched inside a ProfilerStep#N span, so "
-               "the whole trace is one window"
-             : "the kernel view: the traces hold no ProfilerStep#N span, so the whole trace is "
-               "one window (call prof.step() once per training step for steps)",
-         -1, -1, 1});
+    const char* why =
+        all_exports(ranks)
+            ? (view.step_spans
+                   ? "the kernel view: no GPU activity was launched inside an NVTX step range, "
+                     "so the whole run is one window"
+                   : "the kernel view: the exports hold no NVTX step range (ProfilerStep#N, or "
+                     "the step-range pattern given), so the whole run "
+                     "is one window")
+        : view.step_spans
+            ? "the kernel view: no GPU activity was launched inside a ProfilerStep#N span, so "
+              "the whole trace is one window"
+            : "the kernel view: the traces hold no ProfilerStep#N span, so the whole trace is "
+              "one window (call prof.step() once per training step for steps)";
+    view.warnings.push_back({WarningCode::kernel_view_one_window, why, -1, -1, 1});
     return;
   }
   std::int64_t previous_end = std::numeric_limits<std::int64_t>::min();

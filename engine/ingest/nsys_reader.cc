@@ -314,6 +314,7 @@ RankKernels rank_kernels(const Placed& p, const PeerTables& peers) {
   RankKernels out = collector.finish(0, 0, proc.earliest_launch);
   proc.comm = {};
   out.path = p.source->path;
+  out.origin = RankKernels::Origin::nsys_export;
   out.machine = p.machine;
   if (p.claimed) {
     out.global_rank = p.rank;

@@ -99,6 +99,11 @@ struct RankKernels {
   /// (RANK, PMI_RANK, OMPI_COMM_WORLD_RANK) or NCCL's NVTX payloads.
   enum class Claim : std::uint8_t { distributed_info, environment, nccl };
   Claim rank_claim = Claim::distributed_info;
+  /// What the kernels were read from: the messages speak of its terms
+  /// (a trace's distributedInfo and ProfilerStep#N; an export's processes,
+  /// environment and NVTX ranges).
+  enum class Origin : std::uint8_t { profiler_trace, nsys_export };
+  Origin origin = Origin::profiler_trace;
   /// The global rank the communication args give (a collective's group
   /// ranks at its `Rank`); -1: none; kConflict: two different ones.
   int comm_rank = -1;

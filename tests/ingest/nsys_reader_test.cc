@@ -8,12 +8,14 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "analysis/kernel_view.h"
 #include "ingest/discovery.h"
 #include "ingest/input_formats.h"
 #include "ingest/progress_meter.h"
@@ -175,6 +177,18 @@ TEST(NsysReader, NodeReportRanksByCudaDeviceAndTimesFromTheSession) {
   EXPECT_EQ(second.steps[0].last_end, abs_ns(41000));
   EXPECT_EQ(second.first_start, abs_ns(10000));
   EXPECT_EQ(second.last_end, abs_ns(41000));
+
+  // The kernel view speaks of an export's processes, not of a PyTorch
+  // trace's distributedInfo.
+  const KernelView view = compute_kernel_view(results[0].kernels);
+  const auto note = std::find_if(view.warnings.begin(), view.warnings.end(), [](const Warning& w) {
+    return w.code == WarningCode::rank_source;
+  });
+  ASSERT_NE(note, view.warnings.end());
+  EXPECT_EQ(note->message.find("distributedInfo"), std::string::npos) << note->message;
+  EXPECT_NE(note->message.find("2 processes of the exports without a rank in their environment"),
+            std::string::npos)
+      << note->message;
 }
 
 TEST(NsysReader, Schema2TimesAndTheEnvironmentsRank) {
