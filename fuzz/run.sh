@@ -101,7 +101,13 @@ make_seeds() {
     done
   done
 }
-[ -d "$seeds/fuzz_log_events" ] || make_seeds
+# Again when a target has none yet (one added since the folder's seeds were made).
+for t in "${all[@]}"; do
+  if [ ! -d "$seeds/$t" ]; then
+    make_seeds
+    break
+  fi
+done
 
 status=0
 export TMPDIR=${TMPDIR:-/tmp}
