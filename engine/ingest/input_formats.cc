@@ -256,7 +256,8 @@ std::unique_ptr<ChunkedFormat> read_dygraph_records(const std::vector<InputFile>
 
 std::vector<FileResult> read_nsys(const std::vector<InputFile>& files, const IngestOptions& options,
                                   ProgressMeter& progress) {
-  return read_nsys_exports(files, options, options, progress);
+  // The job pattern is the one PyTorch traces take (--job-pattern).
+  return read_nsys_exports(files, options, options, options.job_pattern.get(), progress);
 }
 
 std::vector<FileResult> read_worker_logs(const std::vector<InputFile>& files,
@@ -298,6 +299,7 @@ const InputFormatSpec kBuiltIn[] = {
      .looked_for = "*.sqlite (Nsight Systems exports)", .family = "an Nsight Systems export",
      .placement = Placement::folder_ranks, .file_ranks = FileRanks::several,
      .origin = nsys_origin, .reader_places_devices = true, .reads_files_together = true,
+     .takes_job_pattern = true,
      .unfollowable = nsys_unfollowable, .read = read_nsys},
     {.format = InputFormat::worker_log, .name = "worker logs",
      .claims_name = worker_log_name, .claims_content = any_content,

@@ -302,7 +302,8 @@ struct Launch {
 
 bool sqlite_header(std::string_view first_bytes) { return first_bytes.starts_with(kSqliteMagic); }
 
-NsysExport read_nsys_export(const std::string& path, const RE2& step_range) {
+NsysExport read_nsys_export(const std::string& path, const RE2& step_range,
+                            const JobPattern* pattern) {
   NsysExport ex;
   ex.path = path;
   const SqliteFile db = SqliteFile::open(path);
@@ -396,6 +397,7 @@ NsysExport read_nsys_export(const std::string& path, const RE2& step_range) {
     if (fresh) {
       it->second.key = key;
       it->second.pid = static_cast<int>(key & 0xFFFFFF);
+      it->second.jobs = std::make_unique<AnnotationJobs>(pattern);
     }
     return it->second;
   };
@@ -450,13 +452,28 @@ NsysExport read_nsys_export(const std::string& path, const RE2& step_range) {
                                                       [](char c) { return c >= '0' && c <= '9'; });
         if (digits) {
           const auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), step);
-          if (ec == std::errc{}) process(key).kernels->on_step_span(when(*start), when(*end), step);
+          if (ec == std::errc{}) {
+            NsysProcess& p = process(key);
+            p.kernels->on_step_span(when(*start), when(*end), step);
+            p.jobs->add_step({when(*start), when(*end), step});
+          }
         }
         continue;
       }
-      if (!name->starts_with("nccl")) continue;
       const auto dom = q.integer(6);
-      if (named ? !(dom && nccl_domains.count(*dom)) : !(dom && *dom != 0)) continue;
+      const bool nccl_domain = named ? dom && nccl_domains.count(*dom) : dom && *dom != 0;
+      if (!name->starts_with("nccl") || !nccl_domain) {
+        // emit_nvtx names a record_function's range "PP:0F1, op_id = 12".
+        std::string_view label = *name;
+        if (pattern == nullptr && label.starts_with("PP:"))
+          label = label.substr(0, label.find(", "));
+        if (annotation_job_name(label, pattern)) {
+          process(key).jobs->add_range({std::string(label), when(*start), when(*end), -1,
+                                        static_cast<std::uint64_t>(*row),
+                                        static_cast<std::uint64_t>(*row), *tid});
+        }
+        continue;
+      }
       NsysNcclCall call{when(*start), when(*end), *row, std::string(*name), {}, {}, {}, {}};
       if (const auto blob = q.bytes(7)) decode_payload(*blob, *dom, call.name, schemas, call);
       NsysProcess& p = process(key);
@@ -561,12 +578,16 @@ NsysExport read_nsys_export(const std::string& path, const RE2& step_range) {
         list.push_back({launched_at, s, e, launch->thread});
         if (list.size() >= 4096) {  // placed in their steps as they come: memory stays small
           p.kernels->place(list);
+          p.jobs->place(list);
           list.clear();
         }
       }
     }
   }
-  for (auto& [key, list] : pairs) processes[key].kernels->place(list);
+  for (auto& [key, list] : pairs) {
+    processes[key].kernels->place(list);
+    processes[key].jobs->place(list);
+  }
 
   // Devices: the deviceId most activities ran on, and its CUDA ordinal.
   std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> cuda_of;  // (pid, gpuId)
