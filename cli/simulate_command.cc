@@ -15,6 +15,7 @@
 #include "command.h"
 #include "simulate/dygraph_writer.h"
 #include "simulate/log_writer.h"
+#include "simulate/nsys_writer.h"
 #include "simulate/torch_kernel_writer.h"
 #include "simulate/torch_trace_writer.h"
 
@@ -50,7 +51,7 @@ struct SimulateOptions {
   std::string job_id = "index";
   std::string target_bytes;
   std::string ivl_dir;
-  std::string format = "worker-log";  // --format worker-log|paddle-dygraph|torch|torch-kernels
+  std::string format = "worker-log";  // --format worker-log|paddle-dygraph|torch|torch-kernels|nsys
   std::string concatenation_dir;      // --concatenation DIR (paddle-dygraph)
   // --format torch-kernels only.
   std::optional<int> kernels_per_job;
@@ -301,6 +302,45 @@ int run_simulate_torch_kernels(const SimulateOptions& o, const sim::SimConfig& c
   return kExitOk;
 }
 
+int run_simulate_nsys(const SimulateOptions& o, const sim::SimConfig& config) {
+  if (!o.ivl_dir.empty() || o.noise_per_job != 0 || o.shuffle || o.ansi || o.crlf ||
+      !o.target_bytes.empty() || !o.concatenation_dir.empty()) {
+    throw std::invalid_argument(
+        "--format nsys writes SQLite exports only: --ivl, --noise-per-job, --shuffle, --ansi, "
+        "--crlf, --target-bytes and --concatenation are for other formats");
+  }
+  if (o.lr || o.comm) {
+    throw std::invalid_argument(
+        "--format nsys has no lr or send/recv jobs (--lr, --comm): its NCCL kernels are the "
+        "transfers");
+  }
+  if (config.p2p_latency_ns < config.resolution_ns) {
+    throw std::invalid_argument(fmt::format(
+        "--format nsys needs --latency-us of at least the time resolution ({} ns): it is how "
+        "long each NCCL transfer takes",
+        config.resolution_ns));
+  }
+  sim::NsysExportOptions options;
+  options.dir = o.output;
+  options.force = o.force;
+  options.first_step = o.first_step.value_or(0);
+  options.kernels_per_job = o.kernels_per_job.value_or(24);
+  const sim::NsysExportReport report = sim::write_nsys_exports(config, options);
+  fmt::print(
+      "wrote {} Nsight Systems exports to {}: {} GPU activities, {} runtime launches, {} NCCL "
+      "kernels, {} labelled jobs, {} steps, {} ranks on {} machine{}, {} bytes\n",
+      report.files.size(), o.output, report.activities, report.runtime_rows,
+      report.kernel_view.comm_kernels, report.jobs.jobs, report.steps, report.ranks,
+      report.machines, report.machines == 1 ? "" : "s", report.bytes);
+  const auto& e = report.kernel_view;
+  fmt::print(
+      "expected: {} (jobs: bubble ratio {:.6f}, {} step windows; kernel view: bubble ratio "
+      "{:.6f})\n",
+      report.expected_path.string(), report.jobs.bubble_ratio, report.jobs.steps.size(),
+      e.bubble_ratio());
+  return kExitOk;
+}
+
 int run_dygraph_simulate(const SimulateOptions& o, const sim::SimConfig& config) {
   if (o.first_step || o.noise_per_job != 0 || o.shuffle || o.ansi || o.crlf || !o.ivl_dir.empty() ||
       !o.target_bytes.empty()) {
@@ -329,9 +369,11 @@ int run_dygraph_simulate(const SimulateOptions& o, const sim::SimConfig& config)
 
 int run_simulate(const SimulateOptions& o) {
   const sim::SimConfig config = make_config(o);
-  if (o.format != "torch-kernels" && (o.kernels_per_job || o.no_comms_id || o.nccl_names)) {
-    throw std::invalid_argument(
-        "--kernels-per-job, --no-comms-id and --nccl-names need --format torch-kernels");
+  if (o.format != "torch-kernels" && (o.no_comms_id || o.nccl_names)) {
+    throw std::invalid_argument("--no-comms-id and --nccl-names need --format torch-kernels");
+  }
+  if (o.format != "torch-kernels" && o.format != "nsys" && o.kernels_per_job) {
+    throw std::invalid_argument("--kernels-per-job needs --format torch-kernels or nsys");
   }
   if (o.format == "torch-kernels") return run_simulate_torch_kernels(o, config);
   if (o.format != "worker-log" && (o.events || !o.utc_offset.empty())) {
@@ -339,6 +381,7 @@ int run_simulate(const SimulateOptions& o) {
         "--events and --utc-offset are for worker logs (--format "
         "worker-log): the other formats print no log lines");
   }
+  if (o.format == "nsys") return run_simulate_nsys(o, config);
   if (o.format == "torch") return run_simulate_torch(o, config);
   if (o.format == "paddle-dygraph") return run_dygraph_simulate(o, config);
   if (!o.concatenation_dir.empty()) {
@@ -486,15 +529,18 @@ void register_simulate_command(CLI::App& app, int& status) {
                   "torch (PyTorch profiler traces of a pipelining schedule, one\n"
                   "DIR/rankR.pt.trace.json per rank) or torch-kernels (Megatron-style traces\n"
                   "without labels: compute kernels, NCCL send/recv and data-parallel\n"
-                  "allreduce kernels; expected.json holds their kernel view)")
-      ->check(CLI::IsMember({"worker-log", "paddle-dygraph", "torch", "torch-kernels"}))
+                  "allreduce kernels; expected.json holds their kernel view) or nsys (the\n"
+                  "same kernels as Nsight Systems SQLite exports, DIR/rank_R.sqlite, with\n"
+                  "PP:<action> NVTX ranges; expected.json: jobs and kernel view)")
+      ->check(CLI::IsMember({"worker-log", "paddle-dygraph", "torch", "torch-kernels", "nsys"}))
       ->capture_default_str();
   sub->add_option("--concatenation", o.concatenation_dir,
                   "With --format paddle-dygraph: also write Paddle's helper's\n"
                   "pipeline_profile.json of the same records into this folder");
-  sub->add_option("--kernels-per-job", o.kernels_per_job,
-                  "With --format torch-kernels: compute kernels splitting each compute job\n"
-                  "(default 24, at least 1; the optimizer gets a quarter of them)")
+  sub->add_option(
+         "--kernels-per-job", o.kernels_per_job,
+         "With --format torch-kernels or nsys: compute kernels splitting each compute job\n"
+         "(default 24, at least 1; the optimizer gets a quarter of them)")
       ->check(CLI::Range(1, 10000));
   sub->add_flag("--no-comms-id", o.no_comms_id,
                 "With --format torch-kernels: leave \"Comms Id\" out of the NCCL kernels'\n"

@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   pipescope::ProgressMeter progress(files, none);
   try {
     const auto results = pipescope::read_nsys_exports(files, pipescope::ReadOptions{},
-                                                      pipescope::NsysOptions{}, progress);
+                                                      pipescope::NsysOptions{}, nullptr, progress);
     (void)results;
   } catch (const pipescope::InputError&) {
     // A corrupt database or no export: refused, as the CLI exits 2.

@@ -13,6 +13,7 @@
 #include "ingest/ingest_options.h"
 #include "ingest/ivl_import.h"
 #include "ingest/nsys_reader.h"
+#include "ingest/progress_meter.h"
 #include "ingest/text_log_reader.h"
 #include "ingest/torch_trace_reader.h"
 #include "io/file_descriptor.h"
@@ -232,9 +233,69 @@ std::unique_ptr<InputFollower> follow_torch_trace(const InputFile& input,
 
 FileOrigin nsys_origin(const std::string& path) { return {.ranks = nsys_export_ranks(path)}; }
 
-std::string_view nsys_unfollowable(std::string_view) {
-  return "is an Nsight Systems export, written whole by `nsys export` once the run is over, "
-         "which watch does not follow: analyse it with `pipescope analyze`";
+/// An export is written whole by `nsys export` once the run is over: it is
+/// read once its size and time are the same at two looks in a row, whole,
+/// and read again (a restart) only when it changes after that. A file that
+/// cannot be read yet (still being written: a damaged database) is said
+/// once and tried again when it changes. watch's devices are one per file,
+/// so an export of several GPU processes (a node's report) is named once and
+/// left to `analyze`.
+class NsysFollower final : public InputFollower {
+ public:
+  NsysFollower(const InputFile& input, const FollowOptions& options)
+      : InputFollower(input), ingest_(options.ingest) {}
+
+  FollowedData look() override {
+    FollowedData out;
+    const auto change = seen_.look(input().path);
+    if (!change) return out;
+    if (change->changed) {
+      done_ = false;  // written (again): read it when it settles
+      return out;
+    }
+    if (done_ || seen_.size == 0) return out;
+    done_ = true;
+    InputFile file = input();
+    file.size_bytes = static_cast<std::uint64_t>(seen_.size);
+    const std::vector<InputFile> files{file};
+    const ProgressCallback none;
+    ProgressMeter progress(files, none);
+    std::vector<FileResult> results;
+    try {
+      results = read_nsys_exports(files, ingest_, ingest_, ingest_.job_pattern.get(), progress);
+    } catch (const std::exception& e) {
+      say(out, fmt::format("{}: {}", file.path, e.what()));
+      return out;
+    }
+    if (results.empty()) return out;
+    if (!results.front().more_devices.empty()) {
+      say(out, fmt::format("{}: holds {} GPU processes; watch follows exports of one rank "
+                           "each (`nsys profile -o rank_%q{{RANK}}`): analyse it with "
+                           "`pipescope analyze`",
+                           file.path, results.front().more_devices.size() + 1));
+      return out;
+    }
+    out.kind = FollowedData::Kind::records;
+    // An export written again under the same name is read as a file that
+    // restarted: the jobs read before stay the run's.
+    out.restarted = reads_++ > 0;
+    out.records = std::move(results.front());
+    return out;
+  }
+
+ private:
+  void say(FollowedData& out, std::string why) {
+    if (said_ != why) out.notes.push_back(said_ = std::move(why));
+  }
+  IngestOptions ingest_;
+  FileSeen seen_;
+  bool done_ = false;
+  int reads_ = 0;
+  std::string said_;
+};
+
+std::unique_ptr<InputFollower> follow_nsys(const InputFile& input, const FollowOptions& options) {
+  return std::make_unique<NsysFollower>(input, options);
 }
 
 // ---- each format's part of the options ----------------------------------------
@@ -256,7 +317,8 @@ std::unique_ptr<ChunkedFormat> read_dygraph_records(const std::vector<InputFile>
 
 std::vector<FileResult> read_nsys(const std::vector<InputFile>& files, const IngestOptions& options,
                                   ProgressMeter& progress) {
-  return read_nsys_exports(files, options, options, progress);
+  // The job pattern is the one PyTorch traces take (--job-pattern).
+  return read_nsys_exports(files, options, options, options.job_pattern.get(), progress);
 }
 
 std::vector<FileResult> read_worker_logs(const std::vector<InputFile>& files,
@@ -298,7 +360,8 @@ const InputFormatSpec kBuiltIn[] = {
      .looked_for = "*.sqlite (Nsight Systems exports)", .family = "an Nsight Systems export",
      .placement = Placement::folder_ranks, .file_ranks = FileRanks::several,
      .origin = nsys_origin, .reader_places_devices = true, .reads_files_together = true,
-     .unfollowable = nsys_unfollowable, .read = read_nsys},
+     .takes_job_pattern = true,
+     .read = read_nsys, .follow = follow_nsys},
     {.format = InputFormat::worker_log, .name = "worker logs",
      .claims_name = worker_log_name, .claims_content = any_content,
      .looked_for = "files named workerlog.N (N = rank)", .family = kStaticGraph,

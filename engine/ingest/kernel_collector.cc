@@ -155,6 +155,33 @@ void KernelCollector::resolve_operations() {
     return std::tie(calls_[a].thread, calls_[a].start, a) <
            std::tie(calls_[b].thread, calls_[b].start, b);
   });
+  // The calls' ends in `order`'s order, as a max tree: of a thread's calls
+  // that began before the previous NCCL launch, only those that hold the
+  // launch count, found by descending the tree rather than read one by one
+  // (a rank's NCCL calls are as many as its NCCL kernels).
+  std::size_t leaves = 1;
+  while (leaves < order.size()) leaves <<= 1;
+  std::vector<std::int64_t> ends(2 * leaves, std::numeric_limits<std::int64_t>::min());
+  for (std::size_t i = 0; i < order.size(); ++i) ends[leaves + i] = calls_[order[i]].end;
+  for (std::size_t i = leaves - 1; i > 0; --i) ends[i] = std::max(ends[2 * i], ends[2 * i + 1]);
+  // The first position from `from` on whose call ends at or after `ts`
+  // (order.size() when none).
+  const auto next_holding = [&](std::size_t from, std::int64_t ts) {
+    if (from >= order.size()) return order.size();
+    std::size_t i = leaves + from;
+    while (ends[i] < ts) {
+      while (i & 1) {  // a right child: its parent's range is done
+        i >>= 1;
+        if (i <= 1) return order.size();
+      }
+      ++i;
+    }
+    while (i < leaves) {
+      i = 2 * i;
+      if (ends[i] < ts) ++i;
+    }
+    return std::min(i - leaves, order.size());
+  };
   std::unordered_map<std::int64_t, std::size_t> by_external;
   for (std::size_t i = 0; i < calls_.size(); ++i) {
     if (calls_[i].external_id >= 0 && calls_[i].args) by_external.emplace(calls_[i].external_id, i);
@@ -180,13 +207,34 @@ void KernelCollector::resolve_operations() {
       if (prev != launches.begin() && std::prev(prev)->first == link.launch_thread) {
         after = std::prev(prev)->second;
       }
-      auto it =
+      // The thread's calls that began by the launch: those since the
+      // previous launch (`window` on) one by one, the earlier ones that hold
+      // the launch only (any other one changes nothing below).
+      const auto thread_begin =
           std::lower_bound(order.begin(), order.end(), link.launch_thread,
                            [&](std::size_t i, std::int64_t t) { return calls_[i].thread < t; });
+      const auto thread_end =
+          std::upper_bound(thread_begin, order.end(), link.launch_thread,
+                           [&](std::int64_t t, std::size_t i) { return t < calls_[i].thread; });
+      const auto stop =
+          std::upper_bound(thread_begin, thread_end, link.launch_ts,
+                           [&](std::int64_t t, std::size_t i) { return t < calls_[i].start; });
+      const auto window =
+          std::upper_bound(thread_begin, stop, after,
+                           [&](std::int64_t t, std::size_t i) { return t < calls_[i].start; });
+      const auto position = [&](auto at) { return static_cast<std::size_t>(at - order.begin()); };
       const HostCall* last_p2p = nullptr;
-      for (; it != order.end() && calls_[*it].thread == link.launch_thread; ++it) {
+      for (auto it = thread_begin; it != stop;) {
+        if (it < window) {
+          const std::size_t next = next_holding(position(it), link.launch_ts);
+          if (next >= position(window)) {
+            it = window;
+            continue;
+          }
+          it = order.begin() + static_cast<std::ptrdiff_t>(next);
+        }
         const HostCall& c = calls_[*it];
-        if (c.start > link.launch_ts) break;
+        ++it;
         const bool holds = c.end >= link.launch_ts;
         if (holds && named == CommOp::unknown) {
           named = op_of_call_name(c.name);

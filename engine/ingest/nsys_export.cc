@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <set>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -288,21 +289,106 @@ std::optional<int> env_int(const std::map<std::string, std::string>& env,
   return std::nullopt;
 }
 
-/// A launch row: the best of its (process, correlation) is kept.
-struct Launch {
-  std::int64_t process = 0;
-  std::int64_t correlation = 0;
-  std::int64_t start = 0;  // stored time
-  std::int64_t thread = 0;
-  std::int64_t row = 0;
-  bool other_class = false;  // not a runtime or driver row
+/// The runtime table's rows, in 16 bytes each (the table has one or more
+/// rows per activity), kept until the activities are read: for each
+/// (process, correlationId), the runtime or driver row (eventClass 0, 1)
+/// first, then the earliest, then the first row. A row is its stored start,
+/// its correlation as 32 bits (CUPTI's width) and its thread's low 24 bits
+/// (the process is the rest of globalTid), its process's place among the
+/// first 127 processes and its class; a row that does not fit (a 128th
+/// process, a correlation beyond 32 bits) is kept whole, apart.
+class LaunchTable {
+ public:
+  struct Found {
+    std::int64_t start = 0;   // stored time
+    std::int64_t thread = 0;  // globalTid
+  };
+  void reserve(std::size_t rows) { rows_.reserve(rows); }
+  /// A row, in table order.
+  void add(std::int64_t start, std::int64_t tid, std::int64_t correlation, bool other_class) {
+    const std::int64_t key = tid >> 24;
+    const int process = index_of(key);
+    if (process >= 0 && correlation >= 0 && correlation <= UINT32_MAX) {
+      rows_.push_back({start, static_cast<std::uint32_t>(correlation),
+                       static_cast<std::uint32_t>(tid & 0xFFFFFF) |
+                           static_cast<std::uint32_t>(process) << 24 |
+                           (other_class ? 1U << 31 : 0U)});
+      return;
+    }
+    const auto [it, fresh] = wide_.try_emplace({key, correlation}, Wide{start, tid, other_class});
+    if (!fresh &&
+        std::tie(other_class, start) < std::tie(it->second.other_class, it->second.start)) {
+      it->second = Wide{start, tid, other_class};
+    }
+  }
+  /// Keeps the best row of each (process, correlation); call once, after
+  /// the last add.
+  void finish() {
+    // Stable: rows that tie keep table order, the first one kept.
+    std::stable_sort(rows_.begin(), rows_.end(), [](const Row& a, const Row& b) {
+      return std::tuple(a.packed >> 24 & 0x7F, a.correlation, a.packed >> 31, a.start) <
+             std::tuple(b.packed >> 24 & 0x7F, b.correlation, b.packed >> 31, b.start);
+    });
+    rows_.erase(std::unique(rows_.begin(), rows_.end(),
+                            [](const Row& a, const Row& b) {
+                              return (a.packed >> 24 & 0x7F) == (b.packed >> 24 & 0x7F) &&
+                                     a.correlation == b.correlation;
+                            }),
+                rows_.end());
+  }
+  /// The kept row of (process `key`, `correlation`) into `out`; false: none.
+  bool find(std::int64_t key, std::int64_t correlation, Found& out) const {
+    const auto it = std::find(processes_.begin(), processes_.end(), key);
+    if (it != processes_.end() && correlation >= 0 && correlation <= UINT32_MAX) {
+      const auto process = static_cast<std::uint32_t>(it - processes_.begin());
+      const auto c = static_cast<std::uint32_t>(correlation);
+      const auto row =
+          std::lower_bound(rows_.begin(), rows_.end(), std::pair{process, c},
+                           [](const Row& r, const std::pair<std::uint32_t, std::uint32_t>& k) {
+                             return std::pair{r.packed >> 24 & 0x7F, r.correlation} < k;
+                           });
+      if (row == rows_.end() || (row->packed >> 24 & 0x7F) != process || row->correlation != c) {
+        return false;
+      }
+      out = {row->start, (key << 24) | static_cast<std::int64_t>(row->packed & 0xFFFFFF)};
+      return true;
+    }
+    const auto w = wide_.find({key, correlation});
+    if (w == wide_.end()) return false;
+    out = {w->second.start, w->second.thread};
+    return true;
+  }
+
+ private:
+  struct Row {
+    std::int64_t start;
+    std::uint32_t correlation;
+    std::uint32_t packed;  // tid's low 24 bits | process << 24 | other class << 31
+  };
+  static_assert(sizeof(Row) == 16);
+  struct Wide {
+    std::int64_t start = 0;
+    std::int64_t thread = 0;
+    bool other_class = false;
+  };
+  int index_of(std::int64_t key) {
+    const auto it = std::find(processes_.begin(), processes_.end(), key);
+    if (it != processes_.end()) return static_cast<int>(it - processes_.begin());
+    if (processes_.size() >= 127) return -1;
+    processes_.push_back(key);
+    return static_cast<int>(processes_.size() - 1);
+  }
+  std::vector<Row> rows_;
+  std::vector<std::int64_t> processes_;
+  std::map<std::pair<std::int64_t, std::int64_t>, Wide> wide_;
 };
 
 }  // namespace
 
 bool sqlite_header(std::string_view first_bytes) { return first_bytes.starts_with(kSqliteMagic); }
 
-NsysExport read_nsys_export(const std::string& path, const RE2& step_range) {
+NsysExport read_nsys_export(const std::string& path, const RE2& step_range,
+                            const JobPattern* pattern) {
   NsysExport ex;
   ex.path = path;
   const SqliteFile db = SqliteFile::open(path);
@@ -396,6 +482,7 @@ NsysExport read_nsys_export(const std::string& path, const RE2& step_range) {
     if (fresh) {
       it->second.key = key;
       it->second.pid = static_cast<int>(key & 0xFFFFFF);
+      it->second.jobs = std::make_unique<AnnotationJobs>(pattern);
     }
     return it->second;
   };
@@ -450,13 +537,28 @@ NsysExport read_nsys_export(const std::string& path, const RE2& step_range) {
                                                       [](char c) { return c >= '0' && c <= '9'; });
         if (digits) {
           const auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), step);
-          if (ec == std::errc{}) process(key).kernels->on_step_span(when(*start), when(*end), step);
+          if (ec == std::errc{}) {
+            NsysProcess& p = process(key);
+            p.kernels->on_step_span(when(*start), when(*end), step);
+            p.jobs->add_step({when(*start), when(*end), step});
+          }
         }
         continue;
       }
-      if (!name->starts_with("nccl")) continue;
       const auto dom = q.integer(6);
-      if (named ? !(dom && nccl_domains.count(*dom)) : !(dom && *dom != 0)) continue;
+      const bool nccl_domain = named ? dom && nccl_domains.count(*dom) : dom && *dom != 0;
+      if (!name->starts_with("nccl") || !nccl_domain) {
+        // emit_nvtx names a record_function's range "PP:0F1, op_id = 12".
+        std::string_view label = *name;
+        if (pattern == nullptr && label.starts_with("PP:"))
+          label = label.substr(0, label.find(", "));
+        if (annotation_job_name(label, pattern)) {
+          process(key).jobs->add_range({std::string(label), when(*start), when(*end), -1,
+                                        static_cast<std::uint64_t>(*row),
+                                        static_cast<std::uint64_t>(*row), *tid});
+        }
+        continue;
+      }
       NsysNcclCall call{when(*start), when(*end), *row, std::string(*name), {}, {}, {}, {}};
       if (const auto blob = q.bytes(7)) decode_payload(*blob, *dom, call.name, schemas, call);
       NsysProcess& p = process(key);
@@ -469,39 +571,30 @@ NsysExport read_nsys_export(const std::string& path, const RE2& step_range) {
 
   // The launches: for each (process, correlationId), the runtime or driver
   // row first, then the earliest, then the first row.
-  std::vector<Launch> launches;
+  LaunchTable launches;
   if (const auto* t = tables.find("CUPTI_ACTIVITY_KIND_RUNTIME");
       t && t->has("start") && t->has("globalTid") && t->has("correlationId")) {
-    SqliteQuery q = db.query(std::string("SELECT rowid, start, ") +
-                             (t->has("eventClass") ? "eventClass" : "NULL") +
-                             ", globalTid, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME");
+    {
+      // Its rows at most (rowids count up from 1 unless rows were deleted):
+      // the table is held at its size, never at a doubled capacity.
+      SqliteQuery q = db.query("SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_RUNTIME");
+      if (q.next()) {
+        if (const auto rows = q.integer(0); rows && *rows > 0 && *rows < (std::int64_t{1} << 32)) {
+          launches.reserve(static_cast<std::size_t>(*rows));
+        }
+      }
+    }
+    SqliteQuery q =
+        db.query(std::string("SELECT start, ") + (t->has("eventClass") ? "eventClass" : "NULL") +
+                 ", globalTid, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME");
     while (q.next()) {
-      const auto row = q.integer(0), start = q.integer(1), tid = q.integer(3), corr = q.integer(4);
-      if (!row || !start || !tid || !corr) continue;
-      const auto cls = q.integer(2);
-      launches.push_back(
-          {*tid >> 24, *corr, *start, *tid, *row, !(cls && (*cls == 0 || *cls == 1))});
+      const auto start = q.integer(0), tid = q.integer(2), corr = q.integer(3);
+      if (!start || !tid || !corr) continue;
+      const auto cls = q.integer(1);
+      launches.add(*start, *tid, *corr, !(cls && (*cls == 0 || *cls == 1)));
     }
   }
-  std::sort(launches.begin(), launches.end(), [](const Launch& a, const Launch& b) {
-    return std::tie(a.process, a.correlation, a.other_class, a.start, a.row) <
-           std::tie(b.process, b.correlation, b.other_class, b.start, b.row);
-  });
-  launches.erase(std::unique(launches.begin(), launches.end(),
-                             [](const Launch& a, const Launch& b) {
-                               return a.process == b.process && a.correlation == b.correlation;
-                             }),
-                 launches.end());
-  launches.shrink_to_fit();
-  auto launch_of = [&](std::int64_t key, std::int64_t corr) -> const Launch* {
-    const auto it =
-        std::lower_bound(launches.begin(), launches.end(), std::pair{key, corr},
-                         [](const Launch& l, const std::pair<std::int64_t, std::int64_t>& k) {
-                           return std::pair{l.process, l.correlation} < k;
-                         });
-    if (it == launches.end() || it->process != key || it->correlation != corr) return nullptr;
-    return &*it;
-  };
+  launches.finish();
 
   // The NCCL kernels' names: the strings that begin `nccl`.
   std::unordered_map<std::int64_t, std::string> nccl_names;
@@ -536,11 +629,12 @@ NsysExport read_nsys_export(const std::string& path, const RE2& step_range) {
       ++p.activities;
       if (const auto device = q.integer(3)) ++device_counts[key][*device];
       const auto corr = q.integer(4);
-      const Launch* launch = corr ? launch_of(key, *corr) : nullptr;
+      LaunchTable::Found launch;
+      const bool launched = corr && launches.find(key, *corr, launch);
       const std::int64_t s = when(*start), e = when(*end);
       std::int64_t launched_at = 0;
-      if (launch) {
-        launched_at = when(launch->start);
+      if (launched) {
+        launched_at = when(launch.start);
         p.earliest_launch = std::min(p.earliest_launch, launched_at);
       }
       const std::string* comm_name = nullptr;
@@ -552,21 +646,25 @@ NsysExport read_nsys_export(const std::string& path, const RE2& step_range) {
       }
       if (comm_name) {
         p.comm.push_back(
-            {s, e, *row, launch != nullptr, launched_at, launch ? launch->thread : -1, *comm_name});
+            {s, e, *row, launched, launched_at, launched ? launch.thread : -1, *comm_name});
         continue;
       }
-      p.kernels->on_compute(s, e, -1, launch != nullptr);
-      if (launch) {
+      p.kernels->on_compute(s, e, -1, launched);
+      if (launched) {
         PairList& list = pairs[key];
-        list.push_back({launched_at, s, e, launch->thread});
+        list.push_back({launched_at, s, e, launch.thread});
         if (list.size() >= 4096) {  // placed in their steps as they come: memory stays small
           p.kernels->place(list);
+          p.jobs->place(list);
           list.clear();
         }
       }
     }
   }
-  for (auto& [key, list] : pairs) processes[key].kernels->place(list);
+  for (auto& [key, list] : pairs) {
+    processes[key].kernels->place(list);
+    processes[key].jobs->place(list);
+  }
 
   // Devices: the deviceId most activities ran on, and its CUDA ordinal.
   std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> cuda_of;  // (pid, gpuId)

@@ -17,9 +17,14 @@
 //    process with its correlationId (the runtime or driver row, eventClass 0
 //    or 1, before others; then the earliest).
 //  - NVTX_EVENTS: push/pop and start/end ranges (eventType 59, 60) with an
-//    end: steps (NsysOptions::step_range), and NCCL's own calls (domain
+//    end: steps (NsysOptions::step_range), NCCL's own calls (domain
 //    "NCCL", else any non-default domain; names `nccl...`) with their
-//    payloads (binaryData, laid out by NVTX_PAYLOAD_SCHEMAS and _ENTRIES).
+//    payloads (binaryData, laid out by NVTX_PAYLOAD_SCHEMAS and _ENTRIES),
+//    and jobs: `PP:<action>` labels (emit_nvtx's ", seq = ..." and
+//    ", op_id = ..." cut off), or the names a job pattern matches, made jobs
+//    by the rule of a PyTorch trace's user annotations (annotation_jobs.h):
+//    each timed by the activities (NCCL kernels too) whose launch lies in
+//    the range, in the range's process.
 //  - TARGET_INFO_CUDA_DEVICE, else TARGET_INFO_GPU: a process's CUDA device.
 //
 // Throws InputError for a file that is no export (naming the tables it
@@ -35,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "ingest/annotation_jobs.h"
 #include "ingest/kernel_collector.h"
 
 namespace pipescope {
@@ -86,6 +92,9 @@ struct NsysProcess {
   std::vector<NsysCommKernel> comm;
   /// Its compute activities and step spans, already placed in their steps.
   std::unique_ptr<KernelCollector> kernels = std::make_unique<KernelCollector>();
+  /// Its job ranges and step spans, its compute activities placed in them
+  /// (its NCCL kernels are placed with the run's ranks: nsys_reader.cc).
+  std::unique_ptr<AnnotationJobs> jobs;
   /// The earliest launch of an activity (INT64_MAX: none).
   std::int64_t earliest_launch = INT64_MAX;
   std::uint64_t activities = 0;
@@ -103,8 +112,10 @@ struct NsysExport {
 bool sqlite_header(std::string_view first_bytes);
 
 /// Reads the export at `path`; `step_range` names the step ranges (its
-/// first group, or the group named `step`, is N).
-NsysExport read_nsys_export(const std::string& path, const RE2& step_range);
+/// first group, or the group named `step`, is N); `pattern` names the jobs
+/// (null: `PP:` labels).
+NsysExport read_nsys_export(const std::string& path, const RE2& step_range,
+                            const JobPattern* pattern);
 
 /// How many GPU processes (ranks) the export holds, read cheaply for
 /// discovery; 0 when it cannot be read (the reader then says why).

@@ -11,6 +11,7 @@
 #include <set>
 #include <tuple>
 
+#include "ingest/annotation_jobs.h"
 #include "ingest/nsys_export.h"
 #include "ingest/progress_meter.h"
 #include "ingest/torch_trace_event.h"
@@ -310,6 +311,7 @@ RankKernels rank_kernels(const Placed& p, const PeerTables& peers) {
     }
   }
   collector.place(pairs);
+  proc.jobs->place(pairs);
   collector.place(launches);
   RankKernels out = collector.finish(0, 0, proc.earliest_launch);
   proc.comm = {};
@@ -323,6 +325,42 @@ RankKernels rank_kernels(const Placed& p, const PeerTables& peers) {
   out.world_size = proc.world_size.value_or(0);
   out.device_ordinal = proc.cuda_device;
   return out;
+}
+
+/// The jobs of one placed process into `device`, their type ids in `types`
+/// (its NCCL kernels are placed in its job ranges as its compute activities
+/// were); its file's `result` counts them and keeps the first step.
+void assemble_jobs(const Placed& p, const ReadOptions& read, FileResult& result, TypeTable& types,
+                   Device& device, std::uint64_t& host_timed) {
+  NsysProcess& proc = *p.process;
+  std::optional<std::int64_t> first_step;
+  AnnotationJobs::Output out{
+      device,
+      types,
+      result.stats,
+      first_step,
+      result.notes,
+      p.source->path,
+      "step NVTX range",
+      "export",
+      [&](std::uint64_t, std::string message) {
+        if (result.diagnostics.size() < read.diagnostics_per_file) {
+          result.diagnostics.push_back({p.source->path, 0, std::move(message)});
+        }
+      },
+      [&](std::uint64_t row, std::string message) {
+        ++result.stats.malformed;
+        if (result.diagnostics.size() < read.diagnostics_per_file) {
+          result.diagnostics.push_back(
+              {p.source->path, 0, fmt::format("NVTX_EVENTS row {}: {}", row, message)});
+        }
+      }};
+  proc.jobs->assemble(0, out,
+                      [&](const AnnotationJobs::Timed& timed) { host_timed += timed.host_timed; });
+  if (first_step && (!result.first_step || *first_step < *result.first_step)) {
+    result.first_step = first_step;
+  }
+  proc.jobs.reset();
 }
 
 }  // namespace
@@ -340,8 +378,7 @@ int nsys_export_ranks(const std::string& path) {
 
 std::vector<FileResult> read_nsys_exports(const std::vector<InputFile>& files,
                                           const ReadOptions& read, const NsysOptions& options,
-                                          ProgressMeter& progress) {
-  (void)read;
+                                          const JobPattern* job_pattern, ProgressMeter& progress) {
   const std::string pattern =
       options.step_range.empty() ? std::string(kDefaultNsysStepRange) : options.step_range;
   RE2::Options re_options;
@@ -381,7 +418,7 @@ std::vector<FileResult> read_nsys_exports(const std::vector<InputFile>& files,
       }
       throw InputError(fmt::format("{}: not an SQLite database", f.path));
     }
-    exports[i] = read_nsys_export(f.path, step_range);
+    exports[i] = read_nsys_export(f.path, step_range, job_pattern);
     progress.advance(f.size_bytes, 1);
   });
   std::vector<Placed> run;
@@ -406,20 +443,64 @@ std::vector<FileResult> read_nsys_exports(const std::vector<InputFile>& files,
     return std::tie(a->rank, a->source->path, a->process->pid) <
            std::tie(b->rank, b->source->path, b->process->pid);
   });
-  std::vector<int> ranks_in(files.size(), 0);
+  // The devices discovery numbered: each file's, in index order. The d-th
+  // of them holds the d-th rank, whichever file that rank came from (its
+  // path says), so that the devices are in rank order as the kernel view's
+  // ranks are; its machine is its host, not the export's folder (the job
+  // analysis corrects clocks between machines), its rank its place there.
+  struct Slot {
+    std::size_t file;
+    Device* device;
+  };
+  std::vector<Slot> slots;
+  {
+    std::vector<int> ranks_in(files.size(), 0);
+    for (const Placed& p : run) ++ranks_in[p.file];
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      FileResult& result = results[i];
+      result.more_devices.reserve(static_cast<std::size_t>(std::max(0, ranks_in[i] - 1)));
+      for (int k = 0; k < ranks_in[i]; ++k) {
+        Device* device = &result.device;
+        if (k > 0) {
+          device = &result.more_devices.emplace_back(result.device);
+          device->index = files[i].device + k;
+        }
+        slots.push_back({i, device});
+      }
+    }
+    std::stable_sort(slots.begin(), slots.end(), [](const Slot& a, const Slot& b) {
+      return a.device->index < b.device->index;
+    });
+  }
+  std::vector<std::uint64_t> host_timed(files.size(), 0);
+  std::map<int, int> on_machine;  // machine -> its devices placed so far
   for (std::size_t d = 0; d < placed.size(); ++d) {
     const Placed& p = *placed[d];
     FileResult& result = results[p.file];
     RankKernels kernels = rank_kernels(p, peers);
-    kernels.device = static_cast<int>(d);
+    kernels.device = slots[d].device->index;
     result.kernels.push_back(std::move(kernels));
-    if (ranks_in[p.file]++ > 0) {
-      Device more = result.device;
-      more.index = files[p.file].device + ranks_in[p.file] - 1;
-      more.rank = result.device.rank + ranks_in[p.file] - 1;
-      result.more_devices.push_back(std::move(more));
-    }
+    Device& device = *slots[d].device;
+    device.path = p.source->path;
+    device.machine = p.machine;
+    device.machine_name = p.process->host;
+    device.rank = on_machine[p.machine]++;
+    assemble_jobs(p, read, result, results[slots[d].file].types, device, host_timed[p.file]);
   }
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    FileResult& result = results[i];
+    if (host_timed[i] > 0) {
+      result.diagnostics.insert(
+          result.diagnostics.begin(),
+          {files[i].path, 0,
+           fmt::format("{} of {} jobs are host-timed: no kernel was found launched inside "
+                       "their NVTX ranges, so their times are the CPU's ranges, not the GPU's",
+                       host_timed[i], result.stats.matched)});
+      result.notes.push_back({WarningCode::host_timed_jobs, files[i].path, -1, -1, host_timed[i]});
+    }
+    if (result.stats.matched > 0) result.stats.time_base = TimeBase::given;
+  }
+  merge_host_timed_notes(results, "exports");
   return results;
 }
 

@@ -30,6 +30,10 @@
 //    value each, the other process; ncclAllReduce & co. their group.
 //  - Steps: NVTX ranges whose whole name matches NsysOptions::step_range;
 //    none at all: one window.
+//  - Jobs: NVTX ranges named `PP:<action>`, or matching --job-pattern, as a
+//    PyTorch trace's user annotations (annotation_jobs.h): each timed by the
+//    activities launched inside it in its process, the GPU's time. A rank
+//    without such ranges has no job; a run with none has the kernel view.
 //
 // A `.nsys-rep` (the report itself) is refused, naming the command that
 // exports it, unless its export (the same name, `.sqlite`) is among the
@@ -47,6 +51,7 @@
 
 namespace pipescope {
 
+class JobPattern;
 class ProgressMeter;
 
 /// True for `*.sqlite`, and for `*.nsys-rep` (refused with the command that
@@ -58,11 +63,14 @@ bool nsys_export_content(std::string_view first_bytes);
 int nsys_export_ranks(const std::string& path);
 
 /// Reads the exports of a run, one result per file in order: each file's
-/// ranks in FileResult::kernels, in global-rank order. Throws InputError for
-/// an input that is no export, a damaged database, a --step-range without a
-/// group, and ranks that cannot be told apart.
+/// ranks in FileResult::kernels, in global-rank order, and their jobs in
+/// `device` and `more_devices` (`pattern`: the job pattern, shared with
+/// PyTorch traces; null: `PP:` labels). Throws InputError for an input that
+/// is no export, a damaged database, a --step-range without a group, ranks
+/// that cannot be told apart, and a pattern without `mb` in an export with
+/// job ranges but no step range.
 std::vector<FileResult> read_nsys_exports(const std::vector<InputFile>& files,
                                           const ReadOptions& read, const NsysOptions& options,
-                                          ProgressMeter& progress);
+                                          const JobPattern* pattern, ProgressMeter& progress);
 
 }  // namespace pipescope

@@ -4,6 +4,9 @@
 // never written, locked or given a journal, and a database of another
 // program is never changed by looking at it.
 //
+// A SqliteFile and its queries are used by one thread at a time (the
+// connection is opened without SQLite's own mutex).
+//
 // Errors are the set-up tier (STYLE: fatal, one clear line): a file that is
 // no database, or that is damaged where a query reads it, throws InputError
 // naming the path and SQLite's reason; nothing else is thrown.

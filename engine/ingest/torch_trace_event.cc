@@ -12,6 +12,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "ingest/annotation_jobs.h"
 #include "ingest/job_pattern.h"
 #include "ingest/trace_event_tokenizer.h"
 #include "scan/decimal_time.h"
@@ -261,9 +262,7 @@ namespace {
 
 /// Whether an annotation of this name is kept: a step span, or a job.
 bool wanted_name(std::string_view name, const JobPattern* pattern) {
-  if (name.starts_with(kStepPrefix)) return true;
-  if (pattern) return pattern->match(name).has_value();
-  return name.starts_with(kPipelinePrefix);
+  return name.starts_with(kStepPrefix) || annotation_job_name(name, pattern);
 }
 
 /// The index of the first '"' or '\\' in p[i, n), or n. Reads up to 15

@@ -20,7 +20,8 @@
 //     end of the file, one pass. Only a span that would move matches already
 //     placed, or more matches than that, makes the kernels be read again
 //     (a second pass of the loop over the whole file, every span known).
-//  3. Jobs are assembled: each CPU span's interval chosen (GPU span, else
+//  3. Jobs are assembled (annotation_jobs.h, the rule an Nsight export's
+//     NVTX ranges share): each CPU span's interval chosen (GPU span, else
 //     its kernels' span, else the host's), an OVERLAP_F_B range cut into its
 //     forward and backward where its kernels show the boundary (else one
 //     F+B job), chunks and micro-batches numbered, the steps found.
@@ -38,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "ingest/annotation_jobs.h"
 #include "ingest/discovery.h"
 #include "ingest/file_result.h"
 #include "ingest/job_pattern.h"
@@ -79,53 +81,6 @@ class TorchTraceFileReader final : public ChunkedFileReader {
   FileResult result() override;
 
  private:
-  /// A kernel launched from inside an OVERLAP_F_B span: what tells its
-  /// forward's kernels from its backward's.
-  struct LaunchedKernel {
-    std::int64_t launch = 0;   // the launch's host time
-    std::int64_t thread = -1;  // the launch's host thread
-    std::int64_t start = 0, end = 0;
-  };
-  /// An annotation span as kept.
-  struct Annotation {
-    std::string name;
-    std::int64_t start = 0;  // ns after the base
-    std::int64_t end = 0;
-    std::int64_t external_id = -1;
-    std::uint64_t ordinal = 0;  // 1-based event index
-    std::uint64_t offset = 0;   // byte offset
-    // The kernels launched from inside the span (CPU annotations only).
-    std::int64_t kernel_start = std::numeric_limits<std::int64_t>::max();
-    std::int64_t kernel_end = std::numeric_limits<std::int64_t>::min();
-    std::int64_t thread = -1;  // host thread (`tid`), -1 when not an integer
-    // An OVERLAP_F_B range (PP labels): its kernels, each with its launch.
-    bool overlap = false;
-    std::vector<LaunchedKernel> launched;
-  };
-  struct KernelSpan {
-    std::int64_t start = 0;
-    std::int64_t end = 0;
-  };
-  struct StepSpan {
-    std::int64_t start = 0;
-    std::int64_t end = 0;
-    std::int64_t step = 0;
-  };
-  /// A job found, before its chunk and micro-batch are numbered.
-  struct Pending {
-    TraceAction action;
-    std::int64_t start, end, host_start;
-    std::uint64_t ordinal;
-    /// 1 and 2: the first and second sub-action of an OVERLAP_F_B range
-    /// (one interval for both until split_overlaps); 0 otherwise.
-    int overlap = 0;
-    /// The range's index in cpu_ (overlap != 0), and whether split_overlaps
-    /// found no boundary in it: one F+B job, both jobs over the whole range.
-    std::size_t span = 0;
-    bool joined = false;
-  };
-
-  void split_overlaps(std::vector<Pending>& pending);
   void note(std::uint64_t offset, std::string message);
   void malformed(std::uint64_t offset, std::string message);
   void on_base_time(std::string_view value);
@@ -138,20 +93,11 @@ class TorchTraceFileReader final : public ChunkedFileReader {
 
   // Joining kernels to the CPU spans that launched them.
   void on_span(std::int64_t start, bool step);
-  std::size_t span_at(std::int64_t ts, std::size_t& hint) const;
-  void add_kernel(std::size_t span, std::int64_t start, std::int64_t end);
   void place_pairs();
   // (the second pass: start_second_pass, under "Reading events")
 
-  // Assembling jobs, in this order.
-  void require_steps_for_pattern();
-  std::vector<TraceAction> actions_of(const Annotation& a);
-  std::vector<Pending> timed_actions();
-  void note_cut(const std::vector<Pending>& pending, std::uint64_t host_timed,
-                std::int64_t first_host_timed);
-  std::vector<std::int64_t> rank_stages(const std::vector<Pending>& pending);
-  void emit_jobs(std::vector<Pending>& pending, const std::vector<std::int64_t>& stages);
-  void record_steps();
+  // Assembling jobs (annotation_jobs.h), and what a cut trace lost.
+  void note_cut(const AnnotationJobs::Timed& timed);
 
   const InputFile& input_;
   const ReadOptions& read_;
@@ -171,9 +117,8 @@ class TorchTraceFileReader final : public ChunkedFileReader {
   // The latest start of a kernel (copy, set) read: how far the GPU's record
   // reaches in a cut trace.
   std::int64_t gpu_latest_start_ = std::numeric_limits<std::int64_t>::min();
-  std::vector<Annotation> cpu_, gpu_;
-  std::vector<StepSpan> steps_;
-  std::vector<std::pair<std::int64_t, std::size_t>> span_index_;  // (start, cpu_ index), sorted
+  // The job annotations, step spans and the kernels placed in them.
+  AnnotationJobs jobs_;
   // Every GPU activity, for the kernel view (FileResult::kernels).
   KernelCollector kernels_;
   // The activities joined to their launches, and how their matches are

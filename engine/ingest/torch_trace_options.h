@@ -13,7 +13,8 @@ class JobPattern;
 struct TorchTraceOptions {
   /// Chrome-trace JSON: user-annotation names to jobs instead of PyTorch
   /// pipelining's `PP:` labels (job_pattern.h), compiled once by the caller
-  /// and shared by every file's reader; null: the `PP:` labels.
+  /// and shared by every file's reader; null: the `PP:` labels. Nsight
+  /// Systems exports take it too, for their NVTX ranges (nsys_reader.h).
   std::shared_ptr<const JobPattern> job_pattern;
   /// PyTorch traces whose spans come after the launches they hold: the
   /// most bytes of joined kernels (24 each) held until the end of the file;

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 
+#include "ingest/annotation_jobs.h"
 #include "ingest/torch_trace_file_reader.h"
 #include "ingest/trace_event_tokenizer.h"
 #include "ingest/trace_pipeline_choice.h"
@@ -96,44 +97,6 @@ TraceDistributedInfo torch_trace_distributed_info(const std::string& path) {
 }
 
 namespace {
-
-/// The files' host-timed notes made one warning for the run, on the first
-/// result: host-timed jobs put the host's launch times in place of the
-/// GPU's, so the busy time and bubbles they give are not the GPU's, however
-/// exact the arithmetic. Only traces still analysed (has_device) count.
-void merge_host_timed_notes(std::vector<FileResult>& results) {
-  std::uint64_t host_timed = 0, jobs = 0, traces = 0;
-  std::string example;
-  std::size_t analysed = 0;
-  for (FileResult& r : results) {
-    if (r.has_device) {
-      ++analysed;
-      jobs += r.stats.matched;
-    }
-    for (auto it = r.notes.begin(); it != r.notes.end();) {
-      if (it->code != WarningCode::host_timed_jobs) {
-        ++it;
-        continue;
-      }
-      if (r.has_device) {
-        host_timed += it->count;
-        ++traces;
-        if (example.empty()) example = it->message;
-      }
-      it = r.notes.erase(it);
-    }
-  }
-  if (host_timed > 0) {
-    results.front().notes.push_back(
-        {WarningCode::host_timed_jobs,
-         fmt::format("{} of {} jobs, in {} of {} traces (first: {}), are host-timed: no GPU span "
-                     "or kernel was found for them, so their intervals are the CPU's launch "
-                     "spans and their busy and idle time is the host's view, not the GPU's "
-                     "(profile with CUDA activities on, or label GPU ranges)",
-                     host_timed, jobs, traces, analysed, example),
-         -1, -1, host_timed});
-  }
-}
 
 /// A rank's profiling windows (files discovery gave one device: a
 /// torch.profiler schedule with repeat writes one trace per window) joined
@@ -290,7 +253,7 @@ class TorchTraceFormat final : public ChunkedFormat {
     join_rank_windows(files_, results, lowest_stage_);
     join_rank_kernel_windows(files_, results);
     choose_trace_pipeline(files_, lowest_stage_, choice_, *read_.words, results);
-    merge_host_timed_notes(results);
+    merge_host_timed_notes(results, "traces");
   }
 
  private:

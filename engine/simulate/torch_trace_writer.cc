@@ -114,8 +114,8 @@ class RankTrace {
 namespace {
 
 bool is_ours(const std::string& name) {
-  return name.ends_with(".pt.trace.json") || name == "expected.json" || name == "simulation.json" ||
-         io::is_atomic_temp_name(name);
+  return name.ends_with(".pt.trace.json") || name.ends_with(".sqlite") || name == "expected.json" ||
+         name == "simulation.json" || io::is_atomic_temp_name(name);
 }
 
 }  // namespace

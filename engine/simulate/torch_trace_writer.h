@@ -44,7 +44,7 @@ WriteReport write_torch_traces(const SimConfig& config, const TorchTraceOptions&
 
 /// Makes `dir` ready for a run's PyTorch traces: created when missing; when
 /// not empty, refused (std::invalid_argument) unless `force`, which removes
-/// the traces, expected.json, simulation.json and temporary files a
+/// the traces (.sqlite exports too), expected.json, simulation.json and temporary files a
 /// simulation wrote there (nothing else).
 void prepare_trace_dir(const std::filesystem::path& dir, bool force);
 

@@ -394,6 +394,17 @@ TEST(WatchCli, TracesAreReadOnceWrittenAndMatchAnalyze) {
   expect_live_equals_analyze(dir, live, printed, 5);
 }
 
+TEST(WatchCli, NsysExportsAreReadOnceStableAndMatchAnalyze) {
+  TempDir dir;
+  const std::string from = simulate(dir, "--format nsys --steps 5 --seed 26");
+  const std::string live = dir / "live";
+  // Written in pieces as `nsys export` writes them: each is read once its
+  // size stays the same at two looks, whole.
+  const std::string printed = watch_while_written(dir, live, folder_files(from), "", 60000);
+  EXPECT_NE(printed.find("step 4  window "), std::string::npos) << printed;
+  expect_live_equals_analyze(dir, live, printed, 5);
+}
+
 TEST(WatchCli, StageMapAndDevicesApplyLiveAndInTheFinalPass) {
   TempDir dir;
   const std::string from =

@@ -2,7 +2,8 @@
 // exports written here through SQLite, with figures worked by hand: each
 // schema generation's time base, ranks from the CUDA device, the
 // environment and NCCL's payloads, steps from NVTX, NCCL peers from the
-// calls' payloads, and the inputs it refuses (exit 2 at the CLI).
+// calls' payloads, jobs from NVTX ranges (`PP:` labels, a job pattern), and
+// the inputs it refuses (exit 2 at the CLI).
 #include "ingest/nsys_reader.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +19,7 @@
 #include "analysis/kernel_view.h"
 #include "ingest/discovery.h"
 #include "ingest/input_formats.h"
+#include "ingest/job_pattern.h"
 #include "ingest/progress_meter.h"
 #include "model/errors.h"
 #include "support/temp_dir.h"
@@ -104,13 +106,14 @@ std::string row(std::initializer_list<std::int64_t> v) {
   return out;
 }
 
-std::vector<FileResult> read(const std::vector<std::string>& paths, std::string step_range = {}) {
+std::vector<FileResult> read(const std::vector<std::string>& paths, std::string step_range = {},
+                             const JobPattern* pattern = nullptr) {
   std::vector<InputFile> files = discover_inputs(paths);
   const ProgressCallback none;
   ProgressMeter progress(files, none);
   NsysOptions options;
   options.step_range = std::move(step_range);
-  return read_nsys_exports(files, ReadOptions{}, options, progress);
+  return read_nsys_exports(files, ReadOptions{}, options, pattern, progress);
 }
 
 constexpr std::int64_t abs_ns(std::int64_t t) { return kUtc + t - kSystemClock; }
@@ -310,6 +313,83 @@ TEST(NsysReader, RanksAndPeersFromNcclPayloads) {
   ASSERT_EQ(r0.comm[0].p2p.size(), 1u);
   EXPECT_EQ(r0.comm[0].p2p[0].op, CommOp::recv);
   EXPECT_EQ(r0.comm[0].p2p[0].peer, 1);
+}
+
+/// Jobs from NVTX ranges, as from a trace's user annotations: a range's
+/// interval is the span of the activities launched inside it, from any
+/// thread of its process (NCCL kernels too), else its own (host-timed).
+TEST(NsysReader, JobsFromNvtxRangesTimedByTheirLaunchedKernels) {
+  TempDir dir;
+  const std::string path = dir / "node1.sqlite";
+  const std::int64_t a = pid_of(100), b = pid_of(200);
+  {
+    Export e(path);
+    schema_3(e);
+    auto range = [&](std::int64_t start, std::int64_t end, const char* text, std::int64_t tid) {
+      e.sql("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (" +
+            row({start, end, 59}) + ", '" + text + "', " + std::to_string(tid) + ");");
+    };
+    // Process a (deviceId 0: rank 0). Its forward: emit_nvtx's suffix cut
+    // off; a kernel launched from the range's thread, one from autograd's,
+    // and a NCCL kernel; a kernel launched after the range is none of it.
+    range(1000, 5000, "PP:0F0, op_id = 5", a | 1);
+    e.sql(ins("CUPTI_ACTIVITY_KIND_RUNTIME", row({2000, 2100, 0, a | 1, 1, 0})));
+    e.sql(ins("CUPTI_ACTIVITY_KIND_RUNTIME", row({4000, 4100, 0, a | 2, 2, 0})));
+    e.sql(ins("CUPTI_ACTIVITY_KIND_RUNTIME", row({4500, 4600, 1, a | 1, 4, 0})));
+    e.sql(ins("CUPTI_ACTIVITY_KIND_RUNTIME", row({6000, 6100, 0, a | 1, 3, 0})));
+    e.sql(ins("CUPTI_ACTIVITY_KIND_KERNEL", row({10000, 12000, 0, 7, 1, a, 1})));
+    e.sql(ins("CUPTI_ACTIVITY_KIND_KERNEL", row({12500, 14000, 0, 7, 2, a, 1})));
+    e.sql(ins("CUPTI_ACTIVITY_KIND_KERNEL", row({14500, 16000, 0, 9, 4, a, 2})));
+    e.sql(ins("CUPTI_ACTIVITY_KIND_KERNEL", row({16000, 17000, 0, 7, 3, a, 1})));
+    // Its backward launches nothing: host-timed. A label that is no action.
+    range(7000, 9000, "PP:0B0", a | 1);
+    range(9100, 9200, "PP:zzz", a | 1);
+    // Process b (deviceId 1: rank 1): a range only a pattern names.
+    range(20000, 21000, "fwd_3", b | 1);
+    e.sql(ins("CUPTI_ACTIVITY_KIND_RUNTIME", row({20500, 20600, 0, b | 1, 7, 0})));
+    e.sql(ins("CUPTI_ACTIVITY_KIND_KERNEL", row({30000, 31000, 1, 7, 7, b, 1})));
+  }
+  {
+    std::vector<FileResult> results = read({path});
+    ASSERT_EQ(results.size(), 1u);
+    const FileResult& r = results[0];
+    ASSERT_EQ(r.more_devices.size(), 1u);
+    const JobVector& jobs = r.device.jobs;  // rank 0: process a
+    ASSERT_EQ(jobs.size(), 2u);
+    EXPECT_EQ(r.types.name(jobs[0].type), "forward");
+    EXPECT_EQ(jobs[0].start_ns, abs_ns(10000));
+    EXPECT_EQ(jobs[0].end_ns, abs_ns(16000));
+    EXPECT_EQ(jobs[0].micro_batch, 0);
+    EXPECT_EQ(r.types.name(jobs[1].type), "backward");
+    EXPECT_EQ(jobs[1].start_ns, abs_ns(7000));
+    EXPECT_EQ(jobs[1].end_ns, abs_ns(9000));
+    EXPECT_TRUE(r.more_devices[0].jobs.empty());
+    EXPECT_EQ(r.stats.matched, 2u);
+    EXPECT_EQ(r.stats.malformed, 1u);
+    EXPECT_EQ(r.stats.time_base, TimeBase::given);
+    ASSERT_EQ(r.notes.size(), 1u);
+    EXPECT_EQ(r.notes[0].code, WarningCode::host_timed_jobs);
+    EXPECT_EQ(r.notes[0].count, 1u);
+    std::string diagnostics;
+    for (const Diagnostic& d : r.diagnostics) diagnostics += d.message + "\n";
+    EXPECT_NE(diagnostics.find("1 of 2 jobs are host-timed"), std::string::npos) << diagnostics;
+    EXPECT_NE(diagnostics.find("'PP:zzz' is no pipeline action"), std::string::npos) << diagnostics;
+  }
+  {
+    // A job pattern instead of the labels (the option PyTorch traces take).
+    const JobPattern pattern("(?P<op>fwd)_(?P<mb>[0-9]+)", "fwd=forward");
+    std::vector<FileResult> results = read({path}, {}, &pattern);
+    const FileResult& r = results[0];
+    EXPECT_TRUE(r.device.jobs.empty());
+    ASSERT_EQ(r.more_devices.size(), 1u);
+    const JobVector& jobs = r.more_devices[0].jobs;
+    ASSERT_EQ(jobs.size(), 1u);
+    EXPECT_EQ(r.types.name(jobs[0].type), "forward");
+    EXPECT_EQ(jobs[0].micro_batch, 3);
+    EXPECT_EQ(jobs[0].start_ns, abs_ns(30000));
+    EXPECT_EQ(jobs[0].end_ns, abs_ns(31000));
+    EXPECT_TRUE(r.notes.empty());
+  }
 }
 
 TEST(NsysReader, RefusesWhatIsNoExport) {

@@ -49,6 +49,7 @@ CASES = [
     ("node-reports-pp3", ["--case", "node-reports", "--pp", "3", "--gpus-per-machine", "1",
                           "--micro-batches", "6", "--seed", "4"]),
     ("capture-range", ["--case", "capture-range"]),
+    ("pp-labels", ["--case", "pp-labels"]),
     ("one-window", ["--case", "one-window"]),
     ("schema-2.9", ["--case", "schema-2.9"]),
     ("schema-2.9-pp4", ["--case", "schema-2.9-pp4"]),

@@ -18,6 +18,12 @@ the reference prints (each rank's pid and host, the inputs) is not in
 summary.json. Inputs that are no export exit 2 naming what they lack (a text
 file, a report not exported, another SQLite database). Prints PASS or FAIL
 per case; exit 1 when one fails.
+
+The jobs, against nsys_run.py's truth (`job_analysis`: the model's own jobs,
+not read back from the exports): the NVTX ranges made jobs (`PP:` labels
+with no option; `forward_mb<M>` & co. with the truth's --job-pattern), each
+case's summary.json must give every step window, each rank's job count and
+busy time to the ns, and the bubble ratio within 1e-12.
 """
 
 import argparse
@@ -91,6 +97,36 @@ def check_run(cli, name, inputs, work, step_range=None):
     return problem, line
 
 
+def check_jobs(cli, name, run, work, truth):
+    """summary.json's job figures against the truth's job_analysis; None
+    when they agree, else a message."""
+    want = truth["job_analysis"]
+    extra = ["--step-range", truth["step_range"]] if truth.get("step_range") else []
+    out = work / (name + "-out")
+    if want["job_pattern"]:
+        out = work / (name + "-jobs")
+        extra += ["--job-pattern", want["job_pattern"]]
+        r = subprocess.run([str(cli), "analyze", str(run), "-o", str(out), "--quiet", *extra],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            return f"analyze --job-pattern exit {r.returncode}: {(r.stderr or r.stdout)[-600:]}"
+    s = json.loads((out / "summary.json").read_text())
+    got_steps = [(st["start_ns"], st["end_ns"]) for st in s["steps"]]
+    want_steps = [(st["start_ns"], st["end_ns"]) for st in want["steps"]]
+    if got_steps != want_steps:
+        return f"job steps {got_steps}, truth {want_steps}"
+    if s["incomplete_steps"] != 0 or s["total_window_ns"] != want["total_window_ns"]:
+        return (f"total window {s['total_window_ns']} ({s['incomplete_steps']} incomplete), "
+                f"truth {want['total_window_ns']}")
+    got = [(d["jobs"], d["busy_ns"]) for d in s["devices"]]
+    expect = [(r["jobs"], r["busy_ns"]) for r in want["ranks"]]
+    if got != expect:
+        return f"(jobs, busy_ns) per rank {got}, truth {expect}"
+    if abs(s["bubble_ratio"] - want["bubble_ratio"]) > 1e-12:
+        return f"bubble ratio {s['bubble_ratio']}, truth {want['bubble_ratio']}"
+    return None
+
+
 def check_refusals(cli, work):
     folder = work / "engine-refusals"
     if folder.exists():
@@ -142,6 +178,11 @@ def main():
         truth = json.loads((run / "truth.json").read_text())
         try:
             problem, line = check_run(a.cli, name, [run], work, truth.get("step_range"))
+            problem = problem or check_jobs(a.cli, name, run, work, truth)
+            jobs = truth["job_analysis"]
+            line += (f"; jobs {sum(r['jobs'] for r in jobs['ranks'])} "
+                     f"({'PP: labels' if not jobs['job_pattern'] else '--job-pattern'}), "
+                     f"bubble {jobs['bubble_ratio']:.6f}")
         except (ckv.Failure, nsys_reference.ExportError) as e:
             problem, line = str(e), ""
         if problem:
@@ -152,6 +193,7 @@ def main():
         if not a.keep:
             shutil.rmtree(run, ignore_errors=True)
             shutil.rmtree(work / (name + "-out"), ignore_errors=True)
+            shutil.rmtree(work / (name + "-jobs"), ignore_errors=True)
     if a.case in "refusals":
         total += 1
         problems = check_refusals(a.cli, work)

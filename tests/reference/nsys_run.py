@@ -48,7 +48,9 @@ What each report holds, read from the real exports and from NCCL's source
   cases write emit_nvtx's form, "ProfilerStep#N, op_id = K"), or
   "iteration N" start/end ranges (the --step-range case), or none;
   per-micro-batch ranges `forward_mb<M>`/`backward_mb<M>` and `optimizer`
-  around each job's launches on its launching thread, `aten::` ranges around
+  around each job's launches on its launching thread (the pp-labels case:
+  `PP:<stage>F<M>`/`PP:<stage>B<M>` with emit_nvtx's ", op_id = K", and no
+  range around the optimizer), `aten::` ranges around
   each compute launch; the first forward kernel of stage 0 is a host-to-device
   memcpy and the first optimizer kernel a memset.
 
@@ -58,6 +60,12 @@ one window over everything where the case writes no step range), plus what
 the reader must find: each rank's rank_source, host and pid, the machines in
 order, the skew, the --step-range to pass, whether peers can be told apart
 (`cannot_tell`), and every job's GPU interval for the job-pattern analysis.
+`job_analysis` gives what the job analysis of those ranges must find (the
+job pattern to pass, if any; per step its window; per rank its jobs and the
+time its jobs cover in the steps; the bubble ratio), from the model's jobs
+alone: a job is the span of its own kernels, a step's window runs from its
+first job's start (not before the previous window's end) to its last job's
+end, a rank's busy time is the union of its jobs inside the windows.
 Standard library only; deterministic for a --seed.
 """
 
@@ -100,6 +108,11 @@ CASES = {
                           desc="node reports captured after NCCL's initialisation (-c cudaProfilerApi): "
                                "ranks from the CUDA devices, peers of point-to-point from the "
                                "two-rank communicators, the all-reduce's members unknown"),
+    "pp-labels": dict(schema="3.25.0", reports="rank", p2p="batched", init=True, steps="profiler",
+                      pp=4, dp=1, gpm=2, skew=0, domain_row=True, jobs="pp",
+                      desc="per-micro-batch ranges as torch.distributed.pipelining names them under "
+                           "emit_nvtx ('PP:2F1, op_id = K', the backward's on autograd's thread): "
+                           "the job analysis with no option, its figures against the truth"),
     "one-window": dict(schema="3.25.0", reports="node", p2p="separate", init=True, steps="none",
                        pp=2, dp=1, gpm=2, skew=0, domain_row=True,
                        desc="no step range at all: one window"),
@@ -504,7 +517,14 @@ class ProcessWriter:
     def job_range(self, kind, n, ks, launch_at):
         t0 = launch_at[ks[0].kid][0]
         t1, c1 = launch_at[ks[-1].kid]
-        name = {"F": f"forward_mb{n}", "B": f"backward_mb{n}", "O": "optimizer"}[kind]
+        if self.spec.get("jobs") == "pp":
+            if kind == "O":
+                return  # torch's pipelining labels no optimizer step
+            self.op_id += 1
+            stage = ft.coords(self.cfg, self.r)[0]
+            name = f"PP:{stage}{kind}{n}, op_id = {self.op_id}"
+        else:
+            name = {"F": f"forward_mb{n}", "B": f"backward_mb{n}", "O": "optimizer"}[kind]
         self.nvtx(t0, t1 + c1, name, tid=self.autograd if kind == "B" else self.main)
 
     def launch(self, t, cost, k, jobs):
@@ -696,6 +716,50 @@ def job_truth(m, cfg, r):
     return out
 
 
+def covered(intervals, lo, hi):
+    """ns of [lo, hi) that the union of `intervals` covers."""
+    total, reach = 0, lo
+    for a, b in sorted(intervals):
+        a, b = max(a, reach), min(b, hi)
+        if b > a:
+            total += b - a
+            reach = b
+    return total
+
+
+JOB_PATTERN = r"^(?P<op>forward|backward|optimizer)(?:_mb(?P<mb>[0-9]+))?$"
+
+
+def job_analysis(m, cfg):
+    """The job analysis's figures, from the model's jobs (see the module doc)."""
+    labels = cfg.spec.get("jobs") == "pp"
+    kinds = ("F", "B") if labels else ("F", "B", "O")
+    jobs = {r: [] for r in range(cfg.world)}
+    for r, step, kind, ks in m.jobs:
+        if kind in kinds:
+            jobs[r].append((step, min(k.start for k in ks), max(k.end for k in ks)))
+    steps = sorted({s for js in jobs.values() for s, _, _ in js})
+    windows, previous = [], None
+    for s in steps:
+        firsts = [min(a for st, a, _ in js if st == s) for js in jobs.values() if any(st == s for st, _, _ in js)]
+        lasts = [max(b for st, _, b in js if st == s) for js in jobs.values() if any(st == s for st, _, _ in js)]
+        start = min(firsts) if previous is None else max(min(firsts), previous)
+        end = max(max(lasts), start)
+        windows.append((s, start, end))
+        previous = end
+    total = sum(e - a for _, a, e in windows)
+    ranks, idle = [], 0
+    for r in range(cfg.world):
+        spans = [(a, b) for _, a, b in jobs[r]]
+        busy = sum(covered(spans, a, e) for _, a, e in windows)
+        idle += total - busy
+        ranks.append(dict(global_rank=r, jobs=len(jobs[r]), busy_ns=busy))
+    return dict(job_pattern=None if labels else JOB_PATTERN,
+                steps=[dict(step=s, start_ns=a, end_ns=e) for s, a, e in windows],
+                total_window_ns=total, ranks=ranks,
+                bubble_idle_ns=idle, bubble_ratio=idle / (cfg.world * total) if total else 0.0)
+
+
 def generate(cfg, out):
     m = build_model(cfg)
     t0 = ft.ORIGIN_NS + random.Random(cfg.seed).randrange(10**9)
@@ -727,7 +791,8 @@ def generate(cfg, out):
                one_window=spec["steps"] == "none", cannot_tell=cannot_tell,
                notes=[spec["desc"], "truth from field_traces.py's physical model; skews move what a host "
                       "writes, never the truth"],
-               steps=[dict(step=s, start_ns=a, end_ns=b) for s, a, b in windows], ranks=ranks)
+               steps=[dict(step=s, start_ns=a, end_ns=b) for s, a, b in windows], ranks=ranks,
+               job_analysis=job_analysis(m, cfg))
     (out / "truth.json").write_text(json.dumps(doc, indent=1) + "\n")
     return doc
 
