@@ -145,7 +145,7 @@ struct Communicator {
   }
 };
 
-struct RunFacts {
+struct ExportRunFacts {
   const SimConfig* config;
   const KernelTimeline* timeline;
   const NsysExportOptions* options;
@@ -155,7 +155,7 @@ struct RunFacts {
 };
 
 /// When the CPU side of one activity happens (true clock).
-struct Host {
+struct LaunchHost {
   std::int64_t launch = 0;
   std::int64_t launch_dur = 0;
   std::int64_t range_start = 0;  // NCCL's range around its launch
@@ -166,7 +166,7 @@ struct Host {
 
 class RankExport {
  public:
-  RankExport(const RunFacts& run, int rank, const std::vector<SimJob>& jobs,
+  RankExport(const ExportRunFacts& run, int rank, const std::vector<SimJob>& jobs,
              std::int64_t clock_offset, const std::string& path)
       : run_(run),
         rank_(rank),
@@ -240,12 +240,12 @@ class RankExport {
       return std::tie(acts_[a].step, anchor[a], ca, acts_[a].start_ns) <
              std::tie(acts_[b].step, anchor[b], cb, acts_[b].start_ns);
     });
-    host_.assign(acts_.size(), Host{});
+    host_.assign(acts_.size(), LaunchHost{});
     std::int64_t limit = std::numeric_limits<std::int64_t>::max();
     for (auto k = order_.size(); k-- > 0;) {
       const std::size_t i = order_[k];
       const KernelActivity& a = acts_[i];
-      Host& h = host_[i];
+      LaunchHost& h = host_[i];
       const std::int64_t latest = a.start_ns - draw(40'000, 80'000);
       if (a.kind == ActivityKind::compute) {
         h.launch_dur = draw(2'500, 5'000);
@@ -453,8 +453,8 @@ class RankExport {
       if (k == first_kernel) {
         throw std::logic_error(fmt::format("rank {}: a job without kernels", rank_));
       }
-      const Host& first_launch = host_[compute[first_kernel]];
-      const Host& last_launch = host_[compute[k - 1]];
+      const LaunchHost& first_launch = host_[compute[first_kernel]];
+      const LaunchHost& last_launch = host_[compute[k - 1]];
       range(first_launch.launch - 200, last_launch.end,
             "PP:" + torch_action_label(job, run_.config->shape, device_.stage), false);
       ++jobs_written_;
@@ -471,7 +471,7 @@ class RankExport {
     std::int64_t correlation = 1000;
     for (const std::size_t i : order_) {
       const KernelActivity& a = acts_[i];
-      const Host& h = host_[i];
+      const LaunchHost& h = host_[i];
       const bool compute = a.kind == ActivityKind::compute;
       ++correlation;
       bind(runtime, 1, stored(h.launch));
@@ -508,7 +508,7 @@ class RankExport {
     }
   }
 
-  const RunFacts& run_;
+  const ExportRunFacts& run_;
   int rank_;
   const std::vector<KernelActivity>& acts_;
   const SimDeviceInfo& device_;
@@ -519,14 +519,14 @@ class RankExport {
   SplitMix draw_;
   Database db_;
   std::vector<std::size_t> order_;  // activities by (step, start): the host's order
-  std::vector<Host> host_;
+  std::vector<LaunchHost> host_;
   std::vector<std::tuple<std::int32_t, std::int64_t, std::int64_t>> steps_;  // step, start, end
   std::map<std::string, std::int64_t> strings_;
   std::uint64_t runtime_rows_ = 0;
   std::uint64_t jobs_written_ = 0;
 };
 
-std::string layout_json(const KernelTimeline& tl) {
+std::string export_layout_json(const KernelTimeline& tl) {
   std::string out = fmt::format(
       "{{\"source\": \"nccl\", \"pp\": {}, \"dp\": {}, \"order\": \"pp,dp\", \"ranks\": [",
       tl.stages, tl.replicas);
@@ -565,7 +565,7 @@ NsysExportReport write_nsys_exports(const SimConfig& config, const NsysExportOpt
   std::vector<std::int64_t> offset(static_cast<std::size_t>(machines), 0);
   if (!config.machine_skew_ns.empty()) offset = config.machine_skew_ns;
 
-  RunFacts run{&config, &timeline, &options, {}, {}, 0};
+  ExportRunFacts run{&config, &timeline, &options, {}, {}, 0};
   // Every session starts 5 s before the run, on the true clock.
   run.session_ns = config.start_ns - 5'000'000'000;
   const int p = timeline.stages, d_count = timeline.replicas;
@@ -624,7 +624,7 @@ NsysExportReport write_nsys_exports(const SimConfig& config, const NsysExportOpt
       fmt::format("{{\n  \"format\": \"nsys\",\n  \"summary\": {},\n  \"kernel_view\": {},\n"
                   "  \"layout\": {},\n  \"clock\": {}\n}}\n",
                   summary, expected_kernel_view_json(report.kernel_view, paths),
-                  layout_json(timeline), clock));
+                  export_layout_json(timeline), clock));
   std::string skews;
   for (int m = 0; m < machines; ++m) skews += fmt::format("{}{}", m == 0 ? "" : ", ", offset[m]);
   io::write_file_atomically(
