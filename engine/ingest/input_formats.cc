@@ -8,6 +8,10 @@
 #include <cstring>
 #include <filesystem>
 #include <iterator>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "ingest/dygraph_reader.h"
 #include "ingest/ingest_options.h"
@@ -171,57 +175,73 @@ FileOrigin torch_trace_origin(const std::string& path) {
   return {.rank = torch_trace_rank(path).value_or(-1)};
 }
 
-/// One JSON document written when profiling stops: read once it is complete
-/// (it reads to its end without damage) and stable (the same size and time
-/// over two looks); read again once rewritten.
-class TorchTraceFollower final : public InputFollower {
+/// A file written whole, then perhaps written again whole (a trace when
+/// profiling stops, an export): read once its size and time are the same at
+/// two looks in a row, once per such settled state (a read that fails is
+/// tried again only after the file changes), and read again as a file that
+/// restarted when it settles anew (the jobs read before stay the run's).
+/// Each format gives only its read (`read_settled`).
+class SettledFileFollower : public InputFollower {
  public:
-  TorchTraceFollower(const InputFile& input, const FollowOptions& options)
-      : InputFollower(input), ingest_(options.ingest) {}
+  explicit SettledFileFollower(const InputFile& input) : InputFollower(input) {}
 
-  FollowedData look() override {
+  FollowedData look() final {
     FollowedData out;
     const auto change = seen_.look(input().path);
     if (!change) return out;
     if (change->changed) {
-      if (done_) {
-        done_ = false;  // rewritten: read it again when it settles
-        tried_size_ = -1;
-      }
+      tried_ = false;  // written (again): read it when it settles
       return out;
     }
-    if (done_ || seen_.size == 0) return out;
-    if (seen_.size == tried_size_ && seen_.mtime_ns == tried_mtime_ns_) return out;
-    tried_size_ = seen_.size;
-    tried_mtime_ns_ = seen_.mtime_ns;
+    if (tried_ || seen_.size == 0) return out;
+    tried_ = true;
     InputFile file = input();
     file.size_bytes = static_cast<std::uint64_t>(seen_.size);
-    FileResult result;
+    std::optional<FileResult> result;
     try {
-      result = read_torch_trace(file, ingest_, ingest_);
+      result = read_settled(file, out);
     } catch (const std::exception& e) {
-      std::string why = fmt::format("{}: {}", file.path, e.what());
-      if (stopped_ != why) out.notes.push_back(stopped_ = std::move(why));
+      say(out, fmt::format("{}: {}", file.path, e.what()));
       return out;
     }
-    if (!result.stats.error.empty()) return out;  // not a whole document yet
-    done_ = true;
+    if (!result) return out;
     out.kind = FollowedData::Kind::records;
-    // A trace written again (a new profiling window under the same name) is
-    // read as a file that restarted: the jobs read before stay the run's.
     out.restarted = reads_++ > 0;
-    out.records = std::move(result);
+    out.records = std::move(*result);
     return out;
   }
 
+ protected:
+  /// The records of the settled `file`; nullopt when there are none to give
+  /// yet (a note in `out` may say why). May throw: the message is noted.
+  virtual std::optional<FileResult> read_settled(const InputFile& file, FollowedData& out) = 0;
+  /// Adds `why` to the notes unless it is the last one said.
+  void say(FollowedData& out, std::string why) {
+    if (said_ != why) out.notes.push_back(said_ = std::move(why));
+  }
+
  private:
-  IngestOptions ingest_;
   FileSeen seen_;
-  bool done_ = false;
+  bool tried_ = false;
   int reads_ = 0;
-  std::int64_t tried_size_ = -1;
-  std::int64_t tried_mtime_ns_ = -1;
-  std::string stopped_;
+  std::string said_;
+};
+
+/// One JSON document written when profiling stops: read once it is complete
+/// (it reads to its end without damage) and settled; read again once
+/// rewritten (a new profiling window under the same name).
+class TorchTraceFollower final : public SettledFileFollower {
+ public:
+  TorchTraceFollower(const InputFile& input, const FollowOptions& options)
+      : SettledFileFollower(input), ingest_(options.ingest) {}
+
+ private:
+  std::optional<FileResult> read_settled(const InputFile& file, FollowedData&) override {
+    FileResult result = read_torch_trace(file, ingest_, ingest_);
+    if (!result.stats.error.empty()) return std::nullopt;  // not a whole document yet
+    return result;
+  }
+  IngestOptions ingest_;
 };
 
 std::unique_ptr<InputFollower> follow_torch_trace(const InputFile& input,
@@ -233,65 +253,35 @@ std::unique_ptr<InputFollower> follow_torch_trace(const InputFile& input,
 
 FileOrigin nsys_origin(const std::string& path) { return {.ranks = nsys_export_ranks(path)}; }
 
-/// An export is written whole by `nsys export` once the run is over: it is
-/// read once its size and time are the same at two looks in a row, whole,
-/// and read again (a restart) only when it changes after that. A file that
-/// cannot be read yet (still being written: a damaged database) is said
-/// once and tried again when it changes. watch's devices are one per file,
-/// so an export of several GPU processes (a node's report) is named once and
-/// left to `analyze`.
-class NsysFollower final : public InputFollower {
+/// An export is written whole by `nsys export` once the run is over: read
+/// once settled, and again (a restart) when written again. A file that
+/// cannot be read yet (still being written: a damaged database) is said once
+/// and tried again when it changes. watch's devices are one per file, so an
+/// export of several GPU processes (a node's report) is named once and left
+/// to `analyze`.
+class NsysFollower final : public SettledFileFollower {
  public:
   NsysFollower(const InputFile& input, const FollowOptions& options)
-      : InputFollower(input), ingest_(options.ingest) {}
+      : SettledFileFollower(input), ingest_(options.ingest) {}
 
-  FollowedData look() override {
-    FollowedData out;
-    const auto change = seen_.look(input().path);
-    if (!change) return out;
-    if (change->changed) {
-      done_ = false;  // written (again): read it when it settles
-      return out;
-    }
-    if (done_ || seen_.size == 0) return out;
-    done_ = true;
-    InputFile file = input();
-    file.size_bytes = static_cast<std::uint64_t>(seen_.size);
+ private:
+  std::optional<FileResult> read_settled(const InputFile& file, FollowedData& out) override {
     const std::vector<InputFile> files{file};
     const ProgressCallback none;
     ProgressMeter progress(files, none);
-    std::vector<FileResult> results;
-    try {
-      results = read_nsys_exports(files, ingest_, ingest_, ingest_.job_pattern.get(), progress);
-    } catch (const std::exception& e) {
-      say(out, fmt::format("{}: {}", file.path, e.what()));
-      return out;
-    }
-    if (results.empty()) return out;
+    std::vector<FileResult> results =
+        read_nsys_exports(files, ingest_, ingest_, ingest_.job_pattern.get(), progress);
+    if (results.empty()) return std::nullopt;
     if (!results.front().more_devices.empty()) {
       say(out, fmt::format("{}: holds {} GPU processes; watch follows exports of one rank "
                            "each (`nsys profile -o rank_%q{{RANK}}`): analyse it with "
                            "`pipescope analyze`",
                            file.path, results.front().more_devices.size() + 1));
-      return out;
+      return std::nullopt;
     }
-    out.kind = FollowedData::Kind::records;
-    // An export written again under the same name is read as a file that
-    // restarted: the jobs read before stay the run's.
-    out.restarted = reads_++ > 0;
-    out.records = std::move(results.front());
-    return out;
-  }
-
- private:
-  void say(FollowedData& out, std::string why) {
-    if (said_ != why) out.notes.push_back(said_ = std::move(why));
+    return std::move(results.front());
   }
   IngestOptions ingest_;
-  FileSeen seen_;
-  bool done_ = false;
-  int reads_ = 0;
-  std::string said_;
 };
 
 std::unique_ptr<InputFollower> follow_nsys(const InputFile& input, const FollowOptions& options) {
