@@ -49,11 +49,16 @@ optional_test_packages=(
 # Compiles go through ccache when it is there. The base dir and the unhashed
 # working directory let a fresh clone elsewhere (CI's) hit what an earlier
 # clone compiled; debug info then names the clone that filled the cache.
-if command -v ccache >/dev/null 2>&1 && [ -z "${PIPESCOPE_NO_CCACHE:-}" ]; then
-  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$here} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
-  export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
-  export CMAKE_C_COMPILER_LAUNCHER=${CMAKE_C_COMPILER_LAUNCHER:-ccache}
-fi
+# Called again once the packages are installed: on a new machine ccache comes
+# with them, and the first build (the one that fills the cache) must use it.
+use_ccache() {
+  if command -v ccache >/dev/null 2>&1 && [ -z "${PIPESCOPE_NO_CCACHE:-}" ]; then
+    export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$here} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
+    export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
+    export CMAKE_C_COMPILER_LAUNCHER=${CMAKE_C_COMPILER_LAUNCHER:-ccache}
+  fi
+}
+use_ccache
 
 # configure DIR ARGS...: cmake for DIR from this tree. A DIR whose cache
 # names another source tree (a build folder copied with the tree) is
@@ -83,6 +88,7 @@ install_missing() {
   [ "$(id -u)" -ne 0 ] && sudo=sudo
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  use_ccache
 }
 
 install_optional() {
