@@ -14,6 +14,8 @@
 #include <tuple>
 #include <utility>
 
+#include "model/separate_runs.h"
+
 namespace pipescope {
 
 void KernelSplit::add(const KernelSplit& o) {
@@ -964,6 +966,58 @@ Warning order_rule_note(std::uint64_t fixed) {
           -1, -1, fixed};
 }
 
+/// A gap between runs in the unit a reader takes in at once: seconds,
+/// minutes, hours or days.
+std::string long_duration(std::int64_t ns) {
+  const double s = static_cast<double>(ns) / 1e9;
+  if (s < 120) return fmt::format("{:.1f} s", s);
+  if (s < 2 * 3600) return fmt::format("{:.1f} minutes", s / 60);
+  if (s < 2 * 86400) return fmt::format("{:.1f} hours", s / 3600);
+  return fmt::format("{:.1f} days", s / 86400);
+}
+
+/// The refusal when the ranks (on machine 0's clock) fall into two groups in
+/// time, every rank of one ending at least kSeparateRunsGapNs before any of
+/// the other begins: traces or exports of two runs given together (one folder
+/// of a team's exports), whose one window would be idle for the time between
+/// them. A run's ranks are profiled over the same steps, and machines whose
+/// clocks differ were moved onto machine 0's from their NCCL kernels first;
+/// `clocks_apart`: machines whose clocks were left as read (no matched
+/// kernels, or the correction off), which the message then names as the
+/// other explanation.
+std::string separate_runs_refusal(const std::vector<const RankKernels*>& ranks,
+                                  const std::vector<int>& global, bool clocks_apart) {
+  std::vector<std::size_t> active;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    if (ranks[r]->activities > 0) active.push_back(r);
+  }
+  if (active.size() < 2) return "";
+  std::sort(active.begin(), active.end(), [&](std::size_t a, std::size_t b) {
+    return std::tie(ranks[a]->first_start, a) < std::tie(ranks[b]->first_start, b);
+  });
+  std::size_t last = active.front();  // the rank that ends last so far
+  for (std::size_t i = 1; i < active.size(); ++i) {
+    const RankKernels& next = *ranks[active[i]];
+    const std::int64_t gap = next.first_start - ranks[last]->last_end;
+    if (gap >= kSeparateRunsGapNs) {
+      const bool exports = next.origin == RankKernels::Origin::nsys_export;
+      const bool other_clock = clocks_apart && next.machine != ranks[last]->machine;
+      return fmt::format(
+          "the {} hold two runs: {} of the ranks end {} before the other {} begin (rank {} of {} "
+          "is the last to end before the gap, rank {} of {} the first to begin after it){}. "
+          "Analyse one run at a time: give its {} alone",
+          exports ? "exports" : "traces", i, long_duration(gap), active.size() - i, global[last],
+          ranks[last]->path, global[active[i]], next.path,
+          other_clock ? ", or one run whose machines' clocks are that far apart, which no "
+                        "matched NCCL kernels aligned"
+                      : "",
+          exports ? "exports" : "traces");
+    }
+    if (next.last_end > ranks[last]->last_end) last = active[i];
+  }
+  return "";
+}
+
 /// The comm_kernels_without_peers warning: which ranks' split is unknown.
 Warning peerless_warning(const KernelView& view, std::size_t ranks) {
   std::string unknown;
@@ -1057,6 +1111,8 @@ KernelView compute_kernel_view(const std::vector<RankKernels>& input,
     }
     for (std::size_t r = 0; r < ranks.size(); ++r) ranks[r] = &moved[r];
   }
+  view.refusal = separate_runs_refusal(ranks, global, !view.clock.applied);
+  if (!view.refusal.empty()) return view;
   if (view.clock.machines > 1) {
     view.warnings.push_back(clock_warning(view.clock, beyond_noise, *options.words));
   }

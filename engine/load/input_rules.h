@@ -44,6 +44,7 @@
 #include "analysis/stage_map.h"
 #include "model/option_words.h"
 #include "model/run.h"
+#include "model/separate_runs.h"
 
 namespace pipescope {
 
@@ -112,14 +113,10 @@ void refuse_duplicate_inputs(const Run& run, const std::vector<DeviceFingerprint
 /// Whether two files hold the same bytes; false when either cannot be read.
 bool same_file_bytes(const std::string& a, const std::string& b);
 
-/// The least gap between two groups of devices, none of which has jobs on
-/// both sides, that makes them two runs (refuse_separate_runs).
-inline constexpr std::int64_t kSeparateRunsGapNs = 60'000'000'000;  // 60 s
-
 /// Throws InputError when the devices fall into two groups in time, every
-/// device of one ending at least kSeparateRunsGapNs before any device of the
-/// other begins (an older run in a sub-folder): no device spans both, so it
-/// is no relaunch. The message names both groups' folders.
+/// device of one ending at least kSeparateRunsGapNs (model/separate_runs.h)
+/// before any device of the other begins (an older run in a sub-folder): no
+/// device spans both, so it is no relaunch. The message names both groups' folders.
 void refuse_separate_runs(const Run& run);
 
 /// A device's time range: its first start and last end (none without jobs).

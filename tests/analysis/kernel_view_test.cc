@@ -296,6 +296,65 @@ TEST(KernelView, UndoesAClockOffsetFoundFromMatchedKernels) {
       << note_of(flagged);
 }
 
+// Exports or traces of two runs in one folder: the ranks fall into two groups
+// in time. One window over both would be idle for the time between them, so
+// the view is refused; ranks a few seconds apart, or machines whose clocks the
+// matched kernels align, are one run.
+TEST(KernelView, RefusesRanksOfTwoRuns) {
+  const auto spanned = [](RankKernels r, std::int64_t first, std::int64_t last) {
+    r.first_start = first;
+    r.last_end = last;
+    return r;
+  };
+  constexpr std::int64_t kDay = 86'400'000'000'000;
+  std::vector<RankKernels> ranks;
+  ranks.push_back(spanned(rank(0, {{0, 40}}, {}, {{1, 0, 40}}), 0, 40));
+  ranks.push_back(spanned(rank(1, {{10, 50}}, {}, {{1, 10, 50}}), 10, 50));
+  ranks.push_back(spanned(rank(2, {{3 * kDay, 3 * kDay + 30}}, {}, {{1, 3 * kDay, 3 * kDay + 30}}),
+                          3 * kDay, 3 * kDay + 30));
+  ranks[1].path = "a/rank1.json";
+  ranks[2].path = "b/rank2.json";
+  const KernelView v = compute_kernel_view(ranks);
+  EXPECT_NE(v.refusal.find("the traces hold two runs: 2 of the ranks end 3.0 days before the "
+                           "other 1 begin (rank 1 of a/rank1.json is the last to end before the "
+                           "gap, rank 2 of b/rank2.json the first to begin after it)"),
+            std::string::npos)
+      << v.refusal;
+  // 59 s apart: one run (a rank that began late), not refused.
+  constexpr std::int64_t kLate = 59'000'000'000;
+  ranks[2] =
+      spanned(rank(2, {{kLate, kLate + 30}}, {}, {{1, kLate, kLate + 30}}), kLate, kLate + 30);
+  EXPECT_EQ(compute_kernel_view(ranks).refusal, "");
+  // A rank with no activity has no span: it cuts nothing.
+  ranks[2] = rank(2, {}, {}, {});
+  EXPECT_EQ(compute_kernel_view(ranks).refusal, "");
+}
+
+TEST(KernelView, MachinesFarApartInClockAreOneRunOnceAligned) {
+  constexpr std::int64_t kAhead = 300'000'000'000;  // 5 minutes
+  std::vector<RankKernels> ranks;
+  ranks.push_back(rank(0, {{0, 40}, {70, 100}},
+                       {kernel(40, 70, 1, CommOp::send, "send", {0, 1}, 1)}, {{1, 0, 100}}));
+  ranks.push_back(rank(1, {{kAhead, kAhead + 10}, {kAhead + 60, kAhead + 100}},
+                       {kernel(kAhead + 20, kAhead + 70, 1, CommOp::recv, "recv", {0, 1}, 0)},
+                       {{1, kAhead, kAhead + 100}}));
+  ranks[0].last_end = 100;
+  ranks[1].first_start = kAhead;
+  ranks[1].last_end = kAhead + 100;
+  ranks[1].machine = 1;
+  const KernelView aligned = compute_kernel_view(ranks);
+  EXPECT_TRUE(aligned.clock.applied);
+  EXPECT_EQ(aligned.refusal, "");
+  EXPECT_EQ(aligned.steps[0].end, 100);
+  // Left as read, they are 5 minutes apart: refused, naming the clocks too.
+  const KernelView kept = compute_kernel_view(ranks, {.fix_clocks = false});
+  EXPECT_NE(kept.refusal.find("end 5.0 minutes before the other 1 begin"), std::string::npos)
+      << kept.refusal;
+  EXPECT_NE(kept.refusal.find("or one run whose machines' clocks are that far apart"),
+            std::string::npos)
+      << kept.refusal;
+}
+
 TEST(SpanUnion, MergesSpansInAnyOrder) {
   SpanUnion u;
   u.add(10, 20);

@@ -151,6 +151,19 @@ def check_refusals(cli, work):
     return problems
 
 
+def check_two_runs(cli, folder, work):
+    try:
+        nsys_reference.nsys_view([str(folder)])
+        return "the reference finds one run in the real folder (expected two runs)"
+    except nsys_reference.TwoRunsError:
+        pass
+    r = subprocess.run([str(cli), "analyze", str(folder), "-o", str(work / "two-runs-out"),
+                        "--quiet"], capture_output=True, text=True)
+    if r.returncode != 2 or "the exports hold two runs" not in r.stderr:
+        return f"exit {r.returncode}, {r.stderr.strip()[-300:]!r}; want exit 2, two runs"
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cli", required=True)
@@ -211,6 +224,15 @@ def main():
                 problem, line = str(e), ""
             print(f"PASS real {name}  ({line})" if not problem else f"FAIL real {name}: {problem}")
             failed += bool(problem)
+    if not a.case and real.is_dir():
+        # Exports of separate runs in one folder: the reference finds the gap
+        # on its own; the engine must then refuse (exit 2), never analyse one
+        # window over days.
+        total += 1
+        problem = check_two_runs(a.cli, real, work)
+        print("PASS real folder: two runs refused" if not problem
+              else f"FAIL real folder: {problem}")
+        failed += bool(problem)
     print(f"{total - failed} of {total} cases pass")
     return 1 if failed else 0
 

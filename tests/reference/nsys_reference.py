@@ -96,6 +96,11 @@ machine); the noise is twice the 95th percentile (nearest rank) of
 |end_b - end_a| between matched kernels of one machine, at least 2000 ns; the
 offsets are applied (every time of a machine minus its offset, before the
 windows) when one is beyond the noise, unless --no-clock-fix.
+
+Two runs: after the clocks, each rank's span is its first activity's start to
+its last activity's end; when the spans, in time order, leave a gap of 60 s or
+more that no rank's span crosses, the exports are of two runs and refused
+(TwoRunsError, exit 2).
 """
 
 import argparse
@@ -175,6 +180,24 @@ CHOICES = """\
 
 class ExportError(Exception):
     """An input that is no Nsight Systems export this reader can read."""
+
+
+class TwoRunsError(ExportError):
+    """Exports whose ranks fall into two groups in time: two runs."""
+
+
+SEPARATE_RUNS_GAP_NS = 60 * 10**9
+
+
+def refuse_two_runs(traces):
+    spans = sorted(((min(a.start for a in t.activities), max(a.end for a in t.activities), t)
+                    for t in traces if t.activities), key=lambda span: span[:2])
+    reach = None
+    for first, last, t in spans:
+        if reach is not None and first - reach >= SEPARATE_RUNS_GAP_NS:
+            raise TwoRunsError(f"the exports hold two runs: {t.path} begins "
+                               f"{(first - reach) / 1e9:.1f} s after every rank before it ended")
+        reach = last if reach is None else max(reach, last)
 
 
 def natural_key(text):
@@ -765,6 +788,7 @@ def nsys_view(inputs, step_range=None, clock_fix=True):
         kr.match_peers(traces)
     else:
         clock["applied"] = False
+    refuse_two_runs(traces)
     view = kr.figures(traces)
     for row, p in zip(view["ranks"], placed):
         row["pid"] = p.pid
