@@ -111,6 +111,31 @@ const InputFormatSpec* row_by_name(const fs::path& path) {
   return format ? &input_format_spec(*format) : nullptr;
 }
 
+/// Files of a folder that no format claims by name but whose first bytes are
+/// an input format's (a profiler trace a user's handler saved as
+/// `trace_rank0.json`): discovery reads folders by name only, so these are
+/// said, never read in silence. Only JSON-named files are sniffed (a few
+/// hundred bytes each, at most kMaxSniffed a folder): the formats that are
+/// recognised by content are JSON, and a folder of logs may hold anything.
+std::vector<fs::path> unnamed_inputs_in(const std::vector<fs::directory_entry>& entries) {
+  constexpr std::size_t kMaxSniffed = 256;
+  std::vector<fs::path> found;
+  std::size_t sniffed = 0;
+  for (const auto& entry : entries) {
+    const std::string name = entry.path().filename().string();
+    const bool json_named = name.ends_with(".json") || name.ends_with(".json.gz") ||
+                            name.ends_with(".json.zst") || name.ends_with(".json.zstd");
+    if (!json_named || name.starts_with('.') || !is_regular(entry) || row_by_name(entry.path())) {
+      continue;
+    }
+    if (++sniffed > kMaxSniffed) break;
+    const InputFormat format = format_by_content(entry.path().string());
+    if (format != input_formats().back().format) found.push_back(entry.path());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
 /// The files of Placement::folder_ranks formats directly inside a folder,
 /// ordered by rank; a file whose name gives no rank after them (of a format
 /// whose rankless file concatenates the per-rank ones: only when no per-rank
@@ -367,7 +392,22 @@ std::vector<std::pair<fs::path, std::size_t>> folders_with_inputs(
   return out;
 }
 
-/// The folders discovery did not read, said once each (Warning folder_skipped).
+/// "2 files of an input format by their first bytes but not by their names
+/// (a.json, b.json)": up to 4 names, then how many more.
+std::string unnamed_files_text(const std::vector<fs::path>& files) {
+  std::string list;
+  for (std::size_t i = 0; i < files.size() && i < 4; ++i) {
+    list += fmt::format("{}{}", i ? ", " : "", files[i].filename().string());
+  }
+  if (files.size() > 4) list += fmt::format(" and {} more", files.size() - 4);
+  const bool one = files.size() == 1;
+  return fmt::format("{} file{} of an input format by {} first bytes but not by {} name{} ({})",
+                     files.size(), one ? "" : "s", one ? "its" : "their", one ? "its" : "their",
+                     one ? "" : "s", list);
+}
+
+/// The folders discovery did not read, said once each (Warning folder_skipped),
+/// and the files of a folder it read that it did not (Warning file_skipped).
 class SkippedFolders {
  public:
   explicit SkippedFolders(std::vector<Warning>* out) : out_(out) {}
@@ -378,6 +418,17 @@ class SkippedFolders {
                      fmt::format("{} was not read although it holds {} input file{}: {}",
                                  folder.string(), inputs, inputs == 1 ? "" : "s", why),
                      -1, -1, static_cast<std::uint64_t>(inputs)});
+  }
+  /// Files of a read folder that hold an input format under a name no
+  /// format claims (unnamed_inputs_in).
+  void unnamed(const fs::path& folder, const std::vector<fs::path>& files) {
+    if (!out_ || files.empty()) return;
+    out_->push_back(
+        {WarningCode::file_skipped,
+         fmt::format("{} holds {}: not read; give {} directly to read {} with the rest",
+                     folder.string(), unnamed_files_text(files), files.size() == 1 ? "it" : "them",
+                     files.size() == 1 ? "it" : "them"),
+         -1, -1, static_cast<std::uint64_t>(files.size())});
   }
   /// A folder without inputs (one warning for all of them, at the end).
   void empty(const fs::path& folder) { empty_.push_back(folder.string()); }
@@ -424,6 +475,7 @@ void add_folder(const fs::path& dir, std::vector<Machine>& machines, SkippedFold
   const bool has_direct = !direct.empty();
   if (has_direct) machines.push_back(folder_machine(dir, std::move(direct)));
   const std::size_t before = machines.size();
+  const std::vector<fs::path> unnamed = unnamed_inputs_in(entries);
   // Real folders first: a link to one of them is then read once, under the
   // folder's own name.
   std::vector<fs::directory_entry> folders;
@@ -499,6 +551,7 @@ void add_folder(const fs::path& dir, std::vector<Machine>& machines, SkippedFold
           top, full_path(entry.path()).string(), top));
     }
     for (const auto& sub : listing) self_placed.add(sub);
+    skipped.unnamed(entry.path(), unnamed_inputs_in(listing));
     auto logs = ranked_files_in(listing);
     if (!logs.empty()) {
       machines.push_back(folder_machine(entry.path(), std::move(logs)));
@@ -519,9 +572,14 @@ void add_folder(const fs::path& dir, std::vector<Machine>& machines, SkippedFold
     }
     throw InputError(fmt::format(
         "no worker logs in {}: looked for {} in it, or in its sub-folders (machineK/, or one per "
-        "host)",
-        dir.string(), looked_for));
+        "host){}",
+        dir.string(), looked_for,
+        unnamed.empty()
+            ? std::string()
+            : fmt::format("; it holds {}: give {} directly", unnamed_files_text(unnamed),
+                          unnamed.size() == 1 ? "it" : "them")));
   }
+  skipped.unnamed(dir, unnamed);
 }
 
 void add_file(const fs::path& file, InputFormat format, std::vector<Machine>& machines,

@@ -62,6 +62,9 @@ enum class WarningSeverity {
   X(folder_skipped, note,                                                                         \
     "a folder that discovery did not read: a hidden one or one a level too deep that holds "      \
     "inputs, sub-folders without inputs, a link to a folder read under its own name")             \
+  X(file_skipped, note,                                                                           \
+    "files of a folder discovery read whose first bytes are an input format (a profiler trace) "  \
+    "but whose names no format claims (`trace_rank0.json`): named, not read")                     \
   X(other_pipelines, note,                                                                        \
     "records or traces of several pipelines (data-parallel replicas): one is analysed, the "      \
     "others are listed by rank; `--pipeline K` picks another")                                    \

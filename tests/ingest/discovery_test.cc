@@ -242,6 +242,45 @@ TEST(Discovery, ExplainsWhatWasLookedFor) {
   EXPECT_THROW(discover_inputs({}), InputError);
 }
 
+// Folders are read by file name. A JSON file no format claims by name whose
+// first bytes are a profiler trace (a handler's own `trace_rank0.json`) is
+// named, never read in silence: in the error when nothing else is there, in
+// a file_skipped note beside the inputs that are; other JSON files are not.
+TEST(Discovery, NamesTracesSavedUnderOtherNames) {
+  TempDir dir;
+  const std::string trace = R"({"schemaVersion": 1, "traceEvents": []})";
+  dir.write("trace_rank0.json", trace);
+  dir.write("trace_rank1.json", trace);
+  dir.write("config.json", R"({"lr": 0.1})");
+  try {
+    discover_inputs({dir.path().string()});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("; it holds 2 files of an input format by their first "
+                                         "bytes but not by their names (trace_rank0.json, "
+                                         "trace_rank1.json): give them directly"),
+              std::string::npos)
+        << e.what();
+  }
+  dir.write("rank2.pt.trace.json", trace);
+  std::vector<Warning> notes;
+  const auto inputs = discover_inputs({dir.path().string()}, &notes);
+  ASSERT_EQ(inputs.size(), 1u);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0].code, WarningCode::file_skipped);
+  EXPECT_EQ(notes[0].count, 2u);
+  EXPECT_NE(notes[0].message.find("holds 2 files of an input format by their first bytes but not "
+                                  "by their names (trace_rank0.json, trace_rank1.json): not read; "
+                                  "give them directly"),
+            std::string::npos)
+      << notes[0].message;
+  // Given directly, they are read with the rest.
+  EXPECT_EQ(discover_inputs(
+                {dir / "trace_rank0.json", dir / "trace_rank1.json", dir / "rank2.pt.trace.json"})
+                .size(),
+            3u);
+}
+
 TEST(Discovery, DeviceSelection) {
   EXPECT_EQ(parse_device_list("3,0,2"), (std::vector<int>{0, 2, 3}));
   EXPECT_EQ(parse_device_list("0-3,6,2"), (std::vector<int>{0, 1, 2, 3, 6}));
