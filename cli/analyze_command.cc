@@ -82,9 +82,10 @@ int run_analyze(const AnalyzeOptions& options) {
 }
 
 /// `--mpi`: discovery and scan spread over the MPI ranks (engine/distributed);
-/// the analysis by step ranges (write_outputs_on_ranks), or, for what needs the
-/// whole run on one node (the HTML report), rank 0 analyses and writes as
-/// above; every rank exits with its status.
+/// the analysis by step ranges (write_outputs_on_ranks), or, for an output
+/// that needs the whole run on one node (none today: the HTML report is
+/// written from the drawn steps' jobs), rank 0 analyses and writes as above;
+/// every rank exits with its status.
 int run_analyze_mpi(const AnalyzeOptions& options, const AnalyzeRequest& request,
                     const LoadOptions& load) {
   if (options.local.empty() == options.paths.empty()) {

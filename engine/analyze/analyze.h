@@ -106,8 +106,10 @@ AnalyzeStatus write_gathered_outputs(distributed::ClusterScan& scan, const Analy
 /// every rank keeps the jobs it read; the load prelude and the analysis run
 /// by step ranges over the ranks, each rank writes its steps' part of every
 /// output and rank 0 joins them. Every rank calls it alike; the outputs and
-/// the report are the single process's (only rank 0 prints). Needs no output
-/// that needs the whole run (OutputRequest::needs_whole_run()).
+/// the report are the single process's (only rank 0 prints), but for the
+/// HTML report's interactive timeline, which embeds the drawn steps only
+/// (distributed/partitioned_html.h). Needs no output that needs the whole
+/// run (OutputRequest::needs_whole_run(): none does today).
 AnalyzeStatus write_outputs_on_ranks(distributed::Exchange& exchange,
                                      distributed::PartitionedScan& scan,
                                      const AnalyzeRequest& request, const LoadOptions& load,

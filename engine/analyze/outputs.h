@@ -35,7 +35,8 @@ struct OutputSpec {
   /// analysis keeps them for it (4 bytes per job of a consumer device).
   bool draws_dependencies;
   /// Written by the ranks of a partitioned run together (each its steps'
-  /// part); else it needs the whole run in one process (--mpi gathers it).
+  /// part, or the HTML report from the drawn steps' jobs); else it needs
+  /// the whole run in one process (--mpi gathers it: no output does today).
   bool partitioned;
 };
 
@@ -43,7 +44,7 @@ inline constexpr std::array<OutputSpec, 5> kOutputs{{
     {Output::summary, "summary.json", false, true},
     {Output::trace_json, "trace.json", true, true},
     {Output::trace_perfetto, "trace.pftrace", true, true},
-    {Output::html, "", true, false},
+    {Output::html, "", true, true},
     {Output::text, "", false, true},
 }};
 

@@ -1,9 +1,9 @@
 #include "analyze/run_outputs.h"
 
-#include <stdexcept>
 #include <utility>
 
 #include "distributed/partitioned_analysis.h"
+#include "distributed/partitioned_html.h"
 #include "distributed/partitioned_load.h"
 #include "distributed/partitioned_summary.h"
 #include "distributed/partitioned_traces.h"
@@ -91,9 +91,8 @@ class PartitionedRunOutputs final : public RunOutputs {
                    const std::string& path) override {
     distributed::write_partitioned_trace(exchange_, load_.run, analysis_, options, format, path);
   }
-  void write_html(const HtmlOptions&, const std::string&) override {
-    // OutputSpec::partitioned is false for it: the caller gathers the run.
-    throw std::logic_error("the HTML report of a partitioned run is written from the whole run");
+  void write_html(const HtmlOptions& options, const std::string& path) override {
+    distributed::write_partitioned_html(exchange_, load_, analysis_, facts_, options, path);
   }
   void write_text(std::FILE* out, bool all_rows) override {
     ReportOptions report;

@@ -59,7 +59,8 @@ class RunOutputs {
   /// A trace at `path` (options.steps: the plan's).
   virtual void write_trace(const TraceOptions& options, TraceFormat format,
                            const std::string& path) = 0;
-  /// The HTML report (only where the run is whole: OutputSpec::partitioned).
+  /// The HTML report at `path` (options.steps: the drawn steps); a
+  /// partitioned run's embeds the drawn steps only (partitioned_html.h).
   virtual void write_html(const HtmlOptions& options, const std::string& path) = 0;
   /// The table, on the root.
   virtual void write_text(std::FILE* out, bool all_rows) = 0;

@@ -26,6 +26,7 @@
 #include "analysis/schedule_detect.h"
 #include "analysis/step_rule.h"
 #include "distributed/collectives.h"
+#include "distributed/job_rounds.h"
 #include "distributed/pair_evidence.h"
 #include "distributed/wire.h"
 #include "export/trace_layout.h"
@@ -102,109 +103,6 @@ StepEdges gather_edges(Exchange& exchange, const StepEdges& mine) {
 }
 
 // ---- 4. the jobs to their parts -----------------------------------------------
-
-/// One held job as it travels: the job, its index on its device, its step.
-struct HeldJob {
-  Job job;
-  std::uint32_t index = 0;
-  std::int32_t step = 0;
-};
-
-/// The most bytes of jobs a rank sends one destination in a round
-/// (job_round_bytes over all of them), so that no rank builds every message
-/// at once.
-std::size_t round_budget(std::size_t ranks) {
-  // At least one job per destination per round, with its headers.
-  return std::max(job_round_bytes() / std::max<std::size_t>(ranks, 1), sizeof(HeldJob) + 64);
-}
-
-/// One device's jobs bound for one destination: positions into the
-/// sender's arrays, ascending.
-struct OutBlock {
-  std::size_t device = 0;
-  std::vector<std::uint32_t> positions;
-};
-
-/// What send_in_rounds sends and how it is read.
-struct Rounds {
-  /// blocks[p]: destination p's blocks, in the order they go.
-  std::vector<std::vector<OutBlock>> blocks;
-  /// The job at `position` of `device` as it travels.
-  std::function<HeldJob(std::size_t device, std::uint32_t position)> held;
-  /// Bytes written after a piece of a block's jobs (may be none), and at
-  /// most how many per job.
-  std::function<void(ByteWriter&, std::size_t device, std::span<const std::uint32_t>)> tail;
-  std::size_t tail_bytes_per_job = 0;
-  /// Called once block k of destination p has gone whole (its storage may
-  /// be freed), empty blocks included.
-  std::function<void(std::size_t p, std::size_t k)> sent;
-  /// Reads `count` HeldJobs of `device` and what `tail` wrote after them.
-  std::function<void(std::size_t device, std::uint64_t count, ByteReader&)> receive;
-};
-
-/// Sends every destination's blocks in rounds of at most round_budget bytes
-/// per destination, every rank going on while any has jobs left (so that
-/// all run the same number of all-to-alls).
-void send_in_rounds(Exchange& exchange, Rounds& rounds) {
-  const std::size_t ranks = static_cast<std::size_t>(exchange.size());
-  rounds.blocks.resize(ranks);
-  const std::size_t budget = round_budget(ranks);
-  const std::size_t per_job = sizeof(HeldJob) + rounds.tail_bytes_per_job;
-  // Where each destination's blocks stand: the next block and position.
-  struct Cursor {
-    std::size_t block = 0;
-    std::size_t position = 0;
-  };
-  std::vector<Cursor> cursor(ranks);
-  for (bool more = true; more;) {
-    std::vector<std::string> out(ranks);
-    bool mine_left = false;
-    for (std::size_t p = 0; p < ranks; ++p) {
-      ByteWriter w;
-      w.put(std::uint8_t{0});  // whether the sender has jobs left after this round
-      Cursor& c = cursor[p];
-      std::vector<OutBlock>& blocks = rounds.blocks[p];
-      while (c.block < blocks.size() && w.size() + per_job + 32 <= budget) {
-        OutBlock& block = blocks[c.block];
-        const std::size_t fit = (budget - w.size() - 32) / per_job;
-        const std::size_t n = std::min(fit, block.positions.size() - c.position);
-        if (n > 0) {
-          w.put(static_cast<std::uint64_t>(block.device));
-          w.put(static_cast<std::uint64_t>(n));
-          const std::span<const std::uint32_t> piece(block.positions.data() + c.position, n);
-          for (const std::uint32_t at : piece) w.put(rounds.held(block.device, at));
-          if (rounds.tail) rounds.tail(w, block.device, piece);
-          c.position += n;
-        }
-        if (c.position == block.positions.size()) {
-          std::vector<std::uint32_t>().swap(block.positions);
-          rounds.sent(p, c.block);
-          ++c.block;
-          c.position = 0;
-        }
-      }
-      mine_left = mine_left || c.block < blocks.size();
-      out[p] = w.take();
-    }
-    // Every rank tells every rank whether it has jobs left for anyone, so
-    // that all of them agree on whether another round comes.
-    for (std::string& message : out) message[0] = static_cast<char>(mine_left);
-    more = false;
-    std::vector<std::string> in = exchange.all_to_all(std::move(out));
-    for (std::string& message : in) {
-      ByteReader r(message);
-      const bool left = r.get<std::uint8_t>() != 0;
-      more = more || left;
-      while (!r.done()) {
-        const auto d = r.get<std::uint64_t>();
-        const auto count = r.get<std::uint64_t>();
-        if (count > r.left() / sizeof(HeldJob)) throw WireError("message ends early");
-        rounds.receive(static_cast<std::size_t>(d), count, r);
-      }
-      std::string().swap(message);  // its bytes are where they belong now
-    }
-  }
-}
 
 /// Gives an array's 2 MiB pages back to the system as soon as every reader
 /// of every element in them has had it (their contents are not read again;
@@ -301,7 +199,7 @@ PartRun exchange_jobs(Exchange& exchange, Run& local,
                       const StepPartition& plan, PartitionedAnalysis& out) {
   const std::size_t ranks = static_cast<std::size_t>(exchange.size());
   std::vector<std::vector<JobLane>> lanes = read_facts(local, job_step, mine, out.read);
-  Rounds rounds;
+  JobRounds rounds;
   rounds.blocks.resize(ranks);
   for (const std::size_t d : mine) {
     std::vector<std::vector<std::size_t>> wide =
@@ -423,7 +321,7 @@ void return_jobs(Exchange& exchange, PartitionedAnalysis& out, Run& local) {
   const auto rank = static_cast<std::size_t>(exchange.rank());
   PartRun& part = out.part;
   const ReadFacts& read = out.read;
-  Rounds rounds;
+  JobRounds rounds;
   rounds.blocks.resize(ranks);
   for (std::size_t d = 0; d < part.run.devices.size(); ++d) {
     if (d >= read.reader.size() || read.reader[d] < 0) continue;

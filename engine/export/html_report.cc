@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <iterator>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -19,6 +20,7 @@
 #include "export/atomic_file.h"
 #include "export/figure_registry.h"
 #include "export/html_report_data.h"
+#include "export/summary_figures.h"
 #include "numeric/statistics.h"
 #include "numeric/units.h"
 
@@ -362,7 +364,7 @@ void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t 
 // until it does): the step picker, the highlights, the canvas and its
 // tooltip, and which steps are embedded.
 void write_explorer(Out it, const Metrics& metrics, const std::vector<std::size_t>& embedded,
-                    std::size_t max_jobs) {
+                    const HtmlOptions& options) {
   fmt::format_to(
       it,
       "<div id=\"explorer\" class=\"explorer\" hidden>\n<div class=\"controls\">"
@@ -381,10 +383,14 @@ void write_explorer(Out it, const Metrics& metrics, const std::vector<std::size_
     fmt::format_to(
         it,
         "<p class=\"note\" id=\"embedded-note\">{} of the {} steps can be picked: "
-        "steps {}. The report embeds at most {} jobs; summary.json and trace.json "
+        "steps {}. The report {} at most {} jobs; summary.json and trace.json "
         "cover every step, and analyze --steps writes a trace of the steps you choose.</p>\n",
         embedded.size(), metrics.steps.size(),
-        markup_escape(describe_step_indices(metrics, embedded)), max_jobs);
+        markup_escape(describe_step_indices(metrics, embedded)),
+        options.embed_drawn_only
+            ? "of a run analysed with --mpi embeds only the steps it draws (--html-steps),"
+            : "embeds",
+        options.max_embedded_jobs);
   }
   fmt::format_to(it,
                  "<div class=\"canvas-wrap\"><canvas id=\"timeline-canvas\"></canvas>"
@@ -702,25 +708,12 @@ std::vector<std::size_t> choose_html_steps(const Metrics& metrics, std::string_v
 
 namespace {
 
-/// The figures registered without a section of their own
-/// (figure_registry.h), as summary.json and the text report have them.
-std::vector<NamedFigure> registered_figures(const Run& run, const Metrics& metrics) {
-  SummaryFigures registered;
-  place_figures(figure_parts({.run = run,
-                              .metrics = metrics,
-                              .job_step = metrics.job_step,
-                              .first = 0,
-                              .last = metrics.steps.size(),
-                              .whole_run = true}),
-                run, registered);
-  return std::move(registered.figures);
-}
-
 /// The figures at the top (devices, jobs, steps, bubble ratio, the
 /// pipeline's, the registered ones: id fig-KEY), then the warnings; returns
 /// the devices of the bottleneck stage, highlighted in the timelines.
 std::vector<bool> write_figures(std::back_insert_iterator<std::string> it, const Run& run,
-                                const Metrics& metrics, const PipelineAnalysis* a) {
+                                const Metrics& metrics, const PipelineAnalysis* a,
+                                const SummaryJobFacts& facts) {
   std::size_t machines = 0;
   for (const Device& d : run.devices) machines = std::max<std::size_t>(machines, d.machine + 1);
   fmt::format_to(it, "<dl class=\"figures\">\n");
@@ -729,7 +722,7 @@ std::vector<bool> write_figures(std::back_insert_iterator<std::string> it, const
   };
   figure("fig-devices", "devices",
          fmt::format("{} on {} machine{}", run.devices.size(), machines, machines == 1 ? "" : "s"));
-  figure("fig-jobs", "jobs", std::to_string(run.job_count()));
+  figure("fig-jobs", "jobs", std::to_string(facts.jobs()));
   figure("fig-steps", "steps", std::to_string(metrics.steps.size()));
   figure("fig-bubble-ratio", "bubble ratio", percent(metrics.bubble_ratio));
   figure("fig-window", "total step time", format_duration(metrics.total_window_ns));
@@ -779,7 +772,11 @@ std::vector<bool> write_figures(std::back_insert_iterator<std::string> it, const
       }
     }
   }
-  for (const NamedFigure& f : registered_figures(run, metrics)) {
+  // The figures registered without a section of their own
+  // (figure_registry.h), as summary.json and the text report have them.
+  SummaryFigures registered;
+  place_figures(facts.figures, run, registered);
+  for (const NamedFigure& f : registered.figures) {
     const FigureSpec* spec = find_figure(f.key);
     figure(markup_escape("fig-" + f.key), markup_escape(spec ? spec->label : f.key),
            markup_escape(figure_text(f.value, spec ? spec->unit : FigureUnit::count)));
@@ -798,12 +795,10 @@ std::vector<bool> write_figures(std::back_insert_iterator<std::string> it, const
 
 /// The longest bubbles, one row per stage and time (peers folded).
 void write_longest_bubbles(std::back_insert_iterator<std::string> it, const Run& run,
-                           const Metrics& metrics, const PipelineAnalysis* a) {
+                           const Metrics& metrics, const PipelineAnalysis* a,
+                           const SummaryJobFacts& facts) {
   const std::vector<FoldedBubble> folded =
-      a == nullptr ? std::vector<FoldedBubble>{}
-      : !a->bubbles.longest_folded.empty()
-          ? a->bubbles.longest_folded
-          : fold_peer_bubbles(a->bubbles.longest, a->stages.stage_of, a->bubbles.longest.size());
+      a == nullptr ? std::vector<FoldedBubble>{} : report_longest_bubbles(*a);
   if (!folded.empty() && !metrics.steps.empty()) {
     fmt::format_to(it,
                    "<h2>Longest bubbles</h2>\n<p class=\"note\">One row per stage and time: the "
@@ -813,17 +808,17 @@ void write_longest_bubbles(std::back_insert_iterator<std::string> it, const Run&
                    "<th>step</th><th>start</th><th>length</th><th>kind</th><th>inherent</th>"
                    "<th>excess</th><th>after</th><th>waits for</th></tr>\n");
     const std::int64_t origin = metrics.steps.front().start_ns;
-    const auto job_text = [&](const Device& device, std::int64_t j) {
-      if (j < 0 || static_cast<std::size_t>(j) >= device.jobs.size()) return std::string("-");
-      const Job& job = device.jobs[static_cast<std::size_t>(j)];
-      return markup_escape(fmt::format("{} mb{}",
-                                       job.type < run.types.size() ? run.types.name(job.type) : "?",
-                                       job.micro_batch));
+    const auto job_text = [&](const std::optional<Job>& job) {
+      if (!job) return std::string("-");
+      return markup_escape(
+          fmt::format("{} mb{}", job->type < run.types.size() ? run.types.name(job->type) : "?",
+                      job->micro_batch));
     };
     for (const FoldedBubble& group : folded) {
       const Bubble& bubble = group.bubble;
       const Device& device = run.devices[bubble.device];
-      const auto inherent = bubble_inherent_ns(a->split, metrics, bubble);
+      const SummaryJobFacts::LongBubble named = long_bubble_facts(run, metrics, facts, *a, bubble);
+      const std::optional<std::int64_t>& inherent = named.inherent_ns;
       std::vector<std::int64_t> indices;
       for (const std::size_t d : group.devices) indices.push_back(run.devices[d].index);
       std::sort(indices.begin(), indices.end());
@@ -838,7 +833,7 @@ void write_longest_bubbles(std::back_insert_iterator<std::string> it, const Run&
                      format_duration(bubble.start_ns - origin), format_duration(bubble.length_ns()),
                      bubble_kind_name(bubble.kind), inherent ? format_duration(*inherent) : "-",
                      inherent ? format_duration(bubble.length_ns() - *inherent) : "-",
-                     job_text(device, bubble.job_before), job_text(device, bubble.job_after));
+                     job_text(named.before), job_text(named.after));
     }
     fmt::format_to(it, "</table>\n");
   }
@@ -899,6 +894,30 @@ void write_outliers(std::back_insert_iterator<std::string> it, const Run& run,
   }
 }
 
+/// The legend's marks of the severities among the log events of the drawn
+/// steps' windows.
+void write_event_legend(std::back_insert_iterator<std::string> it, const Run& run,
+                        const StepEvents& placed, const std::vector<std::size_t>& steps) {
+  std::vector<bool> severities(kSeverityColours.size(), false);
+  for (const std::size_t k : steps) {
+    if (k >= placed.in_step.size()) continue;
+    for (const EventRef& ref : placed.in_step[k]) {
+      const LogEvent& event = run.devices[ref.device].events[ref.event];
+      const std::string_view severity =
+          severity_class(event.kind < run.event_kinds.size() ? run.event_kinds[event.kind].severity
+                                                             : std::string_view());
+      for (std::size_t s = 0; s < kSeverityColours.size(); ++s) {
+        severities[s] = severities[s] || kSeverityColours[s].first == severity;
+      }
+    }
+  }
+  for (std::size_t s = 0; s < kSeverityColours.size(); ++s) {
+    if (!severities[s]) continue;
+    fmt::format_to(it, "<span><b style=\"color:{}\">\u25bc</b> log event ({})</span>",
+                   kSeverityColours[s].second, kSeverityColours[s].first);
+  }
+}
+
 }  // namespace
 
 std::string render_html_report(const Run& run, const Metrics& metrics, const HtmlOptions& options) {
@@ -915,8 +934,13 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
   if (a != nullptr && !a->explanation.empty()) {
     fmt::format_to(it, "<p class=\"why\" id=\"why\">{}</p>\n", markup_escape(a->explanation));
   }
+  // What the report reads of the jobs beyond the drawn steps', in one
+  // place (as summary.json reads it).
+  const SummaryJobFacts own =
+      options.facts != nullptr ? SummaryJobFacts() : summary_job_facts(run, metrics, a);
+  const SummaryJobFacts& facts = options.facts != nullptr ? *options.facts : own;
   const HtmlDeviceRows rows = html_device_rows(run, metrics, a, options.max_rows);
-  const std::vector<bool> highlight = write_figures(it, run, metrics, a);
+  const std::vector<bool> highlight = write_figures(it, run, metrics, a, facts);
   // Timelines of the chosen steps.
   fmt::format_to(it, "<h2>Timeline</h2>\n<div class=\"legend\">");
   // `lr` only for a run that has lr jobs.
@@ -951,28 +975,14 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
   fmt::format_to(it, "<span><i style=\"background:#f6c9c4\"></i>idle (bubble)</span>");
   // The log events of the drawn steps' windows, and the severities among them.
   const bool with_events = !run.event_kinds.empty();
-  const StepEvents placed = with_events ? place_step_events(run, metrics) : StepEvents{};
-  std::vector<bool> severities(kSeverityColours.size(), false);
-  for (const std::size_t k : options.steps) {
-    if (k >= placed.in_step.size()) continue;
-    for (const EventRef& ref : placed.in_step[k]) {
-      const LogEvent& event = run.devices[ref.device].events[ref.event];
-      const std::string_view severity =
-          severity_class(event.kind < run.event_kinds.size() ? run.event_kinds[event.kind].severity
-                                                             : std::string_view());
-      for (std::size_t s = 0; s < kSeverityColours.size(); ++s) {
-        severities[s] = severities[s] || kSeverityColours[s].first == severity;
-      }
-    }
-  }
-  for (std::size_t s = 0; s < kSeverityColours.size(); ++s) {
-    if (!severities[s]) continue;
-    fmt::format_to(it, "<span><b style=\"color:{}\">\u25bc</b> log event ({})</span>",
-                   kSeverityColours[s].second, kSeverityColours[s].first);
-  }
+  const StepEvents own_events =
+      with_events && options.events == nullptr ? place_step_events(run, metrics) : StepEvents{};
+  const StepEvents& placed = options.events != nullptr ? *options.events : own_events;
+  write_event_legend(it, run, placed, options.steps);
   // The interactive timeline's data: the steps that fit in the bound.
-  const std::vector<std::size_t> embedded = choose_embedded_steps(
-      html_step_costs(run, metrics, options), options.steps, options.max_embedded_jobs);
+  const std::vector<std::size_t> embedded =
+      choose_embedded_steps(html_step_costs(run, metrics, options), options.steps,
+                            options.max_embedded_jobs, !options.embed_drawn_only);
   const bool interactive = !embedded.empty();
   if (interactive) {
     const bool any_comm = std::any_of(
@@ -1005,7 +1015,7 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
     return std::binary_search(embedded.begin(), embedded.end(), k);
   };
   if (interactive) {
-    write_explorer(it, metrics, embedded, options.max_embedded_jobs);
+    write_explorer(it, metrics, embedded, options);
     // Without scripts: the drawn steps as static timelines.
     fmt::format_to(it, "<noscript>\n{}", static_note);
     for (const std::size_t k : options.steps) {
@@ -1024,7 +1034,7 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
   }
   if (options.steps.empty()) fmt::format_to(it, "<p class=\"note\">No step to draw.</p>\n");
 
-  write_longest_bubbles(it, run, metrics, a);
+  write_longest_bubbles(it, run, metrics, a, facts);
   write_utilization(it, run, metrics, rows, a);
   write_step_chart(it, metrics, options.steps);
 

@@ -69,6 +69,9 @@
 
 namespace pipescope {
 
+struct StepEvents;
+struct SummaryJobFacts;
+
 /// Jobs (and NCCL kernels) the interactive timeline embeds at most, by default.
 inline constexpr std::size_t kHtmlMaxEmbeddedJobs = 200'000;
 /// Device rows the report draws at most, by default.
@@ -93,6 +96,20 @@ struct HtmlOptions {
   /// Device rows drawn at most (timelines, utilization); the devices past
   /// it are listed in a table instead (html_device_rows).
   std::size_t max_rows = kHtmlMaxRows;
+  /// The interactive timeline embeds the drawn `steps` only (those that fit
+  /// in max_embedded_jobs), not the others after them, and the page says
+  /// so: the report of a partitioned (--mpi) run, whose rank 0 receives the
+  /// drawn steps' jobs only (distributed/partitioned_html.h).
+  bool embed_drawn_only = false;
+  /// What the report reads of the run's jobs beyond the drawn steps' (the
+  /// job count, the registered figures, the jobs the longest bubbles sit
+  /// between: summary_figures.h); null: read from `run` itself. Set where
+  /// `run` holds only the drawn steps' jobs, with `pipeline` holding the
+  /// whole run's figures.
+  const SummaryJobFacts* facts = nullptr;
+  /// The run's log events placed on the steps (analysis/step_events.h);
+  /// null: placed from `run` and the metrics. Set with `facts`.
+  const StepEvents* events = nullptr;
 };
 
 /// The steps to draw: `spec` lists step numbers ("5", "3-4", "3,7"); empty

@@ -16,6 +16,7 @@
 #include "analysis/job_kind.h"
 #include "analysis/job_role.h"
 #include "export/json_writer.h"
+#include "export/summary_figures.h"
 #include "numeric/units.h"
 
 namespace pipescope {
@@ -47,7 +48,7 @@ void for_each_step_job(const Metrics& metrics, const Device& device, std::size_t
     bool own_done = own < 0 || static_cast<std::size_t>(own) >= steps;
     for (std::size_t k = first_window_after(metrics, job.start_ns);
          k < steps && metrics.steps[k].start_ns < job.end_ns; ++k) {
-      if (metrics.steps[k].window_ns() <= 0) continue;
+      if (!html_draws_in_window(metrics.steps[k], job)) continue;
       own_done = own_done || static_cast<std::int32_t>(k) == own;
       f(k, i);
     }
@@ -108,6 +109,13 @@ void for_each_nccl(const Run& run, const Metrics& metrics, const HtmlOptions& op
       }
     }
   }
+}
+
+/// The run's job count: the facts' when given (the run then holds only
+/// some of its jobs).
+std::uint64_t html_run_jobs(const Run& run, const HtmlOptions& options) {
+  return options.facts != nullptr ? static_cast<std::uint64_t>(options.facts->jobs())
+                                  : run.job_count();
 }
 
 void put_ints(fmt::memory_buffer& out, std::string_view key, const std::vector<std::int64_t>& v) {
@@ -291,7 +299,7 @@ std::vector<std::uint64_t> html_step_costs(const Run& run, const Metrics& metric
 
 std::vector<std::size_t> choose_embedded_steps(const std::vector<std::uint64_t>& costs,
                                                const std::vector<std::size_t>& drawn,
-                                               std::uint64_t max_jobs) {
+                                               std::uint64_t max_jobs, bool others) {
   std::vector<bool> taken(costs.size(), false);
   std::uint64_t total = 0;
   const auto take = [&](std::size_t k) {
@@ -300,7 +308,7 @@ std::vector<std::size_t> choose_embedded_steps(const std::vector<std::uint64_t>&
     total += costs[k];
   };
   for (const std::size_t k : drawn) take(k);
-  for (std::size_t k = 0; k < costs.size(); ++k) take(k);
+  for (std::size_t k = 0; others && k < costs.size(); ++k) take(k);
   std::vector<std::size_t> out;
   for (std::size_t k = 0; k < costs.size(); ++k) {
     if (taken[k]) out.push_back(k);
@@ -616,7 +624,8 @@ std::string html_timeline_json(const Run& run, const Metrics& metrics, const Htm
   fmt::format_to(std::back_inserter(out),
                  "{{\"version\":1,\"max_jobs\":{},\"embedded_jobs\":{},\"run_jobs\":{},"
                  "\"run_steps\":{},\"kernels\":{},\"split\":{},",
-                 options.max_embedded_jobs, embedded_jobs, run.job_count(), metrics.steps.size(),
+                 options.max_embedded_jobs, embedded_jobs, html_run_jobs(run, options),
+                 metrics.steps.size(),
                  options.kernels != nullptr && options.kernels->available ? "true" : "false",
                  a != nullptr && a->split.known ? "true" : "false");
   put("\"types\":[");

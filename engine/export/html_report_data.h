@@ -69,12 +69,20 @@ std::string describe_number_ranges(const std::vector<std::int64_t>& numbers);
 std::vector<std::uint64_t> html_step_costs(const Run& run, const Metrics& metrics,
                                            const HtmlOptions& options);
 
-/// The steps to embed, sorted: the `drawn` steps first, then the others in
-/// step order, each while the total cost stays within `max_jobs` (a step
-/// that does not fit is skipped, later ones may still fit).
+/// The steps to embed, sorted: the `drawn` steps first, then (with
+/// `others`) the others in step order, each while the total cost stays
+/// within `max_jobs` (a step that does not fit is skipped, later ones may
+/// still fit).
 std::vector<std::size_t> choose_embedded_steps(const std::vector<std::uint64_t>& costs,
                                                const std::vector<std::size_t>& drawn,
-                                               std::uint64_t max_jobs);
+                                               std::uint64_t max_jobs, bool others = true);
+
+/// Whether embedding window `w` draws `job` for its time (it overlaps a
+/// window that is not empty), whatever its own step: with the job's own
+/// step, the jobs a step's timeline draws.
+inline bool html_draws_in_window(const StepWindow& w, const Job& job) {
+  return w.window_ns() > 0 && w.end_ns > job.start_ns && w.start_ns < job.end_ns;
+}
 
 /// The JSON document of `embedded` (from choose_embedded_steps); `drawn` are
 /// the steps the page shows first (the first embedded one of them).

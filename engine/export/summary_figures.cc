@@ -294,6 +294,27 @@ const CriticalPath* longest_complete_path(const Metrics& metrics,
   return longest;
 }
 
+std::vector<FoldedBubble> report_longest_bubbles(const PipelineAnalysis& pipeline) {
+  const BubbleSummary& bubbles = pipeline.bubbles;
+  if (!bubbles.longest_folded.empty()) return bubbles.longest_folded;
+  return fold_peer_bubbles(bubbles.longest, pipeline.stages.stage_of, bubbles.longest.size());
+}
+
+SummaryJobFacts::LongBubble long_bubble_facts(const Run& run, const Metrics& metrics,
+                                              const SummaryJobFacts& facts,
+                                              const PipelineAnalysis& pipeline,
+                                              const Bubble& bubble) {
+  const std::vector<Bubble>& longest = pipeline.bubbles.longest;
+  for (std::size_t i = 0; i < longest.size() && i < facts.longest_bubbles.size(); ++i) {
+    if (longest[i].device == bubble.device && longest[i].start_ns == bubble.start_ns) {
+      return facts.longest_bubbles[i];
+    }
+  }
+  const Device& device = run.devices[bubble.device];
+  return {job_at(device, bubble.job_before), job_at(device, bubble.job_after),
+          bubble_inherent_ns(pipeline.split, metrics, bubble)};
+}
+
 SummaryJobFacts summary_job_facts(const Run& run, const Metrics& metrics,
                                   const PipelineAnalysis* pipeline) {
   SummaryJobFacts facts;

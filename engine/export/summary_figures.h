@@ -711,6 +711,12 @@ struct FigurePart {
 /// run's devices (no job read), the metrics and the pipeline analysis.
 struct SummaryJobFacts {
   std::vector<std::int64_t> device_jobs;  ///< by position in Run::devices
+  /// The run's jobs: Σ device_jobs.
+  std::int64_t jobs() const {
+    std::int64_t n = 0;
+    for (const std::int64_t d : device_jobs) n += d;
+    return n;
+  }
   /// Every registered figure's part, combined over the whole run, in the
   /// registry's order (figure_registry.h place_figures reads them).
   std::vector<FigurePart> figures;
@@ -730,6 +736,20 @@ struct SummaryJobFacts {
 /// the jobs its longest bubbles and path name.
 SummaryJobFacts summary_job_facts(const Run& run, const Metrics& metrics,
                                   const PipelineAnalysis* pipeline);
+
+/// The longest bubbles a report lists, one per stage and time (peers
+/// folded): the analysis's folded list, or where it has none (a partitioned
+/// run's rank 0) its plain list folded.
+std::vector<FoldedBubble> report_longest_bubbles(const PipelineAnalysis& pipeline);
+
+/// What a report names of `bubble`, a group's bubble of
+/// report_longest_bubbles: the jobs it sits between and its inherent share,
+/// as summary.json gives them (the facts' entry) when it is one of the
+/// analysis's longest; else read from `run`, which then holds every job.
+SummaryJobFacts::LongBubble long_bubble_facts(const Run& run, const Metrics& metrics,
+                                              const SummaryJobFacts& facts,
+                                              const PipelineAnalysis& pipeline,
+                                              const Bubble& bubble);
 
 /// The path of the longest complete step among `paths` (the first of equal
 /// windows), or null: the critical_path section's longest_step.

@@ -303,13 +303,6 @@ std::string share(std::int64_t part, std::int64_t whole) {
   return whole > 0 ? percent(static_cast<double>(part) / static_cast<double>(whole)) : "-";
 }
 
-// The longest bubbles with peers folded: the analysis's list, or where it
-// has none (a partitioned run's rank 0) its plain list folded.
-std::vector<FoldedBubble> report_longest_bubbles(const PipelineAnalysis& a) {
-  if (!a.bubbles.longest_folded.empty()) return a.bubbles.longest_folded;
-  return fold_peer_bubbles(a.bubbles.longest, a.stages.stage_of, a.bubbles.longest.size());
-}
-
 /// The pipeline's summary lines: schedule, layout, replicas, bubble and
 /// idle splits, bottleneck, clocks.
 void write_pipeline_summary(fmt::memory_buffer& out, const Run& run, const Metrics& metrics,
@@ -502,28 +495,7 @@ void write_longest_bubbles(fmt::memory_buffer& out, const Run& run, const Metric
     for (const FoldedBubble& group : folded) {
       const Bubble& bubble = group.bubble;
       const Device& device = run.devices[bubble.device];
-      // The job names as summary.json gives them, for a bubble of its list;
-      // else read from the run (which then holds every job).
-      SummaryJobFacts::LongBubble named;
-      bool found = false;
-      for (std::size_t i = 0; i < a.bubbles.longest.size() && i < facts.longest_bubbles.size();
-           ++i) {
-        const Bubble& b = a.bubbles.longest[i];
-        if (b.device == bubble.device && b.start_ns == bubble.start_ns) {
-          named = facts.longest_bubbles[i];
-          found = true;
-          break;
-        }
-      }
-      if (!found) {
-        const auto job_at = [&](std::int64_t j) -> std::optional<Job> {
-          if (j < 0 || static_cast<std::size_t>(j) >= device.jobs.size()) return std::nullopt;
-          return device.jobs[static_cast<std::size_t>(j)];
-        };
-        named.before = job_at(bubble.job_before);
-        named.after = job_at(bubble.job_after);
-        named.inherent_ns = bubble_inherent_ns(a.split, metrics, bubble);
-      }
+      const SummaryJobFacts::LongBubble named = long_bubble_facts(run, metrics, facts, a, bubble);
       const std::optional<std::int64_t> inherent = named.inherent_ns;
       std::vector<std::string> cells = {std::to_string(device.index)};
       if (any_peers) cells.push_back(std::to_string(group.devices.size()));

@@ -443,6 +443,10 @@ TEST(HtmlReport, EmbeddedStepsAreTheDrawnOnesFirstThenInOrderWithinTheBound) {
   EXPECT_EQ(choose_embedded_steps({5, 5, 5}, {}, 15), (std::vector<std::size_t>{0, 1, 2}));
   EXPECT_TRUE(choose_embedded_steps({30}, {0}, 10).empty());
   EXPECT_TRUE(choose_embedded_steps({}, {}, 10).empty());
+  // The drawn steps only (a partitioned run's report), each that fits.
+  EXPECT_EQ(choose_embedded_steps({5, 5, 5, 5}, {2}, 10, false), (std::vector<std::size_t>{2}));
+  EXPECT_EQ(choose_embedded_steps({5, 20, 5}, {2, 1, 0}, 10, false),
+            (std::vector<std::size_t>{0, 2}));
 }
 
 // Every job of an embedded step, exactly: the step's own jobs and the other
@@ -508,6 +512,17 @@ TEST(HtmlReport, EmbedsEachStepsJobsExactly) {
   options.max_embedded_jobs = 8;
   html = render_html_report(r.run, r.metrics, options);
   EXPECT_NE(html.find("2 of the 3 steps can be picked: steps 10, 12."), std::string::npos);
+  // The drawn steps only, whatever else would fit, and the page says why.
+  options.max_embedded_jobs = kHtmlMaxEmbeddedJobs;
+  options.embed_drawn_only = true;
+  html = render_html_report(r.run, r.metrics, options);
+  ASSERT_EQ(parser.parse(embedded_json(html)).get(doc), simdjson::SUCCESS);
+  EXPECT_EQ(doc["steps"].get_array().size(), 1u);
+  EXPECT_EQ(std::int64_t(doc["steps"].at(0)["step"]), 12);
+  EXPECT_NE(html.find("1 of the 3 steps can be picked: steps 12. The report of a run analysed "
+                      "with --mpi embeds only the steps it draws (--html-steps), at most 200000 "
+                      "jobs"),
+            std::string::npos);
 }
 
 // Type names are log bytes: the data stays valid JSON, and nothing in it can

@@ -1,7 +1,8 @@
 #!/bin/sh
 # `analyze --mpi` under mpirun with 1 to 4 ranks on one machine must write the
 # summary.json, trace.json and trace.pftrace of a single-process run, byte for
-# byte (the analysis runs by step ranges across the ranks).
+# byte (the analysis runs by step ranges across the ranks), and its HTML report
+# where it draws every step (the --mpi report embeds the drawn steps only).
 #
 #   sh check_mpi.sh PIPESCOPE MPIRUN WORKDIR CASE
 #
@@ -42,6 +43,13 @@ same_as() {
   fi
 }
 
+# all_steps OUT: every step of the run OUT/summary.json describes, as
+# --html-steps lists them.
+all_steps() {
+  python3 -c 'import json, sys; print(",".join(str(s["step"]) for s in json.load(open(sys.argv[1]))["steps"]))' \
+    "$1/summary.json"
+}
+
 # mpi NP OUT ARGS...: analyze --mpi under mpirun (60 s at most).
 mpi() {
   np=$1
@@ -64,9 +72,15 @@ on_nodes() {
 case $case in
   single | multi)
     reference "$work/ref" "$testdata/$case" --perfetto --flows
+    # The HTML report drawing every step: the steps it embeds are the single
+    # process's too, so the files are the same.
+    steps=$(all_steps "$work/ref")
+    reference "$work/ref-html" "$testdata/$case" --html "$work/ref.html" --html-steps "$steps"
     for np in 1 2 3 4; do
-      mpi $np "$work/np$np" "$testdata/$case" --perfetto --flows || fail "np $np: $(cat "$work/np$np.log")"
+      mpi $np "$work/np$np" "$testdata/$case" --perfetto --flows --html "$work/np$np.html" \
+        --html-steps "$steps" || fail "np $np: $(cat "$work/np$np.log")"
       same_as "$work/ref" "$work/np$np"
+      cmp "$work/ref.html" "$work/np$np.html" || fail "np $np: the HTML report differs"
     done
     ;;
   simulated)
@@ -74,10 +88,13 @@ case $case in
       --steps 4 --noise-per-job 3 --comm --seed 5 > /dev/null
     gzip "$work/run/machine1/workerlog.1"  # one compressed input among plain ones
     reference "$work/ref" "$work/run" --perfetto
+    steps=$(all_steps "$work/ref")
+    reference "$work/ref-html" "$work/run" --html "$work/ref.html" --html-steps "$steps"
     for np in 1 2 3 4; do
-      PIPESCOPE_MPI_MESSAGE_BYTES=4096 mpi $np "$work/np$np" "$work/run" --perfetto ||
-        fail "np $np: $(cat "$work/np$np.log")"
+      PIPESCOPE_MPI_MESSAGE_BYTES=4096 mpi $np "$work/np$np" "$work/run" --perfetto \
+        --html "$work/np$np.html" --html-steps "$steps" || fail "np $np: $(cat "$work/np$np.log")"
       same_as "$work/ref" "$work/np$np"
+      cmp "$work/ref.html" "$work/np$np.html" || fail "np $np: the HTML report differs"
     done
     # Two machines, one reading 3 ms ahead (the offset is estimated from every
     # range's evidence and the windows move), tensor-parallel pairs, lr and comm
@@ -86,9 +103,15 @@ case $case in
       --devices-per-stage 2 --steps 6 --skew 1:3000000 --lr --comm --events --seed 9 > /dev/null
     reference "$work/ref-skew" "$work/skew" --perfetto
     for np in 2 3 4; do
-      mpi $np "$work/skew$np" "$work/skew" --perfetto || fail "skew, np $np: $(cat "$work/skew$np.log")"
+      mpi $np "$work/skew$np" "$work/skew" --perfetto --html "$work/skew$np.html" ||
+        fail "skew, np $np: $(cat "$work/skew$np.log")"
       same_as "$work/ref-skew" "$work/skew$np"
+      # The default steps (median and slowest): the same report at every rank count.
+      [ $np -eq 2 ] || cmp "$work/skew2.html" "$work/skew$np.html" ||
+        fail "skew, np $np: the HTML report differs from np 2's"
     done
+    grep -q 'embeds only the steps it draws' "$work/skew2.html" ||
+      fail "the --mpi report does not say which steps it embeds"
     # Machine 1's clock stepped back 150 ms halfway through its logs: undone
     # by the ranks that read its files, from gathered parts.
     "$cli" simulate -o "$work/stepped" --schedule 1f1b --stages 4 --micro-batches 8 --machines 2 \
