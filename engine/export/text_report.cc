@@ -16,6 +16,7 @@
 #include "analysis/step_events.h"
 #include "export/figure_registry.h"
 #include "export/table_rows.h"
+#include "model/events_off.h"
 #include "numeric/units.h"
 
 namespace pipescope {
@@ -593,10 +594,10 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
 /// with the events that coincide with it (analysis/step_events.h).
 void write_events(fmt::memory_buffer& out, const Run& run, const Metrics& metrics) {
   if (!run.events_off.empty()) {
-    // "log events are off (--no-events)" reads "Log events: off (--no-events)".
-    constexpr std::string_view kOff = "log events are off";
+    // "log events are off (NAME)" reads "Log events: off (NAME)".
+    const std::string_view lead = kEventsOffLead;
     std::string_view why = run.events_off;
-    if (why.starts_with(kOff)) why.remove_prefix(kOff.size());
+    if (why.starts_with(lead)) why.remove_prefix(lead.size());
     append_line(out, fmt::format("Log events: off{}", why));
     append_line(out, "");
     return;

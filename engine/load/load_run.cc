@@ -187,7 +187,7 @@ LoadedRun load_run(const std::vector<InputFile>& inputs, const LoadOptions& opti
   IngestOptions ingest = options.ingest;
   if (ingest.events == nullptr && options.events.matcher)
     ingest.events = options.events.matcher.get();
-  if (ingest.events_off.empty()) ingest.events_off = options.events.off;
+  if (ingest.events_off == EventsOff::none) ingest.events_off = options.events.off;
   return load_run(ingest_inputs(inputs, ingest), options);
 }
 
