@@ -362,7 +362,7 @@ void write_timeline(Out it, const Run& run, const Metrics& metrics, std::size_t 
 // until it does): the step picker, the highlights, the canvas and its
 // tooltip, and which steps are embedded.
 void write_explorer(Out it, const Metrics& metrics, const std::vector<std::size_t>& embedded,
-                    std::size_t max_jobs) {
+                    std::size_t max_jobs, const OptionWords& words) {
   fmt::format_to(
       it,
       "<div id=\"explorer\" class=\"explorer\" hidden>\n<div class=\"controls\">"
@@ -378,13 +378,13 @@ void write_explorer(Out it, const Metrics& metrics, const std::vector<std::size_
                    "<p class=\"note\" id=\"embedded-note\">Every step can be picked ({}).</p>\n",
                    embedded.size());
   } else {
-    fmt::format_to(
-        it,
-        "<p class=\"note\" id=\"embedded-note\">{} of the {} steps can be picked: "
-        "steps {}. The report embeds at most {} jobs; summary.json and trace.json "
-        "cover every step, and analyze --steps writes a trace of the steps you choose.</p>\n",
-        embedded.size(), metrics.steps.size(),
-        markup_escape(describe_step_indices(metrics, embedded)), max_jobs);
+    fmt::format_to(it,
+                   "<p class=\"note\" id=\"embedded-note\">{} of the {} steps can be picked: "
+                   "steps {}. The report embeds at most {} jobs; summary.json and trace.json "
+                   "cover every step, and {} writes a trace of the steps you choose.</p>\n",
+                   embedded.size(), metrics.steps.size(),
+                   markup_escape(describe_step_indices(metrics, embedded)), max_jobs,
+                   markup_escape(words.name(CallerOption::trace_steps)));
   }
   fmt::format_to(it,
                  "<div class=\"canvas-wrap\"><canvas id=\"timeline-canvas\"></canvas>"
@@ -680,7 +680,8 @@ std::string markup_escape(std::string_view text) {
   return out;
 }
 
-std::vector<std::size_t> choose_html_steps(const Metrics& metrics, std::string_view spec) {
+std::vector<std::size_t> choose_html_steps(const Metrics& metrics, std::string_view spec,
+                                           const OptionWords& words) {
   std::vector<std::size_t> chosen;
   const std::size_t n = metrics.steps.size();
   if (n == 0) return chosen;
@@ -692,10 +693,11 @@ std::vector<std::size_t> choose_html_steps(const Metrics& metrics, std::string_v
   // The median-duration complete step and the slowest, as a trace past its
   // size limit holds them (analysis/step_selection.h).
   if (trimmed(spec).empty()) return median_and_slowest_steps(metrics);
-  chosen = parse_step_list(spec, metrics, "--html-steps");
+  const std::string& option = words.name(CallerOption::html_steps);
+  chosen = parse_step_list(spec, metrics, option);
   if (chosen.size() > kMaxDrawnSteps) {
     throw std::invalid_argument(
-        fmt::format("--html-steps: at most {} steps can be drawn", kMaxDrawnSteps));
+        fmt::format("{}: at most {} steps can be drawn", option, kMaxDrawnSteps));
   }
   return chosen;
 }
@@ -1005,7 +1007,7 @@ std::string render_html_report(const Run& run, const Metrics& metrics, const Htm
     return std::binary_search(embedded.begin(), embedded.end(), k);
   };
   if (interactive) {
-    write_explorer(it, metrics, embedded, options.max_embedded_jobs);
+    write_explorer(it, metrics, embedded, options.max_embedded_jobs, *options.words);
     // Without scripts: the drawn steps as static timelines.
     fmt::format_to(it, "<noscript>\n{}", static_note);
     for (const std::size_t k : options.steps) {

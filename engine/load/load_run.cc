@@ -37,9 +37,13 @@ int parse_segment_choice(std::string_view text) {
 
 std::vector<InputFile> find_inputs(const std::vector<std::string>& paths,
                                    const std::string& devices, std::vector<Warning>* notes,
-                                   const std::vector<std::string>& machine_order) {
-  std::vector<InputFile> inputs = order_machines(discover_inputs(paths, notes), machine_order);
-  if (!devices.empty()) inputs = select_devices(std::move(inputs), parse_device_list(devices));
+                                   const std::vector<std::string>& machine_order,
+                                   const OptionWords& words) {
+  std::vector<InputFile> inputs =
+      order_machines(discover_inputs(paths, notes), machine_order, words);
+  if (!devices.empty()) {
+    inputs = select_devices(std::move(inputs), parse_device_list(devices), words);
+  }
   return inputs;
 }
 
