@@ -196,7 +196,7 @@ AnalyzeStatus write_run_outputs(RunOutputs& run, const AnalyzeRequest& request,
     written.push_back(outputs.html_file.string());
   }
   if (root && outputs.wants(Output::text)) {
-    run.write_text(streams.out, request.all_rows);
+    run.write_text(streams.out, request.all_rows, request.words);
     print_written(written, streams.out);
   }
   return strict_status(run.run(), unreadable, request, root, streams.err);
@@ -222,7 +222,7 @@ AnalyzeStatus write_kernel_outputs(LoadedRun& loaded, const AnalyzeRequest& requ
     written += " and " + trace;
   }
   if (outputs.wants(Output::text)) {
-    write_kernel_view_text(loaded.kernels, streams.out, request.all_rows);
+    write_kernel_view_text(loaded.kernels, streams.out, {request.all_rows, request.words.get()});
     fmt::print(streams.out, "\nwrote {}\n", written);
   }
   return AnalyzeStatus::ok;
