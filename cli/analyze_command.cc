@@ -69,7 +69,8 @@ int run_analyze(const AnalyzeOptions& options) {
   if (!options.local.empty()) throw InputError("--local needs --mpi");
 
   const std::vector<InputFile> inputs =
-      find_inputs(options.paths, options.devices, &load.discovery_notes, load.machine_order);
+      find_inputs(options.paths, options.devices, &load.discovery_notes, load.machine_order,
+                  *load.ingest.words);
   check_outputs_are_not_inputs(request.outputs, inputs);
   if (!options.quiet) print_machine_order(inputs);
   ProgressLine progress(stderr, options.progress);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/errors.h"
+#include "option_words.h"
 
 namespace pipescope::cli {
 
@@ -125,6 +126,7 @@ AnalyzeRequest make_request(const AnalyzeOptions& options) {
   request.strict = options.strict;
   request.allow_missing = options.allow_missing;
   request.threads = options.threads;
+  request.words = command_line_words(options.max_line_kib);
   return request;
 }
 

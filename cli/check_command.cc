@@ -118,12 +118,15 @@ int compare_runs(const CheckOptions& o) {
   }
   const RunFigures baseline = load_run_figures(o.baseline, load, o.devices);
   const RunFigures current = load_run_figures(o.current, load, o.devices);
-  const CheckReport report = evaluate_check(baseline, current, t, o.allow_input_warnings);
+  const OptionWords& words = *load.ingest.words;
+  const CheckReport report = evaluate_check(baseline, current, t, o.allow_input_warnings, words);
 
-  if (!o.markdown.empty()) write_file_atomically(o.markdown, format_check_markdown(report));
-  if (!o.junit.empty()) write_file_atomically(o.junit, format_check_junit(report));
+  if (!o.markdown.empty()) write_file_atomically(o.markdown, format_check_markdown(report, words));
+  if (!o.junit.empty()) write_file_atomically(o.junit, format_check_junit(report, words));
   const bool bad = report.refused() || report.regression();
-  if (!o.quiet || bad) std::fputs(format_check_verdict(report).c_str(), bad ? stderr : stdout);
+  if (!o.quiet || bad) {
+    std::fputs(format_check_verdict(report, words).c_str(), bad ? stderr : stdout);
+  }
   if (report.refused()) return kExitUsage;
   return report.regression() ? kExitFailed : kExitOk;
 }

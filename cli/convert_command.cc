@@ -69,12 +69,12 @@ void prepare_output(const ConvertOptions& o) {
 
 int run_convert(const ConvertOptions& o) {
   LoadOptions load;
-  const std::vector<InputFile> inputs =
-      find_inputs(o.paths, o.devices, &load.discovery_notes, load.machine_order);
+  load.inputs.words = convert_command_words();
+  const std::vector<InputFile> inputs = find_inputs(o.paths, o.devices, &load.discovery_notes,
+                                                    load.machine_order, *load.inputs.words);
   check_output(o);
   load.ingest.threads = o.threads;
   load.inputs.allow_unreadable = o.allow_missing;
-  load.inputs.words = convert_command_words();
   load.inputs.check_layout = o.devices.empty();
   // Records keep the times as logged; reading them back corrects the clocks
   // exactly as reading the logs does.

@@ -35,7 +35,9 @@ int run_diff(const DiffOptions& o) {
     return kExitOk;
   }
   if (!o.json.empty()) write_file_atomically(o.json, format_diff_json(a, b));
-  if (!o.quiet) std::fputs(format_diff_text(a, b, o.all_rows).c_str(), stdout);
+  if (!o.quiet) {
+    std::fputs(format_diff_text(a, b, {o.all_rows, load.ingest.words.get()}).c_str(), stdout);
+  }
   return kExitOk;
 }
 

@@ -19,8 +19,13 @@ namespace pipescope::cli {
 /// (`--max-line-kib`, in KiB).
 std::shared_ptr<const OptionWords> command_line_words(std::size_t max_line_kib);
 
-/// `convert`'s words: the engine's, but for --allow-missing, whose advice is
-/// convert's own (convert has none of the other options).
+/// `convert`'s words: the engine's, but for --devices (the table's) and
+/// --allow-missing, whose advice is convert's own (convert has none of the
+/// other options).
 std::shared_ptr<const OptionWords> convert_command_words();
+
+/// `simulate`'s words: the table's for --chunks, --resolution and --force,
+/// the engine's for the options simulate does not have.
+std::shared_ptr<const OptionWords> simulate_command_words();
 
 }  // namespace pipescope::cli

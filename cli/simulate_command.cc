@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "command.h"
+#include "option_words.h"
 #include "simulate/dygraph_writer.h"
 #include "simulate/log_writer.h"
 #include "simulate/nsys_writer.h"
@@ -134,6 +135,7 @@ std::int64_t ms_to_ns(double ms, std::string_view what) {
 
 sim::SimConfig make_config(const SimulateOptions& o) {
   sim::SimConfig config;
+  config.words = simulate_command_words();
   const auto kind = sim::parse_schedule_kind(o.schedule);
   if (!kind) throw std::invalid_argument(fmt::format("unknown schedule '{}'", o.schedule));
   config.shape.kind = *kind;

@@ -153,7 +153,7 @@ void name_inputs(LoadedRun& loaded, const std::map<std::string, std::string>& in
 int final_pass(const WatchOptions& options, const LoadOptions& load,
                const std::map<std::string, std::string>& read_copies) {
   std::vector<InputFile> inputs =
-      find_inputs(options.paths, options.devices, nullptr, load.machine_order);
+      find_inputs(options.paths, options.devices, nullptr, load.machine_order, *load.ingest.words);
   std::map<std::string, std::string> input_of_copy;
   for (InputFile& input : inputs) {
     const auto copy = read_copies.find(input.path);
@@ -213,7 +213,8 @@ std::vector<InputFile> wait_for_inputs(const WatchOptions& options, const LoadOp
     }
     if (why.empty()) {
       try {
-        return find_inputs(options.paths, options.devices, nullptr, load.machine_order);
+        return find_inputs(options.paths, options.devices, nullptr, load.machine_order,
+                           *load.ingest.words);
       } catch (const InputError& e) {
         // Only a folder without inputs yet is worth waiting for.
         if (std::string_view(e.what()).find("no worker logs in") == std::string_view::npos) throw;
@@ -345,8 +346,8 @@ int run_watch(const WatchOptions& options) {
   std::string discovery_error;
   while (g_stop == 0) {
     try {
-      std::vector<InputFile> now =
-          find_inputs(options.paths, options.devices, nullptr, load.machine_order);
+      std::vector<InputFile> now = find_inputs(options.paths, options.devices, nullptr,
+                                               load.machine_order, *load.ingest.words);
       refuse_unfollowable(now);
       inputs = std::move(now);
     } catch (const InputError& e) {

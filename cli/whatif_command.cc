@@ -225,7 +225,8 @@ int run_whatif(const WhatifOptions& options) {
   }
   LoadOptions load = make_load_options(options);
   const std::vector<InputFile> inputs =
-      find_inputs(options.paths, options.devices, &load.discovery_notes, load.machine_order);
+      find_inputs(options.paths, options.devices, &load.discovery_notes, load.machine_order,
+                  *load.ingest.words);
   const bool one_scenario = !options.schedule.empty() || options.micro_batches || options.chunks;
   const fs::path out(options.output_dir);
   if (!options.output_dir.empty()) check_output_location(options);

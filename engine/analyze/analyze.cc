@@ -41,9 +41,10 @@ fs::path resolved(const fs::path& path) {
 }
 
 /// A step list parsed for the traces; a bad one is the user's error.
-StepSelection parse_trace_steps(const std::string& steps, const Metrics& metrics) {
+StepSelection parse_trace_steps(const std::string& steps, const Metrics& metrics,
+                                const OptionWords& words) {
   try {
-    return StepSelection::parse(steps, metrics, "--steps");
+    return StepSelection::parse(steps, metrics, words.name(CallerOption::steps));
   } catch (const std::invalid_argument& e) {
     throw InputError(e.what());
   }
@@ -75,7 +76,7 @@ TraceOptions trace_options(const AnalyzeRequest& request, const Metrics& metrics
   trace.absolute_time = request.absolute_time;
   trace.flows = request.flows;
   trace.threads = request.threads;  // the writers format events on this many threads
-  trace.steps = parse_trace_steps(request.steps, metrics);
+  trace.steps = parse_trace_steps(request.steps, metrics, *request.words);
   return trace;
 }
 
@@ -94,7 +95,7 @@ void warn_if_trace_too_big(const fs::path& trace, const AnalyzeRequest& request,
   const std::uintmax_t bytes = fs::file_size(trace, ec);
   if (ec) return;
   const std::string advice = chrome_trace_size_advice(
-      trace.string(), bytes, request.outputs.wants(Output::trace_perfetto));
+      trace.string(), bytes, request.outputs.wants(Output::trace_perfetto), *request.words);
   if (!advice.empty()) fmt::print(err, "pipescope: warning: {}\n", advice);
 }
 
@@ -113,14 +114,15 @@ void print_written(const std::vector<std::string>& written, std::FILE* out) {
 AnalyzeStatus strict_status(const Run& run, std::uint64_t unreadable, const AnalyzeRequest& request,
                             bool print, std::FILE* err) {
   if (!request.strict) return AnalyzeStatus::ok;
+  const std::string& strict = request.words->name(CallerOption::strict);
   std::uint64_t malformed = 0;
   for (const InputStats& input : run.inputs) malformed += input.malformed + input.oversized;
   if (malformed > 0 && print) {
-    fmt::print(err, "pipescope: --strict: {} line{} skipped\n", malformed,
+    fmt::print(err, "pipescope: {}: {} line{} skipped\n", strict, malformed,
                malformed == 1 ? " was" : "s were");
   }
   if (unreadable > 0 && print) {
-    fmt::print(err, "pipescope: --strict: {} input{} could not be read\n", unreadable,
+    fmt::print(err, "pipescope: {}: {} input{} could not be read\n", strict, unreadable,
                unreadable == 1 ? "" : "s");
   }
   if (unreadable > 0) return AnalyzeStatus::inputs_unreadable;
@@ -153,7 +155,7 @@ AnalyzeStatus write_run_outputs(RunOutputs& run, const AnalyzeRequest& request,
     plans.push_back(run.plan_trace(trace, !request.steps.empty(), format, limits.of(format)));
   }
   if (root) {
-    for (const std::string& note : trace_plan_notes(metrics, plans)) {
+    for (const std::string& note : trace_plan_notes(metrics, plans, *request.words)) {
       fmt::print(streams.err, "pipescope: {}\n", note);
     }
   }
@@ -163,8 +165,9 @@ AnalyzeStatus write_run_outputs(RunOutputs& run, const AnalyzeRequest& request,
     html->title = request.title;
     html->pipeline = &run.pipeline();
     html->kernels = run.kernels();
+    html->words = request.words;
     try {
-      html->steps = choose_html_steps(metrics, request.html_steps);
+      html->steps = choose_html_steps(metrics, request.html_steps, *request.words);
     } catch (const std::invalid_argument& e) {
       throw InputError(e.what());
     }
@@ -193,7 +196,7 @@ AnalyzeStatus write_run_outputs(RunOutputs& run, const AnalyzeRequest& request,
     written.push_back(outputs.html_file.string());
   }
   if (root && outputs.wants(Output::text)) {
-    run.write_text(streams.out, request.all_rows);
+    run.write_text(streams.out, request.all_rows, request.words);
     print_written(written, streams.out);
   }
   return strict_status(run.run(), unreadable, request, root, streams.err);
@@ -219,7 +222,7 @@ AnalyzeStatus write_kernel_outputs(LoadedRun& loaded, const AnalyzeRequest& requ
     written += " and " + trace;
   }
   if (outputs.wants(Output::text)) {
-    write_kernel_view_text(loaded.kernels, streams.out, request.all_rows);
+    write_kernel_view_text(loaded.kernels, streams.out, {request.all_rows, request.words.get()});
     fmt::print(streams.out, "\nwrote {}\n", written);
   }
   return AnalyzeStatus::ok;
@@ -251,12 +254,11 @@ std::string unlisted_folders(const std::vector<distributed::ReadFailure>& failur
 /// A node folder that could not be listed: its ranks are missing, an input
 /// error as for a path that does not exist (the files a rank could not read
 /// are refused by the load, as in a single process).
-void refuse_unlisted_folders(const std::string& folders) {
+void refuse_unlisted_folders(const std::string& folders, const OptionWords& words) {
   if (folders.empty()) return;
-  throw InputError(fmt::format(
-      "cannot list the --local folder of some nodes:{}\npass --allow-missing to leave their "
-      "devices out of the figures",
-      folders));
+  throw InputError(fmt::format("cannot list the {} folder of some nodes:{}\n{}",
+                               words.name(CallerOption::local), folders,
+                               words.advice(CallerOption::allow_missing_nodes)));
 }
 
 /// write_outputs, with the inputs --mpi could not read.
@@ -294,7 +296,7 @@ AnalyzeStatus write_outputs(LoadedRun& loaded, const AnalyzeRequest& request,
 
 AnalyzeStatus write_gathered_outputs(distributed::ClusterScan& scan, const AnalyzeRequest& request,
                                      const LoadOptions& load, AnalyzeStreams streams) {
-  refuse_unlisted_folders(unlisted_folders(scan.failures, request));
+  refuse_unlisted_folders(unlisted_folders(scan.failures, request), *request.words);
   adopt_event_library(scan.run, scan.inputs, load.ingest);
   LoadedRun loaded = load_run(std::move(scan.run), load);
   return write_loaded_outputs(loaded, request, streams, scan.failures.size());
@@ -317,7 +319,7 @@ AnalyzeStatus write_outputs_on_ranks(distributed::Exchange& exchange,
     }
     const std::string rank0_says = exchange.all_gather(w.take()).front();
     ByteReader r(rank0_says);
-    refuse_unlisted_folders(r.str());
+    refuse_unlisted_folders(r.str(), *request.words);
     looked_for_events = r.get<std::uint8_t>() != 0;
   }
   LocalLoad local =

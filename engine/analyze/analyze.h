@@ -20,12 +20,14 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "analyze/outputs.h"
 #include "ingest/discovery.h"
 #include "load/load_run.h"
+#include "model/option_words.h"
 
 namespace pipescope {
 
@@ -59,6 +61,10 @@ struct AnalyzeRequest {
   bool allow_missing = false;
   /// Threads that format the traces (0: one per core).
   unsigned threads = 0;
+  /// How the messages name the caller's options (model/option_words.h): the
+  /// step lists, --strict, the trace size advice, the rows left out, the
+  /// node folders. Never null.
+  std::shared_ptr<const OptionWords> words = OptionWords::engine();
 };
 
 /// How `analyze` ended, for the exit status.

@@ -49,14 +49,16 @@ class WholeRunOutputs final : public RunOutputs {
   void write_html(const HtmlOptions& options, const std::string& path) override {
     write_html_report(loaded_.run, loaded_.metrics, options, path);
   }
-  void write_text(std::FILE* out, bool all_rows) override {
+  void write_text(std::FILE* out, bool all_rows,
+                  const std::shared_ptr<const OptionWords>& words) override {
     ReportOptions report;
     report.pipeline = &loaded_.pipeline;
     report.all_rows = all_rows;
+    report.words = words;
     write_text_report(loaded_.run, loaded_.metrics, out, report);
     if (loaded_.kernels.available) {
       std::fputs("\n", out);
-      write_kernel_view_text(loaded_.kernels, out, all_rows);
+      write_kernel_view_text(loaded_.kernels, out, {all_rows, words.get()});
     }
   }
 
@@ -94,11 +96,13 @@ class PartitionedRunOutputs final : public RunOutputs {
   void write_html(const HtmlOptions& options, const std::string& path) override {
     distributed::write_partitioned_html(exchange_, load_, analysis_, facts_, options, path);
   }
-  void write_text(std::FILE* out, bool all_rows) override {
+  void write_text(std::FILE* out, bool all_rows,
+                  const std::shared_ptr<const OptionWords>& words) override {
     ReportOptions report;
     report.pipeline = &analysis_.pipeline;
     report.facts = &facts_;
     report.all_rows = all_rows;
+    report.words = words;
     write_text_report(load_.run, analysis_.metrics, out, report);
   }
 

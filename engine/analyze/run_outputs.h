@@ -25,6 +25,7 @@
 #include "export/summary_figures.h"
 #include "export/trace_size.h"
 #include "load/load_run.h"
+#include "model/option_words.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -62,8 +63,10 @@ class RunOutputs {
   /// The HTML report at `path` (options.steps: the drawn steps); a
   /// partitioned run's embeds the drawn steps only (partitioned_html.h).
   virtual void write_html(const HtmlOptions& options, const std::string& path) = 0;
-  /// The table, on the root.
-  virtual void write_text(std::FILE* out, bool all_rows) = 0;
+  /// The table, on the root: every row with `all_rows`, the notes of the
+  /// rows left out in `words`.
+  virtual void write_text(std::FILE* out, bool all_rows,
+                          const std::shared_ptr<const OptionWords>& words) = 0;
 };
 
 /// The run analysed in one process (load_run). Frees its dependencies when

@@ -48,7 +48,8 @@ std::map<int, std::vector<double>> utilization_by_device(const std::vector<StepF
 
 /// The complete steps, less the first `skip` complete steps of each launch
 /// segment (a relaunch warms up again).
-std::vector<StepFigures> compared_steps(const RunFigures& run, std::int64_t skip) {
+std::vector<StepFigures> compared_steps(const RunFigures& run, std::int64_t skip,
+                                        const OptionWords& words) {
   std::vector<StepFigures> out;
   std::map<int, std::int64_t> seen;  // complete steps met, by segment
   std::size_t complete = 0;
@@ -60,11 +61,11 @@ std::vector<StepFigures> compared_steps(const RunFigures& run, std::int64_t skip
   }
   if (out.empty()) {
     const std::size_t segments = seen.size();
-    throw InputError(
-        fmt::format("{}: {} complete step{}, none left after skipping {} warm-up step{}{} (lower "
-                    "--skip-steps)",
-                    run.source, complete, complete == 1 ? "" : "s", skip, skip == 1 ? "" : "s",
-                    segments > 1 ? " of each launch segment" : ""));
+    throw InputError(fmt::format(
+        "{}: {} complete step{}, none left after skipping {} warm-up step{}{} (lower "
+        "{})",
+        run.source, complete, complete == 1 ? "" : "s", skip, skip == 1 ? "" : "s",
+        segments > 1 ? " of each launch segment" : "", words.name(CallerOption::skip_steps)));
   }
   return out;
 }
@@ -440,11 +441,12 @@ ThresholdResult utilization_threshold(const std::vector<DeviceComparison>& devic
 /// One max-events result per event or category limited, appended to `r`.
 /// Throws InputError when the current run has no log events to count.
 void event_thresholds(const RunFigures& current,
-                      const decltype(CheckThresholds::max_events)& max_events, CheckReport& r) {
+                      const decltype(CheckThresholds::max_events)& max_events, CheckReport& r,
+                      const OptionWords& words) {
   if (!current.events || !current.events->off.empty()) {
     // Nothing to count is no pass: a usage error, whatever else is allowed.
     throw InputError(fmt::format(
-        "--max-events: the current run has no log events to count ({})",
+        "{}: the current run has no log events to count ({})", words.name(CallerOption::max_events),
         current.events ? current.events->off
                        : std::string("its inputs are no worker logs, or its summary has none")));
   }
@@ -516,7 +518,8 @@ void figure_thresholds(const RunFigures& baseline, const RunFigures& current,
 }
 
 CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current,
-                           const CheckThresholds& thresholds, bool allow_incomparable) {
+                           const CheckThresholds& thresholds, bool allow_incomparable,
+                           const OptionWords& words) {
   CheckReport r;
   r.refusals = comparability_problems(baseline, current);
   r.refusals_allowed = allow_incomparable;
@@ -525,8 +528,8 @@ CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current
   r.skip_defaulted = !thresholds.skip_steps.has_value();
   r.skip_steps = thresholds.skip_steps.value_or(default_skip_steps(baseline, current));
 
-  const std::vector<StepFigures> base_steps = compared_steps(baseline, r.skip_steps);
-  const std::vector<StepFigures> cur_steps = compared_steps(current, r.skip_steps);
+  const std::vector<StepFigures> base_steps = compared_steps(baseline, r.skip_steps, words);
+  const std::vector<StepFigures> cur_steps = compared_steps(current, r.skip_steps, words);
   r.baseline_steps = base_steps.size();
   r.current_steps = cur_steps.size();
   for (const RunFigures* run : {&baseline, &current}) {
@@ -594,7 +597,7 @@ CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current
   if (thresholds.max_utilization_drop) {
     r.thresholds.push_back(utilization_threshold(r.devices, *thresholds.max_utilization_drop));
   }
-  if (!thresholds.max_events.empty()) event_thresholds(current, thresholds.max_events, r);
+  if (!thresholds.max_events.empty()) event_thresholds(current, thresholds.max_events, r, words);
   if (!thresholds.max_figures.empty()) {
     figure_thresholds(baseline, current, thresholds.max_figures, r);
   }

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "compare/run_figures.h"
+#include "model/option_words.h"
 
 namespace pipescope {
 
@@ -209,9 +210,12 @@ std::vector<std::string> comparability_problems(const RunFigures& baseline,
 /// when, after skipping warm-up steps, a side has no step left to compare,
 /// and when `max_events` is given but the current run has no events section
 /// (events off, or no worker logs), and when `max_figures` names a figure
-/// the current run does not have or whose registry row takes no limit.
+/// the current run does not have or whose registry row takes no limit. The
+/// messages name the options in `words` (CallerOption::skip_steps,
+/// max_events).
 CheckReport evaluate_check(const RunFigures& baseline, const RunFigures& current,
-                           const CheckThresholds& thresholds, bool allow_incomparable = false);
+                           const CheckThresholds& thresholds, bool allow_incomparable = false,
+                           const OptionWords& words = *OptionWords::engine());
 
 /// The default warm-up skip: 1 when both runs have more than 2 complete steps, else 0.
 std::int64_t default_skip_steps(const RunFigures& baseline, const RunFigures& current);

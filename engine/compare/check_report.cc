@@ -35,14 +35,15 @@ std::string spread_duration(const Spread& s) {
   return fmt::format("{} – {}", format_duration_ns(s.p25), format_duration_ns(s.p75));
 }
 
-std::string skip_line(const CheckReport& r) {
+std::string skip_line(const CheckReport& r, const OptionWords& words) {
   return fmt::format(
       "{} warm-up step{} {}left out of both runs{}; {}comparing {} baseline and {} "
       "current step{}",
       r.skip_steps, r.skip_steps == 1 ? "" : "s", r.segments > 1 ? "of each launch segment " : "",
-      r.skip_defaulted ? " (default: 1 when both runs have more than 2 complete steps; "
-                         "change with --skip-steps)"
-                       : "",
+      r.skip_defaulted ? fmt::format(" (default: 1 when both runs have more than 2 complete "
+                                     "steps; change with {})",
+                                     words.name(CallerOption::skip_steps))
+                       : std::string(),
       r.incomplete_steps == 0 ? std::string()
                               : fmt::format("{} incomplete step{} never compared; ",
                                             r.incomplete_steps, r.incomplete_steps == 1 ? "" : "s"),
@@ -51,7 +52,7 @@ std::string skip_line(const CheckReport& r) {
 
 }  // namespace
 
-std::string format_check_verdict(const CheckReport& r) {
+std::string format_check_verdict(const CheckReport& r, const OptionWords& words) {
   std::string out;
   auto it = std::back_inserter(out);
   const std::size_t failed =
@@ -60,7 +61,8 @@ std::string format_check_verdict(const CheckReport& r) {
   if (r.refused()) {
     fmt::format_to(it,
                    "pipescope check: REFUSED (the runs are not comparable; "
-                   "--allow-input-warnings compares them anyway)\n");
+                   "{} compares them anyway)\n",
+                   words.name(CallerOption::allow_input_warnings));
   } else if (failed > 0) {
     fmt::format_to(it, "pipescope check: REGRESSION ({} of {} threshold{} failed)\n", failed,
                    r.thresholds.size(), r.thresholds.size() == 1 ? "" : "s");
@@ -73,7 +75,7 @@ std::string format_check_verdict(const CheckReport& r) {
     fmt::format_to(it, "  {} {}\n",
                    r.refused() ? "not comparable:" : "note: compared anyway:", reason);
   }
-  fmt::format_to(it, "  {}\n", skip_line(r));
+  fmt::format_to(it, "  {}\n", skip_line(r, words));
   for (const ThresholdResult& t : r.thresholds) {
     fmt::format_to(it, "  {} {}: {}\n", t.passed ? "ok  " : "FAIL", t.name, t.detail);
     for (const std::string& f : t.failures) fmt::format_to(it, "         {}\n", f);
@@ -86,7 +88,7 @@ std::string format_check_verdict(const CheckReport& r) {
   return out;
 }
 
-std::string format_check_markdown(const CheckReport& r) {
+std::string format_check_markdown(const CheckReport& r, const OptionWords& words) {
   std::string out;
   auto it = std::back_inserter(out);
   const bool regression = r.regression();
@@ -95,10 +97,11 @@ std::string format_check_markdown(const CheckReport& r) {
                  : regression ? "❌ regression"
                               : "✅ pass");
   if (!r.refusals.empty()) {
-    fmt::format_to(it, "{}\n\n",
-                   r.refused() ? "The runs are not comparable (`--allow-input-warnings` compares "
-                                 "them anyway):"
-                               : "Compared despite (`--allow-input-warnings`):");
+    const std::string& allow = words.name(CallerOption::allow_input_warnings);
+    fmt::format_to(
+        it, "{}\n\n",
+        r.refused() ? fmt::format("The runs are not comparable (`{}` compares them anyway):", allow)
+                    : fmt::format("Compared despite (`{}`):", allow));
     for (const std::string& reason : r.refusals) fmt::format_to(it, "- {}\n", cell(reason));
     fmt::format_to(it, "\n");
   }
@@ -106,14 +109,16 @@ std::string format_check_markdown(const CheckReport& r) {
                  "Baseline `{}`, current `{}`.  \n{}. Figures are medians over steps; the "
                  "spread is the interquartile range (p25 – p75) over those steps, and a change "
                  "larger than the wider spread is marked *beyond noise*.\n\n",
-                 cell(r.baseline_source), cell(r.current_source), skip_line(r));
+                 cell(r.baseline_source), cell(r.current_source), skip_line(r, words));
 
   if (!r.thresholds.empty()) {
     fmt::format_to(it, "### Thresholds\n\n| threshold | result | numbers |\n| --- | --- | --- |\n");
     for (const ThresholdResult& t : r.thresholds) {
       std::string numbers = cell(t.detail);
       for (const std::string& f : t.failures) numbers += "<br>" + cell(f);
-      fmt::format_to(it, "| `--{}` | {} | {} |\n", t.name, t.passed ? "✅ pass" : "❌ fail", numbers);
+      fmt::format_to(it, "| `{}` | {} | {} |\n",
+                     fmt::format(fmt::runtime(words.name(CallerOption::threshold)), t.name),
+                     t.passed ? "✅ pass" : "❌ fail", numbers);
     }
     fmt::format_to(it, "\n");
   }
@@ -206,7 +211,7 @@ std::string format_check_error_junit(const std::string& error, const std::string
   return out;
 }
 
-std::string format_check_junit(const CheckReport& r) {
+std::string format_check_junit(const CheckReport& r, const OptionWords& words) {
   std::string out;
   auto it = std::back_inserter(out);
   std::size_t failures = 0;
@@ -245,7 +250,8 @@ std::string format_check_junit(const CheckReport& r) {
     } else {
       fmt::format_to(
           it, ">\n      <system-out>{}</system-out>\n    </testcase>\n",
-          markup_escape(fmt::format("compared anyway (--allow-input-warnings):\n{}", reasons)));
+          markup_escape(fmt::format("compared anyway ({}):\n{}",
+                                    words.name(CallerOption::allow_input_warnings), reasons)));
     }
   }
   for (const ThresholdResult& t : r.thresholds) {

@@ -20,11 +20,16 @@
 #include <string>
 
 #include "compare/check.h"
+#include "model/option_words.h"
 
 namespace pipescope {
 
-std::string format_check_verdict(const CheckReport& report);
-std::string format_check_markdown(const CheckReport& report);
+/// The verdict and the markdown report; `words` name the options they
+/// mention (CallerOption::skip_steps, allow_input_warnings, threshold).
+std::string format_check_verdict(const CheckReport& report,
+                                 const OptionWords& words = *OptionWords::engine());
+std::string format_check_markdown(const CheckReport& report,
+                                  const OptionWords& words = *OptionWords::engine());
 
 /// The markdown and JUnit reports of a check that could not compare at all
 /// (exit status 2: a missing or unreadable run, a bad threshold): what went
@@ -34,6 +39,7 @@ std::string format_check_error_markdown(const std::string& error, const std::str
                                         const std::string& current);
 std::string format_check_error_junit(const std::string& error, const std::string& baseline,
                                      const std::string& current);
-std::string format_check_junit(const CheckReport& report);
+std::string format_check_junit(const CheckReport& report,
+                               const OptionWords& words = *OptionWords::engine());
 
 }  // namespace pipescope

@@ -237,9 +237,9 @@ void table(std::back_insert_iterator<std::string> it, const std::vector<Row>& ro
   }
 }
 
-// A table of a row per device, folded (export/table_rows.h) unless `all_rows`.
+// A table of a row per device, folded (export/table_rows.h) unless `listing.all`.
 void folded_table(std::back_insert_iterator<std::string> it, const std::vector<Row>& rows,
-                  std::string_view first, bool all_rows) {
+                  std::string_view first, const RowListing& listing) {
   constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
   std::vector<std::vector<double>> columns(3);
   for (const Row& r : rows) {
@@ -247,7 +247,7 @@ void folded_table(std::back_insert_iterator<std::string> it, const std::vector<R
     columns[1].push_back(r.b.value_or(kNone));
     columns[2].push_back(r.a && r.b ? *r.b - *r.a : kNone);
   }
-  const RowSelection shown = select_table_rows(rows.size(), columns, all_rows);
+  const RowSelection shown = select_table_rows(rows.size(), columns, listing.all);
   std::vector<Row> kept;
   for (const std::size_t r : shown.rows) kept.push_back(rows[r]);
   std::size_t w = first.size();
@@ -256,7 +256,9 @@ void folded_table(std::back_insert_iterator<std::string> it, const std::vector<R
   bool noted = false;
   for (std::size_t i = 0; i < shown.rows.size(); ++i) {
     if (i > 0 && shown.rows[i] != shown.rows[i - 1] + 1) {
-      fmt::format_to(it, "  {}\n", noted ? std::string("...") : folded_rows_note(shown, "devices"));
+      fmt::format_to(
+          it, "  {}\n",
+          noted ? std::string("...") : folded_rows_note(shown, "devices", *listing.words));
       noted = true;
     }
     const Row& r = rows[shown.rows[i]];
@@ -400,7 +402,7 @@ constexpr std::size_t kStepsTail = 5;
 
 }  // namespace
 
-std::string format_diff_text(const RunFigures& a, const RunFigures& b, bool all_rows) {
+std::string format_diff_text(const RunFigures& a, const RunFigures& b, const RowListing& listing) {
   std::string out;
   auto it = std::back_inserter(out);
   fmt::format_to(it, "pipescope diff\n  A  {} ({})\n  B  {} ({})\n\nMetrics\n", a.source, a.origin,
@@ -431,8 +433,8 @@ std::string format_diff_text(const RunFigures& a, const RunFigures& b, bool all_
     util.push_back({fmt::format("device {}", p.device), u(p.a), u(p.b), Unit::ratio});
     busy.push_back({fmt::format("device {} busy", p.device), bz(p.a), bz(p.b), Unit::ns});
   }
-  folded_table(it, util, "device", all_rows);
-  folded_table(it, busy, "device", all_rows);
+  folded_table(it, util, "device", listing);
+  folded_table(it, busy, "device", listing);
 
   fmt::format_to(it, "\nSteps (matched by position; * = incomplete, not in the totals)\n");
   const std::size_t n = std::max(a.steps.size(), b.steps.size());
@@ -458,12 +460,12 @@ std::string format_diff_text(const RunFigures& a, const RunFigures& b, bool all_
                    label(sa), label(sb), value_text(d.a, d.unit), value_text(d.b, d.unit),
                    delta_text(d), value_text(r.a, r.unit), value_text(r.b, r.unit), delta_text(r));
   };
-  if (all_rows || n <= kStepsInFull) {
+  if (listing.all || n <= kStepsInFull) {
     for (std::size_t k = 0; k < n; ++k) step_row(k);
   } else {
     for (std::size_t k = 0; k < kStepsHead; ++k) step_row(k);
-    fmt::format_to(it, "  ... {} steps not shown (--all-rows lists every one) ...\n",
-                   n - kStepsHead - kStepsTail);
+    fmt::format_to(it, "  ... {} steps not shown ({}) ...\n", n - kStepsHead - kStepsTail,
+                   listing.words->advice(CallerOption::all_rows));
     for (std::size_t k = n - kStepsTail; k < n; ++k) step_row(k);
   }
 

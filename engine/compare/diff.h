@@ -11,6 +11,7 @@
 #include <string>
 
 #include "compare/run_figures.h"
+#include "export/table_rows.h"
 
 namespace pipescope {
 
@@ -18,8 +19,10 @@ namespace pipescope {
 /// the last 5 step rows are listed; a device table of more than 64 rows is
 /// folded as the text report folds its tables (export/table_rows.h: the first
 /// 16, the last 8 and the rows beyond 3 MADs of A, B or the change).
-/// `all_rows` lists every row.
-std::string format_diff_text(const RunFigures& a, const RunFigures& b, bool all_rows = false);
+/// `listing.all` lists every row; the notes of the rows left out say how in
+/// `listing.words` (CallerOption::all_rows).
+std::string format_diff_text(const RunFigures& a, const RunFigures& b,
+                             const RowListing& listing = {});
 
 /// A JSON document, schema "pipescope.diff/1" (docs/guide.md, "pipescope diff").
 std::string format_diff_json(const RunFigures& a, const RunFigures& b);

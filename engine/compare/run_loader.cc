@@ -37,7 +37,7 @@ LoadedRun load_log_run(const std::string& path, const LoadOptions& options,
   }
   LoadOptions load = options;
   const std::vector<InputFile> inputs =
-      find_inputs({path}, devices, &load.discovery_notes, load.machine_order);
+      find_inputs({path}, devices, &load.discovery_notes, load.machine_order, *load.ingest.words);
   LoadedRun loaded = load_run(inputs, load);
   if (loaded.run.job_count() == 0) {
     throw InputError(fmt::format("{}: no job lines found in {} input file{} (looked for {})", path,
@@ -55,7 +55,7 @@ RunFigures load_run_figures(const std::string& path, const LoadOptions& options,
   if (is_summary_folder(path)) return read_summary_json((fs::path(path) / "summary.json").string());
   LoadOptions load = options;
   const std::vector<InputFile> inputs =
-      find_inputs({path}, devices, &load.discovery_notes, load.machine_order);
+      find_inputs({path}, devices, &load.discovery_notes, load.machine_order, *load.ingest.words);
   const LoadedRun loaded = load_run(inputs, load);
   if (loaded.run.job_count() == 0 && loaded.kernels.available) {
     // PyTorch traces without labels: compared by their kernel view, as

@@ -41,9 +41,10 @@ namespace pipescope::distributed {
 struct ClusterOptions {
   std::vector<std::string> paths;  ///< inputs on storage every rank sees
   std::string local_template;      ///< or: node-local folder, `{node}` = node index
-  std::string devices;             ///< --devices selection, empty for all
+  std::string devices;             ///< device selection, empty for all
   /// Threads: 0 = the node's cores shared among its ranks. on_progress is
-  /// ignored (see ClusterCallbacks).
+  /// ignored (see ClusterCallbacks). Its `words` name the options in the
+  /// messages (the device selection, the node-local folders, the timeout).
   IngestOptions scan;
   double timeout_s = 300;
   std::size_t max_message_bytes = std::size_t{4} << 20;
@@ -55,7 +56,7 @@ struct ReadFailure {
   int node = 0;
   std::string path;
   std::string error;
-  /// The node's --local folder could not be listed (not a single file).
+  /// The node's local folder could not be listed (not a single file).
   bool folder = false;
 };
 

@@ -71,6 +71,7 @@ class Session {
           int error_status)
       : mpi_(mpi),
         options_(options),
+        words_(*options.scan.words),
         callbacks_(callbacks),
         error_status_(error_status),
         rank_(mpi.rank()),
@@ -138,8 +139,8 @@ class Session {
       if (done) return;
       keep_alive();
       if (since(start) > timeout_) {
-        mpi_.abort(fmt::format("waited {:.0f} s for {} (--mpi-timeout); a rank failed or hangs",
-                               timeout_, what));
+        mpi_.abort(fmt::format("waited {:.0f} s for {} ({}); a rank failed or hangs", timeout_,
+                               what, words_.name(CallerOption::mpi_timeout)));
       }
       nap();
     }
@@ -242,8 +243,8 @@ class Session {
       if (silent > timeout_) {
         mpi_.abort(
             fmt::format("no word from rank {} for {:.0f} s while waiting for {} "
-                        "(--mpi-timeout); it failed or hangs",
-                        source, silent, what));
+                        "({}); it failed or hangs",
+                        source, silent, what, words_.name(CallerOption::mpi_timeout)));
       }
       nap();
     }
@@ -307,7 +308,7 @@ class Session {
       run_beating([&] {
         inputs_ = discover_inputs(options_.paths);
         if (!options_.devices.empty()) {
-          inputs_ = select_devices(inputs_, parse_device_list(options_.devices));
+          inputs_ = select_devices(inputs_, parse_device_list(options_.devices), words_);
         }
       });
       group_of_file.assign(inputs_.size(), 0);
@@ -335,8 +336,9 @@ class Session {
         for (const NodeDiscovery& d : found) {
           why += fmt::format("\n  node {}: {}", d.node, d.error.empty() ? d.folder : d.error);
         }
-        throw InputError(
-            fmt::format("--local {}: no worker logs on any node:{}", options_.local_template, why));
+        throw InputError(fmt::format("{} {}: no worker logs on any node:{}",
+                                     words_.name(CallerOption::local), options_.local_template,
+                                     why));
       }
       std::map<int, std::size_t> node_of_device;
       for (std::size_t i = 0; i < merged.inputs.size(); ++i) {
@@ -344,7 +346,7 @@ class Session {
       }
       inputs_ = std::move(merged.inputs);
       if (!options_.devices.empty()) {
-        inputs_ = select_devices(inputs_, parse_device_list(options_.devices));
+        inputs_ = select_devices(inputs_, parse_device_list(options_.devices), words_);
       }
       for (const InputFile& input : inputs_) group_of_file.push_back(node_of_device[input.device]);
       groups = layout_.ranks_of_node;
@@ -516,7 +518,10 @@ class Session {
     for (const ReadFailure& f : result.failures) {
       ++(f.folder ? folders : files);
       fmt::print(stderr, "pipescope: warning: rank {} (node {}) could not {} {}: {}\n", f.rank,
-                 f.node, f.folder ? "list its --local folder" : "read", f.path, f.error);
+                 f.node,
+                 f.folder ? fmt::format("list its {} folder", words_.name(CallerOption::local))
+                          : std::string("read"),
+                 f.path, f.error);
     }
     if (folders > 0) {
       fmt::print(stderr,
@@ -632,11 +637,12 @@ class Session {
       for (int r = 0; r < size_; ++r) {
         const Peer& p = peers[static_cast<std::size_t>(r)];
         if ((r == 0 ? own_merged : p.complete()) || since(p.heard) <= timeout_) continue;
-        mpi_.abort(fmt::format(
-            "no progress from rank {} (node {}) for {:.0f} s (--mpi-timeout) while it {} its {} "
-            "({} bytes read so far); it failed or hangs",
-            r, node_of(r), since(p.heard), p.done ? "sends the records of" : "scans",
-            plural(files_of[static_cast<std::size_t>(r)], "file"), p.bytes));
+        mpi_.abort(
+            fmt::format("no progress from rank {} (node {}) for {:.0f} s ({}) while it {} its {} "
+                        "({} bytes read so far); it failed or hangs",
+                        r, node_of(r), since(p.heard), words_.name(CallerOption::mpi_timeout),
+                        p.done ? "sends the records of" : "scans",
+                        plural(files_of[static_cast<std::size_t>(r)], "file"), p.bytes));
       }
       beat();
       if (!received) nap();
@@ -657,7 +663,7 @@ class Session {
   /// rank read, over MPI collectives; the status is the largest any rank
   /// returned.
   int run_partitioned() {
-    MpiExchange exchange(mpi_, timeout_);
+    MpiExchange exchange(mpi_, timeout_, options_.scan.words);
     PartitionedScan scan;
     scan.files = std::move(kept_);
     scan.global_index = share_.global_index;
@@ -839,6 +845,8 @@ class Session {
 
   const MpiContext& mpi_;
   const ClusterOptions& options_;
+  /// How the messages name the caller's options (the scan's words).
+  const OptionWords& words_;
   const ClusterCallbacks& callbacks_;
   int error_status_;
   int rank_;

@@ -28,7 +28,8 @@ std::uint64_t round_bytes() {
 }
 
 /// Waits for `request`, aborting every rank past the deadline.
-void wait(const MpiContext& mpi, MPI_Request& request, double timeout_s, const char* what) {
+void wait(const MpiContext& mpi, MPI_Request& request, double timeout_s, const char* what,
+          const OptionWords& words) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
   int done = 0;
@@ -38,8 +39,8 @@ void wait(const MpiContext& mpi, MPI_Request& request, double timeout_s, const c
     if (Clock::now() > deadline) {
       mpi.abort(
           fmt::format("no answer from every rank in {} s while exchanging {} (a rank died, "
-                      "hangs or reads much more than the others; --mpi-timeout sets the wait)",
-                      timeout_s, what));
+                      "hangs or reads much more than the others; {} sets the wait)",
+                      timeout_s, what, words.name(CallerOption::mpi_timeout)));
     }
     // Spin a little (collectives of small messages end in microseconds),
     // then sleep so a waiting rank leaves its core to the scan threads.
@@ -49,8 +50,9 @@ void wait(const MpiContext& mpi, MPI_Request& request, double timeout_s, const c
 
 }  // namespace
 
-MpiExchange::MpiExchange(const MpiContext& mpi, double timeout_s)
-    : mpi_(mpi), timeout_s_(std::max(timeout_s, 0.1)) {}
+MpiExchange::MpiExchange(const MpiContext& mpi, double timeout_s,
+                         std::shared_ptr<const OptionWords> words)
+    : mpi_(mpi), timeout_s_(std::max(timeout_s, 0.1)), words_(std::move(words)) {}
 
 std::vector<std::string> MpiExchange::all_gather(std::string mine) {
   const auto n = static_cast<std::size_t>(size());
@@ -59,7 +61,7 @@ std::vector<std::string> MpiExchange::all_gather(std::string mine) {
   MPI_Request request;
   MPI_Iallgather(&my_size, 1, MPI_UINT64_T, sizes.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD,
                  &request);
-  wait(mpi_, request, timeout_s_, "sizes");
+  wait(mpi_, request, timeout_s_, "sizes", *words_);
   std::vector<std::string> in(n);
   for (std::size_t r = 0; r < n; ++r) in[r].resize(sizes[r]);
   // Rounds of at most round_bytes() from each rank, until every rank's bytes
@@ -83,7 +85,7 @@ std::vector<std::string> MpiExchange::all_gather(std::string mine) {
           std::copy_n(mine.data() + std::min<std::uint64_t>(at, mine.size()), counts[r], where);
         }
         MPI_Ibcast(where, counts[r], MPI_BYTE, static_cast<int>(r), MPI_COMM_WORLD, &request);
-        wait(mpi_, request, timeout_s_, "a rank's part");
+        wait(mpi_, request, timeout_s_, "a rank's part", *words_);
       }
     } else {
       buffer.resize(total);
@@ -91,7 +93,7 @@ std::vector<std::string> MpiExchange::all_gather(std::string mine) {
       MPI_Iallgatherv(mine.data() + std::min<std::uint64_t>(at, mine.size()), counts[me], MPI_BYTE,
                       buffer.data(), counts.data(), offsets.data(), MPI_BYTE, MPI_COMM_WORLD,
                       &request);
-      wait(mpi_, request, timeout_s_, "the ranks' parts");
+      wait(mpi_, request, timeout_s_, "the ranks' parts", *words_);
       for (std::size_t r = 0; r < n; ++r) {
         std::copy_n(buffer.data() + offsets[r], counts[r],
                     in[r].data() + std::min<std::uint64_t>(at, in[r].size()));
@@ -110,14 +112,14 @@ std::vector<std::string> MpiExchange::all_to_all(std::vector<std::string> out) {
   MPI_Request request;
   MPI_Ialltoall(send_sizes.data(), 1, MPI_UINT64_T, receive_sizes.data(), 1, MPI_UINT64_T,
                 MPI_COMM_WORLD, &request);
-  wait(mpi_, request, timeout_s_, "sizes");
+  wait(mpi_, request, timeout_s_, "sizes", *words_);
   std::vector<std::string> in(n);
   for (std::size_t r = 0; r < n; ++r) in[r].resize(receive_sizes[r]);
   // The most any rank sends any peer decides the rounds; every rank learns
   // it (a max over everyone) so that all run the same number.
   std::uint64_t mine_max = *std::max_element(send_sizes.begin(), send_sizes.end()), largest = 0;
   MPI_Iallreduce(&mine_max, &largest, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD, &request);
-  wait(mpi_, request, timeout_s_, "sizes");
+  wait(mpi_, request, timeout_s_, "sizes", *words_);
   // A round moves at most round_bytes() per pair, and its buffers' offsets
   // must be ints: the round's share per pair shrinks with the ranks.
   const std::uint64_t per_pair = std::max<std::uint64_t>(
@@ -145,7 +147,7 @@ std::vector<std::string> MpiExchange::all_to_all(std::vector<std::string> out) {
     MPI_Ialltoallv(send.data(), send_counts.data(), send_offsets.data(), MPI_BYTE, receive.data(),
                    receive_counts.data(), receive_offsets.data(), MPI_BYTE, MPI_COMM_WORLD,
                    &request);
-    wait(mpi_, request, timeout_s_, "jobs");
+    wait(mpi_, request, timeout_s_, "jobs", *words_);
     for (std::size_t r = 0; r < n; ++r) {
       std::copy_n(receive.data() + receive_offsets[r], receive_counts[r],
                   in[r].data() + std::min<std::uint64_t>(at, in[r].size()));

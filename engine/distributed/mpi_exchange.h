@@ -8,19 +8,24 @@
 // any size travels.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "distributed/exchange.h"
 #include "distributed/mpi_context.h"
+#include "model/option_words.h"
 
 namespace pipescope::distributed {
 
 class MpiExchange final : public Exchange {
  public:
   /// `timeout_s`: how long one collective may wait for the slowest rank
-  /// before every rank is aborted (MpiContext::abort, exit status 2).
-  MpiExchange(const MpiContext& mpi, double timeout_s);
+  /// before every rank is aborted (MpiContext::abort, exit status 2); the
+  /// message names the option that sets it (CallerOption::mpi_timeout) in
+  /// `words`.
+  MpiExchange(const MpiContext& mpi, double timeout_s,
+              std::shared_ptr<const OptionWords> words = OptionWords::engine());
 
   int rank() const override { return mpi_.rank(); }
   int size() const override { return mpi_.size(); }
@@ -30,6 +35,7 @@ class MpiExchange final : public Exchange {
  private:
   const MpiContext& mpi_;
   double timeout_s_;
+  std::shared_ptr<const OptionWords> words_;
 };
 
 }  // namespace pipescope::distributed

@@ -612,9 +612,11 @@ LocalLoad load_partitioned(Exchange& exchange, std::vector<FileResult>&& mine,
   refuse_unreadable(run, options.inputs);
   refuse_unplaced(run);
   if (headers.kernels) {
-    throw InputError(
-        "--mpi cannot yet analyse PyTorch traces' GPU activities (the kernel view reads every "
-        "trace together): analyse them without --mpi");
+    const OptionWords& words = *options.ingest.words;
+    throw InputError(fmt::format(
+        "{} cannot yet analyse PyTorch traces' GPU activities (the kernel view reads every "
+        "trace together): {}",
+        words.name(CallerOption::mpi), words.advice(CallerOption::mpi)));
   }
   refuse_duplicates(exchange, run, held_of(facts));
   {

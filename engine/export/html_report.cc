@@ -380,17 +380,20 @@ void write_explorer(Out it, const Metrics& metrics, const std::vector<std::size_
                    "<p class=\"note\" id=\"embedded-note\">Every step can be picked ({}).</p>\n",
                    embedded.size());
   } else {
-    fmt::format_to(
-        it,
-        "<p class=\"note\" id=\"embedded-note\">{} of the {} steps can be picked: "
-        "steps {}. The report {} at most {} jobs; summary.json and trace.json "
-        "cover every step, and analyze --steps writes a trace of the steps you choose.</p>\n",
-        embedded.size(), metrics.steps.size(),
-        markup_escape(describe_step_indices(metrics, embedded)),
-        options.embed_drawn_only
-            ? "of a run analysed with --mpi embeds only the steps it draws (--html-steps),"
-            : "embeds",
-        options.max_embedded_jobs);
+    const OptionWords& words = *options.words;
+    fmt::format_to(it,
+                   "<p class=\"note\" id=\"embedded-note\">{} of the {} steps can be picked: "
+                   "steps {}. The report {} at most {} jobs; summary.json and trace.json "
+                   "cover every step, and {} writes a trace of the steps you choose.</p>\n",
+                   embedded.size(), metrics.steps.size(),
+                   markup_escape(describe_step_indices(metrics, embedded)),
+                   options.embed_drawn_only
+                       ? markup_escape(fmt::format(
+                             "of a run analysed with {} embeds only the steps it "
+                             "draws ({}),",
+                             words.name(CallerOption::mpi), words.name(CallerOption::html_steps)))
+                       : std::string("embeds"),
+                   options.max_embedded_jobs, markup_escape(words.name(CallerOption::trace_steps)));
   }
   fmt::format_to(it,
                  "<div class=\"canvas-wrap\"><canvas id=\"timeline-canvas\"></canvas>"
@@ -686,7 +689,8 @@ std::string markup_escape(std::string_view text) {
   return out;
 }
 
-std::vector<std::size_t> choose_html_steps(const Metrics& metrics, std::string_view spec) {
+std::vector<std::size_t> choose_html_steps(const Metrics& metrics, std::string_view spec,
+                                           const OptionWords& words) {
   std::vector<std::size_t> chosen;
   const std::size_t n = metrics.steps.size();
   if (n == 0) return chosen;
@@ -698,10 +702,11 @@ std::vector<std::size_t> choose_html_steps(const Metrics& metrics, std::string_v
   // The median-duration complete step and the slowest, as a trace past its
   // size limit holds them (analysis/step_selection.h).
   if (trimmed(spec).empty()) return median_and_slowest_steps(metrics);
-  chosen = parse_step_list(spec, metrics, "--html-steps");
+  const std::string& option = words.name(CallerOption::html_steps);
+  chosen = parse_step_list(spec, metrics, option);
   if (chosen.size() > kMaxDrawnSteps) {
     throw std::invalid_argument(
-        fmt::format("--html-steps: at most {} steps can be drawn", kMaxDrawnSteps));
+        fmt::format("{}: at most {} steps can be drawn", option, kMaxDrawnSteps));
   }
   return chosen;
 }

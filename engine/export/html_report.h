@@ -58,6 +58,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +66,7 @@
 #include "analysis/kernel_view.h"
 #include "analysis/metrics.h"
 #include "analysis/pipeline.h"
+#include "model/option_words.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -110,13 +112,18 @@ struct HtmlOptions {
   /// The run's log events placed on the steps (analysis/step_events.h);
   /// null: placed from `run` and the metrics. Set with `facts`.
   const StepEvents* events = nullptr;
+  /// How the report names the caller's options (CallerOption::trace_steps,
+  /// where it says how to write a trace of other steps). Never null.
+  std::shared_ptr<const OptionWords> words = OptionWords::engine();
 };
 
 /// The steps to draw: `spec` lists step numbers ("5", "3-4", "3,7"); empty
 /// picks the slowest step and the median-duration step (one step when they
 /// coincide). At most 8 steps. Throws std::invalid_argument naming a step
-/// that the run does not have, or a malformed spec.
-std::vector<std::size_t> choose_html_steps(const Metrics& metrics, std::string_view spec);
+/// that the run does not have, or a malformed spec, and the option
+/// (CallerOption::html_steps) in `words`.
+std::vector<std::size_t> choose_html_steps(const Metrics& metrics, std::string_view spec,
+                                           const OptionWords& words = *OptionWords::engine());
 
 /// Renders the report into a string.
 std::string render_html_report(const Run& run, const Metrics& metrics, const HtmlOptions& options);

@@ -53,7 +53,7 @@ std::string kernel_view_sentence(const KernelView& view) {
   return s + ".";
 }
 
-void write_kernel_view_text(const KernelView& view, std::FILE* out, bool all_rows) {
+void write_kernel_view_text(const KernelView& view, std::FILE* out, const RowListing& listing) {
   if (!view.available) return;
   std::size_t complete = 0;
   for (const KernelStepWindow& w : view.steps) complete += w.complete ? 1 : 0;
@@ -69,7 +69,7 @@ void write_kernel_view_text(const KernelView& view, std::FILE* out, bool all_row
   std::vector<std::size_t> order(view.ranks.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   const std::size_t kMaxRanks = 32, kShown = 16;
-  if (!all_rows && order.size() > kMaxRanks) {
+  if (!listing.all && order.size() > kMaxRanks) {
     auto bubble = [&](std::size_t i) {
       const KernelSplit& s = view.ranks[i].total;
       return s.window - s.compute;
@@ -98,9 +98,8 @@ void write_kernel_view_text(const KernelView& view, std::FILE* out, bool all_row
                    : std::string("-"));
   }
   if (order.size() < view.ranks.size()) {
-    fmt::print(out,
-               "  ({} ranks with the smallest bubble not listed; --all-rows lists every one)\n",
-               view.ranks.size() - order.size());
+    fmt::print(out, "  ({} ranks with the smallest bubble not listed; {})\n",
+               view.ranks.size() - order.size(), listing.words->advice(CallerOption::all_rows));
   }
   const bool known = view.total.comm_split_known;
   fmt::print(out, "Kernel bubble ratio: {} (idle {}, wait {}, transfer {})\n",

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "analysis/kernel_view.h"
+#include "export/table_rows.h"
 
 namespace pipescope {
 
@@ -17,8 +18,9 @@ namespace pipescope {
 std::string kernel_view_sentence(const KernelView& view);
 
 /// Writes the section to `out` (nothing when unavailable). With more than 32
-/// ranks, the 16 with the largest bubble are listed, unless `all_rows`.
-/// Does not flush `out`.
-void write_kernel_view_text(const KernelView& view, std::FILE* out, bool all_rows = false);
+/// ranks, the 16 with the largest bubble are listed, unless `listing.all`
+/// (the note of the others says how, in `listing.words`). Does not flush
+/// `out`.
+void write_kernel_view_text(const KernelView& view, std::FILE* out, const RowListing& listing = {});
 
 }  // namespace pipescope

@@ -84,14 +84,16 @@ RowSelection select_table_rows(std::size_t row_count, std::span<const std::vecto
   return out;
 }
 
-std::string folded_rows_note(const RowSelection& shown, std::string_view noun) {
+std::string folded_rows_note(const RowSelection& shown, std::string_view noun,
+                             const OptionWords& words) {
   return fmt::format(
       "... {} of {} {} not shown: the first {}, the last {} and {} beyond 3 MADs of their column "
-      "are listed{} (--all-rows lists every one) ...",
+      "are listed{} ({}) ...",
       shown.hidden(), shown.total, noun, kTableHead, kTableTail, shown.outliers,
       shown.outliers_left_out > 0
           ? fmt::format("; {} more beyond 3 MADs are not", shown.outliers_left_out)
-          : std::string());
+          : std::string(),
+      words.advice(CallerOption::all_rows));
 }
 
 }  // namespace pipescope

@@ -6,13 +6,14 @@
 // never left out. At most kTableOutliersShown such rows are added, the most
 // deviant first (in MADs, then by distance from the median: where the MAD is
 // 0 every differing value is beyond); the note counts the others. The text
-// report and `diff` fold their tables this way; `--all-rows` prints them all.
+// report and `diff` fold their tables this way; the caller's option
+// (CallerOption::all_rows) prints them all.
 //
 // Usage:
 //   std::vector<std::vector<double>> columns = {utilization, busy};  // one value per row
 //   RowSelection shown = select_table_rows(n, columns, options.all_rows);
 //   for (std::size_t r : shown.rows) print(r);
-//   if (shown.hidden() > 0) print(folded_rows_note(shown, "devices"));
+//   if (shown.hidden() > 0) print(folded_rows_note(shown, "devices", words));
 #pragma once
 
 #include <cstddef>
@@ -20,6 +21,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "model/option_words.h"
 
 namespace pipescope {
 
@@ -59,8 +62,18 @@ ColumnSpread column_spread(std::span<const double> column);
 RowSelection select_table_rows(std::size_t row_count, std::span<const std::vector<double>> columns,
                                bool all_rows);
 
+/// Whether a report's tables list every row (`all`), and the words their
+/// notes of the rows left out say how to list them with (the advice of
+/// CallerOption::all_rows). `words` is never null.
+struct RowListing {
+  bool all = false;
+  const OptionWords* words = OptionWords::engine().get();
+};
+
 /// "... 1000 of 1024 devices not shown: the first 16, the last 8 and 2 beyond
-/// 3 MADs of their column are listed (--all-rows lists every one) ..."
-std::string folded_rows_note(const RowSelection& shown, std::string_view noun);
+/// 3 MADs of their column are listed (--all-rows lists every one) ...", the
+/// clause in parentheses the advice of CallerOption::all_rows in `words`.
+std::string folded_rows_note(const RowSelection& shown, std::string_view noun,
+                             const OptionWords& words = *OptionWords::engine());
 
 }  // namespace pipescope

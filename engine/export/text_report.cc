@@ -16,6 +16,7 @@
 #include "analysis/step_events.h"
 #include "export/figure_registry.h"
 #include "export/table_rows.h"
+#include "model/events_off.h"
 #include "numeric/units.h"
 
 namespace pipescope {
@@ -98,22 +99,22 @@ class Table {
   void render(fmt::memory_buffer& out, const Style& style) const {
     std::vector<std::size_t> all(rows_.size());
     for (std::size_t r = 0; r < all.size(); ++r) all[r] = r;
-    render_rows(out, style, all, {}, "");
+    render_rows(out, style, all, {}, "", *OptionWords::engine());  // no gap, no note
   }
 
   /// Renders the rows select_table_rows() picks (every one with
-  /// `all_rows`), a line saying how many `noun` were left out at the first
+  /// `listing.all`), a line saying how many `noun` were left out at the first
   /// gap and "..." at the others. Notes are not folded tables' rows.
   void render_folded(fmt::memory_buffer& out, const Style& style, std::string_view noun,
-                     bool all_rows) const {
+                     const RowListing& listing) const {
     std::vector<std::vector<double>> columns(columns_.size());
     for (std::size_t c = 0; c < columns_.size(); ++c) {
       columns[c].reserve(rows_.size());
       for (const Row& row : rows_)
         columns[c].push_back(c < row.values.size() ? row.values[c] : kNone);
     }
-    const RowSelection shown = select_table_rows(rows_.size(), columns, all_rows);
-    render_rows(out, style, shown.rows, shown, noun);
+    const RowSelection shown = select_table_rows(rows_.size(), columns, listing.all);
+    render_rows(out, style, shown.rows, shown, noun, *listing.words);
   }
 
  private:
@@ -125,7 +126,7 @@ class Table {
 
   void render_rows(fmt::memory_buffer& out, const Style& style,
                    const std::vector<std::size_t>& shown, const RowSelection& selection,
-                   std::string_view noun) const {
+                   std::string_view noun, const OptionWords& words) const {
     std::vector<std::size_t> widths(columns_.size());
     for (std::size_t c = 0; c < columns_.size(); ++c) widths[c] = display_width(columns_[c].header);
     for (const std::size_t r : shown) {
@@ -140,7 +141,8 @@ class Table {
     bool noted = false;
     for (std::size_t i = 0; i < shown.size(); ++i) {
       if (i > 0 && shown[i] != shown[i - 1] + 1) {
-        out_line(out, noted ? std::string("  ...") : "  " + folded_rows_note(selection, noun));
+        out_line(out,
+                 noted ? std::string("  ...") : "  " + folded_rows_note(selection, noun, words));
         noted = true;
       }
       const Row& row = rows_[shown[i]];
@@ -179,7 +181,7 @@ void append_line(fmt::memory_buffer& out, std::string_view text) {
 }
 
 void write_devices(fmt::memory_buffer& out, const Run& run, const Metrics& metrics,
-                   const SummaryJobFacts& facts, const Style& style, bool all_rows) {
+                   const SummaryJobFacts& facts, const Style& style, const RowListing& listing) {
   append_line(out, style.bold("Devices"));
   Table table({{"device", Table::right},
                {"machine", Table::left},
@@ -203,11 +205,11 @@ void write_devices(fmt::memory_buffer& out, const Run& run, const Metrics& metri
         {kNone, kNone, kNone, static_cast<double>(jobs), static_cast<double>(totals.steps),
          num(totals.busy_ns), num(totals.idle_ns), totals.utilization});
   }
-  table.render_folded(out, style, "devices", all_rows);
+  table.render_folded(out, style, "devices", listing);
 }
 
 void write_steps(fmt::memory_buffer& out, const Metrics& metrics, const Style& style,
-                 bool all_rows) {
+                 const RowListing& listing) {
   append_line(out, style.bold("Steps"));
   if (metrics.steps.empty()) {
     append_line(out, "  no steps found");
@@ -233,7 +235,7 @@ void write_steps(fmt::memory_buffer& out, const Metrics& metrics, const Style& s
   const std::size_t n = metrics.steps.size();
   // Incomplete steps are always listed: they are where a launch was cut.
   const auto shown = [&](std::size_t k) {
-    return all_rows || n <= kStepsListedInFull || k < kStepsHead || k + kStepsTail >= n ||
+    return listing.all || n <= kStepsListedInFull || k < kStepsHead || k + kStepsTail >= n ||
            !metrics.steps[k].complete;
   };
   std::size_t hidden = 0;
@@ -245,15 +247,16 @@ void write_steps(fmt::memory_buffer& out, const Metrics& metrics, const Style& s
     } else if (!noted) {
       noted = true;
       table.add_note(fmt::format(
-          "... {} steps not shown (first {} and last {} of {} listed{}; --all-rows lists every "
-          "one) ...",
-          hidden, kStepsHead, kStepsTail, n, any_incomplete ? ", and every incomplete one" : ""));
+          "... {} steps not shown (first {} and last {} of {} listed{}; {}) ...", hidden,
+          kStepsHead, kStepsTail, n, any_incomplete ? ", and every incomplete one" : "",
+          listing.words->advice(CallerOption::all_rows)));
     }
   }
   table.render(out, style);
 }
 
-void write_inputs(fmt::memory_buffer& out, const Run& run, const Style& style, bool all_rows) {
+void write_inputs(fmt::memory_buffer& out, const Run& run, const Style& style,
+                  const RowListing& listing) {
   append_line(out, style.bold("Inputs"));
   const bool any_error = std::any_of(run.inputs.begin(), run.inputs.end(),
                                      [](const InputStats& input) { return !input.error.empty(); });
@@ -275,7 +278,7 @@ void write_inputs(fmt::memory_buffer& out, const Run& run, const Style& style, b
                    static_cast<double>(input.malformed), static_cast<double>(input.oversized),
                    any_error ? (input.error.empty() ? 0.0 : 1.0) : kNone});
   }
-  table.render_folded(out, style, "inputs", all_rows);
+  table.render_folded(out, style, "inputs", listing);
 }
 
 void write_diagnostics(fmt::memory_buffer& out, const Run& run, const Style& style) {
@@ -425,7 +428,7 @@ void write_pipeline_summary(fmt::memory_buffer& out, const Run& run, const Metri
 
 /// The per-stage table of job durations (* = bottleneck).
 void write_stage_table(fmt::memory_buffer& out, const Run& run, const PipelineAnalysis& a,
-                       const Style& style, bool all_rows) {
+                       const Style& style, const RowListing& listing) {
   const BottleneckReport& b = a.bottleneck;
   const bool bottleneck = has_bottleneck(b);
   Table stages({{"stage", Table::right},
@@ -460,7 +463,7 @@ void write_stage_table(fmt::memory_buffer& out, const Run& run, const PipelineAn
          value(PipelineRole::weight, false), num(b.stages[s].compute_per_step_ns)});
   }
   append_line(out, style.bold("Stages (* = bottleneck)"));
-  stages.render_folded(out, style, "stages", all_rows);
+  stages.render_folded(out, style, "stages", listing);
 }
 
 /// The longest bubbles, peers folded, with the jobs around each.
@@ -518,7 +521,7 @@ void write_longest_bubbles(fmt::memory_buffer& out, const Run& run, const Metric
 
 /// The critical path of the longest complete step, by stage.
 void write_critical_path(fmt::memory_buffer& out, const Metrics& metrics, const PipelineAnalysis& a,
-                         const Style& style, bool all_rows) {
+                         const Style& style, const RowListing& listing) {
   const CriticalPath* path = nullptr;
   for (const CriticalPath& p : a.critical_paths) {
     if (!metrics.steps[p.step].complete) continue;
@@ -540,18 +543,18 @@ void write_critical_path(fmt::memory_buffer& out, const Metrics& metrics, const 
           {std::to_string(s), format_duration(path->stage_ns[s]), share(path->stage_ns[s], window)},
           {kNone, num(path->stage_ns[s]), kNone});
     }
-    table.render_folded(out, style, "stages", all_rows);
+    table.render_folded(out, style, "stages", listing);
   }
 }
 
 void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metrics,
                     const SummaryJobFacts& facts, const PipelineAnalysis& a, const Style& style,
-                    bool all_rows) {
+                    const RowListing& listing) {
   write_pipeline_summary(out, run, metrics, a, style);
   append_line(out, "");
-  write_stage_table(out, run, a, style, all_rows);
+  write_stage_table(out, run, a, style, listing);
   write_longest_bubbles(out, run, metrics, facts, a, style);
-  write_critical_path(out, metrics, a, style, all_rows);
+  write_critical_path(out, metrics, a, style, listing);
   if (!a.warnings.empty()) {
     append_line(out, "");
     append_line(out, style.yellow(fmt::format("Warnings ({})", a.warnings.size())));
@@ -565,10 +568,10 @@ void write_pipeline(fmt::memory_buffer& out, const Run& run, const Metrics& metr
 /// with the events that coincide with it (analysis/step_events.h).
 void write_events(fmt::memory_buffer& out, const Run& run, const Metrics& metrics) {
   if (!run.events_off.empty()) {
-    // "log events are off (--no-events)" reads "Log events: off (--no-events)".
-    constexpr std::string_view kOff = "log events are off";
+    // "log events are off (NAME)" reads "Log events: off (NAME)".
+    const std::string_view lead = kEventsOffLead;
     std::string_view why = run.events_off;
-    if (why.starts_with(kOff)) why.remove_prefix(kOff.size());
+    if (why.starts_with(lead)) why.remove_prefix(lead.size());
     append_line(out, fmt::format("Log events: off{}", why));
     append_line(out, "");
     return;
@@ -667,18 +670,19 @@ void write_text_report(const Run& run, const Metrics& metrics, std::FILE* out,
   }
   append_line(text, "");
 
-  write_devices(text, run, metrics, facts, style, options.all_rows);
+  const RowListing listing{options.all_rows, options.words.get()};
+  write_devices(text, run, metrics, facts, style, listing);
   append_line(text, "");
-  write_steps(text, metrics, style, options.all_rows);
+  write_steps(text, metrics, style, listing);
   append_line(text, "");
   if (options.pipeline != nullptr) {
-    write_pipeline(text, run, metrics, facts, *options.pipeline, style, options.all_rows);
+    write_pipeline(text, run, metrics, facts, *options.pipeline, style, listing);
     append_line(text, "");
   }
   write_registered_figures(text, registered.figures, style);
   write_events(text, run, metrics);
 
-  write_inputs(text, run, style, options.all_rows);
+  write_inputs(text, run, style, listing);
   if (!run.diagnostics.empty()) {
     append_line(text, "");
     write_diagnostics(text, run, style);

@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "analysis/metrics.h"
 #include "analysis/pipeline.h"
 #include "export/summary_figures.h"
+#include "model/option_words.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -32,6 +34,9 @@ struct ReportOptions {
   /// beyond 3 MADs of their column (export/table_rows.h), and the steps
   /// their first 10 and last 5 of more than 20.
   bool all_rows = false;
+  /// How the notes of the rows left out name the option that lists them all
+  /// (CallerOption::all_rows). Never null.
+  std::shared_ptr<const OptionWords> words = OptionWords::engine();
 };
 
 /// Writes the report to `out` (e.g. stdout): the headline (devices, jobs,

@@ -126,7 +126,8 @@ TracePlan plan_trace_with(const Metrics& metrics, const TraceOptions& options, b
 }
 
 std::vector<std::string> trace_plan_notes(const Metrics& metrics,
-                                          const std::vector<TracePlan>& plans) {
+                                          const std::vector<TracePlan>& plans,
+                                          const OptionWords& words) {
   std::vector<std::string> notes;
   std::vector<std::string> files, sizes, limits;
   const TraceFileFigures* cut = nullptr;
@@ -146,10 +147,10 @@ std::vector<std::string> trace_plan_notes(const Metrics& metrics,
             : fmt::format("the median step {} and the slowest {}, each with a step on each side",
                           cut->median_step, cut->slowest_step);
     notes.push_back(fmt::format(
-        "{} {} steps {} only ({}): the whole run's would be about {}, past {} {} ({}); "
-        "--steps all writes every step",
+        "{} {} steps {} only ({}): the whole run's would be about {}, past {} {} ({}); {}",
         joined(files), files.size() == 1 ? "holds" : "hold", cut->steps, which, joined(sizes),
-        files.size() == 1 ? "the limit of" : "their limits of", joined(limits), kGuideSection));
+        files.size() == 1 ? "the limit of" : "their limits of", joined(limits), kGuideSection,
+        words.advice(CallerOption::steps)));
   }
   std::vector<std::string> whole_files, whole_sizes, whole_limits;
   for (const TracePlan& plan : plans) {
@@ -166,26 +167,28 @@ std::vector<std::string> trace_plan_notes(const Metrics& metrics,
                   "the median and the slowest step with their neighbours are all of "
                   "its {} step{}",
                   metrics.steps.size(), metrics.steps.size() == 1 ? "" : "s");
-    notes.push_back(fmt::format(
-        "warning: {} will be about {}, past {} {} ({}), and {} written whole: {}; --devices "
-        "draws fewer devices",
-        joined(whole_files), joined(whole_sizes),
-        whole_files.size() == 1 ? "the limit of" : "their limits of", joined(whole_limits),
-        kGuideSection, whole_files.size() == 1 ? "is" : "are", why));
+    notes.push_back(
+        fmt::format("warning: {} will be about {}, past {} {} ({}), and {} written whole: {}; {}",
+                    joined(whole_files), joined(whole_sizes),
+                    whole_files.size() == 1 ? "the limit of" : "their limits of",
+                    joined(whole_limits), kGuideSection, whole_files.size() == 1 ? "is" : "are",
+                    why, words.advice(CallerOption::devices)));
   }
   return notes;
 }
 
 std::string chrome_trace_size_advice(const std::string& path, std::uintmax_t bytes,
-                                     bool perfetto_written) {
+                                     bool perfetto_written, const OptionWords& words) {
   if (bytes <= kChromeTracingLimitBytes) return {};
   return fmt::format(
       "{} is {:.0f} MB: chrome://tracing opens about 256 MB{}; select what to draw with "
-      "--steps A-B (and --devices){}",
+      "{} A-B (and {}){}",
       path, static_cast<double>(bytes) / 1e6,
       bytes > kPerfettoUiJsonLimitBytes ? " and the Perfetto UI struggles above about 1 GB" : "",
-      perfetto_written ? ", or open trace.pftrace (written beside it) instead"
-                       : ", or write the compact trace.pftrace with --perfetto");
+      words.name(CallerOption::steps), words.name(CallerOption::devices),
+      perfetto_written
+          ? std::string(", or open trace.pftrace (written beside it) instead")
+          : ", or write the compact trace.pftrace with " + words.name(CallerOption::perfetto));
 }
 
 }  // namespace pipescope

@@ -23,6 +23,7 @@
 #include "export/chrome_trace.h"
 #include "export/summary_figures.h"
 #include "export/trace_parts.h"
+#include "model/option_words.h"
 #include "model/run.h"
 
 namespace pipescope {
@@ -106,17 +107,20 @@ TracePlan plan_trace_with(const Metrics& metrics, const TraceOptions& options, b
 
 /// The lines `analyze` prints on stderr (after "pipescope: ") before writing
 /// the traces of `plans`: one for the traces held to their limit (which
-/// steps they hold, why, and that `--steps all` writes everything), one
-/// warning for those over it yet written whole (and why). None when every
-/// trace holds what was asked.
+/// steps they hold, why, and the advice of CallerOption::steps: how to write
+/// everything), one warning for those over it yet written whole (why, and
+/// the advice of CallerOption::devices). None when every trace holds what
+/// was asked. The options are named in `words`.
 std::vector<std::string> trace_plan_notes(const Metrics& metrics,
-                                          const std::vector<TracePlan>& plans);
+                                          const std::vector<TracePlan>& plans,
+                                          const OptionWords& words = *OptionWords::engine());
 
 /// What to tell the user about a JSON trace of `bytes` at `path`: empty when
 /// it opens everywhere, else which viewers it is too big for and the options
-/// that make it smaller (`--steps`, `--devices`, and `--perfetto` unless the
-/// protobuf trace was written too).
+/// that make it smaller (CallerOption::steps, devices, and perfetto unless
+/// the protobuf trace was written too), named in `words`.
 std::string chrome_trace_size_advice(const std::string& path, std::uintmax_t bytes,
-                                     bool perfetto_written);
+                                     bool perfetto_written,
+                                     const OptionWords& words = *OptionWords::engine());
 
 }  // namespace pipescope

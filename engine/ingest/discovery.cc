@@ -777,8 +777,10 @@ std::string machine_order_name(const InputFile& input) {
 }
 
 std::vector<InputFile> order_machines(std::vector<InputFile> inputs,
-                                      const std::vector<std::string>& order) {
+                                      const std::vector<std::string>& order,
+                                      const OptionWords& words) {
   if (order.empty()) return inputs;
+  const std::string& option = words.name(CallerOption::machine_order);
   // The machines as found: ordinal -> name.
   std::map<int, std::string> found;
   for (const InputFile& input : inputs) found.emplace(input.machine, machine_order_name(input));
@@ -789,12 +791,11 @@ std::vector<InputFile> order_machines(std::vector<InputFile> inputs,
   for (const std::string& name : order) {
     if (std::find(names.begin(), names.end(), name) == names.end()) {
       throw InputError(
-          fmt::format("--machine-order: the run has no machine '{}'; its machines, "
-                      "in the order found: {}",
-                      name, listing()));
+          fmt::format("{}: the run has no machine '{}'; its machines, in the order found: {}",
+                      option, name, listing()));
     }
     if (!position.emplace(name, static_cast<int>(position.size())).second) {
-      throw InputError(fmt::format("--machine-order names '{}' twice", name));
+      throw InputError(fmt::format("{} names '{}' twice", option, name));
     }
   }
   if (position.size() != names.size()) {
@@ -803,9 +804,9 @@ std::vector<InputFile> order_machines(std::vector<InputFile> inputs,
       if (!position.count(name)) missing.push_back(name);
     }
     throw InputError(
-        fmt::format("--machine-order must name every machine once; missing: {} "
+        fmt::format("{} must name every machine once; missing: {} "
                     "(the machines, in the order found: {})",
-                    fmt::join(missing, ","), listing()));
+                    option, fmt::join(missing, ","), listing()));
   }
   for (InputFile& input : inputs) input.machine = position.at(machine_order_name(input));
   std::stable_sort(inputs.begin(), inputs.end(),
@@ -851,7 +852,7 @@ std::vector<int> parse_device_list(std::string_view text) {
 }
 
 std::vector<InputFile> select_devices(std::vector<InputFile> inputs,
-                                      const std::vector<int>& devices) {
+                                      const std::vector<int>& devices, const OptionWords& words) {
   std::vector<InputFile> kept;
   const int count = inputs.empty() ? 0 : inputs.back().device + inputs.back().ranks;
   for (const int d : devices) {
@@ -868,8 +869,9 @@ std::vector<InputFile> select_devices(std::vector<InputFile> inputs,
     }
     if (held && kept.size() == before) continue;
     if (kept.size() == before) {
-      throw InputError(fmt::format("--devices: there is no device {} (found {} device{}: 0-{})", d,
-                                   count, count == 1 ? "" : "s", count == 0 ? 0 : count - 1));
+      throw InputError(fmt::format("{}: there is no device {} (found {} device{}: 0-{})",
+                                   words.name(CallerOption::devices), d, count,
+                                   count == 1 ? "" : "s", count == 0 ? 0 : count - 1));
     }
   }
   return kept;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/errors.h"
+#include "model/option_words.h"
 #include "model/warning.h"
 
 namespace pipescope {
@@ -92,9 +93,11 @@ std::string machine_order_name(const InputFile& input);
 /// renumbering machines and global device indices; ranks keep their order
 /// within each machine. Throws InputError unless `order` names every
 /// machine of `inputs` exactly once (the message lists them, in the order
-/// found). An empty `order` changes nothing.
+/// found, and names the option: CallerOption::machine_order in `words`). An
+/// empty `order` changes nothing.
 std::vector<InputFile> order_machines(std::vector<InputFile> inputs,
-                                      const std::vector<std::string>& order);
+                                      const std::vector<std::string>& order,
+                                      const OptionWords& words = *OptionWords::engine());
 
 /// Parses a device selection like "0,2,3" or "0-3,6" into sorted, distinct
 /// device indices. Throws InputError on bad syntax.
@@ -103,8 +106,9 @@ std::vector<int> parse_device_list(std::string_view text);
 /// Keeps the inputs whose device index is in `devices` (the analysed set);
 /// they keep their global device index. A file of several ranks is kept
 /// whole when one of its devices is selected. Throws InputError when a selected
-/// device does not exist.
+/// device does not exist, naming the option (CallerOption::devices in `words`).
 std::vector<InputFile> select_devices(std::vector<InputFile> inputs,
-                                      const std::vector<int>& devices);
+                                      const std::vector<int>& devices,
+                                      const OptionWords& words = *OptionWords::engine());
 
 }  // namespace pipescope

@@ -10,6 +10,8 @@
 #include "ingest/input_formats.h"
 #include "ingest/reading_loop.h"
 #include "ingest/run_merge.h"
+#include "model/events_off.h"
+#include "model/option_words.h"
 #include "scan/event_matcher.h"
 
 namespace pipescope {
@@ -99,7 +101,8 @@ void adopt_event_library(Run& run, bool looked, const IngestOptions& options) {
   if (options.events != nullptr) {
     run.event_kinds = options.events->kinds();
   } else {
-    run.events_off = options.events_off;  // "": no library was given, nothing to say
+    // EventsOff::none, "": no library was given, nothing to say.
+    run.events_off = events_off_reason(options.events_off, *options.words);
   }
 }
 

@@ -384,9 +384,10 @@ std::vector<FileResult> read_nsys_exports(const std::vector<InputFile>& files,
   RE2::Options re_options;
   re_options.set_log_errors(false);
   const RE2 step_range(pattern, re_options);
-  if (!step_range.ok()) throw InputError(fmt::format("--step-range: {}", step_range.error()));
+  const std::string& option = read.words->name(CallerOption::step_range);
+  if (!step_range.ok()) throw InputError(fmt::format("{}: {}", option, step_range.error()));
   if (step_range.NumberOfCapturingGroups() < 1) {
-    throw InputError("--step-range needs a group for the step number");
+    throw InputError(fmt::format("{} needs a group for the step number", option));
   }
   // A report beside its export is the same run: read the export.
   std::set<std::string> given;

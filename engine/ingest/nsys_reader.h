@@ -66,9 +66,9 @@ int nsys_export_ranks(const std::string& path);
 /// ranks in FileResult::kernels, in global-rank order, and their jobs in
 /// `device` and `more_devices` (`pattern`: the job pattern, shared with
 /// PyTorch traces; null: `PP:` labels). Throws InputError for an input that
-/// is no export, a damaged database, a --step-range without a group, ranks
-/// that cannot be told apart, and a pattern without `mb` in an export with
-/// job ranges but no step range.
+/// is no export, a damaged database, a step range without a group (named by
+/// CallerOption::step_range in read.words), ranks that cannot be told apart,
+/// and a pattern without `mb` in an export with job ranges but no step range.
 std::vector<FileResult> read_nsys_exports(const std::vector<InputFile>& files,
                                           const ReadOptions& read, const NsysOptions& options,
                                           const JobPattern* pattern, ProgressMeter& progress);

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "model/events_off.h"
+
 namespace pipescope {
 
 class OptionWords;
@@ -15,9 +17,10 @@ struct TextLogOptions {
   /// The event library's matcher (scan/event_matcher.h) for text logs; null:
   /// events are off. Owned by the caller, alive while the inputs are read.
   const EventMatcher* events = nullptr;
-  /// Why `events` is null, when it is (reported for runs of text logs; ""
-  /// with no library: the run then says nothing of events).
-  std::string events_off;
+  /// Why `events` is null, when it is (reported for runs of text logs, in
+  /// the words of events_off_reason; EventsOff::none with no library: the
+  /// run then says nothing of events).
+  EventsOff events_off = EventsOff::none;
   /// Text logs: the lines this regex matches are the jobs, instead of
   /// PaddlePaddle's job lines (scan/job_line_regex.h); null: Paddle's.
   /// Owned by the caller, alive while the inputs are read.

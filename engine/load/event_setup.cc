@@ -15,7 +15,7 @@ EventSetup make_event_setup(bool enabled, const std::vector<std::string>& patter
   const std::string& patterns = words.name(CallerOption::patterns);
   EventSetup setup;
   if (!enabled) {
-    setup.off = fmt::format("log events are off ({})", words.name(CallerOption::no_events));
+    setup.off = EventsOff::turned_off;
     return setup;
   }
   if (!EventMatcher::available()) {
@@ -24,7 +24,7 @@ EventSetup make_event_setup(bool enabled, const std::vector<std::string>& patter
           "{} {}: this pipescope was built without Hyperscan, so it matches no log event", patterns,
           pattern_files.front()));
     }
-    setup.off = "log events are off: this pipescope was built without Hyperscan";
+    setup.off = EventsOff::no_matcher;
     return setup;
   }
   try {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/events_off.h"
 #include "model/option_words.h"
 #include "scan/event_matcher.h"
 
@@ -15,8 +16,9 @@ namespace pipescope {
 struct EventSetup {
   /// Null when events are off.
   std::shared_ptr<const EventMatcher> matcher;
-  /// Why events are off ("" when on).
-  std::string off;
+  /// Why events are off (none when on); the run says it in the caller's
+  /// words (model/events_off.h).
+  EventsOff off = EventsOff::none;
 };
 
 /// The shipped library plus `pattern_files` (each adds entries, or replaces
@@ -25,7 +27,7 @@ struct EventSetup {
 /// pattern file or a pattern Hyperscan or RE2 rejects. A build without
 /// Hyperscan gives events off, with the reason, unless pattern files were
 /// given (then InputError: they cannot be honoured). The messages name the
-/// options in `words` (CallerOption::no_events, patterns).
+/// pattern files in `words` (CallerOption::patterns).
 EventSetup make_event_setup(bool enabled, const std::vector<std::string>& pattern_files,
                             const OptionWords& words = *OptionWords::engine());
 

@@ -37,9 +37,13 @@ int parse_segment_choice(std::string_view text) {
 
 std::vector<InputFile> find_inputs(const std::vector<std::string>& paths,
                                    const std::string& devices, std::vector<Warning>* notes,
-                                   const std::vector<std::string>& machine_order) {
-  std::vector<InputFile> inputs = order_machines(discover_inputs(paths, notes), machine_order);
-  if (!devices.empty()) inputs = select_devices(std::move(inputs), parse_device_list(devices));
+                                   const std::vector<std::string>& machine_order,
+                                   const OptionWords& words) {
+  std::vector<InputFile> inputs =
+      order_machines(discover_inputs(paths, notes), machine_order, words);
+  if (!devices.empty()) {
+    inputs = select_devices(std::move(inputs), parse_device_list(devices), words);
+  }
   return inputs;
 }
 
@@ -187,7 +191,7 @@ LoadedRun load_run(const std::vector<InputFile>& inputs, const LoadOptions& opti
   IngestOptions ingest = options.ingest;
   if (ingest.events == nullptr && options.events.matcher)
     ingest.events = options.events.matcher.get();
-  if (ingest.events_off.empty()) ingest.events_off = options.events.off;
+  if (ingest.events_off == EventsOff::none) ingest.events_off = options.events.off;
   return load_run(ingest_inputs(inputs, ingest), options);
 }
 

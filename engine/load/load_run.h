@@ -119,11 +119,13 @@ std::vector<Warning> kernel_run_warnings(const LoadedRun& loaded);
 /// discover_inputs(), order_machines() by `machine_order` and, when
 /// `devices` is not empty, select_devices();
 /// the folders not read are said in `notes` when given (pass them on as
-/// LoadOptions::discovery_notes). Throws InputError.
+/// LoadOptions::discovery_notes). Throws InputError, naming the options in
+/// `words`.
 std::vector<InputFile> find_inputs(const std::vector<std::string>& paths,
                                    const std::string& devices = {},
                                    std::vector<Warning>* notes = nullptr,
-                                   const std::vector<std::string>& machine_order = {});
+                                   const std::vector<std::string>& machine_order = {},
+                                   const OptionWords& words = *OptionWords::engine());
 
 /// Reads `inputs` and analyses them. A run without a single job is returned
 /// with no figures: the caller says so in its own words. Throws InputError

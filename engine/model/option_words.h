@@ -30,6 +30,11 @@ namespace pipescope {
 // the option ("{name} and {name}: give one", "lines matching {name}");
 // `advice` is a clause that tells how to use it, after a semicolon ("...;
 // {advice}"); empty where no message gives one (an empty advice adds nothing).
+//
+// A row is an option, or one more clause a message advises an option with
+// (trace_steps, allow_missing_nodes). The compare rows take the names of the
+// thresholds' config keys (compare/check.h); `threshold` is how a report
+// names a threshold, `{}` standing for the threshold's name.
 #define PIPESCOPE_CALLER_OPTIONS(X)                                                         \
   X(layout, "layout", "")                                                                   \
   X(stages, "stage map", "give a stage map that groups them (auto, or one item per stage)") \
@@ -40,7 +45,28 @@ namespace pipescope {
   X(job_line, "the job-line regex", "")                                                     \
   X(allow_missing, "leaving unreadable inputs out", "")                                     \
   X(no_events, "turned off by the caller", "")                                              \
-  X(patterns, "event pattern file", "")
+  X(patterns, "event pattern file", "")                                                     \
+  X(steps, "step list", "a step list of all writes every step")                             \
+  X(trace_steps, "a step list of the traces", "")                                           \
+  X(html_steps, "HTML report's step list", "")                                              \
+  X(devices, "device selection", "a device selection draws fewer devices")                  \
+  X(perfetto, "the Perfetto output", "")                                                    \
+  X(all_rows, "all rows", "all rows can be listed")                                         \
+  X(machine_order, "machine order", "")                                                     \
+  X(strict, "strict check", "")                                                             \
+  X(local, "node-local", "")                                                                \
+  X(allow_missing_nodes, "leaving unlisted nodes out",                                      \
+    "allow missing inputs to leave their devices out of the figures")                       \
+  X(mpi, "the partitioned run", "analyse them in one process")                              \
+  X(mpi_timeout, "the rank timeout", "")                                                    \
+  X(step_range, "the step-range regex", "")                                                 \
+  X(skip_steps, "skip_steps", "")                                                           \
+  X(max_events, "max_events", "")                                                           \
+  X(allow_input_warnings, "allowing input warnings", "")                                    \
+  X(threshold, "{}", "")                                                                    \
+  X(force, "force", "")                                                                     \
+  X(chunks, "chunks", "")                                                                   \
+  X(resolution, "time resolution", "")
 
 /// One enumerator per row of PIPESCOPE_CALLER_OPTIONS, in table order.
 enum class CallerOption {

@@ -237,7 +237,8 @@ struct Run {
   /// events were off); Device::events index it.
   std::vector<EventKind> event_kinds;
   /// Why no event was looked for, when none was ("" when events were on):
-  /// a build without Hyperscan, or `--no-events`.
+  /// a build without Hyperscan, or the caller turned them off; the sentence
+  /// of events_off_reason (model/events_off.h), made once by the reader.
   std::string events_off;
 
   std::uint64_t job_count() const;

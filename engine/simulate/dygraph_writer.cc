@@ -11,6 +11,7 @@
 
 #include "io/atomic_output.h"
 #include "simulate/log_format.h"
+#include "simulate/output_folder.h"
 
 namespace pipescope::sim {
 
@@ -50,12 +51,11 @@ void validate(const SimConfig& config, const DygraphWriterOptions& options) {
 }
 
 // Removes what an earlier run wrote (with force), else refuses a non-empty folder.
-void prepare(const fs::path& dir, bool force) {
+void prepare(const fs::path& dir, bool force, const OptionWords& words) {
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_empty(dir, ec)) {
     if (!force) {
-      throw std::invalid_argument(fmt::format(
-          "output folder {} is not empty; use --force to replace the records in it", dir.string()));
+      throw non_empty_folder_error(dir, "records", words);
     }
     for (const auto& entry : fs::directory_iterator(dir)) {
       const std::string name = entry.path().filename().string();
@@ -98,8 +98,10 @@ WriteReport write_simulated_dygraph(const SimConfig& config, const DygraphWriter
   Simulator simulator(config);
   const auto& devices = simulator.devices();
   const bool chunked = has_chunks(config.shape.kind);
-  prepare(options.dir, options.force);
-  if (!options.concatenation_dir.empty()) prepare(options.concatenation_dir, options.force);
+  prepare(options.dir, options.force, *config.words);
+  if (!options.concatenation_dir.empty()) {
+    prepare(options.concatenation_dir, options.force, *config.words);
+  }
 
   // Pipeline 0: the first device of each stage, indexed by stage.
   std::vector<SimDeviceInfo> analysed;

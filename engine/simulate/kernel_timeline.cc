@@ -378,8 +378,9 @@ KernelTimeline build_kernel_timeline(SimConfig config, int kernels_per_job) {
         if (job.end_ns - job.start_ns < kMinJobNs) {
           throw std::invalid_argument(fmt::format(
               "a {} job of {} ns is too short to split into kernels (at least {} ns; raise its "
-              "cost or use --resolution us)",
-              job_type_name(job, false, ChunkNaming::digit), job.end_ns - job.start_ns, kMinJobNs));
+              "cost or use {} us)",
+              job_type_name(job, false, ChunkNaming::digit), job.end_ns - job.start_ns, kMinJobNs,
+              config.words->name(CallerOption::resolution)));
         }
         const std::uint64_t salt = draw(config.seed, g, static_cast<std::uint64_t>(step), i);
         std::int64_t begin = job.start_ns;

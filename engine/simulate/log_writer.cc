@@ -15,6 +15,7 @@
 #include "simulate/log_events.h"
 #include "simulate/log_format.h"
 #include "simulate/noise.h"
+#include "simulate/output_folder.h"
 
 namespace pipescope::sim {
 
@@ -44,7 +45,7 @@ bool is_ours(std::string_view name) {
 
 // Creates dir, or empties it of what a previous simulation wrote (only with
 // force; nothing else in it is touched).
-void prepare_dir(const fs::path& dir, bool force) {
+void prepare_dir(const fs::path& dir, bool force, const OptionWords& words) {
   std::error_code ec;
   if (fs::exists(dir, ec)) {
     if (!fs::is_directory(dir, ec)) {
@@ -52,9 +53,7 @@ void prepare_dir(const fs::path& dir, bool force) {
     }
     if (!fs::is_empty(dir, ec)) {
       if (!force) {
-        throw std::invalid_argument(fmt::format(
-            "output folder {} is not empty; use --force to replace the worker logs in it",
-            dir.string()));
+        throw non_empty_folder_error(dir, "worker logs", words);
       }
       for (const auto& entry : fs::directory_iterator(dir)) {
         const std::string name = entry.path().filename().string();
@@ -358,7 +357,7 @@ WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions
     }
   }
 
-  prepare_dir(options.dir, options.force);
+  prepare_dir(options.dir, options.force, *config.words);
   std::vector<std::unique_ptr<DeviceLog>> logs;
   logs.reserve(devices.size());
   // --ivl: the same jobs as .ivl records, one writer per device, one block per step.
@@ -366,7 +365,7 @@ WriteReport write_simulated_logs(const SimConfig& config, const LogWriterOptions
       fs::weakly_canonical(options.ivl_dir) == fs::weakly_canonical(options.dir)) {
     throw std::invalid_argument("the .ivl folder must differ from the worker log folder");
   }
-  if (!options.ivl_dir.empty()) prepare_dir(options.ivl_dir, options.force);
+  if (!options.ivl_dir.empty()) prepare_dir(options.ivl_dir, options.force, *config.words);
   // Each .ivl file is written by its writer through the temporary file of
   // an io::AtomicOutput. Should anything throw, every file not yet committed
   // is removed as these go out of scope.

@@ -559,7 +559,7 @@ NsysExportReport write_nsys_exports(const SimConfig& config, const NsysExportOpt
   SimConfig true_clock = config;
   true_clock.machine_skew_ns.clear();
   const SimulatedRun simulated = simulate(true_clock);
-  prepare_trace_dir(options.dir, options.force);
+  prepare_trace_dir(options.dir, options.force, *config.words);
 
   const int machines = config.machines;
   std::vector<std::int64_t> offset(static_cast<std::size_t>(machines), 0);

@@ -370,7 +370,7 @@ bool v_shape(ScheduleKind kind) {
   return kind == ScheduleKind::torch_zbv_zero_bubble || kind == ScheduleKind::torch_dualpipev;
 }
 
-void validate_schedule(const ScheduleShape& shape) {
+void validate_schedule(const ScheduleShape& shape, const OptionWords& words) {
   const int p = shape.stages, m = shape.micro_batches, v = shape.chunks;
   const std::string_view name = schedule_kind_name(shape.kind);
   if (p < 1 || p > kMaxStages) {
@@ -398,14 +398,15 @@ void validate_schedule(const ScheduleShape& shape) {
         "simulated");
   }
   if (v_shape(shape.kind) && v != 2) {
-    throw std::invalid_argument(fmt::format(
-        "the {} schedule runs exactly 2 chunks per stage (a V), got --chunks {}", name, v));
+    throw std::invalid_argument(
+        fmt::format("the {} schedule runs exactly 2 chunks per stage (a V), got {} {}", name,
+                    words.name(CallerOption::chunks), v));
   }
   if (!has_chunks(shape.kind) && v != 1) {
-    throw std::invalid_argument(fmt::format(
-        "the {} schedule has one model chunk per stage; --chunks {} needs an interleaved "
-        "schedule",
-        name, v));
+    throw std::invalid_argument(
+        fmt::format("the {} schedule has one model chunk per stage; {} {} needs an interleaved "
+                    "schedule",
+                    name, words.name(CallerOption::chunks), v));
   }
   switch (shape.kind) {
     case ScheduleKind::one_f_one_b:

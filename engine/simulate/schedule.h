@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/option_words.h"
+
 namespace pipescope::sim {
 
 enum class ScheduleKind {
@@ -113,8 +115,10 @@ struct ScheduleShape {
 
 /// Throws std::invalid_argument, naming the offending value and the
 /// framework's own requirement, for a shape the schedule does not support
-/// (e.g. Paddle's 1F1B pass with M < P, VPP with M not a multiple of P).
-void validate_schedule(const ScheduleShape& shape);
+/// (e.g. Paddle's 1F1B pass with M < P, VPP with M not a multiple of P);
+/// the chunks are named by CallerOption::chunks in `words`.
+void validate_schedule(const ScheduleShape& shape,
+                       const OptionWords& words = *OptionWords::engine());
 
 /// The ordered ops of one stage for one training step (shape must be valid).
 std::vector<ScheduleOp> stage_ops(const ScheduleShape& shape, int stage);

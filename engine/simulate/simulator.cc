@@ -46,7 +46,7 @@ enum Salt : int { kSaltCompute = 1, kSaltRecv = 2, kSaltSend = 3, kSaltOptimizer
 }  // namespace
 
 std::vector<SimDeviceInfo> layout_devices(const SimConfig& config) {
-  validate_schedule(config.shape);
+  validate_schedule(config.shape, *config.words);
   const int p = config.shape.stages;
   require(config.steps >= 1,
           fmt::format("number of steps must be at least 1, got {}", config.steps));

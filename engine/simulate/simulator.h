@@ -20,9 +20,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "model/option_words.h"
 #include "simulate/schedule.h"
 
 namespace pipescope::sim {
@@ -83,6 +85,10 @@ struct SimConfig {
   std::vector<std::int64_t> machine_skew_ns;
   /// Stalls before a stage's first op of a step (`simulate --stall`).
   std::vector<SimStall> stalls;
+  /// How the messages name the caller's options (model/option_words.h): the
+  /// chunks, the time resolution, replacing a folder's files (force). Never
+  /// null.
+  std::shared_ptr<const OptionWords> words = OptionWords::engine();
 };
 
 enum class SimJobType : std::uint8_t {

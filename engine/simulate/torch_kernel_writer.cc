@@ -462,7 +462,7 @@ KernelTraceReport write_torch_kernel_traces(const SimConfig& config,
   }
   layout_devices(config);  // the whole config checked, clock offsets included
   const KernelTimeline timeline = build_kernel_timeline(config, options.kernels_per_job);
-  prepare_trace_dir(options.dir, options.force);
+  prepare_trace_dir(options.dir, options.force, *config.words);
 
   const int machines = config.machines;
   std::vector<std::int64_t> offset(static_cast<std::size_t>(machines), 0);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "io/atomic_output.h"
+#include "simulate/output_folder.h"
 
 namespace pipescope::sim {
 
@@ -120,7 +121,7 @@ bool is_ours(const std::string& name) {
 
 }  // namespace
 
-void prepare_trace_dir(const fs::path& dir, bool force) {
+void prepare_trace_dir(const fs::path& dir, bool force, const OptionWords& words) {
   std::error_code ec;
   if (fs::exists(dir, ec)) {
     if (!fs::is_directory(dir, ec)) {
@@ -128,9 +129,7 @@ void prepare_trace_dir(const fs::path& dir, bool force) {
     }
     if (!fs::is_empty(dir, ec)) {
       if (!force) {
-        throw std::invalid_argument(
-            fmt::format("output folder {} is not empty; use --force to replace the traces in it",
-                        dir.string()));
+        throw non_empty_folder_error(dir, "traces", words);
       }
       for (const auto& entry : fs::recursive_directory_iterator(dir)) {
         if (!entry.is_directory() && is_ours(entry.path().filename().string())) {
@@ -188,7 +187,7 @@ WriteReport write_torch_traces(const SimConfig& config, const TorchTraceOptions&
   }
   Simulator simulator(config);
   const auto& devices = simulator.devices();
-  prepare_trace_dir(options.dir, options.force);
+  prepare_trace_dir(options.dir, options.force, *config.words);
   // Whole seconds, 10 s before the run: every host time is after it.
   const std::int64_t base =
       std::max<std::int64_t>(0, (config.start_ns / 1'000'000'000 - 10)) * 1'000'000'000;

@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "model/option_words.h"
 #include "simulate/log_writer.h"
 
 namespace pipescope::sim {
@@ -43,10 +44,11 @@ struct TorchTraceOptions {
 WriteReport write_torch_traces(const SimConfig& config, const TorchTraceOptions& options);
 
 /// Makes `dir` ready for a run's PyTorch traces: created when missing; when
-/// not empty, refused (std::invalid_argument) unless `force`, which removes
-/// the traces (.sqlite exports too), expected.json, simulation.json and temporary files a
-/// simulation wrote there (nothing else).
-void prepare_trace_dir(const std::filesystem::path& dir, bool force);
+/// not empty, refused (std::invalid_argument, in `words`:
+/// simulate/output_folder.h) unless `force`, which removes the traces
+/// (.sqlite exports too), expected.json, simulation.json and temporary files
+/// a simulation wrote there (nothing else).
+void prepare_trace_dir(const std::filesystem::path& dir, bool force, const OptionWords& words);
 
 /// The `PP:` label of a job (without the prefix): "2F3", "0RECV_B1", ...
 /// (global stage, op, micro-batch); empty for a job that has none (optimizer).

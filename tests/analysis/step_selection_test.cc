@@ -259,9 +259,22 @@ TEST(TraceSize, AdvisesOnlyAboveWhatViewersOpen) {
   const std::string big = chrome_trace_size_advice("out/trace.json", 300'000'000, false);
   EXPECT_NE(big.find("out/trace.json is 300 MB"), std::string::npos) << big;
   EXPECT_NE(big.find("chrome://tracing"), std::string::npos) << big;
-  EXPECT_NE(big.find("--steps"), std::string::npos) << big;
-  EXPECT_NE(big.find("--perfetto"), std::string::npos) << big;
+  // The options that make it smaller, in the engine's words (no flag)...
+  EXPECT_NE(big.find("with step list A-B (and device selection), or write the compact "
+                     "trace.pftrace with the Perfetto output"),
+            std::string::npos)
+      << big;
+  EXPECT_EQ(big.find("--"), std::string::npos) << big;
   EXPECT_EQ(big.find("Perfetto UI"), std::string::npos) << big;
+  // ... or in the caller's.
+  OptionWords flags;
+  flags.set(CallerOption::steps, "--steps", "");
+  flags.set(CallerOption::devices, "--devices", "");
+  flags.set(CallerOption::perfetto, "--perfetto", "");
+  EXPECT_NE(chrome_trace_size_advice("t.json", 300'000'000, false, flags)
+                .find("with --steps A-B (and --devices), or write the compact trace.pftrace "
+                      "with --perfetto"),
+            std::string::npos);
   const std::string huge = chrome_trace_size_advice("t.json", 2'000'000'000, true);
   EXPECT_NE(huge.find("Perfetto UI struggles"), std::string::npos) << huge;
   EXPECT_NE(huge.find("open trace.pftrace"), std::string::npos) << huge;

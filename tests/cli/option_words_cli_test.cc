@@ -17,7 +17,6 @@ using testing::read_file;
 using testing::run_cli;
 using testing::shell_quote;
 
-
 /// `pipescope simulate -o DIR ARGS`, which must succeed.
 void simulate(const std::string& dir, const std::string& args) {
   const CommandResult r = run_cli("simulate -o " + shell_quote(dir) + " " + args);
@@ -126,6 +125,62 @@ TEST(OptionWordsCli, OtherPipelinesNoteNamesPipeline) {
       << r.output;
   EXPECT_NE(r.output.find("; pass --pipeline K to analyse pipeline K instead"), std::string::npos)
       << r.output;
+}
+
+/// Whether `r` printed `text`; says what it printed when not.
+::testing::AssertionResult printed(const CommandResult& r, const std::string& text) {
+  if (r.output.find(text) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "no \"" << text << "\" in:\n" << r.output;
+}
+
+TEST(OptionWordsCli, SelectionsNameTheirFlags) {
+  testing::TempDir dir;
+  simulate(dir / "run", "--schedule 1f1b --stages 2 --micro-batches 4 --steps 25");
+  EXPECT_TRUE(printed(run_cli("analyze " + shell_quote(dir / "run") + " -o " +
+                              shell_quote(dir / "o1") + " -q --steps 999"),
+                      "error: --steps: the run has no step 999"));
+  EXPECT_TRUE(printed(analyze(dir / "run", dir / "o2",
+                              "--html " + shell_quote(dir / "r.html") + " --html-steps 999"),
+                      "error: --html-steps: the run has no step 999"));
+  EXPECT_TRUE(printed(analyze(dir / "run", dir / "o3", "--devices 7"),
+                      "error: --devices: there is no device 7 (found 2 devices: 0-1)"));
+  EXPECT_TRUE(printed(analyze(dir / "run", dir / "o4", "--machine-order nowhere"),
+                      "error: --machine-order: the run has no machine 'nowhere'"));
+  // 25 steps: the steps table is folded, and says how to list them all.
+  const CommandResult table = run_cli("analyze " + shell_quote(dir / "run") + " -o " +
+                                      shell_quote(dir / "o5") + " --no-trace");
+  EXPECT_TRUE(printed(table, "of 25 listed; --all-rows lists every one) ..."));
+}
+
+TEST(OptionWordsCli, CheckNamesItsFlags) {
+  testing::TempDir dir;
+  simulate(dir / "run", "--schedule 1f1b --stages 2 --micro-batches 4 --steps 4");
+  const std::string run = shell_quote(dir / "run");
+  const CommandResult skipped =
+      run_cli("check " + run + " -b " + run + " --max-bubble-ratio 100% --skip-steps 9");
+  EXPECT_TRUE(printed(skipped, "none left after skipping 9 warm-up steps (lower --skip-steps)"));
+  const CommandResult off =
+      run_cli("check " + run + " -b " + run + " --no-events --max-events nccl=0");
+  EXPECT_TRUE(printed(off, "error: --max-events: the current run has no log events to count"));
+  const CommandResult md =
+      run_cli("check " + run + " -b " + run + " --max-bubble-ratio 100% --markdown " +
+              shell_quote(dir / "r.md"));
+  EXPECT_EQ(md.status, 0) << md.output;
+  EXPECT_TRUE(printed(md, "change with --skip-steps)"));
+  EXPECT_NE(read_file(dir / "r.md").find("| `--max-bubble-ratio` | ✅ pass |"), std::string::npos)
+      << read_file(dir / "r.md");
+}
+
+TEST(OptionWordsCli, SimulateNamesItsFlags) {
+  testing::TempDir dir;
+  simulate(dir / "run", "--schedule 1f1b --stages 2 --micro-batches 4 --steps 2");
+  const CommandResult again = run_cli("simulate -o " + shell_quote(dir / "run") +
+                                      " --schedule 1f1b --stages 2 --micro-batches 4 --steps 2");
+  EXPECT_TRUE(printed(again, "is not empty; use --force to replace the worker logs in it"));
+  const CommandResult chunks =
+      run_cli("simulate -o " + shell_quote(dir / "c") +
+              " --schedule 1f1b --stages 2 --micro-batches 4 --steps 2 --chunks 2");
+  EXPECT_TRUE(printed(chunks, "; --chunks 2 needs an interleaved schedule"));
 }
 
 }  // namespace

@@ -274,7 +274,12 @@ TEST(CompareCheck, BubbleAndUtilizationThresholds) {
   EXPECT_NE(md.find("## pipescope check: ❌ regression"), std::string::npos);
   EXPECT_NE(md.find("| bubble ratio | 10.00% | 14.00% | +4.00 pp |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 1 | 90.00% | 82.00% | -8.00 pp |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| `--max-utilization-drop` | ❌ fail |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `max-utilization-drop` | ❌ fail |"), std::string::npos) << md;
+  // The command line names a threshold by its flag.
+  OptionWords flags;
+  flags.set(CallerOption::threshold, "--{}", "");
+  EXPECT_NE(format_check_markdown(r, flags).find("| `--max-utilization-drop` | ❌ fail |"),
+            std::string::npos);
 
   const std::string junit = format_check_junit(r);
   EXPECT_NE(junit.find("<testsuite name=\"pipescope check\" tests=\"3\" failures=\"1\""),

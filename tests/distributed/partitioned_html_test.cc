@@ -26,6 +26,7 @@
 #include "ingest/run_merge.h"
 #include "load/event_setup.h"
 #include "load/load_run.h"
+#include "model/events_off.h"
 #include "simulate/log_writer.h"
 #include "support/partitioned_ranks.h"
 #include "support/pipeline_sim_run.h"
@@ -290,7 +291,10 @@ TEST(PartitionedHtml, RankZeroReceivesTheDrawnStepsJobs) {
 // steps' timelines.
 TEST(PartitionedHtml, LogEventsFromTheLibrary) {
   const EventSetup events = make_event_setup(true, {});
-  if (!events.matcher) GTEST_SKIP() << "built without the event library: " << events.off;
+  if (!events.matcher) {
+    GTEST_SKIP() << "built without the event library: "
+                 << events_off_reason(events.off, *OptionWords::engine());
+  }
   const fs::path dir = scratch("events");
   sim::SimConfig config = testing::sim_config(sim::ScheduleKind::one_f_one_b, 4, 8);
   config.steps = 6;

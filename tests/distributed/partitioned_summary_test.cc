@@ -24,6 +24,8 @@
 #include "ingest/run_merge.h"
 #include "load/event_setup.h"
 #include "load/load_run.h"
+#include "model/events_off.h"
+#include "model/option_words.h"
 #include "simulate/log_writer.h"
 #include "support/partitioned_ranks.h"
 #include "support/pipeline_sim_run.h"
@@ -234,7 +236,10 @@ TEST(PartitionedSummary, StageMapWarnings) {
 // events from the files' headers), the rest by ranges.
 TEST(PartitionedSummary, LogEventsFromTheLibrary) {
   const EventSetup events = make_event_setup(true, {});
-  if (!events.matcher) GTEST_SKIP() << "built without the event library: " << events.off;
+  if (!events.matcher) {
+    GTEST_SKIP() << "built without the event library: "
+                 << events_off_reason(events.off, *OptionWords::engine());
+  }
   const fs::path dir = fs::temp_directory_path() / "pipescope_partitioned_summary_events";
   fs::remove_all(dir);
   sim::SimConfig config = testing::sim_config(sim::ScheduleKind::one_f_one_b, 4, 8);

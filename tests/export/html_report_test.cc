@@ -18,6 +18,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -508,6 +509,18 @@ TEST(HtmlReport, EmbedsEachStepsJobsExactly) {
   EXPECT_EQ(doc["steps"].get_array().size(), 1u);
   EXPECT_EQ(std::int64_t(doc["steps"].at(0)["step"]), 12);
   EXPECT_NE(html.find("1 of the 3 steps can be picked: steps 12. The report embeds at most 5 jobs"),
+            std::string::npos);
+  // How to write a trace of other steps, in the engine's words or the caller's.
+  EXPECT_NE(html.find("cover every step, and a step list of the traces writes a trace of the "
+                      "steps you choose."),
+            std::string::npos);
+  auto flags = std::make_shared<OptionWords>();
+  flags->set(CallerOption::trace_steps, "analyze --steps", "");
+  flags->set(CallerOption::mpi, "--mpi", "");
+  flags->set(CallerOption::html_steps, "--html-steps", "");
+  options.words = flags;
+  EXPECT_NE(render_html_report(r.run, r.metrics, options)
+                .find("and analyze --steps writes a trace of the steps you choose."),
             std::string::npos);
   options.max_embedded_jobs = 8;
   html = render_html_report(r.run, r.metrics, options);

@@ -141,6 +141,12 @@ TEST(TableRows, TheNoteSaysWhatWasLeftOutAndHowToSeeIt) {
   const RowSelection shown = select_table_rows(1024, columns, false);
   EXPECT_EQ(folded_rows_note(shown, "devices"),
             "... 1000 of 1024 devices not shown: the first 16, the last 8 and 0 beyond 3 MADs of "
+            "their column are listed (all rows can be listed) ...");
+  // In the caller's words.
+  OptionWords flags;
+  flags.set(CallerOption::all_rows, "--all-rows", "--all-rows lists every one");
+  EXPECT_EQ(folded_rows_note(shown, "devices", flags),
+            "... 1000 of 1024 devices not shown: the first 16, the last 8 and 0 beyond 3 MADs of "
             "their column are listed (--all-rows lists every one) ...");
 }
 

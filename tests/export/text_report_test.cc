@@ -148,7 +148,7 @@ TEST(ExportReport, ALongTableShowsItsEndsAndTheRowsThatStandOut) {
   ASSERT_EQ(devices.size(), 1u + 16 + 1 + 1 + 1 + 8);
   EXPECT_EQ(devices[17],
             "  ... 75 of 100 devices not shown: the first 16, the last 8 and 1 beyond 3 MADs of "
-            "their column are listed (--all-rows lists every one) ...");
+            "their column are listed (all rows can be listed) ...");
   EXPECT_EQ(devices[18].substr(0, 8), "      50");
   EXPECT_NE(devices[18].find("90.0%"), std::string::npos);
   EXPECT_EQ(devices[19], "  ...");
@@ -219,10 +219,18 @@ TEST(ExportReport, ManyStepsAreElided) {
   EXPECT_EQ(steps[1].substr(0, 6), "    40");
   EXPECT_EQ(steps[10].substr(0, 6), "    49");
   EXPECT_EQ(steps[11],
-            "  ... 15 steps not shown (first 10 and last 5 of 30 listed; --all-rows lists every "
-            "one) ...");
+            "  ... 15 steps not shown (first 10 and last 5 of 30 listed; all rows can be listed) "
+            "...");
   EXPECT_EQ(steps[12].substr(0, 6), "    65");
   EXPECT_EQ(steps[16].substr(0, 6), "    69");
+  // The note names the option in the caller's words.
+  ReportOptions options;
+  auto flags = std::make_shared<OptionWords>();
+  flags->set(CallerOption::all_rows, "--all-rows", "--all-rows lists every one");
+  options.words = flags;
+  EXPECT_EQ(section(render(s.run, s.metrics, options), "Steps")[11],
+            "  ... 15 steps not shown (first 10 and last 5 of 30 listed; --all-rows lists every "
+            "one) ...");
   // All table rows line up.
   for (std::size_t i = 1; i < steps.size(); ++i) {
     if (i != 11) {

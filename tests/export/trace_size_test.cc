@@ -272,7 +272,12 @@ TEST(TracePlan, NothingToLeaveOutWritesTheWholeRunAndWarns) {
   ASSERT_EQ(said.size(), 1u);
   EXPECT_NE(said[0].find("trace.pftrace will be about"), std::string::npos) << said[0];
   EXPECT_NE(said[0].find("the run has no steps to choose from"), std::string::npos) << said[0];
-  EXPECT_NE(said[0].find("--devices"), std::string::npos) << said[0];
+  // How to draw less: the advice of the device selection, in either words.
+  EXPECT_NE(said[0].find("; a device selection draws fewer devices"), std::string::npos) << said[0];
+  OptionWords flags;
+  flags.set(CallerOption::devices, "--devices", "--devices draws fewer devices");
+  EXPECT_NE(trace_plan_notes(none, {stepless}, flags)[0].find("; --devices draws fewer devices"),
+            std::string::npos);
 }
 
 TEST(TracePlan, OneLineForBothTracesHeldToTheirLimits) {
@@ -295,7 +300,14 @@ TEST(TracePlan, OneLineForBothTracesHeldToTheirLimits) {
             0u)
       << only_json;
   EXPECT_NE(only_json.find("past the limit of 1 bytes"), std::string::npos) << only_json;
-  EXPECT_NE(only_json.find("--steps all writes every step"), std::string::npos) << only_json;
+  // The way to write everything, in the engine's words, or the caller's.
+  EXPECT_NE(only_json.find("; a step list of all writes every step"), std::string::npos)
+      << only_json;
+  EXPECT_EQ(only_json.find("--"), std::string::npos) << only_json;
+  OptionWords flags;
+  flags.set(CallerOption::steps, "--steps", "--steps all writes every step");
+  EXPECT_NE(trace_plan_notes(a.metrics, plans, flags)[0].find("; --steps all writes every step"),
+            std::string::npos);
   EXPECT_EQ(only_json.find("pftrace"), std::string::npos) << only_json;
 
   plans[1] = plan_trace(a.run, a.metrics, TraceOptions{}, false, TraceFormat::perfetto, 1);

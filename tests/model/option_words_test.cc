@@ -17,9 +17,13 @@ TEST(OptionWords, EngineWordsAreTheTables) {
   EXPECT_EQ(words.advice(CallerOption::max_line), "raise the line limit to read it");
   // No advice: the refusal of an unreadable input adds none.
   EXPECT_EQ(words.advice(CallerOption::allow_missing), "");
-  // Every option has a name for the messages that name it.
+  // Every option has a name for the messages that name it, and the
+  // engine's words name no command-line flag (a library caller has none).
   for (std::size_t i = 0; i < kCallerOptionCount; ++i) {
-    EXPECT_FALSE(words.name(static_cast<CallerOption>(i)).empty()) << i;
+    const auto option = static_cast<CallerOption>(i);
+    EXPECT_FALSE(words.name(option).empty()) << i;
+    EXPECT_EQ(words.name(option).find("--"), std::string::npos) << words.name(option);
+    EXPECT_EQ(words.advice(option).find("--"), std::string::npos) << words.advice(option);
   }
   // One shared table.
   EXPECT_EQ(OptionWords::engine().get(), OptionWords::engine().get());
