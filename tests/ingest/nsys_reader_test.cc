@@ -192,6 +192,11 @@ TEST(NsysReader, NodeReportRanksByCudaDeviceAndTimesFromTheSession) {
   EXPECT_NE(note->message.find("2 processes of the exports without a rank in their environment"),
             std::string::npos)
       << note->message;
+  // Each rank named by its process: one file holds both.
+  EXPECT_NE(note->message.find(path + " (pid 200) is rank 0 by device; " + path +
+                               " (pid 100) is rank 1 by device"),
+            std::string::npos)
+      << note->message;
 }
 
 TEST(NsysReader, Schema2TimesAndTheEnvironmentsRank) {
