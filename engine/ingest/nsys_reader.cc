@@ -501,8 +501,14 @@ std::unique_ptr<RE2> step_range_of(const NsysOptions& options) {
   return step_range;
 }
 
-/// The devices discovery numbered: each file's, in index order, made from
-/// its place (FileResult::device as discovery gave it).
+/// Each file's devices, numbered: its first at the index discovery gave
+/// it, moved on by how many devices the files before it hold beyond what
+/// discovery counted for them (nsys_export_ranks counts cheaply, and may
+/// be wrong: the reader counts the processes it read), so that every file's
+/// devices follow on from the last file's; in index order, made from the
+/// file's place (FileResult::device as discovery gave it). A file holds
+/// one device at least (a report skipped, an export without activity: none
+/// placed there).
 struct NsysSlot {
   std::size_t file;
   Device* device;
@@ -511,17 +517,22 @@ std::vector<NsysSlot> device_slots(std::vector<FileResult>& results,
                                    const std::vector<InputFile>& files,
                                    const std::vector<std::size_t>& ranks_in) {
   std::vector<NsysSlot> slots;
+  int shift = 0;
   for (std::size_t i = 0; i < files.size(); ++i) {
     FileResult& result = results[i];
+    const int first = files[i].device + shift;
+    shift += std::max(1, static_cast<int>(ranks_in[i])) - std::max(1, files[i].ranks);
+    result.device.index = first;
     if (ranks_in[i] == 0) continue;
     result.device = empty_result_for(files[i]).device;
+    result.device.index = first;
     result.more_devices.clear();
     result.more_devices.reserve(ranks_in[i] - 1);
     for (std::size_t k = 0; k < ranks_in[i]; ++k) {
       Device* device = &result.device;
       if (k > 0) {
         device = &result.more_devices.emplace_back(result.device);
-        device->index = files[i].device + static_cast<int>(k);
+        device->index = first + static_cast<int>(k);
       }
       slots.push_back({i, device});
     }

@@ -63,7 +63,9 @@ class ProgressMeter;
 bool nsys_export_name(std::string_view file_name);
 /// True when the first bytes are an SQLite database's header.
 bool nsys_export_content(std::string_view first_bytes);
-/// How many ranks an export holds (its GPU processes; at least 1).
+/// How many ranks discovery gives an export (nsys_gpu_processes: its CUDA
+/// streams' processes; at least 1). The join numbers the devices by the
+/// processes read: a file's devices follow on from the previous file's.
 int nsys_export_ranks(const std::string& path);
 
 /// Reads the exports of a run, one result per file in order: each file's
