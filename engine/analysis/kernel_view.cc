@@ -1013,7 +1013,7 @@ std::string separate_runs_refusal(const std::vector<const RankKernels*>& ranks,
           "is the last to end before the gap, rank {} of {} the first to begin after it){}. "
           "Analyse one run at a time: give its {} alone",
           exports ? "exports" : "traces", i, long_duration(gap), active.size() - i, global[last],
-          ranks[last]->path, global[active[i]], next.path,
+          rank_input(*ranks[last]), global[active[i]], rank_input(next),
           other_clock ? ", or one run whose machines' clocks are that far apart, which no "
                         "matched NCCL kernels aligned"
                       : "",
