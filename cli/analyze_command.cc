@@ -102,11 +102,15 @@ int run_analyze_mpi(const AnalyzeOptions& options, const AnalyzeRequest& request
   distributed::ClusterCallbacks callbacks;
   callbacks.on_plan = [&](const std::vector<InputFile>& inputs) {
     for (const InputFile& input : inputs) {
-      // Their pipelines are chosen over all files at once, which the ranks' shares are not.
+      // Their pipelines are chosen over all files at once while they are
+      // read, which the ranks' shares are not (a format that decides over
+      // every file only once each is read has a join instead: rank 0 joins).
       const InputFormatSpec& format = input_format_spec(input.format);
       if (format.reads_files_together) {
-        throw InputError(fmt::format("{}: --mpi does not read {}; analyse them without --mpi",
-                                     input.path, format.name));
+        throw InputError(fmt::format(
+            "{}: --mpi does not read {}: their reader chooses the pipeline over every file at "
+            "once, and each MPI rank reads only its share; analyse them without --mpi",
+            input.path, format.name));
       }
     }
     check_outputs_are_not_inputs(request.outputs, inputs);

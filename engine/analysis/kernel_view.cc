@@ -555,6 +555,12 @@ RankKernels shifted(const RankKernels& r, std::int64_t offset) {
   return s;
 }
 
+/// A rank's input as messages name it: its trace, or its export and
+/// process (an export may hold several ranks).
+std::string rank_input(const RankKernels& r) {
+  return r.pid >= 0 ? fmt::format("{} (pid {})", r.path, r.pid) : r.path;
+}
+
 }  // namespace
 
 TraceRanks trace_ranks(const std::vector<RankKernels>& input) {
@@ -584,14 +590,14 @@ TraceRanks trace_ranks(const std::vector<RankKernels>& input) {
       return refuse(fmt::format(
           "{}: its NCCL kernels' communication args give two different global ranks for it; "
           "which rank this trace is cannot be told",
-          r.path));
+          rank_input(r)));
     }
     if (r.global_rank >= 0) {
       if (r.comm_rank >= 0 && r.comm_rank != r.global_rank) {
         return refuse(fmt::format(
             "{}: distributedInfo says rank {}, its communication args rank {}; which rank "
             "this trace is cannot be told",
-            r.path, r.global_rank, r.comm_rank));
+            rank_input(r), r.global_rank, r.comm_rank));
       }
       rank[i] = r.global_rank;
       source[i] = r.rank_claim == RankKernels::Claim::environment ? RankSource::environment
@@ -622,7 +628,7 @@ TraceRanks trace_ranks(const std::vector<RankKernels>& input) {
       return refuse(fmt::format(
           "{} and {} both claim rank {} ({}): two traces of one rank (a copy, or another run?); "
           "analyse one of them",
-          input[it->second].path, input[i].path, rank[i], rank_source_name(level)));
+          rank_input(input[it->second]), rank_input(input[i]), rank[i], rank_source_name(level)));
     }
   }
   int next = 0;
@@ -685,7 +691,7 @@ std::optional<Warning> rank_source_note(const std::vector<const RankKernels*>& r
       continue;
     }
     if (++count <= 8) {
-      list += fmt::format("{}{} is rank {} by {}", list.empty() ? "" : "; ", ranks[r]->path,
+      list += fmt::format("{}{} is rank {} by {}", list.empty() ? "" : "; ", rank_input(*ranks[r]),
                           global[r], rank_source_name(source[r]));
     }
   }
@@ -1007,7 +1013,7 @@ std::string separate_runs_refusal(const std::vector<const RankKernels*>& ranks,
           "is the last to end before the gap, rank {} of {} the first to begin after it){}. "
           "Analyse one run at a time: give its {} alone",
           exports ? "exports" : "traces", i, long_duration(gap), active.size() - i, global[last],
-          ranks[last]->path, global[active[i]], next.path,
+          rank_input(*ranks[last]), global[active[i]], rank_input(next),
           other_clock ? ", or one run whose machines' clocks are that far apart, which no "
                         "matched NCCL kernels aligned"
                       : "",

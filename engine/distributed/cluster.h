@@ -12,7 +12,9 @@
 //   read by one rank.
 //
 // Each rank scans its share with the normal parallel pipeline and sends the
-// records to rank 0 in messages of at most `max_message_bytes`. A file that
+// records to rank 0 in messages of at most `max_message_bytes`; rank 0 runs
+// the formats' joins over every file's result (ingest.h, join_file_results:
+// an Nsight export's processes placed as ranks over every export) and merges. A file that
 // cannot be read is reported (which rank, which file, why) and the run goes
 // on with what was read. No rank waits forever: a rank that is silent for
 // `timeout_s` (no scan progress, no message) makes the waiting rank call
@@ -94,7 +96,9 @@ struct ClusterCallbacks {
   std::function<int(ClusterScan&)> on_result;
   /// When set, no jobs are gathered: every rank keeps what it read and
   /// calls this, with the exchange the partitioned analysis runs on
-  /// (partitioned_analysis.h), instead of on_result on rank 0. The status
+  /// (partitioned_analysis.h), instead of on_result on rank 0 (unless the
+  /// inputs are of a format with a join, ingest.h's join_file_results: rank
+  /// 0 then gathers every file's result, joins them and calls on_result). The status
   /// returned is the largest any rank returned. An exception on a rank that
   /// every rank throws alike (an input error decided from gathered facts) is
   /// reported on rank 0 by `on_error` (rethrown there without one) and every

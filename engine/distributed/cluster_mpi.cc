@@ -32,6 +32,8 @@
 #include "distributed/node_layout.h"
 #include "distributed/run_transfer.h"
 #include "distributed/wire.h"
+#include "ingest/ingest.h"
+#include "ingest/run_merge.h"
 
 namespace pipescope::distributed {
 
@@ -352,6 +354,11 @@ class Session {
       groups = layout_.ranks_of_node;
     }
     if (callbacks_.on_plan) callbacks_.on_plan(inputs_);
+    // Files a format joins (ingest.h, join_file_results) are joined on rank
+    // 0, which then analyses the run as one process: their ranks are placed
+    // over every file, and their GPU activities are read by the kernel view
+    // together.
+    if (joins_files(inputs_)) partitioned_ = false;
     std::vector<std::uint64_t> sizes;
     for (const InputFile& input : inputs_) sizes.push_back(input.size_bytes);
     owner_ = assign_files(sizes, group_of_file, groups);
@@ -363,6 +370,7 @@ class Session {
     for (auto& w : plans) {
       w.put(static_cast<std::uint8_t>(ok));
       w.put(static_cast<std::int32_t>(status));
+      w.put(static_cast<std::uint8_t>(partitioned_));
     }
     if (ok) {
       std::vector<std::uint64_t> counts(static_cast<std::size_t>(size_), 0);
@@ -488,8 +496,17 @@ class Session {
       return run_partitioned();
     }
     ClusterScan result;
-    result.run = gather();
+    std::vector<FileResult> files = gather();
     result.inputs = std::move(inputs_);
+    try {
+      run_beating([&] {
+        join_file_results(files, result.inputs, options_.scan);
+        result.run = merge_file_results(std::move(files));
+      });
+    } catch (...) {
+      finish_root(error_status_);
+      throw;
+    }
     result.ranks = size_;
     result.nodes = static_cast<int>(layout_.nodes.size());
     for (std::size_t f = 0; f < result.run.inputs.size(); ++f) {
@@ -537,7 +554,9 @@ class Session {
     }
   }
 
-  Run gather() {
+  /// Every rank's progress until every scan ends, and (not partitioned)
+  /// every file's result, in input order.
+  std::vector<FileResult> gather() {
     struct Peer {
       Clock::time_point heard = Clock::now();
       std::uint64_t bytes = 0, files = 0;
@@ -647,9 +666,9 @@ class Session {
       beat();
       if (!received) nap();
     }
-    if (partitioned()) return Run();
+    if (partitioned()) return {};
     try {
-      return assembler.finish();
+      return assembler.take();
     } catch (const std::exception& e) {
       mpi_.abort(e.what());
     }
@@ -657,7 +676,8 @@ class Session {
 
   // ---- the partitioned analysis ---------------------------------------------
 
-  bool partitioned() const { return static_cast<bool>(callbacks_.on_partitioned); }
+  /// Rank 0 decides (plan_root) and says in the plans.
+  bool partitioned() const { return partitioned_; }
 
   /// Every rank, after the scans: the partitioned analysis on what each
   /// rank read, over MPI collectives; the status is the largest any rank
@@ -739,6 +759,7 @@ class Session {
     ByteReader r(plan);
     const bool ok = r.get<std::uint8_t>() != 0;
     const int status = r.get<std::int32_t>();
+    partitioned_ = r.get<std::uint8_t>() != 0;
     if (!ok) return finish_worker();
     (void)status;
     const auto n = r.get<std::uint64_t>();
@@ -860,6 +881,9 @@ class Session {
   /// The status rank 0 sends when the ranks go on to the partitioned
   /// analysis together (no exit status is negative).
   static constexpr int kGoPartitioned = -1;
+  /// Whether the analysis is partitioned (ClusterCallbacks::on_partitioned,
+  /// unless the inputs are joined on rank 0).
+  bool partitioned_ = static_cast<bool>(callbacks_.on_partitioned);
   std::vector<FileResult> kept_;  // partitioned: what this rank read
 
   std::vector<InputFile> inputs_;  // rank 0: the global list

@@ -59,26 +59,6 @@ std::vector<T> gather_per_device(Exchange& exchange, const std::vector<char>& he
   return all;
 }
 
-void put_warning(ByteWriter& w, const Warning& warning) {
-  w.put(static_cast<std::uint32_t>(warning.code));
-  w.str(warning.message);
-  w.put(static_cast<std::int32_t>(warning.device));
-  w.put(static_cast<std::int32_t>(warning.stage));
-  w.put(warning.count);
-}
-
-Warning get_warning(ByteReader& r) {
-  Warning warning;
-  const auto code = r.get<std::uint32_t>();
-  if (code >= kWarningCount) throw WireError(fmt::format("unknown warning code {}", code));
-  warning.code = static_cast<WarningCode>(code);
-  warning.message = r.str();
-  warning.device = r.get<std::int32_t>();
-  warning.stage = r.get<std::int32_t>();
-  warning.count = r.get<std::uint64_t>();
-  return warning;
-}
-
 /// Every file's header, and beside it what the merge reads of a file besides
 /// its jobs (devices placed, resolution, notes, whether it has GPU
 /// activities): one all-gather. Own files keep their jobs.
@@ -99,6 +79,10 @@ Headers gather_headers(Exchange& exchange, std::vector<FileResult>&& mine,
   w.put(static_cast<std::uint64_t>(mine.size()));
   for (std::size_t i = 0; i < mine.size(); ++i) {
     const FileResult& f = mine[i];
+    if (!f.placement.empty()) {
+      // A format with a join is gathered on rank 0 (cluster.h), never here.
+      throw std::logic_error("load_partitioned: a file whose format's join has not run");
+    }
     w.put(static_cast<std::uint64_t>(global_index[i]));
     put_file_header(w, f);
     w.put(static_cast<std::uint8_t>(f.has_device ? 1 : 0));

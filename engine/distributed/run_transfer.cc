@@ -7,6 +7,7 @@
 #include <limits>
 #include <utility>
 
+#include "distributed/kernels_wire.h"
 #include "distributed/wire.h"
 #include "ingest/run_merge.h"
 
@@ -27,9 +28,10 @@ static_assert(sizeof(void*) != 8 || sizeof(Device) == 2 * sizeof(std::string) + 
               "Device changed: update put_device/get_device");
 static_assert(sizeof(Job) == 40, "Job changed: records travel as 40-byte copies");
 
-enum Record : std::uint8_t { kFile = 2, kJobs = 3 };
+enum Record : std::uint8_t { kFile = 2, kJobs = 3, kExtra = 4 };
 
-constexpr std::size_t kJobsHeader = 1 + 8 + 4;  // kind, file, count
+constexpr std::size_t kJobsHeader = 1 + 8 + 4 + 4;  // kind, file, device, count
+constexpr std::size_t kExtraHeader = 1 + 8 + 4;     // kind, file, count
 
 }  // namespace
 
@@ -95,6 +97,26 @@ Device get_device(ByteReader& r) {
     d.events.push_back(std::move(e));
   }
   return d;
+}
+
+void put_warning(ByteWriter& w, const Warning& warning) {
+  w.put(static_cast<std::uint32_t>(warning.code));
+  w.str(warning.message);
+  w.put(static_cast<std::int32_t>(warning.device));
+  w.put(static_cast<std::int32_t>(warning.stage));
+  w.put(warning.count);
+}
+
+Warning get_warning(ByteReader& r) {
+  Warning warning;
+  const auto code = r.get<std::uint32_t>();
+  if (code >= kWarningCount) throw WireError(fmt::format("unknown warning code {}", code));
+  warning.code = static_cast<WarningCode>(code);
+  warning.message = r.str();
+  warning.device = r.get<std::int32_t>();
+  warning.stage = r.get<std::int32_t>();
+  warning.count = r.get<std::uint64_t>();
+  return warning;
 }
 
 namespace {
@@ -176,6 +198,43 @@ std::uint64_t get_file_header(ByteReader& r, FileResult& f) {
   return jobs;
 }
 
+namespace {
+
+/// What a file's result holds beyond its header and jobs: its GPU
+/// activities and its format's placement facts (FileResult::kernels,
+/// FileResult::placement), possibly large, sent in pieces.
+std::string encode_extras(const FileResult& f) {
+  if (f.kernels.empty() && f.placement.empty()) return {};
+  ByteWriter w;
+  w.put(static_cast<std::uint64_t>(f.kernels.size()));
+  for (const RankKernels& k : f.kernels) put_rank_kernels(w, k);
+  w.put(static_cast<std::uint64_t>(f.placement.size()));
+  w.bytes(f.placement.data(), f.placement.size());
+  return w.take();
+}
+
+void decode_extras(std::string_view bytes, FileResult& f) {
+  if (bytes.empty()) return;
+  ByteReader r(bytes);
+  const auto kernels = r.get<std::uint64_t>();
+  if (kernels > r.left()) throw WireError("more GPU activity records than bytes");
+  for (std::uint64_t i = 0; i < kernels; ++i) f.kernels.push_back(get_rank_kernels(r));
+  const auto placement = r.get<std::uint64_t>();
+  if (placement != r.left()) throw WireError("a file's placement facts cut or followed by bytes");
+  f.placement.assign(r.bytes(placement), placement);
+}
+
+/// The devices of a file's result: `device`, then `more_devices`.
+std::size_t device_count(const FileResult& f) { return 1 + f.more_devices.size(); }
+const Device& device_of(const FileResult& f, std::size_t k) {
+  return k == 0 ? f.device : f.more_devices[k - 1];
+}
+Device& device_of(FileResult& f, std::size_t k) {
+  return k == 0 ? f.device : f.more_devices[k - 1];
+}
+
+}  // namespace
+
 BatchEncoder::BatchEncoder(const std::vector<FileResult>& files,
                            std::vector<std::size_t> global_index, std::size_t max_bytes)
     : files_(files),
@@ -192,6 +251,16 @@ void BatchEncoder::put_file_header(std::size_t file, std::string& out) const {
   w.put(static_cast<std::uint8_t>(kFile));
   w.put(static_cast<std::uint64_t>(global_index_[file]));
   distributed::put_file_header(w, f);
+  w.put(static_cast<std::uint8_t>(f.has_device ? 1 : 0));
+  w.put(f.time_resolution_ns);
+  w.put(static_cast<std::uint32_t>(f.notes.size()));
+  for (const Warning& note : f.notes) put_warning(w, note);
+  w.put(static_cast<std::uint32_t>(f.more_devices.size()));
+  for (const Device& more : f.more_devices) {
+    put_device(w, more);
+    w.put(static_cast<std::uint64_t>(more.jobs.size()));
+  }
+  w.put(static_cast<std::uint64_t>(extras_.size()));
   out = w.take();
 }
 
@@ -200,27 +269,49 @@ bool BatchEncoder::next(std::string& message) {
   const auto room = [&] { return max_bytes_ - std::min(max_bytes_, message.size()); };
   std::string header;
   while (next_file_ < files_.size()) {
+    const FileResult& f = files_[next_file_];
+    const auto file = static_cast<std::uint64_t>(global_index_[next_file_]);
     if (!header_sent_) {
+      extras_ = encode_extras(f);
       put_file_header(next_file_, header);
       if (!message.empty() && header.size() > room()) return true;
       message += header;
       header_sent_ = true;
+      extras_sent_ = 0;
+      next_device_ = 0;
       next_job_ = 0;
     }
-    const JobVector& jobs = files_[next_file_].device.jobs;
-    while (next_job_ < jobs.size()) {
-      if (room() < kJobsHeader + sizeof(Job)) return true;
-      const std::size_t n = std::min((room() - kJobsHeader) / sizeof(Job), jobs.size() - next_job_);
+    while (extras_sent_ < extras_.size()) {
+      if (room() < kExtraHeader + 1) return true;
+      const std::size_t n = std::min({room() - kExtraHeader, extras_.size() - extras_sent_,
+                                      std::size_t{std::numeric_limits<std::uint32_t>::max()}});
       ByteWriter w;
-      w.put(static_cast<std::uint8_t>(kJobs));
-      w.put(static_cast<std::uint64_t>(global_index_[next_file_]));
+      w.put(static_cast<std::uint8_t>(kExtra));
+      w.put(file);
       w.put(static_cast<std::uint32_t>(n));
       message += w.data();
-      message.append(reinterpret_cast<const char*>(jobs.data() + next_job_), n * sizeof(Job));
-      next_job_ += n;
+      message.append(extras_, extras_sent_, n);
+      extras_sent_ += n;
+    }
+    for (; next_device_ < device_count(f); ++next_device_, next_job_ = 0) {
+      const JobVector& jobs = device_of(f, next_device_).jobs;
+      while (next_job_ < jobs.size()) {
+        if (room() < kJobsHeader + sizeof(Job)) return true;
+        const std::size_t n =
+            std::min((room() - kJobsHeader) / sizeof(Job), jobs.size() - next_job_);
+        ByteWriter w;
+        w.put(static_cast<std::uint8_t>(kJobs));
+        w.put(file);
+        w.put(static_cast<std::uint32_t>(next_device_));
+        w.put(static_cast<std::uint32_t>(n));
+        message += w.data();
+        message.append(reinterpret_cast<const char*>(jobs.data() + next_job_), n * sizeof(Job));
+        next_job_ += n;
+      }
     }
     ++next_file_;
     header_sent_ = false;
+    extras_.clear();
   }
   return !message.empty();
 }
@@ -234,28 +325,57 @@ RunAssembler::Slot& RunAssembler::slot(std::uint64_t file) {
   return slots_[file];
 }
 
+void RunAssembler::add_header(int source, ByteReader& r) {
+  Slot& s = slot(r.get<std::uint64_t>());
+  if (s.seen) throw WireError(fmt::format("file {} arrived twice", s.file.device.path));
+  s.seen = true;
+  s.source = source;
+  FileResult& f = s.file;
+  s.expected_jobs.assign(1, get_file_header(r, f));
+  f.has_device = r.get<std::uint8_t>() != 0;
+  f.time_resolution_ns = r.get<std::int64_t>();
+  const auto notes = r.get<std::uint32_t>();
+  for (std::uint32_t n = 0; n < notes; ++n) f.notes.push_back(get_warning(r));
+  const auto more = r.get<std::uint32_t>();
+  for (std::uint32_t m = 0; m < more; ++m) {
+    f.more_devices.push_back(get_device(r));
+    s.expected_jobs.push_back(r.get<std::uint64_t>());
+  }
+  s.expected_extras = r.get<std::uint64_t>();
+  for (std::size_t k = 0; k < s.expected_jobs.size(); ++k) {
+    if (s.expected_jobs[k] > std::numeric_limits<std::size_t>::max() / sizeof(Job)) {
+      throw WireError("impossible job count");
+    }
+    device_of(f, k).jobs.reserve(s.expected_jobs[k]);
+  }
+}
+
 void RunAssembler::add_message(int source, std::string_view message) {
   ByteReader r(message);
   while (!r.done()) {
     const auto kind = r.get<std::uint8_t>();
     switch (kind) {
-      case kFile: {
+      case kFile:
+        add_header(source, r);
+        break;
+      case kExtra: {
         Slot& s = slot(r.get<std::uint64_t>());
-        if (s.seen) throw WireError(fmt::format("file {} arrived twice", s.file.device.path));
-        s.seen = true;
-        s.source = source;
-        FileResult& f = s.file;
-        s.expected_jobs = get_file_header(r, f);
-        f.device.jobs.reserve(s.expected_jobs);
+        const auto count = r.get<std::uint32_t>();
+        if (!s.seen || s.source != source || s.extras.size() + count > s.expected_extras) {
+          throw WireError("a file's GPU activities arrived out of order");
+        }
+        s.extras.append(r.bytes(count), count);
         break;
       }
       case kJobs: {
         Slot& s = slot(r.get<std::uint64_t>());
+        const auto device = r.get<std::uint32_t>();
         const auto count = r.get<std::uint32_t>();
-        JobVector& jobs = s.file.device.jobs;
-        if (!s.seen || s.source != source || jobs.size() + count > s.expected_jobs) {
+        if (!s.seen || s.source != source || device >= s.expected_jobs.size() ||
+            device_of(s.file, device).jobs.size() + count > s.expected_jobs[device]) {
           throw WireError("jobs of a file arrived out of order");
         }
+        JobVector& jobs = device_of(s.file, device).jobs;
         const char* bytes = r.bytes(std::size_t{count} * sizeof(Job));
         const std::size_t first = jobs.size();
         jobs.resize(first + count);
@@ -282,26 +402,40 @@ void RunAssembler::add_local(int source, std::vector<FileResult>&& files,
     if (s.seen) throw WireError(fmt::format("file {} arrived twice", files[i].device.path));
     s.seen = true;
     s.source = source;
-    s.expected_jobs = files[i].device.jobs.size();
     s.file = std::move(files[i]);
+    s.expected_jobs.clear();
+    for (std::size_t k = 0; k < device_count(s.file); ++k) {
+      s.expected_jobs.push_back(device_of(s.file, k).jobs.size());
+    }
+    s.expected_extras = 0;  // its kernels and facts are in place
   }
 }
 
 std::size_t RunAssembler::missing() const {
   return static_cast<std::size_t>(std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) {
-    return !s.seen || s.file.device.jobs.size() != s.expected_jobs;
+    if (!s.seen || s.extras.size() != s.expected_extras) return true;
+    for (std::size_t k = 0; k < s.expected_jobs.size(); ++k) {
+      if (device_of(s.file, k).jobs.size() != s.expected_jobs[k]) return true;
+    }
+    return false;
   }));
 }
 
-Run RunAssembler::finish() {
+std::vector<FileResult> RunAssembler::take() {
   if (const std::size_t n = missing(); n > 0) {
     throw WireError(fmt::format("{} of {} input files did not arrive complete", n, slots_.size()));
   }
   std::vector<FileResult> files;
   files.reserve(slots_.size());
-  for (Slot& s : slots_) files.push_back(std::move(s.file));
+  for (Slot& s : slots_) {
+    decode_extras(s.extras, s.file);
+    s.extras = {};
+    files.push_back(std::move(s.file));
+  }
   slots_.clear();
-  return merge_file_results(std::move(files));
+  return files;
 }
+
+Run RunAssembler::finish() { return merge_file_results(take()); }
 
 }  // namespace pipescope::distributed

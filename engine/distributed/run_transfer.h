@@ -7,9 +7,16 @@
 //
 // A message is a sequence of records, each a kind byte and its fields:
 //   file       (global index, device, input stats, diagnostics, first step,
-//               job type names, job count)
-//   jobs       (global index, count, count x 40-byte Job)
-// A file's jobs follow its header, split over as many messages as needed.
+//               job type names, job count; whether it has a device, its time
+//               resolution, notes, its further devices (FileResult::
+//               more_devices) with their job counts, the size of its extras)
+//   extra      (global index, count, count bytes of its extras: its GPU
+//               activities, FileResult::kernels, and its format's placement
+//               facts, FileResult::placement)
+//   jobs       (global index, device (0: `device`, k: more_devices[k-1]),
+//               count, count x 40-byte Job)
+// A file's extras, then its devices' jobs, follow its header, split over as
+// many messages as needed.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +35,10 @@ namespace pipescope::distributed {
 /// machine, rank, path, cut, step-start lines, log events), without jobs.
 void put_device(ByteWriter& w, const Device& device);
 Device get_device(ByteReader& r);
+
+/// A warning (a file's note), every field.
+void put_warning(ByteWriter& w, const Warning& warning);
+Warning get_warning(ByteReader& r);
 
 /// A file's header record fields, as the file record above carries them
 /// (device, input stats, diagnostics, first step, type names, job count):
@@ -62,6 +73,9 @@ class BatchEncoder {
   std::size_t max_bytes_;
   std::size_t next_file_ = 0;
   bool header_sent_ = false;
+  std::string extras_;  // the current file's, encoded
+  std::size_t extras_sent_ = 0;
+  std::size_t next_device_ = 0;
   std::size_t next_job_ = 0;
 };
 
@@ -77,20 +91,27 @@ class RunAssembler {
   void add_local(int source, std::vector<FileResult>&& files,
                  const std::vector<std::size_t>& global_index);
 
-  /// Files whose header or some jobs have not arrived yet.
+  /// Files whose header, extras or some jobs have not arrived yet.
   std::size_t missing() const;
-  /// The merged run (merge_file_results over the files in global input
-  /// order). Throws WireError when something is missing.
+  /// Every file's result, in global input order, as its rank read it (a
+  /// format's join not yet run: ingest.h, join_file_results). Throws
+  /// WireError when something is missing or does not decode.
+  std::vector<FileResult> take();
+  /// The merged run (merge_file_results over take()), for inputs of formats
+  /// without a join.
   Run finish();
 
  private:
   struct Slot {
     bool seen = false;
     int source = -1;
-    std::uint64_t expected_jobs = 0;
+    std::vector<std::uint64_t> expected_jobs;  // per device: `device`, then more_devices
+    std::uint64_t expected_extras = 0;
+    std::string extras;
     FileResult file;
   };
   Slot& slot(std::uint64_t file);
+  void add_header(int source, ByteReader& r);
 
   std::vector<Slot> slots_;
 };

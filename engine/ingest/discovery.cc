@@ -137,9 +137,10 @@ std::vector<fs::path> unnamed_inputs_in(const std::vector<fs::directory_entry>& 
 }
 
 /// The files of Placement::folder_ranks formats directly inside a folder,
-/// ordered by rank; a file whose name gives no rank after them (of a format
-/// whose rankless file concatenates the per-rank ones: only when no per-rank
-/// file of it is there, as it repeats their records).
+/// ordered by rank; the files whose names give no rank after them, by name
+/// (numbers as numbers: the listing's order is the file system's), of a
+/// format whose rankless file concatenates the per-rank ones only when no
+/// per-rank file of it is there, as it repeats their records.
 std::vector<InputFile> ranked_files_in(const std::vector<fs::directory_entry>& entries) {
   std::vector<InputFile> logs;
   std::vector<InputFile> rankless;
@@ -159,6 +160,11 @@ std::vector<InputFile> ranked_files_in(const std::vector<fs::directory_entry>& e
     file.ranks = std::max(origin.ranks, 1);
     (rank < 0 ? rankless : logs).push_back(std::move(file));
   }
+  std::sort(rankless.begin(), rankless.end(), [](const InputFile& a, const InputFile& b) {
+    const int c =
+        natural_compare(fs::path(a.path).filename().string(), fs::path(b.path).filename().string());
+    return c != 0 ? c < 0 : a.path < b.path;
+  });
   for (InputFile& file : rankless) {
     if (input_format_spec(file.format).rankless_concatenates && per_rank.count(file.format)) {
       continue;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ingest/discovery.h"
@@ -39,6 +40,12 @@ struct FileResult {
   /// (with or without jobs; a PyTorch trace: one rank): the merge moves them
   /// to Run::kernels, in this order.
   std::vector<RankKernels> kernels;
+  /// A format whose ranks are placed over every file at once
+  /// (InputFormatSpec::join): what its join needs of this file, in the
+  /// format's own encoding, as bytes, so that it travels with the result
+  /// (`analyze --mpi` reads files apart and joins them on rank 0). Empty once
+  /// joined, and for every other format.
+  std::string placement;
 };
 
 /// An empty result for `input`: its device placed where discovery put it,

@@ -5,6 +5,7 @@
 #include <tbb/task_group.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <utility>
 
 #include "ingest/input_formats.h"
@@ -79,8 +80,39 @@ std::vector<FileResult> read_input_files(const std::vector<InputFile>& inputs,
   return results;
 }
 
+void join_file_results(std::vector<FileResult>& results, const std::vector<InputFile>& inputs,
+                       const IngestOptions& options) {
+  if (results.size() != inputs.size()) {
+    throw std::invalid_argument("join_file_results: one result per input expected");
+  }
+  for (const InputFormatSpec& format : input_formats()) {
+    if (format.join == nullptr) continue;
+    std::vector<std::size_t> index;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].format == format.format) index.push_back(i);
+    }
+    if (index.empty()) continue;
+    std::vector<InputFile> files;
+    std::vector<FileResult> mine;
+    for (const std::size_t i : index) {
+      files.push_back(inputs[i]);
+      mine.push_back(std::move(results[i]));
+    }
+    format.join(mine, files, options);
+    for (std::size_t k = 0; k < index.size(); ++k) results[index[k]] = std::move(mine[k]);
+  }
+}
+
+bool joins_files(const std::vector<InputFile>& inputs) {
+  return std::any_of(inputs.begin(), inputs.end(), [](const InputFile& input) {
+    return input_format_spec(input.format).join != nullptr;
+  });
+}
+
 Run ingest_inputs(const std::vector<InputFile>& inputs, const IngestOptions& options) {
-  Run run = merge_file_results(read_input_files(inputs, options));
+  std::vector<FileResult> results = read_input_files(inputs, options);
+  join_file_results(results, inputs, options);
+  Run run = merge_file_results(std::move(results));
   adopt_event_library(run, inputs, options);
   return run;
 }

@@ -10,6 +10,8 @@
 //   Run run = ingest_inputs(inputs, {});
 // or, where the results travel before they are merged (analyze --mpi):
 //   std::vector<FileResult> mine = read_input_files(my_inputs, options);
+//   ... every file's results gathered in input order ...
+//   join_file_results(all, inputs, options);
 #pragma once
 
 #include <vector>
@@ -23,9 +25,19 @@ namespace pipescope {
 
 /// Reads every input with its format's reader. One result per input, in
 /// input order. A file that cannot be read is described in its result
-/// (InputStats::error and a diagnostic); the others are still read.
+/// (InputStats::error and a diagnostic); the others are still read. The
+/// results of a format with a join (InputFormatSpec::join) are not yet
+/// joined: join_file_results does it once every file's result is in hand.
 std::vector<FileResult> read_input_files(const std::vector<InputFile>& inputs,
                                          const IngestOptions& options);
+
+/// Runs each format's join (InputFormatSpec::join) over its results among
+/// `results` (read_input_files over `inputs`, in input order, whoever read
+/// them). Throws what a join throws (InputError).
+void join_file_results(std::vector<FileResult>& results, const std::vector<InputFile>& inputs,
+                       const IngestOptions& options);
+/// Whether any of `inputs` is of a format with a join.
+bool joins_files(const std::vector<InputFile>& inputs);
 
 /// Makes the event library the run's (Run::event_kinds) when a reader looked
 /// for events in one of `inputs` (InputFormatSpec::log_events) with
@@ -39,8 +51,8 @@ bool looks_for_log_events(const std::vector<InputFile>& inputs);
 /// of a partitioned run, which holds only its own files' list).
 void adopt_event_library(Run& run, bool looked, const IngestOptions& options);
 
-/// read_input_files() and merge_file_results(): the finalized Run, one
-/// Device per input, in input order.
+/// read_input_files(), join_file_results() and merge_file_results(): the
+/// finalized Run, one Device per input, in input order.
 Run ingest_inputs(const std::vector<InputFile>& inputs, const IngestOptions& options);
 
 }  // namespace pipescope

@@ -308,7 +308,12 @@ std::unique_ptr<ChunkedFormat> read_dygraph_records(const std::vector<InputFile>
 std::vector<FileResult> read_nsys(const std::vector<InputFile>& files, const IngestOptions& options,
                                   ProgressMeter& progress) {
   // The job pattern is the one PyTorch traces take (--job-pattern).
-  return read_nsys_exports(files, options, options, options.job_pattern.get(), progress);
+  return read_nsys_files(files, options, options, options.job_pattern.get(), progress);
+}
+
+void join_nsys(std::vector<FileResult>& results, const std::vector<InputFile>& files,
+               const IngestOptions& options) {
+  join_nsys_files(results, files, options);
 }
 
 std::vector<FileResult> read_worker_logs(const std::vector<InputFile>& files,
@@ -349,7 +354,7 @@ const InputFormatSpec kBuiltIn[] = {
      .claims_name = nsys_export_name, .claims_content = nsys_export_content,
      .looked_for = "*.sqlite (Nsight Systems exports)", .family = "an Nsight Systems export",
      .placement = Placement::folder_ranks, .file_ranks = FileRanks::several,
-     .origin = nsys_origin, .reader_places_devices = true, .reads_files_together = true,
+     .origin = nsys_origin, .reader_places_devices = true, .join = join_nsys,
      .takes_job_pattern = true,
      .read = read_nsys, .follow = follow_nsys},
     {.format = InputFormat::worker_log, .name = "worker logs",

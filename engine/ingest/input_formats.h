@@ -45,6 +45,14 @@ using FormatReader = std::vector<FileResult> (*)(const std::vector<InputFile>& f
                                                  const IngestOptions& options,
                                                  ProgressMeter& progress);
 
+/// A format's step over the results of every file of a run once all are
+/// read, wherever each was read (read_input_files may read them apart:
+/// `analyze --mpi`): what only every file together decides (an export's
+/// processes placed as ranks among every export's). `results[i]` is
+/// `files[i]`'s, in input order.
+using FormatJoin = void (*)(std::vector<FileResult>& results, const std::vector<InputFile>& files,
+                            const IngestOptions& options);
+
 /// How many ranks (devices) one file of a format holds.
 enum class FileRanks {
   /// One: the file is one device (a rank's profiling windows, several files
@@ -125,6 +133,11 @@ struct InputFormatSpec {
   /// over them), so they cannot be shared out among processes
   /// (`analyze --mpi`).
   bool reads_files_together = false;
+  /// What is decided over every file once each is read (FormatJoin; null:
+  /// nothing): `analyze --mpi` shares such files out, gathers their
+  /// results on rank 0, which joins them and analyses the run as one
+  /// process does.
+  FormatJoin join = nullptr;
   /// The reader makes jobs of user annotations (`PP:` labels, or a job
   /// pattern: TorchTraceOptions::job_pattern); said when no job was found.
   bool takes_job_pattern = false;

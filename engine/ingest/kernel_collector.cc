@@ -99,7 +99,7 @@ long KernelCollector::on_activity(ParsedEvent& e) {
 }
 
 void KernelCollector::on_comm_call(ParsedEvent& e) {
-  HostCall call{e.thread, e.start, e.end, e.external_id, std::move(e.name), std::nullopt};
+  CommHostCall call{e.thread, e.start, e.end, e.external_id, std::move(e.name), std::nullopt};
   if (e.comm) call.args = std::move(*e.comm);
   e.comm.reset();
   calls_.push_back(std::move(call));
@@ -133,8 +133,6 @@ std::string p2p_label(const std::vector<PeerOp>& ops) {
   return send == recv ? "send/recv" : send ? "send" : "recv";
 }
 
-}  // namespace
-
 /// Each communication kernel's operations from its host calls (docs/guide.md,
 /// "The kernel view"). PyTorch records one record_param_comms per operation
 /// on the calling thread, and launches a plain operation's kernel inside it;
@@ -147,13 +145,14 @@ std::string p2p_label(const std::vector<PeerOp>& ops) {
 ///    (else of the call whose External id it carries, where that id is not
 ///    merely its correlation, as PyTorch 2.2 and earlier write it);
 ///  - where no host call names them, the kernel's own args stand.
-void KernelCollector::resolve_operations() {
-  if (calls_.empty()) return;
-  std::vector<std::size_t> order(calls_.size());
+void resolve_operations(std::vector<CommKernel>& comm, const std::vector<CommLink>& links,
+                        const std::vector<CommHostCall>& calls) {
+  if (calls.empty()) return;
+  std::vector<std::size_t> order(calls.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return std::tie(calls_[a].thread, calls_[a].start, a) <
-           std::tie(calls_[b].thread, calls_[b].start, b);
+    return std::tie(calls[a].thread, calls[a].start, a) <
+           std::tie(calls[b].thread, calls[b].start, b);
   });
   // The calls' ends in `order`'s order, as a max tree: of a thread's calls
   // that began before the previous NCCL launch, only those that hold the
@@ -162,7 +161,7 @@ void KernelCollector::resolve_operations() {
   std::size_t leaves = 1;
   while (leaves < order.size()) leaves <<= 1;
   std::vector<std::int64_t> ends(2 * leaves, std::numeric_limits<std::int64_t>::min());
-  for (std::size_t i = 0; i < order.size(); ++i) ends[leaves + i] = calls_[order[i]].end;
+  for (std::size_t i = 0; i < order.size(); ++i) ends[leaves + i] = calls[order[i]].end;
   for (std::size_t i = leaves - 1; i > 0; --i) ends[i] = std::max(ends[2 * i], ends[2 * i + 1]);
   // The first position from `from` on whose call ends at or after `ts`
   // (order.size() when none).
@@ -183,18 +182,18 @@ void KernelCollector::resolve_operations() {
     return std::min(i - leaves, order.size());
   };
   std::unordered_map<std::int64_t, std::size_t> by_external;
-  for (std::size_t i = 0; i < calls_.size(); ++i) {
-    if (calls_[i].external_id >= 0 && calls_[i].args) by_external.emplace(calls_[i].external_id, i);
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (calls[i].external_id >= 0 && calls[i].args) by_external.emplace(calls[i].external_id, i);
   }
   // The NCCL launches of each thread, in time order.
   std::vector<std::pair<std::int64_t, std::int64_t>> launches;  // (thread, ts)
-  for (const CommLink& l : links_) {
+  for (const CommLink& l : links) {
     if (l.launch_thread >= 0) launches.push_back({l.launch_thread, l.launch_ts});
   }
   std::sort(launches.begin(), launches.end());
-  for (std::size_t k = 0; k < out_.comm.size(); ++k) {
-    CommKernel& kernel = out_.comm[k];
-    const CommLink& link = links_[k];
+  for (std::size_t k = 0; k < comm.size(); ++k) {
+    CommKernel& kernel = comm[k];
+    const CommLink& link = links[k];
     std::vector<PeerOp> ops;
     const CommKernel* p2p_args = nullptr;         // the first call with operations
     const CommKernel* collective_args = nullptr;  // the innermost call holding the launch
@@ -212,18 +211,18 @@ void KernelCollector::resolve_operations() {
       // the launch only (any other one changes nothing below).
       const auto thread_begin =
           std::lower_bound(order.begin(), order.end(), link.launch_thread,
-                           [&](std::size_t i, std::int64_t t) { return calls_[i].thread < t; });
+                           [&](std::size_t i, std::int64_t t) { return calls[i].thread < t; });
       const auto thread_end =
           std::upper_bound(thread_begin, order.end(), link.launch_thread,
-                           [&](std::int64_t t, std::size_t i) { return t < calls_[i].thread; });
+                           [&](std::int64_t t, std::size_t i) { return t < calls[i].thread; });
       const auto stop =
           std::upper_bound(thread_begin, thread_end, link.launch_ts,
-                           [&](std::int64_t t, std::size_t i) { return t < calls_[i].start; });
+                           [&](std::int64_t t, std::size_t i) { return t < calls[i].start; });
       const auto window =
           std::upper_bound(thread_begin, stop, after,
-                           [&](std::int64_t t, std::size_t i) { return t < calls_[i].start; });
+                           [&](std::int64_t t, std::size_t i) { return t < calls[i].start; });
       const auto position = [&](auto at) { return static_cast<std::size_t>(at - order.begin()); };
-      const HostCall* last_p2p = nullptr;
+      const CommHostCall* last_p2p = nullptr;
       for (auto it = thread_begin; it != stop;) {
         if (it < window) {
           const std::size_t next = next_holding(position(it), link.launch_ts);
@@ -233,7 +232,7 @@ void KernelCollector::resolve_operations() {
           }
           it = order.begin() + static_cast<std::ptrdiff_t>(next);
         }
-        const HostCall& c = calls_[*it];
+        const CommHostCall& c = calls[*it];
         ++it;
         const bool holds = c.end >= link.launch_ts;
         if (holds && named == CommOp::unknown) {
@@ -255,8 +254,8 @@ void KernelCollector::resolve_operations() {
     }
     if (collective_args == nullptr && link.external_id >= 0) {
       if (const auto e = by_external.find(link.external_id); e != by_external.end()) {
-        if (calls_[e->second].args->op == CommOp::collective) {
-          collective_args = &*calls_[e->second].args;
+        if (calls[e->second].args->op == CommOp::collective) {
+          collective_args = &*calls[e->second].args;
         }
       }
     }
@@ -291,6 +290,26 @@ void KernelCollector::resolve_operations() {
   }
 }
 
+}  // namespace
+
+void resolve_comm_operations(RankKernels& rank, const std::vector<CommLink>& links,
+                             const std::vector<CommHostCall>& calls) {
+  resolve_operations(rank.comm, links, calls);
+  // The rank the collectives' args give: their group's member at `Rank`.
+  for (const CommKernel& c : rank.comm) {
+    if (c.op != CommOp::collective || c.group_rank < 0 ||
+        static_cast<std::size_t>(c.group_rank) >= c.group_ranks.size()) {
+      continue;
+    }
+    const int r = c.group_ranks[static_cast<std::size_t>(c.group_rank)];
+    if (rank.comm_rank == -1) {
+      rank.comm_rank = r;
+    } else if (rank.comm_rank != r) {
+      rank.comm_rank = RankKernels::kConflict;
+    }
+  }
+}
+
 RankKernels KernelCollector::finish(std::int64_t base_ns, const LaunchJoin& join) {
   return finish(
       base_ns, join.unmatched_activities(),
@@ -306,22 +325,9 @@ RankKernels KernelCollector::finish(std::int64_t base_ns, std::uint64_t unmatche
   if (!sorted_.empty() && earliest_launch < sorted_.front().start) {
     out_.partial_step = sorted_.front().step - 1;
   }
-  resolve_operations();
+  resolve_comm_operations(out_, links_, calls_);
   links_ = {};
   calls_ = {};
-  // The rank the collectives' args give: their group's member at `Rank`.
-  for (const CommKernel& c : out_.comm) {
-    if (c.op != CommOp::collective || c.group_rank < 0 ||
-        static_cast<std::size_t>(c.group_rank) >= c.group_ranks.size()) {
-      continue;
-    }
-    const int r = c.group_ranks[static_cast<std::size_t>(c.group_rank)];
-    if (out_.comm_rank == -1) {
-      out_.comm_rank = r;
-    } else if (out_.comm_rank != r) {
-      out_.comm_rank = RankKernels::kConflict;
-    }
-  }
   out_.compute = compute_.take();
   for (TimeSpan& s : out_.compute) {
     s.start += base_ns;

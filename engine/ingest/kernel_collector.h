@@ -28,6 +28,33 @@ namespace pipescope {
 
 struct ParsedEvent;
 
+/// A communication kernel's links to its host calls (one per kernel).
+struct CommLink {
+  std::int64_t external_id = -1;
+  std::int64_t launch_ts = 0;
+  std::int64_t launch_thread = -1;  // -1: its launch is not in the trace
+};
+
+/// A communication's host call.
+struct CommHostCall {
+  std::int64_t thread = -1;
+  std::int64_t start = 0;
+  std::int64_t end = 0;
+  std::int64_t external_id = -1;
+  std::string name;
+  std::optional<CommKernel> args;  // none: no communication args
+};
+
+/// Each of `rank.comm`'s kernels' operations from the host `calls` (the
+/// rule in kernel_collector.cc), `links[k]` being kernel k's, then the rank
+/// the collectives' args give (RankKernels::comm_rank). KernelCollector::finish
+/// does this with the calls it was given; a reader that knows its calls'
+/// args only once every file is read (an Nsight export: the peers' global
+/// ranks, nsys_reader.h) finishes without calls and calls this later, on
+/// kernels still in launch order (base 0: finish moves nothing after it).
+void resolve_comm_operations(RankKernels& rank, const std::vector<CommLink>& links,
+                             const std::vector<CommHostCall>& calls);
+
 class KernelCollector {
  public:
   /// A ProfilerStep#N span (host times, ns after the trace's base).
@@ -82,31 +109,14 @@ class KernelCollector {
   /// N of the span holding host time `ts` (see the .cc); `hint`: where the
   /// last search ended (times close together are found at once).
   std::optional<std::int64_t> step_at(std::int64_t ts, std::size_t& hint) const;
-  void resolve_operations();
-
   struct StepSpan {
     std::int64_t start, end, step;
   };
   std::vector<StepSpan> step_spans_;  // in file order
   std::vector<StepSpan> sorted_;      // by start (std::sort of the file's order)
   bool sorted_stale_ = false;
-  /// A communication kernel's links to its host calls (one per out_.comm).
-  struct CommLink {
-    std::int64_t external_id = -1;
-    std::int64_t launch_ts = 0;
-    std::int64_t launch_thread = -1;  // -1: its launch is not in the trace
-  };
-  /// A communication's host call.
-  struct HostCall {
-    std::int64_t thread = -1;
-    std::int64_t start = 0;
-    std::int64_t end = 0;
-    std::int64_t external_id = -1;
-    std::string name;
-    std::optional<CommKernel> args;  // none: no communication args
-  };
   std::vector<CommLink> links_;
-  std::vector<HostCall> calls_;
+  std::vector<CommHostCall> calls_;
   std::unordered_map<std::int64_t, RankKernels::StepExtent> extents_;
   SpanUnion compute_;  // the compute activities, merged in finish()
   RankKernels out_;

@@ -725,8 +725,24 @@ NsysExport read_nsys_export(const std::string& path, const RE2& step_range,
 int nsys_gpu_processes(const std::string& path) {
   try {
     const SqliteFile db = SqliteFile::open(path);
+    const std::vector<SqliteFile::Table> tables = db.tables();
+    // The processes of the CUDA streams (a small table: a few rows a
+    // process), which are those with GPU activities in practice; the reader
+    // numbers the devices by the processes it reads (nsys_reader.h).
+    for (const SqliteFile::Table& t : tables) {
+      if (t.name != "TARGET_INFO_CUDA_STREAM" || !t.has("processId")) continue;
+      SqliteQuery q = db.query(fmt::format(
+          "SELECT count(*) FROM (SELECT DISTINCT {}processId FROM TARGET_INFO_CUDA_STREAM)",
+          t.has("vmId") ? "vmId, " : ""));
+      if (q.next()) {
+        if (const auto n = q.integer(0); n && *n > 0 && *n < (1 << 20)) {
+          return static_cast<int>(*n);
+        }
+      }
+    }
+    // Without that table: the processes with an activity, by a scan.
     std::unordered_set<std::int64_t> keys;
-    for (const SqliteFile::Table& t : db.tables()) {
+    for (const SqliteFile::Table& t : tables) {
       if (std::find(std::begin(kActivityTables), std::end(kActivityTables), t.name) ==
               std::end(kActivityTables) ||
           !t.has("globalPid") || !t.has("start") || !t.has("end")) {

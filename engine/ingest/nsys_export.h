@@ -118,7 +118,10 @@ NsysExport read_nsys_export(const std::string& path, const RE2& step_range,
                             const JobPattern* pattern);
 
 /// How many GPU processes (ranks) the export holds, read cheaply for
-/// discovery; 0 when it cannot be read (the reader then says why).
+/// discovery: the processes of its CUDA streams (TARGET_INFO_CUDA_STREAM),
+/// else those with an activity (a scan of the activity tables); 0 when it
+/// cannot be read (the reader then says why). The reader numbers the
+/// devices by the processes it reads, whatever this said.
 int nsys_gpu_processes(const std::string& path);
 
 }  // namespace pipescope

@@ -9,8 +9,12 @@
 // SQLite needs random access, so the format reads each file itself (the
 // table's FormatReader slot, as .ivl records are read) rather than taking
 // chunks from the reading loop: one export per thread, its queries in one
-// pass each (nsys_export.h says what is read), then the run's processes are
-// placed as ranks over every export at once:
+// pass each (nsys_export.h says what is read), each process's record and
+// jobs made there (read_nsys_files). The run's processes are then placed as
+// ranks over every export at once, from what each file's result keeps for
+// it (nsys_file_facts.h): the join (join_nsys_files, the table's join
+// slot), which may run elsewhere (`analyze --mpi` reads the exports on the
+// ranks they are shared out to and joins them on rank 0), and does:
 //
 //  - Ranks (docs/guide.md, "The kernel view", rank identity): the report's
 //    environment (RANK, PMI_RANK, OMPI_COMM_WORLD_RANK in META_DATA_CAPTURE,
@@ -59,7 +63,9 @@ class ProgressMeter;
 bool nsys_export_name(std::string_view file_name);
 /// True when the first bytes are an SQLite database's header.
 bool nsys_export_content(std::string_view first_bytes);
-/// How many ranks an export holds (its GPU processes; at least 1).
+/// How many ranks discovery gives an export (nsys_gpu_processes: its CUDA
+/// streams' processes; at least 1). The join numbers the devices by the
+/// processes read: a file's devices follow on from the previous file's.
 int nsys_export_ranks(const std::string& path);
 
 /// Reads the exports of a run, one result per file in order: each file's
@@ -69,8 +75,25 @@ int nsys_export_ranks(const std::string& path);
 /// is no export, a damaged database, a step range without a group (named by
 /// CallerOption::step_range in read.words), ranks that cannot be told apart,
 /// and a pattern without `mb` in an export with job ranges but no step range.
+/// read_nsys_files, then join_nsys_files.
 std::vector<FileResult> read_nsys_exports(const std::vector<InputFile>& files,
                                           const ReadOptions& read, const NsysOptions& options,
                                           const JobPattern* pattern, ProgressMeter& progress);
+
+/// The exports read, each on its own, not yet placed: a file's processes in
+/// its `device`, `more_devices` and `kernels` in the order it lists them,
+/// what the placement needs in FileResult::placement. Throws as
+/// read_nsys_exports does for one file.
+std::vector<FileResult> read_nsys_files(const std::vector<InputFile>& files,
+                                        const ReadOptions& read, const NsysOptions& options,
+                                        const JobPattern* pattern, ProgressMeter& progress);
+
+/// Places the processes of `results` (read_nsys_files over `files`, in the
+/// same order, read together or apart) as read_nsys_exports' results are:
+/// the result is the same whoever read which file. Throws InputError for a
+/// report without its export, ranks that cannot be told apart, and a run
+/// without any GPU activity.
+void join_nsys_files(std::vector<FileResult>& results, const std::vector<InputFile>& files,
+                     const ReadOptions& read);
 
 }  // namespace pipescope

@@ -90,6 +90,9 @@ struct CommKernel {
 struct RankKernels {
   /// The trace's path and its device's place among the inputs.
   std::string path;
+  /// An Nsight Systems export's process (of the several an export may
+  /// hold); -1: a PyTorch trace, one rank a file.
+  int pid = -1;
   int device = 0;
   int machine = 0;
   /// `distributedInfo.rank`; -1 when the trace does not say.

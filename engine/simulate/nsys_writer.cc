@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -45,6 +46,9 @@ CREATE TABLE TARGET_INFO_SYSTEM_ENV (globalVid INTEGER, devStateName TEXT NOT NU
     name TEXT NOT NULL, nameEnum INTEGER NOT NULL, value TEXT NOT NULL);
 CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE PROCESSES (globalPid INTEGER, pid INTEGER, name TEXT);
+CREATE TABLE TARGET_INFO_CUDA_STREAM (streamId INTEGER NOT NULL, hwId INTEGER NOT NULL,
+    vmId INTEGER NOT NULL, processId INTEGER NOT NULL, contextId INTEGER NOT NULL,
+    priority INTEGER NOT NULL, flag INTEGER NOT NULL);
 CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,
     deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL,
     correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL,
@@ -313,6 +317,15 @@ class RankExport {
     bind(s, 2, std::int64_t{pid_});
     bind(s, 3, std::string_view("python3"));
     db_.run(s);
+    // The process's CUDA streams (context 1), as CUPTI lists them.
+    std::set<std::int32_t> streams;
+    for (const KernelActivity& a : acts_) streams.insert(a.stream);
+    s = db_.statement("INSERT INTO TARGET_INFO_CUDA_STREAM VALUES (?, 0, 0, ?, 1, 0, 0)");
+    for (const std::int32_t stream : streams) {
+      bind(s, 1, std::int64_t{stream});
+      bind(s, 2, std::int64_t{pid_});
+      db_.run(s);
+    }
   }
 
   void write_schemas() {

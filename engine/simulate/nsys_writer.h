@@ -22,7 +22,8 @@
 //    then NCCL's struct; NVTX_PAYLOAD_SCHEMAS and _ENTRIES lay it out).
 //  - Metadata: META_DATA_EXPORT, META_DATA_CAPTURE (RANK, LOCAL_RANK and
 //    WORLD_SIZE of the process), TARGET_INFO_SYSTEM_ENV (Hostname
-//    `node<M>`), TARGET_INFO_SESSION_START_TIME: stored times count from
+//    `node<M>`), TARGET_INFO_CUDA_STREAM (the process's streams, as
+//    CUPTI lists them), TARGET_INFO_SESSION_START_TIME: stored times count from
 //    systemClockNs, absolute = utcEpochNs + stored − systemClockNs, machine
 //    m's utcEpochNs SimConfig::machine_skew_ns[m] ahead (its clock offset).
 //

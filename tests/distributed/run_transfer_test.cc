@@ -16,6 +16,7 @@
 #include "distributed/wire.h"
 #include "ingest/discovery.h"
 #include "ingest/ingest.h"
+#include "ingest/run_merge.h"
 #include "support/command_runner.h"
 #include "support/temp_dir.h"
 
@@ -164,9 +165,66 @@ TEST(DistributedWire, InputFileRoundTripAndTruncation) {
   EXPECT_THROW(distributed::get_input(cut), distributed::WireError);
 }
 
+/// The GPU activities of two runs, field by field.
+void expect_same_kernels(const std::vector<RankKernels>& a, const std::vector<RankKernels>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const RankKernels& x = a[i];
+    const RankKernels& y = b[i];
+    SCOPED_TRACE(x.path + " pid " + std::to_string(x.pid));
+    EXPECT_EQ(x.path, y.path);
+    EXPECT_EQ(x.pid, y.pid);
+    EXPECT_EQ(x.device, y.device);
+    EXPECT_EQ(x.machine, y.machine);
+    EXPECT_EQ(x.global_rank, y.global_rank);
+    EXPECT_EQ(x.rank_claim, y.rank_claim);
+    EXPECT_EQ(x.origin, y.origin);
+    EXPECT_EQ(x.comm_rank, y.comm_rank);
+    EXPECT_EQ(x.world_size, y.world_size);
+    EXPECT_EQ(x.device_ordinal, y.device_ordinal);
+    EXPECT_EQ(x.compute, y.compute);
+    ASSERT_EQ(x.comm.size(), y.comm.size());
+    for (std::size_t k = 0; k < x.comm.size(); ++k) {
+      const CommKernel& c = x.comm[k];
+      const CommKernel& d = y.comm[k];
+      EXPECT_EQ(c.start, d.start);
+      EXPECT_EQ(c.end, d.end);
+      EXPECT_EQ(c.step, d.step);
+      EXPECT_EQ(c.op, d.op);
+      EXPECT_EQ(c.source, d.source);
+      EXPECT_EQ(c.collective, d.collective);
+      EXPECT_EQ(c.group_name, d.group_name);
+      EXPECT_EQ(c.group_ranks, d.group_ranks);
+      EXPECT_EQ(c.p2p, d.p2p);
+      EXPECT_EQ(c.comms_id, d.comms_id);
+    }
+    ASSERT_EQ(x.steps.size(), y.steps.size());
+    for (std::size_t s = 0; s < x.steps.size(); ++s) {
+      EXPECT_EQ(x.steps[s].step, y.steps[s].step);
+      EXPECT_EQ(x.steps[s].first_start, y.steps[s].first_start);
+      EXPECT_EQ(x.steps[s].last_end, y.steps[s].last_end);
+    }
+    EXPECT_EQ(x.step_spans, y.step_spans);
+    EXPECT_EQ(x.partial_step, y.partial_step);
+    EXPECT_EQ(x.activities, y.activities);
+    EXPECT_EQ(x.without_launch, y.without_launch);
+    EXPECT_EQ(x.first_start, y.first_start);
+    EXPECT_EQ(x.last_end, y.last_end);
+  }
+}
+
 void expect_same_run(const pipescope::Run& a, const pipescope::Run& b) {
   ASSERT_EQ(a.devices.size(), b.devices.size());
   EXPECT_EQ(a.first_step, b.first_step);
+  ASSERT_EQ(a.types.size(), b.types.size());
+  for (TypeId t = 0; t < a.types.size(); ++t) EXPECT_EQ(a.types.name(t), b.types.name(t));
+  ASSERT_EQ(a.notes.size(), b.notes.size());
+  for (std::size_t n = 0; n < a.notes.size(); ++n) {
+    EXPECT_EQ(a.notes[n].code, b.notes[n].code);
+    EXPECT_EQ(a.notes[n].message, b.notes[n].message);
+    EXPECT_EQ(a.notes[n].count, b.notes[n].count);
+  }
+  expect_same_kernels(a.kernels, b.kernels);
   for (std::size_t d = 0; d < a.devices.size(); ++d) {
     const Device& x = a.devices[d];
     const Device& y = b.devices[d];
@@ -202,7 +260,8 @@ void expect_same_run(const pipescope::Run& a, const pipescope::Run& b) {
 }
 
 /// Scans `inputs` as `ranks` ranks would (each its share), sends every share
-/// but rank 0's through messages of at most `max_bytes`, and merges.
+/// but rank 0's through messages of at most `max_bytes`, joins (a format
+/// with a join: ingest.h) and merges, as rank 0 does.
 pipescope::Run scan_as_ranks(const std::vector<InputFile>& inputs, int ranks,
                              std::size_t max_bytes) {
   std::vector<std::uint64_t> sizes;
@@ -227,7 +286,10 @@ pipescope::Run scan_as_ranks(const std::vector<InputFile>& inputs, int ranks,
       continue;
     }
     std::uint64_t jobs = 0;
-    for (const pipescope::FileResult& f : files) jobs += f.device.jobs.size();
+    for (const pipescope::FileResult& f : files) {
+      jobs += f.device.jobs.size();
+      for (const Device& more : f.more_devices) jobs += more.jobs.size();
+    }
     distributed::BatchEncoder encoder(files, global, max_bytes);
     std::string message;
     std::size_t messages = 0;
@@ -244,7 +306,9 @@ pipescope::Run scan_as_ranks(const std::vector<InputFile>& inputs, int ranks,
     EXPECT_GE(messages, jobs * sizeof(Job) / max_bytes);
   }
   EXPECT_EQ(assembler.missing(), 0u);
-  return assembler.finish();
+  std::vector<pipescope::FileResult> files = assembler.take();
+  join_file_results(files, inputs, options);
+  return merge_file_results(std::move(files));
 }
 
 TEST(DistributedTransfer, MergedRunEqualsTheSingleProcessRun) {
@@ -259,6 +323,41 @@ TEST(DistributedTransfer, MergedRunEqualsTheSingleProcessRun) {
                      std::to_string(max_bytes));
         expect_same_run(reference, scan_as_ranks(inputs, ranks, max_bytes));
       }
+    }
+  }
+}
+
+/// Nsight Systems exports read apart (each rank its share) and joined on
+/// rank 0: the run one process reads from them together, GPU activities,
+/// peers and jobs alike. The files are named against their ranks' order,
+/// so that a device discovery numbered in one export holds a process read
+/// from another, with its job types.
+TEST(DistributedTransfer, ExportsReadApartAndJoinedEqualTheSingleProcessRun) {
+  testing::TempDir dir;
+  const std::string run = dir / "run";
+  const auto simulated =
+      testing::run_cli("simulate --format nsys -o " + testing::shell_quote(run) +
+                       " --schedule 1f1b --stages 4 --micro-batches 4 --machines 2 --steps 2 "
+                       "--kernels-per-job 3 --seed 3");
+  ASSERT_EQ(simulated.status, 0) << simulated.output;
+  const char* names[] = {"c.sqlite", "a.sqlite", "d.sqlite", "b.sqlite"};
+  for (int r = 0; r < 4; ++r) {
+    std::filesystem::rename(run + "/rank_" + std::to_string(r) + ".sqlite", run + "/" + names[r]);
+  }
+  const auto inputs = discover_inputs({run});
+  ASSERT_EQ(inputs.size(), 4u);
+  ASSERT_EQ(std::filesystem::path(inputs[0].path).filename(), "a.sqlite");
+  IngestOptions options;
+  options.threads = 2;
+  const pipescope::Run reference = ingest_inputs(inputs, options);
+  ASSERT_EQ(reference.devices.size(), 4u);
+  EXPECT_EQ(reference.kernels.size(), 4u);
+  EXPECT_EQ(std::filesystem::path(reference.devices[0].path).filename(), "c.sqlite");
+  EXPECT_GT(reference.job_count(), 0u);
+  for (const int ranks : {1, 2, 3, 4}) {
+    for (const std::size_t max_bytes : {std::size_t{512}, distributed::kDefaultMessageBytes}) {
+      SCOPED_TRACE("ranks " + std::to_string(ranks) + " max " + std::to_string(max_bytes));
+      expect_same_run(reference, scan_as_ranks(inputs, ranks, max_bytes));
     }
   }
 }

@@ -192,6 +192,78 @@ TEST(NsysReader, NodeReportRanksByCudaDeviceAndTimesFromTheSession) {
   EXPECT_NE(note->message.find("2 processes of the exports without a rank in their environment"),
             std::string::npos)
       << note->message;
+  // Each rank named by its process: one file holds both.
+  EXPECT_NE(note->message.find(path + " (pid 200) is rank 0 by device; " + path +
+                               " (pid 100) is rank 1 by device"),
+            std::string::npos)
+      << note->message;
+}
+
+/// A node report whose CUDA streams list one process where two ran
+/// kernels (discovery counts the streams' processes, cheaply), then an
+/// export without that table (counted by a scan): the reader numbers the
+/// devices by the processes it read, the second file's following on, read
+/// together or each apart and joined.
+TEST(NsysReader, DevicesNumberedByTheProcessesReadWhateverDiscoveryCounted) {
+  TempDir dir;
+  const std::string first = dir / "a.sqlite", second = dir / "b.sqlite";
+  {
+    Export e(first);
+    schema_3(e);
+    e.sql(
+        "CREATE TABLE TARGET_INFO_CUDA_STREAM (streamId INTEGER, vmId INTEGER, processId "
+        "INTEGER);"
+        "INSERT INTO TARGET_INFO_CUDA_STREAM VALUES (7, 0, 100), (8, 0, 100);");
+    e.sql(ins("CUPTI_ACTIVITY_KIND_KERNEL", row({1000, 2000, 0, 7, 1, pid_of(100), 1})));
+    e.sql(ins("CUPTI_ACTIVITY_KIND_KERNEL", row({1000, 3000, 1, 9, 1, pid_of(200), 1})));
+  }
+  {
+    Export e(second);
+    schema_3(e);
+    e.sql(ins("CUPTI_ACTIVITY_KIND_KERNEL", row({1500, 2500, 0, 7, 1, pid_of(300), 1})));
+  }
+  const std::vector<InputFile> files = discover_inputs({dir.path().string()});
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].ranks, 1);  // the streams' one process
+  EXPECT_EQ(files[1].ranks, 1);
+  EXPECT_EQ(files[1].device, 1);
+
+  const auto devices_of = [](const std::vector<FileResult>& results) {
+    std::vector<std::pair<int, std::string>> out;  // (index, path) of every device
+    for (const FileResult& r : results) {
+      out.emplace_back(r.device.index, r.device.path);
+      for (const Device& d : r.more_devices) out.emplace_back(d.index, d.path);
+    }
+    return out;
+  };
+  const auto kernels_of = [](const std::vector<FileResult>& results) {
+    std::vector<std::pair<int, int>> out;  // (device, pid) of every rank
+    for (const FileResult& r : results) {
+      for (const RankKernels& k : r.kernels) out.emplace_back(k.device, k.pid);
+    }
+    return out;
+  };
+  const std::vector<FileResult> together = read({dir.path().string()});
+  EXPECT_EQ(devices_of(together),
+            (std::vector<std::pair<int, std::string>>{{0, first}, {1, first}, {2, second}}));
+  EXPECT_EQ(kernels_of(together), (std::vector<std::pair<int, int>>{{0, 100}, {1, 200}, {2, 300}}));
+
+  // Each file read on its own (as `analyze --mpi` shares them out), joined.
+  const ProgressCallback none;
+  std::vector<FileResult> apart;
+  for (const InputFile& f : files) {
+    const std::vector<InputFile> one{f};
+    ProgressMeter progress(one, none);
+    std::vector<FileResult> r =
+        read_nsys_files(one, ReadOptions{}, NsysOptions{}, nullptr, progress);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_FALSE(r[0].placement.empty());
+    apart.push_back(std::move(r[0]));
+  }
+  join_nsys_files(apart, files, ReadOptions{});
+  EXPECT_TRUE(apart[0].placement.empty());
+  EXPECT_EQ(devices_of(apart), devices_of(together));
+  EXPECT_EQ(kernels_of(apart), kernels_of(together));
 }
 
 TEST(NsysReader, Schema2TimesAndTheEnvironmentsRank) {

@@ -13,7 +13,11 @@
 # once), failure (an unreadable file: exit 2 naming it, as a single process;
 # with --allow-missing a warning and the single-process figures, --strict:
 # exit 2; a missing node folder: exit 2, with --allow-missing the other
-# nodes' figures), hang (a rank blocked on a FIFO: abort, no hang).
+# nodes' figures), hang (a rank blocked on a FIFO: abort, no hang), nsys
+# (Nsight Systems exports of two hosts, read where they are shared out and
+# joined on rank 0: one export a rank, then one report a host holding its
+# every GPU process, named against the hosts' order; a report without its
+# export: exit 2).
 set -eu
 cli=$1
 mpirun=$2
@@ -188,6 +192,37 @@ PY
     same_as "$work/ref-nodes" "$work/nodes"
     grep -q "node 2) could not list its --local folder" "$work/nodes.log" ||
       fail "no warning naming node 2: $(cat "$work/nodes.log")"
+    ;;
+  nsys)
+    # One export a rank: ranks from each export's environment.
+    "$cli" simulate --format nsys -o "$work/exports" --schedule 1f1b --stages 4 --micro-batches 8 \
+      --machines 2 --steps 3 --kernels-per-job 4 --skew 1:2000000 --seed 5 > /dev/null
+    reference "$work/ref" "$work/exports" --perfetto
+    grep -q '"kernel_view"' "$work/ref/summary.json" || fail "no kernel view in $work/ref/summary.json"
+    for np in 1 2 3 4; do
+      PIPESCOPE_MPI_MESSAGE_BYTES=4096 mpi $np "$work/np$np" "$work/exports" --perfetto ||
+        fail "np $np: $(cat "$work/np$np.log")"
+      same_as "$work/ref" "$work/np$np"
+    done
+    # One report a host, every GPU process of it, without the ranks'
+    # environment (ranks from NCCL's payloads or the CUDA devices); host
+    # node1's report named first, so that discovery's devices of one report
+    # hold the processes of the other.
+    python3 "$(dirname "$0")/nsys_node_reports.py" "$work/exports" "$work/nodes" \
+      node0=b.sqlite node1=a.sqlite
+    reference "$work/ref-nodes" "$work/nodes"
+    for np in 1 2 3; do
+      mpi $np "$work/nodes$np" "$work/nodes" || fail "node reports, np $np: $(cat "$work/nodes$np.log")"
+      same_as "$work/ref-nodes" "$work/nodes$np"
+    done
+    # A report whose export is not given: refused on rank 0, exit 2.
+    cp "$work/exports/rank_0.sqlite" "$work/lone.sqlite"
+    : > "$work/lone2.nsys-rep"
+    status=0
+    mpi 2 "$work/refused" "$work/lone.sqlite" "$work/lone2.nsys-rep" || status=$?
+    [ "$status" -eq 2 ] || fail "a report without its export: exit status $status: $(cat "$work/refused.log")"
+    grep -q "nsys export --type sqlite" "$work/refused.log" ||
+      fail "no export command in the message: $(cat "$work/refused.log")"
     ;;
   hang)
     # Rank 1 gets the FIFO (smaller than the log) and blocks opening it.
