@@ -1119,6 +1119,20 @@ ReplicaSummary partitioned_replicas(Exchange& exchange, const Run& local,
   return summary;
 }
 
+/// The bubble split of a partitioned run: the run's op costs summed over the
+/// ranges, then each range's rows of its own steps (out.split_inherent), and
+/// the run's split gathered from them.
+void split_partitioned_bubbles(Exchange& exchange, PartitionedAnalysis& out, std::size_t devices) {
+  const PartSteps steps(out);
+  const SplitEvidence evidence = split_evidence(out.part.run, out.metrics, out.pipeline.stages,
+                                                out.pipeline.roles, out.first, out.last);
+  const OpCostSums run_sums = gather_op_costs(exchange, evidence.run_sums);
+  SplitRows rows =
+      split_rows(evidence, run_sums, out.metrics.steps, out.pipeline.stages, out.pipeline.schedule);
+  out.pipeline.split = gather_split(exchange, evidence, rows, out.pipeline.stages, devices);
+  out.split_inherent = std::move(rows.inherent);
+}
+
 }  // namespace
 
 PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
@@ -1245,18 +1259,7 @@ PartitionedAnalysis analyze_partitioned(Exchange& exchange, Run& local,
                         out.pipeline.stages, m.steps.size());
   release_free_memory();  // the durations (a value per job) are gone
 
-  // The bubble split: the run's op costs, then each range's rows.
-  {
-    const PartSteps steps(out);
-    const SplitEvidence evidence = split_evidence(out.part.run, out.metrics, out.pipeline.stages,
-                                                  out.pipeline.roles, out.first, out.last);
-    const OpCostSums run_sums = gather_op_costs(exchange, evidence.run_sums);
-    SplitRows rows =
-        split_rows(evidence, run_sums, m.steps, out.pipeline.stages, out.pipeline.schedule);
-    out.pipeline.split =
-        gather_split(exchange, evidence, rows, out.pipeline.stages, local.devices.size());
-    out.split_inherent = std::move(rows.inherent);
-  }
+  split_partitioned_bubbles(exchange, out, local.devices.size());
 
   // The data-quality warnings: evidence of every range, fences once,
   // findings of every range, combined.

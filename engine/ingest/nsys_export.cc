@@ -383,101 +383,76 @@ class LaunchTable {
   std::map<std::pair<std::int64_t, std::int64_t>, Wide> wide_;
 };
 
-}  // namespace
-
-bool sqlite_header(std::string_view first_bytes) { return first_bytes.starts_with(kSqliteMagic); }
-
-NsysExport read_nsys_export(const std::string& path, const RE2& step_range,
-                            const JobPattern* pattern) {
-  NsysExport ex;
-  ex.path = path;
-  const SqliteFile db = SqliteFile::open(path);
-  Tables tables{db.tables()};
-  const auto* meta = tables.find("META_DATA_EXPORT");
-  if (meta == nullptr) meta = tables.find("EXPORT_META_DATA");
-  std::vector<std::string> missing;
-  for (const char* t : {"StringIds", "TARGET_INFO_SESSION_START_TIME"}) {
-    if (tables.find(t) == nullptr) missing.emplace_back(t);
+/// One export being read: the database, its tables and what each part of
+/// the reading leaves for the next; read_nsys_export runs the parts in
+/// order. Its members keep the names the parts read them by.
+struct NsysExportReading {
+  NsysExportReading(const std::string& path_in, const RE2& step_range_in,
+                    const JobPattern* pattern_in)
+      : path(path_in),
+        step_range(step_range_in),
+        pattern(pattern_in),
+        db(SqliteFile::open(path_in)),
+        tables{db.tables()} {
+    ex.path = path;
   }
-  if (meta == nullptr) missing.emplace_back("META_DATA_EXPORT (or EXPORT_META_DATA)");
-  if (!missing.empty()) {
-    std::string list;
-    for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
-    throw InputError(fmt::format(
-        "{}: an SQLite database that is no Nsight Systems export (lacks {}); export a report "
-        "with `nsys export --type sqlite --include-blobs=true REPORT.nsys-rep`",
-        path, list));
-  }
-  {
-    SqliteQuery q = db.query(fmt::format("SELECT name, value FROM {}", sql_name(meta->name)));
-    while (q.next()) {
-      if (q.bytes(0) == std::string_view("EXPORT_SCHEMA_VERSION") && q.bytes(1)) {
-        ex.schema_version = std::string(*q.bytes(1));
+
+  /// Refuses a database that is no export; reads its schema version.
+  void check_tables() {
+    const auto* meta = tables.find("META_DATA_EXPORT");
+    if (meta == nullptr) meta = tables.find("EXPORT_META_DATA");
+    std::vector<std::string> missing;
+    for (const char* t : {"StringIds", "TARGET_INFO_SESSION_START_TIME"}) {
+      if (tables.find(t) == nullptr) missing.emplace_back(t);
+    }
+    if (meta == nullptr) missing.emplace_back("META_DATA_EXPORT (or EXPORT_META_DATA)");
+    if (!missing.empty()) {
+      std::string list;
+      for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+      throw InputError(fmt::format(
+          "{}: an SQLite database that is no Nsight Systems export (lacks {}); export a report "
+          "with `nsys export --type sqlite --include-blobs=true REPORT.nsys-rep`",
+          path, list));
+    }
+    {
+      SqliteQuery q = db.query(fmt::format("SELECT name, value FROM {}", sql_name(meta->name)));
+      while (q.next()) {
+        if (q.bytes(0) == std::string_view("EXPORT_SCHEMA_VERSION") && q.bytes(1)) {
+          ex.schema_version = std::string(*q.bytes(1));
+        }
       }
     }
   }
-  const auto* session = tables.find("TARGET_INFO_SESSION_START_TIME");
-  const bool has_system_clock = session->has("systemClockNs");
-  std::int64_t utc = 0, system_clock = 0;
-  {
-    SqliteQuery q =
-        db.query(std::string("SELECT utcEpochNs") + (has_system_clock ? ", systemClockNs" : "") +
-                 " FROM TARGET_INFO_SESSION_START_TIME");
-    const bool row = session->has("utcEpochNs") && q.next();
-    if (!row || !q.integer(0)) {
-      throw InputError(fmt::format("{}: TARGET_INFO_SESSION_START_TIME holds no utcEpochNs", path));
+
+  /// The session's clock: utcEpochNs, and systemClockNs where stored.
+  void read_session_clock() {
+    const auto* session = tables.find("TARGET_INFO_SESSION_START_TIME");
+    const bool has_system_clock = session->has("systemClockNs");
+    {
+      SqliteQuery q =
+          db.query(std::string("SELECT utcEpochNs") + (has_system_clock ? ", systemClockNs" : "") +
+                   " FROM TARGET_INFO_SESSION_START_TIME");
+      const bool row = session->has("utcEpochNs") && q.next();
+      if (!row || !q.integer(0)) {
+        throw InputError(
+            fmt::format("{}: TARGET_INFO_SESSION_START_TIME holds no utcEpochNs", path));
+      }
+      utc = *q.integer(0);
+      if (has_system_clock) system_clock = q.integer(1).value_or(0);
     }
-    utc = *q.integer(0);
-    if (has_system_clock) system_clock = q.integer(1).value_or(0);
   }
-  // utcEpochNs + t − systemClockNs, in integers; a time beyond int64 is damage.
-  auto when = [&](std::int64_t t) {
+
+  /// utcEpochNs + t − systemClockNs, in integers; a time beyond int64 is damage.
+  std::int64_t when(std::int64_t t) const {
     std::int64_t out = 0;
     if (__builtin_add_overflow(utc, t, &out) || __builtin_sub_overflow(out, system_clock, &out)) {
       throw InputError(fmt::format("{}: a time of {} ns is beyond what a time can be", path, t));
     }
     return out;
-  };
-
-  // Hosts and the environment.
-  std::map<std::int64_t, std::string> hosts;  // globalVid -> Hostname
-  std::map<std::string, std::string> env;
-  std::optional<std::string> device_env;
-  if (const auto* t = tables.find("TARGET_INFO_SYSTEM_ENV");
-      t && t->has("globalVid") && t->has("name") && t->has("value")) {
-    SqliteQuery q = db.query("SELECT globalVid, name, value FROM TARGET_INFO_SYSTEM_ENV");
-    while (q.next()) {
-      const auto name = q.bytes(1), value = q.bytes(2);
-      if (!name || !value) continue;
-      if (*name == "Hostname" && !value->empty() && q.integer(0)) {
-        hosts.try_emplace(*q.integer(0), *value);
-      } else if (*name == "DeviceEnvironment" && !value->empty() && !device_env) {
-        device_env = std::string(*value);
-      }
-    }
-  }
-  if (const auto* t = tables.find("META_DATA_CAPTURE"); t && t->has("name") && t->has("value")) {
-    static const RE2 process_env("PROCESS_[0-9]+:ENVIRONMENT_VARIABLE");
-    std::vector<std::string> items;
-    SqliteQuery q = db.query("SELECT name, value FROM META_DATA_CAPTURE");
-    while (q.next()) {
-      const auto name = q.bytes(0), value = q.bytes(1);
-      if (name && value && !value->empty() &&
-          RE2::FullMatch(re2::StringPiece(name->data(), name->size()), process_env)) {
-        items.emplace_back(*value);
-      }
-    }
-    add_env_pairs(items, env);
-  }
-  if (env.empty() && device_env) add_env_pairs(split_device_environment(*device_env), env);
-  {
-    std::set<std::string> names;
-    for (const auto& [vid, host] : hosts) names.insert(host);
-    ex.hosts.assign(names.begin(), names.end());
   }
 
-  std::map<std::int64_t, NsysProcess> processes;
-  auto process = [&](std::int64_t key) -> NsysProcess& {
+  /// The process of a globalPid >> 24, made on first sight.
+  NsysProcess& process(std::int64_t key) {
     auto [it, fresh] = processes.try_emplace(key);
     if (fresh) {
       it->second.key = key;
@@ -485,241 +460,324 @@ NsysExport read_nsys_export(const std::string& path, const RE2& step_range,
       it->second.jobs = std::make_unique<AnnotationJobs>(pattern);
     }
     return it->second;
-  };
+  }
 
-  // NVTX: steps first (the activities are placed in them as they are read),
-  // then NCCL's calls and their payloads.
-  if (const auto* t = tables.find("NVTX_EVENTS");
-      t && t->has("start") && t->has("end") && t->has("eventType") && t->has("globalTid")) {
-    const auto schemas = read_schemas(db, tables);
-    const bool has_text = t->has("text"), has_text_id = t->has("textId");
-    const bool has_domain = t->has("domainId"), has_blob = t->has("binaryData");
-    std::set<std::int64_t> nccl_domains;
-    if (has_domain && has_text) {
-      SqliteQuery q = db.query(fmt::format(
-          "SELECT domainId, text FROM NVTX_EVENTS WHERE eventType = {}", kDomainCreate));
+  /// Hosts and the environment.
+  void read_hosts_and_environment() {
+    std::optional<std::string> device_env;
+    if (const auto* t = tables.find("TARGET_INFO_SYSTEM_ENV");
+        t && t->has("globalVid") && t->has("name") && t->has("value")) {
+      SqliteQuery q = db.query("SELECT globalVid, name, value FROM TARGET_INFO_SYSTEM_ENV");
       while (q.next()) {
-        if (q.integer(0) && q.bytes(1) == std::string_view("NCCL"))
-          nccl_domains.insert(*q.integer(0));
+        const auto name = q.bytes(1), value = q.bytes(2);
+        if (!name || !value) continue;
+        if (*name == "Hostname" && !value->empty() && q.integer(0)) {
+          hosts.try_emplace(*q.integer(0), *value);
+        } else if (*name == "DeviceEnvironment" && !value->empty() && !device_env) {
+          device_env = std::string(*value);
+        }
       }
     }
-    const bool named = !nccl_domains.empty();
-    std::string sql = "SELECT e.rowid, e.start, e.end, ";
-    sql += has_text ? "e.text, " : "NULL, ";
-    sql += has_text_id ? "s.value, " : "NULL, ";
-    sql += "e.globalTid, ";
-    sql += has_domain ? "e.domainId, " : "NULL, ";
-    sql += has_blob ? "e.binaryData" : "NULL";
-    sql += " FROM NVTX_EVENTS AS e";
-    if (has_text_id) sql += " LEFT JOIN StringIds AS s ON s.id = e.textId";
-    sql += fmt::format(" WHERE e.eventType IN ({}, {}) AND e.end IS NOT NULL", kPushPop, kStartEnd);
-    SqliteQuery q = db.query(sql);
-    const int step_group = step_range.NamedCapturingGroups().count("step")
-                               ? step_range.NamedCapturingGroups().at("step")
-                               : 1;
-    std::vector<re2::StringPiece> groups(
-        static_cast<std::size_t>(step_range.NumberOfCapturingGroups()) + 1);
-    while (q.next()) {
-      const auto row = q.integer(0), start = q.integer(1), end = q.integer(2), tid = q.integer(5);
-      if (!row || !start || !end || !tid) continue;
-      std::optional<std::string_view> name = q.bytes(3);
-      if (!name) name = q.bytes(4);
-      if (!name) continue;
-      const std::int64_t key = *tid >> 24;
-      const re2::StringPiece text(name->data(), name->size());
-      if (step_range.Match(text, 0, text.size(), RE2::ANCHOR_BOTH, groups.data(),
-                           static_cast<int>(groups.size()))) {
-        const re2::StringPiece n = step_group < static_cast<int>(groups.size())
-                                       ? groups[static_cast<std::size_t>(step_group)]
-                                       : re2::StringPiece();
-        std::int64_t step = 0;
-        const bool digits = !n.empty() && std::all_of(n.begin(), n.end(),
-                                                      [](char c) { return c >= '0' && c <= '9'; });
-        if (digits) {
-          const auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), step);
-          if (ec == std::errc{}) {
-            NsysProcess& p = process(key);
-            p.kernels->on_step_span(when(*start), when(*end), step);
-            p.jobs->add_step({when(*start), when(*end), step});
+    if (const auto* t = tables.find("META_DATA_CAPTURE"); t && t->has("name") && t->has("value")) {
+      static const RE2 process_env("PROCESS_[0-9]+:ENVIRONMENT_VARIABLE");
+      std::vector<std::string> items;
+      SqliteQuery q = db.query("SELECT name, value FROM META_DATA_CAPTURE");
+      while (q.next()) {
+        const auto name = q.bytes(0), value = q.bytes(1);
+        if (name && value && !value->empty() &&
+            RE2::FullMatch(re2::StringPiece(name->data(), name->size()), process_env)) {
+          items.emplace_back(*value);
+        }
+      }
+      add_env_pairs(items, env);
+    }
+    if (env.empty() && device_env) add_env_pairs(split_device_environment(*device_env), env);
+    {
+      std::set<std::string> names;
+      for (const auto& [vid, host] : hosts) names.insert(host);
+      ex.hosts.assign(names.begin(), names.end());
+    }
+  }
+
+  /// NVTX: steps first (the activities are placed in them as they are read),
+  /// then NCCL's calls and their payloads.
+  void read_nvtx() {
+    if (const auto* t = tables.find("NVTX_EVENTS");
+        t && t->has("start") && t->has("end") && t->has("eventType") && t->has("globalTid")) {
+      const auto schemas = read_schemas(db, tables);
+      const bool has_text = t->has("text"), has_text_id = t->has("textId");
+      const bool has_domain = t->has("domainId"), has_blob = t->has("binaryData");
+      std::set<std::int64_t> nccl_domains;
+      if (has_domain && has_text) {
+        SqliteQuery q = db.query(fmt::format(
+            "SELECT domainId, text FROM NVTX_EVENTS WHERE eventType = {}", kDomainCreate));
+        while (q.next()) {
+          if (q.integer(0) && q.bytes(1) == std::string_view("NCCL"))
+            nccl_domains.insert(*q.integer(0));
+        }
+      }
+      const bool named = !nccl_domains.empty();
+      std::string sql = "SELECT e.rowid, e.start, e.end, ";
+      sql += has_text ? "e.text, " : "NULL, ";
+      sql += has_text_id ? "s.value, " : "NULL, ";
+      sql += "e.globalTid, ";
+      sql += has_domain ? "e.domainId, " : "NULL, ";
+      sql += has_blob ? "e.binaryData" : "NULL";
+      sql += " FROM NVTX_EVENTS AS e";
+      if (has_text_id) sql += " LEFT JOIN StringIds AS s ON s.id = e.textId";
+      sql +=
+          fmt::format(" WHERE e.eventType IN ({}, {}) AND e.end IS NOT NULL", kPushPop, kStartEnd);
+      SqliteQuery q = db.query(sql);
+      const int step_group = step_range.NamedCapturingGroups().count("step")
+                                 ? step_range.NamedCapturingGroups().at("step")
+                                 : 1;
+      std::vector<re2::StringPiece> groups(
+          static_cast<std::size_t>(step_range.NumberOfCapturingGroups()) + 1);
+      while (q.next()) {
+        const auto row = q.integer(0), start = q.integer(1), end = q.integer(2), tid = q.integer(5);
+        if (!row || !start || !end || !tid) continue;
+        std::optional<std::string_view> name = q.bytes(3);
+        if (!name) name = q.bytes(4);
+        if (!name) continue;
+        const std::int64_t key = *tid >> 24;
+        const re2::StringPiece text(name->data(), name->size());
+        if (step_range.Match(text, 0, text.size(), RE2::ANCHOR_BOTH, groups.data(),
+                             static_cast<int>(groups.size()))) {
+          const re2::StringPiece n = step_group < static_cast<int>(groups.size())
+                                         ? groups[static_cast<std::size_t>(step_group)]
+                                         : re2::StringPiece();
+          std::int64_t step = 0;
+          const bool digits = !n.empty() && std::all_of(n.begin(), n.end(), [](char c) {
+            return c >= '0' && c <= '9';
+          });
+          if (digits) {
+            const auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), step);
+            if (ec == std::errc{}) {
+              NsysProcess& p = process(key);
+              p.kernels->on_step_span(when(*start), when(*end), step);
+              p.jobs->add_step({when(*start), when(*end), step});
+            }
+          }
+          continue;
+        }
+        const auto dom = q.integer(6);
+        const bool nccl_domain = named ? dom && nccl_domains.count(*dom) : dom && *dom != 0;
+        if (!name->starts_with("nccl") || !nccl_domain) {
+          // emit_nvtx names a record_function's range "PP:0F1, op_id = 12".
+          std::string_view label = *name;
+          if (pattern == nullptr && label.starts_with("PP:"))
+            label = label.substr(0, label.find(", "));
+          if (annotation_job_name(label, pattern)) {
+            process(key).jobs->add_range({std::string(label), when(*start), when(*end), -1,
+                                          static_cast<std::uint64_t>(*row),
+                                          static_cast<std::uint64_t>(*row), *tid});
+          }
+          continue;
+        }
+        NsysNcclCall call{when(*start), when(*end), *row, std::string(*name), {}, {}, {}, {}};
+        if (const auto blob = q.bytes(7)) decode_payload(*blob, *dom, call.name, schemas, call);
+        NsysProcess& p = process(key);
+        if (call.comm && call.nranks && call.rank) {
+          p.members.push_back({*call.comm, *call.nranks, *call.rank});
+        }
+        p.calls[*tid].push_back(std::move(call));
+      }
+    }
+  }
+
+  /// The launches: for each (process, correlationId), the runtime or driver
+  /// row first, then the earliest, then the first row.
+  void read_launches() {
+    if (const auto* t = tables.find("CUPTI_ACTIVITY_KIND_RUNTIME");
+        t && t->has("start") && t->has("globalTid") && t->has("correlationId")) {
+      {
+        // Its rows at most (rowids count up from 1 unless rows were deleted):
+        // the table is held at its size, never at a doubled capacity.
+        SqliteQuery q = db.query("SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_RUNTIME");
+        if (q.next()) {
+          if (const auto rows = q.integer(0);
+              rows && *rows > 0 && *rows < (std::int64_t{1} << 32)) {
+            launches.reserve(static_cast<std::size_t>(*rows));
           }
         }
-        continue;
       }
-      const auto dom = q.integer(6);
-      const bool nccl_domain = named ? dom && nccl_domains.count(*dom) : dom && *dom != 0;
-      if (!name->starts_with("nccl") || !nccl_domain) {
-        // emit_nvtx names a record_function's range "PP:0F1, op_id = 12".
-        std::string_view label = *name;
-        if (pattern == nullptr && label.starts_with("PP:"))
-          label = label.substr(0, label.find(", "));
-        if (annotation_job_name(label, pattern)) {
-          process(key).jobs->add_range({std::string(label), when(*start), when(*end), -1,
-                                        static_cast<std::uint64_t>(*row),
-                                        static_cast<std::uint64_t>(*row), *tid});
-        }
-        continue;
+      SqliteQuery q =
+          db.query(std::string("SELECT start, ") + (t->has("eventClass") ? "eventClass" : "NULL") +
+                   ", globalTid, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME");
+      while (q.next()) {
+        const auto start = q.integer(0), tid = q.integer(2), corr = q.integer(3);
+        if (!start || !tid || !corr) continue;
+        const auto cls = q.integer(1);
+        launches.add(*start, *tid, *corr, !(cls && (*cls == 0 || *cls == 1)));
       }
-      NsysNcclCall call{when(*start), when(*end), *row, std::string(*name), {}, {}, {}, {}};
-      if (const auto blob = q.bytes(7)) decode_payload(*blob, *dom, call.name, schemas, call);
-      NsysProcess& p = process(key);
-      if (call.comm && call.nranks && call.rank) {
-        p.members.push_back({*call.comm, *call.nranks, *call.rank});
-      }
-      p.calls[*tid].push_back(std::move(call));
     }
+    launches.finish();
   }
 
-  // The launches: for each (process, correlationId), the runtime or driver
-  // row first, then the earliest, then the first row.
-  LaunchTable launches;
-  if (const auto* t = tables.find("CUPTI_ACTIVITY_KIND_RUNTIME");
-      t && t->has("start") && t->has("globalTid") && t->has("correlationId")) {
+  /// The NCCL kernels' names: the strings that begin `nccl`.
+  void read_nccl_names() {
     {
-      // Its rows at most (rowids count up from 1 unless rows were deleted):
-      // the table is held at its size, never at a doubled capacity.
-      SqliteQuery q = db.query("SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_RUNTIME");
-      if (q.next()) {
-        if (const auto rows = q.integer(0); rows && *rows > 0 && *rows < (std::int64_t{1} << 32)) {
-          launches.reserve(static_cast<std::size_t>(*rows));
+      SqliteQuery q =
+          db.query("SELECT id, value FROM StringIds WHERE substr(value, 1, 4) = 'nccl'");
+      while (q.next()) {
+        if (q.integer(0) && q.bytes(1) && q.bytes(1)->starts_with("nccl")) {
+          nccl_names.emplace(*q.integer(0), std::string(*q.bytes(1)));
         }
       }
     }
-    SqliteQuery q =
-        db.query(std::string("SELECT start, ") + (t->has("eventClass") ? "eventClass" : "NULL") +
-                 ", globalTid, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME");
-    while (q.next()) {
-      const auto start = q.integer(0), tid = q.integer(2), corr = q.integer(3);
-      if (!start || !tid || !corr) continue;
-      const auto cls = q.integer(1);
-      launches.add(*start, *tid, *corr, !(cls && (*cls == 0 || *cls == 1)));
+  }
+
+  /// The GPU activities.
+  void read_activities() {
+    std::map<std::int64_t, PairList> pairs;
+    for (std::size_t ti = 0; ti < std::size(kActivityTables); ++ti) {
+      const auto* t = tables.find(kActivityTables[ti]);
+      if (!t || !t->has("start") || !t->has("end") || !t->has("globalPid")) continue;
+      const char* name_col = ti != 0                   ? nullptr
+                             : t->has("demangledName") ? "demangledName"
+                             : t->has("shortName")     ? "shortName"
+                                                       : nullptr;
+      SqliteQuery q =
+          db.query(fmt::format("SELECT rowid, start, end, {}, {}, globalPid, {} FROM {}",
+                               t->has("deviceId") ? "deviceId" : "NULL",
+                               t->has("correlationId") ? "correlationId" : "NULL",
+                               name_col ? name_col : "NULL", kActivityTables[ti]));
+      while (q.next()) {
+        const auto row = q.integer(0), start = q.integer(1), end = q.integer(2),
+                   gpid = q.integer(5);
+        if (!row || !start || !end || !gpid) continue;
+        const std::int64_t key = *gpid >> 24;
+        NsysProcess& p = process(key);
+        ++p.activities;
+        if (const auto device = q.integer(3)) ++device_counts[key][*device];
+        const auto corr = q.integer(4);
+        LaunchTable::Found launch;
+        const bool launched = corr && launches.find(key, *corr, launch);
+        const std::int64_t s = when(*start), e = when(*end);
+        std::int64_t launched_at = 0;
+        if (launched) {
+          launched_at = when(launch.start);
+          p.earliest_launch = std::min(p.earliest_launch, launched_at);
+        }
+        const std::string* comm_name = nullptr;
+        if (name_col) {
+          if (const auto id = q.integer(6)) {
+            const auto it = nccl_names.find(*id);
+            if (it != nccl_names.end()) comm_name = &it->second;
+          }
+        }
+        if (comm_name) {
+          p.comm.push_back(
+              {s, e, *row, launched, launched_at, launched ? launch.thread : -1, *comm_name});
+          continue;
+        }
+        p.kernels->on_compute(s, e, -1, launched);
+        if (launched) {
+          PairList& list = pairs[key];
+          list.push_back({launched_at, s, e, launch.thread});
+          if (list.size() >= 4096) {  // placed in their steps as they come: memory stays small
+            p.kernels->place(list);
+            p.jobs->place(list);
+            list.clear();
+          }
+        }
+      }
+    }
+    for (auto& [key, list] : pairs) {
+      processes[key].kernels->place(list);
+      processes[key].jobs->place(list);
     }
   }
-  launches.finish();
 
-  // The NCCL kernels' names: the strings that begin `nccl`.
+  /// Devices: the deviceId most activities ran on, and its CUDA ordinal.
+  /// Then each process's host, and its rank from the environment when the
+  /// export holds one process.
+  void place_processes() {
+    std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> cuda_of;  // (pid, gpuId)
+    if (const auto* t = tables.find("TARGET_INFO_CUDA_DEVICE");
+        t && t->has("gpuId") && t->has("cudaId") && t->has("pid")) {
+      SqliteQuery q = db.query("SELECT gpuId, cudaId, pid FROM TARGET_INFO_CUDA_DEVICE");
+      while (q.next()) {
+        if (q.integer(0) && q.integer(1) && q.integer(2)) {
+          cuda_of.try_emplace({*q.integer(2), *q.integer(0)}, *q.integer(1));
+        }
+      }
+    }
+    std::map<std::int64_t, std::int64_t> gpu_cuda;
+    if (const auto* t = tables.find("TARGET_INFO_GPU"); t && t->has("id") && t->has("cuDevice")) {
+      SqliteQuery q = db.query("SELECT id, cuDevice FROM TARGET_INFO_GPU");
+      while (q.next()) {
+        if (q.integer(0) && q.integer(1)) gpu_cuda.try_emplace(*q.integer(0), *q.integer(1));
+      }
+    }
+    const std::string folder =
+        std::filesystem::absolute(std::filesystem::path(path)).parent_path().filename().string();
+    for (auto& [key, p] : processes) {
+      if (p.activities == 0) continue;
+      std::uint64_t top = 0;
+      for (const auto& [id, n] : device_counts[key]) {
+        if (n > top) {
+          top = n;
+          p.device_id = id;
+        }
+      }
+      if (p.device_id >= 0 || top > 0) {
+        std::int64_t cuda = p.device_id;
+        if (const auto it = cuda_of.find({p.pid, p.device_id}); it != cuda_of.end()) {
+          cuda = it->second;
+        } else if (cuda_of.empty()) {
+          if (const auto g = gpu_cuda.find(p.device_id); g != gpu_cuda.end()) cuda = g->second;
+        }
+        p.cuda_device = cuda >= 0 && cuda < (1 << 20) ? static_cast<int>(cuda) : -1;
+      }
+      const std::int64_t vid = (key >> 24) << 48;
+      if (const auto h = hosts.find(vid); h != hosts.end()) {
+        p.host = h->second;
+      } else if (ex.hosts.size() == 1 && hosts.size() == 1) {
+        p.host = hosts.begin()->second;
+      } else {
+        p.host = folder;
+      }
+      ex.processes.push_back(std::move(p));
+    }
+    if (ex.processes.size() == 1) {
+      ex.processes.front().env_rank = env_int(env, {"RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK"});
+      ex.processes.front().world_size =
+          env_int(env, {"WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE"});
+    }
+  }
+
+  const std::string& path;
+  const RE2& step_range;
+  const JobPattern* pattern;
+  const SqliteFile db;
+  Tables tables;
+  NsysExport ex;
+  std::int64_t utc = 0, system_clock = 0;
+  std::map<std::int64_t, std::string> hosts;  // globalVid -> Hostname
+  std::map<std::string, std::string> env;
+  std::map<std::int64_t, NsysProcess> processes;
+  LaunchTable launches;
   std::unordered_map<std::int64_t, std::string> nccl_names;
-  {
-    SqliteQuery q = db.query("SELECT id, value FROM StringIds WHERE substr(value, 1, 4) = 'nccl'");
-    while (q.next()) {
-      if (q.integer(0) && q.bytes(1) && q.bytes(1)->starts_with("nccl")) {
-        nccl_names.emplace(*q.integer(0), std::string(*q.bytes(1)));
-      }
-    }
-  }
-
-  // The GPU activities.
   std::map<std::int64_t, std::map<std::int64_t, std::uint64_t>> device_counts;  // key -> id -> n
-  std::map<std::int64_t, PairList> pairs;
-  for (std::size_t ti = 0; ti < std::size(kActivityTables); ++ti) {
-    const auto* t = tables.find(kActivityTables[ti]);
-    if (!t || !t->has("start") || !t->has("end") || !t->has("globalPid")) continue;
-    const char* name_col = ti != 0                   ? nullptr
-                           : t->has("demangledName") ? "demangledName"
-                           : t->has("shortName")     ? "shortName"
-                                                     : nullptr;
-    SqliteQuery q = db.query(fmt::format("SELECT rowid, start, end, {}, {}, globalPid, {} FROM {}",
-                                         t->has("deviceId") ? "deviceId" : "NULL",
-                                         t->has("correlationId") ? "correlationId" : "NULL",
-                                         name_col ? name_col : "NULL", kActivityTables[ti]));
-    while (q.next()) {
-      const auto row = q.integer(0), start = q.integer(1), end = q.integer(2), gpid = q.integer(5);
-      if (!row || !start || !end || !gpid) continue;
-      const std::int64_t key = *gpid >> 24;
-      NsysProcess& p = process(key);
-      ++p.activities;
-      if (const auto device = q.integer(3)) ++device_counts[key][*device];
-      const auto corr = q.integer(4);
-      LaunchTable::Found launch;
-      const bool launched = corr && launches.find(key, *corr, launch);
-      const std::int64_t s = when(*start), e = when(*end);
-      std::int64_t launched_at = 0;
-      if (launched) {
-        launched_at = when(launch.start);
-        p.earliest_launch = std::min(p.earliest_launch, launched_at);
-      }
-      const std::string* comm_name = nullptr;
-      if (name_col) {
-        if (const auto id = q.integer(6)) {
-          const auto it = nccl_names.find(*id);
-          if (it != nccl_names.end()) comm_name = &it->second;
-        }
-      }
-      if (comm_name) {
-        p.comm.push_back(
-            {s, e, *row, launched, launched_at, launched ? launch.thread : -1, *comm_name});
-        continue;
-      }
-      p.kernels->on_compute(s, e, -1, launched);
-      if (launched) {
-        PairList& list = pairs[key];
-        list.push_back({launched_at, s, e, launch.thread});
-        if (list.size() >= 4096) {  // placed in their steps as they come: memory stays small
-          p.kernels->place(list);
-          p.jobs->place(list);
-          list.clear();
-        }
-      }
-    }
-  }
-  for (auto& [key, list] : pairs) {
-    processes[key].kernels->place(list);
-    processes[key].jobs->place(list);
-  }
+};
 
-  // Devices: the deviceId most activities ran on, and its CUDA ordinal.
-  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> cuda_of;  // (pid, gpuId)
-  if (const auto* t = tables.find("TARGET_INFO_CUDA_DEVICE");
-      t && t->has("gpuId") && t->has("cudaId") && t->has("pid")) {
-    SqliteQuery q = db.query("SELECT gpuId, cudaId, pid FROM TARGET_INFO_CUDA_DEVICE");
-    while (q.next()) {
-      if (q.integer(0) && q.integer(1) && q.integer(2)) {
-        cuda_of.try_emplace({*q.integer(2), *q.integer(0)}, *q.integer(1));
-      }
-    }
-  }
-  std::map<std::int64_t, std::int64_t> gpu_cuda;
-  if (const auto* t = tables.find("TARGET_INFO_GPU"); t && t->has("id") && t->has("cuDevice")) {
-    SqliteQuery q = db.query("SELECT id, cuDevice FROM TARGET_INFO_GPU");
-    while (q.next()) {
-      if (q.integer(0) && q.integer(1)) gpu_cuda.try_emplace(*q.integer(0), *q.integer(1));
-    }
-  }
-  const std::string folder =
-      std::filesystem::absolute(std::filesystem::path(path)).parent_path().filename().string();
-  for (auto& [key, p] : processes) {
-    if (p.activities == 0) continue;
-    std::uint64_t top = 0;
-    for (const auto& [id, n] : device_counts[key]) {
-      if (n > top) {
-        top = n;
-        p.device_id = id;
-      }
-    }
-    if (p.device_id >= 0 || top > 0) {
-      std::int64_t cuda = p.device_id;
-      if (const auto it = cuda_of.find({p.pid, p.device_id}); it != cuda_of.end()) {
-        cuda = it->second;
-      } else if (cuda_of.empty()) {
-        if (const auto g = gpu_cuda.find(p.device_id); g != gpu_cuda.end()) cuda = g->second;
-      }
-      p.cuda_device = cuda >= 0 && cuda < (1 << 20) ? static_cast<int>(cuda) : -1;
-    }
-    const std::int64_t vid = (key >> 24) << 48;
-    if (const auto h = hosts.find(vid); h != hosts.end()) {
-      p.host = h->second;
-    } else if (ex.hosts.size() == 1 && hosts.size() == 1) {
-      p.host = hosts.begin()->second;
-    } else {
-      p.host = folder;
-    }
-    ex.processes.push_back(std::move(p));
-  }
-  if (ex.processes.size() == 1) {
-    ex.processes.front().env_rank = env_int(env, {"RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK"});
-    ex.processes.front().world_size =
-        env_int(env, {"WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE"});
-  }
-  return ex;
+}  // namespace
+
+bool sqlite_header(std::string_view first_bytes) { return first_bytes.starts_with(kSqliteMagic); }
+
+NsysExport read_nsys_export(const std::string& path, const RE2& step_range,
+                            const JobPattern* pattern) {
+  NsysExportReading reading(path, step_range, pattern);
+  reading.check_tables();
+  reading.read_session_clock();
+  reading.read_hosts_and_environment();
+  reading.read_nvtx();
+  reading.read_launches();
+  reading.read_nccl_names();
+  reading.read_activities();
+  reading.place_processes();
+  return std::move(reading.ex);
 }
 
 int nsys_gpu_processes(const std::string& path) {
