@@ -24,20 +24,20 @@ static_assert(sizeof(PeerOp) == 16 && sizeof(TimeSpan) == 16 &&
               "PeerOp, TimeSpan or StepExtent changed: they travel as copies");
 
 template <typename T>
-void put_optional(ByteWriter& w, const std::optional<T>& value) {
+void put_kernel_optional(ByteWriter& w, const std::optional<T>& value) {
   w.put(static_cast<std::uint8_t>(value.has_value()));
   w.put(value.value_or(T{}));
 }
 
 template <typename T>
-std::optional<T> get_optional(ByteReader& r) {
+std::optional<T> get_kernel_optional(ByteReader& r) {
   const bool has = r.get<std::uint8_t>() != 0;
   const T value = r.get<T>();
   return has ? std::optional<T>(value) : std::nullopt;
 }
 
 template <typename Enum>
-Enum get_enum(ByteReader& r, Enum last, const char* what) {
+Enum get_kernel_enum(ByteReader& r, Enum last, const char* what) {
   const auto v = r.get<std::uint8_t>();
   if (v > static_cast<std::uint8_t>(last)) throw WireError(fmt::format("bad {} {}", what, v));
   return static_cast<Enum>(v);
@@ -46,7 +46,7 @@ Enum get_enum(ByteReader& r, Enum last, const char* what) {
 void put_comm(ByteWriter& w, const CommKernel& c) {
   w.put(c.start);
   w.put(c.end);
-  put_optional(w, c.step);
+  put_kernel_optional(w, c.step);
   w.put(static_cast<std::uint8_t>(c.op));
   w.put(static_cast<std::uint8_t>(c.source));
   w.str(c.collective);
@@ -55,7 +55,7 @@ void put_comm(ByteWriter& w, const CommKernel& c) {
   w.list(c.group_ranks);
   w.put(static_cast<std::int32_t>(c.group_size));
   w.list(c.p2p);
-  put_optional(w, c.comms_id);
+  put_kernel_optional(w, c.comms_id);
   w.put(static_cast<std::int32_t>(c.group_rank));
 }
 
@@ -63,9 +63,9 @@ CommKernel get_comm(ByteReader& r) {
   CommKernel c;
   c.start = r.get<std::int64_t>();
   c.end = r.get<std::int64_t>();
-  c.step = get_optional<std::int64_t>(r);
-  c.op = get_enum(r, CommOp::collective, "communication op");
-  c.source = get_enum(r, CommSource::kernel, "communication source");
+  c.step = get_kernel_optional<std::int64_t>(r);
+  c.op = get_kernel_enum(r, CommOp::collective, "communication op");
+  c.source = get_kernel_enum(r, CommSource::kernel, "communication source");
   c.collective = r.str();
   c.group_name = r.str();
   c.group_description = r.str();
@@ -77,7 +77,7 @@ CommKernel get_comm(ByteReader& r) {
       throw WireError("bad point-to-point op");
     }
   }
-  c.comms_id = get_optional<std::uint64_t>(r);
+  c.comms_id = get_kernel_optional<std::uint64_t>(r);
   c.group_rank = r.get<std::int32_t>();
   return c;
 }
@@ -100,7 +100,7 @@ void put_rank_kernels(ByteWriter& w, const RankKernels& k) {
   for (const CommKernel& c : k.comm) put_comm(w, c);
   w.list(k.steps);
   w.put(static_cast<std::uint8_t>(k.step_spans));
-  put_optional(w, k.partial_step);
+  put_kernel_optional(w, k.partial_step);
   w.put(k.activities);
   w.put(k.without_launch);
   w.put(k.first_start);
@@ -115,8 +115,8 @@ RankKernels get_rank_kernels(ByteReader& r) {
   k.device = r.get<std::int32_t>();
   k.machine = r.get<std::int32_t>();
   k.global_rank = r.get<std::int32_t>();
-  k.rank_claim = get_enum(r, RankKernels::Claim::nccl, "rank claim");
-  k.origin = get_enum(r, RankKernels::Origin::nsys_export, "kernels' origin");
+  k.rank_claim = get_kernel_enum(r, RankKernels::Claim::nccl, "rank claim");
+  k.origin = get_kernel_enum(r, RankKernels::Origin::nsys_export, "kernels' origin");
   k.comm_rank = r.get<std::int32_t>();
   k.world_size = r.get<std::int32_t>();
   k.device_ordinal = r.get<std::int32_t>();
@@ -127,7 +127,7 @@ RankKernels get_rank_kernels(ByteReader& r) {
   for (std::uint64_t i = 0; i < comm; ++i) k.comm.push_back(get_comm(r));
   r.list(k.steps);
   k.step_spans = r.get<std::uint8_t>() != 0;
-  k.partial_step = get_optional<std::int64_t>(r);
+  k.partial_step = get_kernel_optional<std::int64_t>(r);
   k.activities = r.get<std::uint64_t>();
   k.without_launch = r.get<std::uint64_t>();
   k.first_start = r.get<std::int64_t>();

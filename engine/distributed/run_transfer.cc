@@ -225,11 +225,11 @@ void decode_extras(std::string_view bytes, FileResult& f) {
 }
 
 /// The devices of a file's result: `device`, then `more_devices`.
-std::size_t device_count(const FileResult& f) { return 1 + f.more_devices.size(); }
-const Device& device_of(const FileResult& f, std::size_t k) {
+std::size_t file_device_count(const FileResult& f) { return 1 + f.more_devices.size(); }
+const Device& file_device(const FileResult& f, std::size_t k) {
   return k == 0 ? f.device : f.more_devices[k - 1];
 }
-Device& device_of(FileResult& f, std::size_t k) {
+Device& file_device(FileResult& f, std::size_t k) {
   return k == 0 ? f.device : f.more_devices[k - 1];
 }
 
@@ -293,8 +293,8 @@ bool BatchEncoder::next(std::string& message) {
       message.append(extras_, extras_sent_, n);
       extras_sent_ += n;
     }
-    for (; next_device_ < device_count(f); ++next_device_, next_job_ = 0) {
-      const JobVector& jobs = device_of(f, next_device_).jobs;
+    for (; next_device_ < file_device_count(f); ++next_device_, next_job_ = 0) {
+      const JobVector& jobs = file_device(f, next_device_).jobs;
       while (next_job_ < jobs.size()) {
         if (room() < kJobsHeader + sizeof(Job)) return true;
         const std::size_t n =
@@ -346,7 +346,7 @@ void RunAssembler::add_header(int source, ByteReader& r) {
     if (s.expected_jobs[k] > std::numeric_limits<std::size_t>::max() / sizeof(Job)) {
       throw WireError("impossible job count");
     }
-    device_of(f, k).jobs.reserve(s.expected_jobs[k]);
+    file_device(f, k).jobs.reserve(s.expected_jobs[k]);
   }
 }
 
@@ -372,10 +372,10 @@ void RunAssembler::add_message(int source, std::string_view message) {
         const auto device = r.get<std::uint32_t>();
         const auto count = r.get<std::uint32_t>();
         if (!s.seen || s.source != source || device >= s.expected_jobs.size() ||
-            device_of(s.file, device).jobs.size() + count > s.expected_jobs[device]) {
+            file_device(s.file, device).jobs.size() + count > s.expected_jobs[device]) {
           throw WireError("jobs of a file arrived out of order");
         }
-        JobVector& jobs = device_of(s.file, device).jobs;
+        JobVector& jobs = file_device(s.file, device).jobs;
         const char* bytes = r.bytes(std::size_t{count} * sizeof(Job));
         const std::size_t first = jobs.size();
         jobs.resize(first + count);
@@ -404,8 +404,8 @@ void RunAssembler::add_local(int source, std::vector<FileResult>&& files,
     s.source = source;
     s.file = std::move(files[i]);
     s.expected_jobs.clear();
-    for (std::size_t k = 0; k < device_count(s.file); ++k) {
-      s.expected_jobs.push_back(device_of(s.file, k).jobs.size());
+    for (std::size_t k = 0; k < file_device_count(s.file); ++k) {
+      s.expected_jobs.push_back(file_device(s.file, k).jobs.size());
     }
     s.expected_extras = 0;  // its kernels and facts are in place
   }
@@ -415,7 +415,7 @@ std::size_t RunAssembler::missing() const {
   return static_cast<std::size_t>(std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) {
     if (!s.seen || s.extras.size() != s.expected_extras) return true;
     for (std::size_t k = 0; k < s.expected_jobs.size(); ++k) {
-      if (device_of(s.file, k).jobs.size() != s.expected_jobs[k]) return true;
+      if (file_device(s.file, k).jobs.size() != s.expected_jobs[k]) return true;
     }
     return false;
   }));

@@ -9,13 +9,13 @@ namespace pipescope {
 namespace {
 
 template <typename T>
-void put_optional(ByteWriter& w, const std::optional<T>& value) {
+void put_facts_optional(ByteWriter& w, const std::optional<T>& value) {
   w.put(static_cast<std::uint8_t>(value.has_value()));
   w.put(value.value_or(T{}));
 }
 
 template <typename T>
-std::optional<T> get_optional(ByteReader& r) {
+std::optional<T> get_facts_optional(ByteReader& r) {
   const bool has = r.get<std::uint8_t>() != 0;
   const T value = r.get<T>();
   return has ? std::optional<T>(value) : std::nullopt;
@@ -32,8 +32,8 @@ void put_process(ByteWriter& w, const NsysProcessFacts& p) {
   w.put(static_cast<std::int32_t>(p.pid));
   w.str(p.host);
   w.put(static_cast<std::int32_t>(p.cuda_device));
-  put_optional(w, p.env_rank);
-  put_optional(w, p.world_size);
+  put_facts_optional(w, p.env_rank);
+  put_facts_optional(w, p.world_size);
   w.put(static_cast<std::uint64_t>(p.members.size()));
   for (const auto& m : p.members) {
     w.put(m.comm);
@@ -46,8 +46,8 @@ void put_process(ByteWriter& w, const NsysProcessFacts& p) {
     w.put(c.start);
     w.put(c.end);
     w.put(c.call);
-    put_optional(w, c.comm);
-    put_optional(w, c.peer);
+    put_facts_optional(w, c.comm);
+    put_facts_optional(w, c.peer);
   }
   w.put(static_cast<std::uint64_t>(p.launches.size()));
   for (const auto& l : p.launches) {
@@ -67,8 +67,8 @@ NsysProcessFacts get_process(ByteReader& r) {
   p.pid = r.get<std::int32_t>();
   p.host = r.str();
   p.cuda_device = r.get<std::int32_t>();
-  p.env_rank = get_optional<int>(r);
-  p.world_size = get_optional<int>(r);
+  p.env_rank = get_facts_optional<int>(r);
+  p.world_size = get_facts_optional<int>(r);
   for (auto n = nsys_facts_count(r, 24); n > 0; --n) {
     NsysProcessFacts::Member m;
     m.comm = r.get<std::uint64_t>();
@@ -85,8 +85,8 @@ NsysProcessFacts get_process(ByteReader& r) {
     c.end = r.get<std::int64_t>();
     c.call = r.get<std::uint8_t>();
     if (c.call >= std::size(kNsysHostCalls)) throw WireError("Nsight facts: an unknown call");
-    c.comm = get_optional<std::uint64_t>(r);
-    c.peer = get_optional<std::int64_t>(r);
+    c.comm = get_facts_optional<std::uint64_t>(r);
+    c.peer = get_facts_optional<std::int64_t>(r);
     p.calls.push_back(std::move(c));
   }
   const auto launches = nsys_facts_count(r, 16);
