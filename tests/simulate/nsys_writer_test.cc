@@ -31,8 +31,8 @@ bool is_ratio(std::string_view key) {
 
 /// Where `actual` differs from `expected`: every key of expected present and
 /// equal (integers exactly, ratios within 1e-12 relative), but `skip`.
-std::string differences(simdjson::dom::element actual, simdjson::dom::element expected,
-                        const std::string& where, const std::set<std::string>& skip) {
+std::string nsys_differences(simdjson::dom::element actual, simdjson::dom::element expected,
+                             const std::string& where, const std::set<std::string>& skip) {
   using simdjson::dom::element_type;
   const std::string key = where.substr(where.find_last_of('.') + 1);
   switch (expected.type()) {
@@ -47,7 +47,7 @@ std::string differences(simdjson::dom::element actual, simdjson::dom::element ex
           out += fmt::format("{}.{}: missing\n", where, k);
           continue;
         }
-        out += differences(got, v, fmt::format("{}.{}", where, k), skip);
+        out += nsys_differences(got, v, fmt::format("{}.{}", where, k), skip);
       }
       return out;
     }
@@ -59,7 +59,7 @@ std::string differences(simdjson::dom::element actual, simdjson::dom::element ex
       }
       std::string out;
       for (std::size_t i = 0; i < e.size(); ++i) {
-        out += differences(a.at(i), e.at(i), fmt::format("{}[{}]", where, i), skip);
+        out += nsys_differences(a.at(i), e.at(i), fmt::format("{}[{}]", where, i), skip);
       }
       return out;
     }
@@ -106,12 +106,13 @@ TEST_P(NsysSimulateE2E, AnalyzeReportsTheExpectedJobsAndKernelView) {
   ASSERT_EQ(p2.load(out + "/summary.json").get(summary), simdjson::SUCCESS);
   EXPECT_GT(std::int64_t(expected["summary"]["jobs"]), 0);
   // The jobs: summary.json's own fields, to the ns (comm_ns: no comm job).
-  EXPECT_EQ(differences(summary, expected["summary"], "summary", {"path"}), "") << args;
+  EXPECT_EQ(nsys_differences(summary, expected["summary"], "summary", {"path"}), "") << args;
   // The kernel view (rank_source: the environment, not a trace's
   // distributedInfo; paths by name).
   const simdjson::dom::element want = expected["kernel_view"];
   EXPECT_GT(std::int64_t(want["wait_ns"]), 0) << args;
-  EXPECT_EQ(differences(summary["kernel_view"], want, "kernel_view", {"rank_source", "path"}), "")
+  EXPECT_EQ(nsys_differences(summary["kernel_view"], want, "kernel_view", {"rank_source", "path"}),
+            "")
       << args;
   for (simdjson::dom::element rank : summary["kernel_view"]["ranks"]) {
     EXPECT_EQ(std::string_view(rank["rank_source"]), "environment");
